@@ -1,0 +1,5 @@
+"""`python -m agentwatch` runs the CLI."""
+
+from agentwatch.cli import main
+
+main()
