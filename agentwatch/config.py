@@ -189,6 +189,14 @@ class CollectorConfig(_Section):
     max_spans_per_conversation: int = Field(default=10_000, ge=1)
     max_attribute_bytes: int = Field(default=65_536, ge=256)
     metrics_port: int | None = Field(default=None, ge=0, le=65535)
+    session_timeout_ms: int = Field(default=45_000, ge=1, description="consumer group session timeout")
+    heartbeat_interval_ms: int = Field(default=3_000, ge=1, description="consumer group heartbeat interval")
+    max_poll_interval_ms: int = Field(default=300_000, ge=1)
+    max_poll_records: int = Field(default=2_000, ge=1)
+    commit_interval_s: float = Field(default=1.0, gt=0, description="flush scores then commit this often")
+    drain_on_shutdown: bool = Field(
+        default=False, description="score open conversations on shutdown (else keep them uncommitted)"
+    )
 
 
 class ExporterConfig(_Section):
