@@ -169,9 +169,7 @@ def posterior(n: int, c: int, prior_alpha: float = 1.0, prior_beta: float = 1.0)
     return BetaPosterior(prior_alpha + c, prior_beta + n - c)
 
 
-def task_mean(
-    per_task: Mapping[str, tuple[int, int]], k: int, kind: Literal["at", "pow"]
-) -> float | None:
+def task_mean(per_task: Mapping[str, tuple[int, int]], k: int, kind: Literal["at", "pow"]) -> float | None:
     """τ-bench style aggregate: mean over tasks with n >= k of the per-task unbiased estimate; None if none."""
     _check_k(k)
     if kind == "at":
@@ -229,6 +227,12 @@ def regression_probability(new: BetaPosterior, base: BetaPosterior, k: int, marg
         return float(sps.beta.pdf(x, base.alpha, base.beta) * sps.beta.cdf(threshold, new.alpha, new.beta))
 
     m_new = float(sps.beta.median(new.alpha, new.beta))
-    points = [p for p in (float(sps.beta.median(base.alpha, base.beta)), (m_new**k + margin) ** (1.0 / k)) if lo < p < hi]
-    value, _err = integrate.quad(integrand, lo, hi, points=points or None, limit=200, epsabs=1e-12, epsrel=1e-10)
+    points = [
+        p
+        for p in (float(sps.beta.median(base.alpha, base.beta)), (m_new**k + margin) ** (1.0 / k))
+        if lo < p < hi
+    ]
+    value, _err = integrate.quad(
+        integrand, lo, hi, points=points or None, limit=200, epsabs=1e-12, epsrel=1e-10
+    )
     return float(min(1.0, max(0.0, value)))
