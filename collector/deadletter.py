@@ -1,0 +1,43 @@
+"""Dead letters: messages the collector cannot use, re-published unchanged with the reason in headers."""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+REASON_HEADER = "agentwatch-error-reason"
+DETAIL_HEADER = "agentwatch-error-detail"
+TOPIC_HEADER = "agentwatch-source-topic"
+PARTITION_HEADER = "agentwatch-source-partition"
+OFFSET_HEADER = "agentwatch-source-offset"
+
+_MAX_DETAIL = 1024
+
+
+class DeadLetterPublisher:
+    """Sends an unusable message to the dead-letter topic: original key and value, reason and source in headers."""
+
+    def __init__(self, producer: Any, topic: str) -> None:
+        self._producer = producer
+        self._topic = topic
+        self.by_reason: Counter[str] = Counter()
+
+    def publish(self, message: Any, reason: str, detail: str = "") -> None:
+        """Queue `message` (a kafka ConsumerRecord) for the dead-letter topic; flushing is the caller's job."""
+        self.by_reason[reason] += 1
+        detail = detail[:_MAX_DETAIL]
+        headers = [
+            (REASON_HEADER, reason.encode("utf-8", "replace")),
+            (DETAIL_HEADER, detail.encode("utf-8", "replace")),
+            (TOPIC_HEADER, str(message.topic).encode()),
+            (PARTITION_HEADER, str(message.partition).encode()),
+            (OFFSET_HEADER, str(message.offset).encode()),
+        ]
+        headers.extend((k, v) for k, v in (message.headers or ()) if not k.startswith("agentwatch-error-"))
+        log.warning(
+            "dead letter %s[%d]@%d: %s %s", message.topic, message.partition, message.offset, reason, detail
+        )
+        self._producer.send(self._topic, value=message.value, key=message.key, headers=headers)
