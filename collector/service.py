@@ -310,7 +310,7 @@ class CollectorService:
         for tp, last in list(self._consumed.items()):
             try:
                 hw = self._consumer.highwater(tp)
-            except Exception as exc:  # not assigned any more
+            except Exception as exc:  # noqa: BLE001 - not assigned any more
                 log.debug("no high watermark for %s: %s", tp, exc)
                 continue
             if hw is not None:
