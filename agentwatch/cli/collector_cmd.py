@@ -1,0 +1,80 @@
+"""`agentwatch collector`: run the span collector service until SIGTERM/SIGINT."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from agentwatch.cli.app import app
+
+
+@app.command("collector")
+def collector(
+    bootstrap_servers: Annotated[
+        str | None,
+        typer.Option(help="Kafka bootstrap servers HOST:PORT (AGENTWATCH_KAFKA__BOOTSTRAP_SERVERS)."),
+    ] = None,
+    input_topic: Annotated[
+        list[str] | None,
+        typer.Option(help="Span topic to consume; repeat for several (AGENTWATCH_COLLECTOR__INPUT_TOPICS)."),
+    ] = None,
+    scores_topic: Annotated[str | None, typer.Option(help="Topic the scores are written to.")] = None,
+    group_id: Annotated[str | None, typer.Option(help="Consumer group of the collector instances.")] = None,
+    idle_timeout: Annotated[
+        float | None, typer.Option(help="Seconds without new spans after which a conversation is finished.")
+    ] = None,
+    config: Annotated[Path | None, typer.Option(help="YAML configuration file.")] = None,
+    metrics_port: Annotated[int | None, typer.Option(help="Serve /metrics on this port.")] = None,
+) -> None:
+    """Consume span topics, assemble conversations, score them and write the scores (runs until SIGTERM)."""
+    import logging
+    import signal
+    import threading
+
+    from agentwatch.config import CollectorConfig, ConfigError, load_settings
+
+    log = logging.getLogger("agentwatch.collector")
+    try:
+        settings = load_settings(config)
+        # Command-line options win over the file and the environment.
+        updates = {
+            "input_topics": input_topic or None,
+            "scores_topic": scores_topic,
+            "group_id": group_id,
+            "idle_timeout_s": idle_timeout,
+            "metrics_port": metrics_port,
+        }
+        updates = {k: v for k, v in updates.items() if v is not None}
+        if updates:
+            settings.collector = CollectorConfig.model_validate({**settings.collector.model_dump(), **updates})
+        if bootstrap_servers:
+            settings.kafka = settings.kafka.model_copy(update={"bootstrap_servers": bootstrap_servers})
+    except (ConfigError, ValueError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from exc
+
+    from agentwatch.collector.service import CollectorService
+
+    service = CollectorService(settings)
+    stop = threading.Event()
+
+    def _on_signal(signum: int, _frame: object) -> None:
+        log.info("signal %d: shutting down", signum)
+        stop.set()
+
+    signal.signal(signal.SIGTERM, _on_signal)
+    signal.signal(signal.SIGINT, _on_signal)
+
+    port = settings.collector.metrics_port
+    if port is not None:
+        from prometheus_client import CollectorRegistry, start_http_server
+
+        from agentwatch.collector.metrics import register
+
+        registry = CollectorRegistry()
+        register(service.stats, registry)
+        start_http_server(port, registry=registry)
+        log.info("metrics on :%d/metrics", port)
+    service.run(stop)
