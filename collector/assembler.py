@@ -1,0 +1,245 @@
+"""Open conversations per partition: de-duplication, completion (end flag, idle, caps) and offset bookkeeping.
+
+Call order for at-least-once delivery: `add` every span of a message, then `message_done`; `poll` returns
+finished conversations; score them and write (flush) the scores; only then ask `committable` and commit.
+`committable` never passes an offset still held by an open conversation on that partition.
+"""
+
+from __future__ import annotations
+
+import heapq
+import logging
+import sys
+from collections import OrderedDict, deque
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from agentwatch.collector.conventions import END_KEYS
+from agentwatch.collector.decode import SpanRecord
+
+from agentwatch.config import CollectorConfig
+
+log = logging.getLogger(__name__)
+
+ADDED, DUPLICATE, LATE, DROPPED = "added", "duplicate", "late", "dropped"
+_RECENT_PER_PARTITION = 10_000
+
+
+@dataclass(slots=True)
+class FinishedConversation:
+    """A conversation the assembler has finished, with its spans and why it finished."""
+
+    conversation_id: str
+    partition: int
+    spans: list[SpanRecord]
+    reason: str  # "end" | "idle" | "cap" | "shutdown"
+    incomplete: bool
+
+
+@dataclass(slots=True)
+class AssemblerStats:
+    """Counters of the assembler (cumulative except `open_conversations`)."""
+
+    open_conversations: int = 0
+    spans_added: int = 0
+    duplicate_spans: int = 0
+    late_spans: int = 0
+    dropped_spans: int = 0
+    capped_conversations: int = 0
+    finished_by_reason: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class _Open:
+    serial: int
+    conversation_id: str
+    partition: int
+    spans: dict[str, SpanRecord]
+    min_offset: int
+    last_seen: float
+    end_at: float | None = None
+    incomplete: bool = False
+
+
+def _is_end(span: SpanRecord) -> bool:
+    for key in END_KEYS:
+        value = span.attrs.get(key)
+        if value is True or (isinstance(value, str) and value.lower() == "true"):
+            return True
+    return False
+
+
+class Assembler:
+    """Open conversations of the partitions this consumer owns, plus the offset bookkeeping."""
+
+    def __init__(self, config: CollectorConfig, *, recent_per_partition: int = _RECENT_PER_PARTITION) -> None:
+        self.config = config
+        self.stats = AssemblerStats()
+        self._recent_cap = max(1, recent_per_partition)
+        self._open: OrderedDict[tuple[int, str], _Open] = OrderedDict()  # least recently active first
+        self._ends: deque[tuple[float, tuple[int, str], int]] = deque()  # (end seen at, key, serial)
+        self._held: dict[int, list[tuple[int, int, str]]] = {}  # partition -> heap of (offset, serial, id)
+        self._pending: list[tuple[FinishedConversation, int]] = []  # finished by cap, not yet polled
+        self._done: dict[int, int] = {}  # partition -> highest offset whose message is done
+        self._returned: dict[int, int] = {}  # partition -> last offset handed out by committable
+        self._recent: dict[int, OrderedDict[str, bool]] = {}  # partition -> recently finished ids (LRU)
+        self._serial = 0
+
+    # ----------------------------------------------------------------------- spans in
+
+    def add(self, span: SpanRecord, partition: int, offset: int, now: float) -> str:
+        """Add one span read at (partition, offset); return "added", "duplicate", "late" or "dropped"."""
+        cid = span.conversation_id
+        key = (partition, cid)
+        conv = self._open.get(key)
+        stats = self.stats
+        if conv is None:
+            recent = self._recent.get(partition)
+            if recent is not None and cid in recent:
+                stats.late_spans += 1
+                if not recent[cid]:
+                    recent[cid] = True
+                    log.info("late span(s) for finished conversation %s on partition %d", cid, partition)
+                return LATE
+            if len(self._open) >= self.config.max_open_conversations:
+                self._finish_oldest_for_cap()
+            self._serial += 1
+            conv = _Open(self._serial, cid, partition, {}, offset, now)
+            self._open[key] = conv
+            heapq.heappush(self._held.setdefault(partition, []), (offset, conv.serial, cid))
+            stats.open_conversations = len(self._open)
+        else:
+            if span.span_id in conv.spans:
+                stats.duplicate_spans += 1
+                return DUPLICATE
+            if len(conv.spans) >= self.config.max_spans_per_conversation:
+                if not conv.incomplete:
+                    log.warning("conversation %s exceeds %d spans; extra spans dropped", cid, len(conv.spans))
+                conv.incomplete = True
+                stats.dropped_spans += 1
+                return DROPPED
+            self._open.move_to_end(key)
+            if offset < conv.min_offset:
+                conv.min_offset = offset
+                heapq.heappush(self._held.setdefault(partition, []), (offset, conv.serial, cid))
+        conv.spans[span.span_id] = span
+        conv.last_seen = now
+        if conv.end_at is None and _is_end(span):
+            conv.end_at = now
+            self._ends.append((now, key, conv.serial))
+        stats.spans_added += 1
+        return ADDED
+
+    def message_done(self, partition: int, offset: int) -> None:
+        """Every span of the message at (partition, offset) was added, or the message was dead-lettered."""
+        if offset > self._done.get(partition, -1):
+            self._done[partition] = offset
+
+    # ----------------------------------------------------------------------- conversations out
+
+    def poll(self, now: float) -> list[FinishedConversation]:
+        """Conversations complete by end flag + grace, idle timeout, or caps."""
+        out = [fin for fin, _ in self._pending]
+        self._pending = []
+        grace = self.config.end_grace_s
+        ends = self._ends
+        while ends and ends[0][0] + grace <= now:
+            _, key, serial = ends.popleft()
+            conv = self._open.get(key)
+            if conv is not None and conv.serial == serial:
+                out.append(self._finish(key, "end", conv.incomplete))
+        idle = self.config.idle_timeout_s
+        while self._open:
+            key, conv = next(iter(self._open.items()))
+            if conv.last_seen + idle > now:
+                break
+            out.append(self._finish(key, "idle", conv.incomplete))
+        return out
+
+    def drain(self, partitions: Iterable[int] | None = None) -> list[FinishedConversation]:
+        """Finish everything open (of `partitions`, default all), e.g. at shutdown."""
+        wanted = None if partitions is None else set(partitions)
+        out = [fin for fin, _ in self._pending if wanted is None or fin.partition in wanted]
+        self._pending = [(fin, off) for fin, off in self._pending if wanted is not None and fin.partition not in wanted]
+        for key in [k for k in self._open if wanted is None or k[0] in wanted]:
+            conv = self._open[key]
+            if conv.end_at is not None:
+                out.append(self._finish(key, "end", conv.incomplete))
+            else:
+                out.append(self._finish(key, "shutdown", True))
+        return out
+
+    def revoke(self, partitions: Iterable[int]) -> None:
+        """Forget open conversations and offsets of revoked partitions (they will be replayed)."""
+        gone = set(partitions)
+        for key in [k for k in self._open if k[0] in gone]:
+            del self._open[key]
+        self._pending = [(fin, off) for fin, off in self._pending if fin.partition not in gone]
+        for p in gone:
+            self._held.pop(p, None)
+            self._done.pop(p, None)
+            self._returned.pop(p, None)
+            self._recent.pop(p, None)
+        self.stats.open_conversations = len(self._open)
+
+    def committable(self, partition: int) -> int | None:
+        """Offset to commit on `partition` (lowest offset still held, else last done + 1); None if nothing new."""
+        done = self._done.get(partition)
+        if done is None:
+            return None
+        candidate = done + 1
+        heap = self._held.get(partition)
+        while heap:
+            offset, serial, cid = heap[0]
+            conv = self._open.get((partition, cid))
+            if conv is None or conv.serial != serial or conv.min_offset != offset:
+                heapq.heappop(heap)
+                continue
+            candidate = min(candidate, offset)
+            break
+        for fin, offset in self._pending:
+            if fin.partition == partition:
+                candidate = min(candidate, offset)
+        if candidate <= self._returned.get(partition, 0):
+            return None
+        self._returned[partition] = candidate
+        return candidate
+
+    def open_bytes_estimate(self) -> int:
+        """Rough size in bytes of the open conversations' spans (for the memory benchmark)."""
+        total = 0
+        for conv in self._open.values():
+            total += 200 + sys.getsizeof(conv.spans)
+            for span in conv.spans.values():
+                total += _span_bytes(span)
+        return total
+
+    # ----------------------------------------------------------------------- internals
+
+    def _finish_oldest_for_cap(self) -> None:
+        key, conv = next(iter(self._open.items()))
+        self.stats.capped_conversations += 1
+        log.warning("open-conversation cap %d reached; finishing %s early", self.config.max_open_conversations, key[1])
+        offset = conv.min_offset
+        self._pending.append((self._finish(key, "cap", True), offset))
+
+    def _finish(self, key: tuple[int, str], reason: str, incomplete: bool) -> FinishedConversation:
+        conv = self._open.pop(key)
+        partition, cid = key
+        recent = self._recent.setdefault(partition, OrderedDict())
+        recent[cid] = False
+        recent.move_to_end(cid)
+        if len(recent) > self._recent_cap:
+            recent.popitem(last=False)
+        by_reason = self.stats.finished_by_reason
+        by_reason[reason] = by_reason.get(reason, 0) + 1
+        self.stats.open_conversations = len(self._open)
+        return FinishedConversation(cid, partition, list(conv.spans.values()), reason, incomplete)
+
+
+def _span_bytes(span: SpanRecord) -> int:
+    size = sys.getsizeof(span) + sys.getsizeof(span.trace_id) + sys.getsizeof(span.span_id)
+    size += sys.getsizeof(span.name) + sys.getsizeof(span.attrs) + 64
+    for value in span.attrs.values():
+        size += sys.getsizeof(value)
+    return size

@@ -1,0 +1,457 @@
+"""Decode OTLP `TracesData` (protobuf or OTLP/JSON) into `SpanRecord`s, reading only the keys the collector needs."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentwatch.collector.conventions import (
+    CONVERSATION_KEYS,
+    ERROR_TYPE_KEYS,
+    EXCEPTION_EVENT,
+    EXCEPTION_MESSAGE_KEY,
+    EXCEPTION_TYPE_KEY,
+    NEEDED_KEYS,
+    RESOURCE_KEYS,
+    TAG_PREFIX,
+)
+from google.protobuf.message import DecodeError as _PbDecodeError
+from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status, TracesData
+
+log = logging.getLogger(__name__)
+
+_ERROR = 2  # Status.STATUS_CODE_ERROR
+_ZERO_TRACE = bytes(16)
+_ZERO_SPAN = bytes(8)
+_MAX_ARRAY = 1024
+TRUNCATION_MARKER = "…[truncated]"
+
+
+class DecodeError(ValueError):
+    """A message that is not decodable OTLP; `reason` is a short code for headers and metric labels."""
+
+    def __init__(self, reason: str, detail: str = "") -> None:
+        super().__init__(f"{reason}: {detail}" if detail else reason)
+        self.reason = reason
+        self.detail = detail
+
+
+@dataclass(slots=True)
+class SpanRecord:
+    """The parts of one span the collector uses."""
+
+    trace_id: str
+    span_id: str
+    parent_span_id: str | None
+    name: str
+    start_ns: int
+    end_ns: int
+    status_error: str | None
+    attrs: dict[str, Any] = field(default_factory=dict)
+    resource: dict[str, Any] = field(default_factory=dict)
+    conversation_id: str = ""
+
+
+# --------------------------------------------------------------------------- shared helpers
+
+
+def _truncate(s: str, limit: int) -> str:
+    if len(s) <= limit:
+        return s
+    return s[:limit] + TRUNCATION_MARKER
+
+
+def _conversation_of(attrs: dict[str, Any]) -> str | None:
+    for key in CONVERSATION_KEYS:
+        value = attrs.get(key)
+        if value is not None and value != "":
+            return str(value)
+    return None
+
+
+def _error_of(status_is_error: bool, message: str, attrs: dict[str, Any], exc_type: str | None) -> str | None:
+    etype = None
+    for key in ERROR_TYPE_KEYS:
+        if key in attrs:
+            etype = str(attrs[key])
+            break
+    if status_is_error:
+        return message or etype or exc_type or "error"
+    return etype or exc_type
+
+
+def _inherit_conversations(records: list[SpanRecord], unresolved: list[SpanRecord]) -> None:
+    """Spans without a conversation key take the one of another span of the same trace in this message."""
+    by_trace: dict[str, str] = {}
+    for rec in records:
+        if rec.conversation_id and rec.trace_id not in by_trace:
+            by_trace[rec.trace_id] = rec.conversation_id
+    for rec in unresolved:
+        rec.conversation_id = by_trace.get(rec.trace_id, rec.trace_id)
+
+
+# --------------------------------------------------------------------------- protobuf
+
+
+def _pb_value(v: Any, limit: int, depth: int = 0) -> Any:
+    which = v.WhichOneof("value")
+    if which == "string_value":
+        s = v.string_value
+        return s if len(s) <= limit else s[:limit] + TRUNCATION_MARKER
+    if which == "int_value":
+        return v.int_value
+    if which == "bool_value":
+        return v.bool_value
+    if which == "double_value":
+        return v.double_value
+    if which == "array_value":
+        if depth > 2:
+            return None
+        return [_pb_value(x, limit, depth + 1) for x in v.array_value.values[:_MAX_ARRAY]]
+    if which == "kvlist_value":
+        if depth > 2:
+            return None
+        return {kv.key: _pb_value(kv.value, limit, depth + 1) for kv in v.kvlist_value.values[:_MAX_ARRAY]}
+    if which == "bytes_value":
+        return _truncate(base64.b64encode(v.bytes_value).decode("ascii"), limit)
+    return None
+
+
+def _decode_protobuf(payload: bytes, limit: int) -> list[SpanRecord]:
+    try:
+        data = TracesData.FromString(payload)
+    except (_PbDecodeError, RuntimeError, ValueError) as exc:
+        raise DecodeError("invalid_protobuf", str(exc)[:200]) from None
+    needed = NEEDED_KEYS
+    resource_keys = RESOURCE_KEYS
+    records: list[SpanRecord] = []
+    unresolved: list[SpanRecord] = []
+    index = 0
+    for rs in data.resource_spans:
+        resource = {kv.key: _pb_value(kv.value, limit) for kv in rs.resource.attributes if kv.key in resource_keys}
+        for ss in rs.scope_spans:
+            for sp in ss.spans:
+                tid = sp.trace_id
+                sid = sp.span_id
+                if len(tid) != 16 or len(sid) != 8 or tid == _ZERO_TRACE or sid == _ZERO_SPAN:
+                    raise DecodeError("invalid_span", f"span {index}: trace id or span id missing or malformed")
+                pid = sp.parent_span_id
+                attrs = {}
+                for kv in sp.attributes:
+                    key = kv.key
+                    if key in needed or key.startswith(TAG_PREFIX):
+                        attrs[key] = _pb_value(kv.value, limit)
+                exc_type = None
+                if sp.events:
+                    for ev in sp.events:
+                        if ev.name == EXCEPTION_EVENT:
+                            for kv in ev.attributes:
+                                if kv.key == EXCEPTION_TYPE_KEY or (kv.key == EXCEPTION_MESSAGE_KEY and not exc_type):
+                                    exc_type = _truncate(str(_pb_value(kv.value, limit)), limit)
+                status = sp.status
+                rec = SpanRecord(
+                    tid.hex(),
+                    sid.hex(),
+                    pid.hex() if len(pid) == 8 and pid != _ZERO_SPAN else None,
+                    _truncate(sp.name, limit),
+                    sp.start_time_unix_nano,
+                    sp.end_time_unix_nano,
+                    _error_of(status.code == _ERROR, _truncate(status.message, limit), attrs, exc_type),
+                    attrs,
+                    resource,
+                    "",
+                )
+                conv = _conversation_of(attrs)
+                if conv is None:
+                    unresolved.append(rec)
+                else:
+                    rec.conversation_id = _truncate(conv, limit)
+                records.append(rec)
+                index += 1
+    if unresolved:
+        _inherit_conversations(records, unresolved)
+    if not records:
+        raise DecodeError("empty", "no spans in the message")
+    return records
+
+
+# --------------------------------------------------------------------------- OTLP/JSON
+
+_JSON_SCALARS = (
+    ("stringValue", "string_value", str),
+    ("boolValue", "bool_value", bool),
+    ("intValue", "int_value", int),
+    ("doubleValue", "double_value", float),
+)
+
+
+def _json_value(v: Any, limit: int, where: str, depth: int = 0) -> Any:
+    if not isinstance(v, dict):
+        return None
+    for camel, snake, kind in _JSON_SCALARS:
+        raw = v.get(camel, v.get(snake)) if (camel in v or snake in v) else None
+        if raw is None:
+            continue
+        if kind is str:
+            return _truncate(str(raw), limit)
+        if kind is bool:
+            return raw if isinstance(raw, bool) else str(raw).lower() == "true"
+        try:
+            return kind(raw)
+        except (TypeError, ValueError):
+            raise DecodeError("invalid_json", f"{where}: {camel} {str(raw)[:40]!r} is not a number") from None
+    arr = v.get("arrayValue", v.get("array_value"))
+    if isinstance(arr, dict) and depth <= 2:
+        values = arr.get("values") or []
+        if isinstance(values, list):
+            return [_json_value(x, limit, where, depth + 1) for x in values[:_MAX_ARRAY]]
+    kvl = v.get("kvlistValue", v.get("kvlist_value"))
+    if isinstance(kvl, dict) and depth <= 2:
+        values = kvl.get("values") or []
+        if isinstance(values, list):
+            return {
+                str(kv.get("key")): _json_value(kv.get("value"), limit, where, depth + 1)
+                for kv in values[:_MAX_ARRAY]
+                if isinstance(kv, dict)
+            }
+    raw = v.get("bytesValue", v.get("bytes_value"))
+    if raw is not None:
+        return _truncate(str(raw), limit)
+    return None
+
+
+def _json_id(raw: Any, nbytes: int, where: str, required: bool) -> str | None:
+    if raw is None or raw == "":
+        if required:
+            raise DecodeError("invalid_span", f"{where}: id missing")
+        return None
+    if not isinstance(raw, str):
+        raise DecodeError("invalid_span", f"{where}: id is not a string")
+    if len(raw) == 2 * nbytes:
+        try:
+            value = bytes.fromhex(raw)
+        except ValueError:
+            value = b""
+    else:
+        try:
+            value = base64.b64decode(raw, validate=True)
+        except (binascii.Error, ValueError):
+            value = b""
+    if len(value) != nbytes or value == bytes(nbytes):
+        if required:
+            raise DecodeError("invalid_span", f"{where}: malformed id {raw[:40]!r}")
+        return None
+    return value.hex()
+
+
+def _get(d: dict, camel: str, snake: str, default: Any = None) -> Any:
+    value = d.get(camel)
+    if value is None:
+        value = d.get(snake, default)
+    return value
+
+
+def _json_list(d: Any, camel: str, snake: str, where: str) -> list:
+    if not isinstance(d, dict):
+        raise DecodeError("invalid_json", f"{where}: expected an object")
+    value = _get(d, camel, snake, [])
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise DecodeError("invalid_json", f"{where}.{camel}: expected a list")
+    return value
+
+
+def _json_int(raw: Any, where: str) -> int:
+    if raw is None or raw == "":
+        return 0
+    try:
+        value = int(raw)
+    except (TypeError, ValueError):
+        raise DecodeError("invalid_json", f"{where}: {str(raw)[:40]!r} is not an integer") from None
+    if value < 0 or value >= 1 << 64:
+        raise DecodeError("invalid_span", f"{where}: {value} out of range")
+    return value
+
+
+def _json_attrs(items: Any, keys: frozenset[str] | None, limit: int, where: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if not isinstance(items, list):
+        return out
+    for kv in items:
+        if not isinstance(kv, dict):
+            continue
+        key = kv.get("key")
+        if not isinstance(key, str):
+            continue
+        if keys is None or key in keys or key.startswith(TAG_PREFIX):
+            out[key] = _json_value(kv.get("value"), limit, f"{where} attribute {key!r}")
+    return out
+
+
+def _decode_json(payload: bytes, limit: int) -> list[SpanRecord]:
+    try:
+        doc = json.loads(payload)
+    except (ValueError, RecursionError) as exc:
+        raise DecodeError("invalid_json", str(exc)[:200]) from None
+    docs = doc if isinstance(doc, list) else [doc]
+    records: list[SpanRecord] = []
+    unresolved: list[SpanRecord] = []
+    for d, tdata in enumerate(docs):
+        if not isinstance(tdata, dict) or not ("resourceSpans" in tdata or "resource_spans" in tdata):
+            raise DecodeError("not_otlp", f"document {d}: no resourceSpans")
+        for r, rs in enumerate(_json_list(tdata, "resourceSpans", "resource_spans", f"document {d}")):
+            where_r = f"resourceSpans[{r}]"
+            res = _get(rs, "resource", "resource", {}) if isinstance(rs, dict) else {}
+            resource = _json_attrs(res.get("attributes") if isinstance(res, dict) else None, RESOURCE_KEYS, limit, where_r)
+            for s, ss in enumerate(_json_list(rs, "scopeSpans", "scope_spans", where_r)):
+                for i, sp in enumerate(_json_list(ss, "spans", "spans", f"{where_r}.scopeSpans[{s}]")):
+                    where = f"{where_r}.scopeSpans[{s}].spans[{i}]"
+                    records.append(_json_span(sp, resource, limit, where, unresolved))
+    if unresolved:
+        _inherit_conversations(records, unresolved)
+    if not records:
+        raise DecodeError("empty", "no spans in the message")
+    return records
+
+
+def _json_span(sp: Any, resource: dict, limit: int, where: str, unresolved: list[SpanRecord]) -> SpanRecord:
+    if not isinstance(sp, dict):
+        raise DecodeError("invalid_json", f"{where}: expected an object")
+    attrs = _json_attrs(sp.get("attributes"), NEEDED_KEYS, limit, where)
+    exc_type = None
+    events = sp.get("events")
+    if isinstance(events, list):
+        for ev in events:
+            if isinstance(ev, dict) and ev.get("name") == EXCEPTION_EVENT:
+                ev_attrs = _json_attrs(ev.get("attributes"), None, limit, where)
+                exc_type = ev_attrs.get(EXCEPTION_TYPE_KEY) or ev_attrs.get(EXCEPTION_MESSAGE_KEY) or exc_type
+    status = sp.get("status")
+    is_error, message = False, ""
+    if isinstance(status, dict):
+        code = status.get("code")
+        is_error = code in (2, "2", "STATUS_CODE_ERROR")
+        message = _truncate(str(status.get("message") or ""), limit)
+    rec = SpanRecord(
+        _json_id(_get(sp, "traceId", "trace_id"), 16, f"{where}.traceId", True),  # type: ignore[arg-type]
+        _json_id(_get(sp, "spanId", "span_id"), 8, f"{where}.spanId", True),  # type: ignore[arg-type]
+        _json_id(_get(sp, "parentSpanId", "parent_span_id"), 8, f"{where}.parentSpanId", False),
+        _truncate(str(sp.get("name") or ""), limit),
+        _json_int(_get(sp, "startTimeUnixNano", "start_time_unix_nano"), f"{where}.startTimeUnixNano"),
+        _json_int(_get(sp, "endTimeUnixNano", "end_time_unix_nano"), f"{where}.endTimeUnixNano"),
+        _error_of(is_error, message, attrs, str(exc_type) if exc_type else None),
+        attrs,
+        resource,
+        "",
+    )
+    conv = _conversation_of(attrs)
+    if conv is None:
+        unresolved.append(rec)
+    else:
+        rec.conversation_id = _truncate(conv, limit)
+    return rec
+
+
+# --------------------------------------------------------------------------- entry points
+
+
+def _looks_json(payload: bytes) -> bool:
+    head = payload[:64].lstrip()
+    return head[:1] in (b"{", b"[")
+
+
+def decode_message(payload: bytes, content_type: str | None = None, *, max_attribute_bytes: int = 65536) -> list[SpanRecord]:
+    """Decode one Kafka message (protobuf or OTLP/JSON `TracesData`) into span records; raise DecodeError."""
+    if not payload:
+        raise DecodeError("empty", "empty message")
+    if not isinstance(payload, (bytes, bytearray, memoryview)):
+        raise DecodeError("not_otlp", f"payload is {type(payload).__name__}, not bytes")
+    payload = bytes(payload)
+    kind = (content_type or "").lower()
+    if "json" in kind:
+        return _decode_json(payload, max_attribute_bytes)
+    if "protobuf" in kind or "proto" in kind:
+        return _decode_protobuf(payload, max_attribute_bytes)
+    if _looks_json(payload):
+        return _decode_json(payload, max_attribute_bytes)
+    try:
+        return _decode_protobuf(payload, max_attribute_bytes)
+    except DecodeError as exc:
+        if exc.reason == "invalid_protobuf":
+            raise DecodeError("not_otlp", "neither OTLP protobuf nor OTLP/JSON") from None
+        raise
+
+
+# --------------------------------------------------------------------------- encoding (re-keying)
+
+
+def _set_value(target: Any, value: Any) -> None:
+    if isinstance(value, bool):
+        target.bool_value = value
+    elif isinstance(value, int):
+        if -(1 << 63) <= value < (1 << 63):
+            target.int_value = value
+        else:
+            target.string_value = str(value)
+    elif isinstance(value, float):
+        target.double_value = value
+    elif isinstance(value, str):
+        target.string_value = value
+    elif isinstance(value, (list, tuple)):
+        arr = target.array_value
+        for item in value:
+            _set_value(arr.values.add(), item)
+        if not value:
+            arr.SetInParent()
+    elif isinstance(value, dict):
+        kvl = target.kvlist_value
+        for k, item in value.items():
+            kv = kvl.values.add()
+            kv.key = str(k)
+            _set_value(kv.value, item)
+        if not value:
+            kvl.SetInParent()
+    elif value is not None:
+        target.string_value = str(value)
+
+
+def encode_spans_otlp(spans: list[SpanRecord]) -> bytes:
+    """Encode span records as one OTLP protobuf `TracesData` (what `decode_message` reads back)."""
+    data = TracesData()
+    by_resource: dict[tuple, Any] = {}
+    for rec in spans:
+        rkey = tuple(sorted((k, repr(v)) for k, v in rec.resource.items()))
+        scope = by_resource.get(rkey)
+        if scope is None:
+            rs = data.resource_spans.add()
+            for k, v in rec.resource.items():
+                kv = rs.resource.attributes.add()
+                kv.key = k
+                _set_value(kv.value, v)
+            scope = rs.scope_spans.add()
+            scope.scope.name = "agentwatch.collector"
+            by_resource[rkey] = scope
+        sp: Span = scope.spans.add()
+        sp.trace_id = bytes.fromhex(rec.trace_id)
+        sp.span_id = bytes.fromhex(rec.span_id)
+        if rec.parent_span_id:
+            sp.parent_span_id = bytes.fromhex(rec.parent_span_id)
+        sp.name = rec.name
+        sp.start_time_unix_nano = rec.start_ns
+        sp.end_time_unix_nano = rec.end_ns
+        for k, v in rec.attrs.items():
+            kv = sp.attributes.add()
+            kv.key = k
+            _set_value(kv.value, v)
+        if rec.conversation_id != rec.trace_id and _conversation_of(rec.attrs) != rec.conversation_id:
+            kv = sp.attributes.add()
+            kv.key = CONVERSATION_KEYS[0]
+            kv.value.string_value = rec.conversation_id
+        if rec.status_error is not None:
+            sp.status.code = Status.STATUS_CODE_ERROR
+            sp.status.message = rec.status_error
+    return data.SerializeToString()
