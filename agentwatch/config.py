@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from datetime import date
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -146,6 +146,9 @@ class GateConfig(_Section):
     max_loops: int = Field(default=0, ge=0)
     regression_margin: float = Field(default=0.05, ge=0, le=1)
     regression_probability: float = Field(default=0.95, gt=0, lt=1)
+    estimate: Literal["plugin", "unbiased", "task_mean", "mean", "lower"] = Field(
+        default="plugin", description="which estimate of pass@1 / pass^3 the gate compares to its minimums"
+    )
 
 
 class ReadinessTier(_Section):
