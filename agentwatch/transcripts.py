@@ -1,0 +1,122 @@
+"""Read transcript files: JSON Lines of `Conversation`, plain or gzip (detected by magic bytes).
+
+A malformed line never stops the read: it is recorded as a `LineError` (file, line number, reason) and the
+remaining lines are still read. A file that cannot be opened at all raises `TranscriptFileError`.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import logging
+import zlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+from pydantic import ValidationError
+
+from agentwatch.schema import Conversation
+
+log = logging.getLogger(__name__)
+
+GZIP_MAGIC = b"\x1f\x8b"
+_MAX_REASON = 300
+
+
+class TranscriptFileError(OSError):
+    """A transcript file cannot be opened or decoded at all."""
+
+
+@dataclass(frozen=True, slots=True)
+class LineError:
+    """A line that could not be read as a `Conversation`: where, and why."""
+
+    path: str
+    line: int
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: {self.reason}"
+
+
+def is_gzip(path: str | Path) -> bool:
+    """Whether the file starts with the gzip magic bytes."""
+    with open(path, "rb") as fh:
+        return fh.read(2) == GZIP_MAGIC
+
+
+def _validation_reason(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors()[:5]:
+        loc = ".".join(str(p) for p in err["loc"]) or "<root>"
+        parts.append(f"{loc}: {err['msg']}")
+    more = exc.error_count() - len(parts)
+    return "invalid conversation: " + "; ".join(parts) + (f" (+{more} more)" if more > 0 else "")
+
+
+def parse_line(raw: bytes) -> Conversation:
+    """Parse one JSONL line into a `Conversation`; raise ValueError with a readable reason."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"not UTF-8 at byte {exc.start}") from exc
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"invalid JSON: {exc.msg} at column {exc.colno}") from exc
+    if not isinstance(obj, dict):
+        raise ValueError(f"expected a JSON object, got {type(obj).__name__}")  # noqa: TRY004
+    try:
+        return Conversation.model_validate(obj)
+    except ValidationError as exc:
+        raise ValueError(_validation_reason(exc)) from exc
+
+
+def iter_conversations(
+    path: str | Path,
+    errors: list[LineError],
+    on_progress: Callable[[int], None] | None = None,
+) -> Iterator[Conversation]:
+    """Yield the conversations of one file; append malformed lines to `errors`; report bytes read (raw file)."""
+    name = str(path)
+    try:
+        raw_fh: IO[bytes] = open(path, "rb")  # noqa: SIM115 - closed below
+    except OSError as exc:
+        raise TranscriptFileError(f"cannot read {name}: {exc.strerror or exc}") from exc
+    with raw_fh:
+        magic = raw_fh.read(2)
+        raw_fh.seek(0)
+        stream: IO[bytes] = gzip.GzipFile(fileobj=raw_fh, mode="rb") if magic == GZIP_MAGIC else raw_fh
+        lineno = 0
+        try:
+            for lineno, raw in enumerate(stream, start=1):
+                if on_progress is not None and lineno % 256 == 0:
+                    on_progress(raw_fh.tell())
+                if not raw.strip():
+                    continue
+                try:
+                    yield parse_line(raw)
+                except ValueError as exc:
+                    reason = str(exc)[:_MAX_REASON]
+                    log.warning("%s:%d: %s", name, lineno, reason)
+                    errors.append(LineError(name, lineno, reason))
+        except (OSError, EOFError, zlib.error) as exc:
+            if lineno == 0:
+                raise TranscriptFileError(f"cannot decode {name}: {exc}") from exc
+            reason = (
+                f"file unreadable after line {lineno} ({type(exc).__name__}: {exc}); rest of file skipped"
+            )
+            log.warning("%s: %s", name, reason)
+            errors.append(LineError(name, lineno + 1, reason))
+        if on_progress is not None:
+            on_progress(raw_fh.tell())
+
+
+def read_conversations(paths: list[str | Path], errors: list[LineError]) -> list[Conversation]:
+    """Read every file in order; malformed lines go to `errors`; raise TranscriptFileError on unreadable files."""
+    out: list[Conversation] = []
+    for path in paths:
+        out.extend(iter_conversations(path, errors))
+    return out

@@ -1,0 +1,290 @@
+"""Build the offline `Report` from a list of `ConversationScore`: estimates overall, per task, per tag, and the gate."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+from agentwatch.exporters.report_model import (
+    BootstrapEstimate,
+    CostStats,
+    Estimate,
+    FailureMode,
+    Gate,
+    GroupStats,
+    KEstimate,
+    Readiness,
+    Report,
+)
+
+from agentwatch.config import Settings
+from agentwatch.schema import ConversationScore, Outcome
+from agentwatch.stats import (
+    bootstrap_mean_interval,
+    pass_at_k_plugin,
+    pass_at_k_unbiased,
+    pass_pow_k_plugin,
+    pass_pow_k_unbiased,
+    posterior,
+    task_mean,
+)
+
+TOOL_DIMENSIONS = ("selection", "parameters", "sequence", "utilization", "overall", "binary")
+GATE_ESTIMATES = ("plugin", "unbiased", "task_mean", "mean", "lower")
+
+
+def _num(x: float | None) -> float | None:
+    """None for missing or NaN values, else a float."""
+    if x is None:
+        return None
+    x = float(x)
+    return None if math.isnan(x) else x
+
+
+def failure_code(reason: str) -> str:
+    """The failure mode of a reason: the short code before the first colon ("loop: ..." -> "loop")."""
+    code = reason.split(":", 1)[0].strip().lower()
+    return code[:60] or "unknown"
+
+
+def counts(scores: Iterable[ConversationScore]) -> tuple[int, int]:
+    """(n, c): scored conversations and passed ones."""
+    n = c = 0
+    for s in scores:
+        if s.passed is not None:
+            n += 1
+            c += bool(s.passed)
+    return n, c
+
+
+def per_task_counts(scores: Iterable[ConversationScore]) -> dict[str, tuple[int, int]]:
+    """task -> (n, c)."""
+    groups: dict[str, list[ConversationScore]] = defaultdict(list)
+    for s in scores:
+        groups[s.task].append(s)
+    return {task: counts(group) for task, group in groups.items()}
+
+
+def has_loop(score: ConversationScore) -> bool:
+    """Whether any turn looped or a reason has the code `loop`."""
+    return any(t.loop for t in score.turn_scores) or any(failure_code(r) == "loop" for r in score.reasons)
+
+
+def _k_estimate(
+    n: int, c: int, k: int, per_task: dict[str, tuple[int, int]], settings: Settings, kind: str
+) -> KEstimate:
+    if n == 0:
+        return KEstimate(unbiased=None, plugin=None, mean=None, lower=None, upper=None, task_mean=None)
+    st = settings.stats
+    post = posterior(n, c, st.prior_alpha, st.prior_beta)
+    if kind == "at":
+        lo, hi = post.pass_at_k_interval(k, st.level)
+        return KEstimate(
+            unbiased=_num(pass_at_k_unbiased(n, c, k)),
+            plugin=pass_at_k_plugin(c / n, k),
+            mean=post.pass_at_k_mean(k),
+            lower=lo,
+            upper=hi,
+            task_mean=task_mean(per_task, k, "at"),
+        )
+    lo, hi = post.pass_pow_k_interval(k, st.level)
+    return KEstimate(
+        unbiased=_num(pass_pow_k_unbiased(n, c, k)),
+        plugin=pass_pow_k_plugin(c / n, k),
+        mean=post.pass_pow_k_mean(k),
+        lower=lo,
+        upper=hi,
+        task_mean=task_mean(per_task, k, "pow"),
+    )
+
+
+def _success_rate(n: int, c: int, settings: Settings) -> Estimate:
+    if n == 0:
+        return Estimate(plugin=None, mean=None, lower=None, upper=None)
+    st = settings.stats
+    post = posterior(n, c, st.prior_alpha, st.prior_beta)
+    lo, hi = post.interval(st.level)
+    return Estimate(plugin=c / n, mean=post.mean(), lower=lo, upper=hi)
+
+
+def _asr(scores: Sequence[ConversationScore], settings: Settings) -> BootstrapEstimate:
+    credits = np.array([s.asr_credit for s in scores if s.scored and s.asr_credit is not None], dtype=float)
+    if credits.size == 0:
+        return BootstrapEstimate(value=None, lower=None, upper=None)
+    st = settings.stats
+    value, lo, hi = bootstrap_mean_interval(credits, st.level, st.bootstrap_resamples, st.seed)
+    return BootstrapEstimate(value=value, lower=lo, upper=hi)
+
+
+def _tool_correctness(scores: Sequence[ConversationScore]) -> dict[str, float | None]:
+    values: dict[str, list[float]] = {d: [] for d in TOOL_DIMENSIONS}
+    for s in scores:
+        for t in s.turn_scores:
+            if t.tool is None:
+                continue
+            values["selection"].append(t.tool.selection)
+            values["parameters"].append(t.tool.parameters)
+            values["sequence"].append(t.tool.sequence)
+            if t.tool.utilization is not None:
+                values["utilization"].append(t.tool.utilization)
+            values["overall"].append(t.tool.overall)
+            values["binary"].append(1.0 if t.tool.binary else 0.0)
+    return {d: (math.fsum(v) / len(v) if v else None) for d, v in values.items()}
+
+
+def _cost(scores: Sequence[ConversationScore]) -> CostStats:
+    costs = np.array([s.cost_usd for s in scores if s.cost_usd is not None], dtype=float)
+    budgeted = [s for s in scores if s.cost_usd is not None and s.budget_usd is not None]
+    ratio = sum(1 for s in budgeted if s.cost_usd > s.budget_usd) / len(budgeted) if budgeted else None
+    if costs.size == 0:
+        return CostStats(p50=None, p90=None, p99=None, over_budget_ratio=ratio)
+    p50, p90, p99 = np.percentile(costs, [50, 90, 99])
+    return CostStats(p50=float(p50), p90=float(p90), p99=float(p99), over_budget_ratio=ratio)
+
+
+def _failure_modes(scores: Sequence[ConversationScore]) -> list[FailureMode]:
+    counter: Counter[str] = Counter()
+    for s in scores:
+        counter.update({failure_code(r) for r in s.reasons})
+    return [FailureMode(mode=m, count=n) for m, n in sorted(counter.items(), key=lambda kv: (-kv[1], kv[0]))]
+
+
+def group_stats(scores: Sequence[ConversationScore], settings: Settings, ks: Sequence[int]) -> GroupStats:
+    """Every estimate of the report for one set of conversations."""
+    n, c = counts(scores)
+    per_task = per_task_counts(s for s in scores if s.scored)
+    outcomes = Counter(s.outcome.value for s in scores)
+    return GroupStats(
+        conversations=len(scores),
+        scored=n,
+        passed=c,
+        success_rate=_success_rate(n, c, settings),
+        pass_at_k={str(k): _k_estimate(n, c, k, per_task, settings, "at") for k in ks},
+        pass_pow_k={str(k): _k_estimate(n, c, k, per_task, settings, "pow") for k in ks},
+        asr=_asr(scores, settings),
+        outcomes={o.value: outcomes.get(o.value, 0) for o in Outcome},
+        tool_correctness=_tool_correctness(scores),
+        cost=_cost(scores),
+        failure_modes=_failure_modes(scores),
+    )
+
+
+def gate_value(
+    scores: Sequence[ConversationScore], settings: Settings, k: int, kind: str, estimate: str
+) -> float | None:
+    """pass@k (kind 'at') or pass^k ('pow') of `scores` by the named estimate; None without enough data."""
+    n, c = counts(scores)
+    if n == 0:
+        return None
+    if estimate == "plugin":
+        p = c / n
+        return pass_at_k_plugin(p, k) if kind == "at" else pass_pow_k_plugin(p, k)
+    if estimate == "unbiased":
+        fn = pass_at_k_unbiased if kind == "at" else pass_pow_k_unbiased
+        return _num(fn(n, c, k))
+    if estimate == "task_mean":
+        return task_mean(per_task_counts(s for s in scores if s.scored), k, kind)  # type: ignore[arg-type]
+    st = settings.stats
+    post = posterior(n, c, st.prior_alpha, st.prior_beta)
+    if estimate == "mean":
+        return post.pass_at_k_mean(k) if kind == "at" else post.pass_pow_k_mean(k)
+    if estimate == "lower":
+        return (
+            post.pass_at_k_interval(k, st.level) if kind == "at" else post.pass_pow_k_interval(k, st.level)
+        )[0]
+    raise ValueError(f"unknown gate estimate {estimate!r}; choose one of {GATE_ESTIMATES}")
+
+
+def gate_scope(
+    scores: Sequence[ConversationScore], settings: Settings
+) -> tuple[str, list[ConversationScore], str]:
+    """The conversations the gate applies to: core-tagged ones, or all of them when none is tagged core."""
+    g = settings.gate
+    core = [s for s in scores if s.tags.get(g.core_tag) in g.core_values]
+    values = "|".join(g.core_values)
+    if core:
+        return "core", core, f"gated on core tasks ({g.core_tag}={values})"
+    return "all", list(scores), f"no conversation tagged {g.core_tag}={values}: gated on all conversations"
+
+
+def readiness(scores: Sequence[ConversationScore], settings: Settings) -> Readiness:
+    """Readiness tier and release gate (pass@1, pass^3 on core tasks, loops) for `scores`."""
+    g = settings.gate
+    estimate = g.estimate
+    scope, chosen, note = gate_scope(scores, settings)
+    n, c = counts(chosen)
+    at1 = gate_value(chosen, settings, 1, "at", estimate)
+    pow3 = gate_value(chosen, settings, 3, "pow", estimate)
+    loops = sum(1 for s in scores if has_loop(s))
+    gates = [
+        Gate(
+            name="pass@1",
+            value=at1,
+            threshold=g.pass_at_1_min,
+            op=">=",
+            passed=at1 is not None and at1 >= g.pass_at_1_min,
+        ),
+        Gate(
+            name="pass^3",
+            value=pow3,
+            threshold=g.pass_pow_3_min,
+            op=">=",
+            passed=pow3 is not None and pow3 >= g.pass_pow_3_min,
+        ),
+        Gate(
+            name="loops",
+            value=float(loops),
+            threshold=float(g.max_loops),
+            op="<=",
+            passed=loops <= g.max_loops,
+        ),
+    ]
+    tier = "unknown"
+    if n > 0:
+        p = c / n
+        tier = next(
+            (
+                t.name
+                for t in settings.tiers
+                if p >= t.pass_at_1_min and pass_pow_k_plugin(p, 3) >= t.pass_pow_3_min
+            ),
+            "none",
+        )
+    safe = all(gate.passed for gate in gates)
+    return Readiness(
+        tier=tier,
+        scope=scope,
+        scope_note=note,
+        scope_conversations=len(chosen),
+        scope_scored=n,
+        scope_passed=c,
+        estimate=estimate,
+        gates=gates,
+        safe_to_ship=safe,
+        verdict="SAFE TO SHIP" if safe else "DO NOT SHIP",
+    )
+
+
+def build_report(
+    scores: Sequence[ConversationScore], settings: Settings, ks: Sequence[int] | None = None
+) -> Report:
+    """The report of `scores`: overall, by task, by tag, readiness (baseline is added by `compare_baseline`)."""
+    ks = sorted(set(ks if ks is not None else settings.stats.ks))
+    overall = group_stats(scores, settings, ks)
+    by_task_groups: dict[str, list[ConversationScore]] = defaultdict(list)
+    by_tag_groups: dict[str, dict[str, list[ConversationScore]]] = defaultdict(lambda: defaultdict(list))
+    for s in scores:
+        by_task_groups[s.task].append(s)
+        for key, value in s.tags.items():
+            by_tag_groups[key][value].append(s)
+    return Report(
+        **overall.model_dump(),
+        by_task={t: group_stats(g, settings, ks) for t, g in sorted(by_task_groups.items())},
+        by_tag={
+            key: {v: group_stats(g, settings, ks) for v, g in sorted(values.items())}
+            for key, values in sorted(by_tag_groups.items())
+        },
+        readiness=readiness(scores, settings),
+    )

@@ -1,0 +1,124 @@
+"""Compare a report with a previous one (`--baseline REPORT.json`): deltas and a Bayesian regression verdict."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from agentwatch.exporters.report_model import BaselineComparison, Delta, GroupStats, RegressionCheck, Report
+from pydantic import ValidationError
+
+from agentwatch.config import Settings
+from agentwatch.schema import Outcome
+from agentwatch.stats import posterior, regression_probability
+
+REGRESSION_K = 3
+
+
+class BaselineError(ValueError):
+    """The baseline report cannot be read or is not a report."""
+
+
+def load_baseline(path: str | Path) -> Report:
+    """Read a JSON report written by `agentwatch score --format json`; raise BaselineError."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise BaselineError(f"cannot read baseline {path}: {exc.strerror or exc}") from exc
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise BaselineError(f"baseline {path} is not JSON: {exc.msg} at line {exc.lineno}") from exc
+    if isinstance(data, dict):
+        data.pop("baseline", None)  # a baseline's own comparison is not needed
+    try:
+        return Report.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        key = ".".join(str(p) for p in first["loc"]) or "<root>"
+        raise BaselineError(f"baseline {path} is not an agentwatch report: {key}: {first['msg']}") from exc
+
+
+def _delta(new: float | None, base: float | None) -> Delta:
+    return Delta(new=new, base=base, delta=None if new is None or base is None else new - base)
+
+
+def _share(group: GroupStats, outcome: str) -> float | None:
+    scored = sum(v for k, v in group.outcomes.items() if k != Outcome.UNSCORED.value)
+    return group.outcomes.get(outcome, 0) / scored if scored else None
+
+
+def _check(
+    scope: str, n_new: int, c_new: int, n_base: int, c_base: int, settings: Settings
+) -> RegressionCheck:
+    g, st = settings.gate, settings.stats
+    prob = None
+    if n_new > 0 and n_base > 0:
+        new = posterior(n_new, c_new, st.prior_alpha, st.prior_beta)
+        base = posterior(n_base, c_base, st.prior_alpha, st.prior_beta)
+        prob = regression_probability(new, base, REGRESSION_K, g.regression_margin)
+    return RegressionCheck(
+        scope=scope,
+        k=REGRESSION_K,
+        margin=g.regression_margin,
+        probability=prob,
+        threshold=g.regression_probability,
+        regressed=prob is not None and prob >= g.regression_probability,
+    )
+
+
+def _group_deltas(new: GroupStats, base: GroupStats) -> dict[str, Delta]:
+    out = {"pass@1": _delta(new.success_rate.plugin, base.success_rate.plugin)}
+    if "3" in new.pass_pow_k and "3" in base.pass_pow_k:
+        out["pass^3"] = _delta(new.pass_pow_k["3"].plugin, base.pass_pow_k["3"].plugin)
+    return out
+
+
+def compare_baseline(report: Report, base: Report, settings: Settings, source: str) -> BaselineComparison:
+    """Deltas of `report` against `base` and the regression checks (overall, and the gate's core scope)."""
+    ks = [k for k in report.pass_at_k if k in base.pass_at_k]
+    checks = [_check("all", report.scored, report.passed, base.scored, base.passed, settings)]
+    r, b = report.readiness, base.readiness
+    if r.scope == "core" and b.scope == "core":
+        checks.append(
+            _check("core", r.scope_scored, r.scope_passed, b.scope_scored, b.scope_passed, settings)
+        )
+    by_group: dict[str, dict[str, Delta]] = {}
+    for task, group in report.by_task.items():
+        if task in base.by_task:
+            by_group[f"task:{task}"] = _group_deltas(group, base.by_task[task])
+    for key, values in report.by_tag.items():
+        for value, group in values.items():
+            if value in base.by_tag.get(key, {}):
+                by_group[f"tag:{key}={value}"] = _group_deltas(group, base.by_tag[key][value])
+    overlap = None
+    a, z = report.asr, base.asr
+    if None not in (a.lower, a.upper, z.lower, z.upper):
+        overlap = not (a.upper < z.lower or z.upper < a.lower)  # type: ignore[operator]
+    g = settings.gate
+    rule = (
+        f"regression when P(pass^{REGRESSION_K}_new < pass^{REGRESSION_K}_base - {g.regression_margin:g}) "
+        f">= {g.regression_probability:g} (Beta posteriors, prior Beta({settings.stats.prior_alpha:g}, "
+        f"{settings.stats.prior_beta:g})), overall and on core tasks when both reports have them"
+    )
+    return BaselineComparison(
+        source=source,
+        success_rate=_delta(report.success_rate.plugin, base.success_rate.plugin),
+        pass_at_k={k: _delta(report.pass_at_k[k].plugin, base.pass_at_k[k].plugin) for k in ks},
+        pass_pow_k={
+            k: _delta(report.pass_pow_k[k].plugin, base.pass_pow_k[k].plugin)
+            for k in ks
+            if k in base.pass_pow_k
+        },
+        asr=_delta(report.asr.value, base.asr.value),
+        asr_intervals_overlap=overlap,
+        outcome_share={
+            o.value: _delta(_share(report, o.value), _share(base, o.value))
+            for o in Outcome
+            if o is not Outcome.UNSCORED
+        },
+        by_group=by_group,
+        checks=checks,
+        rule=rule,
+        regression=any(c.regressed for c in checks),
+    )

@@ -1,0 +1,156 @@
+"""The offline report as pydantic models: the stable JSON of `agentwatch score --format json`.
+
+Every estimate that cannot be computed (no scored conversation, k larger than n for the unbiased estimator,
+no cost known) is `null`, never NaN.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Out(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Estimate(_Out):
+    """A success probability: plug-in c/n, posterior mean and equal-tailed credible bounds."""
+
+    plugin: float | None = Field(description="c / n over scored conversations.")
+    mean: float | None = Field(description="Posterior mean (Beta prior + counts).")
+    lower: float | None = Field(description="Lower credible bound at stats.level.")
+    upper: float | None = Field(description="Upper credible bound at stats.level.")
+
+
+class KEstimate(_Out):
+    """pass@k or pass^k for one k."""
+
+    unbiased: float | None = Field(description="Hypergeometric estimate from pooled n, c; null when k > n.")
+    plugin: float | None = Field(description="1-(1-c/n)^k or (c/n)^k.")
+    mean: float | None = Field(description="Posterior mean (closed form).")
+    lower: float | None = Field(description="Lower credible bound (transform of the Beta quantile).")
+    upper: float | None = Field(description="Upper credible bound (transform of the Beta quantile).")
+    task_mean: float | None = Field(
+        description="Mean over tasks with n >= k of the per-task unbiased estimate."
+    )
+
+
+class BootstrapEstimate(_Out):
+    """A mean with a percentile-bootstrap interval."""
+
+    value: float | None
+    lower: float | None
+    upper: float | None
+
+
+class CostStats(_Out):
+    """Cost distribution of the conversations with a known cost."""
+
+    p50: float | None
+    p90: float | None
+    p99: float | None
+    over_budget_ratio: float | None = Field(
+        description="Share of conversations with cost and ceiling above it."
+    )
+
+
+class FailureMode(_Out):
+    """A failure mode (reason code) and how many conversations have it."""
+
+    mode: str
+    count: int
+
+
+class GroupStats(_Out):
+    """All estimates for one set of conversations (everything, one task, or one tag value)."""
+
+    conversations: int = Field(description="Conversations read (scored or not).")
+    scored: int = Field(description="Conversations with a verdict (n of the pass rates).")
+    passed: int = Field(description="Scored conversations that passed (c).")
+    success_rate: Estimate
+    pass_at_k: dict[str, KEstimate] = Field(description="Keyed by k as a string.")
+    pass_pow_k: dict[str, KEstimate] = Field(description="Keyed by k as a string.")
+    asr: BootstrapEstimate
+    outcomes: dict[str, int] = Field(
+        description="Conversations per outcome class (every class, unscored too)."
+    )
+    tool_correctness: dict[str, float | None] = Field(
+        description="Mean per dimension over tool-graded turns."
+    )
+    cost: CostStats
+    failure_modes: list[FailureMode] = Field(
+        description="Reason codes by conversation count, most frequent first."
+    )
+
+
+class Gate(_Out):
+    """One check of the release gate."""
+
+    name: str
+    value: float | None
+    threshold: float
+    op: str = Field(description="'>=' or '<='.")
+    passed: bool
+
+
+class Readiness(_Out):
+    """Readiness tier and release gate verdict."""
+
+    tier: str = Field(
+        description="First configured tier whose minimums hold (plug-in estimates, gate scope)."
+    )
+    scope: str = Field(description="'core' (conversations tagged core) or 'all' when none is tagged core.")
+    scope_note: str
+    scope_conversations: int
+    scope_scored: int
+    scope_passed: int
+    estimate: str = Field(description="Which estimate the pass@1 / pass^3 gates compare (gate.estimate).")
+    gates: list[Gate]
+    safe_to_ship: bool
+    verdict: str = Field(description="'SAFE TO SHIP' or 'DO NOT SHIP'.")
+
+
+class Delta(_Out):
+    """New value, baseline value and their difference."""
+
+    new: float | None
+    base: float | None
+    delta: float | None
+
+
+class RegressionCheck(_Out):
+    """Regression probability of pass^k for one scope."""
+
+    scope: str
+    k: int
+    margin: float
+    probability: float | None = Field(description="P(pass^k_new < pass^k_base - margin), Beta posteriors.")
+    threshold: float
+    regressed: bool
+
+
+class BaselineComparison(_Out):
+    """Deltas against a previous report and the regression verdict."""
+
+    source: str = Field(description="Path of the baseline report.")
+    success_rate: Delta
+    pass_at_k: dict[str, Delta]
+    pass_pow_k: dict[str, Delta]
+    asr: Delta
+    asr_intervals_overlap: bool | None
+    outcome_share: dict[str, Delta] = Field(description="Share of scored conversations per outcome class.")
+    by_group: dict[str, dict[str, Delta]] = Field(
+        description="'task:x' / 'tag:key=value' -> pass@1, pass^3 deltas."
+    )
+    checks: list[RegressionCheck]
+    rule: str = Field(description="The regression rule in words.")
+    regression: bool
+
+
+class Report(GroupStats):
+    """The offline report: overall estimates, per task, per tag, readiness, and an optional baseline."""
+
+    by_task: dict[str, GroupStats]
+    by_tag: dict[str, dict[str, GroupStats]] = Field(description="tag key -> tag value -> estimates.")
+    readiness: Readiness
+    baseline: BaselineComparison | None = None
