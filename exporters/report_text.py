@@ -1,0 +1,180 @@
+"""Text rendering of a `Report` with rich, in the layout of the seed lesson's eval report."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+
+from agentwatch.exporters.report_model import Delta, GroupStats, Report
+from rich.console import Console
+from rich.text import Text
+
+RULE = "=" * 60
+OK, BAD = "✓", "✗"
+# Tags shown as their own sections, in this order; other tags follow alphabetically.
+PREFERRED_TAGS = ("difficulty", "category")
+
+
+def fmt(x: float | None, digits: int = 3) -> str:
+    """A number with `digits` decimals, or 'n/a'."""
+    return "n/a" if x is None else f"{x:.{digits}f}"
+
+
+def _interval(lo: float | None, hi: float | None) -> str:
+    return "" if lo is None or hi is None else f" [{lo:.3f}, {hi:.3f}]"
+
+
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{100 * x:.1f}%"
+
+
+def _money(x: float | None) -> str:
+    return "n/a" if x is None else f"${x:.4g}"
+
+
+def _signed_pct(d: float | None) -> str:
+    return "n/a" if d is None else f"{100 * d:+.1f}%"
+
+
+def _overall_lines(r: GroupStats, level: float) -> list[str]:
+    lines = [f"METRICS (all conversations, {level:.0%} credible intervals):"]
+    sr = r.success_rate
+    lines.append(
+        f"  success rate: {fmt(sr.plugin)} ({r.passed}/{r.scored} scored passed){_interval(sr.lower, sr.upper)}"
+    )
+    for kind, label, table in (("at", "pass@", r.pass_at_k), ("pow", "pass^", r.pass_pow_k)):
+        for k, e in table.items():
+            if k == "1":
+                continue  # pass@1 = pass^1 = the success rate
+            lines.append(
+                f"  {label}{k}: {fmt(e.plugin)} (posterior mean {fmt(e.mean)}{_interval(e.lower, e.upper)};"
+                f" unbiased {fmt(e.unbiased)}; task mean {fmt(e.task_mean)})"
+            )
+    a = r.asr
+    lines.append(f"  ASR: {fmt(a.value)}{_interval(a.lower, a.upper)} (bootstrap)")
+    return lines
+
+
+def _group_line(name: str, g: GroupStats) -> str:
+    p3 = g.pass_pow_k.get("3")
+    pow3 = f" pass^3={fmt(p3.plugin)}" if p3 is not None else ""
+    return (
+        f"  {name} ({g.scored}/{g.conversations} scored): pass@1={fmt(g.success_rate.plugin)}{pow3}"
+        f" ASR={fmt(g.asr.value)}"
+    )
+
+
+def _tag_order(keys: Sequence[str]) -> list[str]:
+    first = [k for k in PREFERRED_TAGS if k in keys]
+    return first + sorted(k for k in keys if k not in PREFERRED_TAGS)
+
+
+def _baseline_lines(r: Report) -> list[str]:
+    b = r.baseline
+    if b is None:
+        return []
+    lines = [f"VS BASELINE ({b.source}):"]
+
+    def row(name: str, d: Delta, higher_is_better: bool = True) -> str:
+        mark = ""
+        if d.delta is not None:
+            mark = OK if (d.delta >= 0) == higher_is_better or d.delta == 0 else BAD
+        return f"  {name}: {fmt(d.new)} vs {fmt(d.base)} ({_signed_pct(d.delta)}) {mark}".rstrip()
+
+    lines.append(row("pass@1", b.success_rate))
+    for k, d in b.pass_pow_k.items():
+        if k != "1":
+            lines.append(row(f"pass^{k}", d))
+    lines.append(row("ASR", b.asr))
+    if b.asr_intervals_overlap is not None:
+        lines.append(f"  ASR intervals {'overlap' if b.asr_intervals_overlap else 'do not overlap'}")
+    shifts = [
+        f"{o} {_signed_pct(d.delta)}" for o, d in b.outcome_share.items() if d.delta and abs(d.delta) > 0.02
+    ]
+    if shifts:
+        lines.append("  outcome shifts above 2 points: " + ", ".join(shifts))
+    worse = [
+        name
+        for name, ds in b.by_group.items()
+        if any(d.delta is not None and d.delta < 0 for d in ds.values())
+    ]
+    if worse:
+        lines.append("  lower than baseline in: " + ", ".join(worse[:8]) + (" …" if len(worse) > 8 else ""))
+    for c in b.checks:
+        prob = "n/a" if c.probability is None else f"{c.probability:.3f}"
+        verdict = "REGRESSION" if c.regressed else "no regression"
+        lines.append(
+            f"  [{c.scope}] P(pass^{c.k} dropped by more than {c.margin:g}) = {prob}"
+            f" (threshold {c.threshold:g}): {verdict}"
+        )
+    lines.append("  REGRESSION DETECTED." if b.regression else "  No regression.")
+    return lines
+
+
+def report_lines(
+    report: Report, title: str = "Agent Evaluation Report", header: Sequence[str] = (), level: float = 0.95
+) -> list[str]:
+    """The report as plain text lines."""
+    r = report
+    lines = [RULE, title, *header]
+    cov = r.scored / r.conversations if r.conversations else None
+    lines.append(
+        f"Conversations: {r.conversations} | Scored: {r.scored} (coverage {_pct(cov)}) | Tasks: {len(r.by_task)}"
+    )
+    lines += [RULE, *_overall_lines(r, level)]
+    outcomes = ", ".join(f"{k} {v}" for k, v in r.outcomes.items())
+    lines.append(f"OUTCOMES: {outcomes}")
+    tc = r.tool_correctness
+    if any(v is not None for v in tc.values()):
+        lines.append("TOOL CORRECTNESS: " + ", ".join(f"{k} {fmt(v)}" for k, v in tc.items()))
+    c = r.cost
+    lines.append(
+        f"COST: P50 {_money(c.p50)} · P90 {_money(c.p90)} · P99 {_money(c.p99)} · "
+        f"{_pct(c.over_budget_ratio)} over budget"
+    )
+    for key in _tag_order(list(r.by_tag)):
+        lines.append(f"METRICS (by {key}):")
+        lines += [_group_line(value, g) for value, g in r.by_tag[key].items()]
+    if len(r.by_task) > 1:
+        lines.append("METRICS (by task):")
+        lines += [_group_line(task, g) for task, g in r.by_task.items()]
+    lines.append("TOP FAILURE MODES:")
+    if r.failure_modes:
+        lines += [f"  {i}. {f.mode} ({f.count} conversations)" for i, f in enumerate(r.failure_modes[:5], 1)]
+    else:
+        lines.append("  none")
+    lines += _baseline_lines(r)
+    rd = r.readiness
+    lines.append(
+        f"READINESS: tier {rd.tier} ({rd.scope_note}; {rd.scope_scored} scored, estimate {rd.estimate})"
+    )
+    for g in rd.gates:
+        value = fmt(g.value) if g.name != "loops" or g.value is None else f"{g.value:.0f}"
+        lines.append(f"  {g.name} {g.op} {g.threshold:g}: {value} {OK if g.passed else BAD}")
+    regression = r.baseline is not None and r.baseline.regression
+    why = [g.name for g in rd.gates if not g.passed] + (["baseline regression"] if regression else [])
+    lines.append("SAFE TO SHIP." if not why else f"DO NOT SHIP ({', '.join(why)} failed).")
+    lines.append(RULE)
+    return lines
+
+
+def print_report(report: Report, console: Console, **kwargs: object) -> None:
+    """Print the report on a rich console, with colour where the console supports it."""
+    for line in report_lines(report, **kwargs):  # type: ignore[arg-type]
+        style = None
+        if line.startswith(("SAFE TO SHIP", "No regression")) or line.strip() == "No regression.":
+            style = "bold green"
+        elif line.startswith("DO NOT SHIP") or "REGRESSION" in line:
+            style = "bold red"
+        text = Text(line, style=style or "")
+        text.highlight_regex(OK, "green")
+        text.highlight_regex(BAD, "red")
+        console.print(text, highlight=False, soft_wrap=True)
+
+
+def render_text(report: Report, **kwargs: object) -> str:
+    """The report as plain text (no colour)."""
+    buf = io.StringIO()
+    console = Console(file=buf, color_system=None, width=200, force_terminal=False)
+    print_report(report, console, **kwargs)
+    return buf.getvalue()
