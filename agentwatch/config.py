@@ -212,6 +212,35 @@ class ExporterConfig(_Section):
     tasks: list[str] = Field(default_factory=list, description="known tasks; others fold into 'other'")
     max_tasks: int = Field(default=50, ge=1)
     regression_min_conversations: int = Field(default=30, ge=1)
+    regression_ks: list[int] = Field(default_factory=lambda: [3], description="k of the regression gauge")
+    buckets_per_window: int = Field(default=60, ge=1, description="time buckets per window (resolution W/n)")
+    max_label_length: int = Field(default=64, ge=8)
+    max_failure_modes: int = Field(default=32, ge=1, description="distinct failure-mode labels; rest -> other")
+    metrics_host: str = "0.0.0.0"
+    session_timeout_ms: int = Field(default=45_000, ge=1, description="consumer group session timeout")
+    heartbeat_interval_ms: int = Field(default=3_000, ge=1, description="consumer group heartbeat interval")
+    poll_timeout_ms: int = Field(default=500, ge=1)
+    max_poll_records: int = Field(default=2_000, ge=1)
+    otlp_endpoint: str | None = Field(default=None, description="push metrics over OTLP to this endpoint")
+    otlp_interval_s: float = Field(default=15.0, gt=0)
+
+    @field_validator("windows")
+    @classmethod
+    def _windows(cls, v: list[str]) -> list[str]:
+        from agentwatch.exporters.windows import parse_duration
+
+        if not v:
+            raise ValueError("windows must not be empty")
+        for w in v:
+            parse_duration(w)
+        return v
+
+    @field_validator("regression_ks")
+    @classmethod
+    def _regression_ks(cls, v: list[int]) -> list[int]:
+        if any(k < 1 for k in v):
+            raise ValueError("regression_ks must hold integers >= 1")
+        return sorted(set(v))
 
 
 class Settings(BaseSettings):

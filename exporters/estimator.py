@@ -1,0 +1,343 @@
+"""The rolling estimator: a fold of `ConversationScore`s into per-series sliding windows, read as estimates.
+
+- Series = (agent, version, task), plus (agent, version, "*") pooling all tasks of an agent version.
+- Event time = `score.ended_at` (naive datetimes are UTC; missing → now). Scores older than the longest window
+  are rejected (`too_old`), future ones are clamped to now and counted.
+- De-duplication by conversation id while the id's event time is inside the longest window (ids expire with it).
+- Tasks fold into `other` when outside `exporter.tasks`, or, with no list configured, beyond `exporter.max_tasks`
+  distinct tasks currently in the longest window (first come, first kept). Label values are sanitised.
+- A series whose windows are all empty is forgotten (its estimates and counters vanish).
+- Thread-safe: `add` and `snapshot` take one lock. Snapshots reuse the estimates of unchanged windows.
+"""
+
+from __future__ import annotations
+
+import heapq
+import logging
+import math
+import re
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC
+
+from agentwatch.exporters.regression import RegressionParams, attach_regressions
+from agentwatch.exporters.summary import SeriesEstimate, StatsParams, summarise
+from agentwatch.exporters.windows import (
+    ASR_RESOLUTION,
+    OUTCOMES,
+    TOOL_DIMENSIONS,
+    Contribution,
+    SlidingWindow,
+    parse_duration,
+    sketch_bin,
+)
+
+from agentwatch.config import Settings
+from agentwatch.schema import ConversationScore
+
+log = logging.getLogger(__name__)
+
+ALL_TASKS = "*"
+OTHER = "other"
+COST_BUCKETS: tuple[float, ...] = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+DURATION_BUCKETS: tuple[float, ...] = (0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0)
+REJECT_REASONS: tuple[str, ...] = ("duplicate", "too_old", "invalid")
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.:/@+\-]")
+_MODE_UNSAFE = re.compile(r"[^a-z0-9_]")
+
+
+def sanitize_label(value: object, max_length: int = 64) -> str:
+    """A label value: characters outside [A-Za-z0-9_.:/@+-] become `_`, capped in length, never empty."""
+    text = _UNSAFE.sub("_", str(value).strip())[:max_length]
+    return text or "unknown"
+
+
+def failure_mode(reason: str, max_length: int = 64) -> str:
+    """The code of a reason such as `loop: search called 3 times` → `loop` (lower-case, [a-z0-9_])."""
+    head = reason.split(":", 1)[0].strip().lower()
+    head = head.split()[0] if head.split() else ""
+    return _MODE_UNSAFE.sub("_", head.replace("-", "_"))[:max_length] or "unknown"
+
+
+@dataclass(slots=True)
+class Histogram:
+    """A cumulative Prometheus histogram: counts per upper bound (+Inf last), sum and count."""
+
+    bounds: tuple[float, ...]
+    counts: list[int]
+    total: float = 0.0
+    count: int = 0
+
+    @classmethod
+    def with_bounds(cls, bounds: tuple[float, ...]) -> Histogram:
+        """An empty histogram with these finite upper bounds."""
+        return cls(bounds, [0] * (len(bounds) + 1))
+
+    def observe(self, x: float) -> None:
+        """Count one value."""
+        i = next((i for i, ub in enumerate(self.bounds) if x <= ub), len(self.bounds))
+        self.counts[i] += 1
+        self.total += x
+        self.count += 1
+
+
+@dataclass(slots=True)
+class SeriesCounters:
+    """Counters since start of one real series (no aggregate)."""
+
+    outcomes: dict[str, int] = field(default_factory=dict)
+    modes: dict[str, int] = field(default_factory=dict)
+    cost: Histogram = field(default_factory=lambda: Histogram.with_bounds(COST_BUCKETS))
+    duration: Histogram = field(default_factory=lambda: Histogram.with_bounds(DURATION_BUCKETS))
+
+
+@dataclass(slots=True)
+class EstimatorCounters:
+    """Estimator health and per-series counters, copied under the lock."""
+
+    consumed: int
+    rejected: dict[str, int]
+    clamped: int
+    folded: int
+    last_score_timestamp: float | None
+    series: dict[tuple[str, str, str], SeriesCounters]
+
+
+class _Series:
+    __slots__ = ("cache", "cache_gen", "counters", "first_seen", "windows")
+
+    def __init__(self, windows: list[SlidingWindow], t: float, counted: bool) -> None:
+        self.windows = windows
+        self.first_seen = t
+        self.counters = SeriesCounters() if counted else None
+        self.cache: list[SeriesEstimate | None] = [None] * len(windows)
+        self.cache_gen: list[int] = [-1] * len(windows)
+
+
+class Estimator:
+    """Rolling Bayesian estimates per series and window, from a stream of conversation scores."""
+
+    def __init__(self, settings: Settings, clock: Callable[[], float] = time.time) -> None:
+        cfg = settings.exporter
+        self._clock = clock
+        self._windows = [(w, parse_duration(w)) for w in cfg.windows]
+        self._longest = max(s for _, s in self._windows)
+        self._buckets = cfg.buckets_per_window
+        self._housekeeping_every = min(s for _, s in self._windows) / self._buckets
+        self._max_label = cfg.max_label_length
+        self._known_tasks = {sanitize_label(t, cfg.max_label_length) for t in cfg.tasks}
+        self._max_tasks = cfg.max_tasks
+        self._max_modes = cfg.max_failure_modes
+        st = settings.stats
+        self.stats_params = StatsParams(
+            st.prior_alpha, st.prior_beta, st.level, tuple(st.ks), st.bootstrap_resamples, st.seed
+        )
+        self.regression_params = RegressionParams(
+            tuple(cfg.regression_ks),
+            settings.gate.regression_margin,
+            cfg.regression_min_conversations,
+            st.prior_alpha,
+            st.prior_beta,
+        )
+        self._lock = threading.Lock()
+        self._series: dict[tuple[str, str, str], _Series] = {}
+        self._seen_ids: dict[str, float] = {}
+        self._id_heap: list[tuple[float, str]] = []
+        self._tasks_seen: dict[str, float] = {}  # task -> latest event time (for the cap when no list)
+        self._modes_seen: dict[str, float] = {}
+        self._next_housekeeping = -math.inf
+        self._consumed = 0
+        self._rejected = dict.fromkeys(REJECT_REASONS, 0)
+        self._clamped = 0
+        self._folded = 0
+        self._last_ts: float | None = None
+
+    # ------------------------------------------------------------------ input
+
+    def add(self, score: ConversationScore) -> bool:
+        """Count one score; False when it is a duplicate or older than the longest window."""
+        with self._lock:
+            now = self._clock()
+            self._consumed += 1
+            t = now if score.ended_at is None else _epoch(score.ended_at)
+            if t > now:
+                t = now
+                self._clamped += 1
+            if t < now - self._longest:
+                self._rejected["too_old"] += 1
+                return False
+            self._housekeeping(now)
+            cid = score.conversation_id
+            if cid in self._seen_ids:
+                self._rejected["duplicate"] += 1
+                return False
+            self._seen_ids[cid] = t
+            heapq.heappush(self._id_heap, (t, cid))
+            agent = sanitize_label(score.agent, self._max_label)
+            version = sanitize_label(score.version, self._max_label)
+            task = self._fold_task(sanitize_label(score.task, self._max_label), t)
+            contribution = self._contribution(score, t)
+            for key, counted in (((agent, version, task), True), ((agent, version, ALL_TASKS), False)):
+                s = self._series.get(key)
+                if s is None:
+                    s = self._series[key] = _Series(self._new_windows(), t, counted)
+                s.first_seen = min(s.first_seen, t)
+                for w in s.windows:
+                    w.add(t, contribution, now)
+                if s.counters is not None:
+                    _count(s.counters, score, contribution)
+            self._last_ts = t if self._last_ts is None else max(self._last_ts, t)
+            return True
+
+    def reject_invalid(self) -> None:
+        """Count one record that could not be read as a score."""
+        with self._lock:
+            self._consumed += 1
+            self._rejected["invalid"] += 1
+
+    def _new_windows(self) -> list[SlidingWindow]:
+        return [SlidingWindow(name, s, self._buckets) for name, s in self._windows]
+
+    def _fold_task(self, task: str, t: float) -> str:
+        if self._known_tasks:
+            keep = task in self._known_tasks
+        else:
+            keep = task in self._tasks_seen or len(self._tasks_seen) < self._max_tasks
+        if not keep:
+            self._folded += 1
+            task = OTHER
+        self._tasks_seen[task] = max(t, self._tasks_seen.get(task, t))
+        return task
+
+    def _mode(self, reason: str, t: float) -> str:
+        mode = failure_mode(reason, self._max_label)
+        if mode not in self._modes_seen and len(self._modes_seen) >= self._max_modes:
+            mode = OTHER
+        self._modes_seen[mode] = max(t, self._modes_seen.get(mode, t))
+        return mode
+
+    def _contribution(self, score: ConversationScore, t: float) -> Contribution:
+        sums = [0.0] * len(TOOL_DIMENSIONS)
+        counts = [0] * len(TOOL_DIMENSIONS)
+        for ts in score.turn_scores:
+            tool = ts.tool
+            if tool is None:
+                continue
+            values = (tool.selection, tool.parameters, tool.sequence, tool.utilization, tool.overall, tool.binary)
+            for i, v in enumerate(values):
+                if v is not None and math.isfinite(float(v)):
+                    sums[i] += float(v)
+                    counts[i] += 1
+        cost = score.cost_usd if score.cost_usd is not None and math.isfinite(score.cost_usd) else None
+        duration = score.duration_s if score.duration_s is not None and math.isfinite(score.duration_s) else None
+        credit = score.asr_credit
+        if credit is not None and not math.isfinite(credit):
+            credit = None
+        if credit is not None:
+            credit = min(1.0, max(0.0, credit))
+        budgeted = cost is not None and score.budget_usd is not None
+        return Contribution(
+            scored=score.passed is not None,
+            passed=bool(score.passed),
+            outcome=OUTCOMES.index(score.outcome.value),
+            modes=tuple(sorted({self._mode(r, t) for r in score.reasons})) if score.reasons else (),
+            tool_sums=tuple(sums),
+            tool_counts=tuple(counts) if any(counts) else (),
+            cost_bin=sketch_bin(max(0.0, cost)) if cost is not None else None,
+            duration_bin=sketch_bin(max(0.0, duration)) if duration is not None else None,
+            budgeted=budgeted,
+            over_budget=budgeted and cost > score.budget_usd,  # type: ignore[operator]
+            asr_bin=round(credit * ASR_RESOLUTION) if credit is not None else None,
+            asr_credit=credit,
+        )
+
+    # ------------------------------------------------------------------ expiry
+
+    def _housekeeping(self, now: float, force: bool = False) -> None:
+        if not force and now < self._next_housekeeping:
+            return
+        self._next_housekeeping = now + self._housekeeping_every
+        horizon = now - self._longest
+        while self._id_heap and self._id_heap[0][0] < horizon:
+            _, cid = heapq.heappop(self._id_heap)
+            if self._seen_ids.get(cid, math.inf) < horizon:
+                del self._seen_ids[cid]
+        for seen in (self._tasks_seen, self._modes_seen):
+            for name in [n for n, last in seen.items() if last < horizon]:
+                del seen[name]
+        gone = []
+        for key, s in self._series.items():
+            for w in s.windows:
+                w.advance(now)
+            if all(w.empty for w in s.windows):
+                gone.append(key)
+        for key in gone:
+            del self._series[key]
+
+    # ------------------------------------------------------------------ output
+
+    def snapshot(self, now: float | None = None) -> list[SeriesEstimate]:
+        """Estimates of every series and window holding at least one conversation at `now` (default: clock)."""
+        with self._lock:
+            now = self._clock() if now is None else now
+            self._housekeeping(now, force=True)
+            out: list[SeriesEstimate | None] = []
+            pending: list[tuple[_Series, int, int]] = []
+            items = []
+            for key, s in self._series.items():
+                for i, w in enumerate(s.windows):
+                    if w.empty:
+                        continue
+                    if s.cache_gen[i] == w.generation and s.cache[i] is not None:
+                        out.append(s.cache[i])
+                    else:
+                        pending.append((s, i, len(out)))
+                        items.append((key, w.name, w.total))
+                        out.append(None)
+            for (s, i, pos), est in zip(pending, summarise(items, self.stats_params), strict=True):
+                s.cache[i] = est
+                s.cache_gen[i] = s.windows[i].generation
+                out[pos] = est
+            result = [e for e in out if e is not None]
+            first_seen = {key: s.first_seen for key, s in self._series.items()}
+        attach_regressions(result, first_seen, self.regression_params)
+        return result
+
+    def counters(self) -> EstimatorCounters:
+        """Health counters and per-series counters since start (copies)."""
+        with self._lock:
+            series = {
+                key: SeriesCounters(
+                    dict(s.counters.outcomes),
+                    dict(s.counters.modes),
+                    Histogram(s.counters.cost.bounds, list(s.counters.cost.counts), s.counters.cost.total,
+                              s.counters.cost.count),
+                    Histogram(s.counters.duration.bounds, list(s.counters.duration.counts),
+                              s.counters.duration.total, s.counters.duration.count),
+                )
+                for key, s in self._series.items()
+                if s.counters is not None
+            }
+            return EstimatorCounters(
+                self._consumed, dict(self._rejected), self._clamped, self._folded, self._last_ts, series
+            )
+
+
+def _count(c: SeriesCounters, score: ConversationScore, contribution: Contribution) -> None:
+    outcome = OUTCOMES[contribution.outcome]
+    c.outcomes[outcome] = c.outcomes.get(outcome, 0) + 1
+    for m in contribution.modes:
+        c.modes[m] = c.modes.get(m, 0) + 1
+    if score.cost_usd is not None and math.isfinite(score.cost_usd):
+        c.cost.observe(max(0.0, score.cost_usd))
+    if score.duration_s is not None and math.isfinite(score.duration_s):
+        c.duration.observe(max(0.0, score.duration_s))
+
+
+def _epoch(dt) -> float:
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=UTC)
+    return dt.timestamp()

@@ -1,0 +1,78 @@
+"""Regression probability of each version against its baseline, per agent, task and window.
+
+Baseline of version V of (agent, task): among the other versions of the same agent and task first seen (earliest
+event time) before V was first seen, the most recently started one that has at least `min_conversations` scored
+conversations in the same window. The probability is `agentwatch.stats.regression_probability` of the two Beta
+posteriors (numerical integration, exact), memoised on the integer counts so an unchanged pair costs nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import lru_cache
+
+from agentwatch.exporters.summary import Regression, SeriesEstimate
+
+from agentwatch.stats import BetaPosterior, regression_probability
+
+
+@dataclass(slots=True, frozen=True)
+class RegressionParams:
+    """Settings of the regression gauge."""
+
+    ks: tuple[int, ...] = (3,)
+    margin: float = 0.05
+    min_conversations: int = 30
+    prior_alpha: float = 1.0
+    prior_beta: float = 1.0
+
+
+@lru_cache(maxsize=65_536)
+def _probability(a_new: float, b_new: float, a_base: float, b_base: float, k: int, margin: float) -> float:
+    return regression_probability(BetaPosterior(a_new, b_new), BetaPosterior(a_base, b_base), k, margin)
+
+
+def probability(
+    new: tuple[int, int], base: tuple[int, int], k: int, margin: float, prior: tuple[float, float] = (1.0, 1.0)
+) -> float:
+    """P(pass^k_new < pass^k_base − margin) for (n, c) counts under a Beta prior (memoised)."""
+    (n1, c1), (n0, c0) = new, base
+    a, b = prior
+    return _probability(a + c1, b + n1 - c1, a + c0, b + n0 - c0, k, margin)
+
+
+def attach_regressions(
+    estimates: Iterable[SeriesEstimate], first_seen: dict[tuple[str, str, str], float], p: RegressionParams
+) -> None:
+    """Set `.regression` of every estimate (replacing what was there) from the other estimates of its window."""
+    groups: dict[tuple[str, str, str], list[SeriesEstimate]] = {}
+    for e in estimates:
+        e.regression = []
+        if e.scored > 0:
+            groups.setdefault((e.agent, e.task, e.window), []).append(e)
+    for members in groups.values():
+        if len(members) < 2:
+            continue
+        members.sort(key=lambda e: (first_seen.get(e.series, 0.0), e.version))
+        for i, new in enumerate(members):
+            base = next(
+                (m for m in reversed(members[:i]) if m.scored >= p.min_conversations),
+                None,
+            )
+            if base is None:
+                continue
+            new.regression = [
+                Regression(
+                    k,
+                    base.version,
+                    probability(
+                        (new.scored, new.passed),
+                        (base.scored, base.passed),
+                        k,
+                        p.margin,
+                        (p.prior_alpha, p.prior_beta),
+                    ),
+                )
+                for k in p.ks
+            ]

@@ -1,0 +1,195 @@
+"""Turn window totals into estimates: Beta posteriors, pass@k / pass^k, ASR, tool means, quantiles.
+
+The Beta quantiles of many series are computed in one vectorised `scipy.special.betaincinv` call; the formulas
+are those of `agentwatch.stats.BetaPosterior` (tests check equality). The ASR interval is a percentile bootstrap
+of the mean that resamples the window's conversations: a multinomial draw over the distinct (rounded) credit
+values has exactly the distribution of resampling conversations, and costs O(distinct values), not O(n).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+from agentwatch.exporters.windows import (
+    ASR_RESOLUTION,
+    OUTCOMES,
+    TOOL_DIMENSIONS,
+    UNSCORED,
+    Bucket,
+    sketch_quantile,
+)
+from scipy.special import betaincinv
+
+QUANTILES: tuple[float, ...] = (0.5, 0.9, 0.99)
+
+
+@dataclass(slots=True, frozen=True)
+class Interval:
+    """A point estimate with an equal-tailed interval."""
+
+    mean: float
+    lower: float
+    upper: float
+
+
+@dataclass(slots=True, frozen=True)
+class Regression:
+    """Probability that pass^k of this version is below its baseline's by more than the margin."""
+
+    k: int
+    baseline_version: str
+    probability: float
+
+
+@dataclass(slots=True)
+class SeriesEstimate:
+    """Every rolling estimate of one series (agent, version, task) over one window. Treat as read-only."""
+
+    agent: str
+    version: str
+    task: str
+    window: str
+    conversations: int
+    scored: int
+    passed: int
+    outcomes: dict[str, int]
+    success: Interval | None  # None when nothing is scored
+    pass_at_k: dict[int, Interval]
+    pass_pow_k: dict[int, Interval]
+    asr: Interval | None
+    tool: dict[str, float]
+    outcome_ratio: dict[str, float]
+    failure_ratio: dict[str, float]
+    scored_ratio: float
+    cost_quantiles: dict[float, float]
+    over_budget_ratio: float | None
+    duration_quantiles: dict[float, float]
+    regression: list[Regression] = field(default_factory=list)
+
+    @property
+    def series(self) -> tuple[str, str, str]:
+        """(agent, version, task)."""
+        return (self.agent, self.version, self.task)
+
+
+@dataclass(slots=True, frozen=True)
+class StatsParams:
+    """The statistics settings the summaries need."""
+
+    prior_alpha: float = 1.0
+    prior_beta: float = 1.0
+    level: float = 0.95
+    ks: tuple[int, ...] = (1, 3, 5)
+    resamples: int = 1000
+    seed: int = 0
+
+
+def bootstrap_from_counts(
+    values: np.ndarray, counts: np.ndarray, level: float, resamples: int, seed: int
+) -> tuple[float, float]:
+    """Percentile-bootstrap interval of the mean of a multiset given as distinct values and their counts."""
+    n = int(counts.sum())
+    rng = np.random.default_rng(seed)
+    if len(values) == 1:
+        return float(values[0]), float(values[0])
+    draws = rng.multinomial(n, counts / n, size=resamples)
+    means = draws @ values / n
+    tail = (1.0 - level) / 2.0
+    lo, hi = np.quantile(means, [tail, 1.0 - tail])
+    return float(lo), float(hi)
+
+
+def _asr(total: Bucket, p: StatsParams) -> Interval | None:
+    if not total.asr:
+        return None
+    keys = np.fromiter(total.asr.keys(), dtype=np.float64, count=len(total.asr))
+    counts = np.fromiter(total.asr.values(), dtype=np.float64, count=len(total.asr))
+    n = counts.sum()
+    mean = total.asr_sum / n
+    values = keys / ASR_RESOLUTION
+    lo, hi = bootstrap_from_counts(values, counts, p.level, p.resamples, p.seed)
+    shift = mean - float(values @ counts) / n  # undo the rounding of credits in the bounds
+    return Interval(mean, min(1.0, max(0.0, lo + shift)), min(1.0, max(0.0, hi + shift)))
+
+
+def beta_bounds(a: np.ndarray, b: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
+    """Equal-tailed credible bounds of Beta(a, b), vectorised over arrays."""
+    tail = (1.0 - level) / 2.0
+    return betaincinv(a, b, tail), betaincinv(a, b, 1.0 - tail)
+
+
+def summarise(items: list[tuple[tuple[str, str, str], str, Bucket]], p: StatsParams) -> list[SeriesEstimate]:
+    """Estimates for each (series, window name, window total); Beta parts vectorised over all items."""
+    if not items:
+        return []
+    n = np.array([t.scored for _, _, t in items], dtype=np.float64)
+    c = np.array([t.passed for _, _, t in items], dtype=np.float64)
+    a = p.prior_alpha + c
+    b = p.prior_beta + n - c
+    lo, hi = beta_bounds(a, b, p.level)
+    kmax = max(p.ks)
+    steps = np.arange(kmax, dtype=np.float64)[:, None]
+    pow_means = np.cumprod((a + steps) / (a + b + steps), axis=0)  # row k-1: E[p^k]
+    fail_means = np.cumprod((b + steps) / (a + b + steps), axis=0)  # row k-1: E[(1-p)^k]
+    out: list[SeriesEstimate] = []
+    for j, (key, window, t) in enumerate(items):
+        success = None
+        at_k: dict[int, Interval] = {}
+        pow_k: dict[int, Interval] = {}
+        if t.scored > 0:
+            l, h = float(lo[j]), float(hi[j])
+            success = Interval(float(a[j] / (a[j] + b[j])), l, h)
+            for k in p.ks:
+                pow_k[k] = Interval(float(pow_means[k - 1, j]), l**k, h**k)
+                at_k[k] = Interval(
+                    float(1.0 - fail_means[k - 1, j]),
+                    -math.expm1(k * math.log1p(-l)) if l < 1.0 else 1.0,
+                    -math.expm1(k * math.log1p(-h)) if h < 1.0 else 1.0,
+                )
+        out.append(_one(key, window, t, success, at_k, pow_k, p))
+    return out
+
+
+def _one(
+    key: tuple[str, str, str],
+    window: str,
+    t: Bucket,
+    success: Interval | None,
+    at_k: dict[int, Interval],
+    pow_k: dict[int, Interval],
+    p: StatsParams,
+) -> SeriesEstimate:
+    scored_outcomes = t.total - t.outcomes[UNSCORED]
+    outcome_ratio = (
+        {name: t.outcomes[i] / scored_outcomes for i, name in enumerate(OUTCOMES) if i != UNSCORED}
+        if scored_outcomes > 0
+        else {}
+    )
+    tool = {
+        dim: t.tool_sums[i] / t.tool_counts[i] for i, dim in enumerate(TOOL_DIMENSIONS) if t.tool_counts[i] > 0
+    }
+    cost_q = {q: v for q in QUANTILES if (v := sketch_quantile(t.cost, q)) is not None}
+    dur_q = {q: v for q in QUANTILES if (v := sketch_quantile(t.duration, q)) is not None}
+    return SeriesEstimate(
+        agent=key[0],
+        version=key[1],
+        task=key[2],
+        window=window,
+        conversations=t.total,
+        scored=t.scored,
+        passed=t.passed,
+        outcomes=dict(zip(OUTCOMES, t.outcomes, strict=True)),
+        success=success,
+        pass_at_k=at_k,
+        pass_pow_k=pow_k,
+        asr=_asr(t, p),
+        tool=tool,
+        outcome_ratio=outcome_ratio,
+        failure_ratio={m: n / t.total for m, n in sorted(t.modes.items())},
+        scored_ratio=t.scored / t.total,
+        cost_quantiles=cost_q,
+        over_budget_ratio=t.over_budget / t.budgeted if t.budgeted else None,
+        duration_quantiles=dur_q,
+    )

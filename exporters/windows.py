@@ -1,0 +1,217 @@
+"""Time-bucketed sliding windows: what one series saw in the last W seconds, kept in bounded memory.
+
+Resolution: a window of width W is `buckets` buckets of width W / buckets (default 60: 1 minute for `1h`,
+24 minutes for `24h`, 2.8 hours for `7d`). Bucket i holds the events with `i * width <= t < (i + 1) * width`.
+At time `now` the window holds the last `buckets` buckets including the current, partly filled one, so it covers
+between W − width and W seconds of history; a bucket leaves the window as a whole.
+
+Each bucket holds exact counts (conversations, scored, passed, outcomes, failure modes, over-budget), exact sums
+of the tool-correctness dimensions, and two bounded sketches: cost and duration in log-spaced bins with ≤ 1%
+relative error (DDSketch-style, bin i holds (γ^(i−1), γ^i], γ = 1.01/0.99), and ASR credits rounded to 0.001.
+The window keeps a running total of its buckets (added on insert, subtracted when a bucket expires), so reading
+a window costs O(bins), not O(buckets).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+
+OUTCOMES: tuple[str, ...] = (
+    "complete",
+    "partial_correct",
+    "partial_incorrect",
+    "hallucinated",
+    "abandoned",
+    "unscored",
+)
+UNSCORED = OUTCOMES.index("unscored")
+TOOL_DIMENSIONS: tuple[str, ...] = ("selection", "parameters", "sequence", "utilization", "overall", "binary")
+
+SKETCH_RELATIVE_ACCURACY = 0.01
+_GAMMA = (1 + SKETCH_RELATIVE_ACCURACY) / (1 - SKETCH_RELATIVE_ACCURACY)
+_LOG_GAMMA = math.log(_GAMMA)
+_ZERO_BIN = -(10**9)  # values <= 1e-12 (zero cost) share one bin, read back as 0
+_MIN_POSITIVE = 1e-12
+ASR_RESOLUTION = 1000  # ASR credits kept as round(credit * 1000)
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d|w)\s*$")
+_UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+def parse_duration(text: str) -> float:
+    """Seconds in a window name such as `90s`, `15m`, `1h`, `24h`, `7d`, `2w`; ValueError if malformed."""
+    m = _DURATION.match(text)
+    if not m or float(m.group(1)) <= 0:
+        raise ValueError(f"window {text!r} is not a positive duration like 15m, 1h, 24h or 7d")
+    return float(m.group(1)) * _UNIT_S[m.group(2)]
+
+
+def sketch_bin(x: float) -> int:
+    """Log-spaced bin of a non-negative value (relative accuracy 1%)."""
+    if x <= _MIN_POSITIVE:
+        return _ZERO_BIN
+    return math.ceil(math.log(x) / _LOG_GAMMA)
+
+
+def sketch_value(b: int) -> float:
+    """Representative value of a bin: within 1% of every value the bin holds."""
+    if b == _ZERO_BIN:
+        return 0.0
+    return 2.0 * _GAMMA**b / (_GAMMA + 1.0)
+
+
+def sketch_quantile(bins: dict[int, int], q: float) -> float | None:
+    """Nearest-rank q-quantile of the values a sketch holds (value of the ceil(q·n)-th smallest); None if empty."""
+    total = sum(bins.values())
+    if total <= 0:
+        return None
+    rank = max(1, math.ceil(q * total))
+    seen = 0
+    for b in sorted(bins):
+        seen += bins[b]
+        if seen >= rank:
+            return sketch_value(b)
+    return sketch_value(max(bins))  # pragma: no cover - unreachable when counts are consistent
+
+
+@dataclass(slots=True, frozen=True)
+class Contribution:
+    """What one conversation adds to a bucket, extracted once from its score."""
+
+    scored: bool
+    passed: bool
+    outcome: int  # index into OUTCOMES
+    modes: tuple[str, ...]
+    tool_sums: tuple[float, ...]  # per TOOL_DIMENSIONS, summed over tool-graded turns
+    tool_counts: tuple[int, ...]
+    cost_bin: int | None
+    duration_bin: int | None
+    budgeted: bool  # has both a cost and a ceiling
+    over_budget: bool
+    asr_bin: int | None  # round(credit * ASR_RESOLUTION)
+    asr_credit: float | None
+
+
+def _add_counts(target: dict, source: dict, sign: int) -> None:
+    for key, n in source.items():
+        v = target.get(key, 0) + sign * n
+        if v:
+            target[key] = v
+        else:
+            target.pop(key, None)
+
+
+@dataclass(slots=True)
+class Bucket:
+    """Exact counts and bounded sketches of the conversations in one time bucket (or a whole window)."""
+
+    total: int = 0
+    scored: int = 0
+    passed: int = 0
+    outcomes: list[int] = field(default_factory=lambda: [0] * len(OUTCOMES))
+    modes: dict[str, int] = field(default_factory=dict)
+    tool_sums: list[float] = field(default_factory=lambda: [0.0] * len(TOOL_DIMENSIONS))
+    tool_counts: list[int] = field(default_factory=lambda: [0] * len(TOOL_DIMENSIONS))
+    cost: dict[int, int] = field(default_factory=dict)
+    duration: dict[int, int] = field(default_factory=dict)
+    budgeted: int = 0
+    over_budget: int = 0
+    asr: dict[int, int] = field(default_factory=dict)
+    asr_sum: float = 0.0
+
+    def add(self, c: Contribution) -> None:
+        """Count one conversation."""
+        self.total += 1
+        self.scored += c.scored
+        self.passed += c.passed
+        self.outcomes[c.outcome] += 1
+        for m in c.modes:
+            self.modes[m] = self.modes.get(m, 0) + 1
+        if c.tool_counts:
+            for i, (s, n) in enumerate(zip(c.tool_sums, c.tool_counts, strict=True)):
+                self.tool_sums[i] += s
+                self.tool_counts[i] += n
+        if c.cost_bin is not None:
+            self.cost[c.cost_bin] = self.cost.get(c.cost_bin, 0) + 1
+        if c.duration_bin is not None:
+            self.duration[c.duration_bin] = self.duration.get(c.duration_bin, 0) + 1
+        self.budgeted += c.budgeted
+        self.over_budget += c.over_budget
+        if c.asr_bin is not None and c.asr_credit is not None:
+            self.asr[c.asr_bin] = self.asr.get(c.asr_bin, 0) + 1
+            self.asr_sum += c.asr_credit
+
+    def merge(self, other: Bucket, sign: int = 1) -> None:
+        """Add (sign=1) or remove (sign=-1) everything `other` holds."""
+        self.total += sign * other.total
+        self.scored += sign * other.scored
+        self.passed += sign * other.passed
+        for i, n in enumerate(other.outcomes):
+            self.outcomes[i] += sign * n
+        _add_counts(self.modes, other.modes, sign)
+        for i in range(len(TOOL_DIMENSIONS)):
+            self.tool_sums[i] += sign * other.tool_sums[i]
+            self.tool_counts[i] += sign * other.tool_counts[i]
+        _add_counts(self.cost, other.cost, sign)
+        _add_counts(self.duration, other.duration, sign)
+        self.budgeted += sign * other.budgeted
+        self.over_budget += sign * other.over_budget
+        _add_counts(self.asr, other.asr, sign)
+        self.asr_sum += sign * other.asr_sum
+
+
+class SlidingWindow:
+    """The last `buckets` buckets of width `width_s / buckets`, with a running total of their contents."""
+
+    __slots__ = ("_buckets", "_current", "bucket_s", "generation", "n_buckets", "name", "total", "width_s")
+
+    def __init__(self, name: str, width_s: float, buckets: int = 60) -> None:
+        self.name = name
+        self.width_s = float(width_s)
+        self.n_buckets = int(buckets)
+        self.bucket_s = self.width_s / self.n_buckets
+        self._buckets: dict[int, Bucket] = {}
+        self.total = Bucket()
+        self.generation = 0  # changes whenever the window's contents change
+        self._current: int | None = None
+
+    def first_index(self, now: float) -> int:
+        """Index of the oldest bucket still inside the window at `now`."""
+        return math.floor(now / self.bucket_s) - self.n_buckets + 1
+
+    def add(self, t: float, c: Contribution, now: float) -> bool:
+        """Count a conversation that ended at `t`; False when `t` is already outside the window at `now`."""
+        self.advance(now)
+        i = math.floor(t / self.bucket_s)
+        if i < self.first_index(now):
+            return False
+        bucket = self._buckets.get(i)
+        if bucket is None:
+            bucket = self._buckets[i] = Bucket()
+        bucket.add(c)
+        self.total.add(c)
+        self.generation += 1
+        return True
+
+    def advance(self, now: float) -> None:
+        """Drop the buckets that have left the window at `now`."""
+        cur = math.floor(now / self.bucket_s)
+        if cur == self._current:
+            return
+        self._current = cur
+        first = cur - self.n_buckets + 1
+        old = [i for i in self._buckets if i < first]
+        if not old:
+            return
+        for i in old:
+            self.total.merge(self._buckets.pop(i), sign=-1)
+        if not self._buckets:
+            self.total = Bucket()  # no float residue from subtractions
+        self.generation += 1
+
+    @property
+    def empty(self) -> bool:
+        """Whether no conversation is in the window."""
+        return self.total.total == 0
