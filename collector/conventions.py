@@ -16,7 +16,7 @@ RESOURCE_VERSION_KEYS = ("gen_ai.agent.version", "service.version")
 # --------------------------------------------------------------------------- span role
 OPERATION_KEY = "gen_ai.operation.name"
 OPENINFERENCE_KIND_KEY = "openinference.span.kind"
-AGENT_OPERATIONS = frozenset({"invoke_agent", "create_agent"})
+AGENT_OPERATIONS = frozenset({"invoke_agent"})
 TOOL_OPERATIONS = frozenset({"execute_tool"})
 MODEL_OPERATIONS = frozenset({"chat", "text_completion", "generate_content", "responses"})
 AGENT_KINDS = frozenset({"AGENT"})

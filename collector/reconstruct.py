@@ -1,0 +1,441 @@
+"""Rebuild a `Conversation` transcript from the spans of one conversation (DESIGN.md span conventions)."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections import defaultdict
+from datetime import UTC, datetime
+from typing import Any
+
+from agentwatch.collector import conventions as cv
+from agentwatch.collector.assembler import FinishedConversation
+from agentwatch.collector.decode import SpanRecord
+from pydantic import ValidationError
+
+from agentwatch.schema import Conversation, Expectation, ToolCall, Turn, Usage, normalize_outcome
+
+log = logging.getLogger(__name__)
+
+AGENT, TOOL, MODEL, OTHER = "agent", "tool", "model", "other"
+_OUTCOMES = {"complete", "partial_correct", "partial_incorrect", "hallucinated", "abandoned", "unscored"}
+
+
+# --------------------------------------------------------------------------- small readers
+
+
+def _role(span: SpanRecord) -> str:
+    attrs = span.attrs
+    op = attrs.get(cv.OPERATION_KEY)
+    kind = attrs.get(cv.OPENINFERENCE_KIND_KEY)
+    kind = kind.upper() if isinstance(kind, str) else None
+    if op in cv.AGENT_OPERATIONS or kind in cv.AGENT_KINDS:
+        return AGENT
+    if op in cv.TOOL_OPERATIONS or kind in cv.TOOL_KINDS:
+        return TOOL
+    if op in cv.MODEL_OPERATIONS or kind in cv.MODEL_KINDS:
+        return MODEL
+    if op is None and kind is None:
+        if span.name.startswith("invoke_agent"):
+            return AGENT
+        if span.name.startswith("execute_tool") or cv.first(attrs, cv.TOOL_NAME_KEYS[:1]) is not None:
+            return TOOL
+        if cv.first(attrs, cv.MODEL_KEYS + cv.INPUT_TOKEN_KEYS + cv.OUTPUT_TOKEN_KEYS) is not None:
+            return MODEL
+    return OTHER
+
+
+def _text(value: Any) -> str | None:
+    if value is None:
+        return None
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _json_or_text(value: Any) -> Any:
+    """Parse a JSON attribute value if it is JSON, else keep the value as is."""
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except (ValueError, RecursionError):
+            return value
+    return value
+
+
+def _nonneg_int(value: Any) -> int:
+    try:
+        number = int(float(value))
+    except (TypeError, ValueError, OverflowError):
+        return 0
+    return max(0, number)
+
+
+def _nonneg_float(value: Any) -> float | None:
+    try:
+        number = float(value)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return number if 0 <= number < float("inf") else None
+
+
+def _time(ns: int) -> datetime | None:
+    if ns <= 0:
+        return None
+    try:
+        return datetime.fromtimestamp(ns / 1e9, tz=UTC)
+    except (OverflowError, OSError, ValueError):
+        return None
+
+
+def _messages(value: Any) -> list[dict] | None:
+    """Messages of a `gen_ai.*.messages` attribute (JSON string or structured); None if absent or unreadable."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except (ValueError, RecursionError):
+            return None
+    if isinstance(value, dict):
+        value = [value]
+    if not isinstance(value, list):
+        return None
+    return [m for m in value if isinstance(m, dict)]
+
+
+def _parts(message: dict) -> list[dict]:
+    parts = message.get("parts")
+    if isinstance(parts, list):
+        return [p for p in parts if isinstance(p, dict)]
+    content = message.get("content")
+    if isinstance(content, str):  # older flat format {"role": ..., "content": "..."}
+        return [{"type": "text", "content": content}]
+    return []
+
+
+def _message_text(message: dict) -> str | None:
+    texts = [p.get("content") for p in _parts(message) if p.get("type") == "text" and p.get("content") is not None]
+    return "\n".join(_text(t) or "" for t in texts) if texts else None
+
+
+def _last_user_text(messages: list[dict] | None) -> str | None:
+    for message in reversed(messages or []):
+        if message.get("role") == "user":
+            text = _message_text(message)
+            if text is not None:
+                return text
+    return None
+
+
+def _output_text(messages: list[dict] | None) -> str | None:
+    texts = [t for t in (_message_text(m) for m in messages or [] if m.get("role", "assistant") != "user") if t]
+    return "\n".join(texts) if texts else None
+
+
+# --------------------------------------------------------------------------- the span tree
+
+
+class _Forest:
+    """Spans de-duplicated by id, with turns found and every span assigned to at most one turn."""
+
+    def __init__(self, spans: list[SpanRecord], notes: list[str]) -> None:
+        ordered = sorted(spans, key=lambda s: (s.start_ns, s.span_id))
+        self.spans: dict[str, SpanRecord] = {}
+        for span in ordered:
+            self.spans.setdefault(span.span_id, span)
+        if len(self.spans) < len(ordered):
+            notes.append(f"{len(ordered) - len(self.spans)} duplicate span id(s) ignored")
+        children: dict[str, list[SpanRecord]] = defaultdict(list)
+        roots: list[SpanRecord] = []
+        missing = 0
+        for span in self.spans.values():
+            parent = span.parent_span_id
+            if parent and parent != span.span_id and parent in self.spans:
+                children[parent].append(span)
+            else:
+                missing += bool(parent) and parent != span.span_id
+                roots.append(span)
+        if missing:
+            notes.append(f"{missing} span(s) whose parent was not seen treated as roots")
+        self.turns: list[SpanRecord] = []
+        self.members: dict[str, list[SpanRecord]] = {}
+        self.outside = 0
+        visited: set[str] = set()
+        for root in roots:
+            self._walk(root, children, visited)
+        broken = 0
+        if len(visited) < len(self.spans):  # what is left hangs off parent-id cycles
+            for span in self.spans.values():
+                if span.span_id not in visited:
+                    broken += 1
+                    self._walk(span, children, visited)
+            notes.append(f"parent-id cycle(s) broken at {broken} span(s)")
+        self.turns.sort(key=lambda s: (s.start_ns, s.span_id))
+
+    def _walk(self, root: SpanRecord, children: dict[str, list[SpanRecord]], visited: set[str]) -> None:
+        """Depth-first over one tree (iterative): outermost agent spans are turns, else the root is."""
+        tree: list[tuple[SpanRecord, SpanRecord | None]] = []
+        stack: list[tuple[SpanRecord, SpanRecord | None]] = [(root, None)]
+        has_agent = False
+        while stack:
+            span, owner = stack.pop()
+            if span.span_id in visited:
+                continue
+            visited.add(span.span_id)
+            if owner is None and _role(span) == AGENT:
+                owner = span
+                has_agent = True
+            tree.append((span, owner))
+            for child in reversed(children.get(span.span_id, ())):
+                if child.span_id not in visited:
+                    stack.append((child, owner))
+        if not has_agent:
+            tree = [(span, root) for span, _ in tree]
+        for span, owner in tree:
+            if owner is None:
+                self.outside += _role(span) in (TOOL, MODEL)
+                continue
+            if owner is span:
+                self.turns.append(span)
+                self.members[span.span_id] = []
+            else:
+                self.members[owner.span_id].append(span)
+
+
+# --------------------------------------------------------------------------- turns
+
+
+class _Gaps:
+    """What could not be seen, counted per kind, turned into notes at the end."""
+
+    def __init__(self) -> None:
+        self.turns: dict[str, list[int]] = defaultdict(list)
+        self.counts: dict[str, int] = defaultdict(int)
+        self.other: list[str] = []
+
+    def notes(self) -> list[str]:
+        out = []
+        for what, turns in self.turns.items():
+            listed = ", ".join(str(t) for t in turns[:20]) + (", …" if len(turns) > 20 else "")
+            out.append(f"{what} for turn(s) {listed}")
+        out.extend(f"{what} for {n} tool call(s)" for what, n in self.counts.items())
+        return out + self.other
+
+
+def _tool_from_span(span: SpanRecord, gaps: _Gaps) -> ToolCall:
+    attrs = span.attrs
+    name = cv.first(attrs, cv.TOOL_NAME_KEYS)
+    if name is None:
+        name = span.name.removeprefix("execute_tool ")
+    args = cv.first(attrs, cv.TOOL_ARGUMENTS_KEYS)
+    result = cv.first(attrs, cv.TOOL_RESULT_KEYS)
+    if attrs.get(cv.OPENINFERENCE_KIND_KEY) is not None:
+        args = args if args is not None else cv.first(attrs, cv.INPUT_VALUE_KEYS)
+        result = result if result is not None else cv.first(attrs, cv.OUTPUT_VALUE_KEYS)
+    if args is None:
+        gaps.counts["tool arguments not captured (content capture off?)"] += 1
+    if result is None and span.status_error is None:
+        gaps.counts["tool result not captured"] += 1
+    call_id = cv.first(attrs, cv.TOOL_CALL_ID_KEYS)
+    return ToolCall(
+        name=str(name) or "unknown",
+        arguments=_json_or_text(args),
+        result=_json_or_text(result),
+        error=span.status_error,
+        call_id=None if call_id is None else str(call_id),
+    )
+
+
+def _tools_from_messages(models: list[SpanRecord], gaps: _Gaps) -> list[ToolCall]:
+    """Tool calls from `tool_call` parts of model output messages; results from later `tool_call_response` parts."""
+    calls: list[ToolCall] = []
+    seen: set[str] = set()
+    responses: dict[str, Any] = {}
+    for span in models:
+        for message in _messages(cv.first(span.attrs, cv.INPUT_MESSAGES_KEYS)) or []:
+            for part in _parts(message):
+                if part.get("type") == "tool_call_response" and part.get("id") is not None:
+                    responses[str(part["id"])] = part.get("response", part.get("result"))
+        for message in _messages(cv.first(span.attrs, cv.OUTPUT_MESSAGES_KEYS)) or []:
+            for part in _parts(message):
+                if part.get("type") != "tool_call":
+                    continue
+                call_id = None if part.get("id") is None else str(part["id"])
+                if call_id is not None and call_id in seen:
+                    continue
+                if call_id is not None:
+                    seen.add(call_id)
+                calls.append(
+                    ToolCall(
+                        name=str(part.get("name") or "unknown"),
+                        arguments=_json_or_text(part.get("arguments")),
+                        call_id=call_id,
+                    )
+                )
+    for call in calls:
+        if call.call_id is not None and call.call_id in responses:
+            call.result = _json_or_text(responses[call.call_id])
+        else:
+            gaps.counts["tool result not captured"] += 1
+    return calls
+
+
+def _usage(span: SpanRecord) -> Usage | None:
+    attrs = span.attrs
+    model = cv.first(attrs, cv.MODEL_KEYS)
+    tin = cv.first(attrs, cv.INPUT_TOKEN_KEYS)
+    tout = cv.first(attrs, cv.OUTPUT_TOKEN_KEYS)
+    cost = _nonneg_float(cv.first(attrs, cv.COST_KEYS))
+    if model is None and tin is None and tout is None and cost is None:
+        return None
+    return Usage(
+        model=None if model is None else str(model),
+        input_tokens=_nonneg_int(tin),
+        output_tokens=_nonneg_int(tout),
+        cost_usd=cost,
+    )
+
+
+def _expectation(span: SpanRecord, members: list[SpanRecord], index: int, gaps: _Gaps) -> Expectation | None:
+    raw = reference = None
+    for s in [span, *members]:
+        raw = raw if raw is not None else cv.first(s.attrs, cv.EXPECTED_KEYS)
+        reference = reference if reference is not None else cv.first(s.attrs, cv.REFERENCE_ANSWER_KEYS)
+    expected = None
+    if raw is not None:
+        try:
+            value = json.loads(raw) if isinstance(raw, str) else raw
+            expected = Expectation.model_validate(value)
+        except (ValueError, RecursionError) as exc:  # ValidationError is a ValueError
+            first_line = str(exc).splitlines()[0][:160]
+            gaps.other.append(f"turn {index}: agentwatch.expected ignored, not a valid expectation ({first_line})")
+    if reference is not None:
+        expected = expected or Expectation()
+        if expected.reference_answer is None:
+            expected.reference_answer = _text(reference)
+    return expected
+
+
+def _turn(span: SpanRecord, members: list[SpanRecord], index: int, gaps: _Gaps) -> Turn:
+    members = sorted(members, key=lambda s: (s.start_ns, s.span_id))
+    roles = [(s, _role(s)) for s in members]
+    tools = [s for s, r in roles if r == TOOL]
+    models = [s for s, r in roles if r == MODEL]
+    own_role = _role(span)
+    if own_role == MODEL:
+        models.insert(0, span)
+    attrs = span.attrs
+    user = _last_user_text(_messages(cv.first(attrs, cv.INPUT_MESSAGES_KEYS))) or _text(
+        cv.first(attrs, cv.INPUT_VALUE_KEYS)
+    )
+    for model in models:
+        if user is not None:
+            break
+        user = _last_user_text(_messages(cv.first(model.attrs, cv.INPUT_MESSAGES_KEYS)))
+    answer = _output_text(_messages(cv.first(attrs, cv.OUTPUT_MESSAGES_KEYS))) or _text(
+        cv.first(attrs, cv.OUTPUT_VALUE_KEYS)
+    )
+    if answer is None and models:
+        answer = _output_text(_messages(cv.first(models[-1].attrs, cv.OUTPUT_MESSAGES_KEYS)))
+    if user is None:
+        gaps.turns["no user input captured"].append(index)
+    if answer is None:
+        gaps.turns["no answer text captured (content capture off?)"].append(index)
+    if tools:
+        tool_calls = [_tool_from_span(s, gaps) for s in tools]
+    else:
+        tool_calls = _tools_from_messages(models, gaps)
+        if tool_calls:
+            gaps.turns["tool calls taken from model output messages (no execute_tool spans)"].append(index)
+    usage = [u for u in (_usage(m) for m in models) if u is not None]
+    duration = (span.end_ns - span.start_ns) / 1e6 if span.end_ns >= span.start_ns > 0 else None
+    return Turn(
+        input=user,
+        answer=answer,
+        tool_calls=tool_calls,
+        expected=_expectation(span, members, index, gaps),
+        usage=usage,
+        cost_usd=_nonneg_float(attrs.get("agentwatch.cost.usd")) if own_role != MODEL else None,
+        duration_ms=duration,
+        error=span.status_error,
+        started_at=_time(span.start_ns),
+    )
+
+
+# --------------------------------------------------------------------------- the conversation
+
+
+def _first_over(spans: list[SpanRecord], keys: tuple[str, ...]) -> Any:
+    for span in spans:
+        value = cv.first(span.attrs, keys)
+        if value is not None:
+            return value
+    return None
+
+
+def _first_resource(spans: list[SpanRecord], keys: tuple[str, ...]) -> Any:
+    for span in spans:
+        value = cv.first(span.resource, keys)
+        if value is not None:
+            return value
+    return None
+
+
+def build_conversation(finished: FinishedConversation | list[SpanRecord], *, incomplete: bool = False) -> Conversation:
+    """Rebuild the transcript of one conversation from its spans; what could not be seen goes to `notes`."""
+    if isinstance(finished, FinishedConversation):
+        spans, incomplete = finished.spans, incomplete or finished.incomplete
+        conversation_id = finished.conversation_id
+        early = {"cap": "finished early: open-conversation cap reached", "shutdown": "finished early: shutdown"}
+        notes = [early[finished.reason]] if finished.reason in early else []
+    else:
+        spans = list(finished)
+        conversation_id = spans[0].conversation_id if spans else ""
+        notes = []
+    if not spans:
+        return Conversation(conversation_id=conversation_id or "unknown", incomplete=incomplete, notes=["no spans"])
+    forest = _Forest(spans, notes)
+    gaps = _Gaps()
+    turns: list[Turn] = []
+    for index, span in enumerate(forest.turns):
+        try:
+            turns.append(_turn(span, forest.members.get(span.span_id, []), index, gaps))
+        except (ValidationError, ValueError, TypeError) as exc:  # defensive: a malformed span never stops the rest
+            log.debug("turn %d of %s not rebuilt: %s", index, conversation_id, exc)
+            gaps.other.append(f"turn {index}: could not be rebuilt ({str(exc).splitlines()[0][:160]})")
+            turns.append(Turn(error="collector: turn could not be rebuilt", started_at=_time(span.start_ns)))
+    if forest.outside:
+        notes.append(f"{forest.outside} tool/model span(s) outside any invoke_agent span ignored")
+    notes.extend(gaps.notes())
+    ordered = list(forest.spans.values())
+    turn_spans = forest.turns
+    agent = _first_over(turn_spans, cv.AGENT_KEYS) or _first_over(ordered, cv.AGENT_KEYS)
+    agent = agent or _first_resource(ordered, cv.RESOURCE_AGENT_KEYS)
+    version = _first_over(turn_spans, cv.VERSION_KEYS) or _first_over(ordered, cv.VERSION_KEYS)
+    version = version or _first_resource(ordered, cv.RESOURCE_VERSION_KEYS)
+    task = _first_over(ordered, cv.TASK_KEYS)
+    budget_raw = _first_over(ordered, cv.BUDGET_KEYS)
+    budget = _nonneg_float(budget_raw)
+    if budget_raw is not None and budget is None:
+        notes.append(f"agentwatch.budget.usd {str(budget_raw)[:40]!r} ignored: not a non-negative number")
+    outcome = _first_over(list(reversed(ordered)), cv.OUTCOME_KEYS)
+    if outcome is not None and normalize_outcome(outcome) not in _OUTCOMES:
+        notes.append(f"agentwatch.outcome {str(outcome)[:40]!r} ignored: not an outcome class")
+        outcome = None
+    tags: dict[str, str] = {}
+    for span in ordered:
+        for key, value in span.attrs.items():
+            if key.startswith(cv.TAG_PREFIX) and len(key) > len(cv.TAG_PREFIX) and value is not None:
+                tags[key[len(cv.TAG_PREFIX) :]] = _text(value) or ""
+    return Conversation(
+        conversation_id=conversation_id or ordered[0].trace_id,
+        agent=str(agent) if agent else "unknown",
+        version=str(version) if version else "unknown",
+        task=str(task) if task else "default",
+        tags=tags,
+        budget_usd=budget,
+        outcome=None if outcome is None else normalize_outcome(outcome),
+        turns=turns,
+        ended_at=_time(max(s.end_ns for s in ordered)),
+        incomplete=incomplete,
+        notes=notes,
+    )
