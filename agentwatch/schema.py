@@ -193,6 +193,9 @@ class TurnScore(_Model):
     forbidden_tools: list[str] = Field(default_factory=list, description="Forbidden tools that were called.")
     error: str | None = Field(default=None, description="Turn error, if any.")
     passed: bool | None = Field(default=None, description="Turn passed every grader that applies; null if none.")
+    reasons: list[str] = Field(
+        default_factory=list, description="Why this turn failed, as `code: text` (see docs/scoring.md)."
+    )
 
 
 class ConversationScore(_Model):

@@ -1,0 +1,315 @@
+"""Score a conversation: every grader over every turn, then outcome class, cost penalty and ASR credit."""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+from functools import cache
+
+from agentwatch.scorers.answer import grade_answer
+from agentwatch.scorers.cost import PriceLookup, budget_ceiling, conversation_cost, cost_penalty
+from agentwatch.scorers.graders import forbidden_called, loops
+from agentwatch.scorers.hallucination import Evidence, find_hallucinations
+from agentwatch.scorers.judge import Judge, run_judge
+from agentwatch.scorers.names import NameNormalizer
+from agentwatch.scorers.outcome import OutcomeFacts, asr_credit, decide_outcome
+from agentwatch.scorers.tool_correctness import ToolGrader
+
+from agentwatch.config import Settings
+from agentwatch.schema import (
+    Conversation,
+    ConversationScore,
+    Outcome,
+    OutcomeSource,
+    Turn,
+    TurnScore,
+)
+
+log = logging.getLogger(__name__)
+
+
+@cache
+def default_settings() -> Settings:
+    """Settings from defaults and `AGENTWATCH_*` variables, built once."""
+    return Settings()
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.3g}"
+
+
+class ConversationScorer:
+    """Scores conversations with configuration computed once (weights, name normaliser, price lookup)."""
+
+    def __init__(self, settings: Settings | None = None, judge: Judge | None = None) -> None:
+        settings = settings or default_settings()
+        sc = settings.scoring
+        self._scoring = sc
+        self._cost = settings.cost
+        self._names = NameNormalizer(sc.names)
+        self._tools = ToolGrader(self._names, sc.tool_weights, sc.tool_threshold, sc.tolerance)
+        self._prices = PriceLookup(settings.cost.prices.models)
+        self._answer_min = sc.answer_threshold - sc.tolerance
+        self._judge = judge
+
+    def score(self, conv: Conversation) -> ConversationScore:
+        """Score one conversation; never raises (an internal error yields an unscored result with a reason)."""
+        try:
+            return self._score(conv)
+        except Exception as exc:  # a scorer bug must not stop the collector; it is logged and visible
+            log.exception("scoring conversation %r failed", getattr(conv, "conversation_id", None))
+            return ConversationScore.model_construct(
+                conversation_id=str(getattr(conv, "conversation_id", "")),
+                agent=str(getattr(conv, "agent", "unknown")),
+                version=str(getattr(conv, "version", "unknown")),
+                task=str(getattr(conv, "task", "default")),
+                tags=dict(getattr(conv, "tags", {}) or {}),
+                turns=len(getattr(conv, "turns", []) or []),
+                passed=None,
+                outcome=Outcome.UNSCORED,
+                outcome_source=OutcomeSource.RULES,
+                reasons=[f"scorer_error: {type(exc).__name__}: {exc}"],
+                incomplete=bool(getattr(conv, "incomplete", False)),
+            )
+
+    # ------------------------------------------------------------------ turns
+
+    def _turn(
+        self, i: int, turn: Turn, conv: Conversation, last: bool, evidence: Evidence, facts: OutcomeFacts
+    ) -> tuple[TurnScore, bool | None, float | None, float | None]:
+        """Grade one turn; returns its score, whether a Judge graded it (None: judge failed), answer, tool."""
+        sc = self._scoring
+        names = self._names
+        exp = turn.expected
+        reasons: list[str] = []
+        applied = False
+        failed = False
+
+        if turn.input is None:
+            evidence.complete = False
+        else:
+            evidence.add_text(turn.input)
+        for call in turn.tool_calls:
+            if call.error is None:
+                evidence.add_value(call.arguments)
+                if call.result is None:
+                    evidence.complete = False
+                else:
+                    evidence.add_value(call.result)
+                evidence.tool_names.append(names(call.name))
+            else:
+                evidence.add_text(call.error)
+
+        answer = turn.answer
+        has_answer = bool(answer and answer.strip())
+        reference = exp.reference_answer if exp is not None else None
+
+        # answer correctness: judge_score > Judge > reference grader
+        judged: bool | None = False
+        answer_score: float | None = None
+        if turn.judge_score is not None:
+            answer_score = turn.judge_score
+        elif self._judge is not None:
+            if not has_answer:
+                answer_score = 0.0
+            else:
+                verdict = run_judge(self._judge, turn, conv)
+                if verdict.score is None:
+                    judged = None
+                    reasons.append(f"judge_failed: turn {i}: {verdict.reason}")
+                else:
+                    answer_score = float(verdict.score)
+                    judged = True
+        elif reference is not None:
+            answer_score = grade_answer(answer, reference, sc.numeric_tolerance)
+        answer_passed: bool | None = None
+        if answer_score is not None:
+            applied = True
+            answer_passed = answer_score >= self._answer_min
+            if not answer_passed:
+                failed = True
+                reasons.append(
+                    f"answer: turn {i}: score {_fmt(answer_score)} below threshold {_fmt(sc.answer_threshold)}"
+                )
+
+        # tool correctness
+        tool = None
+        if exp is not None and (exp.tools or "tools" in exp.model_fields_set):
+            applied = True
+            tool = self._tools.grade(exp, turn.tool_calls, answer)
+            if not tool.passed:
+                failed = True
+                reasons.extend(_tool_reasons(i, tool, exp.sequence_matters))
+
+        # forbidden tools
+        forbidden: list[str] = []
+        if exp is not None and exp.forbidden_tools:
+            applied = True
+            forbidden = forbidden_called(turn.tool_calls, exp.forbidden_tools, names)
+            if forbidden:
+                failed = True
+                facts.forbidden = True
+                reasons.append(f"forbidden_tool: turn {i}: called {', '.join(forbidden)}")
+
+        # failure evidence: loops, errors, missing final answer, hallucinations
+        looped = loops(turn.tool_calls, sc.loop_threshold, names)
+        for name, count in looped:
+            reasons.append(f"loop: turn {i}: {name} called {count} times with identical arguments")
+        if looped:
+            failed = facts.abandoned = True
+        if turn.error:
+            failed = facts.abandoned = True
+            reasons.append(f"error: turn {i}: {turn.error}")
+        if last and not has_answer:
+            failed = facts.abandoned = True
+            reasons.append(f"no_answer: turn {i}: the last turn has no final answer")
+        for text in find_hallucinations(answer, evidence, reference):
+            failed = facts.hallucinated = True
+            reasons.append(f"hallucination: turn {i}: {text}")
+
+        passed = False if failed else (True if applied else None)
+        score = TurnScore.model_construct(
+            index=i,
+            answer_score=answer_score,
+            answer_passed=answer_passed,
+            tool=tool,
+            loop=bool(looped),
+            forbidden_tools=forbidden,
+            error=turn.error,
+            passed=passed,
+            reasons=reasons,
+        )
+        return score, judged, answer_score, (tool.overall if tool is not None else None)
+
+    # ------------------------------------------------------------------ conversation
+
+    def _score(self, conv: Conversation) -> ConversationScore:
+        sc = self._scoring
+        evidence = Evidence()
+        facts = OutcomeFacts()
+        turn_scores: list[TurnScore] = []
+        reasons: list[str] = []
+        used_judge = judge_failed = False
+        answers: list[float] = []
+        tools: list[float] = []
+        n = len(conv.turns)
+        input_tokens = output_tokens = 0
+        duration_ms: float | None = None
+        for i, turn in enumerate(conv.turns):
+            ts, judged, answer_score, tool_overall = self._turn(i, turn, conv, i == n - 1, evidence, facts)
+            turn_scores.append(ts)
+            reasons.extend(ts.reasons)
+            if judged is None:
+                judge_failed = True
+            elif judged:
+                used_judge = True
+            if answer_score is not None:
+                answers.append(answer_score)
+            if tool_overall is not None:
+                tools.append(tool_overall)
+            for usage in turn.usage:
+                input_tokens += usage.input_tokens
+                output_tokens += usage.output_tokens
+            if turn.duration_ms is not None:
+                duration_ms = turn.duration_ms if duration_ms is None else duration_ms + turn.duration_ms
+
+        verdicts = [ts.passed for ts in turn_scores if ts.passed is not None]
+        passed: bool | None = all(verdicts) if verdicts else None
+        if judge_failed:
+            passed = None
+        facts.passed = passed
+        facts.judge_failed = judge_failed
+        facts.answer_score = sum(answers) / len(answers) if answers else None
+        facts.tool_overall = sum(tools) / len(tools) if tools else None
+
+        label = conv.outcome
+        outcome = decide_outcome(facts, label, sc.partial_tool_min, sc.partial_answer_min)
+        if label is not None:
+            source = OutcomeSource.LABEL
+            passed = None if label is Outcome.UNSCORED else label is Outcome.COMPLETE
+            reasons.insert(0, f"label: outcome {label.value} set by a label")
+        elif used_judge or judge_failed:
+            source = OutcomeSource.JUDGE
+        else:
+            source = OutcomeSource.RULES
+        if passed is None and not judge_failed and label is None:
+            reasons.append(
+                "no_grader: no turn has an expectation, a judge score or failure evidence"
+                if n
+                else "no_grader: the conversation has no turns"
+            )
+
+        cost = conversation_cost(conv.turns, self._prices)
+        reasons.extend(cost.reasons)
+        ceiling = budget_ceiling(conv, self._cost)
+        penalty = cost_penalty(cost.cost_usd, ceiling)
+        if penalty > 0:
+            reasons.append(
+                f"over_budget: cost ${cost.cost_usd:.4g} above ceiling ${ceiling:.4g} (penalty {penalty:.3g})"
+            )
+        if conv.incomplete:
+            reasons.append("incomplete: the collector finished this conversation early (a cap was hit)")
+
+        return ConversationScore.model_construct(
+            schema_version=conv.schema_version,
+            conversation_id=conv.conversation_id,
+            agent=conv.agent,
+            version=conv.version,
+            task=conv.task,
+            tags=dict(conv.tags),
+            turns=n,
+            passed=passed,
+            outcome=outcome,
+            outcome_source=source,
+            reasons=reasons,
+            turn_scores=turn_scores,
+            cost_usd=cost.cost_usd,
+            budget_usd=ceiling,
+            cost_penalty=penalty,
+            asr_credit=asr_credit(outcome, penalty, sc.credits),
+            duration_s=duration_ms / 1000 if duration_ms is not None else None,
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            ended_at=_ended_at(conv),
+            incomplete=conv.incomplete,
+        )
+
+
+def _tool_reasons(i: int, tool, sequence_matters: bool) -> list[str]:
+    out = []
+    if tool.selection < 1.0 - 1e-9:
+        out.append(f"tool_selection: turn {i}: selection {_fmt(tool.selection)} (tools missing or extra)")
+    if tool.parameters < 1.0 - 1e-9:
+        out.append(f"tool_parameters: turn {i}: parameters {_fmt(tool.parameters)} (arguments differ)")
+    if sequence_matters and tool.sequence < 1.0 - 1e-9:
+        out.append(f"tool_sequence: turn {i}: sequence {_fmt(tool.sequence)} (order differs)")
+    if tool.utilization is not None and tool.utilization < 1.0:
+        out.append(f"tool_utilization: turn {i}: the answer uses no value from a successful tool result")
+    if not out:
+        out.append(f"tool_overall: turn {i}: overall {_fmt(tool.overall)} below the tool threshold")
+    return out
+
+
+def _ended_at(conv: Conversation):
+    if conv.ended_at is not None:
+        return conv.ended_at
+    for turn in reversed(conv.turns):
+        if turn.started_at is not None:
+            if turn.duration_ms is None:
+                return turn.started_at
+            return turn.started_at + timedelta(milliseconds=turn.duration_ms)
+    return None
+
+
+@cache
+def _default_scorer() -> ConversationScorer:
+    return ConversationScorer()
+
+
+def score_conversation(
+    conv: Conversation, settings: Settings | None = None, judge: Judge | None = None
+) -> ConversationScore:
+    """Score one conversation (builds a `ConversationScorer`; reuse one for many conversations)."""
+    if settings is None and judge is None:
+        return _default_scorer().score(conv)
+    return ConversationScorer(settings, judge).score(conv)

@@ -1,0 +1,39 @@
+"""Failure-evidence graders of one turn: forbidden tools, tool loops, errors."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+from agentwatch.scorers.names import NameNormalizer
+
+from agentwatch.schema import ToolCall
+
+
+def canonical_json(value: Any) -> str:
+    """JSON text with sorted keys and no spaces, so equal arguments give equal text."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def forbidden_called(
+    calls: Sequence[ToolCall], forbidden: Sequence[str], names: NameNormalizer
+) -> list[str]:
+    """Names (as called, first occurrence order, unique) of calls to a forbidden tool."""
+    if not forbidden or not calls:
+        return []
+    banned = {names(f) for f in forbidden}
+    out: list[str] = []
+    for call in calls:
+        if names(call.name) in banned and call.name not in out:
+            out.append(call.name)
+    return out
+
+
+def loops(calls: Sequence[ToolCall], threshold: int, names: NameNormalizer) -> list[tuple[str, int]]:
+    """(tool name, count) of every tool called with identical arguments at least `threshold` times."""
+    if len(calls) < threshold:
+        return []
+    counts = Counter((names(c.name), canonical_json(c.arguments)) for c in calls)
+    return [(name, n) for (name, _), n in counts.items() if n >= threshold]

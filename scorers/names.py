@@ -1,0 +1,48 @@
+"""Tool-name normalisation: `functions.Get-Order`, `get order` and `get_order` compare equal."""
+
+from __future__ import annotations
+
+import re
+
+from agentwatch.config import NameNormalization
+
+_SEPARATORS = re.compile(r"[-\s._]+")
+
+
+class NameNormalizer:
+    """Map a tool name to its canonical form per `scoring.names`; results are cached."""
+
+    __slots__ = ("_cache", "_case_insensitive", "_prefixes", "_unify")
+
+    def __init__(self, config: NameNormalization | None = None) -> None:
+        config = config or NameNormalization()
+        self._case_insensitive = config.case_insensitive
+        self._unify = config.unify_separators
+        prefixes = [p.lower() if config.case_insensitive else p for p in config.strip_prefixes if p]
+        self._prefixes = tuple(sorted(set(prefixes), key=len, reverse=True))
+        self._cache: dict[str, str] = {}
+
+    def __call__(self, name: str) -> str:
+        """Canonical form of one tool name."""
+        out = self._cache.get(name)
+        if out is None:
+            out = self._normalise(name)
+            if len(self._cache) < 65_536:
+                self._cache[name] = out
+        return out
+
+    def _normalise(self, name: str) -> str:
+        s = name.strip()
+        if self._case_insensitive:
+            s = s.lower()
+        stripped = True
+        while stripped:  # "functions.tools.x" loses both prefixes
+            stripped = False
+            for prefix in self._prefixes:
+                if s.startswith(prefix) and len(s) > len(prefix):
+                    s = s[len(prefix) :]
+                    stripped = True
+                    break
+        if self._unify:
+            s = _SEPARATORS.sub("_", s).strip("_")
+        return s

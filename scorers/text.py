@@ -1,0 +1,48 @@
+"""Text helpers shared by the graders: number extraction and loose numeric comparison."""
+
+from __future__ import annotations
+
+import math
+import re
+
+# A number as people write it: optional sign, thousands separators, decimals ("1,234.50", "-3", ".5").
+_NUM = r"[-+]?(?:(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|\.\d+)"
+NUMBER_RE = re.compile(r"(?<![\w.])" + _NUM + r"(?!\w|\.\d)")
+_PLAIN_NUMBER_RE = re.compile(_NUM + r"$")
+
+
+def numbers_in(text: str) -> list[tuple[float, int]]:
+    """Numbers written in `text`, each as (value, decimals shown)."""
+    out: list[tuple[float, int]] = []
+    for m in NUMBER_RE.finditer(text):
+        token = m.group()
+        value = parse_number(token)
+        if value is not None:
+            _, _, frac = token.partition(".")
+            out.append((value, len(frac)))
+    return out
+
+
+def parse_number(token: str) -> float | None:
+    """Value of a number written as text ("1,234.50" → 1234.5); None if it is not one number."""
+    token = token.strip()
+    if not _PLAIN_NUMBER_RE.match(token):
+        return None
+    try:
+        value = float(token.replace(",", ""))
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
+
+
+def shown_matches(shown: float, decimals: int, value: float) -> bool:
+    """Whether `value` written with `decimals` decimals reads as `shown` (42.5 vs "42.50", 3.14159 vs "3.14")."""
+    if shown == value:
+        return True
+    half_step = 0.5 * 10.0 ** (-decimals)
+    return abs(value - shown) <= half_step + 1e-9 * max(1.0, abs(value))
+
+
+def is_number(value: object) -> bool:
+    """A JSON number (int or float, not bool, finite)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)

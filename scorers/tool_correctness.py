@@ -1,0 +1,160 @@
+"""Tool correctness of one turn: selection, parameters, sequence, utilization, overall, and Galtea's binary.
+
+Definitions (Fair Forge's four dimensions, Galtea's binary set match), all on normalised tool names:
+- selection: Jaccard similarity of the unique expected and used names (1 when both are empty);
+- parameters: each expected call is matched to a distinct used call of the same name (optimal assignment);
+  a matched pair scores (keys with equal values) / (keys in either), 1 when the expected arguments are null;
+  an unmatched expected call scores 0; the dimension is the mean over expected calls (1 when none expected);
+- sequence: length of the longest common subsequence of expected and used names / expected count, graded
+  only when `sequence_matters` (reported as 1.0 otherwise and left out of the overall);
+- utilization: 1 if the answer contains a salient value of a successful tool result, graded only when
+  `expected.utilization_required`;
+- overall: weighted mean of the graded dimensions, weights normalised over them;
+- binary: set of used names == set of expected names.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from agentwatch.scorers.names import NameNormalizer
+from agentwatch.scorers.text import is_number
+from agentwatch.scorers.utilization import answer_uses
+from scipy.optimize import linear_sum_assignment
+
+from agentwatch.config import ToolWeights
+from agentwatch.schema import Expectation, ToolCall, ToolScore
+
+
+def jaccard(a: set[str] | frozenset[str], b: set[str] | frozenset[str]) -> float:
+    """|a ∩ b| / |a ∪ b|, 1 when both are empty."""
+    if not a and not b:
+        return 1.0
+    return len(a & b) / len(a | b)
+
+
+def lcs_length(a: Sequence[str], b: Sequence[str]) -> int:
+    """Length of the longest common subsequence of two sequences."""
+    if not a or not b:
+        return 0
+    prev = [0] * (len(b) + 1)
+    for x in a:
+        cur = [0]
+        for j, y in enumerate(b):
+            cur.append(prev[j] + 1 if x == y else max(prev[j + 1], cur[j]))
+        prev = cur
+    return prev[-1]
+
+
+def values_equal(a: Any, b: Any) -> bool:
+    """JSON equality where numbers compare by value (1 == 1.0) and booleans are not numbers."""
+    if is_number(a) and is_number(b):
+        return a == b or math.isclose(a, b, rel_tol=1e-9, abs_tol=0.0)
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(values_equal(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(values_equal(x, y) for x, y in zip(a, b, strict=True))
+    return type(a) is type(b) and a == b
+
+
+def argument_agreement(expected: dict[str, Any] | None, used: dict[str, Any]) -> float:
+    """(keys with equal values) / (keys in either); 1 when `expected` is None or both are empty."""
+    if expected is None:
+        return 1.0
+    keys = expected.keys() | used.keys()
+    if not keys:
+        return 1.0
+    same = sum(1 for k in expected if k in used and values_equal(expected[k], used[k]))
+    return same / len(keys)
+
+
+def parameters_score(
+    expected: Sequence[tuple[str, dict[str, Any] | None]], used: Sequence[tuple[str, dict[str, Any]]]
+) -> float:
+    """Mean over expected calls of their argument agreement with a distinct used call of the same name."""
+    if not expected:
+        return 1.0
+    used_by_name: dict[str, list[dict[str, Any]]] = {}
+    for name, args in used:
+        used_by_name.setdefault(name, []).append(args)
+    exp_by_name: dict[str, list[dict[str, Any] | None]] = {}
+    for name, args in expected:
+        exp_by_name.setdefault(name, []).append(args)
+    total = 0.0
+    for name, exp_args in exp_by_name.items():
+        candidates = used_by_name.get(name)
+        if not candidates:
+            continue  # every expected call of this name scores 0
+        if len(exp_args) == 1:
+            e = exp_args[0]
+            total += max(argument_agreement(e, u) for u in candidates)
+            continue
+        matrix = np.array([[argument_agreement(e, u) for u in candidates] for e in exp_args])
+        rows, cols = linear_sum_assignment(matrix, maximize=True)
+        total += float(matrix[rows, cols].sum())
+    return total / len(expected)
+
+
+class ToolGrader:
+    """Grades tool use of one turn against an `Expectation`; holds normalised weights and the name normaliser."""
+
+    __slots__ = ("_names", "_threshold", "_tolerance", "_weights")
+
+    def __init__(
+        self,
+        names: NameNormalizer | None = None,
+        weights: ToolWeights | None = None,
+        threshold: float = 1.0,
+        tolerance: float = 1e-9,
+    ) -> None:
+        self._names = names or NameNormalizer()
+        w = weights or ToolWeights()
+        self._weights = (w.selection, w.parameters, w.sequence, w.utilization)
+        self._threshold = threshold
+        self._tolerance = tolerance
+
+    def grade(self, expected: Expectation, calls: Sequence[ToolCall], answer: str | None) -> ToolScore:
+        """Tool correctness of one turn."""
+        norm = self._names
+        exp_names = [norm(t.name) for t in expected.tools]
+        used_names = [norm(c.name) for c in calls]
+        exp_set = frozenset(exp_names)
+        used_set = frozenset(used_names)
+
+        selection = jaccard(exp_set, used_set)
+        parameters = parameters_score(
+            [(n, t.arguments) for n, t in zip(exp_names, expected.tools, strict=True)],
+            [(n, c.arguments) for n, c in zip(used_names, calls, strict=True)],
+        )
+        graded = [(selection, self._weights[0]), (parameters, self._weights[1])]
+        if expected.sequence_matters:
+            sequence = lcs_length(exp_names, used_names) / len(exp_names) if exp_names else 1.0
+            graded.append((sequence, self._weights[2]))
+        else:
+            sequence = 1.0
+        utilization: float | None = None
+        if expected.utilization_required:
+            results = [c.result for c in calls if c.error is None and c.result is not None]
+            utilization = 1.0 if answer_uses(answer, results) else 0.0
+            graded.append((utilization, self._weights[3]))
+        overall = weighted_mean(graded)
+        return ToolScore.model_construct(
+            selection=selection,
+            parameters=parameters,
+            sequence=sequence,
+            utilization=utilization,
+            overall=overall,
+            binary=exp_set == used_set,
+            passed=overall >= self._threshold - self._tolerance,
+        )
+
+
+def weighted_mean(graded: Sequence[tuple[float, float]]) -> float:
+    """Mean of values weighted by their weights normalised to sum 1; plain mean if all weights are 0."""
+    total_w = sum(w for _, w in graded)
+    if total_w <= 0:
+        return sum(v for v, _ in graded) / len(graded)
+    return min(1.0, max(0.0, sum(v * w for v, w in graded) / total_w))
