@@ -1,0 +1,133 @@
+"""Read OTLP trace files offline: one protobuf `TracesData`, OTLP/JSON, JSON lines, or size-prefixed records.
+
+The OpenTelemetry Collector's file exporter writes JSON lines (`format: json`) or protobuf records each
+preceded by a 4-byte big-endian size (`format: proto`); both are read here, gzip-compressed or not.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import logging
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from agentwatch.collector.conventions import CONVERSATION_KEYS
+from agentwatch.collector.decode import DecodeError, SpanRecord, decode_message
+
+log = logging.getLogger(__name__)
+
+JSON, PROTOBUF = "application/json", "application/x-protobuf"
+_GZIP_MAGIC = b"\x1f\x8b"
+_ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+
+
+@dataclass(slots=True)
+class FileProblem:
+    """A part of a file that could not be read: where (file, line or record) and why."""
+
+    path: str
+    where: str
+    reason: str
+    detail: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.where}: {self.reason}" + (f" ({self.detail})" if self.detail else "")
+
+
+@dataclass(slots=True)
+class FileSpans:
+    """Spans read from OTLP files, and the problems met on the way."""
+
+    spans: list[SpanRecord] = field(default_factory=list)
+    problems: list[FileProblem] = field(default_factory=list)
+    records: int = 0
+
+
+def _framed(data: bytes) -> list[bytes] | None:
+    """Split size-prefixed records (4-byte big-endian sizes) if they tile `data` exactly, else None."""
+    out, pos, n = [], 0, len(data)
+    while pos < n:
+        if pos + 4 > n:
+            return None
+        size = int.from_bytes(data[pos : pos + 4], "big")
+        pos += 4
+        if size == 0 or pos + size > n:
+            return None
+        out.append(data[pos : pos + size])
+        pos += size
+    return out or None
+
+
+def iter_records(data: bytes) -> Iterator[tuple[str, bytes, str]]:
+    """Yield (where, payload, content type) for each OTLP record in the bytes of one file."""
+    head = data[:64].lstrip()
+    if head[:1] in (b"{", b"["):
+        try:
+            json.loads(data)
+        except (ValueError, RecursionError):
+            for number, line in enumerate(data.splitlines(), start=1):
+                if line.strip():
+                    yield f"line {number}", line, JSON
+            return
+        yield "document", data, JSON
+        return
+    framed = _framed(data) if data[:1] != b"\x0a" else None
+    if framed is not None:
+        for number, payload in enumerate(framed, start=1):
+            yield f"record {number}", payload, PROTOBUF
+        return
+    yield "message", data, PROTOBUF
+
+
+def read_bytes(path: str | Path) -> bytes:
+    """The bytes of an OTLP file, gunzipped if gzip-compressed; raise DecodeError for unsupported compression."""
+    data = Path(path).read_bytes()
+    if data[:2] == _GZIP_MAGIC:
+        try:
+            return gzip.decompress(data)
+        except (OSError, EOFError, zlib.error) as exc:
+            raise DecodeError("invalid_gzip", str(exc)[:200]) from None
+    if data[:4] == _ZSTD_MAGIC:
+        raise DecodeError("unsupported_compression", "zstd-compressed file; decompress it first (zstd -d)")
+    return data
+
+
+def read_otlp_files(paths: list[str | Path], *, max_attribute_bytes: int = 65536) -> FileSpans:
+    """Decode every record of every file; unreadable parts become problems, never exceptions."""
+    result = FileSpans()
+    for path in paths:
+        try:
+            data = read_bytes(path)
+        except OSError as exc:
+            result.problems.append(FileProblem(str(path), "file", "unreadable", exc.strerror or str(exc)))
+            continue
+        except DecodeError as exc:
+            result.problems.append(FileProblem(str(path), "file", exc.reason, exc.detail))
+            continue
+        if not data.strip():
+            result.problems.append(FileProblem(str(path), "file", "empty"))
+            continue
+        for where, payload, content_type in iter_records(data):
+            result.records += 1
+            try:
+                result.spans.extend(decode_message(payload, content_type, max_attribute_bytes=max_attribute_bytes))
+            except DecodeError as exc:
+                result.problems.append(FileProblem(str(path), where, exc.reason, exc.detail))
+    return result
+
+
+def group_by_conversation(spans: list[SpanRecord]) -> dict[str, list[SpanRecord]]:
+    """Group spans by conversation id; spans without a conversation key join the conversation of their trace."""
+    by_trace: dict[str, str] = {}
+    for span in spans:
+        if span.trace_id not in by_trace and any(span.attrs.get(k) not in (None, "") for k in CONVERSATION_KEYS):
+            by_trace[span.trace_id] = span.conversation_id
+    groups: dict[str, list[SpanRecord]] = {}
+    for span in spans:
+        if span.conversation_id == span.trace_id and span.trace_id in by_trace:
+            span.conversation_id = by_trace[span.trace_id]
+        groups.setdefault(span.conversation_id, []).append(span)
+    return groups
