@@ -10,6 +10,8 @@ duplicates are scores written after the last commit (downstream de-duplicates by
 from __future__ import annotations
 
 import logging
+import os
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -31,7 +33,6 @@ from agentwatch.schema import Conversation, ConversationScore, Outcome, OutcomeS
 log = logging.getLogger(__name__)
 
 Scorer = Callable[[Conversation], ConversationScore]
-SCORE_HEADERS = [("content-type", b"application/json")]
 
 
 class ProduceError(RuntimeError):
@@ -111,6 +112,11 @@ class CollectorService:
         self._consumer: KafkaConsumer | None = None
         self._producer: KafkaProducer | None = None
         self._out: _Tracked | None = None
+        self.instance = f"{socket.gethostname()}:{os.getpid()}"
+        self._score_headers = [
+            ("content-type", b"application/json"),
+            ("agentwatch-producer", self.instance.encode()),
+        ]
 
     # ----------------------------------------------------------------------------------------- lifecycle
 
@@ -195,7 +201,13 @@ class CollectorService:
         return vp
 
     def _handle(
-        self, record: Any, tp: TopicPartition, vp: int, now: float, rekeyer: Rekeyer, dead: DeadLetterPublisher
+        self,
+        record: Any,
+        tp: TopicPartition,
+        vp: int,
+        now: float,
+        rekeyer: Rekeyer,
+        dead: DeadLetterPublisher,
     ) -> None:
         """Decode one record and assemble, re-key or dead-letter it; never raises on bad input."""
         self.stats.messages_consumed += 1
@@ -227,8 +239,13 @@ class CollectorService:
         try:
             dead.publish(record, reason, detail)
         except Exception as exc:  # noqa: BLE001 - e.g. a value larger than the producer accepts
-            log.warning("dead letter of %s[%d]@%d sent without its value: %s", record.topic, record.partition,
-                        record.offset, exc)
+            log.warning(
+                "dead letter of %s[%d]@%d sent without its value: %s",
+                record.topic,
+                record.partition,
+                record.offset,
+                exc,
+            )
             stub = _Stub(record.topic, record.partition, record.offset, record.key, None, record.headers)
             dead.publish(stub, reason, f"{detail} (value of {len(record.value or b'')} bytes not forwarded)")
 
@@ -251,7 +268,7 @@ class CollectorService:
             self.config.scores_topic,
             value=score.model_dump_json().encode(),
             key=series_key(score),
-            headers=SCORE_HEADERS,
+            headers=self._score_headers,
         )
         self.stats.scores_produced += 1
 

@@ -1,0 +1,304 @@
+"""Helpers of the collector's broker tests: build agent spans with the OTel SDK, produce them, read scores."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.admin import KafkaAdminClient, NewTopic
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import Status, StatusCode, set_span_in_context
+
+from agentwatch.config import Settings, load_settings
+
+SDK_HEADERS = [("content-type", b"application/x-protobuf"), ("agentwatch-key", b"conversation")]
+FAST = {"session_timeout_ms": 2000, "heartbeat_interval_ms": 500}
+
+
+@dataclass
+class ToolSpec:
+    name: str
+    arguments: dict[str, Any]
+    result: Any
+    error: str | None = None
+
+
+@dataclass
+class TurnSpec:
+    """One turn of a synthetic agent conversation, with its timing (ns since the conversation start)."""
+
+    user: str
+    answer: str
+    tools: list[ToolSpec] = field(default_factory=list)
+    model: str = "gpt-4o-mini"
+    input_tokens: int = 100
+    output_tokens: int = 20
+    expected: dict[str, Any] | None = None
+    start_ns: int = 0
+    duration_ns: int = 1_000_000_000
+
+
+def conversation_spans(
+    conversation_id: str,
+    turns: list[TurnSpec],
+    *,
+    agent: str = "support-bot",
+    version: str = "1.2.0",
+    task: str = "refunds",
+    end: bool = True,
+    t0_ns: int = 1_700_000_000_000_000_000,
+    extra: dict[str, Any] | None = None,
+) -> list[ReadableSpan]:
+    """Finished OTel spans of a conversation written with the GenAI conventions our SDK uses."""
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider(resource=Resource.create({"service.name": agent, "service.version": version}))
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = provider.get_tracer("agentwatch-test")
+    common = {"gen_ai.conversation.id": conversation_id, "agentwatch.task": task, **(extra or {})}
+    for i, turn in enumerate(turns):
+        start = t0_ns + turn.start_ns
+        attrs = {
+            **common,
+            "gen_ai.operation.name": "invoke_agent",
+            "gen_ai.agent.name": agent,
+            "gen_ai.agent.version": version,
+            "gen_ai.input.messages": json.dumps(
+                [{"role": "user", "parts": [{"type": "text", "content": turn.user}]}]
+            ),
+            "gen_ai.output.messages": json.dumps(
+                [{"role": "assistant", "parts": [{"type": "text", "content": turn.answer}]}]
+            ),
+        }
+        if turn.expected is not None:
+            attrs["agentwatch.expected"] = json.dumps(turn.expected)
+        if end and i == len(turns) - 1:
+            attrs["agentwatch.conversation.end"] = True
+        root = tracer.start_span(f"invoke_agent {agent}", attributes=attrs, start_time=start)
+        ctx = set_span_in_context(root)
+        step = turn.duration_ns // (len(turn.tools) + 2)
+        t = start + step // 2
+        for j, tool in enumerate(turn.tools):
+            span = tracer.start_span(
+                f"execute_tool {tool.name}",
+                context=ctx,
+                start_time=t,
+                attributes={
+                    **common,
+                    "gen_ai.operation.name": "execute_tool",
+                    "gen_ai.tool.name": tool.name,
+                    "gen_ai.tool.call.id": f"call_{i}_{j}",
+                    "gen_ai.tool.call.arguments": json.dumps(tool.arguments),
+                    "gen_ai.tool.call.result": json.dumps(tool.result),
+                },
+            )
+            if tool.error:
+                span.set_status(Status(StatusCode.ERROR, tool.error))
+            span.end(end_time=t + step // 2)
+            t += step
+        chat = tracer.start_span(
+            f"chat {turn.model}",
+            context=ctx,
+            start_time=t,
+            attributes={
+                **common,
+                "gen_ai.operation.name": "chat",
+                "gen_ai.request.model": turn.model,
+                "gen_ai.response.model": turn.model,
+                "gen_ai.usage.input_tokens": turn.input_tokens,
+                "gen_ai.usage.output_tokens": turn.output_tokens,
+            },
+        )
+        chat.end(end_time=t + step // 2)
+        root.end(end_time=start + turn.duration_ns)
+    provider.shutdown()
+    return list(exporter.get_finished_spans())
+
+
+def simple_conversation(conversation_id: str, *, turns: int = 1, **kwargs: Any) -> list[ReadableSpan]:
+    """A conversation of `turns` turns, one tool call each, ended on the last turn."""
+    specs = [
+        TurnSpec(
+            user=f"question {i}",
+            answer=f"answer {i}: order 42 refunded",
+            tools=[ToolSpec("lookup_order", {"order_id": 42}, {"status": "refunded"})],
+            start_ns=i * 2_000_000_000,
+        )
+        for i in range(turns)
+    ]
+    return conversation_spans(conversation_id, specs, **kwargs)
+
+
+def otlp_bytes(spans: Iterable[ReadableSpan]) -> bytes:
+    """OTLP protobuf TracesData (== ExportTraceServiceRequest) of finished spans."""
+    return encode_spans(list(spans)).SerializeToString()
+
+
+def otlp_json(spans: Iterable[ReadableSpan]) -> bytes:
+    """OTLP/JSON of finished spans, as the OTel Collector's `otlp_json` encoding writes it."""
+    from google.protobuf.json_format import MessageToJson
+
+    return MessageToJson(encode_spans(list(spans))).encode()
+
+
+def producer(bootstrap: str) -> KafkaProducer:
+    """A producer tuned like the SDK's."""
+    return KafkaProducer(
+        bootstrap_servers=bootstrap, linger_ms=20, batch_size=1_000_000, max_request_size=32 * 1024 * 1024
+    )
+
+
+def create_topic(bootstrap: str, name: str, partitions: int) -> None:
+    """Create `name` with `partitions` partitions."""
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        admin.create_topics([NewTopic(name, partitions, 1)])
+    finally:
+        admin.close()
+
+
+def collector_settings(bootstrap: str, inputs: list[str], prefix: str, **collector: Any) -> Settings:
+    """Settings of a test collector: unique topics/group named from `prefix`, fast group, short timeouts."""
+    values = {
+        "input_topics": inputs,
+        "scores_topic": f"{prefix}-scores",
+        "dead_letter_topic": f"{prefix}-dlq",
+        "rekey_topic": f"{prefix}-rekey",
+        "group_id": f"{prefix}-group",
+        "idle_timeout_s": 1.5,
+        "end_grace_s": 0.2,
+        "commit_interval_s": 0.3,
+        **FAST,
+        **collector,
+    }
+    return load_settings(kafka={"bootstrap_servers": bootstrap}, collector=values)
+
+
+def collector_env(settings: Settings) -> dict[str, str]:
+    """Environment of a collector subprocess equivalent to `settings` (through AGENTWATCH_* variables)."""
+    c = settings.collector
+    env = dict(os.environ)
+    env.update(
+        {
+            "AGENTWATCH_KAFKA__BOOTSTRAP_SERVERS": settings.kafka.bootstrap_servers,
+            "AGENTWATCH_COLLECTOR__INPUT_TOPICS": json.dumps(c.input_topics),
+            "AGENTWATCH_COLLECTOR__SCORES_TOPIC": c.scores_topic,
+            "AGENTWATCH_COLLECTOR__DEAD_LETTER_TOPIC": c.dead_letter_topic,
+            "AGENTWATCH_COLLECTOR__REKEY_TOPIC": c.rekey_topic,
+            "AGENTWATCH_COLLECTOR__GROUP_ID": c.group_id,
+            "AGENTWATCH_COLLECTOR__IDLE_TIMEOUT_S": str(c.idle_timeout_s),
+            "AGENTWATCH_COLLECTOR__END_GRACE_S": str(c.end_grace_s),
+            "AGENTWATCH_COLLECTOR__COMMIT_INTERVAL_S": str(c.commit_interval_s),
+            "AGENTWATCH_COLLECTOR__SESSION_TIMEOUT_MS": str(c.session_timeout_ms),
+            "AGENTWATCH_COLLECTOR__HEARTBEAT_INTERVAL_MS": str(c.heartbeat_interval_ms),
+        }
+    )
+    return env
+
+
+def start_collector_process(settings: Settings, log_path: str, *args: str) -> subprocess.Popen[bytes]:
+    """`python -m agentwatch collector` configured by environment variables, logging to `log_path`."""
+    out = open(log_path, "ab")  # noqa: SIM115 - owned by the process
+    return subprocess.Popen(
+        [sys.executable, "-m", "agentwatch", "collector", *args],
+        env=collector_env(settings),
+        stdout=out,
+        stderr=subprocess.STDOUT,
+    )
+
+
+class ServiceThread:
+    """A CollectorService running on a thread of the test process."""
+
+    def __init__(self, settings: Settings, **kwargs: Any) -> None:
+        from agentwatch.collector.service import CollectorService
+
+        self.service = CollectorService(settings, **kwargs)
+        self.stop_event = threading.Event()
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        try:
+            self.service.run(self.stop_event)
+        except BaseException as exc:  # noqa: BLE001 - reported by the test
+            self.error = exc
+
+    def __enter__(self) -> ServiceThread:  # noqa: PYI034
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop_event.set()
+        self.thread.join(timeout=30)
+
+
+class TopicReader:
+    """Reads every record of a topic from the beginning (no group), incrementally."""
+
+    def __init__(self, bootstrap: str, topic: str) -> None:
+        self.topic = topic
+        self.consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+        self.records: list[Any] = []
+        self._assigned = False
+
+    def _assign(self) -> bool:
+        parts = self.consumer.partitions_for_topic(self.topic)
+        if not parts:
+            return False
+        tps = [TopicPartition(self.topic, p) for p in sorted(parts)]
+        self.consumer.assign(tps)
+        self.consumer.seek_to_beginning(*tps)
+        self._assigned = True
+        return True
+
+    def poll(self) -> list[Any]:
+        """New records since the last call."""
+        if not self._assigned and not self._assign():
+            return []
+        new = [r for batch in self.consumer.poll(timeout_ms=200).values() for r in batch]
+        self.records.extend(new)
+        return new
+
+    def wait(
+        self, done: Callable[[list[Any]], bool], timeout_s: float, *, alive: Callable[[], None] | None = None
+    ) -> list[Any]:
+        """Poll until `done(records)` or the timeout; returns the records read."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            self.poll()
+            if done(self.records):
+                return self.records
+            if alive is not None:
+                alive()
+        return self.records
+
+    def close(self) -> None:
+        self.consumer.close()
+
+
+def scores_of(records: list[Any]) -> list[dict[str, Any]]:
+    """Decoded JSON values of score records."""
+    return [json.loads(r.value) for r in records]
+
+
+def ids_of(records: list[Any]) -> list[str]:
+    """Conversation ids of score records, in order, with repeats."""
+    return [s["conversation_id"] for s in scores_of(records)]
+
+
+def unique(prefix: str = "c") -> str:
+    """A unique id."""
+    return f"{prefix}-{uuid.uuid4().hex[:12]}"

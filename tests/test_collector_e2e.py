@@ -1,0 +1,200 @@
+"""Collector service end to end against the real broker: agent spans in, every ConversationScore field out."""
+
+from __future__ import annotations
+
+import json
+import random
+from datetime import UTC, datetime
+
+import pytest
+import yaml
+from agentwatch.collector.rekey import KEY_HEADER
+from collector_kafka_helpers import (
+    SDK_HEADERS,
+    ServiceThread,
+    ToolSpec,
+    TopicReader,
+    TurnSpec,
+    collector_settings,
+    conversation_spans,
+    create_topic,
+    ids_of,
+    otlp_bytes,
+    otlp_json,
+    producer,
+    scores_of,
+    simple_conversation,
+    unique,
+)
+
+pytestmark = pytest.mark.broker
+
+T0 = 1_763_000_000_000_000_000  # ns
+
+
+def _price(model: str) -> tuple[float, float]:
+    from pathlib import Path
+
+    import agentwatch.config
+
+    table = yaml.safe_load((Path(agentwatch.config.__file__).parent / "data" / "prices.yaml").read_text())
+    p = table["models"][model]
+    return p["input_per_mtok"], p["output_per_mtok"]
+
+
+def test_agent_conversation_end_to_end(broker, topic):
+    """A two-turn conversation of an instrumented agent → broker → collector → one exact score."""
+    bs = broker.bootstrap_servers
+    cid = unique("conv")
+    turns = [
+        TurnSpec(
+            user="Where is order 42?",
+            answer="Order 42 has shipped; ETA 2026-11-25.",
+            tools=[ToolSpec("lookup_order", {"order_id": 42}, {"status": "shipped", "eta": "2026-11-25"})],
+            model="gpt-4o-mini",
+            input_tokens=1200,
+            output_tokens=80,
+            expected={
+                "tools": [{"name": "lookup_order", "arguments": {"order_id": 42}}],
+                "reference_answer": "Order 42 has shipped; ETA 2026-11-25.",
+            },
+            start_ns=0,
+            duration_ns=1_500_000_000,
+        ),
+        TurnSpec(
+            user="Please refund it.",
+            answer="Refunded 19.99 USD for order 42.",
+            tools=[ToolSpec("refund", {"order_id": 42, "amount": 19.99}, {"refunded": True, "amount": 19.99})],
+            model="gpt-4o",
+            input_tokens=2000,
+            output_tokens=150,
+            expected={
+                "tools": [{"name": "refund", "arguments": {"order_id": 42, "amount": 19.99}}],
+                "reference_answer": "Refunded 19.99 USD for order 42.",
+            },
+            start_ns=5_000_000_000,
+            duration_ns=2_250_000_000,
+        ),
+    ]
+    spans = conversation_spans(
+        cid,
+        turns,
+        agent="support-bot",
+        version="1.2.0",
+        task="refunds",
+        t0_ns=T0,
+        extra={"agentwatch.budget.usd": 0.05, "agentwatch.tag.tier": "gold"},
+    )
+    settings = collector_settings(bs, [topic], unique("e2e"))
+    p = producer(bs)
+    p.send(topic, value=otlp_bytes(spans), key=cid.encode(), headers=SDK_HEADERS)
+    p.flush()
+    reader = TopicReader(bs, settings.collector.scores_topic)
+    with ServiceThread(settings) as svc:
+        records = reader.wait(lambda r: len(r) >= 1, 30)
+        assert svc.error is None
+    reader.close()
+    assert len(records) == 1
+    rec = records[0]
+    assert rec.key == b"support-bot|1.2.0|refunds"
+    s = json.loads(rec.value)
+
+    (pi0, po0), (pi1, po1) = _price("gpt-4o-mini"), _price("gpt-4o")
+    cost = (1200 * pi0 + 80 * po0 + 2000 * pi1 + 150 * po1) / 1e6
+    assert cost < 0.05
+    expected_tool = {
+        "selection": 1.0,
+        "parameters": 1.0,
+        "sequence": 1.0,
+        "utilization": 1.0,
+        "overall": 1.0,
+        "binary": True,
+        "passed": True,
+    }
+    assert s["schema_version"] == 1
+    assert s["conversation_id"] == cid
+    assert (s["agent"], s["version"], s["task"]) == ("support-bot", "1.2.0", "refunds")
+    assert s["tags"] == {"tier": "gold"}
+    assert s["turns"] == 2
+    assert s["passed"] is True
+    assert s["outcome"] == "complete"
+    assert s["outcome_source"] == "rules"
+    assert s["reasons"] == []
+    assert len(s["turn_scores"]) == 2
+    for i, ts in enumerate(s["turn_scores"]):
+        assert ts["index"] == i
+        assert ts["answer_score"] == pytest.approx(1.0)
+        assert ts["answer_passed"] is True
+        assert ts["tool"] == pytest.approx(expected_tool)
+        assert ts["loop"] is False
+        assert ts["forbidden_tools"] == []
+        assert ts["error"] is None
+        assert ts["passed"] is True
+    assert s["cost_usd"] == pytest.approx(cost, rel=1e-9)
+    assert s["budget_usd"] == pytest.approx(0.05)
+    assert s["cost_penalty"] == 0.0
+    assert s["asr_credit"] == pytest.approx(1.0)
+    assert s["duration_s"] == pytest.approx(1.5 + 2.25)
+    assert s["input_tokens"] == 3200
+    assert s["output_tokens"] == 230
+    ended = datetime.fromisoformat(s["ended_at"])
+    assert ended == datetime.fromtimestamp((T0 + 5_000_000_000 + 2_250_000_000) / 1e9, tz=UTC)
+    assert s["incomplete"] is False
+    stats = svc.service.stats
+    assert stats.spans_consumed == len(spans) == 2 * 3
+    assert stats.scores_produced == 1
+    assert stats.rejected_by_reason == {}
+
+
+def test_otel_collector_format_is_rekeyed_and_reassembled(broker):
+    """Batches of several traces, single spans, unkeyed and OTLP/JSON messages → the right conversations."""
+    bs = broker.bootstrap_servers
+    topic = unique("otlp_spans")
+    create_topic(bs, topic, 4)
+    rng = random.Random(7)
+    convs = {unique("oc"): rng.randint(1, 3) for _ in range(9)}
+    all_spans = {cid: simple_conversation(cid, turns=n, t0_ns=T0) for cid, n in convs.items()}
+    flat = [(cid, s) for cid, spans in all_spans.items() for s in spans]
+    rng.shuffle(flat)
+    p = producer(bs)
+    third = len(flat) // 3
+    batches, singles, jsons = flat[:third], flat[third : 2 * third], flat[2 * third :]
+    # 1) unkeyed protobuf batches holding spans of several traces and conversations
+    for i in range(0, len(batches), 7):
+        p.send(topic, value=otlp_bytes(s for _, s in batches[i : i + 7]))
+    # 2) single spans keyed by trace id, as the Collector's kafka exporter does with partition_traces_by_id
+    for _, s in singles:
+        p.send(topic, value=otlp_bytes([s]), key=f"{s.context.trace_id:032x}".encode())
+    # 3) OTLP/JSON, unkeyed, with and without a content-type header
+    for j, (_, s) in enumerate(jsons):
+        headers = [("content-type", b"application/json")] if j % 2 else None
+        p.send(topic, value=otlp_json([s]), headers=headers)
+    p.flush()
+    sent_spans = sum(len(v) for v in all_spans.values())
+
+    settings = collector_settings(bs, [topic], unique("otelfmt"))
+    reader = TopicReader(bs, settings.collector.scores_topic)
+    with ServiceThread(settings) as svc:
+        records = reader.wait(lambda r: len(set(ids_of(r))) >= len(convs), 40)
+        assert svc.error is None
+    reader.close()
+    by_id = {s["conversation_id"]: s for s in scores_of(records)}
+    assert set(by_id) == set(convs)
+    assert len(records) == len(convs)  # each conversation once: one consumer assembled it whole
+    for cid, n in convs.items():
+        s = by_id[cid]
+        assert s["turns"] == n
+        assert s["input_tokens"] == 100 * n
+        assert s["output_tokens"] == 20 * n
+        assert s["incomplete"] is False
+    stats = svc.service.stats
+    assert stats.spans_rekeyed == sent_spans
+    assert stats.spans_consumed == 2 * sent_spans  # once from the input, once from the rekey topic
+    # the rekey topic holds our-SDK-style messages: keyed by conversation id with the header
+    rekeyed = TopicReader(bs, settings.collector.rekey_topic)
+    recs = rekeyed.wait(lambda r: len(r) > 0, 5)
+    rekeyed.close()
+    assert recs
+    for r in recs:
+        assert r.key.decode() in convs
+        assert dict(r.headers)[KEY_HEADER] == b"conversation"
