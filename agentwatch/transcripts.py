@@ -63,9 +63,9 @@ def parse_line(raw: bytes) -> Conversation:
     except UnicodeDecodeError as exc:
         raise ValueError(f"not UTF-8 at byte {exc.start}") from exc
     try:
-        obj = json.loads(text)
+        obj = json.loads(text.rstrip("\r\n"))
     except json.JSONDecodeError as exc:
-        raise ValueError(f"invalid JSON: {exc.msg} at column {exc.colno}") from exc
+        raise ValueError(f"invalid JSON: {exc.msg} (column {exc.colno})") from exc
     if not isinstance(obj, dict):
         raise ValueError(f"expected a JSON object, got {type(obj).__name__}")  # noqa: TRY004
     try:
@@ -100,7 +100,7 @@ def iter_conversations(
                     yield parse_line(raw)
                 except ValueError as exc:
                     reason = str(exc)[:_MAX_REASON]
-                    log.warning("%s:%d: %s", name, lineno, reason)
+                    log.debug("%s:%d: %s", name, lineno, reason)
                     errors.append(LineError(name, lineno, reason))
         except (OSError, EOFError, zlib.error) as exc:
             if lineno == 0:

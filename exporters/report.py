@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 
@@ -31,7 +32,10 @@ from agentwatch.stats import (
     task_mean,
 )
 
+_UNSAFE = re.compile(r"[^a-z0-9_]")
 TOOL_DIMENSIONS = ("selection", "parameters", "sequence", "utilization", "overall", "binary")
+# Reason codes that describe rather than fail (a person's label); not listed as failure modes.
+INFORMATIONAL_CODES = frozenset({"label"})
 GATE_ESTIMATES = ("plugin", "unbiased", "task_mean", "mean", "lower")
 
 
@@ -45,8 +49,8 @@ def _num(x: float | None) -> float | None:
 
 def failure_code(reason: str) -> str:
     """The failure mode of a reason: the short code before the first colon ("loop: ..." -> "loop")."""
-    code = reason.split(":", 1)[0].strip().lower()
-    return code[:60] or "unknown"
+    head = reason.split(":", 1)[0].strip().lower().split()
+    return _UNSAFE.sub("_", head[0].replace("-", "_"))[:64] if head else "unknown"
 
 
 def counts(scores: Iterable[ConversationScore]) -> tuple[int, int]:
@@ -147,7 +151,7 @@ def _cost(scores: Sequence[ConversationScore]) -> CostStats:
 def _failure_modes(scores: Sequence[ConversationScore]) -> list[FailureMode]:
     counter: Counter[str] = Counter()
     for s in scores:
-        counter.update({failure_code(r) for r in s.reasons})
+        counter.update({failure_code(r) for r in s.reasons} - INFORMATIONAL_CODES)
     return [FailureMode(mode=m, count=n) for m, n in sorted(counter.items(), key=lambda kv: (-kv[1], kv[0]))]
 
 

@@ -111,6 +111,15 @@ def _baseline_lines(r: Report) -> list[str]:
     return lines
 
 
+def final_verdict(report: Report) -> str:
+    """'SAFE TO SHIP.' when every gate passes and no baseline regression was found, else 'DO NOT SHIP (...)'."""
+    regression = report.baseline is not None and report.baseline.regression
+    why = [g.name for g in report.readiness.gates if not g.passed] + (
+        ["baseline regression"] if regression else []
+    )
+    return "SAFE TO SHIP." if not why else f"DO NOT SHIP ({', '.join(why)} failed)."
+
+
 def report_lines(
     report: Report, title: str = "Agent Evaluation Report", header: Sequence[str] = (), level: float = 0.95
 ) -> list[str]:
@@ -151,9 +160,7 @@ def report_lines(
     for g in rd.gates:
         value = fmt(g.value) if g.name != "loops" or g.value is None else f"{g.value:.0f}"
         lines.append(f"  {g.name} {g.op} {g.threshold:g}: {value} {OK if g.passed else BAD}")
-    regression = r.baseline is not None and r.baseline.regression
-    why = [g.name for g in rd.gates if not g.passed] + (["baseline regression"] if regression else [])
-    lines.append("SAFE TO SHIP." if not why else f"DO NOT SHIP ({', '.join(why)} failed).")
+    lines.append(final_verdict(r))
     lines.append(RULE)
     return lines
 

@@ -1,0 +1,184 @@
+"""`agentwatch score FILE...`: score transcript files offline and print a report; exit 1 when the gate fails."""
+
+from __future__ import annotations
+
+import sys
+from enum import Enum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from agentwatch.cli.app import app
+
+EXIT_OK, EXIT_GATE, EXIT_USAGE = 0, 1, 2
+MAX_ERRORS_SHOWN = 20
+
+
+class ReportFormat(str, Enum):
+    text = "text"
+    json = "json"
+    html = "html"
+
+
+def parse_ks(value: str | None) -> list[int] | None:
+    """'1,3,5' -> [1, 3, 5]; raise typer.BadParameter on anything else."""
+    if value is None:
+        return None
+    try:
+        ks = sorted({int(part) for part in value.split(",") if part.strip()})
+    except ValueError:
+        raise typer.BadParameter(
+            f"expected comma-separated integers, got {value!r}", param_hint="--k"
+        ) from None
+    if not ks or ks[0] < 1:
+        raise typer.BadParameter(f"k values must be integers >= 1, got {value!r}", param_hint="--k")
+    return ks
+
+
+def _fail(message: str, code: int = EXIT_USAGE) -> typer.Exit:
+    typer.echo(f"error: {message}", err=True)
+    return typer.Exit(code)
+
+
+def _title(scores: list) -> str:
+    series = sorted({f"{s.agent} {s.version}" for s in scores})
+    if not series:
+        return "Agent Evaluation Report"
+    more = f" (+{len(series) - 3} more)" if len(series) > 3 else ""
+    return "Agent Evaluation Report — " + ", ".join(series[:3]) + more
+
+
+def _read_and_score(files: list[Path], settings: object, errors: list) -> list:
+    """Read every file (progress bar on a terminal) and score each conversation."""
+    from rich.console import Console
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn
+
+    from agentwatch.scorers import ConversationScorer
+    from agentwatch.transcripts import iter_conversations
+
+    scorer = ConversationScorer(settings)  # type: ignore[arg-type]
+    scores = []
+    console = Console(stderr=True)
+    show = sys.stderr.isatty()
+    with Progress(
+        TextColumn("{task.description}"), BarColumn(), DownloadColumn(), console=console, disable=not show
+    ) as progress:
+        for path in files:
+            size = path.stat().st_size if path.exists() else None
+            task = progress.add_task(path.name, total=size)
+            for conv in iter_conversations(
+                path, errors, lambda pos, t=task: progress.update(t, completed=pos)
+            ):
+                scores.append(scorer.score(conv))
+    return scores
+
+
+@app.command()
+def score(
+    files: Annotated[
+        list[Path], typer.Argument(help="Transcript JSONL files (one Conversation per line; gzip accepted).")
+    ],
+    k: Annotated[
+        str | None, typer.Option("--k", help="k values, comma-separated (default stats.ks: 1,3,5).")
+    ] = None,
+    config: Annotated[Path | None, typer.Option("--config", help="YAML configuration file.")] = None,
+    baseline: Annotated[
+        Path | None, typer.Option("--baseline", help="A previous JSON report to compare with.")
+    ] = None,
+    fmt: Annotated[ReportFormat, typer.Option("--format", help="Report format.")] = ReportFormat.text,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Write the report here instead of stdout.")
+    ] = None,
+    details: Annotated[
+        Path | None, typer.Option("--details", help="Write one ConversationScore JSON per line here.")
+    ] = None,
+) -> None:
+    """Score transcripts and report pass@k, pass^k, ASR and the release gate.
+
+    Exit status: 0 ok, 1 the release gate fails or the baseline comparison finds a regression, 2 usage error or
+    unreadable input. Malformed lines are reported on stderr with their line numbers and skipped.
+    """
+    from agentwatch.config import ConfigError, load_settings
+    from agentwatch.exporters.report import build_report
+    from agentwatch.exporters.report_baseline import BaselineError, compare_baseline, load_baseline
+    from agentwatch.transcripts import LineError, TranscriptFileError
+
+    ks = parse_ks(k)
+    try:
+        settings = load_settings(config)
+    except ConfigError as exc:
+        raise _fail(str(exc)) from None
+    base = None
+    if baseline is not None:
+        try:
+            base = load_baseline(baseline)
+        except BaselineError as exc:
+            raise _fail(str(exc)) from None
+
+    errors: list[LineError] = []
+    try:
+        scores = _read_and_score(files, settings, errors)
+    except TranscriptFileError as exc:
+        raise _fail(str(exc)) from None
+    for err in errors[:MAX_ERRORS_SHOWN]:
+        typer.echo(f"malformed: {err}", err=True)
+    if len(errors) > MAX_ERRORS_SHOWN:
+        typer.echo(f"malformed: … and {len(errors) - MAX_ERRORS_SHOWN} more", err=True)
+    if errors:
+        typer.echo(f"{len(errors)} malformed line(s) skipped; {len(scores)} conversation(s) scored", err=True)
+    if not scores:
+        raise _fail("no conversation could be read from the input")
+
+    if details is not None:
+        try:
+            with open(details, "w", encoding="utf-8") as fh:
+                fh.writelines(s.model_dump_json() + "\n" for s in scores)
+        except OSError as exc:
+            raise _fail(f"cannot write {details}: {exc.strerror or exc}") from None
+
+    report = build_report(scores, settings, ks)
+    if base is not None:
+        report.baseline = compare_baseline(report, base, settings, str(baseline))
+    _emit(report, settings, fmt, out, _title(scores), files, errors)
+
+    failed = not report.readiness.safe_to_ship or (report.baseline is not None and report.baseline.regression)
+    raise typer.Exit(EXIT_GATE if failed else EXIT_OK)
+
+
+def _emit(
+    report, settings, fmt: ReportFormat, out: Path | None, title: str, files: list[Path], errors: list
+) -> None:
+    """Write the report in the chosen format to `out` or stdout."""
+    header = [f"Files: {', '.join(str(f) for f in files)}"]
+    if errors:
+        header.append(f"Malformed lines skipped: {len(errors)}")
+    if fmt is ReportFormat.json:
+        body = report.model_dump_json(indent=2) + "\n"
+    elif fmt is ReportFormat.html:
+        from agentwatch.exporters.report_html import render_html
+
+        body = render_html(report, settings, title=title, header=header)
+    else:
+        from agentwatch.exporters.report_text import print_report, render_text
+
+        if out is None:
+            from rich.console import Console
+
+            print_report(
+                report,
+                Console(highlight=False, soft_wrap=True),
+                title=title,
+                header=header,
+                level=settings.stats.level,
+            )
+            return
+        body = render_text(report, title=title, header=header, level=settings.stats.level)
+    if out is None:
+        sys.stdout.write(body)
+        sys.stdout.flush()
+        return
+    try:
+        out.write_text(body, encoding="utf-8")
+    except OSError as exc:
+        raise _fail(f"cannot write {out}: {exc.strerror or exc}") from None
