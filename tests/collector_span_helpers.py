@@ -1,0 +1,97 @@
+"""Build real OpenTelemetry spans for the collector's pure-half tests (OTel SDK + in-memory exporter)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from google.protobuf.json_format import MessageToJson
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import Status, StatusCode
+
+
+class SpanFactory:
+    """A tracer provider whose finished spans can be taken out as OTLP protobuf or OTLP/JSON."""
+
+    def __init__(self, service: str = "shop-agent", version: str = "2.1.0") -> None:
+        self.exporter = InMemorySpanExporter()
+        self.provider = TracerProvider(resource=Resource.create({"service.name": service, "service.version": version}))
+        self.provider.add_span_processor(SimpleSpanProcessor(self.exporter))
+        self.tracer = self.provider.get_tracer("tests")
+
+    def spans(self) -> list[ReadableSpan]:
+        """Finished spans so far."""
+        return list(self.exporter.get_finished_spans())
+
+    def protobuf(self) -> bytes:
+        """Finished spans as one OTLP protobuf TracesData."""
+        return encode_spans(self.spans()).SerializeToString()
+
+    def json(self, **kwargs: Any) -> bytes:
+        """Finished spans as OTLP/JSON (protobuf's official JSON mapping)."""
+        return MessageToJson(encode_spans(self.spans()), **kwargs).encode()
+
+
+def user_msg(text: str) -> str:
+    return json.dumps([{"role": "user", "parts": [{"type": "text", "content": text}]}])
+
+
+def assistant_msg(text: str) -> str:
+    return json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": text}]}])
+
+
+def sdk_turn(
+    tracer: Any,
+    conversation_id: str,
+    question: str,
+    answer: str | None,
+    tools: list[dict[str, Any]],
+    *,
+    agent: str = "shop-agent",
+    task: str = "refunds",
+    model: str = "gpt-4o-mini",
+    tokens: tuple[int, int] = (100, 20),
+    extra: dict[str, Any] | None = None,
+    fail: str | None = None,
+) -> None:
+    """One turn as the agentwatch SDK writes it: invoke_agent > chat, execute_tool..., chat."""
+    common = {"gen_ai.conversation.id": conversation_id, "agentwatch.task": task}
+    attrs = {
+        **common,
+        "gen_ai.operation.name": "invoke_agent",
+        "gen_ai.agent.name": agent,
+        "gen_ai.input.messages": user_msg(question),
+        "http.noise": "x" * 50,
+        **(extra or {}),
+    }
+    if answer is not None:
+        attrs["gen_ai.output.messages"] = assistant_msg(answer)
+    with tracer.start_as_current_span(f"invoke_agent {agent}", attributes=attrs) as turn:
+        with tracer.start_as_current_span(
+            f"chat {model}",
+            attributes={
+                **common,
+                "gen_ai.operation.name": "chat",
+                "gen_ai.request.model": model,
+                "gen_ai.usage.input_tokens": tokens[0],
+                "gen_ai.usage.output_tokens": tokens[1],
+            },
+        ):
+            pass
+        for tool in tools:
+            tattrs = {**common, "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": tool["name"]}
+            if "id" in tool:
+                tattrs["gen_ai.tool.call.id"] = tool["id"]
+            if "arguments" in tool:
+                tattrs["gen_ai.tool.call.arguments"] = json.dumps(tool["arguments"])
+            if "result" in tool:
+                tattrs["gen_ai.tool.call.result"] = json.dumps(tool["result"])
+            with tracer.start_as_current_span(f"execute_tool {tool['name']}", attributes=tattrs) as tspan:
+                if tool.get("error"):
+                    tspan.set_status(Status(StatusCode.ERROR, tool["error"]))
+        if fail:
+            turn.set_status(Status(StatusCode.ERROR, fail))
