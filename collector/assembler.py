@@ -160,7 +160,9 @@ class Assembler:
         """Finish everything open (of `partitions`, default all), e.g. at shutdown."""
         wanted = None if partitions is None else set(partitions)
         out = [fin for fin, _ in self._pending if wanted is None or fin.partition in wanted]
-        self._pending = [(fin, off) for fin, off in self._pending if wanted is not None and fin.partition not in wanted]
+        self._pending = [
+            (fin, off) for fin, off in self._pending if wanted is not None and fin.partition not in wanted
+        ]
         for key in [k for k in self._open if wanted is None or k[0] in wanted]:
             conv = self._open[key]
             if conv.end_at is not None:
@@ -219,7 +221,9 @@ class Assembler:
     def _finish_oldest_for_cap(self) -> None:
         key, conv = next(iter(self._open.items()))
         self.stats.capped_conversations += 1
-        log.warning("open-conversation cap %d reached; finishing %s early", self.config.max_open_conversations, key[1])
+        log.warning(
+            "open-conversation cap %d reached; finishing %s early", self.config.max_open_conversations, key[1]
+        )
         offset = conv.min_offset
         self._pending.append((self._finish(key, "cap", True), offset))
 

@@ -32,7 +32,11 @@ TOOL_RESULT_KEYS = ("gen_ai.tool.call.result",)
 # --------------------------------------------------------------------------- model calls
 MODEL_KEYS = ("gen_ai.response.model", "gen_ai.request.model", "llm.model_name")
 INPUT_TOKEN_KEYS = ("gen_ai.usage.input_tokens", "llm.token_count.prompt", "gen_ai.usage.prompt_tokens")
-OUTPUT_TOKEN_KEYS = ("gen_ai.usage.output_tokens", "llm.token_count.completion", "gen_ai.usage.completion_tokens")
+OUTPUT_TOKEN_KEYS = (
+    "gen_ai.usage.output_tokens",
+    "llm.token_count.completion",
+    "gen_ai.usage.completion_tokens",
+)
 COST_KEYS = ("agentwatch.cost.usd", "llm.cost.total")
 
 # --------------------------------------------------------------------------- messages

@@ -132,13 +132,17 @@ def _decode_protobuf(payload: bytes, limit: int) -> list[SpanRecord]:
     unresolved: list[SpanRecord] = []
     index = 0
     for rs in data.resource_spans:
-        resource = {kv.key: _pb_value(kv.value, limit) for kv in rs.resource.attributes if kv.key in resource_keys}
+        resource = {
+            kv.key: _pb_value(kv.value, limit) for kv in rs.resource.attributes if kv.key in resource_keys
+        }
         for ss in rs.scope_spans:
             for sp in ss.spans:
                 tid = sp.trace_id
                 sid = sp.span_id
                 if len(tid) != 16 or len(sid) != 8 or tid == _ZERO_TRACE or sid == _ZERO_SPAN:
-                    raise DecodeError("invalid_span", f"span {index}: trace id or span id missing or malformed")
+                    raise DecodeError(
+                        "invalid_span", f"span {index}: trace id or span id missing or malformed"
+                    )
                 pid = sp.parent_span_id
                 attrs = {}
                 for kv in sp.attributes:
@@ -150,7 +154,9 @@ def _decode_protobuf(payload: bytes, limit: int) -> list[SpanRecord]:
                     for ev in sp.events:
                         if ev.name == EXCEPTION_EVENT:
                             for kv in ev.attributes:
-                                if kv.key == EXCEPTION_TYPE_KEY or (kv.key == EXCEPTION_MESSAGE_KEY and not exc_type):
+                                if kv.key == EXCEPTION_TYPE_KEY or (
+                                    kv.key == EXCEPTION_MESSAGE_KEY and not exc_type
+                                ):
                                     exc_type = _truncate(str(_pb_value(kv.value, limit)), limit)
                 status = sp.status
                 rec = SpanRecord(
@@ -307,7 +313,9 @@ def _decode_json(payload: bytes, limit: int) -> list[SpanRecord]:
         for r, rs in enumerate(_json_list(tdata, "resourceSpans", "resource_spans", f"document {d}")):
             where_r = f"resourceSpans[{r}]"
             res = _get(rs, "resource", "resource", {}) if isinstance(rs, dict) else {}
-            resource = _json_attrs(res.get("attributes") if isinstance(res, dict) else None, RESOURCE_KEYS, limit, where_r)
+            resource = _json_attrs(
+                res.get("attributes") if isinstance(res, dict) else None, RESOURCE_KEYS, limit, where_r
+            )
             for s, ss in enumerate(_json_list(rs, "scopeSpans", "scope_spans", where_r)):
                 for i, sp in enumerate(_json_list(ss, "spans", "spans", f"{where_r}.scopeSpans[{s}]")):
                     where = f"{where_r}.scopeSpans[{s}].spans[{i}]"
@@ -364,7 +372,9 @@ def _looks_json(payload: bytes) -> bool:
     return head[:1] in (b"{", b"[")
 
 
-def decode_message(payload: bytes, content_type: str | None = None, *, max_attribute_bytes: int = 65536) -> list[SpanRecord]:
+def decode_message(
+    payload: bytes, content_type: str | None = None, *, max_attribute_bytes: int = 65536
+) -> list[SpanRecord]:
     """Decode one Kafka message (protobuf or OTLP/JSON `TracesData`) into span records; raise DecodeError."""
     if not payload:
         raise DecodeError("empty", "empty message")

@@ -113,7 +113,9 @@ def read_otlp_files(paths: list[str | Path], *, max_attribute_bytes: int = 65536
         for where, payload, content_type in iter_records(data):
             result.records += 1
             try:
-                result.spans.extend(decode_message(payload, content_type, max_attribute_bytes=max_attribute_bytes))
+                result.spans.extend(
+                    decode_message(payload, content_type, max_attribute_bytes=max_attribute_bytes)
+                )
             except DecodeError as exc:
                 result.problems.append(FileProblem(str(path), where, exc.reason, exc.detail))
     return result
@@ -123,7 +125,9 @@ def group_by_conversation(spans: list[SpanRecord]) -> dict[str, list[SpanRecord]
     """Group spans by conversation id; spans without a conversation key join the conversation of their trace."""
     by_trace: dict[str, str] = {}
     for span in spans:
-        if span.trace_id not in by_trace and any(span.attrs.get(k) not in (None, "") for k in CONVERSATION_KEYS):
+        if span.trace_id not in by_trace and any(
+            span.attrs.get(k) not in (None, "") for k in CONVERSATION_KEYS
+        ):
             by_trace[span.trace_id] = span.conversation_id
     groups: dict[str, list[SpanRecord]] = {}
     for span in spans:

@@ -113,7 +113,9 @@ def _parts(message: dict) -> list[dict]:
 
 
 def _message_text(message: dict) -> str | None:
-    texts = [p.get("content") for p in _parts(message) if p.get("type") == "text" and p.get("content") is not None]
+    texts = [
+        p.get("content") for p in _parts(message) if p.get("type") == "text" and p.get("content") is not None
+    ]
     return "\n".join(_text(t) or "" for t in texts) if texts else None
 
 
@@ -127,7 +129,9 @@ def _last_user_text(messages: list[dict] | None) -> str | None:
 
 
 def _output_text(messages: list[dict] | None) -> str | None:
-    texts = [t for t in (_message_text(m) for m in messages or [] if m.get("role", "assistant") != "user") if t]
+    texts = [
+        t for t in (_message_text(m) for m in messages or [] if m.get("role", "assistant") != "user") if t
+    ]
     return "\n".join(texts) if texts else None
 
 
@@ -307,7 +311,9 @@ def _expectation(span: SpanRecord, members: list[SpanRecord], index: int, gaps: 
             expected = Expectation.model_validate(value)
         except (ValueError, RecursionError) as exc:  # ValidationError is a ValueError
             first_line = str(exc).splitlines()[0][:160]
-            gaps.other.append(f"turn {index}: agentwatch.expected ignored, not a valid expectation ({first_line})")
+            gaps.other.append(
+                f"turn {index}: agentwatch.expected ignored, not a valid expectation ({first_line})"
+            )
     if reference is not None:
         expected = expected or Expectation()
         if expected.reference_answer is None:
@@ -380,26 +386,37 @@ def _first_resource(spans: list[SpanRecord], keys: tuple[str, ...]) -> Any:
     return None
 
 
-def build_conversation(finished: FinishedConversation | list[SpanRecord], *, incomplete: bool = False) -> Conversation:
+def build_conversation(
+    finished: FinishedConversation | list[SpanRecord], *, incomplete: bool = False
+) -> Conversation:
     """Rebuild the transcript of one conversation from its spans; what could not be seen goes to `notes`."""
     if isinstance(finished, FinishedConversation):
         spans, incomplete = finished.spans, incomplete or finished.incomplete
         conversation_id = finished.conversation_id
-        early = {"cap": "finished early: open-conversation cap reached", "shutdown": "finished early: shutdown"}
+        early = {
+            "cap": "finished early: open-conversation cap reached",
+            "shutdown": "finished early: shutdown",
+        }
         notes = [early[finished.reason]] if finished.reason in early else []
     else:
         spans = list(finished)
         conversation_id = spans[0].conversation_id if spans else ""
         notes = []
     if not spans:
-        return Conversation(conversation_id=conversation_id or "unknown", incomplete=incomplete, notes=["no spans"])
+        return Conversation(
+            conversation_id=conversation_id or "unknown", incomplete=incomplete, notes=["no spans"]
+        )
     forest = _Forest(spans, notes)
     gaps = _Gaps()
     turns: list[Turn] = []
     for index, span in enumerate(forest.turns):
         try:
             turns.append(_turn(span, forest.members.get(span.span_id, []), index, gaps))
-        except (ValidationError, ValueError, TypeError) as exc:  # defensive: a malformed span never stops the rest
+        except (
+            ValidationError,
+            ValueError,
+            TypeError,
+        ) as exc:  # defensive: a malformed span never stops the rest
             log.debug("turn %d of %s not rebuilt: %s", index, conversation_id, exc)
             gaps.other.append(f"turn {index}: could not be rebuilt ({str(exc).splitlines()[0][:160]})")
             turns.append(Turn(error="collector: turn could not be rebuilt", started_at=_time(span.start_ns)))

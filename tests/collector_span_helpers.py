@@ -19,7 +19,9 @@ class SpanFactory:
 
     def __init__(self, service: str = "shop-agent", version: str = "2.1.0") -> None:
         self.exporter = InMemorySpanExporter()
-        self.provider = TracerProvider(resource=Resource.create({"service.name": service, "service.version": version}))
+        self.provider = TracerProvider(
+            resource=Resource.create({"service.name": service, "service.version": version})
+        )
         self.provider.add_span_processor(SimpleSpanProcessor(self.exporter))
         self.tracer = self.provider.get_tracer("tests")
 

@@ -22,7 +22,11 @@ def factory() -> SpanFactory:
         "refund order 7",
         "done",
         [{"name": "lookup_order", "id": "call_1", "arguments": {"order": 7}, "result": {"ok": True}}],
-        extra={"agentwatch.tag.difficulty": "hard", "agentwatch.conversation.end": True, "agentwatch.budget.usd": 0.5},
+        extra={
+            "agentwatch.tag.difficulty": "hard",
+            "agentwatch.conversation.end": True,
+            "agentwatch.budget.usd": 0.5,
+        },
     )
     return f
 
@@ -86,7 +90,9 @@ def test_json_with_hex_ids_and_string_ints_per_otlp_spec() -> None:
                                     {"key": "agentwatch.conversation.end", "value": {"boolValue": True}},
                                     {
                                         "key": "gen_ai.response.model",
-                                        "value": {"arrayValue": {"values": [{"stringValue": "a"}, {"intValue": 3}]}},
+                                        "value": {
+                                            "arrayValue": {"values": [{"stringValue": "a"}, {"intValue": 3}]}
+                                        },
                                     },
                                     {"key": "ignored.key", "value": {"stringValue": "x"}},
                                 ],
@@ -132,8 +138,9 @@ def test_errors_from_status_error_type_and_exception_events() -> None:
 
 def test_conversation_id_inherited_within_the_trace_else_trace_id() -> None:
     f = SpanFactory()
-    with f.tracer.start_as_current_span("root", attributes={"session.id": "sess-9"}), f.tracer.start_as_current_span(
-        "child"
+    with (
+        f.tracer.start_as_current_span("root", attributes={"session.id": "sess-9"}),
+        f.tracer.start_as_current_span("child"),
     ):
         pass
     with f.tracer.start_as_current_span("other-trace") as other:
@@ -171,12 +178,17 @@ def test_content_type_header_wins(factory: SpanFactory) -> None:
         (b"{}", "not_otlp"),
         (b"{not json", "invalid_json"),
         (b'{"resourceSpans": []}', "empty"),
-        (b'{"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "zz", "spanId": "AAAAAAAAAAE="}]}]}]}', "invalid_span"),
         (
-            (b'{"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "5b8efff798038103d269b633813fc60c",'
-            b' "spanId": "eee19b7ec3c1b174", "attributes": [{"key": "gen_ai.usage.input_tokens",'
-            b' "value": {"intValue": "many"}}]}]}]}]}'
-            b""),
+            b'{"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "zz", "spanId": "AAAAAAAAAAE="}]}]}]}',
+            "invalid_span",
+        ),
+        (
+            (
+                b'{"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "5b8efff798038103d269b633813fc60c",'
+                b' "spanId": "eee19b7ec3c1b174", "attributes": [{"key": "gen_ai.usage.input_tokens",'
+                b' "value": {"intValue": "many"}}]}]}]}]}'
+                b""
+            ),
             "invalid_json",
         ),
         (TracesData().SerializeToString() + b"\x0a\x00", "empty"),
@@ -207,19 +219,28 @@ def test_encode_round_trips(factory: SpanFactory) -> None:
     assert decode_message(encode_spans_otlp(records)) == records
     # a span whose conversation id was inherited keeps it when re-published alone
     f = SpanFactory()
-    with f.tracer.start_as_current_span(
-        "root", attributes={"gen_ai.conversation.id": "c-7"}
-    ), f.tracer.start_as_current_span("child"):
+    with (
+        f.tracer.start_as_current_span("root", attributes={"gen_ai.conversation.id": "c-7"}),
+        f.tracer.start_as_current_span("child"),
+    ):
         pass
     child = next(r for r in decode_message(f.protobuf()) if r.name == "child")
     (again,) = decode_message(encode_spans_otlp([child]))
     assert again.conversation_id == "c-7"
-    assert (again.trace_id, again.span_id, again.parent_span_id) == (child.trace_id, child.span_id, child.parent_span_id)
+    assert (again.trace_id, again.span_id, again.parent_span_id) == (
+        child.trace_id,
+        child.span_id,
+        child.parent_span_id,
+    )
 
 
 def test_base64_and_hex_ids_are_both_accepted() -> None:
     tid, sid = bytes(range(1, 17)), bytes(range(1, 9))
     for enc in (lambda b: b.hex(), lambda b: base64.b64encode(b).decode()):
-        doc = {"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": enc(tid), "spanId": enc(sid), "name": "x"}]}]}]}
+        doc = {
+            "resourceSpans": [
+                {"scopeSpans": [{"spans": [{"traceId": enc(tid), "spanId": enc(sid), "name": "x"}]}]}
+            ]
+        }
         (rec,) = decode_message(json.dumps(doc).encode())
         assert (rec.trace_id, rec.span_id) == (tid.hex(), sid.hex())

@@ -20,9 +20,15 @@ def _note_kind(note: str) -> str:
 
 @app.command("reconstruct")
 def reconstruct(
-    files: Annotated[list[Path], typer.Argument(help="OTLP files: protobuf, OTLP/JSON, or JSON lines (gzip ok).")],
-    out: Annotated[Path | None, typer.Option("--out", "-o", help="Write the JSONL here instead of stdout.")] = None,
-    max_attribute_bytes: Annotated[int, typer.Option(help="Truncate attribute strings longer than this.")] = 65536,
+    files: Annotated[
+        list[Path], typer.Argument(help="OTLP files: protobuf, OTLP/JSON, or JSON lines (gzip ok).")
+    ],
+    out: Annotated[
+        Path | None, typer.Option("--out", "-o", help="Write the JSONL here instead of stdout.")
+    ] = None,
+    max_attribute_bytes: Annotated[
+        int, typer.Option(help="Truncate attribute strings longer than this.")
+    ] = 65536,
 ) -> None:
     """Rebuild conversations from OTLP trace files and print one `Conversation` JSON per line.
 
