@@ -1,0 +1,38 @@
+"""Span attribute keys the SDK writes (OpenTelemetry GenAI semantic conventions plus `agentwatch.*`)."""
+
+OPERATION = "gen_ai.operation.name"
+CONVERSATION_ID = "gen_ai.conversation.id"
+AGENT_NAME = "gen_ai.agent.name"
+AGENT_VERSION = "gen_ai.agent.version"
+INPUT_MESSAGES = "gen_ai.input.messages"
+OUTPUT_MESSAGES = "gen_ai.output.messages"
+TOOL_NAME = "gen_ai.tool.name"
+TOOL_CALL_ID = "gen_ai.tool.call.id"
+TOOL_ARGUMENTS = "gen_ai.tool.call.arguments"
+TOOL_RESULT = "gen_ai.tool.call.result"
+REQUEST_MODEL = "gen_ai.request.model"
+RESPONSE_MODEL = "gen_ai.response.model"
+INPUT_TOKENS = "gen_ai.usage.input_tokens"
+OUTPUT_TOKENS = "gen_ai.usage.output_tokens"
+USER_ID = "user.id"
+ERROR_TYPE = "error.type"
+# OpenInference-style generic input/output, for kind="chain" spans.
+INPUT_VALUE = "input.value"
+OUTPUT_VALUE = "output.value"
+
+TASK = "agentwatch.task"
+CONVERSATION_END = "agentwatch.conversation.end"
+EXPECTED = "agentwatch.expected"
+REFERENCE_ANSWER = "agentwatch.reference_answer"
+OUTCOME = "agentwatch.outcome"
+COST_USD = "agentwatch.cost.usd"
+BUDGET_USD = "agentwatch.budget.usd"
+MARKER = "agentwatch.marker"
+
+INVOKE_AGENT = "invoke_agent"
+EXECUTE_TOOL = "execute_tool"
+CHAT = "chat"
+
+# Outcome labels the collector accepts (agentwatch.schema.Outcome, minus "unscored"); kept here so the SDK
+# does not import pydantic.
+OUTCOMES = frozenset({"complete", "partial_correct", "partial_incorrect", "hallucinated", "abandoned"})

@@ -1,0 +1,174 @@
+"""What leaves the process: JSON serialisation of captured values, secret redaction, size cap, capture switch.
+
+Everything here is on the agent's hot path and must never raise: a value that cannot be serialised becomes a
+short placeholder string instead.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import os
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MAX_ATTRIBUTE_BYTES = 8192
+DEFAULT_REDACT_KEYS = ("password", "token", "api_key", "authorization", "secret")
+REDACTED = "[REDACTED]"
+TRUNCATION_MARKER = "…[truncated]"
+_MAX_DEPTH = 32
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+_SEPARATORS = str.maketrans({"-": "_", " ": "_", ".": "_"})
+_OFF_VALUES = {"no_content", "false", "0", "no", "off", "none"}
+
+
+def content_capture_from_env(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether content capture is on: AGENTWATCH_CAPTURE_CONTENT, then the OTel GenAI variable; default on."""
+    env = os.environ if environ is None else environ
+    for name in ("AGENTWATCH_CAPTURE_CONTENT", "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"):
+        raw = env.get(name, "").strip().lower()
+        if raw:
+            return raw not in _OFF_VALUES
+    return True
+
+
+def _normalise_key(key: str) -> str:
+    if key.lower() != key:
+        key = _CAMEL.sub("_", key)
+    return "_" + key.lower().translate(_SEPARATORS) + "_"
+
+
+class Capture:
+    """Turns captured Python values into bounded, redacted JSON strings."""
+
+    __slots__ = ("_decisions", "_patterns", "enabled", "max_bytes")
+
+    def __init__(
+        self,
+        enabled: bool = True,
+        max_bytes: int = DEFAULT_MAX_ATTRIBUTE_BYTES,
+        redact_keys: Iterable[str] = DEFAULT_REDACT_KEYS,
+    ) -> None:
+        self.enabled = enabled
+        self.max_bytes = max(64, int(max_bytes))
+        self._patterns = tuple(_normalise_key(k) for k in redact_keys if k)
+        self._decisions: dict[str, bool] = {}
+
+    def is_secret(self, key: str) -> bool:
+        """Whether a key names a secret: one of the redaction words as a whole word of the key."""
+        decided = self._decisions.get(key)
+        if decided is None:
+            norm = _normalise_key(key)
+            decided = any(p in norm for p in self._patterns)
+            if len(self._decisions) < 4096:
+                self._decisions[key] = decided
+        return decided
+
+    def sanitize(self, value: Any, depth: int = 0) -> Any:
+        """A JSON-ready copy of value with secrets redacted (containers are copied, scalars kept)."""
+        if value is None or isinstance(value, (str, bool, int, float)):
+            return value
+        if depth > _MAX_DEPTH:
+            return "[too deep]"
+        if isinstance(value, Mapping):
+            return {
+                str(k): (REDACTED if self.is_secret(str(k)) else self.sanitize(v, depth + 1))
+                for k, v in value.items()
+            }
+        if isinstance(value, (list, tuple, set, frozenset)):
+            return [self.sanitize(v, depth + 1) for v in value]
+        if isinstance(value, (bytes, bytearray, memoryview)):
+            return f"<{len(value)} bytes>"
+        dump = getattr(value, "model_dump", None)
+        if callable(dump):  # pydantic v2 models
+            try:
+                return self.sanitize(dump(mode="json"), depth + 1)
+            except Exception:  # noqa: BLE001 - a broken model must not break the agent
+                return _placeholder(value)
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            try:
+                fields = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+            except Exception:  # noqa: BLE001
+                return _placeholder(value)
+            return self.sanitize(fields, depth + 1)
+        to_dict = getattr(value, "to_dict", None)
+        if callable(to_dict):
+            try:
+                return self.sanitize(to_dict(), depth + 1)
+            except Exception:  # noqa: BLE001
+                return _placeholder(value)
+        return _placeholder(value)
+
+    def dumps(self, value: Any) -> str:
+        """value as redacted JSON, at most max_bytes UTF-8 bytes (truncation is marked)."""
+        try:
+            text = json.dumps(self.sanitize(value), ensure_ascii=False, separators=(",", ":"), default=str)
+        except Exception as exc:  # noqa: BLE001 - never raise into the agent
+            return f"<unserialisable: {type(exc).__name__}>"
+        return self.bound(text, value)
+
+    def dumps_plain(self, value: Any) -> str:
+        """JSON of a value built from already-redacted parts (no redaction walk), bounded to max_bytes."""
+        try:
+            text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+        except Exception as exc:  # noqa: BLE001
+            return f"<unserialisable: {type(exc).__name__}>"
+        return self.bound(text, value)
+
+    def text(self, value: str) -> str:
+        """A plain string bounded to max_bytes (truncation is marked)."""
+        return self.bound(value, None) if len(value) * 4 > self.max_bytes else value
+
+    def bound(self, text: str, original: Any) -> str:
+        """text if it fits in max_bytes; else a shrunk version, valid JSON where possible, with a marker."""
+        if len(text) * 4 <= self.max_bytes or len(text.encode("utf-8")) <= self.max_bytes:
+            return text
+        if original is not None and not isinstance(original, str):
+            shrunk = self._shrink_strings(original)
+            if shrunk is not None:
+                return shrunk
+        return _cut(text, self.max_bytes)
+
+    def _shrink_strings(self, original: Any) -> str | None:
+        """Re-serialise with long strings cut (and marked) until it fits; None if it never does."""
+        try:
+            clean = self.sanitize(original)
+        except Exception:  # noqa: BLE001
+            return None
+        limit = self.max_bytes // 2
+        while limit >= 32:
+            text = json.dumps(_cut_strings(clean, limit), ensure_ascii=False, separators=(",", ":"), default=str)
+            if len(text.encode("utf-8")) <= self.max_bytes:
+                return text
+            limit //= 2
+        return None
+
+
+def _placeholder(value: Any) -> str:
+    try:
+        text = repr(value)
+    except Exception:  # noqa: BLE001
+        return f"<{type(value).__name__}>"
+    return text if len(text) <= 512 else text[:512] + TRUNCATION_MARKER
+
+
+def _cut(text: str, max_bytes: int) -> str:
+    budget = max_bytes - len(TRUNCATION_MARKER.encode("utf-8"))
+    head = text.encode("utf-8")[:budget].decode("utf-8", errors="ignore")
+    return head + TRUNCATION_MARKER
+
+
+def _cut_strings(value: Any, limit: int) -> Any:
+    if isinstance(value, str):
+        return value if len(value) <= limit else value[:limit] + TRUNCATION_MARKER
+    if isinstance(value, dict):
+        return {k: _cut_strings(v, limit) for k, v in value.items()}
+    if isinstance(value, list):
+        if len(value) > limit:
+            value = [*value[:limit], TRUNCATION_MARKER]
+        return [_cut_strings(v, limit) for v in value]
+    return value

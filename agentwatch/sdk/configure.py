@@ -1,0 +1,179 @@
+"""`configure` and `shutdown`: wire the SDK into a TracerProvider (a new one, or the application's own).
+
+Settings come from the arguments, else `AGENTWATCH_*` environment variables, else defaults. Our processors are
+installed on a provider once, inside a `ProcessorGroup`, so a later `configure` call replaces them instead
+of adding duplicates.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import weakref
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from opentelemetry import trace as otel_trace
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor, SpanExporter
+
+from agentwatch.sdk.capture import (
+    DEFAULT_MAX_ATTRIBUTE_BYTES,
+    DEFAULT_REDACT_KEYS,
+    Capture,
+    content_capture_from_env,
+)
+from agentwatch.sdk.kafka_exporter import DEFAULT_TOPIC, KafkaSpanExporter
+from agentwatch.sdk.processor import ConversationSpanProcessor, ProcessorGroup
+from agentwatch.sdk.runtime import RUNTIME, TRACER_NAME
+
+log = logging.getLogger(__name__)
+
+EXPORTERS = ("kafka", "otlp", "console", "memory", "none")
+
+
+@dataclass(slots=True)
+class Instrumentation:
+    """What `configure` set up."""
+
+    tracer_provider: TracerProvider
+    exporter: SpanExporter | None
+    owns_provider: bool
+
+
+_GROUPS: weakref.WeakKeyDictionary[TracerProvider, ProcessorGroup] = weakref.WeakKeyDictionary()
+_ACTIVE: Instrumentation | None = None
+
+
+def _env(name: str) -> str | None:
+    value = os.environ.get(name)
+    return value.strip() if value and value.strip() else None
+
+
+def _make_exporter(kind: str, bootstrap_servers: str | None, topic: str | None, compression: str | None,
+                   otlp_endpoint: str | None, otlp_protocol: str | None) -> SpanExporter | None:
+    if kind == "kafka":
+        return KafkaSpanExporter(
+            bootstrap_servers=bootstrap_servers or _env("AGENTWATCH_BOOTSTRAP_SERVERS") or "127.0.0.1:9092",
+            topic=topic or _env("AGENTWATCH_SPANS_TOPIC") or DEFAULT_TOPIC,
+            compression=compression or _env("AGENTWATCH_COMPRESSION"),
+        )
+    if kind == "otlp":
+        protocol = (otlp_protocol or _env("AGENTWATCH_OTLP_PROTOCOL")
+                    or _env("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL") or _env("OTEL_EXPORTER_OTLP_PROTOCOL") or "grpc")
+        kwargs = {"endpoint": otlp_endpoint} if otlp_endpoint else {}
+        if protocol.startswith("http"):
+            from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HTTPExporter
+
+            return HTTPExporter(**kwargs)
+        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GRPCExporter
+
+        return GRPCExporter(**kwargs)
+    if kind == "console":
+        from opentelemetry.sdk.trace.export import ConsoleSpanExporter
+
+        return ConsoleSpanExporter()
+    if kind == "memory":
+        from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+        return InMemorySpanExporter()
+    if kind == "none":
+        return None
+    raise ValueError(f"unknown exporter {kind!r}: expected one of {EXPORTERS} or a SpanExporter")
+
+
+def configure(
+    exporter: str | SpanExporter | None = None,
+    *,
+    agent: str | None = None,
+    version: str | None = None,
+    bootstrap_servers: str | None = None,
+    topic: str | None = None,
+    compression: str | None = None,
+    otlp_endpoint: str | None = None,
+    otlp_protocol: str | None = None,
+    capture_content: bool | None = None,
+    max_attribute_bytes: int | None = None,
+    redact_keys: Iterable[str] | None = None,
+    tracer_provider: TracerProvider | None = None,
+    batch: bool = True,
+    extra_processors: Iterable[SpanProcessor] = (),
+) -> Instrumentation:
+    """Set up tracing for `@trace` and `conversation`: our span processor plus one exporter.
+
+    exporter: "kafka" (default), "otlp", "console", "memory", "none" or a SpanExporter instance. With
+    `tracer_provider`, or when an SDK TracerProvider is already the global one, our processors are added to
+    it; otherwise a new provider (resource `service.name`=agent, `service.version`=version) becomes global.
+    """
+    global _ACTIVE
+    agent = agent or _env("AGENTWATCH_AGENT") or _env("OTEL_SERVICE_NAME")
+    version = version or _env("AGENTWATCH_AGENT_VERSION")
+    if capture_content is None:
+        capture_content = content_capture_from_env()
+    if max_attribute_bytes is None:
+        raw = _env("AGENTWATCH_MAX_ATTRIBUTE_BYTES")
+        try:
+            max_attribute_bytes = int(raw) if raw else DEFAULT_MAX_ATTRIBUTE_BYTES
+        except ValueError as exc:
+            raise ValueError(f"AGENTWATCH_MAX_ATTRIBUTE_BYTES must be an integer, got {raw!r}") from exc
+    if redact_keys is None:
+        raw = _env("AGENTWATCH_REDACT_KEYS")
+        redact_keys = [k.strip() for k in raw.split(",") if k.strip()] if raw else DEFAULT_REDACT_KEYS
+
+    if isinstance(exporter, SpanExporter):
+        span_exporter: SpanExporter | None = exporter
+    else:
+        kind = (exporter or _env("AGENTWATCH_EXPORTER") or "kafka").lower()
+        span_exporter = _make_exporter(kind, bootstrap_servers, topic, compression, otlp_endpoint, otlp_protocol)
+
+    provider, owns = _provider(tracer_provider, agent, version)
+    processors: list[SpanProcessor] = [ConversationSpanProcessor(agent=agent, version=version), *extra_processors]
+    if span_exporter is not None:
+        processors.append(BatchSpanProcessor(span_exporter) if batch else SimpleSpanProcessor(span_exporter))
+    group = _GROUPS.get(provider)
+    if group is None:
+        group = _GROUPS[provider] = ProcessorGroup(processors)
+        provider.add_span_processor(group)
+    else:
+        group.replace(processors)
+
+    RUNTIME.tracer = provider.get_tracer(TRACER_NAME)
+    RUNTIME.capture = Capture(enabled=capture_content, max_bytes=max_attribute_bytes, redact_keys=redact_keys)
+    RUNTIME.agent = agent
+    RUNTIME.version = version
+    _ACTIVE = Instrumentation(tracer_provider=provider, exporter=span_exporter, owns_provider=owns)
+    return _ACTIVE
+
+
+def _provider(given: TracerProvider | None, agent: str | None, version: str | None) -> tuple[TracerProvider, bool]:
+    if given is not None:
+        return given, False
+    current = otel_trace.get_tracer_provider()
+    if isinstance(current, TracerProvider):
+        log.info("agentwatch: adding its span processors to the existing TracerProvider")
+        return current, False
+    attrs: dict[str, Any] = {"service.name": agent or "unknown_agent"}
+    if version:
+        attrs["service.version"] = version
+    provider = TracerProvider(resource=Resource.create(attrs))
+    otel_trace.set_tracer_provider(provider)
+    return provider, True
+
+
+def shutdown(timeout_s: float = 5.0) -> None:
+    """Flush and stop what `configure` set up (the whole provider if it created it, else only our processors)."""
+    global _ACTIVE
+    active, _ACTIVE = _ACTIVE, None
+    if active is None:
+        return
+    group = _GROUPS.get(active.tracer_provider)
+    try:
+        if group is not None:
+            group.force_flush(int(timeout_s * 1000))
+            group.replace([])
+        if active.owns_provider:
+            active.tracer_provider.shutdown()
+    except Exception:
+        log.exception("agentwatch: error during shutdown")

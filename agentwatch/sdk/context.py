@@ -1,0 +1,245 @@
+"""The conversation context: which conversation the code is running in, and its per-turn annotations.
+
+`with conversation(...)` (or `async with`) puts a `ConversationState` in a context variable. The
+`ConversationSpanProcessor` reads it when any span starts — ours or another instrumentation's — and stamps the
+conversation's attributes on the span. `asyncio` tasks inherit it; threads do not (use `bind_context`).
+"""
+
+from __future__ import annotations
+
+import contextvars
+import functools
+import logging
+import uuid
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any, ParamSpec, Self, TypeVar
+
+from opentelemetry import trace as otel_trace
+from opentelemetry.trace import NonRecordingSpan, Span, SpanContext
+
+from agentwatch.sdk import attributes as A
+from agentwatch.sdk.runtime import RUNTIME
+
+log = logging.getLogger(__name__)
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+AttributeValue = str | bool | int | float
+
+
+@dataclass(slots=True)
+class ConversationState:
+    """One conversation as seen from inside the agent process."""
+
+    id: str
+    task: str | None = None
+    agent: str | None = None
+    version: str | None = None
+    user: str | None = None
+    budget_usd: float | None = None
+    tags: dict[str, str] = field(default_factory=dict)
+    attributes: dict[str, AttributeValue] = field(default_factory=dict)
+    open_turns: list[Span] = field(default_factory=list)
+    last_turn: SpanContext | None = None
+    pending: dict[str, AttributeValue] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        attrs: dict[str, AttributeValue] = {A.CONVERSATION_ID: self.id}
+        if self.task is not None:
+            attrs[A.TASK] = self.task
+        if self.user is not None:
+            attrs[A.USER_ID] = self.user
+        if self.budget_usd is not None:
+            attrs[A.BUDGET_USD] = float(self.budget_usd)
+        for key, value in self.tags.items():
+            attrs[f"agentwatch.tag.{key}"] = str(value)
+        self.attributes = attrs
+
+    def current_turn(self) -> Span | None:
+        """The innermost `invoke_agent` span of this conversation still open, if any."""
+        for span in reversed(self.open_turns):
+            if span.is_recording():
+                return span
+        return None
+
+
+_CURRENT: contextvars.ContextVar[ConversationState | None] = contextvars.ContextVar(
+    "agentwatch_conversation", default=None
+)
+
+
+def current_conversation() -> ConversationState | None:
+    """The conversation the calling code runs in, or None."""
+    return _CURRENT.get()
+
+
+class conversation:
+    """Context manager (sync and async) marking the code inside as one conversation.
+
+    `conversation.end()`, `conversation.expect(...)` and `conversation.label(...)` act on the current
+    conversation (the innermost one entered in this context).
+    """
+
+    __slots__ = ("_tokens", "state")
+
+    def __init__(
+        self,
+        id: str | None = None,
+        task: str | None = None,
+        agent: str | None = None,
+        version: str | None = None,
+        user: str | None = None,
+        budget_usd: float | None = None,
+        tags: Mapping[str, str] | None = None,
+    ) -> None:
+        self.state = ConversationState(
+            id=str(id) if id is not None else uuid.uuid4().hex,
+            task=task,
+            agent=agent,
+            version=version,
+            user=None if user is None else str(user),
+            budget_usd=budget_usd,
+            tags={str(k): str(v) for k, v in (tags or {}).items()},
+        )
+        self._tokens: list[contextvars.Token[ConversationState | None]] = []
+
+    @property
+    def id(self) -> str:
+        """The conversation id (generated when not given)."""
+        return self.state.id
+
+    def __enter__(self) -> Self:
+        self._tokens.append(_CURRENT.set(self.state))
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if self._tokens:
+            try:
+                _CURRENT.reset(self._tokens.pop())
+            except ValueError:  # exited in another context than entered: leave that context alone
+                log.debug("conversation %s exited in a different context", self.state.id)
+
+    async def __aenter__(self) -> Self:
+        return self.__enter__()
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.__exit__(exc_type, exc, tb)
+
+    @staticmethod
+    def current() -> ConversationState | None:
+        """The current conversation's state, or None outside any conversation."""
+        return _CURRENT.get()
+
+    @staticmethod
+    def end() -> bool:
+        """Mark the current turn as the conversation's last (or, between turns, emit an end marker span)."""
+        return _annotate(A.CONVERSATION_END, True, marker="agentwatch.conversation.end")
+
+    @staticmethod
+    def expect(
+        tools: Iterable[Any] | None = None,
+        *,
+        sequence_matters: bool = True,
+        uses_tool_results: bool | None = None,
+        forbidden_tools: Iterable[str] | None = None,
+        reference_answer: str | None = None,
+    ) -> bool:
+        """Attach an expectation to the current turn, or to the next turn when called between turns.
+
+        `tools` items are a name, a `(name, arguments)` pair or a `{"name":..., "arguments":...}` mapping;
+        arguments None means they are not checked.
+        """
+        state = _CURRENT.get()
+        if state is None:
+            log.warning("conversation.expect() called outside a conversation; ignored")
+            return False
+        try:
+            expected = {
+                "tools": [_expected_tool(t) for t in (tools or [])],
+                "sequence_matters": bool(sequence_matters),
+                "uses_tool_results": uses_tool_results,
+                "forbidden_tools": [str(t) for t in (forbidden_tools or [])],
+                "reference_answer": reference_answer,
+            }
+        except (TypeError, ValueError) as exc:
+            log.warning("conversation.expect(): invalid expectation ignored: %s", exc)
+            return False
+        attrs: dict[str, AttributeValue] = {A.EXPECTED: RUNTIME.capture.dumps(expected)}
+        if reference_answer is not None:
+            attrs[A.REFERENCE_ANSWER] = RUNTIME.capture.text(str(reference_answer))
+        turn = state.current_turn()
+        if turn is not None:
+            turn.set_attributes(attrs)
+        else:
+            state.pending.update(attrs)
+        return True
+
+    @staticmethod
+    def label(outcome: str, *, conversation_id: str | None = None) -> bool:
+        """Record a human or feedback outcome label (`complete`, `partial_correct`, ...) for a conversation."""
+        value = str(outcome).strip().lower().replace("-", "_").replace(" ", "_")
+        if value not in A.OUTCOMES:
+            log.warning("conversation.label(%r): unknown outcome, expected one of %s", outcome, sorted(A.OUTCOMES))
+            return False
+        if conversation_id is not None and (
+            _CURRENT.get() is None or _CURRENT.get().id != conversation_id  # type: ignore[union-attr]
+        ):
+            attrs = {A.OUTCOME: value, A.CONVERSATION_ID: str(conversation_id)}
+            # An empty context: no current conversation to stamp over the id given, no parent span.
+            contextvars.Context().run(_marker_span, "agentwatch.label", attrs, None)
+            return True
+        return _annotate(A.OUTCOME, value, marker="agentwatch.label")
+
+
+def _expected_tool(item: Any) -> dict[str, Any]:
+    if isinstance(item, str):
+        return {"name": item, "arguments": None}
+    if isinstance(item, Mapping):
+        if "name" not in item:
+            raise ValueError(f"expected tool {item!r} has no 'name'")
+        return {"name": str(item["name"]), "arguments": item.get("arguments")}
+    if isinstance(item, (tuple, list)) and len(item) == 2:
+        return {"name": str(item[0]), "arguments": item[1]}
+    raise TypeError(f"expected tool must be a name, (name, arguments) or mapping, got {item!r}")
+
+
+def _annotate(key: str, value: AttributeValue, *, marker: str) -> bool:
+    """Set key on the current turn span; between turns, on a marker span under the last turn."""
+    state = _CURRENT.get()
+    if state is None:
+        log.warning("%s called outside a conversation; ignored", marker)
+        return False
+    turn = state.current_turn()
+    if turn is not None:
+        turn.set_attribute(key, value)
+    else:
+        _marker_span(marker, {key: value}, state.last_turn)
+    return True
+
+
+def _marker_span(name: str, attrs: dict[str, AttributeValue], parent: SpanContext | None) -> None:
+    """A zero-length span carrying attrs; a child of the last turn when there was one."""
+    ctx = otel_trace.set_span_in_context(NonRecordingSpan(parent)) if parent is not None else None
+    try:
+        span = RUNTIME.get_tracer().start_span(name, context=ctx, attributes={**attrs, A.MARKER: True})
+        span.end()
+    except Exception:
+        log.exception("could not emit the %s span", name)
+
+
+def bind_context(fn: Callable[P, R]) -> Callable[P, R]:
+    """fn bound to the caller's context (conversation and parent span), for running in another thread."""
+    ctx = contextvars.copy_context()
+
+    @functools.wraps(fn)
+    def run(*args: P.args, **kwargs: P.kwargs) -> R:
+        return ctx.copy().run(fn, *args, **kwargs)
+
+    return run

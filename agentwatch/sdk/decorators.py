@@ -1,0 +1,211 @@
+"""`@trace`: one span per call of a function, coroutine, generator or async generator."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable
+from typing import Any, TypeVar, overload
+
+from opentelemetry import context as context_api
+from opentelemetry import trace as otel_trace
+
+from agentwatch.sdk.spans import MAX_STREAM_ITEMS, SpanSpec, fail, finish, start
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_attach = context_api.attach
+_detach = context_api.detach
+_in_context = otel_trace.set_span_in_context
+
+
+@overload
+def trace(fn: F) -> F: ...
+
+
+@overload
+def trace(
+    fn: str | None = None,
+    *,
+    kind: str = "chain",
+    name: str | None = None,
+    capture_input: bool = True,
+    capture_output: bool = True,
+    model: str | None = None,
+) -> Callable[[F], F]: ...
+
+
+def trace(
+    fn: Any = None,
+    *,
+    kind: str = "chain",
+    name: str | None = None,
+    capture_input: bool = True,
+    capture_output: bool = True,
+    model: str | None = None,
+) -> Any:
+    """Trace every call of the decorated function as an OpenTelemetry GenAI span (bare or with options).
+
+    kind: "agent" (one turn), "tool", "llm" (a model call) or "chain" (anything else). `@trace("name")`
+    is short for `@trace(name="name")`.
+    """
+    if isinstance(fn, str):
+        name, fn = fn, None
+
+    def decorate(func: F) -> F:
+        spec = SpanSpec.of(func, kind, name, capture_input, capture_output, model)
+        if inspect.isasyncgenfunction(func):
+            return _wrap_async_generator(func, spec)  # type: ignore[return-value]
+        if inspect.isgeneratorfunction(func):
+            return _wrap_generator(func, spec)  # type: ignore[return-value]
+        if inspect.iscoroutinefunction(func):
+            return _wrap_coroutine(func, spec)  # type: ignore[return-value]
+        return _wrap_function(func, spec)  # type: ignore[return-value]
+
+    if fn is None:
+        return decorate
+    return decorate(fn)
+
+
+def _wrap_function(func: Callable[..., Any], spec: SpanSpec) -> Callable[..., Any]:
+    @functools.wraps(func)
+    def traced(*args: Any, **kwargs: Any) -> Any:
+        span = start(spec, args, kwargs)
+        if span is None:
+            return func(*args, **kwargs)
+        token = _attach(_in_context(span))
+        try:
+            result = func(*args, **kwargs)
+        except BaseException as exc:
+            _detach(token)
+            fail(span, exc)
+            raise
+        _detach(token)
+        finish(spec, span, result)
+        return result
+
+    return traced
+
+
+def _wrap_coroutine(func: Callable[..., Any], spec: SpanSpec) -> Callable[..., Any]:
+    @functools.wraps(func)
+    async def traced(*args: Any, **kwargs: Any) -> Any:
+        span = start(spec, args, kwargs)
+        if span is None:
+            return await func(*args, **kwargs)
+        token = _attach(_in_context(span))
+        try:
+            result = await func(*args, **kwargs)
+        except BaseException as exc:
+            _detach(token)
+            fail(span, exc)
+            raise
+        _detach(token)
+        finish(spec, span, result)
+        return result
+
+    return traced
+
+
+def _keep(items: list[Any], item: Any) -> None:
+    if len(items) < MAX_STREAM_ITEMS:
+        items.append(item)
+
+
+def _wrap_generator(func: Callable[..., Any], spec: SpanSpec) -> Callable[..., Any]:
+    """The span starts at the first `next()` and ends when the generator is exhausted, fails or is closed.
+
+    The span is the current span only while the generator's own code runs, never between its yields.
+    """
+
+    @functools.wraps(func)
+    def traced(*args: Any, **kwargs: Any) -> Any:
+        gen = func(*args, **kwargs)
+        span = start(spec, args, kwargs)
+        if span is None:
+            return (yield from gen)
+        ctx = _in_context(span)
+        items: list[Any] = []
+        step: Callable[[Any], Any] = gen.send
+        arg: Any = None
+        while True:
+            token = _attach(ctx)
+            try:
+                item = step(arg)
+            except StopIteration as stop:
+                _detach(token)
+                finish(spec, span, items, streamed=True)
+                return stop.value
+            except BaseException as exc:
+                _detach(token)
+                fail(span, exc)
+                raise
+            _detach(token)
+            _keep(items, item)
+            try:
+                arg = yield item
+                step = gen.send
+            except GeneratorExit:
+                token = _attach(ctx)
+                try:
+                    gen.close()
+                except BaseException as exc:
+                    _detach(token)
+                    fail(span, exc)
+                    raise
+                _detach(token)
+                finish(spec, span, items, streamed=True)
+                raise
+            except BaseException as exc:  # noqa: BLE001 - thrown into us: passed on to the wrapped generator
+                step, arg = gen.throw, exc
+
+    return traced
+
+
+def _wrap_async_generator(func: Callable[..., Any], spec: SpanSpec) -> Callable[..., Any]:
+    """As `_wrap_generator`, for async generators."""
+
+    @functools.wraps(func)
+    async def traced(*args: Any, **kwargs: Any) -> Any:
+        agen = func(*args, **kwargs)
+        span = start(spec, args, kwargs)
+        if span is None:
+            async for item in agen:
+                yield item
+            return
+        ctx = _in_context(span)
+        items: list[Any] = []
+        step: Callable[[Any], Any] = agen.asend
+        arg: Any = None
+        while True:
+            token = _attach(ctx)
+            try:
+                item = await step(arg)
+            except StopAsyncIteration:
+                _detach(token)
+                finish(spec, span, items, streamed=True)
+                return
+            except BaseException as exc:
+                _detach(token)
+                fail(span, exc)
+                raise
+            _detach(token)
+            _keep(items, item)
+            try:
+                arg = yield item
+                step = agen.asend
+            except GeneratorExit:
+                token = _attach(ctx)
+                try:
+                    await agen.aclose()
+                except BaseException as exc:
+                    _detach(token)
+                    fail(span, exc)
+                    raise
+                _detach(token)
+                finish(spec, span, items, streamed=True)
+                raise
+            except BaseException as exc:  # noqa: BLE001 - passed on to the wrapped generator
+                step, arg = agen.athrow, exc
+
+    return traced
