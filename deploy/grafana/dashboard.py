@@ -1,0 +1,302 @@
+"""The agentwatch Grafana dashboard, built as code with the official grafana-foundation-sdk.
+
+Run `python deploy/grafana/dashboard.py` to (re)write `deploy/grafana/dashboards/agentwatch.json`; the tests
+fail when the committed JSON differs from `build_dashboard()`. Metric names follow docs/metrics.md.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import Any
+
+from grafana_foundation_sdk.builders import common as common_b
+from grafana_foundation_sdk.builders import dashboard as dash_b
+from grafana_foundation_sdk.builders import prometheus as prom_b
+from grafana_foundation_sdk.builders import stat as stat_b
+from grafana_foundation_sdk.builders import timeseries as ts_b
+from grafana_foundation_sdk.cog.encoder import JSONEncoder
+from grafana_foundation_sdk.models import common
+from grafana_foundation_sdk.models.dashboard import (
+    DashboardCursorSync,
+    DataSourceRef,
+    DynamicConfigValue,
+    Threshold,
+    ThresholdsMode,
+    VariableOption,
+    VariableRefresh,
+    VariableSort,
+)
+
+log = logging.getLogger(__name__)
+
+UID = "agentwatch-overview"
+OUTPUT = Path(__file__).parent / "dashboards" / "agentwatch.json"
+DATASOURCE = DataSourceRef(type_val="prometheus", uid="${datasource}")
+
+# Label selector of one series and window; `task="*"` is the agent-level aggregate.
+SERIES = 'agent="$agent", version="$version", task="$task"'
+SEL = SERIES + ', window="$window"'
+# Counters and histograms exist for real tasks only (no "*"): they are filtered by agent and version.
+AGENT_VERSION = 'agent="$agent", version="$version"'
+RATE = "$__rate_interval"
+
+
+def _query(expr: str, legend: str, ref: str) -> prom_b.Dataquery:
+    return prom_b.Dataquery().expr(expr).legend_format(legend).ref_id(ref).range().datasource(DATASOURCE)
+
+
+def _thresholds(*steps: tuple[float | None, str]) -> dash_b.ThresholdsConfig:
+    return dash_b.ThresholdsConfig().mode(ThresholdsMode.ABSOLUTE).steps(
+        [Threshold(value=v, color=c) for v, c in steps]
+    )
+
+
+def _timeseries(title: str, description: str, unit: str, queries: list[tuple[str, str]],
+                width: int = 12, height: int = 8) -> ts_b.Panel:
+    """A time-series panel with one target per (expr, legend)."""
+    panel = (
+        ts_b.Panel()
+        .title(title)
+        .description(description)
+        .datasource(DATASOURCE)
+        .unit(unit)
+        .span(width)
+        .height(height)
+        .line_width(1)
+        .fill_opacity(0)
+        .show_points(common.VisibilityMode.NEVER)
+        .legend(common_b.VizLegendOptions().display_mode(common.LegendDisplayMode.LIST)
+                .placement(common.LegendPlacement.BOTTOM).show_legend(True))
+        .tooltip(common_b.VizTooltipOptions().mode(common.TooltipDisplayMode.MULTI)
+                 .sort(common.SortOrder.NONE))
+    )
+    for i, (expr, legend) in enumerate(queries):
+        panel = panel.with_target(_query(expr, legend, chr(ord("A") + i)))
+    return panel
+
+
+def _band(title: str, description: str, metric: str, extra: str = "", width: int = 8) -> ts_b.Panel:
+    """Posterior mean with its credible interval shaded between the lower and upper bounds."""
+    sel = SEL + extra
+    panel = _timeseries(
+        title,
+        description,
+        "percentunit",
+        [
+            (f'{metric}{{{sel}, stat="mean"}}', "mean"),
+            (f'{metric}{{{sel}, stat="lower"}}', "lower"),
+            (f'{metric}{{{sel}, stat="upper"}}', "upper"),
+        ],
+        width=width,
+    )
+    return (
+        panel.min(0)
+        .max(1)
+        .line_width(2)
+        .override_by_name("upper", [
+            DynamicConfigValue(id_val="custom.fillBelowTo", value="lower"),
+            DynamicConfigValue(id_val="custom.fillOpacity", value=25),
+            DynamicConfigValue(id_val="custom.lineWidth", value=0),
+        ])
+        .override_by_name("lower", [
+            DynamicConfigValue(id_val="custom.lineWidth", value=0),
+        ])
+    )
+
+
+def _stat(title: str, description: str, unit: str, queries: list[tuple[str, str]], width: int = 6) -> stat_b.Panel:
+    panel = (
+        stat_b.Panel().title(title).description(description).datasource(DATASOURCE).unit(unit).span(width)
+        .height(4).graph_mode(common.BigValueGraphMode.AREA)
+        .reduce_options(common_b.ReduceDataOptions().calcs(["lastNotNull"]).values(False))
+    )
+    for i, (expr, legend) in enumerate(queries):
+        panel = panel.with_target(_query(expr, legend, chr(ord("A") + i)))
+    return panel
+
+
+def _variables(d: dash_b.Dashboard) -> dash_b.Dashboard:
+    def query_var(name: str, label: str, query: str) -> dash_b.QueryVariable:
+        return (
+            dash_b.QueryVariable(name).label(label).query(query).datasource(DATASOURCE)
+            .refresh(VariableRefresh.ON_TIME_RANGE_CHANGED).sort(VariableSort.NATURAL_ASC)
+        )
+
+    return (
+        d.with_variable(
+            dash_b.DatasourceVariable("datasource").label("Data source").type("prometheus")
+            .current(VariableOption(selected=True, text="agentwatch-prometheus", value="agentwatch-prometheus"))
+        )
+        .with_variable(query_var("agent", "Agent", "label_values(agentwatch_window_scored, agent)"))
+        .with_variable(query_var("version", "Version",
+                                 'label_values(agentwatch_window_scored{agent="$agent"}, version)'))
+        .with_variable(
+            query_var("task", "Task", 'label_values(agentwatch_window_scored{agent="$agent", version="$version"}, task)')
+            .current(VariableOption(selected=True, text="*", value="*"))
+        )
+        .with_variable(
+            query_var("window", "Window", "label_values(agentwatch_window_scored, window)")
+            .current(VariableOption(selected=True, text="24h", value="24h"))
+        )
+        .with_variable(
+            query_var("k", "k", "label_values(agentwatch_pass_pow_k, k)").multi(True).include_all(True)
+            .current(VariableOption(selected=True, text="3", value="3"))
+        )
+    )
+
+
+def _reliability(d: dash_b.Dashboard) -> dash_b.Dashboard:
+    d = d.with_row(dash_b.Row("Reliability ($window window, 95% credible intervals)"))
+    d = d.with_panel(_band(
+        "pass^$k", "Posterior of p^k: every one of k attempts succeeds. Shaded: credible interval.",
+        "agentwatch_pass_pow_k", ', k="$k"', width=24).repeat("k").repeat_direction("h").max_per_row(3))
+    d = d.with_panel(_band(
+        "pass@$k", "Posterior of 1-(1-p)^k: at least one of k attempts succeeds. Shaded: credible interval.",
+        "agentwatch_pass_at_k", ', k="$k"', width=24).repeat("k").repeat_direction("h").max_per_row(3))
+    d = d.with_panel(_band(
+        "Success rate p", "Beta posterior of the per-conversation pass probability.", "agentwatch_success_rate"))
+    d = d.with_panel(_band(
+        "Agent Success Rate (ASR)", "Mean outcome credit minus cost penalty, bootstrap interval.", "agentwatch_asr"))
+    d = d.with_panel(
+        _timeseries(
+            "Regression probability vs baseline",
+            "P(pass^k of this version < pass^k of the baseline version - margin). Alert above 0.95.",
+            "percentunit",
+            [(f"agentwatch_regression_probability{{{SEL}}}", "pass^{{k}} vs {{baseline_version}}")],
+            width=8,
+        ).min(0).max(1).thresholds(_thresholds((None, "green"), (0.95, "red")))
+        .thresholds_style(common_b.GraphThresholdsStyleConfig().mode(common.GraphThresholdsStyleMode.DASHED))
+    )
+    return d.with_panel(_stat(
+        "Conversations in window", "Scored conversations (n) and passed ones (c) of the posterior.", "short",
+        [(f"agentwatch_window_scored{{{SEL}}}", "scored (n)"), (f"agentwatch_window_passed{{{SEL}}}", "passed (c)")],
+        width=24,
+    ))
+
+
+def _outcomes(d: dash_b.Dashboard) -> dash_b.Dashboard:
+    d = d.with_row(dash_b.Row("Outcomes, tools and coverage"))
+    d = d.with_panel(
+        _timeseries("Outcome breakdown", "Share of the scored conversations by outcome class.", "percentunit",
+                    [(f"agentwatch_outcome_ratio{{{SEL}}}", "{{outcome}}")])
+        .fill_opacity(60).stacking(common_b.StackingConfig().mode(common.StackingMode.NORMAL)).min(0).max(1)
+    )
+    d = d.with_panel(_timeseries(
+        "Failure modes", "Share of conversations whose reasons include each failure mode.", "percentunit",
+        [(f"agentwatch_failure_ratio{{{SEL}}}", "{{mode}}")]).min(0))
+    d = d.with_panel(_timeseries(
+        "Tool correctness by dimension", "Mean over tool-graded turns; binary = share of exact tool-set matches.",
+        "percentunit", [(f"agentwatch_tool_correctness{{{SEL}}}", "{{dimension}}")]).min(0).max(1))
+    return d.with_panel(
+        _timeseries(
+            "Coverage (scored / all)", "Share of conversations some grader applied to; the rest are unscored.",
+            "percentunit", [(f"agentwatch_scored_ratio{{{SEL}}}", "scored ratio")],
+        ).min(0).max(1).thresholds(_thresholds((None, "red"), (0.5, "yellow"), (0.8, "green")))
+        .thresholds_style(common_b.GraphThresholdsStyleConfig().mode(common.GraphThresholdsStyleMode.AREA))
+    )
+
+
+def _cost(d: dash_b.Dashboard) -> dash_b.Dashboard:
+    d = d.with_row(dash_b.Row("Cost and latency"))
+    d = d.with_panel(_timeseries(
+        "Cost per conversation P50 / P90 / P99", "Cost quantiles of the conversations in the window.",
+        "currencyUSD", [(f"agentwatch_cost_usd{{{SEL}}}", "P{{quantile}}")], width=8))
+    d = d.with_panel(_timeseries(
+        "Over-budget ratio", "Share of conversations whose cost exceeds their ceiling.", "percentunit",
+        [(f"agentwatch_over_budget_ratio{{{SEL}}}", "over budget")], width=8).min(0))
+    d = d.with_panel(_timeseries(
+        "Duration P50 / P90 / P99", "Duration quantiles of the conversations in the window.", "s",
+        [(f"agentwatch_duration_seconds{{{SEL}}}", "P{{quantile}}")], width=8))
+    d = d.with_panel(_timeseries(
+        "Conversations per second by outcome (all tasks)", "Rate of conversations consumed, by outcome.", "cps",
+        [(f"sum by (outcome) (rate(agentwatch_conversations_total{{{AGENT_VERSION}}}[{RATE}]))", "{{outcome}}")],
+        width=8))
+    d = d.with_panel(_timeseries(
+        "Spend per hour (all tasks)", "USD per hour from the cost histogram.", "currencyUSD",
+        [(f"sum(rate(agentwatch_conversation_cost_usd_sum{{{AGENT_VERSION}}}[{RATE}])) * 3600", "USD / hour")],
+        width=8))
+    return d.with_panel(_timeseries(
+        "Duration P90 from the histogram (all tasks)", "Over the dashboard's rate interval, not the window.", "s",
+        [(
+            "histogram_quantile(0.9, sum by (le) "
+            f"(rate(agentwatch_conversation_duration_seconds_bucket{{{AGENT_VERSION}}}[{RATE}])))",
+            "P90",
+        )],
+        width=8))
+
+
+def _pipeline(d: dash_b.Dashboard) -> dash_b.Dashboard:
+    d = d.with_row(dash_b.Row("Pipeline health"))
+    d = d.with_panel(_timeseries("Throughput", "Spans consumed, scores produced and scores read per second.", "cps", [
+        (f"sum(rate(agentwatch_spans_consumed_total[{RATE}]))", "spans consumed"),
+        (f"sum(rate(agentwatch_scores_produced_total[{RATE}]))", "scores produced"),
+        (f"sum(rate(agentwatch_scores_consumed_total[{RATE}]))", "scores read by the estimator"),
+    ], width=8))
+    d = d.with_panel(_timeseries("Consumer lag", "Messages behind the fetch high watermark, by topic.", "short",
+                                 [("sum by (topic) (agentwatch_consumer_lag)", "{{topic}}")], width=8))
+    d = d.with_panel(_timeseries("Dead letters", "Messages rejected to the dead-letter topic, by reason.", "cps",
+                                 [(f"sum by (reason) (rate(agentwatch_messages_rejected_total[{RATE}]))",
+                                   "{{reason}}")], width=8))
+    d = d.with_panel(_timeseries("Conversations being assembled", "Open conversations in the collector.", "short",
+                                 [("sum(agentwatch_open_conversations)", "open")], width=8))
+    d = d.with_panel(_timeseries("Span anomalies", "Late and duplicate spans per second.", "cps", [
+        (f"sum(rate(agentwatch_late_spans_total[{RATE}]))", "late"),
+        (f"sum(rate(agentwatch_duplicate_spans_total[{RATE}]))", "duplicate"),
+    ], width=8))
+    d = d.with_panel(_timeseries(
+        "Conversations finished by reason", "end, idle, cap or shutdown.", "cps",
+        [(f"sum by (reason) (rate(agentwatch_conversations_finished_total[{RATE}]))", "{{reason}}")], width=8))
+    d = d.with_panel(_timeseries("Estimator input", "Scores rejected by reason, clamped and task folds.", "cps", [
+        (f"sum by (reason) (rate(agentwatch_scores_rejected_total[{RATE}]))", "rejected {{reason}}"),
+        (f"sum(rate(agentwatch_scores_clamped_total[{RATE}]))", "clamped"),
+        (f"sum(rate(agentwatch_tasks_folded_total[{RATE}]))", "folded into other"),
+    ], width=12))
+    return d.with_panel(_stat("Freshness", "Age of the newest counted score and of the last offset commit.", "s", [
+        ("time() - max(agentwatch_estimator_last_score_timestamp_seconds)", "newest score"),
+        ("time() - max(agentwatch_last_commit_timestamp_seconds)", "last commit"),
+    ], width=12))
+
+
+def build_dashboard() -> dict[str, Any]:
+    """The dashboard as a JSON-ready dict (Grafana's dashboard model, schemaVersion from the SDK)."""
+    d = (
+        dash_b.Dashboard("agentwatch")
+        .uid(UID)
+        .description("Reliability of AI agents in production: pass@k, pass^k, ASR, outcomes, cost, pipeline.")
+        .tags(["agentwatch", "agents", "reliability"])
+        .editable()
+        .time("now-24h", "now")
+        .refresh("1m")
+        .timezone("browser")
+        .tooltip(DashboardCursorSync.CROSSHAIR)
+    )
+    d = _variables(d)
+    for section in (_reliability, _outcomes, _cost, _pipeline):
+        d = section(d)
+    model = json.loads(json.dumps(d.build(), cls=JSONEncoder))
+    for panel_id, panel in enumerate(model["panels"], start=1):
+        panel["id"] = panel_id  # stable ids: Grafana links and repeats refer to them
+    return model
+
+
+def render() -> str:
+    """The dashboard JSON text as committed (sorted keys, two-space indent, trailing newline)."""
+    return json.dumps(build_dashboard(), indent=2, sort_keys=True) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Write the dashboard JSON to the path given, or to deploy/grafana/dashboards/agentwatch.json."""
+    args = sys.argv[1:] if argv is None else argv
+    out = Path(args[0]) if args else OUTPUT
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(render(), encoding="utf-8")
+    log.info("wrote %s", out)
+    return 0
+
+
+if __name__ == "__main__":
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    raise SystemExit(main())
