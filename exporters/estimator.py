@@ -155,6 +155,11 @@ class Estimator:
         self._folded = 0
         self._last_ts: float | None = None
 
+    @property
+    def longest_window_s(self) -> float:
+        """Width of the longest window in seconds (the replay and de-duplication horizon)."""
+        return self._longest
+
     # ------------------------------------------------------------------ input
 
     def add(self, score: ConversationScore) -> bool:

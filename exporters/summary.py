@@ -106,11 +106,11 @@ def _asr(total: Bucket, p: StatsParams) -> Interval | None:
         return None
     keys = np.fromiter(total.asr.keys(), dtype=np.float64, count=len(total.asr))
     counts = np.fromiter(total.asr.values(), dtype=np.float64, count=len(total.asr))
-    n = counts.sum()
-    mean = total.asr_sum / n
+    n = float(counts.sum())
+    mean = float(total.asr_sum / n)
     values = keys / ASR_RESOLUTION
     lo, hi = bootstrap_from_counts(values, counts, p.level, p.resamples, p.seed)
-    shift = mean - float(values @ counts) / n  # undo the rounding of credits in the bounds
+    shift = mean - float(values @ counts / n)  # undo the rounding of credits in the bounds
     return Interval(mean, min(1.0, max(0.0, lo + shift)), min(1.0, max(0.0, hi + shift)))
 
 

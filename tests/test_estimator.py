@@ -1,0 +1,236 @@
+"""Rolling estimator: posteriors, dedup, sliding windows, aggregate, folding, clamping, vanishing series."""
+
+from __future__ import annotations
+
+import random
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from _score_factory import T0, find, make_score
+from agentwatch.exporters.estimator import Estimator, failure_mode, sanitize_label
+from scipy import stats as sps
+
+from agentwatch.config import load_settings
+from agentwatch.schema import ToolScore, TurnScore
+from agentwatch.stats import posterior
+
+
+class Clock:
+    def __init__(self, t: float = T0) -> None:
+        self.t = t
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def estimator(now: float = T0 + 60, **overrides) -> tuple[Estimator, Clock]:
+    clock = Clock(now)
+    return Estimator(load_settings(**overrides), clock=clock), clock
+
+
+def test_thirty_conversations_24_passes_exact_pass_pow_3() -> None:
+    est, _ = estimator()
+    for i in range(30):
+        assert est.add(make_score(f"c{i}", passed=i < 24))
+    e = find(est.snapshot(), "1h", task="refund")
+    assert (e.scored, e.passed, e.conversations) == (30, 24, 30)
+    exact = Fraction(25 * 26 * 27, 32 * 33 * 34)
+    assert e.pass_pow_k[3].mean == pytest.approx(float(exact), abs=1e-12)
+    lo, hi = sps.beta.ppf([0.025, 0.975], 25, 7)
+    assert e.pass_pow_k[3].lower == pytest.approx(lo**3, abs=1e-12)
+    assert e.pass_pow_k[3].upper == pytest.approx(hi**3, abs=1e-12)
+    assert e.success.mean == pytest.approx(25 / 32, abs=1e-15)
+
+
+def test_vectorised_estimates_equal_stats_functions() -> None:
+    rng = random.Random(7)
+    est, _ = estimator()
+    truth = {}
+    for s in range(40):
+        n = rng.randint(1, 300)
+        c = rng.randint(0, n)
+        truth[f"t{s}"] = (n, c)
+        for i in range(n):
+            est.add(make_score(f"{s}-{i}", passed=i < c, task=f"t{s}"))
+    snap = est.snapshot()
+    for task, (n, c) in truth.items():
+        e = find(snap, "24h", task=task)
+        post = posterior(n, c)
+        assert e.success.lower == pytest.approx(post.interval(0.95)[0], abs=1e-12)
+        assert e.success.upper == pytest.approx(post.interval(0.95)[1], abs=1e-12)
+        for k in (1, 3, 5):
+            assert e.pass_pow_k[k].mean == pytest.approx(post.pass_pow_k_mean(k), abs=1e-12)
+            assert e.pass_at_k[k].mean == pytest.approx(post.pass_at_k_mean(k), abs=1e-12)
+            assert (e.pass_pow_k[k].lower, e.pass_pow_k[k].upper) == pytest.approx(
+                post.pass_pow_k_interval(k, 0.95), abs=1e-12
+            )
+            assert (e.pass_at_k[k].lower, e.pass_at_k[k].upper) == pytest.approx(
+                post.pass_at_k_interval(k, 0.95), abs=1e-12
+            )
+
+
+def test_duplicate_conversation_counts_once() -> None:
+    est, _ = estimator()
+    assert est.add(make_score("same", passed=True))
+    assert not est.add(make_score("same", passed=False))
+    e = find(est.snapshot(), "1h", task="refund")
+    assert (e.scored, e.passed) == (1, 1)
+    c = est.counters()
+    assert c.rejected["duplicate"] == 1 and c.consumed == 2
+
+
+def test_windows_slide_with_the_clock() -> None:
+    est, clock = estimator(now=T0)
+    est.add(make_score("a", ended_at=T0))
+    clock.t = T0 + 3599
+    assert find(est.snapshot(), "1h", task="refund").scored == 1
+    clock.t = T0 + 3600  # the bucket [T0, T0+60) leaves the 1h window
+    snap = est.snapshot()
+    assert find(snap, "1h", task="refund") is None
+    assert find(snap, "24h", task="refund").scored == 1
+    est.add(make_score("b", passed=False, ended_at=T0 + 3600))
+    snap = est.snapshot()
+    assert (find(snap, "1h", task="refund").scored, find(snap, "24h", task="refund").scored) == (1, 2)
+    assert find(snap, "1h", task="refund").passed == 0
+    assert find(snap, "24h", task="refund").passed == 1
+
+
+def test_series_vanish_after_the_longest_window_with_their_counters() -> None:
+    est, clock = estimator(now=T0)
+    est.add(make_score("a", ended_at=T0, version="old"))
+    clock.t = T0 + 6 * 86400
+    est.add(make_score("b", ended_at=clock.t, version="new"))
+    clock.t = T0 + 7 * 86400 + 3 * 3600  # 7d buckets are 2.8 h wide: "a" is gone after at most 7d
+    snap = est.snapshot()
+    assert {e.version for e in snap} == {"new"}
+    assert set(est.counters().series) == {("bot", "new", "refund")}
+
+
+def test_too_old_rejected_and_future_clamped() -> None:
+    est, clock = estimator(now=T0 + 10 * 86400)
+    assert not est.add(make_score("old", ended_at=T0))
+    assert est.add(make_score("future", ended_at=clock.t + 3600))
+    c = est.counters()
+    assert c.rejected["too_old"] == 1
+    assert c.clamped == 1
+    assert c.last_score_timestamp == clock.t  # clamped to now
+    assert find(est.snapshot(), "1h", task="refund").scored == 1
+
+
+def test_missing_end_time_uses_now() -> None:
+    est, clock = estimator(now=T0 + 500)
+    est.add(make_score("x", ended_at=None))
+    assert est.counters().last_score_timestamp == clock.t
+
+
+def test_aggregate_over_tasks_pools_counts() -> None:
+    est, _ = estimator()
+    plan = {"refund": (40, 30), "billing": (10, 2), "login": (5, 5)}
+    for task, (n, c) in plan.items():
+        for i in range(n):
+            est.add(make_score(f"{task}{i}", passed=i < c, task=task))
+    est.add(make_score("u1", passed=None, task="login"))
+    snap = est.snapshot()
+    agg = find(snap, "1h", task="*")
+    n, c = sum(v[0] for v in plan.values()), sum(v[1] for v in plan.values())
+    assert (agg.scored, agg.passed, agg.conversations) == (n, c, n + 1)
+    post = posterior(n, c)
+    assert agg.pass_pow_k[3].mean == pytest.approx(post.pass_pow_k_mean(3), abs=1e-12)
+    assert agg.pass_pow_k[3].lower == pytest.approx(post.pass_pow_k_interval(3)[0], abs=1e-12)
+    assert agg.scored_ratio == pytest.approx(n / (n + 1))
+    assert find(snap, "1h", task="login").scored_ratio == pytest.approx(5 / 6)
+    # counters since start exist for real tasks only
+    assert ("bot", "v1", "*") not in est.counters().series
+
+
+def test_unknown_tasks_fold_into_other_with_configured_list() -> None:
+    est, _ = estimator(exporter={"tasks": ["refund", "billing"]})
+    est.add(make_score("1", task="refund"))
+    est.add(make_score("2", task="shipping"))
+    est.add(make_score("3", task="returns", passed=False))
+    snap = est.snapshot()
+    other = find(snap, "1h", task="other")
+    assert (other.scored, other.passed) == (2, 1)
+    assert find(snap, "1h", task="shipping") is None
+    assert est.counters().folded == 2
+
+
+def test_task_cap_folds_new_tasks_beyond_max() -> None:
+    est, _ = estimator(exporter={"max_tasks": 2})
+    for i, task in enumerate(["a", "b", "c", "d", "a"]):
+        est.add(make_score(str(i), task=task))
+    tasks = {e.task for e in est.snapshot() if e.window == "1h"}
+    assert tasks == {"a", "b", "other", "*"}
+    assert est.counters().folded == 2
+
+
+def test_label_values_sanitised_and_capped() -> None:
+    est, _ = estimator()
+    est.add(make_score("1", agent='evil"agent\n{x}', version="1.2.3+build", task="t" * 200))
+    e = next(iter(est.snapshot()))
+    assert e.agent == "evil_agent__x_"
+    assert e.version == "1.2.3+build"
+    assert len(e.task) == 64 or e.task == "*"
+    assert sanitize_label("") == "unknown"
+    assert failure_mode("Loop: search called 3x") == "loop"
+    assert failure_mode("forbidden-tool: delete_user") == "forbidden_tool"
+
+
+def test_order_independent_state_replay() -> None:
+    scores = [make_score(f"c{i}", passed=i % 3 != 0, ended_at=T0 - i * 97.0, task=f"t{i % 4}") for i in range(300)]
+    a, _ = estimator()
+    b, _ = estimator()
+    for s in scores:
+        a.add(s)
+    shuffled = scores[:]
+    random.Random(3).shuffle(shuffled)
+    for s in shuffled + shuffled[:50]:  # replay with duplicates
+        b.add(s)
+    key = lambda e: (e.task, e.window)
+    sa, sb = sorted(a.snapshot(), key=key), sorted(b.snapshot(), key=key)
+    assert [(e.task, e.window, e.scored, e.passed) for e in sa] == [(e.task, e.window, e.scored, e.passed) for e in sb]
+    assert [e.pass_pow_k[3] for e in sa] == [e.pass_pow_k[3] for e in sb]
+    assert [e.asr for e in sa] == [e.asr for e in sb]
+
+
+def test_window_aggregates_asr_tools_cost_duration_failures() -> None:
+    rng = np.random.default_rng(11)
+    est, _ = estimator()
+    credits, costs, durations, over, tools = [], [], [], 0, []
+    outcomes = ["complete", "partial_correct", "partial_incorrect", "hallucinated", "abandoned"]
+    for i in range(200):
+        outcome = outcomes[i % 5]
+        credit = {"complete": 1.0, "partial_correct": 0.4}.get(outcome, 0.0)
+        cost = float(rng.lognormal(-3, 1))
+        penalty = min(1.0, max(0.0, (cost - 0.05) / 0.05))
+        credit = max(0.0, credit - penalty)
+        dur = float(rng.uniform(0.1, 100))
+        sel, par = float(rng.uniform()), float(rng.uniform())
+        turn = TurnScore(index=0, tool=ToolScore(selection=sel, parameters=par, sequence=1.0, utilization=None,
+                                                overall=(sel + par) / 2, binary=sel > 0.5, passed=False))
+        tools.append((sel, par, sel > 0.5))
+        est.add(make_score(f"c{i}", passed=outcome == "complete", outcome=outcome, asr_credit=credit,
+                           cost_usd=cost, budget_usd=0.05, duration_s=dur, turn_scores=[turn],
+                           reasons=["loop: again"] if i % 4 == 0 else ["hallucination: x", "loop: y"][: i % 2]))
+        credits.append(credit)
+        costs.append(cost)
+        durations.append(dur)
+        over += cost > 0.05
+    e = find(est.snapshot(), "1h", task="refund")
+    assert e.asr.mean == pytest.approx(np.mean(credits), abs=1e-12)
+    ref = __import__("agentwatch.stats", fromlist=["x"]).bootstrap_mean_interval(np.array(credits), 0.95, 4000, 1)
+    assert e.asr.lower == pytest.approx(ref[1], abs=0.02)
+    assert e.asr.upper == pytest.approx(ref[2], abs=0.02)
+    assert e.asr.lower < e.asr.mean < e.asr.upper
+    for q in (0.5, 0.9, 0.99):
+        assert e.cost_quantiles[q] == pytest.approx(np.quantile(costs, q, method="inverted_cdf"), rel=0.0101)
+        assert e.duration_quantiles[q] == pytest.approx(np.quantile(durations, q, method="inverted_cdf"), rel=0.0101)
+    assert e.over_budget_ratio == pytest.approx(over / 200)
+    assert e.tool["selection"] == pytest.approx(np.mean([t[0] for t in tools]), abs=1e-12)
+    assert e.tool["parameters"] == pytest.approx(np.mean([t[1] for t in tools]), abs=1e-12)
+    assert e.tool["binary"] == pytest.approx(np.mean([t[2] for t in tools]), abs=1e-12)
+    assert "utilization" not in e.tool
+    assert e.outcome_ratio == {o: pytest.approx(0.2) for o in outcomes}
+    assert e.failure_ratio["loop"] == pytest.approx(sum(i % 4 == 0 for i in range(200)) / 200)
+    assert e.failure_ratio["hallucination"] == pytest.approx(sum(i % 2 == 1 for i in range(200)) / 200)

@@ -1,0 +1,123 @@
+"""The Prometheus endpoint: exact pass^3 through a real HTTP scrape, fresh families, vanishing series."""
+
+from __future__ import annotations
+
+import urllib.request
+from fractions import Fraction
+
+import pytest
+from _score_factory import T0, make_score
+from agentwatch.exporters.service import ExporterService
+from prometheus_client import CollectorRegistry
+from prometheus_client.parser import text_string_to_metric_families
+from scipy import stats as sps
+
+from agentwatch.config import load_settings
+from agentwatch.schema import ToolScore, TurnScore
+
+TOOL_TURN = TurnScore(index=0, tool=ToolScore(selection=1.0, parameters=0.5, sequence=1.0, utilization=1.0,
+                                              overall=0.875, binary=True, passed=False))
+
+
+class Clock:
+    def __init__(self, t: float) -> None:
+        self.t = t
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def scrape(port: int) -> dict[str, list]:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as resp:
+        text = resp.read().decode()
+    out: dict[str, list] = {}
+    for fam in text_string_to_metric_families(text):
+        for s in fam.samples:
+            out.setdefault(s.name, []).append(s)
+    return out
+
+
+def value(samples: dict, name: str, **labels: str) -> float:
+    hits = [s.value for s in samples.get(name, []) if all(s.labels.get(k) == v for k, v in labels.items())]
+    assert len(hits) == 1, (name, labels, hits)
+    return hits[0]
+
+
+@pytest.fixture
+def served():
+    clock = Clock(T0 + 60)
+    service = ExporterService(load_settings(), registry=CollectorRegistry(), clock=clock)
+    port = service.start_http(port=0, host="127.0.0.1")
+    yield service, port, clock
+    service.stop_http()
+
+
+def test_pass_pow_3_exact_through_http_scrape(served) -> None:
+    service, port, _ = served
+    for i in range(30):
+        service.estimator.add(make_score(f"c{i}", passed=i < 24))
+    m = scrape(port)
+    series = {"agent": "bot", "version": "v1", "task": "refund", "window": "1h", "k": "3"}
+    mean = value(m, "agentwatch_pass_pow_k", stat="mean", **series)
+    lower = value(m, "agentwatch_pass_pow_k", stat="lower", **series)
+    upper = value(m, "agentwatch_pass_pow_k", stat="upper", **series)
+    exact = Fraction(1)
+    for i in range(3):
+        exact *= Fraction(25 + i, 32 + i)
+    lo, hi = sps.beta.ppf([0.025, 0.975], 25, 7)
+    assert abs(mean - float(exact)) < 1e-9
+    assert abs(lower - lo**3) < 1e-9
+    assert abs(upper - hi**3) < 1e-9
+    s = {"agent": "bot", "version": "v1", "task": "refund", "window": "1h"}
+    assert value(m, "agentwatch_window_scored", **s) == 30
+    assert value(m, "agentwatch_window_passed", **s) == 24
+    assert value(m, "agentwatch_success_rate", stat="mean", **s) == pytest.approx(25 / 32, abs=1e-12)
+    assert value(m, "agentwatch_conversations_total", agent="bot", version="v1", task="refund",
+                 outcome="complete") == 24
+    assert value(m, "agentwatch_scores_consumed_total") == 30
+    assert value(m, "agentwatch_scores_rejected_total", reason="duplicate") == 0
+    assert value(m, "agentwatch_window_scored", agent="bot", version="v1", task="*", window="7d") == 30
+    # no identifiers of conversations anywhere
+    assert all("c1" not in str(s.labels.values()) for fam in m.values() for s in fam)
+
+
+def test_every_documented_metric_is_exposed(served) -> None:
+    import pathlib
+    import re
+
+    service, port, _ = served
+    for i in range(40):
+        service.estimator.add(make_score(f"a{i}", passed=i % 4 != 0, version="v1", ended_at=T0,
+                                         cost_usd=0.01 * i, budget_usd=0.2, duration_s=i,
+                                         reasons=["loop: x"] if i % 4 == 0 else [], turn_scores=[TOOL_TURN]))
+        service.estimator.add(make_score(f"b{i}", passed=i % 2 == 0, version="v2", ended_at=T0 + 30))
+    service.estimator.reject_invalid()
+    m = scrape(port)
+    doc = (pathlib.Path(__file__).parents[1] / "docs" / "metrics.md").read_text()
+    table = doc.split("## Pipeline health")[0]
+    names = set(re.findall(r"^\| `(agentwatch_[a-z_]+)`", table, flags=re.MULTILINE))
+    assert len(names) >= 24
+    exposed = {n.removesuffix("_bucket").removesuffix("_count").removesuffix("_sum") for n in m}
+    assert names <= exposed, names - exposed
+    assert value(m, "agentwatch_regression_probability", agent="bot", version="v2", task="refund",
+                 window="1h", k="3", baseline_version="v1") > 0.5
+    assert value(m, "agentwatch_scores_rejected_total", reason="invalid") == 1
+    assert value(m, "agentwatch_tool_correctness", agent="bot", version="v1", task="refund", window="24h",
+                 dimension="parameters") == 0.5
+    assert value(m, "agentwatch_failure_ratio", agent="bot", version="v1", task="refund", window="1h",
+                 mode="loop") == pytest.approx(0.25)
+
+
+def test_vanished_series_vanish_from_the_next_scrape(served) -> None:
+    service, port, clock = served
+    service.estimator.add(make_score("x", version="old", ended_at=T0))
+    m = scrape(port)
+    assert value(m, "agentwatch_window_scored", agent="bot", version="old", task="refund", window="1h") == 1
+    clock.t = T0 + 2 * 3600
+    m = scrape(port)
+    windows = {s.labels["window"] for s in m["agentwatch_window_scored"]}
+    assert windows == {"24h", "7d"}
+    clock.t = T0 + 8 * 86400
+    m = scrape(port)
+    assert "agentwatch_window_scored" not in m
+    assert not any("version" in s.labels for fam in m.values() for s in fam)
