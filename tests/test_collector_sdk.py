@@ -1,0 +1,148 @@
+"""Our SDK in an agent process → broker → collector → scores topic, every ConversationScore field checked."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+import yaml
+from collector_kafka_helpers import ServiceThread, TopicReader, collector_settings, unique
+from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
+
+import agentwatch.config
+
+pytestmark = pytest.mark.broker
+
+AGENT = r"""
+import sys
+from agentwatch.sdk import configure, conversation, record_usage, shutdown, trace
+
+bootstrap, topic, cid = sys.argv[1:4]
+configure("kafka", agent="support-bot", version="1.2.0", bootstrap_servers=bootstrap, topic=topic,
+          capture_content=True)
+
+
+@trace(kind="tool")
+def lookup_order(order_id: int) -> dict:
+    return {"status": "shipped", "eta": "2026-11-25"}
+
+
+@trace(kind="tool")
+def refund(order_id: int, amount: float) -> dict:
+    return {"refunded": True, "amount": amount}
+
+
+@trace(kind="llm")
+def llm(prompt: str, model: str, n_in: int, n_out: int) -> str:
+    record_usage(model=model, input_tokens=n_in, output_tokens=n_out)
+    return "ok"
+
+
+@trace(kind="agent")
+def support_bot(question: str) -> str:
+    if "refund" in question:
+        conversation.expect([("refund", {"order_id": 42, "amount": 19.99})],
+                            reference_answer="Refunded 19.99 USD for order 42.")
+        result = refund(42, 19.99)
+        llm(question, "gpt-4o", 2000, 150)
+        conversation.end()
+        return f"Refunded {result['amount']} USD for order 42."
+    conversation.expect([("lookup_order", {"order_id": 42})],
+                        reference_answer="Order 42 has shipped; ETA 2026-11-25.")
+    order = lookup_order(order_id=42)
+    llm(question, "gpt-4o-mini", 1200, 80)
+    return f"Order 42 has {order['status']}; ETA {order['eta']}."
+
+
+with conversation(id=cid, task="refunds", budget_usd=0.05, tags={"tier": "gold"}):
+    support_bot("Where is order 42?")
+    support_bot("Please refund it.")
+shutdown()
+"""
+
+
+def _prices(model: str) -> tuple[float, float]:
+    table = yaml.safe_load((Path(agentwatch.config.__file__).parent / "data" / "prices.yaml").read_text())
+    p = table["models"][model]
+    return p["input_per_mtok"], p["output_per_mtok"]
+
+
+def _turn_spans(records) -> list[tuple[int, int]]:
+    """(start, end) ns of invoke_agent spans, read with the protobuf classes alone."""
+    out = []
+    for r in records:
+        for rs in TracesData.FromString(r.value).resource_spans:
+            for ss in rs.scope_spans:
+                for span in ss.spans:
+                    ops = [a.value.string_value for a in span.attributes if a.key == "gen_ai.operation.name"]
+                    if ops == ["invoke_agent"]:
+                        out.append((span.start_time_unix_nano, span.end_time_unix_nano))
+    return sorted(out)
+
+
+def test_sdk_agent_through_broker_and_collector(broker, topic, tmp_path):
+    bs = broker.bootstrap_servers
+    cid = unique("sdk")
+    script = tmp_path / "agent.py"
+    script.write_text(AGENT)
+    run = subprocess.run(
+        [sys.executable, str(script), bs, topic, cid], check=False, capture_output=True, timeout=60
+    )
+    assert run.returncode == 0, run.stderr.decode()[-2000:]
+
+    spans_topic = TopicReader(bs, topic)
+    span_records = spans_topic.wait(lambda r: len(r) > 0, 10)
+    spans_topic.close()
+    assert all(r.key == cid.encode() for r in span_records)
+    turns = _turn_spans(span_records)
+    assert len(turns) == 2
+
+    settings = collector_settings(bs, [topic], unique("sdk"))
+    reader = TopicReader(bs, settings.collector.scores_topic)
+    with ServiceThread(settings) as svc:
+        records = reader.wait(lambda r: len(r) >= 1, 30)
+        assert svc.error is None
+    reader.close()
+    assert len(records) == 1
+    assert records[0].key == b"support-bot|1.2.0|refunds"
+    s = json.loads(records[0].value)
+
+    (pi0, po0), (pi1, po1) = _prices("gpt-4o-mini"), _prices("gpt-4o")
+    cost = (1200 * pi0 + 80 * po0 + 2000 * pi1 + 150 * po1) / 1e6
+    full_marks = {
+        "selection": 1.0,
+        "parameters": 1.0,
+        "sequence": 1.0,
+        "utilization": 1.0,
+        "overall": 1.0,
+        "binary": True,
+        "passed": True,
+    }
+    assert s["schema_version"] == 1
+    assert s["conversation_id"] == cid
+    assert (s["agent"], s["version"], s["task"]) == ("support-bot", "1.2.0", "refunds")
+    assert s["tags"] == {"tier": "gold"}
+    assert s["turns"] == 2
+    assert s["passed"] is True, s["reasons"]
+    assert s["outcome"] == "complete"
+    assert s["outcome_source"] == "rules"
+    assert s["reasons"] == []
+    assert [ts["index"] for ts in s["turn_scores"]] == [0, 1]
+    for ts in s["turn_scores"]:
+        assert ts["answer_score"] == pytest.approx(1.0)
+        assert ts["answer_passed"] is True
+        assert ts["tool"] == pytest.approx(full_marks)
+        assert (ts["loop"], ts["forbidden_tools"], ts["error"], ts["passed"]) == (False, [], None, True)
+    assert s["cost_usd"] == pytest.approx(cost, rel=1e-9)
+    assert s["budget_usd"] == pytest.approx(0.05)
+    assert s["cost_penalty"] == 0.0
+    assert s["asr_credit"] == pytest.approx(1.0)
+    assert s["duration_s"] == pytest.approx(sum(e - b for b, e in turns) / 1e9, rel=1e-6)
+    assert (s["input_tokens"], s["output_tokens"]) == (3200, 230)
+    ended = datetime.fromisoformat(s["ended_at"])
+    assert abs(ended - datetime.fromtimestamp(max(e for _, e in turns) / 1e9, tz=UTC)).total_seconds() < 1e-3
+    assert s["incomplete"] is False
