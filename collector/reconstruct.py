@@ -27,6 +27,7 @@ _OUTCOMES = {"complete", "partial_correct", "partial_incorrect", "hallucinated",
 def _role(span: SpanRecord) -> str:
     attrs = span.attrs
     op = attrs.get(cv.OPERATION_KEY)
+    op = op if isinstance(op, str) else None
     kind = attrs.get(cv.OPENINFERENCE_KIND_KEY)
     kind = kind.upper() if isinstance(kind, str) else None
     if op in cv.AGENT_OPERATIONS or kind in cv.AGENT_KINDS:
@@ -435,7 +436,7 @@ def build_conversation(
     if budget_raw is not None and budget is None:
         notes.append(f"agentwatch.budget.usd {str(budget_raw)[:40]!r} ignored: not a non-negative number")
     outcome = _first_over(list(reversed(ordered)), cv.OUTCOME_KEYS)
-    if outcome is not None and normalize_outcome(outcome) not in _OUTCOMES:
+    if outcome is not None and (not isinstance(outcome, str) or normalize_outcome(outcome) not in _OUTCOMES):
         notes.append(f"agentwatch.outcome {str(outcome)[:40]!r} ignored: not an outcome class")
         outcome = None
     tags: dict[str, str] = {}
