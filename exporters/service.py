@@ -18,6 +18,7 @@ from typing import Any
 
 from agentwatch.exporters.estimator import Estimator
 from agentwatch.exporters.prometheus import EstimatorCollector
+from kafka import ConsumerRebalanceListener
 from prometheus_client import CollectorRegistry, start_http_server
 from pydantic import ValidationError
 
@@ -27,7 +28,7 @@ from agentwatch.schema import ConversationScore
 log = logging.getLogger(__name__)
 
 
-class _Rebalance:
+class _Rebalance(ConsumerRebalanceListener):
     """Consumer rebalance listener: rebuild the estimator and rewind the assigned partitions."""
 
     def __init__(self, service: ExporterService) -> None:
@@ -59,6 +60,7 @@ class ExporterService:
         self._http: Any = None
         self._consumer: Any = None
         self._assigned: list[Any] = []
+        self._pending: list[Any] = []
         self.replayed = threading.Event()  # set once every assigned partition is read up to its high watermark
 
     # ------------------------------------------------------------------ HTTP
@@ -98,19 +100,25 @@ class ExporterService:
         )
 
     def _on_assigned(self, assigned: list[Any]) -> None:
-        """Fresh estimator; rewind every assigned partition to the start of the longest window."""
+        """Fresh estimator; pause the assigned partitions until `_rewind` runs (listeners must not block)."""
         estimator = Estimator(self.settings, self._clock)
         self.estimator = estimator
         self.collector.estimator = estimator
         self._assigned = assigned
         self.replayed.clear()
-        if not assigned:
-            return
-        consumer = self._consumer
-        since_ms = int((self._clock() - estimator.longest_window_s) * 1000)
+        if assigned:
+            self._consumer.pause(*assigned)
+            self._pending = assigned
+
+    def _rewind(self, consumer: Any) -> None:
+        """Seek every newly assigned partition to the start of the longest window, then resume it."""
+        from kafka.errors import KafkaError
+
+        assigned, self._pending = self._pending, []
+        since_ms = int((self._clock() - self.estimator.longest_window_s) * 1000)
         try:
             found = consumer.offsets_for_times({tp: since_ms for tp in assigned})
-        except Exception as exc:  # broker without ListOffsets by time: replay from the beginning
+        except KafkaError as exc:  # broker without ListOffsets by time: replay from the beginning
             log.warning("offsets_for_times failed (%s); replaying from the beginning", exc)
             found = {}
         for tp in assigned:
@@ -121,6 +129,7 @@ class ExporterService:
                 consumer.seek_to_beginning(tp)
             else:
                 consumer.seek(tp, hit.offset)
+        consumer.resume(*assigned)
         log.info("assigned %d partition(s); replaying scores since %.0f", len(assigned), since_ms / 1000)
 
     def feed(self, value: bytes | None, where: str = "") -> bool:
@@ -156,10 +165,12 @@ class ExporterService:
         try:
             while not stop_event.is_set():
                 batches = consumer.poll(timeout_ms=cfg.poll_timeout_ms)
+                if self._pending:
+                    self._rewind(consumer)
                 for tp, records in batches.items():
                     for r in records:
                         self.feed(r.value, f"at {tp.topic}[{tp.partition}]@{r.offset}")
-                if not self.replayed.is_set():
+                if not self.replayed.is_set() and not self._pending:
                     self._check_replayed(consumer)
         finally:
             self._consumer = None
