@@ -9,6 +9,7 @@ from collections import Counter
 from agentwatch.scorers.text import numbers_in, parse_number
 
 _PUNCT = str.maketrans({c: " " for c in string.punctuation if c not in ".,-+"})
+_NUMBER_START = frozenset("0123456789+-.")
 _ARTICLES = frozenset({"a", "an", "the"})
 _SPACE = re.compile(r"\s+")
 # A reference that is just a number, maybe with a currency sign or a unit word: "$42.50", "42.5 USD", "7 days".
@@ -24,9 +25,10 @@ def normalise_tokens(text: str) -> list[str]:
             token = raw[0] + token
         if not token or token in _ARTICLES:
             continue
-        value = parse_number(token)
-        if value is not None:
-            token = repr(int(value)) if value.is_integer() else repr(value)
+        if token[0] in _NUMBER_START:
+            value = parse_number(token)
+            if value is not None:
+                token = repr(int(value)) if value.is_integer() else repr(value)
         out.append(token)
     return out
 

@@ -88,17 +88,17 @@ class ConversationScorer:
         if turn.input is None:
             evidence.complete = False
         else:
-            evidence.add_text(turn.input)
+            evidence.add(turn.input)
         for call in turn.tool_calls:
             if call.error is None:
-                evidence.add_value(call.arguments)
+                evidence.add(call.arguments)
                 if call.result is None:
                     evidence.complete = False
                 else:
-                    evidence.add_value(call.result)
+                    evidence.add(call.result)
                 evidence.tool_names.append(names(call.name))
             else:
-                evidence.add_text(call.error)
+                evidence.add(call.error)
 
         answer = turn.answer
         has_answer = bool(answer and answer.strip())
@@ -168,7 +168,7 @@ class ConversationScorer:
             reasons.append(f"hallucination: turn {i}: {text}")
 
         passed = False if failed else (True if applied else None)
-        score = TurnScore.model_construct(
+        score = TurnScore(
             index=i,
             answer_score=answer_score,
             answer_passed=answer_passed,
@@ -250,7 +250,7 @@ class ConversationScorer:
         if conv.incomplete:
             reasons.append("incomplete: the collector finished this conversation early (a cap was hit)")
 
-        return ConversationScore.model_construct(
+        return ConversationScore(
             schema_version=conv.schema_version,
             conversation_id=conv.conversation_id,
             agent=conv.agent,

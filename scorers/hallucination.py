@@ -17,7 +17,8 @@ from collections.abc import Iterable
 
 from agentwatch.scorers.text import numbers_in, parse_number
 
-_EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
+_DIGIT = re.compile(r"\d")
+_EMAIL = re.compile(r"(?=[\w.+-]+@)[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 _ID = re.compile(r"(?<![\w-])(?:[A-Z]{2,}[-_#]?\d{3,}(?:[-_][A-Z0-9]+)*|#\d{3,})(?![\w-])")
 _LONG_NUMBER = re.compile(r"(?<![\w.,$€£-])\d{5,}(?![\w]|[.,]\d)")
 _AMOUNT = re.compile(
@@ -56,41 +57,50 @@ _CLAIM = re.compile(
 )
 
 
-class Evidence:
-    """What the agent could legitimately know so far in a conversation: inputs, tool arguments and results."""
+_JSON = json.JSONEncoder(ensure_ascii=False, default=str)
 
-    __slots__ = ("_folded", "_numbers", "_texts", "complete", "tool_names")
+
+class Evidence:
+    """What the agent could legitimately know so far in a conversation: inputs, tool arguments and results.
+
+    Values are only read (case-folded text, numbers) when an answer holds something to check.
+    """
+
+    __slots__ = ("_chunks", "_joined", "_numbered", "_numbers", "_pending", "complete", "tool_names")
 
     def __init__(self) -> None:
-        self._texts: list[str] = []
-        self._folded: str | None = None
-        self._numbers: list[float] | None = None
+        self._pending: list[object] = []
+        self._chunks: list[str] = []  # case-folded texts absorbed so far
+        self._joined = ""
+        self._numbers: list[float] = []
+        self._numbered = 0  # chunks whose numbers are in _numbers
         self.complete = True  # False once an input or a successful tool result was not captured
         self.tool_names: list[str] = []  # normalised names of successful tool calls so far
 
-    def add_text(self, text: str | None) -> None:
-        """Add a text the agent saw (an input, a tool result, an error)."""
-        if text:
-            self._texts.append(text)
-            self._folded = None
-            self._numbers = None
+    def add(self, value: object) -> None:
+        """Add a text or JSON value the agent saw (an input, tool arguments, a result, an error)."""
+        if value is not None and value != "":
+            self._pending.append(value)
 
-    def add_value(self, value: object) -> None:
-        """Add any JSON value the agent saw (tool arguments or result)."""
-        if value is None:
-            return
-        self.add_text(value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str))
+    def _absorb(self) -> None:
+        text = "\n".join(v if isinstance(v, str) else _JSON.encode(v) for v in self._pending).casefold()
+        self._pending.clear()
+        self._chunks.append(text)
+        self._joined = f"{self._joined}\n{text}" if self._joined else text
 
-    def folded(self, extra: str | None = None) -> str:
-        """All evidence text, case-folded (plus `extra`, e.g. the reference answer)."""
-        if self._folded is None:
-            self._folded = "\n".join(self._texts).casefold()
-        return self._folded + ("\n" + extra.casefold() if extra else "")
+    def folded(self) -> str:
+        """All evidence as case-folded text (JSON values as JSON text)."""
+        if self._pending:
+            self._absorb()
+        return self._joined
 
     def numbers(self) -> list[float]:
-        """All numbers written in the evidence."""
-        if self._numbers is None:
-            self._numbers = [v for v, _ in numbers_in("\n".join(self._texts))]
+        """All numbers in the evidence (JSON numbers and numbers written in texts)."""
+        if self._pending:
+            self._absorb()
+        while self._numbered < len(self._chunks):
+            self._numbers.extend(v for v, _ in numbers_in(self._chunks[self._numbered]))
+            self._numbered += 1
         return self._numbers
 
 
@@ -116,14 +126,17 @@ def unsupported_claims(answer: str, tool_names: Iterable[str]) -> list[str]:
 
 def unsupported_identifiers(answer: str, evidence: Evidence, reference: str | None = None) -> list[str]:
     """Identifiers and amounts in `answer` found nowhere in the evidence or the reference."""
+    if _DIGIT.search(answer) is None and "@" not in answer:
+        return []
     out: list[str] = []
     haystack: str | None = None
+    ref = reference.casefold() if reference else ""
     for regex in (_EMAIL, _ID, _LONG_NUMBER):
-        for m in regex.finditer(answer):
-            token = m.group()
+        for token in regex.findall(answer):
             if haystack is None:
-                haystack = evidence.folded(reference)
-            if token.casefold() not in haystack and token not in out:
+                haystack = evidence.folded()
+            folded = token.casefold()
+            if folded not in haystack and folded not in ref and token not in out:
                 out.append(token)
     amounts = _AMOUNT.findall(answer)
     if amounts:

@@ -7,19 +7,18 @@ import re
 
 # A number as people write it: optional sign, thousands separators, decimals ("1,234.50", "-3", ".5").
 _NUM = r"[-+]?(?:(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|\.\d+)"
-NUMBER_RE = re.compile(r"(?<![\w.])" + _NUM + r"(?!\w|\.\d)")
+NUMBER_RE = re.compile(r"(?=[-+.\d])(?<![\w.])" + _NUM + r"(?!\w|\.\d)")
 _PLAIN_NUMBER_RE = re.compile(_NUM + r"$")
 
 
 def numbers_in(text: str) -> list[tuple[float, int]]:
     """Numbers written in `text`, each as (value, decimals shown)."""
     out: list[tuple[float, int]] = []
-    for m in NUMBER_RE.finditer(text):
-        token = m.group()
-        value = parse_number(token)
-        if value is not None:
-            _, _, frac = token.partition(".")
-            out.append((value, len(frac)))
+    for token in NUMBER_RE.findall(text):
+        value = float(token.replace(",", "")) if "," in token else float(token)
+        if math.isfinite(value):
+            dot = token.find(".")
+            out.append((value, 0 if dot < 0 else len(token) - dot - 1))
     return out
 
 

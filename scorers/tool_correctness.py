@@ -141,7 +141,7 @@ class ToolGrader:
             utilization = 1.0 if answer_uses(answer, results) else 0.0
             graded.append((utilization, self._weights[3]))
         overall = weighted_mean(graded)
-        return ToolScore.model_construct(
+        return ToolScore(
             selection=selection,
             parameters=parameters,
             sequence=sequence,

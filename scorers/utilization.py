@@ -9,37 +9,14 @@ are parsed first.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from typing import Any
 
 from agentwatch.scorers.text import is_number, numbers_in, parse_number, shown_matches
 
 MIN_STRING = 3
 _MAX_LEAVES = 2_000
-
-
-def _leaves(value: Any, depth: int = 0) -> Iterator[Any]:
-    if isinstance(value, dict):
-        if depth < 32:
-            for v in value.values():
-                yield from _leaves(v, depth + 1)
-    elif isinstance(value, (list, tuple)):
-        if depth < 32:
-            for v in value:
-                yield from _leaves(v, depth + 1)
-    elif isinstance(value, str):
-        s = value.strip()
-        if s[:1] in "{[" and len(s) > 1:
-            try:
-                parsed = json.loads(s)
-            except ValueError:
-                yield s
-            else:
-                yield from _leaves(parsed, depth + 1)
-        else:
-            yield s
-    elif value is not None and not isinstance(value, bool):
-        yield value
+_MAX_DEPTH = 32
 
 
 def answer_uses(answer: str | None, results: Iterable[Any]) -> bool:
@@ -48,24 +25,43 @@ def answer_uses(answer: str | None, results: Iterable[Any]) -> bool:
         return False
     folded = answer.casefold()
     shown: list[tuple[float, int]] | None = None
-    count = 0
-    for result in results:
-        for leaf in _leaves(result):
-            count += 1
-            if count > _MAX_LEAVES:
-                return False
-            if isinstance(leaf, str):
-                if len(leaf) >= MIN_STRING and leaf.casefold() in folded:
-                    return True
-                value = parse_number(leaf)
-                if value is None:
+    stack: list[tuple[Any, int]] = [(r, 0) for r in reversed(list(results))]
+    seen = 0
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, dict):
+            if depth < _MAX_DEPTH:
+                stack.extend((v, depth + 1) for v in reversed(list(value.values())))
+            continue
+        if isinstance(value, (list, tuple)):
+            if depth < _MAX_DEPTH:
+                stack.extend((v, depth + 1) for v in reversed(value))
+            continue
+        seen += 1
+        if seen > _MAX_LEAVES:
+            return False
+        if isinstance(value, str):
+            s = value.strip()
+            if s[:1] in ("{", "[") and len(s) > 1:
+                try:
+                    stack.append((json.loads(s), depth + 1))
                     continue
-            elif is_number(leaf):
-                value = float(leaf)
-            else:
-                continue
-            if shown is None:
-                shown = numbers_in(answer)
-            if any(shown_matches(s, d, value) for s, d in shown):
+                except ValueError:
+                    pass
+            if len(s) >= MIN_STRING and s.casefold() in folded:
                 return True
+            number = parse_number(s) if s[:1] in _NUMBER_START else None
+            if number is None:
+                continue
+        elif is_number(value):
+            number = float(value)
+        else:
+            continue
+        if shown is None:
+            shown = numbers_in(answer)
+        if any(shown_matches(a, d, number) for a, d in shown):
+            return True
     return False
+
+
+_NUMBER_START = frozenset("0123456789+-.")

@@ -1,0 +1,80 @@
+"""Benchmark the scorers: conversations/s and turns/s over synthetic conversations (3 turns × 2 tool calls).
+
+Usage: python benchmarks/score.py [--n 100000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from agentwatch.scorers import ConversationScorer
+
+from agentwatch.schema import Conversation
+
+
+def synthetic(i: int) -> Conversation:
+    """One realistic conversation: 3 turns, 2 tool calls each, expectations, usage; some fail."""
+    turns = []
+    for t in range(3):
+        order = f"ORD-{1000 + (i * 3 + t) % 9000}"
+        total = round(10 + (i % 97) * 1.25, 2)
+        wrong = (i + t) % 7 == 0
+        turns.append(
+            {
+                "input": f"What is the status and total of order {order}?",
+                "answer": f"Order {order} has shipped and the total is ${total:.2f}.",
+                "tool_calls": [
+                    {
+                        "name": "functions.lookup_customer",
+                        "arguments": {"order_id": order},
+                        "result": {"customer": {"id": f"C{i}", "email": f"user{i}@example.com"}},
+                    },
+                    {
+                        "name": "get-order",
+                        "arguments": {"order_id": order, "fields": ["status", "total"] if not wrong else []},
+                        "result": {"status": "shipped", "total": total, "items": [{"sku": "A1", "qty": 2}]},
+                    },
+                ],
+                "expected": {
+                    "tools": [
+                        {"name": "lookup_customer", "arguments": {"order_id": order}},
+                        {"name": "get_order", "arguments": {"order_id": order, "fields": ["status", "total"]}},
+                    ],
+                    "reference_answer": f"Order {order} has shipped; total ${total:.2f}.",
+                    "forbidden_tools": ["cancel_order"],
+                },
+                "usage": [{"model": "gpt-4o-mini", "input_tokens": 800 + t, "output_tokens": 120}],
+                "duration_ms": 900.0 + t,
+            }
+        )
+    return Conversation.model_validate(
+        {"conversation_id": f"c{i}", "agent": "shop", "version": "1.0", "task": "orders", "turns": turns}
+    )
+
+
+def main() -> None:
+    """Run the benchmark and print the figures."""
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--n", type=int, default=100_000, help="conversations to score (default 100000)")
+    args = parser.parse_args()
+    distinct = min(args.n, 1000)
+    convs = [synthetic(i) for i in range(distinct)]
+    scorer = ConversationScorer()
+    for c in convs[:50]:  # warm caches
+        scorer.score(c)
+    start = time.perf_counter()
+    outcomes: dict[str, int] = {}
+    for i in range(args.n):
+        s = scorer.score(convs[i % distinct])
+        outcomes[s.outcome.value] = outcomes.get(s.outcome.value, 0) + 1
+    elapsed = time.perf_counter() - start
+    turns = sum(len(convs[i % distinct].turns) for i in range(args.n))
+    print(f"scored {args.n} conversations ({turns} turns, {distinct} distinct) in {elapsed:.2f} s")
+    print(f"{args.n / elapsed:,.0f} conversations/s, {turns / elapsed:,.0f} turns/s, "
+          f"{elapsed / args.n * 1e6:.1f} µs per conversation")
+    print("outcomes:", dict(sorted(outcomes.items())))
+
+
+if __name__ == "__main__":
+    main()
