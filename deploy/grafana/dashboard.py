@@ -42,6 +42,7 @@ SEL = SERIES + ', window="$window"'
 # Counters and histograms exist for real tasks only (no "*"): they are filtered by agent and version.
 AGENT_VERSION = 'agent="$agent", version="$version"'
 RATE = "$__rate_interval"
+DURATION_RATE = f"rate(agentwatch_conversation_duration_seconds_bucket{{{AGENT_VERSION}}}[{RATE}])"
 
 
 def _query(expr: str, legend: str, ref: str) -> prom_b.Dataquery:
@@ -221,8 +222,7 @@ def _cost(d: dash_b.Dashboard) -> dash_b.Dashboard:
     return d.with_panel(_timeseries(
         "Duration P90 from the histogram (all tasks)", "Over the dashboard's rate interval, not the window.", "s",
         [(
-            "histogram_quantile(0.9, sum by (le) "
-            f"(rate(agentwatch_conversation_duration_seconds_bucket{{{AGENT_VERSION}}}[{RATE}])))",
+            f"histogram_quantile(0.9, sum by (le) ({DURATION_RATE}))",
             "P90",
         )],
         width=8))

@@ -1,0 +1,403 @@
+"""A real Prometheus server scrapes a live agentwatch exporter fed with known scores.
+
+Checked through Prometheus's HTTP API: every expression of the dashboard (variables substituted) returns data;
+every recording rule records data; every alert rule's expression holds on data built to trigger it and the
+alert is pending or firing in Prometheus; pass^3 equals the exact Beta posterior (scipy) for the fed counts.
+
+The estimate and estimator-health families come from `Estimator` + `EstimatorCollector` (the exporter's own
+code). The pipeline-health families come from the collector's `PipelineMetrics`, over a `PipelineStats` that the
+test sets instead of a consumer loop (lag, rejections, last commit), so that the pipeline alerts can be triggered.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import re
+import shutil
+import subprocess
+import threading
+import time
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+import yaml
+from agentwatch.collector.metrics import PipelineStats, register
+from agentwatch.exporters.estimator import Estimator
+from agentwatch.exporters.prometheus import EstimatorCollector
+from prometheus_client import CollectorRegistry, start_http_server
+from scipy import stats
+
+from agentwatch.broker import free_port
+from agentwatch.config import Settings
+from agentwatch.schema import ConversationScore, Outcome, OutcomeSource, ToolScore, TurnScore
+
+pytestmark = pytest.mark.prometheus
+
+ROOT = Path(__file__).resolve().parents[1]
+PROM_DIR = ROOT / "deploy" / "prometheus"
+PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"
+AGENT = "support-bot"
+NEW, BASE = "1.4.0", "1.3.0"
+
+# Variable values the dashboard is checked with: the agent-level aggregate and one real task.
+VARIABLE_SETS = [
+    {"agent": AGENT, "version": NEW, "task": "*", "window": "24h", "k": "3"},
+    {"agent": AGENT, "version": NEW, "task": "refund", "window": "1h", "k": "1"},
+]
+RATE_INTERVAL = "1m"
+
+
+# --------------------------------------------------------------------------- fed data
+
+
+def _score(cid: str, version: str, task: str, ended: datetime, outcome: Outcome, passed: bool | None,
+           reasons: list[str] | None = None) -> ConversationScore:
+    credit = {Outcome.COMPLETE: 1.0, Outcome.PARTIAL_CORRECT: 0.4}.get(outcome, 0.0)
+    tool_ok = bool(passed)
+    tool = ToolScore(selection=1.0 if tool_ok else 0.5, parameters=1.0 if tool_ok else 0.5, sequence=1.0,
+                     utilization=1.0 if tool_ok else 0.0, overall=1.0 if tool_ok else 0.5, binary=tool_ok,
+                     passed=tool_ok)
+    scored = passed is not None
+    return ConversationScore(
+        conversation_id=cid, agent=AGENT, version=version, task=task, turns=1, passed=passed, outcome=outcome,
+        outcome_source=OutcomeSource.RULES, reasons=reasons or [],
+        turn_scores=[TurnScore(index=0, tool=tool if scored else None, passed=passed)],
+        cost_usd=0.02 if tool_ok else 0.08, budget_usd=0.05, asr_credit=credit if scored else None,
+        duration_s=4.0 if tool_ok else 40.0, ended_at=ended,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Counts:
+    """Scored (n) and passed (c) conversations of one series and window."""
+
+    n: int
+    c: int
+
+
+def _batches(now: datetime) -> tuple[list[ConversationScore], list[ConversationScore]]:
+    """Scores fed before Prometheus starts, and scores fed once it scrapes (so that counters move)."""
+    first: list[ConversationScore] = []
+    ago = lambda **kw: now - timedelta(**kw)
+    # Baseline 1.3.0: 40 conversations 4 days ago and 40 twelve hours ago, 34 of each 40 passing.
+    for batch, when in (("a", ago(days=4)), ("b", ago(hours=12))):
+        for i in range(40):
+            ok = i < 34
+            first.append(_score(f"base-{batch}-{i}", BASE, "refund", when + timedelta(seconds=i),
+                                Outcome.COMPLETE if ok else Outcome.PARTIAL_INCORRECT, ok,
+                                None if ok else ["tool: wrong tool called"]))
+    # 1.4.0 three days ago: 100 conversations, all passing (the good week).
+    for i in range(100):
+        first.append(_score(f"old-{i}", NEW, "refund", ago(days=3) + timedelta(seconds=i), Outcome.COMPLETE, True))
+    # 1.4.0 in the last half hour: 40 scored, 20 passing, and 60 no grader applied to.
+    recent = [(Outcome.COMPLETE, True, None)] * 20 + [
+        (Outcome.ABANDONED, False, ["abandoned: user left"])] * 6 + [
+        (Outcome.HALLUCINATED, False, ["hallucination: answer not supported by tool results"])] * 6 + [
+        (Outcome.PARTIAL_INCORRECT, False, ["loop: search called 3 times with identical arguments"])] * 4 + [
+        (Outcome.PARTIAL_CORRECT, False, ["answer: score 0.5 below threshold 0.7"])] * 4 + [
+        (Outcome.UNSCORED, None, ["unscored: no grader applies"])] * 60
+    for i, (outcome, passed, reasons) in enumerate(recent):
+        first.append(_score(f"new-{i}", NEW, "refund", ago(minutes=30) + timedelta(seconds=10 * i),
+                            outcome, passed, reasons))
+    # 1.4.0, task billing, in the last 20 minutes: 6 scored, 3 passing.
+    for i in range(6):
+        first.append(_score(f"billing-{i}", NEW, "billing", ago(minutes=20) + timedelta(seconds=i),
+                            Outcome.COMPLETE if i < 3 else Outcome.PARTIAL_INCORRECT, i < 3,
+                            None if i < 3 else ["tool: wrong tool called"]))
+    # Fed once Prometheus scrapes (existing series, so that rates are positive): 10 scored, 5 passing.
+    second = [
+        _score(f"late-{i}", NEW, "refund", ago(minutes=2) + timedelta(seconds=i),
+               Outcome.COMPLETE if i < 5 else Outcome.PARTIAL_INCORRECT, i < 5,
+               None if i < 5 else ["tool: wrong tool called"])
+        for i in range(10)
+    ]
+    return first, second
+
+
+# Counts of 1.4.0 after both batches, by (task, window).
+EXPECTED = {
+    ("*", "1h"): Counts(56, 28),
+    ("*", "24h"): Counts(56, 28),
+    ("*", "7d"): Counts(156, 128),
+    ("refund", "1h"): Counts(50, 25),
+    ("refund", "7d"): Counts(150, 125),
+    ("billing", "1h"): Counts(6, 3),
+}
+
+
+# --------------------------------------------------------------------------- Prometheus
+
+
+class PromAPI:
+    """A few calls of Prometheus's HTTP API."""
+
+    def __init__(self, base: str) -> None:
+        self.base = base
+
+    def get(self, path: str, **params: str) -> dict:
+        """GET a JSON API path; returns the decoded body (status success or error)."""
+        url = f"{self.base}{path}?{urllib.parse.urlencode(params)}"
+        try:
+            with urllib.request.urlopen(url, timeout=10) as resp:
+                return json.load(resp)
+        except urllib.error.HTTPError as exc:  # 400/422 carry a JSON error body
+            return json.load(exc)
+
+    def query(self, expr: str) -> dict:
+        """Instant query at now."""
+        return self.get("/api/v1/query", query=expr)
+
+    def vector(self, expr: str) -> list[dict]:
+        """Instant query that must succeed; its result vector."""
+        body = self.query(expr)
+        assert body["status"] == "success", f"{expr}: {body.get('error')}"
+        return body["data"]["result"]
+
+
+def _wait(predicate, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.25)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+@dataclass
+class Live:
+    """The running setup shared by the module's tests."""
+
+    api: PromAPI
+    estimator: Estimator
+    pipeline: PipelineStats
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
+    """Exporter on a loopback port, Prometheus scraping it every second with the deploy rules loaded."""
+    if not Path(PROMETHEUS).exists():
+        pytest.fail("prometheus not found: install Debian's `prometheus` package (apt-get install -y prometheus)")
+    tmp = tmp_path_factory.mktemp("prometheus")
+    estimator = Estimator(Settings())
+    first, second = _batches(datetime.now(UTC))
+    for s in first:
+        assert estimator.add(s)
+    pipeline = PipelineStats(spans_consumed=1000, open_conversations=12, late_spans=3, duplicate_spans=2,
+                             finished_by_reason={"end": 180, "idle": 20}, scores_produced=200,
+                             lag={("otlp_spans", 0): 2500, ("otlp_spans", 1): 2500},
+                             last_commit_timestamp=time.time() - 3600)
+    pipeline.reject("undecodable")
+    registry = CollectorRegistry()
+    registry.register(EstimatorCollector(estimator))
+    register(pipeline, registry)
+    port = free_port()
+    server, thread = start_http_server(port, addr="127.0.0.1", registry=registry)
+
+    config = {
+        "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+        "rule_files": [str(PROM_DIR / "recording_rules.yml"), str(PROM_DIR / "alert_rules.yml")],
+        "scrape_configs": [{"job_name": "agentwatch", "static_configs": [{"targets": [f"127.0.0.1:{port}"]}]}],
+    }
+    (tmp / "prometheus.yml").write_text(yaml.safe_dump(config))
+    web_port = free_port()
+    log = open(tmp / "prometheus.log", "wb")  # noqa: SIM115
+    proc = subprocess.Popen(
+        [PROMETHEUS, f"--config.file={tmp / 'prometheus.yml'}", f"--storage.tsdb.path={tmp / 'data'}",
+         f"--web.listen-address=127.0.0.1:{web_port}"],
+        stdout=log, stderr=subprocess.STDOUT,
+    )
+    api = PromAPI(f"http://127.0.0.1:{web_port}")
+    stop = threading.Event()
+
+    def traffic() -> None:
+        # The collector keeps consuming while the lag grows: counters and lag move between scrapes.
+        while not stop.wait(0.3):
+            with pipeline.lock:
+                pipeline.spans_consumed += 40
+                pipeline.scores_produced += 1
+                pipeline.lag = {tp: n + 25 for tp, n in pipeline.lag.items()}
+
+    mover = threading.Thread(target=traffic, daemon=True)
+    mover.start()
+    try:
+        def scraped() -> bool:
+            try:
+                return bool(api.vector('up{job="agentwatch"} == 1'))
+            except (OSError, AssertionError):
+                return False
+
+        _wait(scraped, 30, "the first scrape")
+        for s in second:
+            assert estimator.add(s)
+        pipeline.reject("undecodable")
+        pipeline.reject("invalid")
+        # Wait until the second batch has been scraped.
+        _wait(lambda: bool(api.vector(
+            f'agentwatch_window_scored{{version="{NEW}", task="refund", window="1h"}} == 50')), 15,
+              "the second batch")
+        yield Live(api, estimator, pipeline)
+    finally:
+        stop.set()
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+
+
+# --------------------------------------------------------------------------- dashboard
+
+
+def _dashboard() -> dict:
+    path = ROOT / "deploy" / "grafana" / "dashboards" / "agentwatch.json"
+    return json.loads(path.read_text())
+
+
+def _substitute(expr: str, variables: dict[str, str]) -> str:
+    out = expr.replace("$__rate_interval", RATE_INTERVAL)
+    for name in sorted(variables, key=len, reverse=True):
+        out = out.replace(f"${{{name}}}", variables[name]).replace(f"${name}", variables[name])
+    assert "$" not in out, f"unsubstituted variable in {out}"
+    return out
+
+
+def _targets() -> list[tuple[str, str]]:
+    return [
+        (f"{panel['title']}/{target['refId']}", target["expr"])
+        for panel in _dashboard()["panels"]
+        for target in panel.get("targets", [])
+    ]
+
+
+@pytest.mark.parametrize("variables", VARIABLE_SETS, ids=lambda v: f"task={v['task']},window={v['window']}")
+def test_every_dashboard_expression_returns_data(live: Live, variables: dict[str, str]) -> None:
+    targets = _targets()
+    assert len(targets) >= 30
+    empty = []
+    for name, expr in targets:
+        result = live.api.vector(_substitute(expr, variables))
+        values = [float(r["value"][1]) for r in result]
+        if not result or all(math.isnan(v) for v in values):
+            empty.append(name)
+    # Regression probability needs a baseline with >= 30 scored conversations in the same window; the
+    # baseline has none in the last hour, so that panel is legitimately empty for window=1h only.
+    allowed = {"Regression probability vs baseline/A"} if variables["window"] == "1h" else set()
+    assert set(empty) <= allowed, f"panels without data: {sorted(set(empty) - allowed)}"
+
+
+def test_dashboard_variable_queries_list_the_fed_values(live: Live) -> None:
+    variables = {v["name"]: v for v in _dashboard()["templating"]["list"]}
+    expected = {"agent": AGENT, "version": NEW, "task": "*", "window": "24h", "k": "3"}
+    context = {"agent": AGENT, "version": NEW}
+    for name, value in expected.items():
+        match = re.fullmatch(r"label_values\((.+),\s*(\w+)\)", variables[name]["query"])
+        assert match, variables[name]["query"]
+        selector = _substitute(match.group(1), context)
+        assert match.group(2) == name
+        body = live.api.get(f"/api/v1/label/{name}/values", **{"match[]": selector})
+        assert body["status"] == "success", body
+        assert value in body["data"], f"{name}: {body['data']}"
+
+
+# --------------------------------------------------------------------------- rules
+
+
+def _rules(kind: str) -> list[dict]:
+    groups = yaml.safe_load((PROM_DIR / f"{kind}_rules.yml").read_text())["groups"]
+    return [rule for group in groups for rule in group["rules"]]
+
+
+def test_every_recording_rule_records_data(live: Live) -> None:
+    records = [r["record"] for r in _rules("recording")]
+
+    def all_recorded() -> bool:
+        return all(live.api.vector(name) for name in records)
+
+    _wait(all_recorded, 15, "every recording rule to record data")
+    for rule in _rules("recording"):
+        assert live.api.vector(rule["expr"]), rule["record"]
+
+
+def test_every_alert_condition_holds_and_the_alert_is_pending_or_firing(live: Live) -> None:
+    alerts = _rules("alert")
+    names = {a["alert"] for a in alerts}
+    for alert in alerts:
+        live.api.vector(alert["expr"])  # a valid query
+
+    def all_active() -> bool:
+        active = {r["metric"]["alertname"] for r in live.api.vector("ALERTS")}
+        return names <= active
+
+    _wait(all_active, 20, "every alert to be pending or firing")
+    for alert in alerts:
+        assert live.api.vector(alert["expr"]), f"{alert['alert']}: condition does not hold on the fed data"
+    active = live.api.vector("ALERTS")
+    regression = [r["metric"] for r in active if r["metric"]["alertname"] == "AgentwatchPass3Regression"]
+    assert {(m["version"], m["baseline_version"]) for m in regression} == {(NEW, BASE)}
+
+
+def test_quiet_series_do_not_alert(live: Live) -> None:
+    """The baseline version is healthy: no reliability alert names it."""
+    active = live.api.vector(f'ALERTS{{version="{BASE}"}}')
+    assert active == []
+
+
+# --------------------------------------------------------------------------- exact values
+
+
+def _exact_pass_pow(counts: Counts, k: int, level: float = 0.95) -> dict[str, float]:
+    a, b = 1 + counts.c, 1 + counts.n - counts.c
+    mean = math.prod((a + i) / (a + b + i) for i in range(k))
+    tail = (1 - level) / 2
+    return {"mean": mean, "lower": stats.beta.ppf(tail, a, b) ** k, "upper": stats.beta.ppf(1 - tail, a, b) ** k}
+
+
+@pytest.mark.parametrize(("task", "window"), sorted(EXPECTED), ids=lambda x: str(x))
+def test_pass_pow_3_equals_the_exact_posterior(live: Live, task: str, window: str) -> None:
+    counts = EXPECTED[(task, window)]
+    selector = f'agent="{AGENT}", version="{NEW}", task="{task}", window="{window}"'
+    n = live.api.vector(f"agentwatch_window_scored{{{selector}}}")
+    c = live.api.vector(f"agentwatch_window_passed{{{selector}}}")
+    assert (float(n[0]["value"][1]), float(c[0]["value"][1])) == (counts.n, counts.c)
+    result = live.api.vector(f'agentwatch_pass_pow_k{{{selector}, k="3"}}')
+    got = {r["metric"]["stat"]: float(r["value"][1]) for r in result}
+    want = _exact_pass_pow(counts, 3)
+    assert set(got) == {"mean", "lower", "upper"}
+    for stat in ("mean", "lower", "upper"):
+        assert got[stat] == pytest.approx(want[stat], rel=1e-9, abs=1e-12), stat
+    assert got["lower"] < got["mean"] < got["upper"]
+
+
+def test_regression_probability_is_near_one_for_the_worse_version(live: Live) -> None:
+    """1.4.0 passes 28/56 in the last day against 34/40 for 1.3.0: pass^3 0.13 vs 0.61, far beyond the margin."""
+    result = live.api.vector(
+        f'agentwatch_regression_probability{{agent="{AGENT}", version="{NEW}", task="*", window="24h", k="3"}}')
+    assert [r["metric"]["baseline_version"] for r in result] == [BASE]
+    # Independent check by simulation from the two posteriors (margin 0.05, the default).
+    rng = __import__("numpy").random.default_rng(7)
+    new = rng.beta(29, 29, 200_000) ** 3
+    base = rng.beta(35, 7, 200_000) ** 3
+    simulated = float((new < base - 0.05).mean())
+    assert float(result[0]["value"][1]) == pytest.approx(simulated, abs=0.005)
+    assert simulated > 0.99
+
+
+def test_dashboard_module_is_importable_for_the_live_test() -> None:
+    """The committed JSON used above is what dashboard.py builds (guards against testing a stale file)."""
+    spec = importlib.util.spec_from_file_location("aw_dashboard", ROOT / "deploy" / "grafana" / "dashboard.py")
+    module = importlib.util.module_from_spec(spec)
+    assert spec.loader is not None
+    spec.loader.exec_module(module)
+    assert json.loads(module.render()) == _dashboard()
