@@ -129,3 +129,13 @@ def test_runbook_url_points_at_a_section_of_the_readme(alert: dict) -> None:
     anchor = url.split("#", 1)[1]
     assert anchor in _readme_anchors(), f"{anchor!r} is not a heading of deploy/README.md"
     assert anchor == _github_anchor(alert["alert"]), "the runbook section is named after the alert"
+
+
+def test_every_metric_the_rules_read_is_documented() -> None:
+    documented = set(re.findall(r"agentwatch_[a-z0-9_]+", (DEPLOY.parent / "docs" / "metrics.md").read_text()))
+    for path in RULE_FILES:
+        for group in yaml.safe_load(path.read_text())["groups"]:
+            for rule in group["rules"]:
+                # Raw metrics only: recorded series (level:name:ops) are matched by the colon before them.
+                for name in re.findall(r"(?<![:\w])agentwatch_[a-z0-9_]+", rule["expr"]):
+                    assert name in documented, f"{rule.get('alert') or rule['record']}: {name}"

@@ -1,0 +1,153 @@
+"""The Grafana dashboard built as code: committed JSON is current, variables and panels are there, names follow
+docs/metrics.md. (That every expression runs and returns data is checked against a real Prometheus in
+tests/test_prometheus_live.py: promtool has no expression checker.)"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+from grafana_foundation_sdk.models.dashboard import Dashboard
+
+ROOT = Path(__file__).resolve().parents[1]
+GRAFANA = ROOT / "deploy" / "grafana"
+COMMITTED = GRAFANA / "dashboards" / "agentwatch.json"
+VARIABLES = {"datasource", "agent", "version", "task", "window", "k"}
+
+
+def _module() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("aw_dashboard", GRAFANA / "dashboard.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def dashboard() -> dict:
+    return json.loads(COMMITTED.read_text())
+
+
+def _targets(dashboard: dict) -> list[tuple[dict, dict]]:
+    return [(p, t) for p in dashboard["panels"] for t in p.get("targets", [])]
+
+
+def _documented_metrics() -> set[str]:
+    text = (ROOT / "docs" / "metrics.md").read_text()
+    return set(re.findall(r"agentwatch_[a-z0-9_]+", text))
+
+
+def _metric_names(expr: str) -> set[str]:
+    """Metric names an expression reads (histogram/counter suffixes stripped to the documented family)."""
+    names = set(re.findall(r"\bagentwatch_[a-z0-9_]+", expr))
+    out = set()
+    for name in names:
+        for suffix in ("_bucket", "_sum", "_count"):
+            if name.endswith(suffix) and name.startswith(("agentwatch_conversation_cost", "agentwatch_conversation_dur")):
+                name = name[: -len(suffix)]
+        out.add(name)
+    return out
+
+
+def test_committed_json_equals_what_dashboard_py_builds(dashboard: dict) -> None:
+    module = _module()
+    assert module.render() == COMMITTED.read_text(), "run `python deploy/grafana/dashboard.py` and commit"
+    assert module.build_dashboard() == dashboard
+
+
+def test_dashboard_py_writes_where_asked(tmp_path: Path) -> None:
+    out = tmp_path / "sub" / "d.json"
+    assert _module().main([str(out)]) == 0
+    assert out.read_text() == COMMITTED.read_text()
+
+
+def test_identity_and_schema(dashboard: dict) -> None:
+    assert dashboard["uid"] == "agentwatch-overview"
+    assert dashboard["title"] == "agentwatch"
+    assert dashboard["schemaVersion"] == Dashboard().schema_version
+    assert isinstance(dashboard["panels"], list) and dashboard["panels"]
+    ids = [p["id"] for p in dashboard["panels"]]
+    assert len(ids) == len(set(ids))
+
+
+def test_variables(dashboard: dict) -> None:
+    variables = {v["name"]: v for v in dashboard["templating"]["list"]}
+    assert set(variables) == VARIABLES
+    for name in ("agent", "version", "task", "window", "k"):
+        assert variables[name]["type"] == "query"
+        assert re.fullmatch(rf"label_values\(agentwatch_\w+(\{{.*\}})?, {name}\)", variables[name]["query"])
+    assert variables["task"]["current"]["value"] == "*", "the agent-level aggregate is the default task"
+    assert "$agent" in variables["version"]["query"], "versions are those of the selected agent"
+    assert variables["k"]["multi"] and variables["k"]["includeAll"]
+
+
+def test_every_target_uses_only_known_variables_and_balanced_brackets(dashboard: dict) -> None:
+    for panel, target in _targets(dashboard):
+        expr = target["expr"]
+        used = set(re.findall(r"\$\{?(\w+)", expr))
+        assert used <= VARIABLES | {"__rate_interval"}, (panel["title"], used)
+        for open_, close in ("()", "{}", "[]"):
+            assert expr.count(open_) == expr.count(close), (panel["title"], expr)
+        assert expr.count('"') % 2 == 0, expr
+        assert target["datasource"]["uid"] == "${datasource}"
+
+
+def test_every_metric_read_is_documented(dashboard: dict) -> None:
+    documented = _documented_metrics()
+    read = set().union(*(_metric_names(t["expr"]) for _, t in _targets(dashboard)))
+    for name in read:
+        family = re.sub(r"_total$", "", name)
+        assert name in documented or family in documented or f"{family}_total" in documented, name
+
+
+def test_required_panels(dashboard: dict) -> None:
+    by_metric: dict[str, list[str]] = {}
+    for panel, target in _targets(dashboard):
+        for name in _metric_names(target["expr"]):
+            by_metric.setdefault(name, []).append(panel["title"])
+    for metric in (
+        "agentwatch_pass_at_k", "agentwatch_pass_pow_k", "agentwatch_success_rate", "agentwatch_asr",
+        "agentwatch_outcome_ratio", "agentwatch_tool_correctness", "agentwatch_cost_usd",
+        "agentwatch_over_budget_ratio", "agentwatch_duration_seconds", "agentwatch_regression_probability",
+        "agentwatch_scored_ratio", "agentwatch_spans_consumed_total", "agentwatch_consumer_lag",
+        "agentwatch_messages_rejected_total",
+    ):
+        assert metric in by_metric, f"no panel reads {metric}"
+    cost = [t["expr"] for p, t in _targets(dashboard) if "agentwatch_cost_usd{" in t["expr"]]
+    assert cost and all("quantile" not in e for e in cost), "all three cost quantiles are shown"
+
+
+@pytest.mark.parametrize("metric", ["agentwatch_pass_pow_k", "agentwatch_pass_at_k", "agentwatch_success_rate",
+                                    "agentwatch_asr"])
+def test_band_panels_fill_between_lower_and_upper(dashboard: dict, metric: str) -> None:
+    panels = [p for p in dashboard["panels"] if any(f"{metric}{{" in t["expr"] for t in p.get("targets", []))]
+    assert len(panels) == 1
+    panel = panels[0]
+    legends = {t["legendFormat"]: t["expr"] for t in panel["targets"]}
+    assert set(legends) == {"mean", "lower", "upper"}
+    for stat, expr in legends.items():
+        assert f'stat="{stat}"' in expr
+    upper = next(o for o in panel["fieldConfig"]["overrides"] if o["matcher"]["options"] == "upper")
+    props = {p["id"]: p.get("value") for p in upper["properties"]}
+    assert props["custom.fillBelowTo"] == "lower"
+    assert props["custom.fillOpacity"] > 0
+
+
+def test_pass_k_panels_repeat_over_k(dashboard: dict) -> None:
+    for metric in ("agentwatch_pass_pow_k", "agentwatch_pass_at_k"):
+        panel = next(p for p in dashboard["panels"] if any(f"{metric}{{" in t["expr"] for t in p.get("targets", [])))
+        assert panel["repeat"] == "k"
+        assert all('k="$k"' in t["expr"] for t in panel["targets"])
+
+
+def test_estimate_panels_select_one_series_and_window(dashboard: dict) -> None:
+    for panel, target in _targets(dashboard):
+        expr = target["expr"]
+        if re.search(r"agentwatch_(pass_|success_rate|asr|tool_corr|outcome_ratio|failure_ratio|scored_ratio|"
+                     r"cost_usd|duration_seconds|over_budget|regression|window_)", expr):
+            for label in ("agent", "version", "task", "window"):
+                assert f'{label}="${label}"' in expr, (panel["title"], expr)
