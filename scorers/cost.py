@@ -11,8 +11,15 @@ from agentwatch.schema import Conversation, Turn
 _NO_MODEL = "cost_unknown: a model call reported tokens but no model name"
 
 
+_BOUNDARY = frozenset("-_.:@/ ")
+
+
 class PriceLookup:
-    """Price of a model: exact name first, then the longest table entry that prefixes the name; cached."""
+    """Price of a model: exact name first, then the longest entry that prefixes it at a separator; cached.
+
+    "gpt-4o-2024-08-06" is priced as "gpt-4o", but "mystery" is not priced as "m": the prefix must end where
+    the name has a separator (`-_.:@/` or space).
+    """
 
     __slots__ = ("_cache", "_exact", "_prefixes")
 
@@ -27,7 +34,14 @@ class PriceLookup:
             return self._cache[model]
         price = self._exact.get(model)
         if price is None:
-            price = next((self._exact[p] for p in self._prefixes if model.startswith(p)), None)
+            price = next(
+                (
+                    self._exact[p]
+                    for p in self._prefixes
+                    if model.startswith(p) and model[len(p) : len(p) + 1] in _BOUNDARY
+                ),
+                None,
+            )
         if len(self._cache) < 65_536:
             self._cache[model] = price
         return price
