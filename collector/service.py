@@ -24,7 +24,7 @@ from agentwatch.collector.metrics import PipelineStats
 from agentwatch.collector.reconstruct import build_conversation
 from agentwatch.collector.rekey import CONTENT_TYPE_HEADER, Rekeyer, header, keyed_by_conversation
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
-from kafka.consumer.subscription_state import ConsumerRebalanceListener
+from kafka.consumer.subscription_state import AsyncConsumerRebalanceListener
 from kafka.structs import OffsetAndMetadata
 
 from agentwatch.config import Settings
@@ -82,14 +82,14 @@ class _Tracked:
         return future
 
 
-class _Listener(ConsumerRebalanceListener):
+class _Listener(AsyncConsumerRebalanceListener):
     def __init__(self, service: CollectorService) -> None:
         self._service = service
 
-    def on_partitions_revoked(self, revoked: Iterable[TopicPartition]) -> None:
-        self._service._on_revoked(list(revoked))
+    async def on_partitions_revoked(self, revoked: Iterable[TopicPartition]) -> None:
+        await self._service._on_revoked(list(revoked))
 
-    def on_partitions_assigned(self, assigned: Iterable[TopicPartition]) -> None:
+    async def on_partitions_assigned(self, assigned: Iterable[TopicPartition]) -> None:
         log.info("assigned %s", sorted(f"{tp.topic}[{tp.partition}]" for tp in assigned))
 
 
@@ -282,17 +282,27 @@ class CollectorService:
             errors = self._out.errors
             raise ProduceError(f"{len(errors)} record(s) could not be written, first: {errors[0]!r}")
 
-    def _commit(self, tps: Iterable[TopicPartition] | None = None) -> None:
-        """Flush, then commit what no open conversation holds on `tps` (default: all assigned)."""
-        assert self._consumer is not None
+    def _safe_offsets(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, OffsetAndMetadata]:
+        """Flush, then the offsets below which nothing is held by an open conversation (new ones only)."""
         self._flush()
-        tps = list(self._consumer.assignment() if tps is None else tps)
         offsets: dict[TopicPartition, OffsetAndMetadata] = {}
         for tp in tps:
             vp = self._vparts.get(tp)
             offset = self.assembler.committable(vp) if vp is not None else None
             if offset is not None and offset != self._committed.get(tp):
                 offsets[tp] = OffsetAndMetadata(offset, "", -1)
+        return offsets
+
+    def _committed_now(self, offsets: dict[TopicPartition, OffsetAndMetadata]) -> None:
+        for tp, om in offsets.items():
+            self._committed[tp] = om.offset
+        with self.stats.lock:
+            self.stats.last_commit_timestamp = time.time()
+
+    def _commit(self) -> None:
+        """Flush, then commit what no open conversation holds on the assigned partitions."""
+        assert self._consumer is not None
+        offsets = self._safe_offsets(self._consumer.assignment())
         if not offsets:
             return
         try:
@@ -300,17 +310,31 @@ class CollectorService:
         except Exception as exc:  # noqa: BLE001 - e.g. a rebalance; the new owner replays
             log.warning("offset commit failed (the records will be replayed): %s", exc)
             return
-        for tp, om in offsets.items():
-            self._committed[tp] = om.offset
-        with self.stats.lock:
-            self.stats.last_commit_timestamp = time.time()
+        self._committed_now(offsets)
 
-    def _on_revoked(self, revoked: list[TopicPartition]) -> None:
-        """Before partitions go: flush, commit what is safe, forget their open conversations."""
+    async def _on_revoked(self, revoked: list[TopicPartition]) -> None:
+        """Before partitions go: flush, commit what is safe, forget their open conversations.
+
+        Runs on kafka-python's IO thread (an async listener), where the blocking `commit()` is refused; the
+        asynchronous commit is awaited instead, and is sent before the JoinGroup that follows.
+        """
         log.info("revoked %s", sorted(f"{tp.topic}[{tp.partition}]" for tp in revoked))
         if self._consumer is None:
             return
-        self._commit(revoked)
+        offsets = self._safe_offsets(
+            revoked
+        )  # a ProduceError propagates: poll() raises, nothing is committed
+        if offsets:
+            try:
+                await self._consumer.commit_async(offsets)
+            except Exception as exc:  # noqa: BLE001 - the new owner replays from the last commit
+                log.warning("offset commit on revoke failed (the records will be replayed): %s", exc)
+            else:
+                self._committed_now(offsets)
+                log.info(
+                    "committed %s before the rebalance",
+                    {f"{t.topic}[{t.partition}]": o.offset for t, o in offsets.items()},
+                )
         self.assembler.revoke([self._vparts[tp] for tp in revoked if tp in self._vparts])
         for tp in revoked:
             self._committed.pop(tp, None)

@@ -1,0 +1,61 @@
+"""A rebalance takes partitions away: the collector commits exactly what is safe before letting them go."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from collector_kafka_helpers import (
+    FAST,
+    SDK_HEADERS,
+    ServiceThread,
+    TopicReader,
+    collector_settings,
+    create_topic,
+    ids_of,
+    otlp_bytes,
+    producer,
+    simple_conversation,
+    unique,
+)
+from kafka import KafkaConsumer, TopicPartition
+
+pytestmark = pytest.mark.broker
+
+
+def test_revoke_commits_below_the_lowest_open_conversation(broker):
+    bs = broker.bootstrap_servers
+    topic = unique("spans")
+    create_topic(bs, topic, 1)
+    # a long idle timeout and a commit interval longer than the test: only the revoke can commit
+    settings = collector_settings(bs, [topic], unique("rb"), idle_timeout_s=120, commit_interval_s=600)
+    p = producer(bs)
+    offsets: dict[str, int] = {}
+    ended, open_ = [unique("end") for _ in range(10)], [unique("open") for _ in range(5)]
+    order = ended[:4] + open_[:2] + ended[4:] + open_[2:]
+    for cid in order:
+        spans = simple_conversation(cid, end=cid.startswith("end"))
+        md = p.send(topic, value=otlp_bytes(spans), key=cid.encode(), headers=SDK_HEADERS).get(10)
+        offsets[cid] = md.offset
+    p.flush()
+    reader = TopicReader(bs, settings.collector.scores_topic)
+    with ServiceThread(settings) as svc:
+        reader.wait(lambda r: set(ids_of(r)) >= set(ended), 30)
+        assert set(ids_of(reader.records)) == set(ended)
+        # a second member joins the group: the collector's partitions are revoked
+        other = KafkaConsumer(bootstrap_servers=bs, group_id=settings.collector.group_id, **FAST)
+        other.subscribe([topic])
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and svc.service.stats.last_commit_timestamp is None:
+            other.poll(timeout_ms=100)  # only the revoke can have committed (the interval is 600 s)
+        assert svc.error is None
+        check = KafkaConsumer(
+            bootstrap_servers=bs, group_id=settings.collector.group_id, enable_auto_commit=False
+        )
+        committed = check.committed(TopicPartition(topic, 0))
+        check.close()
+        other.close()
+    reader.close()
+    # the committed offset is the lowest offset of a conversation still open at the revoke: neither less
+    # (which would replay finished conversations) nor more (which would lose the open ones)
+    assert committed == min(offsets[c] for c in open_)
