@@ -59,6 +59,9 @@ class SpanSpec:
         positional = tuple(p.name for p in params if p.kind in _BOUND_KINDS)
         drop_first = bool(positional) and positional[0] in ("self", "cls")
         label = name or getattr(fn, "__name__", None) or "call"
+        default_model = signature.parameters.get("model") if signature else None
+        if model is None and default_model is not None and isinstance(default_model.default, str):
+            model = default_model.default  # a `model="..."` default names the model when the call omits it
         static: dict[str, Any] = {}
         span_name = label
         if kind == "tool":
