@@ -401,3 +401,18 @@ def test_dashboard_module_is_importable_for_the_live_test() -> None:
     assert spec.loader is not None
     spec.loader.exec_module(module)
     assert json.loads(module.render()) == _dashboard()
+
+
+def test_runbook_queries_run_and_return_data(live: Live) -> None:
+    """Every PromQL line of the runbook in deploy/README.md, with its placeholders filled in."""
+    text = (ROOT / "deploy" / "README.md").read_text()
+    blocks = re.findall(r"```promql\n(.*?)```", text, flags=re.DOTALL)
+    lines = [line.strip() for block in blocks for line in block.splitlines() if line.strip()]
+    assert len(lines) >= 20
+    fill = {"AGENT": AGENT, "VERSION": NEW, "BASELINE": BASE, "TASK": "refund"}
+    empty = []
+    for line in lines:
+        expr = re.sub(r"\b(AGENT|VERSION|BASELINE|TASK)\b", lambda m: fill[m.group(1)], line)
+        if not live.api.vector(expr):
+            empty.append(expr)
+    assert not empty, f"runbook queries without data: {empty}"
