@@ -25,7 +25,7 @@ from typing import Any
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-import agentwatch.sdk as sdk
+from agentwatch import sdk
 from agentwatch.sdk import KafkaSpanExporter, configure, conversation, trace
 
 
