@@ -82,6 +82,9 @@ class KafkaSpanExporter(SpanExporter):
             "linger_ms": 20,
             "batch_size": 1_000_000,
             "acks": "all",
+            # Spans are de-duplicated by span id downstream; an idempotent producer's id does not survive a
+            # memory-only broker (Tansu) restarting, after which every send fails fatally.
+            "enable_idempotence": False,
             "compression_type": compression,
             "max_block_ms": 1000,
             "bootstrap_timeout_ms": 2000,
