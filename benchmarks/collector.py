@@ -1,0 +1,415 @@
+"""Collector throughput: raw OTLP parse (ceiling), decode, decode → assemble → reconstruct → score, memory.
+
+Run: `python benchmarks/collector.py [--conversations N]`. Prints figures; asserts nothing about timings.
+Each section is a function taking the prepared messages, so more sections (e.g. through the broker) plug
+into `SECTIONS`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import time
+import tracemalloc
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
+
+from agentwatch.collector.assembler import Assembler
+from agentwatch.collector.decode import decode_message
+from agentwatch.collector.reconstruct import build_conversation
+from agentwatch.config import CollectorConfig
+
+TURNS = 2
+SPANS_PER_TURN = 5  # invoke_agent, chat, execute_tool, execute_tool, chat
+
+
+@dataclass(slots=True)
+class Workload:
+    """Pre-encoded Kafka message values: one OTLP protobuf TracesData per conversation (as the SDK batches)."""
+
+    messages: list[bytes]
+    spans: int
+    conversations: int
+
+
+def _attr(span, key: str, value) -> None:
+    kv = span.attributes.add()
+    kv.key = key
+    if isinstance(value, bool):
+        kv.value.bool_value = value
+    elif isinstance(value, int):
+        kv.value.int_value = value
+    elif isinstance(value, float):
+        kv.value.double_value = value
+    else:
+        kv.value.string_value = value
+
+
+def _conversation_message(i: int) -> tuple[bytes, int]:
+    """One realistic conversation: GenAI spans with the noise attributes real instrumentations add."""
+    data = TracesData()
+    rs = data.resource_spans.add()
+    for key, value in (
+        ("service.name", "shop-agent"),
+        ("service.version", "2.1.0"),
+        ("telemetry.sdk.language", "python"),
+        ("telemetry.sdk.name", "opentelemetry"),
+        ("telemetry.sdk.version", "1.45.2"),
+        ("host.name", "worker-7"),
+        ("process.pid", 4242),
+    ):
+        _attr(rs.resource, key, value)
+    scope = rs.scope_spans.add()
+    scope.scope.name = "agentwatch.sdk"
+    conv = f"conv-{i:08d}"
+    trace = (i + 1).to_bytes(16, "big")
+    t = 1_790_000_000_000_000_000 + i * 10_000_000_000
+    n = 0
+
+    def span(name: str, parent: bytes | None, attrs: dict) -> bytes:
+        nonlocal n, t
+        n += 1
+        sp = scope.spans.add()
+        sp.trace_id = trace
+        sp.span_id = (i * 1000 + n).to_bytes(8, "big")
+        if parent:
+            sp.parent_span_id = parent
+        sp.name = name
+        sp.kind = 1
+        sp.start_time_unix_nano = t
+        t += 1_000_000
+        sp.end_time_unix_nano = t + 50_000_000
+        common = {
+            "gen_ai.conversation.id": conv,
+            "agentwatch.task": "refunds",
+            "thread.id": 140000,
+            "code.lineno": 88,
+        }
+        for key, value in {**common, **attrs}.items():
+            _attr(sp, key, value)
+        return sp.span_id
+
+    for turn in range(TURNS):
+        root = span(
+            "invoke_agent shop-agent",
+            None,
+            {
+                "gen_ai.operation.name": "invoke_agent",
+                "gen_ai.agent.name": "shop-agent",
+                "gen_ai.agent.version": "2.1.0",
+                "gen_ai.input.messages": json.dumps(
+                    [
+                        {
+                            "role": "user",
+                            "parts": [{"type": "text", "content": f"refund order {i} please, turn {turn}"}],
+                        }
+                    ]
+                ),
+                "gen_ai.output.messages": json.dumps(
+                    [
+                        {
+                            "role": "assistant",
+                            "parts": [{"type": "text", "content": f"Order {i} refunded: 12.50 EUR."}],
+                        }
+                    ]
+                ),
+                "agentwatch.expected": json.dumps({"tools": [{"name": "lookup_order"}, {"name": "refund"}]}),
+                "agentwatch.conversation.end": turn == TURNS - 1,
+            },
+        )
+        for step in range(2):
+            span(
+                "chat gpt-4o-mini",
+                root,
+                {
+                    "gen_ai.operation.name": "chat",
+                    "gen_ai.provider.name": "openai",
+                    "gen_ai.request.model": "gpt-4o-mini",
+                    "gen_ai.response.model": "gpt-4o-mini-2024-07-18",
+                    "gen_ai.response.id": f"chatcmpl-{i}-{turn}-{step}",
+                    "gen_ai.response.finish_reasons": "tool_calls",
+                    "gen_ai.usage.input_tokens": 350 + step * 100,
+                    "gen_ai.usage.output_tokens": 40,
+                    "server.address": "api.openai.com",
+                    "server.port": 443,
+                },
+            )
+            if step == 0:
+                for tool, args, result in (
+                    ("lookup_order", {"order": i}, {"status": "delivered", "amount": 12.5}),
+                    ("refund", {"order": i, "amount": 12.5}, {"ok": True}),
+                ):
+                    span(
+                        f"execute_tool {tool}",
+                        root,
+                        {
+                            "gen_ai.operation.name": "execute_tool",
+                            "gen_ai.tool.name": tool,
+                            "gen_ai.tool.call.id": f"call_{i}_{turn}_{tool}",
+                            "gen_ai.tool.type": "function",
+                            "gen_ai.tool.call.arguments": json.dumps(args),
+                            "gen_ai.tool.call.result": json.dumps(result),
+                        },
+                    )
+    return data.SerializeToString(), n
+
+
+def make_workload(conversations: int) -> Workload:
+    """Encode `conversations` conversations of TURNS turns as OTLP protobuf messages."""
+    messages, spans = [], 0
+    for i in range(conversations):
+        payload, n = _conversation_message(i)
+        messages.append(payload)
+        spans += n
+    return Workload(messages, spans, conversations)
+
+
+def _rate(count: int, seconds: float) -> str:
+    return f"{count / seconds:,.0f}/s" if seconds > 0 else "inf"
+
+
+# --------------------------------------------------------------------------- sections
+
+
+def bench_raw_parse(w: Workload) -> dict[str, float]:
+    """Ceiling: protobuf parse of every message and a walk over its spans, nothing read."""
+    start = time.perf_counter()
+    count = 0
+    for payload in w.messages:
+        data = TracesData.FromString(payload)
+        for rs in data.resource_spans:
+            for ss in rs.scope_spans:
+                count += len(ss.spans)
+    seconds = time.perf_counter() - start
+    print(f"raw protobuf parse (ceiling):      {_rate(count, seconds):>14} spans")
+    return {"raw_parse_spans_per_s": count / seconds}
+
+
+def bench_decode(w: Workload) -> dict[str, float]:
+    """decode_message: span records with only the needed attributes."""
+    start = time.perf_counter()
+    count = sum(len(decode_message(p, "application/x-protobuf")) for p in w.messages)
+    seconds = time.perf_counter() - start
+    print(f"decode:                            {_rate(count, seconds):>14} spans")
+    return {"decode_spans_per_s": count / seconds}
+
+
+def _scorer() -> Callable | None:
+    try:
+        from agentwatch.scorers import ConversationScorer
+    except ImportError:
+        return None
+    return ConversationScorer().score
+
+
+def bench_pipeline(w: Workload) -> dict[str, float]:
+    """decode → assemble → reconstruct → score, in one process, as the collector's consumer loop does."""
+    score = _scorer()
+    assembler = Assembler(CollectorConfig(end_grace_s=0.0, idle_timeout_s=3600))
+    conversations = spans = 0
+    start = time.perf_counter()
+    for offset, payload in enumerate(w.messages):
+        for record in decode_message(payload, "application/x-protobuf"):
+            assembler.add(record, 0, offset, 0.0)
+            spans += 1
+        assembler.message_done(0, offset)
+        for finished in assembler.poll(0.0):
+            conv = build_conversation(finished)
+            if score is not None:
+                score(conv)
+            conversations += 1
+        assembler.committable(0)
+    seconds = time.perf_counter() - start
+    label = "decode → assemble → score" if score is not None else "decode → assemble (no scorers)"
+    print(
+        f"{label + ':':35}{_rate(spans, seconds):>14} spans  {_rate(conversations, seconds):>12} conversations"
+    )
+    return {"pipeline_spans_per_s": spans / seconds, "pipeline_conversations_per_s": conversations / seconds}
+
+
+def bench_stages(w: Workload) -> dict[str, float]:
+    """Where the pipeline's time goes: decode, assemble, reconstruct, score (seconds per 1,000 conversations)."""
+    score = _scorer()
+    decoded = [decode_message(p, "application/x-protobuf") for p in w.messages]
+    assembler = Assembler(CollectorConfig(end_grace_s=0.0, idle_timeout_s=3600))
+    t0 = time.perf_counter()
+    finished = []
+    for offset, records in enumerate(decoded):
+        for record in records:
+            assembler.add(record, 0, offset, 0.0)
+        assembler.message_done(0, offset)
+        finished.extend(assembler.poll(0.0))
+    t1 = time.perf_counter()
+    convs = [build_conversation(f) for f in finished]
+    t2 = time.perf_counter()
+    if score is not None:
+        for conv in convs:
+            score(conv)
+    t3 = time.perf_counter()
+    per = 1000 / max(1, len(finished))
+    print(
+        f"per 1,000 conversations: assemble {(t1 - t0) * per * 1000:.0f} ms, reconstruct {(t2 - t1) * per * 1000:.0f} ms, "
+        f"score {(t3 - t2) * per * 1000:.0f} ms"
+    )
+    return {}
+
+
+def bench_open_memory(w: Workload) -> dict[str, float]:
+    """Bytes per open conversation (tracemalloc), with the decoded spans held by the assembler."""
+    n = min(len(w.messages), 5000)
+    gc.collect()
+    tracemalloc.start()
+    assembler = Assembler(CollectorConfig(idle_timeout_s=3600, max_open_conversations=10 * n))
+    before = tracemalloc.get_traced_memory()[0]
+    for offset, payload in enumerate(w.messages[:n]):
+        for record in decode_message(payload, "application/x-protobuf"):
+            record.attrs.pop("agentwatch.conversation.end", None)  # keep them all open
+            assembler.add(record, 0, offset, 0.0)
+        assembler.message_done(0, offset)
+    gc.collect()
+    after = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    per = (after - before) / n
+    estimate = assembler.open_bytes_estimate() / n
+    spans = w.spans // w.conversations
+    print(
+        f"open conversation memory:          {per:>10,.0f} B each ({spans} spans; estimate {estimate:,.0f} B)"
+    )
+    return {"bytes_per_open_conversation": per}
+
+
+# --------------------------------------------------------------------------- through the broker
+
+
+def bench_broker(w: Workload, bootstrap_servers: str | None = None, rekey: bool = False) -> dict[str, float]:
+    """Produce the workload to a topic, then time the collector service from first span to last score.
+
+    The collector runs as in production (consumer group, manual commits, scores produced and flushed);
+    the clock starts when it consumes its first message, so the group join is not counted. With `rekey`
+    the messages carry no `agentwatch-key` header (as the OTel Collector writes them) and go through
+    the rekey topic first.
+    """
+    import threading
+    import uuid
+
+    from agentwatch.collector.service import CollectorService
+    from kafka import KafkaProducer
+    from kafka.admin import KafkaAdminClient, NewTopic
+
+    from agentwatch.broker import EmbeddedBroker
+    from agentwatch.config import load_settings
+
+    broker = None
+    if bootstrap_servers is None:
+        broker = EmbeddedBroker().start()
+        bootstrap_servers = broker.bootstrap_servers
+    try:
+        run = uuid.uuid4().hex[:8]
+        topic = f"bench-spans-{run}"
+        admin = KafkaAdminClient(bootstrap_servers=bootstrap_servers)
+        admin.create_topics([NewTopic(topic, 4, 1), NewTopic(f"bench-rekey-{run}", 4, 1)])
+        admin.close()
+        headers = (
+            None
+            if rekey
+            else [("content-type", b"application/x-protobuf"), ("agentwatch-key", b"conversation")]
+        )
+        producer = KafkaProducer(bootstrap_servers=bootstrap_servers, linger_ms=20, batch_size=1_000_000)
+        start = time.perf_counter()
+        for i, payload in enumerate(w.messages):
+            producer.send(topic, value=payload, key=f"conv-{i}".encode(), headers=headers)
+        producer.flush()
+        produce_s = time.perf_counter() - start
+        producer.close()
+        settings = load_settings(
+            kafka={"bootstrap_servers": bootstrap_servers},
+            collector={
+                "input_topics": [topic],
+                "scores_topic": f"bench-scores-{run}",
+                "dead_letter_topic": f"bench-dlq-{run}",
+                "rekey_topic": f"bench-rekey-{run}",
+                "group_id": f"bench-{run}",
+                "end_grace_s": 0.0,
+                "idle_timeout_s": 60.0,
+                "session_timeout_ms": 2000,
+                "heartbeat_interval_ms": 500,
+            },
+        )
+        service = CollectorService(settings)
+        stop = threading.Event()
+        thread = threading.Thread(target=service.run, args=(stop,), daemon=True)
+        thread.start()
+        stats = service.stats
+        deadline = time.monotonic() + 120
+        while stats.messages_consumed == 0 and time.monotonic() < deadline:
+            time.sleep(0.001)
+        t0 = time.perf_counter()
+        while stats.scores_produced < w.conversations and time.monotonic() < deadline and thread.is_alive():
+            time.sleep(0.005)
+        seconds = time.perf_counter() - t0
+        stop.set()
+        thread.join(30)
+    finally:
+        if broker is not None:
+            broker.stop()
+    done = stats.scores_produced
+    label = "through the broker, re-keyed:" if rekey else "through the broker:"
+    print(f"produce to the broker:             {_rate(w.spans, produce_s):>14} spans")
+    print(
+        f"{label:35}{_rate(w.spans * done // w.conversations, seconds):>14} spans  {_rate(done, seconds):>12} conversations"
+        + (
+            ""
+            if done == w.conversations
+            else f"  (only {done} of {w.conversations} scored before the deadline)"
+        )
+    )
+    key = "broker_rekey" if rekey else "broker"
+    return {
+        f"{key}_spans_per_s": w.spans * done / w.conversations / seconds,
+        f"{key}_conversations_per_s": done / seconds,
+    }
+
+
+SECTIONS: list[Callable[[Workload], dict[str, float]]] = [
+    bench_raw_parse,
+    bench_decode,
+    bench_pipeline,
+    bench_stages,
+    bench_open_memory,
+]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--conversations", type=int, default=5000, help="conversations in the workload")
+    parser.add_argument(
+        "--broker", action="store_true", help="also run the collector service through a broker"
+    )
+    parser.add_argument(
+        "--rekey", action="store_true", help="with --broker: unkeyed input, through the rekey topic"
+    )
+    parser.add_argument(
+        "--bootstrap-servers", default=None, help="with --broker: use this broker, not an embedded one"
+    )
+    parser.add_argument("--broker-only", action="store_true", help="run only the broker section(s)")
+    args = parser.parse_args()
+    w = make_workload(args.conversations)
+    size = sum(len(m) for m in w.messages)
+    print(
+        f"workload: {w.conversations:,} conversations, {w.spans:,} spans, {len(w.messages):,} messages, "
+        f"{size / len(w.messages):,.0f} B/message"
+    )
+    if not args.broker_only:
+        for section in SECTIONS:
+            section(w)
+    if args.broker or args.broker_only:
+        bench_broker(w, args.bootstrap_servers)
+        if args.rekey:
+            bench_broker(w, args.bootstrap_servers, rekey=True)
+
+
+if __name__ == "__main__":
+    main()
