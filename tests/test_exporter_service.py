@@ -104,3 +104,100 @@ def test_consume_serve_and_restart_reproduces_values(broker, topic) -> None:
     finally:
         stop_service(service2, stop2, thread2)
     assert after == before
+
+
+def _wait_for(port: int, name: str, proc, timeout: float = 40.0) -> dict:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, proc.stderr.read().decode()[-3000:]
+        try:
+            values = scrape(port)
+        except OSError:
+            values = {}
+        if any(k[0] == name for k in values):
+            return values
+        time.sleep(0.3)
+    raise AssertionError(f"{name} never appeared on :{port}")
+
+
+def _stop(proc) -> None:
+    import signal
+
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(20) == 0, proc.stderr.read().decode()[-3000:]
+
+
+def test_exporter_command_restart_as_new_process(broker, topic, tmp_path) -> None:
+    import subprocess
+    import sys
+
+    import yaml
+
+    from agentwatch.broker import free_port
+
+    now = time.time()
+    producer = KafkaProducer(bootstrap_servers=broker.bootstrap_servers, linger_ms=5)
+    for i in range(30):
+        producer.send(topic, key=b"s", value=make_score(f"p{i}", passed=i < 24, ended_at=now - 60)
+                      .model_dump_json().encode())
+    producer.flush()
+    producer.close()
+    cfg = tmp_path / "agentwatch.yaml"
+    cfg.write_text(yaml.safe_dump({"exporter": {"group_id": f"g-{uuid.uuid4().hex[:8]}", **FAST_GROUP}}))
+    port = free_port()
+    cmd = [sys.executable, "-m", "agentwatch", "exporter", "--bootstrap-servers", broker.bootstrap_servers,
+           "--scores-topic", topic, "--metrics-port", str(port), "--config", str(cfg)]
+    runs = []
+    for _ in range(2):
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        try:
+            values = _wait_for(port, "agentwatch_window_scored", proc)
+            deadline = time.monotonic() + 20
+            while values[("agentwatch_scores_consumed_total", ())] < 30 and time.monotonic() < deadline:
+                time.sleep(0.3)
+                values = scrape(port)
+        finally:
+            _stop(proc)
+        runs.append(values)
+    key = ("agentwatch_pass_pow_k", (("agent", "bot"), ("k", "3"), ("stat", "mean"), ("task", "refund"),
+                                     ("version", "v1"), ("window", "1h")))
+    assert abs(runs[0][key] - 25 * 26 * 27 / (32 * 33 * 34)) < 1e-9
+    assert runs[0] == runs[1]
+
+
+def test_serve_command_exposes_collector_and_estimator_metrics(broker, tmp_path) -> None:
+    import subprocess
+    import sys
+
+    import yaml
+
+    from agentwatch.broker import free_port
+
+    scores, spans = f"scores-{uuid.uuid4().hex[:8]}", f"spans-{uuid.uuid4().hex[:8]}"
+    producer = KafkaProducer(bootstrap_servers=broker.bootstrap_servers, linger_ms=5)
+    producer.send(scores, key=b"s", value=make_score("x1", ended_at=time.time() - 5).model_dump_json().encode())
+    producer.send(spans, value=b"\x00garbage")
+    producer.flush()
+    producer.close()
+    cfg = tmp_path / "agentwatch.yaml"
+    cfg.write_text(yaml.safe_dump({
+        "exporter": {"group_id": f"e-{uuid.uuid4().hex[:8]}", **FAST_GROUP},
+        "collector": {"group_id": f"c-{uuid.uuid4().hex[:8]}", "rekey_topic": f"rk-{uuid.uuid4().hex[:8]}",
+                      "dead_letter_topic": f"dl-{uuid.uuid4().hex[:8]}", **FAST_GROUP},
+    }))
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "agentwatch", "serve", "--bootstrap-servers", broker.bootstrap_servers,
+         "--input-topic", spans, "--scores-topic", scores, "--metrics-port", str(port), "--config", str(cfg)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )
+    try:
+        values = _wait_for(port, "agentwatch_window_scored", proc)
+        assert ("agentwatch_spans_consumed_total", ()) in values  # pipeline health on the same endpoint
+        deadline = time.monotonic() + 20
+        while not any(k[0] == "agentwatch_messages_rejected_total" and v >= 1 for k, v in values.items()):
+            assert time.monotonic() < deadline, "collector never dead-lettered the garbage span message"
+            time.sleep(0.3)
+            values = scrape(port)
+    finally:
+        _stop(proc)

@@ -1,0 +1,146 @@
+"""`agentwatch exporter` (scores → Bayesian estimates on /metrics) and `agentwatch serve` (collector + exporter)."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from agentwatch.cli.app import app
+
+log = logging.getLogger("agentwatch.exporter")
+
+BootstrapOpt = Annotated[
+    str | None, typer.Option(help="Kafka bootstrap servers HOST:PORT (AGENTWATCH_KAFKA__BOOTSTRAP_SERVERS).")
+]
+ScoresTopicOpt = Annotated[str | None, typer.Option(help="Topic of the conversation scores.")]
+MetricsPortOpt = Annotated[int | None, typer.Option(help="Serve /metrics on this port (default 9464).")]
+ConfigOpt = Annotated[Path | None, typer.Option(help="YAML configuration file.")]
+
+
+def _settings(config: Path | None, bootstrap_servers: str | None, exporter: dict[str, Any],
+              collector: dict[str, Any] | None = None) -> Any:
+    """Settings from file and environment, then command-line options (which win); exit 2 when invalid."""
+    from agentwatch.config import CollectorConfig, ConfigError, ExporterConfig, load_settings
+
+    try:
+        settings = load_settings(config)
+        updates = {k: v for k, v in exporter.items() if v is not None}
+        if updates:
+            settings.exporter = ExporterConfig.model_validate({**settings.exporter.model_dump(), **updates})
+        updates = {k: v for k, v in (collector or {}).items() if v is not None}
+        if updates:
+            settings.collector = CollectorConfig.model_validate({**settings.collector.model_dump(), **updates})
+        if bootstrap_servers:
+            settings.kafka = settings.kafka.model_copy(update={"bootstrap_servers": bootstrap_servers})
+    except (ConfigError, ValueError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from exc
+    return settings
+
+
+def _stop_on_signals() -> threading.Event:
+    stop = threading.Event()
+
+    def _on_signal(signum: int, _frame: object) -> None:
+        log.info("signal %d: shutting down", signum)
+        stop.set()
+
+    signal.signal(signal.SIGTERM, _on_signal)
+    signal.signal(signal.SIGINT, _on_signal)
+    return stop
+
+
+def _start_otlp(settings: Any, service: Any) -> Any:
+    if not settings.exporter.otlp_endpoint:
+        return None
+    from agentwatch.exporters.otlp_metrics import start_otlp_push
+
+    return start_otlp_push(lambda: service.estimator, settings.exporter)
+
+
+@app.command("exporter")
+def exporter(
+    bootstrap_servers: BootstrapOpt = None,
+    scores_topic: ScoresTopicOpt = None,
+    metrics_port: MetricsPortOpt = None,
+    group_id: Annotated[str | None, typer.Option(help="Consumer group of the exporter instances.")] = None,
+    config: ConfigOpt = None,
+) -> None:
+    """Consume conversation scores and serve rolling pass@k / pass^k / ASR estimates on /metrics."""
+    settings = _settings(
+        config, bootstrap_servers, {"scores_topic": scores_topic, "metrics_port": metrics_port, "group_id": group_id}
+    )
+    from agentwatch.exporters.service import ExporterService
+
+    stop = _stop_on_signals()
+    service = ExporterService(settings)
+    service.start_http()
+    otlp = _start_otlp(settings, service)
+    try:
+        service.run(stop)
+    finally:
+        service.stop_http()
+        if otlp is not None:
+            otlp.shutdown()
+
+
+@app.command("serve")
+def serve(
+    bootstrap_servers: BootstrapOpt = None,
+    input_topic: Annotated[
+        list[str] | None, typer.Option(help="Span topic to consume; repeat for several.")
+    ] = None,
+    scores_topic: ScoresTopicOpt = None,
+    metrics_port: MetricsPortOpt = None,
+    embedded_broker: Annotated[
+        bool, typer.Option(help="Start an embedded Tansu broker (memory only) and use it.")
+    ] = False,
+    config: ConfigOpt = None,
+) -> None:
+    """Collector + estimator + exporter in one process, with pipeline health and estimates on one /metrics."""
+    settings = _settings(
+        config,
+        bootstrap_servers,
+        {"scores_topic": scores_topic, "metrics_port": metrics_port},
+        {"input_topics": input_topic or None, "scores_topic": scores_topic},
+    )
+    if settings.collector.scores_topic != settings.exporter.scores_topic:
+        typer.echo(
+            f"error: collector.scores_topic ({settings.collector.scores_topic}) differs from "
+            f"exporter.scores_topic ({settings.exporter.scores_topic})",
+            err=True,
+        )
+        raise typer.Exit(2)
+    from agentwatch.broker import EmbeddedBroker
+    from agentwatch.collector.metrics import register
+    from agentwatch.collector.service import CollectorService
+    from agentwatch.exporters.service import ExporterService
+
+    stop = _stop_on_signals()
+    broker = None
+    if embedded_broker:
+        broker = EmbeddedBroker().start()
+        settings.kafka = settings.kafka.model_copy(update={"bootstrap_servers": broker.bootstrap_servers})
+        log.info("embedded broker on %s (memory only)", broker.bootstrap_servers)
+    collector = CollectorService(settings)
+    service = ExporterService(settings)
+    register(collector.stats, service.registry)
+    service.start_http()
+    otlp = _start_otlp(settings, service)
+    thread = threading.Thread(target=collector.run, args=(stop,), name="collector", daemon=True)
+    thread.start()
+    try:
+        service.run(stop)
+    finally:
+        stop.set()
+        thread.join(30)
+        service.stop_http()
+        if otlp is not None:
+            otlp.shutdown()
+        if broker is not None:
+            broker.stop()
