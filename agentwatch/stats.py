@@ -41,6 +41,8 @@ __all__ = [
 
 # Memory bound of one bootstrap chunk (number of int64 indices drawn at once).
 _BOOTSTRAP_CHUNK_CELLS = 4_000_000
+# Up to this many distinct values, the bootstrap draws multinomial counts instead of indices.
+_BOOTSTRAP_DISTINCT_MAX = 64
 
 
 def _check_k(k: int) -> None:
@@ -198,15 +200,29 @@ def bootstrap_mean_interval(
     if not np.all(np.isfinite(x)):
         raise ValueError("values must be finite")
     rng = np.random.default_rng(seed)
+    uniq, freq = np.unique(x, return_counts=True)
+    if uniq.size <= _BOOTSTRAP_DISTINCT_MAX:
+        # Few distinct values (ASR credits): resampling n values with replacement is the same distribution as
+        # multinomial counts over the distinct values, at a cost independent of n.
+        counts = rng.multinomial(n, freq / n, size=resamples)
+        means = counts @ uniq / n
+    else:
+        means = _resampled_means(x, rng, resamples)
+    tail = (1.0 - level) / 2.0
+    lo, hi = np.quantile(means, [tail, 1.0 - tail])
+    return float(x.mean()), float(lo), float(hi)
+
+
+def _resampled_means(x: np.ndarray, rng: np.random.Generator, resamples: int) -> np.ndarray:
+    """Means of `resamples` resamples of x with replacement, drawn in memory-bounded chunks."""
+    n = x.size
     means = np.empty(resamples, dtype=np.float64)
     chunk = max(1, _BOOTSTRAP_CHUNK_CELLS // n)
     for start in range(0, resamples, chunk):
         stop = min(resamples, start + chunk)
         idx = rng.integers(0, n, size=(stop - start, n))
         means[start:stop] = x[idx].mean(axis=1)
-    tail = (1.0 - level) / 2.0
-    lo, hi = np.quantile(means, [tail, 1.0 - tail])
-    return float(x.mean()), float(lo), float(hi)
+    return means
 
 
 def regression_probability(new: BetaPosterior, base: BetaPosterior, k: int, margin: float) -> float:

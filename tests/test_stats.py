@@ -272,3 +272,15 @@ def test_regression_probability_edges() -> None:
     assert regression_probability(posterior(10, 9), posterior(10, 1), 1, 0.99) == 0.0
     with pytest.raises(ValueError):
         regression_probability(new, base, 1, 1.0)
+
+
+def test_bootstrap_multinomial_and_index_paths_agree() -> None:
+    # Three distinct values use multinomial counts; the same data made all-distinct by a tiny jitter uses
+    # index resampling. Both are the percentile bootstrap of the same (up to 1e-9) sample.
+    rng = np.random.default_rng(11)
+    values = rng.choice([0.0, 0.4, 1.0], size=500, p=[0.25, 0.15, 0.6])
+    jittered = values + rng.uniform(0, 1e-9, size=values.size)
+    assert np.unique(jittered).size == values.size
+    _, lo_a, hi_a = bootstrap_mean_interval(values, resamples=5000, seed=1)
+    _, lo_b, hi_b = bootstrap_mean_interval(jittered, resamples=5000, seed=2)
+    assert lo_a == pytest.approx(lo_b, abs=0.006) and hi_a == pytest.approx(hi_b, abs=0.006)

@@ -156,9 +156,12 @@ def _emit(
     if fmt is ReportFormat.json:
         body = report.model_dump_json(indent=2) + "\n"
     elif fmt is ReportFormat.html:
-        from agentwatch.exporters.report_html import render_html
+        try:
+            from agentwatch.exporters.report_html import render_html
 
-        body = render_html(report, settings, title=title, header=header)
+            body = render_html(report, settings, title=title, header=header)
+        except ImportError as exc:
+            raise _fail(f"--format html needs matplotlib (pip install 'agentwatch[html]'): {exc}") from None
     else:
         from agentwatch.exporters.report_text import print_report, render_text
 
