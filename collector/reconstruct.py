@@ -11,6 +11,14 @@ from typing import Any
 from agentwatch.collector import conventions as cv
 from agentwatch.collector.assembler import FinishedConversation
 from agentwatch.collector.decode import SpanRecord
+from agentwatch.collector.messages import (
+    as_text,
+    json_or_text,
+    last_user_text,
+    messages,
+    output_text,
+    tools_from_messages,
+)
 from pydantic import ValidationError
 
 from agentwatch.schema import Conversation, Expectation, ToolCall, Turn, Usage, normalize_outcome
@@ -24,42 +32,41 @@ _OUTCOMES = {"complete", "partial_correct", "partial_incorrect", "hallucinated",
 # --------------------------------------------------------------------------- small readers
 
 
+_OP_ROLE = {
+    **dict.fromkeys(cv.AGENT_OPERATIONS, "agent"),
+    **dict.fromkeys(cv.TOOL_OPERATIONS, "tool"),
+    **dict.fromkeys(cv.MODEL_OPERATIONS, "model"),
+}
+_KIND_ROLE = {
+    **dict.fromkeys(cv.AGENT_KINDS, "agent"),
+    **dict.fromkeys(cv.TOOL_KINDS, "tool"),
+    **dict.fromkeys(cv.MODEL_KINDS, "model"),
+}
+
+
+_MODEL_HINT_KEYS = cv.MODEL_KEYS + cv.INPUT_TOKEN_KEYS + cv.OUTPUT_TOKEN_KEYS
+
+
 def _role(span: SpanRecord) -> str:
     attrs = span.attrs
     op = attrs.get(cv.OPERATION_KEY)
     op = op if isinstance(op, str) else None
+    role = _OP_ROLE.get(op) if op is not None else None
+    if role is not None:
+        return role
     kind = attrs.get(cv.OPENINFERENCE_KIND_KEY)
     kind = kind.upper() if isinstance(kind, str) else None
-    if op in cv.AGENT_OPERATIONS or kind in cv.AGENT_KINDS:
-        return AGENT
-    if op in cv.TOOL_OPERATIONS or kind in cv.TOOL_KINDS:
-        return TOOL
-    if op in cv.MODEL_OPERATIONS or kind in cv.MODEL_KINDS:
-        return MODEL
+    role = _KIND_ROLE.get(kind) if kind is not None else None
+    if role is not None:
+        return role
     if op is None and kind is None:
         if span.name.startswith("invoke_agent"):
             return AGENT
         if span.name.startswith("execute_tool") or cv.first(attrs, cv.TOOL_NAME_KEYS[:1]) is not None:
             return TOOL
-        if cv.first(attrs, cv.MODEL_KEYS + cv.INPUT_TOKEN_KEYS + cv.OUTPUT_TOKEN_KEYS) is not None:
+        if cv.first(attrs, _MODEL_HINT_KEYS) is not None:
             return MODEL
     return OTHER
-
-
-def _text(value: Any) -> str | None:
-    if value is None:
-        return None
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-
-
-def _json_or_text(value: Any) -> Any:
-    """Parse a JSON attribute value if it is JSON, else keep the value as is."""
-    if isinstance(value, str):
-        try:
-            return json.loads(value)
-        except (ValueError, RecursionError):
-            return value
-    return value
 
 
 def _nonneg_int(value: Any) -> int:
@@ -87,55 +94,6 @@ def _time(ns: int) -> datetime | None:
         return None
 
 
-def _messages(value: Any) -> list[dict] | None:
-    """Messages of a `gen_ai.*.messages` attribute (JSON string or structured); None if absent or unreadable."""
-    if value is None:
-        return None
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except (ValueError, RecursionError):
-            return None
-    if isinstance(value, dict):
-        value = [value]
-    if not isinstance(value, list):
-        return None
-    return [m for m in value if isinstance(m, dict)]
-
-
-def _parts(message: dict) -> list[dict]:
-    parts = message.get("parts")
-    if isinstance(parts, list):
-        return [p for p in parts if isinstance(p, dict)]
-    content = message.get("content")
-    if isinstance(content, str):  # older flat format {"role": ..., "content": "..."}
-        return [{"type": "text", "content": content}]
-    return []
-
-
-def _message_text(message: dict) -> str | None:
-    texts = [
-        p.get("content") for p in _parts(message) if p.get("type") == "text" and p.get("content") is not None
-    ]
-    return "\n".join(_text(t) or "" for t in texts) if texts else None
-
-
-def _last_user_text(messages: list[dict] | None) -> str | None:
-    for message in reversed(messages or []):
-        if message.get("role") == "user":
-            text = _message_text(message)
-            if text is not None:
-                return text
-    return None
-
-
-def _output_text(messages: list[dict] | None) -> str | None:
-    texts = [
-        t for t in (_message_text(m) for m in messages or [] if m.get("role", "assistant") != "user") if t
-    ]
-    return "\n".join(texts) if texts else None
-
-
 # --------------------------------------------------------------------------- the span tree
 
 
@@ -161,6 +119,7 @@ class _Forest:
                 roots.append(span)
         if missing:
             notes.append(f"{missing} span(s) whose parent was not seen treated as roots")
+        self.roles: dict[str, str] = {sid: _role(span) for sid, span in self.spans.items()}
         self.turns: list[SpanRecord] = []
         self.members: dict[str, list[SpanRecord]] = {}
         self.outside = 0
@@ -186,7 +145,7 @@ class _Forest:
             if span.span_id in visited:
                 continue
             visited.add(span.span_id)
-            if owner is None and _role(span) == AGENT:
+            if owner is None and self.roles[span.span_id] == AGENT:
                 owner = span
                 has_agent = True
             tree.append((span, owner))
@@ -197,7 +156,7 @@ class _Forest:
             tree = [(span, root) for span, _ in tree]
         for span, owner in tree:
             if owner is None:
-                self.outside += _role(span) in (TOOL, MODEL)
+                self.outside += self.roles[span.span_id] in (TOOL, MODEL)
                 continue
             if owner is span:
                 self.turns.append(span)
@@ -243,45 +202,11 @@ def _tool_from_span(span: SpanRecord, gaps: _Gaps) -> ToolCall:
     call_id = cv.first(attrs, cv.TOOL_CALL_ID_KEYS)
     return ToolCall(
         name=str(name) or "unknown",
-        arguments=_json_or_text(args),
-        result=_json_or_text(result),
+        arguments=json_or_text(args),
+        result=json_or_text(result),
         error=span.status_error,
         call_id=None if call_id is None else str(call_id),
     )
-
-
-def _tools_from_messages(models: list[SpanRecord], gaps: _Gaps) -> list[ToolCall]:
-    """Tool calls from `tool_call` parts of model output messages; results from later `tool_call_response` parts."""
-    calls: list[ToolCall] = []
-    seen: set[str] = set()
-    responses: dict[str, Any] = {}
-    for span in models:
-        for message in _messages(cv.first(span.attrs, cv.INPUT_MESSAGES_KEYS)) or []:
-            for part in _parts(message):
-                if part.get("type") == "tool_call_response" and part.get("id") is not None:
-                    responses[str(part["id"])] = part.get("response", part.get("result"))
-        for message in _messages(cv.first(span.attrs, cv.OUTPUT_MESSAGES_KEYS)) or []:
-            for part in _parts(message):
-                if part.get("type") != "tool_call":
-                    continue
-                call_id = None if part.get("id") is None else str(part["id"])
-                if call_id is not None and call_id in seen:
-                    continue
-                if call_id is not None:
-                    seen.add(call_id)
-                calls.append(
-                    ToolCall(
-                        name=str(part.get("name") or "unknown"),
-                        arguments=_json_or_text(part.get("arguments")),
-                        call_id=call_id,
-                    )
-                )
-    for call in calls:
-        if call.call_id is not None and call.call_id in responses:
-            call.result = _json_or_text(responses[call.call_id])
-        else:
-            gaps.counts["tool result not captured"] += 1
-    return calls
 
 
 def _usage(span: SpanRecord) -> Usage | None:
@@ -301,10 +226,12 @@ def _usage(span: SpanRecord) -> Usage | None:
 
 
 def _expectation(span: SpanRecord, members: list[SpanRecord], index: int, gaps: _Gaps) -> Expectation | None:
-    raw = reference = None
-    for s in [span, *members]:
-        raw = raw if raw is not None else cv.first(s.attrs, cv.EXPECTED_KEYS)
-        reference = reference if reference is not None else cv.first(s.attrs, cv.REFERENCE_ANSWER_KEYS)
+    raw = cv.first(span.attrs, cv.EXPECTED_KEYS)
+    reference = cv.first(span.attrs, cv.REFERENCE_ANSWER_KEYS)
+    if raw is None and reference is None:  # else look below the turn span (trace roots without agent spans)
+        for s in members:
+            raw = raw if raw is not None else cv.first(s.attrs, cv.EXPECTED_KEYS)
+            reference = reference if reference is not None else cv.first(s.attrs, cv.REFERENCE_ANSWER_KEYS)
     expected = None
     if raw is not None:
         try:
@@ -318,31 +245,32 @@ def _expectation(span: SpanRecord, members: list[SpanRecord], index: int, gaps: 
     if reference is not None:
         expected = expected or Expectation()
         if expected.reference_answer is None:
-            expected.reference_answer = _text(reference)
+            expected.reference_answer = as_text(reference)
     return expected
 
 
-def _turn(span: SpanRecord, members: list[SpanRecord], index: int, gaps: _Gaps) -> Turn:
-    members = sorted(members, key=lambda s: (s.start_ns, s.span_id))
-    roles = [(s, _role(s)) for s in members]
-    tools = [s for s, r in roles if r == TOOL]
-    models = [s for s, r in roles if r == MODEL]
-    own_role = _role(span)
+def _turn(
+    span: SpanRecord, members: list[SpanRecord], roles: dict[str, str], index: int, gaps: _Gaps
+) -> Turn:
+    members.sort(key=lambda s: (s.start_ns, s.span_id))
+    tools = [s for s in members if roles[s.span_id] == TOOL]
+    models = [s for s in members if roles[s.span_id] == MODEL]
+    own_role = roles[span.span_id]
     if own_role == MODEL:
         models.insert(0, span)
     attrs = span.attrs
-    user = _last_user_text(_messages(cv.first(attrs, cv.INPUT_MESSAGES_KEYS))) or _text(
+    user = last_user_text(messages(cv.first(attrs, cv.INPUT_MESSAGES_KEYS))) or as_text(
         cv.first(attrs, cv.INPUT_VALUE_KEYS)
     )
     for model in models:
         if user is not None:
             break
-        user = _last_user_text(_messages(cv.first(model.attrs, cv.INPUT_MESSAGES_KEYS)))
-    answer = _output_text(_messages(cv.first(attrs, cv.OUTPUT_MESSAGES_KEYS))) or _text(
+        user = last_user_text(messages(cv.first(model.attrs, cv.INPUT_MESSAGES_KEYS)))
+    answer = output_text(messages(cv.first(attrs, cv.OUTPUT_MESSAGES_KEYS))) or as_text(
         cv.first(attrs, cv.OUTPUT_VALUE_KEYS)
     )
     if answer is None and models:
-        answer = _output_text(_messages(cv.first(models[-1].attrs, cv.OUTPUT_MESSAGES_KEYS)))
+        answer = output_text(messages(cv.first(models[-1].attrs, cv.OUTPUT_MESSAGES_KEYS)))
     if user is None:
         gaps.turns["no user input captured"].append(index)
     if answer is None:
@@ -350,7 +278,9 @@ def _turn(span: SpanRecord, members: list[SpanRecord], index: int, gaps: _Gaps) 
     if tools:
         tool_calls = [_tool_from_span(s, gaps) for s in tools]
     else:
-        tool_calls = _tools_from_messages(models, gaps)
+        tool_calls, missing = tools_from_messages(models)
+        if missing:
+            gaps.counts["tool result not captured"] += missing
         if tool_calls:
             gaps.turns["tool calls taken from model output messages (no execute_tool spans)"].append(index)
     usage = [u for u in (_usage(m) for m in models) if u is not None]
@@ -371,20 +301,49 @@ def _turn(span: SpanRecord, members: list[SpanRecord], index: int, gaps: _Gaps) 
 # --------------------------------------------------------------------------- the conversation
 
 
-def _first_over(spans: list[SpanRecord], keys: tuple[str, ...]) -> Any:
-    for span in spans:
-        value = cv.first(span.attrs, keys)
-        if value is not None:
-            return value
-    return None
+# concept -> keys, in priority order; the outcome is the last label seen (feedback may come late)
+_CONVERSATION_KEYS = {
+    "agent": cv.AGENT_KEYS,
+    "version": cv.VERSION_KEYS,
+    "task": cv.TASK_KEYS,
+    "budget": cv.BUDGET_KEYS,
+    "outcome": cv.OUTCOME_KEYS,
+}
+_KEY_CONCEPT = {
+    key: (concept, rank) for concept, keys in _CONVERSATION_KEYS.items() for rank, key in enumerate(keys)
+}
 
 
-def _first_resource(spans: list[SpanRecord], keys: tuple[str, ...]) -> Any:
-    for span in spans:
-        value = cv.first(span.resource, keys)
-        if value is not None:
-            return value
-    return None
+def _conversation_attributes(
+    ordered: list[SpanRecord], turns: list[SpanRecord]
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """Conversation-level values (agent/version from turn spans first; latest outcome) and `agentwatch.tag.*`."""
+    found: dict[str, tuple[int, int, Any]] = {}  # concept -> (span preference, order, value)
+    tags: dict[str, str] = {}
+    turn_ids = {s.span_id for s in turns}
+    prefix, cut = cv.TAG_PREFIX, len(cv.TAG_PREFIX)
+    for position, span in enumerate(ordered):
+        attrs = span.attrs
+        keys = attrs.keys()
+        for key in keys & _KEY_CONCEPT.keys():
+            value = attrs[key]
+            if value is None or value == "":
+                continue
+            concept, rank = _KEY_CONCEPT[key]
+            if concept == "outcome":
+                order = (0, -position)  # the latest label wins
+            elif concept in ("agent", "version"):
+                order = (0 if span.span_id in turn_ids else 1, position * 8 + rank)
+            else:
+                order = (0, position * 8 + rank)
+            old = found.get(concept)
+            if old is None or order < old[:2]:
+                found[concept] = (*order, value)
+        for key in keys - cv.NEEDED_KEYS:  # the decoder keeps only needed keys and tags
+            value = attrs[key]
+            if key.startswith(prefix) and len(key) > cut and value is not None:
+                tags[key[cut:]] = as_text(value) or ""
+    return {concept: entry[2] for concept, entry in found.items()}, tags
 
 
 def build_conversation(
@@ -412,7 +371,7 @@ def build_conversation(
     turns: list[Turn] = []
     for index, span in enumerate(forest.turns):
         try:
-            turns.append(_turn(span, forest.members.get(span.span_id, []), index, gaps))
+            turns.append(_turn(span, forest.members.get(span.span_id, []), forest.roles, index, gaps))
         except (
             ValidationError,
             ValueError,
@@ -425,25 +384,18 @@ def build_conversation(
         notes.append(f"{forest.outside} tool/model span(s) outside any invoke_agent span ignored")
     notes.extend(gaps.notes())
     ordered = list(forest.spans.values())
-    turn_spans = forest.turns
-    agent = _first_over(turn_spans, cv.AGENT_KEYS) or _first_over(ordered, cv.AGENT_KEYS)
-    agent = agent or _first_resource(ordered, cv.RESOURCE_AGENT_KEYS)
-    version = _first_over(turn_spans, cv.VERSION_KEYS) or _first_over(ordered, cv.VERSION_KEYS)
-    version = version or _first_resource(ordered, cv.RESOURCE_VERSION_KEYS)
-    task = _first_over(ordered, cv.TASK_KEYS)
-    budget_raw = _first_over(ordered, cv.BUDGET_KEYS)
+    found, tags = _conversation_attributes(ordered, forest.turns)
+    agent = found.get("agent") or cv.first(ordered[0].resource, cv.RESOURCE_AGENT_KEYS)
+    version = found.get("version") or cv.first(ordered[0].resource, cv.RESOURCE_VERSION_KEYS)
+    task = found.get("task")
+    budget_raw = found.get("budget")
     budget = _nonneg_float(budget_raw)
     if budget_raw is not None and budget is None:
         notes.append(f"agentwatch.budget.usd {str(budget_raw)[:40]!r} ignored: not a non-negative number")
-    outcome = _first_over(list(reversed(ordered)), cv.OUTCOME_KEYS)
+    outcome = found.get("outcome")
     if outcome is not None and (not isinstance(outcome, str) or normalize_outcome(outcome) not in _OUTCOMES):
         notes.append(f"agentwatch.outcome {str(outcome)[:40]!r} ignored: not an outcome class")
         outcome = None
-    tags: dict[str, str] = {}
-    for span in ordered:
-        for key, value in span.attrs.items():
-            if key.startswith(cv.TAG_PREFIX) and len(key) > len(cv.TAG_PREFIX) and value is not None:
-                tags[key[len(cv.TAG_PREFIX) :]] = _text(value) or ""
     return Conversation(
         conversation_id=conversation_id or ordered[0].trace_id,
         agent=str(agent) if agent else "unknown",

@@ -1,0 +1,125 @@
+"""Read GenAI message attributes (`gen_ai.input.messages`, `gen_ai.output.messages`): text and tool-call parts."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from agentwatch.collector import conventions as cv
+from agentwatch.collector.decode import SpanRecord
+
+from agentwatch.schema import ToolCall
+
+_loads = json.loads
+
+
+def as_text(value: Any) -> str | None:
+    """A value as text: strings unchanged, anything else as JSON."""
+    if value is None or isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def json_or_text(value: Any) -> Any:
+    """Parse a JSON attribute value if it is JSON, else keep the value as is."""
+    if isinstance(value, str):
+        try:
+            return _loads(value)
+        except (ValueError, RecursionError):
+            return value
+    return value
+
+
+def messages(value: Any) -> list[dict] | None:
+    """Messages of a `gen_ai.*.messages` attribute (JSON string or structured); None if absent or unreadable."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            value = _loads(value)
+        except (ValueError, RecursionError):
+            return None
+    if isinstance(value, dict):
+        return [value]
+    if not isinstance(value, list):
+        return None
+    return [m for m in value if isinstance(m, dict)]
+
+
+def parts(message: dict) -> list[dict]:
+    """Parts of one message; the older flat `{"role", "content": "..."}` form reads as one text part."""
+    found = message.get("parts")
+    if isinstance(found, list):
+        return [p for p in found if isinstance(p, dict)]
+    content = message.get("content")
+    if isinstance(content, str):
+        return [{"type": "text", "content": content}]
+    return []
+
+
+def message_text(message: dict) -> str | None:
+    """Text parts of one message joined by newlines; None if it has none."""
+    texts = [
+        p.get("content") for p in parts(message) if p.get("type") == "text" and p.get("content") is not None
+    ]
+    if not texts:
+        return None
+    return (
+        texts[0]
+        if len(texts) == 1 and isinstance(texts[0], str)
+        else "\n".join(as_text(t) or "" for t in texts)
+    )
+
+
+def last_user_text(found: list[dict] | None) -> str | None:
+    """Text of the last user message that has text."""
+    for message in reversed(found or []):
+        if message.get("role") == "user":
+            text = message_text(message)
+            if text is not None:
+                return text
+    return None
+
+
+def output_text(found: list[dict] | None) -> str | None:
+    """Text parts of all non-user output messages, joined by newlines."""
+    texts = [t for t in (message_text(m) for m in found or [] if m.get("role", "assistant") != "user") if t]
+    return "\n".join(texts) if texts else None
+
+
+def tools_from_messages(models: list[SpanRecord]) -> tuple[list[ToolCall], int]:
+    """Tool calls from `tool_call` parts of model output messages, results from `tool_call_response` parts.
+
+    Returns the calls in order and how many of them have no result captured.
+    """
+    calls: list[ToolCall] = []
+    seen: set[str] = set()
+    responses: dict[str, Any] = {}
+    for span in models:
+        for message in messages(cv.first(span.attrs, cv.INPUT_MESSAGES_KEYS)) or []:
+            for part in parts(message):
+                if part.get("type") == "tool_call_response" and part.get("id") is not None:
+                    responses[str(part["id"])] = part.get("response", part.get("result"))
+        for message in messages(cv.first(span.attrs, cv.OUTPUT_MESSAGES_KEYS)) or []:
+            for part in parts(message):
+                if part.get("type") != "tool_call":
+                    continue
+                call_id = None if part.get("id") is None else str(part["id"])
+                if call_id is not None:
+                    if call_id in seen:
+                        continue
+                    seen.add(call_id)
+                calls.append(
+                    ToolCall(
+                        name=str(part.get("name") or "unknown"),
+                        arguments=json_or_text(part.get("arguments")),
+                        call_id=call_id,
+                    )
+                )
+    missing = 0
+    for call in calls:
+        if call.call_id is not None and call.call_id in responses:
+            call.result = json_or_text(responses[call.call_id])
+        else:
+            missing += 1
+    return calls, missing
