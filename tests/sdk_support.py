@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from kafka import KafkaConsumer, TopicPartition
+from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
@@ -36,3 +39,52 @@ def attr_json(span: ReadableSpan, key: str) -> Any:
     value = (span.attributes or {})[key]
     assert isinstance(value, str)
     return json.loads(value)
+
+
+def consume(bootstrap: str, topic: str, until, timeout_s: float = 30.0) -> list:
+    """All records of topic (every partition, from the start) once until(records) holds, else on timeout."""
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=None, auto_offset_reset="earliest",
+                             enable_auto_commit=False)
+    records: list = []
+    try:
+        deadline = time.monotonic() + timeout_s
+        assigned = False
+        while time.monotonic() < deadline:
+            if not assigned:
+                parts = consumer.partitions_for_topic(topic)
+                if not parts:
+                    time.sleep(0.2)
+                    continue
+                consumer.assign([TopicPartition(topic, p) for p in parts])
+                assigned = True
+            for batch in consumer.poll(timeout_ms=300).values():
+                records.extend(batch)
+            if until(records):
+                break
+    finally:
+        consumer.close()
+    return records
+
+
+def decode(record) -> list[tuple[dict, object]]:
+    """(resource attributes, span) pairs of one OTLP TracesData message."""
+    data = TracesData()
+    data.ParseFromString(record.value)
+    out = []
+    for rs in data.resource_spans:
+        resource = {kv.key: kv.value.string_value for kv in rs.resource.attributes}
+        for ss in rs.scope_spans:
+            out.extend((resource, span) for span in ss.spans)
+    return out
+
+
+def attrs_of(span) -> dict:
+    out = {}
+    for kv in span.attributes:
+        v = kv.value
+        out[kv.key] = getattr(v, v.WhichOneof("value"))
+    return out
+
+
+def count_spans(records) -> int:
+    return sum(len(decode(r)) for r in records)

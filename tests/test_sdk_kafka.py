@@ -10,11 +10,11 @@ import uuid
 from pathlib import Path
 
 import pytest
-from kafka import KafkaConsumer, TopicPartition
 from opentelemetry.proto.trace.v1.trace_pb2 import Status, TracesData
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from sdk_support import attrs_of, consume, count_spans, decode
 
 from agentwatch import configure, conversation, shutdown, trace
 from agentwatch.broker import free_port
@@ -23,55 +23,6 @@ from agentwatch.sdk.kafka_exporter import encode_messages
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.broker
-
-
-def consume(bootstrap: str, topic: str, until, timeout_s: float = 30.0) -> list:
-    """All records of topic (every partition, from the start) once until(records) holds, else on timeout."""
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=None, auto_offset_reset="earliest",
-                             enable_auto_commit=False)
-    records: list = []
-    try:
-        deadline = time.monotonic() + timeout_s
-        assigned = False
-        while time.monotonic() < deadline:
-            if not assigned:
-                parts = consumer.partitions_for_topic(topic)
-                if not parts:
-                    time.sleep(0.2)
-                    continue
-                consumer.assign([TopicPartition(topic, p) for p in parts])
-                assigned = True
-            for batch in consumer.poll(timeout_ms=300).values():
-                records.extend(batch)
-            if until(records):
-                break
-    finally:
-        consumer.close()
-    return records
-
-
-def decode(record) -> list[tuple[dict, object]]:
-    """(resource attributes, span) pairs of one OTLP TracesData message."""
-    data = TracesData()
-    data.ParseFromString(record.value)
-    out = []
-    for rs in data.resource_spans:
-        resource = {kv.key: kv.value.string_value for kv in rs.resource.attributes}
-        for ss in rs.scope_spans:
-            out.extend((resource, span) for span in ss.spans)
-    return out
-
-
-def attrs_of(span) -> dict:
-    out = {}
-    for kv in span.attributes:
-        v = kv.value
-        out[kv.key] = getattr(v, v.WhichOneof("value"))
-    return out
-
-
-def count_spans(records) -> int:
-    return sum(len(decode(r)) for r in records)
 
 
 def test_example_agent_end_to_end(broker, topic):
