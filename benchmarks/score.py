@@ -64,15 +64,19 @@ def main() -> None:
     for c in convs[:50]:  # warm caches
         scorer.score(c)
     start = time.perf_counter()
+    cpu_start = time.process_time()
     outcomes: dict[str, int] = {}
     for i in range(args.n):
         s = scorer.score(convs[i % distinct])
         outcomes[s.outcome.value] = outcomes.get(s.outcome.value, 0) + 1
     elapsed = time.perf_counter() - start
+    cpu = time.process_time() - cpu_start
     turns = sum(len(convs[i % distinct].turns) for i in range(args.n))
     print(f"scored {args.n} conversations ({turns} turns, {distinct} distinct) in {elapsed:.2f} s")
     print(f"{args.n / elapsed:,.0f} conversations/s, {turns / elapsed:,.0f} turns/s, "
           f"{elapsed / args.n * 1e6:.1f} µs per conversation")
+    print(f"CPU time {cpu:.2f} s: {cpu / args.n * 1e6:.1f} µs per conversation "
+          f"({args.n / cpu:,.0f} conversations/s of CPU; wall and CPU differ when the machine is shared)")
     print("outcomes:", dict(sorted(outcomes.items())))
 
 

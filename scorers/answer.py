@@ -3,29 +3,26 @@
 from __future__ import annotations
 
 import re
-import string
 from collections import Counter
+from functools import lru_cache
 
 from agentwatch.scorers.text import numbers_in, parse_number
 
-_PUNCT = str.maketrans({c: " " for c in string.punctuation if c not in ".,-+"})
-_NUMBER_START = frozenset("0123456789+-.")
+# A word (letters and digits, any script) with numeric groups kept together: "1,234.50" is one token.
+_TOKEN = re.compile(r"[^\W_]+(?:[.,]\d+)*")
+_DIGITS = frozenset("0123456789")
 _ARTICLES = frozenset({"a", "an", "the"})
-_SPACE = re.compile(r"\s+")
 # A reference that is just a number, maybe with a currency sign or a unit word: "$42.50", "42.5 USD", "7 days".
 _NUMERIC_REF = re.compile(r"^\s*[$€£¥]?\s*([-+]?[\d,]*\.?\d+)\s*%?\s*([A-Za-z]{0,12})\s*\.?\s*$")
 
 
 def normalise_tokens(text: str) -> list[str]:
-    """Lower-cased tokens without punctuation or articles; numbers written canonically ("42.50" → "42.5")."""
+    """Lower-cased word tokens without punctuation or articles; numbers canonical ("1,234.50" → "1234.5")."""
     out: list[str] = []
-    for raw in _SPACE.split(text.lower().translate(_PUNCT)):
-        token = raw.strip(".,-+")
-        if raw[:1] in "-+" and token and token[0].isdigit():
-            token = raw[0] + token
-        if not token or token in _ARTICLES:
+    for token in _TOKEN.findall(text.lower()):
+        if token in _ARTICLES:
             continue
-        if token[0] in _NUMBER_START:
+        if token[0] in _DIGITS:
             value = parse_number(token)
             if value is not None:
                 token = repr(int(value)) if value.is_integer() else repr(value)
@@ -61,6 +58,12 @@ def numeric_reference(reference: str) -> float | None:
     return parse_number(m.group(1))
 
 
+@lru_cache(maxsize=4096)
+def _reference(reference: str) -> tuple[list[str], float | None]:
+    """Tokens and numeric value of a reference answer (cached: many trials share one reference)."""
+    return normalise_tokens(reference), numeric_reference(reference)
+
+
 def grade_answer(answer: str | None, reference: str, numeric_tolerance: float = 1e-6) -> float:
     """Score an answer against a reference answer in [0, 1].
 
@@ -70,11 +73,10 @@ def grade_answer(answer: str | None, reference: str, numeric_tolerance: float = 
     """
     if not answer or not answer.strip():
         return 0.0
-    ref_tokens = normalise_tokens(reference)
+    ref_tokens, target = _reference(reference)
     ans_tokens = normalise_tokens(answer)
     if ans_tokens == ref_tokens:
         return 1.0
-    target = numeric_reference(reference)
     if target is not None:
         tol = numeric_tolerance * max(1.0, abs(target))
         return float(any(abs(value - target) <= tol for value, _ in numbers_in(answer)))

@@ -11,20 +11,22 @@
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable
 
 from agentwatch.scorers.text import numbers_in, parse_number
 
 _DIGIT = re.compile(r"\d")
-_EMAIL = re.compile(r"(?=[\w.+-]+@)[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
-_ID = re.compile(r"(?<![\w-])(?:[A-Z]{2,}[-_#]?\d{3,}(?:[-_][A-Z0-9]+)*|#\d{3,})(?![\w-])")
-_LONG_NUMBER = re.compile(r"(?<![\w.,$€£-])\d{5,}(?![\w]|[.,]\d)")
-_AMOUNT = re.compile(
-    r"[$€£]\s?(\d[\d,]*(?:\.\d+)?)|(\d[\d,]*(?:\.\d+)?)\s?(?:USD|EUR|GBP|dollars|euros|pounds)\b",
-    re.IGNORECASE,
-)
+_EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
+_DIGIT_WORD = re.compile(r"\S*\d\S*")  # whitespace-separated words holding a digit
+_WORD_PUNCT = "\"'()[]{}<>.,;:!?"
+_ID = re.compile(r"[A-Z]{2,}[-_#]?\d{3,}(?:[-_][A-Z0-9]+)*|#\d{3,}")
+_LONG_NUMBER = re.compile(r"\d{5,}")
+_CURRENCY = frozenset("$€£")
+_UNIT_AMOUNT = re.compile(r"(?<![\w.])(\d[\d,]*(?:\.\d+)?)\s?(?:USD|EUR|GBP|dollars|euros|pounds)\b", re.IGNORECASE)
+_UNIT_HINT = ("usd", "eur", "gbp", "dollar", "euro", "pound")
+# Numbers in the evidence: a plain scan (JSON numbers, numbers in texts, digits inside ids all count as seen).
+_EVIDENCE_NUMBER = re.compile(r"\d+(?:,\d{3})*(?:\.\d+)?")
 
 # Past-tense action verb → stems of tool names that perform it.
 ACTION_STEMS: dict[str, tuple[str, ...]] = {
@@ -57,9 +59,6 @@ _CLAIM = re.compile(
 )
 
 
-_JSON = json.JSONEncoder(ensure_ascii=False, default=str)
-
-
 class Evidence:
     """What the agent could legitimately know so far in a conversation: inputs, tool arguments and results.
 
@@ -83,13 +82,13 @@ class Evidence:
             self._pending.append(value)
 
     def _absorb(self) -> None:
-        text = "\n".join(v if isinstance(v, str) else _JSON.encode(v) for v in self._pending).casefold()
+        text = "\n".join(v if isinstance(v, str) else repr(v) for v in self._pending).casefold()
         self._pending.clear()
         self._chunks.append(text)
         self._joined = f"{self._joined}\n{text}" if self._joined else text
 
     def folded(self) -> str:
-        """All evidence as case-folded text (JSON values as JSON text)."""
+        """All evidence as case-folded text (JSON values as their Python repr)."""
         if self._pending:
             self._absorb()
         return self._joined
@@ -99,7 +98,9 @@ class Evidence:
         if self._pending:
             self._absorb()
         while self._numbered < len(self._chunks):
-            self._numbers.extend(v for v, _ in numbers_in(self._chunks[self._numbered]))
+            self._numbers.extend(
+                float(t.replace(",", "")) for t in _EVIDENCE_NUMBER.findall(self._chunks[self._numbered])
+            )
             self._numbered += 1
         return self._numbers
 
@@ -124,30 +125,50 @@ def unsupported_claims(answer: str, tool_names: Iterable[str]) -> list[str]:
     ]
 
 
+def _identifiers(answer: str) -> list[tuple[str, str]]:
+    """(kind, text) of every identifier in `answer`; kind is "text" (compare as text) or "amount"."""
+    found: list[tuple[str, str]] = []
+    if "@" in answer:
+        found.extend(("text", e) for e in _EMAIL.findall(answer))
+    for word in _DIGIT_WORD.findall(answer):
+        token = word.strip(_WORD_PUNCT)
+        if not token or "@" in token:
+            continue
+        if token[0] in _CURRENCY:
+            amount = token[1:].strip()
+            if amount and parse_number(amount) is not None:
+                found.append(("amount", amount))
+        elif _ID.fullmatch(token) or _LONG_NUMBER.fullmatch(token):
+            found.append(("text", token))
+    folded = answer.casefold()
+    if any(hint in folded for hint in _UNIT_HINT):
+        found.extend(("amount", a) for a in _UNIT_AMOUNT.findall(answer))
+    return found
+
+
 def unsupported_identifiers(answer: str, evidence: Evidence, reference: str | None = None) -> list[str]:
     """Identifiers and amounts in `answer` found nowhere in the evidence or the reference."""
-    if _DIGIT.search(answer) is None and "@" not in answer:
-        return []
     out: list[str] = []
     haystack: str | None = None
     ref = reference.casefold() if reference else ""
-    for regex in (_EMAIL, _ID, _LONG_NUMBER):
-        for token in regex.findall(answer):
+    known: list[float] | None = None
+    for kind, text in _identifiers(answer):
+        if kind == "amount":
+            value = parse_number(text)
+            if value is None:
+                continue
+            if known is None:
+                known = evidence.numbers() + ([v for v, _ in numbers_in(reference)] if reference else [])
+            if any(abs(value - k) <= 0.005 for k in known):
+                continue
+        else:
             if haystack is None:
                 haystack = evidence.folded()
-            folded = token.casefold()
-            if folded not in haystack and folded not in ref and token not in out:
-                out.append(token)
-    amounts = _AMOUNT.findall(answer)
-    if amounts:
-        known = evidence.numbers() + ([v for v, _ in numbers_in(reference)] if reference else [])
-        for a, b in amounts:
-            text = a or b
-            value = parse_number(text)
-            if value is None or any(abs(value - k) <= 0.005 for k in known):
+            folded = text.casefold()
+            if folded in haystack or folded in ref:
                 continue
-            if text not in out:
-                out.append(text)
+        if text not in out:
+            out.append(text)
     return out
 
 

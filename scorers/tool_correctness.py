@@ -51,6 +51,8 @@ def lcs_length(a: Sequence[str], b: Sequence[str]) -> int:
 
 def values_equal(a: Any, b: Any) -> bool:
     """JSON equality where numbers compare by value (1 == 1.0) and booleans are not numbers."""
+    if type(a) is str:
+        return type(b) is str and a == b
     if is_number(a) and is_number(b):
         return a == b or math.isclose(a, b, rel_tol=1e-9, abs_tol=0.0)
     if isinstance(a, dict) and isinstance(b, dict):
