@@ -8,7 +8,7 @@ Definitions (Fair Forge's four dimensions, Galtea's binary set match), all on no
 - sequence: length of the longest common subsequence of expected and used names / expected count, graded
   only when `sequence_matters` (reported as 1.0 otherwise and left out of the overall);
 - utilization: 1 if the answer contains a salient value of a successful tool result, graded only when
-  `expected.utilization_required`;
+  `expected.utilization_required` and some result was captured (or no call succeeded: then 0);
 - overall: weighted mean of the graded dimensions, weights normalised over them;
 - binary: set of used names == set of expected names.
 """
@@ -139,9 +139,12 @@ class ToolGrader:
             sequence = 1.0
         utilization: float | None = None
         if expected.utilization_required:
-            results = [c.result for c in calls if c.error is None and c.result is not None]
-            utilization = 1.0 if answer_uses(answer, results) else 0.0
-            graded.append((utilization, self._weights[3]))
+            ok = [c.result for c in calls if c.error is None]
+            results = [r for r in ok if r is not None]
+            if results or not ok:
+                utilization = 1.0 if answer_uses(answer, results) else 0.0
+                graded.append((utilization, self._weights[3]))
+            # else: successful calls whose results were not captured — utilization cannot be checked
         overall = weighted_mean(graded)
         return ToolScore(
             selection=selection,

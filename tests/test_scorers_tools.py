@@ -177,7 +177,9 @@ def test_weights_normalised_when_utilization_not_graded():
     # selection 1/2, parameters 1/2 (b missing), sequence 1/2 (LCS 1 of 2); weights over 0.9
     expected = (Fraction(1, 2) * Fraction(5, 10) + Fraction(1, 2) * Fraction(2, 10) + Fraction(1, 2) * Fraction(2, 10))
     assert s.overall == pytest.approx(float(expected / Fraction(9, 10)))
-    graded = ToolGrader(weights=weights).grade(expect("a", "b", uses_tool_results=True), calls("a"), "")
+    graded = ToolGrader(weights=weights).grade(
+        expect("a", "b", uses_tool_results=True), calls(("a", {}, {"v": "zzz"})), "no value here"
+    )
     assert graded.utilization == 0.0
     assert graded.overall == pytest.approx(float(expected))  # weights sum to 1, utilization 0 adds nothing
 
@@ -271,3 +273,11 @@ def test_parameters_brute_force_random():
 
         best = max(sum(agree(e, u) for (_, e), (_, u) in zip(exp, perm, strict=True)) for perm in itertools.permutations(used))
         assert parameters_score(exp, used) == pytest.approx(float(best / 3))
+
+
+def test_utilization_not_graded_when_results_not_captured():
+    exp = expect("get")
+    s = ToolGrader().grade(exp, [ToolCall(name="get")], "It has shipped")  # content capture off
+    assert s.utilization is None and s.passed is True
+    none_ok = ToolGrader().grade(exp, [ToolCall(name="get", error="boom")], "It has shipped")
+    assert none_ok.utilization == 0.0 and none_ok.passed is False
