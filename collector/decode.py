@@ -29,6 +29,7 @@ _ZERO_TRACE = bytes(16)
 _ZERO_SPAN = bytes(8)
 _MAX_ARRAY = 1024
 TRUNCATION_MARKER = "…[truncated]"
+_ERROR_TYPE_SET = frozenset(ERROR_TYPE_KEYS)
 
 
 class DecodeError(ValueError):
@@ -121,6 +122,16 @@ def _pb_value(v: Any, limit: int, depth: int = 0) -> Any:
     return None
 
 
+def _pb_exception_type(events: Any, limit: int) -> str | None:
+    exc_type = None
+    for ev in events:
+        if ev.name == EXCEPTION_EVENT:
+            for kv in ev.attributes:
+                if kv.key == EXCEPTION_TYPE_KEY or (kv.key == EXCEPTION_MESSAGE_KEY and not exc_type):
+                    exc_type = _truncate(str(_pb_value(kv.value, limit)), limit)
+    return exc_type
+
+
 def _decode_protobuf(payload: bytes, limit: int) -> list[SpanRecord]:
     try:
         data = TracesData.FromString(payload)
@@ -128,8 +139,11 @@ def _decode_protobuf(payload: bytes, limit: int) -> list[SpanRecord]:
         raise DecodeError("invalid_protobuf", str(exc)[:200]) from None
     needed = NEEDED_KEYS
     resource_keys = RESOURCE_KEYS
+    tag_prefix = TAG_PREFIX
+    main_key = CONVERSATION_KEYS[0]
     records: list[SpanRecord] = []
     unresolved: list[SpanRecord] = []
+    append = records.append
     index = 0
     for rs in data.resource_spans:
         resource = {
@@ -147,36 +161,44 @@ def _decode_protobuf(payload: bytes, limit: int) -> list[SpanRecord]:
                 attrs = {}
                 for kv in sp.attributes:
                     key = kv.key
-                    if key in needed or key.startswith(TAG_PREFIX):
-                        attrs[key] = _pb_value(kv.value, limit)
+                    if key in needed or key.startswith(tag_prefix):
+                        value = kv.value
+                        if value.WhichOneof("value") == "string_value":
+                            text = value.string_value
+                            attrs[key] = text if len(text) <= limit else text[:limit] + TRUNCATION_MARKER
+                        else:
+                            attrs[key] = _pb_value(value, limit)
                 exc_type = None
                 if sp.events:
-                    for ev in sp.events:
-                        if ev.name == EXCEPTION_EVENT:
-                            for kv in ev.attributes:
-                                if kv.key == EXCEPTION_TYPE_KEY or (
-                                    kv.key == EXCEPTION_MESSAGE_KEY and not exc_type
-                                ):
-                                    exc_type = _truncate(str(_pb_value(kv.value, limit)), limit)
+                    exc_type = _pb_exception_type(sp.events, limit)
                 status = sp.status
+                if status.code == _ERROR or exc_type is not None or not _ERROR_TYPE_SET.isdisjoint(attrs):
+                    error = _error_of(
+                        status.code == _ERROR, _truncate(status.message, limit), attrs, exc_type
+                    )
+                else:
+                    error = None
+                name = sp.name
                 rec = SpanRecord(
                     tid.hex(),
                     sid.hex(),
                     pid.hex() if len(pid) == 8 and pid != _ZERO_SPAN else None,
-                    _truncate(sp.name, limit),
+                    name if len(name) <= limit else name[:limit] + TRUNCATION_MARKER,
                     sp.start_time_unix_nano,
                     sp.end_time_unix_nano,
-                    _error_of(status.code == _ERROR, _truncate(status.message, limit), attrs, exc_type),
+                    error,
                     attrs,
                     resource,
                     "",
                 )
-                conv = _conversation_of(attrs)
+                conv = attrs.get(main_key)
+                if conv is None or conv == "":
+                    conv = _conversation_of(attrs)
                 if conv is None:
                     unresolved.append(rec)
                 else:
-                    rec.conversation_id = _truncate(conv, limit)
-                records.append(rec)
+                    rec.conversation_id = _truncate(str(conv), limit)
+                append(rec)
                 index += 1
     if unresolved:
         _inherit_conversations(records, unresolved)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 from collections import defaultdict
 from datetime import UTC, datetime
@@ -20,6 +19,7 @@ from agentwatch.collector.messages import (
     tools_from_messages,
 )
 from pydantic import ValidationError
+from pydantic_core import from_json
 
 from agentwatch.schema import Conversation, Expectation, ToolCall, Turn, Usage, normalize_outcome
 
@@ -235,7 +235,7 @@ def _expectation(span: SpanRecord, members: list[SpanRecord], index: int, gaps: 
     expected = None
     if raw is not None:
         try:
-            value = json.loads(raw) if isinstance(raw, str) else raw
+            value = from_json(raw) if isinstance(raw, str) else raw
             expected = Expectation.model_validate(value)
         except (ValueError, RecursionError) as exc:  # ValidationError is a ValueError
             first_line = str(exc).splitlines()[0][:160]
