@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -125,7 +126,8 @@ def configure(
     if isinstance(exporter, SpanExporter):
         span_exporter: SpanExporter | None = exporter
     else:
-        kind = (exporter or _env("AGENTWATCH_EXPORTER") or "kafka").lower()
+        # AGENTWATCH_EXPORTER is also the service's `exporter` settings section: prefer AGENTWATCH_SPAN_EXPORTER.
+        kind = (exporter or _env("AGENTWATCH_SPAN_EXPORTER") or _env("AGENTWATCH_EXPORTER") or "kafka").lower()
         span_exporter = _make_exporter(kind, bootstrap_servers, topic, compression, otlp_endpoint, otlp_protocol)
 
     provider, owns = _provider(tracer_provider, agent, version)
@@ -169,9 +171,12 @@ def shutdown(timeout_s: float = 5.0) -> None:
     if active is None:
         return
     group = _GROUPS.get(active.tracer_provider)
+    deadline = time.monotonic() + timeout_s
     try:
         if group is not None:
             group.force_flush(int(timeout_s * 1000))
+            if isinstance(active.exporter, KafkaSpanExporter):  # bounded by what is left of timeout_s
+                active.exporter.shutdown(timeout_s=max(0.1, deadline - time.monotonic()))
             group.replace([])
         if active.owns_provider:
             active.tracer_provider.shutdown()

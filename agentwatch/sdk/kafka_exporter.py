@@ -69,6 +69,7 @@ class KafkaSpanExporter(SpanExporter):
         *,
         warn_interval_s: float = 30.0,
         retry_interval_s: float = 1.0,
+        shutdown_timeout_s: float = 5.0,
     ) -> None:
         self.topic = topic
         self.queue_size = max(1, int(queue_size))
@@ -93,6 +94,7 @@ class KafkaSpanExporter(SpanExporter):
             "reconnect_backoff_max_ms": 1000,
             **(producer_config or {}),
         }
+        self.shutdown_timeout_s = shutdown_timeout_s
         self._warn_interval_s = warn_interval_s
         self._retry_interval_s = retry_interval_s
         self._lock = threading.Lock()
@@ -139,10 +141,12 @@ class KafkaSpanExporter(SpanExporter):
             self._wake.set()
             time.sleep(0.01)
 
-    def shutdown(self, timeout_s: float = 5.0) -> None:  # type: ignore[override]
-        """Flush within timeout_s, then stop the sender thread and close the producer."""
+    def shutdown(self, timeout_s: float | None = None) -> None:  # type: ignore[override]
+        """Flush within timeout_s (default `shutdown_timeout_s`), then stop the sender and close the producer."""
         if self._closing:
             return
+        if timeout_s is None:
+            timeout_s = self.shutdown_timeout_s
         start = time.monotonic()
         self.force_flush(int(timeout_s * 1000))
         with self._lock:
