@@ -49,7 +49,9 @@ class PipelineMetrics(Collector):
             lag = dict(s.lag)
         yield _counter("agentwatch_spans_consumed", "Spans decoded from the input topics.", s.spans_consumed)
         fam = CounterMetricFamily(
-            "agentwatch_messages_rejected", "Messages sent to the dead-letter topic, by reason.", labels=["reason"]
+            "agentwatch_messages_rejected",
+            "Messages sent to the dead-letter topic, by reason.",
+            labels=["reason"],
         )
         for reason, n in sorted(rejected.items()):
             fam.add_metric([reason], n)
@@ -57,9 +59,15 @@ class PipelineMetrics(Collector):
         yield GaugeMetricFamily(
             "agentwatch_open_conversations", "Conversations being assembled.", value=s.open_conversations
         )
-        yield _counter("agentwatch_late_spans", "Spans that arrived after their conversation finished.", s.late_spans)
-        yield _counter("agentwatch_duplicate_spans", "Spans seen twice (same span id), ignored.", s.duplicate_spans)
-        yield _counter("agentwatch_dropped_spans", "Spans dropped by the per-conversation cap.", s.dropped_spans)
+        yield _counter(
+            "agentwatch_late_spans", "Spans that arrived after their conversation finished.", s.late_spans
+        )
+        yield _counter(
+            "agentwatch_duplicate_spans", "Spans seen twice (same span id), ignored.", s.duplicate_spans
+        )
+        yield _counter(
+            "agentwatch_dropped_spans", "Spans dropped by the per-conversation cap.", s.dropped_spans
+        )
         fam = CounterMetricFamily(
             "agentwatch_conversations_finished",
             "Conversations finished, by reason (end, idle, cap, shutdown).",

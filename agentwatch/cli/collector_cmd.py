@@ -48,7 +48,9 @@ def collector(
         }
         updates = {k: v for k, v in updates.items() if v is not None}
         if updates:
-            settings.collector = CollectorConfig.model_validate({**settings.collector.model_dump(), **updates})
+            settings.collector = CollectorConfig.model_validate(
+                {**settings.collector.model_dump(), **updates}
+            )
         if bootstrap_servers:
             settings.kafka = settings.kafka.model_copy(update={"bootstrap_servers": bootstrap_servers})
     except (ConfigError, ValueError) as exc:
