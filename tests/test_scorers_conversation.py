@@ -336,3 +336,17 @@ def test_properties(turns, budget):
                 assert 0.0 <= v <= 1.0
         assert (t.passed is False) == bool(t.reasons)
     assert not any(r.startswith("scorer_error") for r in s.reasons)
+
+
+def test_malformed_conversation_never_raises():
+    # Built without validation (as a buggy producer might): the scorer logs and returns an unscored result.
+    bad = Conversation.model_construct(conversation_id="bad", turns=[{"not": "a turn"}])
+    s = ConversationScorer().score(bad)
+    assert s.conversation_id == "bad" and s.outcome is Outcome.UNSCORED and s.passed is None
+    assert s.reasons and s.reasons[0].startswith("scorer_error: ")
+
+
+def test_label_unscored_and_incomplete_flag():
+    s = score_conversation(make(ORDER_TURN, outcome="unscored", incomplete=True))
+    assert s.outcome is Outcome.UNSCORED and s.passed is None and s.asr_credit is None
+    assert s.incomplete is True and "incomplete" in codes(s)
