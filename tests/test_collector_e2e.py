@@ -64,7 +64,9 @@ def test_agent_conversation_end_to_end(broker, topic):
         TurnSpec(
             user="Please refund it.",
             answer="Refunded 19.99 USD for order 42.",
-            tools=[ToolSpec("refund", {"order_id": 42, "amount": 19.99}, {"refunded": True, "amount": 19.99})],
+            tools=[
+                ToolSpec("refund", {"order_id": 42, "amount": 19.99}, {"refunded": True, "amount": 19.99})
+            ],
             model="gpt-4o",
             input_tokens=2000,
             output_tokens=150,

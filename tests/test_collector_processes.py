@@ -100,7 +100,9 @@ def test_sigkill_and_restart_loses_nothing(broker, tmp_path):
         reader.close()
     ids = ids_of(reader.records)
     dupes = len(ids) - len(set(ids))
-    print(f"\nSIGKILL after {killed_at} scores: {len(ids)} scores, {len(set(ids))} conversations, {dupes} duplicates")
+    print(
+        f"\nSIGKILL after {killed_at} scores: {len(ids)} scores, {len(set(ids))} conversations, {dupes} duplicates"
+    )
     assert set(ids) == set(messages)
     # at least once: duplicates only from the window between the last commit and the kill
     assert dupes <= killed_at
