@@ -146,3 +146,39 @@ def test_sdk_agent_through_broker_and_collector(broker, topic, tmp_path):
     ended = datetime.fromisoformat(s["ended_at"])
     assert abs(ended - datetime.fromtimestamp(max(e for _, e in turns) / 1e9, tz=UTC)).total_seconds() < 1e-3
     assert s["incomplete"] is False
+
+
+def test_example_instrumented_agent_through_the_collector(broker, topic):
+    """examples/instrumented_agent.py (two turns, a failing tool) → broker → collector → its score."""
+    bs = broker.bootstrap_servers
+    cid = unique("example")
+    example = Path(__file__).parent.parent / "examples" / "instrumented_agent.py"
+    run = subprocess.run(
+        [sys.executable, str(example), "--bootstrap-servers", bs, "--topic", topic, "--conversation-id", cid],
+        check=False,
+        capture_output=True,
+        timeout=60,
+    )
+    assert run.returncode == 0, run.stderr.decode()[-2000:]
+    settings = collector_settings(bs, [topic], unique("example"))
+    reader = TopicReader(bs, settings.collector.scores_topic)
+    with ServiceThread(settings) as svc:
+        records = reader.wait(lambda r: len(r) >= 1, 30)
+        assert svc.error is None
+    reader.close()
+    assert len(records) == 1
+    assert records[0].key == b"travel-agent|1.0.0|travel"
+    s = json.loads(records[0].value)
+    assert s["conversation_id"] == cid
+    assert s["turns"] == 2
+    # each turn: one model call with one message → 12 input and 8 output tokens, 0.0001 USD (record_usage)
+    assert (s["input_tokens"], s["output_tokens"]) == (24, 16)
+    assert s["cost_usd"] == pytest.approx(0.0002)
+    first, second = s["turn_scores"]
+    assert first["passed"] is True and first["answer_score"] == pytest.approx(1.0)
+    assert first["tool"]["selection"] == first["tool"]["parameters"] == first["tool"]["sequence"] == 1.0
+    # the booking tool failed: no successful result to use, so utilization fails and so does the turn
+    assert second["tool"]["utilization"] == 0.0 and second["tool"]["passed"] is False
+    assert second["passed"] is False
+    assert s["passed"] is False and s["reasons"]
+    assert s["incomplete"] is False
