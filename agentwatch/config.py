@@ -78,6 +78,9 @@ class ScoringConfig(_Section):
     partial_tool_min: float = Field(default=0.5, ge=0, le=1)
     partial_answer_min: float = Field(default=0.4, ge=0, le=1)
     credits: OutcomeCredits = Field(default_factory=OutcomeCredits)
+    hallucination_checks: bool = Field(
+        default=True, description="flag unsupported identifiers and claimed actions (heuristic; see docs/scoring.md)"
+    )
 
 
 class ModelPrice(_Section):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from collections import Counter
 from functools import lru_cache
 
 from agentwatch.scorers.text import numbers_in, parse_number
@@ -34,7 +33,15 @@ def token_f1(answer_tokens: list[str], reference_tokens: list[str]) -> float:
     """SQuAD-style token F1 of two token lists."""
     if not answer_tokens or not reference_tokens:
         return float(answer_tokens == reference_tokens)
-    common = sum((Counter(answer_tokens) & Counter(reference_tokens)).values())
+    remaining: dict[str, int] = {}
+    for t in reference_tokens:
+        remaining[t] = remaining.get(t, 0) + 1
+    common = 0
+    for t in answer_tokens:
+        left = remaining.get(t)
+        if left:
+            remaining[t] = left - 1
+            common += 1
     if common == 0:
         return 0.0
     precision = common / len(answer_tokens)

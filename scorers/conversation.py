@@ -163,7 +163,7 @@ class ConversationScorer:
         if last and not has_answer:
             failed = facts.abandoned = True
             reasons.append(f"no_answer: turn {i}: the last turn has no final answer")
-        for text in find_hallucinations(answer, evidence, reference):
+        for text in find_hallucinations(answer, evidence, reference) if sc.hallucination_checks else ():
             failed = facts.hallucinated = True
             reasons.append(f"hallucination: turn {i}: {text}")
 

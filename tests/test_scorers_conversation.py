@@ -350,3 +350,11 @@ def test_label_unscored_and_incomplete_flag():
     s = score_conversation(make(ORDER_TURN, outcome="unscored", incomplete=True))
     assert s.outcome is Outcome.UNSCORED and s.passed is None and s.asr_credit is None
     assert s.incomplete is True and "incomplete" in codes(s)
+
+
+def test_hallucination_checks_can_be_turned_off():
+    turn = {"input": "q", "answer": "I have cancelled ORD-9999.", "expected": {"reference_answer": "cancelled"}}
+    on = score_conversation(make(turn))
+    assert on.outcome is Outcome.HALLUCINATED
+    off = ConversationScorer(Settings(scoring={"hallucination_checks": False})).score(make(turn))
+    assert off.outcome is Outcome.COMPLETE and off.passed is True
