@@ -1,0 +1,203 @@
+"""Decode OTLP/JSON `TracesData` (the protobuf JSON mapping; camelCase or snake_case; hex or base64 ids)."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from typing import Any
+
+from agentwatch.collector.conventions import (
+    EXCEPTION_EVENT,
+    EXCEPTION_MESSAGE_KEY,
+    EXCEPTION_TYPE_KEY,
+    NEEDED_KEYS,
+    RESOURCE_KEYS,
+    TAG_PREFIX,
+)
+from agentwatch.collector.decode import (
+    _MAX_ARRAY,
+    DecodeError,
+    SpanRecord,
+    _conversation_of,
+    _error_of,
+    _inherit_conversations,
+    _truncate,
+)
+
+_JSON_SCALARS = (
+    ("stringValue", "string_value", str),
+    ("boolValue", "bool_value", bool),
+    ("intValue", "int_value", int),
+    ("doubleValue", "double_value", float),
+)
+
+
+def _json_value(v: Any, limit: int, where: str, depth: int = 0) -> Any:
+    if not isinstance(v, dict):
+        return None
+    for camel, snake, kind in _JSON_SCALARS:
+        raw = v.get(camel, v.get(snake)) if (camel in v or snake in v) else None
+        if raw is None:
+            continue
+        if kind is str:
+            return _truncate(str(raw), limit)
+        if kind is bool:
+            return raw if isinstance(raw, bool) else str(raw).lower() == "true"
+        try:
+            return kind(raw)
+        except (TypeError, ValueError):
+            raise DecodeError("invalid_json", f"{where}: {camel} {str(raw)[:40]!r} is not a number") from None
+    arr = v.get("arrayValue", v.get("array_value"))
+    if isinstance(arr, dict) and depth <= 2:
+        values = arr.get("values") or []
+        if isinstance(values, list):
+            return [_json_value(x, limit, where, depth + 1) for x in values[:_MAX_ARRAY]]
+    kvl = v.get("kvlistValue", v.get("kvlist_value"))
+    if isinstance(kvl, dict) and depth <= 2:
+        values = kvl.get("values") or []
+        if isinstance(values, list):
+            return {
+                str(kv.get("key")): _json_value(kv.get("value"), limit, where, depth + 1)
+                for kv in values[:_MAX_ARRAY]
+                if isinstance(kv, dict)
+            }
+    raw = v.get("bytesValue", v.get("bytes_value"))
+    if raw is not None:
+        return _truncate(str(raw), limit)
+    return None
+
+
+def _json_id(raw: Any, nbytes: int, where: str, required: bool) -> str | None:
+    if raw is None or raw == "":
+        if required:
+            raise DecodeError("invalid_span", f"{where}: id missing")
+        return None
+    if not isinstance(raw, str):
+        raise DecodeError("invalid_span", f"{where}: id is not a string")
+    if len(raw) == 2 * nbytes:
+        try:
+            value = bytes.fromhex(raw)
+        except ValueError:
+            value = b""
+    else:
+        try:
+            value = base64.b64decode(raw, validate=True)
+        except (binascii.Error, ValueError):
+            value = b""
+    if len(value) != nbytes or value == bytes(nbytes):
+        if required:
+            raise DecodeError("invalid_span", f"{where}: malformed id {raw[:40]!r}")
+        return None
+    return value.hex()
+
+
+def _get(d: dict, camel: str, snake: str, default: Any = None) -> Any:
+    value = d.get(camel)
+    if value is None:
+        value = d.get(snake, default)
+    return value
+
+
+def _json_list(d: Any, camel: str, snake: str, where: str) -> list:
+    if not isinstance(d, dict):
+        raise DecodeError("invalid_json", f"{where}: expected an object")
+    value = _get(d, camel, snake, [])
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise DecodeError("invalid_json", f"{where}.{camel}: expected a list")
+    return value
+
+
+def _json_int(raw: Any, where: str) -> int:
+    if raw is None or raw == "":
+        return 0
+    try:
+        value = int(raw)
+    except (TypeError, ValueError):
+        raise DecodeError("invalid_json", f"{where}: {str(raw)[:40]!r} is not an integer") from None
+    if value < 0 or value >= 1 << 64:
+        raise DecodeError("invalid_span", f"{where}: {value} out of range")
+    return value
+
+
+def _json_attrs(items: Any, keys: frozenset[str] | None, limit: int, where: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if not isinstance(items, list):
+        return out
+    for kv in items:
+        if not isinstance(kv, dict):
+            continue
+        key = kv.get("key")
+        if not isinstance(key, str):
+            continue
+        if keys is None or key in keys or key.startswith(TAG_PREFIX):
+            out[key] = _json_value(kv.get("value"), limit, f"{where} attribute {key!r}")
+    return out
+
+
+def decode_json(payload: bytes, limit: int) -> list[SpanRecord]:
+    """Span records of one OTLP/JSON document (or a JSON list of them); raise DecodeError."""
+    try:
+        doc = json.loads(payload)
+    except (ValueError, RecursionError) as exc:
+        raise DecodeError("invalid_json", str(exc)[:200]) from None
+    docs = doc if isinstance(doc, list) else [doc]
+    records: list[SpanRecord] = []
+    unresolved: list[SpanRecord] = []
+    for d, tdata in enumerate(docs):
+        if not isinstance(tdata, dict) or not ("resourceSpans" in tdata or "resource_spans" in tdata):
+            raise DecodeError("not_otlp", f"document {d}: no resourceSpans")
+        for r, rs in enumerate(_json_list(tdata, "resourceSpans", "resource_spans", f"document {d}")):
+            where_r = f"resourceSpans[{r}]"
+            res = _get(rs, "resource", "resource", {}) if isinstance(rs, dict) else {}
+            resource = _json_attrs(
+                res.get("attributes") if isinstance(res, dict) else None, RESOURCE_KEYS, limit, where_r
+            )
+            for s, ss in enumerate(_json_list(rs, "scopeSpans", "scope_spans", where_r)):
+                for i, sp in enumerate(_json_list(ss, "spans", "spans", f"{where_r}.scopeSpans[{s}]")):
+                    where = f"{where_r}.scopeSpans[{s}].spans[{i}]"
+                    records.append(_json_span(sp, resource, limit, where, unresolved))
+    if unresolved:
+        _inherit_conversations(records, unresolved)
+    if not records:
+        raise DecodeError("empty", "no spans in the message")
+    return records
+
+
+def _json_span(sp: Any, resource: dict, limit: int, where: str, unresolved: list[SpanRecord]) -> SpanRecord:
+    if not isinstance(sp, dict):
+        raise DecodeError("invalid_json", f"{where}: expected an object")
+    attrs = _json_attrs(sp.get("attributes"), NEEDED_KEYS, limit, where)
+    exc_type = None
+    events = sp.get("events")
+    if isinstance(events, list):
+        for ev in events:
+            if isinstance(ev, dict) and ev.get("name") == EXCEPTION_EVENT:
+                ev_attrs = _json_attrs(ev.get("attributes"), None, limit, where)
+                exc_type = ev_attrs.get(EXCEPTION_TYPE_KEY) or ev_attrs.get(EXCEPTION_MESSAGE_KEY) or exc_type
+    status = sp.get("status")
+    is_error, message = False, ""
+    if isinstance(status, dict):
+        code = status.get("code")
+        is_error = code in (2, "2", "STATUS_CODE_ERROR")
+        message = _truncate(str(status.get("message") or ""), limit)
+    rec = SpanRecord(
+        _json_id(_get(sp, "traceId", "trace_id"), 16, f"{where}.traceId", True),  # type: ignore[arg-type]
+        _json_id(_get(sp, "spanId", "span_id"), 8, f"{where}.spanId", True),  # type: ignore[arg-type]
+        _json_id(_get(sp, "parentSpanId", "parent_span_id"), 8, f"{where}.parentSpanId", False),
+        _truncate(str(sp.get("name") or ""), limit),
+        _json_int(_get(sp, "startTimeUnixNano", "start_time_unix_nano"), f"{where}.startTimeUnixNano"),
+        _json_int(_get(sp, "endTimeUnixNano", "end_time_unix_nano"), f"{where}.endTimeUnixNano"),
+        _error_of(is_error, message, attrs, str(exc_type) if exc_type else None),
+        attrs,
+        resource,
+        "",
+    )
+    conv = _conversation_of(attrs)
+    if conv is None:
+        unresolved.append(rec)
+    else:
+        rec.conversation_id = _truncate(conv, limit)
+    return rec
