@@ -1,60 +1,21 @@
-"""Spans of the official OTel GenAI instrumentation of `openai` (fake local server) → broker → collector."""
+"""Spans of the official OTel GenAI instrumentation of `openai` (tests/fake_openai.py) → broker → collector."""
 
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from agentwatch.collector.service import default_scorer
 from collector_kafka_helpers import ServiceThread, TopicReader, collector_settings, unique
+from fake_openai import FINAL_TEXT, RESPONSE_MODEL, TOOL_CALL_ID, FakeOpenAI
+from fake_openai import USAGE as USAGE_BY_STEP
 
 pytestmark = pytest.mark.broker
 
-MODEL = "gpt-4o-mini-2024-07-18"
-USAGE = [(57, 17), (91, 12)]
-ANSWER = "It is 18 °C and cloudy in Paris."
+USAGE = [USAGE_BY_STEP["tool_call"], USAGE_BY_STEP["final"]]
 TOOL_RESULT = '{"temp_c": 18, "sky": "cloudy"}'
-
-
-class _FakeOpenAI(BaseHTTPRequestHandler):
-    """Chat completions: a tool call first; once a tool result is in the messages, a text answer."""
-
-    def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        has_tool_result = any(m.get("role") == "tool" for m in body["messages"])
-        if has_tool_result:
-            message = {"role": "assistant", "content": ANSWER}
-            finish, (n_in, n_out) = "stop", USAGE[1]
-        else:
-            call = {
-                "id": "call_abc",
-                "type": "function",
-                "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
-            }
-            message = {"role": "assistant", "content": None, "tool_calls": [call]}
-            finish, (n_in, n_out) = "tool_calls", USAGE[0]
-        payload = json.dumps(
-            {
-                "id": "chatcmpl-1",
-                "object": "chat.completion",
-                "created": 1_700_000_000,
-                "model": MODEL,
-                "choices": [{"index": 0, "finish_reason": finish, "message": message}],
-                "usage": {"prompt_tokens": n_in, "completion_tokens": n_out, "total_tokens": n_in + n_out},
-            }
-        ).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
-
-    def log_message(self, *args: object) -> None:
-        pass
 
 
 AGENT = r"""
@@ -93,26 +54,18 @@ shutdown()
 """
 
 
-@pytest.fixture
-def fake_openai():
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _FakeOpenAI)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    server.shutdown()
-
-
-def test_openai_instrumentation_spans_become_turns_tools_and_tokens(broker, topic, tmp_path, fake_openai):
+def test_openai_instrumentation_spans_become_turns_tools_and_tokens(broker, topic, tmp_path):
     bs = broker.bootstrap_servers
     cid = unique("oai")
     script = tmp_path / "agent.py"
     script.write_text(AGENT)
-    run = subprocess.run(
-        [sys.executable, str(script), bs, topic, cid, fake_openai, TOOL_RESULT],
-        check=False,
-        capture_output=True,
-        timeout=60,
-    )
+    with FakeOpenAI() as server:
+        run = subprocess.run(
+            [sys.executable, str(script), bs, topic, cid, server.base_url, TOOL_RESULT],
+            check=False,
+            capture_output=True,
+            timeout=60,
+        )
     assert run.returncode == 0, run.stderr.decode()[-3000:]
 
     settings = collector_settings(bs, [topic], unique("oai"))
@@ -134,14 +87,14 @@ def test_openai_instrumentation_spans_become_turns_tools_and_tokens(broker, topi
     assert (conv.agent, conv.version, conv.task) == ("weather-bot", "0.3.0", "weather")
     assert len(conv.turns) == 1
     turn = conv.turns[0]
-    assert turn.answer == ANSWER
+    assert turn.answer == FINAL_TEXT
     assert "What is the weather in Paris?" in (turn.input or "")
     assert len(turn.tool_calls) == 1
     call = turn.tool_calls[0]
-    assert (call.name, call.arguments, call.call_id) == ("get_weather", {"city": "Paris"}, "call_abc")
+    assert (call.name, call.arguments, call.call_id) == ("get_weather", {"city": "Paris"}, TOOL_CALL_ID)
     assert call.result in (json.loads(TOOL_RESULT), TOOL_RESULT)
     assert sorted((u.input_tokens, u.output_tokens) for u in turn.usage) == sorted(USAGE)
-    assert all(u.model == MODEL for u in turn.usage)
+    assert all(u.model == RESPONSE_MODEL for u in turn.usage)
 
     s = json.loads(records[0].value)
     assert s["conversation_id"] == cid
