@@ -159,7 +159,11 @@ class ToolGrader:
 
 def weighted_mean(graded: Sequence[tuple[float, float]]) -> float:
     """Mean of values weighted by their weights normalised to sum 1; plain mean if all weights are 0."""
-    total_w = sum(w for _, w in graded)
+    total_w = weighted = plain = 0.0
+    for v, w in graded:
+        total_w += w
+        weighted += v * w
+        plain += v
     if total_w <= 0:
-        return sum(v for v, _ in graded) / len(graded)
-    return min(1.0, max(0.0, sum(v * w for v, w in graded) / total_w))
+        return plain / len(graded)
+    return min(1.0, max(0.0, weighted / total_w))

@@ -15,53 +15,53 @@ from typing import Any
 from agentwatch.scorers.text import is_number, numbers_in, parse_number, shown_matches
 
 MIN_STRING = 3
-_MAX_LEAVES = 2_000
 _MAX_DEPTH = 32
+
+
+class _Search:
+    """One search of an answer for tool-result values; numbers in the answer are read only when needed."""
+
+    __slots__ = ("answer", "folded", "shown")
+
+    def __init__(self, answer: str) -> None:
+        self.answer = answer
+        self.folded = answer.casefold()
+        self.shown: list[tuple[float, int]] | None = None
+
+    def number_shown(self, value: float) -> bool:
+        if self.shown is None:
+            self.shown = numbers_in(self.answer)
+        return any(shown_matches(a, d, value) for a, d in self.shown)
+
+    def found(self, value: Any, depth: int) -> bool:
+        if isinstance(value, str):
+            s = value.strip()
+            if len(s) > 1 and s[0] in "{[":
+                try:
+                    parsed = json.loads(s)
+                except ValueError:
+                    pass
+                else:
+                    return self.found(parsed, depth + 1)
+            if len(s) >= MIN_STRING and s.casefold() in self.folded:
+                return True
+            if s and s[0] in _NUMBER_START:
+                number = parse_number(s)
+                return number is not None and self.number_shown(number)
+            return False
+        if isinstance(value, dict):
+            return depth < _MAX_DEPTH and any(self.found(v, depth + 1) for v in value.values())
+        if isinstance(value, (list, tuple)):
+            return depth < _MAX_DEPTH and any(self.found(v, depth + 1) for v in value)
+        return is_number(value) and self.number_shown(float(value))
 
 
 def answer_uses(answer: str | None, results: Iterable[Any]) -> bool:
     """Whether `answer` contains a salient value from any of `results`."""
     if not answer:
         return False
-    folded = answer.casefold()
-    shown: list[tuple[float, int]] | None = None
-    stack: list[tuple[Any, int]] = [(r, 0) for r in reversed(list(results))]
-    seen = 0
-    while stack:
-        value, depth = stack.pop()
-        if isinstance(value, dict):
-            if depth < _MAX_DEPTH:
-                stack.extend((v, depth + 1) for v in reversed(list(value.values())))
-            continue
-        if isinstance(value, (list, tuple)):
-            if depth < _MAX_DEPTH:
-                stack.extend((v, depth + 1) for v in reversed(value))
-            continue
-        seen += 1
-        if seen > _MAX_LEAVES:
-            return False
-        if isinstance(value, str):
-            s = value.strip()
-            if s[:1] in ("{", "[") and len(s) > 1:
-                try:
-                    stack.append((json.loads(s), depth + 1))
-                    continue
-                except ValueError:
-                    pass
-            if len(s) >= MIN_STRING and s.casefold() in folded:
-                return True
-            number = parse_number(s) if s[:1] in _NUMBER_START else None
-            if number is None:
-                continue
-        elif is_number(value):
-            number = float(value)
-        else:
-            continue
-        if shown is None:
-            shown = numbers_in(answer)
-        if any(shown_matches(a, d, number) for a, d in shown):
-            return True
-    return False
+    search = _Search(answer)
+    return any(search.found(r, 0) for r in results)
 
 
 _NUMBER_START = frozenset("0123456789+-.")
