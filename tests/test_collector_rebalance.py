@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -59,3 +60,42 @@ def test_revoke_commits_below_the_lowest_open_conversation(broker):
     # the committed offset is the lowest offset of a conversation still open at the revoke: neither less
     # (which would replay finished conversations) nor more (which would lose the open ones)
     assert committed == min(offsets[c] for c in open_)
+
+
+@pytest.mark.parametrize("drain", [False, True])
+def test_shutdown_keeps_open_conversations_uncommitted_or_drains_them(broker, drain):
+    """On stop, an open conversation is either left uncommitted (default) or scored as incomplete."""
+    bs = broker.bootstrap_servers
+    topic = unique("spans")
+    create_topic(bs, topic, 1)
+    settings = collector_settings(bs, [topic], unique("stop"), idle_timeout_s=120, drain_on_shutdown=drain)
+    done, open_ = unique("done"), unique("open")
+    p = producer(bs)
+    offsets = {}
+    for cid in (done, open_):
+        spans = simple_conversation(cid, end=cid == done)
+        md = p.send(topic, value=otlp_bytes(spans), key=cid.encode(), headers=SDK_HEADERS).get(10)
+        offsets[cid] = md.offset
+    reader = TopicReader(bs, settings.collector.scores_topic)
+    with ServiceThread(settings) as svc:
+        reader.wait(lambda r: done in ids_of(r), 30)
+        deadline = time.monotonic() + 10
+        while svc.service.assembler.stats.open_conversations < 1 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert svc.service.assembler.stats.open_conversations == 1
+    assert svc.error is None and not svc.thread.is_alive()
+    reader.wait(lambda r: len(r) >= (2 if drain else 1), 5)
+    reader.close()
+    check = KafkaConsumer(
+        bootstrap_servers=bs, group_id=settings.collector.group_id, enable_auto_commit=False
+    )
+    committed = check.committed(TopicPartition(topic, 0))
+    check.close()
+    scores = {json.loads(r.value)["conversation_id"]: json.loads(r.value) for r in reader.records}
+    if drain:
+        assert set(scores) == {done, open_}
+        assert scores[open_]["incomplete"] is True
+        assert committed == offsets[open_] + 1
+    else:
+        assert set(scores) == {done}
+        assert committed == offsets[open_]  # replayed by the next owner, not lost
