@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from datetime import timedelta
+from datetime import datetime, timedelta
 from functools import cache
 
 from agentwatch.scorers.answer import grade_answer
@@ -21,6 +21,7 @@ from agentwatch.schema import (
     ConversationScore,
     Outcome,
     OutcomeSource,
+    ToolScore,
     Turn,
     TurnScore,
 )
@@ -275,7 +276,7 @@ class ConversationScorer:
         )
 
 
-def _tool_reasons(i: int, tool, sequence_matters: bool) -> list[str]:
+def _tool_reasons(i: int, tool: ToolScore, sequence_matters: bool) -> list[str]:
     out = []
     if tool.selection < 1.0 - 1e-9:
         out.append(f"tool_selection: turn {i}: selection {_fmt(tool.selection)} (tools missing or extra)")
@@ -290,7 +291,7 @@ def _tool_reasons(i: int, tool, sequence_matters: bool) -> list[str]:
     return out
 
 
-def _ended_at(conv: Conversation):
+def _ended_at(conv: Conversation) -> datetime | None:
     if conv.ended_at is not None:
         return conv.ended_at
     for turn in reversed(conv.turns):
