@@ -2,31 +2,39 @@
 
 Run: python benchmarks/sdk_overhead.py [--calls N] [--repeats R]
 
-Everything runs in one process on the caller's thread (the BatchSpanProcessor's worker thread exports in the
-background, as in production). The raw span and `@trace` share one TracerProvider with the same processors
-(our conversation processor, then one BatchSpanProcessor). Langfuse's `@observe` and Galtea's `@trace` are
-measured when importable (they are not dependencies of agentwatch). Prints figures; asserts nothing.
+Everything is timed on the caller's thread, in one process (each BatchSpanProcessor's worker thread exports
+in the background, as in production). The raw span and `@trace` share one TracerProvider with the same
+processors (our conversation processor, then one BatchSpanProcessor into memory); variants take turns in
+every repeat and the median is reported, so changing load on a shared machine hits them alike.
+Langfuse's `@observe` and Galtea's `@trace` are timed when importable (they are not agentwatch
+dependencies; e.g. `pip install --target DIR langfuse galtea` and run with PYTHONPATH=DIR). Galtea traces
+through the same global provider; Langfuse uses its own default set-up (its provider and OTLP exporter,
+pointed at an unreachable host). Prints figures; asserts nothing.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import json
 import logging
 import os
 import random
 import statistics
-import sys
 import time
+import warnings
 from collections.abc import Callable
 from typing import Any
 
+from opentelemetry import trace as otel_trace
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from agentwatch import sdk
 from agentwatch.sdk import KafkaSpanExporter, configure, conversation, trace
+
+Variant = tuple[Callable[..., Any], bool]  # (function, timed inside a conversation?)
 
 
 def lookup(city: str, units: str = "metric") -> dict[str, Any]:
@@ -34,18 +42,29 @@ def lookup(city: str, units: str = "metric") -> dict[str, Any]:
     return {"city": city, "temp": 21.5, "units": units}
 
 
-def measure(fn: Callable[..., Any], calls: int, repeats: int) -> float:
-    """Median over repeats of the mean µs per call."""
-    for _ in range(min(calls, 1000)):  # warm-up
-        fn("Paris", units="metric")
-    samples = []
-    for _ in range(repeats):
-        gc.collect()
+def time_once(fn: Callable[..., Any], calls: int, in_conv: bool) -> float:
+    """Mean µs per call over one run of `calls` calls."""
+    gc.collect()
+    scope = conversation(task="bench", agent="bench-agent", user="u1") if in_conv else contextlib.nullcontext()
+    with scope:
         t0 = time.perf_counter()
         for _ in range(calls):
             fn("Paris", units="metric")
-        samples.append((time.perf_counter() - t0) / calls * 1e6)
-    return statistics.median(samples)
+        return (time.perf_counter() - t0) / calls * 1e6
+
+
+def measure(variants: dict[str, Variant], calls: int, repeats: int,
+            between: Callable[[], None] = lambda: None) -> dict[str, float]:
+    """Median µs per call of each variant, the variants taking turns in every repeat."""
+    for fn, in_conv in variants.values():  # warm-up
+        time_once(fn, min(calls, 1000), in_conv)
+    between()
+    samples: dict[str, list[float]] = {name: [] for name in variants}
+    for _ in range(repeats):
+        for name, (fn, in_conv) in variants.items():
+            samples[name].append(time_once(fn, calls, in_conv))
+            between()
+    return {name: statistics.median(xs) for name, xs in samples.items()}
 
 
 def raw_span(tracer: Any) -> Callable[..., Any]:
@@ -66,22 +85,24 @@ def raw_span(tracer: Any) -> Callable[..., Any]:
     return raw_lookup
 
 
-def peers() -> dict[str, Callable[..., Any]]:
-    """Peers' decorators on the same function, when installed (tracing to nowhere reachable)."""
-    out: dict[str, Callable[..., Any]] = {}
+def peers() -> dict[str, Variant]:
+    """Peers' decorators on the same function, when installed."""
+    out: dict[str, Variant] = {}
     try:
         os.environ.setdefault("LANGFUSE_PUBLIC_KEY", "pk-lf-bench")
         os.environ.setdefault("LANGFUSE_SECRET_KEY", "sk-lf-bench")
         os.environ.setdefault("LANGFUSE_HOST", "http://127.0.0.1:9")
         from langfuse import observe
 
-        out["Langfuse @observe"] = observe()(lookup)
+        out["Langfuse @observe"] = (observe(as_type="tool")(lookup), False)
     except Exception as exc:  # noqa: BLE001 - optional peer
         print(f"  (Langfuse not measured: {type(exc).__name__}: {exc})")
     try:
-        from galtea import trace as galtea_trace
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            from galtea import trace as galtea_trace
 
-        out["Galtea @trace"] = galtea_trace()(lookup)
+            out["Galtea @trace"] = (galtea_trace(type="TOOL")(lookup), False)
     except Exception as exc:  # noqa: BLE001 - optional peer
         print(f"  (Galtea not measured: {type(exc).__name__}: {exc})")
     return out
@@ -89,32 +110,27 @@ def peers() -> dict[str, Callable[..., Any]]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--calls", type=int, default=20_000)
-    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--calls", type=int, default=10_000)
+    parser.add_argument("--repeats", type=int, default=7)
     args = parser.parse_args()
-    logging.basicConfig(level=logging.ERROR)
-    results: dict[str, float] = {}
+    logging.basicConfig(level=logging.CRITICAL)
+    print(f"agentwatch SDK overhead: {args.calls} calls x {args.repeats} repeats, median (µs per call)")
 
-    print(f"agentwatch SDK overhead: {args.calls} calls x {args.repeats} repeats, median of repeats (µs/call)")
-    results["bare function"] = measure(lookup, args.calls, args.repeats)
-
-    # In-memory exporter: raw span and @trace through the very same provider and processors.
     memory = InMemorySpanExporter()
     provider = TracerProvider()
+    otel_trace.set_tracer_provider(provider)  # peers that use the global provider share it
     configure(memory, tracer_provider=provider)
     raw = raw_span(provider.get_tracer("bench"))
     traced = trace(kind="tool")(lookup)
-    results["raw OTel span (BatchSpanProcessor, memory)"] = measure(raw, args.calls, args.repeats)
-    memory.clear()
-    results["@trace (BatchSpanProcessor, memory)"] = measure(traced, args.calls, args.repeats)
-    memory.clear()
-    with conversation(task="bench", agent="bench-agent", user="u1"):
-        results["raw OTel span inside conversation()"] = measure(raw, args.calls, args.repeats)
-        memory.clear()
-        results["@trace inside conversation()"] = measure(traced, args.calls, args.repeats)
-    memory.clear()
+    variants: dict[str, Variant] = {
+        "bare function": (lookup, False),
+        "raw OTel span": (raw, False),
+        "@trace": (traced, False),
+        "raw OTel span, inside conversation()": (raw, True),
+        "@trace, inside conversation()": (traced, True),
+    }
+    results = measure(variants, args.calls, args.repeats, between=memory.clear)
 
-    # Kafka exporter to a real (embedded Tansu) broker.
     try:
         from agentwatch.broker import EmbeddedBroker
 
@@ -122,9 +138,12 @@ def main() -> None:
             exporter = KafkaSpanExporter(broker.bootstrap_servers, topic="bench.spans", queue_size=1_000_000)
             kafka_provider = TracerProvider()
             configure(exporter, tracer_provider=kafka_provider)
-            results["@trace (BatchSpanProcessor, Kafka)"] = measure(traced, args.calls, args.repeats)
+            kafka = measure({"@trace, Kafka exporter": (traced, False),
+                             "@trace, Kafka exporter, inside conversation()": (traced, True)},
+                            args.calls, args.repeats)
+            results.update(kafka)
             kafka_provider.force_flush()
-            exporter.force_flush(30_000)
+            exporter.force_flush(60_000)
             stats = exporter.stats()
             print(f"  Kafka exporter: sent {stats['sent_spans']} spans in {stats['sent_messages']} messages, "
                   f"dropped {stats['dropped_spans']}")
@@ -133,21 +152,24 @@ def main() -> None:
     except RuntimeError as exc:
         print(f"  (Kafka not measured: {exc})")
 
-    for name, fn in peers().items():
-        results[name] = measure(fn, args.calls, args.repeats)
+    configure(memory, tracer_provider=provider)
+    found = peers()
+    if found:
+        peer_results = measure({"raw OTel span (again, beside peers)": (raw, False),
+                                "@trace (again, beside peers)": (traced, False), **found},
+                               args.calls, args.repeats, between=memory.clear)
+        results.update(peer_results)
 
     width = max(len(k) for k in results)
     for name, us in results.items():
         print(f"  {name:<{width}}  {us:8.2f} µs")
-    raw_us = results["raw OTel span (BatchSpanProcessor, memory)"]
-    ratio = results["@trace (BatchSpanProcessor, memory)"] / raw_us
-    print(f"ratio @trace / raw span (memory): {ratio:.2f}  (target <= 1.25)")
-    if "@trace inside conversation()" in results:
-        r2 = results["@trace inside conversation()"] / results["raw OTel span inside conversation()"]
-        print(f"ratio @trace / raw span inside conversation(): {r2:.2f}")
-    if "@trace (BatchSpanProcessor, Kafka)" in results:
-        print(f"ratio @trace Kafka / raw span (memory): {results['@trace (BatchSpanProcessor, Kafka)'] / raw_us:.2f}")
-    sys.stdout.flush()
+    print(f"ratio @trace / raw span: {results['@trace'] / results['raw OTel span']:.2f}  (target <= 1.25)")
+    print("ratio @trace / raw span, inside conversation(): "
+          f"{results['@trace, inside conversation()'] / results['raw OTel span, inside conversation()']:.2f}")
+    if "@trace, Kafka exporter" in results:
+        print(f"ratio @trace Kafka / raw span (memory): {results['@trace, Kafka exporter'] / results['raw OTel span']:.2f}")
+    for name in found:
+        print(f"ratio {name} / @trace: {results[name] / results['@trace (again, beside peers)']:.2f}")
 
 
 if __name__ == "__main__":

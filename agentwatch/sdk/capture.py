@@ -23,6 +23,7 @@ TRUNCATION_MARKER = "…[truncated]"
 _MAX_DEPTH = 32
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _SEPARATORS = str.maketrans({"-": "_", " ": "_", ".": "_"})
+_SCALARS = frozenset({str, int, float, bool, type(None)})
 _OFF_VALUES = {"no_content", "false", "0", "no", "off", "none"}
 
 
@@ -75,12 +76,16 @@ class Capture:
         if depth > _MAX_DEPTH:
             return "[too deep]"
         if isinstance(value, Mapping):
-            return {
-                str(k): (REDACTED if self.is_secret(str(k)) else self.sanitize(v, depth + 1))
-                for k, v in value.items()
-            }
+            out = {}
+            for k, v in value.items():
+                key = k if type(k) is str else str(k)
+                if self.is_secret(key):
+                    out[key] = REDACTED
+                else:
+                    out[key] = v if type(v) in _SCALARS else self.sanitize(v, depth + 1)
+            return out
         if isinstance(value, (list, tuple, set, frozenset)):
-            return [self.sanitize(v, depth + 1) for v in value]
+            return [v if type(v) in _SCALARS else self.sanitize(v, depth + 1) for v in value]
         if isinstance(value, (bytes, bytearray, memoryview)):
             return f"<{len(value)} bytes>"
         dump = getattr(value, "model_dump", None)
