@@ -2,7 +2,8 @@
 
 Call order for at-least-once delivery: `add` every span of a message, then `message_done`; `poll` returns
 finished conversations; score them and write (flush) the scores; only then ask `committable` and commit.
-`committable` never passes an offset still held by an open conversation on that partition.
+`committable` never passes an offset still held by an open conversation on that partition. `now` is a
+monotonic clock (`time.monotonic()`) that never goes backwards; conversations are kept in order of last activity.
 """
 
 from __future__ import annotations
