@@ -92,6 +92,17 @@ class SeriesCounters:
     modes: dict[str, int] = field(default_factory=dict)
     cost: Histogram = field(default_factory=lambda: Histogram.with_bounds(COST_BUCKETS))
     duration: Histogram = field(default_factory=lambda: Histogram.with_bounds(DURATION_BUCKETS))
+    revision: int = 0  # changes whenever a counter does
+
+    def copy(self) -> SeriesCounters:
+        """An independent copy."""
+        return SeriesCounters(
+            dict(self.outcomes),
+            dict(self.modes),
+            Histogram(self.cost.bounds, list(self.cost.counts), self.cost.total, self.cost.count),
+            Histogram(self.duration.bounds, list(self.duration.counts), self.duration.total, self.duration.count),
+            self.revision,
+        )
 
 
 @dataclass(slots=True)
@@ -107,12 +118,13 @@ class EstimatorCounters:
 
 
 class _Series:
-    __slots__ = ("cache", "cache_gen", "counters", "first_seen", "windows")
+    __slots__ = ("cache", "cache_gen", "counters", "counters_copy", "first_seen", "windows")
 
     def __init__(self, windows: list[SlidingWindow], t: float, counted: bool) -> None:
         self.windows = windows
         self.first_seen = t
         self.counters = SeriesCounters() if counted else None
+        self.counters_copy: SeriesCounters | None = None
         self.cache: list[SeriesEstimate | None] = [None] * len(windows)
         self.cache_gen: list[int] = [-1] * len(windows)
 
@@ -312,26 +324,22 @@ class Estimator:
         return result
 
     def counters(self) -> EstimatorCounters:
-        """Health counters and per-series counters since start (copies)."""
+        """Health counters and per-series counters since start (read-only copies, reused while unchanged)."""
         with self._lock:
-            series = {
-                key: SeriesCounters(
-                    dict(s.counters.outcomes),
-                    dict(s.counters.modes),
-                    Histogram(s.counters.cost.bounds, list(s.counters.cost.counts), s.counters.cost.total,
-                              s.counters.cost.count),
-                    Histogram(s.counters.duration.bounds, list(s.counters.duration.counts),
-                              s.counters.duration.total, s.counters.duration.count),
-                )
-                for key, s in self._series.items()
-                if s.counters is not None
-            }
+            series = {}
+            for key, s in self._series.items():
+                if s.counters is None:
+                    continue
+                if s.counters_copy is None or s.counters_copy.revision != s.counters.revision:
+                    s.counters_copy = s.counters.copy()  # shared by later calls while unchanged: read-only
+                series[key] = s.counters_copy
             return EstimatorCounters(
                 self._consumed, dict(self._rejected), self._clamped, self._folded, self._last_ts, series
             )
 
 
 def _count(c: SeriesCounters, score: ConversationScore, contribution: Contribution) -> None:
+    c.revision += 1
     outcome = OUTCOMES[contribution.outcome]
     c.outcomes[outcome] = c.outcomes.get(outcome, 0) + 1
     for m in contribution.modes:

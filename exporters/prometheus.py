@@ -1,7 +1,8 @@
 """A prometheus-client `Collector` that builds fresh `agentwatch_*` families from the estimator on every scrape.
 
 One `Estimator.snapshot()` per scrape feeds every family, so a series that leaves the windows stops being
-yielded. Names, types and labels are those of docs/metrics.md.
+yielded. Names, types and labels are those of docs/metrics.md. `estimate_samples` is the one place that says
+which samples an estimate yields; the families here and the fast text renderer (`exposition.py`) both use it.
 """
 
 from __future__ import annotations
@@ -22,6 +23,28 @@ from prometheus_client.registry import Collector
 SERIES = ["agent", "version", "task"]
 STATS = ("mean", "lower", "upper")
 
+# (name, help, labels after agent/version/task/window) of the gauge families, in exposition order.
+GAUGES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("agentwatch_success_rate", "Posterior of the per-conversation pass probability.", ("stat",)),
+    ("agentwatch_pass_at_k", "Posterior of 1-(1-p)^k.", ("k", "stat")),
+    ("agentwatch_pass_pow_k", "Posterior of p^k.", ("k", "stat")),
+    ("agentwatch_asr", "Agent Success Rate (mean credit) with bootstrap interval.", ("stat",)),
+    ("agentwatch_tool_correctness", "Mean tool correctness over tool-graded turns.", ("dimension",)),
+    ("agentwatch_regression_probability", "P(pass^k of this version < pass^k of its baseline - margin).",
+     ("k", "baseline_version")),
+    ("agentwatch_window_conversations", "Conversations in the window by outcome.", ("outcome",)),
+    ("agentwatch_window_scored", "Scored conversations in the window (n).", ()),
+    ("agentwatch_window_passed", "Passed conversations in the window (c).", ()),
+    ("agentwatch_outcome_ratio", "Share of scored conversations with that outcome.", ("outcome",)),
+    ("agentwatch_failure_ratio", "Share of conversations with that failure mode.", ("mode",)),
+    ("agentwatch_scored_ratio", "Scored / all conversations in the window.", ()),
+    ("agentwatch_cost_usd", "Cost quantiles in the window (USD).", ("quantile",)),
+    ("agentwatch_over_budget_ratio", "Share of conversations over their cost ceiling.", ()),
+    ("agentwatch_duration_seconds", "Duration quantiles in the window (s).", ("quantile",)),
+)
+(SUCCESS, AT_K, POW_K, ASR, TOOL, REGRESSION, CONVERSATIONS, SCORED, PASSED, OUTCOME_RATIO, FAILURE_RATIO,
+ SCORED_RATIO, COST, OVER_BUDGET, DURATION) = range(len(GAUGES))
+
 
 def _fmt(x: float) -> str:
     return repr(float(x)) if x != int(x) else str(x)
@@ -29,79 +52,62 @@ def _fmt(x: float) -> str:
 
 _QUANTILE_LABELS = {q: _fmt(q) for q in QUANTILES}
 
+Sample = tuple[int, tuple[str, ...], float]  # (gauge index, extra label values, value)
 
-def _gauge(name: str, doc: str, extra: list[str]) -> GaugeMetricFamily:
-    return GaugeMetricFamily(name, doc, labels=SERIES + extra)
+
+def estimate_samples(e: SeriesEstimate, with_regression: bool = True) -> Iterator[Sample]:
+    """Every gauge sample of one estimate (regression samples only if `with_regression`)."""
+    if e.success is not None:
+        iv = e.success
+        yield from ((SUCCESS, (s,), v) for s, v in zip(STATS, (iv.mean, iv.lower, iv.upper), strict=True))
+        for fam, intervals in ((AT_K, e.pass_at_k), (POW_K, e.pass_pow_k)):
+            for k, iv in intervals.items():
+                ks = str(k)
+                yield fam, (ks, "mean"), iv.mean
+                yield fam, (ks, "lower"), iv.lower
+                yield fam, (ks, "upper"), iv.upper
+    if e.asr is not None:
+        iv = e.asr
+        yield from ((ASR, (s,), v) for s, v in zip(STATS, (iv.mean, iv.lower, iv.upper), strict=True))
+    for dim, v in e.tool.items():
+        yield TOOL, (dim,), v
+    if with_regression:
+        yield from regression_samples(e)
+    for outcome, n in e.outcomes.items():
+        yield CONVERSATIONS, (outcome,), n
+    yield SCORED, (), e.scored
+    yield PASSED, (), e.passed
+    for outcome, v in e.outcome_ratio.items():
+        yield OUTCOME_RATIO, (outcome,), v
+    for mode, v in e.failure_ratio.items():
+        yield FAILURE_RATIO, (mode,), v
+    yield SCORED_RATIO, (), e.scored_ratio
+    for q, v in e.cost_quantiles.items():
+        yield COST, (_QUANTILE_LABELS[q],), v
+    if e.over_budget_ratio is not None:
+        yield OVER_BUDGET, (), e.over_budget_ratio
+    for q, v in e.duration_quantiles.items():
+        yield DURATION, (_QUANTILE_LABELS[q],), v
+
+
+def regression_samples(e: SeriesEstimate) -> Iterator[Sample]:
+    """The regression-probability samples of one estimate."""
+    for r in e.regression:
+        yield REGRESSION, (str(r.k), r.baseline_version), r.probability
 
 
 def estimate_families(estimates: list[SeriesEstimate]) -> list[Metric]:
     """Gauge families of the rolling estimates."""
-    success = _gauge("agentwatch_success_rate", "Posterior of the per-conversation pass probability.",
-                     ["window", "stat"])
-    at_k = _gauge("agentwatch_pass_at_k", "Posterior of 1-(1-p)^k.", ["window", "k", "stat"])
-    pow_k = _gauge("agentwatch_pass_pow_k", "Posterior of p^k.", ["window", "k", "stat"])
-    asr = _gauge("agentwatch_asr", "Agent Success Rate (mean credit) with bootstrap interval.", ["window", "stat"])
-    tool = _gauge("agentwatch_tool_correctness", "Mean tool correctness over tool-graded turns.",
-                  ["window", "dimension"])
-    regression = _gauge(
-        "agentwatch_regression_probability",
-        "P(pass^k of this version < pass^k of its baseline - margin).",
-        ["window", "k", "baseline_version"],
-    )
-    conversations = _gauge("agentwatch_window_conversations", "Conversations in the window by outcome.",
-                           ["window", "outcome"])
-    scored = _gauge("agentwatch_window_scored", "Scored conversations in the window (n).", ["window"])
-    passed = _gauge("agentwatch_window_passed", "Passed conversations in the window (c).", ["window"])
-    outcome_ratio = _gauge("agentwatch_outcome_ratio", "Share of scored conversations with that outcome.",
-                           ["window", "outcome"])
-    failure_ratio = _gauge("agentwatch_failure_ratio", "Share of conversations with that failure mode.",
-                           ["window", "mode"])
-    scored_ratio = _gauge("agentwatch_scored_ratio", "Scored / all conversations in the window.", ["window"])
-    cost = _gauge("agentwatch_cost_usd", "Cost quantiles in the window (USD).", ["window", "quantile"])
-    over = _gauge("agentwatch_over_budget_ratio", "Share of conversations over their cost ceiling.", ["window"])
-    duration = _gauge("agentwatch_duration_seconds", "Duration quantiles in the window (s).", ["window", "quantile"])
+    fams = [GaugeMetricFamily(name, doc, labels=[*SERIES, "window", *extra]) for name, doc, extra in GAUGES]
     for e in estimates:
-        s = [e.agent, e.version, e.task, e.window]
-        if e.success is not None:
-            for stat, v in zip(STATS, (e.success.mean, e.success.lower, e.success.upper), strict=True):
-                success.add_metric([*s, stat], v)
-            for k, iv in e.pass_at_k.items():
-                ks = str(k)
-                at_k.add_metric([*s, ks, "mean"], iv.mean)
-                at_k.add_metric([*s, ks, "lower"], iv.lower)
-                at_k.add_metric([*s, ks, "upper"], iv.upper)
-            for k, iv in e.pass_pow_k.items():
-                ks = str(k)
-                pow_k.add_metric([*s, ks, "mean"], iv.mean)
-                pow_k.add_metric([*s, ks, "lower"], iv.lower)
-                pow_k.add_metric([*s, ks, "upper"], iv.upper)
-        if e.asr is not None:
-            for stat, v in zip(STATS, (e.asr.mean, e.asr.lower, e.asr.upper), strict=True):
-                asr.add_metric([*s, stat], v)
-        for dim, v in e.tool.items():
-            tool.add_metric([*s, dim], v)
-        for r in e.regression:
-            regression.add_metric([*s, str(r.k), r.baseline_version], r.probability)
-        for outcome, n in e.outcomes.items():
-            conversations.add_metric([*s, outcome], n)
-        scored.add_metric(s, e.scored)
-        passed.add_metric(s, e.passed)
-        for outcome, v in e.outcome_ratio.items():
-            outcome_ratio.add_metric([*s, outcome], v)
-        for mode, v in e.failure_ratio.items():
-            failure_ratio.add_metric([*s, mode], v)
-        scored_ratio.add_metric(s, e.scored_ratio)
-        for q, v in e.cost_quantiles.items():
-            cost.add_metric([*s, _QUANTILE_LABELS[q]], v)
-        if e.over_budget_ratio is not None:
-            over.add_metric(s, e.over_budget_ratio)
-        for q, v in e.duration_quantiles.items():
-            duration.add_metric([*s, _QUANTILE_LABELS[q]], v)
-    return [success, at_k, pow_k, asr, tool, regression, conversations, scored, passed, outcome_ratio,
-            failure_ratio, scored_ratio, cost, over, duration]
+        base = (e.agent, e.version, e.task, e.window)
+        for i, extra, v in estimate_samples(e):
+            fams[i].add_metric(base + extra, v)
+    return fams
 
 
-def _buckets(h: Histogram) -> list[tuple[str, float]]:
+def histogram_buckets(h: Histogram) -> list[tuple[str, float]]:
+    """Cumulative (le, count) pairs of a histogram, +Inf last."""
     out, running = [], 0
     for ub, n in zip((*h.bounds, float("inf")), h.counts, strict=True):
         running += n
@@ -109,8 +115,8 @@ def _buckets(h: Histogram) -> list[tuple[str, float]]:
     return out
 
 
-def counter_families(c: EstimatorCounters) -> list[Metric]:
-    """Counter and histogram families: per-series counters since start and estimator health."""
+def series_counter_families(c: EstimatorCounters) -> list[Metric]:
+    """Per-series counters and histograms since start."""
     conversations = CounterMetricFamily("agentwatch_conversations", "Conversations consumed since start.",
                                         labels=SERIES + ["outcome"])
     failures = CounterMetricFamily("agentwatch_failures", "Conversations with that failure mode since start.",
@@ -127,9 +133,14 @@ def counter_families(c: EstimatorCounters) -> list[Metric]:
         for mode, n in sorted(sc.modes.items()):
             failures.add_metric([*labels, mode], n)
         if sc.cost.count:
-            cost.add_metric(labels, _buckets(sc.cost), sc.cost.total)
+            cost.add_metric(labels, histogram_buckets(sc.cost), sc.cost.total)
         if sc.duration.count:
-            duration.add_metric(labels, _buckets(sc.duration), sc.duration.total)
+            duration.add_metric(labels, histogram_buckets(sc.duration), sc.duration.total)
+    return [conversations, failures, cost, duration]
+
+
+def health_families(c: EstimatorCounters) -> list[Metric]:
+    """Estimator health: consumed, rejected, clamped, folded, newest event time."""
     folded = CounterMetricFamily("agentwatch_tasks_folded", "Scores whose task was folded into 'other'.",
                                  value=c.folded)
     consumed = CounterMetricFamily("agentwatch_scores_consumed", "Scores read by the estimator.",
@@ -140,31 +151,27 @@ def counter_families(c: EstimatorCounters) -> list[Metric]:
         rejected.add_metric([reason], n)
     clamped = CounterMetricFamily("agentwatch_scores_clamped", "Scores with a future timestamp, clamped to now.",
                                   value=c.clamped)
-    families: list[Metric] = [conversations, failures, cost, duration, folded, consumed, rejected, clamped]
+    families: list[Metric] = [folded, consumed, rejected, clamped]
     if c.last_score_timestamp is not None:
         families.append(GaugeMetricFamily("agentwatch_estimator_last_score_timestamp_seconds",
                                           "Event time of the newest counted score.", value=c.last_score_timestamp))
     return families
 
 
+def counter_families(c: EstimatorCounters) -> list[Metric]:
+    """Counter and histogram families: per-series counters since start and estimator health."""
+    return series_counter_families(c) + health_families(c)
+
+
 class EstimatorCollector(Collector):
     """Yields every estimator family, built from one snapshot per scrape."""
 
     def __init__(self, estimator: object) -> None:
-        self._estimator = estimator  # an Estimator, or anything with snapshot() and counters()
-
-    @property
-    def estimator(self) -> object:
-        """The estimator read on each scrape."""
-        return self._estimator
-
-    @estimator.setter
-    def estimator(self, value: object) -> None:
-        self._estimator = value
+        self.estimator = estimator  # an Estimator, or anything with snapshot() and counters()
 
     def collect(self) -> Iterator[Metric]:
         """Fresh families for this scrape."""
-        est = self._estimator
+        est = self.estimator
         yield from estimate_families(est.snapshot())  # type: ignore[attr-defined]
         yield from counter_families(est.counters())  # type: ignore[attr-defined]
 

@@ -17,9 +17,10 @@ from collections.abc import Callable
 from typing import Any
 
 from agentwatch.exporters.estimator import Estimator
+from agentwatch.exporters.exposition import Exposition, serve_http
 from agentwatch.exporters.prometheus import EstimatorCollector
 from kafka import ConsumerRebalanceListener
-from prometheus_client import CollectorRegistry, start_http_server
+from prometheus_client import CollectorRegistry
 from pydantic import ValidationError
 
 from agentwatch.config import Settings
@@ -54,8 +55,10 @@ class ExporterService:
         self.registry = registry if registry is not None else CollectorRegistry()
         self._clock = clock
         self.estimator = Estimator(settings, clock)
+        # prometheus-client view of the estimator (for embedding in another registry); /metrics uses the
+        # equivalent, faster `Exposition`, followed by whatever else is registered on `registry`.
         self.collector = EstimatorCollector(self.estimator)
-        self.registry.register(self.collector)
+        self.exposition = Exposition(lambda: self.estimator, self.registry)
         self.port: int | None = None
         self._http: Any = None
         self._consumer: Any = None
@@ -69,7 +72,7 @@ class ExporterService:
         """Serve /metrics (port 0 picks a free one); return the port."""
         cfg = self.settings.exporter
         port = cfg.metrics_port if port is None else port
-        server, _thread = start_http_server(port, addr=host or cfg.metrics_host, registry=self.registry)
+        server = serve_http(self.exposition, port, host or cfg.metrics_host)
         self._http = server
         self.port = int(server.server_address[1])
         log.info("serving metrics on http://%s:%d/metrics", host or cfg.metrics_host, self.port)

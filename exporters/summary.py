@@ -67,6 +67,7 @@ class SeriesEstimate:
     over_budget_ratio: float | None
     duration_quantiles: dict[float, float]
     regression: list[Regression] = field(default_factory=list)
+    rendered: tuple[str, ...] | None = field(default=None, repr=False, compare=False)  # exposition cache
 
     @property
     def series(self) -> tuple[str, str, str]:

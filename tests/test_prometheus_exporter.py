@@ -121,3 +121,39 @@ def test_vanished_series_vanish_from_the_next_scrape(served) -> None:
     m = scrape(port)
     assert "agentwatch_window_scored" not in m
     assert not any("version" in s.labels for fam in m.values() for s in fam)
+
+
+def _parsed(text: str) -> tuple[dict, dict]:
+    types, samples = {}, {}
+    for fam in text_string_to_metric_families(text):
+        types[fam.name] = fam.type
+        for s in fam.samples:
+            samples[(s.name, tuple(sorted(s.labels.items())))] = s.value
+    return types, samples
+
+
+def test_fast_exposition_equals_prometheus_client_rendering() -> None:
+    from agentwatch.exporters.estimator import Estimator
+    from agentwatch.exporters.exposition import Exposition
+    from agentwatch.exporters.prometheus import EstimatorCollector
+    from prometheus_client import generate_latest
+
+    clock = Clock(T0 + 60)
+    est = Estimator(load_settings(), clock=clock)
+    for i in range(120):
+        est.add(make_score(f"e{i}", passed=i % 3 != 0, version="v1" if i < 60 else "v2", task=f"t{i % 4}",
+                           ended_at=T0 - i * 400, cost_usd=0.003 * i, budget_usd=0.1, duration_s=i / 3,
+                           reasons=['loop: "quoted"'] if i % 5 == 0 else [], turn_scores=[TOOL_TURN]))
+    est.add(make_score("e1", passed=False))
+    fast = Exposition(lambda: est)
+    registry = CollectorRegistry()
+    registry.register(EstimatorCollector(est))
+    for step in range(3):  # second and third renders come partly from the caches
+        if step == 2:
+            est.add(make_score("late", passed=False, version="v2", task="t1", ended_at=T0 + 30))
+            clock.t = T0 + 5000
+        ours, reference = _parsed(fast.render().decode()), _parsed(generate_latest(registry).decode())
+        assert ours[0] == reference[0]
+        assert ours[1] == reference[1]
+        assert any(k[0] == "agentwatch_regression_probability" for k in ours[1])
+        assert len(ours[1]) > 1000
