@@ -125,6 +125,28 @@ def unsupported_claims(answer: str, tool_names: Iterable[str]) -> list[str]:
     ]
 
 
+def _number_forms(value: float) -> tuple[str, ...]:
+    """Usual ways a number is written: 16.25 → "16.25", "16.25"; 42.5 → "42.5", "42.50"; 7 → "7", "7.0", "7.00"."""
+    if value.is_integer():
+        return (str(int(value)), f"{value:.1f}", f"{value:.2f}")
+    return (repr(value), f"{value:.2f}")
+
+
+def _number_written(text: str, form: str) -> bool:
+    """Whether `form` occurs in `text` as a whole number (no digit, "." or "," glued to either side)."""
+    start = text.find(form)
+    while start >= 0:
+        end = start + len(form)
+        before = text[start - 1] if start else " "
+        after = text[end] if end < len(text) else " "
+        if not (before.isdigit() or before in ".,") and not (
+            after.isdigit() or (after in ".," and text[end + 1 : end + 2].isdigit())
+        ):
+            return True
+        start = text.find(form, start + 1)
+    return False
+
+
 def _identifiers(answer: str) -> list[tuple[str, str]]:
     """(kind, text) of every identifier in `answer`; kind is "text" (compare as text) or "amount"."""
     found: list[tuple[str, str]] = []
@@ -156,6 +178,10 @@ def unsupported_identifiers(answer: str, evidence: Evidence, reference: str | No
         if kind == "amount":
             value = parse_number(text)
             if value is None:
+                continue
+            if haystack is None:
+                haystack = evidence.folded()
+            if any(_number_written(h, f) for f in _number_forms(value) for h in (haystack, ref)):
                 continue
             if known is None:
                 known = evidence.numbers() + ([v for v, _ in numbers_in(reference)] if reference else [])

@@ -358,3 +358,13 @@ def test_hallucination_checks_can_be_turned_off():
     assert on.outcome is Outcome.HALLUCINATED
     off = ConversationScorer(Settings(scoring={"hallucination_checks": False})).score(make(turn))
     assert off.outcome is Outcome.COMPLETE and off.passed is True
+
+
+@pytest.mark.parametrize(
+    ("result", "hallucinated"),
+    [({"total": 116.25}, True), ({"total": 16.3}, True), ({"total": 16.254}, False), ({"total": "1,016.25"}, True),
+     ({"total": 16.25}, False), ({"note": "total 16.250"}, False), ({"total": "16.25 EUR"}, False)],
+)
+def test_amount_must_match_a_whole_number(result, hallucinated):
+    turn = {"input": "total?", "answer": "The total is $16.25.", "tool_calls": [{"name": "get", "result": result}]}
+    assert ("hallucination" in codes(score_conversation(make(turn)))) is hallucinated
