@@ -112,6 +112,7 @@ class CollectorService:
         self._consumer: KafkaConsumer | None = None
         self._producer: KafkaProducer | None = None
         self._out: _Tracked | None = None
+        self._closing = False
         self.instance = f"{socket.gethostname()}:{os.getpid()}"
         self._score_headers = [
             ("content-type", b"application/json"),
@@ -178,6 +179,7 @@ class CollectorService:
             self._close(clean)
 
     def _close(self, clean: bool) -> None:
+        self._closing = True  # the revoke listener run by close() must not flush or commit again
         if self._consumer is not None:
             try:
                 self._consumer.close(autocommit=False)  # leaves the group
@@ -319,11 +321,10 @@ class CollectorService:
         asynchronous commit is awaited instead, and is sent before the JoinGroup that follows.
         """
         log.info("revoked %s", sorted(f"{tp.topic}[{tp.partition}]" for tp in revoked))
-        if self._consumer is None:
+        if self._consumer is None or self._closing:
             return
-        offsets = self._safe_offsets(
-            revoked
-        )  # a ProduceError propagates: poll() raises, nothing is committed
+        # a ProduceError propagates: poll() raises, nothing is committed
+        offsets = self._safe_offsets(revoked)
         if offsets:
             try:
                 await self._consumer.commit_async(offsets)

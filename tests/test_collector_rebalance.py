@@ -99,3 +99,36 @@ def test_shutdown_keeps_open_conversations_uncommitted_or_drains_them(broker, dr
     else:
         assert set(scores) == {done}
         assert committed == offsets[open_]  # replayed by the next owner, not lost
+
+
+def test_a_lost_record_stops_the_service_without_committing(broker):
+    """If any produced record failed, nothing more is committed and the service stops (to be restarted)."""
+    from agentwatch.collector.service import ProduceError
+
+    bs = broker.bootstrap_servers
+    topic = unique("spans")
+    create_topic(bs, topic, 1)
+    settings = collector_settings(bs, [topic], unique("lost"))
+    first, second = unique("first"), unique("second")
+    p = producer(bs)
+    p.send(topic, value=otlp_bytes(simple_conversation(first)), key=first.encode(), headers=SDK_HEADERS)
+    p.flush()
+    reader = TopicReader(bs, settings.collector.scores_topic)
+    with ServiceThread(settings) as svc:
+        reader.wait(lambda r: first in ids_of(r), 30)
+        deadline = time.monotonic() + 10
+        while svc.service.stats.last_commit_timestamp is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        svc.service._out.errors.append(RuntimeError("simulated delivery failure"))  # as a failed send reports
+        p.send(topic, value=otlp_bytes(simple_conversation(second)), key=second.encode(), headers=SDK_HEADERS)
+        p.flush()
+        svc.thread.join(20)
+        assert not svc.thread.is_alive()
+        assert isinstance(svc.error, ProduceError)
+    reader.close()
+    check = KafkaConsumer(
+        bootstrap_servers=bs, group_id=settings.collector.group_id, enable_auto_commit=False
+    )
+    committed = check.committed(TopicPartition(topic, 0))
+    check.close()
+    assert committed == 1  # after the first conversation only: the second will be replayed
