@@ -44,6 +44,8 @@ OTHER = "other"
 COST_BUCKETS: tuple[float, ...] = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 DURATION_BUCKETS: tuple[float, ...] = (0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0)
 REJECT_REASONS: tuple[str, ...] = ("duplicate", "too_old", "invalid")
+# Reason codes that describe rather than fail (a person's label): not failure modes (as in the report).
+INFORMATIONAL_CODES = frozenset({"label"})
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.:/@+\-]")
 _MODE_UNSAFE = re.compile(r"[^a-z0-9_]")
@@ -229,8 +231,11 @@ class Estimator:
         self._tasks_seen[task] = max(t, self._tasks_seen.get(task, t))
         return task
 
-    def _mode(self, reason: str, t: float) -> str:
-        mode = failure_mode(reason, self._max_label)
+    def _modes(self, reasons: list[str], t: float) -> tuple[str, ...]:
+        codes = {failure_mode(r, self._max_label) for r in reasons} - INFORMATIONAL_CODES
+        return tuple(sorted({self._mode(code, t) for code in codes}))
+
+    def _mode(self, mode: str, t: float) -> str:
         if mode not in self._modes_seen and len(self._modes_seen) >= self._max_modes:
             mode = OTHER
         self._modes_seen[mode] = max(t, self._modes_seen.get(mode, t))
@@ -260,7 +265,7 @@ class Estimator:
             scored=score.passed is not None,
             passed=bool(score.passed),
             outcome=OUTCOMES.index(score.outcome.value),
-            modes=tuple(sorted({self._mode(r, t) for r in score.reasons})) if score.reasons else (),
+            modes=self._modes(score.reasons, t) if score.reasons else (),
             tool_sums=tuple(sums),
             tool_counts=tuple(counts) if any(counts) else (),
             cost_bin=sketch_bin(max(0.0, cost)) if cost is not None else None,

@@ -212,7 +212,8 @@ def test_window_aggregates_asr_tools_cost_duration_failures() -> None:
         tools.append((sel, par, sel > 0.5))
         est.add(make_score(f"c{i}", passed=outcome == "complete", outcome=outcome, asr_credit=credit,
                            cost_usd=cost, budget_usd=0.05, duration_s=dur, turn_scores=[turn],
-                           reasons=["loop: again"] if i % 4 == 0 else ["hallucination: x", "loop: y"][: i % 2]))
+                           reasons=(["loop: again", "label: set by a person"] if i % 4 == 0
+                                    else ["hallucination: x", "loop: y"][: i % 2])))
         credits.append(credit)
         costs.append(cost)
         durations.append(dur)
@@ -234,3 +235,12 @@ def test_window_aggregates_asr_tools_cost_duration_failures() -> None:
     assert e.outcome_ratio == {o: pytest.approx(0.2) for o in outcomes}
     assert e.failure_ratio["loop"] == pytest.approx(sum(i % 4 == 0 for i in range(200)) / 200)
     assert e.failure_ratio["hallucination"] == pytest.approx(sum(i % 2 == 1 for i in range(200)) / 200)
+    assert "label" not in e.failure_ratio  # informational, not a failure mode
+
+
+def test_failure_modes_capped_fold_into_other() -> None:
+    est, _ = estimator(exporter={"max_failure_modes": 2})
+    for i, reason in enumerate(["loop: a", "error: b", "no_answer: c", "judge_failed: d", "loop: e"]):
+        est.add(make_score(str(i), passed=False, reasons=[reason]))
+    e = find(est.snapshot(), "1h", task="refund")
+    assert e.failure_ratio == {"loop": pytest.approx(0.4), "error": pytest.approx(0.2), "other": pytest.approx(0.4)}
