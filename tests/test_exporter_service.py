@@ -201,3 +201,40 @@ def test_serve_command_exposes_collector_and_estimator_metrics(broker, tmp_path)
             values = scrape(port)
     finally:
         _stop(proc)
+
+
+def test_two_instances_split_the_series_by_partition(broker, topic) -> None:
+    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap_servers)
+    admin.create_topics([NewTopic(topic, num_partitions=2, replication_factor=1)])
+    admin.close()
+    now = time.time()
+    producer = KafkaProducer(bootstrap_servers=broker.bootstrap_servers, linger_ms=5)
+    for p, agent in enumerate(("alpha", "beta")):
+        for i in range(5):
+            producer.send(topic, partition=p, key=agent.encode(),
+                          value=make_score(f"{agent}{i}", agent=agent, ended_at=now - 10).model_dump_json().encode())
+    producer.flush()
+    producer.close()
+    settings = load_settings(
+        kafka={"bootstrap_servers": broker.bootstrap_servers},
+        exporter={"scores_topic": topic, "group_id": f"g-{uuid.uuid4().hex[:8]}", "poll_timeout_ms": 200,
+                  **FAST_GROUP},
+    )
+    first = run_service(settings)
+    second = ExporterService(settings)
+    stop2 = threading.Event()
+    thread2 = threading.Thread(target=second.run, args=(stop2,), daemon=True)
+    thread2.start()
+    try:
+        deadline = time.monotonic() + 40
+        while True:
+            agents = [{e.agent for e in s.estimator.snapshot()} for s in (first[0], second)]
+            if (second.replayed.is_set() and first[0].replayed.is_set()
+                    and sorted(map(sorted, agents)) == [["alpha"], ["beta"]]):
+                break
+            assert time.monotonic() < deadline, agents
+            time.sleep(0.3)
+    finally:
+        stop2.set()
+        thread2.join(15)
+        stop_service(*first[:3])

@@ -157,3 +157,19 @@ def test_fast_exposition_equals_prometheus_client_rendering() -> None:
         assert ours[1] == reference[1]
         assert any(k[0] == "agentwatch_regression_probability" for k in ours[1])
         assert len(ours[1]) > 1000
+
+
+@pytest.mark.parametrize(
+    "record",
+    [None, b"", b"{not json", b"[]", b'{"conversation_id": "x"}', (b'{"conversation_id": "x", "agent": "a", '
+     b'"version": "1", "task": "t", "turns": 1, "passed": true, "outcome": "great", "outcome_source": "rules"}'),
+     "\udcff".encode("utf-8", "surrogatepass")],
+)
+def test_bad_score_records_are_counted_never_raised(record, caplog) -> None:
+    service = ExporterService(load_settings(), registry=CollectorRegistry(), clock=Clock(T0))
+    assert service.feed(record, "at t[0]@7") is False
+    c = service.estimator.counters()
+    assert c.rejected["invalid"] == 1 and c.consumed == 1
+    assert service.estimator.snapshot(T0) == []
+    assert "t[0]@7" in caplog.text
+    assert service.feed(make_score("ok").model_dump_json().encode()) is True

@@ -63,6 +63,16 @@ def _start_otlp(settings: Any, service: Any) -> Any:
     return start_otlp_push(lambda: service.estimator, settings.exporter)
 
 
+def _run_or_exit(service: Any, stop: threading.Event, settings: Any) -> None:
+    from kafka.errors import KafkaError
+
+    try:
+        service.run(stop)
+    except KafkaError as exc:
+        typer.echo(f"error: Kafka at {settings.kafka.bootstrap_servers}: {exc}", err=True)
+        raise typer.Exit(1) from exc
+
+
 @app.command("exporter")
 def exporter(
     bootstrap_servers: BootstrapOpt = None,
@@ -82,7 +92,7 @@ def exporter(
     service.start_http()
     otlp = _start_otlp(settings, service)
     try:
-        service.run(stop)
+        _run_or_exit(service, stop, settings)
     finally:
         service.stop_http()
         if otlp is not None:
@@ -135,7 +145,7 @@ def serve(
     thread = threading.Thread(target=collector.run, args=(stop,), name="collector", daemon=True)
     thread.start()
     try:
-        service.run(stop)
+        _run_or_exit(service, stop, settings)
     finally:
         stop.set()
         thread.join(30)
