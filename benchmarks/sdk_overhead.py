@@ -8,8 +8,8 @@ processors (our conversation processor, then one BatchSpanProcessor into memory)
 every repeat and the median is reported, so changing load on a shared machine hits them alike.
 Langfuse's `@observe` and Galtea's `@trace` are timed when importable (they are not agentwatch
 dependencies; e.g. `pip install --target DIR langfuse galtea` and run with PYTHONPATH=DIR). Galtea traces
-through the same global provider; Langfuse uses its own default set-up (its provider and OTLP exporter,
-pointed at an unreachable host). Prints figures; asserts nothing.
+through the same global provider; Langfuse gets a provider of its own with its default processor (OTLP/HTTP
+export to an unreachable host). Prints figures; asserts nothing.
 """
 
 from __future__ import annotations
@@ -42,29 +42,32 @@ def lookup(city: str, units: str = "metric") -> dict[str, Any]:
     return {"city": city, "temp": 21.5, "units": units}
 
 
-def time_once(fn: Callable[..., Any], calls: int, in_conv: bool) -> float:
-    """Mean µs per call over one run of `calls` calls."""
+def time_once(fn: Callable[..., Any], calls: int, in_conv: bool) -> tuple[float, float]:
+    """(wall, caller-thread CPU) µs per call over one run of `calls` calls."""
     gc.collect()
     scope = conversation(task="bench", agent="bench-agent", user="u1") if in_conv else contextlib.nullcontext()
     with scope:
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.thread_time()
         for _ in range(calls):
             fn("Paris", units="metric")
-        return (time.perf_counter() - t0) / calls * 1e6
+        return (time.perf_counter() - t0) / calls * 1e6, (time.thread_time() - c0) / calls * 1e6
 
 
 def measure(variants: dict[str, Variant], calls: int, repeats: int,
-            between: Callable[[], None] = lambda: None) -> dict[str, float]:
-    """Median µs per call of each variant, the variants taking turns in every repeat."""
+            between: Callable[[], None] = lambda: None) -> dict[str, tuple[float, float]]:
+    """Median (wall, caller-thread CPU) µs per call of each variant, the variants taking turns every repeat."""
     for fn, in_conv in variants.values():  # warm-up
         time_once(fn, min(calls, 1000), in_conv)
     between()
-    samples: dict[str, list[float]] = {name: [] for name in variants}
+    walls: dict[str, list[float]] = {name: [] for name in variants}
+    cpus: dict[str, list[float]] = {name: [] for name in variants}
     for _ in range(repeats):
         for name, (fn, in_conv) in variants.items():
-            samples[name].append(time_once(fn, calls, in_conv))
+            wall, cpu = time_once(fn, calls, in_conv)
+            walls[name].append(wall)
+            cpus[name].append(cpu)
             between()
-    return {name: statistics.median(xs) for name, xs in samples.items()}
+    return {name: (statistics.median(walls[name]), statistics.median(cpus[name])) for name in variants}
 
 
 def raw_span(tracer: Any) -> Callable[..., Any]:
@@ -92,8 +95,10 @@ def peers() -> dict[str, Variant]:
         os.environ.setdefault("LANGFUSE_PUBLIC_KEY", "pk-lf-bench")
         os.environ.setdefault("LANGFUSE_SECRET_KEY", "sk-lf-bench")
         os.environ.setdefault("LANGFUSE_HOST", "http://127.0.0.1:9")
-        from langfuse import observe
+        from langfuse import Langfuse, observe
 
+        # Its own provider, as by default: on the global one its processor would slow every other variant.
+        Langfuse(tracer_provider=TracerProvider())
         out["Langfuse @observe"] = (observe(as_type="tool")(lookup), False)
     except Exception as exc:  # noqa: BLE001 - optional peer
         print(f"  (Langfuse not measured: {type(exc).__name__}: {exc})")
@@ -110,11 +115,12 @@ def peers() -> dict[str, Variant]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--calls", type=int, default=10_000)
-    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--calls", type=int, default=2_000, help="calls per timed run")
+    parser.add_argument("--repeats", type=int, default=25, help="timed runs per variant (interleaved)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.CRITICAL)
-    print(f"agentwatch SDK overhead: {args.calls} calls x {args.repeats} repeats, median (µs per call)")
+    print(f"agentwatch SDK overhead: {args.calls} calls x {args.repeats} interleaved runs, median µs per call "
+          "(wall clock; CPU time of the calling thread)")
 
     memory = InMemorySpanExporter()
     provider = TracerProvider()
@@ -161,15 +167,20 @@ def main() -> None:
         results.update(peer_results)
 
     width = max(len(k) for k in results)
-    for name, us in results.items():
-        print(f"  {name:<{width}}  {us:8.2f} µs")
-    print(f"ratio @trace / raw span: {results['@trace'] / results['raw OTel span']:.2f}  (target <= 1.25)")
-    print("ratio @trace / raw span, inside conversation(): "
-          f"{results['@trace, inside conversation()'] / results['raw OTel span, inside conversation()']:.2f}")
+    print(f"  {'':<{width}}  {'wall':>8}     {'thread CPU':>10}")
+    for name, (wall, cpu) in results.items():
+        print(f"  {name:<{width}}  {wall:8.2f} µs  {cpu:8.2f} µs")
+
+    def ratio(a: str, b: str) -> str:
+        return f"{results[a][0] / results[b][0]:.2f} wall, {results[a][1] / results[b][1]:.2f} CPU"
+
+    print(f"ratio @trace / raw span: {ratio('@trace', 'raw OTel span')}  (target <= 1.25)")
+    print(f"ratio @trace / raw span, inside conversation(): "
+          f"{ratio('@trace, inside conversation()', 'raw OTel span, inside conversation()')}")
     if "@trace, Kafka exporter" in results:
-        print(f"ratio @trace Kafka / raw span (memory): {results['@trace, Kafka exporter'] / results['raw OTel span']:.2f}")
+        print(f"ratio @trace Kafka / raw span (memory): {ratio('@trace, Kafka exporter', 'raw OTel span')}")
     for name in found:
-        print(f"ratio {name} / @trace: {results[name] / results['@trace (again, beside peers)']:.2f}")
+        print(f"ratio {name} / @trace: {ratio(name, '@trace (again, beside peers)')}")
 
 
 if __name__ == "__main__":
