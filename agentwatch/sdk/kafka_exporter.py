@@ -177,8 +177,10 @@ class KafkaSpanExporter(SpanExporter):
         now = time.monotonic()
         if now - self._last_warning >= self._warn_interval_s:
             self._last_warning = now
-            log.warning("agentwatch: dropped %d spans so far (Kafka %s unreachable? last error: %s)",
-                        self.dropped_spans, self._config["bootstrap_servers"], self.last_error)
+            log.warning("agentwatch: dropped %d spans so far (Kafka %s unreachable or slow: %d spans queued or "
+                        "unacknowledged, limit %d; last error: %s)", self.dropped_spans,
+                        self._config["bootstrap_servers"], self._queued + self._in_flight, self.queue_size,
+                        self.last_error)
 
     # ------------------------------------------------------------------ sender thread
 

@@ -36,6 +36,8 @@ class ConversationSpanProcessor(SpanProcessor):
             if version is not None and A.AGENT_VERSION not in attrs:
                 span.set_attribute(A.AGENT_VERSION, version)
             if attrs.get(A.OPERATION) == A.INVOKE_AGENT:
+                if len(state.open_turns) >= 8:  # turns ended in another context were never removed
+                    state.open_turns[:] = [t for t in state.open_turns if t.is_recording()]
                 state.open_turns.append(span)
                 state.last_turn = span.get_span_context()
                 if state.pending:
