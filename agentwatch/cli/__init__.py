@@ -7,6 +7,7 @@ from agentwatch.cli import schema_cmd  # noqa: F401,E402
 from agentwatch.cli import score_cmd  # noqa: F401,E402
 from agentwatch.cli import collector_cmd  # noqa: F401,E402
 from agentwatch.cli import reconstruct_cmd  # noqa: F401,E402
+from agentwatch.cli import demo_cmd  # noqa: F401,E402
 from agentwatch.cli import exporter_cmd  # noqa: F401,E402
 
 __all__ = ["app", "main"]

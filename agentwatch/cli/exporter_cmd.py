@@ -119,17 +119,8 @@ def serve(
         {"scores_topic": scores_topic, "metrics_port": metrics_port},
         {"input_topics": input_topic or None, "scores_topic": scores_topic},
     )
-    if settings.collector.scores_topic != settings.exporter.scores_topic:
-        typer.echo(
-            f"error: collector.scores_topic ({settings.collector.scores_topic}) differs from "
-            f"exporter.scores_topic ({settings.exporter.scores_topic})",
-            err=True,
-        )
-        raise typer.Exit(2)
     from agentwatch.broker import EmbeddedBroker
-    from agentwatch.collector.metrics import register
-    from agentwatch.collector.service import CollectorService
-    from agentwatch.exporters.service import ExporterService
+    from agentwatch.pipeline import Pipeline
 
     stop = _stop_on_signals()
     broker = None
@@ -137,19 +128,19 @@ def serve(
         broker = EmbeddedBroker().start()
         settings.kafka = settings.kafka.model_copy(update={"bootstrap_servers": broker.bootstrap_servers})
         log.info("embedded broker on %s (memory only)", broker.bootstrap_servers)
-    collector = CollectorService(settings)
-    service = ExporterService(settings)
-    register(collector.stats, service.registry)
-    service.start_http()
-    otlp = _start_otlp(settings, service)
-    thread = threading.Thread(target=collector.run, args=(stop,), name="collector", daemon=True)
-    thread.start()
     try:
-        _run_or_exit(service, stop, settings)
+        pipeline = Pipeline(settings)
+    except ValueError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from exc
+    pipeline.stop_event = stop
+    pipeline.start_http()
+    otlp = _start_otlp(settings, pipeline.exporter)
+    pipeline.start(exporter_in_thread=False)
+    try:
+        _run_or_exit(pipeline.exporter, stop, settings)
     finally:
-        stop.set()
-        thread.join(30)
-        service.stop_http()
+        pipeline.close()
         if otlp is not None:
             otlp.shutdown()
         if broker is not None:
