@@ -10,6 +10,7 @@ import time
 
 from agentwatch.scorers import ConversationScorer
 
+from agentwatch.config import Settings
 from agentwatch.schema import Conversation
 
 
@@ -57,10 +58,14 @@ def main() -> None:
     """Run the benchmark and print the figures."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--n", type=int, default=100_000, help="conversations to score (default 100000)")
+    parser.add_argument(
+        "--no-hallucination-checks", action="store_true", help="score with scoring.hallucination_checks off"
+    )
     args = parser.parse_args()
     distinct = min(args.n, 1000)
     convs = [synthetic(i) for i in range(distinct)]
-    scorer = ConversationScorer()
+    settings = Settings(scoring={"hallucination_checks": not args.no_hallucination_checks})
+    scorer = ConversationScorer(settings)
     for c in convs[:50]:  # warm caches
         scorer.score(c)
     start = time.perf_counter()

@@ -107,6 +107,9 @@ class Evidence:
 
 def claimed_actions(answer: str) -> list[str]:
     """Past-tense action verbs the answer claims were performed, lower-case, unique."""
+    folded = answer.casefold()
+    if not any(verb in folded for verb in ACTION_STEMS):  # cheap pre-check: most answers claim nothing
+        return []
     out: list[str] = []
     for m in _CLAIM.finditer(answer):
         verb = (m.group(1) or m.group(2) or m.group(3)).lower()
