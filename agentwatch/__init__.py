@@ -12,7 +12,7 @@ __version__ = "0.1.0"
 
 _SDK_NAMES = ("trace", "conversation", "configure", "record_usage", "shutdown")
 
-__all__ = [*_SDK_NAMES, "__version__"]
+__all__ = ["__version__", "configure", "conversation", "record_usage", "shutdown", "trace"]
 
 
 def __getattr__(name: str) -> Any:

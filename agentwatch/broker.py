@@ -11,6 +11,7 @@ import subprocess
 import time
 from pathlib import Path
 from types import TracebackType
+from typing import Self
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +45,7 @@ class EmbeddedBroker:
         """`host:port` to give Kafka clients."""
         return f"127.0.0.1:{self.port}"
 
-    def start(self, timeout_s: float = 15.0) -> EmbeddedBroker:
+    def start(self, timeout_s: float = 15.0) -> Self:
         """Start the broker and wait until it accepts connections."""
         url = f"tcp://127.0.0.1:{self.port}"
         out = open(self._log_path, "ab") if self._log_path else subprocess.DEVNULL  # noqa: SIM115
@@ -83,7 +84,7 @@ class EmbeddedBroker:
         """Whether the broker process is alive."""
         return self._proc is not None and self._proc.poll() is None
 
-    def __enter__(self) -> EmbeddedBroker:
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(

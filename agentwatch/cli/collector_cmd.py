@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from agentwatch.cli.app import app
+from agentwatch.cli.app import app, stop_on_signals
 
 
 @app.command("collector")
@@ -30,8 +30,6 @@ def collector(
 ) -> None:
     """Consume span topics, assemble conversations, score them and write the scores (runs until SIGTERM)."""
     import logging
-    import signal
-    import threading
 
     from agentwatch.config import CollectorConfig, ConfigError, load_settings
 
@@ -60,14 +58,7 @@ def collector(
     from agentwatch.collector.service import CollectorService
 
     service = CollectorService(settings)
-    stop = threading.Event()
-
-    def _on_signal(signum: int, _frame: object) -> None:
-        log.info("signal %d: shutting down", signum)
-        stop.set()
-
-    signal.signal(signal.SIGTERM, _on_signal)
-    signal.signal(signal.SIGINT, _on_signal)
+    stop = stop_on_signals()
 
     port = settings.collector.metrics_port
     if port is not None:

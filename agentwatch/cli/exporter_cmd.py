@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import logging
-import signal
 import threading
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from agentwatch.cli.app import app
+from agentwatch.cli.app import app, stop_on_signals
 
 log = logging.getLogger("agentwatch.exporter")
 
@@ -41,18 +40,6 @@ def _settings(config: Path | None, bootstrap_servers: str | None, exporter: dict
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from exc
     return settings
-
-
-def _stop_on_signals() -> threading.Event:
-    stop = threading.Event()
-
-    def _on_signal(signum: int, _frame: object) -> None:
-        log.info("signal %d: shutting down", signum)
-        stop.set()
-
-    signal.signal(signal.SIGTERM, _on_signal)
-    signal.signal(signal.SIGINT, _on_signal)
-    return stop
 
 
 def _start_otlp(settings: Any, service: Any) -> Any:
@@ -87,7 +74,7 @@ def exporter(
     )
     from agentwatch.exporters.service import ExporterService
 
-    stop = _stop_on_signals()
+    stop = stop_on_signals()
     service = ExporterService(settings)
     service.start_http()
     otlp = _start_otlp(settings, service)
@@ -122,7 +109,7 @@ def serve(
     from agentwatch.broker import EmbeddedBroker
     from agentwatch.pipeline import Pipeline
 
-    stop = _stop_on_signals()
+    stop = stop_on_signals()
     broker = None
     if embedded_broker:
         broker = EmbeddedBroker().start()

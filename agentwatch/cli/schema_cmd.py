@@ -2,6 +2,7 @@
 
 import json
 from enum import Enum
+from typing import Annotated
 
 import typer
 
@@ -14,7 +15,9 @@ class SchemaKind(str, Enum):
 
 
 @app.command()
-def schema(kind: SchemaKind = typer.Argument(..., help="conversation (transcript input) or score (result)")) -> None:
+def schema(
+    kind: Annotated[SchemaKind, typer.Argument(help="conversation (transcript input) or score (result)")],
+) -> None:
     """Print the JSON Schema of a transcript line or of a score record."""
     from agentwatch.schema import json_schema
 
