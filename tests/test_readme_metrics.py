@@ -1,0 +1,45 @@
+"""Every metric agentwatch exposes is documented in the README and in docs/metrics.md."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from prometheus_client import CollectorRegistry
+from prometheus_client.exposition import generate_latest
+
+from agentwatch.collector.metrics import PipelineStats, register
+from agentwatch.config import load_settings
+from agentwatch.exporters.estimator import Estimator
+from agentwatch.exporters.prometheus import EstimatorCollector
+
+from _score_factory import T0, make_score
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _exposed_families() -> set[str]:
+    settings = load_settings()
+    est = Estimator(settings, clock=lambda: T0 + 60)
+    for i in range(40):
+        est.add(make_score(f"a{i}", i % 5 != 0, version="v1", cost_usd=0.01, duration_s=2.0,
+                           reasons=["loop: turn 0"] if i % 7 == 0 else []))
+    for i in range(40):
+        est.add(make_score(f"b{i}", i % 3 != 0, version="v2", ended_at=T0 + 30, cost_usd=0.02, budget_usd=0.015))
+    registry = CollectorRegistry()
+    registry.register(EstimatorCollector(est))
+    stats = PipelineStats()
+    register(stats, registry)
+    text = generate_latest(registry).decode()
+    return set(re.findall(r"^# TYPE (agentwatch_\w+) ", text, re.M))
+
+
+def test_every_exposed_metric_is_documented():
+    families = _exposed_families()
+    assert len(families) >= 30  # estimates, counters, histograms, estimator and pipeline health
+    readme = (ROOT / "README.md").read_text()
+    metrics_doc = (ROOT / "docs" / "metrics.md").read_text()
+    missing_readme = sorted(f for f in families if f not in readme)
+    missing_doc = sorted(f for f in families if f not in metrics_doc)
+    assert missing_readme == []
+    assert missing_doc == []
