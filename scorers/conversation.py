@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from datetime import datetime, timedelta
 from functools import cache
+from typing import Any
 
 from agentwatch.scorers.answer import grade_answer
 from agentwatch.scorers.cost import PriceLookup, budget_ceiling, conversation_cost, cost_penalty
@@ -21,9 +22,7 @@ from agentwatch.schema import (
     ConversationScore,
     Outcome,
     OutcomeSource,
-    ToolScore,
     Turn,
-    TurnScore,
 )
 
 log = logging.getLogger(__name__)
@@ -77,8 +76,9 @@ class ConversationScorer:
 
     def _turn(
         self, i: int, turn: Turn, conv: Conversation, last: bool, evidence: Evidence, facts: OutcomeFacts
-    ) -> tuple[TurnScore, bool | None, float | None, float | None]:
-        """Grade one turn; returns its score, whether a Judge graded it (None: judge failed), answer, tool."""
+    ) -> tuple[dict[str, Any], bool | None, float | None, float | None]:
+        """Grade one turn; returns its `TurnScore` fields, whether a Judge graded it (None: judge failed), answer
+        score and tool overall."""
         sc = self._scoring
         names = self._names
         exp = turn.expected
@@ -137,8 +137,8 @@ class ConversationScorer:
         tool = None
         if exp is not None and (exp.tools or "tools" in exp.model_fields_set):
             applied = True
-            tool = self._tools.grade(exp, turn.tool_calls, answer)
-            if not tool.passed:
+            tool = self._tools.grade_fields(exp, turn.tool_calls, answer, turn.input)
+            if not tool["passed"]:
                 failed = True
                 reasons.extend(_tool_reasons(i, tool, exp.sequence_matters))
 
@@ -169,18 +169,18 @@ class ConversationScorer:
             reasons.append(f"hallucination: turn {i}: {text}")
 
         passed = False if failed else (True if applied else None)
-        score = TurnScore(
-            index=i,
-            answer_score=answer_score,
-            answer_passed=answer_passed,
-            tool=tool,
-            loop=bool(looped),
-            forbidden_tools=forbidden,
-            error=turn.error,
-            passed=passed,
-            reasons=reasons,
-        )
-        return score, judged, answer_score, (tool.overall if tool is not None else None)
+        score = {
+            "index": i,
+            "answer_score": answer_score,
+            "answer_passed": answer_passed,
+            "tool": tool,
+            "loop": bool(looped),
+            "forbidden_tools": forbidden,
+            "error": turn.error,
+            "passed": passed,
+            "reasons": reasons,
+        }
+        return score, judged, answer_score, (tool["overall"] if tool is not None else None)
 
     # ------------------------------------------------------------------ conversation
 
@@ -188,7 +188,7 @@ class ConversationScorer:
         sc = self._scoring
         evidence = Evidence()
         facts = OutcomeFacts()
-        turn_scores: list[TurnScore] = []
+        turn_scores: list[dict[str, Any]] = []  # TurnScore fields, validated once with the whole result
         reasons: list[str] = []
         used_judge = judge_failed = False
         answers: list[float] = []
@@ -199,7 +199,7 @@ class ConversationScorer:
         for i, turn in enumerate(conv.turns):
             ts, judged, answer_score, tool_overall = self._turn(i, turn, conv, i == n - 1, evidence, facts)
             turn_scores.append(ts)
-            reasons.extend(ts.reasons)
+            reasons.extend(ts["reasons"])
             if judged is None:
                 judge_failed = True
             elif judged:
@@ -214,7 +214,7 @@ class ConversationScorer:
             if turn.duration_ms is not None:
                 duration_ms = turn.duration_ms if duration_ms is None else duration_ms + turn.duration_ms
 
-        verdicts = [ts.passed for ts in turn_scores if ts.passed is not None]
+        verdicts = [ts["passed"] for ts in turn_scores if ts["passed"] is not None]
         passed: bool | None = all(verdicts) if verdicts else None
         if judge_failed:
             passed = None
@@ -251,43 +251,47 @@ class ConversationScorer:
         if conv.incomplete:
             reasons.append("incomplete: the collector finished this conversation early (a cap was hit)")
 
-        return ConversationScore(
-            schema_version=conv.schema_version,
-            conversation_id=conv.conversation_id,
-            agent=conv.agent,
-            version=conv.version,
-            task=conv.task,
-            tags=dict(conv.tags),
-            turns=n,
-            passed=passed,
-            outcome=outcome,
-            outcome_source=source,
-            reasons=reasons,
-            turn_scores=turn_scores,
-            cost_usd=cost.cost_usd,
-            budget_usd=ceiling,
-            cost_penalty=penalty,
-            asr_credit=asr_credit(outcome, penalty, sc.credits),
-            duration_s=duration_ms / 1000 if duration_ms is not None else None,
-            input_tokens=input_tokens,
-            output_tokens=output_tokens,
-            ended_at=_ended_at(conv),
-            incomplete=conv.incomplete,
+        # one validation of plain dicts is cheaper than building each nested model (measured: ~6 vs ~13 µs)
+        return ConversationScore.model_validate(
+            {
+                "schema_version": conv.schema_version,
+                "conversation_id": conv.conversation_id,
+                "agent": conv.agent,
+                "version": conv.version,
+                "task": conv.task,
+                "tags": dict(conv.tags),
+                "turns": n,
+                "passed": passed,
+                "outcome": outcome,
+                "outcome_source": source,
+                "reasons": reasons,
+                "turn_scores": turn_scores,
+                "cost_usd": cost.cost_usd,
+                "budget_usd": ceiling,
+                "cost_penalty": penalty,
+                "asr_credit": asr_credit(outcome, penalty, sc.credits),
+                "duration_s": duration_ms / 1000 if duration_ms is not None else None,
+                "input_tokens": input_tokens,
+                "output_tokens": output_tokens,
+                "ended_at": _ended_at(conv),
+                "incomplete": conv.incomplete,
+            }
         )
 
 
-def _tool_reasons(i: int, tool: ToolScore, sequence_matters: bool) -> list[str]:
+def _tool_reasons(i: int, tool: dict[str, Any], sequence_matters: bool) -> list[str]:
+    """Reason entries of a failed tool grading (`tool`: the fields of a `ToolScore`)."""
     out = []
-    if tool.selection < 1.0 - 1e-9:
-        out.append(f"tool_selection: turn {i}: selection {_fmt(tool.selection)} (tools missing or extra)")
-    if tool.parameters < 1.0 - 1e-9:
-        out.append(f"tool_parameters: turn {i}: parameters {_fmt(tool.parameters)} (arguments differ)")
-    if sequence_matters and tool.sequence < 1.0 - 1e-9:
-        out.append(f"tool_sequence: turn {i}: sequence {_fmt(tool.sequence)} (order differs)")
-    if tool.utilization is not None and tool.utilization < 1.0:
+    if tool["selection"] < 1.0 - 1e-9:
+        out.append(f"tool_selection: turn {i}: selection {_fmt(tool['selection'])} (tools missing or extra)")
+    if tool["parameters"] < 1.0 - 1e-9:
+        out.append(f"tool_parameters: turn {i}: parameters {_fmt(tool['parameters'])} (arguments differ)")
+    if sequence_matters and tool["sequence"] < 1.0 - 1e-9:
+        out.append(f"tool_sequence: turn {i}: sequence {_fmt(tool['sequence'])} (order differs)")
+    if tool["utilization"] is not None and tool["utilization"] < 1.0:
         out.append(f"tool_utilization: turn {i}: the answer uses no value from a successful tool result")
     if not out:
-        out.append(f"tool_overall: turn {i}: overall {_fmt(tool.overall)} below the tool threshold")
+        out.append(f"tool_overall: turn {i}: overall {_fmt(tool['overall'])} below the tool threshold")
     return out
 
 

@@ -7,8 +7,9 @@ Definitions (Fair Forge's four dimensions, Galtea's binary set match), all on no
   an unmatched expected call scores 0; the dimension is the mean over expected calls (1 when none expected);
 - sequence: length of the longest common subsequence of expected and used names / expected count, graded
   only when `sequence_matters` (reported as 1.0 otherwise and left out of the overall);
-- utilization: 1 if the answer contains a salient value of a successful tool result, graded only when
-  `expected.utilization_required` and some result was captured (or no call succeeded: then 0);
+- utilization: 1 if the answer contains a salient value of a successful tool result that is not already in
+  the turn's input or the call's arguments, graded only when `expected.utilization_required` and some result
+  was captured (or no call succeeded: then 0);
 - overall: weighted mean of the graded dimensions, weights normalised over them;
 - binary: set of used names == set of expected names.
 """
@@ -51,15 +52,19 @@ def lcs_length(a: Sequence[str], b: Sequence[str]) -> int:
 
 def values_equal(a: Any, b: Any) -> bool:
     """JSON equality where numbers compare by value (1 == 1.0) and booleans are not numbers."""
-    if type(a) is str:
+    ta = type(a)
+    if ta is str:
         return type(b) is str and a == b
+    tb = type(b)
+    if (ta is int or ta is float) and (tb is int or tb is float):  # the common case, without is_number()
+        return a == b or math.isclose(a, b, rel_tol=1e-9, abs_tol=0.0)
     if is_number(a) and is_number(b):
         return a == b or math.isclose(a, b, rel_tol=1e-9, abs_tol=0.0)
     if isinstance(a, dict) and isinstance(b, dict):
         return a.keys() == b.keys() and all(values_equal(a[k], b[k]) for k in a)
     if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
         return len(a) == len(b) and all(values_equal(x, y) for x, y in zip(a, b, strict=True))
-    return type(a) is type(b) and a == b
+    return ta is tb and a == b
 
 
 def argument_agreement(expected: dict[str, Any] | None, used: dict[str, Any]) -> float:
@@ -118,43 +123,69 @@ class ToolGrader:
         self._threshold = threshold
         self._tolerance = tolerance
 
-    def grade(self, expected: Expectation, calls: Sequence[ToolCall], answer: str | None) -> ToolScore:
-        """Tool correctness of one turn."""
+    def grade(
+        self, expected: Expectation, calls: Sequence[ToolCall], answer: str | None, turn_input: str | None = None
+    ) -> ToolScore:
+        """Tool correctness of one turn (`turn_input`: the turn's input, for utilization's echo rule)."""
+        return ToolScore.model_validate(self.grade_fields(expected, calls, answer, turn_input))
+
+    def grade_fields(
+        self, expected: Expectation, calls: Sequence[ToolCall], answer: str | None, turn_input: str | None = None
+    ) -> dict[str, Any]:
+        """Tool correctness of one turn as the fields of a `ToolScore` (validated later, with the whole result)."""
         norm = self._names
-        exp_names = [norm(t.name) for t in expected.tools]
+        exp_tools = expected.tools
+        exp_names = [norm(t.name) for t in exp_tools]
         used_names = [norm(c.name) for c in calls]
         exp_set = frozenset(exp_names)
         used_set = frozenset(used_names)
+        weights = self._weights
 
         selection = jaccard(exp_set, used_set)
-        parameters = parameters_score(
-            [(n, t.arguments) for n, t in zip(exp_names, expected.tools, strict=True)],
-            [(n, c.arguments) for n, c in zip(used_names, calls, strict=True)],
-        )
-        graded = [(selection, self._weights[0]), (parameters, self._weights[1])]
+        if len(exp_set) == len(exp_names) and len(used_set) == len(used_names):
+            # every name expected and used at most once: pair calls by name, no assignment problem to solve
+            used_args = {n: c.arguments for n, c in zip(used_names, calls, strict=True)}
+            total = 0.0
+            for n, t in zip(exp_names, exp_tools, strict=True):
+                args = used_args.get(n)
+                if args is not None:
+                    total += argument_agreement(t.arguments, args)
+            parameters = total / len(exp_names) if exp_names else 1.0
+        else:
+            parameters = parameters_score(
+                [(n, t.arguments) for n, t in zip(exp_names, exp_tools, strict=True)],
+                [(n, c.arguments) for n, c in zip(used_names, calls, strict=True)],
+            )
+        graded = [(selection, weights[0]), (parameters, weights[1])]
         if expected.sequence_matters:
-            sequence = lcs_length(exp_names, used_names) / len(exp_names) if exp_names else 1.0
-            graded.append((sequence, self._weights[2]))
+            if exp_names == used_names:
+                sequence = 1.0
+            else:
+                sequence = lcs_length(exp_names, used_names) / len(exp_names) if exp_names else 1.0
+            graded.append((sequence, weights[2]))
         else:
             sequence = 1.0
         utilization: float | None = None
         if expected.utilization_required:
-            ok = [c.result for c in calls if c.error is None]
-            results = [r for r in ok if r is not None]
-            if results or not ok:
-                utilization = 1.0 if answer_uses(answer, results) else 0.0
-                graded.append((utilization, self._weights[3]))
+            ok = [c for c in calls if c.error is None]
+            captured = [c for c in ok if c.result is not None]
+            if captured or not ok:
+                used = answer_uses(
+                    answer, [c.result for c in captured], turn_input, [c.arguments for c in captured]
+                )
+                utilization = 1.0 if used else 0.0
+                graded.append((utilization, weights[3]))
             # else: successful calls whose results were not captured — utilization cannot be checked
         overall = weighted_mean(graded)
-        return ToolScore(
-            selection=selection,
-            parameters=parameters,
-            sequence=sequence,
-            utilization=utilization,
-            overall=overall,
-            binary=exp_set == used_set,
-            passed=overall >= self._threshold - self._tolerance,
-        )
+        return {
+            "selection": selection,
+            "parameters": parameters,
+            "sequence": sequence,
+            "utilization": utilization,
+            "overall": overall,
+            "binary": exp_set == used_set,
+            "passed": overall >= self._threshold - self._tolerance,
+        }
 
 
 def weighted_mean(graded: Sequence[tuple[float, float]]) -> float:

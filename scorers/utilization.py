@@ -4,29 +4,86 @@ Checked from the answer text and the tool results, never taken on the agent's wo
 three characters appear in the answer (case-insensitive), numbers appear however they are formatted
 (42.5 reads as "42.50"; 3.14159 as "3.14"), and values nested in objects and lists count. JSON text results
 are parsed first.
+
+A value the agent already had before the tool answered — one that also appears in the turn's input or in the
+call's own arguments (an order id echoed back by `lookup_order`) — is no evidence the result was used: only
+result values *not* present there count.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from agentwatch.scorers.text import is_number, numbers_in, parse_number, shown_matches
 
 MIN_STRING = 3
 _MAX_DEPTH = 32
+_NUMBER_START = frozenset("0123456789+-.")
+
+
+class Echo:
+    """What the agent knew before one tool call answered: the turn's input and the call's arguments.
+
+    Built lazily (most result values never appear in the answer, so most calls never need it).
+    """
+
+    __slots__ = ("_arguments", "_input", "_numbers", "_text")
+
+    def __init__(self, turn_input: str | None, arguments: Any) -> None:
+        self._input = turn_input
+        self._arguments = arguments
+        self._text: str | None = None
+        self._numbers: set[float] = set()
+
+    def _build(self) -> str:
+        texts: list[str] = [self._input] if self._input else []
+        _collect(self._arguments, texts, self._numbers, 0)
+        text = "\n".join(texts).casefold()
+        for t in texts:
+            self._numbers.update(v for v, _ in numbers_in(t))
+        self._text = text
+        return text
+
+    def has_text(self, folded: str) -> bool:
+        """Whether a case-folded string occurs in the input or the arguments."""
+        text = self._text if self._text is not None else self._build()
+        return folded in text
+
+    def has_number(self, value: float) -> bool:
+        """Whether a number is written in the input or given in the arguments."""
+        if self._text is None:
+            self._build()
+        return value in self._numbers
+
+
+def _collect(value: Any, texts: list[str], numbers: set[float], depth: int) -> None:
+    """Strings and numbers nested in a JSON value (argument values, not keys)."""
+    if isinstance(value, str):
+        texts.append(value)
+    elif isinstance(value, dict):
+        if depth < _MAX_DEPTH:
+            for v in value.values():
+                _collect(v, texts, numbers, depth + 1)
+    elif isinstance(value, (list, tuple)):
+        if depth < _MAX_DEPTH:
+            for v in value:
+                _collect(v, texts, numbers, depth + 1)
+    elif is_number(value):
+        numbers.add(float(value))
 
 
 class _Search:
     """One search of an answer for tool-result values; numbers in the answer are read only when needed."""
 
-    __slots__ = ("answer", "folded", "shown")
+    __slots__ = ("answer", "echo", "folded", "shown")
 
     def __init__(self, answer: str) -> None:
         self.answer = answer
         self.folded = answer.casefold()
         self.shown: list[tuple[float, int]] | None = None
+        self.echo: Echo | None = None
 
     def number_shown(self, value: float) -> bool:
         if self.shown is None:
@@ -34,6 +91,7 @@ class _Search:
         return any(shown_matches(a, d, value) for a, d in self.shown)
 
     def found(self, value: Any, depth: int) -> bool:
+        """Whether `value` (or a value nested in it) is in the answer and not an echo of what the agent knew."""
         if isinstance(value, str):
             s = value.strip()
             if len(s) > 1 and s[0] in "{[":
@@ -43,25 +101,51 @@ class _Search:
                     pass
                 else:
                     return self.found(parsed, depth + 1)
-            if len(s) >= MIN_STRING and s.casefold() in self.folded:
+            folded = s.casefold()
+            if len(s) >= MIN_STRING and folded in self.folded and not self._echoed_text(folded):
                 return True
             if s and s[0] in _NUMBER_START:
                 number = parse_number(s)
-                return number is not None and self.number_shown(number)
+                return (
+                    number is not None
+                    and self.number_shown(number)
+                    and not self._echoed_text(folded)
+                    and not self._echoed_number(number)
+                )
             return False
         if isinstance(value, dict):
             return depth < _MAX_DEPTH and any(self.found(v, depth + 1) for v in value.values())
         if isinstance(value, (list, tuple)):
             return depth < _MAX_DEPTH and any(self.found(v, depth + 1) for v in value)
-        return is_number(value) and self.number_shown(float(value))
+        if not is_number(value):
+            return False
+        number = float(value)
+        return self.number_shown(number) and not self._echoed_number(number)
+
+    def _echoed_text(self, folded: str) -> bool:
+        return self.echo is not None and self.echo.has_text(folded)
+
+    def _echoed_number(self, value: float) -> bool:
+        return self.echo is not None and self.echo.has_number(value)
 
 
-def answer_uses(answer: str | None, results: Iterable[Any]) -> bool:
-    """Whether `answer` contains a salient value from any of `results`."""
+def answer_uses(
+    answer: str | None,
+    results: Iterable[Any],
+    turn_input: str | None = None,
+    arguments: Sequence[Any] | None = None,
+) -> bool:
+    """Whether `answer` contains a salient value from any of `results` that the agent did not already have.
+
+    `arguments[i]`, when given, are the arguments of the call that returned `results[i]`; values also found
+    in `turn_input` or in those arguments do not count.
+    """
     if not answer:
         return False
     search = _Search(answer)
-    return any(search.found(r, 0) for r in results)
-
-
-_NUMBER_START = frozenset("0123456789+-.")
+    for i, result in enumerate(results):
+        args = arguments[i] if arguments is not None else None
+        search.echo = Echo(turn_input, args) if turn_input or args else None
+        if search.found(result, 0):
+            return True
+    return False

@@ -368,3 +368,26 @@ def test_hallucination_checks_can_be_turned_off():
 def test_amount_must_match_a_whole_number(result, hallucinated):
     turn = {"input": "total?", "answer": "The total is $16.25.", "tool_calls": [{"name": "get", "result": result}]}
     assert ("hallucination" in codes(score_conversation(make(turn)))) is hallucinated
+
+
+@pytest.mark.parametrize(
+    ("answer", "utilized"),
+    [("Order ORD-52459 was delivered yesterday.", False), ("Order ORD-52459 is shipped with DHL.", True)],
+)
+def test_utilization_needs_a_result_value_not_in_the_input(answer, utilized):
+    turn = {
+        "input": "Where is my order ORD-52459?",
+        "answer": answer,
+        "tool_calls": [
+            {
+                "name": "lookup_order",
+                "arguments": {"order_id": "ORD-52459"},
+                "result": {"order_id": "ORD-52459", "status": "shipped", "carrier": "DHL"},
+            }
+        ],
+        "expected": {"tools": [{"name": "lookup_order", "arguments": {"order_id": "ORD-52459"}}]},
+    }
+    s = score_conversation(make(turn))
+    assert s.turn_scores[0].tool.utilization == (1.0 if utilized else 0.0)
+    assert s.passed is utilized
+    assert ("tool_utilization" in codes(s)) is not utilized

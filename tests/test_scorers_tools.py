@@ -281,3 +281,61 @@ def test_utilization_not_graded_when_results_not_captured():
     assert s.utilization is None and s.passed is True
     none_ok = ToolGrader().grade(exp, [ToolCall(name="get", error="boom")], "It has shipped")
     assert none_ok.utilization == 0.0 and none_ok.passed is False
+
+
+# --------------------------------------------------------------------------- utilization: echoed values
+
+
+def _order_turn(answer: str) -> tuple[Expectation, list[ToolCall], str]:
+    exp = expect(("lookup_order", {"order_id": "ORD-52459"}))
+    used = [
+        ToolCall(
+            name="lookup_order",
+            arguments={"order_id": "ORD-52459"},
+            result={"order_id": "ORD-52459", "status": "shipped", "carrier": "DHL"},
+        )
+    ]
+    return exp, used, answer
+
+
+def test_utilization_echo_of_input_is_not_evidence():
+    exp, used, answer = _order_turn("Order ORD-52459 was delivered yesterday.")
+    s = ToolGrader().grade(exp, used, answer, "Where is my order ORD-52459?")
+    assert s.utilization == 0.0 and s.passed is False
+
+
+def test_utilization_new_result_value_is_evidence():
+    exp, used, answer = _order_turn("Order ORD-52459 is shipped with DHL.")
+    s = ToolGrader().grade(exp, used, answer, "Where is my order ORD-52459?")
+    assert s.utilization == 1.0 and s.passed is True
+
+
+def test_utilization_echo_of_arguments_is_not_evidence():
+    result = {"customer_id": 7731, "email": "ann@example.com"}
+    args = {"customer_id": 7731}
+    assert answer_uses("Customer 7731 is on file.", [result], None, [args]) is False
+    assert answer_uses("Customer 7731 is on file.", [result]) is True  # without the arguments it would count
+    assert answer_uses("We wrote to ann@example.com.", [result], None, [args]) is True
+
+
+@pytest.mark.parametrize(
+    ("turn_input", "answer", "uses"),
+    [
+        ("Is order 52459 over $40?", "Yes: 52459 totals $42.50.", True),  # 42.5 is new, 52459 is not
+        ("Is order 52459 over $40?", "Order 52459 is in the system.", False),
+        ("Does it cost 42.50?", "It costs $42.50.", False),  # the number was in the question
+        ("Has it SHIPPED?", "Yes, it has shipped.", False),  # case-insensitive, like the answer match
+        ("Where is it?", "It has shipped.", True),
+    ],
+)
+def test_utilization_echo_of_input_text_and_numbers(turn_input, answer, uses):
+    result = {"order": 52459, "total": 42.5, "status": "shipped"}
+    assert answer_uses(answer, [result], turn_input, [{}]) is uses
+
+
+def test_utilization_echo_applies_per_call():
+    # a value the second call was asked about is still new information when the first call returned it
+    results = [{"carrier": "DHL"}, {"carrier": "DHL", "eta": "Monday"}]
+    args = [{}, {"carrier": "DHL"}]
+    assert answer_uses("Sent with DHL.", results, "Where is it?", args) is True
+    assert answer_uses("Sent with DHL.", results[1:], "Where is it?", args[1:]) is False
