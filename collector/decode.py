@@ -14,9 +14,11 @@ from agentwatch.collector.conventions import (
     EXCEPTION_MESSAGE_KEY,
     EXCEPTION_TYPE_KEY,
     NEEDED_KEYS,
-    RESOURCE_KEYS,
+    RESOURCE_AGENT_KEYS,
+    RESOURCE_VERSION_KEYS,
     TAG_PREFIX,
 )
+from agentwatch.collector.otlp_slim import SlimTracesData
 from google.protobuf.message import DecodeError as _PbDecodeError
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status, TracesData
 
@@ -28,6 +30,8 @@ _ZERO_SPAN = bytes(8)
 _MAX_ARRAY = 1024
 TRUNCATION_MARKER = "…[truncated]"
 _ERROR_TYPE_SET = frozenset(ERROR_TYPE_KEYS)
+_RESOURCE_KEY_ORDER = tuple(dict.fromkeys(RESOURCE_AGENT_KEYS + RESOURCE_VERSION_KEYS))
+_TAG_BYTES = TAG_PREFIX.encode()
 
 
 class DecodeError(ValueError):
@@ -130,23 +134,37 @@ def _pb_exception_type(events: Any, limit: int) -> str | None:
     return exc_type
 
 
+def _pb_attributes(attributes: Any, limit: int, tags: bool) -> dict[str, Any]:
+    """The needed keys (and, with `tags`, the `agentwatch.tag.*` keys) of a span's attribute map."""
+    if tags:
+        keys = [key for key in attributes if key in NEEDED_KEYS or key.startswith(TAG_PREFIX)]
+    else:
+        keys = NEEDED_KEYS.intersection(attributes)
+    attrs = {}
+    for key in keys:
+        value = attributes[key]
+        if value.WhichOneof("value") == "string_value":
+            text = value.string_value
+            attrs[key] = text if len(text) <= limit else text[:limit] + TRUNCATION_MARKER
+        else:
+            attrs[key] = _pb_value(value, limit)
+    return attrs
+
+
 def _decode_protobuf(payload: bytes, limit: int) -> list[SpanRecord]:
     try:
-        data = TracesData.FromString(payload)
+        data = SlimTracesData.FromString(payload)
     except (_PbDecodeError, RuntimeError, ValueError) as exc:
         raise DecodeError("invalid_protobuf", str(exc)[:200]) from None
-    needed = NEEDED_KEYS
-    resource_keys = RESOURCE_KEYS
-    tag_prefix = TAG_PREFIX
+    tags = _TAG_BYTES in payload  # only then is every attribute key worth looking at
     main_key = CONVERSATION_KEYS[0]
     records: list[SpanRecord] = []
     unresolved: list[SpanRecord] = []
     append = records.append
     index = 0
     for rs in data.resource_spans:
-        resource = {
-            kv.key: _pb_value(kv.value, limit) for kv in rs.resource.attributes if kv.key in resource_keys
-        }
+        rattrs = rs.resource.attributes
+        resource = {key: _pb_value(rattrs[key], limit) for key in _RESOURCE_KEY_ORDER if key in rattrs}
         for ss in rs.scope_spans:
             for sp in ss.spans:
                 tid = sp.trace_id
@@ -156,19 +174,8 @@ def _decode_protobuf(payload: bytes, limit: int) -> list[SpanRecord]:
                         "invalid_span", f"span {index}: trace id or span id missing or malformed"
                     )
                 pid = sp.parent_span_id
-                attrs = {}
-                for kv in sp.attributes:
-                    key = kv.key
-                    if key in needed or key.startswith(tag_prefix):
-                        value = kv.value
-                        if value.WhichOneof("value") == "string_value":
-                            text = value.string_value
-                            attrs[key] = text if len(text) <= limit else text[:limit] + TRUNCATION_MARKER
-                        else:
-                            attrs[key] = _pb_value(value, limit)
-                exc_type = None
-                if sp.events:
-                    exc_type = _pb_exception_type(sp.events, limit)
+                attrs = _pb_attributes(sp.attributes, limit, tags)
+                exc_type = _pb_exception_type(sp.events, limit) if sp.events else None
                 status = sp.status
                 if status.code == _ERROR or exc_type is not None or not _ERROR_TYPE_SET.isdisjoint(attrs):
                     error = _error_of(
