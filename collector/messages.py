@@ -9,8 +9,6 @@ from agentwatch.collector import conventions as cv
 from agentwatch.collector.decode import SpanRecord
 from pydantic_core import from_json
 
-from agentwatch.schema import ToolCall
-
 _loads = from_json  # Rust JSON parser shipped with pydantic; ~3x json.loads on short messages
 
 
@@ -88,12 +86,12 @@ def output_text(found: list[dict] | None) -> str | None:
     return "\n".join(texts) if texts else None
 
 
-def tools_from_messages(models: list[SpanRecord]) -> tuple[list[ToolCall], int]:
+def tools_from_messages(models: list[SpanRecord]) -> tuple[list[dict[str, Any]], int]:
     """Tool calls from `tool_call` parts of model output messages, results from `tool_call_response` parts.
 
-    Returns the calls in order and how many of them have no result captured.
+    Returns the calls in order (as `ToolCall` fields) and how many of them have no result captured.
     """
-    calls: list[ToolCall] = []
+    calls: list[dict[str, Any]] = []
     seen: set[str] = set()
     responses: dict[str, Any] = {}
     for span in models:
@@ -111,16 +109,17 @@ def tools_from_messages(models: list[SpanRecord]) -> tuple[list[ToolCall], int]:
                         continue
                     seen.add(call_id)
                 calls.append(
-                    ToolCall(
-                        name=str(part.get("name") or "unknown"),
-                        arguments=json_or_text(part.get("arguments")),
-                        call_id=call_id,
-                    )
+                    {
+                        "name": str(part.get("name") or "unknown"),
+                        "arguments": json_or_text(part.get("arguments")),
+                        "call_id": call_id,
+                    }
                 )
     missing = 0
     for call in calls:
-        if call.call_id is not None and call.call_id in responses:
-            call.result = json_or_text(responses[call.call_id])
+        call_id = call["call_id"]
+        if call_id is not None and call_id in responses:
+            call["result"] = json_or_text(responses[call_id])
         else:
             missing += 1
     return calls, missing

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from collections import defaultdict
 from datetime import UTC, datetime
+from operator import attrgetter
 from typing import Any
 
 from agentwatch.collector import conventions as cv
@@ -21,11 +22,12 @@ from agentwatch.collector.messages import (
 from pydantic import ValidationError
 from pydantic_core import from_json
 
-from agentwatch.schema import Conversation, Expectation, ToolCall, Turn, Usage, normalize_outcome
+from agentwatch.schema import Conversation, Expectation, Turn, normalize_outcome
 
 log = logging.getLogger(__name__)
 
 AGENT, TOOL, MODEL, OTHER = "agent", "tool", "model", "other"
+_START_ORDER = attrgetter("start_ns", "span_id")  # spans in start order, ties by id
 _OUTCOMES = {"complete", "partial_correct", "partial_incorrect", "hallucinated", "abandoned", "unscored"}
 
 
@@ -101,7 +103,7 @@ class _Forest:
     """Spans de-duplicated by id, with turns found and every span assigned to at most one turn."""
 
     def __init__(self, spans: list[SpanRecord], notes: list[str]) -> None:
-        ordered = sorted(spans, key=lambda s: (s.start_ns, s.span_id))
+        ordered = sorted(spans, key=_START_ORDER)
         self.spans: dict[str, SpanRecord] = {}
         for span in ordered:
             self.spans.setdefault(span.span_id, span)
@@ -133,7 +135,7 @@ class _Forest:
                     broken += 1
                     self._walk(span, children, visited)
             notes.append(f"parent-id cycle(s) broken at {broken} span(s)")
-        self.turns.sort(key=lambda s: (s.start_ns, s.span_id))
+        self.turns.sort(key=_START_ORDER)
 
     def _walk(self, root: SpanRecord, children: dict[str, list[SpanRecord]], visited: set[str]) -> None:
         """Depth-first over one tree (iterative): outermost agent spans are turns, else the root is."""
@@ -185,7 +187,8 @@ class _Gaps:
         return out + self.other
 
 
-def _tool_from_span(span: SpanRecord, gaps: _Gaps) -> ToolCall:
+def _tool_from_span(span: SpanRecord, gaps: _Gaps) -> dict[str, Any]:
+    """The `ToolCall` fields of an execute_tool / TOOL span."""
     attrs = span.attrs
     name = cv.first(attrs, cv.TOOL_NAME_KEYS)
     if name is None:
@@ -200,16 +203,17 @@ def _tool_from_span(span: SpanRecord, gaps: _Gaps) -> ToolCall:
     if result is None and span.status_error is None:
         gaps.counts["tool result not captured"] += 1
     call_id = cv.first(attrs, cv.TOOL_CALL_ID_KEYS)
-    return ToolCall(
-        name=str(name) or "unknown",
-        arguments=json_or_text(args),
-        result=json_or_text(result),
-        error=span.status_error,
-        call_id=None if call_id is None else str(call_id),
-    )
+    return {
+        "name": str(name) or "unknown",
+        "arguments": json_or_text(args),
+        "result": json_or_text(result),
+        "error": span.status_error,
+        "call_id": None if call_id is None else str(call_id),
+    }
 
 
-def _usage(span: SpanRecord) -> Usage | None:
+def _usage(span: SpanRecord) -> dict[str, Any] | None:
+    """The `Usage` fields of a model span, None if it reports nothing."""
     attrs = span.attrs
     model = cv.first(attrs, cv.MODEL_KEYS)
     tin = cv.first(attrs, cv.INPUT_TOKEN_KEYS)
@@ -217,12 +221,12 @@ def _usage(span: SpanRecord) -> Usage | None:
     cost = _nonneg_float(cv.first(attrs, cv.COST_KEYS))
     if model is None and tin is None and tout is None and cost is None:
         return None
-    return Usage(
-        model=None if model is None else str(model),
-        input_tokens=_nonneg_int(tin),
-        output_tokens=_nonneg_int(tout),
-        cost_usd=cost,
-    )
+    return {
+        "model": None if model is None else str(model),
+        "input_tokens": _nonneg_int(tin),
+        "output_tokens": _nonneg_int(tout),
+        "cost_usd": cost,
+    }
 
 
 def _expectation(span: SpanRecord, members: list[SpanRecord], index: int, gaps: _Gaps) -> Expectation | None:
@@ -251,8 +255,9 @@ def _expectation(span: SpanRecord, members: list[SpanRecord], index: int, gaps: 
 
 def _turn(
     span: SpanRecord, members: list[SpanRecord], roles: dict[str, str], index: int, gaps: _Gaps
-) -> Turn:
-    members.sort(key=lambda s: (s.start_ns, s.span_id))
+) -> dict[str, Any]:
+    """The `Turn` fields of one turn span and the spans below it."""
+    members.sort(key=_START_ORDER)
     tools = [s for s in members if roles[s.span_id] == TOOL]
     models = [s for s in members if roles[s.span_id] == MODEL]
     own_role = roles[span.span_id]
@@ -285,17 +290,17 @@ def _turn(
             gaps.turns["tool calls taken from model output messages (no execute_tool spans)"].append(index)
     usage = [u for u in (_usage(m) for m in models) if u is not None]
     duration = (span.end_ns - span.start_ns) / 1e6 if span.end_ns >= span.start_ns > 0 else None
-    return Turn(
-        input=user,
-        answer=answer,
-        tool_calls=tool_calls,
-        expected=_expectation(span, members, index, gaps),
-        usage=usage,
-        cost_usd=_nonneg_float(attrs.get("agentwatch.cost.usd")) if own_role != MODEL else None,
-        duration_ms=duration,
-        error=span.status_error,
-        started_at=_time(span.start_ns),
-    )
+    return {
+        "input": user,
+        "answer": answer,
+        "tool_calls": tool_calls,
+        "expected": _expectation(span, members, index, gaps),
+        "usage": usage,
+        "cost_usd": _nonneg_float(attrs.get("agentwatch.cost.usd")) if own_role != MODEL else None,
+        "duration_ms": duration,
+        "error": span.status_error,
+        "started_at": _time(span.start_ns),
+    }
 
 
 # --------------------------------------------------------------------------- the conversation
@@ -350,6 +355,14 @@ def build_conversation(
     finished: FinishedConversation | list[SpanRecord], *, incomplete: bool = False
 ) -> Conversation:
     """Rebuild the transcript of one conversation from its spans; what could not be seen goes to `notes`."""
+    try:
+        return _build(finished, incomplete, per_turn=False)
+    except ValidationError:  # some turn does not validate: again, validating turn by turn to isolate it
+        return _build(finished, incomplete, per_turn=True)
+
+
+def _build(finished: FinishedConversation | list[SpanRecord], incomplete: bool, per_turn: bool) -> Conversation:
+    """The conversation, validated in one go (fields as dicts), or with `per_turn` each turn on its own."""
     if isinstance(finished, FinishedConversation):
         spans, incomplete = finished.spans, incomplete or finished.incomplete
         conversation_id = finished.conversation_id
@@ -368,10 +381,11 @@ def build_conversation(
         )
     forest = _Forest(spans, notes)
     gaps = _Gaps()
-    turns: list[Turn] = []
+    turns: list[Turn | dict[str, Any]] = []
     for index, span in enumerate(forest.turns):
         try:
-            turns.append(_turn(span, forest.members.get(span.span_id, []), forest.roles, index, gaps))
+            fields = _turn(span, forest.members.get(span.span_id, []), forest.roles, index, gaps)
+            turns.append(Turn.model_validate(fields) if per_turn else fields)
         except (
             ValidationError,
             ValueError,
@@ -379,7 +393,7 @@ def build_conversation(
         ) as exc:  # defensive: a malformed span never stops the rest
             log.debug("turn %d of %s not rebuilt: %s", index, conversation_id, exc)
             gaps.other.append(f"turn {index}: could not be rebuilt ({str(exc).splitlines()[0][:160]})")
-            turns.append(Turn(error="collector: turn could not be rebuilt", started_at=_time(span.start_ns)))
+            turns.append({"error": "collector: turn could not be rebuilt", "started_at": _time(span.start_ns)})
     if forest.outside:
         notes.append(f"{forest.outside} tool/model span(s) outside any invoke_agent span ignored")
     notes.extend(gaps.notes())
@@ -396,16 +410,18 @@ def build_conversation(
     if outcome is not None and (not isinstance(outcome, str) or normalize_outcome(outcome) not in _OUTCOMES):
         notes.append(f"agentwatch.outcome {str(outcome)[:40]!r} ignored: not an outcome class")
         outcome = None
-    return Conversation(
-        conversation_id=conversation_id or ordered[0].trace_id,
-        agent=str(agent) if agent else "unknown",
-        version=str(version) if version else "unknown",
-        task=str(task) if task else "default",
-        tags=tags,
-        budget_usd=budget,
-        outcome=None if outcome is None else normalize_outcome(outcome),
-        turns=turns,
-        ended_at=_time(max(s.end_ns for s in ordered)),
-        incomplete=incomplete,
-        notes=notes,
+    return Conversation.model_validate(
+        {
+            "conversation_id": conversation_id or ordered[0].trace_id,
+            "agent": str(agent) if agent else "unknown",
+            "version": str(version) if version else "unknown",
+            "task": str(task) if task else "default",
+            "tags": tags,
+            "budget_usd": budget,
+            "outcome": None if outcome is None else normalize_outcome(outcome),
+            "turns": turns,
+            "ended_at": _time(max(s.end_ns for s in ordered)),
+            "incomplete": incomplete,
+            "notes": notes,
+        }
     )
