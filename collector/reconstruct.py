@@ -327,14 +327,14 @@ def _conversation_attributes(
     tags: dict[str, str] = {}
     turn_ids = {s.span_id for s in turns}
     prefix, cut = cv.TAG_PREFIX, len(cv.TAG_PREFIX)
+    concept_keys = tuple(_KEY_CONCEPT.items())
+    needed = cv.NEEDED_KEYS
     for position, span in enumerate(ordered):
         attrs = span.attrs
-        keys = attrs.keys()
-        for key in keys & _KEY_CONCEPT.keys():
-            value = attrs[key]
+        for key, (concept, rank) in concept_keys:
+            value = attrs.get(key)
             if value is None or value == "":
                 continue
-            concept, rank = _KEY_CONCEPT[key]
             if concept == "outcome":
                 order = (0, -position)  # the latest label wins
             elif concept in ("agent", "version"):
@@ -344,9 +344,10 @@ def _conversation_attributes(
             old = found.get(concept)
             if old is None or order < old[:2]:
                 found[concept] = (*order, value)
-        for key in keys - cv.NEEDED_KEYS:  # the decoder keeps only needed keys and tags
-            value = attrs[key]
-            if key.startswith(prefix) and len(key) > cut and value is not None:
+        if attrs.keys() <= needed:  # the decoder keeps only needed keys and tags: no tag here
+            continue
+        for key, value in attrs.items():
+            if key.startswith(prefix) and len(key) > cut and value is not None and key not in needed:
                 tags[key[cut:]] = as_text(value) or ""
     return {concept: entry[2] for concept, entry in found.items()}, tags
 
