@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import re
+from collections import Counter
 from functools import lru_cache
+from typing import NamedTuple
 
 from agentwatch.scorers.text import numbers_in, parse_number
 
@@ -17,25 +19,33 @@ _NUMERIC_REF = re.compile(r"^\s*[$€£¥]?\s*([-+]?[\d,]*\.?\d+)\s*%?\s*([A-Za-
 
 def normalise_tokens(text: str) -> list[str]:
     """Lower-cased word tokens without punctuation or articles; numbers canonical ("1,234.50" → "1234.5")."""
-    out: list[str] = []
-    for token in _TOKEN.findall(text.lower()):
-        if token in _ARTICLES:
-            continue
-        if token[0] in _DIGITS:
-            value = parse_number(token)
-            if value is not None:
-                token = repr(int(value)) if value.is_integer() else repr(value)
-        out.append(token)
-    return out
+    return [
+        _canonical_number(token) if token[0] in _DIGITS else token
+        for token in _TOKEN.findall(text.lower())
+        if token not in _ARTICLES
+    ]
+
+
+def _canonical_number(token: str) -> str:
+    """A token that starts with a digit, as its number written canonically; unchanged if it is not a number."""
+    if len(token) <= 15 and token.isdigit() and token.isascii():  # plain integer, exact in a float: skip the regex
+        return str(int(token))
+    value = parse_number(token)
+    if value is None:
+        return token
+    return repr(int(value)) if value.is_integer() else repr(value)
 
 
 def token_f1(answer_tokens: list[str], reference_tokens: list[str]) -> float:
     """SQuAD-style token F1 of two token lists."""
+    return _f1(answer_tokens, reference_tokens, Counter(reference_tokens))
+
+
+def _f1(answer_tokens: list[str], reference_tokens: list[str], reference_counts: Counter[str]) -> float:
+    """Token F1 with the reference's token counts given (computed once per reference)."""
     if not answer_tokens or not reference_tokens:
         return float(answer_tokens == reference_tokens)
-    remaining: dict[str, int] = {}
-    for t in reference_tokens:
-        remaining[t] = remaining.get(t, 0) + 1
+    remaining = dict(reference_counts)
     common = 0
     for t in answer_tokens:
         left = remaining.get(t)
@@ -49,14 +59,6 @@ def token_f1(answer_tokens: list[str], reference_tokens: list[str]) -> float:
     return 2 * precision * recall / (precision + recall)
 
 
-def _contains_run(haystack: list[str], needle: list[str]) -> bool:
-    n = len(needle)
-    if n == 0 or n > len(haystack):
-        return False
-    first = needle[0]
-    return any(haystack[i] == first and haystack[i : i + n] == needle for i in range(len(haystack) - n + 1))
-
-
 def numeric_reference(reference: str) -> float | None:
     """The value of a reference that is one number (with optional currency sign or unit); else None."""
     m = _NUMERIC_REF.match(reference)
@@ -65,10 +67,18 @@ def numeric_reference(reference: str) -> float | None:
     return parse_number(m.group(1))
 
 
+class _Reference(NamedTuple):
+    tokens: list[str]
+    counts: Counter[str]
+    run: str  # the tokens joined by spaces, framed by spaces: a contiguous run is a substring (tokens hold none)
+    number: float | None
+
+
 @lru_cache(maxsize=4096)
-def _reference(reference: str) -> tuple[list[str], float | None]:
-    """Tokens and numeric value of a reference answer (cached: many trials share one reference)."""
-    return normalise_tokens(reference), numeric_reference(reference)
+def _reference(reference: str) -> _Reference:
+    """Tokens, token counts, joined run and numeric value of a reference answer (cached: trials share them)."""
+    tokens = normalise_tokens(reference)
+    return _Reference(tokens, Counter(tokens), f" {' '.join(tokens)} ", numeric_reference(reference))
 
 
 def grade_answer(answer: str | None, reference: str, numeric_tolerance: float = 1e-6) -> float:
@@ -80,13 +90,14 @@ def grade_answer(answer: str | None, reference: str, numeric_tolerance: float = 
     """
     if not answer or not answer.strip():
         return 0.0
-    ref_tokens, target = _reference(reference)
+    ref = _reference(reference)
     ans_tokens = normalise_tokens(answer)
-    if ans_tokens == ref_tokens:
+    if ans_tokens == ref.tokens:
         return 1.0
-    if target is not None:
+    if ref.number is not None:
+        target = ref.number
         tol = numeric_tolerance * max(1.0, abs(target))
         return float(any(abs(value - target) <= tol for value, _ in numbers_in(answer)))
-    if _contains_run(ans_tokens, ref_tokens):
+    if ref.tokens and ref.run in f" {' '.join(ans_tokens)} ":  # the reference is a contiguous run of the answer
         return 1.0
-    return token_f1(ans_tokens, ref_tokens)
+    return _f1(ans_tokens, ref.tokens, ref.counts)

@@ -86,20 +86,7 @@ class ConversationScorer:
         applied = False
         failed = False
 
-        if turn.input is None:
-            evidence.complete = False
-        else:
-            evidence.add(turn.input)
-        for call in turn.tool_calls:
-            if call.error is None:
-                evidence.add(call.arguments)
-                if call.result is None:
-                    evidence.complete = False
-                else:
-                    evidence.add(call.result)
-                evidence.tool_names.append(names(call.name))
-            else:
-                evidence.add(call.error)
+        evidence.add_turn(turn.input, turn.tool_calls, names)
 
         answer = turn.answer
         has_answer = bool(answer and answer.strip())

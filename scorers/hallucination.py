@@ -12,13 +12,17 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 from agentwatch.scorers.text import numbers_in, parse_number
 
+from agentwatch.schema import ToolCall
+
 _DIGIT = re.compile(r"\d")
 _EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
-_DIGIT_WORD = re.compile(r"\S*\d\S*")  # whitespace-separated words holding a digit
+# Whitespace-separated words holding a digit; the look-behind only lets matches start at a word's start (the
+# only place they can start anyway), which spares the regex engine a backtracking attempt at every character.
+_DIGIT_WORD = re.compile(r"(?<!\S)\S*\d\S*")
 _WORD_PUNCT = "\"'()[]{}<>.,;:!?"
 _ID = re.compile(r"[A-Z]{2,}[-_#]?\d{3,}(?:[-_][A-Z0-9]+)*|#\d{3,}")
 _LONG_NUMBER = re.compile(r"\d{5,}")
@@ -51,6 +55,7 @@ ACTION_STEMS: dict[str, tuple[str, ...]] = {
 }
 _VERBS = "|".join(sorted(ACTION_STEMS, key=len, reverse=True))
 _ADVERBS = r"(?:(?:just|now|already|successfully|also|gone\s+ahead\s+and)\s+)*"
+_VERB_HINT = re.compile(_VERBS)  # cheap pre-check on the case-folded answer: most answers claim nothing
 _CLAIM = re.compile(
     rf"\b(?:I|we)(?:'ve|\s+have)?\s+{_ADVERBS}({_VERBS})\b"
     rf"|\b(?:has|have)\s+{_ADVERBS}been\s+{_ADVERBS}({_VERBS})\b"
@@ -81,6 +86,26 @@ class Evidence:
         if value is not None and value != "":
             self._pending.append(value)
 
+    def add_turn(self, turn_input: str | None, calls: Sequence[ToolCall], names: Callable[[str], str]) -> None:
+        """Add what one turn showed the agent: its input, then each call's arguments and result or error text."""
+        pending = self._pending
+        if turn_input is None:
+            self.complete = False
+        elif turn_input:
+            pending.append(turn_input)
+        for call in calls:
+            if call.error is None:
+                if call.arguments is not None:
+                    pending.append(call.arguments)
+                result = call.result
+                if result is None:
+                    self.complete = False
+                elif result != "":
+                    pending.append(result)
+                self.tool_names.append(names(call.name))
+            elif call.error:
+                pending.append(call.error)
+
     def _absorb(self) -> None:
         text = "\n".join(v if isinstance(v, str) else repr(v) for v in self._pending).casefold()
         self._pending.clear()
@@ -107,8 +132,7 @@ class Evidence:
 
 def claimed_actions(answer: str) -> list[str]:
     """Past-tense action verbs the answer claims were performed, lower-case, unique."""
-    folded = answer.casefold()
-    if not any(verb in folded for verb in ACTION_STEMS):  # cheap pre-check: most answers claim nothing
+    if _VERB_HINT.search(answer.casefold()) is None:
         return []
     out: list[str] = []
     for m in _CLAIM.finditer(answer):

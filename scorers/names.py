@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 from agentwatch.config import NameNormalization
 
@@ -30,6 +31,14 @@ class NameNormalizer:
             if len(self._cache) < 65_536:
                 self._cache[name] = out
         return out
+
+    def all(self, names: Iterable[str]) -> list[str]:
+        """Canonical forms of several names (one dictionary lookup each when they were seen before)."""
+        get = self._cache.get
+        out = [get(n) for n in names]
+        if None in out:
+            out = [self(n) for n in names]
+        return out  # type: ignore[return-value]  # no None left
 
     def _normalise(self, name: str) -> str:
         s = name.strip()

@@ -32,7 +32,7 @@ from agentwatch.schema import Expectation, ToolCall, ToolScore
 
 def jaccard(a: set[str] | frozenset[str], b: set[str] | frozenset[str]) -> float:
     """|a ∩ b| / |a ∪ b|, 1 when both are empty."""
-    if not a and not b:
+    if a == b:  # both empty included
         return 1.0
     return len(a & b) / len(a | b)
 
@@ -63,7 +63,15 @@ def values_equal(a: Any, b: Any) -> bool:
     if isinstance(a, dict) and isinstance(b, dict):
         return a.keys() == b.keys() and all(values_equal(a[k], b[k]) for k in a)
     if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-        return len(a) == len(b) and all(values_equal(x, y) for x, y in zip(a, b, strict=True))
+        if len(a) != len(b):
+            return False
+        for x, y in zip(a, b, strict=True):
+            if type(x) is str:  # inline the common case
+                if type(y) is not str or x != y:
+                    return False
+            elif not values_equal(x, y):
+                return False
+        return True
     return ta is tb and a == b
 
 
@@ -71,6 +79,12 @@ def argument_agreement(expected: dict[str, Any] | None, used: dict[str, Any]) ->
     """(keys with equal values) / (keys in either); 1 when `expected` is None or both are empty."""
     if expected is None:
         return 1.0
+    if expected == used:  # loose Python equality (True == 1): confirm strictly where it could differ
+        for k, v in expected.items():
+            if type(v) is not str and not values_equal(v, used[k]):
+                break
+        else:
+            return 1.0
     keys = expected.keys() | used.keys()
     if not keys:
         return 1.0
@@ -135,8 +149,8 @@ class ToolGrader:
         """Tool correctness of one turn as the fields of a `ToolScore` (validated later, with the whole result)."""
         norm = self._names
         exp_tools = expected.tools
-        exp_names = [norm(t.name) for t in exp_tools]
-        used_names = [norm(c.name) for c in calls]
+        exp_names = norm.all([t.name for t in exp_tools])
+        used_names = norm.all([c.name for c in calls])
         exp_set = frozenset(exp_names)
         used_set = frozenset(used_names)
         weights = self._weights

@@ -26,36 +26,45 @@ _NUMBER_START = frozenset("0123456789+-.")
 class Echo:
     """What the agent knew before one tool call answered: the turn's input and the call's arguments.
 
-    Built lazily (most result values never appear in the answer, so most calls never need it).
+    Read lazily: most result values never appear in the answer, so most calls never need it.
     """
 
-    __slots__ = ("_arguments", "_input", "_numbers", "_text")
+    __slots__ = ("_arguments", "_input", "_numbers", "_text", "_texts")
 
     def __init__(self, turn_input: str | None, arguments: Any) -> None:
         self._input = turn_input
         self._arguments = arguments
+        self._texts: list[str] | None = None
         self._text: str | None = None
-        self._numbers: set[float] = set()
+        self._numbers: set[float] | None = None
 
-    def _build(self) -> str:
+    def _read(self) -> list[str]:
         texts: list[str] = [self._input] if self._input else []
-        _collect(self._arguments, texts, self._numbers, 0)
-        text = "\n".join(texts).casefold()
-        for t in texts:
-            self._numbers.update(v for v, _ in numbers_in(t))
-        self._text = text
-        return text
+        numbers: set[float] = set()
+        _collect(self._arguments, texts, numbers, 0)
+        self._texts = texts
+        self._numbers = numbers
+        return texts
 
     def has_text(self, folded: str) -> bool:
         """Whether a case-folded string occurs in the input or the arguments."""
-        text = self._text if self._text is not None else self._build()
-        return folded in text
+        if self._text is None:
+            texts = self._texts if self._texts is not None else self._read()
+            self._text = "\n".join(texts).casefold()
+        return folded in self._text
 
     def has_number(self, value: float) -> bool:
-        """Whether a number is written in the input or given in the arguments."""
-        if self._text is None:
-            self._build()
-        return value in self._numbers
+        """Whether a number is written in the input or the argument texts, or is an argument value."""
+        texts = self._texts if self._texts is not None else self._read()
+        numbers = self._numbers
+        assert numbers is not None
+        if texts:  # numbers written in texts are read on first use, once
+            for t in texts:
+                numbers.update(v for v, _ in numbers_in(t))
+            self._texts = []
+            if self._text is None:
+                self._text = "\n".join(texts).casefold()
+        return value in numbers
 
 
 def _collect(value: Any, texts: list[str], numbers: set[float], depth: int) -> None:
@@ -90,37 +99,53 @@ class _Search:
             self.shown = numbers_in(self.answer)
         return any(shown_matches(a, d, value) for a, d in self.shown)
 
-    def found(self, value: Any, depth: int) -> bool:
-        """Whether `value` (or a value nested in it) is in the answer and not an echo of what the agent knew."""
-        if isinstance(value, str):
-            s = value.strip()
-            if len(s) > 1 and s[0] in "{[":
-                try:
-                    parsed = json.loads(s)
-                except ValueError:
-                    pass
-                else:
-                    return self.found(parsed, depth + 1)
+    def found(self, result: Any) -> bool:
+        """Whether `result` (or a value nested in it) is in the answer and not an echo of what the agent knew."""
+        # breadth first, in order: shallow values (the usual salient ones) are checked first; any hit is enough
+        queue: list[tuple[Any, int]] = [(result, 0)]
+        i = 0
+        while i < len(queue):
+            value, depth = queue[i]
+            i += 1
+            if isinstance(value, str):
+                s = value.strip()
+                if len(s) > 1 and s[0] in "{[":
+                    try:
+                        parsed = json.loads(s)
+                    except ValueError:
+                        pass
+                    else:
+                        queue.append((parsed, depth + 1))
+                        continue
+                if self.string_found(s):
+                    return True
+            elif isinstance(value, dict):
+                if depth < _MAX_DEPTH:
+                    queue.extend((v, depth + 1) for v in value.values())
+            elif isinstance(value, (list, tuple)):
+                if depth < _MAX_DEPTH:
+                    queue.extend((v, depth + 1) for v in value)
+            elif is_number(value):
+                number = float(value)
+                if self.number_shown(number) and not self._echoed_number(number):
+                    return True
+        return False
+
+    def string_found(self, s: str) -> bool:
+        """Whether a (stripped) result string is in the answer, as text or as a number, and is not an echo."""
+        if len(s) >= MIN_STRING:
             folded = s.casefold()
-            if len(s) >= MIN_STRING and folded in self.folded and not self._echoed_text(folded):
+            if folded in self.folded and not self._echoed_text(folded):
                 return True
-            if s and s[0] in _NUMBER_START:
-                number = parse_number(s)
-                return (
-                    number is not None
-                    and self.number_shown(number)
-                    and not self._echoed_text(folded)
-                    and not self._echoed_number(number)
-                )
-            return False
-        if isinstance(value, dict):
-            return depth < _MAX_DEPTH and any(self.found(v, depth + 1) for v in value.values())
-        if isinstance(value, (list, tuple)):
-            return depth < _MAX_DEPTH and any(self.found(v, depth + 1) for v in value)
-        if not is_number(value):
-            return False
-        number = float(value)
-        return self.number_shown(number) and not self._echoed_number(number)
+        if s and s[0] in _NUMBER_START:
+            number = parse_number(s)
+            return (
+                number is not None
+                and self.number_shown(number)
+                and not self._echoed_text(s.casefold())
+                and not self._echoed_number(number)
+            )
+        return False
 
     def _echoed_text(self, folded: str) -> bool:
         return self.echo is not None and self.echo.has_text(folded)
@@ -146,6 +171,6 @@ def answer_uses(
     for i, result in enumerate(results):
         args = arguments[i] if arguments is not None else None
         search.echo = Echo(turn_input, args) if turn_input or args else None
-        if search.found(result, 0):
+        if search.found(result):
             return True
     return False
