@@ -211,12 +211,11 @@ def _scorer() -> Callable | None:
     return score
 
 
-def bench_pipeline(w: Workload) -> dict[str, float]:
-    """decode → assemble → reconstruct → score, in one process, as the collector's consumer loop does."""
-    score = _scorer()
+def _run_pipeline(w: Workload, score: Callable | None) -> tuple[int, int, float, float]:
+    """decode → assemble → reconstruct (→ score) over the workload; (spans, conversations, CPU s, wall s)."""
     assembler = Assembler(CollectorConfig(end_grace_s=0.0, idle_timeout_s=3600))
     conversations = spans = 0
-    start = _cpu()
+    start, wall = _cpu(), time.perf_counter()
     for offset, payload in enumerate(w.messages):
         for record in decode_message(payload, "application/x-protobuf"):
             assembler.add(record, 0, offset, 0.0)
@@ -228,12 +227,27 @@ def bench_pipeline(w: Workload) -> dict[str, float]:
                 score(conv)
             conversations += 1
         assembler.committable(0)
-    seconds = _cpu() - start
-    label = "decode → assemble → score" if score is not None else "decode → assemble (no scorers)"
-    print(
-        f"{label + ':':35}{_rate(spans, seconds):>14} spans  {_rate(conversations, seconds):>12} conversations"
-    )
-    return {"pipeline_spans_per_s": spans / seconds, "pipeline_conversations_per_s": conversations / seconds}
+    return spans, conversations, _cpu() - start, time.perf_counter() - wall
+
+
+def bench_pipeline(w: Workload) -> dict[str, float]:
+    """The collector's consumer loop in one process: without scoring (the collector's own cost), then with it."""
+    score = _scorer()
+    out: dict[str, float] = {}
+    runs = [("collector", None)] + ([("pipeline", score)] if score is not None else [])
+    for key, scorer in runs:
+        spans, conversations, cpu_s, wall_s = _run_pipeline(w, scorer)
+        label = "decode → assemble → rebuild:" if scorer is None else "decode → assemble → rebuild → score:"
+        print(
+            f"{label:37}{_rate(spans, cpu_s):>12} spans  {_rate(conversations, cpu_s):>10} conversations"
+            f"  (CPU; wall {_rate(spans, wall_s)} spans)"
+        )
+        out[f"{key}_spans_per_s"] = spans / cpu_s
+        out[f"{key}_conversations_per_s"] = conversations / cpu_s
+        out[f"{key}_wall_spans_per_s"] = spans / wall_s
+    if score is None:
+        print("(scorers not importable: full pipeline not timed)")
+    return out
 
 
 def bench_stages(w: Workload) -> dict[str, float]:
@@ -356,10 +370,10 @@ def bench_broker(w: Workload, bootstrap_servers: str | None = None, rekey: bool 
         deadline = time.monotonic() + 120
         while stats.messages_consumed == 0 and time.monotonic() < deadline:
             time.sleep(0.001)
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), _cpu()
         while stats.scores_produced < w.conversations and time.monotonic() < deadline and thread.is_alive():
             time.sleep(0.005)
-        seconds = time.perf_counter() - t0
+        seconds, cpu_s = time.perf_counter() - t0, _cpu() - c0
         stop.set()
         thread.join(30)
     finally:
@@ -370,6 +384,7 @@ def bench_broker(w: Workload, bootstrap_servers: str | None = None, rekey: bool 
     print(f"produce to the broker:             {_rate(w.spans, produce_s):>14} spans")
     print(
         f"{label:35}{_rate(w.spans * done // w.conversations, seconds):>14} spans  {_rate(done, seconds):>12} conversations"
+        f"  (wall; process CPU {cpu_s / max(1, done) * 1e3:.2f} ms per conversation, all threads)"
         + (
             ""
             if done == w.conversations
@@ -380,6 +395,7 @@ def bench_broker(w: Workload, bootstrap_servers: str | None = None, rekey: bool 
     return {
         f"{key}_spans_per_s": w.spans * done / w.conversations / seconds,
         f"{key}_conversations_per_s": done / seconds,
+        f"{key}_cpu_ms_per_conversation": cpu_s / max(1, done) * 1e3,
     }
 
 

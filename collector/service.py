@@ -21,6 +21,7 @@ from agentwatch.collector.assembler import Assembler, FinishedConversation
 from agentwatch.collector.deadletter import DeadLetterPublisher
 from agentwatch.collector.decode import DecodeError, decode_message
 from agentwatch.collector.metrics import PipelineStats
+from agentwatch.collector.partitioner import CachedKeyPartitioner
 from agentwatch.collector.reconstruct import build_conversation
 from agentwatch.collector.rekey import CONTENT_TYPE_HEADER, Rekeyer, header, keyed_by_conversation
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
@@ -33,6 +34,9 @@ from agentwatch.schema import Conversation, ConversationScore, Outcome, OutcomeS
 log = logging.getLogger(__name__)
 
 Scorer = Callable[[Conversation], ConversationScore]
+
+# per partition and fetch; kafka-python's default (1 MiB) is ~180 SDK messages of a conversation each
+_PARTITION_FETCH_BYTES = 8 * 1024 * 1024
 
 
 class ProduceError(RuntimeError):
@@ -135,6 +139,7 @@ class CollectorService:
             linger_ms=20,
             batch_size=1_000_000,
             max_request_size=16 * 1024 * 1024,
+            partitioner=CachedKeyPartitioner(),  # same partitions as the default, without murmur2 per record
         )
         self._out = _Tracked(self._producer)
         rekeyer = Rekeyer(self._out, cfg.rekey_topic)
@@ -150,6 +155,7 @@ class CollectorService:
             heartbeat_interval_ms=cfg.heartbeat_interval_ms,
             max_poll_interval_ms=cfg.max_poll_interval_ms,
             max_poll_records=cfg.max_poll_records,
+            max_partition_fetch_bytes=_PARTITION_FETCH_BYTES,
         )
         self._consumer.subscribe(topics=topics, listener=_Listener(self))
         log.info("collector consuming %s in group %s", topics, cfg.group_id)
