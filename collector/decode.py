@@ -143,8 +143,8 @@ def _pb_attributes(attributes: Any, limit: int, tags: bool) -> dict[str, Any]:
     attrs = {}
     for key in keys:
         value = attributes[key]
-        if value.WhichOneof("value") == "string_value":
-            text = value.string_value
+        text = value.string_value  # most values are strings: a non-empty one needs no WhichOneof
+        if text:
             attrs[key] = text if len(text) <= limit else text[:limit] + TRUNCATION_MARKER
         else:
             attrs[key] = _pb_value(value, limit)
