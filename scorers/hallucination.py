@@ -28,7 +28,6 @@ _ID = re.compile(r"[A-Z]{2,}[-_#]?\d{3,}(?:[-_][A-Z0-9]+)*|#\d{3,}")
 _LONG_NUMBER = re.compile(r"\d{5,}")
 _CURRENCY = frozenset("$€£")
 _UNIT_AMOUNT = re.compile(r"(?<![\w.])(\d[\d,]*(?:\.\d+)?)\s?(?:USD|EUR|GBP|dollars|euros|pounds)\b", re.IGNORECASE)
-_UNIT_HINT = ("usd", "eur", "gbp", "dollar", "euro", "pound")
 # Numbers in the evidence: a plain scan (JSON numbers, numbers in texts, digits inside ids all count as seen).
 _EVIDENCE_NUMBER = re.compile(r"\d+(?:,\d{3})*(?:\.\d+)?")
 
@@ -107,7 +106,7 @@ class Evidence:
                 pending.append(call.error)
 
     def _absorb(self) -> None:
-        text = "\n".join(v if isinstance(v, str) else repr(v) for v in self._pending).casefold()
+        text = "\n".join([v if isinstance(v, str) else repr(v) for v in self._pending]).casefold()
         self._pending.clear()
         self._chunks.append(text)
         self._joined = f"{self._joined}\n{text}" if self._joined else text
@@ -174,25 +173,46 @@ def _number_written(text: str, form: str) -> bool:
     return False
 
 
-def _identifiers(answer: str) -> list[tuple[str, str]]:
-    """(kind, text) of every identifier in `answer`; kind is "text" (compare as text) or "amount"."""
-    found: list[tuple[str, str]] = []
+def _amount_written(value: float, haystack: str, ref: str) -> bool:
+    """Whether an amount is written, in one of its usual forms, in the evidence or the reference."""
+    for form in _number_forms(value):
+        if _number_written(haystack, form) or (ref and _number_written(ref, form)):
+            return True
+    return False
+
+
+def _identifiers(answer: str) -> list[tuple[str, str, float | None]]:
+    """(kind, text, value) of every identifier in `answer`; kind is "text" (compare as text, value None) or
+    "amount" (value: its number, None if it does not parse)."""
+    found: list[tuple[str, str, float | None]] = []
     if "@" in answer:
-        found.extend(("text", e) for e in _EMAIL.findall(answer))
+        found.extend(("text", e, None) for e in _EMAIL.findall(answer))
     for word in _DIGIT_WORD.findall(answer):
         token = word.strip(_WORD_PUNCT)
         if not token or "@" in token:
             continue
         if token[0] in _CURRENCY:
             amount = token[1:].strip()
-            if amount and parse_number(amount) is not None:
-                found.append(("amount", amount))
+            value = parse_number(amount) if amount else None
+            if value is not None:
+                found.append(("amount", amount, value))
         elif _ID.fullmatch(token) or _LONG_NUMBER.fullmatch(token):
-            found.append(("text", token))
-    folded = answer.casefold()
-    if any(hint in folded for hint in _UNIT_HINT):
-        found.extend(("amount", a) for a in _UNIT_AMOUNT.findall(answer))
+            found.append(("text", token, None))
+    if _has_unit_hint(answer.casefold()):
+        found.extend(("amount", a, parse_number(a)) for a in _UNIT_AMOUNT.findall(answer))
     return found
+
+
+def _has_unit_hint(folded: str) -> bool:
+    """Cheap pre-check of `_UNIT_AMOUNT` on the case-folded answer (a few substring tests, no regex)."""
+    return (
+        "usd" in folded
+        or "eur" in folded
+        or "gbp" in folded
+        or "dollar" in folded
+        or "euro" in folded
+        or "pound" in folded
+    )
 
 
 def unsupported_identifiers(answer: str, evidence: Evidence, reference: str | None = None) -> list[str]:
@@ -201,14 +221,13 @@ def unsupported_identifiers(answer: str, evidence: Evidence, reference: str | No
     haystack: str | None = None
     ref = reference.casefold() if reference else ""
     known: list[float] | None = None
-    for kind, text in _identifiers(answer):
+    for kind, text, value in _identifiers(answer):
         if kind == "amount":
-            value = parse_number(text)
             if value is None:
                 continue
             if haystack is None:
                 haystack = evidence.folded()
-            if any(_number_written(h, f) for f in _number_forms(value) for h in (haystack, ref)):
+            if _amount_written(value, haystack, ref):
                 continue
             if known is None:
                 known = evidence.numbers() + ([v for v, _ in numbers_in(reference)] if reference else [])
