@@ -41,7 +41,7 @@ class Echo:
     def _read(self) -> list[str]:
         texts: list[str] = [self._input] if self._input else []
         numbers: set[float] = set()
-        _collect(self._arguments, texts, numbers, 0)
+        _collect(self._arguments, texts, numbers)
         self._texts = texts
         self._numbers = numbers
         return texts
@@ -67,20 +67,25 @@ class Echo:
         return value in numbers
 
 
-def _collect(value: Any, texts: list[str], numbers: set[float], depth: int) -> None:
-    """Strings and numbers nested in a JSON value (argument values, not keys)."""
-    if isinstance(value, str):
-        texts.append(value)
-    elif isinstance(value, dict):
-        if depth < _MAX_DEPTH:
-            for v in value.values():
-                _collect(v, texts, numbers, depth + 1)
-    elif isinstance(value, (list, tuple)):
-        if depth < _MAX_DEPTH:
-            for v in value:
-                _collect(v, texts, numbers, depth + 1)
-    elif is_number(value):
-        numbers.add(float(value))
+def _collect(value: Any, texts: list[str], numbers: set[float]) -> None:
+    """Strings and numbers nested in a JSON value (values, not keys), level by level."""
+    level: list[Any] = [value]
+    depth = 0
+    while level:
+        deeper: list[Any] = []
+        for v in level:
+            if isinstance(v, str):
+                texts.append(v)
+            elif isinstance(v, dict):
+                if depth < _MAX_DEPTH:
+                    deeper.extend(v.values())
+            elif isinstance(v, (list, tuple)):
+                if depth < _MAX_DEPTH:
+                    deeper.extend(v)
+            elif is_number(v):
+                numbers.add(float(v))
+        level = deeper
+        depth += 1
 
 
 class _Search:
@@ -101,34 +106,34 @@ class _Search:
 
     def found(self, result: Any) -> bool:
         """Whether `result` (or a value nested in it) is in the answer and not an echo of what the agent knew."""
-        # breadth first, in order: shallow values (the usual salient ones) are checked first; any hit is enough
-        queue: list[tuple[Any, int]] = [(result, 0)]
-        i = 0
-        while i < len(queue):
-            value, depth = queue[i]
-            i += 1
-            if isinstance(value, str):
-                s = value.strip()
-                if len(s) > 1 and s[0] in "{[":
-                    try:
-                        parsed = json.loads(s)
-                    except ValueError:
-                        pass
-                    else:
-                        queue.append((parsed, depth + 1))
-                        continue
-                if self.string_found(s):
-                    return True
-            elif isinstance(value, dict):
-                if depth < _MAX_DEPTH:
-                    queue.extend((v, depth + 1) for v in value.values())
-            elif isinstance(value, (list, tuple)):
-                if depth < _MAX_DEPTH:
-                    queue.extend((v, depth + 1) for v in value)
-            elif is_number(value):
-                number = float(value)
-                if self.number_shown(number) and not self._echoed_number(number):
-                    return True
+        # breadth first, level by level: shallow values (the usual salient ones) are checked first; any hit is enough
+        level: list[Any] = [result]
+        depth = 0
+        while level:
+            deeper: list[Any] = []
+            for value in level:
+                if isinstance(value, str):
+                    s = value.strip()
+                    if len(s) > 1 and s[0] in "{[":
+                        try:
+                            deeper.append(json.loads(s))
+                            continue
+                        except ValueError:
+                            pass
+                    if self.string_found(s):
+                        return True
+                elif isinstance(value, dict):
+                    if depth < _MAX_DEPTH:
+                        deeper.extend(value.values())
+                elif isinstance(value, (list, tuple)):
+                    if depth < _MAX_DEPTH:
+                        deeper.extend(value)
+                elif is_number(value):
+                    number = float(value)
+                    if self.number_shown(number) and not self._echoed_number(number):
+                        return True
+            level = deeper
+            depth += 1
         return False
 
     def string_found(self, s: str) -> bool:
