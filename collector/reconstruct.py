@@ -28,6 +28,7 @@ log = logging.getLogger(__name__)
 
 AGENT, TOOL, MODEL, OTHER = "agent", "tool", "model", "other"
 _START_ORDER = attrgetter("start_ns", "span_id")  # spans in start order, ties by id
+_EXACT = 2**53  # integers a float holds exactly
 _OUTCOMES = {"complete", "partial_correct", "partial_incorrect", "hallucinated", "abandoned", "unscored"}
 
 
@@ -72,6 +73,11 @@ def _role(span: SpanRecord) -> str:
 
 
 def _nonneg_int(value: Any) -> int:
+    """A token count: a number, truncated, not below 0; 0 when absent or not a number."""
+    if value is None:  # the common absent case, without raising
+        return 0
+    if type(value) is int and -_EXACT < value < _EXACT:  # exactly what int(float(value)) gives
+        return max(0, value)
     try:
         number = int(float(value))
     except (TypeError, ValueError, OverflowError):
@@ -80,6 +86,9 @@ def _nonneg_int(value: Any) -> int:
 
 
 def _nonneg_float(value: Any) -> float | None:
+    """A finite non-negative number, else None."""
+    if value is None:  # the common absent case, without raising
+        return None
     try:
         number = float(value)
     except (TypeError, ValueError, OverflowError):
