@@ -241,7 +241,16 @@ def decode_message(
     if "protobuf" in kind or "proto" in kind:
         return _decode_protobuf(payload, max_attribute_bytes)
     if _looks_json(payload):
-        return _decode_json(payload, max_attribute_bytes)
+        try:
+            return _decode_json(payload, max_attribute_bytes)
+        except DecodeError as exc:
+            if exc.reason != "invalid_json" or payload[:1] != b"\n":
+                raise
+            # protobuf too: its first byte (the field tag 0x0a) is a newline, and a length of 123 or 91 reads "{" / "["
+            try:
+                return _decode_protobuf(payload, max_attribute_bytes)
+            except DecodeError:
+                raise exc from None
     try:
         return _decode_protobuf(payload, max_attribute_bytes)
     except DecodeError as exc:

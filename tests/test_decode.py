@@ -244,3 +244,22 @@ def test_base64_and_hex_ids_are_both_accepted() -> None:
         }
         (rec,) = decode_message(json.dumps(doc).encode())
         assert (rec.trace_id, rec.span_id) == (tid.hex(), sid.hex())
+
+
+@pytest.mark.parametrize("length", [ord("{"), ord("[")])
+def test_protobuf_whose_first_length_reads_as_json_is_still_protobuf(length: int) -> None:
+    """Without a content type, b"\\n{" starts JSON after whitespace, and protobuf with a 123-byte first field."""
+    name = "x"
+    while True:
+        data = TracesData()
+        sp = data.resource_spans.add().scope_spans.add().spans.add()
+        sp.trace_id, sp.span_id, sp.name = b"\x01" * 16, b"\x02" * 8, name
+        payload = data.SerializeToString()
+        if payload[1] >= length:
+            break
+        name += "x"
+    assert payload[:2] == b"\n" + bytes([length])
+    assert [r.name for r in decode_message(payload)] == [name]
+    with pytest.raises(DecodeError) as err:
+        decode_message(b"\n{not json")
+    assert err.value.reason == "invalid_json"
