@@ -61,6 +61,15 @@ def _framed(data: bytes) -> list[bytes] | None:
     return out or None
 
 
+def _is_protobuf(data: bytes) -> bool:
+    """Whether `data` decodes as one OTLP protobuf `TracesData`."""
+    try:
+        decode_message(data, PROTOBUF)
+    except DecodeError:
+        return False
+    return True
+
+
 def iter_records(data: bytes) -> Iterator[tuple[str, bytes, str]]:
     """Yield (where, payload, content type) for each OTLP record in the bytes of one file."""
     head = data[:64].lstrip()
@@ -68,6 +77,9 @@ def iter_records(data: bytes) -> Iterator[tuple[str, bytes, str]]:
         try:
             json.loads(data)
         except (ValueError, RecursionError):
+            if data[:1] == b"\n" and _is_protobuf(data):  # a tag byte 0x0a, then a length that reads "{" or "["
+                yield "message", data, PROTOBUF
+                return
             for number, line in enumerate(data.splitlines(), start=1):
                 if line.strip():
                     yield f"line {number}", line, JSON

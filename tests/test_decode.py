@@ -263,3 +263,18 @@ def test_protobuf_whose_first_length_reads_as_json_is_still_protobuf(length: int
     with pytest.raises(DecodeError) as err:
         decode_message(b"\n{not json")
     assert err.value.reason == "invalid_json"
+
+
+def test_protobuf_file_whose_first_length_reads_as_json_is_read_as_protobuf() -> None:
+    from agentwatch.collector.otlp_files import PROTOBUF, iter_records
+
+    name = "x"
+    while True:
+        data = TracesData()
+        sp = data.resource_spans.add().scope_spans.add().spans.add()
+        sp.trace_id, sp.span_id, sp.name = b"\x01" * 16, b"\x02" * 8, name
+        payload = data.SerializeToString()
+        if payload[1] >= ord("{"):
+            break
+        name += "x"
+    assert [(where, ct) for where, _, ct in iter_records(payload)] == [("message", PROTOBUF)]
