@@ -1,8 +1,9 @@
 """Collector throughput: raw OTLP parse (ceiling), decode, decode → assemble → reconstruct → score, memory.
 
-Run: `python benchmarks/collector.py [--conversations N]`. Prints figures; asserts nothing about timings.
-Each section is a function taking the prepared messages, so more sections (e.g. through the broker) plug
-into `SECTIONS`.
+Run: `python benchmarks/collector.py [--conversations N] [--broker [--rekey]]`. Prints figures; asserts
+nothing about timings. The pipeline is timed without scoring (the collector's own cost) and with it; in-process
+figures are CPU time (`time.process_time`) with wall time beside them, broker figures wall time with the
+process's CPU per conversation. Each section is a function taking the prepared messages (`SECTIONS`).
 """
 
 from __future__ import annotations
