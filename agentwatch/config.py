@@ -191,6 +191,8 @@ class CollectorConfig(_Section):
     group_id: str = "agentwatch-collector"
     idle_timeout_s: float = Field(default=300.0, gt=0)
     end_grace_s: float = Field(default=2.0, ge=0)
+    topic_partitions: int = Field(default=8, ge=1, description="partitions of the topics the collector creates")
+    topic_replication_factor: int = Field(default=-1, description="-1: the broker's default")
     max_open_conversations: int = Field(default=100_000, ge=1)
     max_spans_per_conversation: int = Field(default=10_000, ge=1)
     max_attribute_bytes: int = Field(default=65_536, ge=256)

@@ -24,6 +24,7 @@ from agentwatch.collector.metrics import PipelineStats
 from agentwatch.collector.partitioner import CachedKeyPartitioner
 from agentwatch.collector.reconstruct import build_conversation
 from agentwatch.collector.rekey import CONTENT_TYPE_HEADER, Rekeyer, header, keyed_by_conversation
+from agentwatch.collector.topics import ensure_topics
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.consumer.subscription_state import AsyncConsumerRebalanceListener
 from kafka.structs import OffsetAndMetadata
@@ -140,6 +141,13 @@ class CollectorService:
             batch_size=1_000_000,
             max_request_size=16 * 1024 * 1024,
             partitioner=CachedKeyPartitioner(),  # same partitions as the default, without murmur2 per record
+        )
+        ensure_topics(
+            kafka.bootstrap_servers,
+            [cfg.rekey_topic, cfg.scores_topic, cfg.dead_letter_topic],
+            partitions=cfg.topic_partitions,
+            replication_factor=cfg.topic_replication_factor,
+            client_id=kafka.client_id,
         )
         self._out = _Tracked(self._producer)
         rekeyer = Rekeyer(self._out, cfg.rekey_topic)
