@@ -23,7 +23,7 @@ def forbidden_called(
     """Names (as called, first occurrence order, unique) of calls to a forbidden tool."""
     if not forbidden or not calls:
         return []
-    banned = {names(f) for f in forbidden}
+    banned = set(names.all(forbidden))
     out: list[str] = []
     for call in calls:
         if names(call.name) in banned and call.name not in out:

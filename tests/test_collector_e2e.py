@@ -65,7 +65,9 @@ def test_agent_conversation_end_to_end(broker, topic):
             user="Please refund it.",
             answer="Refunded 19.99 USD for order 42.",
             tools=[
-                ToolSpec("refund", {"order_id": 42, "amount": 19.99}, {"refunded": True, "amount": 19.99})
+                # the result must say something the agent did not already have: "refunded" (utilization ignores
+                # values echoed from the call's arguments, such as the amount)
+                ToolSpec("refund", {"order_id": 42, "amount": 19.99}, {"status": "refunded", "amount": 19.99})
             ],
             model="gpt-4o",
             input_tokens=2000,
