@@ -33,7 +33,8 @@ def lookup_order(order_id: int) -> dict:
 
 @trace(kind="tool")
 def refund(order_id: int, amount: float) -> dict:
-    return {"refunded": True, "amount": amount}
+    # "refunded" is what the answer takes from the result: the amount only echoes the call's own argument
+    return {"status": "refunded", "amount": amount}
 
 
 @trace(kind="llm")
