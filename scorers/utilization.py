@@ -29,42 +29,38 @@ class Echo:
     Read lazily: most result values never appear in the answer, so most calls never need it.
     """
 
-    __slots__ = ("_arguments", "_input", "_numbers", "_text", "_texts")
+    __slots__ = ("_arguments", "_given", "_input", "_numbers", "_strings", "_text")
 
     def __init__(self, turn_input: str | None, arguments: Any) -> None:
         self._input = turn_input
         self._arguments = arguments
-        self._texts: list[str] | None = None
-        self._text: str | None = None
-        self._numbers: set[float] | None = None
+        self._strings: list[str] | None = None  # the input and the string values of the arguments
+        self._given: set[float] = set()  # the numeric values of the arguments
+        self._text: str | None = None  # the strings joined, case-folded
+        self._numbers: set[float] | None = None  # the numeric values and the numbers written in the strings
 
     def _read(self) -> list[str]:
-        texts: list[str] = [self._input] if self._input else []
-        numbers: set[float] = set()
-        _collect(self._arguments, texts, numbers)
-        self._texts = texts
-        self._numbers = numbers
-        return texts
+        """The input and the argument strings (collecting the numeric argument values on the way), once."""
+        if self._strings is None:
+            self._strings = [self._input] if self._input else []
+            _collect(self._arguments, self._strings, self._given)
+        return self._strings
 
     def has_text(self, folded: str) -> bool:
         """Whether a case-folded string occurs in the input or the arguments."""
         if self._text is None:
-            texts = self._texts if self._texts is not None else self._read()
-            self._text = "\n".join(texts).casefold()
+            self._text = "\n".join(self._read()).casefold()
         return folded in self._text
 
     def has_number(self, value: float) -> bool:
         """Whether a number is written in the input or the argument texts, or is an argument value."""
-        texts = self._texts if self._texts is not None else self._read()
-        numbers = self._numbers
-        assert numbers is not None
-        if texts:  # numbers written in texts are read on first use, once
-            for t in texts:
-                numbers.update(v for v, _ in numbers_in(t))
-            self._texts = []
-            if self._text is None:
-                self._text = "\n".join(texts).casefold()
-        return value in numbers
+        if self._numbers is None:
+            strings = self._read()
+            numbers = set(self._given)
+            for text in strings:
+                numbers.update(v for v, _ in numbers_in(text))
+            self._numbers = numbers
+        return value in self._numbers
 
 
 def _collect(value: Any, texts: list[str], numbers: set[float]) -> None:
