@@ -24,7 +24,7 @@ from agentwatch.collector.metrics import PipelineStats
 from agentwatch.collector.partitioner import CachedKeyPartitioner
 from agentwatch.collector.reconstruct import build_conversation
 from agentwatch.collector.rekey import CONTENT_TYPE_HEADER, Rekeyer, header, keyed_by_conversation
-from agentwatch.collector.topics import ensure_topics
+from agentwatch.collector.topics import ensure_topics, track_topics
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.consumer.subscription_state import AsyncConsumerRebalanceListener
 from kafka.structs import OffsetAndMetadata
@@ -149,6 +149,7 @@ class CollectorService:
             replication_factor=cfg.topic_replication_factor,
             client_id=kafka.client_id,
         )
+        track_topics(self._producer, [cfg.rekey_topic, cfg.scores_topic, cfg.dead_letter_topic])
         self._out = _Tracked(self._producer)
         rekeyer = Rekeyer(self._out, cfg.rekey_topic)
         dead = DeadLetterPublisher(self._out, cfg.dead_letter_topic)

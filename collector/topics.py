@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 
+from kafka import KafkaProducer
 from kafka.admin import KafkaAdminClient, NewTopic
 from kafka.errors import TopicAlreadyExistsError
 
@@ -37,3 +38,18 @@ def ensure_topics(
         return created
     finally:
         admin.close()
+
+
+def track_topics(producer: KafkaProducer, topics: Iterable[str]) -> None:
+    """Make `producer` keep metadata for `topics` for its whole life.
+
+    Works around a kafka-python 3.0 bug: a topic whose partitions are already known when it is first sent to
+    (from the all-topics metadata of the bootstrap) is never added to the producer's tracked topics, so the
+    next targeted metadata refresh drops it; from then on its batches wait for a leader that is never looked
+    up, and expire after `delivery_timeout_ms`. Seen as "Expiring N record(s) ... 120000 ms has passed".
+    """
+    metadata = getattr(producer, "_metadata", None)
+    for topic in dict.fromkeys(topics):
+        if metadata is not None and hasattr(metadata, "add_topic"):
+            metadata.add_topic(topic)
+        producer.partitions_for(topic)

@@ -213,6 +213,11 @@ class KafkaSpanExporter(SpanExporter):
             from kafka import KafkaProducer
 
             self._producer = KafkaProducer(**self._config)
+            # kafka-python 3.0 forgets a topic whose partitions it already knew at first send; a later
+            # metadata refresh then drops it and its batches expire. Track the topic explicitly.
+            metadata = getattr(self._producer, "_metadata", None)
+            if metadata is not None and hasattr(metadata, "add_topic"):
+                metadata.add_topic(self.topic)
             log.info("agentwatch: connected to Kafka at %s", self._config["bootstrap_servers"])
         except Exception as exc:  # noqa: BLE001 - broker down, bad config: keep the agent running
             self.last_error = f"{type(exc).__name__}: {exc}"
