@@ -13,7 +13,7 @@ def test_ensure_topics_creates_missing_and_leaves_existing(broker, topic):
     assert again == [f"{topic}-c"]
     admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap_servers)
     try:
-        described = {d["topic"]: len(d["partitions"]) for d in admin.describe_topics([topic, f"{topic}-c"])}
+        described = {d["name"]: len(d["partitions"]) for d in admin.describe_topics([topic, f"{topic}-c"])}
     finally:
         admin.close()
     assert described == {topic: 3, f"{topic}-c": 5}
