@@ -1,5 +1,7 @@
 """Internal topics are created at start and tracked by the producer for its whole life (real broker)."""
 
+import time
+
 from kafka import KafkaProducer
 from kafka.admin import KafkaAdminClient
 
@@ -19,15 +21,17 @@ def test_ensure_topics_creates_missing_and_leaves_existing(broker, topic):
     assert described == {topic: 3, f"{topic}-c": 5}
 
 
-def test_tracked_topic_survives_a_targeted_metadata_refresh(broker, topic):
-    ensure_topics(broker.bootstrap_servers, [topic, f"{topic}-other"], partitions=2)
+def test_tracked_topic_survives_a_metadata_refresh(broker, topic):
+    ensure_topics(broker.bootstrap_servers, [topic], partitions=2)
     producer = KafkaProducer(bootstrap_servers=broker.bootstrap_servers)
     try:
         track_topics(producer, [topic])
-        # A send to another topic triggers a refresh of the tracked topics only; ours must stay known.
-        producer.send(f"{topic}-other", b"x").get(timeout=10)
         producer.send(topic, b"y").get(timeout=10)
-        assert producer.partitions_for(topic) == {0, 1}
-        assert topic in producer._metadata._topics  # the workaround's whole point (kafka-python 3.0 bug)
+        # Untracked, the topic known only from the bootstrap's all-topics metadata vanishes on the next refresh
+        # (kafka-python 3.0), and batches for it wait for a leader that is never looked up again.
+        producer._metadata.request_update()
+        time.sleep(0.5)
+        assert producer._metadata.partitions_for_topic(topic) == {0, 1}
+        producer.send(topic, b"z").get(timeout=10)
     finally:
         producer.close()
