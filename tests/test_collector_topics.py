@@ -2,10 +2,9 @@
 
 import time
 
+from agentwatch.collector.topics import ensure_topics, track_topics
 from kafka import KafkaProducer
 from kafka.admin import KafkaAdminClient
-
-from agentwatch.collector.topics import ensure_topics, track_topics
 
 
 def test_ensure_topics_creates_missing_and_leaves_existing(broker, topic):
@@ -22,9 +21,11 @@ def test_ensure_topics_creates_missing_and_leaves_existing(broker, topic):
 
 
 def test_tracked_topic_survives_a_metadata_refresh(broker, topic):
-    ensure_topics(broker.bootstrap_servers, [topic], partitions=2)
+    other = f"{topic}-other"
+    ensure_topics(broker.bootstrap_servers, [topic, other], partitions=2)
     producer = KafkaProducer(bootstrap_servers=broker.bootstrap_servers)
     try:
+        track_topics(producer, [other])  # the refresh below then asks for the tracked topics only
         track_topics(producer, [topic])
         producer.send(topic, b"y").get(timeout=10)
         # Untracked, the topic known only from the bootstrap's all-topics metadata vanishes on the next refresh
