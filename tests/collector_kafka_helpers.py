@@ -11,6 +11,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
@@ -302,3 +303,48 @@ def ids_of(records: list[Any]) -> list[str]:
 def unique(prefix: str = "c") -> str:
     """A unique id."""
     return f"{prefix}-{uuid.uuid4().hex[:12]}"
+
+
+def price_per_mtok(model: str) -> tuple[float, float]:
+    """(input, output) USD per million tokens of `model`, read from the shipped price table file."""
+    from pathlib import Path
+
+    import yaml
+
+    import agentwatch.config
+
+    table = yaml.safe_load((Path(agentwatch.config.__file__).parent / "data" / "prices.yaml").read_text())
+    p = table["models"][model]
+    return p["input_per_mtok"], p["output_per_mtok"]
+
+
+def assert_refund_agent_score(s: dict, cid: str, *, duration_s: float, ended_at: datetime) -> None:
+    """Every field of the score of the two-turn refund conversation both end-to-end agents run."""
+    import pytest
+
+    (pi0, po0), (pi1, po1) = price_per_mtok("gpt-4o-mini"), price_per_mtok("gpt-4o")
+    cost = (1200 * pi0 + 80 * po0 + 2000 * pi1 + 150 * po1) / 1e6
+    assert cost < 0.05
+    full_marks = {"selection": 1.0, "parameters": 1.0, "sequence": 1.0, "utilization": 1.0, "overall": 1.0,
+                  "binary": True, "passed": True}
+    assert s["schema_version"] == 1
+    assert s["conversation_id"] == cid
+    assert (s["agent"], s["version"], s["task"]) == ("support-bot", "1.2.0", "refunds")
+    assert s["tags"] == {"tier": "gold"}
+    assert s["turns"] == 2
+    assert s["passed"] is True, s["reasons"]
+    assert (s["outcome"], s["outcome_source"], s["reasons"]) == ("complete", "rules", [])
+    assert [ts["index"] for ts in s["turn_scores"]] == [0, 1]
+    for ts in s["turn_scores"]:
+        assert ts["answer_score"] == pytest.approx(1.0)
+        assert ts["answer_passed"] is True
+        assert ts["tool"] == pytest.approx(full_marks)
+        assert (ts["loop"], ts["forbidden_tools"], ts["error"], ts["passed"]) == (False, [], None, True)
+    assert s["cost_usd"] == pytest.approx(cost, rel=1e-9)
+    assert s["budget_usd"] == pytest.approx(0.05)
+    assert s["cost_penalty"] == 0.0
+    assert s["asr_credit"] == pytest.approx(1.0)
+    assert s["duration_s"] == pytest.approx(duration_s, rel=1e-6)
+    assert (s["input_tokens"], s["output_tokens"]) == (3200, 230)
+    assert abs(datetime.fromisoformat(s["ended_at"]) - ended_at).total_seconds() < 1e-3
+    assert s["incomplete"] is False
