@@ -1,5 +1,6 @@
 """The README's main job: `agentwatch demo` runs agent → broker → collector → estimator → /metrics end to end."""
 
+import os
 import re
 import subprocess
 import sys
@@ -12,6 +13,7 @@ def test_demo_scores_every_conversation_it_sends():
         text=True,
         timeout=120,
         check=False,
+        env={**os.environ, "COLUMNS": "200"},
     )
     assert run.returncode == 0, run.stderr[-2000:]
     found = re.search(r"(\d+) conversations sent, (\d+) scored and exported", run.stderr)
