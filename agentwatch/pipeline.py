@@ -20,14 +20,14 @@ log = logging.getLogger(__name__)
 class Pipeline:
     """The collector in one thread, the exporter in another, one /metrics endpoint for both."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, stop_event: threading.Event | None = None) -> None:
         if settings.collector.scores_topic != settings.exporter.scores_topic:
             raise ValueError(
                 f"collector.scores_topic ({settings.collector.scores_topic}) differs from "
                 f"exporter.scores_topic ({settings.exporter.scores_topic})"
             )
         self.settings = settings
-        self.stop_event = threading.Event()
+        self.stop_event = stop_event or threading.Event()
         self.collector = CollectorService(settings)
         self.exporter = ExporterService(settings)
         register(self.collector.stats, self.exporter.registry)

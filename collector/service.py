@@ -25,12 +25,13 @@ from agentwatch.collector.partitioner import CachedKeyPartitioner
 from agentwatch.collector.reconstruct import build_conversation
 from agentwatch.collector.rekey import CONTENT_TYPE_HEADER, Rekeyer, header, keyed_by_conversation
 from agentwatch.collector.topics import ensure_topics, track_topics
+from agentwatch.scorers import unscored
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.consumer.subscription_state import AsyncConsumerRebalanceListener
 from kafka.structs import OffsetAndMetadata
 
 from agentwatch.config import Settings
-from agentwatch.schema import Conversation, ConversationScore, Outcome, OutcomeSource
+from agentwatch.schema import Conversation, ConversationScore
 
 log = logging.getLogger(__name__)
 
@@ -54,24 +55,6 @@ def default_scorer(settings: Settings) -> Scorer:
     from agentwatch.scorers import ConversationScorer
 
     return ConversationScorer(settings).score
-
-
-def unscored(conv: Conversation, reason: str) -> ConversationScore:
-    """An unscored result for a conversation the scorer or the reconstruction failed on."""
-    return ConversationScore(
-        conversation_id=conv.conversation_id,
-        agent=conv.agent,
-        version=conv.version,
-        task=conv.task,
-        tags=conv.tags,
-        turns=len(conv.turns),
-        passed=None,
-        outcome=Outcome.UNSCORED,
-        outcome_source=OutcomeSource.RULES,
-        reasons=[reason],
-        ended_at=conv.ended_at,
-        incomplete=conv.incomplete,
-    )
 
 
 class _Tracked:

@@ -213,6 +213,12 @@ def gate_scope(
     return "all", list(scores), f"no conversation tagged {g.core_tag}={values}: gated on all conversations"
 
 
+def _gate(name: str, value: float | None, threshold: float, op: str) -> Gate:
+    """A gate check; a missing value never passes."""
+    passed = value is not None and (value >= threshold if op == ">=" else value <= threshold)
+    return Gate(name=name, value=value, threshold=threshold, op=op, passed=passed)
+
+
 def readiness(scores: Sequence[ConversationScore], settings: Settings) -> Readiness:
     """Readiness tier and release gate (pass@1, pass^3 on core tasks, loops) for `scores`."""
     g = settings.gate
@@ -223,27 +229,9 @@ def readiness(scores: Sequence[ConversationScore], settings: Settings) -> Readin
     pow3 = gate_value(chosen, settings, 3, "pow", estimate)
     loops = sum(1 for s in scores if has_loop(s))
     gates = [
-        Gate(
-            name="pass@1",
-            value=at1,
-            threshold=g.pass_at_1_min,
-            op=">=",
-            passed=at1 is not None and at1 >= g.pass_at_1_min,
-        ),
-        Gate(
-            name="pass^3",
-            value=pow3,
-            threshold=g.pass_pow_3_min,
-            op=">=",
-            passed=pow3 is not None and pow3 >= g.pass_pow_3_min,
-        ),
-        Gate(
-            name="loops",
-            value=float(loops),
-            threshold=float(g.max_loops),
-            op="<=",
-            passed=loops <= g.max_loops,
-        ),
+        _gate("pass@1", at1, g.pass_at_1_min, ">="),
+        _gate("pass^3", pow3, g.pass_pow_3_min, ">="),
+        _gate("loops", float(loops), float(g.max_loops), "<="),
     ]
     tier = "unknown"
     if n > 0:

@@ -38,6 +38,25 @@ def _fmt(x: float) -> str:
     return f"{x:.3g}"
 
 
+
+def unscored(conv: Conversation, reason: str) -> ConversationScore:
+    """An unscored result for a conversation that could not be graded (tolerates a conversation built unvalidated)."""
+    return ConversationScore.model_construct(
+        conversation_id=str(getattr(conv, "conversation_id", "")),
+        agent=str(getattr(conv, "agent", "unknown")),
+        version=str(getattr(conv, "version", "unknown")),
+        task=str(getattr(conv, "task", "default")),
+        tags=dict(getattr(conv, "tags", {}) or {}),
+        turns=len(getattr(conv, "turns", []) or []),
+        passed=None,
+        outcome=Outcome.UNSCORED,
+        outcome_source=OutcomeSource.RULES,
+        reasons=[reason],
+        ended_at=getattr(conv, "ended_at", None),
+        incomplete=bool(getattr(conv, "incomplete", False)),
+    )
+
+
 class ConversationScorer:
     """Scores conversations with configuration computed once (weights, name normaliser, price lookup)."""
 
@@ -58,19 +77,7 @@ class ConversationScorer:
             return self._score(conv)
         except Exception as exc:  # a scorer bug must not stop the collector; it is logged and visible
             log.exception("scoring conversation %r failed", getattr(conv, "conversation_id", None))
-            return ConversationScore.model_construct(
-                conversation_id=str(getattr(conv, "conversation_id", "")),
-                agent=str(getattr(conv, "agent", "unknown")),
-                version=str(getattr(conv, "version", "unknown")),
-                task=str(getattr(conv, "task", "default")),
-                tags=dict(getattr(conv, "tags", {}) or {}),
-                turns=len(getattr(conv, "turns", []) or []),
-                passed=None,
-                outcome=Outcome.UNSCORED,
-                outcome_source=OutcomeSource.RULES,
-                reasons=[f"scorer_error: {type(exc).__name__}: {exc}"],
-                incomplete=bool(getattr(conv, "incomplete", False)),
-            )
+            return unscored(conv, f"scorer_error: {type(exc).__name__}: {exc}")
 
     # ------------------------------------------------------------------ turns
 

@@ -1,6 +1,8 @@
 """The `agentwatch` Typer application; subcommands live in sibling modules, one per command group."""
 
 import threading
+from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -40,3 +42,28 @@ def stop_on_signals() -> threading.Event:
     signal.signal(signal.SIGTERM, _on_signal)
     signal.signal(signal.SIGINT, _on_signal)
     return stop
+
+
+def settings_from_options(
+    config: Path | None,
+    bootstrap_servers: str | None,
+    exporter: dict[str, Any] | None = None,
+    collector: dict[str, Any] | None = None,
+) -> Any:
+    """Settings from file and environment, then command-line options (which win); exit 2 when invalid."""
+    from agentwatch.config import CollectorConfig, ConfigError, ExporterConfig, load_settings
+
+    try:
+        settings = load_settings(config)
+        updates = {k: v for k, v in (exporter or {}).items() if v is not None}
+        if updates:
+            settings.exporter = ExporterConfig.model_validate({**settings.exporter.model_dump(), **updates})
+        updates = {k: v for k, v in (collector or {}).items() if v is not None}
+        if updates:
+            settings.collector = CollectorConfig.model_validate({**settings.collector.model_dump(), **updates})
+        if bootstrap_servers:
+            settings.kafka = settings.kafka.model_copy(update={"bootstrap_servers": bootstrap_servers})
+    except (ConfigError, ValueError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from exc
+    return settings

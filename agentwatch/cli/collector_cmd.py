@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from agentwatch.cli.app import app, stop_on_signals
+from agentwatch.cli.app import app, settings_from_options, stop_on_signals
 
 
 @app.command("collector")
@@ -31,29 +31,18 @@ def collector(
     """Consume span topics, assemble conversations, score them and write the scores (runs until SIGTERM)."""
     import logging
 
-    from agentwatch.config import CollectorConfig, ConfigError, load_settings
-
-    log = logging.getLogger("agentwatch.collector")
-    try:
-        settings = load_settings(config)
-        # Command-line options win over the file and the environment.
-        updates = {
+    settings = settings_from_options(
+        config,
+        bootstrap_servers,
+        collector={
             "input_topics": input_topic or None,
             "scores_topic": scores_topic,
             "group_id": group_id,
             "idle_timeout_s": idle_timeout,
             "metrics_port": metrics_port,
-        }
-        updates = {k: v for k, v in updates.items() if v is not None}
-        if updates:
-            settings.collector = CollectorConfig.model_validate(
-                {**settings.collector.model_dump(), **updates}
-            )
-        if bootstrap_servers:
-            settings.kafka = settings.kafka.model_copy(update={"bootstrap_servers": bootstrap_servers})
-    except (ConfigError, ValueError) as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from exc
+        },
+    )
+    log = logging.getLogger("agentwatch.collector")
 
     from agentwatch.collector.service import CollectorService
 

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
-from agentwatch.cli.app import app, stop_on_signals
+from agentwatch.cli.app import app, settings_from_options, stop_on_signals
 
 log = logging.getLogger("agentwatch.exporter")
 
@@ -19,27 +19,6 @@ BootstrapOpt = Annotated[
 ScoresTopicOpt = Annotated[str | None, typer.Option(help="Topic of the conversation scores.")]
 MetricsPortOpt = Annotated[int | None, typer.Option(help="Serve /metrics on this port (default 9464).")]
 ConfigOpt = Annotated[Path | None, typer.Option(help="YAML configuration file.")]
-
-
-def _settings(config: Path | None, bootstrap_servers: str | None, exporter: dict[str, Any],
-              collector: dict[str, Any] | None = None) -> Any:
-    """Settings from file and environment, then command-line options (which win); exit 2 when invalid."""
-    from agentwatch.config import CollectorConfig, ConfigError, ExporterConfig, load_settings
-
-    try:
-        settings = load_settings(config)
-        updates = {k: v for k, v in exporter.items() if v is not None}
-        if updates:
-            settings.exporter = ExporterConfig.model_validate({**settings.exporter.model_dump(), **updates})
-        updates = {k: v for k, v in (collector or {}).items() if v is not None}
-        if updates:
-            settings.collector = CollectorConfig.model_validate({**settings.collector.model_dump(), **updates})
-        if bootstrap_servers:
-            settings.kafka = settings.kafka.model_copy(update={"bootstrap_servers": bootstrap_servers})
-    except (ConfigError, ValueError) as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from exc
-    return settings
 
 
 def _start_otlp(settings: Any, service: Any) -> Any:
@@ -69,7 +48,7 @@ def exporter(
     config: ConfigOpt = None,
 ) -> None:
     """Consume conversation scores and serve rolling pass@k / pass^k / ASR estimates on /metrics."""
-    settings = _settings(
+    settings = settings_from_options(
         config, bootstrap_servers, {"scores_topic": scores_topic, "metrics_port": metrics_port, "group_id": group_id}
     )
     from agentwatch.exporters.service import ExporterService
@@ -100,7 +79,7 @@ def serve(
     config: ConfigOpt = None,
 ) -> None:
     """Collector + estimator + exporter in one process, with pipeline health and estimates on one /metrics."""
-    settings = _settings(
+    settings = settings_from_options(
         config,
         bootstrap_servers,
         {"scores_topic": scores_topic, "metrics_port": metrics_port},
@@ -116,11 +95,10 @@ def serve(
         settings.kafka = settings.kafka.model_copy(update={"bootstrap_servers": broker.bootstrap_servers})
         log.info("embedded broker on %s (memory only)", broker.bootstrap_servers)
     try:
-        pipeline = Pipeline(settings)
+        pipeline = Pipeline(settings, stop_event=stop)
     except ValueError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from exc
-    pipeline.stop_event = stop
     pipeline.start_http()
     otlp = _start_otlp(settings, pipeline.exporter)
     pipeline.start(exporter_in_thread=False)
