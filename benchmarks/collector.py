@@ -218,10 +218,9 @@ def _run_pipeline(w: Workload, score: Callable | None) -> tuple[int, int, float,
     conversations = spans = 0
     start, wall = _cpu(), time.perf_counter()
     for offset, payload in enumerate(w.messages):
-        for record in decode_message(payload, "application/x-protobuf"):
-            assembler.add(record, 0, offset, 0.0)
-            spans += 1
-        assembler.message_done(0, offset)
+        records = decode_message(payload, "application/x-protobuf")
+        assembler.add_message(records, 0, offset, 0.0)
+        spans += len(records)
         for finished in assembler.poll(0.0):
             conv = build_conversation(finished)
             if score is not None:
@@ -261,9 +260,7 @@ def bench_stages(w: Workload) -> dict[str, float]:
         t0 = _cpu()
         records = decode_message(payload, "application/x-protobuf")
         t1 = _cpu()
-        for record in records:
-            assembler.add(record, 0, offset, 0.0)
-        assembler.message_done(0, offset)
+        assembler.add_message(records, 0, offset, 0.0)
         finished = assembler.poll(0.0)
         t2 = _cpu()
         convs = [build_conversation(f) for f in finished]

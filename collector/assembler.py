@@ -1,6 +1,6 @@
 """Open conversations per partition: de-duplication, completion (end flag, idle, caps) and offset bookkeeping.
 
-Call order for at-least-once delivery: `add` every span of a message, then `message_done`; `poll` returns
+Call order for at-least-once delivery: `add_message` (or `add` every span, then `message_done`); `poll` returns
 finished conversations; score them and write (flush) the scores; only then ask `committable` and commit.
 `committable` never passes an offset still held by an open conversation on that partition. `now` is a
 monotonic clock (`time.monotonic()`) that never goes backwards; conversations are kept in order of last activity.
@@ -90,45 +90,90 @@ class Assembler:
 
     def add(self, span: SpanRecord, partition: int, offset: int, now: float) -> str:
         """Add one span read at (partition, offset); return "added", "duplicate", "late" or "dropped"."""
-        cid = span.conversation_id
+        conv, new = self._open_for(span.conversation_id, partition, offset, now, 1)
+        if conv is None:
+            return LATE
+        status = self._put(conv, span, now)
+        if status is ADDED and not new:
+            self._touch(conv, offset)
+        return status
+
+    def add_message(self, spans: list[SpanRecord], partition: int, offset: int, now: float) -> None:
+        """Add every span of the message at (partition, offset), then mark it done (`add` each, `message_done`).
+
+        Spans of one conversation usually come together: the conversation is looked up once per run of them.
+        """
+        i, n = 0, len(spans)
+        while i < n:
+            cid = spans[i].conversation_id
+            j = i + 1
+            while j < n and spans[j].conversation_id == cid:
+                j += 1
+            conv, new = self._open_for(cid, partition, offset, now, j - i)
+            if conv is not None:
+                put = self._put
+                added = False
+                for k in range(i, j):
+                    added = put(conv, spans[k], now) is ADDED or added
+                if added and not new:
+                    self._touch(conv, offset)
+            i = j
+        self.message_done(partition, offset)
+
+    def _open_for(
+        self, cid: str, partition: int, offset: int, now: float, spans: int
+    ) -> tuple[_Open | None, bool]:
+        """The open conversation `cid` about to receive `spans` spans read at `offset`, and whether it is new;
+        (None, False) if it was finished recently (its spans are counted late)."""
         key = (partition, cid)
         conv = self._open.get(key)
-        stats = self.stats
-        if conv is None:
-            recent = self._recent.get(partition)
-            if recent is not None and cid in recent:
-                stats.late_spans += 1
-                if not recent[cid]:
-                    recent[cid] = True
-                    log.info("late span(s) for finished conversation %s on partition %d", cid, partition)
-                return LATE
-            if len(self._open) >= self.config.max_open_conversations:
-                self._finish_oldest_for_cap()
-            self._serial += 1
-            conv = _Open(self._serial, cid, partition, {}, offset, now)
-            self._open[key] = conv
-            heapq.heappush(self._held.setdefault(partition, []), (offset, conv.serial, cid))
-            stats.open_conversations = len(self._open)
-        else:
-            if span.span_id in conv.spans:
-                stats.duplicate_spans += 1
-                return DUPLICATE
-            if len(conv.spans) >= self.config.max_spans_per_conversation:
-                if not conv.incomplete:
-                    log.warning("conversation %s exceeds %d spans; extra spans dropped", cid, len(conv.spans))
-                conv.incomplete = True
-                stats.dropped_spans += 1
-                return DROPPED
-            self._open.move_to_end(key)
-            if offset < conv.min_offset:
-                conv.min_offset = offset
-                heapq.heappush(self._held.setdefault(partition, []), (offset, conv.serial, cid))
-        conv.spans[span.span_id] = span
+        if conv is not None:
+            return conv, False
+        recent = self._recent.get(partition)
+        if recent is not None and cid in recent:
+            self.stats.late_spans += spans
+            if not recent[cid]:
+                recent[cid] = True
+                log.info("late span(s) for finished conversation %s on partition %d", cid, partition)
+            return None, False
+        if len(self._open) >= self.config.max_open_conversations:
+            self._finish_oldest_for_cap()
+        self._serial += 1
+        conv = _Open(self._serial, cid, partition, {}, offset, now)
+        self._open[key] = conv
+        heapq.heappush(self._held.setdefault(partition, []), (offset, conv.serial, cid))
+        self.stats.open_conversations = len(self._open)
+        return conv, True
+
+    def _touch(self, conv: _Open, offset: int) -> None:
+        """An open conversation got spans at `offset`: most recently active, and held from `offset` if lower."""
+        self._open.move_to_end((conv.partition, conv.conversation_id))
+        if offset < conv.min_offset:
+            conv.min_offset = offset
+            heapq.heappush(
+                self._held.setdefault(conv.partition, []), (offset, conv.serial, conv.conversation_id)
+            )
+
+    def _put(self, conv: _Open, span: SpanRecord, now: float) -> str:
+        """Store one span in its open conversation (de-duplicated, capped) and note an end flag."""
+        spans = conv.spans
+        if span.span_id in spans:
+            self.stats.duplicate_spans += 1
+            return DUPLICATE
+        if len(spans) >= self.config.max_spans_per_conversation:
+            if not conv.incomplete:
+                log.warning(
+                    "conversation %s exceeds %d spans; extra spans dropped", conv.conversation_id, len(spans)
+                )
+            conv.incomplete = True
+            self.stats.dropped_spans += 1
+            return DROPPED
+        spans[span.span_id] = span
         conv.last_seen = now
         if conv.end_at is None and _is_end(span):
             conv.end_at = now
-            self._ends.append((now, key, conv.serial))
-        stats.spans_added += 1
+            self._ends.append((now, (conv.partition, conv.conversation_id), conv.serial))
+        self.stats.spans_added += 1
         return ADDED
 
     def message_done(self, partition: int, offset: int) -> None:

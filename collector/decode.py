@@ -146,6 +146,12 @@ def _pb_attributes(attributes: Any, limit: int, tags: bool) -> dict[str, Any]:
         text = value.string_value  # most values are strings: a non-empty one needs no WhichOneof
         if text:
             attrs[key] = text if len(text) <= limit else text[:limit] + TRUNCATION_MARKER
+            continue
+        which = value.WhichOneof("value")
+        if which == "int_value":  # token counts: the next most common, read without a call
+            attrs[key] = value.int_value
+        elif which == "bool_value":
+            attrs[key] = value.bool_value
         else:
             attrs[key] = _pb_value(value, limit)
     return attrs
@@ -197,12 +203,14 @@ def _decode_protobuf(payload: bytes, limit: int) -> list[SpanRecord]:
                     "",
                 )
                 conv = attrs.get(main_key)
-                if conv is None or conv == "":
-                    conv = _conversation_of(attrs)
-                if conv is None:
-                    unresolved.append(rec)
+                if type(conv) is str and conv:  # the common case; already truncated to `limit`
+                    rec.conversation_id = conv
                 else:
-                    rec.conversation_id = _truncate(str(conv), limit)
+                    conv = _conversation_of(attrs)
+                    if conv is None:
+                        unresolved.append(rec)
+                    else:
+                        rec.conversation_id = _truncate(str(conv), limit)
                 append(rec)
                 index += 1
     if unresolved:

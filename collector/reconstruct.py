@@ -53,10 +53,12 @@ _MODEL_HINT_KEYS = cv.MODEL_KEYS + cv.INPUT_TOKEN_KEYS + cv.OUTPUT_TOKEN_KEYS
 def _role(span: SpanRecord) -> str:
     attrs = span.attrs
     op = attrs.get(cv.OPERATION_KEY)
-    op = op if isinstance(op, str) else None
-    role = _OP_ROLE.get(op) if op is not None else None
-    if role is not None:
-        return role
+    if type(op) is str:
+        role = _OP_ROLE.get(op)
+        if role is not None:  # the common case: a GenAI operation name
+            return role
+    else:
+        op = op if isinstance(op, str) else None
     kind = attrs.get(cv.OPENINFERENCE_KIND_KEY)
     kind = kind.upper() if isinstance(kind, str) else None
     role = _KIND_ROLE.get(kind) if kind is not None else None
@@ -151,29 +153,33 @@ class _Forest:
         tree: list[tuple[SpanRecord, SpanRecord | None]] = []
         stack: list[tuple[SpanRecord, SpanRecord | None]] = [(root, None)]
         has_agent = False
+        roles = self.roles
         while stack:
             span, owner = stack.pop()
-            if span.span_id in visited:
+            sid = span.span_id
+            if sid in visited:
                 continue
-            visited.add(span.span_id)
-            if owner is None and self.roles[span.span_id] == AGENT:
+            visited.add(sid)
+            if owner is None and roles[sid] == AGENT:
                 owner = span
                 has_agent = True
             tree.append((span, owner))
-            for child in reversed(children.get(span.span_id, ())):
-                if child.span_id not in visited:
-                    stack.append((child, owner))
+            below = children.get(sid)
+            if below:
+                for child in reversed(below):
+                    if child.span_id not in visited:
+                        stack.append((child, owner))
         if not has_agent:
             tree = [(span, root) for span, _ in tree]
+        members = self.members
         for span, owner in tree:
-            if owner is None:
-                self.outside += self.roles[span.span_id] in (TOOL, MODEL)
-                continue
             if owner is span:
                 self.turns.append(span)
-                self.members[span.span_id] = []
+                members[span.span_id] = []
+            elif owner is not None:
+                members[owner.span_id].append(span)
             else:
-                self.members[owner.span_id].append(span)
+                self.outside += roles[span.span_id] in (TOOL, MODEL)
 
 
 # --------------------------------------------------------------------------- turns
@@ -199,21 +205,22 @@ class _Gaps:
 def _tool_from_span(span: SpanRecord, gaps: _Gaps) -> dict[str, Any]:
     """The `ToolCall` fields of an execute_tool / TOOL span."""
     attrs = span.attrs
-    name = cv.first(attrs, cv.TOOL_NAME_KEYS)
+    first = cv.first
+    name = first(attrs, cv.TOOL_NAME_KEYS)
     if name is None:
         name = span.name.removeprefix("execute_tool ")
-    args = cv.first(attrs, cv.TOOL_ARGUMENTS_KEYS)
-    result = cv.first(attrs, cv.TOOL_RESULT_KEYS)
-    if attrs.get(cv.OPENINFERENCE_KIND_KEY) is not None:
-        args = args if args is not None else cv.first(attrs, cv.INPUT_VALUE_KEYS)
-        result = result if result is not None else cv.first(attrs, cv.OUTPUT_VALUE_KEYS)
+    args = first(attrs, cv.TOOL_ARGUMENTS_KEYS)
+    result = first(attrs, cv.TOOL_RESULT_KEYS)
+    if cv.OPENINFERENCE_KIND_KEY in attrs and attrs[cv.OPENINFERENCE_KIND_KEY] is not None:
+        args = args if args is not None else first(attrs, cv.INPUT_VALUE_KEYS)
+        result = result if result is not None else first(attrs, cv.OUTPUT_VALUE_KEYS)
     if args is None:
         gaps.counts["tool arguments not captured (content capture off?)"] += 1
     if result is None and span.status_error is None:
         gaps.counts["tool result not captured"] += 1
-    call_id = cv.first(attrs, cv.TOOL_CALL_ID_KEYS)
+    call_id = first(attrs, cv.TOOL_CALL_ID_KEYS)
     return {
-        "name": str(name) or "unknown",
+        "name": (name if type(name) is str else str(name)) or "unknown",
         "arguments": json_or_text(args),
         "result": json_or_text(result),
         "error": span.status_error,
@@ -224,10 +231,11 @@ def _tool_from_span(span: SpanRecord, gaps: _Gaps) -> dict[str, Any]:
 def _usage(span: SpanRecord) -> dict[str, Any] | None:
     """The `Usage` fields of a model span, None if it reports nothing."""
     attrs = span.attrs
-    model = cv.first(attrs, cv.MODEL_KEYS)
-    tin = cv.first(attrs, cv.INPUT_TOKEN_KEYS)
-    tout = cv.first(attrs, cv.OUTPUT_TOKEN_KEYS)
-    cost = _nonneg_float(cv.first(attrs, cv.COST_KEYS))
+    first = cv.first
+    model = first(attrs, cv.MODEL_KEYS)
+    tin = first(attrs, cv.INPUT_TOKEN_KEYS)
+    tout = first(attrs, cv.OUTPUT_TOKEN_KEYS)
+    cost = _nonneg_float(first(attrs, cv.COST_KEYS))
     if model is None and tin is None and tout is None and cost is None:
         return None
     return {
@@ -267,8 +275,14 @@ def _turn(
 ) -> dict[str, Any]:
     """The `Turn` fields of one turn span and the spans below it."""
     members.sort(key=_START_ORDER)
-    tools = [s for s in members if roles[s.span_id] == TOOL]
-    models = [s for s in members if roles[s.span_id] == MODEL]
+    tools: list[SpanRecord] = []
+    models: list[SpanRecord] = []
+    for member in members:
+        role = roles[member.span_id]
+        if role == TOOL:
+            tools.append(member)
+        elif role == MODEL:
+            models.append(member)
     own_role = roles[span.span_id]
     if own_role == MODEL:
         models.insert(0, span)
@@ -326,6 +340,7 @@ _CONVERSATION_KEYS = {
 _KEY_CONCEPT = {
     key: (concept, rank) for concept, keys in _CONVERSATION_KEYS.items() for rank, key in enumerate(keys)
 }
+_CONCEPT_KEY_SET = frozenset(_KEY_CONCEPT)
 
 
 def _conversation_attributes(
@@ -336,14 +351,16 @@ def _conversation_attributes(
     tags: dict[str, str] = {}
     turn_ids = {s.span_id for s in turns}
     prefix, cut = cv.TAG_PREFIX, len(cv.TAG_PREFIX)
-    concept_keys = tuple(_KEY_CONCEPT.items())
+    key_concept = _KEY_CONCEPT
+    concept_keys = _CONCEPT_KEY_SET
     needed = cv.NEEDED_KEYS
     for position, span in enumerate(ordered):
         attrs = span.attrs
-        for key, (concept, rank) in concept_keys:
-            value = attrs.get(key)
+        for key in concept_keys.intersection(attrs):  # most spans hold one or two of these keys, or none
+            value = attrs[key]
             if value is None or value == "":
                 continue
+            concept, rank = key_concept[key]
             if concept == "outcome":
                 order = (0, -position)  # the latest label wins
             elif concept in ("agent", "version"):
@@ -371,7 +388,9 @@ def build_conversation(
         return _build(finished, incomplete, per_turn=True)
 
 
-def _build(finished: FinishedConversation | list[SpanRecord], incomplete: bool, per_turn: bool) -> Conversation:
+def _build(
+    finished: FinishedConversation | list[SpanRecord], incomplete: bool, per_turn: bool
+) -> Conversation:
     """The conversation, validated in one go (fields as dicts), or with `per_turn` each turn on its own."""
     if isinstance(finished, FinishedConversation):
         spans, incomplete = finished.spans, incomplete or finished.incomplete
@@ -403,7 +422,9 @@ def _build(finished: FinishedConversation | list[SpanRecord], incomplete: bool, 
         ) as exc:  # defensive: a malformed span never stops the rest
             log.debug("turn %d of %s not rebuilt: %s", index, conversation_id, exc)
             gaps.other.append(f"turn {index}: could not be rebuilt ({str(exc).splitlines()[0][:160]})")
-            turns.append({"error": "collector: turn could not be rebuilt", "started_at": _time(span.start_ns)})
+            turns.append(
+                {"error": "collector: turn could not be rebuilt", "started_at": _time(span.start_ns)}
+            )
     if forest.outside:
         notes.append(f"{forest.outside} tool/model span(s) outside any invoke_agent span ignored")
     notes.extend(gaps.notes())

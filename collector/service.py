@@ -227,11 +227,10 @@ class CollectorService:
         else:
             self.stats.spans_consumed += len(spans)
             if record.topic == self.config.rekey_topic or keyed_by_conversation(record.headers):
-                for span in spans:
-                    self.assembler.add(span, vp, record.offset, now)
-            else:
-                rekeyer.republish(spans)
-                self.stats.spans_rekeyed += len(spans)
+                self.assembler.add_message(spans, vp, record.offset, now)
+                return
+            rekeyer.republish(spans)
+            self.stats.spans_rekeyed += len(spans)
         self.assembler.message_done(vp, record.offset)
 
     def _dead_letter(self, dead: DeadLetterPublisher, record: Any, reason: str, detail: str) -> None:

@@ -174,3 +174,36 @@ def test_random_streams_keep_the_offset_rule_and_lose_nothing() -> None:
         for fin in a.drain():
             out.setdefault(fin.conversation_id, set()).update(s.span_id for s in fin.spans)
         assert out == kept
+
+
+def _finished(a: Assembler, now: float) -> list[tuple]:
+    return [
+        (f.conversation_id, f.partition, f.reason, f.incomplete, sorted(s.span_id for s in f.spans))
+        for f in a.poll(now)
+    ]
+
+
+def test_add_message_is_add_each_span_then_message_done() -> None:
+    """The per-message fast path gives the same conversations, counters and offsets as adding span by span."""
+    rng = random.Random(7)
+    cfg = config(idle_timeout_s=3.0, end_grace_s=0.5, max_open_conversations=6, max_spans_per_conversation=5)
+    one, batch = Assembler(cfg), Assembler(cfg)
+    now = 0.0
+    for offset in range(600):
+        now += rng.choice([0.0, 0.1, 0.7])
+        partition = rng.randrange(2)
+        spans = [
+            span(rng.choice("abcdefghij"), rng.randrange(12), end=rng.random() < 0.1)
+            for _ in range(rng.randrange(0, 7))
+        ]
+        spans.sort(key=lambda s: s.conversation_id if rng.random() < 0.7 else "")  # runs, mostly
+        for s in spans:
+            one.add(s, partition, offset, now)
+        one.message_done(partition, offset)
+        batch.add_message(spans, partition, offset, now)
+        assert _finished(one, now) == _finished(batch, now)
+        if offset % 5 == 0:
+            assert [one.committable(p) for p in (0, 1)] == [batch.committable(p) for p in (0, 1)]
+    assert one.stats == batch.stats
+    assert one.stats.late_spans > 0 and one.stats.duplicate_spans > 0 and one.stats.dropped_spans > 0
+    assert one.stats.capped_conversations > 0
