@@ -168,6 +168,7 @@ def _decode_protobuf(payload: bytes, limit: int) -> list[SpanRecord]:
     unresolved: list[SpanRecord] = []
     append = records.append
     index = 0
+    last_tid, last_hex = b"", ""  # the spans of a message mostly share one trace: its id is converted once
     for rs in data.resource_spans:
         rattrs = rs.resource.attributes
         resource = {key: _pb_value(rattrs[key], limit) for key in _RESOURCE_KEY_ORDER if key in rattrs}
@@ -190,8 +191,14 @@ def _decode_protobuf(payload: bytes, limit: int) -> list[SpanRecord]:
                 else:
                     error = None
                 name = sp.name
+                if tid != last_tid:
+                    last_tid, last_hex = tid, tid.hex()
+                conv = attrs.get(main_key)
+                if type(conv) is not str or not conv:  # else the common case, already truncated to `limit`
+                    conv = _conversation_of(attrs)
+                    conv = "" if conv is None else _truncate(str(conv), limit)
                 rec = SpanRecord(
-                    tid.hex(),
+                    last_hex,
                     sid.hex(),
                     pid.hex() if len(pid) == 8 and pid != _ZERO_SPAN else None,
                     name if len(name) <= limit else name[:limit] + TRUNCATION_MARKER,
@@ -200,17 +207,10 @@ def _decode_protobuf(payload: bytes, limit: int) -> list[SpanRecord]:
                     error,
                     attrs,
                     resource,
-                    "",
+                    conv,
                 )
-                conv = attrs.get(main_key)
-                if type(conv) is str and conv:  # the common case; already truncated to `limit`
-                    rec.conversation_id = conv
-                else:
-                    conv = _conversation_of(attrs)
-                    if conv is None:
-                        unresolved.append(rec)
-                    else:
-                        rec.conversation_id = _truncate(str(conv), limit)
+                if not conv:
+                    unresolved.append(rec)
                 append(rec)
                 index += 1
     if unresolved:
