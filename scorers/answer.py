@@ -28,7 +28,7 @@ def normalise_tokens(text: str) -> list[str]:
 
 def _canonical_number(token: str) -> str:
     """A token that starts with a digit, as its number written canonically; unchanged if it is not a number."""
-    if len(token) <= 15 and token.isdigit() and token.isascii():  # plain integer, exact in a float: skip the regex
+    if len(token) <= 15 and token.isdigit() and token.isascii():  # plain integer, exact in a float: no regex
         return str(int(token))
     value = parse_number(token)
     if value is None:
@@ -98,6 +98,7 @@ def grade_answer(answer: str | None, reference: str, numeric_tolerance: float = 
         target = ref.number
         tol = numeric_tolerance * max(1.0, abs(target))
         return float(any(abs(value - target) <= tol for value, _ in numbers_in(answer)))
-    if ref.tokens and ref.run in f" {' '.join(ans_tokens)} ":  # the reference is a contiguous run of the answer
+    # the reference's tokens are a contiguous run of the answer's
+    if ref.tokens and ref.run in f" {' '.join(ans_tokens)} ":
         return 1.0
     return _f1(ans_tokens, ref.tokens, ref.counts)

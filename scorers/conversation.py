@@ -14,6 +14,7 @@ from agentwatch.scorers.hallucination import Evidence, find_hallucinations
 from agentwatch.scorers.judge import Judge, run_judge
 from agentwatch.scorers.names import NameNormalizer
 from agentwatch.scorers.outcome import OutcomeFacts, asr_credit, decide_outcome
+from agentwatch.scorers.text import AnswerText
 from agentwatch.scorers.tool_correctness import ToolGrader
 
 from agentwatch.config import Settings
@@ -36,7 +37,6 @@ def default_settings() -> Settings:
 
 def _fmt(x: float) -> str:
     return f"{x:.3g}"
-
 
 
 def unscored(conv: Conversation, reason: str) -> ConversationScore:
@@ -93,10 +93,13 @@ class ConversationScorer:
         applied = False
         failed = False
 
-        evidence.add_turn(turn.input, turn.tool_calls, names)
+        calls = turn.tool_calls
+        used_names = names.all([c.name for c in calls]) if calls else []  # shared by every grader of the turn
+        evidence.add_turn(turn.input, calls, used_names)
 
         answer = turn.answer
         has_answer = bool(answer and answer.strip())
+        text = AnswerText(answer) if answer else None  # read once for the tool and hallucination graders
         reference = exp.reference_answer if exp is not None else None
 
         # answer correctness: judge_score > Judge > reference grader
@@ -131,7 +134,9 @@ class ConversationScorer:
         tool = None
         if exp is not None and (exp.tools or "tools" in exp.model_fields_set):
             applied = True
-            tool = self._tools.grade_fields(exp, turn.tool_calls, answer, turn.input)
+            tool = self._tools.grade_fields(
+                exp, calls, answer, turn.input, used_names=used_names, answer_text=text
+            )
             if not tool["passed"]:
                 failed = True
                 reasons.extend(_tool_reasons(i, tool, exp.sequence_matters))
@@ -140,27 +145,28 @@ class ConversationScorer:
         forbidden: list[str] = []
         if exp is not None and exp.forbidden_tools:
             applied = True
-            forbidden = forbidden_called(turn.tool_calls, exp.forbidden_tools, names)
+            forbidden = forbidden_called(calls, exp.forbidden_tools, names, used_names)
             if forbidden:
                 failed = True
                 facts.forbidden = True
                 reasons.append(f"forbidden_tool: turn {i}: called {', '.join(forbidden)}")
 
         # failure evidence: loops, errors, missing final answer, hallucinations
-        looped = loops(turn.tool_calls, sc.loop_threshold, names)
-        for name, count in looped:
-            reasons.append(f"loop: turn {i}: {name} called {count} times with identical arguments")
+        looped = loops(calls, sc.loop_threshold, names, used_names) if len(calls) >= sc.loop_threshold else ()
         if looped:
             failed = facts.abandoned = True
+            for name, count in looped:
+                reasons.append(f"loop: turn {i}: {name} called {count} times with identical arguments")
         if turn.error:
             failed = facts.abandoned = True
             reasons.append(f"error: turn {i}: {turn.error}")
         if last and not has_answer:
             failed = facts.abandoned = True
             reasons.append(f"no_answer: turn {i}: the last turn has no final answer")
-        for text in find_hallucinations(answer, evidence, reference) if sc.hallucination_checks else ():
-            failed = facts.hallucinated = True
-            reasons.append(f"hallucination: turn {i}: {text}")
+        if text is not None and sc.hallucination_checks:
+            for found in find_hallucinations(answer, evidence, reference, text.folded):
+                failed = facts.hallucinated = True
+                reasons.append(f"hallucination: turn {i}: {found}")
 
         passed = False if failed else (True if applied else None)
         score = {

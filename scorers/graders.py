@@ -18,22 +18,33 @@ def canonical_json(value: Any) -> str:
 
 
 def forbidden_called(
-    calls: Sequence[ToolCall], forbidden: Sequence[str], names: NameNormalizer
+    calls: Sequence[ToolCall],
+    forbidden: Sequence[str],
+    names: NameNormalizer,
+    used_names: Sequence[str] | None = None,
 ) -> list[str]:
-    """Names (as called, first occurrence order, unique) of calls to a forbidden tool."""
+    """Names (as called, first occurrence order, unique) of calls to a forbidden tool (`used_names`: the
+    normalised names of `calls`, if already known)."""
     if not forbidden or not calls:
         return []
     banned = set(names.all(forbidden))
+    if used_names is None:
+        used_names = names.all([c.name for c in calls])
     out: list[str] = []
-    for call in calls:
-        if names(call.name) in banned and call.name not in out:
+    for call, name in zip(calls, used_names, strict=True):
+        if name in banned and call.name not in out:
             out.append(call.name)
     return out
 
 
-def loops(calls: Sequence[ToolCall], threshold: int, names: NameNormalizer) -> list[tuple[str, int]]:
-    """(tool name, count) of every tool called with identical arguments at least `threshold` times."""
+def loops(
+    calls: Sequence[ToolCall], threshold: int, names: NameNormalizer, used_names: Sequence[str] | None = None
+) -> list[tuple[str, int]]:
+    """(tool name, count) of every tool called with identical arguments at least `threshold` times
+    (`used_names`: the normalised names of `calls`, if already known)."""
     if len(calls) < threshold:
         return []
-    counts = Counter((names(c.name), canonical_json(c.arguments)) for c in calls)
+    if used_names is None:
+        used_names = names.all([c.name for c in calls])
+    counts = Counter((name, canonical_json(c.arguments)) for c, name in zip(calls, used_names, strict=True))
     return [(name, n) for (name, _), n in counts.items() if n >= threshold]

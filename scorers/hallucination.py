@@ -12,7 +12,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 from agentwatch.scorers.text import numbers_in, parse_number
 
@@ -24,10 +24,12 @@ _EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 # only place they can start anyway), which spares the regex engine a backtracking attempt at every character.
 _DIGIT_WORD = re.compile(r"(?<!\S)\S*\d\S*")
 _WORD_PUNCT = "\"'()[]{}<>.,;:!?"
-_ID = re.compile(r"[A-Z]{2,}[-_#]?\d{3,}(?:[-_][A-Z0-9]+)*|#\d{3,}")
-_LONG_NUMBER = re.compile(r"\d{5,}")
+# An id such as ORD-1234, INV_2024_001 or #48213, or a number of five or more digits (one regex: one call)
+_ID_OR_LONG_NUMBER = re.compile(r"[A-Z]{2,}[-_#]?\d{3,}(?:[-_][A-Z0-9]+)*|#\d{3,}|\d{5,}")
 _CURRENCY = frozenset("$€£")
-_UNIT_AMOUNT = re.compile(r"(?<![\w.])(\d[\d,]*(?:\.\d+)?)\s?(?:USD|EUR|GBP|dollars|euros|pounds)\b", re.IGNORECASE)
+_UNIT_AMOUNT = re.compile(
+    r"(?<![\w.])(\d[\d,]*(?:\.\d+)?)\s?(?:USD|EUR|GBP|dollars|euros|pounds)\b", re.IGNORECASE
+)
 # Numbers in the evidence: a plain scan (JSON numbers, numbers in texts, digits inside ids all count as seen).
 _EVIDENCE_NUMBER = re.compile(r"\d+(?:,\d{3})*(?:\.\d+)?")
 
@@ -55,6 +57,9 @@ ACTION_STEMS: dict[str, tuple[str, ...]] = {
 _VERBS = "|".join(sorted(ACTION_STEMS, key=len, reverse=True))
 _ADVERBS = r"(?:(?:just|now|already|successfully|also|gone\s+ahead\s+and)\s+)*"
 _VERB_HINT = re.compile(_VERBS)  # cheap pre-check on the case-folded answer: most answers claim nothing
+_I_OR_WE = re.compile(
+    r"(?:i|we)['\s]"
+)  # second pre-check (ASCII answers): the subject of a first-person claim
 _CLAIM = re.compile(
     rf"\b(?:I|we)(?:'ve|\s+have)?\s+{_ADVERBS}({_VERBS})\b"
     rf"|\b(?:has|have)\s+{_ADVERBS}been\s+{_ADVERBS}({_VERBS})\b"
@@ -66,72 +71,105 @@ _CLAIM = re.compile(
 class Evidence:
     """What the agent could legitimately know so far in a conversation: inputs, tool arguments and results.
 
-    Values are only read (case-folded text, numbers) when an answer holds something to check.
+    Values are read (as case-folded text) one at a time, in order, and only as far as a check needs: the
+    identifiers of an answer are usually found in the first values searched, so most JSON values are never
+    turned into text (their `repr` was 7% of the scorers' time when every value was read for every check).
     """
 
-    __slots__ = ("_chunks", "_joined", "_numbered", "_numbers", "_pending", "complete", "tool_names")
+    __slots__ = ("_numbered", "_numbers", "_texts", "_values", "complete", "tool_names")
 
     def __init__(self) -> None:
-        self._pending: list[object] = []
-        self._chunks: list[str] = []  # case-folded texts absorbed so far
-        self._joined = ""
+        self._values: list[object] = []  # every value added, in order
+        self._texts: list[str] = []  # case-folded texts of the first len(_texts) values
         self._numbers: list[float] = []
-        self._numbered = 0  # chunks whose numbers are in _numbers
+        self._numbered = 0  # texts whose numbers are in _numbers
         self.complete = True  # False once an input or a successful tool result was not captured
         self.tool_names: list[str] = []  # normalised names of successful tool calls so far
 
     def add(self, value: object) -> None:
         """Add a text or JSON value the agent saw (an input, tool arguments, a result, an error)."""
         if value is not None and value != "":
-            self._pending.append(value)
+            self._values.append(value)
 
-    def add_turn(self, turn_input: str | None, calls: Sequence[ToolCall], names: Callable[[str], str]) -> None:
-        """Add what one turn showed the agent: its input, then each call's arguments and result or error text."""
-        pending = self._pending
+    def add_turn(self, turn_input: str | None, calls: Sequence[ToolCall], names: Sequence[str]) -> None:
+        """Add what one turn showed the agent: its input, then each call's arguments and result or error text
+        (`names[i]`: the normalised name of `calls[i]`)."""
+        values = self._values
         if turn_input is None:
             self.complete = False
         elif turn_input:
-            pending.append(turn_input)
-        for call in calls:
+            values.append(turn_input)
+        for call, name in zip(calls, names, strict=True):
             if call.error is None:
                 if call.arguments is not None:
-                    pending.append(call.arguments)
+                    values.append(call.arguments)
                 result = call.result
                 if result is None:
                     self.complete = False
                 elif result != "":
-                    pending.append(result)
-                self.tool_names.append(names(call.name))
+                    values.append(result)
+                self.tool_names.append(name)
             elif call.error:
-                pending.append(call.error)
+                values.append(call.error)
 
-    def _absorb(self) -> None:
-        text = "\n".join([v if isinstance(v, str) else repr(v) for v in self._pending]).casefold()
-        self._pending.clear()
-        self._chunks.append(text)
-        self._joined = f"{self._joined}\n{text}" if self._joined else text
+    def _read(self) -> str | None:
+        """Case-folded text of the next unread value (JSON values as their Python repr); None once all are read."""
+        texts = self._texts
+        i = len(texts)
+        if i == len(self._values):
+            return None
+        value = self._values[i]
+        text = (value if isinstance(value, str) else repr(value)).casefold()
+        texts.append(text)
+        return text
 
-    def folded(self) -> str:
-        """All evidence as case-folded text (JSON values as their Python repr)."""
-        if self._pending:
-            self._absorb()
-        return self._joined
+    def has_text(self, folded: str) -> bool:
+        """Whether a case-folded text (holding no line break) occurs in one of the values."""
+        for text in self._texts:
+            if folded in text:
+                return True
+        while (text := self._read()) is not None:
+            if folded in text:
+                return True
+        return False
+
+    def has_number_written(self, forms: Sequence[str]) -> bool:
+        """Whether a number is written, in one of `forms`, in one of the values (see `_number_written`)."""
+        for text in self._texts:
+            if _written_in(text, forms):
+                return True
+        while (text := self._read()) is not None:
+            if _written_in(text, forms):
+                return True
+        return False
 
     def numbers(self) -> list[float]:
         """All numbers in the evidence (JSON numbers and numbers written in texts)."""
-        if self._pending:
-            self._absorb()
-        while self._numbered < len(self._chunks):
+        while self._read() is not None:
+            pass
+        while self._numbered < len(self._texts):
             self._numbers.extend(
-                float(t.replace(",", "")) for t in _EVIDENCE_NUMBER.findall(self._chunks[self._numbered])
+                float(t.replace(",", "")) for t in _EVIDENCE_NUMBER.findall(self._texts[self._numbered])
             )
             self._numbered += 1
         return self._numbers
 
 
-def claimed_actions(answer: str) -> list[str]:
-    """Past-tense action verbs the answer claims were performed, lower-case, unique."""
-    if _VERB_HINT.search(answer.casefold()) is None:
+def claimed_actions(answer: str, folded: str | None = None) -> list[str]:
+    """Past-tense action verbs the answer claims were performed, lower-case, unique (`folded`: the answer
+    case-folded, if already known)."""
+    if folded is None:
+        folded = answer.casefold()
+    if _VERB_HINT.search(folded) is None:
+        return []
+    # Every claim has "been", "successfully", or "I"/"we" before "'" or a space. On ASCII text (where case
+    # folding and IGNORECASE agree) their absence rules a claim out for 0.4 µs instead of a 2 µs _CLAIM scan.
+    if (
+        folded.isascii()
+        and "been" not in folded
+        and "successfully" not in folded
+        and not _I_OR_WE.search(folded)
+    ):
         return []
     out: list[str] = []
     for m in _CLAIM.finditer(answer):
@@ -141,14 +179,13 @@ def claimed_actions(answer: str) -> list[str]:
     return out
 
 
-def unsupported_claims(answer: str, tool_names: Iterable[str]) -> list[str]:
+def unsupported_claims(answer: str, tool_names: Iterable[str], folded: str | None = None) -> list[str]:
     """Claimed actions with no successful tool call whose (normalised) name contains the action's stem."""
+    verbs = claimed_actions(answer, folded)
+    if not verbs:
+        return []
     names = list(tool_names)
-    return [
-        verb
-        for verb in claimed_actions(answer)
-        if not any(stem in name for stem in ACTION_STEMS[verb] for name in names)
-    ]
+    return [verb for verb in verbs if not any(stem in name for stem in ACTION_STEMS[verb] for name in names)]
 
 
 def _number_forms(value: float) -> tuple[str, ...]:
@@ -173,17 +210,17 @@ def _number_written(text: str, form: str) -> bool:
     return False
 
 
-def _amount_written(value: float, haystack: str, ref: str) -> bool:
-    """Whether an amount is written, in one of its usual forms, in the evidence or the reference."""
-    for form in _number_forms(value):
-        if _number_written(haystack, form) or (ref and _number_written(ref, form)):
+def _written_in(text: str, forms: Sequence[str]) -> bool:
+    """Whether one of `forms` is written in `text` as a whole number."""
+    for form in forms:
+        if form in text and _number_written(text, form):
             return True
     return False
 
 
-def _identifiers(answer: str) -> list[tuple[str, str, float | None]]:
-    """(kind, text, value) of every identifier in `answer`; kind is "text" (compare as text, value None) or
-    "amount" (value: its number, None if it does not parse)."""
+def _identifiers(answer: str, folded: str) -> list[tuple[str, str, float | None]]:
+    """(kind, text, value) of every identifier in `answer` (`folded`: the answer case-folded); kind is "text"
+    (compare as text, value None) or "amount" (value: its number, None if it does not parse)."""
     found: list[tuple[str, str, float | None]] = []
     if "@" in answer:
         found.extend(("text", e, None) for e in _EMAIL.findall(answer))
@@ -196,9 +233,9 @@ def _identifiers(answer: str) -> list[tuple[str, str, float | None]]:
             value = parse_number(amount) if amount else None
             if value is not None:
                 found.append(("amount", amount, value))
-        elif _ID.fullmatch(token) or _LONG_NUMBER.fullmatch(token):
+        elif len(token) >= 4 and _ID_OR_LONG_NUMBER.fullmatch(token):  # both need 4 characters at least
             found.append(("text", token, None))
-    if _has_unit_hint(answer.casefold()):
+    if _has_unit_hint(folded):
         found.extend(("amount", a, parse_number(a)) for a in _UNIT_AMOUNT.findall(answer))
     return found
 
@@ -215,46 +252,49 @@ def _has_unit_hint(folded: str) -> bool:
     )
 
 
-def unsupported_identifiers(answer: str, evidence: Evidence, reference: str | None = None) -> list[str]:
+def unsupported_identifiers(
+    answer: str, evidence: Evidence, reference: str | None = None, folded: str | None = None
+) -> list[str]:
     """Identifiers and amounts in `answer` found nowhere in the evidence or the reference."""
     out: list[str] = []
-    haystack: str | None = None
     ref = reference.casefold() if reference else ""
     known: list[float] | None = None
-    for kind, text, value in _identifiers(answer):
+    for kind, text, value in _identifiers(answer, answer.casefold() if folded is None else folded):
         if kind == "amount":
             if value is None:
                 continue
-            if haystack is None:
-                haystack = evidence.folded()
-            if _amount_written(value, haystack, ref):
+            forms = _number_forms(value)
+            if (ref and _written_in(ref, forms)) or evidence.has_number_written(forms):
                 continue
             if known is None:
                 known = evidence.numbers() + ([v for v, _ in numbers_in(reference)] if reference else [])
             if any(abs(value - k) <= 0.005 for k in known):
                 continue
         else:
-            if haystack is None:
-                haystack = evidence.folded()
-            folded = text.casefold()
-            if folded in haystack or folded in ref:
+            token = text.casefold()
+            if token in ref or evidence.has_text(token):
                 continue
         if text not in out:
             out.append(text)
     return out
 
 
-def find_hallucinations(answer: str | None, evidence: Evidence, reference: str | None = None) -> list[str]:
-    """Reason texts for every hallucination found in `answer` (empty list when none)."""
+def find_hallucinations(
+    answer: str | None, evidence: Evidence, reference: str | None = None, folded: str | None = None
+) -> list[str]:
+    """Reason texts for every hallucination found in `answer` (empty list when none; `folded`: the answer
+    case-folded, if already known)."""
     if not answer:
         return []
+    if folded is None:
+        folded = answer.casefold()
     reasons = [
         f"claims the action '{verb}' but no successful tool call performed it"
-        for verb in unsupported_claims(answer, evidence.tool_names)
+        for verb in unsupported_claims(answer, evidence.tool_names, folded)
     ]
     if evidence.complete:
         reasons.extend(
             f"'{token}' appears in neither the inputs, the tool calls nor the reference"
-            for token in unsupported_identifiers(answer, evidence, reference)
+            for token in unsupported_identifiers(answer, evidence, reference, folded)
         )
     return reasons

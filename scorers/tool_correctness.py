@@ -22,12 +22,12 @@ from typing import Any
 
 import numpy as np
 from agentwatch.scorers.names import NameNormalizer
-from agentwatch.scorers.text import is_number
-from agentwatch.scorers.utilization import answer_uses
+from agentwatch.scorers.text import AnswerText, is_number
+from agentwatch.scorers.utilization import uses_results
 from scipy.optimize import linear_sum_assignment
 
 from agentwatch.config import ToolWeights
-from agentwatch.schema import Expectation, ToolCall, ToolScore
+from agentwatch.schema import Expectation, ExpectedTool, ToolCall, ToolScore
 
 
 def jaccard(a: set[str] | frozenset[str], b: set[str] | frozenset[str]) -> float:
@@ -122,7 +122,7 @@ def parameters_score(
 class ToolGrader:
     """Grades tool use of one turn against an `Expectation`; holds normalised weights and the name normaliser."""
 
-    __slots__ = ("_names", "_threshold", "_tolerance", "_weights")
+    __slots__ = ("_names", "_ones_give_one", "_threshold", "_tolerance", "_weights")
 
     def __init__(
         self,
@@ -134,45 +134,61 @@ class ToolGrader:
         self._names = names or NameNormalizer()
         w = weights or ToolWeights()
         self._weights = (w.selection, w.parameters, w.sequence, w.utilization)
+        # With finite weights (and a finite sum), a weighted mean of ones is exactly 1.0 (x / x), so it need not
+        # be computed; an infinite weight gives inf / inf = nan, which weighted_mean clamps to 0.0.
+        self._ones_give_one = math.isfinite(sum(self._weights))
         self._threshold = threshold
         self._tolerance = tolerance
 
     def grade(
-        self, expected: Expectation, calls: Sequence[ToolCall], answer: str | None, turn_input: str | None = None
+        self,
+        expected: Expectation,
+        calls: Sequence[ToolCall],
+        answer: str | None,
+        turn_input: str | None = None,
     ) -> ToolScore:
         """Tool correctness of one turn (`turn_input`: the turn's input, for utilization's echo rule)."""
         return ToolScore.model_validate(self.grade_fields(expected, calls, answer, turn_input))
 
     def grade_fields(
-        self, expected: Expectation, calls: Sequence[ToolCall], answer: str | None, turn_input: str | None = None
+        self,
+        expected: Expectation,
+        calls: Sequence[ToolCall],
+        answer: str | None,
+        turn_input: str | None = None,
+        *,
+        used_names: list[str] | None = None,
+        answer_text: AnswerText | None = None,
     ) -> dict[str, Any]:
-        """Tool correctness of one turn as the fields of a `ToolScore` (validated later, with the whole result)."""
+        """Tool correctness of one turn as the fields of a `ToolScore` (validated later, with the whole result).
+
+        `used_names` (the normalised names of `calls`) and `answer_text` (`answer`, read) may be passed when
+        already known."""
         norm = self._names
         exp_tools = expected.tools
-        exp_names = norm.all([t.name for t in exp_tools])
-        used_names = norm.all([c.name for c in calls])
-        exp_set = frozenset(exp_names)
-        used_set = frozenset(used_names)
+        exp_names = norm.all([t.name for t in exp_tools]) if exp_tools else []
+        if used_names is None:
+            used_names = norm.all([c.name for c in calls]) if calls else []
         weights = self._weights
-
-        selection = jaccard(exp_set, used_set)
-        if len(exp_set) == len(exp_names) and len(used_set) == len(used_names):
-            # every name expected and used at most once: pair calls by name, no assignment problem to solve
-            used_args = {n: c.arguments for n, c in zip(used_names, calls, strict=True)}
+        exp_set = frozenset(exp_names)
+        same_names = exp_names == used_names
+        if same_names and len(exp_set) == len(exp_names):
+            # the common case: the expected calls, each once, in order: call i answers expectation i
+            selection = 1.0
+            used_set = exp_set
             total = 0.0
-            for n, t in zip(exp_names, exp_tools, strict=True):
-                args = used_args.get(n)
+            for t, c in zip(exp_tools, calls, strict=True):
+                args = c.arguments
                 if args is not None:
-                    total += argument_agreement(t.arguments, args)
+                    total += 1.0 if t.arguments is None else argument_agreement(t.arguments, args)
             parameters = total / len(exp_names) if exp_names else 1.0
         else:
-            parameters = parameters_score(
-                [(n, t.arguments) for n, t in zip(exp_names, exp_tools, strict=True)],
-                [(n, c.arguments) for n, c in zip(used_names, calls, strict=True)],
-            )
+            used_set = frozenset(used_names)
+            selection = jaccard(exp_set, used_set)
+            parameters = self._parameters(exp_names, exp_tools, exp_set, used_names, used_set, calls)
         graded = [(selection, weights[0]), (parameters, weights[1])]
         if expected.sequence_matters:
-            if exp_names == used_names:
+            if same_names:
                 sequence = 1.0
             else:
                 sequence = lcs_length(exp_names, used_names) / len(exp_names) if exp_names else 1.0
@@ -181,16 +197,28 @@ class ToolGrader:
             sequence = 1.0
         utilization: float | None = None
         if expected.utilization_required:
-            ok = [c for c in calls if c.error is None]
-            captured = [c for c in ok if c.result is not None]
-            if captured or not ok:
-                used = answer_uses(
-                    answer, [c.result for c in captured], turn_input, [c.arguments for c in captured]
-                )
+            results: list[Any] = []
+            arguments: list[Any] = []
+            succeeded = False
+            for c in calls:
+                if c.error is None:
+                    succeeded = True
+                    if c.result is not None:
+                        results.append(c.result)
+                        arguments.append(c.arguments)
+            if results or not succeeded:
+                if answer_text is None and answer:
+                    answer_text = AnswerText(answer)
+                used = answer_text is not None and uses_results(answer_text, results, turn_input, arguments)
                 utilization = 1.0 if used else 0.0
                 graded.append((utilization, weights[3]))
             # else: successful calls whose results were not captured — utilization cannot be checked
-        overall = weighted_mean(graded)
+        if self._ones_give_one and selection == parameters == sequence == 1.0 and utilization != 0.0:
+            overall = (
+                1.0  # every graded dimension is 1 (utilization is None, 0 or 1; sequence 1 when not graded)
+            )
+        else:
+            overall = weighted_mean(graded)
         return {
             "selection": selection,
             "parameters": parameters,
@@ -200,6 +228,30 @@ class ToolGrader:
             "binary": exp_set == used_set,
             "passed": overall >= self._threshold - self._tolerance,
         }
+
+    @staticmethod
+    def _parameters(
+        exp_names: list[str],
+        exp_tools: Sequence[ExpectedTool],
+        exp_set: frozenset[str],
+        used_names: list[str],
+        used_set: frozenset[str],
+        calls: Sequence[ToolCall],
+    ) -> float:
+        """The parameters dimension: calls paired by name when every name is expected and used at most once,
+        else by the assignment solver (`parameters_score`)."""
+        if len(exp_set) == len(exp_names) and len(used_set) == len(used_names):
+            used_args = {n: c.arguments for n, c in zip(used_names, calls, strict=True)}
+            total = 0.0
+            for n, t in zip(exp_names, exp_tools, strict=True):
+                args = used_args.get(n)
+                if args is not None:
+                    total += argument_agreement(t.arguments, args)
+            return total / len(exp_names) if exp_names else 1.0
+        return parameters_score(
+            [(n, t.arguments) for n, t in zip(exp_names, exp_tools, strict=True)],
+            [(n, c.arguments) for n, c in zip(used_names, calls, strict=True)],
+        )
 
 
 def weighted_mean(graded: Sequence[tuple[float, float]]) -> float:

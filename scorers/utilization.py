@@ -16,7 +16,7 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from agentwatch.scorers.text import is_number, numbers_in, parse_number, shown_matches
+from agentwatch.scorers.text import AnswerText, is_number, number_values, parse_number
 
 MIN_STRING = 3
 _MAX_DEPTH = 32
@@ -24,32 +24,44 @@ _NUMBER_START = frozenset("0123456789+-.")
 
 
 class Echo:
-    """What the agent knew before one tool call answered: the turn's input and the call's arguments.
+    """What the agent knew before a tool call answered: the turn's input and the call's arguments.
 
-    Read lazily: most result values never appear in the answer, so most calls never need it.
+    One per turn, switched from call to call with `call()`; read lazily (most result values never appear in
+    the answer, so most calls never need it), and the input's numbers are read once per turn.
     """
 
-    __slots__ = ("_arguments", "_given", "_input", "_numbers", "_strings", "_text")
+    __slots__ = ("_arguments", "_given", "_input", "_input_numbers", "_numbers", "_strings", "_text")
 
-    def __init__(self, turn_input: str | None, arguments: Any) -> None:
+    def __init__(self, turn_input: str | None, arguments: Any = None) -> None:
         self._input = turn_input
+        self._input_numbers: list[float] | None = None  # the numbers written in the input
+        self.call(arguments)
+
+    def call(self, arguments: Any) -> None:
+        """Switch to the call with these arguments."""
         self._arguments = arguments
-        self._strings: list[str] | None = None  # the input and the string values of the arguments
+        self._strings: list[str] | None = None  # the string values of the arguments
         self._given: set[float] = set()  # the numeric values of the arguments
-        self._text: str | None = None  # the strings joined, case-folded
+        self._text: str | None = None  # the input and the argument strings joined, case-folded
         self._numbers: set[float] | None = None  # the numeric values and the numbers written in the strings
 
+    @property
+    def empty(self) -> bool:
+        """Whether there is nothing to echo (no input, no arguments)."""
+        return not (self._input or self._arguments)
+
     def _read(self) -> list[str]:
-        """The input and the argument strings (collecting the numeric argument values on the way), once."""
+        """The argument strings (collecting the numeric argument values on the way), once per call."""
         if self._strings is None:
-            self._strings = [self._input] if self._input else []
+            self._strings = []
             _collect(self._arguments, self._strings, self._given)
         return self._strings
 
     def has_text(self, folded: str) -> bool:
         """Whether a case-folded string occurs in the input or the arguments."""
         if self._text is None:
-            self._text = "\n".join(self._read()).casefold()
+            strings = self._read()
+            self._text = "\n".join([self._input, *strings] if self._input else strings).casefold()
         return folded in self._text
 
     def has_number(self, value: float) -> bool:
@@ -57,8 +69,12 @@ class Echo:
         if self._numbers is None:
             strings = self._read()
             numbers = set(self._given)
+            if self._input:
+                if self._input_numbers is None:
+                    self._input_numbers = number_values(self._input)
+                numbers.update(self._input_numbers)
             for text in strings:
-                numbers.update(v for v, _ in numbers_in(text))
+                numbers.update(number_values(text))
             self._numbers = numbers
         return value in self._numbers
 
@@ -85,20 +101,22 @@ def _collect(value: Any, texts: list[str], numbers: set[float]) -> None:
 
 
 class _Search:
-    """One search of an answer for tool-result values; numbers in the answer are read only when needed."""
+    """One search of an answer for tool-result values."""
 
-    __slots__ = ("answer", "echo", "folded", "shown")
+    __slots__ = ("answer", "echo")
 
-    def __init__(self, answer: str) -> None:
+    def __init__(self, answer: AnswerText, turn_input: str | None) -> None:
         self.answer = answer
-        self.folded = answer.casefold()
-        self.shown: list[tuple[float, int]] | None = None
-        self.echo: Echo | None = None
+        self.echo = Echo(turn_input)
 
     def number_shown(self, value: float) -> bool:
-        if self.shown is None:
-            self.shown = numbers_in(self.answer)
-        return any(shown_matches(a, d, value) for a, d in self.shown)
+        """Whether the answer shows `value` (`shown_matches` against each number it shows, inlined: same
+        arithmetic, one call fewer per number)."""
+        slack = 1e-9 * max(1.0, abs(value))
+        for shown, decimals in self.answer.numbers():
+            if shown == value or abs(value - shown) <= 0.5 * 10.0 ** (-decimals) + slack:
+                return True
+        return False
 
     def found(self, result: Any) -> bool:
         """Whether `result` (or a value nested in it) is in the answer and not an echo of what the agent knew."""
@@ -136,7 +154,7 @@ class _Search:
         """Whether a (stripped) result string is in the answer, as text or as a number, and is not an echo."""
         if len(s) >= MIN_STRING:
             folded = s.casefold()
-            if folded in self.folded and not self._echoed_text(folded):
+            if folded in self.answer.folded and not self._echoed_text(folded):
                 return True
         if s and s[0] in _NUMBER_START:
             number = parse_number(s)
@@ -149,10 +167,10 @@ class _Search:
         return False
 
     def _echoed_text(self, folded: str) -> bool:
-        return self.echo is not None and self.echo.has_text(folded)
+        return not self.echo.empty and self.echo.has_text(folded)
 
     def _echoed_number(self, value: float) -> bool:
-        return self.echo is not None and self.echo.has_number(value)
+        return not self.echo.empty and self.echo.has_number(value)
 
 
 def answer_uses(
@@ -168,10 +186,17 @@ def answer_uses(
     """
     if not answer:
         return False
-    search = _Search(answer)
+    return uses_results(AnswerText(answer), results, turn_input, arguments)
+
+
+def uses_results(
+    answer: AnswerText, results: Iterable[Any], turn_input: str | None, arguments: Sequence[Any] | None
+) -> bool:
+    """`answer_uses` for an answer already read (non-empty)."""
+    search = _Search(answer, turn_input)
+    echo = search.echo
     for i, result in enumerate(results):
-        args = arguments[i] if arguments is not None else None
-        search.echo = Echo(turn_input, args) if turn_input or args else None
+        echo.call(arguments[i] if arguments is not None else None)
         if search.found(result):
             return True
     return False
