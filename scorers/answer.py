@@ -11,6 +11,8 @@ from agentwatch.scorers.text import numbers_in, parse_number
 
 # A word (letters and digits, any script) with numeric groups kept together: "1,234.50" is one token.
 _TOKEN = re.compile(r"[^\W_]+(?:[.,]\d+)*")
+# The same on lower-cased ASCII text, where a letter or digit is [a-z0-9] (no table look-ups): 1.5 -> 1.1 µs.
+_TOKEN_ASCII_LOWER = re.compile(r"[a-z0-9]+(?:[.,][0-9]+)*")
 _DIGITS = frozenset("0123456789")
 _ARTICLES = frozenset({"a", "an", "the"})
 # A reference that is just a number, maybe with a currency sign or a unit word: "$42.50", "42.5 USD", "7 days".
@@ -19,9 +21,10 @@ _NUMERIC_REF = re.compile(r"^\s*[$€£¥]?\s*([-+]?[\d,]*\.?\d+)\s*%?\s*([A-Za-
 
 def normalise_tokens(text: str) -> list[str]:
     """Lower-cased word tokens without punctuation or articles; numbers canonical ("1,234.50" → "1234.5")."""
+    text = text.lower()
     return [
         _canonical_number(token) if token[0] in _DIGITS else token
-        for token in _TOKEN.findall(text.lower())
+        for token in (_TOKEN_ASCII_LOWER if text.isascii() else _TOKEN).findall(text)
         if token not in _ARTICLES
     ]
 

@@ -27,6 +27,7 @@ from agentwatch.schema import (
 )
 
 log = logging.getLogger(__name__)
+_validate_score = ConversationScore.__pydantic_validator__.validate_python
 
 
 @cache
@@ -194,12 +195,17 @@ class ConversationScorer:
         answers: list[float] = []
         tools: list[float] = []
         n = len(conv.turns)
-        input_tokens = output_tokens = 0
         duration_ms: float | None = None
+        any_passed = any_failed = False
         for i, turn in enumerate(conv.turns):
             ts, judged, answer_score, tool_overall = self._turn(i, turn, conv, i == n - 1, evidence, facts)
             turn_scores.append(ts)
             reasons.extend(ts["reasons"])
+            if ts["passed"] is not None:
+                if ts["passed"]:
+                    any_passed = True
+                else:
+                    any_failed = True
             if judged is None:
                 judge_failed = True
             elif judged:
@@ -208,16 +214,11 @@ class ConversationScorer:
                 answers.append(answer_score)
             if tool_overall is not None:
                 tools.append(tool_overall)
-            for usage in turn.usage:
-                input_tokens += usage.input_tokens
-                output_tokens += usage.output_tokens
             if turn.duration_ms is not None:
                 duration_ms = turn.duration_ms if duration_ms is None else duration_ms + turn.duration_ms
 
-        verdicts = [ts["passed"] for ts in turn_scores if ts["passed"] is not None]
-        passed: bool | None = all(verdicts) if verdicts else None
-        if judge_failed:
-            passed = None
+        # every turn with a verdict passed; None when no turn has one (or a judge failed)
+        passed: bool | None = None if judge_failed or not (any_passed or any_failed) else not any_failed
         facts.passed = passed
         facts.judge_failed = judge_failed
         facts.answer_score = sum(answers) / len(answers) if answers else None
@@ -251,8 +252,9 @@ class ConversationScorer:
         if conv.incomplete:
             reasons.append("incomplete: the collector finished this conversation early (a cap was hit)")
 
-        # one validation of plain dicts is cheaper than building each nested model (measured: ~6 vs ~13 µs)
-        return ConversationScore.model_validate(
+        # one validation of plain dicts is cheaper than building each nested model (measured: ~6 vs ~13 µs);
+        # the core validator directly: what model_validate calls, without its keyword handling (-0.7 µs)
+        return _validate_score(
             {
                 "schema_version": conv.schema_version,
                 "conversation_id": conv.conversation_id,
@@ -271,8 +273,8 @@ class ConversationScorer:
                 "cost_penalty": penalty,
                 "asr_credit": asr_credit(outcome, penalty, sc.credits),
                 "duration_s": duration_ms / 1000 if duration_ms is not None else None,
-                "input_tokens": input_tokens,
-                "output_tokens": output_tokens,
+                "input_tokens": cost.input_tokens,
+                "output_tokens": cost.output_tokens,
                 "ended_at": _ended_at(conv),
                 "incomplete": conv.incomplete,
             }

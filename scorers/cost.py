@@ -12,6 +12,7 @@ _NO_MODEL = "cost_unknown: a model call reported tokens but no model name"
 
 
 _BOUNDARY = frozenset("-_.:@/ ")
+_UNSEEN = object()  # a model not looked up yet (None: looked up, not priced)
 
 
 class PriceLookup:
@@ -30,8 +31,9 @@ class PriceLookup:
 
     def __call__(self, model: str) -> tuple[float, float] | None:
         """(input, output) USD per million tokens, or None if the model is not in the table."""
-        if model in self._cache:
-            return self._cache[model]
+        price = self._cache.get(model, _UNSEEN)
+        if price is not _UNSEEN:
+            return price  # type: ignore[return-value]
         price = self._exact.get(model)
         if price is None:
             price = next(
@@ -49,10 +51,12 @@ class PriceLookup:
 
 @dataclass(slots=True)
 class CostResult:
-    """A conversation's cost: the known total (None if nothing known) and why parts are unknown."""
+    """A conversation's cost: the known total (None if nothing known), why parts are unknown, and its tokens."""
 
     cost_usd: float | None = None
     reasons: list[str] = field(default_factory=list)
+    input_tokens: int = 0
+    output_tokens: int = 0
 
 
 def turn_cost(turn: Turn, prices: PriceLookup, reasons: list[str]) -> float | None:
@@ -82,12 +86,20 @@ def turn_cost(turn: Turn, prices: PriceLookup, reasons: list[str]) -> float | No
 
 
 def conversation_cost(turns: Sequence[Turn], prices: PriceLookup) -> CostResult:
-    """Sum of known turn costs; unknown parts are left out and named in `reasons`."""
+    """Sum of known turn costs (unknown parts are left out and named in `reasons`) and of the tokens used."""
     result = CostResult()
+    total: float | None = None
+    input_tokens = output_tokens = 0
     for turn in turns:
+        for usage in turn.usage:
+            input_tokens += usage.input_tokens
+            output_tokens += usage.output_tokens
         cost = turn_cost(turn, prices, result.reasons)
         if cost is not None:
-            result.cost_usd = cost if result.cost_usd is None else result.cost_usd + cost
+            total = cost if total is None else total + cost
+    result.cost_usd = total
+    result.input_tokens = input_tokens
+    result.output_tokens = output_tokens
     return result
 
 

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
+from math import isfinite
 
-from agentwatch.scorers.text import numbers_in, parse_number
+from agentwatch.scorers.text import ascii_twin, numbers_in, parse_number
 
 from agentwatch.schema import ToolCall
 
-_DIGIT = re.compile(r"\d")
 _EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 # Whitespace-separated words holding a digit; the look-behind only lets matches start at a word's start (the
 # only place they can start anyway), which spares the regex engine a backtracking attempt at every character.
@@ -27,11 +27,15 @@ _WORD_PUNCT = "\"'()[]{}<>.,;:!?"
 # An id such as ORD-1234, INV_2024_001 or #48213, or a number of five or more digits (one regex: one call)
 _ID_OR_LONG_NUMBER = re.compile(r"[A-Z]{2,}[-_#]?\d{3,}(?:[-_][A-Z0-9]+)*|#\d{3,}|\d{5,}")
 _CURRENCY = frozenset("$€£")
-_UNIT_AMOUNT = re.compile(
-    r"(?<![\w.])(\d[\d,]*(?:\.\d+)?)\s?(?:USD|EUR|GBP|dollars|euros|pounds)\b", re.IGNORECASE
-)
+# An amount with a currency word: "42.50 USD", "12 euros". The look-behind (no word character or "." before
+# the number) comes after the first digit so that the pattern starts with a character class (the regex engine
+# then skips to digits); in the ASCII twin, \s is spelt out as Unicode's ASCII white space (\t-\r, \x1c-\x1f,
+# space). 0.71 -> 0.4 µs on a 30-character answer.
+_UNIT_AMOUNT_PATTERN = r"(\d(?<![\w.]\d)[\d,]*(?:\.\d+)?){space}?(?:USD|EUR|GBP|dollars|euros|pounds)\b"
+_UNIT_AMOUNT = re.compile(_UNIT_AMOUNT_PATTERN.format(space=r"\s"), re.IGNORECASE)
+_UNIT_AMOUNT_ASCII = re.compile(_UNIT_AMOUNT_PATTERN.format(space=r"[\t-\r\x1c- ]"), re.IGNORECASE | re.ASCII)
 # Numbers in the evidence: a plain scan (JSON numbers, numbers in texts, digits inside ids all count as seen).
-_EVIDENCE_NUMBER = re.compile(r"\d+(?:,\d{3})*(?:\.\d+)?")
+_EVIDENCE_NUMBER, _EVIDENCE_NUMBER_ASCII = ascii_twin(r"\d+(?:,\d{3})*(?:\.\d+)?")
 
 # Past-tense action verb → stems of tool names that perform it.
 ACTION_STEMS: dict[str, tuple[str, ...]] = {
@@ -136,8 +140,9 @@ class Evidence:
     def has_number_written(self, forms: Sequence[str]) -> bool:
         """Whether a number is written, in one of `forms`, in one of the values (see `_number_written`)."""
         for text in self._texts:
-            if _written_in(text, forms):
-                return True
+            for form in forms:
+                if form in text and _number_written(text, form):
+                    return True
         while (text := self._read()) is not None:
             if _written_in(text, forms):
                 return True
@@ -147,11 +152,10 @@ class Evidence:
         """All numbers in the evidence (JSON numbers and numbers written in texts)."""
         while self._read() is not None:
             pass
-        while self._numbered < len(self._texts):
-            self._numbers.extend(
-                float(t.replace(",", "")) for t in _EVIDENCE_NUMBER.findall(self._texts[self._numbered])
-            )
-            self._numbered += 1
+        for text in self._texts[self._numbered :]:
+            scan = _EVIDENCE_NUMBER_ASCII if text.isascii() else _EVIDENCE_NUMBER
+            self._numbers.extend(float(t.replace(",", "")) for t in scan.findall(text))
+        self._numbered = len(self._texts)
         return self._numbers
 
 
@@ -228,15 +232,26 @@ def _identifiers(answer: str, folded: str) -> list[tuple[str, str, float | None]
         token = word.strip(_WORD_PUNCT)
         if not token or "@" in token:
             continue
-        if token[0] in _CURRENCY:
+        first = token[0]
+        if first in _CURRENCY:
             amount = token[1:].strip()
             value = parse_number(amount) if amount else None
             if value is not None:
                 found.append(("amount", amount, value))
-        elif len(token) >= 4 and _ID_OR_LONG_NUMBER.fullmatch(token):  # both need 4 characters at least
+        elif first.isdecimal():  # of _ID_OR_LONG_NUMBER's alternatives only \d{5,} can match: no regex needed
+            if len(token) >= 5 and token.isdecimal():
+                found.append(("text", token, None))
+        elif (
+            (first == "#" or "A" <= first <= "Z") and len(token) >= 4 and _ID_OR_LONG_NUMBER.fullmatch(token)
+        ):
             found.append(("text", token, None))
     if _has_unit_hint(folded):
-        found.extend(("amount", a, parse_number(a)) for a in _UNIT_AMOUNT.findall(answer))
+        for a in (_UNIT_AMOUNT_ASCII if answer.isascii() else _UNIT_AMOUNT).findall(answer):
+            if "," in a:
+                found.append(("amount", a, parse_number(a)))
+            else:  # digits with maybe one decimal part: parse_number's pattern holds, float() is the value
+                value = float(a)
+                found.append(("amount", a, value if isfinite(value) else None))
     return found
 
 
@@ -288,13 +303,10 @@ def find_hallucinations(
         return []
     if folded is None:
         folded = answer.casefold()
-    reasons = [
-        f"claims the action '{verb}' but no successful tool call performed it"
-        for verb in unsupported_claims(answer, evidence.tool_names, folded)
-    ]
+    reasons: list[str] = []  # loops, not comprehensions: usually nothing is found
+    for verb in unsupported_claims(answer, evidence.tool_names, folded):
+        reasons.append(f"claims the action '{verb}' but no successful tool call performed it")
     if evidence.complete:
-        reasons.extend(
-            f"'{token}' appears in neither the inputs, the tool calls nor the reference"
-            for token in unsupported_identifiers(answer, evidence, reference, folded)
-        )
+        for token in unsupported_identifiers(answer, evidence, reference, folded):
+            reasons.append(f"'{token}' appears in neither the inputs, the tool calls nor the reference")
     return reasons

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
+from math import isfinite
 from typing import Any
 
 from agentwatch.scorers.text import AnswerText, is_number, number_values, parse_number
@@ -30,7 +31,16 @@ class Echo:
     the answer, so most calls never need it), and the input's numbers are read once per turn.
     """
 
-    __slots__ = ("_arguments", "_given", "_input", "_input_numbers", "_numbers", "_strings", "_text")
+    __slots__ = (
+        "_arguments",
+        "_given",
+        "_input",
+        "_input_numbers",
+        "_string_numbers",
+        "_strings",
+        "_text",
+        "empty",
+    )
 
     def __init__(self, turn_input: str | None, arguments: Any = None) -> None:
         self._input = turn_input
@@ -43,12 +53,8 @@ class Echo:
         self._strings: list[str] | None = None  # the string values of the arguments
         self._given: set[float] = set()  # the numeric values of the arguments
         self._text: str | None = None  # the input and the argument strings joined, case-folded
-        self._numbers: set[float] | None = None  # the numeric values and the numbers written in the strings
-
-    @property
-    def empty(self) -> bool:
-        """Whether there is nothing to echo (no input, no arguments)."""
-        return not (self._input or self._arguments)
+        self._string_numbers: list[float] | None = None  # the numbers written in the argument strings
+        self.empty = not (self._input or arguments)  # nothing to echo (no input, no arguments)
 
     def _read(self) -> list[str]:
         """The argument strings (collecting the numeric argument values on the way), once per call."""
@@ -66,17 +72,18 @@ class Echo:
 
     def has_number(self, value: float) -> bool:
         """Whether a number is written in the input or the argument texts, or is an argument value."""
-        if self._numbers is None:
-            strings = self._read()
-            numbers = set(self._given)
-            if self._input:
-                if self._input_numbers is None:
-                    self._input_numbers = number_values(self._input)
-                numbers.update(self._input_numbers)
-            for text in strings:
-                numbers.update(number_values(text))
-            self._numbers = numbers
-        return value in self._numbers
+        # checked source by source, reading each once (usually asked once per call: no set of all of them)
+        strings = self._read()
+        if value in self._given:
+            return True
+        if self._input:
+            if self._input_numbers is None:
+                self._input_numbers = number_values(self._input)
+            if value in self._input_numbers:
+                return True
+        if self._string_numbers is None:
+            self._string_numbers = [v for text in strings for v in number_values(text)]
+        return value in self._string_numbers
 
 
 def _collect(value: Any, texts: list[str], numbers: set[float]) -> None:
@@ -142,7 +149,8 @@ class _Search:
                 elif isinstance(value, (list, tuple)):
                     if depth < _MAX_DEPTH:
                         deeper.extend(value)
-                elif is_number(value):
+                # is_number(value), inlined (one call fewer per value): a finite int or float, not a bool
+                elif isinstance(value, (int, float)) and not isinstance(value, bool) and isfinite(value):
                     number = float(value)
                     if self.number_shown(number) and not self._echoed_number(number):
                         return True
