@@ -21,14 +21,12 @@ from agentwatch.collector.assembler import Assembler, FinishedConversation
 from agentwatch.collector.deadletter import DeadLetterPublisher
 from agentwatch.collector.decode import DecodeError, decode_message
 from agentwatch.collector.metrics import PipelineStats
-from agentwatch.collector.partitioner import CachedKeyPartitioner
+from agentwatch.collector.producer import ProduceError, RecordProducer, producer_config
 from agentwatch.collector.reconstruct import build_conversation
 from agentwatch.collector.rekey import CONTENT_TYPE_HEADER, Rekeyer, header, keyed_by_conversation
-from agentwatch.collector.topics import ensure_topics, track_topics
+from agentwatch.collector.topics import ensure_topics
 from agentwatch.scorers import unscored
-from kafka import KafkaConsumer, KafkaProducer, TopicPartition
-from kafka.consumer.subscription_state import AsyncConsumerRebalanceListener
-from kafka.structs import OffsetAndMetadata
+from confluent_kafka import Consumer, KafkaException, Message, TopicPartition
 
 from agentwatch.config import Settings
 from agentwatch.schema import Conversation, ConversationScore
@@ -36,13 +34,13 @@ from agentwatch.schema import Conversation, ConversationScore
 log = logging.getLogger(__name__)
 
 Scorer = Callable[[Conversation], ConversationScore]
+Partition = tuple[str, int]  # (topic, partition)
 
-# per partition and fetch; kafka-python's default (1 MiB) is ~180 SDK messages of a conversation each
+__all__ = ["CollectorService", "ProduceError", "default_scorer", "series_key"]
+
+# per partition and fetch; ~1,400 SDK messages of a conversation each
 _PARTITION_FETCH_BYTES = 8 * 1024 * 1024
-
-
-class ProduceError(RuntimeError):
-    """A record could not be written; the service stops without committing so the input is replayed."""
+_POLL_TIMEOUT_S = 0.2
 
 
 def series_key(score: ConversationScore) -> bytes:
@@ -57,30 +55,6 @@ def default_scorer(settings: Settings) -> Scorer:
     return ConversationScorer(settings).score
 
 
-class _Tracked:
-    """A producer facade that records asynchronous send failures."""
-
-    def __init__(self, producer: KafkaProducer) -> None:
-        self._producer = producer
-        self.errors: list[BaseException] = []
-
-    def send(self, topic: str, **kwargs: Any) -> Any:
-        future = self._producer.send(topic, **kwargs)
-        future.add_errback(self.errors.append)
-        return future
-
-
-class _Listener(AsyncConsumerRebalanceListener):
-    def __init__(self, service: CollectorService) -> None:
-        self._service = service
-
-    async def on_partitions_revoked(self, revoked: Iterable[TopicPartition]) -> None:
-        await self._service._on_revoked(list(revoked))
-
-    async def on_partitions_assigned(self, assigned: Iterable[TopicPartition]) -> None:
-        log.info("assigned %s", sorted(f"{tp.topic}[{tp.partition}]" for tp in assigned))
-
-
 class CollectorService:
     """Consumes span topics in a consumer group and writes conversation scores (see module docstring)."""
 
@@ -93,13 +67,11 @@ class CollectorService:
         self.stats = PipelineStats()
         self.assembler = Assembler(self.config)
         self._stop = threading.Event()
-        self._vparts: dict[TopicPartition, int] = {}
-        self._tps: dict[int, TopicPartition] = {}
-        self._committed: dict[TopicPartition, int] = {}
-        self._consumed: dict[TopicPartition, int] = {}
-        self._consumer: KafkaConsumer | None = None
-        self._producer: KafkaProducer | None = None
-        self._out: _Tracked | None = None
+        self._vparts: dict[Partition, int] = {}
+        self._committed: dict[Partition, int] = {}
+        self._consumed: dict[Partition, int] = {}
+        self._consumer: Consumer | None = None
+        self._out: RecordProducer | None = None
         self._closing = False
         self.instance = f"{socket.gethostname()}:{os.getpid()}"
         self._score_headers = [
@@ -117,14 +89,7 @@ class CollectorService:
         """Consume until `stop_event` (or `stop()`) is set, then flush, commit and leave the group."""
         stop = stop_event or self._stop
         cfg, kafka = self.config, self.settings.kafka
-        self._producer = KafkaProducer(
-            bootstrap_servers=kafka.bootstrap_servers,
-            client_id=f"{kafka.client_id}-collector",
-            linger_ms=20,
-            batch_size=1_000_000,
-            max_request_size=16 * 1024 * 1024,
-            partitioner=CachedKeyPartitioner(),  # same partitions as the default, without murmur2 per record
-        )
+        client_id = f"{kafka.client_id}-collector"
         ensure_topics(
             kafka.bootstrap_servers,
             [cfg.rekey_topic, cfg.scores_topic, cfg.dead_letter_topic],
@@ -132,37 +97,40 @@ class CollectorService:
             replication_factor=cfg.topic_replication_factor,
             client_id=kafka.client_id,
         )
-        track_topics(self._producer, [cfg.rekey_topic, cfg.scores_topic, cfg.dead_letter_topic])
-        self._out = _Tracked(self._producer)
+        self._out = RecordProducer(producer_config(kafka.bootstrap_servers, client_id))
         rekeyer = Rekeyer(self._out, cfg.rekey_topic)
         dead = DeadLetterPublisher(self._out, cfg.dead_letter_topic)
         topics = list(dict.fromkeys([*cfg.input_topics, cfg.rekey_topic]))
-        self._consumer = KafkaConsumer(
-            bootstrap_servers=kafka.bootstrap_servers,
-            client_id=f"{kafka.client_id}-collector",
-            group_id=cfg.group_id,
-            enable_auto_commit=False,
-            auto_offset_reset="earliest",
-            session_timeout_ms=cfg.session_timeout_ms,
-            heartbeat_interval_ms=cfg.heartbeat_interval_ms,
-            max_poll_interval_ms=cfg.max_poll_interval_ms,
-            max_poll_records=cfg.max_poll_records,
-            max_partition_fetch_bytes=_PARTITION_FETCH_BYTES,
+        self._consumer = Consumer(
+            {
+                "bootstrap.servers": kafka.bootstrap_servers,
+                "client.id": client_id,
+                "group.id": cfg.group_id,
+                "enable.auto.commit": False,
+                "auto.offset.reset": "earliest",
+                "session.timeout.ms": cfg.session_timeout_ms,
+                "heartbeat.interval.ms": cfg.heartbeat_interval_ms,
+                "max.poll.interval.ms": max(cfg.max_poll_interval_ms, cfg.session_timeout_ms),
+                "max.partition.fetch.bytes": _PARTITION_FETCH_BYTES,
+                "topic.metadata.refresh.interval.ms": 10_000,  # input topics created later are found quickly
+            },
+            logger=log,
         )
-        self._consumer.subscribe(topics=topics, listener=_Listener(self))
+        self._consumer.subscribe(
+            topics, on_assign=self._on_assigned, on_revoke=self._on_revoked, on_lost=self._on_lost
+        )
         log.info("collector consuming %s in group %s", topics, cfg.group_id)
         last_commit = time.monotonic()
         clean = False
         try:
             while not stop.is_set() and not self._stop.is_set():
-                batches = self._consumer.poll(timeout_ms=200)
+                messages = self._consumer.consume(cfg.max_poll_records, _POLL_TIMEOUT_S)
                 now = time.monotonic()
-                for tp, records in batches.items():
-                    vp = self._vpart(tp)
-                    for record in records:
-                        self._handle(record, tp, vp, now, rekeyer, dead)
+                for message in messages:
+                    self._handle(message, now, rekeyer, dead)
                 for finished in self.assembler.poll(time.monotonic()):
                     self._emit(finished)
+                self._out.poll()
                 self._refresh_stats()
                 if time.monotonic() - last_commit >= cfg.commit_interval_s:
                     self._commit()
@@ -177,64 +145,71 @@ class CollectorService:
             self._close(clean)
 
     def _close(self, clean: bool) -> None:
-        self._closing = True  # the revoke listener run by close() must not flush or commit again
+        self._closing = True  # the revoke callback run by close() must not flush or commit again
         if self._consumer is not None:
             try:
-                self._consumer.close(autocommit=False)  # leaves the group
+                self._consumer.close()  # leaves the group
             except Exception:
                 log.exception("closing the consumer failed")
-        if self._producer is not None:
+        if self._out is not None:
             try:
-                self._producer.close(timeout=10 if clean else 0)
+                self._out.close(10 if clean else 0)
             except Exception:
                 log.exception("closing the producer failed")
         log.info("collector stopped (%s)", "clean" if clean else "after an error")
 
     # ----------------------------------------------------------------------------------------- records
 
-    def _vpart(self, tp: TopicPartition) -> int:
+    def _vpart(self, tp: Partition) -> int:
         """The assembler's partition number of a topic-partition (stable for the life of the process)."""
         vp = self._vparts.get(tp)
         if vp is None:
             vp = self._vparts[tp] = len(self._vparts)
-            self._tps[vp] = tp
         return vp
 
-    def _handle(
-        self,
-        record: Any,
-        tp: TopicPartition,
-        vp: int,
-        now: float,
-        rekeyer: Rekeyer,
-        dead: DeadLetterPublisher,
-    ) -> None:
+    def _handle(self, message: Message, now: float, rekeyer: Rekeyer, dead: DeadLetterPublisher) -> None:
         """Decode one record and assemble, re-key or dead-letter it; never raises on bad input."""
+        error = message.error()
+        if error is not None:  # a consumer event, not a record (e.g. a topic that does not exist yet)
+            log.warning("consumer: %s", error)
+            return
+        topic, offset = message.topic(), message.offset()
+        tp = (topic, message.partition())
+        vp = self._vpart(tp)
         self.stats.messages_consumed += 1
-        self._consumed[tp] = record.offset
-        ct = header(record.headers, CONTENT_TYPE_HEADER)
+        self._consumed[tp] = offset
+        headers = message.headers()
+        ct = header(headers, CONTENT_TYPE_HEADER)
         try:
             spans = decode_message(
-                record.value or b"",
+                message.value() or b"",
                 ct.decode("ascii", "replace") if ct else None,
                 max_attribute_bytes=self.config.max_attribute_bytes,
             )
         except DecodeError as exc:
-            self._dead_letter(dead, record, getattr(exc, "reason", "invalid"), str(exc))
+            self._dead_letter(dead, message, getattr(exc, "reason", "invalid"), str(exc))
         except Exception as exc:
-            log.exception("decoder failed on %s[%d]@%d", record.topic, record.partition, record.offset)
-            self._dead_letter(dead, record, "decoder_error", f"{type(exc).__name__}: {exc}")
+            log.exception("decoder failed on %s[%d]@%d", topic, tp[1], offset)
+            self._dead_letter(dead, message, "decoder_error", f"{type(exc).__name__}: {exc}")
         else:
             self.stats.spans_consumed += len(spans)
-            if record.topic == self.config.rekey_topic or keyed_by_conversation(record.headers):
-                self.assembler.add_message(spans, vp, record.offset, now)
+            if topic == self.config.rekey_topic or keyed_by_conversation(headers):
+                self.assembler.add_message(spans, vp, offset, now)
                 return
             rekeyer.republish(spans)
             self.stats.spans_rekeyed += len(spans)
-        self.assembler.message_done(vp, record.offset)
+        self.assembler.message_done(vp, offset)
 
-    def _dead_letter(self, dead: DeadLetterPublisher, record: Any, reason: str, detail: str) -> None:
+    def _dead_letter(self, dead: DeadLetterPublisher, message: Message, reason: str, detail: str) -> None:
         self.stats.reject(reason)
+        record = _Record(
+            message.topic(),
+            message.partition(),
+            message.offset(),
+            message.key(),
+            message.value(),
+            message.headers(),
+        )
         try:
             dead.publish(record, reason, detail)
         except Exception as exc:  # noqa: BLE001 - e.g. a value larger than the producer accepts
@@ -245,7 +220,7 @@ class CollectorService:
                 record.offset,
                 exc,
             )
-            stub = _Stub(record.topic, record.partition, record.offset, record.key, None, record.headers)
+            stub = _Record(record.topic, record.partition, record.offset, record.key, None, record.headers)
             dead.publish(stub, reason, f"{detail} (value of {len(record.value or b'')} bytes not forwarded)")
 
     def _emit(self, finished: FinishedConversation) -> None:
@@ -273,87 +248,88 @@ class CollectorService:
 
     # ----------------------------------------------------------------------------------------- offsets
 
-    def _flush(self) -> None:
-        """Flush the producer; raise ProduceError if any record since the last flush failed."""
-        assert self._producer is not None and self._out is not None
-        self._producer.flush()
-        if self._out.errors:  # sticky: nothing is committed after a lost record; the process must restart
-            errors = self._out.errors
-            raise ProduceError(f"{len(errors)} record(s) could not be written, first: {errors[0]!r}")
-
-    def _safe_offsets(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, OffsetAndMetadata]:
+    def _safe_offsets(self, tps: Iterable[Partition]) -> list[TopicPartition]:
         """Flush, then the offsets below which nothing is held by an open conversation (new ones only)."""
-        self._flush()
-        offsets: dict[TopicPartition, OffsetAndMetadata] = {}
+        assert self._out is not None
+        self._out.flush()  # raises ProduceError if a record was lost: then nothing is committed
+        offsets: list[TopicPartition] = []
         for tp in tps:
             vp = self._vparts.get(tp)
             offset = self.assembler.committable(vp) if vp is not None else None
             if offset is not None and offset != self._committed.get(tp):
-                offsets[tp] = OffsetAndMetadata(offset, "", -1)
+                offsets.append(TopicPartition(tp[0], tp[1], offset))
         return offsets
 
-    def _committed_now(self, offsets: dict[TopicPartition, OffsetAndMetadata]) -> None:
-        for tp, om in offsets.items():
-            self._committed[tp] = om.offset
+    def _commit_offsets(self, tps: Iterable[Partition]) -> list[TopicPartition]:
+        """Flush, then commit (synchronously) what no open conversation holds on `tps`; the offsets committed."""
+        assert self._consumer is not None
+        offsets = self._safe_offsets(tps)
+        if not offsets:
+            return []
+        try:
+            self._consumer.commit(offsets=offsets, asynchronous=False)
+        except KafkaException as exc:  # e.g. a rebalance; the new owner replays
+            log.warning("offset commit failed (the records will be replayed): %s", exc)
+            return []
+        for tp in offsets:
+            self._committed[(tp.topic, tp.partition)] = tp.offset
         with self.stats.lock:
             self.stats.last_commit_timestamp = time.time()
+        return offsets
 
     def _commit(self) -> None:
         """Flush, then commit what no open conversation holds on the assigned partitions."""
         assert self._consumer is not None
-        offsets = self._safe_offsets(self._consumer.assignment())
-        if not offsets:
-            return
-        try:
-            self._consumer.commit(offsets)
-        except Exception as exc:  # noqa: BLE001 - e.g. a rebalance; the new owner replays
-            log.warning("offset commit failed (the records will be replayed): %s", exc)
-            return
-        self._committed_now(offsets)
+        self._commit_offsets((tp.topic, tp.partition) for tp in self._consumer.assignment())
 
-    async def _on_revoked(self, revoked: list[TopicPartition]) -> None:
-        """Before partitions go: flush, commit what is safe, forget their open conversations.
+    def _on_assigned(self, consumer: Consumer, assigned: list[TopicPartition]) -> None:
+        log.info("assigned %s", sorted(f"{tp.topic}[{tp.partition}]" for tp in assigned))
 
-        Runs on kafka-python's IO thread (an async listener), where the blocking `commit()` is refused; the
-        asynchronous commit is awaited instead, and is sent before the JoinGroup that follows.
-        """
-        log.info("revoked %s", sorted(f"{tp.topic}[{tp.partition}]" for tp in revoked))
-        if self._consumer is None or self._closing:
+    def _on_revoked(self, consumer: Consumer, revoked: list[TopicPartition]) -> None:
+        """Before partitions go (called inside `consume`, on the service's thread): flush, commit what is safe,
+        forget their open conversations. A ProduceError propagates out of `consume`: nothing is committed."""
+        gone = [(tp.topic, tp.partition) for tp in revoked]
+        log.info("revoked %s", sorted(f"{t}[{p}]" for t, p in gone))
+        if self._closing:
             return
-        # a ProduceError propagates: poll() raises, nothing is committed
-        offsets = self._safe_offsets(revoked)
-        if offsets:
-            try:
-                await self._consumer.commit_async(offsets)
-            except Exception as exc:  # noqa: BLE001 - the new owner replays from the last commit
-                log.warning("offset commit on revoke failed (the records will be replayed): %s", exc)
-            else:
-                self._committed_now(offsets)
-                log.info(
-                    "committed %s before the rebalance",
-                    {f"{t.topic}[{t.partition}]": o.offset for t, o in offsets.items()},
-                )
-        self.assembler.revoke([self._vparts[tp] for tp in revoked if tp in self._vparts])
-        for tp in revoked:
+        committed = self._commit_offsets(gone)
+        if committed:
+            log.info(
+                "committed %s before the rebalance",
+                {f"{t.topic}[{t.partition}]": t.offset for t in committed},
+            )
+        self._forget(gone)
+
+    def _on_lost(self, consumer: Consumer, lost: list[TopicPartition]) -> None:
+        """Partitions taken away without a revoke (session lost): forget them, commit nothing."""
+        gone = [(tp.topic, tp.partition) for tp in lost]
+        log.warning(
+            "lost %s; their records will be replayed by the new owner", sorted(f"{t}[{p}]" for t, p in gone)
+        )
+        self._forget(gone)
+
+    def _forget(self, gone: list[Partition]) -> None:
+        self.assembler.revoke([self._vparts[tp] for tp in gone if tp in self._vparts])
+        for tp in gone:
             self._committed.pop(tp, None)
             self._consumed.pop(tp, None)
             with self.stats.lock:
-                self.stats.lag.pop((tp.topic, tp.partition), None)
+                self.stats.lag.pop(tp, None)
 
     # ----------------------------------------------------------------------------------------- stats
 
     def _refresh_lag(self) -> None:
-        """Consumer lag per partition from the fetch high watermark (ListOffsets is wrong on Tansu)."""
+        """Consumer lag per partition from the high watermark of the last fetch (ListOffsets is wrong on Tansu)."""
         assert self._consumer is not None
         lag: dict[tuple[str, int], int] = {}
-        for tp, last in list(self._consumed.items()):
+        for (topic, partition), last in list(self._consumed.items()):
             try:
-                hw = self._consumer.highwater(tp)
-            except Exception as exc:  # noqa: BLE001 - not assigned any more
-                log.debug("no high watermark for %s: %s", tp, exc)
+                _, high = self._consumer.get_watermark_offsets(TopicPartition(topic, partition), cached=True)
+            except KafkaException as exc:
+                log.debug("no high watermark for %s[%d]: %s", topic, partition, exc)
                 continue
-            if hw is not None:
-                lag[(tp.topic, tp.partition)] = max(0, hw - last - 1)
+            if high >= 0:
+                lag[(topic, partition)] = max(0, high - last - 1)
         with self.stats.lock:
             self.stats.lag = lag
 
@@ -368,8 +344,8 @@ class CollectorService:
             s.finished_by_reason = dict(a.finished_by_reason)
 
 
-class _Stub:
-    """A record stand-in for dead letters whose value cannot be forwarded."""
+class _Record:
+    """The parts of a consumed record a dead letter keeps (confluent-kafka's `Message` reads them by method)."""
 
     __slots__ = ("headers", "key", "offset", "partition", "topic", "value")
 

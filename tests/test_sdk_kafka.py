@@ -194,3 +194,24 @@ def test_broker_down_mid_run_agent_unaffected_drops_counted_then_recovers(fresh_
     finally:
         shutdown()
         provider.shutdown()
+
+
+def test_exporter_topic_survives_a_metadata_refresh(broker, topic):
+    """kafka-python 3.0 forgets a topic it knew from the bootstrap metadata; the exporter tracks its own."""
+    from agentwatch.collector.topics import ensure_topics
+
+    other = f"{topic}-other"
+    ensure_topics(broker.bootstrap_servers, [topic, other], partitions=2)
+    exporter = KafkaSpanExporter(broker.bootstrap_servers, topic=topic)
+    try:
+        producer = exporter._ensure_producer()
+        producer._metadata.add_topic(other)  # the refresh below then asks for the tracked topics only
+        producer.send(topic, b"y").get(timeout=10)
+        # Untracked, the topic known only from the bootstrap's all-topics metadata would vanish on the next
+        # refresh, and batches for it would wait for a leader that is never looked up again.
+        producer._metadata.request_update()
+        time.sleep(0.5)
+        assert producer._metadata.partitions_for_topic(topic) == {0, 1}
+        producer.send(topic, b"z").get(timeout=10)
+    finally:
+        exporter.shutdown()
