@@ -153,3 +153,16 @@ def test_otel_collector_format_is_rekeyed_and_reassembled(broker):
     for r in recs:
         assert r.key.decode() in convs
         assert dict(r.headers)[KEY_HEADER] == b"conversation"
+
+
+def test_collector_command_without_a_broker_exits_with_a_clear_error() -> None:
+    from typer.testing import CliRunner
+
+    from agentwatch.broker import free_port
+    from agentwatch.cli import app
+
+    address = f"127.0.0.1:{free_port()}"  # nothing listens there
+    result = CliRunner().invoke(app, ["collector", "--bootstrap-servers", address, "--input-topic", "spans"])
+    assert result.exit_code == 1
+    assert f"error: Kafka at {address}:" in result.output
+    assert "Traceback" not in result.output

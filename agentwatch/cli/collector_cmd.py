@@ -59,4 +59,10 @@ def collector(
         register(service.stats, registry)
         start_http_server(port, registry=registry)
         log.info("metrics on :%d/metrics", port)
-    service.run(stop)
+    from confluent_kafka import KafkaException
+
+    try:
+        service.run(stop)
+    except KafkaException as exc:
+        typer.echo(f"error: Kafka at {settings.kafka.bootstrap_servers}: {exc.args[0].str()}", err=True)
+        raise typer.Exit(1) from exc
