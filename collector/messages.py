@@ -58,32 +58,48 @@ def parts(message: dict) -> list[dict]:
 
 def message_text(message: dict) -> str | None:
     """Text parts of one message joined by newlines; None if it has none."""
-    texts = [
-        p.get("content") for p in parts(message) if p.get("type") == "text" and p.get("content") is not None
-    ]
+    found = message.get("parts")
+    if isinstance(found, list):
+        texts = [
+            p["content"]
+            for p in found
+            if isinstance(p, dict) and p.get("type") == "text" and p.get("content") is not None
+        ]
+    else:  # the older flat form: `content` as one text part (what `parts` reads)
+        content = message.get("content")
+        texts = [content] if isinstance(content, str) else []
     if not texts:
         return None
-    return (
-        texts[0]
-        if len(texts) == 1 and isinstance(texts[0], str)
-        else "\n".join(as_text(t) or "" for t in texts)
-    )
+    first = texts[0]
+    if len(texts) == 1 and isinstance(first, str):  # the usual case
+        return first
+    return "\n".join(as_text(t) or "" for t in texts)
 
 
 def last_user_text(found: list[dict] | None) -> str | None:
     """Text of the last user message that has text."""
-    for message in reversed(found or []):
-        if message.get("role") == "user":
-            text = message_text(message)
-            if text is not None:
-                return text
+    if found:
+        for message in reversed(found):
+            if message.get("role") == "user":
+                text = message_text(message)
+                if text is not None:
+                    return text
     return None
 
 
 def output_text(found: list[dict] | None) -> str | None:
     """Text parts of all non-user output messages, joined by newlines."""
-    texts = [t for t in (message_text(m) for m in found or [] if m.get("role", "assistant") != "user") if t]
-    return "\n".join(texts) if texts else None
+    if not found:
+        return None
+    texts = []
+    for message in found:
+        if message.get("role", "assistant") != "user":
+            text = message_text(message)
+            if text:
+                texts.append(text)
+    if not texts:
+        return None
+    return texts[0] if len(texts) == 1 else "\n".join(texts)
 
 
 def tools_from_messages(models: list[SpanRecord]) -> tuple[list[dict[str, Any]], int]:
