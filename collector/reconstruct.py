@@ -120,19 +120,25 @@ class _Forest:
             self.spans.setdefault(span.span_id, span)
         if len(self.spans) < len(ordered):
             notes.append(f"{len(ordered) - len(self.spans)} duplicate span id(s) ignored")
-        children: dict[str, list[SpanRecord]] = defaultdict(list)
+        children: dict[str, list[SpanRecord]] = {}
         roots: list[SpanRecord] = []
+        self.roles: dict[str, str] = {}
         missing = 0
-        for span in self.spans.values():
+        spans_by_id, roles = self.spans, self.roles
+        for sid, span in spans_by_id.items():
+            roles[sid] = _role(span)
             parent = span.parent_span_id
-            if parent and parent != span.span_id and parent in self.spans:
-                children[parent].append(span)
+            if parent and parent != sid and parent in spans_by_id:
+                below = children.get(parent)
+                if below is None:
+                    children[parent] = [span]
+                else:
+                    below.append(span)
             else:
-                missing += bool(parent) and parent != span.span_id
+                missing += bool(parent) and parent != sid
                 roots.append(span)
         if missing:
             notes.append(f"{missing} span(s) whose parent was not seen treated as roots")
-        self.roles: dict[str, str] = {sid: _role(span) for sid, span in self.spans.items()}
         self.turns: list[SpanRecord] = []
         self.members: dict[str, list[SpanRecord]] = {}
         self.outside = 0
