@@ -95,7 +95,7 @@ class ConversationScorer:
         failed = False
 
         calls = turn.tool_calls
-        used_names = names.all([c.name for c in calls]) if calls else []  # shared by every grader of the turn
+        used_names = names.of(calls) if calls else []  # shared by every grader of the turn
         evidence.add_turn(turn.input, calls, used_names)
 
         answer = turn.answer

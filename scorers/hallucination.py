@@ -60,7 +60,6 @@ ACTION_STEMS: dict[str, tuple[str, ...]] = {
 }
 _VERBS = "|".join(sorted(ACTION_STEMS, key=len, reverse=True))
 _ADVERBS = r"(?:(?:just|now|already|successfully|also|gone\s+ahead\s+and)\s+)*"
-_VERB_HINT = re.compile(_VERBS)  # cheap pre-check on the case-folded answer: most answers claim nothing
 _I_OR_WE = re.compile(
     r"(?:i|we)['\s]"
 )  # second pre-check (ASCII answers): the subject of a first-person claim
@@ -164,7 +163,7 @@ def claimed_actions(answer: str, folded: str | None = None) -> list[str]:
     case-folded, if already known)."""
     if folded is None:
         folded = answer.casefold()
-    if _VERB_HINT.search(folded) is None:
+    if not _mentions_action(folded):
         return []
     # Every claim has "been", "successfully", or "I"/"we" before "'" or a space. On ASCII text (where case
     # folding and IGNORECASE agree) their absence rules a claim out for 0.4 µs instead of a 2 µs _CLAIM scan.
@@ -181,6 +180,31 @@ def claimed_actions(answer: str, folded: str | None = None) -> list[str]:
         if verb not in out:
             out.append(verb)
     return out
+
+
+def _mentions_action(folded: str) -> bool:
+    """Whether the case-folded answer contains one of the action verbs (a cheap pre-check: most answers claim
+    nothing). Plain substring tests: 6.6k instructions for a 50-character answer against 12k for one search
+    with an alternation of the verbs; "cancel" stands for both spellings."""
+    return (
+        "cancel" in folded
+        or "refunded" in folded
+        or "booked" in folded
+        or "reserved" in folded
+        or "scheduled" in folded
+        or "sent" in folded
+        or "emailed" in folded
+        or "updated" in folded
+        or "changed" in folded
+        or "modified" in folded
+        or "created" in folded
+        or "deleted" in folded
+        or "removed" in folded
+        or "transferred" in folded
+        or "submitted" in folded
+        or "issued" in folded
+        or "reset" in folded
+    )
 
 
 def unsupported_claims(answer: str, tool_names: Iterable[str], folded: str | None = None) -> list[str]:

@@ -14,6 +14,8 @@ from agentwatch.config import OutcomeCredits
 from agentwatch.schema import Outcome
 
 _TOL = 1e-9
+# The credit field of each outcome: its value (`outcome.value` is an enum property run in Python: ~3k instructions)
+_CREDIT_FIELD = {outcome: outcome.value for outcome in Outcome}
 
 
 @dataclass(slots=True)
@@ -54,7 +56,7 @@ def outcome_credit(outcome: Outcome, credits: OutcomeCredits) -> float | None:
     """ASR credit of an outcome class; None for unscored."""
     if outcome is Outcome.UNSCORED:
         return None
-    return float(getattr(credits, outcome.value))
+    return float(getattr(credits, _CREDIT_FIELD[outcome]))
 
 
 def asr_credit(outcome: Outcome, penalty: float, credits: OutcomeCredits) -> float | None:

@@ -166,9 +166,9 @@ class ToolGrader:
         already known."""
         norm = self._names
         exp_tools = expected.tools
-        exp_names = norm.all([t.name for t in exp_tools]) if exp_tools else []
+        exp_names = norm.of(exp_tools) if exp_tools else []
         if used_names is None:
-            used_names = norm.all([c.name for c in calls]) if calls else []
+            used_names = norm.of(calls) if calls else []
         weights = self._weights
         exp_set = frozenset(exp_names)
         same_names = exp_names == used_names

@@ -24,68 +24,6 @@ _MAX_DEPTH = 32
 _NUMBER_START = frozenset("0123456789+-.")
 
 
-class Echo:
-    """What the agent knew before a tool call answered: the turn's input and the call's arguments.
-
-    One per turn, switched from call to call with `call()`; read lazily (most result values never appear in
-    the answer, so most calls never need it), and the input's numbers are read once per turn.
-    """
-
-    __slots__ = (
-        "_arguments",
-        "_given",
-        "_input",
-        "_input_numbers",
-        "_string_numbers",
-        "_strings",
-        "_text",
-        "empty",
-    )
-
-    def __init__(self, turn_input: str | None, arguments: Any = None) -> None:
-        self._input = turn_input
-        self._input_numbers: list[float] | None = None  # the numbers written in the input
-        self.call(arguments)
-
-    def call(self, arguments: Any) -> None:
-        """Switch to the call with these arguments."""
-        self._arguments = arguments
-        self._strings: list[str] | None = None  # the string values of the arguments
-        self._given: set[float] = set()  # the numeric values of the arguments
-        self._text: str | None = None  # the input and the argument strings joined, case-folded
-        self._string_numbers: list[float] | None = None  # the numbers written in the argument strings
-        self.empty = not (self._input or arguments)  # nothing to echo (no input, no arguments)
-
-    def _read(self) -> list[str]:
-        """The argument strings (collecting the numeric argument values on the way), once per call."""
-        if self._strings is None:
-            self._strings = []
-            _collect(self._arguments, self._strings, self._given)
-        return self._strings
-
-    def has_text(self, folded: str) -> bool:
-        """Whether a case-folded string occurs in the input or the arguments."""
-        if self._text is None:
-            strings = self._read()
-            self._text = "\n".join([self._input, *strings] if self._input else strings).casefold()
-        return folded in self._text
-
-    def has_number(self, value: float) -> bool:
-        """Whether a number is written in the input or the argument texts, or is an argument value."""
-        # checked source by source, reading each once (usually asked once per call: no set of all of them)
-        strings = self._read()
-        if value in self._given:
-            return True
-        if self._input:
-            if self._input_numbers is None:
-                self._input_numbers = number_values(self._input)
-            if value in self._input_numbers:
-                return True
-        if self._string_numbers is None:
-            self._string_numbers = [v for text in strings for v in number_values(text)]
-        return value in self._string_numbers
-
-
 def _collect(value: Any, texts: list[str], numbers: set[float]) -> None:
     """Strings and numbers nested in a JSON value (values, not keys), level by level."""
     level: list[Any] = [value]
@@ -93,7 +31,11 @@ def _collect(value: Any, texts: list[str], numbers: set[float]) -> None:
     while level:
         deeper: list[Any] = []
         for v in level:
-            if isinstance(v, str):
+            kind = type(v)
+            if kind is float or kind is int:  # exact JSON number types first (no bool): the usual leaves
+                if isfinite(v):
+                    numbers.add(float(v))
+            elif isinstance(v, str):
                 texts.append(v)
             elif isinstance(v, dict):
                 if depth < _MAX_DEPTH:
@@ -108,22 +50,38 @@ def _collect(value: Any, texts: list[str], numbers: set[float]) -> None:
 
 
 class _Search:
-    """One search of an answer for tool-result values."""
+    """One search of an answer for tool-result values, and of what the agent knew before each call answered
+    (the echo: the turn's input and the call's arguments).
 
-    __slots__ = ("answer", "echo")
+    The echo is read lazily (most result values never appear in the answer, so most calls never need it),
+    the input's numbers once per turn. One object per turn, switched from call to call with `call()`.
+    """
+
+    __slots__ = (
+        "_arguments",
+        "_echo_text",
+        "_given",
+        "_input",
+        "_input_numbers",
+        "_no_echo",
+        "_string_numbers",
+        "_strings",
+        "answer",
+    )
 
     def __init__(self, answer: AnswerText, turn_input: str | None) -> None:
         self.answer = answer
-        self.echo = Echo(turn_input)
+        self._input = turn_input
+        self._input_numbers: list[float] | None = None  # the numbers written in the input
 
-    def number_shown(self, value: float) -> bool:
-        """Whether the answer shows `value` (`shown_matches` against each number it shows, inlined: same
-        arithmetic, one call fewer per number)."""
-        slack = 1e-9 * max(1.0, abs(value))
-        for shown, decimals in self.answer.numbers():
-            if shown == value or abs(value - shown) <= 0.5 * 10.0 ** (-decimals) + slack:
-                return True
-        return False
+    def call(self, arguments: Any) -> None:
+        """Switch to the call with these arguments."""
+        self._arguments = arguments
+        self._no_echo = not (self._input or arguments)  # no input, no arguments: nothing can be an echo
+        self._strings: list[str] | None = None  # the string values of the arguments
+        self._given: set[float] | None = None  # the numeric values of the arguments
+        self._echo_text: str | None = None  # the input and the argument strings joined, case-folded
+        self._string_numbers: list[float] | None = None  # the numbers written in the argument strings
 
     def found(self, result: Any) -> bool:
         """Whether `result` (or a value nested in it) is in the answer and not an echo of what the agent knew."""
@@ -133,7 +91,11 @@ class _Search:
         while level:
             deeper: list[Any] = []
             for value in level:
-                if isinstance(value, str):
+                kind = type(value)
+                if kind is float or kind is int:  # exact JSON number types first (no bool): the usual leaves
+                    if isfinite(value) and self._number_found(float(value)):
+                        return True
+                elif isinstance(value, str):
                     s = value.strip()
                     if len(s) > 1 and s[0] in "{[":
                         try:
@@ -141,7 +103,7 @@ class _Search:
                             continue
                         except ValueError:
                             pass
-                    if self.string_found(s):
+                    if self._string_found(s):
                         return True
                 elif isinstance(value, dict):
                     if depth < _MAX_DEPTH:
@@ -149,36 +111,69 @@ class _Search:
                 elif isinstance(value, (list, tuple)):
                     if depth < _MAX_DEPTH:
                         deeper.extend(value)
-                # is_number(value), inlined (one call fewer per value): a finite int or float, not a bool
-                elif isinstance(value, (int, float)) and not isinstance(value, bool) and isfinite(value):
-                    number = float(value)
-                    if self.number_shown(number) and not self._echoed_number(number):
-                        return True
+                elif is_number(value) and self._number_found(float(value)):
+                    return True
             level = deeper
             depth += 1
         return False
 
-    def string_found(self, s: str) -> bool:
+    def _number_shown(self, value: float) -> bool:
+        """Whether the answer shows `value` (`shown_matches` against each number it shows, inlined: same
+        arithmetic, one call fewer per number)."""
+        slack = 1e-9 * max(1.0, abs(value))
+        for shown, decimals in self.answer.numbers():
+            if shown == value or abs(value - shown) <= 0.5 * 10.0 ** (-decimals) + slack:
+                return True
+        return False
+
+    def _number_found(self, value: float) -> bool:
+        """Whether a result number is shown in the answer and is not an echo."""
+        return self._number_shown(value) and (self._no_echo or not self._echoes_number(value))
+
+    def _string_found(self, s: str) -> bool:
         """Whether a (stripped) result string is in the answer, as text or as a number, and is not an echo."""
         if len(s) >= MIN_STRING:
             folded = s.casefold()
-            if folded in self.answer.folded and not self._echoed_text(folded):
+            if folded in self.answer.folded and (self._no_echo or not self._echoes_text(folded)):
                 return True
         if s and s[0] in _NUMBER_START:
             number = parse_number(s)
             return (
                 number is not None
-                and self.number_shown(number)
-                and not self._echoed_text(s.casefold())
-                and not self._echoed_number(number)
+                and self._number_shown(number)
+                and (self._no_echo or not (self._echoes_text(s.casefold()) or self._echoes_number(number)))
             )
         return False
 
-    def _echoed_text(self, folded: str) -> bool:
-        return not self.echo.empty and self.echo.has_text(folded)
+    def _read_arguments(self) -> list[str]:
+        """The argument strings (collecting the numeric argument values on the way), once per call."""
+        if self._strings is None:
+            self._strings = []
+            self._given = set()
+            _collect(self._arguments, self._strings, self._given)
+        return self._strings
 
-    def _echoed_number(self, value: float) -> bool:
-        return not self.echo.empty and self.echo.has_number(value)
+    def _echoes_text(self, folded: str) -> bool:
+        """Whether a case-folded string occurs in the input or the arguments."""
+        if self._echo_text is None:
+            strings = self._read_arguments()
+            self._echo_text = "\n".join([self._input, *strings] if self._input else strings).casefold()
+        return folded in self._echo_text
+
+    def _echoes_number(self, value: float) -> bool:
+        """Whether a number is written in the input or the argument texts, or is an argument value."""
+        # checked source by source, reading each once (usually asked once per call: no set of all of them)
+        strings = self._read_arguments()
+        if value in self._given:  # type: ignore[operator]  # set by _read_arguments
+            return True
+        if self._input:
+            if self._input_numbers is None:
+                self._input_numbers = number_values(self._input)
+            if value in self._input_numbers:
+                return True
+        if self._string_numbers is None:
+            self._string_numbers = [v for text in strings for v in number_values(text)] if strings else []
+        return value in self._string_numbers
 
 
 def answer_uses(
@@ -202,9 +197,8 @@ def uses_results(
 ) -> bool:
     """`answer_uses` for an answer already read (non-empty)."""
     search = _Search(answer, turn_input)
-    echo = search.echo
     for i, result in enumerate(results):
-        echo.call(arguments[i] if arguments is not None else None)
+        search.call(arguments[i] if arguments is not None else None)
         if search.found(result):
             return True
     return False
