@@ -95,8 +95,10 @@ class ConversationScorer:
         failed = False
 
         calls = turn.tool_calls
+        turn_input = turn.input
+        error = turn.error
         used_names = names.of(calls) if calls else []  # shared by every grader of the turn
-        evidence.add_turn(turn.input, calls, used_names)
+        evidence.add_turn(turn_input, calls, used_names)
 
         answer = turn.answer
         has_answer = bool(answer and answer.strip())
@@ -136,7 +138,7 @@ class ConversationScorer:
         if exp is not None and (exp.tools or "tools" in exp.model_fields_set):
             applied = True
             tool = self._tools.grade_fields(
-                exp, calls, answer, turn.input, used_names=used_names, answer_text=text
+                exp, calls, answer, turn_input, used_names=used_names, answer_text=text
             )
             if not tool["passed"]:
                 failed = True
@@ -158,9 +160,9 @@ class ConversationScorer:
             failed = facts.abandoned = True
             for name, count in looped:
                 reasons.append(f"loop: turn {i}: {name} called {count} times with identical arguments")
-        if turn.error:
+        if error:
             failed = facts.abandoned = True
-            reasons.append(f"error: turn {i}: {turn.error}")
+            reasons.append(f"error: turn {i}: {error}")
         if last and not has_answer:
             failed = facts.abandoned = True
             reasons.append(f"no_answer: turn {i}: the last turn has no final answer")
@@ -177,7 +179,7 @@ class ConversationScorer:
             "tool": tool,
             "loop": bool(looped),
             "forbidden_tools": forbidden,
-            "error": turn.error,
+            "error": error,
             "passed": passed,
             "reasons": reasons,
         }
@@ -194,10 +196,11 @@ class ConversationScorer:
         used_judge = judge_failed = False
         answers: list[float] = []
         tools: list[float] = []
-        n = len(conv.turns)
+        turns = conv.turns
+        n = len(turns)
         duration_ms: float | None = None
         any_passed = any_failed = False
-        for i, turn in enumerate(conv.turns):
+        for i, turn in enumerate(turns):
             ts, judged, answer_score, tool_overall = self._turn(i, turn, conv, i == n - 1, evidence, facts)
             turn_scores.append(ts)
             reasons.extend(ts["reasons"])
@@ -214,8 +217,9 @@ class ConversationScorer:
                 answers.append(answer_score)
             if tool_overall is not None:
                 tools.append(tool_overall)
-            if turn.duration_ms is not None:
-                duration_ms = turn.duration_ms if duration_ms is None else duration_ms + turn.duration_ms
+            turn_ms = turn.duration_ms
+            if turn_ms is not None:
+                duration_ms = turn_ms if duration_ms is None else duration_ms + turn_ms
 
         # every turn with a verdict passed; None when no turn has one (or a judge failed)
         passed: bool | None = None if judge_failed or not (any_passed or any_failed) else not any_failed
@@ -241,7 +245,7 @@ class ConversationScorer:
                 else "no_grader: the conversation has no turns"
             )
 
-        cost = conversation_cost(conv.turns, self._prices)
+        cost = conversation_cost(turns, self._prices)
         reasons.extend(cost.reasons)
         ceiling = budget_ceiling(conv, self._cost)
         penalty = cost_penalty(cost.cost_usd, ceiling)
@@ -298,8 +302,9 @@ def _tool_reasons(i: int, tool: dict[str, Any], sequence_matters: bool) -> list[
 
 
 def _ended_at(conv: Conversation) -> datetime | None:
-    if conv.ended_at is not None:
-        return conv.ended_at
+    ended_at = conv.ended_at
+    if ended_at is not None:
+        return ended_at
     for turn in reversed(conv.turns):
         if turn.started_at is not None:
             if turn.duration_ms is None:

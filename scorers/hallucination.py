@@ -22,7 +22,11 @@ from agentwatch.schema import ToolCall
 _EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 # Whitespace-separated words holding a digit; the look-behind only lets matches start at a word's start (the
 # only place they can start anyway), which spares the regex engine a backtracking attempt at every character.
-_DIGIT_WORD = re.compile(r"(?<!\S)\S*\d\S*")
+# The word is read up to its first digit possessively (no backtracking from the word's end to its last digit;
+# same whole word matched) - written out for ASCII texts, where Unicode's \s is [\t-\r\x1c-\x1f ]: 15k -> 12k
+# instructions for a 30-character answer.
+_DIGIT_WORD = re.compile(r"(?<!\S)[^\s\d]*+\d\S*")
+_DIGIT_WORD_ASCII = re.compile(r"(?<![^\t-\r\x1c- ])[^\t-\r\x1c- 0-9]*+[0-9][^\t-\r\x1c- ]*", re.ASCII)
 _WORD_PUNCT = "\"'()[]{}<>.,;:!?"
 # An id such as ORD-1234, INV_2024_001 or #48213, or a number of five or more digits (one regex: one call)
 _ID_OR_LONG_NUMBER = re.compile(r"[A-Z]{2,}[-_#]?\d{3,}(?:[-_][A-Z0-9]+)*|#\d{3,}|\d{5,}")
@@ -103,17 +107,19 @@ class Evidence:
         elif turn_input:
             values.append(turn_input)
         for call, name in zip(calls, names, strict=True):
-            if call.error is None:
-                if call.arguments is not None:
-                    values.append(call.arguments)
+            error = call.error  # each field read once: a pydantic attribute read costs ~450 instructions
+            if error is None:
+                arguments = call.arguments
+                if arguments is not None:
+                    values.append(arguments)
                 result = call.result
                 if result is None:
                     self.complete = False
                 elif result != "":
                     values.append(result)
                 self.tool_names.append(name)
-            elif call.error:
-                values.append(call.error)
+            elif error:
+                values.append(error)
 
     def _read(self) -> str | None:
         """Case-folded text of the next unread value (JSON values as their Python repr); None once all are read."""
@@ -252,7 +258,7 @@ def _identifiers(answer: str, folded: str) -> list[tuple[str, str, float | None]
     found: list[tuple[str, str, float | None]] = []
     if "@" in answer:
         found.extend(("text", e, None) for e in _EMAIL.findall(answer))
-    for word in _DIGIT_WORD.findall(answer):
+    for word in (_DIGIT_WORD_ASCII if answer.isascii() else _DIGIT_WORD).findall(answer):
         token = word.strip(_WORD_PUNCT)
         if not token or "@" in token:
             continue

@@ -196,15 +196,17 @@ class ToolGrader:
         else:
             sequence = 1.0
         utilization: float | None = None
-        if expected.utilization_required:
+        required = expected.uses_tool_results  # Expectation.utilization_required, without a property call
+        if bool(exp_tools) if required is None else required:
             results: list[Any] = []
             arguments: list[Any] = []
             succeeded = False
             for c in calls:
                 if c.error is None:
                     succeeded = True
-                    if c.result is not None:
-                        results.append(c.result)
+                    result = c.result
+                    if result is not None:
+                        results.append(result)
                         arguments.append(c.arguments)
             if results or not succeeded:
                 if answer_text is None and answer:

@@ -163,16 +163,22 @@ class _Search:
     def _echoes_number(self, value: float) -> bool:
         """Whether a number is written in the input or the argument texts, or is an argument value."""
         # checked source by source, reading each once (usually asked once per call: no set of all of them)
+        # A text without "." writes only whole numbers: a value with a fraction cannot be among them, and the
+        # text need not be scanned (the usual case: an amount from a result against an input with an order id).
+        whole = value.is_integer()
         strings = self._read_arguments()
         if value in self._given:  # type: ignore[operator]  # set by _read_arguments
             return True
-        if self._input:
+        text = self._input
+        if text and (whole or "." in text):
             if self._input_numbers is None:
-                self._input_numbers = number_values(self._input)
+                self._input_numbers = number_values(text)
             if value in self._input_numbers:
                 return True
         if self._string_numbers is None:
-            self._string_numbers = [v for text in strings for v in number_values(text)] if strings else []
+            if not whole and not any("." in s for s in strings):
+                return False
+            self._string_numbers = [v for s in strings for v in number_values(s)]
         return value in self._string_numbers
 
 
