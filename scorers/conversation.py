@@ -167,7 +167,7 @@ class ConversationScorer:
             failed = facts.abandoned = True
             reasons.append(f"no_answer: turn {i}: the last turn has no final answer")
         if text is not None and sc.hallucination_checks:
-            for found in find_hallucinations(answer, evidence, reference, text.folded):
+            for found in find_hallucinations(text, evidence, reference):
                 failed = facts.hallucinated = True
                 reasons.append(f"hallucination: turn {i}: {found}")
 

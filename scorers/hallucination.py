@@ -15,18 +15,11 @@ import re
 from collections.abc import Iterable, Sequence
 from math import isfinite
 
-from agentwatch.scorers.text import ascii_twin, numbers_in, parse_number
+from agentwatch.scorers.text import AnswerText, ascii_twin, numbers_in, parse_number
 
 from agentwatch.schema import ToolCall
 
 _EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
-# Whitespace-separated words holding a digit; the look-behind only lets matches start at a word's start (the
-# only place they can start anyway), which spares the regex engine a backtracking attempt at every character.
-# The word is read up to its first digit possessively (no backtracking from the word's end to its last digit;
-# same whole word matched) - written out for ASCII texts, where Unicode's \s is [\t-\r\x1c-\x1f ]: 15k -> 12k
-# instructions for a 30-character answer.
-_DIGIT_WORD = re.compile(r"(?<!\S)[^\s\d]*+\d\S*")
-_DIGIT_WORD_ASCII = re.compile(r"(?<![^\t-\r\x1c- ])[^\t-\r\x1c- 0-9]*+[0-9][^\t-\r\x1c- ]*", re.ASCII)
 _WORD_PUNCT = "\"'()[]{}<>.,;:!?"
 # An id such as ORD-1234, INV_2024_001 or #48213, or a number of five or more digits (one regex: one call)
 _ID_OR_LONG_NUMBER = re.compile(r"[A-Z]{2,}[-_#]?\d{3,}(?:[-_][A-Z0-9]+)*|#\d{3,}|\d{5,}")
@@ -102,6 +95,7 @@ class Evidence:
         """Add what one turn showed the agent: its input, then each call's arguments and result or error text
         (`names[i]`: the normalised name of `calls[i]`)."""
         values = self._values
+        tool_names = self.tool_names
         if turn_input is None:
             self.complete = False
         elif turn_input:
@@ -117,7 +111,7 @@ class Evidence:
                     self.complete = False
                 elif result != "":
                     values.append(result)
-                self.tool_names.append(name)
+                tool_names.append(name)
             elif error:
                 values.append(error)
 
@@ -149,8 +143,9 @@ class Evidence:
                 if form in text and _number_written(text, form):
                     return True
         while (text := self._read()) is not None:
-            if _written_in(text, forms):
-                return True
+            for form in forms:
+                if form in text and _number_written(text, form):
+                    return True
         return False
 
     def numbers(self) -> list[float]:
@@ -172,12 +167,13 @@ def claimed_actions(answer: str, folded: str | None = None) -> list[str]:
     if not _mentions_action(folded):
         return []
     # Every claim has "been", "successfully", or "I"/"we" before "'" or a space. On ASCII text (where case
-    # folding and IGNORECASE agree) their absence rules a claim out for 0.4 µs instead of a 2 µs _CLAIM scan.
+    # folding and IGNORECASE agree) their absence rules a claim out for 0.4 µs instead of a 2 µs _CLAIM scan
+    # (and the search for "I"/"we" is only needed when an "i" or a "we" is there at all).
     if (
         folded.isascii()
         and "been" not in folded
         and "successfully" not in folded
-        and not _I_OR_WE.search(folded)
+        and not (("i" in folded or "we" in folded) and _I_OR_WE.search(folded))
     ):
         return []
     out: list[str] = []
@@ -252,13 +248,14 @@ def _written_in(text: str, forms: Sequence[str]) -> bool:
     return False
 
 
-def _identifiers(answer: str, folded: str) -> list[tuple[str, str, float | None]]:
-    """(kind, text, value) of every identifier in `answer` (`folded`: the answer case-folded); kind is "text"
-    (compare as text, value None) or "amount" (value: its number, None if it does not parse)."""
+def _identifiers(text: AnswerText) -> list[tuple[str, str, float | None]]:
+    """(kind, text, value) of every identifier in an answer; kind is "text" (compare as text, value None) or
+    "amount" (value: its number, None if it does not parse)."""
+    answer = text.text
     found: list[tuple[str, str, float | None]] = []
     if "@" in answer:
         found.extend(("text", e, None) for e in _EMAIL.findall(answer))
-    for word in (_DIGIT_WORD_ASCII if answer.isascii() else _DIGIT_WORD).findall(answer):
+    for word in text.digit_words():
         token = word.strip(_WORD_PUNCT)
         if not token or "@" in token:
             continue
@@ -275,7 +272,16 @@ def _identifiers(answer: str, folded: str) -> list[tuple[str, str, float | None]
             (first == "#" or "A" <= first <= "Z") and len(token) >= 4 and _ID_OR_LONG_NUMBER.fullmatch(token)
         ):
             found.append(("text", token, None))
-    if _has_unit_hint(folded):
+    folded = text.folded
+    # a cheap pre-check of _UNIT_AMOUNT: a few substring tests, no regex
+    if (
+        "usd" in folded
+        or "eur" in folded
+        or "gbp" in folded
+        or "dollar" in folded
+        or "euro" in folded
+        or "pound" in folded
+    ):
         for a in (_UNIT_AMOUNT_ASCII if answer.isascii() else _UNIT_AMOUNT).findall(answer):
             if "," in a:
                 found.append(("amount", a, parse_number(a)))
@@ -285,26 +291,14 @@ def _identifiers(answer: str, folded: str) -> list[tuple[str, str, float | None]
     return found
 
 
-def _has_unit_hint(folded: str) -> bool:
-    """Cheap pre-check of `_UNIT_AMOUNT` on the case-folded answer (a few substring tests, no regex)."""
-    return (
-        "usd" in folded
-        or "eur" in folded
-        or "gbp" in folded
-        or "dollar" in folded
-        or "euro" in folded
-        or "pound" in folded
-    )
-
-
 def unsupported_identifiers(
-    answer: str, evidence: Evidence, reference: str | None = None, folded: str | None = None
+    answer: str | AnswerText, evidence: Evidence, reference: str | None = None
 ) -> list[str]:
     """Identifiers and amounts in `answer` found nowhere in the evidence or the reference."""
     out: list[str] = []
     ref = reference.casefold() if reference else ""
     known: list[float] | None = None
-    for kind, text, value in _identifiers(answer, answer.casefold() if folded is None else folded):
+    for kind, text, value in _identifiers(answer if isinstance(answer, AnswerText) else AnswerText(answer)):
         if kind == "amount":
             if value is None:
                 continue
@@ -325,18 +319,17 @@ def unsupported_identifiers(
 
 
 def find_hallucinations(
-    answer: str | None, evidence: Evidence, reference: str | None = None, folded: str | None = None
+    answer: str | AnswerText | None, evidence: Evidence, reference: str | None = None
 ) -> list[str]:
-    """Reason texts for every hallucination found in `answer` (empty list when none; `folded`: the answer
-    case-folded, if already known)."""
+    """Reason texts for every hallucination found in `answer` (empty list when none; an `AnswerText` when the
+    answer was already read for other graders)."""
     if not answer:
         return []
-    if folded is None:
-        folded = answer.casefold()
+    text = answer if isinstance(answer, AnswerText) else AnswerText(answer)
     reasons: list[str] = []  # loops, not comprehensions: usually nothing is found
-    for verb in unsupported_claims(answer, evidence.tool_names, folded):
+    for verb in unsupported_claims(text.text, evidence.tool_names, text.folded):
         reasons.append(f"claims the action '{verb}' but no successful tool call performed it")
     if evidence.complete:
-        for token in unsupported_identifiers(answer, evidence, reference, folded):
+        for token in unsupported_identifiers(text, evidence, reference):
             reasons.append(f"'{token}' appears in neither the inputs, the tool calls nor the reference")
     return reasons

@@ -14,8 +14,6 @@ from agentwatch.config import OutcomeCredits
 from agentwatch.schema import Outcome
 
 _TOL = 1e-9
-# The credit field of each outcome: its value (`outcome.value` is an enum property run in Python: ~3k instructions)
-_CREDIT_FIELD = {outcome: outcome.value for outcome in Outcome}
 
 
 @dataclass(slots=True)
@@ -56,7 +54,9 @@ def outcome_credit(outcome: Outcome, credits: OutcomeCredits) -> float | None:
     """ASR credit of an outcome class; None for unscored."""
     if outcome is Outcome.UNSCORED:
         return None
-    return float(getattr(credits, _CREDIT_FIELD[outcome]))
+    # the credit field is the outcome's value: `_value_` is the member's plain attribute (`.value` is a property
+    # run in Python, and hashing a member for a dict look-up calls Enum.__hash__: ~3k instructions either way)
+    return float(getattr(credits, outcome._value_))
 
 
 def asr_credit(outcome: Outcome, penalty: float, credits: OutcomeCredits) -> float | None:

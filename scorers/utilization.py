@@ -26,8 +26,7 @@ _NUMBER_START = frozenset("0123456789+-.")
 
 def _collect(value: Any, texts: list[str], numbers: set[float]) -> None:
     """Strings and numbers nested in a JSON value (values, not keys), level by level."""
-    level: list[Any] = [value]
-    depth = 0
+    level, depth = _first_level(value)
     while level:
         deeper: list[Any] = []
         for v in level:
@@ -47,6 +46,14 @@ def _collect(value: Any, texts: list[str], numbers: set[float]) -> None:
                 numbers.add(float(v))
         level = deeper
         depth += 1
+
+
+def _first_level(value: Any) -> tuple[list[Any], int]:
+    """Where a level-by-level walk of a JSON value starts: an object's values at depth 1 (what the walk would
+    reach after one step: objects are the usual arguments and results), anything else itself at depth 0."""
+    if type(value) is dict:
+        return list(value.values()), 1
+    return [value], 0
 
 
 class _Search:
@@ -86,8 +93,7 @@ class _Search:
     def found(self, result: Any) -> bool:
         """Whether `result` (or a value nested in it) is in the answer and not an echo of what the agent knew."""
         # breadth first, level by level: shallow values (the usual salient ones) are checked first; any hit is enough
-        level: list[Any] = [result]
-        depth = 0
+        level, depth = _first_level(result)
         while level:
             deeper: list[Any] = []
             for value in level:
@@ -127,8 +133,13 @@ class _Search:
         return False
 
     def _number_found(self, value: float) -> bool:
-        """Whether a result number is shown in the answer and is not an echo."""
-        return self._number_shown(value) and (self._no_echo or not self._echoes_number(value))
+        """Whether a result number is shown in the answer and is not an echo (`_number_shown` inlined: this is
+        the usual path of a number, and a call is ~1k instructions)."""
+        slack = 1e-9 * max(1.0, abs(value))
+        for shown, decimals in self.answer.numbers():
+            if shown == value or abs(value - shown) <= 0.5 * 10.0 ** (-decimals) + slack:
+                return self._no_echo or not self._echoes_number(value)
+        return False
 
     def _string_found(self, s: str) -> bool:
         """Whether a (stripped) result string is in the answer, as text or as a number, and is not an echo."""
@@ -176,7 +187,7 @@ class _Search:
             if value in self._input_numbers:
                 return True
         if self._string_numbers is None:
-            if not whole and not any("." in s for s in strings):
+            if not whole and not (strings and any("." in s for s in strings)):
                 return False
             self._string_numbers = [v for s in strings for v in number_values(s)]
         return value in self._string_numbers
