@@ -253,7 +253,8 @@ class ConversationScorer:
             reasons.append(
                 f"over_budget: cost ${cost.cost_usd:.4g} above ceiling ${ceiling:.4g} (penalty {penalty:.3g})"
             )
-        if conv.incomplete:
+        incomplete = conv.incomplete
+        if incomplete:
             reasons.append("incomplete: the collector finished this conversation early (a cap was hit)")
 
         # one validation of plain dicts is cheaper than building each nested model (measured: ~6 vs ~13 µs);
@@ -280,7 +281,7 @@ class ConversationScorer:
                 "input_tokens": cost.input_tokens,
                 "output_tokens": cost.output_tokens,
                 "ended_at": _ended_at(conv),
-                "incomplete": conv.incomplete,
+                "incomplete": incomplete,
             }
         )
 

@@ -212,8 +212,11 @@ def _mentions_action(folded: str) -> bool:
 def unsupported_claims(answer: str, tool_names: Iterable[str], folded: str | None = None) -> list[str]:
     """Claimed actions with no successful tool call whose (normalised) name contains the action's stem."""
     verbs = claimed_actions(answer, folded)
-    if not verbs:
-        return []
+    return _not_performed(verbs, tool_names) if verbs else []
+
+
+def _not_performed(verbs: list[str], tool_names: Iterable[str]) -> list[str]:
+    """The claimed action verbs no successful tool call (by its normalised name) performed."""
     names = list(tool_names)
     return [verb for verb in verbs if not any(stem in name for stem in ACTION_STEMS[verb] for name in names)]
 
@@ -327,7 +330,8 @@ def find_hallucinations(
         return []
     text = answer if isinstance(answer, AnswerText) else AnswerText(answer)
     reasons: list[str] = []  # loops, not comprehensions: usually nothing is found
-    for verb in unsupported_claims(text.text, evidence.tool_names, text.folded):
+    verbs = claimed_actions(text.text, text.folded)
+    for verb in _not_performed(verbs, evidence.tool_names) if verbs else ():
         reasons.append(f"claims the action '{verb}' but no successful tool call performed it")
     if evidence.complete:
         for token in unsupported_identifiers(text, evidence, reference):

@@ -58,10 +58,8 @@ def values_equal(a: Any, b: Any) -> bool:
     tb = type(b)
     if (ta is int or ta is float) and (tb is int or tb is float):  # the common case, without is_number()
         return a == b or math.isclose(a, b, rel_tol=1e-9, abs_tol=0.0)
-    if is_number(a) and is_number(b):
-        return a == b or math.isclose(a, b, rel_tol=1e-9, abs_tol=0.0)
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(values_equal(a[k], b[k]) for k in a)
+    # lists before numbers (no value is both: CPython cannot derive a class from int or float and list, tuple
+    # or dict), so a list of strings, the usual other argument, needs no is_number() call
     if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
         if len(a) != len(b):
             return False
@@ -72,6 +70,10 @@ def values_equal(a: Any, b: Any) -> bool:
             elif not values_equal(x, y):
                 return False
         return True
+    if is_number(a) and is_number(b):
+        return a == b or math.isclose(a, b, rel_tol=1e-9, abs_tol=0.0)
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(values_equal(a[k], b[k]) for k in a)
     return ta is tb and a == b
 
 
@@ -180,7 +182,8 @@ class ToolGrader:
             for t, c in zip(exp_tools, calls, strict=True):
                 args = c.arguments
                 if args is not None:
-                    total += 1.0 if t.arguments is None else argument_agreement(t.arguments, args)
+                    expected_args = t.arguments
+                    total += 1.0 if expected_args is None else argument_agreement(expected_args, args)
             parameters = total / len(exp_names) if exp_names else 1.0
         else:
             used_set = frozenset(used_names)
