@@ -189,13 +189,9 @@ class ToolGrader:
             used_set = frozenset(used_names)
             selection = jaccard(exp_set, used_set)
             parameters = self._parameters(exp_names, exp_tools, exp_set, used_names, used_set, calls)
-        graded = [(selection, weights[0]), (parameters, weights[1])]
-        if expected.sequence_matters:
-            if same_names:
-                sequence = 1.0
-            else:
-                sequence = lcs_length(exp_names, used_names) / len(exp_names) if exp_names else 1.0
-            graded.append((sequence, weights[2]))
+        sequence_graded = expected.sequence_matters
+        if sequence_graded and not same_names:
+            sequence = lcs_length(exp_names, used_names) / len(exp_names) if exp_names else 1.0
         else:
             sequence = 1.0
         utilization: float | None = None
@@ -216,13 +212,16 @@ class ToolGrader:
                     answer_text = AnswerText(answer)
                 used = answer_text is not None and uses_results(answer_text, results, turn_input, arguments)
                 utilization = 1.0 if used else 0.0
-                graded.append((utilization, weights[3]))
             # else: successful calls whose results were not captured — utilization cannot be checked
         if self._ones_give_one and selection == parameters == sequence == 1.0 and utilization != 0.0:
-            overall = (
-                1.0  # every graded dimension is 1 (utilization is None, 0 or 1; sequence 1 when not graded)
-            )
+            # every graded dimension is 1 (utilization is None, 0 or 1; sequence is 1 when not graded)
+            overall = 1.0
         else:
+            graded = [(selection, weights[0]), (parameters, weights[1])]
+            if sequence_graded:
+                graded.append((sequence, weights[2]))
+            if utilization is not None:
+                graded.append((utilization, weights[3]))
             overall = weighted_mean(graded)
         return {
             "selection": selection,
