@@ -27,7 +27,7 @@ _CURRENCY = frozenset("$€£")
 # An amount with a currency word: "42.50 USD", "12 euros". The look-behind (no word character or "." before
 # the number) comes after the first digit so that the pattern starts with a character class (the regex engine
 # then skips to digits); in the ASCII twin, \s is spelt out as Unicode's ASCII white space (\t-\r, \x1c-\x1f,
-# space). 0.71 -> 0.4 µs on a 30-character answer.
+# space). 11.8k -> 7.5k instructions on a 30-character answer.
 _UNIT_AMOUNT_PATTERN = r"(\d(?<![\w.]\d)[\d,]*(?:\.\d+)?){space}?(?:USD|EUR|GBP|dollars|euros|pounds)\b"
 _UNIT_AMOUNT = re.compile(_UNIT_AMOUNT_PATTERN.format(space=r"\s"), re.IGNORECASE)
 _UNIT_AMOUNT_ASCII = re.compile(_UNIT_AMOUNT_PATTERN.format(space=r"[\t-\r\x1c- ]"), re.IGNORECASE | re.ASCII)
@@ -57,9 +57,8 @@ ACTION_STEMS: dict[str, tuple[str, ...]] = {
 }
 _VERBS = "|".join(sorted(ACTION_STEMS, key=len, reverse=True))
 _ADVERBS = r"(?:(?:just|now|already|successfully|also|gone\s+ahead\s+and)\s+)*"
-_I_OR_WE = re.compile(
-    r"(?:i|we)['\s]"
-)  # second pre-check (ASCII answers): the subject of a first-person claim
+# second pre-check of claims (ASCII answers): the subject of a first-person claim
+_I_OR_WE = re.compile(r"(?:i|we)['\s]")
 _CLAIM = re.compile(
     rf"\b(?:I|we)(?:'ve|\s+have)?\s+{_ADVERBS}({_VERBS})\b"
     rf"|\b(?:has|have)\s+{_ADVERBS}been\s+{_ADVERBS}({_VERBS})\b"

@@ -41,9 +41,8 @@ class NameNormalizer:
 
     def all(self, names: Iterable[str]) -> list[str]:
         """Canonical forms of several names (one dictionary lookup each when they were seen before)."""
-        if not isinstance(names, list):
-            names = list(names)
-        out = list(map(self._cache.get, names))  # map: no comprehension frame (two names: 0.45 -> 0.25 µs)
+        get = self._cache.get
+        out = [get(n) for n in names]
         if None in out:
             out = [self(n) for n in names]
         return out  # type: ignore[return-value]  # no None left

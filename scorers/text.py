@@ -8,11 +8,11 @@ from math import isfinite
 
 # A number as people write it: optional sign, thousands separators, decimals ("1,234.50", "-3", ".5").
 _NUM = r"[-+]?(?:(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|\.\d+)"
-NUMBER_RE = re.compile(r"(?=[-+.\d])(?<![\w.])" + _NUM + r"(?!\w|\.\d)")
+NUMBER_RE = re.compile(r"(?=[-+.\d])(?<![\w.])" + _NUM + r"(?!\w|\.\d)")  # the definition; scanned with:
 # The same matches, found faster: the pattern starts with a character class, so the regex engine skips to
 # candidate characters instead of trying every position (the look-behind, now after the first character,
 # still sees the character before it), then continues by what that first character was. Fuzzed against
-# NUMBER_RE; 0.86 -> 0.52 µs on a 30-character ASCII text together with the ASCII twin below.
+# NUMBER_RE; with the ASCII twin below, 15k -> 11k instructions on a 30-character answer.
 _NUMBER_SCAN = (
     r"[-+.\d](?<![\w.][-+.\d])"
     r"(?:(?<=[-+])(?:(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|\.\d+)"  # a sign, then _NUM without it

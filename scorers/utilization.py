@@ -133,13 +133,8 @@ class _Search:
         return False
 
     def _number_found(self, value: float) -> bool:
-        """Whether a result number is shown in the answer and is not an echo (`_number_shown` inlined: this is
-        the usual path of a number, and a call is ~1k instructions)."""
-        slack = 1e-9 * max(1.0, abs(value))
-        for shown, decimals in self.answer.numbers():
-            if shown == value or abs(value - shown) <= 0.5 * 10.0 ** (-decimals) + slack:
-                return self._no_echo or not self._echoes_number(value)
-        return False
+        """Whether a result number is shown in the answer and is not an echo."""
+        return self._number_shown(value) and (self._no_echo or not self._echoes_number(value))
 
     def _string_found(self, s: str) -> bool:
         """Whether a (stripped) result string is in the answer, as text or as a number, and is not an echo."""
@@ -173,7 +168,7 @@ class _Search:
 
     def _echoes_number(self, value: float) -> bool:
         """Whether a number is written in the input or the argument texts, or is an argument value."""
-        # checked source by source, reading each once (usually asked once per call: no set of all of them)
+        # Checked source by source, reading each once (usually asked once per call: no set of all of them).
         # A text without "." writes only whole numbers: a value with a fraction cannot be among them, and the
         # text need not be scanned (the usual case: an amount from a result against an input with an order id).
         whole = value.is_integer()
