@@ -5,15 +5,14 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from _score_factory import T0, make_score
+from agentwatch.collector.metrics import PipelineStats, register
+from agentwatch.exporters.estimator import Estimator
+from agentwatch.exporters.prometheus import EstimatorCollector
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import generate_latest
 
-from agentwatch.collector.metrics import PipelineStats, register
 from agentwatch.config import load_settings
-from agentwatch.exporters.estimator import Estimator
-from agentwatch.exporters.prometheus import EstimatorCollector
-
-from _score_factory import T0, make_score
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -31,7 +30,7 @@ def _exposed_families() -> set[str]:
     stats = PipelineStats()
     register(stats, registry)
     text = generate_latest(registry).decode()
-    return set(re.findall(r"^# TYPE (agentwatch_\w+) ", text, re.M))
+    return set(re.findall(r"^# TYPE (agentwatch_\w+) ", text, re.MULTILINE))
 
 
 def test_every_exposed_metric_is_documented():
