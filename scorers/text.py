@@ -128,12 +128,12 @@ _TRAILING = "".join(c for c in map(chr, range(128)) if not (c.isalnum() or c == 
 
 
 def _plain_numbers(words: list[str]) -> list[tuple[float, int]] | None:
-    """`numbers_in` of ASCII digit words that are each a plain number ("2", "12.50") maybe followed by
-    punctuation ("12.50.", "3),"): the number, for one float() instead of a regex scan (the usual answer);
-    None when a word is anything else.
+    """`numbers_in` of ASCII digit words that are each a plain number maybe followed by punctuation; else None.
 
-    Such a word holds exactly that number: it starts the word, the punctuation after it (no word character,
-    no digit) ends it, and holds no digit to start another."""
+    "2", "12.50." or "3)," hold exactly that number: it starts the word, the punctuation after it (no word
+    character, no digit) ends it and holds no digit to start another. One float() per word instead of a regex
+    scan: 6.5k instructions less per answer such as "Order 2 refunded: 12.50 EUR." (fuzzed against numbers_in).
+    """
     out: list[tuple[float, int]] = []
     for word in words:
         core = word.rstrip(_TRAILING)
