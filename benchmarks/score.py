@@ -9,6 +9,7 @@ import argparse
 import time
 
 from agentwatch.scorers import ConversationScorer
+from calibration import calibration_us
 
 from agentwatch.config import Settings
 from agentwatch.schema import Conversation
@@ -40,7 +41,10 @@ def synthetic(i: int) -> Conversation:
                 "expected": {
                     "tools": [
                         {"name": "lookup_customer", "arguments": {"order_id": order}},
-                        {"name": "get_order", "arguments": {"order_id": order, "fields": ["status", "total"]}},
+                        {
+                            "name": "get_order",
+                            "arguments": {"order_id": order, "fields": ["status", "total"]},
+                        },
                     ],
                     "reference_answer": f"Order {order} has shipped; total ${total:.2f}.",
                     "forbidden_tools": ["cancel_order"],
@@ -52,17 +56,6 @@ def synthetic(i: int) -> Conversation:
     return Conversation.model_validate(
         {"conversation_id": f"c{i}", "agent": "shop", "version": "1.0", "task": "orders", "turns": turns}
     )
-
-
-def calibration_us() -> float:
-    """CPU µs of `sum(range(1000))` (best of 5 × 200): about 9.5 on the quiet development machine."""
-    best = float("inf")
-    for _ in range(5):
-        start = time.process_time()
-        for _ in range(200):
-            sum(range(1000))
-        best = min(best, (time.process_time() - start) / 200 * 1e6)
-    return best
 
 
 def main() -> None:
@@ -90,13 +83,19 @@ def main() -> None:
     cpu = time.process_time() - cpu_start
     turns = sum(len(convs[i % distinct].turns) for i in range(args.n))
     print(f"scored {args.n} conversations ({turns} turns, {distinct} distinct) in {elapsed:.2f} s")
-    print(f"{args.n / elapsed:,.0f} conversations/s, {turns / elapsed:,.0f} turns/s, "
-          f"{elapsed / args.n * 1e6:.1f} µs per conversation")
-    print(f"CPU time {cpu:.2f} s: {cpu / args.n * 1e6:.1f} µs per conversation "
-          f"({args.n / cpu:,.0f} conversations/s of CPU; wall and CPU differ when the machine is shared)")
+    print(
+        f"{args.n / elapsed:,.0f} conversations/s, {turns / elapsed:,.0f} turns/s, "
+        f"{elapsed / args.n * 1e6:.1f} µs per conversation"
+    )
+    print(
+        f"CPU time {cpu:.2f} s: {cpu / args.n * 1e6:.1f} µs per conversation "
+        f"({args.n / cpu:,.0f} conversations/s of CPU; wall and CPU differ when the machine is shared)"
+    )
     calib = (calib_before + calibration_us()) / 2
-    print(f"calibration: sum(range(1000)) took {calib:.1f} µs of CPU before and after (≈ 9.5 on a quiet machine; "
-          "higher means the machine was busy)")
+    print(
+        f"calibration: sum(range(1000)) took {calib:.1f} µs of CPU before and after (≈ 9.5 on a quiet machine; "
+        "higher means the machine was busy)"
+    )
     print("outcomes:", dict(sorted(outcomes.items())))
 
 
