@@ -22,6 +22,7 @@ from agentwatch.collector.reconstruct import build_conversation
 from calibration import calibration_line, calibration_us
 from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
 
+from agentwatch.compiled import compiled_summary
 from agentwatch.config import CollectorConfig
 
 TURNS = 2
@@ -441,7 +442,7 @@ def main() -> None:
     size = sum(len(m) for m in w.messages)
     print(
         f"workload: {w.conversations:,} conversations, {w.spans:,} spans, {len(w.messages):,} messages, "
-        f"{size / len(w.messages):,.0f} B/message"
+        f"{size / len(w.messages):,.0f} B/message; {compiled_summary()}"
     )
     if not args.broker_only:
         for section in SECTIONS:

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Set up a virtualenv (.venv), install agentwatch with its test extras and promtool, run the test suite.
+# Set up a virtualenv (.venv), install agentwatch with its test extras and promtool, run the test suite twice:
+# on the pure-Python sources (the editable install) and on the hot path compiled as `pip install .` builds it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY="${PYTHON:-python3}"
@@ -10,4 +11,8 @@ if ! command -v promtool >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ]; then apt-get install -y -q prometheus >/dev/null || { apt-get update -q && apt-get install -y -q prometheus; }
   else sudo apt-get install -y -q prometheus; fi
 fi
-exec .venv/bin/python -m pytest -q "$@"
+echo "== tests, pure Python"
+.venv/bin/python -m pytest -q "$@"
+echo "== tests, compiled hot path"
+./scripts/compile.sh
+PYTHONPATH=build/compiled AGENTWATCH_EXPECT_COMPILED=1 exec .venv/bin/python -P -m pytest -q "$@"

@@ -1,0 +1,64 @@
+"""The compiled hot path (Cython, built by `pip install .`) against the pure-Python sources it is built from.
+
+scripts/test.sh runs the suite twice: on the editable install (pure Python) and with the compiled build first on
+PYTHONPATH and `AGENTWATCH_EXPECT_COMPILED=1`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from equivalence_corpus import compiled_modules, outputs
+
+from agentwatch.compiled import COMPILED_MODULES, compiled_summary, source_path
+
+EXPECT_COMPILED = os.environ.get("AGENTWATCH_EXPECT_COMPILED", "") == "1"
+REPO = Path(__file__).resolve().parents[1]
+SEEDS = 1500
+
+
+def test_hot_path_is_built_as_this_pass_expects() -> None:
+    """All hot-path modules compiled in the compiled pass; none in the pure pass (a stray .so would shadow edits)."""
+    compiled = compiled_modules()
+    if EXPECT_COMPILED:
+        assert compiled == list(COMPILED_MODULES), compiled_summary()
+    else:
+        assert compiled == [], (
+            f"{compiled} import from extension modules, not from their sources: delete the stale builds "
+            f"beside {[source_path(m) for m in compiled]} (scripts/compile.sh builds into build/compiled)"
+        )
+
+
+def test_module_list_names_real_sources() -> None:
+    """Every module setup.py compiles exists as a source file, so a rename cannot drop it silently."""
+    missing = [source_path(m) for m in COMPILED_MODULES if not (REPO / source_path(m)).is_file()]
+    assert missing == []
+
+
+@pytest.mark.skipif(not EXPECT_COMPILED, reason="compares with the compiled build: the compiled pass runs it")
+def test_compiled_output_equals_pure_python_output() -> None:
+    """Decode → rebuild → score of a random corpus gives identical JSON compiled and as pure Python."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "AGENTWATCH_EXPECT_COMPILED")}
+    child = subprocess.run(
+        [sys.executable, "-P", str(REPO / "tests" / "equivalence_corpus.py"), str(SEEDS)],
+        env=env,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=True,
+    )
+    pure = json.loads(child.stdout)
+    assert pure["compiled"] == [], "the reference process should run the pure-Python sources"
+    here = [json.dumps(item) for item in outputs(SEEDS)]
+    there = [json.dumps(item) for item in pure["outputs"]]
+    assert len(here) == len(there) > SEEDS
+    differing = [i for i, (a, b) in enumerate(zip(here, there, strict=True)) if a != b]
+    assert differing == [], f"{len(differing)} messages differ, first {differing[0]}:\n{here[differing[0]][:2000]}"
+    decoded = sum(1 for item in here if not item.startswith('["decode_error"'))
+    assert decoded > SEEDS // 2  # most of the corpus reaches the scorers
