@@ -28,6 +28,7 @@ from agentwatch.collector.topics import ensure_topics
 from agentwatch.scorers import unscored
 from confluent_kafka import Consumer, KafkaException, Message, TopicPartition
 
+from agentwatch.compiled import compiled_summary
 from agentwatch.config import Settings
 from agentwatch.schema import Conversation, ConversationScore
 
@@ -119,7 +120,7 @@ class CollectorService:
         self._consumer.subscribe(
             topics, on_assign=self._on_assigned, on_revoke=self._on_revoked, on_lost=self._on_lost
         )
-        log.info("collector consuming %s in group %s", topics, cfg.group_id)
+        log.info("collector consuming %s in group %s; %s", topics, cfg.group_id, compiled_summary())
         last_commit = time.monotonic()
         clean = False
         try:
