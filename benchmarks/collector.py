@@ -4,6 +4,8 @@ Run: `python benchmarks/collector.py [--conversations N] [--broker [--rekey]]`. 
 nothing about timings. The pipeline is timed without scoring (the collector's own cost) and with it; in-process
 figures are CPU time (`time.process_time`) with wall time beside them, broker figures wall time with the
 process's CPU per conversation. Each section is a function taking the prepared messages (`SECTIONS`).
+The first line says whether the hot path is compiled; from an editable install it is not, and to measure what
+`pip install .` builds: `./scripts/compile.sh && PYTHONPATH=build/compiled python benchmarks/collector.py`.
 """
 
 from __future__ import annotations
