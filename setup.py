@@ -1,7 +1,7 @@
 """Build hook: compile the collector's and scorers' hot modules with Cython when installing (not editable).
 
 The modules stay plain Python; Cython compiles the same `.py` files into extension modules that sit beside
-them (measured: 1.4× faster decode → assemble → rebuild → score, see docs/collector.md). Everything else is
+them (measured: 1.25–1.5× faster decode → assemble → rebuild → score, see docs/collector.md). Everything else is
 configured in pyproject.toml. The build falls back to pure Python, with a warning, when there is no C
 compiler; `AGENTWATCH_PURE_PYTHON=1` skips compiling. Editable installs (`pip install -e .`) are never
 compiled: an extension module beside its source would keep running the old code after an edit.
