@@ -34,6 +34,24 @@ def test_hot_path_is_built_as_this_pass_expects() -> None:
         )
 
 
+class _Spans(list):
+    """A list subclass: Cython, reading type hints, would reject it where `list[...]` is annotated."""
+
+
+def test_type_hints_do_not_change_compiled_behaviour() -> None:
+    """An int stays an int where `float` is annotated, and a list subclass passes where `list` is (setup.py
+    compiles with annotation_typing off; with it on, `now` would become 7.0 and `_Spans` a TypeError)."""
+    from agentwatch.collector.assembler import Assembler
+    from agentwatch.collector.decode import SpanRecord
+    from agentwatch.config import CollectorConfig
+
+    assembler = Assembler(CollectorConfig())
+    span = SpanRecord("ab" * 16, "cd" * 8, None, "invoke_agent bot", 1, 2, None, conversation_id="conv-hints")
+    assembler.add_message(_Spans([span]), 0, 0, 7)
+    (conv,) = assembler._open.values()
+    assert conv.last_seen == 7 and type(conv.last_seen) is int
+
+
 def test_module_list_names_real_sources() -> None:
     """Every module setup.py compiles exists as a source file, so a rename cannot drop it silently."""
     missing = [source_path(m) for m in COMPILED_MODULES if not (REPO / source_path(m)).is_file()]
