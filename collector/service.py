@@ -26,7 +26,7 @@ from agentwatch.collector.reconstruct import build_conversation
 from agentwatch.collector.rekey import CONTENT_TYPE_HEADER, Rekeyer, header, keyed_by_conversation
 from agentwatch.collector.topics import ensure_topics
 from agentwatch.scorers import unscored
-from confluent_kafka import Consumer, KafkaException, Message, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
 from agentwatch.compiled import compiled_summary
 from agentwatch.config import Settings
@@ -171,8 +171,11 @@ class CollectorService:
     def _handle(self, message: Message, now: float, rekeyer: Rekeyer, dead: DeadLetterPublisher) -> None:
         """Decode one record and assemble, re-key or dead-letter it; never raises on bad input."""
         error = message.error()
-        if error is not None:  # a consumer event, not a record (e.g. a topic that does not exist yet)
-            log.warning("consumer: %s", error)
+        if error is not None:  # a consumer event, not a record
+            if error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:  # the first producer creates it: not a fault
+                log.info("input topic %s does not exist yet; consuming it once it does", message.topic())
+            else:
+                log.warning("consumer: %s", error)
             return
         topic, offset = message.topic(), message.offset()
         tp = (topic, message.partition())

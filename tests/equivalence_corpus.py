@@ -13,14 +13,14 @@ import random
 import sys
 from typing import Any
 
-from google.protobuf.json_format import MessageToJson
-from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
-
 from agentwatch.collector.assembler import FinishedConversation
 from agentwatch.collector.decode import DecodeError, decode_message
 from agentwatch.collector.reconstruct import build_conversation
-from agentwatch.compiled import COMPILED_MODULES, is_compiled
 from agentwatch.scorers import ConversationScorer
+from google.protobuf.json_format import MessageToJson
+from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
+
+from agentwatch.compiled import COMPILED_MODULES, is_compiled
 
 OPS = ["invoke_agent", "chat", "execute_tool", "text_completion", "embeddings", None, "Chat"]
 KINDS = [None, None, "AGENT", "TOOL", "LLM", "llm", "CHAIN", "RETRIEVER"]

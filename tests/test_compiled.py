@@ -43,6 +43,7 @@ def test_type_hints_do_not_change_compiled_behaviour() -> None:
     compiles with annotation_typing off; with it on, `now` would become 7.0 and `_Spans` a TypeError)."""
     from agentwatch.collector.assembler import Assembler
     from agentwatch.collector.decode import SpanRecord
+
     from agentwatch.config import CollectorConfig
 
     assembler = Assembler(CollectorConfig())
