@@ -81,3 +81,17 @@ def test_compiled_output_equals_pure_python_output() -> None:
     assert differing == [], f"{len(differing)} messages differ, first {differing[0]}:\n{here[differing[0]][:2000]}"
     decoded = sum(1 for item in here if not item.startswith('["decode_error"'))
     assert decoded > SEEDS // 2  # most of the corpus reaches the scorers
+
+
+def test_version_says_which_build_runs() -> None:
+    """`agentwatch --version` names the version and whether the hot path is compiled (for bug reports)."""
+    from typer.testing import CliRunner
+
+    from agentwatch import __version__
+    from agentwatch.cli.app import app
+
+    result = CliRunner().invoke(app, ["--version"])
+    assert result.exit_code == 0
+    assert result.output.startswith(f"agentwatch {__version__}; ")
+    assert (f"hot path compiled ({len(COMPILED_MODULES)} modules, Cython)" in result.output) == EXPECT_COMPILED
+    assert ("pure Python" in result.output) != EXPECT_COMPILED

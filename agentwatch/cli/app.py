@@ -15,9 +15,22 @@ app = typer.Typer(
 )
 
 
+def _print_version(value: bool) -> None:
+    """Print the version and whether the hot path is compiled, then exit."""
+    if value:
+        from agentwatch import __version__
+        from agentwatch.compiled import compiled_summary
+
+        typer.echo(f"agentwatch {__version__}; {compiled_summary()}")
+        raise typer.Exit()
+
+
 @app.callback()
 def _root(
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Log at DEBUG level."),
+    version: bool = typer.Option(
+        False, "--version", callback=_print_version, is_eager=True, help="Print the version and exit."
+    ),
 ) -> None:
     """Reliability monitoring for AI agents."""
     import logging
