@@ -14,5 +14,5 @@ fi
 echo "== tests, pure Python"
 .venv/bin/python -m pytest -q "$@"
 echo "== tests, compiled hot path"
-./scripts/compile.sh
+PYTHON=.venv/bin/python ./scripts/compile.sh
 PYTHONPATH=build/compiled AGENTWATCH_EXPECT_COMPILED=1 exec .venv/bin/python -P -m pytest -q "$@"
