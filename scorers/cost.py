@@ -22,16 +22,16 @@ class PriceLookup:
     the name has a separator (`-_.:@/` or space).
     """
 
-    __slots__ = ("_exact", "_prefixes", "seen")
+    __slots__ = ("_cache", "_exact", "_prefixes")
 
     def __init__(self, prices: dict[str, ModelPrice]) -> None:
         self._exact = {name: (p.input_per_mtok, p.output_per_mtok) for name, p in prices.items()}
         self._prefixes = sorted(self._exact, key=len, reverse=True)
-        self.seen: dict[str, tuple[float, float] | None] = {}  # the models looked up so far and their prices
+        self._cache: dict[str, tuple[float, float] | None] = {}
 
     def __call__(self, model: str) -> tuple[float, float] | None:
         """(input, output) USD per million tokens, or None if the model is not in the table."""
-        price = self.seen.get(model, _UNSEEN)
+        price = self._cache.get(model, _UNSEEN)
         if price is not _UNSEEN:
             return price  # type: ignore[return-value]
         price = self._exact.get(model)
@@ -44,8 +44,8 @@ class PriceLookup:
                 ),
                 None,
             )
-        if len(self.seen) < 65_536:
-            self.seen[model] = price
+        if len(self._cache) < 65_536:
+            self._cache[model] = price
         return price
 
 
@@ -69,7 +69,6 @@ def conversation_cost(turns: Sequence[Turn], prices: PriceLookup) -> CostResult:
     reasons: list[str] = []
     total: float | None = None
     input_tokens = output_tokens = 0
-    seen = prices.seen  # a model seen before is priced with one dictionary look-up instead of a method call
     for turn in turns:
         turn_total = turn.cost_usd
         priced = turn_total is None  # a reported turn cost wins over its model calls
@@ -90,9 +89,7 @@ def conversation_cost(turns: Sequence[Turn], prices: PriceLookup) -> CostResult:
                         if _NO_MODEL not in reasons:
                             reasons.append(_NO_MODEL)
                         continue
-                    price = seen.get(model, _UNSEEN)
-                    if price is _UNSEEN:
-                        price = prices(model)
+                    price = prices(model)
                     if price is None:
                         reason = f"cost_unknown: model {model} not in price table"
                         if reason not in reasons:

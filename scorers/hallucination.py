@@ -142,9 +142,8 @@ class Evidence:
                 if form in text and _number_written(text, form):
                     return True
         while (text := self._read()) is not None:
-            for form in forms:
-                if form in text and _number_written(text, form):
-                    return True
+            if _written_in(text, forms):
+                return True
         return False
 
     def numbers(self) -> list[float]:
@@ -185,37 +184,15 @@ def claimed_actions(answer: str, folded: str | None = None) -> list[str]:
 
 def _mentions_action(folded: str) -> bool:
     """Whether the case-folded answer contains one of the action verbs (a cheap pre-check: most answers claim
-    nothing). Plain substring tests: 6.6k instructions for a 50-character answer against 12k for one search
-    with an alternation of the verbs; "cancel" stands for both spellings."""
-    return (
-        "cancel" in folded
-        or "refunded" in folded
-        or "booked" in folded
-        or "reserved" in folded
-        or "scheduled" in folded
-        or "sent" in folded
-        or "emailed" in folded
-        or "updated" in folded
-        or "changed" in folded
-        or "modified" in folded
-        or "created" in folded
-        or "deleted" in folded
-        or "removed" in folded
-        or "transferred" in folded
-        or "submitted" in folded
-        or "issued" in folded
-        or "reset" in folded
-    )
+    nothing). Substring tests: fewer instructions than one search with an alternation of the verbs."""
+    return any(verb in folded for verb in ACTION_STEMS)
 
 
 def unsupported_claims(answer: str, tool_names: Iterable[str], folded: str | None = None) -> list[str]:
     """Claimed actions with no successful tool call whose (normalised) name contains the action's stem."""
     verbs = claimed_actions(answer, folded)
-    return _not_performed(verbs, tool_names) if verbs else []
-
-
-def _not_performed(verbs: list[str], tool_names: Iterable[str]) -> list[str]:
-    """The claimed action verbs no successful tool call (by its normalised name) performed."""
+    if not verbs:
+        return []
     names = list(tool_names)
     return [verb for verb in verbs if not any(stem in name for stem in ACTION_STEMS[verb] for name in names)]
 
@@ -329,8 +306,7 @@ def find_hallucinations(
         return []
     text = answer if isinstance(answer, AnswerText) else AnswerText(answer)
     reasons: list[str] = []  # loops, not comprehensions: usually nothing is found
-    verbs = claimed_actions(text.text, text.folded)
-    for verb in _not_performed(verbs, evidence.tool_names) if verbs else ():
+    for verb in unsupported_claims(text.text, evidence.tool_names, text.folded):
         reasons.append(f"claims the action '{verb}' but no successful tool call performed it")
     if evidence.complete:
         for token in unsupported_identifiers(text, evidence, reference):

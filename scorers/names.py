@@ -48,12 +48,8 @@ class NameNormalizer:
         return out  # type: ignore[return-value]  # no None left
 
     def of(self, named: Sequence[Named]) -> list[str]:
-        """Canonical forms of the names of tool calls or expected tools (`all` without a list of names first)."""
-        get = self._cache.get
-        out = [get(item.name) for item in named]
-        if None in out:
-            out = [self(item.name) for item in named]
-        return out  # type: ignore[return-value]  # no None left
+        """Canonical forms of the names of tool calls or expected tools."""
+        return self.all([item.name for item in named])
 
     def _normalise(self, name: str) -> str:
         s = name.strip()

@@ -195,8 +195,7 @@ class ToolGrader:
         else:
             sequence = 1.0
         utilization: float | None = None
-        required = expected.uses_tool_results  # Expectation.utilization_required, without a property call
-        if bool(exp_tools) if required is None else required:
+        if expected.utilization_required:
             results: list[Any] = []
             arguments: list[Any] = []
             succeeded = False
