@@ -14,7 +14,7 @@ import sys
 from typing import Any
 
 from agentwatch.collector.assembler import FinishedConversation
-from agentwatch.collector.decode import DecodeError, decode_message
+from agentwatch.collector.decode import DecodeError, _set_value, decode_message
 from agentwatch.collector.reconstruct import build_conversation
 from agentwatch.scorers import ConversationScorer
 from google.protobuf.json_format import MessageToJson
@@ -119,26 +119,11 @@ def _value(r: random.Random, key: str) -> Any:
 
 
 def _set(target: Any, v: Any) -> None:
-    if isinstance(v, bool):
-        target.bool_value = v
-    elif isinstance(v, int):
-        target.int_value = v
-    elif isinstance(v, float):
-        target.double_value = v
-    elif isinstance(v, str):
-        target.string_value = v
-    elif isinstance(v, bytes):
+    """An AnyValue from a Python value: the collector's own encoder, plus bytes (which it never writes)."""
+    if isinstance(v, bytes):
         target.bytes_value = v
-    elif isinstance(v, list):
-        target.array_value.SetInParent()
-        for x in v:
-            _set(target.array_value.values.add(), x)
-    elif isinstance(v, dict):
-        target.kvlist_value.SetInParent()
-        for k, x in v.items():
-            e = target.kvlist_value.values.add()
-            e.key = k
-            _set(e.value, x)
+    else:
+        _set_value(target, v)
 
 
 def _span(r: random.Random, sp: Any, ids: list[bytes], conv: str) -> None:

@@ -1,7 +1,9 @@
 """The compiled hot path (Cython, built by `pip install .`) against the pure-Python sources it is built from.
 
-scripts/test.sh runs the suite twice: on the editable install (pure Python) and with the compiled build first on
-PYTHONPATH and `AGENTWATCH_EXPECT_COMPILED=1`.
+scripts/test.sh builds the compiled package into build/compiled, then runs the suite twice: on the editable
+install (pure Python, with `AGENTWATCH_COMPILED_BUILD` naming that build) and with the build first on PYTHONPATH
+and `AGENTWATCH_EXPECT_COMPILED=1`. Run without scripts/test.sh, the pure pass builds it (scripts/compile.sh,
+about a minute) for the comparison of outputs.
 """
 
 from __future__ import annotations
@@ -12,7 +14,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 from equivalence_corpus import compiled_modules, outputs
 
 from agentwatch.compiled import COMPILED_MODULES, compiled_summary, source_path
@@ -59,10 +60,22 @@ def test_module_list_names_real_sources() -> None:
     assert missing == []
 
 
-@pytest.mark.skipif(not EXPECT_COMPILED, reason="compares with the compiled build: the compiled pass runs it")
+def _other_build() -> tuple[dict[str, str], list[str]]:
+    """Environment of a process that runs the other build than this one, and the compiled modules it must
+    report: the editable install (pure Python) from the compiled pass, the compiled build from the pure pass."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "AGENTWATCH_EXPECT_COMPILED")}
+    if EXPECT_COMPILED:
+        return env, []
+    build = os.environ.get("AGENTWATCH_COMPILED_BUILD")
+    if not build:  # not under scripts/test.sh: build it now, from the sources under test
+        subprocess.run([str(REPO / "scripts" / "compile.sh")], env={**env, "PYTHON": sys.executable}, check=True)
+        build = str(REPO / "build" / "compiled")
+    return {**env, "PYTHONPATH": build}, list(COMPILED_MODULES)
+
+
 def test_compiled_output_equals_pure_python_output() -> None:
     """Decode → rebuild → score of a random corpus gives identical JSON compiled and as pure Python."""
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "AGENTWATCH_EXPECT_COMPILED")}
+    env, other_compiled = _other_build()
     child = subprocess.run(
         [sys.executable, "-P", str(REPO / "tests" / "equivalence_corpus.py"), str(SEEDS)],
         env=env,
@@ -72,10 +85,10 @@ def test_compiled_output_equals_pure_python_output() -> None:
         timeout=600,
         check=True,
     )
-    pure = json.loads(child.stdout)
-    assert pure["compiled"] == [], "the reference process should run the pure-Python sources"
+    other = json.loads(child.stdout)
+    assert other["compiled"] == other_compiled, "the reference process should run the other build"
     here = [json.dumps(item) for item in outputs(SEEDS)]
-    there = [json.dumps(item) for item in pure["outputs"]]
+    there = [json.dumps(item) for item in other["outputs"]]
     assert len(here) == len(there) > SEEDS
     differing = [i for i, (a, b) in enumerate(zip(here, there, strict=True)) if a != b]
     assert differing == [], f"{len(differing)} messages differ, first {differing[0]}:\n{here[differing[0]][:2000]}"
