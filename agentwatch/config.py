@@ -171,6 +171,92 @@ def _default_tiers() -> list[ReadinessTier]:
     ]
 
 
+# --------------------------------------------------------------------------- production grading
+
+
+class SamplingRule(_Section):
+    """Sample rates of the conversations of matching agents and tasks (shell-style globs)."""
+
+    agent: str = "*"
+    task: str = "*"
+    judge_rate: float | None = Field(default=None, ge=0, le=1, description="share the judge grades")
+    review_rate: float | None = Field(default=None, ge=0, le=1, description="share whose labels are truth")
+
+
+class SamplingConfig(_Section):
+    """Which conversations are in the graded samples, decided by `sample_point(conversation id) < rate`.
+
+    The judge grades the judge sample; a person's label is a conversation's truth on the review sample and
+    feeds label metrics only elsewhere (feedback is not a random sample). The first matching rule wins; a rule
+    that leaves a rate unset takes the default.
+    """
+
+    judge_rate: float = Field(default=1.0, ge=0, le=1)
+    review_rate: float = Field(default=0.0, ge=0, le=1)
+    rules: list[SamplingRule] = Field(default_factory=list)
+
+
+ArgumentConstraint = Any  # a plain value (equal), {"regex": str}, {"from_input": true}, {"any": true}
+
+
+class PolicyTool(_Section):
+    """A tool the policy expects, with optional constraints on its arguments."""
+
+    name: str = Field(min_length=1)
+    arguments: dict[str, ArgumentConstraint] = Field(
+        default_factory=dict,
+        description="argument -> a value (equal), {regex: PATTERN} (full match), or {from_input: true} "
+        "(the value appears in the user's input of this conversation)",
+    )
+
+    @field_validator("arguments")
+    @classmethod
+    def _constraints(cls, v: dict[str, Any]) -> dict[str, Any]:
+        import re
+
+        for key, c in v.items():
+            if isinstance(c, dict):
+                unknown = set(c) - {"regex", "from_input", "any"}
+                if unknown or len(c) != 1:
+                    raise ValueError(
+                        f"argument {key!r}: a constraint is a value, {{regex: ...}}, {{from_input: true}} "
+                        f"or {{any: true}}, got {c!r}"
+                    )
+                if "regex" in c:
+                    try:
+                        re.compile(str(c["regex"]))
+                    except re.error as exc:
+                        raise ValueError(f"argument {key!r}: invalid regex {c['regex']!r}: {exc}") from exc
+        return v
+
+
+class TaskPolicy(_Section):
+    """Expectations that live in configuration: they grade every conversation of the matching agents and tasks."""
+
+    id: str = Field(min_length=1, description="policy id, recorded on every score it graded")
+    version: str = Field(default="1", min_length=1)
+    agent: str = Field(default="*", description="agent name or shell-style glob")
+    task: str = Field(default="*", description="task name or shell-style glob")
+    tools: list[PolicyTool] = Field(default_factory=list, description="tool calls expected in the conversation")
+    order: Literal["any", "relative", "strict"] = Field(
+        default="any",
+        description="any: each expected call somewhere; relative: in this order, others may come between; "
+        "strict: exactly these calls in this order",
+    )
+    forbidden_tools: list[str] = Field(default_factory=list)
+    grounding: list[str] = Field(
+        default_factory=list, description="tools that must be called before the first answer"
+    )
+    max_tool_calls: int | None = Field(default=None, ge=0)
+    max_turns: int | None = Field(default=None, ge=1)
+    max_cost_usd: float | None = Field(default=None, gt=0)
+
+    @property
+    def ref(self) -> str:
+        """`id@version`, as recorded on scores."""
+        return f"{self.id}@{self.version}"
+
+
 # --------------------------------------------------------------------------- services
 
 
@@ -263,6 +349,18 @@ class Settings(BaseSettings):
     kafka: KafkaConfig = Field(default_factory=KafkaConfig)
     collector: CollectorConfig = Field(default_factory=CollectorConfig)
     exporter: ExporterConfig = Field(default_factory=ExporterConfig)
+    sampling: SamplingConfig = Field(default_factory=SamplingConfig)
+    policies: list[TaskPolicy] = Field(default_factory=list, description="task policies; the first match wins")
+
+    @field_validator("policies")
+    @classmethod
+    def _unique_policy_ids(cls, v: list[TaskPolicy]) -> list[TaskPolicy]:
+        seen: set[str] = set()
+        for p in v:
+            if p.id in seen:
+                raise ValueError(f"policy id {p.id!r} is used twice")
+            seen.add(p.id)
+        return v
 
     @classmethod
     def settings_customise_sources(

@@ -16,6 +16,11 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 SCHEMA_VERSION = 1
 
+# Failure evidence: found on any conversation, graded or not, and reported as rates over all of them.
+EVIDENCE: tuple[str, ...] = ("error", "no_answer", "loop", "hallucination", "over_budget", "forbidden_tool")
+# Graders that decide success by a rule blind to the outcome (`ConversationScore.graded_by`).
+GRADERS: tuple[str, ...] = ("expectations", "judge_score", "policy", "judge", "label")
+
 
 class Outcome(str, Enum):
     """Outcome class of a conversation (Agent Success Rate)."""
@@ -224,11 +229,38 @@ class ConversationScore(_Model):
     output_tokens: int = Field(default=0, description="Total output tokens.")
     ended_at: datetime | None = Field(default=None, description="Conversation end (event time for windows).")
     incomplete: bool = Field(default=False, description="Collector finished it early because a cap was hit.")
+    graded_by: list[str] = Field(
+        default_factory=list,
+        description="Graders that decided success (expectations, judge_score, policy, judge, label); empty when "
+        "the conversation is not in the graded sample.",
+    )
+    evidence: list[str] = Field(
+        default_factory=list,
+        description="Failure evidence found (error, no_answer, loop, hallucination, over_budget, forbidden_tool), "
+        "graded or not: counted as rates over all conversations.",
+    )
+    policy: str | None = Field(default=None, description="`id@version` of the task policy that graded it.")
+    judge: str | None = Field(default=None, description="Id of the judge that graded it (name, model, prompt).")
+    judge_sampled: bool = Field(default=False, description="In the judge sample (sample_point(id) < judge rate).")
+    review_sampled: bool = Field(
+        default=False, description="In the review sample: a label on it is its truth (sample_point(id) < rate)."
+    )
+    label: Outcome | None = Field(
+        default=None, description="Outcome label from a person or feedback, whether or not it graded."
+    )
+    revision: int = Field(
+        default=0, ge=0, description="0 for the first score; a later label or verdict publishes revision + 1."
+    )
 
     @property
     def scored(self) -> bool:
-        """Whether any grader applied."""
+        """Whether it is in the graded sample (a grader decided success)."""
         return self.passed is not None
+
+    @property
+    def identity(self) -> tuple[str, str]:
+        """(agent, conversation id): what makes two scores the same conversation."""
+        return (self.agent, self.conversation_id)
 
     @property
     def series(self) -> tuple[str, str, str]:

@@ -14,11 +14,14 @@ from agentwatch.scorers.hallucination import Evidence, find_hallucinations
 from agentwatch.scorers.judge import Judge, run_judge
 from agentwatch.scorers.names import NameNormalizer
 from agentwatch.scorers.outcome import OutcomeFacts, asr_credit, decide_outcome
+from agentwatch.scorers.policy import PolicyBook, grade_policy
+from agentwatch.scorers.sampling import Sampler
 from agentwatch.scorers.text import AnswerText
 from agentwatch.scorers.tool_correctness import ToolGrader
 
 from agentwatch.config import Settings
 from agentwatch.schema import (
+    EVIDENCE,
     Conversation,
     ConversationScore,
     Outcome,
@@ -71,6 +74,13 @@ class ConversationScorer:
         self._prices = PriceLookup(settings.cost.prices.models)
         self._answer_min = sc.answer_threshold - sc.tolerance
         self._judge = judge
+        self._sampler = Sampler(settings.sampling)
+        self.policies = PolicyBook(settings.policies)
+
+    def reload_policies(self, settings: Settings) -> None:
+        """Grade with the policies and sample rates of `settings` from now on (e.g. on SIGHUP)."""
+        self._sampler = Sampler(settings.sampling)
+        self.policies = PolicyBook(settings.policies)
 
     def score(self, conv: Conversation) -> ConversationScore:
         """Score one conversation; never raises (an internal error yields an unscored result with a reason)."""
@@ -83,10 +93,19 @@ class ConversationScorer:
     # ------------------------------------------------------------------ turns
 
     def _turn(
-        self, i: int, turn: Turn, conv: Conversation, last: bool, evidence: Evidence, facts: OutcomeFacts
+        self,
+        i: int,
+        turn: Turn,
+        conv: Conversation,
+        last: bool,
+        evidence: Evidence,
+        facts: OutcomeFacts,
+        judge: Judge | None,
+        found: set[str],
     ) -> tuple[dict[str, Any], bool | None, float | None, float | None]:
         """Grade one turn; returns its `TurnScore` fields, whether a Judge graded it (None: judge failed), answer
-        score and tool overall."""
+        score and tool overall. Failure evidence is added to `found` and fails the turn (`passed` is False);
+        whether that counts is the conversation's business (only graded conversations have a verdict)."""
         sc = self._scoring
         names = self._names
         exp = turn.expected
@@ -110,11 +129,11 @@ class ConversationScorer:
         answer_score: float | None = None
         if turn.judge_score is not None:
             answer_score = turn.judge_score
-        elif self._judge is not None:
+        elif judge is not None:
             if not has_answer:
                 answer_score = 0.0
             else:
-                verdict = run_judge(self._judge, turn, conv)
+                verdict = run_judge(judge, turn, conv)
                 if verdict.score is None:
                     judged = None
                     reasons.append(f"judge_failed: turn {i}: {verdict.reason}")
@@ -152,24 +171,29 @@ class ConversationScorer:
             if forbidden:
                 failed = True
                 facts.forbidden = True
+                found.add("forbidden_tool")
                 reasons.append(f"forbidden_tool: turn {i}: called {', '.join(forbidden)}")
 
-        # failure evidence: loops, errors, missing final answer, hallucinations
+        # failure evidence, looked for on every conversation: loops, errors, missing final answer, hallucinations
         looped = loops(calls, sc.loop_threshold, names, used_names) if len(calls) >= sc.loop_threshold else ()
         if looped:
             failed = facts.abandoned = True
+            found.add("loop")
             for name, count in looped:
                 reasons.append(f"loop: turn {i}: {name} called {count} times with identical arguments")
         if error:
             failed = facts.abandoned = True
+            found.add("error")
             reasons.append(f"error: turn {i}: {error}")
         if last and not has_answer:
             failed = facts.abandoned = True
+            found.add("no_answer")
             reasons.append(f"no_answer: turn {i}: the last turn has no final answer")
         if text is not None and sc.hallucination_checks:
-            for found in find_hallucinations(text, evidence, reference):
+            for claim in find_hallucinations(text, evidence, reference):
                 failed = facts.hallucinated = True
-                reasons.append(f"hallucination: turn {i}: {found}")
+                found.add("hallucination")
+                reasons.append(f"hallucination: turn {i}: {claim}")
 
         passed = False if failed else (True if applied else None)
         score = {
@@ -189,26 +213,37 @@ class ConversationScorer:
 
     def _score(self, conv: Conversation) -> ConversationScore:
         sc = self._scoring
+        turns = conv.turns
+        n = len(turns)
+        sample = self._sampler.decide(conv.conversation_id, conv.agent, conv.task)
+        # which graders decide success, chosen before looking at the outcome
+        graded_by: list[str] = []
+        if any(t.expected is not None for t in turns):
+            graded_by.append("expectations")
+        if any(t.judge_score is not None for t in turns):
+            graded_by.append("judge_score")
+        policy = None if "expectations" in graded_by else self.policies.match(conv.agent, conv.task)
+        if policy is not None:
+            graded_by.append("policy")
+        judge = self._judge if sample.judge and n else None
+
         evidence = Evidence()
         facts = OutcomeFacts()
+        found: set[str] = set()  # failure evidence codes
         turn_scores: list[dict[str, Any]] = []  # TurnScore fields, validated once with the whole result
         reasons: list[str] = []
         used_judge = judge_failed = False
         answers: list[float] = []
         tools: list[float] = []
-        turns = conv.turns
-        n = len(turns)
         duration_ms: float | None = None
-        any_passed = any_failed = False
+        any_failed = False
         for i, turn in enumerate(turns):
-            ts, judged, answer_score, tool_overall = self._turn(i, turn, conv, i == n - 1, evidence, facts)
+            ts, judged, answer_score, tool_overall = self._turn(
+                i, turn, conv, i == n - 1, evidence, facts, judge, found
+            )
             turn_scores.append(ts)
             reasons.extend(ts["reasons"])
-            if ts["passed"] is not None:
-                if ts["passed"]:
-                    any_passed = True
-                else:
-                    any_failed = True
+            any_failed = any_failed or ts["passed"] is False
             if judged is None:
                 judge_failed = True
             elif judged:
@@ -220,45 +255,63 @@ class ConversationScorer:
             turn_ms = turn.duration_ms
             if turn_ms is not None:
                 duration_ms = turn_ms if duration_ms is None else duration_ms + turn_ms
-
-        # every turn with a verdict passed; None when no turn has one (or a judge failed)
-        passed: bool | None = None if judge_failed or not (any_passed or any_failed) else not any_failed
-        facts.passed = passed
-        facts.judge_failed = judge_failed
-        facts.answer_score = sum(answers) / len(answers) if answers else None
-        facts.tool_overall = sum(tools) / len(tools) if tools else None
-
-        label = conv.outcome
-        outcome = decide_outcome(facts, label, sc.partial_tool_min, sc.partial_answer_min)
-        if label is not None:
-            source = OutcomeSource.LABEL
-            passed = None if label is Outcome.UNSCORED else label is Outcome.COMPLETE
-            reasons.insert(0, f"label: outcome {label.value} set by a label")
-        elif used_judge or judge_failed:
-            source = OutcomeSource.JUDGE
-        else:
-            source = OutcomeSource.RULES
-        if passed is None and not judge_failed and label is None:
-            reasons.append(
-                "no_grader: no turn has an expectation, a judge score or failure evidence"
-                if n
-                else "no_grader: the conversation has no turns"
-            )
+        if used_judge or judge_failed:
+            graded_by.append("judge")
 
         cost = conversation_cost(turns, self._prices)
         reasons.extend(cost.reasons)
         ceiling = budget_ceiling(conv, self._cost)
         penalty = cost_penalty(cost.cost_usd, ceiling)
         if penalty > 0:
+            found.add("over_budget")
             reasons.append(
                 f"over_budget: cost ${cost.cost_usd:.4g} above ceiling ${ceiling:.4g} (penalty {penalty:.3g})"
             )
+        if policy is not None:
+            checked = grade_policy(policy, conv, cost.cost_usd, self._names)
+            reasons.extend(checked.failures)
+            any_failed = any_failed or not checked.passed
+            if checked.forbidden:
+                facts.forbidden = True
+                found.add("forbidden_tool")
+
+        label = conv.outcome
+        label_grades = label is not None and label is not Outcome.UNSCORED and (sample.review or bool(graded_by))
+        if label_grades:
+            graded_by.append("label")
+        # a verdict only for the graded sample; failure evidence fails it but never puts a conversation in it
+        graded = bool(graded_by)
+        passed: bool | None = None if judge_failed or not graded else not any_failed
+        facts.passed = passed
+        facts.judge_failed = judge_failed
+        facts.answer_score = sum(answers) / len(answers) if answers else None
+        facts.tool_overall = sum(tools) / len(tools) if tools else None
+        outcome = decide_outcome(facts, None, sc.partial_tool_min, sc.partial_answer_min)
+        if label_grades:
+            source = OutcomeSource.LABEL
+            outcome = label
+            passed = label is Outcome.COMPLETE
+            reasons.insert(0, f"label: outcome {label.value} set by a label")
+        elif used_judge or judge_failed:
+            source = OutcomeSource.JUDGE
+        else:
+            source = OutcomeSource.RULES
+        if label is not None and not label_grades:
+            reasons.insert(0, f"label: outcome {label.value} set by a label outside the graded sample (not graded)")
+        if not graded:
+            for ts in turn_scores:
+                ts["passed"] = None  # evidence is in the reasons; a verdict is for graded conversations only
+            if not n:
+                reasons.append("no_grader: the conversation has no turns")
+            else:
+                reasons.append(
+                    "no_grader: no expectation, task policy, judge sample or review-sample label applies"
+                )
         incomplete = conv.incomplete
         if incomplete:
             reasons.append("incomplete: the collector finished this conversation early (a cap was hit)")
 
-        # one validation of plain dicts is cheaper than building each nested model (measured: ~6 vs ~13 µs);
-        # the core validator directly: what model_validate calls, without its keyword handling (-0.7 µs)
+        # one validation of plain dicts is cheaper than building each nested model
         return _validate_score(
             {
                 "schema_version": conv.schema_version,
@@ -282,6 +335,12 @@ class ConversationScorer:
                 "output_tokens": cost.output_tokens,
                 "ended_at": _ended_at(conv),
                 "incomplete": incomplete,
+                "graded_by": graded_by if passed is not None else [],
+                "evidence": [e for e in EVIDENCE if e in found],
+                "policy": policy.ref if policy is not None else None,
+                "judge_sampled": sample.judge,
+                "review_sampled": sample.review,
+                "label": label,
             }
         )
 
