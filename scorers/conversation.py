@@ -24,6 +24,7 @@ from agentwatch.schema import (
     EVIDENCE,
     Conversation,
     ConversationScore,
+    Expectation,
     Outcome,
     OutcomeSource,
     Turn,
@@ -218,7 +219,7 @@ class ConversationScorer:
         sample = self._sampler.decide(conv.conversation_id, conv.agent, conv.task)
         # which graders decide success, chosen before looking at the outcome
         graded_by: list[str] = []
-        if any(t.expected is not None for t in turns):
+        if any(t.expected is not None and _says_something(t.expected) for t in turns):
             graded_by.append("expectations")
         if any(t.judge_score is not None for t in turns):
             graded_by.append("judge_score")
@@ -276,7 +277,7 @@ class ConversationScorer:
                 found.add("forbidden_tool")
 
         label = conv.outcome
-        label_grades = label is not None and label is not Outcome.UNSCORED and (sample.review or bool(graded_by))
+        label_grades = label is not None and (sample.review or bool(graded_by))
         if label_grades:
             graded_by.append("label")
         # a verdict only for the graded sample; failure evidence fails it but never puts a conversation in it
@@ -290,7 +291,7 @@ class ConversationScorer:
         if label_grades:
             source = OutcomeSource.LABEL
             outcome = label
-            passed = label is Outcome.COMPLETE
+            passed = None if label is Outcome.UNSCORED else label is Outcome.COMPLETE
             reasons.insert(0, f"label: outcome {label.value} set by a label")
         elif used_judge or judge_failed:
             source = OutcomeSource.JUDGE
@@ -343,6 +344,11 @@ class ConversationScorer:
                 "label": label,
             }
         )
+
+
+def _says_something(exp: Expectation) -> bool:
+    """Whether an expectation gives a grader something to check (an empty one does not grade)."""
+    return bool(exp.tools or "tools" in exp.model_fields_set or exp.forbidden_tools or exp.reference_answer is not None)
 
 
 def _tool_reasons(i: int, tool: dict[str, Any], sequence_matters: bool) -> list[str]:

@@ -62,10 +62,14 @@ def test_identifier_hallucination(answer, hallucinated):
     }
     s = score_conversation(make(turn))
     assert ("hallucination" in codes(s)) is hallucinated
+    assert ("hallucination" in s.evidence) is hallucinated
+    # nothing grades it: evidence is reported, but it never makes the conversation graded
+    assert s.outcome is Outcome.UNSCORED and s.passed is None and s.graded_by == []
+    graded = score_conversation(make(dict(turn, expected={"tools": [{"name": "get_order"}]})))
     if hallucinated:
-        assert s.outcome is Outcome.HALLUCINATED and s.passed is False and s.asr_credit == 0.0
+        assert graded.outcome is Outcome.HALLUCINATED and graded.passed is False and graded.asr_credit == 0.0
     else:
-        assert s.outcome is Outcome.UNSCORED and s.passed is None  # nothing to grade, no failure
+        assert graded.outcome is not Outcome.HALLUCINATED and graded.passed is not None
 
 
 def test_identifier_from_reference_is_not_hallucinated():
@@ -155,9 +159,17 @@ def test_no_final_answer_on_last_turn_is_abandoned():
     assert s.outcome is Outcome.ABANDONED and "no_answer" in codes(s)
 
 
-def test_error_alone_makes_a_conversation_scored():
+def test_error_alone_is_evidence_not_a_grade():
     s = score_conversation(make({"input": "q", "answer": "a", "error": "RuntimeError"}))
-    assert s.passed is False and s.outcome is Outcome.ABANDONED and s.asr_credit == 0.0
+    assert s.passed is None and s.outcome is Outcome.UNSCORED and s.asr_credit is None
+    assert s.evidence == ["error"] and s.graded_by == [] and "error" in codes(s)
+    assert s.turn_scores[0].passed is None and s.turn_scores[0].error == "RuntimeError"
+    # the same conversation graded by a policy: the evidence fails it
+    policed = ConversationScorer(Settings(policies=[{"id": "p"}])).score(
+        make({"input": "q", "answer": "a", "error": "RuntimeError"})
+    )
+    assert policed.passed is False and policed.outcome is Outcome.ABANDONED and policed.graded_by == ["policy"]
+    assert policed.policy == "p@1" and policed.evidence == ["error"]
 
 
 # --------------------------------------------------------------------------- outcome precedence
@@ -181,8 +193,14 @@ def test_label_wins_over_rules():
     s = score_conversation(make(dict(ORDER_TURN, error="boom"), outcome="Partial-Correct"))
     assert s.outcome is Outcome.PARTIAL_CORRECT and s.outcome_source is OutcomeSource.LABEL
     assert s.asr_credit == pytest.approx(0.4) and "label" in codes(s) and s.passed is False
-    good = score_conversation(make({"input": "q", "answer": "a"}, outcome="complete"))
-    assert good.passed is True and good.asr_credit == 1.0
+    # a label on a conversation nothing else grades is its truth only on the review sample
+    outside = score_conversation(make({"input": "q", "answer": "a"}, outcome="complete"))
+    assert outside.passed is None and outside.outcome is Outcome.UNSCORED and outside.label is Outcome.COMPLETE
+    assert outside.review_sampled is False and "label" in codes(outside)
+    reviewed = ConversationScorer(Settings(sampling={"review_rate": 1.0})).score(
+        make({"input": "q", "answer": "a"}, outcome="complete")
+    )
+    assert reviewed.passed is True and reviewed.asr_credit == 1.0 and reviewed.graded_by == ["label"]
 
 
 def test_partial_correct_and_partial_incorrect():
@@ -200,7 +218,7 @@ def test_partial_correct_and_partial_incorrect():
 
 
 def test_abandoned_beats_hallucinated():
-    t = {"input": "q", "answer": "I have refunded you.", "error": "crash"}
+    t = {"input": "q", "answer": "I have refunded you.", "error": "crash", "expected": {"reference_answer": "done"}}
     assert score_conversation(make(t)).outcome is Outcome.ABANDONED
 
 
@@ -334,7 +352,11 @@ def test_properties(turns, budget):
         if t.tool is not None:
             for v in (t.tool.selection, t.tool.parameters, t.tool.sequence, t.tool.overall):
                 assert 0.0 <= v <= 1.0
-        assert (t.passed is False) == bool(t.reasons)
+        if s.passed is not None:
+            assert (t.passed is False) == bool(t.reasons)
+        else:
+            assert t.passed is None
+    assert set(s.evidence) <= codes(s)
     assert not any(r.startswith("scorer_error") for r in s.reasons)
 
 
