@@ -16,12 +16,13 @@ from agentwatch.exporters.report_model import (
     Gate,
     GroupStats,
     KEstimate,
+    RateEstimate,
     Readiness,
     Report,
 )
 
 from agentwatch.config import Settings
-from agentwatch.schema import ConversationScore, Outcome
+from agentwatch.schema import EVIDENCE, GRADERS, ConversationScore, Outcome
 from agentwatch.stats import (
     bootstrap_mean_interval,
     pass_at_k_plugin,
@@ -155,15 +156,49 @@ def _failure_modes(scores: Sequence[ConversationScore]) -> list[FailureMode]:
     return [FailureMode(mode=m, count=n) for m, n in sorted(counter.items(), key=lambda kv: (-kv[1], kv[0]))]
 
 
+def _rate(x: int, n: int, settings: Settings) -> RateEstimate:
+    if n == 0:
+        return RateEstimate(count=x, rate=None, mean=None, lower=None, upper=None)
+    st = settings.stats
+    post = posterior(n, x, st.prior_alpha, st.prior_beta)
+    lo, hi = post.interval(st.level)
+    return RateEstimate(count=x, rate=x / n, mean=post.mean(), lower=lo, upper=hi)
+
+
+def failure_rates(scores: Sequence[ConversationScore], settings: Settings) -> dict[str, RateEstimate]:
+    """Each kind of failure evidence as a rate over all of `scores`, with a Beta credible interval."""
+    found = Counter(e for s in scores for e in set(s.evidence))
+    return {e: _rate(found.get(e, 0), len(scores), settings) for e in EVIDENCE}
+
+
+def latest_revisions(scores: Iterable[ConversationScore]) -> list[ConversationScore]:
+    """One score per conversation (agent, id): the highest revision, the later one on a tie; first-seen order."""
+    kept: dict[tuple[str, str], ConversationScore] = {}
+    for s in scores:
+        old = kept.get(s.identity)
+        if old is None or s.revision >= old.revision:
+            kept[s.identity] = s
+    return list(kept.values())
+
+
 def group_stats(scores: Sequence[ConversationScore], settings: Settings, ks: Sequence[int]) -> GroupStats:
     """Every estimate of the report for one set of conversations."""
     n, c = counts(scores)
     per_task = per_task_counts(s for s in scores if s.scored)
     outcomes = Counter(s.outcome.value for s in scores)
+    graded_by = Counter(g for s in scores if s.scored for g in set(s.graded_by))
+    labels = Counter(s.label.value for s in scores if s.label is not None)
     return GroupStats(
         conversations=len(scores),
         scored=n,
         passed=c,
+        failure_rates=failure_rates(scores, settings),
+        graded_by={g: graded_by[g] for g in GRADERS if graded_by.get(g)},
+        sampled={
+            "judge": sum(1 for s in scores if s.judge_sampled),
+            "review": sum(1 for s in scores if s.review_sampled),
+        },
+        labels={o.value: labels[o.value] for o in Outcome if labels.get(o.value)},
         success_rate=_success_rate(n, c, settings),
         pass_at_k={str(k): _k_estimate(n, c, k, per_task, settings, "at") for k in ks},
         pass_pow_k={str(k): _k_estimate(n, c, k, per_task, settings, "pow") for k in ks},
@@ -262,8 +297,12 @@ def readiness(scores: Sequence[ConversationScore], settings: Settings) -> Readin
 def build_report(
     scores: Sequence[ConversationScore], settings: Settings, ks: Sequence[int] | None = None
 ) -> Report:
-    """The report of `scores`: overall, by task, by tag, readiness (baseline is added by `compare_baseline`)."""
+    """The report of `scores`: overall, by task, by tag, readiness (baseline is added by `compare_baseline`).
+
+    A conversation scored more than once (a later label publishes a revision) counts once, at its latest revision.
+    """
     ks = sorted(set(ks if ks is not None else settings.stats.ks))
+    scores = latest_revisions(scores)
     overall = group_stats(scores, settings, ks)
     by_task_groups: dict[str, list[ConversationScore]] = defaultdict(list)
     by_tag_groups: dict[str, dict[str, list[ConversationScore]]] = defaultdict(lambda: defaultdict(list))

@@ -54,6 +54,16 @@ class CostStats(_Out):
     )
 
 
+class RateEstimate(_Out):
+    """A rate over all conversations (graded or not): count, plug-in share, posterior mean and credible bounds."""
+
+    count: int = Field(description="Conversations with this evidence.")
+    rate: float | None = Field(description="count / conversations.")
+    mean: float | None = Field(description="Posterior mean (Beta prior + counts).")
+    lower: float | None = Field(description="Lower credible bound at stats.level.")
+    upper: float | None = Field(description="Upper credible bound at stats.level.")
+
+
 class FailureMode(_Out):
     """A failure mode (reason code) and how many conversations have it."""
 
@@ -64,9 +74,20 @@ class FailureMode(_Out):
 class GroupStats(_Out):
     """All estimates for one set of conversations (everything, one task, or one tag value)."""
 
-    conversations: int = Field(description="Conversations read (scored or not).")
-    scored: int = Field(description="Conversations with a verdict (n of the pass rates).")
-    passed: int = Field(description="Scored conversations that passed (c).")
+    conversations: int = Field(description="Conversations read (graded or not; one per agent and id).")
+    scored: int = Field(
+        description="Conversations in the graded sample, with a verdict (n of the pass rates and ASR)."
+    )
+    passed: int = Field(description="Graded conversations that passed (c).")
+    failure_rates: dict[str, RateEstimate] = Field(
+        description="Failure evidence (error, no_answer, loop, hallucination, over_budget, forbidden_tool) as "
+        "rates over ALL conversations, graded or not."
+    )
+    graded_by: dict[str, int] = Field(description="Graded conversations per grader (one may have several).")
+    sampled: dict[str, int] = Field(description="Conversations in the judge and in the review sample.")
+    labels: dict[str, int] = Field(
+        description="Conversations per label outcome, graded or not (feedback is not a random sample)."
+    )
     success_rate: Estimate
     pass_at_k: dict[str, KEstimate] = Field(description="Keyed by k as a string.")
     pass_pow_k: dict[str, KEstimate] = Field(description="Keyed by k as a string.")

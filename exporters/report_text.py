@@ -37,10 +37,16 @@ def _signed_pct(d: float | None) -> str:
 
 
 def _overall_lines(r: GroupStats, level: float) -> list[str]:
-    lines = [f"METRICS (all conversations, {level:.0%} credible intervals):"]
+    if r.scored == 0:
+        return [
+            "METRICS: no graded conversations. Success rate, pass@k, pass^k and ASR need a grader chosen blind to",
+            "  the outcome: expectations on the transcript, a task policy, a judge sample or labels on the review",
+            "  sample (docs/scoring.md). Failure evidence below is measured on every conversation.",
+        ]
+    lines = [f"METRICS (graded sample, {level:.0%} credible intervals):"]
     sr = r.success_rate
     lines.append(
-        f"  success rate: {fmt(sr.plugin)} ({r.passed}/{r.scored} scored passed){_interval(sr.lower, sr.upper)}"
+        f"  success rate: {fmt(sr.plugin)} ({r.passed}/{r.scored} graded passed){_interval(sr.lower, sr.upper)}"
     )
     for kind, label, table in (("at", "pass@", r.pass_at_k), ("pow", "pass^", r.pass_pow_k)):
         for k, e in table.items():
@@ -55,13 +61,39 @@ def _overall_lines(r: GroupStats, level: float) -> list[str]:
     return lines
 
 
+def _evidence_lines(r: GroupStats, level: float) -> list[str]:
+    rates = [
+        f"{e} {_pct(x.rate)}{_pct_interval(x.lower, x.upper)}" for e, x in r.failure_rates.items() if x.count
+    ]
+    head = f"FAILURE EVIDENCE (rates over all {r.conversations} conversations, {level:.0%} credible intervals):"
+    if not rates:
+        return [head, "  none found"]
+    return [head, *(f"  {line}" for line in rates)]
+
+
+def _pct_interval(lo: float | None, hi: float | None) -> str:
+    return "" if lo is None or hi is None else f" [{100 * lo:.1f}%, {100 * hi:.1f}%]"
+
+
+def _grading_line(r: GroupStats) -> str:
+    by = ", ".join(f"{g} {n}" for g, n in r.graded_by.items()) or "none"
+    labels = ", ".join(f"{o} {n}" for o, n in r.labels.items())
+    line = f"GRADED BY: {by} · sampled: judge {r.sampled.get('judge', 0)}, review {r.sampled.get('review', 0)}"
+    return line + (f" · labels (all conversations): {labels}" if labels else "")
+
+
 def _group_line(name: str, g: GroupStats) -> str:
     p3 = g.pass_pow_k.get("3")
     pow3 = f" pass^3={fmt(p3.plugin)}" if p3 is not None else ""
     return (
-        f"  {name} ({g.scored}/{g.conversations} scored): pass@1={fmt(g.success_rate.plugin)}{pow3}"
-        f" ASR={fmt(g.asr.value)}"
+        f"  {name} ({g.scored}/{g.conversations} graded): pass@1={fmt(g.success_rate.plugin)}{pow3}"
+        f" ASR={fmt(g.asr.value)}{_evidence_brief(g)}"
     )
+
+
+def _evidence_brief(g: GroupStats) -> str:
+    found = [f"{e} {_pct(x.rate)}" for e, x in g.failure_rates.items() if x.count]
+    return f" | evidence: {', '.join(found)}" if found else ""
 
 
 def _tag_order(keys: Sequence[str]) -> list[str]:
@@ -128,9 +160,9 @@ def report_lines(
     lines = [RULE, title, *header]
     cov = r.scored / r.conversations if r.conversations else None
     lines.append(
-        f"Conversations: {r.conversations} | Scored: {r.scored} (coverage {_pct(cov)}) | Tasks: {len(r.by_task)}"
+        f"Conversations: {r.conversations} | Graded: {r.scored} (coverage {_pct(cov)}) | Tasks: {len(r.by_task)}"
     )
-    lines += [RULE, *_overall_lines(r, level)]
+    lines += [RULE, *_overall_lines(r, level), _grading_line(r), *_evidence_lines(r, level)]
     outcomes = ", ".join(f"{k} {v}" for k, v in r.outcomes.items())
     lines.append(f"OUTCOMES: {outcomes}")
     tc = r.tool_correctness
@@ -155,7 +187,7 @@ def report_lines(
     lines += _baseline_lines(r)
     rd = r.readiness
     lines.append(
-        f"READINESS: tier {rd.tier} ({rd.scope_note}; {rd.scope_scored} scored, estimate {rd.estimate})"
+        f"READINESS: tier {rd.tier} ({rd.scope_note}; {rd.scope_scored} graded, estimate {rd.estimate})"
     )
     for g in rd.gates:
         value = fmt(g.value) if g.name != "loops" or g.value is None else f"{g.value:.0f}"

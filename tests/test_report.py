@@ -25,6 +25,10 @@ ISSUE_KEYS = {
     "conversations",
     "scored",
     "passed",
+    "failure_rates",
+    "graded_by",
+    "sampled",
+    "labels",
     "success_rate",
     "pass_at_k",
     "pass_pow_k",
@@ -135,6 +139,8 @@ def test_json_keys_are_exactly_the_documented_ones(report: Report) -> None:
     assert set(data["pass_pow_k"]["3"]) == {"unbiased", "plugin", "mean", "lower", "upper", "task_mean"}
     assert set(data["asr"]) == {"value", "lower", "upper"}
     assert set(data["cost"]) == {"p50", "p90", "p99", "over_budget_ratio"}
+    assert set(data["failure_rates"]) == {"error", "no_answer", "loop", "hallucination", "over_budget", "forbidden_tool"}
+    assert set(data["failure_rates"]["loop"]) == {"count", "rate", "mean", "lower", "upper"}
     assert set(data["by_tag"]) == {"category", "difficulty"}
     assert set(data["by_task"]["t1"]) == ISSUE_KEYS - {"by_task", "by_tag", "readiness", "baseline"}
     # Round trip: a JSON report can be read back (as a baseline).
@@ -328,7 +334,8 @@ def test_text_layout(report: Report) -> None:
     text = render_text(report, title="Agent Evaluation Report — bot 1")
     order = [
         "Agent Evaluation Report — bot 1",
-        "METRICS (all conversations",
+        "METRICS (graded sample",
+        "FAILURE EVIDENCE (rates over all 12 conversations",
         "METRICS (by difficulty)",
         "METRICS (by category)",
         "TOP FAILURE MODES",
@@ -337,7 +344,7 @@ def test_text_layout(report: Report) -> None:
     ]
     positions = [text.index(s) for s in order]
     assert positions == sorted(positions)
-    assert "success rate: 0.636 (7/11 scored passed)" in text
+    assert "success rate: 0.636 (7/11 graded passed)" in text
     assert "1. over_budget (2 conversations)" in text
     assert "coverage 91.7%" in text and "\x1b[" not in text
 
