@@ -288,6 +288,9 @@ class CollectorConfig(_Section):
     max_poll_interval_ms: int = Field(default=300_000, ge=1)
     max_poll_records: int = Field(default=2_000, ge=1)
     commit_interval_s: float = Field(default=1.0, gt=0, description="flush scores then commit this often")
+    label_memory: int = Field(
+        default=50_000, ge=0, description="published scores remembered so that a late label can revise them"
+    )
     drain_on_shutdown: bool = Field(
         default=False, description="score open conversations on shutdown (else keep them uncommitted)"
     )

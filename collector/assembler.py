@@ -98,6 +98,10 @@ class Assembler:
             self._touch(conv, offset)
         return status
 
+    def is_open(self, partition: int, conversation_id: str) -> bool:
+        """Whether the conversation is being assembled on `partition`."""
+        return (partition, conversation_id) in self._open
+
     def add_message(self, spans: list[SpanRecord], partition: int, offset: int, now: float) -> None:
         """Add every span of the message at (partition, offset), then mark it done (`add` each, `message_done`).
 

@@ -26,7 +26,13 @@ class PipelineStats:
     scores_produced: int = 0
     spans_rekeyed: int = 0
     last_commit_timestamp: float | None = None
+    late_labels: dict[str, int] = field(default_factory=dict)  # result -> count
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def count_label(self, result: str) -> None:
+        """Count one late label by what became of it (revised, unchanged, or a dead-letter reason)."""
+        with self.lock:
+            self.late_labels[result] = self.late_labels.get(result, 0) + 1
 
     def reject(self, reason: str) -> None:
         """Count one message rejected (dead-lettered) for `reason`."""
@@ -47,6 +53,7 @@ class PipelineMetrics(Collector):
             rejected = dict(s.rejected_by_reason)
             finished = dict(s.finished_by_reason)
             lag = dict(s.lag)
+            labels = dict(s.late_labels)
         yield _counter("agentwatch_spans_consumed", "Spans decoded from the input topics.", s.spans_consumed)
         fam = CounterMetricFamily(
             "agentwatch_messages_rejected",
@@ -86,6 +93,15 @@ class PipelineMetrics(Collector):
         yield gauge
         yield _counter("agentwatch_scores_produced", "Conversation scores written.", s.scores_produced)
         yield _counter("agentwatch_spans_rekeyed", "Spans re-published by conversation id.", s.spans_rekeyed)
+        fam = CounterMetricFamily(
+            "agentwatch_late_labels",
+            "Labels that arrived after their conversation was scored, by result (revised, unchanged, "
+            "label_unknown_conversation, label_ambiguous_conversation).",
+            labels=["result"],
+        )
+        for result, n in sorted(labels.items()):
+            fam.add_metric([result], n)
+        yield fam
         if s.last_commit_timestamp is not None:
             yield GaugeMetricFamily(
                 "agentwatch_last_commit_timestamp_seconds",

@@ -9,6 +9,7 @@ duplicates are scores written after the last commit (downstream de-duplicates by
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import socket
@@ -19,18 +20,20 @@ from typing import Any
 
 from agentwatch.collector.assembler import Assembler, FinishedConversation
 from agentwatch.collector.deadletter import DeadLetterPublisher
-from agentwatch.collector.decode import DecodeError, decode_message
+from agentwatch.collector.decode import DecodeError, SpanRecord, decode_message
+from agentwatch.collector.labels import AMBIGUOUS, FOUND, LateLabel, ScoreMemory, label_of
 from agentwatch.collector.metrics import PipelineStats
 from agentwatch.collector.producer import ProduceError, RecordProducer, producer_config
 from agentwatch.collector.reconstruct import build_conversation
 from agentwatch.collector.rekey import CONTENT_TYPE_HEADER, Rekeyer, header, keyed_by_conversation
 from agentwatch.collector.topics import ensure_topics
 from agentwatch.scorers import unscored
+from agentwatch.scorers.relabel import relabel
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
 from agentwatch.compiled import compiled_summary
 from agentwatch.config import Settings
-from agentwatch.schema import Conversation, ConversationScore
+from agentwatch.schema import Conversation, ConversationScore, Outcome
 
 log = logging.getLogger(__name__)
 
@@ -64,9 +67,13 @@ class CollectorService:
         self.config = settings.collector
         if scorer is None:
             scorer = default_scorer(settings)
+        self._scorer = scorer
         self._score: Scorer = scorer.score if hasattr(scorer, "score") else scorer
+        self._pending_settings: Settings | None = None
         self.stats = PipelineStats()
         self.assembler = Assembler(self.config)
+        self.scores = ScoreMemory(self.config.label_memory)  # what a late label revises
+        self._dead: DeadLetterPublisher | None = None
         self._stop = threading.Event()
         self._vparts: dict[Partition, int] = {}
         self._committed: dict[Partition, int] = {}
@@ -81,6 +88,17 @@ class CollectorService:
         ]
 
     # ----------------------------------------------------------------------------------------- lifecycle
+
+    def reload(self, settings: Settings) -> None:
+        """Grade with the task policies and sample rates of `settings` from the next poll on (any thread)."""
+        self._pending_settings = settings
+
+    def _apply_reload(self) -> None:
+        settings, self._pending_settings = self._pending_settings, None
+        reload = getattr(self._scorer, "reload_policies", None)
+        if settings is not None and reload is not None:
+            reload(settings)
+            self.settings.policies, self.settings.sampling = settings.policies, settings.sampling
 
     def stop(self) -> None:
         """Ask `run` to shut down gracefully (safe from signal handlers and other threads)."""
@@ -100,7 +118,7 @@ class CollectorService:
         )
         self._out = RecordProducer(producer_config(kafka.bootstrap_servers, client_id))
         rekeyer = Rekeyer(self._out, cfg.rekey_topic)
-        dead = DeadLetterPublisher(self._out, cfg.dead_letter_topic)
+        dead = self._dead = DeadLetterPublisher(self._out, cfg.dead_letter_topic)
         topics = list(dict.fromkeys([*cfg.input_topics, cfg.rekey_topic]))
         self._consumer = Consumer(
             {
@@ -125,6 +143,8 @@ class CollectorService:
         clean = False
         try:
             while not stop.is_set() and not self._stop.is_set():
+                if self._pending_settings is not None:
+                    self._apply_reload()
                 messages = self._consumer.consume(cfg.max_poll_records, _POLL_TIMEOUT_S)
                 now = time.monotonic()
                 for message in messages:
@@ -198,7 +218,7 @@ class CollectorService:
         else:
             self.stats.spans_consumed += len(spans)
             if topic == self.config.rekey_topic or keyed_by_conversation(headers):
-                self.assembler.add_message(spans, vp, offset, now)
+                self.assembler.add_message(self._take_late_labels(spans, vp, message), vp, offset, now)
                 return
             rekeyer.republish(spans)
             self.stats.spans_rekeyed += len(spans)
@@ -229,6 +249,11 @@ class CollectorService:
 
     def _emit(self, finished: FinishedConversation) -> None:
         """Reconstruct, score and queue the score of one finished conversation."""
+        spans = sorted(finished.spans, key=lambda span: span.end_ns)
+        labels = [label_of(span) for span in spans]
+        if labels and all(labels):  # nothing but labels: for a conversation this collector does not remember
+            self._apply_label(labels[-1], None)  # type: ignore[arg-type]  # the latest; all() leaves no None
+            return
         try:
             conv = build_conversation(finished)
         except Exception as exc:
@@ -241,14 +266,75 @@ class CollectorService:
             except Exception as exc:
                 log.exception("scoring of %s failed", conv.conversation_id)
                 score = unscored(conv, f"scorer_error: {type(exc).__name__}: {exc}")
+        self._publish(score)
+
+    def _publish(self, score: ConversationScore) -> None:
+        """Queue one score for the scores topic and remember it for late labels."""
         assert self._out is not None
-        self._out.send(
-            self.config.scores_topic,
-            value=score.model_dump_json().encode(),
-            key=series_key(score),
-            headers=self._score_headers,
-        )
+        payload = score.model_dump_json().encode()
+        self._out.send(self.config.scores_topic, value=payload, key=series_key(score), headers=self._score_headers)
+        self.scores.remember(score, payload)
         self.stats.scores_produced += 1
+
+    # ----------------------------------------------------------------------------------------- late labels
+
+    def _take_late_labels(self, spans: list[SpanRecord], vp: int, message: Message) -> list[SpanRecord]:
+        """Apply the label spans of conversations already scored and remembered; the other spans, to assemble."""
+        keep: list[SpanRecord] | None = None
+        for i, span in enumerate(spans):
+            label = label_of(span) if span.attrs else None
+            if label is None or self.assembler.is_open(vp, span.conversation_id):
+                if keep is not None:
+                    keep.append(span)
+                continue
+            status, _ = self.scores.find(label.conversation_id, label.agent)
+            if status != FOUND:  # may open a conversation; if it holds nothing but labels, `_emit` dead-letters it
+                if keep is not None:
+                    keep.append(span)
+                continue
+            if keep is None:
+                keep = spans[:i]
+            self._apply_label(label, message)
+        return spans if keep is None else keep
+
+    def _apply_label(self, label: LateLabel, message: Message | None) -> None:
+        """Publish the revision a late label makes, or dead-letter the label when its score is not remembered."""
+        status, payload = self.scores.find(label.conversation_id, label.agent)
+        if status != FOUND or payload is None:
+            reason = "label_ambiguous_conversation" if status == AMBIGUOUS else "label_unknown_conversation"
+            self.stats.count_label(reason)
+            self._dead_letter_label(label, message, reason)
+            return
+        first_score = ConversationScore.model_validate_json(payload)
+        revised = relabel(first_score, Outcome(label.outcome), self.settings.scoring.credits)
+        if revised is None:
+            self.stats.count_label("unchanged")
+            return
+        self.stats.count_label("revised")
+        log.info(
+            "late label %s for %s (%s): revision %d", label.outcome, label.conversation_id, first_score.agent,
+            revised.revision,
+        )
+        self._publish(revised)
+
+    def _dead_letter_label(self, label: LateLabel, message: Message | None, reason: str) -> None:
+        detail = f"label {label.outcome} for conversation {label.conversation_id!r}"
+        if label.agent:
+            detail += f" of agent {label.agent!r}"
+        detail += ": no score of it is remembered by this collector" if reason.endswith("unknown_conversation") else (
+            ": several agents used this id and the label does not name one"
+        )
+        self.stats.reject(reason)
+        assert self._dead is not None
+        if message is not None:
+            record = _Record(message.topic(), message.partition(), message.offset(), message.key(), message.value(),
+                             message.headers())
+        else:  # the label spans were assembled as a conversation of their own: keep what they said
+            value = json.dumps(
+                {"conversation_id": label.conversation_id, "agent": label.agent, "outcome": label.outcome}
+            ).encode()
+            record = _Record("", -1, -1, label.conversation_id.encode(), value, [("content-type", b"application/json")])
+        self._dead.publish(record, reason, detail)
 
     # ----------------------------------------------------------------------------------------- offsets
 

@@ -15,6 +15,7 @@ from agentwatch.scorers.judge import Judge, run_judge
 from agentwatch.scorers.names import NameNormalizer
 from agentwatch.scorers.outcome import OutcomeFacts, asr_credit, decide_outcome
 from agentwatch.scorers.policy import PolicyBook, grade_policy
+from agentwatch.scorers.relabel import label_grades
 from agentwatch.scorers.sampling import Sampler
 from agentwatch.scorers.text import AnswerText
 from agentwatch.scorers.tool_correctness import ToolGrader
@@ -277,8 +278,8 @@ class ConversationScorer:
                 found.add("forbidden_tool")
 
         label = conv.outcome
-        label_grades = label is not None and (sample.review or bool(graded_by))
-        if label_grades:
+        label_decides = label is not None and label_grades(sample.review, graded_by)
+        if label_decides:
             graded_by.append("label")
         # a verdict only for the graded sample; failure evidence fails it but never puts a conversation in it
         graded = bool(graded_by)
@@ -288,7 +289,7 @@ class ConversationScorer:
         facts.answer_score = sum(answers) / len(answers) if answers else None
         facts.tool_overall = sum(tools) / len(tools) if tools else None
         outcome = decide_outcome(facts, None, sc.partial_tool_min, sc.partial_answer_min)
-        if label_grades:
+        if label_decides:
             source = OutcomeSource.LABEL
             outcome = label
             passed = None if label is Outcome.UNSCORED else label is Outcome.COMPLETE
@@ -297,7 +298,7 @@ class ConversationScorer:
             source = OutcomeSource.JUDGE
         else:
             source = OutcomeSource.RULES
-        if label is not None and not label_grades:
+        if label is not None and not label_decides:
             reasons.insert(0, f"label: outcome {label.value} set by a label outside the graded sample (not graded)")
         if not graded:
             for ts in turn_scores:

@@ -8,15 +8,15 @@ from pathlib import Path
 
 import pytest
 import yaml
+from agentwatch.scorers import ConversationScorer
+from agentwatch.scorers.names import NameNormalizer
+from agentwatch.scorers.policy import PolicyBook, grade_policy
 from production_traffic import POLICY, scenario
 from typer.testing import CliRunner
 
 from agentwatch.cli import app
 from agentwatch.config import ConfigError, Settings, TaskPolicy, load_settings
 from agentwatch.schema import Conversation, Outcome
-from agentwatch.scorers import ConversationScorer
-from agentwatch.scorers.names import NameNormalizer
-from agentwatch.scorers.policy import PolicyBook, grade_policy
 
 
 def conv(*turns: dict, task: str = "refund", agent: str = "support-bot") -> Conversation:

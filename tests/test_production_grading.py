@@ -13,16 +13,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
+from agentwatch.scorers import ConversationScorer
+from agentwatch.scorers.sampling import Sampler, sample_point
 from production_traffic import POLICY, conversation, scenario
 from scipy import stats as sps
 from typer.testing import CliRunner
 
 from agentwatch.cli import app
 from agentwatch.config import Settings
-from agentwatch.exporters.report import build_report
 from agentwatch.schema import Conversation
-from agentwatch.scorers import ConversationScorer
-from agentwatch.scorers.sampling import Sampler, sample_point
 
 runner = CliRunner()
 

@@ -80,3 +80,27 @@ def settings_from_options(
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from exc
     return settings
+
+
+def reload_on_sighup(config: Path | None, apply: Any) -> None:
+    """On SIGHUP, read the configuration again and hand it to `apply`; a bad file is logged and changes nothing."""
+    import logging
+    import signal
+
+    from agentwatch.config import ConfigError, load_settings
+
+    log = logging.getLogger("agentwatch")
+
+    def _on_hup(_signum: int, _frame: object) -> None:
+        try:
+            settings = load_settings(config)
+        except ConfigError as exc:
+            log.error("SIGHUP: configuration not reloaded, the running one stays: %s", exc)
+            return
+        apply(settings)
+        log.info("SIGHUP: %d task policies and the sample rates reloaded from %s", len(settings.policies),
+                 config or "the environment")
+
+    if hasattr(signal, "SIGHUP"):
+        signal.signal(signal.SIGHUP, _on_hup)
+

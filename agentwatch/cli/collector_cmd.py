@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from agentwatch.cli.app import app, settings_from_options, stop_on_signals
+from agentwatch.cli.app import app, reload_on_sighup, settings_from_options, stop_on_signals
 
 
 @app.command("collector")
@@ -48,6 +48,7 @@ def collector(
 
     service = CollectorService(settings)
     stop = stop_on_signals()
+    reload_on_sighup(config, service.reload)
 
     port = settings.collector.metrics_port
     if port is not None:

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
-from agentwatch.cli.app import app, settings_from_options, stop_on_signals
+from agentwatch.cli.app import app, reload_on_sighup, settings_from_options, stop_on_signals
 
 log = logging.getLogger("agentwatch.exporter")
 
@@ -99,6 +99,7 @@ def serve(
     except ValueError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from exc
+    reload_on_sighup(config, pipeline.collector.reload)
     pipeline.start_http()
     otlp = _start_otlp(settings, pipeline.exporter)
     pipeline.start(exporter_in_thread=False)
