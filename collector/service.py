@@ -66,7 +66,9 @@ class CollectorService:
         self.settings = settings
         self.config = settings.collector
         if scorer is None:
-            scorer = default_scorer(settings)
+            from agentwatch.scorers import ConversationScorer
+
+            scorer = ConversationScorer(settings)
         self._scorer = scorer
         self._score: Scorer = scorer.score if hasattr(scorer, "score") else scorer
         self._pending_settings: Settings | None = None
