@@ -3,6 +3,10 @@
 It behaves like a real tool-using agent (look up an order, refund it, answer policy questions), with
 failure modes drawn at random per version: hallucinated order ids, tool loops, wrong tools, crashes.
 Version "1.1" is deliberately worse than "1.0" so the demo shows a pass^3 regression.
+
+Most conversations are production-like: no expectations, graded by the task policies below (`POLICIES`, what a
+team would put in its configuration). A small synthetic stream (`tags.source = synthetic`) carries expectations,
+as scripted checks run against a live agent would.
 """
 
 from __future__ import annotations
@@ -32,6 +36,29 @@ BEHAVIOURS: dict[str, Behaviour] = {
 }
 
 TASKS = ("order_status", "refund", "policy")
+SYNTHETIC_SHARE = 0.2  # share of conversations that are scripted checks with expectations
+
+# Task policies of the demo agent, in the form of the `policies:` configuration section.
+POLICIES: list[dict[str, object]] = [
+    {
+        "id": "order-status",
+        "task": "order_status",
+        "tools": [{"name": "lookup_order", "arguments": {"order_id": {"from_input": True}}}],
+        "forbidden_tools": ["refund_order"],
+        "grounding": ["lookup_order"],
+    },
+    {
+        "id": "refund",
+        "task": "refund",
+        "tools": [
+            {"name": "lookup_order", "arguments": {"order_id": {"from_input": True}}},
+            {"name": "refund_order", "arguments": {"order_id": {"from_input": True}, "amount": {"from_input": True}}},
+        ],
+        "order": "relative",
+        "max_turns": 2,
+    },
+    {"id": "returns-policy", "task": "policy", "tools": [{"name": "search_policy"}], "grounding": ["search_policy"]},
+]
 POLICY = "Items can be returned within 30 days of delivery for a full refund."
 
 
@@ -113,28 +140,37 @@ class SupportAgent:
         return policy
 
 
-def run_conversation(agent: SupportAgent, conversation_id: str, task: str) -> None:
-    """Run one scripted conversation (one or two turns) with expectations attached."""
+def run_conversation(agent: SupportAgent, conversation_id: str, task: str, synthetic: bool = True) -> None:
+    """Run one conversation (one or two turns); a synthetic one carries expectations, a production one none."""
     rng = agent.rng
     order_id = f"ORD-{rng.randint(10000, 99999)}"
     amount = round(rng.uniform(10, 200), 2)
-    tags = {"category": "core" if task != "policy" else "faq", "difficulty": "easy" if task != "refund" else "medium"}
+    tags = {
+        "category": "core" if task != "policy" else "faq",
+        "difficulty": "easy" if task != "refund" else "medium",
+        "source": "synthetic" if synthetic else "production",
+    }
+    expect = conversation.expect if synthetic else _no_expectations
     with conversation(id=conversation_id, task=task, agent=AGENT, version=agent.version, tags=tags):
         try:
             if task == "order_status":
-                conversation.expect([("lookup_order", {"order_id": order_id})], forbidden_tools=["refund_order"])
+                expect([("lookup_order", {"order_id": order_id})], forbidden_tools=["refund_order"])
                 agent.handle(f"Where is my order {order_id}?", task, order_id, amount)
             elif task == "refund":
-                conversation.expect([("lookup_order", {"order_id": order_id})], uses_tool_results=False)
+                expect([("lookup_order", {"order_id": order_id})], uses_tool_results=False)
                 agent.handle(f"I want a refund for {order_id}.", task, order_id, amount)
-                conversation.expect(
+                expect(
                     [("lookup_order", None), ("refund_order", {"order_id": order_id, "amount": amount})],
                     uses_tool_results=True,
                 )
-                agent.handle(f"Yes, refund {amount:.2f} USD please.", task, order_id, amount)
+                agent.handle(f"Yes, refund {amount:.2f} USD for {order_id} please.", task, order_id, amount)
             else:
-                conversation.expect(["search_policy"], reference_answer=POLICY)
+                expect(["search_policy"], reference_answer=POLICY)
                 agent.handle("What is your return policy?", task, order_id, amount)
         except ToolFailure:
             pass  # the span recorded the error; a real agent would apologise to the user
         conversation.end()
+
+
+def _no_expectations(*_args: object, **_kwargs: object) -> None:
+    """Production traffic: nobody knows the right answer in advance."""

@@ -64,7 +64,7 @@ def demo(
     from agentwatch import sdk
     from agentwatch.broker import EmbeddedBroker
     from agentwatch.config import load_settings
-    from agentwatch.demo_agent import AGENT, TASKS, SupportAgent, run_conversation
+    from agentwatch.demo_agent import AGENT, POLICIES, SYNTHETIC_SHARE, TASKS, SupportAgent, run_conversation
     from agentwatch.pipeline import Pipeline
 
     console = Console(stderr=True)
@@ -75,6 +75,7 @@ def demo(
             kafka={"bootstrap_servers": broker.bootstrap_servers},
             collector={"idle_timeout_s": 5.0, "end_grace_s": 0.5, **fast},
             exporter={"metrics_port": metrics_port, "regression_min_conversations": 30, **fast},
+            policies=POLICIES,
         )
         console.print(f"embedded broker on {broker.bootstrap_servers}; starting collector and exporter…")
         pipeline = Pipeline(settings)
@@ -92,7 +93,8 @@ def demo(
                         raise RuntimeError(f"pipeline stopped: {pipeline.errors}")
                     # Version 1.0 runs first; 1.1 is rolled out a quarter of the way in, as a canary would be.
                     version = "1.1" if sent > 300 and rng.random() < 0.5 else "1.0"
-                    run_conversation(agents[version], f"demo-{sent:06d}", TASKS[sent % len(TASKS)])
+                    synthetic = rng.random() < SYNTHETIC_SHARE
+                    run_conversation(agents[version], f"demo-{sent:06d}", TASKS[sent % len(TASKS)], synthetic)
                     sent += 1
                     elapsed = time.monotonic() - started
                     if sent % 10 == 0:
