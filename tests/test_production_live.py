@@ -1,0 +1,166 @@
+"""Production traffic live: SDK agent → broker → collector → scores → exporter → /metrics.
+
+The issue's scenario (85% fine, 10% turn errors, 5% loops, no expectations) is sent twice: once for a task no
+policy covers (no success rate may appear; error and loop rates do) and once for a task with a policy (the
+success rate's interval covers the true 85%). Figures are checked against Beta bounds found by bisection.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+from collector_kafka_helpers import collector_settings, unique
+from prometheus_client.parser import text_string_to_metric_families
+from scipy import stats as sps
+
+from agentwatch.config import Settings
+from agentwatch.pipeline import Pipeline
+
+pytestmark = pytest.mark.broker
+
+AGENT = r"""
+import json, sys
+from agentwatch.sdk import configure, conversation, shutdown, trace
+
+bootstrap, topic, plan = sys.argv[1:4]
+configure("kafka", agent="support-bot", version="2.0", bootstrap_servers=bootstrap, topic=topic)
+
+
+@trace(kind="tool")
+def lookup_order(order_id: str) -> dict:
+    return {"order_id": order_id, "status": "shipped", "carrier": "DHL"}
+
+
+@trace(kind="agent")
+def bot(question: str, order_id: str, kind: str) -> str:
+    order = lookup_order(order_id)
+    if kind == "error":
+        raise TimeoutError("upstream model timed out")
+    if kind == "loop":
+        lookup_order(order_id)
+        lookup_order(order_id)
+    return f"Order {order_id} is {order['status']} with {order['carrier']}."
+
+
+for item in json.load(open(plan)):
+    with conversation(id=item["id"], task=item["task"]):
+        order = f"ORD-{item['n']:05d}"
+        try:
+            bot(f"Hi, where is my order {order}?", order, item["kind"])
+        except TimeoutError:
+            pass
+        conversation.end()
+shutdown()
+"""
+
+POLICY = {
+    "id": "order-status",
+    "version": "3",
+    "task": "order_status",
+    "tools": [{"name": "lookup_order", "arguments": {"order_id": {"from_input": True}}}],
+    "grounding": ["lookup_order"],
+}
+
+
+def _kinds(n: int = 200) -> list[str]:
+    from production_traffic import scenario
+
+    kinds = []
+    for line in scenario(n):
+        turn = line["turns"][0]
+        kinds.append("error" if turn.get("error") else "loop" if len(turn["tool_calls"]) == 3 else "fine")
+    return kinds
+
+
+def _bisect_bounds(x: int, n: int, level: float = 0.95) -> tuple[float, float]:
+    dist = sps.beta(1 + x, 1 + n - x)
+
+    def solve(q: float) -> float:
+        lo, hi = 0.0, 1.0
+        for _ in range(80):
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if dist.cdf(mid) < q else (lo, mid)
+        return (lo + hi) / 2
+
+    return solve((1 - level) / 2), solve(1 - (1 - level) / 2)
+
+
+def _scrape(port: int) -> dict[tuple[str, tuple], float]:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as resp:
+        text = resp.read().decode()
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for fam in text_string_to_metric_families(text)
+        for s in fam.samples
+    }
+
+
+def _sample(samples: dict, name: str, **labels: str) -> float | None:
+    want = set(labels.items())
+    found = [v for (n, ls), v in samples.items() if n == name and want <= set(ls)]
+    assert len(found) <= 1, (name, labels, found)
+    return found[0] if found else None
+
+
+def test_scenario_live_metrics(broker, topic, tmp_path) -> None:
+    bs = broker.bootstrap_servers
+    kinds = _kinds()
+    plan = [{"id": f"{task}-{i:04d}", "task": task, "kind": kind, "n": 10000 + i}
+            for task in ("triage", "order_status") for i, kind in enumerate(kinds)]
+    (tmp_path / "plan.json").write_text(json.dumps(plan))
+    (tmp_path / "agent.py").write_text(AGENT)
+    run = subprocess.run([sys.executable, str(tmp_path / "agent.py"), bs, topic, str(tmp_path / "plan.json")],
+                         capture_output=True, timeout=120)
+    assert run.returncode == 0, run.stderr.decode()[-2000:]
+
+    settings = collector_settings(bs, [topic], unique("prodlive"))
+    prefix = settings.collector.scores_topic
+    settings.exporter = settings.exporter.model_copy(
+        update={"scores_topic": prefix, "group_id": f"{prefix}-exp", "metrics_port": 0,
+                "session_timeout_ms": 2000, "heartbeat_interval_ms": 500})
+    settings.policies = Settings(policies=[POLICY]).policies
+    pipeline = Pipeline(settings)
+    port = pipeline.exporter.start_http(port=0, host="127.0.0.1")
+    pipeline.start()
+    try:
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            est = [e for e in pipeline.exporter.estimator.snapshot() if e.window == "1h" and e.task != "*"]
+            if sum(e.conversations for e in est) >= 400 or pipeline.errors:
+                break
+            time.sleep(0.5)
+        assert not pipeline.errors, pipeline.errors
+        samples = _scrape(port)
+    finally:
+        pipeline.close()
+
+    series = {"agent": "support-bot", "version": "2.0", "window": "1h"}
+    free = dict(series, task="triage")
+    assert _sample(samples, "agentwatch_window_conversations", outcome="unscored", **free) == 200
+    assert _sample(samples, "agentwatch_window_scored", **free) == 0
+    assert _sample(samples, "agentwatch_success_rate", stat="mean", **free) is None  # no graded conversation
+    assert _sample(samples, "agentwatch_pass_pow_k", k="3", stat="mean", **free) is None
+    for evidence, x in (("error", 20), ("loop", 10), ("no_answer", 20), ("hallucination", 0)):
+        lo, hi = _bisect_bounds(x, 200)
+        mean = _sample(samples, "agentwatch_failure_evidence_rate", evidence=evidence, stat="mean", **free)
+        assert mean == pytest.approx((1 + x) / 202, abs=1e-9)
+        assert _sample(samples, "agentwatch_failure_evidence_rate", evidence=evidence, stat="lower", **free) == \
+            pytest.approx(lo, abs=1e-9)
+        assert _sample(samples, "agentwatch_failure_evidence_rate", evidence=evidence, stat="upper", **free) == \
+            pytest.approx(hi, abs=1e-9)
+
+    policed = dict(series, task="order_status")
+    assert _sample(samples, "agentwatch_window_scored", **policed) == 200
+    assert _sample(samples, "agentwatch_window_passed", **policed) == 170
+    lo, hi = _bisect_bounds(170, 200)
+    lower = _sample(samples, "agentwatch_success_rate", stat="lower", **policed)
+    upper = _sample(samples, "agentwatch_success_rate", stat="upper", **policed)
+    assert (lower, upper) == (pytest.approx(lo, abs=1e-9), pytest.approx(hi, abs=1e-9))
+    assert lower < 0.85 < upper
+    assert _sample(samples, "agentwatch_failure_evidence_rate", evidence="error", stat="mean", **policed) == \
+        pytest.approx(21 / 202, abs=1e-9)
