@@ -23,6 +23,7 @@ log = logging.getLogger(__name__)
 
 GZIP_MAGIC = b"\x1f\x8b"
 _MAX_REASON = 300
+MAX_LINE_BYTES = 16 * 1024 * 1024  # a longer line is reported and skipped, never held in memory whole
 
 
 class TranscriptFileError(OSError):
@@ -63,15 +64,37 @@ def parse_line(raw: bytes) -> Conversation:
     except UnicodeDecodeError as exc:
         raise ValueError(f"not UTF-8 at byte {exc.start}") from exc
     try:
-        obj = json.loads(text.rstrip("\r\n"))
+        obj = json.loads(text.rstrip("\r\n"), parse_constant=_reject_constant)
     except json.JSONDecodeError as exc:
         raise ValueError(f"invalid JSON: {exc.msg} (column {exc.colno})") from exc
+    except RecursionError:
+        raise ValueError("invalid JSON: nested too deeply") from None
     if not isinstance(obj, dict):
         raise ValueError(f"expected a JSON object, got {type(obj).__name__}")  # noqa: TRY004
     try:
         return Conversation.model_validate(obj)
     except ValidationError as exc:
         raise ValueError(_validation_reason(exc)) from exc
+    except RecursionError:
+        raise ValueError("invalid conversation: nested too deeply") from None
+
+
+def _reject_constant(name: str) -> float:
+    raise ValueError(f"invalid JSON: {name} is not a JSON number")
+
+
+def _lines(stream: IO[bytes], limit: int) -> Iterator[bytes | None]:
+    """The lines of `stream`; None for a line longer than `limit` bytes (read past, never held whole)."""
+    while True:
+        raw = stream.readline(limit + 1)
+        if not raw:
+            return
+        if len(raw) <= limit or raw.endswith(b"\n"):
+            yield raw
+            continue
+        while raw and not raw.endswith(b"\n"):  # skip the rest of the over-long line
+            raw = stream.readline(1024 * 1024)
+        yield None
 
 
 def iter_conversations(
@@ -91,9 +114,12 @@ def iter_conversations(
         stream: IO[bytes] = gzip.GzipFile(fileobj=raw_fh, mode="rb") if magic == GZIP_MAGIC else raw_fh
         lineno = 0
         try:
-            for lineno, raw in enumerate(stream, start=1):
+            for lineno, raw in enumerate(_lines(stream, MAX_LINE_BYTES), start=1):
                 if on_progress is not None and lineno % 256 == 0:
                     on_progress(raw_fh.tell())
+                if raw is None:
+                    errors.append(LineError(name, lineno, f"line longer than {MAX_LINE_BYTES} bytes; skipped"))
+                    continue
                 if not raw.strip():
                     continue
                 try:

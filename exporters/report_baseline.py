@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import gzip
 import json
+import zlib
 from pathlib import Path
 
 from agentwatch.exporters.report_model import BaselineComparison, Delta, GroupStats, RegressionCheck, Report
@@ -22,13 +24,21 @@ class BaselineError(ValueError):
 def load_baseline(path: str | Path) -> Report:
     """Read a JSON report written by `agentwatch score --format json`; raise BaselineError."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise BaselineError(f"cannot read baseline {path}: {exc.strerror or exc}") from exc
+        raw = Path(path).read_bytes()
+        if raw[:2] == b"\x1f\x8b":
+            raw = gzip.decompress(raw)
+    except (OSError, EOFError, zlib.error) as exc:
+        raise BaselineError(f"cannot read baseline {path}: {getattr(exc, 'strerror', None) or exc}") from exc
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise BaselineError(f"baseline {path} is not JSON: {exc.msg} at line {exc.lineno}") from exc
+        data = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise BaselineError(
+            f"baseline {path} is not a JSON report (not UTF-8 text at byte {exc.start}); write one with "
+            "`agentwatch score ... --format json --out FILE`"
+        ) from exc
+    except (json.JSONDecodeError, RecursionError) as exc:
+        where = f": {exc.msg} at line {exc.lineno}" if isinstance(exc, json.JSONDecodeError) else ": nested too deeply"
+        raise BaselineError(f"baseline {path} is not JSON{where}") from exc
     if isinstance(data, dict):
         data.pop("baseline", None)  # a baseline's own comparison is not needed
     try:

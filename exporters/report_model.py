@@ -80,12 +80,16 @@ class GroupStats(_Out):
     )
     passed: int = Field(description="Graded conversations that passed (c).")
     failure_rates: dict[str, RateEstimate] = Field(
+        default_factory=dict,
         description="Failure evidence (error, no_answer, loop, hallucination, over_budget, forbidden_tool) as "
         "rates over ALL conversations, graded or not."
     )
-    graded_by: dict[str, int] = Field(description="Graded conversations per grader (one may have several).")
-    sampled: dict[str, int] = Field(description="Conversations in the judge and in the review sample.")
+    graded_by: dict[str, int] = Field(
+        default_factory=dict, description="Graded conversations per grader (one may have several).")
+    sampled: dict[str, int] = Field(
+        default_factory=dict, description="Conversations in the judge and in the review sample.")
     labels: dict[str, int] = Field(
+        default_factory=dict,
         description="Conversations per label outcome, graded or not (feedback is not a random sample)."
     )
     success_rate: Estimate

@@ -96,3 +96,56 @@ def test_progress_reports_bytes_read(tmp_path: Path) -> None:
     assert len(list(iter_conversations(path, errors, seen.append))) == 1000
     assert seen == sorted(seen) and seen[-1] == path.stat().st_size and len(seen) >= 3
     assert errors == []
+
+
+# --------------------------------------------------------------------------- hostile input
+
+
+def test_hostile_lines_are_reported_and_the_rest_is_read(tmp_path) -> None:
+    from agentwatch import transcripts
+
+    good = b'{"conversation_id": "ok", "turns": [{"input": "q", "answer": "a"}]}\n'
+    lines = [
+        b"[" * 100_000 + b"\n",  # deep nesting
+        b'{"conversation_id": "n", "turns": [{"input": "q", "answer": NaN}]}\n',
+        b'{"conversation_id": "i", "turns": [{"input": "q", "duration_ms": -Infinity}]}\n',
+        b'{"conversation_id": "u", "turns": [{"input": "\xff\xfe"}]}\n',
+        b'{"conversation_id": "' + b"x" * (transcripts.MAX_LINE_BYTES + 10) + b'"}\n',  # over-long line
+        b'{"conversation_id": "s", "turns": [{"input": "q", "answer": "a", "duration_ms": "12.5"}]}\n',
+        good,
+    ]
+    path = tmp_path / "hostile.jsonl"
+    path.write_bytes(b"".join(lines))
+    errors: list = []
+    convs = list(transcripts.iter_conversations(path, errors))
+    assert [c.conversation_id for c in convs] == ["s", "ok"]
+    assert convs[0].turns[0].duration_ms == 12.5  # a number written as a string is read as the number
+    reasons = {e.line: e.reason for e in errors}
+    assert reasons == {
+        1: "invalid JSON: nested too deeply",
+        2: "invalid JSON: NaN is not a JSON number",
+        3: "invalid JSON: -Infinity is not a JSON number",
+        4: "not UTF-8 at byte 46",
+        5: f"line longer than {transcripts.MAX_LINE_BYTES} bytes; skipped",
+    }
+
+
+def test_hostile_baseline_files_are_clear_errors(tmp_path) -> None:
+    import gzip
+
+    import pytest
+
+    from agentwatch.exporters.report_baseline import BaselineError, load_baseline
+
+    binary = tmp_path / "b.bin"
+    binary.write_bytes(b"\x00\xff\xfe binary")
+    with pytest.raises(BaselineError, match="not a JSON report"):
+        load_baseline(binary)
+    deep = tmp_path / "deep.json"
+    deep.write_bytes(b"[" * 100_000)
+    with pytest.raises(BaselineError, match="nested too deeply"):
+        load_baseline(deep)
+    broken_gzip = tmp_path / "c.json.gz"
+    broken_gzip.write_bytes(gzip.compress(b'{"a": 1}')[:12])
+    with pytest.raises(BaselineError, match="cannot read baseline"):
+        load_baseline(broken_gzip)
