@@ -9,7 +9,13 @@ import time
 
 import pytest
 import yaml
-from collector_kafka_helpers import TopicReader, collector_settings, scores_of, start_collector_process, unique
+from collector_kafka_helpers import (
+    TopicReader,
+    collector_settings,
+    scores_of,
+    start_collector_process,
+    unique,
+)
 
 pytestmark = pytest.mark.broker
 
