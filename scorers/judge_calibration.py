@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-
 from agentwatch.scorers.judge import JUDGE_OUTCOMES
 
 CLASSES: tuple[str, ...] = tuple(o.value for o in JUDGE_OUTCOMES)

@@ -24,7 +24,6 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import httpx
-
 from agentwatch.scorers.cost import PriceLookup
 from agentwatch.scorers.judge import (
     JUDGE_BAD_OUTPUT,
@@ -198,13 +197,13 @@ class OpenAIJudge:
         price = self.prices(self.model) if self.prices is not None else None
         if price is not None:
             cost = (usage[0] * price[0] + usage[1] * price[1]) / 1e6
-        common = dict(
-            judge_id=self.judge_id,
-            input_tokens=usage[0],
-            output_tokens=usage[1],
-            cost_usd=cost,
-            latency_s=max(self._clock() - start, 0.0),
-        )
+        common = {
+            "judge_id": self.judge_id,
+            "input_tokens": usage[0],
+            "output_tokens": usage[1],
+            "cost_usd": cost,
+            "latency_s": max(self._clock() - start, 0.0),
+        }
         if fields.get("failure"):
             return JudgeVerdict.failed(fields["failure"], fields["detail"], **common)  # type: ignore[arg-type]
         return JudgeVerdict.graded(fields["outcome"], fields["score"], fields["explanation"], **common)

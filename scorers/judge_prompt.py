@@ -153,7 +153,7 @@ def fingerprint(judge_id: str, messages: list[dict[str, str]]) -> str:
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
-_FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.S)
+_FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.DOTALL)
 
 
 def parse_verdict(text: str | None) -> tuple[str, float, str]:
@@ -178,7 +178,7 @@ def parse_verdict(text: str | None) -> tuple[str, float, str]:
         except ValueError as exc:
             raise ValueError(f"reply is not JSON ({exc}): {text[:120]!r}") from None
     if not isinstance(data, dict):
-        raise ValueError(f"reply is JSON {type(data).__name__}, not an object")
+        raise ValueError(f"reply is JSON {type(data).__name__}, not an object")  # noqa: TRY004 — bad output, not a caller error
     missing = [k for k in ("outcome", "score", "explanation") if k not in data]
     if missing:
         raise ValueError(f"reply lacks {', '.join(missing)}")
@@ -196,5 +196,5 @@ def parse_verdict(text: str | None) -> tuple[str, float, str]:
         raise ValueError(f"score {score!r} is not a number in [0, 1]")
     explanation = data["explanation"]
     if not isinstance(explanation, str):
-        raise ValueError("explanation is not a string")
+        raise ValueError("explanation is not a string")  # noqa: TRY004
     return outcome.strip().lower(), float(score), explanation.strip()[:1000]

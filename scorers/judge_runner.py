@@ -82,7 +82,7 @@ class JudgeRunner:
     def _key(self, conv: Conversation) -> str | None:
         try:
             return cache_key(self.judge_id, self.judge.fingerprint(conv))
-        except Exception:  # noqa: BLE001 — no key: judge without caching
+        except Exception:
             log.exception("judge fingerprint failed for %r", conv.conversation_id)
             return None
 

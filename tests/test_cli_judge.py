@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from agentwatch.scorers.sampling import sample_point
 from typer.testing import CliRunner
 
 from agentwatch.cli import app
 from agentwatch.schema import ConversationScore
-from agentwatch.scorers.sampling import sample_point
 from tests.fake_openai import FakeOpenAI, Reply, verdict_reply
 
 runner = CliRunner()

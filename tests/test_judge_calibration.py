@@ -8,10 +8,6 @@ import random
 
 import numpy as np
 import pytest
-from sklearn.metrics import cohen_kappa_score, confusion_matrix, precision_recall_fscore_support
-from typer.testing import CliRunner
-
-from agentwatch.cli import app
 from agentwatch.scorers.judge import JudgeVerdict
 from agentwatch.scorers.judge_calibration import (
     CLASSES,
@@ -21,6 +17,10 @@ from agentwatch.scorers.judge_calibration import (
     kappa_interval,
     precision_recall,
 )
+from sklearn.metrics import cohen_kappa_score, confusion_matrix, precision_recall_fscore_support
+from typer.testing import CliRunner
+
+from agentwatch.cli import app
 from tests.fake_openai import FakeOpenAI, verdict_reply
 
 cli = CliRunner()
@@ -75,9 +75,8 @@ def write_labels(path, n: int, seed: int = 0) -> list[str]:
     rng = random.Random(seed)
     labels = [rng.choice(CLASSES) for _ in range(n)]
     with open(path, "w") as fh:
-        for i, label in enumerate(labels):
-            fh.write(json.dumps({"conversation_id": f"lab-{i}", "outcome": label,
-                                 "turns": [{"input": f"item {i}", "answer": f"answer {i}"}]}) + "\n")
+        fh.writelines(json.dumps({"conversation_id": f"lab-{i}", "outcome": label,
+                                 "turns": [{"input": f"item {i}", "answer": f"answer {i}"}]}) + "\n" for i, label in enumerate(labels))
         fh.write(json.dumps({"conversation_id": "unlabelled", "turns": [{"input": "x", "answer": "y"}]}) + "\n")
     return labels
 

@@ -145,7 +145,7 @@ def test_hang_is_timeout():
 
 def test_client_error_is_unavailable_without_retry():
     with serve(Reply(401, {"error": "bad key"})) as server:
-        judge, sleeps = make(server)
+        judge, _sleeps = make(server)
         v = judge.judge(conv())
     assert v.failure == "judge_unavailable" and "HTTP 401" in v.detail and len(server.requests) == 1
 

@@ -51,8 +51,8 @@ def render(report) -> str:
         c = report.consistency
         lines += [
             "",
-            f"self-consistency (judged twice): {c['pairs']} pair(s), agreement {_num(c['agreement'])}, "
-            f"kappa {_num(c['kappa'])}, mean |score difference| {_num(c['mean_abs_score_diff'])}",
+            (f"self-consistency (judged twice): {c['pairs']} pair(s), agreement {_num(c['agreement'])}, "
+            f"kappa {_num(c['kappa'])}, mean |score difference| {_num(c['mean_abs_score_diff'])}"),
         ]
     return "\n".join(lines) + "\n"
 
