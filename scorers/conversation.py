@@ -11,7 +11,7 @@ from agentwatch.scorers.answer import grade_answer
 from agentwatch.scorers.cost import PriceLookup, budget_ceiling, conversation_cost, cost_penalty
 from agentwatch.scorers.graders import forbidden_called, loops
 from agentwatch.scorers.hallucination import Evidence, find_hallucinations
-from agentwatch.scorers.judge import Judge, run_judge
+from agentwatch.scorers.judge import JudgeVerdict, validate_verdict
 from agentwatch.scorers.names import NameNormalizer
 from agentwatch.scorers.outcome import OutcomeFacts, asr_credit, decide_outcome
 from agentwatch.scorers.policy import PolicyBook, grade_policy
@@ -66,7 +66,7 @@ def unscored(conv: Conversation, reason: str) -> ConversationScore:
 class ConversationScorer:
     """Scores conversations with configuration computed once (weights, name normaliser, price lookup)."""
 
-    def __init__(self, settings: Settings | None = None, judge: Judge | None = None) -> None:
+    def __init__(self, settings: Settings | None = None) -> None:
         settings = settings or default_settings()
         sc = settings.scoring
         self._scoring = sc
@@ -75,7 +75,6 @@ class ConversationScorer:
         self._tools = ToolGrader(self._names, sc.tool_weights, sc.tool_threshold, sc.tolerance)
         self._prices = PriceLookup(settings.cost.prices.models)
         self._answer_min = sc.answer_threshold - sc.tolerance
-        self._judge = judge
         self._sampler = Sampler(settings.sampling)
         self.policies = PolicyBook(settings.policies)
 
@@ -84,10 +83,17 @@ class ConversationScorer:
         self._sampler = Sampler(settings.sampling)
         self.policies = PolicyBook(settings.policies)
 
-    def score(self, conv: Conversation) -> ConversationScore:
-        """Score one conversation; never raises (an internal error yields an unscored result with a reason)."""
+    def wants_judge(self, conv: Conversation) -> bool:
+        """Whether a judge verdict would grade `conv` (it is in the judge sample and has turns)."""
+        return bool(conv.turns) and self._sampler.decide(conv.conversation_id, conv.agent, conv.task).judge
+
+    def score(self, conv: Conversation, verdict: JudgeVerdict | None = None) -> ConversationScore:
+        """Score one conversation; never raises (an internal error yields an unscored result with a reason).
+
+        `verdict`: the judge's verdict on `conv` (see `JudgeRunner`), used when `conv` is in the judge sample.
+        """
         try:
-            return self._score(conv)
+            return self._score(conv, verdict)
         except Exception as exc:  # a scorer bug must not stop the collector; it is logged and visible
             log.exception("scoring conversation %r failed", getattr(conv, "conversation_id", None))
             return unscored(conv, f"scorer_error: {type(exc).__name__}: {exc}")
@@ -102,11 +108,9 @@ class ConversationScorer:
         last: bool,
         evidence: Evidence,
         facts: OutcomeFacts,
-        judge: Judge | None,
         found: set[str],
-    ) -> tuple[dict[str, Any], bool | None, float | None, float | None]:
-        """Grade one turn; returns its `TurnScore` fields, whether a Judge graded it (None: judge failed), answer
-        score and tool overall. Failure evidence is added to `found` and fails the turn (`passed` is False);
+    ) -> tuple[dict[str, Any], float | None, float | None]:
+        """Grade one turn; returns its `TurnScore` fields, answer score and tool overall. Failure evidence is added to `found` and fails the turn (`passed` is False);
         whether that counts is the conversation's business (only graded conversations have a verdict)."""
         sc = self._scoring
         names = self._names
@@ -126,22 +130,10 @@ class ConversationScorer:
         text = AnswerText(answer) if answer else None  # read once for the tool and hallucination graders
         reference = exp.reference_answer if exp is not None else None
 
-        # answer correctness: judge_score > Judge > reference grader
-        judged: bool | None = False
+        # answer correctness: judge_score > reference grader (a judge verdict grades the whole conversation)
         answer_score: float | None = None
         if turn.judge_score is not None:
             answer_score = turn.judge_score
-        elif judge is not None:
-            if not has_answer:
-                answer_score = 0.0
-            else:
-                verdict = run_judge(judge, turn, conv)
-                if verdict.score is None:
-                    judged = None
-                    reasons.append(f"judge_failed: turn {i}: {verdict.reason}")
-                else:
-                    answer_score = float(verdict.score)
-                    judged = True
         elif reference is not None:
             answer_score = grade_answer(answer, reference, sc.numeric_tolerance)
         answer_passed: bool | None = None
@@ -209,11 +201,11 @@ class ConversationScorer:
             "passed": passed,
             "reasons": reasons,
         }
-        return score, judged, answer_score, (tool["overall"] if tool is not None else None)
+        return score, answer_score, (tool["overall"] if tool is not None else None)
 
     # ------------------------------------------------------------------ conversation
 
-    def _score(self, conv: Conversation) -> ConversationScore:
+    def _score(self, conv: Conversation, verdict: JudgeVerdict | None) -> ConversationScore:
         sc = self._scoring
         turns = conv.turns
         n = len(turns)
@@ -227,29 +219,23 @@ class ConversationScorer:
         policy = None if "expectations" in graded_by else self.policies.match(conv.agent, conv.task)
         if policy is not None:
             graded_by.append("policy")
-        judge = self._judge if sample.judge and n else None
+        if verdict is not None:
+            verdict = validate_verdict(verdict) if sample.judge and n else None
 
         evidence = Evidence()
         facts = OutcomeFacts()
         found: set[str] = set()  # failure evidence codes
         turn_scores: list[dict[str, Any]] = []  # TurnScore fields, validated once with the whole result
         reasons: list[str] = []
-        used_judge = judge_failed = False
         answers: list[float] = []
         tools: list[float] = []
         duration_ms: float | None = None
         any_failed = False
         for i, turn in enumerate(turns):
-            ts, judged, answer_score, tool_overall = self._turn(
-                i, turn, conv, i == n - 1, evidence, facts, judge, found
-            )
+            ts, answer_score, tool_overall = self._turn(i, turn, conv, i == n - 1, evidence, facts, found)
             turn_scores.append(ts)
             reasons.extend(ts["reasons"])
             any_failed = any_failed or ts["passed"] is False
-            if judged is None:
-                judge_failed = True
-            elif judged:
-                used_judge = True
             if answer_score is not None:
                 answers.append(answer_score)
             if tool_overall is not None:
@@ -257,8 +243,6 @@ class ConversationScorer:
             turn_ms = turn.duration_ms
             if turn_ms is not None:
                 duration_ms = turn_ms if duration_ms is None else duration_ms + turn_ms
-        if used_judge or judge_failed:
-            graded_by.append("judge")
 
         cost = conversation_cost(turns, self._prices)
         reasons.extend(cost.reasons)
@@ -277,6 +261,15 @@ class ConversationScorer:
                 facts.forbidden = True
                 found.add("forbidden_tool")
 
+        judge_failed = verdict is not None and not verdict.ok
+        used_judge = verdict is not None and verdict.ok
+        judged_outcome: Outcome | None = None
+        rules_failed = any_failed
+        if verdict is not None:
+            graded_by.append("judge")
+            judged_outcome = _apply_verdict(verdict, sc, self._answer_min, answers, reasons)
+            any_failed = any_failed or judged_outcome is not Outcome.COMPLETE
+
         label = conv.outcome
         label_decides = label is not None and label_grades(sample.review, graded_by)
         if label_decides:
@@ -289,6 +282,8 @@ class ConversationScorer:
         facts.answer_score = sum(answers) / len(answers) if answers else None
         facts.tool_overall = sum(tools) / len(tools) if tools else None
         outcome = decide_outcome(facts, None, sc.partial_tool_min, sc.partial_answer_min)
+        if used_judge and outcome is not Outcome.UNSCORED:
+            outcome = _judged_outcome(outcome, judged_outcome, facts, rules_failed)
         if label_decides:
             source = OutcomeSource.LABEL
             outcome = label
@@ -340,6 +335,7 @@ class ConversationScorer:
                 "graded_by": graded_by if passed is not None else [],
                 "evidence": [e for e in EVIDENCE if e in found],
                 "policy": policy.ref if policy is not None else None,
+                "judge": verdict.judge_id or None if verdict is not None else None,
                 "judge_sampled": sample.judge,
                 "review_sampled": sample.review,
                 "label": label,
@@ -386,9 +382,45 @@ def _default_scorer() -> ConversationScorer:
 
 
 def score_conversation(
-    conv: Conversation, settings: Settings | None = None, judge: Judge | None = None
+    conv: Conversation, settings: Settings | None = None, verdict: JudgeVerdict | None = None
 ) -> ConversationScore:
     """Score one conversation (builds a `ConversationScorer`; reuse one for many conversations)."""
-    if settings is None and judge is None:
-        return _default_scorer().score(conv)
-    return ConversationScorer(settings, judge).score(conv)
+    scorer = _default_scorer() if settings is None else ConversationScorer(settings)
+    return scorer.score(conv, verdict)
+
+
+def _apply_verdict(
+    verdict: JudgeVerdict, sc: Any, answer_min: float, answers: list[float], reasons: list[str]
+) -> Outcome | None:
+    """Record a judge verdict: the outcome class it grants, or None when the judge failed (its reason code, e.g.
+    `judge_timeout`, leads the reasons). COMPLETE needs a score at the answer threshold; a lower score turns it
+    into partial_correct or partial_incorrect (by `partial_answer_min`)."""
+    threshold = sc.answer_threshold
+    if not verdict.ok:
+        reasons.insert(0, verdict.reason)
+        return None
+    score = float(verdict.score)  # type: ignore[arg-type]
+    answers.append(score)
+    outcome = verdict.outcome
+    why = f": {verdict.explanation}" if verdict.explanation else ""
+    if outcome is Outcome.COMPLETE and score < answer_min:
+        partial_ok = score >= sc.partial_answer_min - 1e-9
+        outcome = Outcome.PARTIAL_CORRECT if partial_ok else Outcome.PARTIAL_INCORRECT
+        reasons.append(f"judge: score {_fmt(score)} below threshold {_fmt(threshold)}{why}")
+    elif outcome is not Outcome.COMPLETE:
+        reasons.append(f"judge: outcome {outcome.value}, score {_fmt(score)}{why}")  # type: ignore[union-attr]
+    return outcome
+
+
+def _judged_outcome(rules: Outcome, judged: Outcome | None, facts: OutcomeFacts, rules_failed: bool) -> Outcome:
+    """Outcome of a judged conversation. Failure evidence found by the rules (abandoned: error, loop, no answer;
+    hallucinated) wins over the judge. Otherwise the judge's class, except that when another grader failed the
+    conversation (tools, policy, reference answer) a judge's `complete` becomes the rules' partial class and a
+    judge's partial class is the worse of the two."""
+    if facts.abandoned or facts.hallucinated or judged is None:
+        return rules
+    if not rules_failed or judged in (Outcome.ABANDONED, Outcome.HALLUCINATED):
+        return judged
+    if judged is Outcome.COMPLETE:
+        return rules
+    return Outcome.PARTIAL_INCORRECT if Outcome.PARTIAL_INCORRECT in (rules, judged) else judged

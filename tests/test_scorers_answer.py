@@ -1,4 +1,4 @@
-"""Reference answer grader and the Judge interface (fake judges, failures → unscored)."""
+"""Reference answer grader and judge verdicts in the scorer (verdicts grade the judge sample; failures → unscored)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections import Counter
 import pytest
 from agentwatch.scorers import ConversationScorer, JudgeVerdict, score_conversation
 from agentwatch.scorers.answer import grade_answer, token_f1
-from agentwatch.scorers.judge import Judge, run_judge
+from agentwatch.scorers.judge import FAILURE_CODES, Judge, run_judge
 
 from agentwatch.schema import Conversation, Outcome, OutcomeSource
 
@@ -49,91 +49,130 @@ def test_numeric_tolerance_is_relative():
     assert grade_answer("1000.01", "1000", numeric_tolerance=1e-6) == 0.0
 
 
-# --------------------------------------------------------------------------- judges
+# --------------------------------------------------------------------------- judge verdicts
 
 
-class FixedJudge:
-    def __init__(self, score):
-        self.value = score
-        self.calls = 0
-
-    def score(self, turn, conversation):
-        self.calls += 1
-        return JudgeVerdict.ok(self.value)
-
-
-class RaisingJudge:
-    def __init__(self, exc):
-        self.exc = exc
-
-    def score(self, turn, conversation):
-        raise self.exc
-
-
-class FailingJudge:
-    def score(self, turn, conversation):
-        return JudgeVerdict.failed("bad JSON from model")
-
-
-def conv(**turn) -> Conversation:
+def conv(cid: str = "j1", **turn) -> Conversation:
     base = {"input": "q", "answer": "some answer"}
     base.update(turn)
-    return Conversation.model_validate({"conversation_id": "j1", "turns": [base]})
+    return Conversation.model_validate({"conversation_id": cid, "turns": [base]})
 
 
-def test_judge_protocol_is_structural():
-    assert isinstance(FixedJudge(1.0), Judge)
+def ok(outcome="complete", score=0.9, explanation="fine"):
+    return JudgeVerdict.graded(outcome, score, explanation, judge_id="fake:m:v1")
 
 
-def test_judge_score_used_and_outcome_source_judge():
-    judge = FixedJudge(0.9)
-    s = score_conversation(conv(), judge=judge)
-    assert judge.calls == 1
+def test_verdict_grades_a_judge_sampled_conversation():
+    s = score_conversation(conv(), verdict=ok())
     assert s.passed is True and s.outcome is Outcome.COMPLETE and s.outcome_source is OutcomeSource.JUDGE
-    assert s.turn_scores[0].answer_score == 0.9
-    low = score_conversation(conv(), judge=FixedJudge(0.5))
-    assert low.passed is False and any(r.startswith("answer:") for r in low.reasons)
+    assert s.graded_by == ["judge"] and s.judge == "fake:m:v1" and s.judge_sampled
+    assert s.asr_credit == 1.0
 
 
-def test_turn_judge_score_wins_over_judge_and_reference():
-    judge = FixedJudge(0.0)
-    s = score_conversation(conv(judge_score=0.8, expected={"reference_answer": "nothing alike"}), judge=judge)
-    assert judge.calls == 0 and s.turn_scores[0].answer_score == 0.8 and s.passed is True
-    assert s.outcome_source is OutcomeSource.RULES
+def test_without_verdict_a_sampled_conversation_stays_ungraded():
+    s = score_conversation(conv())
+    assert s.passed is None and s.judge is None and s.graded_by == []
 
 
 @pytest.mark.parametrize(
-    "judge",
+    ("outcome", "score", "expected"),
     [
-        RaisingJudge(TimeoutError("judge timed out after 30 s")),
-        RaisingJudge(ValueError("Expecting value: line 1 column 1")),
-        FailingJudge(),
-        FixedJudge(1.7),
-        FixedJudge(float("nan")),
-        FixedJudge(None),
+        ("complete", 0.5, Outcome.PARTIAL_CORRECT),  # complete needs a passing score
+        ("complete", 0.1, Outcome.PARTIAL_INCORRECT),
+        ("partial_correct", 0.6, Outcome.PARTIAL_CORRECT),
+        ("partial_incorrect", 0.2, Outcome.PARTIAL_INCORRECT),
+        ("hallucinated", 0.0, Outcome.HALLUCINATED),
+        ("abandoned", 0.0, Outcome.ABANDONED),
     ],
 )
-def test_judge_failure_makes_conversation_unscored_never_wrong(judge):
-    s = ConversationScorer(judge=judge).score(conv(expected={"reference_answer": "some answer"}))
-    assert s.passed is None
-    assert s.outcome is Outcome.UNSCORED
-    assert s.asr_credit is None
-    assert any(r.startswith("judge_failed: turn 0: ") for r in s.reasons), s.reasons
+def test_verdict_outcome_classes(outcome, score, expected):
+    s = score_conversation(conv(), verdict=ok(outcome, score))
+    assert s.passed is False and s.outcome is expected
+    assert any(r.startswith("judge:") for r in s.reasons), s.reasons
 
 
-def test_run_judge_rejects_non_verdicts():
-    class Weird:
-        def score(self, turn, conversation):
-            return 0.9
+def test_rule_evidence_wins_over_the_judge():
+    s = score_conversation(conv(error="TimeoutError"), verdict=ok("complete", 1.0))
+    assert s.passed is False and s.outcome is Outcome.ABANDONED and "error" in s.evidence
 
-    c = conv()
-    v = run_judge(Weird(), c.turns[0], c)
-    assert v.score is None and "not a JudgeVerdict" in v.reason
+
+def test_other_grader_failure_turns_judge_complete_into_partial():
+    c = conv(expected={"reference_answer": "nothing alike at all"})
+    s = score_conversation(c, verdict=ok("complete", 1.0))
+    assert s.passed is False and s.outcome in (Outcome.PARTIAL_CORRECT, Outcome.PARTIAL_INCORRECT)
+    assert s.graded_by == ["expectations", "judge"]
+
+
+def test_verdict_ignored_outside_the_judge_sample():
+    from agentwatch.config import SamplingConfig, Settings
+
+    settings = Settings(sampling=SamplingConfig(judge_rate=0.0))
+    scorer = ConversationScorer(settings)
+    assert not scorer.wants_judge(conv())
+    s = scorer.score(conv(), ok())
+    assert s.passed is None and s.judge is None and not s.judge_sampled
+
+
+def test_turn_judge_score_still_grades():
+    s = score_conversation(conv(judge_score=0.8, expected={"reference_answer": "nothing alike"}))
+    assert s.turn_scores[0].answer_score == 0.8 and s.passed is True
+    assert s.outcome_source is OutcomeSource.RULES
+
+
+@pytest.mark.parametrize("code", list(FAILURE_CODES))
+def test_failed_verdict_makes_conversation_unscored_never_wrong(code):
+    v = JudgeVerdict.failed(code, "details here", judge_id="fake:m:v1")
+    s = ConversationScorer().score(conv(expected={"reference_answer": "some answer"}), v)
+    assert s.passed is None and s.outcome is Outcome.UNSCORED and s.asr_credit is None
+    assert s.reasons[0] == f"{code}: details here" and s.judge == "fake:m:v1"
+
+
+@pytest.mark.parametrize(
+    "verdict",
+    [
+        JudgeVerdict(outcome=Outcome.COMPLETE, score=1.7),
+        JudgeVerdict(outcome=Outcome.COMPLETE, score=float("nan")),
+        JudgeVerdict(outcome=Outcome.COMPLETE, score=None),
+        JudgeVerdict(outcome=Outcome.UNSCORED, score=0.5),
+        "0.9",
+    ],
+)
+def test_malformed_verdict_is_bad_output(verdict):
+    s = ConversationScorer().score(conv(), verdict)
+    assert s.passed is None and s.reasons[0].startswith("judge_bad_output: ")
+
+
+class RaisingJudge:
+    judge_id = "raising"
+
+    def __init__(self, exc):
+        self.exc = exc
+
+    def fingerprint(self, conversation):
+        return "x"
+
+    def judge(self, conversation):
+        raise self.exc
+
+
+@pytest.mark.parametrize(
+    ("exc", "code"),
+    [
+        (TimeoutError("judge timed out after 30 s"), "judge_timeout"),
+        (ValueError("Expecting value: line 1 column 1"), "judge_bad_output"),
+        (ConnectionError("refused"), "judge_unavailable"),
+    ],
+)
+def test_run_judge_maps_exceptions(exc, code):
+    judge = RaisingJudge(exc)
+    assert isinstance(judge, Judge)
+    v = run_judge(judge, conv())
+    assert v.failure == code and v.judge_id == "raising" and str(exc) in v.detail
 
 
 def test_label_wins_even_when_judge_fails():
     c = conv()
     c.outcome = Outcome.PARTIAL_CORRECT
-    s = score_conversation(c, judge=FailingJudge())
+    s = score_conversation(c, verdict=JudgeVerdict.failed("judge_timeout", "30 s"))
     assert s.outcome is Outcome.PARTIAL_CORRECT and s.outcome_source is OutcomeSource.LABEL
     assert s.asr_credit == pytest.approx(0.4)

@@ -49,8 +49,9 @@ def _title(scores: list) -> str:
     return "Agent Evaluation Report — " + ", ".join(series[:3]) + more
 
 
-def _read_and_score(files: list[Path], settings: object, errors: list) -> list:
-    """Read every file (progress bar on a terminal) and score each conversation."""
+def _read_and_score(files: list[Path], settings: object, errors: list, runner: object = None) -> list:
+    """Read every file (progress bar on a terminal) and score each conversation; with a `JudgeRunner`, the
+    judge-sampled conversations are judged first, a chunk at a time, `runner.concurrency` calls in flight."""
     from rich.console import Console
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn
 
@@ -61,17 +62,76 @@ def _read_and_score(files: list[Path], settings: object, errors: list) -> list:
     scores = []
     console = Console(stderr=True)
     show = sys.stderr.isatty()
+    chunk: list = []
+    chunk_size = max(64, 16 * getattr(runner, "concurrency", 1))
     with Progress(
-        TextColumn("{task.description}"), BarColumn(), DownloadColumn(), console=console, disable=not show
+        TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TextColumn("{task.fields[judged]}"),
+        console=console, disable=not show,
     ) as progress:
+        counts = [0, 0]  # judged, to judge
+
+        def judged(task: object) -> None:
+            counts[0] += 1
+            progress.update(task, judged=f"judged {counts[0]}/{counts[1]}")  # type: ignore[arg-type]
+
+        def flush(task: object) -> None:
+            wanted = [c for c in chunk if scorer.wants_judge(c)]
+            counts[1] += len(wanted)
+            verdicts = runner.judge_many(  # type: ignore[attr-defined]
+                wanted, on_done=lambda _v: judged(task)
+            )
+            by_conv = dict(zip(map(id, wanted), verdicts, strict=True))
+            scores.extend(scorer.score(c, by_conv.get(id(c))) for c in chunk)
+            chunk.clear()
+
         for path in files:
             size = path.stat().st_size if path.exists() else None
-            task = progress.add_task(path.name, total=size)
+            task = progress.add_task(path.name, total=size, judged="")
             for conv in iter_conversations(
                 path, errors, lambda pos, t=task: progress.update(t, completed=pos)
             ):
-                scores.append(scorer.score(conv))
+                if runner is None:
+                    scores.append(scorer.score(conv))
+                    continue
+                chunk.append(conv)
+                if len(chunk) >= chunk_size:
+                    flush(task)
+            if chunk:
+                flush(task)
     return scores
+
+
+def _judge_runner(settings, judge: str | None, url: str | None, sample: float | None, concurrency: int | None,
+                  cache: Path | None):
+    """A JudgeRunner when --judge is given or `judge.enabled` is set in the configuration; else None."""
+    from agentwatch.config import JudgeConfig, SamplingConfig
+
+    cfg = settings.judge
+    updates = {"enabled": True if judge else cfg.enabled, "model": judge or cfg.model}
+    if url:
+        updates["base_url"] = url
+    if concurrency is not None:
+        updates["concurrency"] = concurrency
+    if cache is not None:
+        updates["cache_path"] = str(cache)
+    settings.judge = JudgeConfig.model_validate({**cfg.model_dump(), **updates})
+    if sample is not None:
+        settings.sampling = SamplingConfig.model_validate({**settings.sampling.model_dump(), "judge_rate": sample})
+    if not settings.judge.enabled:
+        return None
+    from agentwatch.scorers.judge_runner import JudgeRunner
+
+    return JudgeRunner.from_settings(settings)
+
+
+def _judge_summary(runner) -> str:
+    s = runner.stats.snapshot()
+    failures = ", ".join(f"{k} {v}" for k, v in s["failures"].items() if v) or "none"
+    return (
+        f"judge {runner.judge_id}: {s['graded']} graded, {s['calls']} call(s), {s['cache_hits']} cache hit(s); "
+        f"failures: {failures}; tokens {s['input_tokens']} in / {s['output_tokens']} out; "
+        f"spend ${s['spend_usd']:.4f}"
+    )
 
 
 @app.command()
@@ -92,6 +152,23 @@ def score(
     ] = None,
     details: Annotated[
         Path | None, typer.Option("--details", help="Write one ConversationScore JSON per line here.")
+    ] = None,
+    judge: Annotated[
+        str | None,
+        typer.Option("--judge", help="Grade the judge sample with this model (judge section of the config)."),
+    ] = None,
+    judge_url: Annotated[
+        str | None, typer.Option("--judge-url", help="OpenAI-compatible base URL of the judge.")
+    ] = None,
+    judge_sample: Annotated[
+        float | None,
+        typer.Option("--judge-sample", min=0.0, max=1.0, help="Share of conversations the judge grades."),
+    ] = None,
+    judge_concurrency: Annotated[
+        int | None, typer.Option("--judge-concurrency", min=1, help="Judge calls in flight.")
+    ] = None,
+    judge_cache: Annotated[
+        Path | None, typer.Option("--judge-cache", help="Keep judge verdicts in this file between runs.")
     ] = None,
 ) -> None:
     """Score transcripts and report pass@k, pass^k, ASR and the release gate.
@@ -116,11 +193,20 @@ def score(
         except BaselineError as exc:
             raise _fail(str(exc)) from None
 
+    try:
+        runner = _judge_runner(settings, judge, judge_url, judge_sample, judge_concurrency, judge_cache)
+    except (ValueError, OSError) as exc:
+        raise _fail(f"judge: {exc}") from None
     errors: list[LineError] = []
     try:
-        scores = _read_and_score(files, settings, errors)
+        scores = _read_and_score(files, settings, errors, runner)
     except TranscriptFileError as exc:
         raise _fail(str(exc)) from None
+    finally:
+        if runner is not None:
+            runner.close()
+    if runner is not None:
+        typer.echo(_judge_summary(runner), err=True)
     for err in errors[:MAX_ERRORS_SHOWN]:
         typer.echo(f"malformed: {err}", err=True)
     if len(errors) > MAX_ERRORS_SHOWN:
