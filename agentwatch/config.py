@@ -317,6 +317,12 @@ class CollectorConfig(_Section):
     label_memory: int = Field(
         default=50_000, ge=0, description="published scores remembered so that a late label can revise them"
     )
+    max_pending_verdicts: int = Field(
+        default=64, ge=1, description="conversations waiting for the judge before consumption pauses"
+    )
+    verdict_wait_on_shutdown_s: float = Field(
+        default=10.0, ge=0, description="how long shutdown waits for verdicts in flight (the rest is replayed)"
+    )
     drain_on_shutdown: bool = Field(
         default=False, description="score open conversations on shutdown (else keep them uncommitted)"
     )

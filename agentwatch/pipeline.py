@@ -30,7 +30,7 @@ class Pipeline:
         self.stop_event = stop_event or threading.Event()
         self.collector = CollectorService(settings)
         self.exporter = ExporterService(settings)
-        register(self.collector.stats, self.exporter.registry)
+        register(self.collector.stats, self.exporter.registry, self.collector)
         self._threads: list[threading.Thread] = []
         self.errors: list[BaseException] = []
 

@@ -35,6 +35,7 @@ class FinishedConversation:
     spans: list[SpanRecord]
     reason: str  # "end" | "idle" | "cap" | "shutdown"
     incomplete: bool
+    min_offset: int = -1  # lowest offset of its partition holding one of its spans (-1: unknown)
 
 
 @dataclass(slots=True)
@@ -234,12 +235,13 @@ class Assembler:
             self._recent.pop(p, None)
         self.stats.open_conversations = len(self._open)
 
-    def committable(self, partition: int) -> int | None:
-        """Offset to commit on `partition` (lowest offset still held, else last done + 1); None if nothing new."""
+    def committable(self, partition: int, below: int | None = None) -> int | None:
+        """Offset to commit on `partition` (lowest offset still held, else last done + 1, and at most `below`,
+        the lowest offset the caller still holds); None if nothing new."""
         done = self._done.get(partition)
         if done is None:
             return None
-        candidate = done + 1
+        candidate = done + 1 if below is None else min(done + 1, below)
         heap = self._held.get(partition)
         while heap:
             offset, serial, cid = heap[0]
@@ -288,7 +290,7 @@ class Assembler:
         by_reason = self.stats.finished_by_reason
         by_reason[reason] = by_reason.get(reason, 0) + 1
         self.stats.open_conversations = len(self._open)
-        return FinishedConversation(cid, partition, list(conv.spans.values()), reason, incomplete)
+        return FinishedConversation(cid, partition, list(conv.spans.values()), reason, incomplete, conv.min_offset)
 
 
 def _span_bytes(span: SpanRecord) -> int:

@@ -5,8 +5,9 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector, CollectorRegistry
 
 
@@ -27,6 +28,8 @@ class PipelineStats:
     spans_rekeyed: int = 0
     last_commit_timestamp: float | None = None
     late_labels: dict[str, int] = field(default_factory=dict)  # result -> count
+    judge_pauses: int = 0
+    judge_pending: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def count_label(self, result: str) -> None:
@@ -110,12 +113,57 @@ class PipelineMetrics(Collector):
             )
 
 
+class JudgeMetrics(Collector):
+    """Yields the `agentwatch_judge_*` families from a judge runner's stats (calls, latency, spend, failures)."""
+
+    def __init__(self, runner: Any, pipeline: PipelineStats, judge_rate: float) -> None:
+        self._runner = runner
+        self._pipeline = pipeline
+        self._judge_rate = judge_rate
+
+    def collect(self) -> Iterator[Metric]:
+        """Fresh judge families."""
+        snap = self._runner.stats.snapshot()
+        yield _counter("agentwatch_judge_calls", "Judge calls made (cache hits and refused calls excluded).",
+                       snap["calls"])
+        yield _counter("agentwatch_judge_cache_hits", "Verdicts served from the cache.", snap["cache_hits"])
+        yield _counter("agentwatch_judge_verdicts", "Verdicts that graded a conversation.", snap["graded"])
+        fam = CounterMetricFamily("agentwatch_judge_tokens", "Tokens of judge calls.", labels=["direction"])
+        fam.add_metric(["input"], snap["input_tokens"])
+        fam.add_metric(["output"], snap["output_tokens"])
+        yield fam
+        yield _counter("agentwatch_judge_spend_usd", "Spend on judge calls (USD, from the price table).",
+                       snap["spend_usd"])
+        fam = CounterMetricFamily(
+            "agentwatch_judge_failures",
+            "Judged conversations left unscored, by reason (judge_timeout, judge_bad_output, judge_unavailable, "
+            "judge_budget_exhausted).",
+            labels=["reason"],
+        )
+        for reason, n in sorted(snap["failures"].items()):
+            fam.add_metric([reason], n)
+        yield fam
+        hist = HistogramMetricFamily("agentwatch_judge_latency_seconds", "Latency of judge calls (s).")
+        buckets = [("+Inf" if ub == float("inf") else repr(float(ub)), n) for ub, n in snap["latency_buckets"].items()]
+        hist.add_metric([], buckets, snap["latency_sum_s"])
+        yield hist
+        yield GaugeMetricFamily("agentwatch_judge_pending", "Conversations waiting for a verdict.",
+                                value=self._pipeline.judge_pending)
+        yield _counter("agentwatch_judge_pauses", "Times consumption paused because too many verdicts were pending.",
+                       self._pipeline.judge_pauses)
+        yield GaugeMetricFamily("agentwatch_judge_sample_rate",
+                                "Default judge sample rate (sampling.judge_rate; rules may differ per agent/task).",
+                                value=self._judge_rate)
+
+
 def _counter(name: str, doc: str, value: float) -> CounterMetricFamily:
     return CounterMetricFamily(name, doc, value=value)
 
 
-def register(stats: PipelineStats, registry: CollectorRegistry) -> PipelineMetrics:
-    """Register the pipeline metrics of `stats` on `registry` and return the collector."""
+def register(stats: PipelineStats, registry: CollectorRegistry, service: Any = None) -> PipelineMetrics:
+    """Register the pipeline metrics of `stats` (and of `service`'s judge, if it has one) on `registry`."""
     collector = PipelineMetrics(stats)
     registry.register(collector)
+    if service is not None and getattr(service, "judge", None) is not None:
+        registry.register(JudgeMetrics(service.judge, stats, service.settings.sampling.judge_rate))
     return collector

@@ -21,6 +21,7 @@ from typing import Any
 from agentwatch.collector.assembler import Assembler, FinishedConversation
 from agentwatch.collector.deadletter import DeadLetterPublisher
 from agentwatch.collector.decode import DecodeError, SpanRecord, decode_message
+from agentwatch.collector.judging import PendingVerdicts
 from agentwatch.collector.labels import AMBIGUOUS, FOUND, LateLabel, ScoreMemory, label_of
 from agentwatch.collector.metrics import PipelineStats
 from agentwatch.collector.producer import ProduceError, RecordProducer, producer_config
@@ -62,7 +63,9 @@ def default_scorer(settings: Settings) -> Scorer:
 class CollectorService:
     """Consumes span topics in a consumer group and writes conversation scores (see module docstring)."""
 
-    def __init__(self, settings: Settings, *, scorer: Scorer | Any | None = None) -> None:
+    def __init__(
+        self, settings: Settings, *, scorer: Scorer | Any | None = None, judge_runner: Any | None = None
+    ) -> None:
         self.settings = settings
         self.config = settings.collector
         if scorer is None:
@@ -75,6 +78,14 @@ class CollectorService:
         self.stats = PipelineStats()
         self.assembler = Assembler(self.config)
         self.scores = ScoreMemory(self.config.label_memory)  # what a late label revises
+        if judge_runner is None and settings.judge.enabled:
+            from agentwatch.scorers.judge_runner import JudgeRunner
+
+            judge_runner = JudgeRunner.from_settings(settings)
+        self.judge = judge_runner  # a JudgeRunner, or None: no judge
+        self.pending = PendingVerdicts()
+        self._max_pending = max(1, self.config.max_pending_verdicts)
+        self._paused = False
         self._dead: DeadLetterPublisher | None = None
         self._stop = threading.Event()
         self._vparts: dict[Partition, int] = {}
@@ -153,6 +164,7 @@ class CollectorService:
                     self._handle(message, now, rekeyer, dead)
                 for finished in self.assembler.poll(time.monotonic()):
                     self._emit(finished)
+                self._score_verdicts()
                 self._out.poll()
                 self._refresh_stats()
                 if time.monotonic() - last_commit >= cfg.commit_interval_s:
@@ -162,6 +174,7 @@ class CollectorService:
             if cfg.drain_on_shutdown:
                 for finished in self.assembler.drain():
                     self._emit(finished)
+            self._wait_for_verdicts(cfg.verdict_wait_on_shutdown_s)
             self._commit()
             clean = True
         finally:
@@ -169,6 +182,8 @@ class CollectorService:
 
     def _close(self, clean: bool) -> None:
         self._closing = True  # the revoke callback run by close() must not flush or commit again
+        if self.judge is not None:
+            self.judge.close()
         if self._consumer is not None:
             try:
                 self._consumer.close()  # leaves the group
@@ -263,12 +278,59 @@ class CollectorService:
             conv = Conversation(conversation_id=finished.conversation_id or "unknown", incomplete=True)
             score = unscored(conv, f"reconstruct_error: {type(exc).__name__}: {exc}")
         else:
-            try:
-                score = self._score(conv)
-            except Exception as exc:
-                log.exception("scoring of %s failed", conv.conversation_id)
-                score = unscored(conv, f"scorer_error: {type(exc).__name__}: {exc}")
+            if self.judge is not None and self._wants_judge(conv):
+                self.pending.add(conv, finished.partition, finished.min_offset, self.judge.submit(conv))
+                self._pause_if_full()
+                return
+            score = self._score_safely(conv)
         self._publish(score)
+
+    def _score_safely(self, conv: Conversation, verdict: Any = None) -> ConversationScore:
+        try:
+            return self._score(conv) if verdict is None else self._scorer.score(conv, verdict)
+        except Exception as exc:
+            log.exception("scoring of %s failed", conv.conversation_id)
+            return unscored(conv, f"scorer_error: {type(exc).__name__}: {exc}")
+
+    # ----------------------------------------------------------------------------------------- the judge
+
+    def _wants_judge(self, conv: Conversation) -> bool:
+        wants = getattr(self._scorer, "wants_judge", None)
+        return wants is not None and wants(conv)
+
+    def _score_verdicts(self) -> None:
+        """Score and queue the conversations whose verdict came back; resume consuming when below the limit."""
+        for conv, verdict in self.pending.ready():
+            self._publish(self._score_safely(conv, verdict))
+        if self._paused and len(self.pending) <= self._max_pending // 2:
+            self._set_paused(False)
+
+    def _pause_if_full(self) -> None:
+        if not self._paused and len(self.pending) >= self._max_pending:
+            self._set_paused(True)
+
+    def _set_paused(self, paused: bool) -> None:
+        """Pause (or resume) every assigned partition: the judge is the bottleneck, memory must not grow."""
+        assert self._consumer is not None
+        assignment = self._consumer.assignment()
+        if paused:
+            self._consumer.pause(assignment)
+            self.stats.judge_pauses += 1
+            log.info("%d conversations wait for the judge: consumption paused", len(self.pending))
+        else:
+            self._consumer.resume(assignment)
+            log.info("consumption resumed (%d conversations wait for the judge)", len(self.pending))
+        self._paused = paused
+
+    def _wait_for_verdicts(self, timeout_s: float) -> None:
+        """At shutdown: score what the judge returns within `timeout_s`; the rest stays uncommitted (replayed)."""
+        deadline = time.monotonic() + timeout_s
+        while len(self.pending) and time.monotonic() < deadline:
+            self._score_verdicts()
+            time.sleep(0.05)
+        self._score_verdicts()
+        if len(self.pending):
+            log.warning("%d conversations still wait for the judge; they will be replayed", len(self.pending))
 
     def _publish(self, score: ConversationScore) -> None:
         """Queue one score for the scores topic and remember it for late labels."""
@@ -347,7 +409,7 @@ class CollectorService:
         offsets: list[TopicPartition] = []
         for tp in tps:
             vp = self._vparts.get(tp)
-            offset = self.assembler.committable(vp) if vp is not None else None
+            offset = self.assembler.committable(vp, self.pending.low_offset(vp)) if vp is not None else None
             if offset is not None and offset != self._committed.get(tp):
                 offsets.append(TopicPartition(tp[0], tp[1], offset))
         return offsets
@@ -376,6 +438,8 @@ class CollectorService:
 
     def _on_assigned(self, consumer: Consumer, assigned: list[TopicPartition]) -> None:
         log.info("assigned %s", sorted(f"{tp.topic}[{tp.partition}]" for tp in assigned))
+        if self._paused and assigned:  # still waiting for the judge: new partitions wait too
+            consumer.pause(assigned)
 
     def _on_revoked(self, consumer: Consumer, revoked: list[TopicPartition]) -> None:
         """Before partitions go (called inside `consume`, on the service's thread): flush, commit what is safe,
@@ -401,7 +465,9 @@ class CollectorService:
         self._forget(gone)
 
     def _forget(self, gone: list[Partition]) -> None:
-        self.assembler.revoke([self._vparts[tp] for tp in gone if tp in self._vparts])
+        vps = [self._vparts[tp] for tp in gone if tp in self._vparts]
+        self.assembler.revoke(vps)
+        self.pending.forget(vps)
         for tp in gone:
             self._committed.pop(tp, None)
             self._consumed.pop(tp, None)
@@ -434,6 +500,7 @@ class CollectorService:
             s.duplicate_spans = a.duplicate_spans
             s.dropped_spans = a.dropped_spans
             s.finished_by_reason = dict(a.finished_by_reason)
+            s.judge_pending = len(self.pending)
 
 
 class _Record:

@@ -57,7 +57,7 @@ def collector(
         from agentwatch.collector.metrics import register
 
         registry = CollectorRegistry()
-        register(service.stats, registry)
+        register(service.stats, registry, service)
         start_http_server(port, registry=registry)
         log.info("metrics on :%d/metrics", port)
     from confluent_kafka import KafkaException
