@@ -46,7 +46,11 @@ def collector(
 
     from agentwatch.collector.service import CollectorService
 
-    service = CollectorService(settings)
+    try:
+        service = CollectorService(settings)
+    except ValueError as exc:  # e.g. a judge spend cap on a model the price table does not know
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from exc
     stop = stop_on_signals()
     reload_on_sighup(config, service.reload)
 

@@ -26,7 +26,9 @@ def _fmt(interval: object | None) -> str:
     return f"{interval.mean:.2f} ({interval.lower:.2f}–{interval.upper:.2f})"  # type: ignore[attr-defined]
 
 
-def _table(estimates: list, window: str, sent: int, elapsed: float, port: int, stats: object) -> object:
+def _table(
+    estimates: list, window: str, sent: int, elapsed: float, port: int, stats: object, judge: object = None
+) -> object:
     from rich.table import Table
 
     table = Table(
@@ -46,6 +48,13 @@ def _table(estimates: list, window: str, sent: int, elapsed: float, port: int, s
         )
     consumed = getattr(stats, "spans_consumed", "?")
     table.caption = f"posterior mean (95% credible interval) · spans consumed: {consumed} · Ctrl-C to stop"
+    if judge is not None:
+        j = judge.stats.snapshot()
+        failed = sum(j["failures"].values())
+        table.caption += (
+            f"\njudge: {j['graded']} verdicts, {j['calls']} calls, {j['cache_hits']} cache hits, {failed} failed, "
+            f"${j['spend_usd']:.4f} spent"
+        )
     return table
 
 
@@ -56,6 +65,10 @@ def demo(
     metrics_port: Annotated[int, typer.Option(help="Port of /metrics.")] = 9464,
     seed: Annotated[int, typer.Option(help="Seed of the simulated agent.")] = 7,
     window: Annotated[str, typer.Option(help="Window shown in the table.")] = "1h",
+    judge: Annotated[
+        bool, typer.Option(help="Run a stand-in LLM judge (a local OpenAI-compatible server) on a sample.")
+    ] = True,
+    judge_rate: Annotated[float, typer.Option(min=0, max=1, help="Share of conversations the judge grades.")] = 0.25,
 ) -> None:
     """Run agent → Kafka → collector → scores → estimator → /metrics live on an embedded broker."""
     from rich.console import Console
@@ -70,12 +83,26 @@ def demo(
     console = Console(stderr=True)
     logging.getLogger().setLevel(logging.WARNING)
     fast = {"session_timeout_ms": 6000, "heartbeat_interval_ms": 1000}
-    with EmbeddedBroker() as broker:
+    import contextlib
+    import os
+
+    from agentwatch.demo_judge import MODEL, DemoJudgeServer
+
+    with EmbeddedBroker() as broker, (DemoJudgeServer() if judge else contextlib.nullcontext()) as judge_server:
+        judge_settings = {}
+        if judge_server is not None:
+            os.environ.setdefault("AGENTWATCH_DEMO_JUDGE_KEY", "demo")
+            judge_settings = {
+                "judge": {"enabled": True, "name": "demo-judge", "base_url": judge_server.base_url, "model": MODEL,
+                          "api_key_env": "AGENTWATCH_DEMO_JUDGE_KEY"},
+                "sampling": {"judge_rate": judge_rate},
+            }
         settings = load_settings(
             kafka={"bootstrap_servers": broker.bootstrap_servers},
             collector={"idle_timeout_s": 5.0, "end_grace_s": 0.5, **fast},
             exporter={"metrics_port": metrics_port, "regression_min_conversations": 30, **fast},
             policies=POLICIES,
+            **judge_settings,
         )
         console.print(f"embedded broker on {broker.bootstrap_servers}; starting collector and exporter…")
         pipeline = Pipeline(settings)
@@ -99,7 +126,8 @@ def demo(
                     elapsed = time.monotonic() - started
                     if sent % 10 == 0:
                         estimates = pipeline.exporter.estimator.snapshot()
-                        live.update(_table(estimates, window, sent, elapsed, port, pipeline.collector.stats))
+                        live.update(_table(estimates, window, sent, elapsed, port, pipeline.collector.stats,
+                                           pipeline.collector.judge))
                     time.sleep(max(0.0, sent / rate - elapsed))
                 sdk.shutdown()
                 deadline = time.monotonic() + settings.collector.idle_timeout_s + 10
@@ -107,7 +135,7 @@ def demo(
                     estimates = pipeline.exporter.estimator.snapshot()
                     scored = sum(e.conversations for e in estimates if e.window == window and e.task != "*")
                     live.update(_table(estimates, window, sent, time.monotonic() - started, port,
-                                       pipeline.collector.stats))
+                                       pipeline.collector.stats, pipeline.collector.judge))
                     if scored >= sent:
                         break
                     time.sleep(0.5)
