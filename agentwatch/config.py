@@ -150,7 +150,12 @@ class GateConfig(_Section):
     regression_margin: float = Field(default=0.05, ge=0, le=1)
     regression_probability: float = Field(default=0.95, gt=0, lt=1)
     estimate: Literal["plugin", "unbiased", "task_mean", "mean", "lower"] = Field(
-        default="plugin", description="which estimate of pass@1 / pass^3 the gate compares to its minimums"
+        default="lower",
+        description="which estimate of pass@1 / pass^3 the gate compares to its minimums; `lower` (the lower "
+        "credible bound at stats.level) passes only when the evidence supports the minimum",
+    )
+    min_conversations: int = Field(
+        default=30, ge=1, description="graded conversations in the gate's scope below which the gate fails"
     )
 
 

@@ -268,6 +268,10 @@ def readiness(scores: Sequence[ConversationScore], settings: Settings) -> Readin
         _gate("pass^3", pow3, g.pass_pow_3_min, ">="),
         _gate("loops", float(loops), float(g.max_loops), "<="),
     ]
+    if n < g.min_conversations:  # too little evidence to ship on, whatever the estimates say
+        why = f"not enough conversations: {n} graded, at least {g.min_conversations} needed (gate.min_conversations)"
+        for gate in gates[:2]:
+            gate.passed, gate.note = False, why
     tier = "unknown"
     if n > 0:
         p = c / n

@@ -116,6 +116,7 @@ class Gate(_Out):
     threshold: float
     op: str = Field(description="'>=' or '<='.")
     passed: bool
+    note: str | None = Field(default=None, description="Why the check could not pass, when not by its value.")
 
 
 class Readiness(_Out):

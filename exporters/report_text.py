@@ -32,8 +32,14 @@ def _money(x: float | None) -> str:
     return "n/a" if x is None else f"${x:.4g}"
 
 
-def _signed_pct(d: float | None) -> str:
-    return "n/a" if d is None else f"{100 * d:+.1f}%"
+def _change(d: Delta) -> str:
+    """A difference of two probabilities in points, and relative to the baseline where it has one."""
+    if d.delta is None:
+        return "n/a"
+    text = f"{100 * d.delta:+.1f} points"
+    if d.base:
+        text += f", {100 * d.delta / d.base:+.0f}% relative"
+    return text
 
 
 def _overall_lines(r: GroupStats, level: float) -> list[str]:
@@ -111,7 +117,7 @@ def _baseline_lines(r: Report) -> list[str]:
         mark = ""
         if d.delta is not None:
             mark = OK if (d.delta >= 0) == higher_is_better or d.delta == 0 else BAD
-        return f"  {name}: {fmt(d.new)} vs {fmt(d.base)} ({_signed_pct(d.delta)}) {mark}".rstrip()
+        return f"  {name}: {fmt(d.new)} vs {fmt(d.base)} ({_change(d)}) {mark}".rstrip()
 
     lines.append(row("pass@1", b.success_rate))
     for k, d in b.pass_pow_k.items():
@@ -121,7 +127,7 @@ def _baseline_lines(r: Report) -> list[str]:
     if b.asr_intervals_overlap is not None:
         lines.append(f"  ASR intervals {'overlap' if b.asr_intervals_overlap else 'do not overlap'}")
     shifts = [
-        f"{o} {_signed_pct(d.delta)}" for o, d in b.outcome_share.items() if d.delta and abs(d.delta) > 0.02
+        f"{o} {100 * d.delta:+.1f} points" for o, d in b.outcome_share.items() if d.delta and abs(d.delta) > 0.02
     ]
     if shifts:
         lines.append("  outcome shifts above 2 points: " + ", ".join(shifts))
@@ -187,11 +193,13 @@ def report_lines(
     lines += _baseline_lines(r)
     rd = r.readiness
     lines.append(
-        f"READINESS: tier {rd.tier} ({rd.scope_note}; {rd.scope_scored} graded, estimate {rd.estimate})"
+        f"READINESS: tier {rd.tier} ({rd.scope_note}; {rd.scope_scored} graded; gate on "
+        f"{'the lower ' + format(level, '.0%') + ' credible bound' if rd.estimate == 'lower' else rd.estimate})"
     )
     for g in rd.gates:
         value = fmt(g.value) if g.name != "loops" or g.value is None else f"{g.value:.0f}"
-        lines.append(f"  {g.name} {g.op} {g.threshold:g}: {value} {OK if g.passed else BAD}")
+        note = f" ({g.note})" if g.note else ""
+        lines.append(f"  {g.name} {g.op} {g.threshold:g}: {value} {OK if g.passed else BAD}{note}")
     lines.append(final_verdict(r))
     lines.append(RULE)
     return lines

@@ -134,9 +134,9 @@ def test_mixed_file_report_field_by_field(mixed_file: Path, tmp_path: Path) -> N
     assert modes["over_budget"] == 2 and modes["hallucination"] == 2 and modes["no_grader"] == 2
     rd = report["readiness"]
     assert rd["scope"] == "core" and rd["verdict"] == "DO NOT SHIP"
-    assert rd["gates"][0]["value"] == pytest.approx(c / n) and rd["gates"][1]["value"] == pytest.approx(
-        (c / n) ** 3
-    )
+    lower = sps.beta.ppf(0.025, 1 + c, 1 + n - c)  # the default gate compares the lower credible bound
+    assert rd["gates"][0]["value"] == pytest.approx(lower) and rd["gates"][1]["value"] == pytest.approx(lower**3)
+    assert rd["gates"][0]["note"].startswith("not enough conversations: 20 graded")
     assert set(report["by_task"]) == {"task0", "task1", "task2"}
     assert sum(g["conversations"] for g in report["by_task"].values()) == len(KINDS)
 
@@ -164,7 +164,7 @@ def test_text_and_html_output(mixed_file: Path, tmp_path: Path) -> None:
 
 
 def test_exit_0_when_gate_passes(tmp_path: Path) -> None:
-    path = write(tmp_path / "good.jsonl", [conversation("good", i) for i in range(10)])
+    path = write(tmp_path / "good.jsonl", [conversation("good", i) for i in range(40)])
     code, out, err = run(path, "--format", "json")
     assert code == 0, err
     assert json.loads(out)["readiness"]["verdict"] == "SAFE TO SHIP"

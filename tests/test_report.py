@@ -249,8 +249,10 @@ def test_readiness_on_core_tasks(report: Report) -> None:
     rd = report.readiness
     assert rd.scope == "core" and (rd.scope_conversations, rd.scope_scored, rd.scope_passed) == (9, 8, 5)
     gates = {g.name: g for g in rd.gates}
-    assert gates["pass@1"].value == pytest.approx(5 / 8) and not gates["pass@1"].passed
-    assert gates["pass^3"].value == pytest.approx((5 / 8) ** 3) and not gates["pass^3"].passed
+    lower = sps.beta.ppf(0.025, 1 + 5, 1 + 8 - 5)  # the default gate compares the lower 95% credible bound
+    assert gates["pass@1"].value == pytest.approx(lower) and not gates["pass@1"].passed
+    assert gates["pass^3"].value == pytest.approx(lower**3) and not gates["pass^3"].passed
+    assert gates["pass@1"].note == "not enough conversations: 8 graded, at least 30 needed (gate.min_conversations)"
     assert gates["loops"].value == 1 and not gates["loops"].passed
     assert (gates["pass@1"].threshold, gates["pass^3"].threshold) == (0.8, 0.5)
     assert rd.tier == "prototype"  # 0.625 >= 0.5; below beta's 0.80
@@ -258,15 +260,38 @@ def test_readiness_on_core_tasks(report: Report) -> None:
 
 
 def test_gate_on_all_when_nothing_is_core_and_safe_to_ship() -> None:
-    scores = [make(i, "complete", category="edge") for i in range(9)] + [
-        make(9, "hallucinated", category="x")
+    scores = [make(i, "complete", category="edge") for i in range(59)] + [
+        make(59, "hallucinated", category="x")
     ]
     rd = build_report(scores, Settings()).readiness
     assert rd.scope == "all" and "no conversation tagged category=core" in rd.scope_note
     gates = {g.name: g for g in rd.gates}
-    assert gates["pass@1"].value == pytest.approx(0.9) and gates["pass^3"].value == pytest.approx(0.729)
-    assert rd.safe_to_ship and rd.verdict == "SAFE TO SHIP" and rd.tier == "production"
+    lower = sps.beta.ppf(0.025, 1 + 59, 1 + 1)
+    assert gates["pass@1"].value == pytest.approx(lower) and gates["pass^3"].value == pytest.approx(lower**3)
+    assert lower > 0.9 and rd.safe_to_ship and rd.verdict == "SAFE TO SHIP" and rd.tier == "production"
     assert "SAFE TO SHIP." in render_text(build_report(scores, Settings()))
+    # the same share of passes on one conversation in ten is not evidence enough
+    few = build_report(scores[50:], Settings()).readiness
+    assert not few.safe_to_ship and "not enough conversations: 10 graded" in few.gates[0].note
+
+
+def _gate_passes(n: int, c: int, settings: Settings) -> bool:
+    """The real gate's decision on n graded conversations of which c passed."""
+    scores = [make(i, "complete" if i < c else "abandoned", category="core") for i in range(n)]
+    return build_report(scores, settings).readiness.safe_to_ship
+
+
+@pytest.mark.parametrize(("true_pow3", "n", "most"), [(0.40, 30, 0.05), (0.45, 30, 0.05), (0.49, 100, 0.05)])
+def test_gate_false_pass_rate_on_releases_below_the_threshold(true_pow3: float, n: int, most: float) -> None:
+    """A release whose true pass^3 is below 0.50 passes the default gate rarely: exactly, over every c."""
+    settings = Settings()
+    p = true_pow3 ** (1 / 3)
+    decisions = [_gate_passes(n, c, settings) for c in range(n + 1)]
+    assert decisions == sorted(decisions)  # more passes never turn SAFE into DO NOT SHIP
+    exact = sum(sps.binom.pmf(c, n, p) for c in range(n + 1) if decisions[c])
+    rng = np.random.default_rng(5)
+    simulated = np.mean([decisions[c] for c in rng.binomial(n, p, size=4000)])
+    assert exact <= most and simulated <= most + 0.01, (exact, simulated)
 
 
 @pytest.mark.parametrize("estimate", ["unbiased", "task_mean", "mean", "lower"])
