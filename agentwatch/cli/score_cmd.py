@@ -153,6 +153,13 @@ def score(
     details: Annotated[
         Path | None, typer.Option("--details", help="Write one ConversationScore JSON per line here.")
     ] = None,
+    gate: Annotated[
+        bool,
+        typer.Option(
+            "--gate/--no-gate",
+            help="Exit 1 when the release gate fails (--no-gate: report it, exit 0; e.g. when writing a baseline).",
+        ),
+    ] = True,
     judge: Annotated[
         str | None,
         typer.Option("--judge", help="Grade the judge sample with this model (judge section of the config)."),
@@ -173,8 +180,8 @@ def score(
 ) -> None:
     """Score transcripts and report pass@k, pass^k, ASR and the release gate.
 
-    Exit status: 0 ok, 1 the release gate fails or the baseline comparison finds a regression, 2 usage error or
-    unreadable input. Malformed lines are reported on stderr with their line numbers and skipped.
+    Exit status: 0 ok, 1 the release gate fails (unless --no-gate) or the baseline comparison finds a
+    regression, 2 usage error or unreadable input. Malformed lines are reported on stderr with their line numbers and skipped.
     """
     from agentwatch.config import ConfigError, load_settings
     from agentwatch.exporters.report import build_report
@@ -228,7 +235,9 @@ def score(
         report.baseline = compare_baseline(report, base, settings, str(baseline))
     _emit(report, settings, fmt, out, _title(scores), files, errors)
 
-    failed = not report.readiness.safe_to_ship or (report.baseline is not None and report.baseline.regression)
+    failed = (gate and not report.readiness.safe_to_ship) or (
+        report.baseline is not None and report.baseline.regression
+    )
     raise typer.Exit(EXIT_GATE if failed else EXIT_OK)
 
 
