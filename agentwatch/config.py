@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
 
 log = logging.getLogger(__name__)
 
@@ -374,6 +374,20 @@ class ExporterConfig(_Section):
         return sorted(set(v))
 
 
+class _SectionEnvironment(EnvSettingsSource):
+    """`AGENTWATCH_<SECTION>__<KEY>` variables; `AGENTWATCH_<SECTION>` itself counts only when it holds JSON.
+
+    The SDK reads `AGENTWATCH_EXPORTER=kafka` (its span exporter); that plain word is not the service's
+    `exporter` section, and must not stop `agentwatch score` in the same shell.
+    """
+
+    def prepare_field_value(self, field_name: str, field: Any, value: Any, value_is_complex: bool) -> Any:
+        if isinstance(value, str) and not value.lstrip().startswith(("{", "[")):
+            log.debug("AGENTWATCH_%s=%r is not JSON: not read as the %s section", field_name.upper(), value, field_name)
+            value = None
+        return super().prepare_field_value(field_name, field, value, value_is_complex)
+
+
 class Settings(BaseSettings):
     """All of agentwatch's configuration."""
 
@@ -413,7 +427,7 @@ class Settings(BaseSettings):
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         # Environment wins over the file (passed as init kwargs).
-        return (env_settings, init_settings)
+        return (_SectionEnvironment(settings_cls), init_settings)
 
 
 def _format_error(err: ValidationError, source: str) -> str:

@@ -208,3 +208,17 @@ def test_exit_2_on_usage_and_unreadable_input(mixed_file: Path, tmp_path: Path) 
     assert code == 2 and "junk.jsonl:1:" in err and "junk.jsonl:2:" in err
     code, _, err = run(mixed_file, "--out", tmp_path / "no" / "such" / "dir" / "r.txt")
     assert code == 2 and "cannot write" in err
+
+
+def test_sdk_exporter_variable_does_not_break_the_cli(tmp_path: Path, monkeypatch) -> None:
+    """`AGENTWATCH_EXPORTER=kafka` is the SDK's switch; the service's `exporter` section ignores a plain word."""
+    from agentwatch.config import load_settings
+
+    monkeypatch.setenv("AGENTWATCH_EXPORTER", "kafka")
+    monkeypatch.setenv("AGENTWATCH_EXPORTER__METRICS_PORT", "9999")
+    monkeypatch.setenv("AGENTWATCH_STATS", '{"level": 0.9}')
+    settings = load_settings()
+    assert settings.exporter.metrics_port == 9999 and settings.stats.level == 0.9
+    path = write(tmp_path / "good.jsonl", [conversation("good", i) for i in range(3)])
+    code, out, err = run(path, "--format", "json")
+    assert code == 1 and "Traceback" not in err and json.loads(out)["conversations"] == 3
