@@ -124,7 +124,7 @@ class CollectorService:
         client_id = f"{kafka.client_id}-collector"
         ensure_topics(
             kafka.bootstrap_servers,
-            [cfg.rekey_topic, cfg.scores_topic, cfg.dead_letter_topic],
+            [*cfg.input_topics, cfg.rekey_topic, cfg.scores_topic, cfg.dead_letter_topic],  # consumed at once
             partitions=cfg.topic_partitions,
             replication_factor=cfg.topic_replication_factor,
             client_id=kafka.client_id,

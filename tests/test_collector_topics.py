@@ -11,7 +11,6 @@ from collector_kafka_helpers import (
     ServiceThread,
     TopicReader,
     collector_settings,
-    create_topic,
     otlp_bytes,
     producer,
     simple_conversation,
@@ -35,17 +34,21 @@ def test_ensure_topics_creates_missing_and_leaves_existing(broker, topic):
     assert described == {topic: 3, f"{topic}-c": 5}
 
 
-def test_input_topic_created_after_start_is_consumed_without_a_warning(broker, topic, caplog):
-    """Subscribed before its input topic exists (an agent not yet run): one INFO line, then the topic's spans
-    are scored once the first producer creates it."""
+def test_missing_input_topic_is_created_at_start_and_consumed(broker, topic, caplog):
+    """An input topic that does not exist yet (no agent has run) is created at start, so the first agent's
+    spans are consumed at once, not after a metadata refresh; no warning is logged."""
     bs = broker.bootstrap_servers
     settings = collector_settings(bs, [topic], unique("late-topic"))
     reader = TopicReader(bs, settings.collector.scores_topic)
-    with caplog.at_level(logging.INFO, logger="agentwatch.collector.service"), ServiceThread(settings) as svc:
+    with caplog.at_level(logging.INFO, logger="agentwatch.collector"), ServiceThread(settings) as svc:
         deadline = time.monotonic() + 30
-        while "does not exist yet" not in caplog.text and time.monotonic() < deadline:
+        while f"'{topic}'" not in caplog.text and time.monotonic() < deadline:
             time.sleep(0.1)
-        create_topic(bs, topic, 1)
+        admin = KafkaAdminClient(bootstrap_servers=bs)
+        try:
+            assert topic in admin.list_topics()
+        finally:
+            admin.close()
         cid = unique("conv")
         p = producer(bs)
         p.send(topic, value=otlp_bytes(simple_conversation(cid)), key=cid.encode(), headers=SDK_HEADERS)
@@ -54,6 +57,6 @@ def test_input_topic_created_after_start_is_consumed_without_a_warning(broker, t
         assert svc.error is None
     reader.close()
     assert [json.loads(r.value)["conversation_id"] for r in records] == [cid]
-    service_lines = [r for r in caplog.records if r.name == "agentwatch.collector.service"]
-    assert any(f"input topic {topic} does not exist yet" in r.getMessage() for r in service_lines)
-    assert [r.getMessage() for r in service_lines if r.levelno >= logging.WARNING] == []
+    lines = [r for r in caplog.records if r.name.startswith("agentwatch.collector")]
+    assert any("created topics" in r.getMessage() and topic in r.getMessage() for r in lines)
+    assert [r.getMessage() for r in lines if r.levelno >= logging.WARNING] == []

@@ -104,3 +104,16 @@ def reload_on_sighup(config: Path | None, apply: Any) -> None:
     if hasattr(signal, "SIGHUP"):
         signal.signal(signal.SIGHUP, _on_hup)
 
+
+def serve_metrics(start: Any, port: int | None) -> int:
+    """Call `start()` (which serves /metrics and returns the port); a port in use is one clear error, exit 2."""
+    try:
+        return start()
+    except OSError as exc:
+        typer.echo(
+            f"error: cannot serve /metrics on port {port}: {exc.strerror or exc}; choose another with "
+            "--metrics-port (0 = any free port)",
+            err=True,
+        )
+        raise typer.Exit(2) from None
+

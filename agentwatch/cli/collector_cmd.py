@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from agentwatch.cli.app import app, reload_on_sighup, settings_from_options, stop_on_signals
+from agentwatch.cli.app import app, reload_on_sighup, serve_metrics, settings_from_options, stop_on_signals
 
 
 @app.command("collector")
@@ -62,7 +62,7 @@ def collector(
 
         registry = CollectorRegistry()
         register(service.stats, registry, service)
-        start_http_server(port, registry=registry)
+        serve_metrics(lambda: start_http_server(port, registry=registry), port)
         log.info("metrics on :%d/metrics", port)
     from confluent_kafka import KafkaException
 

@@ -1,68 +1,135 @@
 """`agentwatch demo`: the whole pipeline live on an embedded broker, with a simulated instrumented agent.
 
 An embedded Tansu broker starts; a simulated support agent instrumented with `@trace` sends its spans to it
-through the Kafka span exporter; the collector rebuilds and scores every conversation; the estimator keeps
-rolling Bayesian estimates and serves them on /metrics; the terminal shows them live. Version 1.1 of the
-agent is worse than 1.0, so the regression probability of pass^3 climbs as evidence accumulates.
+through the Kafka span exporter; the collector rebuilds and scores every conversation (task policies grade the
+production-like traffic, a stand-in LLM judge a sample of it); the estimator keeps rolling Bayesian estimates and
+serves them on /metrics. Version 1.1 of the agent is worse than 1.0 and is rolled out as a canary a quarter of
+the way in, so the regression probability of pass^3 climbs as evidence accumulates.
+
+On a wide terminal the estimates are a live table; in a log, a pipe or a narrow terminal they are one line per
+version and task every few seconds.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 import random
 import time
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
-from agentwatch.cli.app import app
+from agentwatch.cli.app import app, serve_metrics
 
 log = logging.getLogger(__name__)
 
+WIDE = 130  # columns the live table needs
+LINE_EVERY_S = 5.0
 
-def _fmt(interval: object | None) -> str:
+
+def _fmt(interval: Any | None) -> str:
     if interval is None:
         return "—"
-    return f"{interval.mean:.2f} ({interval.lower:.2f}–{interval.upper:.2f})"  # type: ignore[attr-defined]
+    return f"{interval.mean:.2f} [{interval.lower:.2f}, {interval.upper:.2f}]"
 
 
-def _table(
-    estimates: list, window: str, sent: int, elapsed: float, port: int, stats: object, judge: object = None
-) -> object:
-    from rich.table import Table
-
-    table = Table(
-        title=f"agentwatch demo · support-bot · window {window} · {sent} conversations in {elapsed:.0f}s · "
-        f"http://127.0.0.1:{port}/metrics",
-        title_justify="left",
-    )
-    for column in ("version", "task", "scored", "success", "pass^3", "ASR", "aband.", "halluc.", "P(pass^3 regr.)"):
-        table.add_column(column, no_wrap=True)
-    rows = sorted((e for e in estimates if e.window == window), key=lambda e: (e.task != "*", e.task, e.version))
-    for e in rows:
+def _rows(estimates: list, window: str) -> list[dict[str, str]]:
+    """One row per (version, task) of the window, the all-tasks rows first."""
+    rows = []
+    for e in sorted((e for e in estimates if e.window == window), key=lambda e: (e.task != "*", e.task, e.version)):
         regression = " ".join(f"{r.probability:.2f} vs {r.baseline_version}" for r in e.regression if r.k == 3)
-        table.add_row(
-            e.version, e.task, f"{e.scored}/{e.conversations}", _fmt(e.success), _fmt(e.pass_pow_k.get(3)),
-            _fmt(e.asr), str(e.outcomes.get("abandoned", 0)), str(e.outcomes.get("hallucinated", 0)),
-            regression or "—",
+        rows.append({
+            "version": e.version,
+            "task": "all tasks" if e.task == "*" else e.task,
+            "graded": f"{e.scored}/{e.conversations}",
+            "success": _fmt(e.success),
+            "pass^3": _fmt(e.pass_pow_k.get(3)),
+            "ASR": _fmt(e.asr),
+            "errors": f"{100 * e.failure_ratio.get('error', 0.0):.1f}%",
+            "P(pass^3 regr.)": regression or "—",
+        })
+    return rows
+
+
+def _judge_line(judge: Any) -> str | None:
+    if judge is None:
+        return None
+    j = judge.stats.snapshot()
+    return (
+        f"judge: {j['graded']} verdicts, {j['calls']} calls, {j['cache_hits']} cache hits, "
+        f"{sum(j['failures'].values())} failed, ${j['spend_usd']:.4f} spent"
+    )
+
+
+class _Display:
+    """The live table on a wide terminal; otherwise plain lines every `LINE_EVERY_S` seconds."""
+
+    def __init__(self, console: Any, window: str, port: int) -> None:
+        self.console, self.window, self.port = console, window, port
+        self.live = None
+        self._next_lines = 0.0
+        if console.is_terminal and console.width >= WIDE:
+            from rich.live import Live
+
+            self.live = Live(console=console, refresh_per_second=2)
+            self.live.start()
+
+    def update(self, estimates: list, sent: int, elapsed: float, judge: Any, *, force: bool = False) -> None:
+        rows = _rows(estimates, self.window)
+        if self.live is not None:
+            self.live.update(self._table(rows, sent, elapsed, judge))
+            return
+        if not force and elapsed < self._next_lines:
+            return
+        self._next_lines = elapsed + LINE_EVERY_S
+        self.console.print(f"[{elapsed:5.1f}s] {sent} conversations sent; window {self.window}:", highlight=False)
+        for r in rows:
+            self.console.print(
+                f"  {r['version']:>4} {r['task']:<13} graded {r['graded']:>9}  success {r['success']}  "
+                f"pass^3 {r['pass^3']}  ASR {r['ASR']}  errors {r['errors']}  P(pass^3 regr.) {r['P(pass^3 regr.)']}",
+                highlight=False,
+                soft_wrap=True,
+            )
+        line = _judge_line(judge)
+        if line:
+            self.console.print(f"  {line}", highlight=False)
+
+    def _table(self, rows: list[dict[str, str]], sent: int, elapsed: float, judge: Any) -> Any:
+        from rich.table import Table
+
+        table = Table(
+            title=f"agentwatch demo · support-bot · window {self.window} · {sent} conversations in {elapsed:.0f}s"
+            f" · http://127.0.0.1:{self.port}/metrics",
+            title_justify="left",
         )
-    consumed = getattr(stats, "spans_consumed", "?")
-    table.caption = f"posterior mean (95% credible interval) · spans consumed: {consumed} · Ctrl-C to stop"
-    if judge is not None:
-        j = judge.stats.snapshot()
-        failed = sum(j["failures"].values())
-        table.caption += (
-            f"\njudge: {j['graded']} verdicts, {j['calls']} calls, {j['cache_hits']} cache hits, {failed} failed, "
-            f"${j['spend_usd']:.4f} spent"
-        )
-    return table
+        for column in ("version", "task", "graded", "success", "pass^3", "ASR", "errors", "P(pass^3 regr.)"):
+            table.add_column(column, no_wrap=True, min_width=len(column))
+        for r in rows:
+            table.add_row(*r.values())
+        caption = ["posterior mean [95% credible interval] over the graded sample · errors: share of all"
+                   " conversations · Ctrl-C to stop"]
+        line = _judge_line(judge)
+        if line:
+            caption.append(line)
+        table.caption = "\n".join(caption)
+        table.caption_justify = "left"
+        return table
+
+    def message(self, text: str) -> None:
+        (self.live.console if self.live is not None else self.console).print(text, highlight=False)
+
+    def close(self) -> None:
+        if self.live is not None:
+            self.live.stop()
 
 
 @app.command()
 def demo(
     duration: Annotated[float, typer.Option(help="Seconds to run (0 = until Ctrl-C).")] = 60.0,
     rate: Annotated[float, typer.Option(help="Conversations per second the simulated agent runs.")] = 40.0,
-    metrics_port: Annotated[int, typer.Option(help="Port of /metrics.")] = 9464,
+    metrics_port: Annotated[int, typer.Option(help="Port of /metrics (0 = any free port).")] = 9464,
     seed: Annotated[int, typer.Option(help="Seed of the simulated agent.")] = 7,
     window: Annotated[str, typer.Option(help="Window shown in the table.")] = "1h",
     judge: Annotated[
@@ -72,24 +139,19 @@ def demo(
 ) -> None:
     """Run agent → Kafka → collector → scores → estimator → /metrics live on an embedded broker."""
     from rich.console import Console
-    from rich.live import Live
 
     from agentwatch import sdk
     from agentwatch.broker import EmbeddedBroker
     from agentwatch.config import load_settings
     from agentwatch.demo_agent import AGENT, POLICIES, SYNTHETIC_SHARE, TASKS, SupportAgent, run_conversation
+    from agentwatch.demo_judge import MODEL, DemoJudgeServer
     from agentwatch.pipeline import Pipeline
 
     console = Console(stderr=True)
     logging.getLogger().setLevel(logging.WARNING)
     fast = {"session_timeout_ms": 6000, "heartbeat_interval_ms": 1000}
-    import contextlib
-    import os
-
-    from agentwatch.demo_judge import MODEL, DemoJudgeServer
-
     with EmbeddedBroker() as broker, (DemoJudgeServer() if judge else contextlib.nullcontext()) as judge_server:
-        judge_settings = {}
+        judge_settings: dict[str, Any] = {}
         if judge_server is not None:
             os.environ.setdefault("AGENTWATCH_DEMO_JUDGE_KEY", "demo")
             judge_settings = {
@@ -106,46 +168,55 @@ def demo(
         )
         console.print(f"embedded broker on {broker.bootstrap_servers}; starting collector and exporter…")
         pipeline = Pipeline(settings)
-        port = pipeline.start_http()
+        port = serve_metrics(pipeline.start_http, metrics_port)
         pipeline.start()
+        console.print(
+            f"/metrics on http://127.0.0.1:{port}/metrics · version 1.0 first; the 1.1 canary takes half the traffic "
+            f"from {'a quarter of the run' if duration > 0 else 'conversation 300'} on"
+            + (f" · the stand-in judge grades {judge_rate:.0%}" if judge else "")
+        )
         sdk.configure("kafka", agent=AGENT, bootstrap_servers=broker.bootstrap_servers)
         rng = random.Random(seed)
         agents = {v: SupportAgent(v, rng) for v in ("1.0", "1.1")}
+        canary_at = duration / 4 if duration > 0 else None
+        canary = False
         started = time.monotonic()
         sent = 0
+        display = _Display(console, window, port)
         try:
-            with Live(console=console, refresh_per_second=2) as live:
-                while duration <= 0 or time.monotonic() - started < duration:
-                    if pipeline.stop_event.is_set():
-                        raise RuntimeError(f"pipeline stopped: {pipeline.errors}")
-                    # Version 1.0 runs first; 1.1 is rolled out a quarter of the way in, as a canary would be.
-                    version = "1.1" if sent > 300 and rng.random() < 0.5 else "1.0"
-                    synthetic = rng.random() < SYNTHETIC_SHARE
-                    run_conversation(agents[version], f"demo-{sent:06d}", TASKS[sent % len(TASKS)], synthetic)
-                    sent += 1
-                    elapsed = time.monotonic() - started
-                    if sent % 10 == 0:
-                        estimates = pipeline.exporter.estimator.snapshot()
-                        live.update(_table(estimates, window, sent, elapsed, port, pipeline.collector.stats,
-                                           pipeline.collector.judge))
-                    time.sleep(max(0.0, sent / rate - elapsed))
-                sdk.shutdown()
-                deadline = time.monotonic() + settings.collector.idle_timeout_s + 10
-                while time.monotonic() < deadline:  # let the last conversations be scored
-                    estimates = pipeline.exporter.estimator.snapshot()
-                    scored = sum(e.conversations for e in estimates if e.window == window and e.task != "*")
-                    live.update(_table(estimates, window, sent, time.monotonic() - started, port,
-                                       pipeline.collector.stats, pipeline.collector.judge))
-                    if scored >= sent:
-                        break
-                    time.sleep(0.5)
+            while duration <= 0 or time.monotonic() - started < duration:
+                if pipeline.stop_event.is_set():
+                    raise RuntimeError(f"pipeline stopped: {pipeline.errors}")
+                elapsed = time.monotonic() - started
+                if not canary and (elapsed >= canary_at if canary_at is not None else sent >= 300):
+                    canary = True
+                    display.message(f"[{elapsed:5.1f}s] canary: version 1.1 now takes half the traffic")
+                version = "1.1" if canary and rng.random() < 0.5 else "1.0"
+                synthetic = rng.random() < SYNTHETIC_SHARE
+                run_conversation(agents[version], f"demo-{sent:06d}", TASKS[sent % len(TASKS)], synthetic)
+                sent += 1
+                if sent % 10 == 0:
+                    display.update(pipeline.exporter.estimator.snapshot(), sent, elapsed, pipeline.collector.judge)
+                time.sleep(max(0.0, sent / rate - (time.monotonic() - started)))
+            sdk.shutdown()
+            deadline = time.monotonic() + settings.collector.idle_timeout_s + 10
+            while time.monotonic() < deadline:  # let the last conversations be scored
+                if _exported(pipeline, window) >= sent:
+                    break
+                time.sleep(0.25)
+            display.update(pipeline.exporter.estimator.snapshot(), sent, time.monotonic() - started,
+                           pipeline.collector.judge, force=True)
         except KeyboardInterrupt:
-            console.print("interrupted")
+            display.message("interrupted")
         finally:
+            display.close()
             sdk.shutdown()
             pipeline.close()
-        estimates = pipeline.exporter.estimator.snapshot()
-        scored = sum(e.conversations for e in estimates if e.window == window and e.task != "*")
-        console.print(f"{sent} conversations sent, {scored} scored and exported.")
+        console.print(f"{sent} conversations sent, {_exported(pipeline, window)} scored and exported.")
         if pipeline.errors:
             raise typer.Exit(1)
+
+
+def _exported(pipeline: Any, window: str) -> int:
+    estimates = pipeline.exporter.estimator.snapshot()
+    return sum(e.conversations for e in estimates if e.window == window and e.task != "*")

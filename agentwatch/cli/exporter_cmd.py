@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
-from agentwatch.cli.app import app, reload_on_sighup, settings_from_options, stop_on_signals
+from agentwatch.cli.app import app, reload_on_sighup, serve_metrics, settings_from_options, stop_on_signals
 
 log = logging.getLogger("agentwatch.exporter")
 
@@ -55,7 +55,7 @@ def exporter(
 
     stop = stop_on_signals()
     service = ExporterService(settings)
-    service.start_http()
+    serve_metrics(service.start_http, settings.exporter.metrics_port)
     otlp = _start_otlp(settings, service)
     try:
         _run_or_exit(service, stop, settings)
@@ -100,7 +100,7 @@ def serve(
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from exc
     reload_on_sighup(config, pipeline.collector.reload)
-    pipeline.start_http()
+    serve_metrics(pipeline.start_http, settings.exporter.metrics_port)
     otlp = _start_otlp(settings, pipeline.exporter)
     pipeline.start(exporter_in_thread=False)
     try:
