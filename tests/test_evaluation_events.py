@@ -285,3 +285,25 @@ def test_last_turn_without_agent_spans_is_the_last_trace_root() -> None:
 
 def test_last_turn_of_nothing() -> None:
     assert last_turn_ids(finished()) == (None, None)
+
+
+def test_decoded_conversation_end_to_end(receiver: Receiver) -> None:
+    """As the service wires it: decode OTLP spans, rebuild, score, `emit(score, *last_turn_ids(finished))`."""
+    from agentwatch.collector.decode import decode_message
+    from agentwatch.collector.reconstruct import build_conversation
+    from collector_kafka_helpers import otlp_bytes, simple_conversation
+
+    spans = simple_conversation("conv-e2e", turns=3)
+    last = max((s for s in spans if s.name.startswith("invoke_agent")), key=lambda s: s.start_time)
+    records = decode_message(otlp_bytes(spans), "application/x-protobuf")
+    fin = FinishedConversation("conv-e2e", 0, records, "end", False)
+    verdict = JudgeVerdict.failed("judge_unavailable", "503")
+    score = score_conversation(build_conversation(fin), verdict=verdict)
+    events = send(receiver.endpoint, (score, *last_turn_ids(fin)))
+    events.shutdown()
+    [(_, rec)] = receiver.records()
+    assert rec.trace_id == last.context.trace_id.to_bytes(16, "big")
+    assert rec.span_id == last.context.span_id.to_bytes(8, "big")
+    a = attrs(rec)
+    assert a["gen_ai.conversation.id"] == "conv-e2e" and a["error.type"] == "judge_unavailable"
+    assert a["gen_ai.agent.name"] == "support-bot" and a["gen_ai.agent.version"] == "1.2.0"
