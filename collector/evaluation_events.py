@@ -28,14 +28,6 @@ from typing import Any
 from agentwatch.collector.assembler import FinishedConversation
 from agentwatch.collector.reconstruct import _Forest
 from agentwatch.scorers.judge import FAILURE_CODES
-from opentelemetry._logs import LogRecord, SeverityNumber
-from opentelemetry.sdk._logs import LoggerProvider
-from opentelemetry.sdk._logs.export import (
-    BatchLogRecordProcessor,
-    LogRecordExporter,
-    LogRecordExportResult,
-)
-from opentelemetry.sdk.resources import Resource
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags, set_span_in_context
 
 from agentwatch.schema import ConversationScore, Outcome
@@ -187,27 +179,46 @@ class EvaluationEventStats:
     errors: int = 0  # emit calls that failed before a record was queued
 
 
-class _CountingExporter(LogRecordExporter):
-    """Wraps the OTLP exporter: counts what was exported and dropped, and never lets an exception out."""
+def _sdk() -> Any:
+    """The OpenTelemetry SDK logs module, or a clear error when it predates log-based events."""
+    try:
+        from opentelemetry import _logs as api
+        from opentelemetry.sdk import _logs as sdk_logs
+        from opentelemetry.sdk._logs import export as sdk_export
+        from opentelemetry.sdk._logs.export import LogRecordExportResult  # noqa: F401  (newer SDKs only)
+    except ImportError as exc:  # pragma: no cover - depends on the installed SDK
+        raise RuntimeError(
+            "evaluation events need an OpenTelemetry SDK with log-based events (LogRecord event_name and "
+            f"context, LogRecordExporter): upgrade opentelemetry-sdk ({exc})"
+        ) from exc
+    return api, sdk_logs, sdk_export
 
-    def __init__(self, inner: LogRecordExporter, stats: EvaluationEventStats, endpoint: str) -> None:
+
+class _CountingExporter:
+    """Wraps the OTLP exporter: counts what was exported and dropped, and never lets an exception out (a
+    LogRecordExporter by duck typing, so that this module imports with any SDK)."""
+
+    def __init__(self, inner: Any, stats: EvaluationEventStats, endpoint: str) -> None:
         self._inner = inner
         self._stats = stats
         self._endpoint = endpoint
         self._lock = threading.Lock()
 
-    def export(self, batch: Sequence[Any]) -> LogRecordExportResult:
+    def export(self, batch: Sequence[Any]) -> Any:
+        from opentelemetry.sdk._logs.export import LogRecordExportResult
+
         try:
             result = self._inner.export(batch)
         except Exception as exc:  # the processor's thread must keep going
             result = LogRecordExportResult.FAILURE
             log.warning("evaluation events: export to %s raised %s", self._endpoint, exc)
+        ok = getattr(result, "name", None) == "SUCCESS"
         with self._lock:
-            if result is LogRecordExportResult.SUCCESS:
+            if ok:
                 self._stats.exported += len(batch)
             else:
                 self._stats.dropped += len(batch)
-        if result is not LogRecordExportResult.SUCCESS:
+        if not ok:
             log.warning(
                 "evaluation events: %d record(s) dropped, export to %s failed (%d dropped so far)",
                 len(batch), self._endpoint, self._stats.dropped,
@@ -221,7 +232,7 @@ class _CountingExporter(LogRecordExporter):
         self._inner.shutdown()
 
 
-def otlp_log_exporter(endpoint: str, timeout_s: float = 10.0) -> LogRecordExporter:
+def otlp_log_exporter(endpoint: str, timeout_s: float = 10.0) -> Any:
     """The OTLP log exporter for `endpoint`: HTTP for `http(s)://…/v1/logs`, else gRPC."""
     if endpoint.startswith(("http://", "https://")) and endpoint.rstrip("/").endswith("/v1/logs"):
         from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
@@ -237,7 +248,7 @@ class EvaluationEvents:
 
     def __init__(
         self,
-        exporter: LogRecordExporter,
+        exporter: Any,
         *,
         endpoint: str = "",
         answer_threshold: float = 0.7,
@@ -245,12 +256,16 @@ class EvaluationEvents:
         schedule_delay_millis: float = 1000,
         max_queue_size: int = 10_000,
     ) -> None:
+        api, sdk_logs, sdk_export = _sdk()
+        from opentelemetry.sdk.resources import Resource
+
+        self._api = api
         self.stats = EvaluationEventStats()
         self.answer_threshold = answer_threshold
         self._exporter = _CountingExporter(exporter, self.stats, endpoint or type(exporter).__name__)
-        self._provider = LoggerProvider(resource=Resource.create({"service.name": service_name}))
+        self._provider = sdk_logs.LoggerProvider(resource=Resource.create({"service.name": service_name}))
         self._provider.add_log_record_processor(
-            BatchLogRecordProcessor(
+            sdk_export.BatchLogRecordProcessor(
                 self._exporter, schedule_delay_millis=schedule_delay_millis, max_queue_size=max_queue_size
             )
         )
@@ -276,6 +291,7 @@ class EvaluationEvents:
         if self._closed:
             return
         try:
+            LogRecord, SeverityNumber = self._api.LogRecord, self._api.SeverityNumber  # noqa: N806
             context = _parent_context(trace_id, span_id)
             now = time.time_ns()
             for attributes in evaluation_attributes(score, self.answer_threshold):
