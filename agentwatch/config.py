@@ -331,6 +331,11 @@ class CollectorConfig(_Section):
     drain_on_shutdown: bool = Field(
         default=False, description="score open conversations on shutdown (else keep them uncommitted)"
     )
+    evaluation_events_endpoint: str | None = Field(
+        default=None,
+        description="OTLP endpoint for gen_ai.evaluation.result log records, one per score "
+        "(`http(s)://…/v1/logs` → HTTP, else gRPC); unset: none are sent",
+    )
 
 
 class ExporterConfig(_Section):
