@@ -241,6 +241,10 @@ class ConversationScore(_Model):
     )
     policy: str | None = Field(default=None, description="`id@version` of the task policy that graded it.")
     judge: str | None = Field(default=None, description="Id of the judge that graded it (name, model, prompt).")
+    judge_score: float | None = Field(
+        default=None, description="The judge's answer-correctness score in [0, 1], when a verdict graded it."
+    )
+    judge_explanation: str | None = Field(default=None, description="The judge's short explanation.")
     judge_sampled: bool = Field(default=False, description="In the judge sample (sample_point(id) < judge rate).")
     review_sampled: bool = Field(
         default=False, description="In the review sample: a label on it is its truth (sample_point(id) < rate)."

@@ -135,7 +135,9 @@ def evaluation_attributes(score: ConversationScore, answer_threshold: float = 0.
     }
     if score.judge:
         common[JUDGE_ID] = score.judge
-    judge_score, judge_why = _judge_reason(score)
+    judge_score, judge_why = score.judge_score, score.judge_explanation or ""
+    if judge_score is None:
+        judge_score, judge_why = _judge_reason(score)
     failure = judge_failure(score)
 
     outcome = score.outcome.value if isinstance(score.outcome, Outcome) else str(score.outcome)
@@ -291,7 +293,7 @@ class EvaluationEvents:
         if self._closed:
             return
         try:
-            LogRecord, SeverityNumber = self._api.LogRecord, self._api.SeverityNumber  # noqa: N806
+            LogRecord, SeverityNumber = self._api.LogRecord, self._api.SeverityNumber
             context = _parent_context(trace_id, span_id)
             now = time.time_ns()
             for attributes in evaluation_attributes(score, self.answer_threshold):

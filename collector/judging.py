@@ -24,6 +24,7 @@ class _Waiting:
     partition: int
     min_offset: int
     verdict: Future[JudgeVerdict]
+    ids: tuple[str | None, str | None]  # trace and span id of its last turn
 
 
 class PendingVerdicts:
@@ -35,11 +36,19 @@ class PendingVerdicts:
     def __len__(self) -> int:
         return len(self._waiting)
 
-    def add(self, conv: Conversation, partition: int, min_offset: int, verdict: Future[JudgeVerdict]) -> None:
-        """Hold `conv` (read from `partition` from `min_offset` on) until `verdict` is done."""
-        self._waiting.append(_Waiting(conv, partition, min_offset, verdict))
+    def add(
+        self,
+        conv: Conversation,
+        partition: int,
+        min_offset: int,
+        verdict: Future[JudgeVerdict],
+        ids: tuple[str | None, str | None] = (None, None),
+    ) -> None:
+        """Hold `conv` (read from `partition` from `min_offset` on; `ids`: its last turn's trace and span id) until
+        `verdict` is done."""
+        self._waiting.append(_Waiting(conv, partition, min_offset, verdict, ids))
 
-    def ready(self) -> list[tuple[Conversation, JudgeVerdict]]:
+    def ready(self) -> list[tuple[Conversation, JudgeVerdict, tuple[str | None, str | None]]]:
         """The conversations whose verdict is done, released in the order they finished."""
         if not self._waiting:
             return []
@@ -48,7 +57,7 @@ class PendingVerdicts:
         for w in self._waiting:  # one look at each future: one that completes meanwhile waits for the next call
             (done if w.verdict.done() else keep).append(w)
         self._waiting = keep
-        return [(w.conversation, w.verdict.result()) for w in done]
+        return [(w.conversation, w.verdict.result(), w.ids) for w in done]
 
     def low_offset(self, partition: int) -> int | None:
         """The lowest offset a waiting conversation holds on `partition`, if any."""

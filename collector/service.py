@@ -21,6 +21,7 @@ from typing import Any
 from agentwatch.collector.assembler import Assembler, FinishedConversation
 from agentwatch.collector.deadletter import DeadLetterPublisher
 from agentwatch.collector.decode import DecodeError, SpanRecord, decode_message
+from agentwatch.collector.evaluation_events import EvaluationEvents, last_turn_ids
 from agentwatch.collector.judging import PendingVerdicts
 from agentwatch.collector.labels import AMBIGUOUS, FOUND, LateLabel, ScoreMemory, label_of
 from agentwatch.collector.metrics import PipelineStats
@@ -84,6 +85,7 @@ class CollectorService:
             judge_runner = JudgeRunner.from_settings(settings)
         self.judge = judge_runner  # a JudgeRunner, or None: no judge
         self.pending = PendingVerdicts()
+        self.events = EvaluationEvents.from_settings(settings)  # verdicts as OTel log records, if configured
         self._max_pending = max(1, self.config.max_pending_verdicts)
         self._paused = False
         self._dead: DeadLetterPublisher | None = None
@@ -184,6 +186,8 @@ class CollectorService:
         self._closing = True  # the revoke callback run by close() must not flush or commit again
         if self.judge is not None:
             self.judge.close()
+        if self.events is not None:
+            self.events.shutdown()
         if self._consumer is not None:
             try:
                 self._consumer.close()  # leaves the group
@@ -279,11 +283,12 @@ class CollectorService:
             score = unscored(conv, f"reconstruct_error: {type(exc).__name__}: {exc}")
         else:
             if self.judge is not None and self._wants_judge(conv):
-                self.pending.add(conv, finished.partition, finished.min_offset, self.judge.submit(conv))
+                ids = last_turn_ids(finished) if self.events is not None else (None, None)
+                self.pending.add(conv, finished.partition, finished.min_offset, self.judge.submit(conv), ids)
                 self._pause_if_full()
                 return
             score = self._score_safely(conv)
-        self._publish(score)
+        self._publish(score, last_turn_ids(finished) if self.events is not None else (None, None))
 
     def _score_safely(self, conv: Conversation, verdict: Any = None) -> ConversationScore:
         try:
@@ -300,8 +305,8 @@ class CollectorService:
 
     def _score_verdicts(self) -> None:
         """Score and queue the conversations whose verdict came back; resume consuming when below the limit."""
-        for conv, verdict in self.pending.ready():
-            self._publish(self._score_safely(conv, verdict))
+        for conv, verdict, ids in self.pending.ready():
+            self._publish(self._score_safely(conv, verdict), ids)
         if self._paused and len(self.pending) <= self._max_pending // 2:
             self._set_paused(False)
 
@@ -332,13 +337,16 @@ class CollectorService:
         if len(self.pending):
             log.warning("%d conversations still wait for the judge; they will be replayed", len(self.pending))
 
-    def _publish(self, score: ConversationScore) -> None:
-        """Queue one score for the scores topic and remember it for late labels."""
+    def _publish(self, score: ConversationScore, ids: tuple[str | None, str | None] = (None, None)) -> None:
+        """Queue one score for the scores topic, remember it for late labels, and emit it as evaluation events
+        (parented to the last turn `ids`, trace and span id) when configured."""
         assert self._out is not None
         payload = score.model_dump_json().encode()
         self._out.send(self.config.scores_topic, value=payload, key=series_key(score), headers=self._score_headers)
         self.scores.remember(score, payload)
         self.stats.scores_produced += 1
+        if self.events is not None:
+            self.events.emit(score, *ids)
 
     # ----------------------------------------------------------------------------------------- late labels
 

@@ -336,6 +336,8 @@ class ConversationScorer:
                 "evidence": [e for e in EVIDENCE if e in found],
                 "policy": policy.ref if policy is not None else None,
                 "judge": verdict.judge_id or None if verdict is not None else None,
+                "judge_score": verdict.score if used_judge else None,  # type: ignore[union-attr]
+                "judge_explanation": (verdict.explanation or None) if used_judge else None,  # type: ignore[union-attr]
                 "judge_sampled": sample.judge,
                 "review_sampled": sample.review,
                 "label": label,

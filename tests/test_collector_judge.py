@@ -188,3 +188,55 @@ def test_slow_judge_pauses_the_consumer_and_metrics_report_it(broker, topic, tmp
     assert 'agentwatch_judge_failures_total{reason="judge_timeout"} 0.0' in text
     assert "agentwatch_judge_latency_seconds_count 40.0" in text
     assert "agentwatch_judge_pauses_total" in text
+
+
+def test_verdicts_reach_an_otel_backend_as_evaluation_events(broker, topic, tmp_path, monkeypatch) -> None:
+    """SDK agent → broker → collector with a judge → `gen_ai.evaluation.result` records on an OTLP/HTTP
+    receiver, parented to the agent's last turn span."""
+    from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
+    from test_evaluation_events import Receiver, attrs
+
+    monkeypatch.setenv("AGENTWATCH_TEST_JUDGE_KEY", "sk-test")
+    bs = broker.bootstrap_servers
+    prefix, count = unique("ev"), 3
+    receiver = Receiver()
+    try:
+        with FakeOpenAI(lambda body: Reply(body=verdict_reply("complete", 0.9, "quotes the order status"))) as server:
+            _finished(_send(tmp_path, bs, topic, prefix, count))
+            settings = _settings(bs, topic, server, tmp_path / "v.jsonl")
+            settings.sampling = SamplingConfig(judge_rate=1.0)
+            settings.collector = settings.collector.model_copy(
+                update={"evaluation_events_endpoint": receiver.endpoint})
+            spans = TopicReader(bs, topic)
+            turn_spans = {}
+            for r in spans.wait(lambda r: len(r) >= 1, 20):
+                for rs in TracesData.FromString(r.value).resource_spans:
+                    for ss in rs.scope_spans:
+                        for span in ss.spans:
+                            if span.name == "bot" or any(a.key == "gen_ai.operation.name" and
+                                                         a.value.string_value == "invoke_agent" for a in span.attributes):
+                                cid = next(a.value.string_value for a in span.attributes
+                                           if a.key == "gen_ai.conversation.id")
+                                turn_spans[cid] = (span.trace_id, span.span_id)
+            spans.close()
+            reader = TopicReader(bs, settings.collector.scores_topic)
+            with ServiceThread(settings) as svc:
+                reader.wait(lambda r: len(r) >= count, 40)
+                deadline = time.monotonic() + 20
+                while len(receiver.records()) < 2 * count and time.monotonic() < deadline:
+                    time.sleep(0.1)
+                assert svc.error is None
+            reader.close()
+        records = receiver.records()
+    finally:
+        receiver.close()
+    assert len(turn_spans) == count
+    outcome_records = [rec for _, rec in records if attrs(rec)["gen_ai.evaluation.name"] == "agentwatch.outcome"]
+    assert len(outcome_records) == count
+    for rec in outcome_records:
+        a = attrs(rec)
+        assert rec.event_name == "gen_ai.evaluation.result"
+        assert (rec.trace_id, rec.span_id) == turn_spans[a["gen_ai.conversation.id"]]
+        assert a["gen_ai.evaluation.score.label"] == "complete"
+        assert a["gen_ai.evaluation.explanation"] == "quotes the order status"
+        assert "gpt-4o-mini" in a["agentwatch.judge"]

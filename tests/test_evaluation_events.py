@@ -119,7 +119,7 @@ def test_graded_score_is_an_evaluation_result_on_the_last_turn(receiver: Receive
     events = send(receiver.endpoint, (score, TRACE, SPAN))
     events.shutdown()
     got = receiver.records()
-    assert len(got) == 1  # a passing judge score is not in the score: only the outcome record
+    assert len(got) == 2  # the outcome, and the judge's answer score
     resource_logs, rec = got[0]
     assert rec.event_name == EVENT_NAME == "gen_ai.evaluation.result"
     assert rec.trace_id == bytes.fromhex(TRACE) and rec.span_id == bytes.fromhex(SPAN)
@@ -129,14 +129,19 @@ def test_graded_score_is_an_evaluation_result_on_the_last_turn(receiver: Receive
         "gen_ai.evaluation.name": "agentwatch.outcome",
         "gen_ai.evaluation.score.value": 1.0,
         "gen_ai.evaluation.score.label": "complete",
+        "gen_ai.evaluation.explanation": "right",
         "gen_ai.conversation.id": "conv-1",
         "gen_ai.agent.name": "shop-agent",
         "gen_ai.agent.version": "2.1.0",
         "agentwatch.task": "orders",
     }
+    answer = attrs(got[1][1])
+    assert answer["gen_ai.evaluation.name"] == "agentwatch.answer_correctness"
+    assert answer["gen_ai.evaluation.score.value"] == pytest.approx(0.95)
+    assert answer["gen_ai.evaluation.score.label"] == "pass" and answer["gen_ai.evaluation.explanation"] == "right"
     service = {kv.key: _value(kv.value) for kv in resource_logs.resource.attributes}["service.name"]
     assert service == "agentwatch-collector"
-    assert events.stats.emitted == events.stats.exported == 1 and events.stats.dropped == 0
+    assert events.stats.emitted == events.stats.exported == 2 and events.stats.dropped == 0
 
 
 def test_judge_score_below_threshold_gives_answer_correctness(receiver: Receiver) -> None:
