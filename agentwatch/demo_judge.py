@@ -12,7 +12,7 @@ import json
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Self
 
 MODEL = "gpt-4o-mini"
 LATENCY_S = 0.15
@@ -85,7 +85,7 @@ class DemoJudgeServer:
         """The API root to give the judge (`judge.base_url`)."""
         return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
 
-    def __enter__(self) -> DemoJudgeServer:
+    def __enter__(self) -> Self:
         self._thread.start()
         return self
 

@@ -211,7 +211,7 @@ class _CountingExporter:
 
         try:
             result = self._inner.export(batch)
-        except Exception as exc:  # the processor's thread must keep going
+        except Exception as exc:  # noqa: BLE001 - the processor's thread must keep going
             result = LogRecordExportResult.FAILURE
             log.warning("evaluation events: export to %s raised %s", self._endpoint, exc)
         ok = getattr(result, "name", None) == "SUCCESS"
