@@ -108,10 +108,11 @@ class _Display:
             table.add_column(column, no_wrap=True, min_width=len(column))
         for r in rows:
             table.add_row(*r.values())
-        caption = [
-            "posterior mean [95% credible interval] over the graded sample · errors: share of all conversations"
-            " · Ctrl-C to stop"
-        ]
+        legend = (
+            "posterior mean [95% credible interval] over the graded sample · errors: share of all conversations "
+            "· Ctrl-C to stop"
+        )
+        caption = [legend]
         line = _judge_line(judge)
         if line:
             caption.append(line)
