@@ -9,7 +9,8 @@ Definitions (Fair Forge's four dimensions, Galtea's binary set match), all on no
   only when `sequence_matters` (reported as 1.0 otherwise and left out of the overall);
 - utilization: 1 if the answer contains a salient value of a successful tool result that is not already in
   the turn's input or the call's arguments, graded only when `expected.utilization_required` and some result
-  was captured (or no call succeeded: then 0);
+  was captured (0 when no tool was called; not graded when every call failed: there was nothing to use, and
+  an answer that says so is right);
 - overall: weighted mean of the graded dimensions, weights normalised over them;
 - binary: set of used names == set of expected names.
 """
@@ -198,20 +199,18 @@ class ToolGrader:
         if expected.utilization_required:
             results: list[Any] = []
             arguments: list[Any] = []
-            succeeded = False
             for c in calls:
                 if c.error is None:
-                    succeeded = True
                     result = c.result
                     if result is not None:
                         results.append(result)
                         arguments.append(c.arguments)
-            if results or not succeeded:
+            if results or not calls:
                 if answer_text is None and answer:
                     answer_text = AnswerText(answer)
                 used = answer_text is not None and uses_results(answer_text, results, turn_input, arguments)
                 utilization = 1.0 if used else 0.0
-            # else: successful calls whose results were not captured — utilization cannot be checked
+            # else: results not captured, or every call failed — utilization cannot be checked
         if self._ones_give_one and selection == parameters == sequence == 1.0 and utilization != 0.0:
             # every graded dimension is 1 (utilization is None, 0 or 1; sequence is 1 when not graded)
             overall = 1.0

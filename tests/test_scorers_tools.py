@@ -223,9 +223,13 @@ def test_utilization(answer, result, uses):
 def test_utilization_ignores_failed_calls():
     exp = expect("get")
     failed = [ToolCall(name="get", result={"status": "shipped"}, error="timeout")]
-    assert ToolGrader().grade(exp, failed, "It has shipped").utilization == 0.0
+    # every call failed: nothing to use, not graded (an answer saying so is right); the failed result never counts
+    assert ToolGrader().grade(exp, failed, "It has shipped").utilization is None
+    both = [*failed, ToolCall(name="get", result={"status": "pending"})]
+    assert ToolGrader().grade(exp, both, "It has shipped").utilization == 0.0
     ok = [ToolCall(name="get", result={"status": "shipped"})]
     assert ToolGrader().grade(exp, ok, "It has shipped").utilization == 1.0
+    assert ToolGrader().grade(exp, [], "It has shipped").utilization == 0.0  # no call at all
 
 
 # --------------------------------------------------------------------------- properties
@@ -279,8 +283,8 @@ def test_utilization_not_graded_when_results_not_captured():
     exp = expect("get")
     s = ToolGrader().grade(exp, [ToolCall(name="get")], "It has shipped")  # content capture off
     assert s.utilization is None and s.passed is True
-    none_ok = ToolGrader().grade(exp, [ToolCall(name="get", error="boom")], "It has shipped")
-    assert none_ok.utilization == 0.0 and none_ok.passed is False
+    none_ok = ToolGrader().grade(exp, [ToolCall(name="get", error="boom")], "Sorry, the lookup failed.")
+    assert none_ok.utilization is None and none_ok.passed is True  # nothing to use; the answer says so
 
 
 # --------------------------------------------------------------------------- utilization: echoed values
