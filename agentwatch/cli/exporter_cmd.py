@@ -39,6 +39,27 @@ def _run_or_exit(service: Any, stop: threading.Event, settings: Any) -> None:
         raise typer.Exit(1) from exc
 
 
+def _check_kafka(settings: Any) -> None:
+    """Reach Kafka (and create the topics the pipeline uses) before serving anything; else one line, exit 1."""
+    from confluent_kafka import KafkaException
+
+    from agentwatch.collector.topics import ensure_topics
+
+    c = settings.collector
+    try:
+        ensure_topics(
+            settings.kafka.bootstrap_servers,
+            [*c.input_topics, c.rekey_topic, c.scores_topic, c.dead_letter_topic],
+            partitions=c.topic_partitions,
+            replication_factor=c.topic_replication_factor,
+            client_id=settings.kafka.client_id,
+        )
+    except KafkaException as exc:
+        typer.echo(f"error: Kafka at {settings.kafka.bootstrap_servers} is not reachable: {exc.args[0].str()}",
+                   err=True)
+        raise typer.Exit(1) from None
+
+
 @app.command("exporter")
 def exporter(
     bootstrap_servers: BootstrapOpt = None,
@@ -93,12 +114,14 @@ def serve(
     if embedded_broker:
         broker = EmbeddedBroker().start()
         settings.kafka = settings.kafka.model_copy(update={"bootstrap_servers": broker.bootstrap_servers})
-        log.info("embedded broker on %s (memory only)", broker.bootstrap_servers)
+        typer.echo(f"embedded broker on {broker.bootstrap_servers} (memory only): point agents at it with "
+                   f"AGENTWATCH_BOOTSTRAP_SERVERS={broker.bootstrap_servers}", err=True)
     try:
         pipeline = Pipeline(settings, stop_event=stop)
     except ValueError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from exc
+    _check_kafka(settings)
     reload_on_sighup(config, pipeline.collector.reload)
     serve_metrics(pipeline.start_http, settings.exporter.metrics_port)
     otlp = _start_otlp(settings, pipeline.exporter)

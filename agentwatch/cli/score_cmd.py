@@ -219,7 +219,10 @@ def score(
     if len(errors) > MAX_ERRORS_SHOWN:
         typer.echo(f"malformed: … and {len(errors) - MAX_ERRORS_SHOWN} more", err=True)
     if errors:
-        typer.echo(f"{len(errors)} malformed line(s) skipped; {len(scores)} conversation(s) scored", err=True)
+        graded = sum(1 for s in scores if s.scored)
+        typer.echo(
+            f"{len(errors)} malformed line(s) skipped; {len(scores)} conversation(s) read, {graded} graded", err=True
+        )
     if not scores:
         raise _fail("no conversation could be read from the input")
 
