@@ -157,7 +157,7 @@ def test_otel_collector_writes_otlp_proto_to_otlp_spans() -> None:
     config = _load(DEPLOY / "otel-collector" / "config.yaml")
     kafka = config["exporters"]["kafka"]
     assert kafka["traces"] == {"topic": "otlp_spans", "encoding": "otlp_proto"}
-    assert kafka["brokers"] == ["kafka:9092"]
+    assert kafka["brokers"] == ["kafka:19092"]
     assert set(config["receivers"]["otlp"]["protocols"]) == {"grpc", "http"}
     pipeline = config["service"]["pipelines"]["traces"]
     assert pipeline["receivers"] == ["otlp"] and pipeline["exporters"] == ["kafka"]
