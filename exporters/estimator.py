@@ -26,6 +26,7 @@ import heapq
 import logging
 import math
 import re
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -36,10 +37,10 @@ from agentwatch.exporters.regression import RegressionParams, attach_regressions
 from agentwatch.exporters.summary import SeriesEstimate, StatsParams, summarise
 from agentwatch.exporters.windows import (
     ASR_RESOLUTION,
+    EVIDENCE,
     OUTCOMES,
     TOOL_DIMENSIONS,
     Contribution,
-    EVIDENCE,
     SlidingWindow,
     parse_duration,
     sketch_bin,
@@ -222,7 +223,7 @@ class Estimator:
                 self._rejected["too_old"] += 1
                 return False
             self._housekeeping(now)
-            identity = (score.agent, score.conversation_id)
+            identity = (sys.intern(score.agent), score.conversation_id)  # one agent string for all its ids
             counted = self._seen.get(identity)
             if counted is not None:
                 if score.revision <= counted.revision:
@@ -320,7 +321,7 @@ class Estimator:
             passed=bool(score.passed),
             outcome=OUTCOMES.index(score.outcome.value),
             modes=self._modes(score.reasons, t) if score.reasons else (),
-            tool_sums=tuple(sums),
+            tool_sums=tuple(sums) if any(counts) else (),
             tool_counts=tuple(counts) if any(counts) else (),
             cost_bin=sketch_bin(max(0.0, cost)) if cost is not None else None,
             duration_bin=sketch_bin(max(0.0, duration)) if duration is not None else None,

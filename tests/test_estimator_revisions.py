@@ -173,8 +173,8 @@ def _topic(n: int = 240, seed: int = 5) -> list:
         agent = ("alpha", "beta")[i % 2]
         cid = str(i // 2)  # every id used by both agents
         evidence = rng.sample(list(EVIDENCE), rng.choice([0, 0, 1, 2]))
-        base = dict(agent=agent, task=rng.choice(["refund", "billing"]), ended_at=ended, evidence=evidence,
-                    judge_sampled=rng.random() < 0.3, review_sampled=rng.random() < 0.2)
+        base = {"agent": agent, "task": rng.choice(["refund", "billing"]), "ended_at": ended, "evidence": evidence,
+                "judge_sampled": rng.random() < 0.3, "review_sampled": rng.random() < 0.2}
         out.append(make_score(cid, passed=rng.choice([True, False, None]), **base))
         for rev in range(1, rng.choice([1, 1, 2, 3])):
             later.append(make_score(cid, passed=rng.choice([True, False]), revision=rev, label="abandoned", **base))
