@@ -1,7 +1,8 @@
 """Benchmark of the estimator and the Prometheus exporter: scores/s into the estimator, scrape times.
 
 Prints figures, asserts nothing. "Series" below means estimator series (agent, version, task); each one yields
-about 78 Prometheus samples per window (25 of them failure evidence, sample and label ratios). Usage: python benchmarks/exporter.py [--series 10000] [--scores 50000]
+about 78 Prometheus samples per window (25 of them failure evidence, sample and label ratios).
+Usage: python benchmarks/exporter.py [--series 10000] [--scores 50000]
 """
 
 from __future__ import annotations
