@@ -1,13 +1,16 @@
 """Benchmark of the estimator and the Prometheus exporter: scores/s into the estimator, scrape times.
 
 Prints figures, asserts nothing. "Series" below means estimator series (agent, version, task); each one yields
-about 50 Prometheus samples per window. Usage: python benchmarks/exporter.py [--series 10000] [--scores 50000]
+about 78 Prometheus samples per window (25 of them failure evidence, sample and label ratios).
+Usage: python benchmarks/exporter.py [--series 10000] [--scores 50000]
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import time
+import tracemalloc
 from datetime import UTC, datetime
 
 from agentwatch.exporters.estimator import Estimator
@@ -44,6 +47,26 @@ def scores(count: int, series: int, start: int = 0) -> list[ConversationScore]:
             )
         )
     return out
+
+
+def bytes_per_tracked_id(count: int = 20_000, series: int = 100) -> float:
+    """Bytes the estimator keeps per remembered conversation identity: the memory of `count` new conversations
+    in series and buckets that already exist (so it is the identity record alone: key, contribution, series keys,
+    expiry heap entry), measured with tracemalloc."""
+    est = Estimator(load_settings(exporter={"max_tasks": 1000}), clock=lambda: NOW)
+    for s in scores(2 * series * 60, series, start=10**7):  # every series and bucket exists
+        est.add(s)
+    batch = scores(count, series)
+    gc.collect()
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    for s in batch:
+        est.add(s)
+    gc.collect()
+    after = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    assert len(est._seen) == count + 2 * series * 60
+    return (after - before) / count
 
 
 def scrape(target: CollectorRegistry | Exposition) -> tuple[float, int, int]:
@@ -85,6 +108,10 @@ def main() -> None:
         est.add(s)
     dt, _, samples = scrape(fast)
     print(f"/metrics after 100 new scores: {dt:.3f}s")
+
+    per_id = bytes_per_tracked_id()
+    print(f"memory per tracked conversation identity (for de-duplication and revisions): {per_id:,.0f} bytes "
+          f"(1M conversations in the longest window ≈ {per_id * 1e6 / 2**20:,.0f} MiB)")
 
     # About 10,000 Prometheus time series: 190 estimator series (+ 19 task="*" aggregates), one window.
     small = Estimator(load_settings(exporter={"windows": ["1h"]}), clock=lambda: NOW)

@@ -3,7 +3,17 @@
 - Series = (agent, version, task), plus (agent, version, "*") pooling all tasks of an agent version.
 - Event time = `score.ended_at` (naive datetimes are UTC; missing → now). Scores older than the longest window
   are rejected (`too_old`), future ones are clamped to now and counted.
-- De-duplication by conversation id while the id's event time is inside the longest window (ids expire with it).
+- Identity = (agent, conversation id): two agents may reuse an id. An identity is remembered while its event time
+  is inside the longest window (ids expire with it), with what it contributed and the two series keys it was
+  added to ((agent, version, task) and (agent, version, "*")).
+- Revisions: a score with a higher `revision` than the one counted for its identity replaces the earlier
+  contribution in every window of both series, at the original event time (the same conversation, the same
+  bucket), so nothing is counted twice. Where that bucket has already left a window, the window is not changed
+  (the revision is applied only where the original still is). A score with an equal or lower revision is
+  rejected as `duplicate`. Since-start counters count a conversation once, at its first arrival; accepted
+  revisions are counted in `revisions`. Replaying the scores topic (revisions of one conversation are on one
+  partition, in order) gives the same windows: at any time, a window holds the latest revision of exactly
+  the conversations whose event time it covers.
 - Tasks fold into `other` when outside `exporter.tasks`, or, with no list configured, beyond `exporter.max_tasks`
   distinct tasks currently in the longest window (first come, first kept). Label values are sanitised.
 - A series whose windows are all empty is forgotten (its estimates and counters vanish).
@@ -16,6 +26,7 @@ import heapq
 import logging
 import math
 import re
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -26,6 +37,7 @@ from agentwatch.exporters.regression import RegressionParams, attach_regressions
 from agentwatch.exporters.summary import SeriesEstimate, StatsParams, summarise
 from agentwatch.exporters.windows import (
     ASR_RESOLUTION,
+    EVIDENCE,
     OUTCOMES,
     TOOL_DIMENSIONS,
     Contribution,
@@ -117,6 +129,26 @@ class EstimatorCounters:
     folded: int
     last_score_timestamp: float | None
     series: dict[tuple[str, str, str], SeriesCounters]
+    revisions: int = 0
+
+
+SeriesKey = tuple[str, str, str]
+
+
+class _Counted:
+    """What one identity contributed: enough to take it back when a revision arrives."""
+
+    __slots__ = ("contribution", "keys", "revision", "t")
+
+    def __init__(self, t: float, revision: int, contribution: Contribution, keys: tuple[SeriesKey, SeriesKey]):
+        self.t = t
+        self.revision = revision
+        self.contribution = contribution
+        self.keys = keys
+
+
+_EVIDENCE_INDEX = {code: i for i, code in enumerate(EVIDENCE)}
+_OUTCOME_INDEX = {name: i for i, name in enumerate(OUTCOMES)}
 
 
 class _Series:
@@ -158,8 +190,10 @@ class Estimator:
         )
         self._lock = threading.Lock()
         self._series: dict[tuple[str, str, str], _Series] = {}
-        self._seen_ids: dict[str, float] = {}
-        self._id_heap: list[tuple[float, str]] = []
+        self._seen: dict[tuple[str, str], _Counted] = {}  # identity -> what it contributed
+        self._id_heap: list[tuple[float, tuple[str, str]]] = []
+        self._key_pairs: dict[SeriesKey, tuple[SeriesKey, SeriesKey]] = {}  # shared by the identities' records
+        self._revisions = 0
         self._tasks_seen: dict[str, float] = {}  # task -> latest event time (for the cap when no list)
         self._modes_seen: dict[str, float] = {}
         self._next_housekeeping = -math.inf
@@ -189,20 +223,28 @@ class Estimator:
                 self._rejected["too_old"] += 1
                 return False
             self._housekeeping(now)
-            cid = score.conversation_id
-            if cid in self._seen_ids:
-                self._rejected["duplicate"] += 1
-                return False
-            self._seen_ids[cid] = t
-            heapq.heappush(self._id_heap, (t, cid))
+            identity = (sys.intern(score.agent), score.conversation_id)  # one agent string for all its ids
+            counted = self._seen.get(identity)
+            if counted is not None:
+                if score.revision <= counted.revision:
+                    self._rejected["duplicate"] += 1
+                    return False
+                self._revise(counted, score, now)
+                return True
             agent = sanitize_label(score.agent, self._max_label)
             version = sanitize_label(score.version, self._max_label)
             task = self._fold_task(sanitize_label(score.task, self._max_label), t)
+            key = (agent, version, task)
+            keys = self._key_pairs.get(key)
+            if keys is None:
+                keys = self._key_pairs[key] = (key, (agent, version, ALL_TASKS))
             contribution = self._contribution(score, t)
-            for key, counted in (((agent, version, task), True), ((agent, version, ALL_TASKS), False)):
-                s = self._series.get(key)
+            self._seen[identity] = _Counted(t, score.revision, contribution, keys)
+            heapq.heappush(self._id_heap, (t, identity))
+            for k, counted_here in ((keys[0], True), (keys[1], False)):
+                s = self._series.get(k)
                 if s is None:
-                    s = self._series[key] = _Series(self._new_windows(), t, counted)
+                    s = self._series[k] = _Series(self._new_windows(), t, counted_here)
                 s.first_seen = min(s.first_seen, t)
                 for w in s.windows:
                     w.add(t, contribution, now)
@@ -210,6 +252,19 @@ class Estimator:
                     _count(s.counters, score, contribution)
             self._last_ts = t if self._last_ts is None else max(self._last_ts, t)
             return True
+
+    def _revise(self, counted: _Counted, score: ConversationScore, now: float) -> None:
+        """Replace an identity's contribution by its revision wherever the original is still counted."""
+        new = self._contribution(score, counted.t)
+        for k in counted.keys:
+            s = self._series.get(k)
+            if s is None:
+                continue
+            for w in s.windows:
+                w.replace(counted.t, counted.contribution, new, now)
+        counted.contribution = new
+        counted.revision = score.revision
+        self._revisions += 1
 
     def reject_invalid(self) -> None:
         """Count one record that could not be read as a score."""
@@ -266,7 +321,7 @@ class Estimator:
             passed=bool(score.passed),
             outcome=OUTCOMES.index(score.outcome.value),
             modes=self._modes(score.reasons, t) if score.reasons else (),
-            tool_sums=tuple(sums),
+            tool_sums=tuple(sums) if any(counts) else (),
             tool_counts=tuple(counts) if any(counts) else (),
             cost_bin=sketch_bin(max(0.0, cost)) if cost is not None else None,
             duration_bin=sketch_bin(max(0.0, duration)) if duration is not None else None,
@@ -274,6 +329,10 @@ class Estimator:
             over_budget=budgeted and cost > score.budget_usd,  # type: ignore[operator]
             asr_bin=round(credit * ASR_RESOLUTION) if credit is not None else None,
             asr_credit=credit,
+            evidence=tuple(sorted({_EVIDENCE_INDEX[e] for e in score.evidence if e in _EVIDENCE_INDEX})),
+            judge_sampled=score.judge_sampled,
+            review_sampled=score.review_sampled,
+            label=_OUTCOME_INDEX[score.label.value] if score.label is not None else None,
         )
 
     # ------------------------------------------------------------------ expiry
@@ -284,9 +343,10 @@ class Estimator:
         self._next_housekeeping = now + self._housekeeping_every
         horizon = now - self._longest
         while self._id_heap and self._id_heap[0][0] < horizon:
-            _, cid = heapq.heappop(self._id_heap)
-            if self._seen_ids.get(cid, math.inf) < horizon:
-                del self._seen_ids[cid]
+            _, identity = heapq.heappop(self._id_heap)
+            counted = self._seen.get(identity)
+            if counted is not None and counted.t < horizon:
+                del self._seen[identity]
         for seen in (self._tasks_seen, self._modes_seen):
             for name in [n for n, last in seen.items() if last < horizon]:
                 del seen[name]
@@ -298,6 +358,7 @@ class Estimator:
                 gone.append(key)
         for key in gone:
             del self._series[key]
+            self._key_pairs.pop(key, None)
 
     # ------------------------------------------------------------------ output
 
@@ -339,7 +400,8 @@ class Estimator:
                     s.counters_copy = s.counters.copy()  # shared by later calls while unchanged: read-only
                 series[key] = s.counters_copy
             return EstimatorCounters(
-                self._consumed, dict(self._rejected), self._clamped, self._folded, self._last_ts, series
+                self._consumed, dict(self._rejected), self._clamped, self._folded, self._last_ts, series,
+                self._revisions,
             )
 
 

@@ -37,13 +37,17 @@ GAUGES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("agentwatch_window_passed", "Passed conversations in the window (c).", ()),
     ("agentwatch_outcome_ratio", "Share of scored conversations with that outcome.", ("outcome",)),
     ("agentwatch_failure_ratio", "Share of conversations with that failure mode.", ("mode",)),
-    ("agentwatch_scored_ratio", "Scored / all conversations in the window.", ()),
+    ("agentwatch_scored_ratio", "Graded coverage: graded (scored) / all conversations in the window.", ()),
     ("agentwatch_cost_usd", "Cost quantiles in the window (USD).", ("quantile",)),
     ("agentwatch_over_budget_ratio", "Share of conversations over their cost ceiling.", ()),
     ("agentwatch_duration_seconds", "Duration quantiles in the window (s).", ("quantile",)),
+    ("agentwatch_failure_evidence_rate",
+     "Share of all conversations (graded or not) with that failure evidence: Beta posterior.", ("evidence", "stat")),
+    ("agentwatch_sampled_ratio", "Share of all conversations in the judge or review sample.", ("sample",)),
+    ("agentwatch_label_ratio", "Share of all conversations carrying a label of that outcome.", ("outcome",)),
 )
 (SUCCESS, AT_K, POW_K, ASR, TOOL, REGRESSION, CONVERSATIONS, SCORED, PASSED, OUTCOME_RATIO, FAILURE_RATIO,
- SCORED_RATIO, COST, OVER_BUDGET, DURATION) = range(len(GAUGES))
+ SCORED_RATIO, COST, OVER_BUDGET, DURATION, EVIDENCE_RATE, SAMPLED_RATIO, LABEL_RATIO) = range(len(GAUGES))
 
 
 def _fmt(x: float) -> str:
@@ -88,6 +92,14 @@ def estimate_samples(e: SeriesEstimate, with_regression: bool = True) -> Iterato
         yield OVER_BUDGET, (), e.over_budget_ratio
     for q, v in e.duration_quantiles.items():
         yield DURATION, (_QUANTILE_LABELS[q],), v
+    for code, iv in e.evidence_rate.items():
+        yield EVIDENCE_RATE, (code, "mean"), iv.mean
+        yield EVIDENCE_RATE, (code, "lower"), iv.lower
+        yield EVIDENCE_RATE, (code, "upper"), iv.upper
+    for sample, v in e.sampled_ratio.items():
+        yield SAMPLED_RATIO, (sample,), v
+    for outcome, v in e.label_ratio.items():
+        yield LABEL_RATIO, (outcome,), v
 
 
 def regression_samples(e: SeriesEstimate) -> Iterator[Sample]:
@@ -140,7 +152,7 @@ def series_counter_families(c: EstimatorCounters) -> list[Metric]:
 
 
 def health_families(c: EstimatorCounters) -> list[Metric]:
-    """Estimator health: consumed, rejected, clamped, folded, newest event time."""
+    """Estimator health: consumed, rejected, clamped, folded, revisions applied, newest event time."""
     folded = CounterMetricFamily("agentwatch_tasks_folded", "Scores whose task was folded into 'other'.",
                                  value=c.folded)
     consumed = CounterMetricFamily("agentwatch_scores_consumed", "Scores read by the estimator.",
@@ -151,7 +163,10 @@ def health_families(c: EstimatorCounters) -> list[Metric]:
         rejected.add_metric([reason], n)
     clamped = CounterMetricFamily("agentwatch_scores_clamped", "Scores with a future timestamp, clamped to now.",
                                   value=c.clamped)
-    families: list[Metric] = [folded, consumed, rejected, clamped]
+    revisions = CounterMetricFamily("agentwatch_score_revisions",
+                                    "Revised scores that replaced an earlier score of the same conversation.",
+                                    value=c.revisions)
+    families: list[Metric] = [folded, consumed, rejected, clamped, revisions]
     if c.last_score_timestamp is not None:
         families.append(GaugeMetricFamily("agentwatch_estimator_last_score_timestamp_seconds",
                                           "Event time of the newest counted score.", value=c.last_score_timestamp))

@@ -4,6 +4,10 @@ The Beta quantiles of many series are computed in one vectorised `scipy.special.
 are those of `agentwatch.stats.BetaPosterior` (tests check equality). The ASR interval is a percentile bootstrap
 of the mean that resamples the window's conversations: a multinomial draw over the distinct (rounded) credit
 values has exactly the distribution of resampling conversations, and costs O(distinct values), not O(n).
+
+Failure evidence rates are over all conversations in the window (graded or not): for x conversations with a code
+among n, the posterior Beta(α + x, β + n − x) with the stats prior, every code of `EVIDENCE` (zeros included),
+all quantiles of all series and codes in one `betaincinv` call as well.
 """
 
 from __future__ import annotations
@@ -14,7 +18,9 @@ from dataclasses import dataclass, field
 import numpy as np
 from agentwatch.exporters.windows import (
     ASR_RESOLUTION,
+    EVIDENCE,
     OUTCOMES,
+    SAMPLES,
     TOOL_DIMENSIONS,
     UNSCORED,
     Bucket,
@@ -66,6 +72,9 @@ class SeriesEstimate:
     cost_quantiles: dict[float, float]
     over_budget_ratio: float | None
     duration_quantiles: dict[float, float]
+    evidence_rate: dict[str, Interval] = field(default_factory=dict)  # every code of EVIDENCE, over all
+    sampled_ratio: dict[str, float] = field(default_factory=dict)  # judge / review sample share of all
+    label_ratio: dict[str, float] = field(default_factory=dict)  # share of all carrying a label of that outcome
     regression: list[Regression] = field(default_factory=list)
     rendered: tuple[str, ...] | None = field(default=None, repr=False, compare=False)  # exposition cache
 
@@ -134,6 +143,13 @@ def summarise(items: list[tuple[tuple[str, str, str], str, Bucket]], p: StatsPar
     steps = np.arange(kmax, dtype=np.float64)[:, None]
     pow_means = np.cumprod((a + steps) / (a + b + steps), axis=0)  # row k-1: E[p^k]
     fail_means = np.cumprod((b + steps) / (a + b + steps), axis=0)  # row k-1: E[(1-p)^k]
+    # Failure evidence: rows = items, columns = EVIDENCE codes, over all conversations of the window.
+    total = np.array([t.total for _, _, t in items], dtype=np.float64)[:, None]
+    x = np.array([t.evidence for _, _, t in items], dtype=np.float64).reshape(len(items), len(EVIDENCE))
+    ea = p.prior_alpha + x
+    eb = p.prior_beta + total - x
+    elo, ehi = beta_bounds(ea, eb, p.level)
+    emean = ea / (ea + eb)
     out: list[SeriesEstimate] = []
     for j, (key, window, t) in enumerate(items):
         success = None
@@ -149,7 +165,11 @@ def summarise(items: list[tuple[tuple[str, str, str], str, Bucket]], p: StatsPar
                     -math.expm1(k * math.log1p(-l)) if l < 1.0 else 1.0,
                     -math.expm1(k * math.log1p(-h)) if h < 1.0 else 1.0,
                 )
-        out.append(_one(key, window, t, success, at_k, pow_k, p))
+        est = _one(key, window, t, success, at_k, pow_k, p)
+        est.evidence_rate = {
+            code: Interval(float(emean[j, i]), float(elo[j, i]), float(ehi[j, i])) for i, code in enumerate(EVIDENCE)
+        }
+        out.append(est)
     return out
 
 
@@ -193,4 +213,6 @@ def _one(
         cost_quantiles=cost_q,
         over_budget_ratio=t.over_budget / t.budgeted if t.budgeted else None,
         duration_quantiles=dur_q,
+        sampled_ratio=dict(zip(SAMPLES, (t.judge_sampled / t.total, t.review_sampled / t.total), strict=True)),
+        label_ratio={name: t.labels[i] / t.total for i, name in enumerate(OUTCOMES) if i != UNSCORED},
     )

@@ -5,11 +5,15 @@ Resolution: a window of width W is `buckets` buckets of width W / buckets (defau
 At time `now` the window holds the last `buckets` buckets including the current, partly filled one, so it covers
 between W − width and W seconds of history; a bucket leaves the window as a whole.
 
-Each bucket holds exact counts (conversations, scored, passed, outcomes, failure modes, over-budget), exact sums
-of the tool-correctness dimensions, and two bounded sketches: cost and duration in log-spaced bins with ≤ 1%
+Each bucket holds exact counts (conversations, scored, passed, outcomes, failure modes, failure evidence codes,
+judge and review samples, labels by outcome, over-budget), exact sums of the tool-correctness dimensions, and two bounded sketches: cost and duration in log-spaced bins with ≤ 1%
 relative error (DDSketch-style, bin i holds (γ^(i−1), γ^i], γ = 1.01/0.99), and ASR credits rounded to 0.001.
 The window keeps a running total of its buckets (added on insert, subtracted when a bucket expires), so reading
 a window costs O(bins), not O(buckets).
+
+A revised score of a conversation replaces its earlier contribution in place (`SlidingWindow.replace`): the
+earlier contribution is subtracted from the bucket and the running total it was added to, and the revision is
+added there, if that bucket is still inside the window; a window the bucket has left is not changed.
 """
 
 from __future__ import annotations
@@ -17,6 +21,8 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
+
+from agentwatch.schema import EVIDENCE as _SCHEMA_EVIDENCE
 
 OUTCOMES: tuple[str, ...] = (
     "complete",
@@ -28,6 +34,8 @@ OUTCOMES: tuple[str, ...] = (
 )
 UNSCORED = OUTCOMES.index("unscored")
 TOOL_DIMENSIONS: tuple[str, ...] = ("selection", "parameters", "sequence", "utilization", "overall", "binary")
+EVIDENCE: tuple[str, ...] = _SCHEMA_EVIDENCE  # failure evidence codes, counted over all conversations
+SAMPLES: tuple[str, ...] = ("judge", "review")
 
 SKETCH_RELATIVE_ACCURACY = 0.01
 _GAMMA = (1 + SKETCH_RELATIVE_ACCURACY) / (1 - SKETCH_RELATIVE_ACCURACY)
@@ -92,6 +100,18 @@ class Contribution:
     over_budget: bool
     asr_bin: int | None  # round(credit * ASR_RESOLUTION)
     asr_credit: float | None
+    evidence: tuple[int, ...] = ()  # indices into EVIDENCE
+    judge_sampled: bool = False
+    review_sampled: bool = False
+    label: int | None = None  # index into OUTCOMES of a person's/feedback label
+
+
+def _bump(target: dict, key: object, sign: int) -> None:
+    v = target.get(key, 0) + sign
+    if v:
+        target[key] = v
+    else:
+        target.pop(key, None)
 
 
 def _add_counts(target: dict, source: dict, sign: int) -> None:
@@ -120,28 +140,38 @@ class Bucket:
     over_budget: int = 0
     asr: dict[int, int] = field(default_factory=dict)
     asr_sum: float = 0.0
+    evidence: list[int] = field(default_factory=lambda: [0] * len(EVIDENCE))
+    judge_sampled: int = 0
+    review_sampled: int = 0
+    labels: list[int] = field(default_factory=lambda: [0] * len(OUTCOMES))
 
-    def add(self, c: Contribution) -> None:
-        """Count one conversation."""
-        self.total += 1
-        self.scored += c.scored
-        self.passed += c.passed
-        self.outcomes[c.outcome] += 1
+    def add(self, c: Contribution, sign: int = 1) -> None:
+        """Count one conversation (sign=1), or take back one counted before (sign=-1)."""
+        self.total += sign
+        self.scored += sign * c.scored
+        self.passed += sign * c.passed
+        self.outcomes[c.outcome] += sign
         for m in c.modes:
-            self.modes[m] = self.modes.get(m, 0) + 1
+            _bump(self.modes, m, sign)
         if c.tool_counts:
             for i, (s, n) in enumerate(zip(c.tool_sums, c.tool_counts, strict=True)):
-                self.tool_sums[i] += s
-                self.tool_counts[i] += n
+                self.tool_sums[i] += sign * s
+                self.tool_counts[i] += sign * n
         if c.cost_bin is not None:
-            self.cost[c.cost_bin] = self.cost.get(c.cost_bin, 0) + 1
+            _bump(self.cost, c.cost_bin, sign)
         if c.duration_bin is not None:
-            self.duration[c.duration_bin] = self.duration.get(c.duration_bin, 0) + 1
-        self.budgeted += c.budgeted
-        self.over_budget += c.over_budget
+            _bump(self.duration, c.duration_bin, sign)
+        self.budgeted += sign * c.budgeted
+        self.over_budget += sign * c.over_budget
         if c.asr_bin is not None and c.asr_credit is not None:
-            self.asr[c.asr_bin] = self.asr.get(c.asr_bin, 0) + 1
-            self.asr_sum += c.asr_credit
+            _bump(self.asr, c.asr_bin, sign)
+            self.asr_sum += sign * c.asr_credit
+        for i in c.evidence:
+            self.evidence[i] += sign
+        self.judge_sampled += sign * c.judge_sampled
+        self.review_sampled += sign * c.review_sampled
+        if c.label is not None:
+            self.labels[c.label] += sign
 
     def merge(self, other: Bucket, sign: int = 1) -> None:
         """Add (sign=1) or remove (sign=-1) everything `other` holds."""
@@ -160,6 +190,12 @@ class Bucket:
         self.over_budget += sign * other.over_budget
         _add_counts(self.asr, other.asr, sign)
         self.asr_sum += sign * other.asr_sum
+        for i, n in enumerate(other.evidence):
+            self.evidence[i] += sign * n
+        self.judge_sampled += sign * other.judge_sampled
+        self.review_sampled += sign * other.review_sampled
+        for i, n in enumerate(other.labels):
+            self.labels[i] += sign * n
 
 
 class SlidingWindow:
@@ -192,6 +228,21 @@ class SlidingWindow:
             bucket = self._buckets[i] = Bucket()
         bucket.add(c)
         self.total.add(c)
+        self.generation += 1
+        return True
+
+    def replace(self, t: float, old: Contribution, new: Contribution, now: float) -> bool:
+        """Swap a contribution counted at `t` for its revision; False (nothing changed) when that bucket has left
+        the window at `now`."""
+        self.advance(now)
+        i = math.floor(t / self.bucket_s)
+        bucket = self._buckets.get(i)
+        if bucket is None or i < self.first_index(now):
+            return False
+        bucket.add(old, -1)
+        bucket.add(new)
+        self.total.add(old, -1)
+        self.total.add(new)
         self.generation += 1
         return True
 

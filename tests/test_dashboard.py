@@ -113,7 +113,8 @@ def test_required_panels(dashboard: dict) -> None:
         "agentwatch_pass_at_k", "agentwatch_pass_pow_k", "agentwatch_success_rate", "agentwatch_asr",
         "agentwatch_outcome_ratio", "agentwatch_tool_correctness", "agentwatch_cost_usd",
         "agentwatch_over_budget_ratio", "agentwatch_duration_seconds", "agentwatch_regression_probability",
-        "agentwatch_scored_ratio", "agentwatch_spans_consumed_total", "agentwatch_consumer_lag",
+        "agentwatch_scored_ratio", "agentwatch_sampled_ratio", "agentwatch_label_ratio",
+        "agentwatch_failure_evidence_rate", "agentwatch_spans_consumed_total", "agentwatch_consumer_lag",
         "agentwatch_messages_rejected_total",
     ):
         assert metric in by_metric, f"no panel reads {metric}"
@@ -148,6 +149,21 @@ def test_estimate_panels_select_one_series_and_window(dashboard: dict) -> None:
     for panel, target in _targets(dashboard):
         expr = target["expr"]
         if re.search(r"agentwatch_(pass_|success_rate|asr|tool_corr|outcome_ratio|failure_ratio|scored_ratio|"
+                     r"failure_evidence_rate|sampled_ratio|label_ratio|"
                      r"cost_usd|duration_seconds|over_budget|regression|window_)", expr):
             for label in ("agent", "version", "task", "window"):
                 assert f'{label}="${label}"' in expr, (panel["title"], expr)
+
+
+def test_failure_evidence_bands_for_the_alerted_codes(dashboard: dict) -> None:
+    """Error, no-answer and loop rates are shown with their credible interval, each code in its own band."""
+    for code in ("error", "no_answer", "loop"):
+        panels = [p for p in dashboard["panels"]
+                  if p.get("targets") and all(f'evidence="{code}"' in t["expr"] for t in p["targets"])]
+        assert len(panels) == 1, code
+        legends = {t["legendFormat"]: t["expr"] for t in panels[0]["targets"]}
+        assert set(legends) == {"mean", "lower", "upper"}
+        assert all("agentwatch_failure_evidence_rate{" in e and f'stat="{s}"' in e for s, e in legends.items())
+        upper = next(o for o in panels[0]["fieldConfig"]["overrides"] if o["matcher"]["options"] == "upper")
+        assert {p["id"]: p.get("value") for p in upper["properties"]}["custom.fillBelowTo"] == "lower"
+        assert "max" not in panels[0]["fieldConfig"]["defaults"], "small rates: the y axis is not fixed at 100%"

@@ -97,6 +97,8 @@ def test_required_alerts_exist() -> None:
         "AgentwatchAbandonmentSpike",
         "AgentwatchHallucinationRate",
         "AgentwatchToolLoops",
+        "AgentwatchErrorRateAboveBaseline",
+        "AgentwatchNoAnswerRateAboveBaseline",
         "AgentwatchScoredCoverageDrop",
         "AgentwatchPipelineStalled",
         "AgentwatchConsumerLagGrowing",
@@ -139,3 +141,17 @@ def test_every_metric_the_rules_read_is_documented() -> None:
                 # Raw metrics only: recorded series (level:name:ops) are matched by the colon before them.
                 for name in re.findall(r"(?<![:\w])agentwatch_[a-z0-9_]+", rule["expr"]):
                     assert name in documented, f"{rule.get('alert') or rule['record']}: {name}"
+
+
+def test_failure_evidence_alerts_read_all_traffic_with_a_minimum_and_a_baseline() -> None:
+    exprs = {a["alert"]: a for a in _alerts()}
+    for name, code in (("AgentwatchErrorRateAboveBaseline", "error"),
+                       ("AgentwatchNoAnswerRateAboveBaseline", "no_answer"),
+                       ("AgentwatchToolLoops", "loop")):
+        expr = exprs[name]["expr"]
+        assert f'series:agentwatch_failure_evidence_rate_lower:1h{{evidence="{code}"}}' in expr, name
+        assert re.search(r"series:agentwatch_window_conversations:1h >= \d+", expr), name
+        assert "window_scored" not in expr, f"{name} must not depend on the graded sample"
+    for name in ("AgentwatchErrorRateAboveBaseline", "AgentwatchNoAnswerRateAboveBaseline"):
+        assert "series:agentwatch_failure_evidence_rate_upper:7d" in exprs[name]["expr"]
+        assert exprs[name]["for"] == "15m"

@@ -143,8 +143,11 @@ def test_fast_exposition_equals_prometheus_client_rendering() -> None:
     for i in range(120):
         est.add(make_score(f"e{i}", passed=i % 3 != 0, version="v1" if i < 60 else "v2", task=f"t{i % 4}",
                            ended_at=T0 - i * 400, cost_usd=0.003 * i, budget_usd=0.1, duration_s=i / 3,
-                           reasons=['loop: "quoted"'] if i % 5 == 0 else [], turn_scores=[TOOL_TURN]))
+                           reasons=['loop: "quoted"'] if i % 5 == 0 else [], turn_scores=[TOOL_TURN],
+                           evidence=["error", "loop"][: i % 3], judge_sampled=i % 4 == 0, review_sampled=i % 6 == 0,
+                           label="abandoned" if i % 7 == 0 else None))
     est.add(make_score("e1", passed=False))
+    est.add(make_score("e2", passed=True, version="v1", task="t2", ended_at=T0 - 800, revision=1, label="complete"))
     fast = Exposition(lambda: est)
     registry = CollectorRegistry()
     registry.register(EstimatorCollector(est))
@@ -156,6 +159,9 @@ def test_fast_exposition_equals_prometheus_client_rendering() -> None:
         assert ours[0] == reference[0]
         assert ours[1] == reference[1]
         assert any(k[0] == "agentwatch_regression_probability" for k in ours[1])
+        for family in ("agentwatch_failure_evidence_rate", "agentwatch_sampled_ratio", "agentwatch_label_ratio",
+                       "agentwatch_score_revisions_total"):
+            assert any(k[0] == family for k in ours[1]), family
         assert len(ours[1]) > 1000
 
 
@@ -173,3 +179,31 @@ def test_bad_score_records_are_counted_never_raised(record, caplog) -> None:
     assert service.estimator.snapshot(T0) == []
     assert "t[0]@7" in caplog.text
     assert service.feed(make_score("ok").model_dump_json().encode()) is True
+
+
+def test_failure_evidence_sample_and_label_families_through_http_scrape(served) -> None:
+    service, port, _ = served
+    for i in range(20):  # 4 errors among 20 conversations, 5 of them graded
+        service.estimator.add(make_score(f"c{i}", passed=True if i < 5 else None, evidence=["error"] if i % 5 == 1 else [],
+                                         judge_sampled=i < 5, review_sampled=i < 2,
+                                         label="abandoned" if i in (3, 12) else None))
+    service.estimator.add(make_score("c12", passed=None, revision=1, label="abandoned", evidence=["no_answer"]))
+    m = scrape(port)
+    s = {"agent": "bot", "version": "v1", "task": "*", "window": "24h"}
+    lo, hi = sps.beta.ppf([0.025, 0.975], 1 + 4, 1 + 16)
+    assert value(m, "agentwatch_failure_evidence_rate", evidence="error", stat="mean", **s) == pytest.approx(5 / 22)
+    assert value(m, "agentwatch_failure_evidence_rate", evidence="error", stat="lower", **s) == pytest.approx(lo)
+    assert value(m, "agentwatch_failure_evidence_rate", evidence="error", stat="upper", **s) == pytest.approx(hi)
+    assert value(m, "agentwatch_failure_evidence_rate", evidence="no_answer", stat="mean", **s) == pytest.approx(2 / 22)
+    assert value(m, "agentwatch_failure_evidence_rate", evidence="forbidden_tool", stat="mean", **s) == \
+        pytest.approx(1 / 22)
+    evidence = {x.labels["evidence"] for x in m["agentwatch_failure_evidence_rate"]}
+    assert evidence == {"error", "no_answer", "loop", "hallucination", "over_budget", "forbidden_tool"}
+    assert value(m, "agentwatch_sampled_ratio", sample="judge", **s) == 5 / 20
+    assert value(m, "agentwatch_sampled_ratio", sample="review", **s) == 2 / 20
+    assert value(m, "agentwatch_label_ratio", outcome="abandoned", **s) == 2 / 20
+    assert value(m, "agentwatch_label_ratio", outcome="complete", **s) == 0
+    assert value(m, "agentwatch_scored_ratio", **s) == 5 / 20
+    assert value(m, "agentwatch_score_revisions_total") == 1
+    assert value(m, "agentwatch_conversations_total", agent="bot", version="v1", task="refund",
+                 outcome="unscored") == 15

@@ -58,7 +58,7 @@ RATE_INTERVAL = "1m"
 
 
 def _score(cid: str, version: str, task: str, ended: datetime, outcome: Outcome, passed: bool | None,
-           reasons: list[str] | None = None) -> ConversationScore:
+           reasons: list[str] | None = None, evidence: list[str] | None = None) -> ConversationScore:
     credit = {Outcome.COMPLETE: 1.0, Outcome.PARTIAL_CORRECT: 0.4}.get(outcome, 0.0)
     tool_ok = bool(passed)
     tool = ToolScore(selection=1.0 if tool_ok else 0.5, parameters=1.0 if tool_ok else 0.5, sequence=1.0,
@@ -71,6 +71,9 @@ def _score(cid: str, version: str, task: str, ended: datetime, outcome: Outcome,
         turn_scores=[TurnScore(index=0, tool=tool if scored else None, passed=passed)],
         cost_usd=0.02 if tool_ok else 0.08, budget_usd=0.05, asr_credit=credit if scored else None,
         duration_s=4.0 if tool_ok else 40.0, ended_at=ended,
+        evidence=evidence or [r.split(":")[0] for r in reasons or [] if r.startswith(("loop", "hallucination"))],
+        graded_by=["expectations"] if scored else [], judge_sampled=cid.endswith("0"),
+        review_sampled=cid.endswith("5"), label=Outcome.ABANDONED if outcome == Outcome.ABANDONED else None,
     )
 
 
@@ -103,9 +106,12 @@ def _batches(now: datetime) -> tuple[list[ConversationScore], list[ConversationS
         (Outcome.PARTIAL_INCORRECT, False, ["loop: search called 3 times with identical arguments"])] * 4 + [
         (Outcome.PARTIAL_CORRECT, False, ["answer: score 0.5 below threshold 0.7"])] * 4 + [
         (Outcome.UNSCORED, None, ["unscored: no grader applies"])] * 60
+    # Of the 60 ungraded ones, 50 ended in an error without an answer and 10 of those looped: failure evidence
+    # over all traffic, far above the week before (no evidence on the 100 conversations three days ago).
     for i, (outcome, passed, reasons) in enumerate(recent):
+        evidence = (["error", "no_answer"] + (["loop"] if i >= 80 else [])) if 40 <= i < 90 else None
         first.append(_score(f"new-{i}", NEW, "refund", ago(minutes=30) + timedelta(seconds=10 * i),
-                            outcome, passed, reasons))
+                            outcome, passed, reasons, evidence))
     # 1.4.0, task billing, in the last 20 minutes: 6 scored, 3 passing.
     for i in range(6):
         first.append(_score(f"billing-{i}", NEW, "billing", ago(minutes=20) + timedelta(seconds=i),
@@ -416,3 +422,20 @@ def test_runbook_queries_run_and_return_data(live: Live) -> None:
         if not live.api.vector(expr):
             empty.append(expr)
     assert not empty, f"runbook queries without data: {empty}"
+
+
+@pytest.mark.parametrize(("task", "window", "x", "n"), [("refund", "1h", 50, 110), ("refund", "7d", 50, 210),
+                                                       ("*", "1h", 50, 116), ("billing", "1h", 0, 6)])
+def test_error_evidence_rate_equals_the_exact_posterior_over_all_traffic(live: Live, task: str, window: str,
+                                                                         x: int, n: int) -> None:
+    """50 of the last half hour's ungraded conversations carry `error`: the rate is over all n, not the graded."""
+    selector = f'agent="{AGENT}", version="{NEW}", task="{task}", window="{window}", evidence="error"'
+    got = {r["metric"]["stat"]: float(r["value"][1])
+           for r in live.api.vector(f"agentwatch_failure_evidence_rate{{{selector}}}")}
+    a, b = 1 + x, 1 + n - x
+    lo, hi = stats.beta.ppf([0.025, 0.975], a, b)
+    assert got == pytest.approx({"mean": a / (a + b), "lower": lo, "upper": hi}, rel=1e-9)
+    codes = {r["metric"]["evidence"] for r in live.api.vector(
+        f'agentwatch_failure_evidence_rate{{agent="{AGENT}", version="{NEW}", task="{task}", window="{window}", '
+        f'stat="mean"}}')}
+    assert codes == {"error", "no_answer", "loop", "hallucination", "over_budget", "forbidden_tool"}

@@ -79,8 +79,10 @@ def _timeseries(title: str, description: str, unit: str, queries: list[tuple[str
     return panel
 
 
-def _band(title: str, description: str, metric: str, extra: str = "", width: int = 8) -> ts_b.Panel:
-    """Posterior mean with its credible interval shaded between the lower and upper bounds."""
+def _band(title: str, description: str, metric: str, extra: str = "", width: int = 8,
+          max_one: bool = True) -> ts_b.Panel:
+    """Posterior mean with its credible interval shaded between the lower and upper bounds (y axis 0..1, or
+    0..auto for small rates when not `max_one`)."""
     sel = SEL + extra
     panel = _timeseries(
         title,
@@ -93,10 +95,9 @@ def _band(title: str, description: str, metric: str, extra: str = "", width: int
         ],
         width=width,
     )
+    panel = panel.min(0).max(1) if max_one else panel.min(0)
     return (
-        panel.min(0)
-        .max(1)
-        .line_width(2)
+        panel.line_width(2)
         .override_by_name("upper", [
             DynamicConfigValue(id_val="custom.fillBelowTo", value="lower"),
             DynamicConfigValue(id_val="custom.fillOpacity", value=25),
@@ -193,11 +194,41 @@ def _outcomes(d: dash_b.Dashboard) -> dash_b.Dashboard:
         "percentunit", [(f"agentwatch_tool_correctness{{{SEL}}}", "{{dimension}}")]).min(0).max(1))
     return d.with_panel(
         _timeseries(
-            "Coverage (scored / all)", "Share of conversations some grader applied to; the rest are unscored.",
-            "percentunit", [(f"agentwatch_scored_ratio{{{SEL}}}", "scored ratio")],
+            "Graded coverage and samples",
+            "Graded: share of conversations a grader decided (expectations, task policy, judge sample, label on "
+            "the review sample); the success rate, pass@k, pass^k and ASR use these only. Judge and review: share "
+            "of conversations in each sample.",
+            "percentunit",
+            [
+                (f"agentwatch_scored_ratio{{{SEL}}}", "graded"),
+                (f'agentwatch_sampled_ratio{{{SEL}, sample="judge"}}', "judge sample"),
+                (f'agentwatch_sampled_ratio{{{SEL}, sample="review"}}', "review sample"),
+            ],
         ).min(0).max(1).thresholds(_thresholds((None, "red"), (0.5, "yellow"), (0.8, "green")))
         .thresholds_style(common_b.GraphThresholdsStyleConfig().mode(common.GraphThresholdsStyleMode.AREA))
     )
+
+
+def _evidence(d: dash_b.Dashboard) -> dash_b.Dashboard:
+    d = d.with_row(dash_b.Row("Failure evidence over all traffic ($window window, no ground truth needed)"))
+    d = d.with_panel(_timeseries(
+        "Failure evidence rates (all conversations)",
+        "Posterior mean share of all conversations, graded or not, with each kind of failure evidence.",
+        "percentunit", [(f'agentwatch_failure_evidence_rate{{{SEL}, stat="mean"}}', "{{evidence}}")],
+    ).min(0))
+    d = d.with_panel(_timeseries(
+        "Labels (all conversations)",
+        "Share of all conversations carrying a person's or feedback label of each outcome, graded or not "
+        "(abandoned = negative feedback).",
+        "percentunit", [(f"agentwatch_label_ratio{{{SEL}}}", "{{outcome}}")],
+    ).min(0))
+    for code, title in (("error", "Error rate"), ("no_answer", "No-answer rate"), ("loop", "Tool-loop rate")):
+        d = d.with_panel(_band(
+            f"{title} (all conversations)",
+            f"Beta posterior of the share of all conversations with `{code}` evidence. Shaded: credible interval. "
+            "Alerts compare the last hour's lower bound with the 7-day upper bound.",
+            "agentwatch_failure_evidence_rate", f', evidence="{code}"', max_one=False))
+    return d
 
 
 def _cost(d: dash_b.Dashboard) -> dash_b.Dashboard:
@@ -274,7 +305,7 @@ def build_dashboard() -> dict[str, Any]:
         .tooltip(DashboardCursorSync.CROSSHAIR)
     )
     d = _variables(d)
-    for section in (_reliability, _outcomes, _cost, _pipeline):
+    for section in (_reliability, _outcomes, _evidence, _cost, _pipeline):
         d = section(d)
     model = json.loads(json.dumps(d.build(), cls=JSONEncoder))
     for panel_id, panel in enumerate(model["panels"], start=1):
