@@ -101,6 +101,43 @@ def test_late_label_revises_the_score_and_unknown_labels_dead_letter(broker, top
     assert headers[REASON_HEADER] == b"label_unknown_conversation"
     assert json.loads(letters[0].value) == {"conversation_id": unknown, "agent": "support-bot", "outcome": "complete"}
     assert stats == {"revised": 2, "label_unknown_conversation": 1}
+    _exported_counts_after_restarts(settings, graded, ungraded)
+
+
+def _exported_counts_after_restarts(settings: Settings, graded: str, ungraded: str) -> None:
+    """The exporter, started twice from scratch on the scores topic (a restart replays it), counts each
+    conversation once, at its latest revision."""
+    from test_exporter_service import run_service, scrape, stop_service
+
+    from agentwatch.config import load_settings
+
+    base = {"agent": "support-bot", "version": "3.1", "window": "1h"}
+    for attempt in range(2):
+        exporter_settings = load_settings(
+            kafka={"bootstrap_servers": settings.kafka.bootstrap_servers},
+            exporter={"scores_topic": settings.collector.scores_topic, "group_id": unique(f"exp{attempt}"),
+                      "session_timeout_ms": 2000, "heartbeat_interval_ms": 500},
+        )
+        service, stop, thread, port = run_service(exporter_settings)
+        try:
+            samples = scrape(port)
+        finally:
+            stop_service(service, stop, thread)
+
+        def value(name: str, **labels: str) -> float | None:
+            want = tuple(sorted({**base, **labels}.items()))
+            return samples.get((name, want))
+
+        policed = {"task": "order_status"}
+        assert value("agentwatch_window_conversations", outcome="abandoned", **policed) == 1
+        assert value("agentwatch_window_conversations", outcome="complete", **policed) == 0
+        assert (value("agentwatch_window_scored", **policed), value("agentwatch_window_passed", **policed)) == (1, 0)
+        free = {"task": "smalltalk"}
+        assert value("agentwatch_window_conversations", outcome="unscored", **free) == 1
+        assert value("agentwatch_window_scored", **free) == 0
+        assert value("agentwatch_label_ratio", outcome="complete", **free) == 1.0
+        assert samples[("agentwatch_score_revisions_total", ())] == 2
+        assert samples[("agentwatch_scores_consumed_total", ())] == 4
 
 
 # --------------------------------------------------------------------------- units
