@@ -124,9 +124,8 @@ def _exported_counts_after_restarts(settings: Settings, graded: str, ungraded: s
         finally:
             stop_service(service, stop, thread)
 
-        def value(name: str, **labels: str) -> float | None:
-            want = tuple(sorted({**base, **labels}.items()))
-            return samples.get((name, want))
+        def value(name: str, samples: dict = samples, **labels: str) -> float | None:
+            return samples.get((name, tuple(sorted({**base, **labels}.items()))))
 
         policed = {"task": "order_status"}
         assert value("agentwatch_window_conversations", outcome="abandoned", **policed) == 1
