@@ -320,9 +320,14 @@ def test_dashboard_variable_queries_list_the_fed_values(live: Live) -> None:
 # --------------------------------------------------------------------------- rules
 
 
+# The judge's alerts read counters of a collector running a judge, which this exporter-only setup has no way
+# to feed with growth over time; deploy/prometheus/tests/judge.yml tests them (firing and quiet) with promtool.
+WITHOUT_LIVE_DATA = {"agentwatch-judge"}
+
+
 def _rules(kind: str) -> list[dict]:
     groups = yaml.safe_load((PROM_DIR / f"{kind}_rules.yml").read_text())["groups"]
-    return [rule for group in groups for rule in group["rules"]]
+    return [rule for group in groups if group["name"] not in WITHOUT_LIVE_DATA for rule in group["rules"]]
 
 
 def test_every_recording_rule_records_data(live: Live) -> None:
@@ -419,7 +424,8 @@ def test_runbook_queries_run_and_return_data(live: Live) -> None:
     empty = []
     for line in lines:
         expr = re.sub(r"\b(AGENT|VERSION|BASELINE|TASK)\b", lambda m: fill[m.group(1)], line)
-        if not live.api.vector(expr):
+        # every query must run; the judge's need a collector with a judge (see WITHOUT_LIVE_DATA) to return data
+        if not live.api.vector(expr) and "agentwatch_judge_" not in expr:
             empty.append(expr)
     assert not empty, f"runbook queries without data: {empty}"
 
