@@ -25,6 +25,11 @@ _SECRETS = ("sasl_password", "ssl_key_password")
 REDACTED = "**********"
 
 
+def _key(prefix: str, name: str) -> str:
+    """A setting's name as the user wrote it: `kafka.sasl_password` or `AGENTWATCH_KAFKA_SASL_PASSWORD`."""
+    return prefix + (name.upper() if prefix.endswith("_") else name)
+
+
 class KafkaSecurityError(RuntimeError):
     """Kafka refused the connection for a reason a setting explains (credentials, certificate, protocol).
 
@@ -164,7 +169,7 @@ class KafkaSecurity:
         """Raise ValueError naming every invalid setting (`prefix` + name)."""
         found = self.problems()
         if found:
-            raise ValueError("; ".join(f"{prefix}{name}: {msg}" for name, msg in found))
+            raise ValueError("; ".join(f"{_key(prefix, name)}: {msg}" for name, msg in found))
 
     # ------------------------------------------------------------------ client settings
 
@@ -216,47 +221,51 @@ class KafkaSecurity:
         """A KafkaSecurityError naming the setting to fix, when `error` (a client's message) says what failed."""
         low = error.lower()
         detail = self.redact(error.strip())
+
+        def k(name: str) -> str:
+            return _key(prefix, name)
+
         if "sasl" in low or "authentic" in low or "credential" in low:
             if not self.uses_sasl:
                 return KafkaSecurityError(
-                    f"Kafka at {where} requires SASL authentication: set {prefix}security_protocol to SASL_SSL or "
-                    f"SASL_PLAINTEXT with {prefix}sasl_username and {prefix}sasl_password ({detail})",
-                    f"{prefix}security_protocol",
+                    f"Kafka at {where} requires SASL authentication: set {k('security_protocol')} to SASL_SSL or "
+                    f"SASL_PLAINTEXT with {k('sasl_username')} and {k('sasl_password')} ({detail})",
+                    f"{k('security_protocol')}",
                 )
             if "mechanism" in low and ("unsupported" in low or "not supported" in low or "shared" in low):
                 return KafkaSecurityError(
-                    f"Kafka at {where} does not accept SASL mechanism {self.mechanism}: check {prefix}sasl_mechanism "
+                    f"Kafka at {where} does not accept SASL mechanism {self.mechanism}: check {k('sasl_mechanism')} "
                     f"({detail})",
-                    f"{prefix}sasl_mechanism",
+                    f"{k('sasl_mechanism')}",
                 )
             return KafkaSecurityError(
                 f"Kafka at {where} refused SASL {self.mechanism} authentication of user {self.sasl_username!r}: "
-                f"check {prefix}sasl_username, {prefix}sasl_password and {prefix}sasl_mechanism ({detail})",
-                f"{prefix}sasl_password",
+                f"check {k('sasl_username')}, {k('sasl_password')} and {k('sasl_mechanism')} ({detail})",
+                f"{k('sasl_password')}",
             )
         if "hostname" in low or "ip address mismatch" in low or "doesn't match" in low:
             return KafkaSecurityError(
                 f"the certificate of Kafka at {where} does not match its host name: check the bootstrap address or "
-                f"{prefix}ssl_check_hostname ({detail})",
-                f"{prefix}ssl_check_hostname",
+                f"{k('ssl_check_hostname')} ({detail})",
+                f"{k('ssl_check_hostname')}",
             )
         if any(s in low for s in ("certificate verify failed", "unable to get local issuer", "self-signed",
                                   "self signed", "untrusted")):
             return KafkaSecurityError(
-                f"the certificate of Kafka at {where} is not trusted: check {prefix}ssl_ca_file ({detail})",
-                f"{prefix}ssl_ca_file",
+                f"the certificate of Kafka at {where} is not trusted: check {k('ssl_ca_file')} ({detail})",
+                f"{k('ssl_ca_file')}",
             )
         if any(s in low for s in ("certificate required", "unknown ca", "bad certificate", "alert")):
             return KafkaSecurityError(
-                f"Kafka at {where} refused the client certificate: check {prefix}ssl_cert_file and "
-                f"{prefix}ssl_key_file ({detail})",
-                f"{prefix}ssl_cert_file",
+                f"Kafka at {where} refused the client certificate: check {k('ssl_cert_file')} and "
+                f"{k('ssl_key_file')} ({detail})",
+                f"{k('ssl_cert_file')}",
             )
         if "ssl" in low or "tls" in low or "handshake" in low:
             return KafkaSecurityError(
-                f"TLS with Kafka at {where} failed: check {prefix}security_protocol and the {prefix}ssl_* files "
+                f"TLS with Kafka at {where} failed: check {k('security_protocol')} and the {k('ssl_')}* settings "
                 f"({detail})",
-                f"{prefix}security_protocol",
+                f"{k('security_protocol')}",
             )
         return None
 
