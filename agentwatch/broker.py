@@ -35,8 +35,16 @@ def broker_binary() -> Path:
 class EmbeddedBroker:
     """A Tansu broker on 127.0.0.1:port, started and stopped by this object."""
 
-    def __init__(self, port: int | None = None, log_path: str | Path | None = None) -> None:
+    def __init__(
+        self, port: int | None = None, log_path: str | Path | None = None, *, authentication: bool = False
+    ) -> None:
+        """`authentication`: require SASL (SCRAM-SHA-256/512) from clients (Tansu's `--authentication`).
+
+        Tansu 0.6 with memory storage cannot provision users then (`tansu user create` is refused with
+        NotAuthenticated), so such a broker refuses every client: it serves to test refused credentials.
+        """
         self.port = port or free_port()
+        self.authentication = authentication
         self._log_path = Path(log_path) if log_path else None
         self._proc: subprocess.Popen[bytes] | None = None
 
@@ -50,7 +58,8 @@ class EmbeddedBroker:
         url = f"tcp://127.0.0.1:{self.port}"
         out = open(self._log_path, "ab") if self._log_path else subprocess.DEVNULL  # noqa: SIM115
         self._proc = subprocess.Popen(
-            [str(broker_binary()), "broker", "--listener-url", url, "--advertised-listener-url", url],
+            [str(broker_binary()), "broker", "--listener-url", url, "--advertised-listener-url", url,
+             *(["--authentication"] if self.authentication else [])],
             stdout=out,
             stderr=subprocess.STDOUT,
         )

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
 
 log = logging.getLogger(__name__)
@@ -292,10 +292,32 @@ class TaskPolicy(_Section):
 
 
 class KafkaConfig(_Section):
-    """Connection to the Kafka cluster."""
+    """Connection to the Kafka cluster, with TLS and SASL (docs/collector_service.md, "Connecting to a secured
+    Kafka"). Secrets are SecretStr: never shown by `repr`, logs or errors."""
 
     bootstrap_servers: str = "127.0.0.1:9092"
     client_id: str = "agentwatch"
+    security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
+    ssl_ca_file: str | None = Field(default=None, description="CA bundle (PEM) that signed the brokers' certificates")
+    ssl_cert_file: str | None = Field(default=None, description="client certificate (PEM), for mutual TLS")
+    ssl_key_file: str | None = Field(default=None, description="private key (PEM) of ssl_cert_file")
+    ssl_key_password: SecretStr | None = Field(default=None, description="password of an encrypted ssl_key_file")
+    ssl_check_hostname: bool = Field(default=True, description="verify that the broker certificate names its host")
+    sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] = "PLAIN"
+    sasl_username: str | None = None
+    sasl_password: SecretStr | None = None
+
+    @field_validator("security_protocol", "sasl_mechanism", mode="before")
+    @classmethod
+    def _upper(cls, v: Any) -> Any:
+        return v.strip().upper() if isinstance(v, str) else v
+
+    @model_validator(mode="after")
+    def _security(self) -> KafkaConfig:
+        from agentwatch.kafka_security import KafkaSecurity
+
+        KafkaSecurity.from_config(self).check(prefix="kafka.")
+        return self
 
 
 class CollectorConfig(_Section):
@@ -439,7 +461,8 @@ def _format_error(err: ValidationError, source: str) -> str:
     lines = [f"invalid configuration in {source}:"]
     for e in err.errors():
         key = ".".join(str(p) for p in e["loc"]) or "<root>"
-        lines.append(f"  {key}: {e['msg']}")
+        msg = e["msg"].removeprefix("Value error, ")
+        lines.append(f"  {msg}" if msg.startswith(f"{key}.") else f"  {key}: {e['msg']}")
     return "\n".join(lines)
 
 

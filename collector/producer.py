@@ -22,11 +22,12 @@ class ProduceError(RuntimeError):
     """A record could not be written; the service stops without committing so the input is replayed."""
 
 
-def producer_config(bootstrap_servers: str, client_id: str) -> dict[str, Any]:
-    """librdkafka settings of the collector's producer."""
+def producer_config(bootstrap_servers: str, client_id: str, security: dict[str, Any] | None = None) -> dict[str, Any]:
+    """librdkafka settings of the collector's producer (`security`: `KafkaSecurity.librdkafka()`)."""
     return {
         "bootstrap.servers": bootstrap_servers,
         "client.id": client_id,
+        **(security or {}),
         "acks": "all",
         # not idempotent: Tansu refuses InitProducerId after a restart (docs/collector.md); duplicates are
         # allowed by the at-least-once contract and removed downstream by conversation id

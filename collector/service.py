@@ -35,6 +35,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Topic
 
 from agentwatch.compiled import compiled_summary
 from agentwatch.config import Settings
+from agentwatch.kafka_security import KafkaSecurity
 from agentwatch.schema import Conversation, ConversationScore, Outcome
 
 log = logging.getLogger(__name__)
@@ -130,8 +131,9 @@ class CollectorService:
             partitions=cfg.topic_partitions,
             replication_factor=cfg.topic_replication_factor,
             client_id=kafka.client_id,
+            security=(security := KafkaSecurity.from_config(kafka)),
         )
-        self._out = RecordProducer(producer_config(kafka.bootstrap_servers, client_id))
+        self._out = RecordProducer(producer_config(kafka.bootstrap_servers, client_id, security.librdkafka()))
         rekeyer = Rekeyer(self._out, cfg.rekey_topic)
         dead = self._dead = DeadLetterPublisher(self._out, cfg.dead_letter_topic)
         topics = list(dict.fromkeys([*cfg.input_topics, cfg.rekey_topic]))
@@ -139,6 +141,7 @@ class CollectorService:
             {
                 "bootstrap.servers": kafka.bootstrap_servers,
                 "client.id": client_id,
+                **security.librdkafka(),
                 "group.id": cfg.group_id,
                 "enable.auto.commit": False,
                 "auto.offset.reset": "earliest",

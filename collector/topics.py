@@ -8,10 +8,13 @@ explicitly at start avoids both.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterable
 
 from confluent_kafka import KafkaError, KafkaException
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient, ClusterMetadata, NewTopic
+
+from agentwatch.kafka_security import KafkaSecurity
 
 log = logging.getLogger(__name__)
 
@@ -24,12 +27,24 @@ def ensure_topics(
     partitions: int,
     replication_factor: int = -1,
     client_id: str = "agentwatch",
+    security: KafkaSecurity | None = None,
 ) -> list[str]:
-    """Create the `topics` that do not exist yet; return the names created. Existing topics are left alone."""
+    """Create the `topics` that do not exist yet; return the names created. Existing topics are left alone.
+
+    Raises KafkaSecurityError (naming the setting) when the broker refuses the credentials or certificates.
+    """
+    security = security or KafkaSecurity()
+    errors: list[KafkaError] = []
     admin = AdminClient(
-        {"bootstrap.servers": bootstrap_servers, "client.id": f"{client_id}-admin"}, logger=log
+        {
+            "bootstrap.servers": bootstrap_servers,
+            "client.id": f"{client_id}-admin",
+            **security.librdkafka(),
+            "error_cb": errors.append,
+        },
+        logger=log,
     )
-    existing = set(admin.list_topics(timeout=_TIMEOUT_S).topics)
+    existing = set(_probe(admin, errors, security, bootstrap_servers).topics)
     missing = [t for t in dict.fromkeys(topics) if t not in existing]
     created: list[str] = []
     for name in missing:  # one at a time: another instance may create the same topic concurrently
@@ -46,3 +61,24 @@ def ensure_topics(
     if created:
         log.info("created topics %s (%d partitions)", created, partitions)
     return created
+
+
+def _probe(admin: AdminClient, errors: list[KafkaError], security: KafkaSecurity, where: str) -> ClusterMetadata:
+    """`list_topics`, failing at once with KafkaSecurityError when librdkafka reports an authentication or TLS
+    error (it would otherwise retry until the timeout, and the consumer forever)."""
+    deadline = time.monotonic() + _TIMEOUT_S
+    while True:
+        try:
+            return admin.list_topics(timeout=min(0.5, max(0.05, deadline - time.monotonic())))
+        except KafkaException as exc:
+            admin.poll(0)  # serve error_cb
+            for err in errors:
+                refused = err.code() in (KafkaError._AUTHENTICATION, KafkaError._SSL) or "SASL" in err.str()
+                found = security.explain(err.str(), where) if refused else None
+                if found is not None:
+                    raise found from None
+            if time.monotonic() >= deadline:
+                found = security.diagnose([e.str() for e in errors], where) if security.protocol != "PLAINTEXT" else None
+                if found is not None:
+                    raise found from None
+                raise exc from None

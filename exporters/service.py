@@ -24,6 +24,7 @@ from prometheus_client import CollectorRegistry
 from pydantic import ValidationError
 
 from agentwatch.config import Settings
+from agentwatch.kafka_security import KafkaSecurity, probe_kafka_python
 from agentwatch.schema import ConversationScore
 
 log = logging.getLogger(__name__)
@@ -91,7 +92,9 @@ class ExporterService:
         from kafka import KafkaConsumer
 
         cfg = self.settings.exporter
+        probe_kafka_python(self.settings.kafka.bootstrap_servers, security := KafkaSecurity.from_config(self.settings.kafka))
         return KafkaConsumer(
+            **security.kafka_python(),
             bootstrap_servers=self.settings.kafka.bootstrap_servers,
             client_id=f"{self.settings.kafka.client_id}-exporter",
             group_id=cfg.group_id,

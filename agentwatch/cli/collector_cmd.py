@@ -66,8 +66,13 @@ def collector(
         log.info("metrics on :%d/metrics", port)
     from confluent_kafka import KafkaException
 
+    from agentwatch.kafka_security import KafkaSecurityError
+
     try:
         service.run(stop)
+    except KafkaSecurityError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(1) from None
     except KafkaException as exc:
         typer.echo(f"error: Kafka at {settings.kafka.bootstrap_servers}: {exc.args[0].str()}", err=True)
         raise typer.Exit(1) from exc

@@ -32,8 +32,13 @@ def _start_otlp(settings: Any, service: Any) -> Any:
 def _run_or_exit(service: Any, stop: threading.Event, settings: Any) -> None:
     from kafka.errors import KafkaError
 
+    from agentwatch.kafka_security import KafkaSecurityError
+
     try:
         service.run(stop)
+    except KafkaSecurityError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(1) from None
     except KafkaError as exc:
         typer.echo(f"error: Kafka at {settings.kafka.bootstrap_servers}: {exc}", err=True)
         raise typer.Exit(1) from exc

@@ -54,12 +54,14 @@ def _env(name: str) -> str | None:
 
 
 def _make_exporter(kind: str, bootstrap_servers: str | None, topic: str | None, compression: str | None,
-                   otlp_endpoint: str | None, otlp_protocol: str | None) -> SpanExporter | None:
+                   otlp_endpoint: str | None, otlp_protocol: str | None,
+                   kafka_security: dict[str, Any] | None = None) -> SpanExporter | None:
     if kind == "kafka":
         return KafkaSpanExporter(
             bootstrap_servers=bootstrap_servers or _env("AGENTWATCH_BOOTSTRAP_SERVERS") or "127.0.0.1:9092",
             topic=topic or _env("AGENTWATCH_SPANS_TOPIC") or DEFAULT_TOPIC,
             compression=compression or _env("AGENTWATCH_COMPRESSION"),
+            security=kafka_security,  # else AGENTWATCH_KAFKA_SECURITY_PROTOCOL, AGENTWATCH_KAFKA_SASL_USERNAME, ...
         )
     if kind == "otlp":
         protocol = (otlp_protocol or _env("AGENTWATCH_OTLP_PROTOCOL")
@@ -95,6 +97,7 @@ def configure(
     compression: str | None = None,
     otlp_endpoint: str | None = None,
     otlp_protocol: str | None = None,
+    kafka_security: dict[str, Any] | None = None,
     capture_content: bool | None = None,
     max_attribute_bytes: int | None = None,
     redact_keys: Iterable[str] | None = None,
@@ -107,6 +110,9 @@ def configure(
     exporter: "kafka" (default), "otlp", "console", "memory", "none" or a SpanExporter instance. With
     `tracer_provider`, or when an SDK TracerProvider is already the global one, our processors are added to
     it; otherwise a new provider (resource `service.name`=agent, `service.version`=version) becomes global.
+    kafka_security: TLS/SASL of the Kafka exporter, e.g. {"security_protocol": "SASL_SSL", "sasl_mechanism":
+    "SCRAM-SHA-512", "sasl_username": ..., "sasl_password": ..., "ssl_ca_file": ...}; unset keys come from
+    `AGENTWATCH_KAFKA_<KEY>` variables.
     """
     global _ACTIVE
     agent = agent or _env("AGENTWATCH_AGENT") or _env("OTEL_SERVICE_NAME")
@@ -128,7 +134,8 @@ def configure(
     else:
         # AGENTWATCH_EXPORTER is also the service's `exporter` settings section: prefer AGENTWATCH_SPAN_EXPORTER.
         kind = (exporter or _env("AGENTWATCH_SPAN_EXPORTER") or _env("AGENTWATCH_EXPORTER") or "kafka").lower()
-        span_exporter = _make_exporter(kind, bootstrap_servers, topic, compression, otlp_endpoint, otlp_protocol)
+        span_exporter = _make_exporter(kind, bootstrap_servers, topic, compression, otlp_endpoint, otlp_protocol,
+                                       kafka_security)
 
     provider, owns = _provider(tracer_provider, agent, version)
     processors: list[SpanProcessor] = [ConversationSpanProcessor(agent=agent, version=version), *extra_processors]

@@ -19,6 +19,8 @@ from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
+from agentwatch.kafka_security import KafkaSecurity, kafka_python_messages
+
 log = logging.getLogger(__name__)
 
 CONVERSATION_ID = "gen_ai.conversation.id"
@@ -67,6 +69,7 @@ class KafkaSpanExporter(SpanExporter):
         queue_size: int = 20_000,
         producer_config: dict[str, Any] | None = None,
         *,
+        security: KafkaSecurity | dict[str, Any] | None = None,
         warn_interval_s: float = 30.0,
         retry_interval_s: float = 1.0,
         shutdown_timeout_s: float = 5.0,
@@ -77,6 +80,16 @@ class KafkaSpanExporter(SpanExporter):
         self.sent_spans = 0
         self.sent_messages = 0
         self.last_error: str | None = None
+        # TLS/SASL: the arguments, else AGENTWATCH_KAFKA_* variables (docs/collector_service.md)
+        self._security = security if isinstance(security, KafkaSecurity) else KafkaSecurity.from_env(**(security or {}))
+        self._refused: str | None = None  # why the settings cannot work; logged once, spans dropped
+        self._explained: str | None = None  # the last refusal by the broker that was logged
+        problems = self._security.problems()
+        if problems:
+            self._refused = "invalid Kafka security settings: " + "; ".join(
+                f"AGENTWATCH_KAFKA_{name.upper()}: {msg}" for name, msg in problems
+            )
+            log.error("agentwatch: %s; spans are dropped", self._refused)
         self._config: dict[str, Any] = {
             "bootstrap_servers": bootstrap_servers,
             "client_id": "agentwatch-sdk",
@@ -92,6 +105,7 @@ class KafkaSpanExporter(SpanExporter):
             "request_timeout_ms": 5000,
             "delivery_timeout_ms": 15000,
             "reconnect_backoff_max_ms": 1000,
+            **self._security.kafka_python(),
             **(producer_config or {}),
         }
         self.shutdown_timeout_s = shutdown_timeout_s
@@ -209,10 +223,19 @@ class KafkaSpanExporter(SpanExporter):
     def _ensure_producer(self) -> Any:
         if self._producer is not None:
             return self._producer
+        if self._refused is not None:
+            self.last_error = self._refused
+            self._warn_dropped()
+            return None
+        messages: list[str] = []
         try:
             from kafka import KafkaProducer
 
-            self._producer = KafkaProducer(**self._config)
+            if self._security.protocol == "PLAINTEXT":
+                self._producer = KafkaProducer(**self._config)
+            else:  # kafka-python only logs why a secured bootstrap failed: collect that to explain it
+                with kafka_python_messages() as messages:
+                    self._producer = KafkaProducer(**self._config)
             # kafka-python 3.0 forgets a topic whose partitions it already knew at first send; a later
             # metadata refresh then drops it and its batches expire. Track the topic explicitly.
             metadata = getattr(self._producer, "_metadata", None)
@@ -221,6 +244,14 @@ class KafkaSpanExporter(SpanExporter):
             log.info("agentwatch: connected to Kafka at %s", self._config["bootstrap_servers"])
         except Exception as exc:  # noqa: BLE001 - broker down, bad config: keep the agent running
             self.last_error = f"{type(exc).__name__}: {exc}"
+            servers = self._config["bootstrap_servers"]
+            where = servers if isinstance(servers, str) else ",".join(servers)
+            found = self._security.diagnose([*messages, self.last_error], where, prefix="AGENTWATCH_KAFKA_")
+            if found is not None:
+                self.last_error = str(found)
+                if self._explained != self.last_error:  # one clear line per distinct refusal, then counted drops
+                    log.error("agentwatch: %s; spans are dropped until it connects", self.last_error)
+                self._explained = self.last_error
             self._warn_dropped()
         return self._producer
 

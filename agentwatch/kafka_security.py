@@ -1,0 +1,354 @@
+"""Kafka connection security (TLS, SASL) turned into client settings for librdkafka and kafka-python.
+
+One place knows how `kafka.security_protocol`, the `kafka.ssl_*` files and the `kafka.sasl_*` credentials map to
+each client's option names, validates their combinations, and explains a refused connection in terms of the
+setting to fix. It imports nothing but the standard library, so the SDK (which must stay free of the services'
+configuration classes) builds its producer settings here too, from keyword arguments or `AGENTWATCH_KAFKA_*`
+environment variables.
+
+Secrets (`sasl_password`, `ssl_key_password`) are never part of a `repr`, a log line or an error message.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+_FILES = ("ssl_ca_file", "ssl_cert_file", "ssl_key_file")
+_SECRETS = ("sasl_password", "ssl_key_password")
+REDACTED = "**********"
+
+
+def _key(prefix: str, name: str) -> str:
+    """A setting's name as the user wrote it: `kafka.sasl_password` or `AGENTWATCH_KAFKA_SASL_PASSWORD`."""
+    return prefix + (name.upper() if prefix.endswith("_") else name)
+
+
+class KafkaSecurityError(RuntimeError):
+    """Kafka refused the connection for a reason a setting explains (credentials, certificate, protocol).
+
+    `setting` is the key to fix (e.g. `kafka.sasl_password`); the message never holds a secret.
+    """
+
+    def __init__(self, message: str, setting: str) -> None:
+        super().__init__(message)
+        self.setting = setting
+
+
+class _Secret(str):
+    """A str that shows as asterisks in `repr` (kafka-python logs its configuration dict at DEBUG)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return f"'{REDACTED}'"
+
+
+def _secret_value(value: Any) -> str | None:
+    if value is None:
+        return None
+    getter = getattr(value, "get_secret_value", None)  # pydantic SecretStr, without importing pydantic
+    value = getter() if getter is not None else value
+    return str(value) if value != "" else None
+
+
+@dataclass(frozen=True)
+class KafkaSecurity:
+    """Security settings of a Kafka connection, client-neutral. Build with `from_config` or `from_env`."""
+
+    security_protocol: str = "PLAINTEXT"
+    ssl_ca_file: str | None = None
+    ssl_cert_file: str | None = None
+    ssl_key_file: str | None = None
+    ssl_key_password: str | None = field(default=None, repr=False)
+    ssl_check_hostname: bool = True
+    sasl_mechanism: str = "PLAIN"
+    sasl_username: str | None = None
+    sasl_password: str | None = field(default=None, repr=False)
+
+    # ------------------------------------------------------------------ building
+
+    @classmethod
+    def from_config(cls, config: Any) -> KafkaSecurity:
+        """From a `KafkaConfig` (or any object with the same attribute names; secrets may be SecretStr)."""
+        values: dict[str, Any] = {}
+        for f in fields(cls):
+            value = getattr(config, f.name, None)
+            if f.name in _SECRETS:
+                value = _secret_value(value)
+            if value is not None:
+                values[f.name] = value
+        return cls(**values)
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, **given: Any) -> KafkaSecurity:
+        """From keyword arguments, else `AGENTWATCH_KAFKA_<NAME>` (or the services' `AGENTWATCH_KAFKA__<NAME>`).
+
+        Used by the SDK: e.g. `AGENTWATCH_KAFKA_SECURITY_PROTOCOL=SASL_SSL`, `AGENTWATCH_KAFKA_SASL_PASSWORD`.
+        """
+        env = os.environ if environ is None else environ
+        values: dict[str, Any] = {}
+        for f in fields(cls):
+            value = given.get(f.name)
+            if value is None:
+                for var in (f"AGENTWATCH_KAFKA_{f.name.upper()}", f"AGENTWATCH_KAFKA__{f.name.upper()}"):
+                    raw = env.get(var, "").strip()
+                    if raw:
+                        value = raw
+                        break
+            if value is None:
+                continue
+            if f.name == "ssl_check_hostname" and isinstance(value, str):
+                value = value.lower() not in ("0", "false", "no", "off")
+            if f.name in _SECRETS:
+                value = _secret_value(value)
+            values[f.name] = value
+        return cls(**values)
+
+    # ------------------------------------------------------------------ checking
+
+    @property
+    def protocol(self) -> str:
+        return self.security_protocol.strip().upper()
+
+    @property
+    def mechanism(self) -> str:
+        return self.sasl_mechanism.strip().upper()
+
+    @property
+    def uses_tls(self) -> bool:
+        return self.protocol in ("SSL", "SASL_SSL")
+
+    @property
+    def uses_sasl(self) -> bool:
+        return self.protocol in ("SASL_PLAINTEXT", "SASL_SSL")
+
+    def problems(self, check_files: bool = True) -> list[tuple[str, str]]:
+        """(setting name, what is wrong) for every invalid combination; empty when the settings are usable."""
+        out: list[tuple[str, str]] = []
+        if self.protocol not in PROTOCOLS:
+            out.append(("security_protocol", f"must be one of {', '.join(PROTOCOLS)}, got {self.security_protocol!r}"))
+            return out
+        if self.uses_sasl:
+            if self.mechanism not in MECHANISMS:
+                out.append(("sasl_mechanism", f"must be one of {', '.join(MECHANISMS)}, got {self.sasl_mechanism!r}"))
+            if not self.sasl_username:
+                out.append(("sasl_username", f"required when security_protocol is {self.protocol}"))
+            if not self.sasl_password:
+                out.append(("sasl_password", f"required when security_protocol is {self.protocol}"))
+        else:
+            for name in ("sasl_username", "sasl_password"):
+                if getattr(self, name):
+                    out.append((name, f"set, but security_protocol is {self.protocol}: use SASL_SSL or SASL_PLAINTEXT"))
+        if not self.uses_tls:
+            for name in (*_FILES, "ssl_key_password"):
+                if getattr(self, name):
+                    out.append((name, f"set, but security_protocol is {self.protocol}: use SSL or SASL_SSL"))
+            return out
+        if bool(self.ssl_cert_file) != bool(self.ssl_key_file):
+            missing = "ssl_key_file" if self.ssl_cert_file else "ssl_cert_file"
+            out.append((missing, "a client certificate needs both ssl_cert_file and ssl_key_file"))
+        if self.ssl_key_password and not self.ssl_key_file:
+            out.append(("ssl_key_password", "set without ssl_key_file"))
+        if check_files:
+            for name in _FILES:
+                path = getattr(self, name)
+                if path and not os.path.isfile(path):
+                    out.append((name, f"file {path!r} does not exist"))
+                elif path and not os.access(path, os.R_OK):
+                    out.append((name, f"file {path!r} is not readable"))
+        return out
+
+    def check(self, prefix: str = "kafka.") -> None:
+        """Raise ValueError naming every invalid setting (`prefix` + name)."""
+        found = self.problems()
+        if found:
+            raise ValueError("; ".join(f"{_key(prefix, name)}: {msg}" for name, msg in found))
+
+    # ------------------------------------------------------------------ client settings
+
+    def librdkafka(self) -> dict[str, Any]:
+        """confluent-kafka / librdkafka configuration keys (merge into the client's dict)."""
+        conf: dict[str, Any] = {"security.protocol": self.protocol.lower()}
+        if self.uses_tls:
+            if self.ssl_ca_file:
+                conf["ssl.ca.location"] = self.ssl_ca_file
+            if self.ssl_cert_file:
+                conf["ssl.certificate.location"] = self.ssl_cert_file
+            if self.ssl_key_file:
+                conf["ssl.key.location"] = self.ssl_key_file
+            if self.ssl_key_password:
+                conf["ssl.key.password"] = self.ssl_key_password
+            conf["ssl.endpoint.identification.algorithm"] = "https" if self.ssl_check_hostname else "none"
+        if self.uses_sasl:
+            conf["sasl.mechanisms"] = self.mechanism
+            conf["sasl.username"] = self.sasl_username
+            conf["sasl.password"] = self.sasl_password
+        return conf
+
+    def kafka_python(self) -> dict[str, Any]:
+        """kafka-python keyword arguments (KafkaProducer, KafkaConsumer, KafkaAdminClient)."""
+        kw: dict[str, Any] = {"security_protocol": self.protocol}
+        if self.uses_tls:
+            kw["ssl_cafile"] = self.ssl_ca_file
+            kw["ssl_certfile"] = self.ssl_cert_file
+            kw["ssl_keyfile"] = self.ssl_key_file
+            kw["ssl_password"] = _Secret(self.ssl_key_password) if self.ssl_key_password else None
+            kw["ssl_check_hostname"] = self.ssl_check_hostname
+        if self.uses_sasl:
+            kw["sasl_mechanism"] = self.mechanism
+            kw["sasl_plain_username"] = self.sasl_username
+            kw["sasl_plain_password"] = _Secret(self.sasl_password or "")
+        return kw
+
+    # ------------------------------------------------------------------ explaining failures
+
+    def redact(self, text: str) -> str:
+        """`text` with every secret value replaced by asterisks."""
+        for name in _SECRETS:
+            value = getattr(self, name)
+            if value:
+                text = text.replace(value, REDACTED)
+        return text
+
+    def explain(self, error: str, where: str, prefix: str = "kafka.") -> KafkaSecurityError | None:
+        """A KafkaSecurityError naming the setting to fix, when `error` (a client's message) says what failed."""
+        low = error.lower()
+        detail = self.redact(error.strip())
+
+        def k(name: str) -> str:
+            return _key(prefix, name)
+
+        if "sasl" in low or "authentic" in low or "credential" in low:
+            if not self.uses_sasl:
+                return KafkaSecurityError(
+                    f"Kafka at {where} requires SASL authentication: set {k('security_protocol')} to SASL_SSL or "
+                    f"SASL_PLAINTEXT with {k('sasl_username')} and {k('sasl_password')} ({detail})",
+                    f"{k('security_protocol')}",
+                )
+            if "mechanism" in low and ("unsupported" in low or "not supported" in low or "shared" in low):
+                return KafkaSecurityError(
+                    f"Kafka at {where} does not accept SASL mechanism {self.mechanism}: check {k('sasl_mechanism')} "
+                    f"({detail})",
+                    f"{k('sasl_mechanism')}",
+                )
+            return KafkaSecurityError(
+                f"Kafka at {where} refused SASL {self.mechanism} authentication of user {self.sasl_username!r}: "
+                f"check {k('sasl_username')}, {k('sasl_password')} and {k('sasl_mechanism')} ({detail})",
+                f"{k('sasl_password')}",
+            )
+        if "hostname" in low or "ip address mismatch" in low or "doesn't match" in low:
+            return KafkaSecurityError(
+                f"the certificate of Kafka at {where} does not match its host name: check the bootstrap address or "
+                f"{k('ssl_check_hostname')} ({detail})",
+                f"{k('ssl_check_hostname')}",
+            )
+        if any(s in low for s in ("certificate verify failed", "unable to get local issuer", "self-signed",
+                                  "self signed", "untrusted")):
+            return KafkaSecurityError(
+                f"the certificate of Kafka at {where} is not trusted: check {k('ssl_ca_file')} ({detail})",
+                f"{k('ssl_ca_file')}",
+            )
+        if any(s in low for s in ("certificate required", "unknown ca", "bad certificate", "alert")):
+            return KafkaSecurityError(
+                f"Kafka at {where} refused the client certificate: check {k('ssl_cert_file')} and "
+                f"{k('ssl_key_file')} ({detail})",
+                f"{k('ssl_cert_file')}",
+            )
+        if "ssl" in low or "tls" in low or "handshake" in low:
+            return KafkaSecurityError(
+                f"TLS with Kafka at {where} failed: check {k('security_protocol')} and the {k('ssl_')}* settings "
+                f"({detail})",
+                f"{k('security_protocol')}",
+            )
+        return None
+
+    def diagnose(self, messages: list[str], where: str, prefix: str = "kafka.") -> KafkaSecurityError | None:
+        """The first of `messages` (client errors and log lines, in order) that `explain` understands.
+
+        A SASL connection lost after the broker answered ApiVersions (kafka-python logs `broker_version=(x, y)`)
+        failed in the authentication exchange: Tansu, for one, answers a wrong SCRAM password with an in-band
+        `e=` message that kafka-python only reports as a lost connection.
+        """
+        lost_after_versions = None
+        for text in messages:
+            if "exchanging credentials in the clear" in text.lower():
+                continue  # kafka-python's warning on every SASL_PLAINTEXT connection, not a failure
+            found = self.explain(text, where, prefix)
+            if found is not None:
+                return found
+            if "Connection lost" in text and "broker_version=(" in text and lost_after_versions is None:
+                lost_after_versions = text.rsplit("Connection lost:", 1)[-1].strip()
+        if self.uses_sasl and lost_after_versions is not None:
+            return self.explain(f"SASL authentication failed (connection lost: {lost_after_versions})", where, prefix)
+        return None
+
+
+class _Collect(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            self.messages.append(record.getMessage())
+        except Exception:  # noqa: BLE001 - a bad log call must not break the probe
+            pass
+
+
+@contextmanager
+def kafka_python_messages() -> Iterator[list[str]]:
+    """Collect kafka-python's warnings and errors (instead of printing them) while the block runs.
+
+    Used around a client's bootstrap, whose failures kafka-python only logs; `KafkaSecurity.diagnose` reads them.
+    The `kafka` logger is quiet meanwhile, for every thread of the process.
+    """
+    collect = _Collect()
+    kafka_log = logging.getLogger("kafka")
+    level, propagate = kafka_log.level, kafka_log.propagate
+    kafka_log.addHandler(collect)
+    kafka_log.setLevel(logging.WARNING)
+    kafka_log.propagate = False
+    try:
+        yield collect.messages
+    finally:
+        kafka_log.removeHandler(collect)
+        kafka_log.setLevel(level)
+        kafka_log.propagate = propagate
+
+
+def probe_kafka_python(
+    bootstrap_servers: str | list[str], security: KafkaSecurity, timeout_s: float = 5.0, prefix: str = "kafka."
+) -> None:
+    """Bootstrap a short-lived kafka-python client; raise KafkaSecurityError when the broker refuses the
+    credentials or the certificates (naming the setting), instead of the client retrying for 30 s or forever.
+
+    Does nothing for PLAINTEXT; a broker that is merely unreachable is left to the caller's own client.
+    """
+    if security.protocol == "PLAINTEXT":
+        return
+    from kafka import KafkaConsumer  # kafka-python: the SDK's and the exporter's client
+
+    where = bootstrap_servers if isinstance(bootstrap_servers, str) else ",".join(bootstrap_servers)
+    with kafka_python_messages() as messages:
+        try:
+            client = KafkaConsumer(
+                bootstrap_servers=bootstrap_servers,
+                client_id="agentwatch-probe",
+                bootstrap_timeout_ms=int(timeout_s * 1000),
+                reconnect_backoff_max_ms=500,
+                **security.kafka_python(),
+            )
+            client.close()
+            return
+        except Exception as exc:  # noqa: BLE001 - classified below; anything unexplained is the caller's business
+            messages.append(f"{type(exc).__name__}: {exc}")
+    found = security.diagnose(messages, where, prefix)
+    if found is not None:
+        raise found from None
