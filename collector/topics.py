@@ -17,6 +17,10 @@ from confluent_kafka.admin import AdminClient, ClusterMetadata, NewTopic
 from agentwatch.kafka_security import KafkaSecurity
 
 log = logging.getLogger(__name__)
+# librdkafka's own lines for the admin client (one per failed connection attempt while the probe retries): the
+# probe ends in one exception that says what failed, so they are kept out of the service's log.
+_client_log = logging.getLogger(f"{__name__}.librdkafka")
+_client_log.setLevel(logging.CRITICAL)
 
 _TIMEOUT_S = 10.0  # a collector that cannot reach Kafka at start says so, instead of hanging
 
@@ -42,7 +46,7 @@ def ensure_topics(
             **security.librdkafka(),
             "error_cb": errors.append,
         },
-        logger=log,
+        logger=_client_log,
     )
     existing = set(_probe(admin, errors, security, bootstrap_servers).topics)
     missing = [t for t in dict.fromkeys(topics) if t not in existing]
