@@ -9,6 +9,7 @@ from agentwatch.config import CostConfig, ModelPrice
 from agentwatch.schema import Conversation, Turn
 
 _NO_MODEL = "cost_unknown: a model call reported tokens but no model name"
+_NO_TOKENS = "cost_unknown: a model call reported no token usage"
 
 
 _BOUNDARY = frozenset("-_.:@/ ")
@@ -81,8 +82,10 @@ def conversation_cost(turns: Sequence[Turn], prices: PriceLookup) -> CostResult:
                 continue
             cost = usage.cost_usd
             if cost is None:
-                if inp == 0 and out == 0:
-                    cost = 0.0
+                if inp == 0 and out == 0:  # a call that reported no usage is unknown, not free
+                    if _NO_TOKENS not in reasons:
+                        reasons.append(_NO_TOKENS)
+                    continue
                 else:
                     model = usage.model
                     if model is None:

@@ -215,3 +215,31 @@ def test_exporter_topic_survives_a_metadata_refresh(broker, topic):
         producer.send(topic, b"z").get(timeout=10)
     finally:
         exporter.shutdown()
+
+
+def test_broker_down_messages_say_what_happened_once(caplog):
+    """No "dropped 0 spans", no doubled exception names, and one line at exit saying how many spans were lost."""
+    import logging
+
+    from kafka.errors import KafkaTimeoutError
+
+    from agentwatch.sdk.kafka_exporter import error_text
+
+    # kafka-python's errors already start with their class name
+    assert error_text(KafkaTimeoutError("Failed to update metadata")) == "KafkaTimeoutError: Failed to update metadata"
+    assert error_text(ValueError("bad")) == "ValueError: bad" and error_text(ValueError()) == "ValueError"
+    spans = _one_span_per_conversation(2)  # 3 spans
+    with caplog.at_level(logging.WARNING, logger="agentwatch.sdk.kafka_exporter"):
+        exporter = KafkaSpanExporter(f"127.0.0.1:{free_port()}", topic="nowhere", queue_size=100,
+                                     warn_interval_s=0.0)
+        assert exporter.export(spans).name == "SUCCESS"
+        deadline = time.monotonic() + 30
+        while exporter.last_error is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        exporter.shutdown(timeout_s=0.5)
+    lines = [r.getMessage() for r in caplog.records]
+    assert not any("dropped 0 spans" in line for line in lines), lines
+    assert not any(line.count("KafkaTimeoutError") > 1 or line.count("NoBrokersAvailable") > 1 for line in lines)
+    at_exit = [line for line in lines if "not sent" in line]
+    assert len(at_exit) == 1 and at_exit[0].startswith("agentwatch: 3 spans not sent: Kafka at 127.0.0.1:")
+    assert "0.5 s" in at_exit[0] and "shutdown(timeout_s=...)" in at_exit[0]

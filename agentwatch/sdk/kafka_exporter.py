@@ -172,7 +172,11 @@ class KafkaSpanExporter(SpanExporter):
         self._wake.set()
         self._thread.join(max(0.1, timeout_s - (time.monotonic() - start)))
         if lost:
-            log.warning("agentwatch: %d spans not sent before shutdown", lost)
+            log.warning(
+                "agentwatch: %d spans not sent: Kafka at %s was not reachable within the %.1f s the exporter waits "
+                "at exit (shutdown(timeout_s=...)); last error: %s",
+                lost, self._servers(), timeout_s, self.last_error or "none",
+            )
 
     def stats(self) -> dict[str, Any]:
         """Counters: sent, dropped, queued and in-flight spans, messages sent, connection state, last error."""
@@ -187,14 +191,23 @@ class KafkaSpanExporter(SpanExporter):
                 "last_error": self.last_error,
             }
 
+    def _servers(self) -> str:
+        servers = self._config["bootstrap_servers"]
+        return servers if isinstance(servers, str) else ",".join(servers)
+
     def _warn_dropped(self) -> None:
         now = time.monotonic()
-        if now - self._last_warning >= self._warn_interval_s:
-            self._last_warning = now
-            log.warning("agentwatch: dropped %d spans so far (Kafka %s unreachable or slow: %d spans queued or "
-                        "unacknowledged, limit %d; last error: %s)", self.dropped_spans,
-                        self._config["bootstrap_servers"], self._queued + self._in_flight, self.queue_size,
+        if now - self._last_warning < self._warn_interval_s:
+            return
+        self._last_warning = now
+        waiting = self._queued + self._in_flight
+        if self.dropped_spans:
+            log.warning("agentwatch: dropped %d spans so far: Kafka at %s unreachable or slow (%d spans waiting, "
+                        "limit %d); last error: %s", self.dropped_spans, self._servers(), waiting, self.queue_size,
                         self.last_error)
+        else:
+            log.warning("agentwatch: Kafka at %s unreachable; %d spans waiting (beyond %d they are dropped and "
+                        "counted); last error: %s", self._servers(), waiting, self.queue_size, self.last_error)
 
     # ------------------------------------------------------------------ sender thread
 
@@ -243,9 +256,8 @@ class KafkaSpanExporter(SpanExporter):
                 metadata.add_topic(self.topic)
             log.info("agentwatch: connected to Kafka at %s", self._config["bootstrap_servers"])
         except Exception as exc:  # noqa: BLE001 - broker down, bad config: keep the agent running
-            self.last_error = f"{type(exc).__name__}: {exc}"
-            servers = self._config["bootstrap_servers"]
-            where = servers if isinstance(servers, str) else ",".join(servers)
+            self.last_error = error_text(exc)
+            where = self._servers()
             found = self._security.diagnose([*messages, self.last_error], where, prefix="AGENTWATCH_KAFKA_")
             if found is not None:
                 self.last_error = str(found)
@@ -285,7 +297,7 @@ class KafkaSpanExporter(SpanExporter):
                 self.sent_messages += 1
             else:
                 self.dropped_spans += count
-                self.last_error = f"{type(error).__name__}: {error}"
+                self.last_error = error_text(error)
         if not ok:
             self._warn_dropped()
 
@@ -298,3 +310,14 @@ class KafkaSpanExporter(SpanExporter):
             producer.close(timeout=2.0)
         except Exception:
             log.debug("error closing the Kafka producer", exc_info=True)
+
+
+def error_text(exc: BaseException | None) -> str:
+    """`Type: message`, without the type twice when the message already starts with it (kafka-python's do)."""
+    if exc is None:
+        return "unknown error"
+    name, text = type(exc).__name__, str(exc)
+    if not text:
+        return name
+    return text if text.startswith(name) else f"{name}: {text}"
+
