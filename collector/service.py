@@ -26,7 +26,7 @@ from agentwatch.collector.judging import PendingVerdicts
 from agentwatch.collector.labels import AMBIGUOUS, FOUND, LateLabel, ScoreMemory, label_of
 from agentwatch.collector.metrics import PipelineStats
 from agentwatch.collector.producer import ProduceError, RecordProducer, producer_config
-from agentwatch.collector.reconstruct import build_conversation
+from agentwatch.collector.reconstruct import build_conversation, split_by_agent
 from agentwatch.collector.rekey import CONTENT_TYPE_HEADER, Rekeyer, header, key_mode, keyed_by_conversation
 from agentwatch.collector.trace_join import KEY_TRACE, KEY_TRACE_CONVERSATION, TraceJoin
 from agentwatch.collector.topics import ensure_topics
@@ -291,6 +291,11 @@ class CollectorService:
 
     def _emit(self, finished: FinishedConversation) -> None:
         """Reconstruct, score and queue the score of one finished conversation."""
+        parts = split_by_agent(finished)  # one conversation per (agent, conversation id)
+        if len(parts) > 1:
+            for part in parts:
+                self._emit(part)
+            return
         spans = sorted(finished.spans, key=lambda span: span.end_ns)
         labels = [label_of(span) for span in spans]
         if labels and all(labels):  # nothing but labels: for a conversation this collector does not remember
