@@ -237,3 +237,31 @@ def test_two_collector_processes_join_tool_spans_to_their_conversation(broker, c
             proc.wait(20)
         reader.close()
     _check_one_conversation(reader.records, cid)
+
+
+def test_two_agents_reusing_conversation_ids_are_scored_separately(broker):
+    from collector_span_helpers import SpanFactory, sdk_turn
+
+    bs = broker.bootstrap_servers
+    topic = unique("spans")
+    create_topic(bs, topic, 2)
+    settings = _collector_settings(bs, [topic], unique("agents"))
+    out = producer(bs)
+    headers = [("content-type", b"application/x-protobuf"), ("agentwatch-key", b"conversation")]
+    for agent in ("bot-a", "bot-b"):
+        for cid in ("1", "2"):
+            f = SpanFactory(service=agent)
+            sdk_turn(f.tracer, cid, f"question {cid}", f"answer of {agent}", [], agent=agent)
+            out.send(topic, value=f.protobuf(), key=cid.encode(), headers=headers)
+    out.flush()
+    out.close()
+    reader = TopicReader(bs, settings.collector.scores_topic)
+    with ServiceThread(settings) as svc:
+        reader.wait(lambda r: len(r) >= 4, 30)
+        time.sleep(0.5)
+        reader.poll()
+        assert svc.error is None
+    reader.close()
+    assert sorted((s["agent"], s["conversation_id"], s["turns"]) for s in scores_of(reader.records)) == [
+        ("bot-a", "1", 1), ("bot-a", "2", 1), ("bot-b", "1", 1), ("bot-b", "2", 1)
+    ]
