@@ -537,6 +537,9 @@ class CollectorService:
             s.dropped_spans = a.dropped_spans
             s.finished_by_reason = dict(a.finished_by_reason)
             s.judge_pending = len(self.pending)
+            j = self.join.stats
+            s.trace_join = {"held": j.held_spans, "joined": j.joined_spans, "timed_out": j.timed_out_spans,
+                            "evicted": j.evicted_spans}
 
 
 def _lowest(a: int | None, b: int | None) -> int | None:
