@@ -343,6 +343,13 @@ class CollectorConfig(_Section):
     max_open_conversations: int = Field(default=100_000, ge=1)
     max_spans_per_conversation: int = Field(default=10_000, ge=1)
     max_attribute_bytes: int = Field(default=65_536, ge=256)
+    trace_join_timeout_s: float = Field(
+        default=60.0, gt=0, description="how long spans without a conversation key wait for their trace to name one"
+    )
+    max_held_spans: int = Field(default=100_000, ge=0, description="spans the trace join may hold at once")
+    trace_memory: int = Field(
+        default=100_000, ge=1, description="traces in the join window, and trace → conversation mappings remembered"
+    )
     metrics_port: int | None = Field(default=None, ge=0, le=65535)
     session_timeout_ms: int = Field(default=45_000, ge=1, description="consumer group session timeout")
     heartbeat_interval_ms: int = Field(default=3_000, ge=1, description="consumer group heartbeat interval")

@@ -26,6 +26,7 @@ class PipelineStats:
     lag: dict[tuple[str, int], int] = field(default_factory=dict)
     scores_produced: int = 0
     spans_rekeyed: int = 0
+    trace_join: dict[str, int] = field(default_factory=dict)  # held, joined, timed_out, evicted
     last_commit_timestamp: float | None = None
     late_labels: dict[str, int] = field(default_factory=dict)  # result -> count
     judge_pauses: int = 0
@@ -96,6 +97,21 @@ class PipelineMetrics(Collector):
         yield gauge
         yield _counter("agentwatch_scores_produced", "Conversation scores written.", s.scores_produced)
         yield _counter("agentwatch_spans_rekeyed", "Spans re-published by conversation id.", s.spans_rekeyed)
+        join = dict(s.trace_join)
+        yield GaugeMetricFamily(
+            "agentwatch_trace_join_held_spans",
+            "Spans without a conversation key waiting for their trace to name one.",
+            value=join.get("held", 0),
+        )
+        fam = CounterMetricFamily(
+            "agentwatch_trace_join_spans",
+            "Spans of the trace join by result: joined (given their trace's conversation), timed_out (keyed by "
+            "trace id after trace_join_timeout_s), evicted (keyed by trace id early, a memory bound).",
+            labels=["result"],
+        )
+        for result in ("joined", "timed_out", "evicted"):
+            fam.add_metric([result], join.get(result, 0))
+        yield fam
         fam = CounterMetricFamily(
             "agentwatch_late_labels",
             "Labels that arrived after their conversation was scored, by result (revised, unchanged, "

@@ -384,6 +384,61 @@ def _conversation_attributes(
     return {concept: entry[2] for concept, entry in found.items()}, tags
 
 
+def _agent_of(span: SpanRecord) -> str | None:
+    agent = cv.first(span.attrs, cv.AGENT_KEYS)
+    if agent is None:
+        agent = cv.first(span.resource, cv.RESOURCE_AGENT_KEYS)
+    return None if agent is None else str(agent)
+
+
+def split_by_agent(finished: FinishedConversation) -> list[FinishedConversation]:
+    """One finished conversation per agent when its turns belong to several agents (a conversation's identity
+    is (agent, conversation id): two agents may reuse the same ids). Each part holds the spans under its turns;
+    a span under no turn goes with a turn of its trace, else with the first turn. One agent: `[finished]`."""
+    spans = finished.spans
+    first_agent = None
+    for span in spans:  # the usual case, one agent on all turn candidates, without building the span forest
+        if span.parent_span_id is not None and _role(span) != AGENT:
+            continue
+        agent = _agent_of(span)
+        if agent is None:
+            continue
+        if first_agent is None:
+            first_agent = agent
+        elif agent != first_agent:
+            break
+    else:
+        return [finished]
+    forest = _Forest(spans, [])
+    if not forest.turns:
+        return [finished]
+    groups: dict[str, list[SpanRecord]] = {}
+    by_span: dict[str, str] = {}
+    by_trace: dict[str, str] = {}
+    for turn in forest.turns:
+        agent = _agent_of(turn) or "unknown"
+        group = groups.setdefault(agent, [])
+        group.append(turn)
+        by_span[turn.span_id] = agent
+        by_trace.setdefault(turn.trace_id, agent)
+        for member in forest.members.get(turn.span_id, []):
+            group.append(member)
+            by_span[member.span_id] = agent
+    if len(groups) < 2:
+        return [finished]
+    default = _agent_of(forest.turns[0]) or "unknown"
+    for span in forest.spans.values():
+        if span.span_id not in by_span:
+            groups[by_trace.get(span.trace_id, default)].append(span)
+    return [
+        FinishedConversation(
+            finished.conversation_id, finished.partition, group, finished.reason, finished.incomplete,
+            finished.min_offset,
+        )
+        for group in groups.values()
+    ]
+
+
 def build_conversation(
     finished: FinishedConversation | list[SpanRecord], *, incomplete: bool = False
 ) -> Conversation:

@@ -1,4 +1,9 @@
-"""Re-keying: spans of messages not keyed by conversation are re-published to the rekey topic by conversation id."""
+"""Re-keying: spans of messages not keyed by conversation are re-published to the rekey topic by conversation id.
+
+Spans whose conversation the message does not reveal (no conversation key on them, none on another span of their
+trace in the message) are re-published keyed by trace id instead, for the trace join (`trace_join.py`); so is
+one announcement per trace whose conversation the message reveals. See docs/collector_service.md, Keying.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +11,10 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from agentwatch.collector.decode import SpanRecord, encode_spans_otlp
+from collections import OrderedDict
+
+from agentwatch.collector.decode import SpanRecord, _conversation_of, encode_spans_otlp
+from agentwatch.collector.trace_join import KEY_TRACE, KEY_TRACE_CONVERSATION
 
 log = logging.getLogger(__name__)
 
@@ -16,6 +24,9 @@ CONTENT_TYPE_HEADER = "content-type"
 PROTOBUF = b"application/x-protobuf"
 
 REKEY_HEADERS = [(CONTENT_TYPE_HEADER, PROTOBUF), (KEY_HEADER, KEY_CONVERSATION)]
+TRACE_HEADERS = [(CONTENT_TYPE_HEADER, PROTOBUF), (KEY_HEADER, KEY_TRACE)]
+ANNOUNCE_HEADERS = [(CONTENT_TYPE_HEADER, b"text/plain; charset=utf-8"), (KEY_HEADER, KEY_TRACE_CONVERSATION)]
+_ANNOUNCED_MEMORY = 10_000  # traces whose announcement this process sent recently (not sent again)
 
 
 def header(headers: Sequence[tuple[str, bytes]] | None, name: str) -> bytes | None:
@@ -32,12 +43,59 @@ def keyed_by_conversation(headers: Sequence[tuple[str, bytes]] | None) -> bool:
     return value is not None and value.strip().lower() == KEY_CONVERSATION
 
 
+def key_mode(headers: Sequence[tuple[str, bytes]] | None) -> bytes | None:
+    """The `agentwatch-key` header, lower case (`conversation`, `trace`, `trace-conversation`), or None."""
+    value = header(headers, KEY_HEADER)
+    return None if value is None else value.strip().lower()
+
+
+def conversation_known(span: SpanRecord) -> bool:
+    """Whether the decoder found the span's conversation (its own key or another span's of its trace), rather
+    than falling back to the trace id."""
+    return span.conversation_id != span.trace_id or _conversation_of(span.attrs) is not None
+
+
 class Rekeyer:
     """Groups decoded spans by conversation id and queues one message per conversation on the rekey topic."""
 
     def __init__(self, producer: Any, topic: str) -> None:
         self._producer = producer
         self._topic = topic
+        self._announced: OrderedDict[str, str] = OrderedDict()  # trace id -> conversation id announced
+
+    def route(self, spans: list[SpanRecord]) -> int:
+        """Spans of an input message not keyed by conversation: those whose conversation is known go to the
+        rekey topic by conversation id (and their traces are announced by trace id), the others by trace id
+        to the trace join. Returns the records queued (not flushed)."""
+        unknown: dict[str, list[SpanRecord]] | None = None
+        known: list[SpanRecord] = []
+        announce: dict[str, str] = {}
+        for span in spans:
+            if conversation_known(span):
+                known.append(span)
+                if span.trace_id not in announce:
+                    announce[span.trace_id] = span.conversation_id
+            else:
+                if unknown is None:
+                    unknown = {}
+                unknown.setdefault(span.trace_id, []).append(span)
+        sent = self.republish(known) if known else 0
+        send = self._producer.send
+        announced = self._announced
+        for tid, cid in announce.items():
+            if announced.get(tid) == cid:
+                announced.move_to_end(tid)
+                continue
+            announced[tid] = cid
+            if len(announced) > _ANNOUNCED_MEMORY:
+                announced.popitem(last=False)
+            send(self._topic, value=cid.encode("utf-8"), key=tid.encode("ascii"), headers=ANNOUNCE_HEADERS)
+            sent += 1
+        if unknown:
+            for tid, group in unknown.items():
+                send(self._topic, value=encode_spans_otlp(group), key=tid.encode("ascii"), headers=TRACE_HEADERS)
+            sent += len(unknown)
+        return sent
 
     def republish(self, spans: list[SpanRecord]) -> int:
         """Queue `spans` on the rekey topic, one message per conversation; returns messages queued (not flushed)."""

@@ -26,8 +26,9 @@ from agentwatch.collector.judging import PendingVerdicts
 from agentwatch.collector.labels import AMBIGUOUS, FOUND, LateLabel, ScoreMemory, label_of
 from agentwatch.collector.metrics import PipelineStats
 from agentwatch.collector.producer import ProduceError, RecordProducer, producer_config
-from agentwatch.collector.reconstruct import build_conversation
-from agentwatch.collector.rekey import CONTENT_TYPE_HEADER, Rekeyer, header, keyed_by_conversation
+from agentwatch.collector.reconstruct import build_conversation, split_by_agent
+from agentwatch.collector.rekey import CONTENT_TYPE_HEADER, Rekeyer, header, key_mode, keyed_by_conversation
+from agentwatch.collector.trace_join import KEY_TRACE, KEY_TRACE_CONVERSATION, TraceJoin
 from agentwatch.collector.topics import ensure_topics
 from agentwatch.scorers import unscored
 from agentwatch.scorers.relabel import relabel
@@ -79,6 +80,7 @@ class CollectorService:
         self._pending_settings: Settings | None = None
         self.stats = PipelineStats()
         self.assembler = Assembler(self.config)
+        self.join = TraceJoin(self.config.trace_join_timeout_s, self.config.max_held_spans, self.config.trace_memory)
         self.scores = ScoreMemory(self.config.label_memory)  # what a late label revises
         if judge_runner is None and settings.judge.enabled:
             from agentwatch.scorers.judge_runner import JudgeRunner
@@ -167,6 +169,7 @@ class CollectorService:
                 now = time.monotonic()
                 for message in messages:
                     self._handle(message, now, rekeyer, dead)
+                self._rejoin(rekeyer, self.join.poll(time.monotonic()))
                 for finished in self.assembler.poll(time.monotonic()):
                     self._emit(finished)
                 self._score_verdicts()
@@ -227,6 +230,15 @@ class CollectorService:
         self.stats.messages_consumed += 1
         self._consumed[tp] = offset
         headers = message.headers()
+        hop = key_mode(headers) if topic == self.config.rekey_topic else None
+        if hop == KEY_TRACE_CONVERSATION:  # the trace join: a trace's conversation, announced
+            key, cid = message.key() or b"", message.value() or b""
+            if key and cid:
+                released = self.join.announce(key.decode("ascii", "replace"), cid.decode("utf-8", "replace"), vp,
+                                              offset, now)
+                self._rejoin(rekeyer, released)
+            self.assembler.message_done(vp, offset)
+            return
         ct = header(headers, CONTENT_TYPE_HEADER)
         try:
             spans = decode_message(
@@ -241,12 +253,21 @@ class CollectorService:
             self._dead_letter(dead, message, "decoder_error", f"{type(exc).__name__}: {exc}")
         else:
             self.stats.spans_consumed += len(spans)
-            if topic == self.config.rekey_topic or keyed_by_conversation(headers):
+            if hop == KEY_TRACE:  # spans whose trace had not named its conversation: join, then re-key
+                self._rejoin(rekeyer, self.join.add(spans, vp, offset, now))
+            elif topic == self.config.rekey_topic or keyed_by_conversation(headers):
                 self.assembler.add_message(self._take_late_labels(spans, vp, message), vp, offset, now)
                 return
-            rekeyer.republish(spans)
-            self.stats.spans_rekeyed += len(spans)
+            else:
+                rekeyer.route(spans)
+                self.stats.spans_rekeyed += len(spans)
         self.assembler.message_done(vp, offset)
+
+    def _rejoin(self, rekeyer: Rekeyer, released: list[SpanRecord]) -> None:
+        """Re-publish by conversation id the spans the trace join released (flushed before the next commit)."""
+        if released:
+            rekeyer.republish(released)
+            self.stats.spans_rekeyed += len(released)
 
     def _dead_letter(self, dead: DeadLetterPublisher, message: Message, reason: str, detail: str) -> None:
         self.stats.reject(reason)
@@ -273,6 +294,11 @@ class CollectorService:
 
     def _emit(self, finished: FinishedConversation) -> None:
         """Reconstruct, score and queue the score of one finished conversation."""
+        parts = split_by_agent(finished)  # one conversation per (agent, conversation id)
+        if len(parts) > 1:
+            for part in parts:
+                self._emit(part)
+            return
         spans = sorted(finished.spans, key=lambda span: span.end_ns)
         labels = [label_of(span) for span in spans]
         if labels and all(labels):  # nothing but labels: for a conversation this collector does not remember
@@ -420,7 +446,8 @@ class CollectorService:
         offsets: list[TopicPartition] = []
         for tp in tps:
             vp = self._vparts.get(tp)
-            offset = self.assembler.committable(vp, self.pending.low_offset(vp)) if vp is not None else None
+            offset = self.assembler.committable(vp, _lowest(self.pending.low_offset(vp), self.join.low_offset(vp))
+                                                ) if vp is not None else None
             if offset is not None and offset != self._committed.get(tp):
                 offsets.append(TopicPartition(tp[0], tp[1], offset))
         return offsets
@@ -478,6 +505,7 @@ class CollectorService:
     def _forget(self, gone: list[Partition]) -> None:
         vps = [self._vparts[tp] for tp in gone if tp in self._vparts]
         self.assembler.revoke(vps)
+        self.join.revoke(vps)
         self.pending.forget(vps)
         for tp in gone:
             self._committed.pop(tp, None)
@@ -512,6 +540,13 @@ class CollectorService:
             s.dropped_spans = a.dropped_spans
             s.finished_by_reason = dict(a.finished_by_reason)
             s.judge_pending = len(self.pending)
+            j = self.join.stats
+            s.trace_join = {"held": j.held_spans, "joined": j.joined_spans, "timed_out": j.timed_out_spans,
+                            "evicted": j.evicted_spans}
+
+
+def _lowest(a: int | None, b: int | None) -> int | None:
+    return b if a is None else a if b is None else min(a, b)
 
 
 class _Record:

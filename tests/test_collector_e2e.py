@@ -145,14 +145,20 @@ def test_otel_collector_format_is_rekeyed_and_reassembled(broker):
     stats = svc.service.stats
     assert stats.spans_rekeyed == sent_spans
     assert stats.spans_consumed == 2 * sent_spans  # once from the input, once from the rekey topic
-    # the rekey topic holds our-SDK-style messages: keyed by conversation id with the header
+    # the rekey topic holds our-SDK-style messages: keyed by conversation id with the header; and, for the trace
+    # join, one announcement per trace (keyed by trace id, the conversation id as value); every span here
+    # carries its conversation id, so no span travels keyed by trace id
     rekeyed = TopicReader(bs, settings.collector.rekey_topic)
     recs = rekeyed.wait(lambda r: len(r) > 0, 5)
     rekeyed.close()
     assert recs
+    modes = {dict(r.headers)[KEY_HEADER] for r in recs}
+    assert modes == {b"conversation", b"trace-conversation"}
     for r in recs:
-        assert r.key.decode() in convs
-        assert dict(r.headers)[KEY_HEADER] == b"conversation"
+        if dict(r.headers)[KEY_HEADER] == b"conversation":
+            assert r.key.decode() in convs
+        else:
+            assert r.value.decode() in convs and len(r.key) == 32
 
 
 def test_collector_command_without_a_broker_exits_with_a_clear_error() -> None:

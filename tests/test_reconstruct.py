@@ -445,3 +445,23 @@ def test_reconstruct_command_reads_protobuf_json_and_json_lines(tmp_path) -> Non
         "error": None,
         "call_id": "x",
     }
+
+
+def test_two_agents_reusing_conversation_ids_are_split_per_agent() -> None:
+    from agentwatch.collector.reconstruct import split_by_agent
+
+    a, b = SpanFactory(service="bot-a"), SpanFactory(service="bot-b")
+    sdk_turn(a.tracer, "1", "refund order 7", "done", [{"name": "refund", "arguments": {"order": 7}}], agent="bot-a")
+    sdk_turn(b.tracer, "1", "weather?", "sunny", [], agent="bot-b")
+    sdk_turn(a.tracer, "1", "and order 8?", "done too", [{"name": "refund", "arguments": {"order": 8}}],
+             agent="bot-a")
+    spans = decode_message(a.protobuf()) + decode_message(b.protobuf())
+    finished = FinishedConversation("1", 3, spans, "idle", False, 12)
+    parts = split_by_agent(finished)
+    convs = sorted((build_conversation(p) for p in parts), key=lambda c: c.agent)
+    assert [(c.agent, c.conversation_id, len(c.turns)) for c in convs] == [("bot-a", "1", 2), ("bot-b", "1", 1)]
+    assert [len(t.tool_calls) for t in convs[0].turns] == [1, 1] and convs[1].turns[0].tool_calls == []
+    assert sum(len(p.spans) for p in parts) == len(spans)
+    assert all((p.partition, p.min_offset) == (3, 12) for p in parts)
+    one = FinishedConversation("2", 0, decode_message(b.protobuf()), "idle", False)
+    assert split_by_agent(one) == [one]
