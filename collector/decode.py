@@ -263,7 +263,7 @@ def decode_message(
         return _decode_protobuf(payload, max_attribute_bytes)
     except DecodeError as exc:
         if exc.reason == "invalid_protobuf":
-            raise DecodeError("not_otlp", "neither OTLP protobuf nor OTLP/JSON") from None
+            raise DecodeError("not_otlp", f"neither OTLP protobuf nor OTLP/JSON ({exc.detail})") from None
         raise
 
 

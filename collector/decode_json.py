@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import re
 from typing import Any
 
 from agentwatch.collector.conventions import (
@@ -25,6 +26,7 @@ from agentwatch.collector.decode import (
     _truncate,
 )
 
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 _JSON_SCALARS = (
     ("stringValue", "string_value", str),
     ("boolValue", "bool_value", bool),
@@ -46,7 +48,7 @@ def _json_value(v: Any, limit: int, where: str, depth: int = 0) -> Any:
             return raw if isinstance(raw, bool) else str(raw).lower() == "true"
         try:
             return kind(raw)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             raise DecodeError("invalid_json", f"{where}: {camel} {str(raw)[:40]!r} is not a number") from None
     arr = v.get("arrayValue", v.get("array_value"))
     if isinstance(arr, dict) and depth <= 2:
@@ -115,7 +117,7 @@ def _json_int(raw: Any, where: str) -> int:
         return 0
     try:
         value = int(raw)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise DecodeError("invalid_json", f"{where}: {str(raw)[:40]!r} is not an integer") from None
     if value < 0 or value >= 1 << 64:
         raise DecodeError("invalid_span", f"{where}: {value} out of range")
@@ -141,6 +143,9 @@ def decode_json(payload: bytes, limit: int) -> list[SpanRecord]:
     """Span records of one OTLP/JSON document (or a JSON list of them); raise DecodeError."""
     try:
         doc = json.loads(payload)
+        if _SURROGATE_ESCAPE.search(payload):  # a lone \ud800-\udfff escape makes a str that is not UTF-8
+            raw = json.dumps(doc, ensure_ascii=False).encode("utf-8", "surrogatepass")
+            doc = json.loads(raw.decode("utf-8", "replace"))  # each lone surrogate is now U+FFFD
     except (ValueError, RecursionError) as exc:
         raise DecodeError("invalid_json", str(exc)[:200]) from None
     docs = doc if isinstance(doc, list) else [doc]

@@ -14,14 +14,18 @@
   revisions are counted in `revisions`. Replaying the scores topic (revisions of one conversation are on one
   partition, in order) gives the same windows: at any time, a window holds the latest revision of exactly
   the conversations whose event time it covers.
-- Tasks fold into `other` when outside `exporter.tasks`, or, with no list configured, beyond `exporter.max_tasks`
-  distinct tasks currently in the longest window (first come, first kept). Label values are sanitised.
+- Label values are bounded: agents beyond `exporter.max_agents`, versions beyond `exporter.max_versions_per_agent`
+  (per agent), tasks outside `exporter.tasks` or, with no list, beyond `exporter.max_tasks`, and failure modes
+  beyond `exporter.max_failure_modes` fold into `other` (first come, first kept among the values seen in the
+  longest window); every fold is counted per label. Values are sanitised without merging distinct names
+  (`sanitize_label`).
 - A series whose windows are all empty is forgotten (its estimates and counters vanish).
 - Thread-safe: `add` and `snapshot` take one lock. Snapshots reuse the estimates of unchanged windows.
 """
 
 from __future__ import annotations
 
+import hashlib
 import heapq
 import logging
 import math
@@ -56,6 +60,7 @@ OTHER = "other"
 COST_BUCKETS: tuple[float, ...] = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 DURATION_BUCKETS: tuple[float, ...] = (0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0)
 REJECT_REASONS: tuple[str, ...] = ("duplicate", "too_old", "invalid")
+FOLDED_LABELS: tuple[str, ...] = ("agent", "version", "task", "mode")
 # Reason codes that describe rather than fail (a person's label): not failure modes (as in the report).
 INFORMATIONAL_CODES = frozenset({"label"})
 
@@ -63,10 +68,28 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9_.:/@+\-]")
 _MODE_UNSAFE = re.compile(r"[^a-z0-9_]")
 
 
+_HASH_HEX = 8
+_SUFFIXED = re.compile(r"_[0-9a-f]{%d}\Z" % _HASH_HEX)
+RESERVED = frozenset({OTHER, ALL_TASKS})
+
+
 def sanitize_label(value: object, max_length: int = 64) -> str:
-    """A label value: characters outside [A-Za-z0-9_.:/@+-] become `_`, capped in length, never empty."""
-    text = _UNSAFE.sub("_", str(value).strip())[:max_length]
-    return text or "unknown"
+    """A label value that never silently merges two distinct names.
+
+    A value made only of [A-Za-z0-9_.:/@+-], at most `max_length` long, is kept as it is. Any other value
+    (non-ASCII or illegal characters, too long, the reserved `other`, or one that already ends like a hash
+    suffix) has its illegal characters replaced by `_`, is cut to leave room, and gets `_` + 8 hex digits of
+    the SHA-256 of the original appended: `café` → `caf__<hash>` and `cafè` → `caf__<other hash>`. The
+    empty value reads `unknown` (the schema's default). Stable across processes and restarts.
+    """
+    text = str(value)
+    if not text:
+        return "unknown"
+    clean = _UNSAFE.sub("_", text)
+    if clean == text and len(text) <= max_length and text not in RESERVED and not _SUFFIXED.search(text):
+        return text
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:_HASH_HEX]
+    return f"{clean[: max(0, max_length - _HASH_HEX - 1)]}_{digest}"
 
 
 def failure_mode(reason: str, max_length: int = 64) -> str:
@@ -126,7 +149,7 @@ class EstimatorCounters:
     consumed: int
     rejected: dict[str, int]
     clamped: int
-    folded: int
+    folded: dict[str, int]
     last_score_timestamp: float | None
     series: dict[tuple[str, str, str], SeriesCounters]
     revisions: int = 0
@@ -176,6 +199,8 @@ class Estimator:
         self._max_label = cfg.max_label_length
         self._known_tasks = {sanitize_label(t, cfg.max_label_length) for t in cfg.tasks}
         self._max_tasks = cfg.max_tasks
+        self._max_agents = cfg.max_agents
+        self._max_versions = cfg.max_versions_per_agent
         self._max_modes = cfg.max_failure_modes
         st = settings.stats
         self.stats_params = StatsParams(
@@ -195,12 +220,14 @@ class Estimator:
         self._key_pairs: dict[SeriesKey, tuple[SeriesKey, SeriesKey]] = {}  # shared by the identities' records
         self._revisions = 0
         self._tasks_seen: dict[str, float] = {}  # task -> latest event time (for the cap when no list)
+        self._agents_seen: dict[str, float] = {}  # agent -> latest event time
+        self._versions_seen: dict[str, dict[str, float]] = {}  # agent -> version -> latest event time
         self._modes_seen: dict[str, float] = {}
         self._next_housekeeping = -math.inf
         self._consumed = 0
         self._rejected = dict.fromkeys(REJECT_REASONS, 0)
         self._clamped = 0
-        self._folded = 0
+        self._folded = dict.fromkeys(FOLDED_LABELS, 0)
         self._last_ts: float | None = None
 
     @property
@@ -231,8 +258,8 @@ class Estimator:
                     return False
                 self._revise(counted, score, now)
                 return True
-            agent = sanitize_label(score.agent, self._max_label)
-            version = sanitize_label(score.version, self._max_label)
+            agent = self._fold_agent(sanitize_label(score.agent, self._max_label), t)
+            version = self._fold_version(agent, sanitize_label(score.version, self._max_label), t)
             task = self._fold_task(sanitize_label(score.task, self._max_label), t)
             key = (agent, version, task)
             keys = self._key_pairs.get(key)
@@ -275,26 +302,34 @@ class Estimator:
     def _new_windows(self) -> list[SlidingWindow]:
         return [SlidingWindow(name, s, self._buckets) for name, s in self._windows]
 
+    def _fold(self, label: str, value: str, seen: dict[str, float], cap: int, t: float) -> str:
+        """`value`, or `other` once `cap` other values are in `seen` (first come, first kept); counted."""
+        last = seen.get(value)
+        if last is None and len(seen) >= cap:
+            self._folded[label] += 1
+            return OTHER
+        seen[value] = t if last is None else max(t, last)
+        return value
+
+    def _fold_agent(self, agent: str, t: float) -> str:
+        return self._fold("agent", agent, self._agents_seen, self._max_agents, t)
+
+    def _fold_version(self, agent: str, version: str, t: float) -> str:
+        seen = self._versions_seen.setdefault(agent, {})
+        return self._fold("version", version, seen, self._max_versions, t)
+
     def _fold_task(self, task: str, t: float) -> str:
         if self._known_tasks:
-            keep = task in self._known_tasks
-        else:
-            keep = task in self._tasks_seen or len(self._tasks_seen) < self._max_tasks
-        if not keep:
-            self._folded += 1
-            task = OTHER
-        self._tasks_seen[task] = max(t, self._tasks_seen.get(task, t))
-        return task
+            if task not in self._known_tasks:
+                self._folded["task"] += 1
+                task = OTHER
+            self._tasks_seen[task] = max(t, self._tasks_seen.get(task, t))
+            return task
+        return self._fold("task", task, self._tasks_seen, self._max_tasks, t)
 
     def _modes(self, reasons: list[str], t: float) -> tuple[str, ...]:
         codes = {failure_mode(r, self._max_label) for r in reasons} - INFORMATIONAL_CODES
-        return tuple(sorted({self._mode(code, t) for code in codes}))
-
-    def _mode(self, mode: str, t: float) -> str:
-        if mode not in self._modes_seen and len(self._modes_seen) >= self._max_modes:
-            mode = OTHER
-        self._modes_seen[mode] = max(t, self._modes_seen.get(mode, t))
-        return mode
+        return tuple(sorted({self._fold("mode", code, self._modes_seen, self._max_modes, t) for code in codes}))
 
     def _contribution(self, score: ConversationScore, t: float) -> Contribution:
         sums = [0.0] * len(TOOL_DIMENSIONS)
@@ -347,9 +382,11 @@ class Estimator:
             counted = self._seen.get(identity)
             if counted is not None and counted.t < horizon:
                 del self._seen[identity]
-        for seen in (self._tasks_seen, self._modes_seen):
+        for seen in (self._tasks_seen, self._modes_seen, self._agents_seen, *self._versions_seen.values()):
             for name in [n for n, last in seen.items() if last < horizon]:
                 del seen[name]
+        for agent in [a for a, versions in self._versions_seen.items() if not versions]:
+            del self._versions_seen[agent]
         gone = []
         for key, s in self._series.items():
             for w in s.windows:
@@ -400,7 +437,7 @@ class Estimator:
                     s.counters_copy = s.counters.copy()  # shared by later calls while unchanged: read-only
                 series[key] = s.counters_copy
             return EstimatorCounters(
-                self._consumed, dict(self._rejected), self._clamped, self._folded, self._last_ts, series,
+                self._consumed, dict(self._rejected), self._clamped, dict(self._folded), self._last_ts, series,
                 self._revisions,
             )
 

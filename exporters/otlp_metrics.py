@@ -24,7 +24,7 @@ from agentwatch.config import ExporterConfig
 
 log = logging.getLogger(__name__)
 
-_EMPTY = EstimatorCounters(0, {}, 0, 0, None, {})
+_EMPTY = EstimatorCounters(0, {}, 0, {}, None, {})
 
 
 class OtlpBridge:

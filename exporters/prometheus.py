@@ -153,8 +153,10 @@ def series_counter_families(c: EstimatorCounters) -> list[Metric]:
 
 def health_families(c: EstimatorCounters) -> list[Metric]:
     """Estimator health: consumed, rejected, clamped, folded, revisions applied, newest event time."""
-    folded = CounterMetricFamily("agentwatch_tasks_folded", "Scores whose task was folded into 'other'.",
-                                 value=c.folded)
+    folded = CounterMetricFamily("agentwatch_labels_folded",
+                                 "Label values folded into 'other' by the caps, by label.", labels=["label"])
+    for label, n in c.folded.items():
+        folded.add_metric([label], n)
     consumed = CounterMetricFamily("agentwatch_scores_consumed", "Scores read by the estimator.",
                                    value=c.consumed)
     rejected = CounterMetricFamily("agentwatch_scores_rejected", "Scores not counted, by reason.",

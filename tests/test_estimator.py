@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import random
 from fractions import Fraction
 
@@ -9,6 +10,8 @@ import numpy as np
 import pytest
 from _score_factory import T0, find, make_score
 from agentwatch.exporters.estimator import Estimator, failure_mode, sanitize_label
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import stats as sps
 
 from agentwatch.config import load_settings
@@ -153,7 +156,7 @@ def test_unknown_tasks_fold_into_other_with_configured_list() -> None:
     other = find(snap, "1h", task="other")
     assert (other.scored, other.passed) == (2, 1)
     assert find(snap, "1h", task="shipping") is None
-    assert est.counters().folded == 2
+    assert est.counters().folded == {"agent": 0, "version": 0, "task": 2, "mode": 0}
 
 
 def test_task_cap_folds_new_tasks_beyond_max() -> None:
@@ -162,16 +165,20 @@ def test_task_cap_folds_new_tasks_beyond_max() -> None:
         est.add(make_score(str(i), task=task))
     tasks = {e.task for e in est.snapshot() if e.window == "1h"}
     assert tasks == {"a", "b", "other", "*"}
-    assert est.counters().folded == 2
+    assert est.counters().folded["task"] == 2
 
 
 def test_label_values_sanitised_and_capped() -> None:
     est, _ = estimator()
     est.add(make_score("1", agent='evil"agent\n{x}', version="1.2.3+build", task="t" * 200))
     e = next(iter(est.snapshot()))
-    assert e.agent == "evil_agent__x_"
+    digest = hashlib.sha256('evil"agent\n{x}'.encode()).hexdigest()[:8]
+    assert e.agent == f"evil_agent__x__{digest}"
     assert e.version == "1.2.3+build"
-    assert len(e.task) == 64 or e.task == "*"
+    tasks = {x.task for x in est.snapshot()}
+    long_task = next(t for t in tasks if t != "*")
+    assert len(long_task) == 64
+    assert long_task == "t" * 55 + "_" + hashlib.sha256(b"t" * 200).hexdigest()[:8]
     assert sanitize_label("") == "unknown"
     assert failure_mode("Loop: search called 3x") == "loop"
     assert failure_mode("forbidden-tool: delete_user") == "forbidden_tool"
@@ -244,3 +251,77 @@ def test_failure_modes_capped_fold_into_other() -> None:
         est.add(make_score(str(i), passed=False, reasons=[reason]))
     e = find(est.snapshot(), "1h", task="refund")
     assert e.failure_ratio == {"loop": pytest.approx(0.4), "error": pytest.approx(0.2), "other": pytest.approx(0.4)}
+
+
+def test_sanitize_keeps_clean_values_and_suffixes_changed_ones() -> None:
+    assert sanitize_label("support-bot_v2.1:prod@eu/x+y") == "support-bot_v2.1:prod@eu/x+y"
+    cafe1, cafe2 = sanitize_label("café"), sanitize_label("cafè")
+    assert cafe1 != cafe2
+    assert cafe1.startswith("caf__") and len(cafe1) == len("caf__") + 8
+    assert sanitize_label("café") == cafe1  # stable
+    assert sanitize_label("a b") != sanitize_label("a_b") == "a_b"
+    assert sanitize_label("x" * 65) != sanitize_label("x" * 66)
+    assert len(sanitize_label("x" * 65)) == 64 and sanitize_label("x" * 64) == "x" * 64
+    # a value that already looks hash-suffixed, and the reserved fold value, are suffixed too
+    assert sanitize_label("caf__" + cafe1[-8:]) not in (cafe1, "caf__" + cafe1[-8:])
+    assert sanitize_label("other") != "other"
+    assert sanitize_label("*") != "*"
+
+
+_names = st.text(min_size=1, max_size=80) | st.from_regex(r"[A-Za-z0-9_.:/@+\-]{1,70}", fullmatch=True)
+
+
+@settings(max_examples=400, deadline=None)
+@given(a=_names, b=_names, max_length=st.integers(16, 80))
+def test_two_distinct_names_never_share_a_label_value(a: str, b: str, max_length: int) -> None:
+    la, lb = sanitize_label(a, max_length), sanitize_label(b, max_length)
+    assert (la == lb) == (a == b)
+    assert 0 < len(la) <= max_length
+    assert la.isascii() and all(c.isalnum() or c in "_.:/@+-" for c in la)
+
+
+def test_suffix_collision_attempts_stay_distinct() -> None:
+    originals = ["café", "cafè", "caf_", "caf__", "other", "unknown", "a" * 64, "a" * 65, "a" * 100]
+    originals += ["caf__" + sanitize_label("café")[-8:], sanitize_label("cafè"), sanitize_label("a" * 65)]
+    labels = [sanitize_label(o) for o in originals]
+    assert len(set(labels)) == len(set(originals))
+
+
+def test_agent_and_version_caps_fold_into_other_and_count() -> None:
+    est, _ = estimator(exporter={"max_agents": 2, "max_versions_per_agent": 2})
+    for i, (agent, version) in enumerate([("a", "1"), ("b", "1"), ("c", "1"), ("a", "2"), ("a", "3"),
+                                          ("b", "2"), ("b", "9"), ("c", "2"), ("a", "1")]):
+        assert est.add(make_score(str(i), agent=agent, version=version))
+    series = {(e.agent, e.version) for e in est.snapshot() if e.window == "1h" and e.task == "refund"}
+    assert series == {("a", "1"), ("a", "2"), ("a", "other"), ("b", "1"), ("b", "2"), ("b", "other"),
+                      ("other", "1"), ("other", "2")}
+    assert est.counters().folded == {"agent": 2, "version": 2, "task": 0, "mode": 0}
+    other = find(est.snapshot(), "1h", agent="other", version="1", task="refund")
+    assert other.conversations == 1
+
+
+def test_caps_are_first_come_within_the_longest_window() -> None:
+    est, clock = estimator(exporter={"max_agents": 1, "windows": ["1h"]})
+    est.add(make_score("1", agent="old", ended_at=T0))
+    est.add(make_score("2", agent="new", ended_at=T0))
+    assert {e.agent for e in est.snapshot()} == {"old", "other"}
+    clock.t = T0 + 3 * 3600  # "old" has left the longest window: the slot is free again
+    est.add(make_score("3", agent="new", ended_at=clock.t))
+    assert {e.agent for e in est.snapshot()} == {"new"}
+    assert est.counters().folded["agent"] == 1
+
+
+def test_folds_are_exposed_per_label() -> None:
+    from agentwatch.exporters.prometheus import EstimatorCollector
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    est, _ = estimator(exporter={"max_versions_per_agent": 1, "max_failure_modes": 1})
+    est.add(make_score("1", version="v1", passed=False, reasons=["loop: x"]))
+    est.add(make_score("2", version="v2", passed=False, reasons=["error: y"]))
+    registry = CollectorRegistry()
+    registry.register(EstimatorCollector(est))
+    text = generate_latest(registry).decode()
+    assert 'agentwatch_labels_folded_total{label="version"} 1.0' in text
+    assert 'agentwatch_labels_folded_total{label="mode"} 1.0' in text
+    assert 'agentwatch_labels_folded_total{label="agent"} 0.0' in text
+    assert "agentwatch_tasks_folded" not in text

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 from agentwatch.scorers.cost import PriceLookup
@@ -135,12 +134,12 @@ def test_retry_after_too_long_gives_up():
 
 
 def test_hang_is_timeout():
-    with serve(Reply(200, verdict_reply(), delay_s=2.0)) as server:
+    # the server would answer a valid verdict after 5 s: getting judge_timeout instead proves the 0.3 s timeout
+    # cut the call, whatever the machine's speed (no wall-clock assertion)
+    with serve(Reply(200, verdict_reply(), delay_s=5.0)) as server:
         judge, _ = make(server, timeout_s=0.3)
-        t0 = time.monotonic()
         v = judge.judge(conv())
-        elapsed = time.monotonic() - t0
-    assert v.failure == "judge_timeout" and elapsed < 1.5
+    assert v.failure == "judge_timeout" and not v.ok
 
 
 def test_client_error_is_unavailable_without_retry():

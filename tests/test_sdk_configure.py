@@ -112,7 +112,9 @@ def test_kafka_from_environment_with_no_broker_never_blocks_the_agent():
     assert proc.returncode == 0 and "OK" in proc.stdout, proc.stderr
     _, per_call, shutdown_s, topic = proc.stdout.split()
     assert topic == "custom.topic"
-    assert float(per_call) < 0.005
+    # not blocked: a call that waited for the unreachable broker would take max_block_ms (60 s), not milliseconds;
+    # 0.1 s is a generous ceiling on any machine (the overhead itself: benchmarks/sdk_overhead.py)
+    assert float(per_call) < 0.1
     assert float(shutdown_s) < 4.0  # shutdown(timeout_s=1.0) is bounded even with the broker unreachable
 
 

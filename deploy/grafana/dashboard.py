@@ -280,10 +280,10 @@ def _pipeline(d: dash_b.Dashboard) -> dash_b.Dashboard:
     d = d.with_panel(_timeseries(
         "Conversations finished by reason", "end, idle, cap or shutdown.", "cps",
         [(f"sum by (reason) (rate(agentwatch_conversations_finished_total[{RATE}]))", "{{reason}}")], width=8))
-    d = d.with_panel(_timeseries("Estimator input", "Scores rejected by reason, clamped and task folds.", "cps", [
+    d = d.with_panel(_timeseries("Estimator input", "Scores rejected by reason, clamped; label values folded.", "cps", [
         (f"sum by (reason) (rate(agentwatch_scores_rejected_total[{RATE}]))", "rejected {{reason}}"),
         (f"sum(rate(agentwatch_scores_clamped_total[{RATE}]))", "clamped"),
-        (f"sum(rate(agentwatch_tasks_folded_total[{RATE}]))", "folded into other"),
+        (f"sum by (label) (rate(agentwatch_labels_folded_total[{RATE}]))", "folded {{label}}"),
     ], width=12))
     return d.with_panel(_stat("Freshness", "Age of the newest counted score and of the last offset commit.", "s", [
         ("time() - max(agentwatch_estimator_last_score_timestamp_seconds)", "newest score"),
