@@ -246,7 +246,7 @@ class KafkaSpanExporter(SpanExporter):
             self.last_error = f"{type(exc).__name__}: {exc}"
             servers = self._config["bootstrap_servers"]
             where = servers if isinstance(servers, str) else ",".join(servers)
-            found = self._security.diagnose([*messages, self.last_error], where, prefix="AGENTWATCH_KAFKA_")
+            found = self._security.diagnose_connection([*messages, self.last_error], where, prefix="AGENTWATCH_KAFKA_")
             if found is not None:
                 self.last_error = str(found)
                 if self._explained != self.last_error:  # one clear line per distinct refusal, then counted drops
