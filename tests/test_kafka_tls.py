@@ -252,9 +252,8 @@ def test_hostname_mismatch_is_refused(wrong_name: TLSProxy, pki: PKI, command: s
 
 def test_hostname_check_off_connects(wrong_name: TLSProxy, pki: PKI) -> None:
     """`ssl_check_hostname: false`: the certificate must still come from the CA, but may name another host."""
-    from kafka.admin import KafkaAdminClient
-
     from agentwatch.collector.topics import ensure_topics
+    from kafka.admin import KafkaAdminClient
 
     security = KafkaSecurity(**_ssl(pki, ssl_check_hostname=False))
     bs, topic = wrong_name.bootstrap_servers, f"t-{uuid.uuid4().hex[:12]}"
@@ -267,3 +266,32 @@ def test_hostname_check_off_connects(wrong_name: TLSProxy, pki: PKI) -> None:
         admin.close()
     assert security.tls_failure(bs) is None
     assert KafkaSecurity(**_ssl(pki)).tls_failure(bs).startswith("certificate verify failed: IP address mismatch")
+
+
+def test_sdk_without_a_client_certificate_logs_one_clear_line(mtls: TLSProxy, pki: PKI,
+                                                             caplog: pytest.LogCaptureFixture) -> None:
+    """The SDK never raises into the agent: one error line naming AGENTWATCH_KAFKA_SSL_CERT_FILE, counted drops."""
+    import logging
+
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+    from agentwatch.sdk.kafka_exporter import KafkaSpanExporter
+
+    with caplog.at_level(logging.INFO):
+        exporter = KafkaSpanExporter(mtls.bootstrap_servers, topic="t", security=_ssl(pki), retry_interval_s=0.2)
+        provider = TracerProvider()
+        provider.add_span_processor(SimpleSpanProcessor(exporter))
+        tracer = provider.get_tracer("test")
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and "AGENTWATCH_KAFKA_SSL_CERT_FILE" not in str(exporter.last_error):
+            with tracer.start_as_current_span("turn"):
+                pass
+            time.sleep(0.3)
+        exporter.shutdown(timeout_s=0.5)
+    stats = exporter.stats()
+    assert "requires a client certificate" in str(stats["last_error"]), stats
+    assert "AGENTWATCH_KAFKA_SSL_CERT_FILE" in str(stats["last_error"]), stats
+    assert stats["sent_spans"] == 0 and stats["dropped_spans"] > 0
+    errors = [r for r in caplog.records if r.levelno >= logging.ERROR and r.name.startswith("agentwatch")]
+    assert len(errors) == 1, [r.getMessage() for r in errors]

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import datetime as dt
 import ipaddress
-import ssl
 import select
 import socket
+import ssl
 import threading
 from dataclasses import dataclass
 from pathlib import Path
