@@ -36,14 +36,23 @@ class EmbeddedBroker:
     """A Tansu broker on 127.0.0.1:port, started and stopped by this object."""
 
     def __init__(
-        self, port: int | None = None, log_path: str | Path | None = None, *, authentication: bool = False
+        self,
+        port: int | None = None,
+        log_path: str | Path | None = None,
+        *,
+        authentication: bool = False,
+        advertised_port: int | None = None,
     ) -> None:
         """`authentication`: require SASL (SCRAM-SHA-256/512) from clients (Tansu's `--authentication`).
 
         Tansu 0.6 with memory storage cannot provision users then (`tansu user create` is refused with
         NotAuthenticated), so such a broker refuses every client: it serves to test refused credentials.
+
+        `advertised_port`: the port the broker's metadata sends clients to (default: `port`), e.g. that of a
+        TLS-terminating proxy in front of it, so that clients never reach the plaintext listener directly.
         """
         self.port = port or free_port()
+        self.advertised_port = advertised_port or self.port
         self.authentication = authentication
         self._log_path = Path(log_path) if log_path else None
         self._proc: subprocess.Popen[bytes] | None = None
@@ -56,9 +65,10 @@ class EmbeddedBroker:
     def start(self, timeout_s: float = 15.0) -> Self:
         """Start the broker and wait until it accepts connections."""
         url = f"tcp://127.0.0.1:{self.port}"
+        advertised = f"tcp://127.0.0.1:{self.advertised_port}"
         out = open(self._log_path, "ab") if self._log_path else subprocess.DEVNULL  # noqa: SIM115
         self._proc = subprocess.Popen(
-            [str(broker_binary()), "broker", "--listener-url", url, "--advertised-listener-url", url,
+            [str(broker_binary()), "broker", "--listener-url", url, "--advertised-listener-url", advertised,
              *(["--authentication"] if self.authentication else [])],
             stdout=out,
             stderr=subprocess.STDOUT,

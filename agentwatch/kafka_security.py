@@ -13,6 +13,10 @@ from __future__ import annotations
 
 import logging
 import os
+import re
+import socket
+import ssl
+import struct
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
@@ -255,6 +259,12 @@ class KafkaSecurity:
                 f"the certificate of Kafka at {where} is not trusted: check {k('ssl_ca_file')} ({detail})",
                 f"{k('ssl_ca_file')}",
             )
+        if "certificate required" in low and not self.ssl_cert_file:
+            return KafkaSecurityError(
+                f"Kafka at {where} requires a client certificate (mutual TLS): set {k('ssl_cert_file')} and "
+                f"{k('ssl_key_file')} ({detail})",
+                f"{k('ssl_cert_file')}",
+            )
         if any(s in low for s in ("certificate required", "unknown ca", "bad certificate", "alert")):
             return KafkaSecurityError(
                 f"Kafka at {where} refused the client certificate: check {k('ssl_cert_file')} and "
@@ -267,6 +277,37 @@ class KafkaSecurity:
                 f"({detail})",
                 f"{k('security_protocol')}",
             )
+        return None
+
+    def tls_failure(self, address: str, timeout_s: float = 3.0) -> str | None:
+        """Why a TLS connection to `address` (`host:port`) with these settings fails, in the words of Python's
+        `ssl` module (e.g. `certificate verify failed: IP address mismatch, ...`, `tlsv13 alert certificate
+        required`), or None when it succeeds or the failure is not TLS's.
+
+        librdkafka reports every failed verification as `certificate verify failed` (hostname or CA alike) and
+        kafka-python reports a refused client certificate as a lost connection: this one connection tells which.
+        It sends an ApiVersions request, since a TLS 1.3 server refuses a client certificate only after its
+        handshake, by an alert the client reads with the first response.
+        """
+        if not self.uses_tls:
+            return None
+        host, _, port = address.strip().rpartition(":")
+        host = host.strip("[]")
+        try:
+            context = ssl.create_default_context(cafile=self.ssl_ca_file or None)
+            context.check_hostname = self.ssl_check_hostname
+            if self.ssl_cert_file and self.ssl_key_file:
+                context.load_cert_chain(self.ssl_cert_file, self.ssl_key_file, password=self.ssl_key_password)
+            with socket.create_connection((host, int(port)), timeout=timeout_s) as raw, \
+                    context.wrap_socket(raw, server_hostname=host) as tls:
+                tls.sendall(struct.pack(">ihhih", 10, 18, 0, 1, -1))  # ApiVersions v0, correlation id 1
+                tls.recv(4)
+        except ssl.SSLCertVerificationError as exc:
+            return self.redact(f"certificate verify failed: {exc.verify_message}")
+        except ssl.SSLError as exc:
+            return self.redact(f"SSL error: {exc.args[1] if len(exc.args) > 1 else exc}")
+        except (OSError, ValueError):
+            return None
         return None
 
     def diagnose(self, messages: list[str], where: str, prefix: str = "kafka.") -> KafkaSecurityError | None:
@@ -288,6 +329,28 @@ class KafkaSecurity:
         if self.uses_sasl and lost_after_versions is not None:
             return self.explain(f"SASL authentication failed (connection lost: {lost_after_versions})", where, prefix)
         return None
+
+    def diagnose_connection(self, messages: list[str], where: str, prefix: str = "kafka.",
+                            timeout_s: float = 3.0) -> KafkaSecurityError | None:
+        """`diagnose`, made precise by one TLS connection of our own (`tls_failure`) when the client's words are
+        vague: librdkafka says `broker certificate could not be verified` for an unknown CA and a host name
+        mismatch alike, kafka-python says a connection was lost when the broker refused its client certificate.
+        """
+        found = self.diagnose(messages, where, prefix)
+        if not self.uses_tls:
+            return found
+        vague = (found is None or found.setting == _key(prefix, "security_protocol")
+                 or any("broker certificate could not be verified" in m for m in messages))
+        if not vague:
+            return found
+        address = next((m.group(1) for text in messages if (m := _TLS_ADDRESS.search(text))),
+                       where.split(",")[0])
+        reason = self.tls_failure(address, timeout_s)
+        precise = self.explain(reason, where, prefix) if reason else None
+        return precise or found
+
+
+_TLS_ADDRESS = re.compile(r"ssl://([^/\s]+:\d+)/")  # librdkafka's broker name, e.g. ssl://b1:9093/bootstrap
 
 
 class _Collect(logging.Handler):
@@ -349,6 +412,6 @@ def probe_kafka_python(
             return
         except Exception as exc:  # noqa: BLE001 - classified below; anything unexplained is the caller's business
             messages.append(f"{type(exc).__name__}: {exc}")
-    found = security.diagnose(messages, where, prefix)
+    found = security.diagnose_connection(messages, where, prefix, timeout_s=min(timeout_s, 3.0))
     if found is not None:
         raise found from None

@@ -77,12 +77,15 @@ def _probe(admin: AdminClient, errors: list[KafkaError], security: KafkaSecurity
         except KafkaException as exc:
             admin.poll(0)  # serve error_cb
             for err in errors:
-                refused = err.code() in (KafkaError._AUTHENTICATION, KafkaError._SSL) or "SASL" in err.str()
-                found = security.explain(err.str(), where) if refused else None
+                text = err.str()
+                refused = (err.code() in (KafkaError._AUTHENTICATION, KafkaError._SSL) or "SASL" in text
+                           or "alert number" in text.lower())  # a TLS alert from the broker, e.g. certificate required
+                found = security.diagnose_connection([text], where) if refused else None
                 if found is not None:
                     raise found from None
             if time.monotonic() >= deadline:
-                found = security.diagnose([e.str() for e in errors], where) if security.protocol != "PLAINTEXT" else None
+                messages = [e.str() for e in errors]
+                found = security.diagnose_connection(messages, where) if security.protocol != "PLAINTEXT" else None
                 if found is not None:
                     raise found from None
                 raise exc from None

@@ -170,8 +170,13 @@ def create_topic(bootstrap: str, name: str, partitions: int) -> None:
         admin.close()
 
 
-def collector_settings(bootstrap: str, inputs: list[str], prefix: str, **collector: Any) -> Settings:
-    """Settings of a test collector: unique topics/group named from `prefix`, fast group, short timeouts."""
+def collector_settings(
+    bootstrap: str, inputs: list[str], prefix: str, *, kafka: dict[str, Any] | None = None, **collector: Any
+) -> Settings:
+    """Settings of a test collector: unique topics/group named from `prefix`, fast group, short timeouts.
+
+    `kafka`: more keys of the `kafka` section, e.g. `security_protocol` and `ssl_ca_file`.
+    """
     values = {
         "input_topics": inputs,
         "scores_topic": f"{prefix}-scores",
@@ -184,7 +189,7 @@ def collector_settings(bootstrap: str, inputs: list[str], prefix: str, **collect
         **FAST,
         **collector,
     }
-    return load_settings(kafka={"bootstrap_servers": bootstrap}, collector=values)
+    return load_settings(kafka={"bootstrap_servers": bootstrap, **(kafka or {})}, collector=values)
 
 
 def collector_env(settings: Settings) -> dict[str, str]:
@@ -249,9 +254,10 @@ class ServiceThread:
 class TopicReader:
     """Reads every record of a topic from the beginning (no group), incrementally."""
 
-    def __init__(self, bootstrap: str, topic: str) -> None:
+    def __init__(self, bootstrap: str, topic: str, **config: Any) -> None:
+        """`config`: more KafkaConsumer settings, e.g. `KafkaSecurity.kafka_python()`."""
         self.topic = topic
-        self.consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+        self.consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, **config)
         self.records: list[Any] = []
         self._assigned = False
 

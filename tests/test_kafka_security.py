@@ -118,3 +118,26 @@ def test_explain(error: str, setting: str) -> None:
     found = sec.explain(f"{error} {SECRET}", "b:9093")
     assert found is not None and found.setting == setting
     assert setting in str(found) and SECRET not in str(found)
+
+
+@pytest.mark.parametrize(
+    ("client_cert", "error", "words"),
+    [
+        (False, "tlsv13 alert certificate required: SSL alert number 116", "requires a client certificate"),
+        (True, "tlsv13 alert certificate required: SSL alert number 116", "refused the client certificate"),
+        (True, "tlsv1 alert unknown ca: SSL alert number 48", "refused the client certificate"),
+    ],
+)
+def test_explain_client_certificate(client_cert: bool, error: str, words: str) -> None:
+    files = {"ssl_cert_file": __file__, "ssl_key_file": __file__} if client_cert else {}
+    found = KafkaSecurity(security_protocol="SSL", **files).explain(error, "b:9093")
+    assert found is not None and found.setting == "kafka.ssl_cert_file"
+    assert words in str(found) and "kafka.ssl_key_file" in str(found)
+
+
+def test_diagnose_connection_leaves_plaintext_and_precise_errors_alone() -> None:
+    """No TLS connection of our own unless the client's words are vague (b:9093 does not resolve here)."""
+    precise = "certificate verify failed: IP address mismatch, certificate is not valid for '10.0.0.1'"
+    found = KafkaSecurity(security_protocol="SSL").diagnose_connection([precise], "b:9093")
+    assert found is not None and found.setting == "kafka.ssl_check_hostname"
+    assert KafkaSecurity().diagnose_connection(["Connection lost"], "b:9093") is None

@@ -258,7 +258,7 @@ class KafkaSpanExporter(SpanExporter):
         except Exception as exc:  # noqa: BLE001 - broker down, bad config: keep the agent running
             self.last_error = error_text(exc)
             where = self._servers()
-            found = self._security.diagnose([*messages, self.last_error], where, prefix="AGENTWATCH_KAFKA_")
+            found = self._security.diagnose_connection([*messages, self.last_error], where, prefix="AGENTWATCH_KAFKA_")
             if found is not None:
                 self.last_error = str(found)
                 if self._explained != self.last_error:  # one clear line per distinct refusal, then counted drops
