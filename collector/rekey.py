@@ -8,10 +8,9 @@ one announcement per trace whose conversation the message reveals. See docs/coll
 from __future__ import annotations
 
 import logging
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
-
-from collections import OrderedDict
 
 from agentwatch.collector.decode import SpanRecord, _conversation_of, encode_spans_otlp
 from agentwatch.collector.trace_join import KEY_TRACE, KEY_TRACE_CONVERSATION

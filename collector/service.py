@@ -28,8 +28,8 @@ from agentwatch.collector.metrics import PipelineStats
 from agentwatch.collector.producer import ProduceError, RecordProducer, producer_config
 from agentwatch.collector.reconstruct import build_conversation, split_by_agent
 from agentwatch.collector.rekey import CONTENT_TYPE_HEADER, Rekeyer, header, key_mode, keyed_by_conversation
-from agentwatch.collector.trace_join import KEY_TRACE, KEY_TRACE_CONVERSATION, TraceJoin
 from agentwatch.collector.topics import ensure_topics
+from agentwatch.collector.trace_join import KEY_TRACE, KEY_TRACE_CONVERSATION, TraceJoin
 from agentwatch.scorers import unscored
 from agentwatch.scorers.relabel import relabel
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition

@@ -69,7 +69,7 @@ _MODE_UNSAFE = re.compile(r"[^a-z0-9_]")
 
 
 _HASH_HEX = 8
-_SUFFIXED = re.compile(r"_[0-9a-f]{%d}\Z" % _HASH_HEX)
+_SUFFIXED = re.compile(rf"_[0-9a-f]{{{_HASH_HEX}}}\Z")
 RESERVED = frozenset({OTHER, ALL_TASKS})
 
 

@@ -7,9 +7,9 @@ import time
 from pathlib import Path
 
 import pytest
-from agentwatch.cli import app
 from typer.testing import CliRunner
 
+from agentwatch.cli import app
 from agentwatch.config import MAX_CONFIG_BYTES, MAX_CONFIG_DEPTH, MAX_CONFIG_NODES, ConfigError, load_settings
 
 

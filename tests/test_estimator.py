@@ -172,7 +172,7 @@ def test_label_values_sanitised_and_capped() -> None:
     est, _ = estimator()
     est.add(make_score("1", agent='evil"agent\n{x}', version="1.2.3+build", task="t" * 200))
     e = next(iter(est.snapshot()))
-    digest = hashlib.sha256('evil"agent\n{x}'.encode()).hexdigest()[:8]
+    digest = hashlib.sha256(b'evil"agent\n{x}').hexdigest()[:8]
     assert e.agent == f"evil_agent__x__{digest}"
     assert e.version == "1.2.3+build"
     tasks = {x.task for x in est.snapshot()}
