@@ -56,6 +56,8 @@ class DemoJudgeServer:
         latency = latency_s
 
         class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"  # keep-alive, as the real APIs
+
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 try:
@@ -78,6 +80,7 @@ class DemoJudgeServer:
                 pass
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, args=(0.1,), daemon=True)
 
     @property

@@ -19,14 +19,12 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import json
 import os
 import subprocess
 import sys
 import threading
 import time
 import uuid
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -52,46 +50,14 @@ def _workload_module() -> Any:
 # --------------------------------------------------------------------------- the judge server (child process)
 
 
-def _verdict_completion() -> bytes:
-    content = json.dumps({"outcome": "complete", "score": 0.9, "explanation": "the refund was made"})
-    return json.dumps({
-        "id": "chatcmpl-judge",
-        "object": "chat.completion",
-        "created": 1_700_000_000,
-        "model": "gpt-4o-mini-2024-07-18",
-        "choices": [
-            {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}
-        ],
-        "usage": {"prompt_tokens": 900, "completion_tokens": 30, "total_tokens": 930},
-    }).encode()
-
-
 def serve_judge(latency_s: float) -> None:
-    """A fake OpenAI-compatible `/chat/completions` answering a verdict after `latency_s`; prints its port,
-    serves until stdin closes."""
-    body = _verdict_completion()
+    """The demo's stand-in OpenAI-compatible judge, answering after `latency_s`; prints its port, serves until
+    stdin closes."""
+    from agentwatch.demo_judge import DemoJudgeServer
 
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"  # keep-alive, as the real API
-
-        def do_POST(self) -> None:
-            self.rfile.read(int(self.headers.get("Content-Length") or 0))
-            time.sleep(latency_s)
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
-    print(server.server_address[1], flush=True)
-    sys.stdin.read()
-    server.shutdown()
+    with DemoJudgeServer(latency_s) as server:
+        print(server.base_url.rsplit(":", 1)[1].split("/")[0], flush=True)
+        sys.stdin.read()
 
 
 class JudgeServer:

@@ -107,7 +107,8 @@ def test_late_label_revises_the_score_and_unknown_labels_dead_letter(broker, top
 def _exported_counts_after_restarts(settings: Settings, graded: str, ungraded: str) -> None:
     """The exporter, started twice from scratch on the scores topic (a restart replays it), counts each
     conversation once, at its latest revision."""
-    from test_exporter_service import run_service, scrape, stop_service
+    from metrics_reference import scrape
+    from test_exporter_service import run_service, stop_service
 
     from agentwatch.config import load_settings
 

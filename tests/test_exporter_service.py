@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import threading
 import time
-import urllib.request
 import uuid
 from fractions import Fraction
 
@@ -14,23 +13,12 @@ from agentwatch.exporters.service import ExporterService
 from conftest import FAST_GROUP
 from kafka import KafkaProducer
 from kafka.admin import KafkaAdminClient, NewTopic
-from prometheus_client.parser import text_string_to_metric_families
+from metrics_reference import scrape
 from scipy import stats as sps
 
 from agentwatch.config import load_settings
 
 pytestmark = pytest.mark.broker
-
-
-def scrape(port: int) -> dict[tuple[str, tuple], float]:
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as resp:
-        text = resp.read().decode()
-    return {
-        (s.name, tuple(sorted(s.labels.items()))): s.value
-        for fam in text_string_to_metric_families(text)
-        for s in fam.samples
-        if s.name.startswith("agentwatch_")
-    }
 
 
 def run_service(settings) -> tuple[ExporterService, threading.Event, threading.Thread, int]:

@@ -14,7 +14,6 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.request
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -25,7 +24,7 @@ from typing import Any
 import pytest
 from collector_kafka_helpers import ServiceThread, TopicReader, collector_settings, unique
 from conftest import FAST_GROUP
-from prometheus_client.parser import text_string_to_metric_families
+from metrics_reference import scrape
 from test_collector_sdk import AGENT
 from tls_proxy import CertificateAuthority, Issued, TLSProxy
 
@@ -104,20 +103,6 @@ def _ssl(pki: PKI, *, client: Issued | None = None, ca: CertificateAuthority | N
     return keys
 
 
-def _scrape(port: int) -> dict[tuple[str, tuple], float]:
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as resp:
-        text = resp.read().decode()
-    return {
-        (s.name, tuple(sorted(s.labels.items()))): s.value
-        for fam in text_string_to_metric_families(text)
-        for s in fam.samples
-        if s.name.startswith("agentwatch_")
-    }
-
-
-# --------------------------------------------------------------------------------------------- end to end
-
-
 @pytest.mark.parametrize("mode", ["tls-env", "mtls-configure"])
 def test_sdk_collector_exporter_over_tls(request: pytest.FixtureRequest, pki: PKI, tmp_path: Path,
                                          mode: str) -> None:
@@ -190,7 +175,7 @@ def test_sdk_collector_exporter_over_tls(request: pytest.FixtureRequest, pki: PK
     try:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and not errors and values.get(series) != 1:
-            values = _scrape(port)
+            values = scrape(port)
             time.sleep(0.3)
     finally:
         stop.set()

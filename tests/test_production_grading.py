@@ -15,6 +15,7 @@ import pytest
 import yaml
 from agentwatch.scorers import ConversationScorer
 from agentwatch.scorers.sampling import Sampler, sample_point
+from metrics_reference import beta_bounds_by_bisection
 from production_traffic import POLICY, conversation, scenario
 from scipy import stats as sps
 from typer.testing import CliRunner
@@ -30,21 +31,6 @@ def _write(tmp_path: Path, lines: list[dict]) -> Path:
     path = tmp_path / "prod.jsonl"
     path.write_text("".join(json.dumps(line) + "\n" for line in lines))
     return path
-
-
-def _beta_bounds_by_bisection(x: int, n: int, level: float = 0.95) -> tuple[float, float]:
-    """Equal-tailed Beta(1 + x, 1 + n - x) bounds by bisection on the CDF (independent of betaincinv)."""
-    dist = sps.beta(1 + x, 1 + n - x)
-
-    def solve(q: float) -> float:
-        lo, hi = 0.0, 1.0
-        for _ in range(80):
-            mid = (lo + hi) / 2
-            lo, hi = (mid, hi) if dist.cdf(mid) < q else (lo, mid)
-        return (lo + hi) / 2
-
-    tail = (1 - level) / 2
-    return solve(tail), solve(1 - tail)
 
 
 def test_scenario_without_policy_reports_no_success_rate_and_failure_rates(tmp_path: Path) -> None:
@@ -63,7 +49,7 @@ def test_scenario_without_policy_reports_no_success_rate_and_failure_rates(tmp_p
     assert rates["no_answer"]["count"] == 20  # the turns that errored gave no answer
     assert rates["loop"]["count"] == 10 and rates["loop"]["rate"] == pytest.approx(0.05)
     for name, x in (("error", 20), ("loop", 10)):
-        lo, hi = _beta_bounds_by_bisection(x, 200)
+        lo, hi = beta_bounds_by_bisection(x, 200)
         assert rates[name]["lower"] == pytest.approx(lo, abs=1e-9)
         assert rates[name]["upper"] == pytest.approx(hi, abs=1e-9)
     assert rates["hallucination"]["count"] == 0 and rates["forbidden_tool"]["count"] == 0
@@ -80,7 +66,7 @@ def test_scenario_with_a_policy_covers_the_true_success_rate(tmp_path: Path) -> 
     assert report["scored"] == 200 and report["passed"] == 170 and report["graded_by"] == {"policy": 200}
     sr = report["success_rate"]
     assert sr["lower"] < 0.85 < sr["upper"]
-    lo, hi = _beta_bounds_by_bisection(170, 200)
+    lo, hi = beta_bounds_by_bisection(170, 200)
     assert (sr["lower"], sr["upper"]) == (pytest.approx(lo, abs=1e-9), pytest.approx(hi, abs=1e-9))
     assert report["failure_rates"]["error"]["count"] == 20  # the same over all traffic, graded or not
 

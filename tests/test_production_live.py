@@ -11,12 +11,10 @@ import json
 import subprocess
 import sys
 import time
-import urllib.request
 
 import pytest
 from collector_kafka_helpers import collector_settings, unique
-from prometheus_client.parser import text_string_to_metric_families
-from scipy import stats as sps
+from metrics_reference import beta_bounds_by_bisection, scrape
 
 from agentwatch.config import Settings
 from agentwatch.pipeline import Pipeline
@@ -77,29 +75,6 @@ def _kinds(n: int = 200) -> list[str]:
     return kinds
 
 
-def _bisect_bounds(x: int, n: int, level: float = 0.95) -> tuple[float, float]:
-    dist = sps.beta(1 + x, 1 + n - x)
-
-    def solve(q: float) -> float:
-        lo, hi = 0.0, 1.0
-        for _ in range(80):
-            mid = (lo + hi) / 2
-            lo, hi = (mid, hi) if dist.cdf(mid) < q else (lo, mid)
-        return (lo + hi) / 2
-
-    return solve((1 - level) / 2), solve(1 - (1 - level) / 2)
-
-
-def _scrape(port: int) -> dict[tuple[str, tuple], float]:
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as resp:
-        text = resp.read().decode()
-    return {
-        (s.name, tuple(sorted(s.labels.items()))): s.value
-        for fam in text_string_to_metric_families(text)
-        for s in fam.samples
-    }
-
-
 def _sample(samples: dict, name: str, **labels: str) -> float | None:
     want = set(labels.items())
     found = [v for (n, ls), v in samples.items() if n == name and want <= set(ls)]
@@ -135,7 +110,7 @@ def test_scenario_live_metrics(broker, topic, tmp_path) -> None:
                 break
             time.sleep(0.5)
         assert not pipeline.errors, pipeline.errors
-        samples = _scrape(port)
+        samples = scrape(port)
     finally:
         pipeline.close()
 
@@ -146,7 +121,7 @@ def test_scenario_live_metrics(broker, topic, tmp_path) -> None:
     assert _sample(samples, "agentwatch_success_rate", stat="mean", **free) is None  # no graded conversation
     assert _sample(samples, "agentwatch_pass_pow_k", k="3", stat="mean", **free) is None
     for evidence, x in (("error", 20), ("loop", 10), ("no_answer", 20), ("hallucination", 0)):
-        lo, hi = _bisect_bounds(x, 200)
+        lo, hi = beta_bounds_by_bisection(x, 200)
         mean = _sample(samples, "agentwatch_failure_evidence_rate", evidence=evidence, stat="mean", **free)
         assert mean == pytest.approx((1 + x) / 202, abs=1e-9)
         assert _sample(samples, "agentwatch_failure_evidence_rate", evidence=evidence, stat="lower", **free) == \
@@ -157,7 +132,7 @@ def test_scenario_live_metrics(broker, topic, tmp_path) -> None:
     policed = dict(series, task="order_status")
     assert _sample(samples, "agentwatch_window_scored", **policed) == 200
     assert _sample(samples, "agentwatch_window_passed", **policed) == 170
-    lo, hi = _bisect_bounds(170, 200)
+    lo, hi = beta_bounds_by_bisection(170, 200)
     lower = _sample(samples, "agentwatch_success_rate", stat="lower", **policed)
     upper = _sample(samples, "agentwatch_success_rate", stat="upper", **policed)
     assert (lower, upper) == (pytest.approx(lo, abs=1e-9), pytest.approx(hi, abs=1e-9))
