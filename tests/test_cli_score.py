@@ -222,3 +222,27 @@ def test_sdk_exporter_variable_does_not_break_the_cli(tmp_path: Path, monkeypatc
     path = write(tmp_path / "good.jsonl", [conversation("good", i) for i in range(3)])
     code, out, err = run(path, "--format", "json")
     assert code == 1 and "Traceback" not in err and json.loads(out)["conversations"] == 3
+
+
+def test_no_gate_writes_a_baseline_and_deltas_read_in_points(tmp_path: Path) -> None:
+    """The README's first CI line exits 0 while the gate fails; a regression is shown in points and relative %."""
+    good = write(tmp_path / "v1.jsonl", [conversation("good", i, version="1") for i in range(10)])
+    worse = write(tmp_path / "v2.jsonl",
+                  [conversation("good" if i % 2 else "hallucinated", i, version="2") for i in range(10)])
+    base = tmp_path / "v1.json"
+    assert run(good, "--format", "json", "--out", base)[0] == 1  # 10 conversations: not enough to ship on
+    code, _, err = run(good, "--format", "json", "--out", base, "--no-gate")
+    assert code == 0 and base.exists()
+    code, out, err = run(worse, "--baseline", base, "--no-gate")
+    report = json.loads(run(worse, "--baseline", base, "--no-gate", "--format", "json")[1])
+    new, old = report["pass_pow_k"]["3"]["plugin"], report["baseline"]["pass_pow_k"]["3"]["base"]
+    points, relative = 100 * (new - old), 100 * (new - old) / old
+    assert f"pass^3: {new:.3f} vs {old:.3f} ({points:+.1f} points, {relative:+.0f}% relative)" in out
+    assert "DO NOT SHIP" in out and "not enough conversations: 10 graded, at least 30 needed" in out
+
+
+def test_stderr_counts_agree_with_the_report(mixed_file: Path) -> None:
+    code, out, err = run(mixed_file)
+    read, graded = len(KINDS), len(KINDS) - KINDS.count("unscored")
+    assert f"1 malformed line(s) skipped; {read} conversation(s) read, {graded} graded" in err
+    assert f"Conversations: {read} | Graded: {graded} " in out

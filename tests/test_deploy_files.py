@@ -164,3 +164,12 @@ def test_otel_collector_writes_otlp_proto_to_otlp_spans() -> None:
     for section in ("receivers", "processors", "exporters"):
         assert set(pipeline.get(section, [])) <= set(config[section]), section
     assert set(config["service"].get("extensions", [])) <= set(config.get("extensions", {}))
+
+
+def test_compose_kafka_is_reachable_from_the_host_and_the_network(compose: dict) -> None:
+    """Agents on the host reach localhost:9092; containers reach kafka:19092; each advertised on its listener."""
+    env = compose["services"]["kafka"]["environment"]
+    listeners = dict(item.split("://") for item in env["KAFKA_ADVERTISED_LISTENERS"].split(","))
+    assert listeners == {"INTERNAL": "kafka:19092", "HOST": "localhost:9092"}
+    assert "9092:9092" in [str(p).split()[0] for p in compose["services"]["kafka"]["ports"]]
+    assert compose["services"]["agentwatch"]["environment"]["AGENTWATCH_KAFKA__BOOTSTRAP_SERVERS"] == "kafka:19092"

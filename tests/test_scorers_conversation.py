@@ -413,3 +413,13 @@ def test_utilization_needs_a_result_value_not_in_the_input(answer, utilized):
     assert s.turn_scores[0].tool.utilization == (1.0 if utilized else 0.0)
     assert s.passed is utilized
     assert ("tool_utilization" in codes(s)) is not utilized
+
+
+def test_a_model_call_without_token_usage_makes_the_cost_unknown_not_free():
+    """An LLM call that returned a plain string reports a model but no tokens: its cost is unknown, not $0."""
+    turn = {"input": "q", "answer": "a", "usage": [{"model": "gpt-4o-mini"}]}
+    s = score_conversation(make(turn, budget_usd=0.01))
+    assert s.cost_usd is None and s.cost_penalty == 0.0
+    assert "cost_unknown: a model call reported no token usage" in s.reasons
+    priced = score_conversation(make(dict(turn, usage=[{"model": "gpt-4o-mini", "input_tokens": 1000}])))
+    assert priced.cost_usd is not None and priced.cost_usd > 0
