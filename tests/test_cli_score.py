@@ -231,9 +231,9 @@ def test_no_gate_writes_a_baseline_and_deltas_read_in_points(tmp_path: Path) -> 
                   [conversation("good" if i % 2 else "hallucinated", i, version="2") for i in range(10)])
     base = tmp_path / "v1.json"
     assert run(good, "--format", "json", "--out", base)[0] == 1  # 10 conversations: not enough to ship on
-    code, _, err = run(good, "--format", "json", "--out", base, "--no-gate")
+    code, _, _ = run(good, "--format", "json", "--out", base, "--no-gate")
     assert code == 0 and base.exists()
-    code, out, err = run(worse, "--baseline", base, "--no-gate")
+    _, out, _ = run(worse, "--baseline", base, "--no-gate")
     report = json.loads(run(worse, "--baseline", base, "--no-gate", "--format", "json")[1])
     new, old = report["pass_pow_k"]["3"]["plugin"], report["baseline"]["pass_pow_k"]["3"]["base"]
     points, relative = 100 * (new - old), 100 * (new - old) / old
@@ -242,7 +242,7 @@ def test_no_gate_writes_a_baseline_and_deltas_read_in_points(tmp_path: Path) -> 
 
 
 def test_stderr_counts_agree_with_the_report(mixed_file: Path) -> None:
-    code, out, err = run(mixed_file)
+    _, out, err = run(mixed_file)
     read, graded = len(KINDS), len(KINDS) - KINDS.count("unscored")
     assert f"1 malformed line(s) skipped; {read} conversation(s) read, {graded} graded" in err
     assert f"Conversations: {read} | Graded: {graded} " in out
