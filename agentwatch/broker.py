@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import socket
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -90,7 +91,7 @@ class EmbeddedBroker:
         """Stop the broker (its data is lost)."""
         if self._proc is None:
             return
-        self._proc.terminate()
+        self._proc.send_signal(signal.SIGINT)  # Tansu 0.6 exits at once on SIGINT; it ignores SIGTERM
         try:
             self._proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
