@@ -6,8 +6,8 @@ Memory only: topics, groups and offsets are gone when it stops.
 from __future__ import annotations
 
 import logging
-import socket
 import signal
+import socket
 import subprocess
 import time
 from pathlib import Path
