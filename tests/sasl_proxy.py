@@ -11,7 +11,8 @@ and plays the broker's part of the authentication phase only:
   Tansu's, every other entry and field unchanged;
 - `SaslHandshake` (17) and `SaslAuthenticate` (36) are answered here (RFC 5802/7677 SCRAM with PBKDF2-HMAC salted
   passwords, ClientProof verified, ServerSignature sent; RFC 4616 PLAIN), for the users given to the proxy; a
-  refused login gets error 58 (SASL_AUTHENTICATION_FAILED), like a Kafka broker, and the connection is closed;
+  refused login gets error 58 (SASL_AUTHENTICATION_FAILED) and the connection closes `failed_login_close_delay_s`
+  later (a Kafka broker's `connection.failed.authentication.delay.ms`, 100 ms by default; 0 closes at once);
 - any other request before a successful login closes the connection (a broker requiring SASL does the same);
 - after the login every byte is relayed unchanged in both directions.
 
@@ -353,8 +354,10 @@ class SASLProxy:
     """
 
     def __init__(self, port: int, upstream: tuple[str, int], users: dict[str, str], *,
-                 mechanisms: tuple[str, ...] = MECHANISMS, tls: Issued | None = None) -> None:
+                 mechanisms: tuple[str, ...] = MECHANISMS, tls: Issued | None = None,
+                 failed_login_close_delay_s: float = 0.1) -> None:
         self.port = port
+        self.failed_login_close_delay_s = failed_login_close_delay_s
         self.upstream = upstream
         self.users = dict(users)
         self.mechanisms = mechanisms
@@ -492,11 +495,13 @@ class SASLProxy:
             elif request.api_key == SASL_HANDSHAKE:
                 client.sendall(self._handshake(request, session))
                 if session.mechanism is None:
+                    self._stopping.wait(self.failed_login_close_delay_s)
                     return False
             elif request.api_key == SASL_AUTHENTICATE:
                 reply, ok = self._authenticate_step(request, session)
                 client.sendall(reply)
                 if not ok:
+                    self._stopping.wait(self.failed_login_close_delay_s)
                     return False
                 if session.authenticated:
                     return True

@@ -206,17 +206,27 @@ def test_clients_use_the_versions_the_proxy_implements(sasl: SASLProxy, pki: PKI
 # --------------------------------------------------------------------------------------------- refusals
 
 
-@pytest.mark.parametrize(("command", "protocol", "mechanism"), [
-    ("collector", "SASL_PLAINTEXT", "SCRAM-SHA-256"),
-    ("exporter", "SASL_PLAINTEXT", "SCRAM-SHA-256"),
-    ("collector", "SASL_SSL", "SCRAM-SHA-512"),
-    ("exporter", "SASL_SSL", "SCRAM-SHA-512"),
+@pytest.mark.parametrize(("command", "protocol", "mechanism", "close_delay_s"), [
+    ("collector", "SASL_PLAINTEXT", "SCRAM-SHA-256", 0.1),
+    ("exporter", "SASL_PLAINTEXT", "SCRAM-SHA-256", 0.1),
+    ("collector", "SASL_SSL", "SCRAM-SHA-512", 0.1),
+    ("exporter", "SASL_SSL", "SCRAM-SHA-512", 0.1),
+    ("exporter", "SASL_PLAINTEXT", "PLAIN", 0.1),
+    # A broker that closes at once after refusing (connection.failed.authentication.delay.ms=0): kafka-python
+    # then reports only a lost connection, which must still name the password, not TLS.
+    ("collector", "SASL_SSL", "SCRAM-SHA-256", 0.0),
+    ("exporter", "SASL_SSL", "SCRAM-SHA-256", 0.0),
+    ("exporter", "SASL_PLAINTEXT", "SCRAM-SHA-256", 0.0),
 ])
 def test_wrong_password_stops_the_service(request: pytest.FixtureRequest, pki: PKI, command: str,  # noqa: F811
-                                          protocol: str, mechanism: str) -> None:
+                                          protocol: str, mechanism: str, close_delay_s: float) -> None:
     proxy: SASLProxy = request.getfixturevalue("sasl_ssl" if protocol == "SASL_SSL" else "sasl")
     failures_before = len(proxy.failures)
-    code, err = _run_service(command, proxy.bootstrap_servers, _security(protocol, mechanism, pki, WRONG))
+    proxy.failed_login_close_delay_s = close_delay_s
+    try:
+        code, err = _run_service(command, proxy.bootstrap_servers, _security(protocol, mechanism, pki, WRONG))
+    finally:
+        proxy.failed_login_close_delay_s = 0.1
     assert code == 1, err[-3000:]
     assert "kafka.sasl_password" in err and repr(USER) in err, err[-3000:]
     assert WRONG not in err and PASSWORD not in err, err[-3000:]
