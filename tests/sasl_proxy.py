@@ -238,7 +238,9 @@ class ScramServer:
     message named one, `done` once the client proved it knows the password. A failure raises ValueError.
     """
 
-    def __init__(self, mechanism: str, users: dict[str, str], iterations: int = SCRAM_ITERATIONS) -> None:
+    def __init__(self, mechanism: str, users: dict[str, str], iterations: int = SCRAM_ITERATIONS, *,
+                 salt: bytes | None = None, server_nonce: str | None = None) -> None:
+        """`salt` and `server_nonce`: fixed values for known-answer tests (random by default)."""
         self.mechanism = mechanism
         self.hash = SCRAM_HASHES[mechanism]
         self.users = users
@@ -246,6 +248,8 @@ class ScramServer:
         self.user: str | None = None
         self.done = False
         self._state = "client-first"
+        self._salt = salt or os.urandom(16)
+        self._server_nonce = server_nonce or base64.b64encode(os.urandom(18)).decode()
 
     def _hmac(self, key: bytes, msg: bytes) -> bytes:
         return hmac.new(key, msg, self.hash).digest()
@@ -271,8 +275,7 @@ class ScramServer:
         self.user = attrs["n"].replace("=2C", ",").replace("=3D", "=")
         client_nonce = attrs["r"]
         self._client_first_bare = bare
-        self._nonce = client_nonce + base64.b64encode(os.urandom(18)).decode()
-        self._salt = os.urandom(16)
+        self._nonce = client_nonce + self._server_nonce
         self._server_first = f"r={self._nonce},s={_b64(self._salt)},i={self.iterations}"
         self._state = "client-final"
         return self._server_first.encode()
