@@ -232,3 +232,19 @@ def test_wrong_password_stops_the_service(request: pytest.FixtureRequest, pki: P
     assert WRONG not in err and PASSWORD not in err, err[-3000:]
     failures = proxy.failures[failures_before:]
     assert failures and all((f.mechanism, f.user) == (mechanism, USER) for f in failures), failures
+
+
+def test_requests_before_a_login_never_reach_the_broker(sasl: SASLProxy) -> None:
+    """A client that skips SASL gets its ApiVersions answered, then the connection closes at its first other
+    request (here Metadata v0), as on a broker that requires SASL."""
+    import socket
+    import struct
+
+    refused_before = len(sasl.refused)
+    with socket.create_connection(("127.0.0.1", sasl.port), timeout=10) as sock:
+        sock.sendall(struct.pack(">ihhih", 10, 18, 0, 1, -1))  # ApiVersions v0: forwarded to Tansu
+        size = struct.unpack(">i", sock.recv(4, socket.MSG_WAITALL))[0]
+        assert struct.unpack(">ih", sock.recv(size, socket.MSG_WAITALL)[:6]) == (1, 0)
+        sock.sendall(struct.pack(">ihhihi", 14, 3, 0, 2, -1, 0))  # Metadata v0, all topics
+        assert sock.recv(4) == b""
+    assert sasl.refused[refused_before:] == ["api key 3 before authentication"]
