@@ -223,7 +223,9 @@ class KafkaSecurity:
 
     def explain(self, error: str, where: str, prefix: str = "kafka.") -> KafkaSecurityError | None:
         """A KafkaSecurityError naming the setting to fix, when `error` (a client's message) says what failed."""
-        low = error.lower()
+        # kafka-python names its transport in its messages (`<KafkaSSLTransport [...]>: socket disconnected`):
+        # that "SSL" says nothing about what failed, so it must not make a lost SASL_SSL connection a TLS failure
+        low = _TRANSPORT.sub("", error).lower()
         detail = self.redact(error.strip())
 
         def k(name: str) -> str:
@@ -350,6 +352,7 @@ class KafkaSecurity:
         return precise or found
 
 
+_TRANSPORT = re.compile(r"<Kafka\w*Transport\b[^>]*>")  # kafka-python's, e.g. <KafkaSSLTransport [none]>
 _TLS_ADDRESS = re.compile(r"ssl://([^/\s]+:\d+)/")  # librdkafka's broker name, e.g. ssl://b1:9093/bootstrap
 
 

@@ -141,3 +141,21 @@ def test_diagnose_connection_leaves_plaintext_and_precise_errors_alone() -> None
     found = KafkaSecurity(security_protocol="SSL").diagnose_connection([precise], "b:9093")
     assert found is not None and found.setting == "kafka.ssl_check_hostname"
     assert KafkaSecurity().diagnose_connection(["Connection lost"], "b:9093") is None
+
+
+def test_lost_sasl_ssl_connection_names_the_password_not_tls() -> None:
+    """kafka-python names its transport (`KafkaSSLTransport`) in every message: that is no TLS failure. A SASL_SSL
+    connection lost after the broker answered ApiVersions (a broker closing right after refusing the login) is."""
+    messages = [
+        "<KafkaSSLTransport [none]>: socket disconnected",
+        "<KafkaSSLTransport [none]>: Abort (KafkaConnectionError: socket disconnected)",
+        "<KafkaConnection node_id=bootstrap-0 broker_version=(3, 9) (disconnected)>: Connection lost: "
+        "KafkaConnectionError: socket disconnected",
+    ]
+    sec = KafkaSecurity(security_protocol="SASL_SSL", sasl_mechanism="SCRAM-SHA-256", sasl_username="u",
+                        sasl_password=SECRET)
+    found = sec.diagnose(messages, "b:9093")
+    assert found is not None and found.setting == "kafka.sasl_password", found
+    assert sec.explain("<KafkaSSLTransport [none]>: socket disconnected", "b:9093") is None
+    assert sec.explain("<KafkaSSLTransport [none]>: SSL handshake failed", "b:9093").setting == (
+        "kafka.security_protocol")
