@@ -27,6 +27,7 @@ from typing import Any
 import pytest
 from collector_kafka_helpers import ServiceThread, TopicReader, collector_settings, unique
 from conftest import FAST_GROUP
+from metrics_reference import scrape
 from sasl_proxy import (
     AUTHENTICATE_VERSIONS,
     HANDSHAKE_VERSIONS,
@@ -34,7 +35,7 @@ from sasl_proxy import (
     SASL_HANDSHAKE,
     SASLProxy,
 )
-from test_kafka_tls import AGENT_TLS, PKI, _run_service, _scrape, pki  # noqa: F401 - pki is a fixture
+from test_kafka_tls import AGENT_TLS, PKI, _run_service, pki  # noqa: F401 - pki is a fixture
 from tls_proxy import Issued
 
 from agentwatch.broker import EmbeddedBroker, free_port
@@ -103,7 +104,7 @@ def _run_exporter_until(bs: str, security: dict[str, Any], scores_topic: str, se
     try:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and not errors and values.get(series) != 1:
-            values = _scrape(port)
+            values = scrape(port)
             time.sleep(0.3)
     finally:
         stop.set()

@@ -149,8 +149,10 @@ def test_lost_sasl_ssl_connection_names_the_password_not_tls() -> None:
     messages = [
         "<KafkaSSLTransport [none]>: socket disconnected",
         "<KafkaSSLTransport [none]>: Abort (KafkaConnectionError: socket disconnected)",
-        "<KafkaConnection node_id=bootstrap-0 broker_version=(3, 9) (disconnected)>: Connection lost: "
-        "KafkaConnectionError: socket disconnected",
+        (
+            "<KafkaConnection node_id=bootstrap-0 broker_version=(3, 9) (disconnected)>: Connection lost: "
+            "KafkaConnectionError: socket disconnected"
+        ),
     ]
     sec = KafkaSecurity(security_protocol="SASL_SSL", sasl_mechanism="SCRAM-SHA-256", sasl_username="u",
                         sasl_password=SECRET)
