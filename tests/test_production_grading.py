@@ -175,3 +175,19 @@ def test_sampled_success_rate_covers_the_truth(rate: float, n: int) -> None:
 
 def test_grading_only_where_evidence_is_found_fails_the_same_test() -> None:
     assert _coverage(1.0, "evidence", reps=200, n=100, p=0.8, seed=12) < 0.5
+
+
+def test_two_agents_reusing_conversation_ids_are_two_conversations_offline(tmp_path: Path) -> None:
+    """Identity is (agent, conversation id): the report counts both agents' "1"; a repeated line of one counts once."""
+    rng = random.Random(9)
+    lines = []
+    for agent in ("support-bot", "sales-bot"):
+        for i in range(3):
+            line = conversation(str(i), "fine", rng)
+            line["agent"] = agent
+            lines.append(line)
+    lines.append(dict(lines[0]))  # the same conversation again (a replayed export)
+    out = tmp_path / "r.json"
+    runner.invoke(app, ["score", str(_write(tmp_path, lines)), "--format", "json", "--out", str(out), "--no-gate"])
+    report = json.loads(out.read_text())
+    assert report["conversations"] == 6
