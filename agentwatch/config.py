@@ -24,6 +24,8 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
 
+from agentwatch import wire
+
 log = logging.getLogger(__name__)
 
 _DATA = Path(__file__).parent / "data"
@@ -331,10 +333,10 @@ class KafkaConfig(_Section):
 class CollectorConfig(_Section):
     """The span collector."""
 
-    input_topics: list[str] = Field(default_factory=lambda: ["agentwatch.spans"])
-    scores_topic: str = "agentwatch.scores"
-    dead_letter_topic: str = "agentwatch.deadletter"
-    rekey_topic: str = "agentwatch.spans.rekeyed"
+    input_topics: list[str] = Field(default_factory=lambda: [wire.SPANS_TOPIC])
+    scores_topic: str = wire.SCORES_TOPIC
+    dead_letter_topic: str = wire.DEAD_LETTER_TOPIC
+    rekey_topic: str = wire.REKEY_TOPIC
     group_id: str = "agentwatch-collector"
     idle_timeout_s: float = Field(default=300.0, gt=0)
     end_grace_s: float = Field(default=2.0, ge=0)
@@ -378,7 +380,7 @@ class CollectorConfig(_Section):
 class ExporterConfig(_Section):
     """The rolling estimator and its Prometheus endpoint."""
 
-    scores_topic: str = "agentwatch.scores"
+    scores_topic: str = wire.SCORES_TOPIC
     group_id: str = "agentwatch-exporter"
     metrics_port: int = Field(default=9464, ge=0, le=65535)
     windows: list[str] = Field(default_factory=lambda: ["1h", "24h", "7d"])

@@ -14,10 +14,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-SCHEMA_VERSION = 1
+from agentwatch import wire
 
-# Failure evidence: found on any conversation, graded or not, and reported as rates over all of them.
-EVIDENCE: tuple[str, ...] = ("error", "no_answer", "loop", "hallucination", "over_budget", "forbidden_tool")
+SCHEMA_VERSION = wire.SCORE_FORMAT_VERSION
+EVIDENCE = wire.EVIDENCE  # failure evidence: found on any conversation, reported as rates over all of them
 # Graders that decide success by a rule blind to the outcome (`ConversationScore.graded_by`).
 GRADERS: tuple[str, ...] = ("expectations", "judge_score", "policy", "judge", "label")
 

@@ -23,10 +23,11 @@ from agentwatch.collector.conventions import (
 )
 from agentwatch.collector.decode import SpanRecord
 
+from agentwatch import wire
 from agentwatch.schema import ConversationScore, normalize_outcome
 
 FOUND, UNKNOWN, AMBIGUOUS = "found", "unknown", "ambiguous"
-_OUTCOMES = frozenset({"complete", "partial_correct", "partial_incorrect", "hallucinated", "abandoned", "unscored"})
+_OUTCOMES = wire.SCORE_OUTCOMES
 
 
 @dataclass(slots=True, frozen=True)

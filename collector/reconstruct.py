@@ -22,6 +22,7 @@ from agentwatch.collector.messages import (
 from pydantic import ValidationError
 from pydantic_core import from_json
 
+from agentwatch import wire
 from agentwatch.schema import Conversation, Expectation, Turn, normalize_outcome
 
 log = logging.getLogger(__name__)
@@ -29,7 +30,7 @@ log = logging.getLogger(__name__)
 AGENT, TOOL, MODEL, OTHER = "agent", "tool", "model", "other"
 _START_ORDER = attrgetter("start_ns", "span_id")  # spans in start order, ties by id
 _EXACT = 2**53  # integers a float holds exactly
-_OUTCOMES = {"complete", "partial_correct", "partial_incorrect", "hallucinated", "abandoned", "unscored"}
+_OUTCOMES = wire.SCORE_OUTCOMES
 
 
 # --------------------------------------------------------------------------- small readers

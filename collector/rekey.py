@@ -15,12 +15,13 @@ from typing import Any
 from agentwatch.collector.decode import SpanRecord, _conversation_of, encode_spans_otlp
 from agentwatch.collector.trace_join import KEY_TRACE, KEY_TRACE_CONVERSATION
 
+from agentwatch import wire
+
 log = logging.getLogger(__name__)
 
-KEY_HEADER = "agentwatch-key"
-KEY_CONVERSATION = b"conversation"
-CONTENT_TYPE_HEADER = "content-type"
-PROTOBUF = b"application/x-protobuf"
+# the header names and the conversation key value are the wire contract's (the SDK writes them too)
+KEY_HEADER, KEY_CONVERSATION = wire.KEY_HEADER, wire.KEY_CONVERSATION
+CONTENT_TYPE_HEADER, PROTOBUF = wire.CONTENT_TYPE_HEADER, wire.PROTOBUF
 
 REKEY_HEADERS = [(CONTENT_TYPE_HEADER, PROTOBUF), (KEY_HEADER, KEY_CONVERSATION)]
 TRACE_HEADERS = [(CONTENT_TYPE_HEADER, PROTOBUF), (KEY_HEADER, KEY_TRACE)]

@@ -148,3 +148,14 @@ def test_hostile_baseline_files_are_clear_errors(tmp_path) -> None:
     broken_gzip.write_bytes(gzip.compress(b'{"a": 1}')[:12])
     with pytest.raises(BaselineError, match="cannot read baseline"):
         load_baseline(broken_gzip)
+
+
+def test_the_wire_contract_is_the_schemas() -> None:
+    """One place names the outcome values and evidence codes; the pydantic schema and the SDK agree with it."""
+    from agentwatch import wire
+    from agentwatch.schema import EVIDENCE, SCHEMA_VERSION, Outcome
+    from agentwatch.sdk import attributes
+
+    assert {o.value for o in Outcome} == wire.SCORE_OUTCOMES
+    assert attributes.OUTCOMES == wire.LABEL_OUTCOMES == wire.SCORE_OUTCOMES - {"unscored"}
+    assert EVIDENCE == wire.EVIDENCE and SCHEMA_VERSION == wire.SCORE_FORMAT_VERSION

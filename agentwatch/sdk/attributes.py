@@ -1,5 +1,7 @@
 """Span attribute keys the SDK writes (OpenTelemetry GenAI semantic conventions plus `agentwatch.*`)."""
 
+from agentwatch.wire import LABEL_OUTCOMES
+
 OPERATION = "gen_ai.operation.name"
 CONVERSATION_ID = "gen_ai.conversation.id"
 AGENT_NAME = "gen_ai.agent.name"
@@ -33,6 +35,5 @@ INVOKE_AGENT = "invoke_agent"
 EXECUTE_TOOL = "execute_tool"
 CHAT = "chat"
 
-# Outcome labels the collector accepts (agentwatch.schema.Outcome, minus "unscored"); kept here so the SDK
-# does not import pydantic.
-OUTCOMES = frozenset({"complete", "partial_correct", "partial_incorrect", "hallucinated", "abandoned"})
+# Outcome labels the collector accepts (the wire contract; agentwatch.schema.Outcome minus "unscored").
+OUTCOMES = LABEL_OUTCOMES

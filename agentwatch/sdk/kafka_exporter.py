@@ -19,13 +19,14 @@ from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
+from agentwatch import wire
 from agentwatch.kafka_security import KafkaSecurity, kafka_python_messages
 
 log = logging.getLogger(__name__)
 
 CONVERSATION_ID = "gen_ai.conversation.id"
-HEADERS = [("content-type", b"application/x-protobuf"), ("agentwatch-key", b"conversation")]
-DEFAULT_TOPIC = "agentwatch.spans"
+HEADERS = [(wire.CONTENT_TYPE_HEADER, wire.PROTOBUF), (wire.KEY_HEADER, wire.KEY_CONVERSATION)]
+DEFAULT_TOPIC = wire.SPANS_TOPIC
 _MAX_MESSAGE_BYTES = 900_000  # under the 1 MiB default max.request.size / message.max.bytes
 
 

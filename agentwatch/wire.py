@@ -1,0 +1,32 @@
+"""The wire contract shared by the SDK, the collector and the exporters: dependency-free on purpose.
+
+What crosses a process boundary is named here once: outcome values, Kafka header names and values, default
+topics, failure-evidence codes and the score format version. The SDK imports this module and nothing of the
+services; the services import it instead of restating it.
+"""
+
+from __future__ import annotations
+
+# Outcome classes a label may carry (the ASR classes); a score may also be "unscored".
+LABEL_OUTCOMES: frozenset[str] = frozenset(
+    {"complete", "partial_correct", "partial_incorrect", "hallucinated", "abandoned"}
+)
+UNSCORED = "unscored"
+SCORE_OUTCOMES: frozenset[str] = LABEL_OUTCOMES | {UNSCORED}
+
+# Failure evidence, found on any conversation and reported as rates over all of them.
+EVIDENCE: tuple[str, ...] = ("error", "no_answer", "loop", "hallucination", "over_budget", "forbidden_tool")
+
+# Kafka record headers of span messages.
+CONTENT_TYPE_HEADER = "content-type"
+PROTOBUF = b"application/x-protobuf"
+KEY_HEADER = "agentwatch-key"  # what the record's key is
+KEY_CONVERSATION = b"conversation"  # ... the conversation id: no re-keying needed
+
+# Default topics.
+SPANS_TOPIC = "agentwatch.spans"
+SCORES_TOPIC = "agentwatch.scores"
+DEAD_LETTER_TOPIC = "agentwatch.deadletter"
+REKEY_TOPIC = "agentwatch.spans.rekeyed"
+
+SCORE_FORMAT_VERSION = 1  # `schema_version` of ConversationScore records
