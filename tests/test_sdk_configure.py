@@ -134,3 +134,19 @@ def test_otlp_and_console_exporters_are_built():
     finally:
         shutdown()
     assert time.perf_counter() - t0 < 10
+
+
+def test_the_sdk_imports_nothing_of_the_services() -> None:
+    """`import agentwatch.sdk` in an agent loads no pydantic, numpy, scipy, confluent-kafka, collector, scorers or
+    exporters (the dependency rule that keeps the SDK light)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, agentwatch.sdk, agentwatch.wire\n"
+        "heavy = ('pydantic', 'numpy', 'scipy', 'confluent_kafka', 'agentwatch.collector', 'agentwatch.scorers',"
+        " 'agentwatch.exporters', 'agentwatch.config')\n"
+        "print(sorted(m for m in sys.modules if m.startswith(heavy)))\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
+    assert run.stdout.strip() == "[]", run.stdout
