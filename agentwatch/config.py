@@ -400,6 +400,26 @@ class ExporterConfig(_Section):
     max_poll_records: int = Field(default=2_000, ge=1)
     otlp_endpoint: str | None = Field(default=None, description="push metrics over OTLP to this endpoint")
     otlp_interval_s: float = Field(default=15.0, gt=0)
+    drift_arl0_conversations: float = Field(
+        default=1_000_000.0, gt=1, description="drift CUSUM: graded conversations between false alarms (ARL0)"
+    )
+    drift_pass_pow_drop: float = Field(
+        default=0.15, gt=0, lt=1, description="drift CUSUM: the pass^k drop it is tuned to detect fastest"
+    )
+    drift_k: int = Field(default=3, ge=1, description="drift CUSUM: k of that pass^k")
+    drift_window: str = Field(default="24h", description="drift CUSUM: evidence older than this is dropped")
+    drift_baseline_min_conversations: int = Field(
+        default=2000, ge=1, description="drift CUSUM: graded conversations the reference (p0) needs"
+    )
+
+    @field_validator("drift_window")
+    @classmethod
+    def _drift_window(cls, v: str) -> str:
+        from agentwatch.exporters.windows import parse_duration
+
+        if parse_duration(v) < 60:
+            raise ValueError("drift_window must be at least 1m")
+        return v
 
     @field_validator("windows")
     @classmethod

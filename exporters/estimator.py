@@ -37,6 +37,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC
 
+from agentwatch.exporters.drift import SCALE, Drift, DriftParams, MinuteCounts, design, window_statistic
 from agentwatch.exporters.regression import RegressionParams, attach_regressions
 from agentwatch.exporters.summary import SeriesEstimate, StatsParams, summarise
 from agentwatch.exporters.windows import (
@@ -175,7 +176,7 @@ _OUTCOME_INDEX = {name: i for i, name in enumerate(OUTCOMES)}
 
 
 class _Series:
-    __slots__ = ("cache", "cache_gen", "counters", "counters_copy", "first_seen", "windows")
+    __slots__ = ("cache", "cache_gen", "counters", "counters_copy", "first_seen", "minutes", "windows")
 
     def __init__(self, windows: list[SlidingWindow], t: float, counted: bool) -> None:
         self.windows = windows
@@ -184,6 +185,7 @@ class _Series:
         self.counters_copy: SeriesCounters | None = None
         self.cache: list[SeriesEstimate | None] = [None] * len(windows)
         self.cache_gen: list[int] = [-1] * len(windows)
+        self.minutes: MinuteCounts | None = None  # graded / passed per minute, for the drift CUSUM (real series)
 
 
 class Estimator:
@@ -213,6 +215,15 @@ class Estimator:
             st.prior_alpha,
             st.prior_beta,
         )
+        self.drift_params = DriftParams(
+            cfg.drift_arl0_conversations,
+            cfg.drift_pass_pow_drop,
+            cfg.drift_k,
+            parse_duration(cfg.drift_window),
+            cfg.drift_baseline_min_conversations,
+        )
+        self._drift_minutes = max(1, math.ceil(self.drift_params.window_s / 60))
+        self._longest_name = max(self._windows, key=lambda w: w[1])[0]
         self._lock = threading.Lock()
         self._series: dict[tuple[str, str, str], _Series] = {}
         self._seen: dict[tuple[str, str], _Counted] = {}  # identity -> what it contributed
@@ -277,6 +288,10 @@ class Estimator:
                     w.add(t, contribution, now)
                 if s.counters is not None:
                     _count(s.counters, score, contribution)
+                    if contribution.scored:
+                        if s.minutes is None:
+                            s.minutes = MinuteCounts(self._drift_minutes)
+                        s.minutes.add(t, 1, int(contribution.passed), now)
             self._last_ts = t if self._last_ts is None else max(self._last_ts, t)
             return True
 
@@ -289,6 +304,12 @@ class Estimator:
                 continue
             for w in s.windows:
                 w.replace(counted.t, counted.contribution, new, now)
+            if s.minutes is not None and k is counted.keys[0]:
+                old = counted.contribution
+                if old.scored:
+                    s.minutes.add(counted.t, -1, -int(old.passed), now)
+                if new.scored:
+                    s.minutes.add(counted.t, 1, int(new.passed), now)
         counted.contribution = new
         counted.revision = score.revision
         self._revisions += 1
@@ -423,8 +444,54 @@ class Estimator:
                 out[pos] = est
             result = [e for e in out if e is not None]
             first_seen = {key: s.first_seen for key, s in self._series.items()}
+            drifts = self._drift(now)
         attach_regressions(result, first_seen, self.regression_params)
+        for e in result:
+            e.drift = drifts.get(e.series) if e.window == self._longest_name else None
         return result
+
+    def drift(self, now: float | None = None) -> dict[SeriesKey, Drift]:
+        """The drift CUSUM of every real series (no `task="*"`) with a reference, at `now` (default: clock)."""
+        with self._lock:
+            now = self._clock() if now is None else now
+            self._housekeeping(now, force=True)
+            return self._drift(now)
+
+    def _drift(self, now: float) -> dict[SeriesKey, Drift]:
+        """Reference p0 of a series: the posterior mean over the longest window of its baseline version (the
+        regression gauge's rule, on the longest window), or of the series itself when it has no baseline or the
+        baseline holds fewer than `drift_baseline_min_conversations` graded conversations; none (no gauge)
+        when neither holds that many. Statistic: `drift.window_statistic` over the per-minute counts."""
+        p = self.drift_params
+        longest = next(i for i, (name, _s) in enumerate(self._windows) if name == self._longest_name)
+        groups: dict[tuple[str, str], list[tuple[float, str, _Series]]] = {}
+        for (agent, version, task), s in self._series.items():
+            if s.counters is None or s.windows[longest].total.scored == 0:
+                continue
+            groups.setdefault((agent, task), []).append((s.first_seen, version, s))
+        a, b = self.regression_params.prior_alpha, self.regression_params.prior_beta
+        out: dict[SeriesKey, Drift] = {}
+        for (agent, task), members in groups.items():
+            members.sort(key=lambda m: (m[0], m[1]))
+            for i, (_first, version, s) in enumerate(members):
+                if s.minutes is None:
+                    continue
+                base = next(
+                    (m for m in reversed(members[:i])
+                     if m[2].windows[longest].total.scored >= self.regression_params.min_conversations),
+                    None,
+                )
+                ref_version, ref = version, s
+                if base is not None and base[2].windows[longest].total.scored >= p.min_reference:
+                    ref_version, ref = base[1], base[2]
+                total = ref.windows[longest].total
+                if total.scored < p.min_reference:
+                    continue
+                d = design((a + total.passed) / (a + b + total.scored), p)
+                n, c = s.minutes.ordered(now)
+                stat = window_statistic(n, c, d)
+                out[(agent, version, task)] = Drift(stat / SCALE, d.threshold, d.p0, d.p1, ref_version)
+        return out
 
     def counters(self) -> EstimatorCounters:
         """Health counters and per-series counters since start (read-only copies, reused while unchanged)."""

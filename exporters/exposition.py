@@ -20,7 +20,6 @@ from typing import Any
 from agentwatch.exporters.estimator import SeriesCounters
 from agentwatch.exporters.prometheus import (
     GAUGES,
-    REGRESSION,
     estimate_samples,
     health_families,
     histogram_buckets,
@@ -114,8 +113,10 @@ class Exposition:
                 for i, text in enumerate(e.rendered):
                     if text:
                         gauges[i].append(text)
-                if e.regression:
-                    gauges[REGRESSION].append(_estimate_lines(e, regression_only=True)[REGRESSION])
+                if e.regression or e.drift is not None:
+                    for i, text in enumerate(_estimate_lines(e, regression_only=True)):
+                        if text:
+                            gauges[i].append(text)
             out: list[str] = []
             for (name, doc, _extra), parts in zip(GAUGES, gauges, strict=True):
                 out.append(f"# HELP {name} {doc}\n# TYPE {name} gauge\n")

@@ -45,9 +45,16 @@ GAUGES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
      "Share of all conversations (graded or not) with that failure evidence: Beta posterior.", ("evidence", "stat")),
     ("agentwatch_sampled_ratio", "Share of all conversations in the judge or review sample.", ("sample",)),
     ("agentwatch_label_ratio", "Share of all conversations carrying a label of that outcome.", ("outcome",)),
+    ("agentwatch_drift_statistic", "Bernoulli CUSUM statistic S of the pass/fail of graded conversations (nats).",
+     ("reference_version",)),
+    ("agentwatch_drift_threshold", "Alarm threshold h of the drift CUSUM for its ARL0 (nats).",
+     ("reference_version",)),
+    ("agentwatch_drift_reference_success_rate", "In-control success probability p0 of the drift CUSUM.",
+     ("reference_version",)),
 )
 (SUCCESS, AT_K, POW_K, ASR, TOOL, REGRESSION, CONVERSATIONS, SCORED, PASSED, OUTCOME_RATIO, FAILURE_RATIO,
- SCORED_RATIO, COST, OVER_BUDGET, DURATION, EVIDENCE_RATE, SAMPLED_RATIO, LABEL_RATIO) = range(len(GAUGES))
+ SCORED_RATIO, COST, OVER_BUDGET, DURATION, EVIDENCE_RATE, SAMPLED_RATIO, LABEL_RATIO, DRIFT_STATISTIC,
+ DRIFT_THRESHOLD, DRIFT_REFERENCE) = range(len(GAUGES))
 
 
 def _fmt(x: float) -> str:
@@ -103,9 +110,14 @@ def estimate_samples(e: SeriesEstimate, with_regression: bool = True) -> Iterato
 
 
 def regression_samples(e: SeriesEstimate) -> Iterator[Sample]:
-    """The regression-probability samples of one estimate."""
+    """The samples that change without the window changing: regression probability and drift CUSUM."""
     for r in e.regression:
         yield REGRESSION, (str(r.k), r.baseline_version), r.probability
+    d = e.drift
+    if d is not None:
+        yield DRIFT_STATISTIC, (d.reference_version,), d.statistic
+        yield DRIFT_THRESHOLD, (d.reference_version,), d.threshold
+        yield DRIFT_REFERENCE, (d.reference_version,), d.p0
 
 
 def estimate_families(estimates: list[SeriesEstimate]) -> list[Metric]:

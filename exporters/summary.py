@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from agentwatch.exporters.windows import (
@@ -76,6 +77,7 @@ class SeriesEstimate:
     sampled_ratio: dict[str, float] = field(default_factory=dict)  # judge / review sample share of all
     label_ratio: dict[str, float] = field(default_factory=dict)  # share of all carrying a label of that outcome
     regression: list[Regression] = field(default_factory=list)
+    drift: Any = None  # exporters.drift.Drift of a real series, on its longest-window estimate; else None
     rendered: tuple[str, ...] | None = field(default=None, repr=False, compare=False)  # exposition cache
 
     @property

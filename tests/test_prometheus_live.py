@@ -191,7 +191,9 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
     if not Path(PROMETHEUS).exists():
         pytest.fail("prometheus not found: install Debian's `prometheus` package (apt-get install -y prometheus)")
     tmp = tmp_path_factory.mktemp("prometheus")
-    estimator = Estimator(Settings())
+    # A small drift reference and ARL0, so that the drift CUSUM of 1.4.0 (20 of 40 failing against 1.3.0's 68 of
+    # 80 passing) reaches its threshold with this little data.
+    estimator = Estimator(Settings(exporter={"drift_baseline_min_conversations": 50, "drift_arl0_conversations": 1000}))
     first, second = _batches(datetime.now(UTC))
     for s in first:
         assert estimator.add(s)
