@@ -33,10 +33,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import numpy as np
-
-from agentwatch.config import Settings
 from agentwatch.exporters.drift import alternative, information_bound
 from agentwatch.exporters.estimator import Estimator
+
+from agentwatch.config import Settings
 from agentwatch.schema import ConversationScore
 
 T0 = 1_800_000_000.0

@@ -8,12 +8,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from agentwatch.config import Settings
+from _score_factory import T0, make_score
 from agentwatch.exporters.drift import SCALE, DriftParams, arl, design, information_bound, kl, llr
 from agentwatch.exporters.estimator import Estimator
 
-from _score_factory import T0, make_score
+from agentwatch.config import Settings
 
 
 def test_increments_are_the_exact_log_ratios_rounded() -> None:
