@@ -21,4 +21,9 @@ def test_demo_scores_every_conversation_it_sends():
     sent, scored = int(found.group(1)), int(found.group(2))
     assert sent >= 100
     assert scored == sent
-    assert "pass^3" in run.stderr and "order_status" in run.stderr  # the live table was drawn
+    assert "pass^3" in run.stderr and "order_status" in run.stderr  # the estimates were shown
+    # not a terminal: readable lines instead of a table cut to 80 columns, and the canary's start is named
+    assert "canary: version 1.1 now takes half the traffic" in run.stderr
+    lines = [line for line in run.stderr.splitlines() if " order_status " in line]
+    assert any(line.split()[0] == "1.1" for line in lines) and any(line.split()[0] == "1.0" for line in lines)
+    assert "judge:" in run.stderr and "verdicts" in run.stderr  # the stand-in judge graded its sample
