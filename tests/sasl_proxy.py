@@ -33,12 +33,9 @@ import select
 import socket
 import ssl
 import struct
-import threading
 from dataclasses import dataclass
-from types import TracebackType
-from typing import Self
 
-from tls_proxy import Issued
+from tls_proxy import Issued, LoopbackProxy
 
 log = logging.getLogger(__name__)
 
@@ -349,19 +346,20 @@ class _Session:
     authenticated: bool = False
 
 
-class SASLProxy:
+class SASLProxy(LoopbackProxy):
     """Answers the SASL phase of Kafka connections on 127.0.0.1:`port`, then relays to `upstream` (host, port).
 
     `users`: username → password; `mechanisms`: those offered in SaslHandshake responses; `tls`: a server
     certificate to put TLS in front of everything (SASL_SSL).
     """
 
+    name = "sasl-proxy"
+
     def __init__(self, port: int, upstream: tuple[str, int], users: dict[str, str], *,
                  mechanisms: tuple[str, ...] = MECHANISMS, tls: Issued | None = None,
                  failed_login_close_delay_s: float = 0.1) -> None:
-        self.port = port
+        super().__init__(port, upstream)
         self.failed_login_close_delay_s = failed_login_close_delay_s
-        self.upstream = upstream
         self.users = dict(users)
         self.mechanisms = mechanisms
         self.context: ssl.SSLContext | None = None
@@ -372,69 +370,13 @@ class SASLProxy:
         self.logins: list[Outcome] = []
         self.failures: list[Outcome] = []
         self.refused: list[str] = []  # connections closed for a request before the login, or a protocol error
-        self._listener: socket.socket | None = None
-        self._open: set[socket.socket] = set()
-        self._lock = threading.Lock()
-        self._stopping = threading.Event()
-        self._accepting: threading.Thread | None = None
-
-    @property
-    def bootstrap_servers(self) -> str:
-        return f"127.0.0.1:{self.port}"
 
     def versions_used(self, api_key: int) -> set[int]:
         """The versions of `api_key` that clients sent to this proxy."""
         with self._lock:
             return {v for k, v, _ in self.requests if k == api_key}
 
-    def start(self) -> Self:
-        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        listener.bind(("127.0.0.1", self.port))
-        listener.listen(64)
-        listener.settimeout(0.2)
-        self._listener = listener
-        self._accepting = threading.Thread(target=self._accept, name=f"sasl-proxy-{self.port}", daemon=True)
-        self._accepting.start()
-        return self
-
-    def stop(self) -> None:
-        self._stopping.set()
-        if self._accepting is not None:
-            self._accepting.join(timeout=5)
-        if self._listener is not None:
-            self._listener.close()
-        with self._lock:
-            for sock in list(self._open):
-                try:
-                    sock.close()
-                except OSError:
-                    pass
-            self._open.clear()
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        self.stop()
-
     # ------------------------------------------------------------------ threads
-
-    def _accept(self) -> None:
-        assert self._listener is not None
-        while not self._stopping.is_set():
-            try:
-                conn, _ = self._listener.accept()
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
-
-    def _track(self, sock: socket.socket) -> None:
-        with self._lock:
-            self._open.add(sock)
 
     def _serve(self, conn: socket.socket) -> None:
         self._track(conn)

@@ -109,23 +109,15 @@ class CertificateAuthority:
 # --------------------------------------------------------------------------------------------- proxy
 
 
-class TLSProxy:
-    """Accepts TLS on 127.0.0.1:`port` and forwards the plaintext to `upstream` (host, port).
+class LoopbackProxy:
+    """A TCP server on 127.0.0.1:`port` that hands each connection to `_serve` on a thread of its own; stops by
+    closing every socket it tracked. Subclasses forward to `upstream` (host, port)."""
 
-    `client_ca`: require a client certificate signed by this CA (mutual TLS).
-    """
+    name = "proxy"
 
-    def __init__(self, port: int, upstream: tuple[str, int], server: Issued, *,
-                 client_ca: Path | None = None) -> None:
+    def __init__(self, port: int, upstream: tuple[str, int]) -> None:
         self.port = port
         self.upstream = upstream
-        self.context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        self.context.load_cert_chain(server.cert, server.key)
-        if client_ca is not None:
-            self.context.load_verify_locations(cafile=str(client_ca))
-            self.context.verify_mode = ssl.CERT_REQUIRED
-        self.connections = 0  # TLS handshakes that succeeded
-        self.handshake_errors: list[str] = []
         self._listener: socket.socket | None = None
         self._open: set[socket.socket] = set()
         self._lock = threading.Lock()
@@ -143,7 +135,7 @@ class TLSProxy:
         listener.listen(64)
         listener.settimeout(0.2)
         self._listener = listener
-        self._accepting = threading.Thread(target=self._accept, name=f"tls-proxy-{self.port}", daemon=True)
+        self._accepting = threading.Thread(target=self._accept, name=f"{self.name}-{self.port}", daemon=True)
         self._accepting.start()
         return self
 
@@ -168,8 +160,6 @@ class TLSProxy:
                  tb: TracebackType | None) -> None:
         self.stop()
 
-    # ------------------------------------------------------------------ threads
-
     def _accept(self) -> None:
         assert self._listener is not None
         while not self._stopping.is_set():
@@ -184,6 +174,31 @@ class TLSProxy:
     def _track(self, sock: socket.socket) -> None:
         with self._lock:
             self._open.add(sock)
+
+    def _serve(self, conn: socket.socket) -> None:
+        raise NotImplementedError
+
+
+class TLSProxy(LoopbackProxy):
+    """Accepts TLS on 127.0.0.1:`port` and forwards the plaintext to `upstream` (host, port).
+
+    `client_ca`: require a client certificate signed by this CA (mutual TLS).
+    """
+
+    name = "tls-proxy"
+
+    def __init__(self, port: int, upstream: tuple[str, int], server: Issued, *,
+                 client_ca: Path | None = None) -> None:
+        super().__init__(port, upstream)
+        self.context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        self.context.load_cert_chain(server.cert, server.key)
+        if client_ca is not None:
+            self.context.load_verify_locations(cafile=str(client_ca))
+            self.context.verify_mode = ssl.CERT_REQUIRED
+        self.connections = 0  # TLS handshakes that succeeded
+        self.handshake_errors: list[str] = []
+
+    # ------------------------------------------------------------------ threads
 
     def _serve(self, conn: socket.socket) -> None:
         self._track(conn)
