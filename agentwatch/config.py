@@ -8,6 +8,7 @@ silently ignored. Environment variables override the file: `AGENTWATCH_COLLECTOR
 from __future__ import annotations
 
 import logging
+import re
 from datetime import date
 from pathlib import Path
 from typing import Any, Literal
@@ -29,6 +30,18 @@ from agentwatch import wire
 log = logging.getLogger(__name__)
 
 _DATA = Path(__file__).parent / "data"
+
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d|w)\s*$")
+_UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+def parse_duration(text: str) -> float:
+    """Seconds in a window name such as `90s`, `15m`, `1h`, `24h`, `7d`, `2w`; ValueError if malformed."""
+    m = _DURATION.match(text)
+    if not m or float(m.group(1)) <= 0:
+        raise ValueError(f"window {text!r} is not a positive duration like 15m, 1h, 24h or 7d")
+    return float(m.group(1)) * _UNIT_S[m.group(2)]
 
 
 class ConfigError(ValueError):
@@ -415,8 +428,6 @@ class ExporterConfig(_Section):
     @field_validator("drift_window")
     @classmethod
     def _drift_window(cls, v: str) -> str:
-        from agentwatch.exporters.windows import parse_duration
-
         if parse_duration(v) < 60:
             raise ValueError("drift_window must be at least 1m")
         return v
@@ -424,8 +435,6 @@ class ExporterConfig(_Section):
     @field_validator("windows")
     @classmethod
     def _windows(cls, v: list[str]) -> list[str]:
-        from agentwatch.exporters.windows import parse_duration
-
         if not v:
             raise ValueError("windows must not be empty")
         for w in v:

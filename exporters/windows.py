@@ -19,9 +19,9 @@ added there, if that bucket is still inside the window; a window the bucket has 
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, field
 
+from agentwatch.config import parse_duration  # noqa: F401 - the window names are configuration
 from agentwatch.schema import EVIDENCE as _SCHEMA_EVIDENCE
 
 OUTCOMES: tuple[str, ...] = (
@@ -44,16 +44,6 @@ _ZERO_BIN = -(10**9)  # values <= 1e-12 (zero cost) share one bin, read back as 
 _MIN_POSITIVE = 1e-12
 ASR_RESOLUTION = 1000  # ASR credits kept as round(credit * 1000)
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d|w)\s*$")
-_UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
-
-
-def parse_duration(text: str) -> float:
-    """Seconds in a window name such as `90s`, `15m`, `1h`, `24h`, `7d`, `2w`; ValueError if malformed."""
-    m = _DURATION.match(text)
-    if not m or float(m.group(1)) <= 0:
-        raise ValueError(f"window {text!r} is not a positive duration like 15m, 1h, 24h or 7d")
-    return float(m.group(1)) * _UNIT_S[m.group(2)]
 
 
 def sketch_bin(x: float) -> int:

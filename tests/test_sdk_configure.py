@@ -150,3 +150,16 @@ def test_the_sdk_imports_nothing_of_the_services() -> None:
     )
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
     assert run.stdout.strip() == "[]", run.stdout
+
+
+def test_the_collector_imports_nothing_of_the_exporters() -> None:
+    """The collector and the exporters meet through the scores topic only: loading one never loads the other."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, agentwatch.collector.service, agentwatch.config\n"
+        "print(sorted(m for m in sys.modules if m.startswith('agentwatch.exporters')))\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
+    assert run.stdout.strip() == "[]", run.stdout
