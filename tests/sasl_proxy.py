@@ -29,7 +29,6 @@ import hashlib
 import hmac
 import logging
 import os
-import select
 import socket
 import ssl
 import struct
@@ -502,28 +501,3 @@ class SASLProxy(LoopbackProxy):
                 body += struct.pack(">q", 0)  # session_lifetime_ms: no re-authentication
         return response_frame(request, body), error == 0
 
-    def _forward(self, client: socket.socket, upstream: socket.socket) -> None:
-        client.settimeout(1.0)
-        upstream.settimeout(1.0)
-        pending = getattr(client, "pending", lambda: 0)
-        while not self._stopping.is_set():
-            if pending():
-                readable = [client]
-            else:
-                try:
-                    readable, _, _ = select.select([client, upstream], [], [], 0.5)
-                except (OSError, ValueError):
-                    return
-            for sock in readable:
-                try:
-                    data = sock.recv(65536)
-                except TimeoutError:  # a TLS record that held no application data
-                    continue
-                except (OSError, ssl.SSLError):
-                    return
-                if not data:
-                    return
-                try:
-                    (upstream if sock is client else client).sendall(data)
-                except (OSError, ssl.SSLError):
-                    return

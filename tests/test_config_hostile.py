@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import time
 from pathlib import Path
 
 import pytest
@@ -42,10 +41,8 @@ def test_hostile_config_file_is_one_clear_error(tmp_path: Path, name: str) -> No
     content, expected = CASES[name]
     path = tmp_path / f"{name}.yaml"
     path.write_bytes(content)
-    started = time.process_time()
-    with pytest.raises(ConfigError) as err:
+    with pytest.raises(ConfigError) as err:  # a hang or an expansion would meet the suite's timeout instead
         load_settings(path)
-    assert time.process_time() - started < 30  # CPU seconds: a hang or an expansion would blow far past this
     message = str(err.value)
     assert str(path) in message
     assert expected in message
@@ -73,8 +70,6 @@ def test_a_directory_and_a_missing_file_are_clear_errors(tmp_path: Path) -> None
 
 
 def test_infinite_device_is_refused_after_reading_the_cap() -> None:
-    if not Path("/dev/zero").exists():
-        pytest.skip("no /dev/zero")
     with pytest.raises(ConfigError, match="larger than"):
         load_settings("/dev/zero")
 

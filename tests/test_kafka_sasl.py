@@ -16,8 +16,6 @@ import json
 import os
 import subprocess
 import sys
-import threading
-import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -26,8 +24,6 @@ from typing import Any
 
 import pytest
 from collector_kafka_helpers import ServiceThread, TopicReader, collector_settings, unique
-from conftest import FAST_GROUP
-from metrics_reference import scrape
 from sasl_proxy import (
     AUTHENTICATE_VERSIONS,
     HANDSHAKE_VERSIONS,
@@ -35,11 +31,10 @@ from sasl_proxy import (
     SASL_HANDSHAKE,
     SASLProxy,
 )
-from test_kafka_tls import AGENT_TLS, PKI, _run_service, pki  # noqa: F401 - pki is a fixture
+from test_kafka_tls import AGENT_TLS, PKI, _run_exporter_until, _run_service, pki  # noqa: F401 - pki is a fixture
 from tls_proxy import Issued
 
 from agentwatch.broker import EmbeddedBroker, free_port
-from agentwatch.config import load_settings
 from agentwatch.kafka_security import KafkaSecurity
 
 pytestmark = pytest.mark.broker
@@ -76,42 +71,6 @@ def _security(protocol: str, mechanism: str, pki: PKI, password: str = PASSWORD)
     if protocol == "SASL_SSL":
         keys["ssl_ca_file"] = str(pki.ca.cert_file)
     return keys
-
-
-def _run_exporter_until(bs: str, security: dict[str, Any], scores_topic: str, series: tuple) -> dict:
-    """Run an ExporterService until /metrics shows `series` == 1 (or 60 s); returns the last scrape."""
-    from agentwatch.exporters.service import ExporterService
-
-    exporter_settings = load_settings(
-        kafka={"bootstrap_servers": bs, **security},
-        exporter={"scores_topic": scores_topic, "group_id": f"g-{uuid.uuid4().hex[:8]}", "poll_timeout_ms": 200,
-                  **FAST_GROUP},
-    )
-    service = ExporterService(exporter_settings)
-    port = service.start_http(port=0, host="127.0.0.1")
-    stop = threading.Event()
-    errors: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            service.run(stop)
-        except BaseException as exc:  # noqa: BLE001 - reported by the test
-            errors.append(exc)
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    values: dict = {}
-    try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not errors and values.get(series) != 1:
-            values = scrape(port)
-            time.sleep(0.3)
-    finally:
-        stop.set()
-        thread.join(15)
-        service.stop_http()
-    assert not errors, errors
-    return values
 
 
 # --------------------------------------------------------------------------------------------- end to end

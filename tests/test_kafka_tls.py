@@ -149,6 +149,16 @@ def test_sdk_collector_exporter_over_tls(request: pytest.FixtureRequest, pki: PK
     score = json.loads(records[0].value)
     assert (score["conversation_id"], score["turns"], score["passed"]) == (cid, 2, True), score
 
+    series = ("agentwatch_window_scored",
+              (("agent", "support-bot"), ("task", "refunds"), ("version", "1.2.0"), ("window", "1h")))
+    values = _run_exporter_until(bs, security, scores_topic, series)
+    assert values.get(series) == 1, {k: v for k, v in values.items() if "scored" in k[0]}
+    assert values[("agentwatch_scores_consumed_total", ())] == 1
+    assert proxy.connections > 0
+
+
+def _run_exporter_until(bs: str, security: dict[str, Any], scores_topic: str, series: tuple) -> dict:
+    """Run an ExporterService until /metrics shows `series` == 1 (or 60 s); returns the last scrape."""
     from agentwatch.exporters.service import ExporterService
 
     exporter_settings = load_settings(
@@ -161,16 +171,14 @@ def test_sdk_collector_exporter_over_tls(request: pytest.FixtureRequest, pki: PK
     stop = threading.Event()
     errors: list[BaseException] = []
 
-    def run_exporter() -> None:
+    def run() -> None:
         try:
             service.run(stop)
         except BaseException as exc:  # noqa: BLE001 - reported by the test
             errors.append(exc)
 
-    thread = threading.Thread(target=run_exporter, daemon=True)
+    thread = threading.Thread(target=run, daemon=True)
     thread.start()
-    series = ("agentwatch_window_scored",
-              (("agent", "support-bot"), ("task", "refunds"), ("version", "1.2.0"), ("window", "1h")))
     values: dict = {}
     try:
         deadline = time.monotonic() + 60
@@ -182,9 +190,7 @@ def test_sdk_collector_exporter_over_tls(request: pytest.FixtureRequest, pki: PK
         thread.join(15)
         service.stop_http()
     assert not errors, errors
-    assert values.get(series) == 1, {k: v for k, v in values.items() if "scored" in k[0]}
-    assert values[("agentwatch_scores_consumed_total", ())] == 1
-    assert proxy.connections > 0
+    return values
 
 
 # --------------------------------------------------------------------------------------------- refusals

@@ -98,24 +98,20 @@ def test_kafka_from_environment_with_no_broker_never_blocks_the_agent():
         @trace(kind="tool")
         def t(i):
             return i
-        t0 = time.perf_counter()
         for i in range(2000):
             t(i)
-        per_call = (time.perf_counter() - t0) / 2000
-        t0 = time.perf_counter()
         shutdown(timeout_s=1.0)
-        print("OK", per_call, time.perf_counter() - t0, inst.exporter.topic)
+        print("OK", inst.exporter.dropped_spans, inst.exporter.topic)
         """,
         env={"AGENTWATCH_SPAN_EXPORTER": "kafka", "AGENTWATCH_BOOTSTRAP_SERVERS": f"127.0.0.1:{free_port()}",
              "AGENTWATCH_SPANS_TOPIC": "custom.topic"},
     )
     assert proc.returncode == 0 and "OK" in proc.stdout, proc.stderr
-    _, per_call, shutdown_s, topic = proc.stdout.split()
+    _, dropped, topic = proc.stdout.split()
     assert topic == "custom.topic"
-    # not blocked: a call that waited for the unreachable broker would take max_block_ms (60 s), not milliseconds;
-    # 0.1 s is a generous ceiling on any machine (the overhead itself: benchmarks/sdk_overhead.py)
-    assert float(per_call) < 0.1
-    assert float(shutdown_s) < 4.0  # shutdown(timeout_s=1.0) is bounded even with the broker unreachable
+    # never blocked: had one call waited for the unreachable broker (max_block_ms), the 2,000 calls would not have
+    # finished within the script's timeout; every span was kept until shutdown, then counted as dropped
+    assert int(dropped) == 2000
 
 
 def test_otlp_and_console_exporters_are_built():

@@ -18,6 +18,7 @@ import select
 import socket
 import ssl
 import threading
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -109,7 +110,7 @@ class CertificateAuthority:
 # --------------------------------------------------------------------------------------------- proxy
 
 
-class LoopbackProxy:
+class LoopbackProxy(ABC):
     """A TCP server on 127.0.0.1:`port` that hands each connection to `_serve` on a thread of its own; stops by
     closing every socket it tracked. Subclasses forward to `upstream` (host, port)."""
 
@@ -175,8 +176,36 @@ class LoopbackProxy:
         with self._lock:
             self._open.add(sock)
 
+    @abstractmethod
     def _serve(self, conn: socket.socket) -> None:
-        raise NotImplementedError
+        """Handle one accepted connection (runs on its own thread)."""
+
+    def _forward(self, client: socket.socket, upstream: socket.socket) -> None:
+        """Relay bytes both ways until either side closes or the proxy stops (`client` may be TLS)."""
+        client.settimeout(1.0)
+        upstream.settimeout(1.0)
+        pending = getattr(client, "pending", lambda: 0)
+        while not self._stopping.is_set():
+            if pending():
+                readable = [client]
+            else:
+                try:
+                    readable, _, _ = select.select([client, upstream], [], [], 0.5)
+                except (OSError, ValueError):
+                    return
+            for sock in readable:
+                try:
+                    data = sock.recv(65536)
+                except TimeoutError:  # a TLS record that held no application data
+                    continue
+                except (OSError, ssl.SSLError):
+                    return
+                if not data:
+                    return
+                try:
+                    (upstream if sock is client else client).sendall(data)
+                except (OSError, ssl.SSLError):
+                    return
 
 
 class TLSProxy(LoopbackProxy):
@@ -239,28 +268,3 @@ class TLSProxy(LoopbackProxy):
             pass
         finally:
             conn.close()
-
-    def _forward(self, tls: ssl.SSLSocket, plain: socket.socket) -> None:
-        tls.settimeout(1.0)
-        plain.settimeout(1.0)
-        while not self._stopping.is_set():
-            if tls.pending():
-                readable = [tls]
-            else:
-                try:
-                    readable, _, _ = select.select([tls, plain], [], [], 0.5)
-                except (OSError, ValueError):
-                    return
-            for sock in readable:
-                try:
-                    data = sock.recv(65536)
-                except TimeoutError:  # a TLS record that held no application data
-                    continue
-                except (OSError, ssl.SSLError):
-                    return
-                if not data:
-                    return
-                try:
-                    (plain if sock is tls else tls).sendall(data)
-                except (OSError, ssl.SSLError):
-                    return
