@@ -299,10 +299,10 @@ class CollectorService:
             for part in parts:
                 self._emit(part)
             return
-        spans = sorted(finished.spans, key=lambda span: span.end_ns)
-        labels = [label_of(span) for span in spans]
-        if labels and all(labels):  # nothing but labels: for a conversation this collector does not remember
-            self._apply_label(labels[-1], None)  # type: ignore[arg-type]  # the latest; all() leaves no None
+        spans = finished.spans
+        # nothing but labels: for a conversation this collector does not remember (a turn span ends the check)
+        if spans and all(label_of(span) is not None for span in spans):
+            self._apply_label(label_of(max(spans, key=lambda span: span.end_ns)), None)  # type: ignore[arg-type]
             return
         try:
             conv = build_conversation(finished)
