@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
 
@@ -49,12 +50,17 @@ def _completion(request: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-class DemoJudgeServer:
-    """The stand-in judge, served on 127.0.0.1 in a background thread; use as a context manager."""
+Respond = Callable[[dict[str, Any], dict[str, str]], tuple[int, bytes, dict[str, str]]]
 
-    def __init__(self, latency_s: float = LATENCY_S) -> None:
-        latency = latency_s
 
+class ChatCompletionsServer:
+    """An OpenAI-compatible `/chat/completions` endpoint on 127.0.0.1, served in a background thread.
+
+    `respond(request, headers)` turns a request's JSON body and headers into (status, body, extra headers).
+    Use it as a context manager.
+    """
+
+    def __init__(self, respond: Respond) -> None:
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"  # keep-alive, as the real APIs
 
@@ -68,24 +74,28 @@ class DemoJudgeServer:
                 if not self.path.endswith("/chat/completions"):
                     self.send_error(404, "only /chat/completions")
                     return
-                time.sleep(latency)
-                body = json.dumps(_completion(request)).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+                status, body, headers = respond(request, dict(self.headers))
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(body)))
+                    for name, value in headers.items():
+                        self.send_header(name, value)
+                    self.end_headers()
+                    self.wfile.write(body)
+                except OSError:
+                    pass  # the client gave up (its timeout)
 
             def log_message(self, *args: object) -> None:
                 pass
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.1,), daemon=True)
+        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True)
 
     @property
     def base_url(self) -> str:
-        """The API root to give the judge (`judge.base_url`)."""
+        """The API root to give a client (`judge.base_url`, `OpenAI(base_url=...)`)."""
         return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
 
     def __enter__(self) -> Self:
@@ -95,3 +105,14 @@ class DemoJudgeServer:
     def __exit__(self, *exc: object) -> None:
         self._server.shutdown()
         self._server.server_close()
+
+
+class DemoJudgeServer(ChatCompletionsServer):
+    """The stand-in judge, answering after `latency_s` with `verdict_for` the transcript; a context manager."""
+
+    def __init__(self, latency_s: float = LATENCY_S) -> None:
+        def respond(request: dict[str, Any], headers: dict[str, str]) -> tuple[int, bytes, dict[str, str]]:
+            time.sleep(latency_s)
+            return 200, json.dumps(_completion(request)).encode(), {}
+
+        super().__init__(respond)

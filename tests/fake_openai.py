@@ -17,10 +17,11 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Self
+from typing import Any
 
 import pytest
+
+from agentwatch.demo_judge import ChatCompletionsServer
 
 MODEL = "gpt-4o-mini"
 RESPONSE_MODEL = "gpt-4o-mini-2024-07-18"
@@ -109,65 +110,28 @@ class Script:
         return reply
 
 
-class FakeOpenAI:
-    """The server; `requests` holds every JSON body received."""
+class FakeOpenAI(ChatCompletionsServer):
+    """The server; `requests` holds every JSON body received, `headers` their headers."""
 
     def __init__(self, responder: Callable[[dict[str, Any]], Reply | dict[str, Any]] | None = None) -> None:
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
-        outer = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                try:
-                    body = json.loads(self.rfile.read(length) or b"{}")
-                except ValueError:
-                    self.send_error(400, "invalid JSON")
-                    return
-                if not self.path.endswith("/chat/completions"):
-                    self.send_error(404, "only /chat/completions")
-                    return
-                outer.requests.append(body)
-                outer.headers.append(dict(self.headers))
-                reply = Reply(body=completion(body)) if responder is None else responder(body)
-                if not isinstance(reply, Reply):
-                    reply = Reply(body=reply)
-                if reply.delay_s:
-                    time.sleep(reply.delay_s)
-                data = reply.body
-                payload = data if isinstance(data, bytes) else (
-                    data.encode() if isinstance(data, str) else json.dumps(data).encode()
-                )
-                try:
-                    self.send_response(reply.status)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(payload)))
-                    for k, v in reply.headers.items():
-                        self.send_header(k, v)
-                    self.end_headers()
-                    self.wfile.write(payload)
-                except OSError:
-                    pass  # the client gave up (timeout)
+        def respond(body: dict[str, Any], headers: dict[str, str]) -> tuple[int, bytes, dict[str, str]]:
+            self.requests.append(body)
+            self.headers.append(headers)
+            reply = Reply(body=completion(body)) if responder is None else responder(body)
+            if not isinstance(reply, Reply):
+                reply = Reply(body=reply)
+            if reply.delay_s:
+                time.sleep(reply.delay_s)
+            data = reply.body
+            payload = data if isinstance(data, bytes) else (
+                data.encode() if isinstance(data, str) else json.dumps(data).encode()
+            )
+            return reply.status, payload, reply.headers
 
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True)
-
-    @property
-    def base_url(self) -> str:
-        """The URL to give `OpenAI(base_url=...)`."""
-        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
-
-    def __enter__(self) -> Self:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        super().__init__(respond)
 
 
 @pytest.fixture
