@@ -14,6 +14,10 @@ Conventions for the unbiased (hypergeometric) estimators with n trials and c suc
 Bayesian mode: p ~ Beta(prior_alpha + c, prior_beta + n - c). pass@k = 1-(1-p)^k and pass^k = p^k are monotone in
 p, so equal-tailed credible bounds are the transforms of the Beta quantiles, and posterior means are closed-form:
 `E[p^k] = prod_{i<k} (a+i)/(a+b+i)`, `E[1-(1-p)^k] = 1 - prod_{i<k} (b+i)/(a+b+i)`. No sampling, no seed.
+
+One implementation serves one posterior and many: `beta_interval`, `beta_power_means` and the plug-in transforms
+broadcast over numpy arrays (a scalar is the 0-d case), so the exporter computes every series of a snapshot in
+one call and `BetaPosterior` is the scalar view of the same functions.
 """
 
 from __future__ import annotations
@@ -21,14 +25,19 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy import integrate
 from scipy import stats as sps
+from scipy.special import betaincinv
 
 __all__ = [
     "BetaPosterior",
+    "beta_interval",
+    "beta_power_means",
+    "bootstrap_counts_interval",
     "bootstrap_mean_interval",
     "pass_at_k_plugin",
     "pass_at_k_unbiased",
@@ -55,9 +64,16 @@ def _check_counts(n: int, c: int) -> None:
         raise ValueError(f"need 0 <= c <= n, got n={n}, c={c}")
 
 
-def _check_p(p: float) -> None:
-    if not 0.0 <= p <= 1.0:
+def _check_p(p: ArrayLike) -> np.ndarray:
+    arr = np.asarray(p, dtype=np.float64)
+    if not np.all((arr >= 0.0) & (arr <= 1.0)):
         raise ValueError(f"p must be in [0, 1], got {p!r}")
+    return arr
+
+
+def _scalar_or_array(x: np.ndarray) -> Any:
+    """A 0-d result as a Python float, any other as the array."""
+    return float(x) if np.ndim(x) == 0 else x
 
 
 def _log_ratio(n: int, m: int, k: int) -> float:
@@ -92,20 +108,34 @@ def pass_pow_k_unbiased(n: int, c: int, k: int) -> float:
     return math.exp(_log_ratio(n, n - c, k))
 
 
-def pass_at_k_plugin(p: float, k: int) -> float:
-    """Plug-in pass@k: 1 - (1 - p)^k."""
+def pass_at_k_plugin(p: ArrayLike, k: int) -> Any:
+    """Plug-in pass@k, 1 - (1 - p)^k, element-wise: a float for a scalar p, an array for an array."""
     _check_k(k)
-    _check_p(p)
-    if p == 1.0:
-        return 1.0
-    return -math.expm1(k * math.log1p(-p))
+    p = _check_p(p)
+    with np.errstate(divide="ignore"):  # p = 1 gives log1p(-1) = -inf, whose transform is exactly 1
+        return _scalar_or_array(-np.expm1(k * np.log1p(-p)))
 
 
-def pass_pow_k_plugin(p: float, k: int) -> float:
-    """Plug-in pass^k: p^k."""
+def pass_pow_k_plugin(p: ArrayLike, k: int) -> Any:
+    """Plug-in pass^k, p^k, element-wise: a float for a scalar p, an array for an array."""
     _check_k(k)
-    _check_p(p)
-    return p**k
+    return _scalar_or_array(_check_p(p) ** k)
+
+
+def beta_interval(a: ArrayLike, b: ArrayLike, level: float) -> tuple[Any, Any]:
+    """Equal-tailed credible bounds of Beta(a, b), element-wise over broadcast a and b."""
+    _check_level(level)
+    tail = (1.0 - level) / 2.0
+    return _scalar_or_array(betaincinv(a, b, tail)), _scalar_or_array(betaincinv(a, b, 1.0 - tail))
+
+
+def beta_power_means(a: ArrayLike, b: ArrayLike, kmax: int) -> tuple[np.ndarray, np.ndarray]:
+    """E[p^k] and E[(1-p)^k] of p ~ Beta(a, b) for k = 1..kmax: two arrays, row k-1 for k, then a's shape."""
+    _check_k(kmax)
+    a, b = np.broadcast_arrays(np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64))
+    steps = np.arange(kmax, dtype=np.float64).reshape(kmax, *([1] * a.ndim))
+    total = a + b + steps
+    return np.cumprod((a + steps) / total, axis=0), np.cumprod((b + steps) / total, axis=0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,32 +160,23 @@ class BetaPosterior:
 
     def interval(self, level: float = 0.95) -> tuple[float, float]:
         """Equal-tailed credible interval of p."""
-        _check_level(level)
-        tail = (1.0 - level) / 2.0
-        lo, hi = sps.beta.ppf([tail, 1.0 - tail], self.alpha, self.beta)
-        return float(lo), float(hi)
+        return beta_interval(self.alpha, self.beta, level)
 
     def pass_pow_k_mean(self, k: int) -> float:
         """Posterior mean of p^k (closed form)."""
-        _check_k(k)
-        i = np.arange(k, dtype=np.float64)
-        return float(np.exp(np.sum(np.log1p(-self.beta / (self.alpha + self.beta + i)))))
+        return float(beta_power_means(self.alpha, self.beta, k)[0][k - 1])
 
     def pass_at_k_mean(self, k: int) -> float:
         """Posterior mean of 1 - (1-p)^k (closed form)."""
-        _check_k(k)
-        i = np.arange(k, dtype=np.float64)
-        return float(-np.expm1(np.sum(np.log1p(-self.alpha / (self.alpha + self.beta + i)))))
+        return float(1.0 - beta_power_means(self.alpha, self.beta, k)[1][k - 1])
 
     def pass_pow_k_interval(self, k: int, level: float = 0.95) -> tuple[float, float]:
         """Equal-tailed credible interval of p^k (transform of the Beta quantiles)."""
-        _check_k(k)
         lo, hi = self.interval(level)
-        return lo**k, hi**k
+        return pass_pow_k_plugin(lo, k), pass_pow_k_plugin(hi, k)
 
     def pass_at_k_interval(self, k: int, level: float = 0.95) -> tuple[float, float]:
         """Equal-tailed credible interval of 1 - (1-p)^k (transform of the Beta quantiles)."""
-        _check_k(k)
         lo, hi = self.interval(level)
         return pass_at_k_plugin(lo, k), pass_at_k_plugin(hi, k)
 
@@ -187,30 +208,52 @@ def task_mean(per_task: Mapping[str, tuple[int, int]], k: int, kind: Literal["at
 
 
 def bootstrap_mean_interval(
-    values: np.ndarray, level: float = 0.95, resamples: int = 1000, seed: int = 0
+    values: ArrayLike, level: float = 0.95, resamples: int = 1000, seed: int = 0
 ) -> tuple[float, float, float]:
     """Mean of `values` and its percentile-bootstrap interval: (value, lower, upper); NaNs when empty."""
-    _check_level(level)
-    if resamples < 1:
-        raise ValueError(f"resamples must be >= 1, got {resamples}")
+    _check_bootstrap(level, resamples)
     x = np.asarray(values, dtype=np.float64).ravel()
-    n = x.size
-    if n == 0:
+    if x.size == 0:
         return math.nan, math.nan, math.nan
     if not np.all(np.isfinite(x)):
         raise ValueError("values must be finite")
-    rng = np.random.default_rng(seed)
     uniq, freq = np.unique(x, return_counts=True)
     if uniq.size <= _BOOTSTRAP_DISTINCT_MAX:
-        # Few distinct values (ASR credits): resampling n values with replacement is the same distribution as
-        # multinomial counts over the distinct values, at a cost independent of n.
-        counts = rng.multinomial(n, freq / n, size=resamples)
-        means = counts @ uniq / n
+        lo, hi = bootstrap_counts_interval(uniq, freq, level, resamples, seed)
     else:
-        means = _resampled_means(x, rng, resamples)
+        means = _resampled_means(x, np.random.default_rng(seed), resamples)
+        lo, hi = _percentile_interval(means, level)
+    return float(x.mean()), lo, hi
+
+
+def bootstrap_counts_interval(
+    values: ArrayLike, counts: ArrayLike, level: float = 0.95, resamples: int = 1000, seed: int = 0
+) -> tuple[float, float]:
+    """Percentile-bootstrap interval of the mean of a multiset given as distinct values and their counts."""
+    _check_bootstrap(level, resamples)
+    v = np.asarray(values, dtype=np.float64).ravel()
+    w = np.asarray(counts, dtype=np.float64).ravel()
+    if v.size == 0 or v.size != w.size or np.any(w < 0) or not np.all(np.isfinite(v)):
+        raise ValueError("need as many non-negative counts as finite values, and at least one value")
+    if v.size == 1:
+        return float(v[0]), float(v[0])
+    # Resampling n values with replacement is the same distribution as multinomial counts over the distinct
+    # values, at a cost independent of n.
+    n = int(w.sum())
+    means = np.random.default_rng(seed).multinomial(n, w / n, size=resamples) @ v / n
+    return _percentile_interval(means, level)
+
+
+def _check_bootstrap(level: float, resamples: int) -> None:
+    _check_level(level)
+    if resamples < 1:
+        raise ValueError(f"resamples must be >= 1, got {resamples}")
+
+
+def _percentile_interval(means: np.ndarray, level: float) -> tuple[float, float]:
     tail = (1.0 - level) / 2.0
     lo, hi = np.quantile(means, [tail, 1.0 - tail])
-    return float(x.mean()), float(lo), float(hi)
+    return float(lo), float(hi)
 
 
 def _resampled_means(x: np.ndarray, rng: np.random.Generator, resamples: int) -> np.ndarray:

@@ -6,6 +6,7 @@ import math
 import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
+from typing import Literal
 
 import numpy as np
 from agentwatch.exporters.report_model import (
@@ -24,6 +25,7 @@ from agentwatch.exporters.report_model import (
 from agentwatch.config import Settings
 from agentwatch.schema import EVIDENCE, GRADERS, ConversationScore, Outcome
 from agentwatch.stats import (
+    BetaPosterior,
     bootstrap_mean_interval,
     pass_at_k_plugin,
     pass_at_k_unbiased,
@@ -77,31 +79,29 @@ def has_loop(score: ConversationScore) -> bool:
     return any(t.loop for t in score.turn_scores) or any(failure_code(r) == "loop" for r in score.reasons)
 
 
+# The four estimates of each kind: unbiased, plug-in, posterior mean, posterior interval.
+_K_FORMS = {
+    "at": (pass_at_k_unbiased, pass_at_k_plugin, BetaPosterior.pass_at_k_mean, BetaPosterior.pass_at_k_interval),
+    "pow": (pass_pow_k_unbiased, pass_pow_k_plugin, BetaPosterior.pass_pow_k_mean, BetaPosterior.pass_pow_k_interval),
+}
+
+
 def _k_estimate(
-    n: int, c: int, k: int, per_task: dict[str, tuple[int, int]], settings: Settings, kind: str
+    n: int, c: int, k: int, per_task: dict[str, tuple[int, int]], settings: Settings, kind: Literal["at", "pow"]
 ) -> KEstimate:
     if n == 0:
         return KEstimate(unbiased=None, plugin=None, mean=None, lower=None, upper=None, task_mean=None)
     st = settings.stats
     post = posterior(n, c, st.prior_alpha, st.prior_beta)
-    if kind == "at":
-        lo, hi = post.pass_at_k_interval(k, st.level)
-        return KEstimate(
-            unbiased=_num(pass_at_k_unbiased(n, c, k)),
-            plugin=pass_at_k_plugin(c / n, k),
-            mean=post.pass_at_k_mean(k),
-            lower=lo,
-            upper=hi,
-            task_mean=task_mean(per_task, k, "at"),
-        )
-    lo, hi = post.pass_pow_k_interval(k, st.level)
+    unbiased, plugin, mean, interval = _K_FORMS[kind]
+    lo, hi = interval(post, k, st.level)
     return KEstimate(
-        unbiased=_num(pass_pow_k_unbiased(n, c, k)),
-        plugin=pass_pow_k_plugin(c / n, k),
-        mean=post.pass_pow_k_mean(k),
+        unbiased=_num(unbiased(n, c, k)),
+        plugin=plugin(c / n, k),
+        mean=mean(post, k),
         lower=lo,
         upper=hi,
-        task_mean=task_mean(per_task, k, "pow"),
+        task_mean=task_mean(per_task, k, kind),
     )
 
 

@@ -1,18 +1,16 @@
 """Turn window totals into estimates: Beta posteriors, pass@k / pass^k, ASR, tool means, quantiles.
 
-The Beta quantiles of many series are computed in one vectorised `scipy.special.betaincinv` call; the formulas
-are those of `agentwatch.stats.BetaPosterior` (tests check equality). The ASR interval is a percentile bootstrap
-of the mean that resamples the window's conversations: a multinomial draw over the distinct (rounded) credit
-values has exactly the distribution of resampling conversations, and costs O(distinct values), not O(n).
+The Beta quantiles and posterior means of all series come from one call each of `agentwatch.stats`, vectorised
+over the series. The ASR interval is `agentwatch.stats.bootstrap_counts_interval` over the window's distinct
+(rounded) credit values and their counts: the same distribution as resampling the conversations.
 
 Failure evidence rates are over all conversations in the window (graded or not): for x conversations with a code
 among n, the posterior Beta(α + x, β + n − x) with the stats prior, every code of `EVIDENCE` (zeros included),
-all quantiles of all series and codes in one `betaincinv` call as well.
+all series and codes in one `beta_interval` call as well.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,7 +25,13 @@ from agentwatch.exporters.windows import (
     Bucket,
     sketch_quantile,
 )
-from scipy.special import betaincinv
+
+from agentwatch.stats import (
+    beta_interval,
+    beta_power_means,
+    bootstrap_counts_interval,
+    pass_at_k_plugin,
+)
 
 QUANTILES: tuple[float, ...] = (0.5, 0.9, 0.99)
 
@@ -98,21 +102,6 @@ class StatsParams:
     seed: int = 0
 
 
-def bootstrap_from_counts(
-    values: np.ndarray, counts: np.ndarray, level: float, resamples: int, seed: int
-) -> tuple[float, float]:
-    """Percentile-bootstrap interval of the mean of a multiset given as distinct values and their counts."""
-    n = int(counts.sum())
-    rng = np.random.default_rng(seed)
-    if len(values) == 1:
-        return float(values[0]), float(values[0])
-    draws = rng.multinomial(n, counts / n, size=resamples)
-    means = draws @ values / n
-    tail = (1.0 - level) / 2.0
-    lo, hi = np.quantile(means, [tail, 1.0 - tail])
-    return float(lo), float(hi)
-
-
 def _asr(total: Bucket, p: StatsParams) -> Interval | None:
     if not total.asr:
         return None
@@ -121,15 +110,9 @@ def _asr(total: Bucket, p: StatsParams) -> Interval | None:
     n = float(counts.sum())
     mean = float(total.asr_sum / n)
     values = keys / ASR_RESOLUTION
-    lo, hi = bootstrap_from_counts(values, counts, p.level, p.resamples, p.seed)
+    lo, hi = bootstrap_counts_interval(values, counts, p.level, p.resamples, p.seed)
     shift = mean - float(values @ counts / n)  # undo the rounding of credits in the bounds
     return Interval(mean, min(1.0, max(0.0, lo + shift)), min(1.0, max(0.0, hi + shift)))
-
-
-def beta_bounds(a: np.ndarray, b: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
-    """Equal-tailed credible bounds of Beta(a, b), vectorised over arrays."""
-    tail = (1.0 - level) / 2.0
-    return betaincinv(a, b, tail), betaincinv(a, b, 1.0 - tail)
 
 
 def summarise(items: list[tuple[tuple[str, str, str], str, Bucket]], p: StatsParams) -> list[SeriesEstimate]:
@@ -140,17 +123,15 @@ def summarise(items: list[tuple[tuple[str, str, str], str, Bucket]], p: StatsPar
     c = np.array([t.passed for _, _, t in items], dtype=np.float64)
     a = p.prior_alpha + c
     b = p.prior_beta + n - c
-    lo, hi = beta_bounds(a, b, p.level)
-    kmax = max(p.ks)
-    steps = np.arange(kmax, dtype=np.float64)[:, None]
-    pow_means = np.cumprod((a + steps) / (a + b + steps), axis=0)  # row k-1: E[p^k]
-    fail_means = np.cumprod((b + steps) / (a + b + steps), axis=0)  # row k-1: E[(1-p)^k]
+    lo, hi = beta_interval(a, b, p.level)
+    pow_means, fail_means = beta_power_means(a, b, max(p.ks))  # row k-1: E[p^k], E[(1-p)^k]
+    at_bounds = {k: (pass_at_k_plugin(lo, k), pass_at_k_plugin(hi, k)) for k in p.ks}
     # Failure evidence: rows = items, columns = EVIDENCE codes, over all conversations of the window.
     total = np.array([t.total for _, _, t in items], dtype=np.float64)[:, None]
     x = np.array([t.evidence for _, _, t in items], dtype=np.float64).reshape(len(items), len(EVIDENCE))
     ea = p.prior_alpha + x
     eb = p.prior_beta + total - x
-    elo, ehi = beta_bounds(ea, eb, p.level)
+    elo, ehi = beta_interval(ea, eb, p.level)
     emean = ea / (ea + eb)
     out: list[SeriesEstimate] = []
     for j, (key, window, t) in enumerate(items):
@@ -162,11 +143,8 @@ def summarise(items: list[tuple[tuple[str, str, str], str, Bucket]], p: StatsPar
             success = Interval(float(a[j] / (a[j] + b[j])), l, h)
             for k in p.ks:
                 pow_k[k] = Interval(float(pow_means[k - 1, j]), l**k, h**k)
-                at_k[k] = Interval(
-                    float(1.0 - fail_means[k - 1, j]),
-                    -math.expm1(k * math.log1p(-l)) if l < 1.0 else 1.0,
-                    -math.expm1(k * math.log1p(-h)) if h < 1.0 else 1.0,
-                )
+                at_lo, at_hi = at_bounds[k]
+                at_k[k] = Interval(float(1.0 - fail_means[k - 1, j]), float(at_lo[j]), float(at_hi[j]))
         est = _one(key, window, t, success, at_k, pow_k, p)
         est.evidence_rate = {
             code: Interval(float(emean[j, i]), float(elo[j, i]), float(ehi[j, i])) for i, code in enumerate(EVIDENCE)

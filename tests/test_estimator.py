@@ -12,11 +12,11 @@ from _score_factory import T0, find, make_score
 from agentwatch.exporters.estimator import Estimator, failure_mode, sanitize_label
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from metrics_reference import beta_bounds_by_bisection, exact_beta_moment
 from scipy import stats as sps
 
 from agentwatch.config import load_settings
 from agentwatch.schema import ToolScore, TurnScore
-from agentwatch.stats import posterior
 
 
 class Clock:
@@ -40,13 +40,13 @@ def test_thirty_conversations_24_passes_exact_pass_pow_3() -> None:
     assert (e.scored, e.passed, e.conversations) == (30, 24, 30)
     exact = Fraction(25 * 26 * 27, 32 * 33 * 34)
     assert e.pass_pow_k[3].mean == pytest.approx(float(exact), abs=1e-12)
-    lo, hi = sps.beta.ppf([0.025, 0.975], 25, 7)
+    lo, hi = beta_bounds_by_bisection(24, 30)
     assert e.pass_pow_k[3].lower == pytest.approx(lo**3, abs=1e-12)
     assert e.pass_pow_k[3].upper == pytest.approx(hi**3, abs=1e-12)
     assert e.success.mean == pytest.approx(25 / 32, abs=1e-15)
 
 
-def test_vectorised_estimates_equal_stats_functions() -> None:
+def test_estimates_of_many_series_against_exact_moments_and_bisection() -> None:
     rng = random.Random(7)
     est, _ = estimator()
     truth = {}
@@ -59,17 +59,14 @@ def test_vectorised_estimates_equal_stats_functions() -> None:
     snap = est.snapshot()
     for task, (n, c) in truth.items():
         e = find(snap, "24h", task=task)
-        post = posterior(n, c)
-        assert e.success.lower == pytest.approx(post.interval(0.95)[0], abs=1e-12)
-        assert e.success.upper == pytest.approx(post.interval(0.95)[1], abs=1e-12)
+        lo, hi = beta_bounds_by_bisection(c, n)
+        assert (e.success.lower, e.success.upper) == pytest.approx((lo, hi), abs=1e-12)
         for k in (1, 3, 5):
-            assert e.pass_pow_k[k].mean == pytest.approx(post.pass_pow_k_mean(k), abs=1e-12)
-            assert e.pass_at_k[k].mean == pytest.approx(post.pass_at_k_mean(k), abs=1e-12)
-            assert (e.pass_pow_k[k].lower, e.pass_pow_k[k].upper) == pytest.approx(
-                post.pass_pow_k_interval(k, 0.95), abs=1e-12
-            )
+            assert e.pass_pow_k[k].mean == pytest.approx(float(exact_beta_moment(1 + c, 1 + n - c, k)), abs=1e-12)
+            assert e.pass_at_k[k].mean == pytest.approx(1 - float(exact_beta_moment(1 + n - c, 1 + c, k)), abs=1e-12)
+            assert (e.pass_pow_k[k].lower, e.pass_pow_k[k].upper) == pytest.approx((lo**k, hi**k), abs=1e-12)
             assert (e.pass_at_k[k].lower, e.pass_at_k[k].upper) == pytest.approx(
-                post.pass_at_k_interval(k, 0.95), abs=1e-12
+                (1 - (1 - lo) ** k, 1 - (1 - hi) ** k), abs=1e-12
             )
 
 
@@ -138,9 +135,8 @@ def test_aggregate_over_tasks_pools_counts() -> None:
     agg = find(snap, "1h", task="*")
     n, c = sum(v[0] for v in plan.values()), sum(v[1] for v in plan.values())
     assert (agg.scored, agg.passed, agg.conversations) == (n, c, n + 1)
-    post = posterior(n, c)
-    assert agg.pass_pow_k[3].mean == pytest.approx(post.pass_pow_k_mean(3), abs=1e-12)
-    assert agg.pass_pow_k[3].lower == pytest.approx(post.pass_pow_k_interval(3)[0], abs=1e-12)
+    assert agg.pass_pow_k[3].mean == pytest.approx(float(exact_beta_moment(1 + c, 1 + n - c, 3)), abs=1e-12)
+    assert agg.pass_pow_k[3].lower == pytest.approx(beta_bounds_by_bisection(c, n)[0] ** 3, abs=1e-12)
     assert agg.scored_ratio == pytest.approx(n / (n + 1))
     assert find(snap, "1h", task="login").scored_ratio == pytest.approx(5 / 6)
     # counters since start exist for real tasks only
@@ -227,9 +223,11 @@ def test_window_aggregates_asr_tools_cost_duration_failures() -> None:
         over += cost > 0.05
     e = find(est.snapshot(), "1h", task="refund")
     assert e.asr.mean == pytest.approx(np.mean(credits), abs=1e-12)
-    ref = __import__("agentwatch.stats", fromlist=["x"]).bootstrap_mean_interval(np.array(credits), 0.95, 4000, 1)
-    assert e.asr.lower == pytest.approx(ref[1], abs=0.02)
-    assert e.asr.upper == pytest.approx(ref[2], abs=0.02)
+    # scipy's own percentile bootstrap over the conversations, an independent implementation
+    ref = sps.bootstrap((np.array(credits),), np.mean, n_resamples=4000, method="percentile",
+                        rng=np.random.default_rng(1)).confidence_interval
+    assert e.asr.lower == pytest.approx(ref.low, abs=0.02)
+    assert e.asr.upper == pytest.approx(ref.high, abs=0.02)
     assert e.asr.lower < e.asr.mean < e.asr.upper
     for q in (0.5, 0.9, 0.99):
         assert e.cost_quantiles[q] == pytest.approx(np.quantile(costs, q, method="inverted_cdf"), rel=0.0101)

@@ -8,8 +8,7 @@ import random
 import pytest
 from _score_factory import T0, find, make_score
 from agentwatch.exporters.estimator import Estimator
-from scipy import special
-from scipy import stats as sps
+from metrics_reference import beta_bounds_by_bisection, beta_quantile_by_bisection
 
 from agentwatch.config import load_settings
 from agentwatch.schema import EVIDENCE
@@ -38,18 +37,6 @@ def _view(e) -> tuple:
 
 def _snapshot(est: Estimator) -> list[tuple]:
     return sorted((_view(e) for e in est.snapshot()), key=lambda v: v[:4])
-
-
-def _quantile_by_bisection(a: float, b: float, q: float) -> float:
-    """Beta(a, b) quantile found by bisection on the CDF (scipy.special.betainc), not by an inverse function."""
-    lo, hi = 0.0, 1.0
-    for _ in range(200):
-        mid = (lo + hi) / 2
-        if special.betainc(a, b, mid) < q:
-            lo = mid
-        else:
-            hi = mid
-    return (lo + hi) / 2
 
 
 # --------------------------------------------------------------------------- revisions
@@ -231,10 +218,8 @@ def test_failure_evidence_rates_over_all_conversations_with_zero_codes_present()
         a, b = 0.5 + x, 0.5 + 10 - x
         iv = e.evidence_rate[code]
         assert iv.mean == pytest.approx(a / (a + b), abs=1e-15), code
-        assert iv.lower == pytest.approx(sps.beta.ppf(0.05, a, b), abs=1e-10), code
-        assert iv.upper == pytest.approx(sps.beta.ppf(0.95, a, b), abs=1e-10), code
-        assert iv.lower == pytest.approx(_quantile_by_bisection(a, b, 0.05), abs=1e-10), code
-        assert iv.upper == pytest.approx(_quantile_by_bisection(a, b, 0.95), abs=1e-10), code
+        assert iv.lower == pytest.approx(beta_quantile_by_bisection(a, b, 0.05), abs=1e-10), code
+        assert iv.upper == pytest.approx(beta_quantile_by_bisection(a, b, 0.95), abs=1e-10), code
         assert 0 < iv.lower < iv.mean < iv.upper < 1
 
 
@@ -265,7 +250,7 @@ def test_evidence_rates_are_vectorised_across_series_and_windows() -> None:
     snap = est.snapshot()
     for task, (n, x) in truth.items():
         iv = find(snap, "24h", task=task).evidence_rate["over_budget"]
-        lo, hi = sps.beta.ppf([0.025, 0.975], 1 + x, 1 + n - x)
+        lo, hi = beta_bounds_by_bisection(x, n)
         assert (iv.lower, iv.upper) == pytest.approx((lo, hi), abs=1e-10)
         assert math.isclose(iv.mean, (1 + x) / (2 + n))
 

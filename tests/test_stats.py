@@ -1,4 +1,5 @@
-"""Statistics checked against exact fractions, scipy, numerical integration and simulation."""
+"""Statistics checked against exact fractions, combinatorics, bisection on the Beta CDF, numerical integration and
+simulation."""
 
 from __future__ import annotations
 
@@ -8,12 +9,16 @@ from math import comb
 
 import numpy as np
 import pytest
+from metrics_reference import beta_quantile_by_bisection, exact_beta_moment
 from scipy import integrate
 from scipy import stats as sps
 from scipy.special import betaln
 
 from agentwatch.stats import (
     BetaPosterior,
+    beta_interval,
+    beta_power_means,
+    bootstrap_counts_interval,
     bootstrap_mean_interval,
     pass_at_k_plugin,
     pass_at_k_unbiased,
@@ -121,20 +126,60 @@ def test_corrected_bayesian_example_of_reference_001() -> None:
 
 @pytest.mark.parametrize("a,b", [(1.0, 1.0), (8.0, 4.0), (0.5, 0.5), (30.5, 2.5), (2.0, 200.0)])
 @pytest.mark.parametrize("level", [0.8, 0.95])
-def test_intervals_are_transforms_of_scipy_quantiles(a: float, b: float, level: float) -> None:
+def test_intervals_are_transforms_of_the_beta_quantiles(a: float, b: float, level: float) -> None:
     post = BetaPosterior(a, b)
-    qlo = sps.beta.ppf((1 - level) / 2, a, b)
-    qhi = sps.beta.isf((1 - level) / 2, a, b)
+    qlo = beta_quantile_by_bisection(a, b, (1 - level) / 2)
+    qhi = beta_quantile_by_bisection(a, b, (1 + level) / 2)
     assert post.interval(level) == pytest.approx((qlo, qhi), rel=1e-10)
     for k in (1, 3, 10):
         # The interval must hold exactly `level` of the posterior mass of p^k and of 1-(1-p)^k.
         lo, hi = post.pass_pow_k_interval(k, level)
         assert sps.beta.cdf(hi ** (1 / k), a, b) - sps.beta.cdf(lo ** (1 / k), a, b) == pytest.approx(level)
         lo, hi = post.pass_at_k_interval(k, level)
-        assert (lo, hi) == pytest.approx((1 - (1 - qlo) ** k, 1 - (1 - qhi) ** k), rel=1e-12)
+        assert (lo, hi) == pytest.approx((1 - (1 - qlo) ** k, 1 - (1 - qhi) ** k), rel=1e-10)
         if hi < 1 - 1e-6:  # otherwise 1 - hi has too few significant digits to invert
             mass = sps.beta.sf(1 - (1 - hi) ** (1 / k), a, b) - sps.beta.sf(1 - (1 - lo) ** (1 / k), a, b)
             assert -mass == pytest.approx(level, abs=1e-6)
+
+
+def test_beta_interval_is_element_wise_over_broadcast_arrays() -> None:
+    a = np.array([[1.0, 8.0, 0.5], [30.5, 2.0, 101.0]])
+    b = np.array([4.0, 200.0, 0.5])  # broadcast over the rows of a
+    lo, hi = beta_interval(a, b, 0.9)
+    assert lo.shape == hi.shape == (2, 3)
+    for i in range(2):
+        for j in range(3):
+            assert lo[i, j] == pytest.approx(beta_quantile_by_bisection(a[i, j], b[j], 0.05), rel=1e-10)
+            assert hi[i, j] == pytest.approx(beta_quantile_by_bisection(a[i, j], b[j], 0.95), rel=1e-10)
+    scalar = beta_interval(8.0, 4.0, 0.9)
+    assert all(type(v) is float for v in scalar)
+    with pytest.raises(ValueError):
+        beta_interval(a, b, 1.0)
+
+
+def test_beta_power_means_equal_exact_moments_for_every_k() -> None:
+    a = np.array([1, 8, 25, 3])
+    b = np.array([1, 4, 7, 40])
+    pow_means, fail_means = beta_power_means(a, b, 6)
+    assert pow_means.shape == fail_means.shape == (6, 4)
+    for k in range(1, 7):
+        for j in range(4):
+            assert pow_means[k - 1, j] == pytest.approx(float(exact_beta_moment(a[j], b[j], k)), rel=1e-14)
+            # (1 - p) ~ Beta(b, a)
+            assert fail_means[k - 1, j] == pytest.approx(float(exact_beta_moment(b[j], a[j], k)), rel=1e-14)
+    pow0, _ = beta_power_means(8.0, 4.0, 3)
+    assert pow0.shape == (3,) and pow0[2] == pytest.approx(float(Fraction(8 * 9 * 10, 12 * 13 * 14)), rel=1e-14)
+    with pytest.raises(ValueError):
+        beta_power_means(a, b, 0)
+
+
+def test_plugin_transforms_broadcast_and_keep_the_endpoints() -> None:
+    p = np.array([0.0, 0.25, 2 / 3, 1.0])
+    assert pass_at_k_plugin(p, 3) == pytest.approx([0.0, float(1 - Fraction(3, 4) ** 3), float(1 - Fraction(1, 27)), 1.0])
+    assert pass_pow_k_plugin(p, 3) == pytest.approx([0.0, 1 / 64, 8 / 27, 1.0])
+    assert type(pass_at_k_plugin(1.0, 5)) is float and pass_at_k_plugin(1.0, 5) == 1.0
+    with pytest.raises(ValueError):
+        pass_at_k_plugin(np.array([0.5, float("nan")]), 2)
 
 
 @pytest.mark.parametrize("a,b", [(1.0, 1.0), (8.0, 4.0), (0.7, 3.2), (55.0, 12.0)])
@@ -166,11 +211,10 @@ def test_credible_intervals_cover_true_p_95_percent() -> None:
     reps, n = 4000, 25
     p = rng.uniform(size=reps)
     c = rng.binomial(n, p)
-    lo = sps.beta.ppf(0.025, 1 + c, 1 + n - c)
-    hi = sps.beta.isf(0.025, 1 + c, 1 + n - c)
-    # Our implementation on the same draws equals the vectorised scipy computation.
+    lo, hi = beta_interval(1 + c, 1 + n - c, 0.95)  # every draw in one call
     for i in range(0, reps, 397):
-        assert posterior(n, int(c[i])).interval(0.95) == pytest.approx((lo[i], hi[i]), rel=1e-10)
+        assert posterior(n, int(c[i])).interval(0.95) == (lo[i], hi[i])  # the scalar is the 0-d case
+        assert lo[i] == pytest.approx(beta_quantile_by_bisection(1 + c[i], 1 + n - c[i], 0.025), rel=1e-10)
     coverage = np.mean((lo <= p) & (p <= hi))
     assert 0.93 <= coverage <= 0.97
     k = 3
@@ -215,6 +259,44 @@ def test_bootstrap_exact_on_tiny_sample() -> None:
     assert lo == hi == 0.5
     assert all(math.isnan(v) for v in bootstrap_mean_interval(np.array([])))
     assert bootstrap_mean_interval(np.full(5, 0.4)) == pytest.approx((0.4, 0.4, 0.4))
+
+
+def _exact_resample_mean_quantile(values: list[Fraction], counts: list[int], q: Fraction) -> Fraction:
+    """Smallest resample mean whose CDF reaches q, from the exact multinomial distribution of the resample."""
+    n = sum(counts)
+    dist: dict[Fraction, Fraction] = {}
+
+    def walk(i: int, left: int, prob: Fraction, total: Fraction) -> None:
+        if i == len(values) - 1:
+            mean = (total + left * values[i]) / n
+            dist[mean] = dist.get(mean, 0) + prob * Fraction(counts[i], n) ** left
+            return
+        for m in range(left + 1):
+            walk(i + 1, left - m, prob * comb(left, m) * Fraction(counts[i], n) ** m, total + m * values[i])
+
+    walk(0, n, Fraction(1), Fraction(0))
+    cdf = Fraction(0)
+    for mean in sorted(dist):
+        cdf += dist[mean]
+        if cdf >= q:
+            return mean
+    raise AssertionError("the distribution sums to 1")
+
+
+def test_bootstrap_from_counts_against_the_exact_resampling_distribution() -> None:
+    values, counts = [Fraction(0), Fraction(1, 2), Fraction(1)], [2, 1, 3]
+    lo, hi = bootstrap_counts_interval(np.array([0.0, 0.5, 1.0]), np.array(counts), 0.9, 200_000, seed=5)
+    assert lo == float(_exact_resample_mean_quantile(values, counts, Fraction(5, 100)))
+    assert hi == float(_exact_resample_mean_quantile(values, counts, Fraction(95, 100)))
+    # The same multiset given value by value resamples the same distribution.
+    _, lo_v, hi_v = bootstrap_mean_interval(np.repeat([0.0, 0.5, 1.0], counts), 0.9, 200_000, seed=5)
+    assert (lo_v, hi_v) == (lo, hi)
+    assert bootstrap_counts_interval(np.array([0.3]), np.array([7])) == (0.3, 0.3)
+    for bad_values, bad_counts in (([], []), ([0.1, 0.2], [1]), ([0.1, 0.2], [1, -1]), ([math.inf], [1])):
+        with pytest.raises(ValueError):
+            bootstrap_counts_interval(np.array(bad_values), np.array(bad_counts))
+    with pytest.raises(ValueError):
+        bootstrap_counts_interval(np.array([0.1]), np.array([1]), resamples=0)
 
 
 def test_bootstrap_large_input_is_chunked_and_fast() -> None:
