@@ -15,8 +15,6 @@ from datetime import UTC, datetime
 
 from agentwatch.exporters.estimator import Estimator
 from agentwatch.exporters.exposition import Exposition
-from agentwatch.exporters.prometheus import EstimatorCollector
-from prometheus_client import CollectorRegistry, generate_latest
 
 from agentwatch.config import load_settings
 from agentwatch.schema import ConversationScore
@@ -69,10 +67,10 @@ def bytes_per_tracked_id(count: int = 20_000, series: int = 100) -> float:
     return (after - before) / count
 
 
-def scrape(target: CollectorRegistry | Exposition) -> tuple[float, int, int]:
-    """Seconds, bytes and samples of one /metrics body (fast renderer, or prometheus-client's)."""
+def scrape(target: Exposition) -> tuple[float, int, int]:
+    """Seconds, bytes and samples of one /metrics body."""
     t = time.perf_counter()
-    body = target.render() if isinstance(target, Exposition) else generate_latest(target)
+    body = target.render()
     return time.perf_counter() - t, len(body), body.count(b"\n") - body.count(b"\n#")
 
 
@@ -99,35 +97,32 @@ def main() -> None:
     est.snapshot()
     print(f"unchanged snapshot (cached): {time.perf_counter() - t:.3f}s")
 
-    fast = Exposition(lambda: est)
+    exposition = Exposition(lambda: est)
     for label in ("first render", "unchanged"):
-        dt, size, samples = scrape(fast)
+        dt, size, samples = scrape(exposition)
         print(f"/metrics ({label}) of {len(snap)} series×windows: {samples:,} samples, {size / 1e6:.1f} MB "
               f"in {dt:.3f}s")
     for s in scores(100, args.series, start=len(batch)):
         est.add(s)
-    dt, _, samples = scrape(fast)
+    dt, _, samples = scrape(exposition)
     print(f"/metrics after 100 new scores: {dt:.3f}s")
 
     per_id = bytes_per_tracked_id()
     print(f"memory per tracked conversation identity (for de-duplication and revisions): {per_id:,.0f} bytes "
           f"(1M conversations in the longest window ≈ {per_id * 1e6 / 2**20:,.0f} MiB)")
 
-    # About 10,000 Prometheus time series: 190 estimator series (+ 19 task="*" aggregates), one window.
+    # About 20,000 Prometheus samples: 190 estimator series (+ 19 task="*" aggregates), one window.
     small = Estimator(load_settings(exporter={"windows": ["1h"]}), clock=lambda: NOW)
     for s in scores(190 * 20, 190):
         small.add(s)
-    reg = CollectorRegistry()
-    reg.register(EstimatorCollector(small))
-    fast = Exposition(lambda: small)
-    for label, target in (("fast renderer", fast), ("prometheus-client generate_latest", reg)):
-        scrape(target)  # fills the estimator's caches
-        dt, _, samples = scrape(target)
-        print(f"{label}: {samples:,} Prometheus samples in {dt * 1e3:.1f} ms")
+    exposition = Exposition(lambda: small)
+    scrape(exposition)  # fills the estimator's caches
+    dt, _, samples = scrape(exposition)
+    print(f"/metrics, unchanged: {samples:,} Prometheus samples in {dt * 1e3:.1f} ms")
     for s in scores(50, 190, start=190 * 20):
         small.add(s)
-    dt, _, samples = scrape(fast)
-    print(f"fast renderer after 50 new scores: {samples:,} samples in {dt * 1e3:.1f} ms")
+    dt, _, samples = scrape(exposition)
+    print(f"/metrics after 50 new scores: {samples:,} samples in {dt * 1e3:.1f} ms")
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""Pipeline-health metrics of the collector, yielded fresh on every scrape by a prometheus-client Collector."""
+"""Pipeline-health metrics of the collector, built fresh on every scrape, and the collector's /metrics server."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ from typing import Any
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector, CollectorRegistry
+
+from agentwatch.metrics_http import MetricsServer, render_families
 
 
 @dataclass(slots=True)
@@ -183,3 +185,10 @@ def register(stats: PipelineStats, registry: CollectorRegistry, service: Any = N
     if service is not None and getattr(service, "judge", None) is not None:
         registry.register(JudgeMetrics(service.judge, stats, service.settings.sampling.judge_rate))
     return collector
+
+
+def serve(stats: PipelineStats, service: Any, port: int, host: str = "0.0.0.0") -> MetricsServer:
+    """Serve the pipeline metrics of `stats` and `service`'s judge on http://host:port/metrics."""
+    registry = CollectorRegistry()
+    register(stats, registry, service)
+    return MetricsServer(lambda: render_families(registry.collect()).encode(), port, host, "agentwatch collector")

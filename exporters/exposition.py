@@ -1,96 +1,71 @@
-"""Fast Prometheus text exposition of the estimator, and the small HTTP server that serves it on /metrics.
+"""The estimator's /metrics text: every estimate and counter family, text kept between scrapes while unchanged.
 
-prometheus-client's `generate_latest` formats and escapes every sample on every scrape (~15 µs a sample here).
-This renderer produces the same samples (the families come from `prometheus.estimate_samples` and the same
-counter families; a test parses both outputs and compares them) but keeps the text of each estimate and each
-series' counters while they are unchanged, so a scrape costs one string join per unchanged series. Other
-collectors (the collector's pipeline health in `serve`) come from a normal `CollectorRegistry`, appended with
-`generate_latest`.
+Formatting every sample on every scrape costs about 100× a scrape that reuses the text of unchanged series
+(`benchmarks/exporter.py`), so the text of each estimate and of each series' counters is kept while they are
+unchanged, and a scrape is one string join per unchanged series. Which samples exist comes from
+`prometheus.estimate_samples` and `prometheus.counter_samples`; the lines, the estimator-health families and any
+other registered collectors (the collector's pipeline health in `serve`) are written by `agentwatch.metrics_http`.
 """
 
 from __future__ import annotations
 
-import gzip
-import logging
 import threading
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from agentwatch.exporters.estimator import SeriesCounters
 from agentwatch.exporters.prometheus import (
+    COUNTERS,
     GAUGES,
+    HISTOGRAMS,
+    counter_samples,
     estimate_samples,
     health_families,
     histogram_buckets,
     regression_samples,
 )
 from agentwatch.exporters.summary import SeriesEstimate
-from agentwatch.exporters.windows import OUTCOMES
-from prometheus_client import CollectorRegistry, generate_latest
-from prometheus_client.registry import Collector
-from prometheus_client.utils import floatToGoString
+from prometheus_client import CollectorRegistry
 
-log = logging.getLogger(__name__)
-
-CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
-COUNTERS = (
-    ("agentwatch_conversations_total", "counter", "Conversations consumed since start."),
-    ("agentwatch_failures_total", "counter", "Conversations with that failure mode since start."),
-    ("agentwatch_conversation_cost_usd", "histogram", "Cost per conversation (USD)."),
-    ("agentwatch_conversation_duration_seconds", "histogram", "Duration per conversation (s)."),
-)
+from agentwatch.metrics_http import header, labels_text, render_families, sample_line
 
 
-def _esc(value: str) -> str:
-    return value.replace("\\", r"\\").replace("\n", r"\n").replace('"', r"\"")
-
-
-def _labels(names: tuple[str, ...], values: tuple[str, ...]) -> str:
-    return ",".join(f'{n}="{_esc(v)}"' for n, v in zip(names, values, strict=True))
+def _series_labels(key: tuple[str, ...]) -> str:
+    return labels_text(("agent", "version", "task", "window")[: len(key)], key)
 
 
 def _estimate_lines(e: SeriesEstimate, regression_only: bool = False) -> tuple[str, ...]:
-    base = f'agent="{_esc(e.agent)}",version="{_esc(e.version)}",task="{_esc(e.task)}",window="{_esc(e.window)}"'
+    base = _series_labels((e.agent, e.version, e.task, e.window))
     per: list[list[str]] = [[] for _ in GAUGES]
     samples = regression_samples(e) if regression_only else estimate_samples(e, with_regression=False)
     for i, extra, v in samples:
         name, _doc, extra_names = GAUGES[i]
-        labels = f"{base},{_labels(extra_names, extra)}" if extra else base
-        per[i].append(f"{name}{{{labels}}} {floatToGoString(v)}\n")
+        per[i].append(sample_line(name, f"{base},{labels_text(extra_names, extra)}" if extra else base, v))
     return tuple("".join(p) for p in per)
 
 
 def _counter_lines(key: tuple[str, str, str], c: SeriesCounters) -> tuple[str, ...]:
-    base = f'agent="{_esc(key[0])}",version="{_esc(key[1])}",task="{_esc(key[2])}"'
-    conversations = "".join(
-        f'agentwatch_conversations_total{{{base},outcome="{o}"}} {floatToGoString(c.outcomes[o])}\n'
-        for o in OUTCOMES
-        if o in c.outcomes
-    )
-    failures = "".join(
-        f'agentwatch_failures_total{{{base},mode="{_esc(m)}"}} {floatToGoString(n)}\n'
-        for m, n in sorted(c.modes.items())
-    )
+    base = _series_labels(key)
+    per: list[list[str]] = [[] for _ in COUNTERS]
+    for i, extra, v in counter_samples(c):
+        name, _doc, extra_names = COUNTERS[i]
+        per[i].append(sample_line(name, f"{base},{labels_text(extra_names, extra)}", v))
     hists = []
-    for name, h in (("agentwatch_conversation_cost_usd", c.cost),
-                    ("agentwatch_conversation_duration_seconds", c.duration)):
+    for (name, _doc), h in zip(HISTOGRAMS, (c.cost, c.duration), strict=True):
         if not h.count:
             hists.append("")
             continue
-        lines = [f'{name}_bucket{{{base},le="{le}"}} {floatToGoString(n)}\n' for le, n in histogram_buckets(h)]
-        lines.append(f"{name}_count{{{base}}} {floatToGoString(h.count)}\n")
-        lines.append(f"{name}_sum{{{base}}} {floatToGoString(h.total)}\n")
+        lines = [sample_line(f"{name}_bucket", f'{base},le="{le}"', n) for le, n in histogram_buckets(h)]
+        lines.append(sample_line(f"{name}_count", base, h.count))
+        lines.append(sample_line(f"{name}_sum", base, h.total))
         hists.append("".join(lines))
-    return (conversations, failures, *hists)
+    return (*("".join(p) for p in per), *hists)
 
 
-class _Fixed(Collector):
-    def __init__(self, families: list[Any]) -> None:
-        self._families = families
-
-    def collect(self) -> Any:
-        return iter(self._families)
+_COUNTER_HEADERS = (
+    *(header(name, "counter", doc) for name, doc, _ in COUNTERS),
+    *(header(name, "histogram", doc) for name, doc in HISTOGRAMS),
+)
 
 
 class Exposition:
@@ -119,11 +94,11 @@ class Exposition:
                             gauges[i].append(text)
             out: list[str] = []
             for (name, doc, _extra), parts in zip(GAUGES, gauges, strict=True):
-                out.append(f"# HELP {name} {doc}\n# TYPE {name} gauge\n")
+                out.append(header(name, "gauge", doc))
                 out.extend(parts)
             counters = est.counters()
             cache, fresh = self._counter_cache, {}
-            per: list[list[str]] = [[] for _ in COUNTERS]
+            per: list[list[str]] = [[] for _ in _COUNTER_HEADERS]
             for key, c in counters.series.items():
                 hit = cache.get(key)
                 if hit is None or hit[0] != id(c) or hit[1] != c.revision:
@@ -133,45 +108,10 @@ class Exposition:
                     if text:
                         per[i].append(text)
             self._counter_cache = fresh
-            for (name, kind, doc), parts in zip(COUNTERS, per, strict=True):
-                out.append(f"# HELP {name} {doc}\n# TYPE {name} {kind}\n")
+            for head, parts in zip(_COUNTER_HEADERS, per, strict=True):
+                out.append(head)
                 out.extend(parts)
-            body = "".join(out).encode()
-        tail = generate_latest(_Fixed(health_families(counters)))
+        out.append(render_families(health_families(counters)))
         if self.registry is not None:
-            tail += generate_latest(self.registry)
-        return body + tail
-
-
-def serve_http(exposition: Exposition, port: int, host: str = "0.0.0.0") -> ThreadingHTTPServer:
-    """Serve `exposition` on http://host:port/metrics from a daemon thread; returns the server."""
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            if self.path.split("?", 1)[0] != "/metrics":
-                body, status, ctype = b"agentwatch exporter: see /metrics\n", 200 if self.path == "/" else 404, \
-                    "text/plain"
-            else:
-                try:
-                    body, status, ctype = exposition.render(), 200, CONTENT_TYPE
-                except Exception:  # a failing scrape must not kill the server; the error is logged
-                    log.exception("rendering /metrics failed")
-                    body, status, ctype = b"internal error\n", 500, "text/plain"
-            headers = {"Content-Type": ctype}
-            if "gzip" in self.headers.get("Accept-Encoding", "") and len(body) > 4096:
-                body = gzip.compress(body, compresslevel=1)
-                headers["Content-Encoding"] = "gzip"
-            self.send_response(status)
-            for k, v in headers.items():
-                self.send_header(k, v)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, format: str, *args: Any) -> None:
-            log.debug("http: " + format, *args)
-
-    server = ThreadingHTTPServer((host, port), Handler)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, name="metrics-http", daemon=True).start()
-    return server
+            out.append(render_families(self.registry.collect()))
+        return "".join(out).encode()

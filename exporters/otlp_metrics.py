@@ -1,8 +1,9 @@
 """Optional OTLP metrics push of the same numbers as /metrics, with OpenTelemetry observable instruments.
 
-Every gauge family of the Prometheus collector becomes an observable gauge, every counter an observable
-counter named like its Prometheus sample (`..._total`), with the same attributes as the Prometheus labels. The
-numbers come from the same family builders, so both outputs agree. Histograms are not pushed (OpenTelemetry has
+Every gauge family of /metrics becomes an observable gauge, every counter an observable counter named like its
+Prometheus sample (`..._total`), with the same attributes as the Prometheus labels. The numbers come from the
+same sample sources as /metrics (`prometheus.estimate_samples`, `counter_samples`, `health_families`), so both
+outputs agree. Histograms are not pushed (OpenTelemetry has
 no observable histogram); use /metrics for them.
 """
 
@@ -15,7 +16,14 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from agentwatch.exporters.estimator import EstimatorCounters
-from agentwatch.exporters.prometheus import counter_families, estimate_families
+from agentwatch.exporters.prometheus import (
+    COUNTERS,
+    GAUGES,
+    SERIES,
+    counter_samples,
+    estimate_samples,
+    health_families,
+)
 from opentelemetry.metrics import CallbackOptions, Meter, Observation
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import MetricReader, PeriodicExportingMetricReader
@@ -36,13 +44,15 @@ class OtlpBridge:
         self._lock = threading.Lock()
         self._taken = -float("inf")
         self._samples: dict[str, list[Observation]] = {}
-        families = estimate_families([]) + counter_families(_EMPTY)
-        for fam in families:
-            if fam.type == "gauge":
-                meter.create_observable_gauge(fam.name, [self._callback(fam.name)], description=fam.documentation)
-            elif fam.type == "counter":
-                name = f"{fam.name}_total"
-                meter.create_observable_counter(name, [self._callback(name)], description=fam.documentation)
+        instruments = [(name, doc, "gauge") for name, doc, _ in GAUGES]
+        instruments += [(name, doc, "counter") for name, doc, _ in COUNTERS]
+        instruments += [(f"{fam.name}_total" if fam.type == "counter" else fam.name, fam.documentation, fam.type)
+                        for fam in health_families(_EMPTY)]
+        for name, doc, kind in instruments:
+            if kind == "gauge":
+                meter.create_observable_gauge(name, [self._callback(name)], description=doc)
+            else:
+                meter.create_observable_counter(name, [self._callback(name)], description=doc)
 
     def _callback(self, name: str) -> Callable[[CallbackOptions], Iterable[Observation]]:
         def observe(_options: CallbackOptions) -> Iterable[Observation]:
@@ -53,18 +63,33 @@ class OtlpBridge:
     def _current(self) -> dict[str, list[Observation]]:
         with self._lock:
             if time.monotonic() - self._taken > self._max_age_s:
-                est = self._source()
-                samples: dict[str, list[Observation]] = {}
-                for fam in estimate_families(est.snapshot()) + counter_families(est.counters()):
-                    if fam.type not in ("gauge", "counter"):
-                        continue
-                    for s in fam.samples:
-                        if s.name.endswith("_created"):
-                            continue
-                        samples.setdefault(s.name, []).append(Observation(s.value, dict(s.labels)))
-                self._samples = samples
+                self._samples = _observations(self._source())
                 self._taken = time.monotonic()
             return self._samples
+
+
+def _observations(est: Any) -> dict[str, list[Observation]]:
+    """Every sample of the estimator `est` as an OTLP observation, by instrument name."""
+    samples: dict[str, list[Observation]] = {}
+
+    def add(name: str, labels: dict[str, str], value: float) -> None:
+        samples.setdefault(name, []).append(Observation(value, labels))
+
+    for e in est.snapshot():
+        base = dict(zip((*SERIES, "window"), (e.agent, e.version, e.task, e.window), strict=True))
+        for i, extra, v in estimate_samples(e):
+            name, _doc, extra_names = GAUGES[i]
+            add(name, {**base, **dict(zip(extra_names, extra, strict=True))}, v)
+    counters = est.counters()
+    for key, c in counters.series.items():
+        base = dict(zip(SERIES, key, strict=True))
+        for i, extra, v in counter_samples(c):
+            name, _doc, extra_names = COUNTERS[i]
+            add(name, {**base, **dict(zip(extra_names, extra, strict=True))}, v)
+    for fam in health_families(counters):
+        for s in fam.samples:
+            add(s.name, dict(s.labels), s.value)
+    return samples
 
 
 def meter_provider(source: Callable[[], Any], reader: MetricReader) -> MeterProvider:

@@ -1,26 +1,20 @@
-"""A prometheus-client `Collector` that builds fresh `agentwatch_*` families from the estimator on every scrape.
+"""Which `agentwatch_*` samples the estimator yields: names, types, help and labels of every family.
 
-One `Estimator.snapshot()` per scrape feeds every family, so a series that leaves the windows stops being
-yielded. Names, types and labels are those of docs/metrics.md. `estimate_samples` is the one place that says
-which samples an estimate yields; the families here and the fast text renderer (`exposition.py`) both use it.
+Names, types and labels are those of docs/metrics.md. `estimate_samples` and `counter_samples` are the one place
+that says which samples an estimate and a series' counters yield; the /metrics text (`exposition.py`) and the
+OTLP push (`otlp_metrics.py`) both read them, so a series that leaves the windows vanishes from both.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
-from agentwatch.exporters.estimator import EstimatorCounters, Histogram
+from agentwatch.exporters.estimator import EstimatorCounters, Histogram, SeriesCounters
 from agentwatch.exporters.summary import QUANTILES, SeriesEstimate
 from agentwatch.exporters.windows import OUTCOMES
-from prometheus_client.core import (
-    CounterMetricFamily,
-    GaugeMetricFamily,
-    HistogramMetricFamily,
-    Metric,
-)
-from prometheus_client.registry import Collector
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
-SERIES = ["agent", "version", "task"]
+SERIES = ("agent", "version", "task")
 STATS = ("mean", "lower", "upper")
 
 # (name, help, labels after agent/version/task/window) of the gauge families, in exposition order.
@@ -51,6 +45,16 @@ GAUGES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
      ("reference_version",)),
     ("agentwatch_drift_reference_success_rate", "In-control success probability p0 of the drift CUSUM.",
      ("reference_version",)),
+)
+# (name as exposed, help, labels after agent/version/task) of the per-series counters since start.
+COUNTERS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("agentwatch_conversations_total", "Conversations consumed since start.", ("outcome",)),
+    ("agentwatch_failures_total", "Conversations with that failure mode since start.", ("mode",)),
+)
+# (name, help) of the per-series histograms since start, cost then duration.
+HISTOGRAMS: tuple[tuple[str, str], ...] = (
+    ("agentwatch_conversation_cost_usd", "Cost per conversation (USD)."),
+    ("agentwatch_conversation_duration_seconds", "Duration per conversation (s)."),
 )
 (SUCCESS, AT_K, POW_K, ASR, TOOL, REGRESSION, CONVERSATIONS, SCORED, PASSED, OUTCOME_RATIO, FAILURE_RATIO,
  SCORED_RATIO, COST, OVER_BUDGET, DURATION, EVIDENCE_RATE, SAMPLED_RATIO, LABEL_RATIO, DRIFT_STATISTIC,
@@ -120,16 +124,6 @@ def regression_samples(e: SeriesEstimate) -> Iterator[Sample]:
         yield DRIFT_REFERENCE, (d.reference_version,), d.p0
 
 
-def estimate_families(estimates: list[SeriesEstimate]) -> list[Metric]:
-    """Gauge families of the rolling estimates."""
-    fams = [GaugeMetricFamily(name, doc, labels=[*SERIES, "window", *extra]) for name, doc, extra in GAUGES]
-    for e in estimates:
-        base = (e.agent, e.version, e.task, e.window)
-        for i, extra, v in estimate_samples(e):
-            fams[i].add_metric(base + extra, v)
-    return fams
-
-
 def histogram_buckets(h: Histogram) -> list[tuple[str, float]]:
     """Cumulative (le, count) pairs of a histogram, +Inf last."""
     out, running = [], 0
@@ -139,28 +133,13 @@ def histogram_buckets(h: Histogram) -> list[tuple[str, float]]:
     return out
 
 
-def series_counter_families(c: EstimatorCounters) -> list[Metric]:
-    """Per-series counters and histograms since start."""
-    conversations = CounterMetricFamily("agentwatch_conversations", "Conversations consumed since start.",
-                                        labels=SERIES + ["outcome"])
-    failures = CounterMetricFamily("agentwatch_failures", "Conversations with that failure mode since start.",
-                                   labels=SERIES + ["mode"])
-    cost = HistogramMetricFamily("agentwatch_conversation_cost_usd", "Cost per conversation (USD).",
-                                 labels=SERIES)
-    duration = HistogramMetricFamily("agentwatch_conversation_duration_seconds",
-                                     "Duration per conversation (s).", labels=SERIES)
-    for key, sc in c.series.items():
-        labels = list(key)
-        for outcome in OUTCOMES:
-            if outcome in sc.outcomes:
-                conversations.add_metric([*labels, outcome], sc.outcomes[outcome])
-        for mode, n in sorted(sc.modes.items()):
-            failures.add_metric([*labels, mode], n)
-        if sc.cost.count:
-            cost.add_metric(labels, histogram_buckets(sc.cost), sc.cost.total)
-        if sc.duration.count:
-            duration.add_metric(labels, histogram_buckets(sc.duration), sc.duration.total)
-    return [conversations, failures, cost, duration]
+def counter_samples(c: SeriesCounters) -> Iterator[Sample]:
+    """The counter samples of one series since start: (index into COUNTERS, extra label values, value)."""
+    for outcome in OUTCOMES:
+        if outcome in c.outcomes:
+            yield 0, (outcome,), c.outcomes[outcome]
+    for mode, n in sorted(c.modes.items()):
+        yield 1, (mode,), n
 
 
 def health_families(c: EstimatorCounters) -> list[Metric]:
@@ -185,25 +164,3 @@ def health_families(c: EstimatorCounters) -> list[Metric]:
         families.append(GaugeMetricFamily("agentwatch_estimator_last_score_timestamp_seconds",
                                           "Event time of the newest counted score.", value=c.last_score_timestamp))
     return families
-
-
-def counter_families(c: EstimatorCounters) -> list[Metric]:
-    """Counter and histogram families: per-series counters since start and estimator health."""
-    return series_counter_families(c) + health_families(c)
-
-
-class EstimatorCollector(Collector):
-    """Yields every estimator family, built from one snapshot per scrape."""
-
-    def __init__(self, estimator: object) -> None:
-        self.estimator = estimator  # an Estimator, or anything with snapshot() and counters()
-
-    def collect(self) -> Iterator[Metric]:
-        """Fresh families for this scrape."""
-        est = self.estimator
-        yield from estimate_families(est.snapshot())  # type: ignore[attr-defined]
-        yield from counter_families(est.counters())  # type: ignore[attr-defined]
-
-    def describe(self) -> list[Metric]:
-        """Nothing: keeps registration from running a scrape."""
-        return []

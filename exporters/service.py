@@ -17,14 +17,14 @@ from collections.abc import Callable
 from typing import Any
 
 from agentwatch.exporters.estimator import Estimator
-from agentwatch.exporters.exposition import Exposition, serve_http
-from agentwatch.exporters.prometheus import EstimatorCollector
+from agentwatch.exporters.exposition import Exposition
 from kafka import ConsumerRebalanceListener
 from prometheus_client import CollectorRegistry
 from pydantic import ValidationError
 
 from agentwatch.config import Settings
 from agentwatch.kafka_security import KafkaSecurity, probe_kafka_python
+from agentwatch.metrics_http import MetricsServer
 from agentwatch.schema import ConversationScore
 
 log = logging.getLogger(__name__)
@@ -56,12 +56,10 @@ class ExporterService:
         self.registry = registry if registry is not None else CollectorRegistry()
         self._clock = clock
         self.estimator = Estimator(settings, clock)
-        # prometheus-client view of the estimator (for embedding in another registry); /metrics uses the
-        # equivalent, faster `Exposition`, followed by whatever else is registered on `registry`.
-        self.collector = EstimatorCollector(self.estimator)
+        # /metrics: the estimator, then whatever else is registered on `registry`
         self.exposition = Exposition(lambda: self.estimator, self.registry)
         self.port: int | None = None
-        self._http: Any = None
+        self._http: MetricsServer | None = None
         self._consumer: Any = None
         self._assigned: list[Any] = []
         self._pending: list[Any] = []
@@ -73,17 +71,14 @@ class ExporterService:
         """Serve /metrics (port 0 picks a free one); return the port."""
         cfg = self.settings.exporter
         port = cfg.metrics_port if port is None else port
-        server = serve_http(self.exposition, port, host or cfg.metrics_host)
-        self._http = server
-        self.port = int(server.server_address[1])
-        log.info("serving metrics on http://%s:%d/metrics", host or cfg.metrics_host, self.port)
+        self._http = MetricsServer(self.exposition.render, port, host or cfg.metrics_host, "agentwatch exporter")
+        self.port = self._http.port
         return self.port
 
     def stop_http(self) -> None:
         """Stop serving /metrics."""
         if self._http is not None:
-            self._http.shutdown()
-            self._http.server_close()
+            self._http.stop()
             self._http = None
 
     # ------------------------------------------------------------------ consuming
@@ -109,7 +104,6 @@ class ExporterService:
         """Fresh estimator; pause the assigned partitions until `_rewind` runs (listeners must not block)."""
         estimator = Estimator(self.settings, self._clock)
         self.estimator = estimator
-        self.collector.estimator = estimator
         self._assigned = assigned
         self.replayed.clear()
         if assigned:

@@ -26,9 +26,10 @@ from collector_kafka_helpers import (
     unique,
 )
 from fake_openai import FakeOpenAI, Reply, verdict_reply
-from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client import CollectorRegistry
 
 from agentwatch.config import JudgeConfig, SamplingConfig
+from agentwatch.metrics_http import render_families
 
 pytestmark = pytest.mark.broker
 
@@ -164,7 +165,7 @@ def test_slow_judge_pauses_the_consumer_and_metrics_report_it(broker, topic, tmp
             _finished(agent)
             done.set()
             watcher.join()
-            text = generate_latest(registry).decode()
+            text = render_families(registry.collect())
             assert svc.error is None
             pauses = svc.service.stats.judge_pauses
             consumed = svc.service.stats.messages_consumed

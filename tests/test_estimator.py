@@ -310,15 +310,12 @@ def test_caps_are_first_come_within_the_longest_window() -> None:
 
 
 def test_folds_are_exposed_per_label() -> None:
-    from agentwatch.exporters.prometheus import EstimatorCollector
-    from prometheus_client import CollectorRegistry, generate_latest
+    from agentwatch.exporters.exposition import Exposition
 
     est, _ = estimator(exporter={"max_versions_per_agent": 1, "max_failure_modes": 1})
     est.add(make_score("1", version="v1", passed=False, reasons=["loop: x"]))
     est.add(make_score("2", version="v2", passed=False, reasons=["error: y"]))
-    registry = CollectorRegistry()
-    registry.register(EstimatorCollector(est))
-    text = generate_latest(registry).decode()
+    text = Exposition(lambda: est).render().decode()
     assert 'agentwatch_labels_folded_total{label="version"} 1.0' in text
     assert 'agentwatch_labels_folded_total{label="mode"} 1.0' in text
     assert 'agentwatch_labels_folded_total{label="agent"} 0.0' in text

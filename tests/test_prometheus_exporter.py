@@ -8,9 +8,9 @@ from fractions import Fraction
 import pytest
 from _score_factory import T0, make_score
 from agentwatch.exporters.service import ExporterService
+from metrics_reference import beta_bounds_by_bisection
 from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
-from scipy import stats as sps
 
 from agentwatch.config import load_settings
 from agentwatch.schema import ToolScore, TurnScore
@@ -64,7 +64,7 @@ def test_pass_pow_3_exact_through_http_scrape(served) -> None:
     exact = Fraction(1)
     for i in range(3):
         exact *= Fraction(25 + i, 32 + i)
-    lo, hi = sps.beta.ppf([0.025, 0.975], 25, 7)
+    lo, hi = beta_bounds_by_bisection(24, 30)
     assert abs(mean - float(exact)) < 1e-9
     assert abs(lower - lo**3) < 1e-9
     assert abs(upper - hi**3) < 1e-9
@@ -137,37 +137,55 @@ def _parsed(text: str) -> tuple[dict, dict]:
     return types, samples
 
 
-def test_fast_exposition_equals_prometheus_client_rendering() -> None:
+def _feed(est, step: int) -> None:
+    if step == 0:
+        for i in range(120):
+            est.add(make_score(f"e{i}", passed=i % 3 != 0, version="v1" if i < 60 else "v2", task=f"t{i % 4}",
+                               ended_at=T0 - i * 400, cost_usd=0.003 * i, budget_usd=0.1, duration_s=i / 3,
+                               reasons=['loop: "quoted"'] if i % 5 == 0 else [], turn_scores=[TOOL_TURN],
+                               evidence=["error", "loop"][: i % 3], judge_sampled=i % 4 == 0,
+                               review_sampled=i % 6 == 0, label="abandoned" if i % 7 == 0 else None))
+        est.add(make_score("e1", passed=False))
+        est.add(make_score("e2", passed=True, version="v1", task="t2", ended_at=T0 - 800, revision=1,
+                           label="complete"))
+    if step == 2:
+        est.add(make_score("late", passed=False, version="v2", task="t1", ended_at=T0 + 30))
+
+
+def test_kept_text_follows_every_change_and_is_valid_for_promtool(tmp_path) -> None:
+    import shutil
+    import subprocess
+
     from agentwatch.exporters.estimator import Estimator
     from agentwatch.exporters.exposition import Exposition
-    from agentwatch.exporters.prometheus import EstimatorCollector
-    from prometheus_client import generate_latest
 
     clock = Clock(T0 + 60)
     est = Estimator(load_settings(), clock=clock)
-    for i in range(120):
-        est.add(make_score(f"e{i}", passed=i % 3 != 0, version="v1" if i < 60 else "v2", task=f"t{i % 4}",
-                           ended_at=T0 - i * 400, cost_usd=0.003 * i, budget_usd=0.1, duration_s=i / 3,
-                           reasons=['loop: "quoted"'] if i % 5 == 0 else [], turn_scores=[TOOL_TURN],
-                           evidence=["error", "loop"][: i % 3], judge_sampled=i % 4 == 0, review_sampled=i % 6 == 0,
-                           label="abandoned" if i % 7 == 0 else None))
-    est.add(make_score("e1", passed=False))
-    est.add(make_score("e2", passed=True, version="v1", task="t2", ended_at=T0 - 800, revision=1, label="complete"))
-    fast = Exposition(lambda: est)
-    registry = CollectorRegistry()
-    registry.register(EstimatorCollector(est))
-    for step in range(3):  # second and third renders come partly from the caches
+    kept = Exposition(lambda: est)
+    for step in range(3):  # the second and third renders come partly from the kept text
+        _feed(est, step)
         if step == 2:
-            est.add(make_score("late", passed=False, version="v2", task="t1", ended_at=T0 + 30))
             clock.t = T0 + 5000
-        ours, reference = _parsed(fast.render().decode()), _parsed(generate_latest(registry).decode())
-        assert ours[0] == reference[0]
-        assert ours[1] == reference[1]
+        text = kept.render().decode()
+        # The same scores folded into a new estimator, rendered once: nothing kept from earlier scrapes.
+        fresh_est = Estimator(load_settings(), clock=clock)
+        for earlier in range(step + 1):
+            _feed(fresh_est, earlier)
+        ours, fresh = _parsed(text), _parsed(Exposition(lambda fe=fresh_est: fe).render().decode())
+        assert ours == fresh
         assert any(k[0] == "agentwatch_regression_probability" for k in ours[1])
         for family in ("agentwatch_failure_evidence_rate", "agentwatch_sampled_ratio", "agentwatch_label_ratio",
-                       "agentwatch_score_revisions_total"):
+                       "agentwatch_score_revisions_total", "agentwatch_conversation_cost_usd_bucket"):
             assert any(k[0] == family for k in ours[1]), family
         assert len(ours[1]) > 1000
+    promtool = shutil.which("promtool") or "/usr/bin/promtool"
+    run = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True, text=True, timeout=60,
+                         check=False)
+    problems = set((run.stdout + run.stderr).splitlines())
+    # Exit 3 is lint only; the one lint is the documented `quantile` label of the cost and duration gauges.
+    assert run.returncode in (0, 3), problems
+    assert problems <= {f'{name} non-summary metrics should not have "quantile" label'
+                        for name in ("agentwatch_cost_usd", "agentwatch_duration_seconds")}, problems
 
 
 @pytest.mark.parametrize(
@@ -195,7 +213,7 @@ def test_failure_evidence_sample_and_label_families_through_http_scrape(served) 
     service.estimator.add(make_score("c12", passed=None, revision=1, label="abandoned", evidence=["no_answer"]))
     m = scrape(port)
     s = {"agent": "bot", "version": "v1", "task": "*", "window": "24h"}
-    lo, hi = sps.beta.ppf([0.025, 0.975], 1 + 4, 1 + 16)
+    lo, hi = beta_bounds_by_bisection(4, 20)
     assert value(m, "agentwatch_failure_evidence_rate", evidence="error", stat="mean", **s) == pytest.approx(5 / 22)
     assert value(m, "agentwatch_failure_evidence_rate", evidence="error", stat="lower", **s) == pytest.approx(lo)
     assert value(m, "agentwatch_failure_evidence_rate", evidence="error", stat="upper", **s) == pytest.approx(hi)

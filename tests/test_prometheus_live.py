@@ -4,8 +4,8 @@ Checked through Prometheus's HTTP API: every expression of the dashboard (variab
 every recording rule records data; every alert rule's expression holds on data built to trigger it and the
 alert is pending or firing in Prometheus; pass^3 equals the exact Beta posterior (scipy) for the fed counts.
 
-The estimate and estimator-health families come from `Estimator` + `EstimatorCollector` (the exporter's own
-code). The pipeline-health families come from the collector's `PipelineMetrics`, over a `PipelineStats` that the
+The estimate and estimator-health families come from `Estimator` + `Exposition` served by `MetricsServer` (the
+exporter's own code). The pipeline-health families come from the collector's `PipelineMetrics`, over a `PipelineStats` that the
 test sets instead of a consumer loop (lag, rejections, last commit), so that the pipeline alerts can be triggered.
 """
 
@@ -30,12 +30,13 @@ import pytest
 import yaml
 from agentwatch.collector.metrics import PipelineStats, register
 from agentwatch.exporters.estimator import Estimator
-from agentwatch.exporters.prometheus import EstimatorCollector
-from prometheus_client import CollectorRegistry, start_http_server
+from agentwatch.exporters.exposition import Exposition
+from prometheus_client import CollectorRegistry
 from scipy import stats
 
 from agentwatch.broker import free_port
 from agentwatch.config import Settings
+from agentwatch.metrics_http import MetricsServer
 from agentwatch.schema import ConversationScore, Outcome, OutcomeSource, ToolScore, TurnScore
 
 pytestmark = pytest.mark.prometheus
@@ -203,10 +204,9 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
                              last_commit_timestamp=time.time() - 3600)
     pipeline.reject("undecodable")
     registry = CollectorRegistry()
-    registry.register(EstimatorCollector(estimator))
     register(pipeline, registry)
-    port = free_port()
-    server, thread = start_http_server(port, addr="127.0.0.1", registry=registry)
+    server = MetricsServer(Exposition(lambda: estimator, registry).render, 0, "127.0.0.1")
+    port = server.port
 
     config = {
         "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
@@ -260,9 +260,7 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
             proc.kill()
             proc.wait()
         log.close()
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
+        server.stop()
 
 
 # --------------------------------------------------------------------------- dashboard

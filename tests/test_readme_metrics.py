@@ -8,9 +8,8 @@ from pathlib import Path
 from _score_factory import T0, make_score
 from agentwatch.collector.metrics import PipelineStats, register
 from agentwatch.exporters.estimator import Estimator
-from agentwatch.exporters.prometheus import EstimatorCollector
+from agentwatch.exporters.exposition import Exposition
 from prometheus_client import CollectorRegistry
-from prometheus_client.exposition import generate_latest
 
 from agentwatch.config import load_settings
 
@@ -26,10 +25,8 @@ def _exposed_families() -> set[str]:
     for i in range(40):
         est.add(make_score(f"b{i}", i % 3 != 0, version="v2", ended_at=T0 + 30, cost_usd=0.02, budget_usd=0.015))
     registry = CollectorRegistry()
-    registry.register(EstimatorCollector(est))
-    stats = PipelineStats()
-    register(stats, registry)
-    text = generate_latest(registry).decode()
+    register(PipelineStats(), registry)
+    text = Exposition(lambda: est, registry).render().decode()
     return set(re.findall(r"^# TYPE (agentwatch_\w+) ", text, re.MULTILINE))
 
 

@@ -29,8 +29,6 @@ def collector(
     metrics_port: Annotated[int | None, typer.Option(help="Serve /metrics on this port.")] = None,
 ) -> None:
     """Consume span topics, assemble conversations, score them and write the scores (runs until SIGTERM)."""
-    import logging
-
     settings = settings_from_options(
         config,
         bootstrap_servers,
@@ -42,8 +40,6 @@ def collector(
             "metrics_port": metrics_port,
         },
     )
-    log = logging.getLogger("agentwatch.collector")
-
     from agentwatch.collector.service import CollectorService
 
     try:
@@ -56,14 +52,9 @@ def collector(
 
     port = settings.collector.metrics_port
     if port is not None:
-        from prometheus_client import CollectorRegistry, start_http_server
+        from agentwatch.collector.metrics import serve
 
-        from agentwatch.collector.metrics import register
-
-        registry = CollectorRegistry()
-        register(service.stats, registry, service)
-        serve_metrics(lambda: start_http_server(port, registry=registry), port)
-        log.info("metrics on :%d/metrics", port)
+        serve_metrics(lambda: serve(service.stats, service, port).port, port)
     from confluent_kafka import KafkaException
 
     from agentwatch.kafka_security import KafkaSecurityError

@@ -1,0 +1,105 @@
+"""The Prometheus text format (version 0.0.4) and the HTTP server that serves it on /metrics.
+
+One renderer and one server for every process: the collector serves its pipeline health with them, the exporter
+its estimates (whose text `agentwatch.exporters.exposition` keeps between scrapes, built from the line helpers
+here), and `agentwatch serve` both on one port. Families are prometheus-client `Metric` objects (name, type,
+help, samples); prometheus-client is used for those containers and its float formatting, not for rendering.
+"""
+
+from __future__ import annotations
+
+import gzip
+import logging
+import threading
+from collections.abc import Callable, Iterable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from prometheus_client.core import Metric
+from prometheus_client.utils import floatToGoString
+
+log = logging.getLogger(__name__)
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+# Bodies up to this size go out uncompressed even when the scraper accepts gzip: compressing them costs more
+# than it saves.
+_GZIP_MIN_BYTES = 4096
+
+
+def escape(value: str) -> str:
+    """A label value escaped for the text format."""
+    return value.replace("\\", r"\\").replace("\n", r"\n").replace('"', r"\"")
+
+
+def labels_text(names: Iterable[str], values: Iterable[str]) -> str:
+    """`name="value",…` for the labels in the order given (no braces)."""
+    return ",".join(f'{n}="{escape(v)}"' for n, v in zip(names, values, strict=True))
+
+
+def sample_line(name: str, labels: str, value: float) -> str:
+    """One sample line; `labels` as made by `labels_text` (empty for none)."""
+    return f"{name}{{{labels}}} {floatToGoString(value)}\n" if labels else f"{name} {floatToGoString(value)}\n"
+
+
+def header(name: str, kind: str, doc: str) -> str:
+    """The HELP and TYPE lines of a family as exposed (a counter's name with its `_total`)."""
+    help_text = doc.replace("\\", r"\\").replace("\n", r"\n")
+    return f"# HELP {name} {help_text}\n# TYPE {name} {kind}\n"
+
+
+def render_families(families: Iterable[Metric]) -> str:
+    """The text of counter, gauge and histogram families, labels in name order."""
+    out: list[str] = []
+    for fam in families:
+        if fam.type not in ("counter", "gauge", "histogram"):
+            raise ValueError(f"{fam.name}: metric type {fam.type!r} is not rendered")
+        out.append(header(f"{fam.name}_total" if fam.type == "counter" else fam.name, fam.type, fam.documentation))
+        for s in fam.samples:
+            if s.name.endswith("_created"):  # OpenMetrics only; no family here sets one
+                continue
+            labels = sorted(s.labels.items())
+            out.append(sample_line(s.name, labels_text((k for k, _ in labels), (v for _, v in labels)), s.value))
+    return "".join(out)
+
+
+class MetricsServer:
+    """Serves `render()` on http://host:port/metrics from a daemon thread (port 0 picks a free one)."""
+
+    def __init__(self, render: Callable[[], bytes], port: int, host: str = "0.0.0.0", name: str = "agentwatch"):
+        self._server = ThreadingHTTPServer((host, port), _handler(render, name))
+        self._server.daemon_threads = True
+        self.port = int(self._server.server_address[1])
+        threading.Thread(target=self._server.serve_forever, name="metrics-http", daemon=True).start()
+        log.info("serving metrics on http://%s:%d/metrics", host, self.port)
+
+    def stop(self) -> None:
+        """Stop serving and close the socket."""
+        self._server.shutdown()
+        self._server.server_close()
+
+
+def _handler(render: Callable[[], bytes], name: str) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            if self.path.split("?", 1)[0] != "/metrics":
+                status = 200 if self.path == "/" else 404
+                body, ctype = f"{name}: see /metrics\n".encode(), "text/plain"
+            else:
+                try:
+                    body, status, ctype = render(), 200, CONTENT_TYPE
+                except Exception:  # a failing scrape must not kill the server; the error is logged
+                    log.exception("rendering /metrics failed")
+                    body, status, ctype = b"internal error\n", 500, "text/plain"
+            self.send_response(status)
+            self.send_header("Content-Type", ctype)
+            if "gzip" in self.headers.get("Accept-Encoding", "") and len(body) > _GZIP_MIN_BYTES:
+                body = gzip.compress(body, compresslevel=1)
+                self.send_header("Content-Encoding", "gzip")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            log.debug("http: " + format, *args)
+
+    return Handler
