@@ -1,7 +1,7 @@
 """The Prometheus text format (version 0.0.4) and the HTTP server that serves it on /metrics.
 
-One renderer and one server for every process: the collector serves its pipeline health with them, the exporter
-its estimates (whose text `agentwatch.exporters.exposition` keeps between scrapes, built from the line helpers
+One renderer and one server for every process: the collector serves its pipeline health with them, the
+exporter its estimates (whose text `agentwatch.exporters.exposition` keeps between scrapes, built from the line helpers
 here), and `agentwatch serve` both on one port. Families are prometheus-client `Metric` objects (name, type,
 help, samples); prometheus-client is used for those containers and its float formatting, not for rendering.
 """
@@ -38,7 +38,8 @@ def labels_text(names: Iterable[str], values: Iterable[str]) -> str:
 
 def sample_line(name: str, labels: str, value: float) -> str:
     """One sample line; `labels` as made by `labels_text` (empty for none)."""
-    return f"{name}{{{labels}}} {floatToGoString(value)}\n" if labels else f"{name} {floatToGoString(value)}\n"
+    braced = f"{{{labels}}}" if labels else ""
+    return f"{name}{braced} {floatToGoString(value)}\n"
 
 
 def header(name: str, kind: str, doc: str) -> str:
@@ -53,19 +54,22 @@ def render_families(families: Iterable[Metric]) -> str:
     for fam in families:
         if fam.type not in ("counter", "gauge", "histogram"):
             raise ValueError(f"{fam.name}: metric type {fam.type!r} is not rendered")
-        out.append(header(f"{fam.name}_total" if fam.type == "counter" else fam.name, fam.type, fam.documentation))
+        name = f"{fam.name}_total" if fam.type == "counter" else fam.name
+        out.append(header(name, fam.type, fam.documentation))
         for s in fam.samples:
             if s.name.endswith("_created"):  # OpenMetrics only; no family here sets one
                 continue
-            labels = sorted(s.labels.items())
-            out.append(sample_line(s.name, labels_text((k for k, _ in labels), (v for _, v in labels)), s.value))
+            names = sorted(s.labels)
+            out.append(sample_line(s.name, labels_text(names, (s.labels[n] for n in names)), s.value))
     return "".join(out)
 
 
 class MetricsServer:
     """Serves `render()` on http://host:port/metrics from a daemon thread (port 0 picks a free one)."""
 
-    def __init__(self, render: Callable[[], bytes], port: int, host: str = "0.0.0.0", name: str = "agentwatch"):
+    def __init__(
+        self, render: Callable[[], bytes], port: int, host: str = "0.0.0.0", name: str = "agentwatch"
+    ) -> None:
         self._server = ThreadingHTTPServer((host, port), _handler(render, name))
         self._server.daemon_threads = True
         self.port = int(self._server.server_address[1])

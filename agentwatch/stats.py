@@ -15,8 +15,8 @@ Bayesian mode: p ~ Beta(prior_alpha + c, prior_beta + n - c). pass@k = 1-(1-p)^k
 p, so equal-tailed credible bounds are the transforms of the Beta quantiles, and posterior means are closed-form:
 `E[p^k] = prod_{i<k} (a+i)/(a+b+i)`, `E[1-(1-p)^k] = 1 - prod_{i<k} (b+i)/(a+b+i)`. No sampling, no seed.
 
-One implementation serves one posterior and many: `beta_interval`, `beta_power_means` and the plug-in transforms
-broadcast over numpy arrays (a scalar is the 0-d case), so the exporter computes every series of a snapshot in
+One implementation serves one posterior and many: `beta_interval`, `beta_power_means` and the plug-in
+transforms broadcast over numpy arrays (a scalar is the 0-d case), so the exporter computes every series of a snapshot in
 one call and `BetaPosterior` is the scalar view of the same functions.
 """
 
@@ -233,7 +233,7 @@ def bootstrap_counts_interval(
     _check_bootstrap(level, resamples)
     v = np.asarray(values, dtype=np.float64).ravel()
     w = np.asarray(counts, dtype=np.float64).ravel()
-    if v.size == 0 or v.size != w.size or np.any(w < 0) or not np.all(np.isfinite(v)):
+    if v.size == 0 or v.size != w.size or (w < 0).any() or not np.isfinite(v).all():
         raise ValueError("need as many non-negative counts as finite values, and at least one value")
     if v.size == 1:
         return float(v[0]), float(v[0])

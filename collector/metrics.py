@@ -1,4 +1,4 @@
-"""Pipeline-health metrics of the collector, built fresh on every scrape, and the collector's /metrics server."""
+"""Pipeline-health metrics of the collector, built fresh on every scrape, and its /metrics server."""
 
 from __future__ import annotations
 
@@ -191,4 +191,8 @@ def serve(stats: PipelineStats, service: Any, port: int, host: str = "0.0.0.0") 
     """Serve the pipeline metrics of `stats` and `service`'s judge on http://host:port/metrics."""
     registry = CollectorRegistry()
     register(stats, registry, service)
-    return MetricsServer(lambda: render_families(registry.collect()).encode(), port, host, "agentwatch collector")
+
+    def body() -> bytes:
+        return render_families(registry.collect()).encode()
+
+    return MetricsServer(body, port, host, "agentwatch collector")

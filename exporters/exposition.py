@@ -1,9 +1,9 @@
-"""The estimator's /metrics text: every estimate and counter family, text kept between scrapes while unchanged.
+"""The estimator's /metrics text, the text of each unchanged series kept between scrapes.
 
 Formatting every sample on every scrape costs about 100× a scrape that reuses the text of unchanged series
-(`benchmarks/exporter.py`), so the text of each estimate and of each series' counters is kept while they are
+(docs/exporter.md), so the text of each estimate and of each series' counters is kept while they are
 unchanged, and a scrape is one string join per unchanged series. Which samples exist comes from
-`prometheus.estimate_samples` and `prometheus.counter_samples`; the lines, the estimator-health families and any
+`prometheus.estimate_samples` and `prometheus.counter_samples`; the lines, the estimator-health families and
 other registered collectors (the collector's pipeline health in `serve`) are written by `agentwatch.metrics_http`.
 """
 

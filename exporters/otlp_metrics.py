@@ -46,8 +46,9 @@ class OtlpBridge:
         self._samples: dict[str, list[Observation]] = {}
         instruments = [(name, doc, "gauge") for name, doc, _ in GAUGES]
         instruments += [(name, doc, "counter") for name, doc, _ in COUNTERS]
-        instruments += [(f"{fam.name}_total" if fam.type == "counter" else fam.name, fam.documentation, fam.type)
-                        for fam in health_families(_EMPTY)]
+        for fam in health_families(_EMPTY):
+            name = f"{fam.name}_total" if fam.type == "counter" else fam.name
+            instruments.append((name, fam.documentation, fam.type))
         for name, doc, kind in instruments:
             if kind == "gauge":
                 meter.create_observable_gauge(name, [self._callback(name)], description=doc)

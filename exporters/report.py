@@ -81,13 +81,20 @@ def has_loop(score: ConversationScore) -> bool:
 
 # The four estimates of each kind: unbiased, plug-in, posterior mean, posterior interval.
 _K_FORMS = {
-    "at": (pass_at_k_unbiased, pass_at_k_plugin, BetaPosterior.pass_at_k_mean, BetaPosterior.pass_at_k_interval),
-    "pow": (pass_pow_k_unbiased, pass_pow_k_plugin, BetaPosterior.pass_pow_k_mean, BetaPosterior.pass_pow_k_interval),
+    "at": (pass_at_k_unbiased, pass_at_k_plugin, BetaPosterior.pass_at_k_mean,
+           BetaPosterior.pass_at_k_interval),
+    "pow": (pass_pow_k_unbiased, pass_pow_k_plugin, BetaPosterior.pass_pow_k_mean,
+            BetaPosterior.pass_pow_k_interval),
 }
 
 
 def _k_estimate(
-    n: int, c: int, k: int, per_task: dict[str, tuple[int, int]], settings: Settings, kind: Literal["at", "pow"]
+    n: int,
+    c: int,
+    k: int,
+    per_task: dict[str, tuple[int, int]],
+    settings: Settings,
+    kind: Literal["at", "pow"],
 ) -> KEstimate:
     if n == 0:
         return KEstimate(unbiased=None, plugin=None, mean=None, lower=None, upper=None, task_mean=None)

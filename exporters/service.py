@@ -71,7 +71,8 @@ class ExporterService:
         """Serve /metrics (port 0 picks a free one); return the port."""
         cfg = self.settings.exporter
         port = cfg.metrics_port if port is None else port
-        self._http = MetricsServer(self.exposition.render, port, host or cfg.metrics_host, "agentwatch exporter")
+        host = host or cfg.metrics_host
+        self._http = MetricsServer(self.exposition.render, port, host, "agentwatch exporter")
         self.port = self._http.port
         return self.port
 

@@ -1,5 +1,5 @@
-"""Independent references the tests compare with: Beta quantiles by bisection on the CDF, exact Beta moments, a
-/metrics scrape."""
+"""Independent references the tests compare with: Beta quantiles by bisection on the CDF, exact Beta moments,
+a /metrics scrape."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from scipy.special import betainc
 
 
 def beta_quantile_by_bisection(a: float, b: float, q: float) -> float:
-    """Beta(a, b) quantile found by bisection on the CDF (`scipy.special.betainc`), not by an inverse function."""
+    """Beta(a, b) quantile by bisection on the CDF (`scipy.special.betainc`), not by an inverse function."""
     lo, hi = 0.0, 1.0
     for _ in range(200):
         mid = (lo + hi) / 2
@@ -22,7 +22,9 @@ def beta_quantile_by_bisection(a: float, b: float, q: float) -> float:
     return (lo + hi) / 2
 
 
-def beta_bounds_by_bisection(x: float, n: float, level: float = 0.95, prior: float = 1.0) -> tuple[float, float]:
+def beta_bounds_by_bisection(
+    x: float, n: float, level: float = 0.95, prior: float = 1.0
+) -> tuple[float, float]:
     """Equal-tailed bounds of Beta(prior + x, prior + n - x), by bisection on its CDF."""
     tail = (1 - level) / 2
     a, b = prior + x, prior + n - x

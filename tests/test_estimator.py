@@ -62,8 +62,10 @@ def test_estimates_of_many_series_against_exact_moments_and_bisection() -> None:
         lo, hi = beta_bounds_by_bisection(c, n)
         assert (e.success.lower, e.success.upper) == pytest.approx((lo, hi), abs=1e-12)
         for k in (1, 3, 5):
-            assert e.pass_pow_k[k].mean == pytest.approx(float(exact_beta_moment(1 + c, 1 + n - c, k)), abs=1e-12)
-            assert e.pass_at_k[k].mean == pytest.approx(1 - float(exact_beta_moment(1 + n - c, 1 + c, k)), abs=1e-12)
+            pow_mean = exact_beta_moment(1 + c, 1 + n - c, k)
+            fail_mean = exact_beta_moment(1 + n - c, 1 + c, k)  # E[(1-p)^k]: 1 - p ~ Beta(1 + n - c, 1 + c)
+            assert e.pass_pow_k[k].mean == pytest.approx(float(pow_mean), abs=1e-12)
+            assert e.pass_at_k[k].mean == pytest.approx(1 - float(fail_mean), abs=1e-12)
             assert (e.pass_pow_k[k].lower, e.pass_pow_k[k].upper) == pytest.approx((lo**k, hi**k), abs=1e-12)
             assert (e.pass_at_k[k].lower, e.pass_at_k[k].upper) == pytest.approx(
                 (1 - (1 - lo) ** k, 1 - (1 - hi) ** k), abs=1e-12

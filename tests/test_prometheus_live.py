@@ -2,11 +2,12 @@
 
 Checked through Prometheus's HTTP API: every expression of the dashboard (variables substituted) returns data;
 every recording rule records data; every alert rule's expression holds on data built to trigger it and the
-alert is pending or firing in Prometheus; pass^3 equals the exact Beta posterior (scipy) for the fed counts.
+alert is pending or firing in Prometheus; pass^3 equals the exact Beta posterior (bisection on its CDF) for the fed counts.
 
-The estimate and estimator-health families come from `Estimator` + `Exposition` served by `MetricsServer` (the
-exporter's own code). The pipeline-health families come from the collector's `PipelineMetrics`, over a `PipelineStats` that the
-test sets instead of a consumer loop (lag, rejections, last commit), so that the pipeline alerts can be triggered.
+The estimate and estimator-health families come from `Estimator` + `Exposition` served by `MetricsServer`
+(the exporter's own code). The pipeline-health families come from the collector's `PipelineMetrics`, over a
+`PipelineStats` that the test sets instead of a consumer loop (lag, rejections, last commit), so that the
+pipeline alerts can be triggered.
 """
 
 from __future__ import annotations
@@ -31,8 +32,8 @@ import yaml
 from agentwatch.collector.metrics import PipelineStats, register
 from agentwatch.exporters.estimator import Estimator
 from agentwatch.exporters.exposition import Exposition
+from metrics_reference import beta_bounds_by_bisection
 from prometheus_client import CollectorRegistry
-from scipy import stats
 
 from agentwatch.broker import free_port
 from agentwatch.config import Settings
@@ -371,8 +372,8 @@ def test_quiet_series_do_not_alert(live: Live) -> None:
 def _exact_pass_pow(counts: Counts, k: int, level: float = 0.95) -> dict[str, float]:
     a, b = 1 + counts.c, 1 + counts.n - counts.c
     mean = math.prod((a + i) / (a + b + i) for i in range(k))
-    tail = (1 - level) / 2
-    return {"mean": mean, "lower": stats.beta.ppf(tail, a, b) ** k, "upper": stats.beta.ppf(1 - tail, a, b) ** k}
+    lo, hi = beta_bounds_by_bisection(counts.c, counts.n, level)
+    return {"mean": mean, "lower": lo**k, "upper": hi**k}
 
 
 @pytest.mark.parametrize(("task", "window"), sorted(EXPECTED), ids=lambda x: str(x))
@@ -439,7 +440,7 @@ def test_error_evidence_rate_equals_the_exact_posterior_over_all_traffic(live: L
     got = {r["metric"]["stat"]: float(r["value"][1])
            for r in live.api.vector(f"agentwatch_failure_evidence_rate{{{selector}}}")}
     a, b = 1 + x, 1 + n - x
-    lo, hi = stats.beta.ppf([0.025, 0.975], a, b)
+    lo, hi = beta_bounds_by_bisection(x, n)
     assert got == pytest.approx({"mean": a / (a + b), "lower": lo, "upper": hi}, rel=1e-9)
     codes = {r["metric"]["evidence"] for r in live.api.vector(
         f'agentwatch_failure_evidence_rate{{agent="{AGENT}", version="{NEW}", task="{task}", window="{window}", '
