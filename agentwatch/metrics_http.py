@@ -1,9 +1,9 @@
 """The Prometheus text format (version 0.0.4) and the HTTP server that serves it on /metrics.
 
 One renderer and one server for every process: the collector serves its pipeline health with them, the
-exporter its estimates (whose text `agentwatch.exporters.exposition` keeps between scrapes, built from the line helpers
-here), and `agentwatch serve` both on one port. Families are prometheus-client `Metric` objects (name, type,
-help, samples); prometheus-client is used for those containers and its float formatting, not for rendering.
+exporter its estimates (whose text `agentwatch.exporters.exposition` keeps between scrapes, built from the
+line helpers here), and `agentwatch serve` both on one port. Families are prometheus-client `Metric` objects
+(name, type, help, samples); prometheus-client gives those containers and its float formatting, nothing more.
 """
 
 from __future__ import annotations

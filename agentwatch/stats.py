@@ -16,8 +16,8 @@ p, so equal-tailed credible bounds are the transforms of the Beta quantiles, and
 `E[p^k] = prod_{i<k} (a+i)/(a+b+i)`, `E[1-(1-p)^k] = 1 - prod_{i<k} (b+i)/(a+b+i)`. No sampling, no seed.
 
 One implementation serves one posterior and many: `beta_interval`, `beta_power_means` and the plug-in
-transforms broadcast over numpy arrays (a scalar is the 0-d case), so the exporter computes every series of a snapshot in
-one call and `BetaPosterior` is the scalar view of the same functions.
+transforms broadcast over numpy arrays (a scalar is the 0-d case), so the exporter computes every series of a
+snapshot in one call and `BetaPosterior` is the scalar view of the same functions.
 """
 
 from __future__ import annotations

@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 
 from agentwatch.exporters.estimator import Estimator
 from agentwatch.exporters.exposition import Exposition
+from agentwatch.exporters.summary import summarise
 
 from agentwatch.config import load_settings
 from agentwatch.schema import ConversationScore
@@ -67,6 +68,14 @@ def bytes_per_tracked_id(count: int = 20_000, series: int = 100) -> float:
     return (after - before) / count
 
 
+def summarise_seconds(est: Estimator) -> tuple[int, float]:
+    """Series×windows and seconds of the Beta posteriors, pass@k / pass^k and ASR bootstraps of every window."""
+    items = [(key, w.name, w.total) for key, s in est._series.items() for w in s.windows if not w.empty]
+    t = time.perf_counter()
+    summarise(items, est.stats_params)
+    return len(items), time.perf_counter() - t
+
+
 def scrape(target: Exposition) -> tuple[float, int, int]:
     """Seconds, bytes and samples of one /metrics body."""
     t = time.perf_counter()
@@ -96,6 +105,8 @@ def main() -> None:
     t = time.perf_counter()
     est.snapshot()
     print(f"unchanged snapshot (cached): {time.perf_counter() - t:.3f}s")
+    count, dt = summarise_seconds(est)
+    print(f"estimates of {count} series×windows (Beta posteriors, pass@k, pass^k, ASR bootstraps): {dt:.3f}s")
 
     exposition = Exposition(lambda: est)
     for label in ("first render", "unchanged"):

@@ -4,7 +4,8 @@ Formatting every sample on every scrape costs about 100× a scrape that reuses t
 (docs/exporter.md), so the text of each estimate and of each series' counters is kept while they are
 unchanged, and a scrape is one string join per unchanged series. Which samples exist comes from
 `prometheus.estimate_samples` and `prometheus.counter_samples`; the lines, the estimator-health families and
-other registered collectors (the collector's pipeline health in `serve`) are written by `agentwatch.metrics_http`.
+other registered collectors (the collector's pipeline health in `serve`) are written by
+`agentwatch.metrics_http`.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """Which `agentwatch_*` samples the estimator yields: names, types, help and labels of every family.
 
 Names, types and labels are those of docs/metrics.md. `estimate_samples` and `counter_samples` are the one
-place that says which samples an estimate and a series' counters yield; the /metrics text (`exposition.py`) and the
-OTLP push (`otlp_metrics.py`) both read them, so a series that leaves the windows vanishes from both.
+place that says which samples an estimate and a series' counters yield; the /metrics text (`exposition.py`)
+and the OTLP push (`otlp_metrics.py`) both read them, so a series that leaves the windows vanishes from both.
 """
 
 from __future__ import annotations

@@ -179,8 +179,8 @@ def test_kept_text_follows_every_change_and_is_valid_for_promtool(tmp_path) -> N
             assert any(k[0] == family for k in ours[1]), family
         assert len(ours[1]) > 1000
     promtool = shutil.which("promtool") or "/usr/bin/promtool"
-    run = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True, text=True, timeout=60,
-                         check=False)
+    run = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True, text=True,
+                         timeout=60, check=False)
     problems = set((run.stdout + run.stderr).splitlines())
     # Exit 3 is lint only; the one lint is the documented `quantile` label of the cost and duration gauges.
     assert run.returncode in (0, 3), problems

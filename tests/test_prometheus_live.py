@@ -2,7 +2,8 @@
 
 Checked through Prometheus's HTTP API: every expression of the dashboard (variables substituted) returns data;
 every recording rule records data; every alert rule's expression holds on data built to trigger it and the
-alert is pending or firing in Prometheus; pass^3 equals the exact Beta posterior (bisection on its CDF) for the fed counts.
+alert is pending or firing in Prometheus; pass^3 equals the exact Beta posterior (bisection on its CDF) for
+the fed counts.
 
 The estimate and estimator-health families come from `Estimator` + `Exposition` served by `MetricsServer`
 (the exporter's own code). The pipeline-health families come from the collector's `PipelineMetrics`, over a
