@@ -7,7 +7,7 @@ import logging
 import pytest
 
 from agentwatch.config import ConfigError, load_settings
-from agentwatch.kafka_security import KafkaSecurity
+from agentwatch.kafka_security import KafkaSecurity, service_settings
 
 SECRET = "s3cr3t-Value-9"
 
@@ -93,6 +93,24 @@ def test_plaintext_is_the_default() -> None:
     sec = KafkaSecurity.from_config(load_settings().kafka)
     assert sec.librdkafka() == {"security.protocol": "plaintext"}
     assert sec.kafka_python() == {"security_protocol": "PLAINTEXT"}
+
+
+def test_one_place_builds_each_clients_connection_settings() -> None:
+    kafka = load_settings(kafka=_kafka(security_protocol="SASL_PLAINTEXT", sasl_mechanism="scram-sha-256",
+                                       sasl_username="bob", sasl_password=SECRET, client_id="aw")).kafka
+    assert service_settings(kafka, "exporter") == {
+        "bootstrap.servers": "b:9093", "client.id": "aw-exporter", "security.protocol": "sasl_plaintext",
+        "sasl.mechanisms": "SCRAM-SHA-256", "sasl.username": "bob", "sasl.password": SECRET,
+    }
+    sec = KafkaSecurity.from_config(kafka)
+    assert sec.client_settings("librdkafka", ["b1:9093", "b2:9093"], "x")["bootstrap.servers"] == "b1:9093,b2:9093"
+    kw = sec.client_settings("kafka-python", ["b1:9093", "b2:9093"], "agentwatch-sdk")
+    assert kw == {"bootstrap_servers": ["b1:9093", "b2:9093"], "client_id": "agentwatch-sdk",
+                  "security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": "SCRAM-SHA-256",
+                  "sasl_plain_username": "bob", "sasl_plain_password": SECRET}
+    assert SECRET not in repr(kw)
+    with pytest.raises(ValueError, match="unknown Kafka client 'aiokafka'"):
+        sec.client_settings("aiokafka", "b:9093", "x")
 
 
 def test_sdk_env_names() -> None:
