@@ -1,10 +1,11 @@
-"""Kafka connection security (TLS, SASL) turned into client settings for librdkafka and kafka-python.
+"""Kafka connection settings (servers, client id, TLS, SASL) turned into each client's options.
 
-One place knows how `kafka.security_protocol`, the `kafka.ssl_*` files and the `kafka.sasl_*` credentials map to
-each client's option names, validates their combinations, and explains a refused connection in terms of the
-setting to fix. It imports nothing but the standard library, so the SDK (which must stay free of the services'
-configuration classes) builds its producer settings here too, from keyword arguments or `AGENTWATCH_KAFKA_*`
-environment variables.
+One place knows how `kafka.bootstrap_servers`, `kafka.security_protocol`, the `kafka.ssl_*` files and the
+`kafka.sasl_*` credentials map to the option names of librdkafka (confluent-kafka, the services' client:
+`service_settings`) and kafka-python (the SDK's: `KafkaSecurity.client_settings("kafka-python", ...)`), validates
+their combinations, and explains a refused connection in terms of the setting to fix. It imports nothing but the
+standard library, so the SDK (which must stay free of the services' configuration classes) builds its producer
+settings here too, from keyword arguments or `AGENTWATCH_KAFKA_*` environment variables.
 
 Secrets (`sasl_password`, `ssl_key_password`) are never part of a `repr`, a log line or an error message.
 """

@@ -32,7 +32,7 @@ from agentwatch.schema import ConversationScore
 log = logging.getLogger(__name__)
 
 
-def _start(found: TopicPartition) -> int:
+def replay_start(found: TopicPartition) -> int:
     """Where to replay a partition from, given what `offsets_for_times` answered for it."""
     if found.error is not None:
         return OFFSET_BEGINNING
@@ -122,7 +122,7 @@ class ExporterService:
         except KafkaException as exc:  # broker without ListOffsets by time: replay from the beginning
             log.warning("offsets_for_times failed (%s); replaying from the beginning", exc)
             return [TopicPartition(tp.topic, tp.partition, OFFSET_BEGINNING) for tp in assigned]
-        return [TopicPartition(tp.topic, tp.partition, _start(tp)) for tp in found]
+        return [TopicPartition(tp.topic, tp.partition, replay_start(tp)) for tp in found]
 
     def _on_revoked(self, consumer: Consumer, revoked: list[TopicPartition]) -> None:
         log.info("partitions revoked: %s", sorted((tp.topic, tp.partition) for tp in revoked))
