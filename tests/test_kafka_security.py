@@ -179,3 +179,18 @@ def test_lost_sasl_ssl_connection_names_the_password_not_tls() -> None:
     assert sec.explain("<KafkaSSLTransport [none]>: socket disconnected", "b:9093") is None
     assert sec.explain("<KafkaSSLTransport [none]>: SSL handshake failed", "b:9093").setting == (
         "kafka.security_protocol")
+
+
+def test_the_services_load_one_kafka_client() -> None:
+    """Collector, exporter, `serve` and the demo's service side run on confluent-kafka: none loads kafka-python."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, agentwatch.pipeline, agentwatch.cli.exporter_cmd, agentwatch.cli.collector_cmd\n"
+        "import agentwatch.cli.demo_cmd, agentwatch.collector.topics, agentwatch.kafka_admin\n"
+        "print(sorted(m for m in sys.modules if m == 'kafka' or m.startswith('kafka.')), "
+        "'confluent_kafka' in sys.modules)\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
+    assert run.stdout.strip() == "[] True", run.stdout
