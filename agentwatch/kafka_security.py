@@ -21,7 +21,7 @@ import struct
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import Any, NamedTuple
 
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
@@ -255,9 +255,9 @@ class KafkaSecurity:
                         "sasl_mechanism")
             return (("Kafka at {where} refused SASL {mechanism} authentication of user {user}: check "
                     "{sasl_username}, {sasl_password} and {sasl_mechanism}"), "sasl_password")
-        for words, without_certificate_only, reason, setting in _TLS_REASONS:
-            if any(w in low for w in words) and not (without_certificate_only and self.ssl_cert_file):
-                return reason, setting
+        for r in _TLS_REASONS:
+            if any(w in low for w in r.words) and not (r.only_without_client_certificate and self.ssl_cert_file):
+                return r.text, r.setting
         return None
 
     def tls_failure(self, address: str, timeout_s: float = 3.0) -> str | None:
@@ -331,21 +331,31 @@ class KafkaSecurity:
         return precise or found
 
 
-# TLS failures: words of a client's message, whether they mean this only when no client certificate is set,
-# what failed and the setting to fix. The first match wins: a broker's alert is more specific than "ssl".
-_TLS_REASONS: tuple[tuple[tuple[str, ...], bool, str, str], ...] = (
-    (("hostname", "ip address mismatch", "doesn't match"), False,
-     ("the certificate of Kafka at {where} does not match its host name: check the bootstrap address or "
-     "{ssl_check_hostname}"), "ssl_check_hostname"),
-    (("certificate verify failed", "unable to get local issuer", "self-signed", "self signed", "untrusted"), False,
-     "the certificate of Kafka at {where} is not trusted: check {ssl_ca_file}", "ssl_ca_file"),
-    (("certificate required",), True,
-     "Kafka at {where} requires a client certificate (mutual TLS): set {ssl_cert_file} and {ssl_key_file}",
-     "ssl_cert_file"),
-    (("certificate required", "unknown ca", "bad certificate", "alert"), False,
-     "Kafka at {where} refused the client certificate: check {ssl_cert_file} and {ssl_key_file}", "ssl_cert_file"),
-    (("ssl", "tls", "handshake"), False,
-     "TLS with Kafka at {where} failed: check {security_protocol} and the {ssl_}* settings", "security_protocol"),
+class _TLSReason(NamedTuple):
+    """A TLS failure: words of a client's message that tell it, what failed and the setting to fix."""
+
+    words: tuple[str, ...]
+    text: str
+    setting: str
+    only_without_client_certificate: bool = False
+
+
+# The first match wins: a broker's alert is more specific than "ssl".
+_TLS_REASONS = (
+    _TLSReason(("hostname", "ip address mismatch", "doesn't match"),
+               "the certificate of Kafka at {where} does not match its host name: check the bootstrap address or "
+               "{ssl_check_hostname}", "ssl_check_hostname"),
+    _TLSReason(("certificate verify failed", "unable to get local issuer", "self-signed", "self signed", "untrusted"),
+               "the certificate of Kafka at {where} is not trusted: check {ssl_ca_file}", "ssl_ca_file"),
+    _TLSReason(("certificate required",),
+               "Kafka at {where} requires a client certificate (mutual TLS): set {ssl_cert_file} and {ssl_key_file}",
+               "ssl_cert_file", only_without_client_certificate=True),
+    _TLSReason(("certificate required", "unknown ca", "bad certificate", "alert"),
+               "Kafka at {where} refused the client certificate: check {ssl_cert_file} and {ssl_key_file}",
+               "ssl_cert_file"),
+    _TLSReason(("ssl", "tls", "handshake"),
+               "TLS with Kafka at {where} failed: check {security_protocol} and the {ssl_}* settings",
+               "security_protocol"),
 )
 _TRANSPORT = re.compile(r"<Kafka\w*Transport\b[^>]*>")  # kafka-python's, e.g. <KafkaSSLTransport [none]>
 _TLS_ADDRESS = re.compile(r"ssl://([^/\s]+:\d+)/")  # librdkafka's broker name, e.g. ssl://b1:9093/bootstrap
