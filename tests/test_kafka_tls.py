@@ -226,7 +226,7 @@ def test_mutual_tls_with_a_certificate_of_another_ca_is_refused(mtls: TLSProxy, 
     assert "refused the client certificate" in err and "kafka.ssl_cert_file" in err, err[-3000:]
 
 
-@pytest.mark.parametrize("command", ["collector", "exporter"])
+@pytest.mark.parametrize("command", ["collector", "exporter", "serve"])
 def test_untrusted_ca_is_refused(tls: TLSProxy, pki: PKI, command: str) -> None:
     code, err = _run_service(command, tls.bootstrap_servers, _ssl(pki, ca=pki.other_ca))
     assert code == 1, err[-3000:]
