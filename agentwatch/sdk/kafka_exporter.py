@@ -15,7 +15,6 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
@@ -42,6 +41,9 @@ def conversation_key(span: ReadableSpan) -> str:
 
 def encode_messages(spans: Sequence[ReadableSpan], max_bytes: int = _MAX_MESSAGE_BYTES) -> list[tuple[str, bytes, int]]:
     """(key, OTLP TracesData bytes, span count) per conversation; a conversation too big for one message is split."""
+    # imported here: protobuf and the OTLP classes are a sixth of `import agentwatch.sdk`, and only export needs them
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+
     groups: dict[str, list[ReadableSpan]] = {}
     for span in spans:
         groups.setdefault(conversation_key(span), []).append(span)
