@@ -278,7 +278,7 @@ def test_sdk_without_a_client_certificate_logs_one_clear_line(mtls: TLSProxy, pk
             with tracer.start_as_current_span("turn"):
                 pass
             time.sleep(0.3)
-        exporter.shutdown(timeout_s=0.5)
+        exporter.shutdown(timeout_millis=500)
     stats = exporter.stats()
     assert "requires a client certificate" in str(stats["last_error"]), stats
     assert "AGENTWATCH_KAFKA_SSL_CERT_FILE" in str(stats["last_error"]), stats
