@@ -95,8 +95,7 @@ class KafkaSpanExporter(SpanExporter):
             )
             log.error("agentwatch: %s; spans are dropped", self._refused)
         self._config: dict[str, Any] = {
-            "bootstrap_servers": bootstrap_servers,
-            "client_id": "agentwatch-sdk",
+            **self._security.client_settings("kafka-python", bootstrap_servers, "agentwatch-sdk"),
             "linger_ms": 20,
             "batch_size": 1_000_000,
             "acks": "all",
@@ -109,7 +108,6 @@ class KafkaSpanExporter(SpanExporter):
             "request_timeout_ms": 5000,
             "delivery_timeout_ms": 15000,
             "reconnect_backoff_max_ms": 1000,
-            **self._security.kafka_python(),
             **(producer_config or {}),
         }
         self._warn_interval_s = warn_interval_s
