@@ -1,7 +1,9 @@
 """agentwatch: production reliability monitoring for AI agents.
 
 The instrumentation API (`trace`, `conversation`, `configure`, `record_usage`) is imported lazily so that the
-offline scorers and the CLI do not pay for OpenTelemetry set-up they do not use.
+offline scorers and the CLI do not pay for OpenTelemetry set-up they do not use. `pip install agentwatch`
+installs that SDK alone; the collector, scorers, exporters and CLI need `pip install "agentwatch[service]"`
+(agentwatch/service_extra.py says so when they are imported without it).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""`python -m agentwatch` runs the CLI."""
+"""`python -m agentwatch` runs the CLI (one line on stderr without the `service` extra)."""
 
-from agentwatch.cli import main
+from agentwatch.service_extra import main
 
 main()

@@ -1,10 +1,11 @@
-"""Kafka connection security (TLS, SASL) turned into client settings for librdkafka and kafka-python.
+"""Kafka connection settings (servers, client id, TLS, SASL) turned into each client's options.
 
-One place knows how `kafka.security_protocol`, the `kafka.ssl_*` files and the `kafka.sasl_*` credentials map to
-each client's option names, validates their combinations, and explains a refused connection in terms of the
-setting to fix. It imports nothing but the standard library, so the SDK (which must stay free of the services'
-configuration classes) builds its producer settings here too, from keyword arguments or `AGENTWATCH_KAFKA_*`
-environment variables.
+One place knows how `kafka.bootstrap_servers`, `kafka.security_protocol`, the `kafka.ssl_*` files and the
+`kafka.sasl_*` credentials map to the option names of librdkafka (confluent-kafka, the services' client:
+`service_settings`) and kafka-python (the SDK's: `KafkaSecurity.client_settings("kafka-python", ...)`), validates
+their combinations, and explains a refused connection in terms of the setting to fix. It imports nothing but the
+standard library, so the SDK (which must stay free of the services' configuration classes) builds its producer
+settings here too, from keyword arguments or `AGENTWATCH_KAFKA_*` environment variables.
 
 Secrets (`sasl_password`, `ssl_key_password`) are never part of a `repr`, a log line or an error message.
 """
@@ -20,7 +21,7 @@ import struct
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import Any, NamedTuple
 
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
@@ -196,6 +197,15 @@ class KafkaSecurity:
             conf["sasl.password"] = self.sasl_password
         return conf
 
+    def client_settings(self, client: str, bootstrap_servers: str | list[str], client_id: str) -> dict[str, Any]:
+        """Servers, client id, TLS and SASL in the option names of `client`: "librdkafka" or "kafka-python"."""
+        if client == "librdkafka":
+            servers = bootstrap_servers if isinstance(bootstrap_servers, str) else ",".join(bootstrap_servers)
+            return {"bootstrap.servers": servers, "client.id": client_id, **self.librdkafka()}
+        if client == "kafka-python":
+            return {"bootstrap_servers": bootstrap_servers, "client_id": client_id, **self.kafka_python()}
+        raise ValueError(f"unknown Kafka client {client!r}: use 'librdkafka' or 'kafka-python'")
+
     def kafka_python(self) -> dict[str, Any]:
         """kafka-python keyword arguments (KafkaProducer, KafkaConsumer, KafkaAdminClient)."""
         kw: dict[str, Any] = {"security_protocol": self.protocol}
@@ -225,60 +235,29 @@ class KafkaSecurity:
         """A KafkaSecurityError naming the setting to fix, when `error` (a client's message) says what failed."""
         # kafka-python names its transport in its messages (`<KafkaSSLTransport [...]>: socket disconnected`):
         # that "SSL" says nothing about what failed, so it must not make a lost SASL_SSL connection a TLS failure
-        low = _TRANSPORT.sub("", error).lower()
-        detail = self.redact(error.strip())
+        found = self._reason(_TRANSPORT.sub("", error).lower())
+        if found is None:
+            return None
+        reason, setting = found
+        names = {f.name: _key(prefix, f.name) for f in fields(self)}
+        text = reason.format(where=where, mechanism=self.mechanism, user=repr(self.sasl_username),
+                             ssl_=_key(prefix, "ssl_"), **names)
+        return KafkaSecurityError(f"{text} ({self.redact(error.strip())})", names[setting])
 
-        def k(name: str) -> str:
-            return _key(prefix, name)
-
+    def _reason(self, low: str) -> tuple[str, str] | None:
+        """(what failed, with `{setting}` placeholders; the setting to fix) for a lower-cased client message."""
         if "sasl" in low or "authentic" in low or "credential" in low:
             if not self.uses_sasl:
-                return KafkaSecurityError(
-                    f"Kafka at {where} requires SASL authentication: set {k('security_protocol')} to SASL_SSL or "
-                    f"SASL_PLAINTEXT with {k('sasl_username')} and {k('sasl_password')} ({detail})",
-                    f"{k('security_protocol')}",
-                )
+                return (("Kafka at {where} requires SASL authentication: set {security_protocol} to SASL_SSL or "
+                        "SASL_PLAINTEXT with {sasl_username} and {sasl_password}"), "security_protocol")
             if "mechanism" in low and ("unsupported" in low or "not supported" in low or "shared" in low):
-                return KafkaSecurityError(
-                    f"Kafka at {where} does not accept SASL mechanism {self.mechanism}: check {k('sasl_mechanism')} "
-                    f"({detail})",
-                    f"{k('sasl_mechanism')}",
-                )
-            return KafkaSecurityError(
-                f"Kafka at {where} refused SASL {self.mechanism} authentication of user {self.sasl_username!r}: "
-                f"check {k('sasl_username')}, {k('sasl_password')} and {k('sasl_mechanism')} ({detail})",
-                f"{k('sasl_password')}",
-            )
-        if "hostname" in low or "ip address mismatch" in low or "doesn't match" in low:
-            return KafkaSecurityError(
-                f"the certificate of Kafka at {where} does not match its host name: check the bootstrap address or "
-                f"{k('ssl_check_hostname')} ({detail})",
-                f"{k('ssl_check_hostname')}",
-            )
-        if any(s in low for s in ("certificate verify failed", "unable to get local issuer", "self-signed",
-                                  "self signed", "untrusted")):
-            return KafkaSecurityError(
-                f"the certificate of Kafka at {where} is not trusted: check {k('ssl_ca_file')} ({detail})",
-                f"{k('ssl_ca_file')}",
-            )
-        if "certificate required" in low and not self.ssl_cert_file:
-            return KafkaSecurityError(
-                f"Kafka at {where} requires a client certificate (mutual TLS): set {k('ssl_cert_file')} and "
-                f"{k('ssl_key_file')} ({detail})",
-                f"{k('ssl_cert_file')}",
-            )
-        if any(s in low for s in ("certificate required", "unknown ca", "bad certificate", "alert")):
-            return KafkaSecurityError(
-                f"Kafka at {where} refused the client certificate: check {k('ssl_cert_file')} and "
-                f"{k('ssl_key_file')} ({detail})",
-                f"{k('ssl_cert_file')}",
-            )
-        if "ssl" in low or "tls" in low or "handshake" in low:
-            return KafkaSecurityError(
-                f"TLS with Kafka at {where} failed: check {k('security_protocol')} and the {k('ssl_')}* settings "
-                f"({detail})",
-                f"{k('security_protocol')}",
-            )
+                return ("Kafka at {where} does not accept SASL mechanism {mechanism}: check {sasl_mechanism}",
+                        "sasl_mechanism")
+            return (("Kafka at {where} refused SASL {mechanism} authentication of user {user}: check "
+                    "{sasl_username}, {sasl_password} and {sasl_mechanism}"), "sasl_password")
+        for r in _TLS_REASONS:
+            if any(w in low for w in r.words) and not (r.only_without_client_certificate and self.ssl_cert_file):
+                return r.text, r.setting
         return None
 
     def tls_failure(self, address: str, timeout_s: float = 3.0) -> str | None:
@@ -352,6 +331,32 @@ class KafkaSecurity:
         return precise or found
 
 
+class _TLSReason(NamedTuple):
+    """A TLS failure: words of a client's message that tell it, what failed and the setting to fix."""
+
+    words: tuple[str, ...]
+    text: str
+    setting: str
+    only_without_client_certificate: bool = False
+
+
+# The first match wins: a broker's alert is more specific than "ssl".
+_TLS_REASONS = (
+    _TLSReason(("hostname", "ip address mismatch", "doesn't match"),
+               "the certificate of Kafka at {where} does not match its host name: check the bootstrap address or "
+               "{ssl_check_hostname}", "ssl_check_hostname"),
+    _TLSReason(("certificate verify failed", "unable to get local issuer", "self-signed", "self signed", "untrusted"),
+               "the certificate of Kafka at {where} is not trusted: check {ssl_ca_file}", "ssl_ca_file"),
+    _TLSReason(("certificate required",),
+               "Kafka at {where} requires a client certificate (mutual TLS): set {ssl_cert_file} and {ssl_key_file}",
+               "ssl_cert_file", only_without_client_certificate=True),
+    _TLSReason(("certificate required", "unknown ca", "bad certificate", "alert"),
+               "Kafka at {where} refused the client certificate: check {ssl_cert_file} and {ssl_key_file}",
+               "ssl_cert_file"),
+    _TLSReason(("ssl", "tls", "handshake"),
+               "TLS with Kafka at {where} failed: check {security_protocol} and the {ssl_}* settings",
+               "security_protocol"),
+)
 _TRANSPORT = re.compile(r"<Kafka\w*Transport\b[^>]*>")  # kafka-python's, e.g. <KafkaSSLTransport [none]>
 _TLS_ADDRESS = re.compile(r"ssl://([^/\s]+:\d+)/")  # librdkafka's broker name, e.g. ssl://b1:9093/bootstrap
 
@@ -389,32 +394,8 @@ def kafka_python_messages() -> Iterator[list[str]]:
         kafka_log.propagate = propagate
 
 
-def probe_kafka_python(
-    bootstrap_servers: str | list[str], security: KafkaSecurity, timeout_s: float = 5.0, prefix: str = "kafka."
-) -> None:
-    """Bootstrap a short-lived kafka-python client; raise KafkaSecurityError when the broker refuses the
-    credentials or the certificates (naming the setting), instead of the client retrying for 30 s or forever.
-
-    Does nothing for PLAINTEXT; a broker that is merely unreachable is left to the caller's own client.
-    """
-    if security.protocol == "PLAINTEXT":
-        return
-    from kafka import KafkaConsumer  # kafka-python: the SDK's and the exporter's client
-
-    where = bootstrap_servers if isinstance(bootstrap_servers, str) else ",".join(bootstrap_servers)
-    with kafka_python_messages() as messages:
-        try:
-            client = KafkaConsumer(
-                bootstrap_servers=bootstrap_servers,
-                client_id="agentwatch-probe",
-                bootstrap_timeout_ms=int(timeout_s * 1000),
-                reconnect_backoff_max_ms=500,
-                **security.kafka_python(),
-            )
-            client.close()
-            return
-        except Exception as exc:  # noqa: BLE001 - classified below; anything unexplained is the caller's business
-            messages.append(f"{type(exc).__name__}: {exc}")
-    found = security.diagnose_connection(messages, where, prefix, timeout_s=min(timeout_s, 3.0))
-    if found is not None:
-        raise found from None
+def service_settings(config: Any, role: str) -> dict[str, Any]:
+    """confluent-kafka settings of a service's client (`role`: collector, exporter, admin) from a `KafkaConfig`."""
+    return KafkaSecurity.from_config(config).client_settings(
+        "librdkafka", config.bootstrap_servers, f"{config.client_id}-{role}"
+    )

@@ -25,7 +25,7 @@ from calibration import calibration_line, calibration_us
 from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
 
 from agentwatch.compiled import compiled_summary
-from agentwatch.config import CollectorConfig
+from agentwatch.config import CollectorConfig, Settings
 
 TURNS = 2
 SPANS_PER_TURN = 5  # invoke_agent, chat, execute_tool, execute_tool, chat
@@ -325,6 +325,47 @@ def bench_open_memory(w: Workload) -> dict[str, float]:
 # --------------------------------------------------------------------------- through the broker
 
 
+def produce_spans(bootstrap_servers: str, messages: list[bytes], prefix: str, keyed: bool = True) -> tuple[Settings, float]:
+    """Write `messages` to a fresh span topic as agents do (`keyed`: with the SDK's conversation-key header, else
+    as the OTel Collector writes them); the settings of a collector reading it (topics and group named
+    `prefix-…`, fast group join) and the seconds producing took."""
+    import uuid
+
+    from kafka import KafkaProducer
+    from kafka.admin import KafkaAdminClient, NewTopic
+
+    from agentwatch.config import load_settings
+
+    run = uuid.uuid4().hex[:8]
+    topic = f"{prefix}-spans-{run}"
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap_servers)
+    admin.create_topics([NewTopic(topic, 4, 1), NewTopic(f"{prefix}-rekey-{run}", 4, 1)])
+    admin.close()
+    headers = [("content-type", b"application/x-protobuf"), ("agentwatch-key", b"conversation")] if keyed else None
+    producer = KafkaProducer(bootstrap_servers=bootstrap_servers, linger_ms=20, batch_size=1_000_000)
+    start = time.perf_counter()
+    for i, payload in enumerate(messages):
+        producer.send(topic, value=payload, key=f"conv-{i}".encode(), headers=headers)
+    producer.flush()
+    produce_s = time.perf_counter() - start
+    producer.close()
+    settings = load_settings(
+        kafka={"bootstrap_servers": bootstrap_servers},
+        collector={
+            "input_topics": [topic],
+            "scores_topic": f"{prefix}-scores-{run}",
+            "dead_letter_topic": f"{prefix}-dlq-{run}",
+            "rekey_topic": f"{prefix}-rekey-{run}",
+            "group_id": f"{prefix}-{run}",
+            "end_grace_s": 0.0,
+            "idle_timeout_s": 60.0,
+            "session_timeout_ms": 2000,
+            "heartbeat_interval_ms": 500,
+        },
+    )
+    return settings, produce_s
+
+
 def bench_broker(w: Workload, bootstrap_servers: str | None = None, rekey: bool = False) -> dict[str, float]:
     """Produce the workload to a topic, then time the collector service from first span to last score.
 
@@ -334,51 +375,17 @@ def bench_broker(w: Workload, bootstrap_servers: str | None = None, rekey: bool 
     the rekey topic first.
     """
     import threading
-    import uuid
 
     from agentwatch.collector.service import CollectorService
-    from kafka import KafkaProducer
-    from kafka.admin import KafkaAdminClient, NewTopic
 
     from agentwatch.broker import EmbeddedBroker
-    from agentwatch.config import load_settings
 
     broker = None
     if bootstrap_servers is None:
         broker = EmbeddedBroker().start()
         bootstrap_servers = broker.bootstrap_servers
     try:
-        run = uuid.uuid4().hex[:8]
-        topic = f"bench-spans-{run}"
-        admin = KafkaAdminClient(bootstrap_servers=bootstrap_servers)
-        admin.create_topics([NewTopic(topic, 4, 1), NewTopic(f"bench-rekey-{run}", 4, 1)])
-        admin.close()
-        headers = (
-            None
-            if rekey
-            else [("content-type", b"application/x-protobuf"), ("agentwatch-key", b"conversation")]
-        )
-        producer = KafkaProducer(bootstrap_servers=bootstrap_servers, linger_ms=20, batch_size=1_000_000)
-        start = time.perf_counter()
-        for i, payload in enumerate(w.messages):
-            producer.send(topic, value=payload, key=f"conv-{i}".encode(), headers=headers)
-        producer.flush()
-        produce_s = time.perf_counter() - start
-        producer.close()
-        settings = load_settings(
-            kafka={"bootstrap_servers": bootstrap_servers},
-            collector={
-                "input_topics": [topic],
-                "scores_topic": f"bench-scores-{run}",
-                "dead_letter_topic": f"bench-dlq-{run}",
-                "rekey_topic": f"bench-rekey-{run}",
-                "group_id": f"bench-{run}",
-                "end_grace_s": 0.0,
-                "idle_timeout_s": 60.0,
-                "session_timeout_ms": 2000,
-                "heartbeat_interval_ms": 500,
-            },
-        )
+        settings, produce_s = produce_spans(bootstrap_servers, w.messages, "bench", keyed=not rekey)
         service = CollectorService(settings)
         stop = threading.Event()
         thread = threading.Thread(target=service.run, args=(stop,), daemon=True)

@@ -18,13 +18,13 @@ concurrency (`JudgeConfig.concurrency`) is run first, then the others given for 
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib.util
 import os
 import subprocess
 import sys
 import threading
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +38,7 @@ KEY_ENV = "AGENTWATCH_BENCH_JUDGE_KEY"
 IDLE_S = 1.0  # after the run: the process's CPU with nothing to consume (poll loops), per second
 
 
+@functools.cache
 def _workload_module() -> Any:
     """benchmarks/collector.py, loaded by path (its name would clash with the `collector` folder)."""
     spec = importlib.util.spec_from_file_location("bench_collector_workload", HERE / "collector.py")
@@ -84,37 +85,8 @@ def run_collector(
 ) -> dict[str, float]:
     """Produce the messages to a fresh topic, run the collector with the judge until every score is out."""
     from agentwatch.collector.service import CollectorService
-    from kafka import KafkaProducer
-    from kafka.admin import KafkaAdminClient, NewTopic
 
-    from agentwatch.config import load_settings
-
-    run = uuid.uuid4().hex[:8]
-    topic = f"bench-judge-spans-{run}"
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
-    admin.create_topics([NewTopic(topic, 4, 1), NewTopic(f"bench-judge-rekey-{run}", 4, 1)])
-    admin.close()
-    headers = [("content-type", b"application/x-protobuf"), ("agentwatch-key", b"conversation")]
-    producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=20, batch_size=1_000_000)
-    for i, payload in enumerate(messages):
-        producer.send(topic, value=payload, key=f"conv-{i}".encode(), headers=headers)
-    producer.flush()
-    producer.close()
-
-    settings = load_settings(
-        kafka={"bootstrap_servers": bootstrap},
-        collector={
-            "input_topics": [topic],
-            "scores_topic": f"bench-judge-scores-{run}",
-            "dead_letter_topic": f"bench-judge-dlq-{run}",
-            "rekey_topic": f"bench-judge-rekey-{run}",
-            "group_id": f"bench-judge-{run}",
-            "end_grace_s": 0.0,
-            "idle_timeout_s": 60.0,
-            "session_timeout_ms": 2000,
-            "heartbeat_interval_ms": 500,
-        },
-    )
+    settings, _ = _workload_module().produce_spans(bootstrap, messages, "bench-judge")
     settings.judge = JudgeConfig(
         enabled=True, base_url=judge_url, model="gpt-4o-mini", api_key_env=KEY_ENV, concurrency=concurrency,
         hourly_usd=None, daily_usd=None,

@@ -22,12 +22,10 @@ class ProduceError(RuntimeError):
     """A record could not be written; the service stops without committing so the input is replayed."""
 
 
-def producer_config(bootstrap_servers: str, client_id: str, security: dict[str, Any] | None = None) -> dict[str, Any]:
-    """librdkafka settings of the collector's producer (`security`: `KafkaSecurity.librdkafka()`)."""
+def producer_config(connection: dict[str, Any]) -> dict[str, Any]:
+    """librdkafka settings of the collector's producer (`connection`: `kafka_security.service_settings`)."""
     return {
-        "bootstrap.servers": bootstrap_servers,
-        "client.id": client_id,
-        **(security or {}),
+        **connection,
         "acks": "all",
         # not idempotent: Tansu refuses InitProducerId after a restart (docs/collector.md); duplicates are
         # allowed by the at-least-once contract and removed downstream by conversation id

@@ -28,7 +28,7 @@ from agentwatch.collector.metrics import PipelineStats
 from agentwatch.collector.producer import ProduceError, RecordProducer, producer_config
 from agentwatch.collector.reconstruct import build_conversation, split_by_agent
 from agentwatch.collector.rekey import CONTENT_TYPE_HEADER, Rekeyer, header, key_mode, keyed_by_conversation
-from agentwatch.collector.topics import ensure_topics
+from agentwatch.collector.topics import ensure_pipeline_topics
 from agentwatch.collector.trace_join import KEY_TRACE, KEY_TRACE_CONVERSATION, TraceJoin
 from agentwatch.scorers import unscored
 from agentwatch.scorers.relabel import relabel
@@ -36,7 +36,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Topic
 
 from agentwatch.compiled import compiled_summary
 from agentwatch.config import Settings
-from agentwatch.kafka_security import KafkaSecurity
+from agentwatch.kafka_security import service_settings
 from agentwatch.schema import Conversation, ConversationScore, Outcome
 
 log = logging.getLogger(__name__)
@@ -126,24 +126,15 @@ class CollectorService:
         """Consume until `stop_event` (or `stop()`) is set, then flush, commit and leave the group."""
         stop = stop_event or self._stop
         cfg, kafka = self.config, self.settings.kafka
-        client_id = f"{kafka.client_id}-collector"
-        ensure_topics(
-            kafka.bootstrap_servers,
-            [*cfg.input_topics, cfg.rekey_topic, cfg.scores_topic, cfg.dead_letter_topic],  # consumed at once
-            partitions=cfg.topic_partitions,
-            replication_factor=cfg.topic_replication_factor,
-            client_id=kafka.client_id,
-            security=(security := KafkaSecurity.from_config(kafka)),
-        )
-        self._out = RecordProducer(producer_config(kafka.bootstrap_servers, client_id, security.librdkafka()))
+        ensure_pipeline_topics(self.settings)
+        connection = service_settings(kafka, "collector")
+        self._out = RecordProducer(producer_config(connection))
         rekeyer = Rekeyer(self._out, cfg.rekey_topic)
         dead = self._dead = DeadLetterPublisher(self._out, cfg.dead_letter_topic)
         topics = list(dict.fromkeys([*cfg.input_topics, cfg.rekey_topic]))
         self._consumer = Consumer(
             {
-                "bootstrap.servers": kafka.bootstrap_servers,
-                "client.id": client_id,
-                **security.librdkafka(),
+                **connection,
                 "group.id": cfg.group_id,
                 "enable.auto.commit": False,
                 "auto.offset.reset": "earliest",

@@ -1,1 +1,5 @@
-"""exporters"""
+"""The exporters: scores to estimates, Prometheus metrics and reports (needs the `service` extra)."""
+
+from agentwatch.service_extra import require
+
+require(__name__)  # fails with the extra to install, before any service dependency is imported

@@ -1,11 +1,12 @@
 """The exporter service: consume `agentwatch.scores` in a consumer group, fold into the estimator, serve /metrics.
 
 Restart safety: the estimator's state is a pure fold over the scores of the partitions this instance owns. On
-every assignment the service starts a fresh estimator and replays each assigned partition from the first
-record whose timestamp is at or after `now − longest window` (`consumer.offsets_for_times`). Tansu 0.6 answers
-ListOffsets-by-time with the partition's first offset whatever the time asked, so on Tansu the replay starts at
-the beginning; it stays correct because the estimator drops too-old scores. No offsets are committed: the
-group only decides which instance owns which partition.
+every assignment (the group's eager protocol hands out the whole assignment each time) the service starts a
+fresh estimator and replays each assigned partition from the first record whose timestamp is at or after
+`now − longest window` (`consumer.offsets_for_times`). Tansu 0.6 answers ListOffsets-by-time with the
+partition's first offset whatever the time asked, so on Tansu the replay starts at the beginning; it stays
+correct because the estimator drops too-old scores. No offsets are committed: the group only decides which
+instance owns which partition.
 """
 
 from __future__ import annotations
@@ -14,33 +15,29 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
 
 from agentwatch.exporters.estimator import Estimator
 from agentwatch.exporters.exposition import Exposition
-from kafka import ConsumerRebalanceListener
+from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Consumer, KafkaError, KafkaException, TopicPartition
 from prometheus_client import CollectorRegistry
 from pydantic import ValidationError
 
 from agentwatch.config import Settings
-from agentwatch.kafka_security import KafkaSecurity, probe_kafka_python
+from agentwatch.kafka_admin import reach
+from agentwatch.kafka_security import KafkaSecurity, service_settings
 from agentwatch.metrics_http import MetricsServer
 from agentwatch.schema import ConversationScore
 
 log = logging.getLogger(__name__)
 
 
-class _Rebalance(ConsumerRebalanceListener):
-    """Consumer rebalance listener: rebuild the estimator and rewind the assigned partitions."""
-
-    def __init__(self, service: ExporterService) -> None:
-        self._service = service
-
-    def on_partitions_revoked(self, revoked: Any) -> None:
-        log.info("partitions revoked: %s", sorted((tp.topic, tp.partition) for tp in revoked))
-
-    def on_partitions_assigned(self, assigned: Any) -> None:
-        self._service._on_assigned(list(assigned))
+def replay_start(found: TopicPartition) -> int:
+    """Where to replay a partition from, given what `offsets_for_times` answered for it."""
+    if found.error is not None:
+        return OFFSET_BEGINNING
+    if found.offset == OFFSET_END:  # no score is that recent
+        return OFFSET_END
+    return found.offset if found.offset >= 0 else OFFSET_BEGINNING
 
 
 class ExporterService:
@@ -60,9 +57,7 @@ class ExporterService:
         self.exposition = Exposition(lambda: self.estimator, self.registry)
         self.port: int | None = None
         self._http: MetricsServer | None = None
-        self._consumer: Any = None
-        self._assigned: list[Any] = []
-        self._pending: list[Any] = []
+        self._replaying: set[tuple[str, int]] = set()  # assigned partitions not yet read to their end
         self.replayed = threading.Event()  # set once every assigned partition is read up to its high watermark
 
     # ------------------------------------------------------------------ HTTP
@@ -84,54 +79,48 @@ class ExporterService:
 
     # ------------------------------------------------------------------ consuming
 
-    def _new_consumer(self) -> Any:
-        from kafka import KafkaConsumer
-
-        cfg = self.settings.exporter
-        probe_kafka_python(self.settings.kafka.bootstrap_servers, security := KafkaSecurity.from_config(self.settings.kafka))
-        return KafkaConsumer(
-            **security.kafka_python(),
-            bootstrap_servers=self.settings.kafka.bootstrap_servers,
-            client_id=f"{self.settings.kafka.client_id}-exporter",
-            group_id=cfg.group_id,
-            enable_auto_commit=False,
-            auto_offset_reset="earliest",
-            session_timeout_ms=cfg.session_timeout_ms,
-            heartbeat_interval_ms=cfg.heartbeat_interval_ms,
-            max_poll_records=cfg.max_poll_records,
+    def _new_consumer(self) -> Consumer:
+        """The scores consumer, once Kafka has accepted the connection settings (else one error naming them)."""
+        cfg, kafka = self.settings.exporter, self.settings.kafka
+        reach(kafka.bootstrap_servers, KafkaSecurity.from_config(kafka), f"{kafka.client_id}-admin")
+        return Consumer(
+            {
+                **service_settings(kafka, "exporter"),
+                "group.id": cfg.group_id,
+                "enable.auto.commit": False,
+                "auto.offset.reset": "earliest",
+                "enable.partition.eof": True,  # says when the replay of a partition has reached its end
+                "session.timeout.ms": cfg.session_timeout_ms,
+                "heartbeat.interval.ms": cfg.heartbeat_interval_ms,
+            },
+            logger=log,
         )
 
-    def _on_assigned(self, assigned: list[Any]) -> None:
-        """Fresh estimator; pause the assigned partitions until `_rewind` runs (listeners must not block)."""
+    def _on_assigned(self, consumer: Consumer, assigned: list[TopicPartition]) -> None:
+        """Fresh estimator; start every assigned partition at the beginning of the longest window."""
         estimator = Estimator(self.settings, self._clock)
         self.estimator = estimator
-        self._assigned = assigned
         self.replayed.clear()
-        if assigned:
-            self._consumer.pause(*assigned)
-            self._pending = assigned
+        self._replaying = {(tp.topic, tp.partition) for tp in assigned}
+        consumer.assign(self._rewind(consumer, assigned))
 
-    def _rewind(self, consumer: Any) -> None:
-        """Seek every newly assigned partition to the start of the longest window, then resume it."""
-        from kafka.errors import KafkaError
-
-        assigned, self._pending = self._pending, []
+    def _rewind(self, consumer: Consumer, assigned: list[TopicPartition]) -> list[TopicPartition]:
+        """The assigned partitions with the offset of their first score inside the longest window."""
         since_ms = int((self._clock() - self.estimator.longest_window_s) * 1000)
-        try:
-            found = consumer.offsets_for_times({tp: since_ms for tp in assigned})
-        except KafkaError as exc:  # broker without ListOffsets by time: replay from the beginning
-            log.warning("offsets_for_times failed (%s); replaying from the beginning", exc)
-            found = {}
-        for tp in assigned:
-            hit = found.get(tp)
-            if hit is None and tp in found:
-                consumer.seek_to_end(tp)
-            elif hit is None:
-                consumer.seek_to_beginning(tp)
-            else:
-                consumer.seek(tp, hit.offset)
-        consumer.resume(*assigned)
         log.info("assigned %d partition(s); replaying scores since %.0f", len(assigned), since_ms / 1000)
+        if not assigned:
+            return []
+        try:
+            found = consumer.offsets_for_times([TopicPartition(tp.topic, tp.partition, since_ms) for tp in assigned],
+                                               timeout=10)
+        except KafkaException as exc:  # broker without ListOffsets by time: replay from the beginning
+            log.warning("offsets_for_times failed (%s); replaying from the beginning", exc)
+            return [TopicPartition(tp.topic, tp.partition, OFFSET_BEGINNING) for tp in assigned]
+        return [TopicPartition(tp.topic, tp.partition, replay_start(tp)) for tp in found]
+
+    def _on_revoked(self, consumer: Consumer, revoked: list[TopicPartition]) -> None:
+        log.info("partitions revoked: %s", sorted((tp.topic, tp.partition) for tp in revoked))
+        consumer.unassign()
 
     def feed(self, value: bytes | None, where: str = "") -> bool:
         """Decode one record and add it to the estimator; bad records are counted as invalid, never raised."""
@@ -149,32 +138,40 @@ class ExporterService:
             return False
         return self.estimator.add(score)
 
-    def _check_replayed(self, consumer: Any) -> None:
-        for tp in self._assigned:
-            hw = consumer.highwater(tp)
-            if hw is None or consumer.position(tp) < hw:
-                return
-        if self._assigned:
+    def _check_replayed(self, topic: str, partition: int) -> None:
+        """Note that a partition was read to its end; `replayed` once all assigned partitions were."""
+        self._replaying.discard((topic, partition))
+        if not self._replaying and not self.replayed.is_set():
             self.replayed.set()
+
+    def _consumer_event(self, error: KafkaError, topic: str | None) -> None:
+        if error.fatal():
+            raise KafkaException(error)
+        if error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:  # the collector creates it: not a fault
+            log.info("scores topic %s does not exist yet; consuming it once it does", topic)
+        else:
+            log.warning("consumer: %s", error)
 
     def run(self, stop_event: threading.Event) -> None:
         """Consume until `stop_event` is set (serves /metrics meanwhile if `start_http` was called)."""
         cfg = self.settings.exporter
-        self._consumer = consumer = self._new_consumer()
-        consumer.subscribe([cfg.scores_topic], listener=_Rebalance(self))
+        consumer = self._new_consumer()
+        consumer.subscribe([cfg.scores_topic], on_assign=self._on_assigned, on_revoke=self._on_revoked,
+                           on_lost=self._on_revoked)
         log.info("consuming %s as group %s", cfg.scores_topic, cfg.group_id)
+        timeout_s = cfg.poll_timeout_ms / 1000
         try:
             while not stop_event.is_set():
-                batches = consumer.poll(timeout_ms=cfg.poll_timeout_ms)
-                if self._pending:
-                    self._rewind(consumer)
-                for tp, records in batches.items():
-                    for r in records:
-                        self.feed(r.value, f"at {tp.topic}[{tp.partition}]@{r.offset}")
-                if not self.replayed.is_set() and not self._pending:
-                    self._check_replayed(consumer)
+                for message in consumer.consume(cfg.max_poll_records, timeout_s):
+                    error = message.error()
+                    if error is None:
+                        self.feed(message.value(),
+                                  f"at {message.topic()}[{message.partition()}]@{message.offset()}")
+                    elif error.code() == KafkaError._PARTITION_EOF:
+                        self._check_replayed(message.topic(), message.partition())
+                    else:
+                        self._consumer_event(error, message.topic())
         finally:
-            self._consumer = None
-            self._assigned = []
-            consumer.close(autocommit=False)
+            self._replaying = set()
+            consumer.close()
             log.info("exporter consumer closed")

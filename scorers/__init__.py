@@ -1,5 +1,9 @@
 """Scorers: pure functions turning a `Conversation` into a `ConversationScore` (see docs/scoring.md)."""
 
+from agentwatch.service_extra import require
+
+require(__name__)  # fails with the extra to install, before any service dependency is imported
+
 from agentwatch.scorers.conversation import ConversationScorer, score_conversation, unscored
 from agentwatch.scorers.judge import Judge, JudgeVerdict
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Set up a virtualenv (.venv), install agentwatch with its test extras and promtool, run the whole test suite on
-# the pure-Python sources (the editable install), then the hot-path tests on the modules compiled as
-# `pip install .` builds them.
+# Set up a virtualenv (.venv), install agentwatch with its test extras (which include the `service` extra) and
+# promtool, run the whole test suite on the pure-Python sources (the editable install), then the hot-path tests on
+# the modules compiled as `pip install .` builds them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY="${PYTHON:-python3}"

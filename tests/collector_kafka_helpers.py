@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+from kafka import KafkaProducer
 from kafka.admin import KafkaAdminClient, NewTopic
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.resources import Resource
@@ -251,37 +252,50 @@ class ServiceThread:
         self.thread.join(timeout=30)
 
 
+@dataclass(frozen=True)
+class Record:
+    """One record read back from a topic."""
+
+    topic: str
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes | None
+    headers: list[tuple[str, bytes]]
+
+
 class TopicReader:
-    """Reads every record of a topic from the beginning (no group), incrementally."""
+    """Reads every record of a topic from the beginning (no group), incrementally, with the services' client."""
 
     def __init__(self, bootstrap: str, topic: str, **config: Any) -> None:
-        """`config`: more KafkaConsumer settings, e.g. `KafkaSecurity.kafka_python()`."""
+        """`config`: more librdkafka settings, e.g. `KafkaSecurity.librdkafka()`."""
         self.topic = topic
-        self.consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, **config)
-        self.records: list[Any] = []
+        self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": unique("reader"),
+                                  "enable.auto.commit": False, **config})
+        self.records: list[Record] = []
         self._assigned = False
 
     def _assign(self) -> bool:
-        parts = self.consumer.partitions_for_topic(self.topic)
-        if not parts:
+        found = self.consumer.list_topics(self.topic, timeout=5).topics.get(self.topic)
+        if found is None or found.error is not None or not found.partitions:
             return False
-        tps = [TopicPartition(self.topic, p) for p in sorted(parts)]
-        self.consumer.assign(tps)
-        self.consumer.seek_to_beginning(*tps)
+        self.consumer.assign([TopicPartition(self.topic, p, OFFSET_BEGINNING) for p in sorted(found.partitions)])
         self._assigned = True
         return True
 
-    def poll(self) -> list[Any]:
+    def poll(self) -> list[Record]:
         """New records since the last call."""
         if not self._assigned and not self._assign():
+            time.sleep(0.2)
             return []
-        new = [r for batch in self.consumer.poll(timeout_ms=200).values() for r in batch]
+        new = [Record(m.topic(), m.partition(), m.offset(), m.key(), m.value(), m.headers() or [])
+               for m in self.consumer.consume(10_000, 0.2) if m.error() is None]
         self.records.extend(new)
         return new
 
     def wait(
-        self, done: Callable[[list[Any]], bool], timeout_s: float, *, alive: Callable[[], None] | None = None
-    ) -> list[Any]:
+        self, done: Callable[[list[Record]], bool], timeout_s: float, *, alive: Callable[[], None] | None = None
+    ) -> list[Record]:
         """Poll until `done(records)` or the timeout; returns the records read."""
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:

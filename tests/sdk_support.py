@@ -17,10 +17,16 @@ from agentwatch.sdk import configure, shutdown
 
 
 @pytest.fixture
-def spans() -> Iterator[InMemorySpanExporter]:
+def sdk_provider() -> TracerProvider:
+    """The TracerProvider of the `spans` fixture (other instrumentations' tracers come from it)."""
+    return TracerProvider()
+
+
+@pytest.fixture
+def spans(sdk_provider: TracerProvider) -> Iterator[InMemorySpanExporter]:
     """A fresh TracerProvider with our processors and a SimpleSpanProcessor into memory."""
     exporter = InMemorySpanExporter()
-    configure(exporter, tracer_provider=TracerProvider(), batch=False, capture_content=True)
+    configure(exporter, tracer_provider=sdk_provider, batch=False, capture_content=True)
     yield exporter
     shutdown()
 

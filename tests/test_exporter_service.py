@@ -9,16 +9,27 @@ from fractions import Fraction
 
 import pytest
 from _score_factory import make_score
-from agentwatch.exporters.service import ExporterService
+from agentwatch.collector.topics import ensure_topics
+from agentwatch.exporters.service import ExporterService, replay_start
+from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Producer, TopicPartition
 from conftest import FAST_GROUP
-from kafka import KafkaProducer
-from kafka.admin import KafkaAdminClient, NewTopic
 from metrics_reference import scrape
 from scipy import stats as sps
 
 from agentwatch.config import load_settings
 
 pytestmark = pytest.mark.broker
+
+
+def produce_scores(bootstrap: str, topic: str, records: list[tuple[bytes, bytes, int | None]]) -> None:
+    """Write (key, value, partition or None) records as the collector writes scores (confluent-kafka)."""
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "partitioner": "murmur2_random"})
+    for key, value, partition in records:
+        if partition is None:
+            producer.produce(topic, value=value, key=key)
+        else:
+            producer.produce(topic, value=value, key=key, partition=partition)
+    assert producer.flush(10) == 0
 
 
 def run_service(settings) -> tuple[ExporterService, threading.Event, threading.Thread, int]:
@@ -39,22 +50,18 @@ def stop_service(service: ExporterService, stop: threading.Event, thread: thread
 
 
 def test_consume_serve_and_restart_reproduces_values(broker, topic) -> None:
-    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap_servers)
-    admin.create_topics([NewTopic(topic, num_partitions=2, replication_factor=1)])
-    admin.close()
+    ensure_topics(broker.bootstrap_servers, [topic], partitions=2)
     now = time.time()
-    producer = KafkaProducer(bootstrap_servers=broker.bootstrap_servers, linger_ms=5)
     key = b"bot|v1|refund"
-    for i in range(30):
-        producer.send(topic, key=key, value=make_score(f"c{i}", passed=i < 24, ended_at=now - 60,
-                                                       cost_usd=0.01 * i).model_dump_json().encode())
-    producer.send(topic, key=key, value=make_score("c3", passed=False, ended_at=now - 60).model_dump_json().encode())
-    producer.send(topic, key=key, value=make_score("old", ended_at=now - 8 * 86400).model_dump_json().encode())
-    producer.send(topic, key=key, value=b"{not json")
-    producer.send(topic, key=b"other", value=make_score("o1", agent="other-bot", ended_at=now - 30)
-                  .model_dump_json().encode())
-    producer.flush()
-    producer.close()
+    records = [(key, make_score(f"c{i}", passed=i < 24, ended_at=now - 60, cost_usd=0.01 * i)
+                .model_dump_json().encode(), None) for i in range(30)]
+    records += [
+        (key, make_score("c3", passed=False, ended_at=now - 60).model_dump_json().encode(), None),
+        (key, make_score("old", ended_at=now - 8 * 86400).model_dump_json().encode(), None),
+        (key, b"{not json", None),
+        (b"other", make_score("o1", agent="other-bot", ended_at=now - 30).model_dump_json().encode(), None),
+    ]
+    produce_scores(broker.bootstrap_servers, topic, records)
 
     settings = load_settings(
         kafka={"bootstrap_servers": broker.bootstrap_servers},
@@ -124,12 +131,10 @@ def test_exporter_command_restart_as_new_process(broker, topic, tmp_path) -> Non
     from agentwatch.broker import free_port
 
     now = time.time()
-    producer = KafkaProducer(bootstrap_servers=broker.bootstrap_servers, linger_ms=5)
-    for i in range(30):
-        producer.send(topic, key=b"s", value=make_score(f"p{i}", passed=i < 24, ended_at=now - 60)
-                      .model_dump_json().encode())
-    producer.flush()
-    producer.close()
+    produce_scores(broker.bootstrap_servers, topic, [
+        (b"s", make_score(f"p{i}", passed=i < 24, ended_at=now - 60).model_dump_json().encode(), None)
+        for i in range(30)
+    ])
     cfg = tmp_path / "agentwatch.yaml"
     cfg.write_text(yaml.safe_dump({"exporter": {"group_id": f"g-{uuid.uuid4().hex[:8]}", **FAST_GROUP}}))
     port = free_port()
@@ -162,11 +167,10 @@ def test_serve_command_exposes_collector_and_estimator_metrics(broker, tmp_path)
     from agentwatch.broker import free_port
 
     scores, spans = f"scores-{uuid.uuid4().hex[:8]}", f"spans-{uuid.uuid4().hex[:8]}"
-    producer = KafkaProducer(bootstrap_servers=broker.bootstrap_servers, linger_ms=5)
-    producer.send(scores, key=b"s", value=make_score("x1", ended_at=time.time() - 5).model_dump_json().encode())
-    producer.send(spans, value=b"\x00garbage")
-    producer.flush()
-    producer.close()
+    produce_scores(broker.bootstrap_servers, scores, [
+        (b"s", make_score("x1", ended_at=time.time() - 5).model_dump_json().encode(), None)
+    ])
+    produce_scores(broker.bootstrap_servers, spans, [(None, b"\x00garbage", None)])  # an agent's bad span message
     cfg = tmp_path / "agentwatch.yaml"
     cfg.write_text(yaml.safe_dump({
         "exporter": {"group_id": f"e-{uuid.uuid4().hex[:8]}", **FAST_GROUP},
@@ -192,17 +196,12 @@ def test_serve_command_exposes_collector_and_estimator_metrics(broker, tmp_path)
 
 
 def test_two_instances_split_the_series_by_partition(broker, topic) -> None:
-    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap_servers)
-    admin.create_topics([NewTopic(topic, num_partitions=2, replication_factor=1)])
-    admin.close()
+    ensure_topics(broker.bootstrap_servers, [topic], partitions=2)
     now = time.time()
-    producer = KafkaProducer(bootstrap_servers=broker.bootstrap_servers, linger_ms=5)
-    for p, agent in enumerate(("alpha", "beta")):
-        for i in range(5):
-            producer.send(topic, partition=p, key=agent.encode(),
-                          value=make_score(f"{agent}{i}", agent=agent, ended_at=now - 10).model_dump_json().encode())
-    producer.flush()
-    producer.close()
+    produce_scores(broker.bootstrap_servers, topic, [
+        (agent.encode(), make_score(f"{agent}{i}", agent=agent, ended_at=now - 10).model_dump_json().encode(), p)
+        for p, agent in enumerate(("alpha", "beta")) for i in range(5)
+    ])
     settings = load_settings(
         kafka={"bootstrap_servers": broker.bootstrap_servers},
         exporter={"scores_topic": topic, "group_id": f"g-{uuid.uuid4().hex[:8]}", "poll_timeout_ms": 200,
@@ -226,3 +225,11 @@ def test_two_instances_split_the_series_by_partition(broker, topic) -> None:
         stop2.set()
         thread2.join(15)
         stop_service(*first[:3])
+
+
+def test_replay_starts_where_offsets_for_times_says() -> None:
+    """An offset found is the start; -1 (no score that recent) is the end; anything else replays it all."""
+    assert replay_start(TopicPartition("t", 0, 42)) == 42
+    assert replay_start(TopicPartition("t", 0, 0)) == 0
+    assert replay_start(TopicPartition("t", 0, -1)) == OFFSET_END
+    assert replay_start(TopicPartition("t", 0, -1001)) == OFFSET_BEGINNING

@@ -4,8 +4,8 @@ Tansu.
 Tansu 0.6 offers SCRAM but no user can be created on a broker that requires it, so `sasl_proxy.SASLProxy` plays
 the broker's part of the SASL exchange (SaslHandshake, SaslAuthenticate: SCRAM-SHA-256, SCRAM-SHA-512, PLAIN) for
 a user of the test and relays everything else to Tansu's plaintext port; Tansu advertises the proxy's port, so
-clients never reach the plaintext listener. The clients' SASL implementations (librdkafka in the collector,
-kafka-python in the SDK and the exporter) are the real ones; the server side is the test's. The chain
+clients never reach the plaintext listener. The clients' SASL implementations (librdkafka in the collector and
+the exporter, kafka-python in the SDK) are the real ones; the server side is the test's. The chain
 SDK → collector → scores → exporter → /metrics runs with SASL_PLAINTEXT and each mechanism, then with SASL_SSL
 (TLS in front of the SASL layer); a wrong password stops the collector and the exporter, naming the setting.
 """
@@ -111,7 +111,7 @@ def test_sdk_collector_exporter_log_in(request: pytest.FixtureRequest, pki: PKI,
 
     settings = collector_settings(bs, [topic], unique("sasl"), kafka=security)
     scores_topic = settings.collector.scores_topic
-    reader = TopicReader(bs, scores_topic, **KafkaSecurity(**security).kafka_python())
+    reader = TopicReader(bs, scores_topic, **KafkaSecurity(**security).librdkafka())
     try:
         with ServiceThread(settings) as svc:
             records = reader.wait(lambda r: len(r) >= 1, 60)

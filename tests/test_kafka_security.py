@@ -7,7 +7,7 @@ import logging
 import pytest
 
 from agentwatch.config import ConfigError, load_settings
-from agentwatch.kafka_security import KafkaSecurity
+from agentwatch.kafka_security import KafkaSecurity, service_settings
 
 SECRET = "s3cr3t-Value-9"
 
@@ -95,6 +95,24 @@ def test_plaintext_is_the_default() -> None:
     assert sec.kafka_python() == {"security_protocol": "PLAINTEXT"}
 
 
+def test_one_place_builds_each_clients_connection_settings() -> None:
+    kafka = load_settings(kafka=_kafka(security_protocol="SASL_PLAINTEXT", sasl_mechanism="scram-sha-256",
+                                       sasl_username="bob", sasl_password=SECRET, client_id="aw")).kafka
+    assert service_settings(kafka, "exporter") == {
+        "bootstrap.servers": "b:9093", "client.id": "aw-exporter", "security.protocol": "sasl_plaintext",
+        "sasl.mechanisms": "SCRAM-SHA-256", "sasl.username": "bob", "sasl.password": SECRET,
+    }
+    sec = KafkaSecurity.from_config(kafka)
+    assert sec.client_settings("librdkafka", ["b1:9093", "b2:9093"], "x")["bootstrap.servers"] == "b1:9093,b2:9093"
+    kw = sec.client_settings("kafka-python", ["b1:9093", "b2:9093"], "agentwatch-sdk")
+    assert kw == {"bootstrap_servers": ["b1:9093", "b2:9093"], "client_id": "agentwatch-sdk",
+                  "security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": "SCRAM-SHA-256",
+                  "sasl_plain_username": "bob", "sasl_plain_password": SECRET}
+    assert SECRET not in repr(kw)
+    with pytest.raises(ValueError, match="unknown Kafka client 'aiokafka'"):
+        sec.client_settings("aiokafka", "b:9093", "x")
+
+
 def test_sdk_env_names() -> None:
     env = {"AGENTWATCH_KAFKA_SECURITY_PROTOCOL": "SASL_SSL", "AGENTWATCH_KAFKA_SASL_USERNAME": "bob",
            "AGENTWATCH_KAFKA__SASL_PASSWORD": SECRET, "AGENTWATCH_KAFKA_SSL_CHECK_HOSTNAME": "false"}
@@ -161,3 +179,18 @@ def test_lost_sasl_ssl_connection_names_the_password_not_tls() -> None:
     assert sec.explain("<KafkaSSLTransport [none]>: socket disconnected", "b:9093") is None
     assert sec.explain("<KafkaSSLTransport [none]>: SSL handshake failed", "b:9093").setting == (
         "kafka.security_protocol")
+
+
+def test_the_services_load_one_kafka_client() -> None:
+    """Collector, exporter, `serve` and the demo's service side run on confluent-kafka: none loads kafka-python."""
+    import subprocess
+    import sys
+
+    services = ("agentwatch.pipeline", "agentwatch.cli.exporter_cmd", "agentwatch.cli.collector_cmd",
+                "agentwatch.cli.demo_cmd", "agentwatch.collector.topics", "agentwatch.kafka_admin")
+    clients = subprocess.check_output(
+        [sys.executable, "-c", (f"import sys, {', '.join(services)}; "
+         "print(*sorted({m.split('.')[0] for m in sys.modules} & {'kafka', 'confluent_kafka'}))")],
+        text=True, timeout=60,
+    )
+    assert clients.split() == ["confluent_kafka"], clients

@@ -70,7 +70,7 @@ def test_sdk_logs_one_clear_line_and_drops(sasl_broker: EmbeddedBroker, caplog: 
             with tracer.start_as_current_span("turn"):
                 pass
             time.sleep(0.3)
-        exporter.shutdown(timeout_s=0.5)
+        exporter.shutdown(timeout_millis=500)
     stats = exporter.stats()
     assert "AGENTWATCH_KAFKA_SASL_PASSWORD" in str(stats["last_error"])
     assert stats["sent_spans"] == 0 and stats["dropped_spans"] > 0

@@ -2,7 +2,7 @@
 
 Tansu 0.6 cannot serve TLS itself, so `tls_proxy.TLSProxy` terminates TLS on 127.0.0.1 and forwards to Tansu's
 plaintext port; Tansu advertises the proxy's port, so clients never reach the plaintext listener. The chain
-SDK (kafka-python) → collector (confluent-kafka) → scores → exporter (kafka-python) → /metrics runs over TLS,
+SDK (kafka-python) → collector (confluent-kafka) → scores → exporter (confluent-kafka) → /metrics runs over TLS,
 then over mutual TLS; refused certificates stop the services with an error naming the setting to fix.
 """
 
@@ -30,7 +30,7 @@ from tls_proxy import CertificateAuthority, Issued, TLSProxy
 
 from agentwatch.broker import EmbeddedBroker, free_port
 from agentwatch.config import load_settings
-from agentwatch.kafka_security import KafkaSecurity, probe_kafka_python
+from agentwatch.kafka_security import KafkaSecurity
 
 pytestmark = pytest.mark.broker
 
@@ -137,7 +137,7 @@ def test_sdk_collector_exporter_over_tls(request: pytest.FixtureRequest, pki: PK
 
     settings = collector_settings(bs, [topic], unique("tls"), kafka=security)
     scores_topic = settings.collector.scores_topic
-    reader = TopicReader(bs, scores_topic, **KafkaSecurity(**security).kafka_python())
+    reader = TopicReader(bs, scores_topic, **KafkaSecurity(**security).librdkafka())
     try:
         with ServiceThread(settings) as svc:
             records = reader.wait(lambda r: len(r) >= 1, 60)
@@ -226,7 +226,7 @@ def test_mutual_tls_with_a_certificate_of_another_ca_is_refused(mtls: TLSProxy, 
     assert "refused the client certificate" in err and "kafka.ssl_cert_file" in err, err[-3000:]
 
 
-@pytest.mark.parametrize("command", ["collector", "exporter"])
+@pytest.mark.parametrize("command", ["collector", "exporter", "serve"])
 def test_untrusted_ca_is_refused(tls: TLSProxy, pki: PKI, command: str) -> None:
     code, err = _run_service(command, tls.bootstrap_servers, _ssl(pki, ca=pki.other_ca))
     assert code == 1, err[-3000:]
@@ -248,9 +248,8 @@ def test_hostname_check_off_connects(wrong_name: TLSProxy, pki: PKI) -> None:
 
     security = KafkaSecurity(**_ssl(pki, ssl_check_hostname=False))
     bs, topic = wrong_name.bootstrap_servers, f"t-{uuid.uuid4().hex[:12]}"
-    assert ensure_topics(bs, [topic], 1, security=security) == [topic]  # confluent-kafka
-    probe_kafka_python(bs, security)
-    admin = KafkaAdminClient(bootstrap_servers=bs, **security.kafka_python())  # kafka-python
+    assert ensure_topics(bs, [topic], 1, security=security) == [topic]  # confluent-kafka, the services' client
+    admin = KafkaAdminClient(**security.client_settings("kafka-python", bs, "sdk-like"))  # the SDK's client
     try:
         assert topic in admin.list_topics()
     finally:
@@ -279,7 +278,7 @@ def test_sdk_without_a_client_certificate_logs_one_clear_line(mtls: TLSProxy, pk
             with tracer.start_as_current_span("turn"):
                 pass
             time.sleep(0.3)
-        exporter.shutdown(timeout_s=0.5)
+        exporter.shutdown(timeout_millis=500)
     stats = exporter.stats()
     assert "requires a client certificate" in str(stats["last_error"]), stats
     assert "AGENTWATCH_KAFKA_SSL_CERT_FILE" in str(stats["last_error"]), stats

@@ -8,7 +8,7 @@ import json
 import pytest
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from sdk_support import attr_json, spans  # noqa: F401
+from sdk_support import attr_json, sdk_provider, spans  # noqa: F401
 
 from agentwatch import configure, conversation, shutdown, trace
 from agentwatch.sdk.capture import REDACTED, TRUNCATION_MARKER, Capture, content_capture_from_env

@@ -7,17 +7,16 @@ import json
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-from sdk_support import attr_json, by_name, spans  # noqa: F401
+from sdk_support import attr_json, by_name, sdk_provider, spans  # noqa: F401
 
 from agentwatch import conversation, trace
 from agentwatch.sdk import bind_context, current_conversation
-from agentwatch.sdk.runtime import RUNTIME
 
 CONV_KEYS = ("gen_ai.conversation.id", "agentwatch.task")
 
 
-def test_every_span_inside_is_stamped_including_other_instrumentations(spans):  # noqa: F811
-    foreign = RUNTIME.get_tracer()  # stands for any other instrumentation using the same provider
+def test_every_span_inside_is_stamped_including_other_instrumentations(spans, sdk_provider):  # noqa: F811
+    foreign = sdk_provider.get_tracer("another.instrumentation")  # any other instrumentation on the same provider
 
     @trace(kind="agent")
     def turn(q):

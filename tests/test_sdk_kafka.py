@@ -1,11 +1,11 @@
-"""The Kafka span exporter against a real Tansu broker: the example agent end to end, and the broker failing."""
+"""The Kafka span exporter under the standard BatchSpanProcessor against a real Tansu broker: the example agent
+end to end, and the broker failing."""
 
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
-import threading
 import time
 import uuid
 from pathlib import Path
@@ -121,29 +121,56 @@ def test_messages_are_grouped_by_conversation_and_split_when_too_big():
     assert len(small) > len(messages)
 
 
-def test_unreachable_broker_never_blocks_and_counts_drops():
-    spans = _one_span_per_conversation(4)  # 5 spans
-    exporter = KafkaSpanExporter(f"127.0.0.1:{free_port()}", topic="nowhere", queue_size=8)
-    try:
-        done = threading.Event()
-        results = []
-        worker = threading.Thread(target=lambda: (results.extend(exporter.export(spans) for _ in range(3)),
-                                                  done.set()), daemon=True)
-        worker.start()
-        # never blocks: a blocking export waits for the broker (max_block_ms, 60 s); 10 s is generous for 3 calls
-        assert done.wait(10), "export blocked on an unreachable broker"
-        assert [r.name for r in results] == ["SUCCESS", "FAILURE", "FAILURE"]
-        assert exporter.dropped_spans == 10 and exporter.stats()["queued_spans"] == 5
-    finally:
-        t0 = time.perf_counter()
-        exporter.shutdown(timeout_s=1.0)
-        assert time.perf_counter() - t0 < 4.0
-    assert exporter.dropped_spans == 15  # what was still queued is counted too
-    assert exporter.export(spans).name == "FAILURE"
+def test_unreachable_broker_never_blocks_the_agent_counts_drops_and_says_so_once_at_exit(caplog):
+    """Under the standard BatchSpanProcessor: calls return at once, drops are counted, exit waits a bounded time."""
+    import logging
+
+    from kafka.errors import KafkaTimeoutError
+
+    from agentwatch.sdk.kafka_exporter import error_text
+
+    # kafka-python's errors already start with their class name
+    assert error_text(KafkaTimeoutError("Failed to update metadata")) == "KafkaTimeoutError: Failed to update metadata"
+    assert error_text(ValueError("bad")) == "ValueError: bad" and error_text(ValueError()) == "ValueError"
+
+    again = _one_span_per_conversation(2)  # 3 spans, exported directly between connection attempts
+    exporter = KafkaSpanExporter(f"127.0.0.1:{free_port()}", topic="nowhere", retry_interval_s=0.5,
+                                 warn_interval_s=0.0, shutdown_timeout_s=1.0)
+    provider = TracerProvider()
+    configure(exporter, tracer_provider=provider)
+
+    @trace(kind="tool")
+    def lookup(i):
+        return i
+
+    with caplog.at_level(logging.WARNING, logger="agentwatch.sdk.kafka_exporter"):
+        try:
+            t0 = time.perf_counter()
+            for i in range(50):
+                with conversation(id=f"down-{i}"):
+                    assert lookup(i) == i
+            # a blocking exporter waits for the broker (max_block_ms 1 s, bootstrap 2 s) on each call
+            assert time.perf_counter() - t0 < 10.0, "the agent's calls waited for the broker"
+            assert provider.force_flush()  # the batch goes to export() on this thread: dropped, counted
+            assert exporter.dropped_spans == 50 and exporter.sent_spans == 0, exporter.stats()
+            assert exporter.stats()["in_flight_spans"] == 0 and exporter.last_error is not None
+            assert exporter.export(again).name == "FAILURE"
+            assert exporter.dropped_spans == 53
+        finally:
+            t0 = time.perf_counter()
+            shutdown()
+            assert time.perf_counter() - t0 < 5.0  # bounded: the retry interval, at most one bootstrap, 1 s wait
+    assert exporter.export(again).name == "FAILURE" and exporter.dropped_spans == 56
+    lines = [r.getMessage() for r in caplog.records]
+    assert not any("dropped 0 spans" in line for line in lines), lines
+    assert not any(line.count("KafkaTimeoutError") > 1 or line.count("NoBrokersAvailable") > 1 for line in lines)
+    at_exit = [line for line in lines if "not sent" in line]
+    assert len(at_exit) == 1 and at_exit[0].startswith("agentwatch: 53 spans not sent: Kafka at 127.0.0.1:"), lines
+    assert "waited 1.0 s" in at_exit[0] and "shutdown_timeout_s" in at_exit[0]
 
 
 def test_broker_down_mid_run_agent_unaffected_drops_counted_then_recovers(fresh_broker, topic):
-    exporter = KafkaSpanExporter(fresh_broker.bootstrap_servers, topic=topic, queue_size=300,
+    exporter = KafkaSpanExporter(fresh_broker.bootstrap_servers, topic=topic, max_in_flight_spans=300,
                                  retry_interval_s=0.2, producer_config={"delivery_timeout_ms": 3000,
                                                                         "request_timeout_ms": 1000})
     provider = TracerProvider()
@@ -180,7 +207,7 @@ def test_broker_down_mid_run_agent_unaffected_drops_counted_then_recovers(fresh_
         # the per-call figures depend on the machine: printed, not asserted (benchmarks/sdk_overhead.py times @trace)
         print(f"per call: broker up {1e3 * up:.3f} ms, broker down {1e3 * down:.3f} ms; {exporter.stats()}")
         assert exporter.dropped_spans > 0, exporter.stats()
-        assert exporter.stats()["queued_spans"] <= 300  # bounded by queue_size, whatever was dropped
+        assert exporter.stats()["in_flight_spans"] <= 300  # bounded by max_in_flight_spans, whatever was dropped
 
         fresh_broker.start()
         deadline = time.monotonic() + 40
@@ -210,7 +237,7 @@ def test_exporter_topic_survives_a_metadata_refresh(broker, topic):
     ensure_topics(broker.bootstrap_servers, [topic, other], partitions=2)
     exporter = KafkaSpanExporter(broker.bootstrap_servers, topic=topic)
     try:
-        producer = exporter._ensure_producer()
+        producer = exporter._connect()
         producer._metadata.add_topic(other)  # the refresh below then asks for the tracked topics only
         producer.send(topic, b"y").get(timeout=10)
         # Untracked, the topic known only from the bootstrap's all-topics metadata would vanish on the next
@@ -221,31 +248,3 @@ def test_exporter_topic_survives_a_metadata_refresh(broker, topic):
         producer.send(topic, b"z").get(timeout=10)
     finally:
         exporter.shutdown()
-
-
-def test_broker_down_messages_say_what_happened_once(caplog):
-    """No "dropped 0 spans", no doubled exception names, and one line at exit saying how many spans were lost."""
-    import logging
-
-    from kafka.errors import KafkaTimeoutError
-
-    from agentwatch.sdk.kafka_exporter import error_text
-
-    # kafka-python's errors already start with their class name
-    assert error_text(KafkaTimeoutError("Failed to update metadata")) == "KafkaTimeoutError: Failed to update metadata"
-    assert error_text(ValueError("bad")) == "ValueError: bad" and error_text(ValueError()) == "ValueError"
-    spans = _one_span_per_conversation(2)  # 3 spans
-    with caplog.at_level(logging.WARNING, logger="agentwatch.sdk.kafka_exporter"):
-        exporter = KafkaSpanExporter(f"127.0.0.1:{free_port()}", topic="nowhere", queue_size=100,
-                                     warn_interval_s=0.0)
-        assert exporter.export(spans).name == "SUCCESS"
-        deadline = time.monotonic() + 30
-        while exporter.last_error is None and time.monotonic() < deadline:
-            time.sleep(0.05)
-        exporter.shutdown(timeout_s=0.5)
-    lines = [r.getMessage() for r in caplog.records]
-    assert not any("dropped 0 spans" in line for line in lines), lines
-    assert not any(line.count("KafkaTimeoutError") > 1 or line.count("NoBrokersAvailable") > 1 for line in lines)
-    at_exit = [line for line in lines if "not sent" in line]
-    assert len(at_exit) == 1 and at_exit[0].startswith("agentwatch: 3 spans not sent: Kafka at 127.0.0.1:")
-    assert "0.5 s" in at_exit[0] and "shutdown(timeout_s=...)" in at_exit[0]

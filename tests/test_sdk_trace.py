@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 from opentelemetry.trace import StatusCode
-from sdk_support import attr_json, by_name, spans  # noqa: F401
+from sdk_support import attr_json, by_name, sdk_provider, spans  # noqa: F401
 
 from agentwatch import record_usage, trace
 

@@ -1,5 +1,9 @@
 """Command-line interface. Each module registers its commands on `app` when imported."""
 
+from agentwatch.service_extra import require
+
+require(__name__)  # fails with the extra to install, before any service dependency is imported
+
 # One import per command module; keep heavy imports inside the command functions.
 from agentwatch.cli import (
     collector_cmd,  # noqa: F401

@@ -1,6 +1,7 @@
 """The `agentwatch` Typer application; subcommands live in sibling modules, one per command group."""
 
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -117,3 +118,19 @@ def serve_metrics(start: Any, port: int | None) -> int:
         )
         raise typer.Exit(2) from None
 
+
+
+def kafka_or_exit(call: Callable[[], object], bootstrap_servers: str) -> None:
+    """Run `call`; Kafka refusing the settings or out of reach ends the command with one line, exit 1."""
+    from confluent_kafka import KafkaException
+
+    from agentwatch.kafka_security import KafkaSecurityError
+
+    try:
+        call()
+    except KafkaSecurityError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(1) from None
+    except KafkaException as exc:
+        typer.echo(f"error: Kafka at {bootstrap_servers}: {exc.args[0].str()}", err=True)
+        raise typer.Exit(1) from None

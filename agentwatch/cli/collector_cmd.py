@@ -55,15 +55,6 @@ def collector(
         from agentwatch.collector.metrics import serve
 
         serve_metrics(lambda: serve(service.stats, service, port).port, port)
-    from confluent_kafka import KafkaException
+    from agentwatch.cli.app import kafka_or_exit
 
-    from agentwatch.kafka_security import KafkaSecurityError
-
-    try:
-        service.run(stop)
-    except KafkaSecurityError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(1) from None
-    except KafkaException as exc:
-        typer.echo(f"error: Kafka at {settings.kafka.bootstrap_servers}: {exc.args[0].str()}", err=True)
-        raise typer.Exit(1) from exc
+    kafka_or_exit(lambda: service.run(stop), settings.kafka.bootstrap_servers)

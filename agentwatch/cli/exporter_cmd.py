@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import logging
-import threading
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from agentwatch.cli.app import app, reload_on_sighup, serve_metrics, settings_from_options, stop_on_signals
+from agentwatch.cli.app import (
+    app,
+    kafka_or_exit,
+    reload_on_sighup,
+    serve_metrics,
+    settings_from_options,
+    stop_on_signals,
+)
 
 log = logging.getLogger("agentwatch.exporter")
 
@@ -27,42 +33,6 @@ def _start_otlp(settings: Any, service: Any) -> Any:
     from agentwatch.exporters.otlp_metrics import start_otlp_push
 
     return start_otlp_push(lambda: service.estimator, settings.exporter)
-
-
-def _run_or_exit(service: Any, stop: threading.Event, settings: Any) -> None:
-    from kafka.errors import KafkaError
-
-    from agentwatch.kafka_security import KafkaSecurityError
-
-    try:
-        service.run(stop)
-    except KafkaSecurityError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(1) from None
-    except KafkaError as exc:
-        typer.echo(f"error: Kafka at {settings.kafka.bootstrap_servers}: {exc}", err=True)
-        raise typer.Exit(1) from exc
-
-
-def _check_kafka(settings: Any) -> None:
-    """Reach Kafka (and create the topics the pipeline uses) before serving anything; else one line, exit 1."""
-    from confluent_kafka import KafkaException
-
-    from agentwatch.collector.topics import ensure_topics
-
-    c = settings.collector
-    try:
-        ensure_topics(
-            settings.kafka.bootstrap_servers,
-            [*c.input_topics, c.rekey_topic, c.scores_topic, c.dead_letter_topic],
-            partitions=c.topic_partitions,
-            replication_factor=c.topic_replication_factor,
-            client_id=settings.kafka.client_id,
-        )
-    except KafkaException as exc:
-        typer.echo(f"error: Kafka at {settings.kafka.bootstrap_servers} is not reachable: {exc.args[0].str()}",
-                   err=True)
-        raise typer.Exit(1) from None
 
 
 @app.command("exporter")
@@ -84,7 +54,7 @@ def exporter(
     serve_metrics(service.start_http, settings.exporter.metrics_port)
     otlp = _start_otlp(settings, service)
     try:
-        _run_or_exit(service, stop, settings)
+        kafka_or_exit(lambda: service.run(stop), settings.kafka.bootstrap_servers)
     finally:
         service.stop_http()
         if otlp is not None:
@@ -112,6 +82,7 @@ def serve(
         {"input_topics": input_topic or None, "scores_topic": scores_topic},
     )
     from agentwatch.broker import EmbeddedBroker
+    from agentwatch.collector.topics import ensure_pipeline_topics
     from agentwatch.pipeline import Pipeline
 
     stop = stop_on_signals()
@@ -126,13 +97,14 @@ def serve(
     except ValueError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from exc
-    _check_kafka(settings)
+    # reach Kafka (and create the pipeline's topics) before serving anything
+    kafka_or_exit(lambda: ensure_pipeline_topics(settings), settings.kafka.bootstrap_servers)
     reload_on_sighup(config, pipeline.collector.reload)
     serve_metrics(pipeline.start_http, settings.exporter.metrics_port)
     otlp = _start_otlp(settings, pipeline.exporter)
     pipeline.start(exporter_in_thread=False)
     try:
-        _run_or_exit(pipeline.exporter, stop, settings)
+        kafka_or_exit(lambda: pipeline.exporter.run(stop), settings.kafka.bootstrap_servers)
     finally:
         pipeline.close()
         if otlp is not None:

@@ -1,6 +1,7 @@
 """The instrumentation SDK: `@trace`, `conversation`, `configure`, `record_usage`, and the Kafka span exporter.
 
-Runs inside the agent: it imports only OpenTelemetry and (lazily, on the exporter's thread) kafka-python.
+Runs inside the agent and is all `pip install agentwatch` installs: it imports only OpenTelemetry and, on the
+first export to Kafka, the OTLP encoder and kafka-python; never the service packages.
 """
 
 from agentwatch.sdk.configure import Instrumentation, configure, shutdown

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 import os
-import time
 import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -172,18 +171,19 @@ def _provider(given: TracerProvider | None, agent: str | None, version: str | No
 
 
 def shutdown(timeout_s: float = 5.0) -> None:
-    """Flush and stop what `configure` set up (the whole provider if it created it, else only our processors)."""
+    """Flush and stop what `configure` set up (the whole provider if it created it, else only our processors).
+
+    Queued spans are handed to the exporter within timeout_s; the Kafka exporter then waits up to its own
+    `shutdown_timeout_s` for the broker's acknowledgements.
+    """
     global _ACTIVE
     active, _ACTIVE = _ACTIVE, None
     if active is None:
         return
     group = _GROUPS.get(active.tracer_provider)
-    deadline = time.monotonic() + timeout_s
     try:
         if group is not None:
             group.force_flush(int(timeout_s * 1000))
-            if isinstance(active.exporter, KafkaSpanExporter):  # bounded by what is left of timeout_s
-                active.exporter.shutdown(timeout_s=max(0.1, deadline - time.monotonic()))
             group.replace([])
         if active.owns_provider:
             active.tracer_provider.shutdown()

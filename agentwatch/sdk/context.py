@@ -1,8 +1,8 @@
 """The conversation context: which conversation the code is running in, and its per-turn annotations.
 
-`with conversation(...)` (or `async with`) puts a `ConversationState` in a context variable. The
-`ConversationSpanProcessor` reads it when any span starts — ours or another instrumentation's — and stamps the
-conversation's attributes on the span. `asyncio` tasks inherit it; threads do not (use `bind_context`).
+`with conversation(...)` (or `async with`) puts a `ConversationState` in a context variable. `@trace` and the
+marker spans stamp the conversation's attributes on the spans they create and track its turns themselves, with
+or without `configure()`; the `ConversationSpanProcessor` does the same for spans of other instrumentations. `asyncio` tasks inherit it; threads do not (use `bind_context`).
 """
 
 from __future__ import annotations
@@ -57,6 +57,32 @@ class ConversationState:
         for key, value in self.tags.items():
             attrs[f"agentwatch.tag.{key}"] = str(value)
         self.attributes = attrs
+
+    def stamp(self, attrs: Mapping[str, Any], agent: str | None, version: str | None) -> dict[str, AttributeValue]:
+        """The attributes this conversation adds to a span that has attrs: its own, plus agent and version."""
+        out = dict(self.attributes)
+        agent = self.agent or agent
+        if agent is not None and A.AGENT_NAME not in attrs:
+            out[A.AGENT_NAME] = agent
+        version = self.version or version
+        if version is not None and A.AGENT_VERSION not in attrs:
+            out[A.AGENT_VERSION] = version
+        return out
+
+    def start_turn(self, span: Span) -> None:
+        """Track an `invoke_agent` span as the current turn and give it the expectations set between turns."""
+        if len(self.open_turns) >= 8:  # turns ended in another context were never removed
+            self.open_turns[:] = [t for t in self.open_turns if t.is_recording()]
+        self.open_turns.append(span)
+        self.last_turn = span.get_span_context()
+        if self.pending:
+            span.set_attributes(self.pending)
+            self.pending.clear()
+
+    def end_turn(self, span_id: int) -> None:
+        """Forget a finished turn."""
+        if self.open_turns:
+            self.open_turns[:] = [t for t in self.open_turns if t.get_span_context().span_id != span_id]
 
     def current_turn(self) -> Span | None:
         """The innermost `invoke_agent` span of this conversation still open, if any."""
@@ -227,7 +253,10 @@ def _annotate(key: str, value: AttributeValue, *, marker: str) -> bool:
 def _marker_span(name: str, attrs: dict[str, AttributeValue], parent: SpanContext | None) -> None:
     """A zero-length span carrying attrs; a child of the last turn when there was one."""
     ctx = otel_trace.set_span_in_context(NonRecordingSpan(parent)) if parent is not None else None
+    state = _CURRENT.get()
     try:
+        if state is not None:
+            attrs = {**attrs, **state.stamp(attrs, RUNTIME.agent, RUNTIME.version)}
         span = RUNTIME.get_tracer().start_span(name, context=ctx, attributes={**attrs, A.MARKER: True})
         span.end()
     except Exception:

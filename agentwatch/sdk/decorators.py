@@ -9,6 +9,7 @@ from typing import Any, TypeVar, overload
 
 from opentelemetry import context as context_api
 from opentelemetry import trace as otel_trace
+from opentelemetry.trace import Span
 
 from agentwatch.sdk.spans import MAX_STREAM_ITEMS, SpanSpec, fail, finish, start
 
@@ -67,20 +68,37 @@ def trace(
     return decorate(fn)
 
 
+class _Running:
+    """Makes the span current while the wrapped code runs; an exception escaping that code fails and ends it.
+
+    StopIteration and StopAsyncIteration are how a generator finishes, not failures: they pass through.
+    """
+
+    __slots__ = ("ctx", "span", "spec", "token")
+
+    def __init__(self, spec: SpanSpec, span: Span) -> None:
+        self.spec = spec
+        self.span = span
+        self.ctx = _in_context(span)
+        self.token: object = None
+
+    def __enter__(self) -> None:
+        self.token = _attach(self.ctx)
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: object) -> None:
+        _detach(self.token)
+        if exc is not None and not isinstance(exc, (StopIteration, StopAsyncIteration)):
+            fail(self.spec, self.span, exc)
+
+
 def _wrap_function(func: Callable[..., Any], spec: SpanSpec) -> Callable[..., Any]:
     @functools.wraps(func)
     def traced(*args: Any, **kwargs: Any) -> Any:
         span = start(spec, args, kwargs)
         if span is None:
             return func(*args, **kwargs)
-        token = _attach(_in_context(span))
-        try:
+        with _Running(spec, span):
             result = func(*args, **kwargs)
-        except BaseException as exc:
-            _detach(token)
-            fail(span, exc)
-            raise
-        _detach(token)
         finish(spec, span, result)
         return result
 
@@ -93,14 +111,8 @@ def _wrap_coroutine(func: Callable[..., Any], spec: SpanSpec) -> Callable[..., A
         span = start(spec, args, kwargs)
         if span is None:
             return await func(*args, **kwargs)
-        token = _attach(_in_context(span))
-        try:
+        with _Running(spec, span):
             result = await func(*args, **kwargs)
-        except BaseException as exc:
-            _detach(token)
-            fail(span, exc)
-            raise
-        _detach(token)
         finish(spec, span, result)
         return result
 
@@ -124,36 +136,24 @@ def _wrap_generator(func: Callable[..., Any], spec: SpanSpec) -> Callable[..., A
         span = start(spec, args, kwargs)
         if span is None:
             return (yield from gen)
-        ctx = _in_context(span)
+        running = _Running(spec, span)
         items: list[Any] = []
         step: Callable[[Any], Any] = gen.send
         arg: Any = None
         while True:
-            token = _attach(ctx)
             try:
-                item = step(arg)
+                with running:
+                    item = step(arg)
             except StopIteration as stop:
-                _detach(token)
                 finish(spec, span, items, streamed=True)
                 return stop.value
-            except BaseException as exc:
-                _detach(token)
-                fail(span, exc)
-                raise
-            _detach(token)
             _keep(items, item)
             try:
                 arg = yield item
                 step = gen.send
             except GeneratorExit:
-                token = _attach(ctx)
-                try:
+                with running:
                     gen.close()
-                except BaseException as exc:
-                    _detach(token)
-                    fail(span, exc)
-                    raise
-                _detach(token)
                 finish(spec, span, items, streamed=True)
                 raise
             except BaseException as exc:  # noqa: BLE001 - thrown into us: passed on to the wrapped generator
@@ -173,36 +173,24 @@ def _wrap_async_generator(func: Callable[..., Any], spec: SpanSpec) -> Callable[
             async for item in agen:
                 yield item
             return
-        ctx = _in_context(span)
+        running = _Running(spec, span)
         items: list[Any] = []
         step: Callable[[Any], Any] = agen.asend
         arg: Any = None
         while True:
-            token = _attach(ctx)
             try:
-                item = await step(arg)
+                with running:
+                    item = await step(arg)
             except StopAsyncIteration:
-                _detach(token)
                 finish(spec, span, items, streamed=True)
                 return
-            except BaseException as exc:
-                _detach(token)
-                fail(span, exc)
-                raise
-            _detach(token)
             _keep(items, item)
             try:
                 arg = yield item
                 step = agen.asend
             except GeneratorExit:
-                token = _attach(ctx)
-                try:
+                with running:
                     await agen.aclose()
-                except BaseException as exc:
-                    _detach(token)
-                    fail(span, exc)
-                    raise
-                _detach(token)
                 finish(spec, span, items, streamed=True)
                 raise
             except BaseException as exc:  # noqa: BLE001 - passed on to the wrapped generator

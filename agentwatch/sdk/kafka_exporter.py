@@ -1,9 +1,10 @@
 """`KafkaSpanExporter`: OTLP protobuf `TracesData` to a Kafka topic, one message per conversation per batch.
 
-`export()` only appends the batch to a bounded queue and returns; a background thread owns the kafka-python
-producer (creating it may block while the broker is down, so only that thread ever touches it), groups spans
-by conversation, encodes and sends them. When the broker is unreachable the queue fills and new spans are
-dropped and counted; the producer reconnects by itself when the broker is back.
+A plain OpenTelemetry `SpanExporter`, meant to run under the standard `BatchSpanProcessor`, whose worker thread
+calls `export()`: the agent's threads only append finished spans to that processor's queue. `export()` hands
+the encoded messages to kafka-python's producer and returns without waiting for the broker; acknowledgements
+and failures are counted as they arrive. While the broker is unreachable, `export()` drops batches at once
+(counted) and tries to connect again at most every `retry_interval_s`; the producer reconnects by itself.
 """
 
 from __future__ import annotations
@@ -11,11 +12,9 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections import deque
 from collections.abc import Sequence
 from typing import Any
 
-from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
@@ -42,6 +41,9 @@ def conversation_key(span: ReadableSpan) -> str:
 
 def encode_messages(spans: Sequence[ReadableSpan], max_bytes: int = _MAX_MESSAGE_BYTES) -> list[tuple[str, bytes, int]]:
     """(key, OTLP TracesData bytes, span count) per conversation; a conversation too big for one message is split."""
+    # imported here: protobuf and the OTLP classes are a sixth of `import agentwatch.sdk`, and only export needs them
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+
     groups: dict[str, list[ReadableSpan]] = {}
     for span in spans:
         groups.setdefault(conversation_key(span), []).append(span)
@@ -60,14 +62,14 @@ def encode_messages(spans: Sequence[ReadableSpan], max_bytes: int = _MAX_MESSAGE
 
 
 class KafkaSpanExporter(SpanExporter):
-    """An OpenTelemetry SpanExporter writing to Kafka; never blocks the caller and never raises into it."""
+    """An OpenTelemetry SpanExporter writing to Kafka; it never raises, and drops (counted) what it cannot send."""
 
     def __init__(
         self,
         bootstrap_servers: str | list[str] = "127.0.0.1:9092",
         topic: str = DEFAULT_TOPIC,
         compression: str | None = None,
-        queue_size: int = 20_000,
+        max_in_flight_spans: int = 20_000,
         producer_config: dict[str, Any] | None = None,
         *,
         security: KafkaSecurity | dict[str, Any] | None = None,
@@ -76,7 +78,8 @@ class KafkaSpanExporter(SpanExporter):
         shutdown_timeout_s: float = 5.0,
     ) -> None:
         self.topic = topic
-        self.queue_size = max(1, int(queue_size))
+        self.max_in_flight_spans = max(1, int(max_in_flight_spans))
+        self.shutdown_timeout_s = shutdown_timeout_s
         self.dropped_spans = 0
         self.sent_spans = 0
         self.sent_messages = 0
@@ -92,8 +95,7 @@ class KafkaSpanExporter(SpanExporter):
             )
             log.error("agentwatch: %s; spans are dropped", self._refused)
         self._config: dict[str, Any] = {
-            "bootstrap_servers": bootstrap_servers,
-            "client_id": "agentwatch-sdk",
+            **self._security.client_settings("kafka-python", bootstrap_servers, "agentwatch-sdk"),
             "linger_ms": 20,
             "batch_size": 1_000_000,
             "acks": "all",
@@ -106,87 +108,89 @@ class KafkaSpanExporter(SpanExporter):
             "request_timeout_ms": 5000,
             "delivery_timeout_ms": 15000,
             "reconnect_backoff_max_ms": 1000,
-            **self._security.kafka_python(),
             **(producer_config or {}),
         }
-        self.shutdown_timeout_s = shutdown_timeout_s
         self._warn_interval_s = warn_interval_s
         self._retry_interval_s = retry_interval_s
-        self._lock = threading.Lock()
-        self._queue: deque[Sequence[ReadableSpan]] = deque()
-        self._queued = 0
+        self._lock = threading.Lock()  # the counters: callbacks run on kafka-python's sender thread
+        self._connect_lock = threading.Lock()
         self._in_flight = 0
-        self._wake = threading.Event()
-        self._closing = False
+        self._closed = False
+        self._next_attempt = 0.0
         self._last_warning = 0.0
         self._producer: Any = None
-        self._thread = threading.Thread(target=self._run, name="agentwatch-kafka-exporter", daemon=True)
-        self._thread.start()
-
-    # ------------------------------------------------------------------ caller side
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        """Queue a batch for sending; drop it (counted) when the queue is full or the exporter is shut down."""
+        """Send a batch without waiting for the broker; drop it (counted) when Kafka is unreachable or backed up."""
         n = len(spans)
         if n == 0:
             return SpanExportResult.SUCCESS
-        with self._lock:
-            if self._closing or self._queued + self._in_flight + n > self.queue_size:
-                self.dropped_spans += n
-                dropped = True
-            else:
-                self._queue.append(spans)
-                self._queued += n
-                dropped = False
-        if dropped:
-            self._warn_dropped()
+        try:
+            producer = None if self._closed else self._connect()
+            with self._lock:
+                accepted = producer is not None and self._in_flight + n <= self.max_in_flight_spans
+                if accepted:
+                    self._in_flight += n
+                else:
+                    self.dropped_spans += n
+            if not accepted:
+                self._warn_dropped()
+                return SpanExportResult.FAILURE
+            self._send(producer, spans)
+        except Exception:  # whatever happens here must not reach the agent
+            log.exception("agentwatch: could not export %d spans", n)
             return SpanExportResult.FAILURE
-        self._wake.set()
         return SpanExportResult.SUCCESS
 
     def force_flush(self, timeout_millis: int = 30_000) -> bool:
-        """Wait until every queued span is acknowledged or dropped; False on timeout."""
+        """Wait until every span handed to Kafka is acknowledged or dropped; False on timeout."""
         deadline = time.monotonic() + timeout_millis / 1000
-        while True:
+        producer = self._producer
+        if producer is not None:
+            try:
+                producer.flush(timeout=max(0.0, deadline - time.monotonic()))
+            except Exception:  # a flush timeout: the spans stay in flight
+                log.debug("agentwatch: Kafka flush did not finish", exc_info=True)
+        while True:  # the acknowledgement callbacks run just after flush returns
             with self._lock:
-                if self._queued == 0 and self._in_flight == 0:
+                if self._in_flight == 0:
                     return True
-            if time.monotonic() >= deadline or not self._thread.is_alive():
+            if time.monotonic() >= deadline:
                 return False
-            self._wake.set()
             time.sleep(0.01)
 
-    def shutdown(self, timeout_s: float | None = None) -> None:  # type: ignore[override]
-        """Flush within timeout_s (default `shutdown_timeout_s`), then stop the sender and close the producer."""
-        if self._closing:
+    def shutdown(self, timeout_millis: float | None = None) -> None:
+        """Wait up to `shutdown_timeout_s` for acknowledgements, log what was not sent, and close the producer."""
+        if self._closed:
             return
-        if timeout_s is None:
-            timeout_s = self.shutdown_timeout_s
-        start = time.monotonic()
-        self.force_flush(int(timeout_s * 1000))
+        self._closed = True
+        wait_s = self.shutdown_timeout_s if timeout_millis is None else min(self.shutdown_timeout_s,
+                                                                           timeout_millis / 1000)
+        self.force_flush(int(wait_s * 1000))
         with self._lock:
-            self._closing = True
-            lost = self._queued
-            self._queued = 0
-            self._queue.clear()
+            lost, self._in_flight = self._in_flight, 0
             self.dropped_spans += lost
-        self._wake.set()
-        self._thread.join(max(0.1, timeout_s - (time.monotonic() - start)))
-        if lost:
+            dropped = self.dropped_spans
+        producer, self._producer = self._producer, None
+        if producer is not None:
+            try:
+                producer.close(timeout=min(2.0, wait_s))
+            except Exception:
+                log.debug("agentwatch: error closing the Kafka producer", exc_info=True)
+        if dropped:
             log.warning(
-                "agentwatch: %d spans not sent: Kafka at %s was not reachable within the %.1f s the exporter waits "
-                "at exit (shutdown(timeout_s=...)); last error: %s",
-                lost, self._servers(), timeout_s, self.last_error or "none",
+                "agentwatch: %d spans not sent: Kafka at %s was unreachable or refused them (at exit the exporter "
+                "waited %.1f s, its shutdown_timeout_s); last error: %s",
+                dropped, self._servers(), wait_s, self.last_error or "none",
             )
 
     def stats(self) -> dict[str, Any]:
-        """Counters: sent, dropped, queued and in-flight spans, messages sent, connection state, last error."""
+        """Counters: spans sent, dropped and awaiting acknowledgement, messages sent, connection, last error."""
         with self._lock:
             return {
                 "sent_spans": self.sent_spans,
                 "sent_messages": self.sent_messages,
                 "dropped_spans": self.dropped_spans,
-                "queued_spans": self._queued,
                 "in_flight_spans": self._in_flight,
                 "connected": self._producer is not None,
                 "last_error": self.last_error,
@@ -201,79 +205,61 @@ class KafkaSpanExporter(SpanExporter):
         if now - self._last_warning < self._warn_interval_s:
             return
         self._last_warning = now
-        waiting = self._queued + self._in_flight
-        if self.dropped_spans:
-            log.warning("agentwatch: dropped %d spans so far: Kafka at %s unreachable or slow (%d spans waiting, "
-                        "limit %d); last error: %s", self.dropped_spans, self._servers(), waiting, self.queue_size,
-                        self.last_error)
-        else:
-            log.warning("agentwatch: Kafka at %s unreachable; %d spans waiting (beyond %d they are dropped and "
-                        "counted); last error: %s", self._servers(), waiting, self.queue_size, self.last_error)
+        log.warning("agentwatch: dropped %d spans so far: Kafka at %s unreachable or slow (%d spans awaiting "
+                    "acknowledgement, limit %d); last error: %s", self.dropped_spans, self._servers(),
+                    self._in_flight, self.max_in_flight_spans, self.last_error)
 
-    # ------------------------------------------------------------------ sender thread
-
-    def _run(self) -> None:
-        while True:
-            self._wake.wait(0.5)
-            self._wake.clear()
-            if self._closing:
-                break
-            if not self._queue:
-                continue
-            producer = self._ensure_producer()
-            if producer is None:
-                time.sleep(self._retry_interval_s)  # batches stay queued; export() drops once it is full
-                continue
-            while True:
-                with self._lock:
-                    if not self._queue:
-                        break
-                    batch = self._queue.popleft()
-                    self._queued -= len(batch)
-                    self._in_flight += len(batch)
-                self._send_batch(producer, batch)
-        self._close_producer()
-
-    def _ensure_producer(self) -> Any:
+    def _connect(self) -> Any:
+        """The producer; else None, after at most one connection attempt per `retry_interval_s`."""
         if self._producer is not None:
             return self._producer
+        with self._connect_lock:
+            if self._producer is not None or time.monotonic() < self._next_attempt:
+                return self._producer
+            try:
+                return self._create_producer()
+            finally:  # counted from the end of the attempt: creating a producer waits for the bootstrap
+                self._next_attempt = time.monotonic() + self._retry_interval_s
+
+    def _create_producer(self) -> Any:
         if self._refused is not None:
             self.last_error = self._refused
-            self._warn_dropped()
             return None
         messages: list[str] = []
         try:
             from kafka import KafkaProducer
 
             if self._security.protocol == "PLAINTEXT":
-                self._producer = KafkaProducer(**self._config)
+                producer = KafkaProducer(**self._config)
             else:  # kafka-python only logs why a secured bootstrap failed: collect that to explain it
                 with kafka_python_messages() as messages:
-                    self._producer = KafkaProducer(**self._config)
+                    producer = KafkaProducer(**self._config)
             # kafka-python 3.0 forgets a topic whose partitions it already knew at first send; a later
             # metadata refresh then drops it and its batches expire. Track the topic explicitly.
-            metadata = getattr(self._producer, "_metadata", None)
+            metadata = getattr(producer, "_metadata", None)
             if metadata is not None and hasattr(metadata, "add_topic"):
                 metadata.add_topic(self.topic)
-            log.info("agentwatch: connected to Kafka at %s", self._config["bootstrap_servers"])
         except Exception as exc:  # noqa: BLE001 - broker down, bad config: keep the agent running
             self.last_error = error_text(exc)
-            where = self._servers()
-            found = self._security.diagnose_connection([*messages, self.last_error], where, prefix="AGENTWATCH_KAFKA_")
+            found = self._security.diagnose_connection([*messages, self.last_error], self._servers(),
+                                                       prefix="AGENTWATCH_KAFKA_")
             if found is not None:
                 self.last_error = str(found)
                 if self._explained != self.last_error:  # one clear line per distinct refusal, then counted drops
                     log.error("agentwatch: %s; spans are dropped until it connects", self.last_error)
                 self._explained = self.last_error
-            self._warn_dropped()
-        return self._producer
+            return None
+        log.info("agentwatch: connected to Kafka at %s", self._servers())
+        self._producer = producer
+        return producer
 
-    def _send_batch(self, producer: Any, batch: Sequence[ReadableSpan]) -> None:
+    def _send(self, producer: Any, spans: Sequence[ReadableSpan]) -> None:
+        """Encode and send; each message settles its spans as sent or dropped when the broker answers."""
         try:
-            messages = encode_messages(batch)
+            messages = encode_messages(spans)
         except Exception as exc:
-            log.exception("agentwatch: could not encode %d spans", len(batch))
-            self._settle(len(batch), ok=False, error=exc)
+            log.exception("agentwatch: could not encode %d spans", len(spans))
+            self._settle(len(spans), ok=False, error=exc)
             return
         for key, payload, count in messages:
             try:
@@ -292,6 +278,8 @@ class KafkaSpanExporter(SpanExporter):
 
     def _settle(self, count: int, *, ok: bool, error: BaseException | None = None) -> None:
         with self._lock:
+            if self._in_flight < count:  # already counted as lost by shutdown
+                return
             self._in_flight -= count
             if ok:
                 self.sent_spans += count
@@ -301,17 +289,6 @@ class KafkaSpanExporter(SpanExporter):
                 self.last_error = error_text(error)
         if not ok:
             self._warn_dropped()
-
-    def _close_producer(self) -> None:
-        producer, self._producer = self._producer, None
-        if producer is None:
-            return
-        try:
-            producer.flush(timeout=2.0)
-            producer.close(timeout=2.0)
-        except Exception:
-            log.debug("error closing the Kafka producer", exc_info=True)
-
 
 def error_text(exc: BaseException | None) -> str:
     """`Type: message`, without the type twice when the message already starts with it (kafka-python's do)."""

@@ -10,12 +10,17 @@ from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
 from agentwatch.sdk import attributes as A
 from agentwatch.sdk.context import _CURRENT
+from agentwatch.sdk.runtime import TRACER_NAME
 
 log = logging.getLogger(__name__)
 
 
 class ConversationSpanProcessor(SpanProcessor):
-    """Stamps the current conversation's attributes on every span started inside it (any instrumentation)."""
+    """Stamps the current conversation's attributes on spans of other instrumentations started inside it.
+
+    Spans of agentwatch's own tracer (`@trace`, marker spans) are stamped where they are created, so they carry
+    the conversation without this processor.
+    """
 
     def __init__(self, agent: str | None = None, version: str | None = None) -> None:
         self.agent = agent
@@ -24,35 +29,21 @@ class ConversationSpanProcessor(SpanProcessor):
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
         """Copy conversation id, task, user, budget, tags, agent and version onto the span; track turns."""
         state = _CURRENT.get()
-        if state is None:
+        if state is None or _ours(span):
             return
         try:
-            span.set_attributes(state.attributes)
             attrs = span.attributes or {}
-            agent = state.agent or self.agent
-            if agent is not None and A.AGENT_NAME not in attrs:
-                span.set_attribute(A.AGENT_NAME, agent)
-            version = state.version or self.version
-            if version is not None and A.AGENT_VERSION not in attrs:
-                span.set_attribute(A.AGENT_VERSION, version)
+            span.set_attributes(state.stamp(attrs, self.agent, self.version))
             if attrs.get(A.OPERATION) == A.INVOKE_AGENT:
-                if len(state.open_turns) >= 8:  # turns ended in another context were never removed
-                    state.open_turns[:] = [t for t in state.open_turns if t.is_recording()]
-                state.open_turns.append(span)
-                state.last_turn = span.get_span_context()
-                if state.pending:
-                    span.set_attributes(state.pending)
-                    state.pending.clear()
+                state.start_turn(span)
         except Exception:
             log.exception("could not stamp conversation attributes")
 
     def on_end(self, span: ReadableSpan) -> None:
         """Forget a finished turn."""
         state = _CURRENT.get()
-        if state is None or not state.open_turns or span.context is None:
-            return
-        span_id = span.context.span_id
-        state.open_turns[:] = [t for t in state.open_turns if t.get_span_context().span_id != span_id]
+        if state is not None and span.context is not None and not _ours(span):
+            state.end_turn(span.context.span_id)
 
     def shutdown(self) -> None:
         """Nothing to release."""
@@ -101,3 +92,8 @@ class ProcessorGroup(SpanProcessor):
         for p in self.processors:
             ok = p.force_flush(timeout_millis) and ok
         return ok
+
+
+def _ours(span: ReadableSpan) -> bool:
+    scope = span.instrumentation_scope
+    return scope is not None and scope.name == TRACER_NAME

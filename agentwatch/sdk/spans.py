@@ -116,6 +116,7 @@ def start(spec: SpanSpec, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Span
         attrs = dict(spec.static_attrs)
         name = spec.span_name
         kind = spec.kind
+        state = _CURRENT.get()
         bound = spec.bind(args, kwargs) if content or kind != "chain" else {}
         if kind == "tool":
             call_id = bound.pop(_CALL_ID_ARG, None) or kwargs.get(_CALL_ID_ARG)
@@ -123,7 +124,6 @@ def start(spec: SpanSpec, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Span
             if content:
                 attrs[A.TOOL_ARGUMENTS] = capture.dumps(bound)
         elif kind == "agent":
-            state = _CURRENT.get()
             agent = spec.name
             version = RUNTIME.version
             if state is not None:
@@ -149,7 +149,13 @@ def start(spec: SpanSpec, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Span
                 attrs[A.INPUT_MESSAGES] = capture.dumps_plain(genai.chat_input(bound, capture.dumps))
         elif content:
             attrs[A.INPUT_VALUE] = capture.dumps(bound)
-        return RUNTIME.get_tracer().start_span(name, attributes=attrs)
+        if state is None:
+            return RUNTIME.get_tracer().start_span(name, attributes=attrs)
+        attrs.update(state.stamp(attrs, RUNTIME.agent, RUNTIME.version))
+        span = RUNTIME.get_tracer().start_span(name, attributes=attrs)
+        if kind == "agent":
+            state.start_turn(span)
+        return span
     except Exception:
         log.exception("agentwatch could not start a span for %s", spec.name)
         return None
@@ -176,10 +182,10 @@ def finish(spec: SpanSpec, span: Span, result: Any, streamed: bool = False) -> N
     except Exception:
         log.exception("agentwatch could not record the output of %s", spec.name)
     finally:
-        span.end()
+        end(spec, span)
 
 
-def fail(span: Span, exc: BaseException) -> None:
+def fail(spec: SpanSpec, span: Span, exc: BaseException) -> None:
     """Mark the span as failed by exc (status ERROR, error.type, one exception event) and end it."""
     try:
         span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"[:1024]))
@@ -188,7 +194,16 @@ def fail(span: Span, exc: BaseException) -> None:
     except Exception:
         log.exception("agentwatch could not record an exception")
     finally:
-        span.end()
+        end(spec, span)
+
+
+def end(spec: SpanSpec, span: Span) -> None:
+    """End the span; a turn is no longer the conversation's current one."""
+    span.end()
+    if spec.kind == "agent":
+        state = _CURRENT.get()
+        if state is not None:
+            state.end_turn(span.get_span_context().span_id)
 
 
 def _stream_output(spec: SpanSpec, items: list[Any]) -> Any:

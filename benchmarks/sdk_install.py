@@ -1,0 +1,115 @@
+"""What `pip install agentwatch` (the SDK alone) weighs and how long `import agentwatch.sdk` takes.
+
+Run: python benchmarks/sdk_install.py [--imports N] [--compiled]
+
+Builds a bare virtualenv and one with the project installed from a copy of this tree without extras
+(`AGENTWATCH_PURE_PYTHON=1` unless --compiled, which lets the build compile the hot modules with Cython), and
+prints the size of the install (du of site-packages minus the bare venv's), the installed distributions, and
+the median wall time of N fresh `python -c "import agentwatch.sdk"` processes minus that of `python -c pass`,
+plus the cumulative import time `python -X importtime` reports for agentwatch.sdk. Needs PyPI or a pip cache.
+Prints figures; asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SOURCES = ("pyproject.toml", "setup.py", "README.md", "agentwatch", "collector", "scorers", "exporters")
+
+
+def site_packages_bytes(venv: Path) -> int:
+    """Bytes under the venv's site-packages (du -sb)."""
+    (site,) = venv.glob("lib/python*/site-packages")
+    return int(subprocess.run(["du", "-sb", str(site)], capture_output=True, text=True, check=True).stdout.split()[0])
+
+
+def make_venv(path: Path) -> Path:
+    """A fresh virtualenv at path; returns its python."""
+    subprocess.run([sys.executable, "-m", "venv", str(path)], check=True)
+    return path / "bin" / "python"
+
+
+def sdk_only_venv(work: Path, *, compiled: bool = False) -> Path:
+    """A virtualenv under work with the project installed from a copy of this tree, no extras; returns its python."""
+    source = work / "src"
+    source.mkdir()
+    for name in SOURCES:
+        if (ROOT / name).is_dir():
+            shutil.copytree(ROOT / name, source / name, ignore=shutil.ignore_patterns("__pycache__", "*.so"))
+        else:
+            shutil.copy(ROOT / name, source / name)
+    python = make_venv(work / "sdk")
+    subprocess.run([str(python), "-m", "pip", "install", "-q", str(source)], env=clean_env(compiled=compiled),
+                   check=True, capture_output=True, timeout=900)
+    return python
+
+
+def clean_env(*, compiled: bool = False) -> dict[str, str]:
+    """The environment for the venv's processes: no PYTHONPATH from the outer one, pure Python unless compiled."""
+    env = {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+    env.pop("PYTHONPATH", None)
+    if not compiled:
+        env["AGENTWATCH_PURE_PYTHON"] = "1"
+    return env
+
+
+def median_start_s(python: Path, code: str, n: int) -> float:
+    """Median wall time of n fresh `python -c code` processes."""
+    times = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        subprocess.run([str(python), "-c", code], check=True)
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def importtime_us(python: Path, module: str) -> int:
+    """Cumulative µs `python -X importtime` reports for module (median of 5)."""
+    found = []
+    for _ in range(5):
+        err = subprocess.run([str(python), "-X", "importtime", "-c", f"import {module}"], capture_output=True,
+                             text=True, check=True).stderr
+        lines = [ln for ln in err.splitlines() if re.search(rf"\|\s*{re.escape(module)}$", ln)]
+        found.append(int(lines[-1].split("|")[1]))
+    return int(statistics.median(found))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--imports", type=int, default=21, help="fresh processes timed per import")
+    parser.add_argument("--compiled", action="store_true", help="let the build compile the hot modules")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        bare = make_venv(work / "bare")
+        t0 = time.perf_counter()
+        python = sdk_only_venv(work, compiled=args.compiled)
+        install_s = time.perf_counter() - t0
+        size = site_packages_bytes(python.parents[1]) - site_packages_bytes(work / "bare")
+        listed = subprocess.run([str(python), "-m", "pip", "list", "--format=freeze"], capture_output=True, text=True,
+                                check=True).stdout.split()
+        extensions = len(list(python.parents[1].glob("lib/python*/site-packages/agentwatch/**/*.so")))
+        base = median_start_s(bare, "pass", args.imports)
+        sdk = median_start_s(python, "import agentwatch.sdk", args.imports)
+        print(f"SDK-only install ({'compiled' if args.compiled else 'AGENTWATCH_PURE_PYTHON=1'}; "
+              f"{extensions} compiled extension modules)")
+        print(f"  pip install time: {install_s:.1f} s (pip cache warm or not, as it was)")
+        print(f"  site-packages beyond a bare venv: {size / 1e6:.1f} MB")
+        print(f"  distributions ({len(listed)}): {' '.join(sorted(listed, key=str.lower))}")
+        print(f"  import agentwatch.sdk: {1e3 * (sdk - base):.0f} ms over a bare interpreter start "
+              f"(median of {args.imports}: {1e3 * sdk:.0f} ms vs {1e3 * base:.0f} ms)")
+        print(f"  python -X importtime, agentwatch.sdk cumulative: {importtime_us(python, 'agentwatch.sdk') / 1e3:.0f} ms")
+
+
+if __name__ == "__main__":
+    main()
