@@ -26,8 +26,8 @@ from agentwatch.collector.span_record import (
     SpanRecord,
     conversation_of,
     error_of,
-    inherit_conversations,
     truncate,
+    with_conversations,
 )
 from google.protobuf.message import DecodeError as _PbDecodeError
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status, TracesData
@@ -100,7 +100,6 @@ def _decode_protobuf(payload: bytes, limit: int) -> list[SpanRecord]:
     except (_PbDecodeError, RuntimeError, ValueError) as exc:
         raise DecodeError("invalid_protobuf", str(exc)[:200]) from None
     records: list[SpanRecord] = []
-    unresolved: list[SpanRecord] = []
     for rs in data.resource_spans:
         rattrs = rs.resource.attributes
         resource = {key: _pb_value(rattrs[key], limit) for key in _RESOURCE_KEY_ORDER if key in rattrs}
@@ -122,26 +121,21 @@ def _decode_protobuf(payload: bytes, limit: int) -> list[SpanRecord]:
                 else:
                     error = None
                 conv = conversation_of(attrs)
-                rec = SpanRecord(
-                    tid.hex(),
-                    sid.hex(),
-                    pid.hex() if len(pid) == 8 and pid != _ZERO_SPAN else None,
-                    truncate(sp.name, limit),
-                    sp.start_time_unix_nano,
-                    sp.end_time_unix_nano,
-                    error,
-                    attrs,
-                    resource,
-                    "" if conv is None else truncate(conv, limit),
+                records.append(
+                    SpanRecord(
+                        tid.hex(),
+                        sid.hex(),
+                        pid.hex() if len(pid) == 8 and pid != _ZERO_SPAN else None,
+                        truncate(sp.name, limit),
+                        sp.start_time_unix_nano,
+                        sp.end_time_unix_nano,
+                        error,
+                        attrs,
+                        resource,
+                        "" if conv is None else truncate(conv, limit),
+                    )
                 )
-                if not rec.conversation_id:
-                    unresolved.append(rec)
-                records.append(rec)
-    if unresolved:
-        inherit_conversations(records, unresolved)
-    if not records:
-        raise DecodeError("empty", "no spans in the message")
-    return records
+    return with_conversations(records)
 
 
 # --------------------------------------------------------------------------- entry points

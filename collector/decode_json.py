@@ -22,8 +22,8 @@ from agentwatch.collector.span_record import (
     SpanRecord,
     conversation_of,
     error_of,
-    inherit_conversations,
     truncate,
+    with_conversations,
 )
 
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
@@ -150,7 +150,6 @@ def decode_json(payload: bytes, limit: int) -> list[SpanRecord]:
         raise DecodeError("invalid_json", str(exc)[:200]) from None
     docs = doc if isinstance(doc, list) else [doc]
     records: list[SpanRecord] = []
-    unresolved: list[SpanRecord] = []
     for d, tdata in enumerate(docs):
         if not isinstance(tdata, dict) or not ("resourceSpans" in tdata or "resource_spans" in tdata):
             raise DecodeError("not_otlp", f"document {d}: no resourceSpans")
@@ -163,15 +162,11 @@ def decode_json(payload: bytes, limit: int) -> list[SpanRecord]:
             for s, ss in enumerate(_json_list(rs, "scopeSpans", "scope_spans", where_r)):
                 for i, sp in enumerate(_json_list(ss, "spans", "spans", f"{where_r}.scopeSpans[{s}]")):
                     where = f"{where_r}.scopeSpans[{s}].spans[{i}]"
-                    records.append(_json_span(sp, resource, limit, where, unresolved))
-    if unresolved:
-        inherit_conversations(records, unresolved)
-    if not records:
-        raise DecodeError("empty", "no spans in the message")
-    return records
+                    records.append(_json_span(sp, resource, limit, where))
+    return with_conversations(records)
 
 
-def _json_span(sp: Any, resource: dict, limit: int, where: str, unresolved: list[SpanRecord]) -> SpanRecord:
+def _json_span(sp: Any, resource: dict, limit: int, where: str) -> SpanRecord:
     if not isinstance(sp, dict):
         raise DecodeError("invalid_json", f"{where}: expected an object")
     attrs = _json_attrs(sp.get("attributes"), NEEDED_KEYS, limit, where)
@@ -188,7 +183,8 @@ def _json_span(sp: Any, resource: dict, limit: int, where: str, unresolved: list
         code = status.get("code")
         is_error = code in (2, "2", "STATUS_CODE_ERROR")
         message = truncate(str(status.get("message") or ""), limit)
-    rec = SpanRecord(
+    conv = conversation_of(attrs)
+    return SpanRecord(
         _json_id(_get(sp, "traceId", "trace_id"), 16, f"{where}.traceId", True),  # type: ignore[arg-type]
         _json_id(_get(sp, "spanId", "span_id"), 8, f"{where}.spanId", True),  # type: ignore[arg-type]
         _json_id(_get(sp, "parentSpanId", "parent_span_id"), 8, f"{where}.parentSpanId", False),
@@ -198,11 +194,5 @@ def _json_span(sp: Any, resource: dict, limit: int, where: str, unresolved: list
         error_of(is_error, message, attrs, str(exc_type) if exc_type else None),
         attrs,
         resource,
-        "",
+        "" if conv is None else truncate(conv, limit),
     )
-    conv = conversation_of(attrs)
-    if conv is None:
-        unresolved.append(rec)
-    else:
-        rec.conversation_id = truncate(conv, limit)
-    return rec

@@ -64,11 +64,16 @@ def error_of(status_is_error: bool, message: str, attrs: dict[str, Any], exc_typ
     return etype or exc_type
 
 
-def inherit_conversations(records: list[SpanRecord], unresolved: list[SpanRecord]) -> None:
-    """Spans without a conversation key take the one of another span of the same trace in this message."""
+def with_conversations(records: list[SpanRecord]) -> list[SpanRecord]:
+    """The span records of one message, those without a conversation key given the one of another span of the
+    same trace in the message (else their trace id); DecodeError if there are none."""
+    if not records:
+        raise DecodeError("empty", "no spans in the message")
     by_trace: dict[str, str] = {}
     for rec in records:
         if rec.conversation_id and rec.trace_id not in by_trace:
             by_trace[rec.trace_id] = rec.conversation_id
-    for rec in unresolved:
-        rec.conversation_id = by_trace.get(rec.trace_id, rec.trace_id)
+    for rec in records:
+        if not rec.conversation_id:
+            rec.conversation_id = by_trace.get(rec.trace_id, rec.trace_id)
+    return records
