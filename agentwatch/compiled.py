@@ -16,6 +16,7 @@ COMPILED_MODULES = (
     "agentwatch.collector.decode_json",
     "agentwatch.collector.messages",
     "agentwatch.collector.reconstruct",
+    "agentwatch.collector.span_record",
     "agentwatch.scorers.answer",
     "agentwatch.scorers.conversation",
     "agentwatch.scorers.cost",

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import logging
-from dataclasses import dataclass, field
 from typing import Any
 
 from agentwatch.collector.conventions import (
@@ -18,83 +17,30 @@ from agentwatch.collector.conventions import (
     RESOURCE_VERSION_KEYS,
     TAG_PREFIX,
 )
+from agentwatch.collector.decode_json import decode_json
 from agentwatch.collector.otlp_slim import SlimTracesData
+from agentwatch.collector.span_record import (
+    MAX_ARRAY,
+    TRUNCATION_MARKER,
+    DecodeError,
+    SpanRecord,
+    conversation_of,
+    error_of,
+    truncate,
+    with_conversations,
+)
 from google.protobuf.message import DecodeError as _PbDecodeError
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status, TracesData
+
+__all__ = ["TRUNCATION_MARKER", "DecodeError", "SpanRecord", "decode_message", "encode_spans_otlp"]
 
 log = logging.getLogger(__name__)
 
 _ERROR = 2  # Status.STATUS_CODE_ERROR
 _ZERO_TRACE = bytes(16)
 _ZERO_SPAN = bytes(8)
-_MAX_ARRAY = 1024
-TRUNCATION_MARKER = "…[truncated]"
 _ERROR_TYPE_SET = frozenset(ERROR_TYPE_KEYS)
 _RESOURCE_KEY_ORDER = tuple(dict.fromkeys(RESOURCE_AGENT_KEYS + RESOURCE_VERSION_KEYS))
-_TAG_BYTES = TAG_PREFIX.encode()
-
-
-class DecodeError(ValueError):
-    """A message that is not decodable OTLP; `reason` is a short code for headers and metric labels."""
-
-    def __init__(self, reason: str, detail: str = "") -> None:
-        super().__init__(f"{reason}: {detail}" if detail else reason)
-        self.reason = reason
-        self.detail = detail
-
-
-@dataclass(slots=True)
-class SpanRecord:
-    """The parts of one span the collector uses."""
-
-    trace_id: str
-    span_id: str
-    parent_span_id: str | None
-    name: str
-    start_ns: int
-    end_ns: int
-    status_error: str | None
-    attrs: dict[str, Any] = field(default_factory=dict)
-    resource: dict[str, Any] = field(default_factory=dict)
-    conversation_id: str = ""
-
-
-# --------------------------------------------------------------------------- shared helpers
-
-
-def _truncate(s: str, limit: int) -> str:
-    if len(s) <= limit:
-        return s
-    return s[:limit] + TRUNCATION_MARKER
-
-
-def _conversation_of(attrs: dict[str, Any]) -> str | None:
-    for key in CONVERSATION_KEYS:
-        value = attrs.get(key)
-        if value is not None and value != "":
-            return str(value)
-    return None
-
-
-def _error_of(status_is_error: bool, message: str, attrs: dict[str, Any], exc_type: str | None) -> str | None:
-    etype = None
-    for key in ERROR_TYPE_KEYS:
-        if key in attrs:
-            etype = str(attrs[key])
-            break
-    if status_is_error:
-        return message or etype or exc_type or "error"
-    return etype or exc_type
-
-
-def _inherit_conversations(records: list[SpanRecord], unresolved: list[SpanRecord]) -> None:
-    """Spans without a conversation key take the one of another span of the same trace in this message."""
-    by_trace: dict[str, str] = {}
-    for rec in records:
-        if rec.conversation_id and rec.trace_id not in by_trace:
-            by_trace[rec.trace_id] = rec.conversation_id
-    for rec in unresolved:
-        rec.conversation_id = by_trace.get(rec.trace_id, rec.trace_id)
 
 
 # --------------------------------------------------------------------------- protobuf
@@ -103,8 +49,7 @@ def _inherit_conversations(records: list[SpanRecord], unresolved: list[SpanRecor
 def _pb_value(v: Any, limit: int, depth: int = 0) -> Any:
     which = v.WhichOneof("value")
     if which == "string_value":
-        s = v.string_value
-        return s if len(s) <= limit else s[:limit] + TRUNCATION_MARKER
+        return truncate(v.string_value, limit)
     if which == "int_value":
         return v.int_value
     if which == "bool_value":
@@ -114,13 +59,13 @@ def _pb_value(v: Any, limit: int, depth: int = 0) -> Any:
     if which == "array_value":
         if depth > 2:
             return None
-        return [_pb_value(x, limit, depth + 1) for x in v.array_value.values[:_MAX_ARRAY]]
+        return [_pb_value(x, limit, depth + 1) for x in v.array_value.values[:MAX_ARRAY]]
     if which == "kvlist_value":
         if depth > 2:
             return None
-        return {kv.key: _pb_value(kv.value, limit, depth + 1) for kv in v.kvlist_value.values[:_MAX_ARRAY]}
+        return {kv.key: _pb_value(kv.value, limit, depth + 1) for kv in v.kvlist_value.values[:MAX_ARRAY]}
     if which == "bytes_value":
-        return _truncate(base64.b64encode(v.bytes_value).decode("ascii"), limit)
+        return truncate(base64.b64encode(v.bytes_value).decode("ascii"), limit)
     return None
 
 
@@ -130,28 +75,20 @@ def _pb_exception_type(events: Any, limit: int) -> str | None:
         if ev.name == EXCEPTION_EVENT:
             for kv in ev.attributes:
                 if kv.key == EXCEPTION_TYPE_KEY or (kv.key == EXCEPTION_MESSAGE_KEY and not exc_type):
-                    exc_type = _truncate(str(_pb_value(kv.value, limit)), limit)
+                    exc_type = truncate(str(_pb_value(kv.value, limit)), limit)
     return exc_type
 
 
-def _pb_attributes(attributes: Any, limit: int, tags: bool) -> dict[str, Any]:
-    """The needed keys (and, with `tags`, the `agentwatch.tag.*` keys) of a span's attribute map."""
-    if tags:
-        keys = [key for key in attributes if key in NEEDED_KEYS or key.startswith(TAG_PREFIX)]
-    else:
-        keys = NEEDED_KEYS.intersection(attributes)
+def _pb_attributes(attributes: Any, limit: int) -> dict[str, Any]:
+    """The needed keys and the `agentwatch.tag.*` keys of a span's attribute map."""
     attrs = {}
-    for key in keys:
+    for key in attributes:
+        if key not in NEEDED_KEYS and not key.startswith(TAG_PREFIX):
+            continue
         value = attributes[key]
         text = value.string_value  # most values are strings: a non-empty one needs no WhichOneof
         if text:
-            attrs[key] = text if len(text) <= limit else text[:limit] + TRUNCATION_MARKER
-            continue
-        which = value.WhichOneof("value")
-        if which == "int_value":  # token counts: the next most common, read without a call
-            attrs[key] = value.int_value
-        elif which == "bool_value":
-            attrs[key] = value.bool_value
+            attrs[key] = truncate(text, limit)
         else:
             attrs[key] = _pb_value(value, limit)
     return attrs
@@ -162,13 +99,7 @@ def _decode_protobuf(payload: bytes, limit: int) -> list[SpanRecord]:
         data = SlimTracesData.FromString(payload)
     except (_PbDecodeError, RuntimeError, ValueError) as exc:
         raise DecodeError("invalid_protobuf", str(exc)[:200]) from None
-    tags = _TAG_BYTES in payload  # only then is every attribute key worth looking at
-    main_key = CONVERSATION_KEYS[0]
     records: list[SpanRecord] = []
-    unresolved: list[SpanRecord] = []
-    append = records.append
-    index = 0
-    last_tid, last_hex = b"", ""  # the spans of a message mostly share one trace: its id is converted once
     for rs in data.resource_spans:
         rattrs = rs.resource.attributes
         resource = {key: _pb_value(rattrs[key], limit) for key in _RESOURCE_KEY_ORDER if key in rattrs}
@@ -178,55 +109,36 @@ def _decode_protobuf(payload: bytes, limit: int) -> list[SpanRecord]:
                 sid = sp.span_id
                 if len(tid) != 16 or len(sid) != 8 or tid == _ZERO_TRACE or sid == _ZERO_SPAN:
                     raise DecodeError(
-                        "invalid_span", f"span {index}: trace id or span id missing or malformed"
+                        "invalid_span", f"span {len(records)}: trace id or span id missing or malformed"
                     )
                 pid = sp.parent_span_id
-                attrs = _pb_attributes(sp.attributes, limit, tags)
+                attrs = _pb_attributes(sp.attributes, limit)
+                # most spans carry no error: the error text is only worked out when something signals one
                 exc_type = _pb_exception_type(sp.events, limit) if sp.events else None
                 status = sp.status
                 if status.code == _ERROR or exc_type is not None or not _ERROR_TYPE_SET.isdisjoint(attrs):
-                    error = _error_of(
-                        status.code == _ERROR, _truncate(status.message, limit), attrs, exc_type
-                    )
+                    error = error_of(status.code == _ERROR, truncate(status.message, limit), attrs, exc_type)
                 else:
                     error = None
-                name = sp.name
-                if tid != last_tid:
-                    last_tid, last_hex = tid, tid.hex()
-                conv = attrs.get(main_key)
-                if type(conv) is not str or not conv:  # else the common case, already truncated to `limit`
-                    conv = _conversation_of(attrs)
-                    conv = "" if conv is None else _truncate(str(conv), limit)
-                rec = SpanRecord(
-                    last_hex,
-                    sid.hex(),
-                    pid.hex() if len(pid) == 8 and pid != _ZERO_SPAN else None,
-                    name if len(name) <= limit else name[:limit] + TRUNCATION_MARKER,
-                    sp.start_time_unix_nano,
-                    sp.end_time_unix_nano,
-                    error,
-                    attrs,
-                    resource,
-                    conv,
+                conv = conversation_of(attrs)
+                records.append(
+                    SpanRecord(
+                        tid.hex(),
+                        sid.hex(),
+                        pid.hex() if len(pid) == 8 and pid != _ZERO_SPAN else None,
+                        truncate(sp.name, limit),
+                        sp.start_time_unix_nano,
+                        sp.end_time_unix_nano,
+                        error,
+                        attrs,
+                        resource,
+                        "" if conv is None else truncate(conv, limit),
+                    )
                 )
-                if not conv:
-                    unresolved.append(rec)
-                append(rec)
-                index += 1
-    if unresolved:
-        _inherit_conversations(records, unresolved)
-    if not records:
-        raise DecodeError("empty", "no spans in the message")
-    return records
+    return with_conversations(records)
 
 
 # --------------------------------------------------------------------------- entry points
-
-
-def _decode_json(payload: bytes, limit: int) -> list[SpanRecord]:
-    from agentwatch.collector.decode_json import decode_json  # imports this module
-
-    return decode_json(payload, limit)
 
 
 def _looks_json(payload: bytes) -> bool:
@@ -245,12 +157,12 @@ def decode_message(
     payload = bytes(payload)
     kind = (content_type or "").lower()
     if "json" in kind:
-        return _decode_json(payload, max_attribute_bytes)
+        return decode_json(payload, max_attribute_bytes)
     if "protobuf" in kind or "proto" in kind:
         return _decode_protobuf(payload, max_attribute_bytes)
     if _looks_json(payload):
         try:
-            return _decode_json(payload, max_attribute_bytes)
+            return decode_json(payload, max_attribute_bytes)
         except DecodeError as exc:
             if exc.reason != "invalid_json" or payload[:1] != b"\n":
                 raise
@@ -328,7 +240,7 @@ def encode_spans_otlp(spans: list[SpanRecord]) -> bytes:
             kv = sp.attributes.add()
             kv.key = k
             _set_value(kv.value, v)
-        if rec.conversation_id != rec.trace_id and _conversation_of(rec.attrs) != rec.conversation_id:
+        if rec.conversation_id != rec.trace_id and conversation_of(rec.attrs) != rec.conversation_id:
             kv = sp.attributes.add()
             kv.key = CONVERSATION_KEYS[0]
             kv.value.string_value = rec.conversation_id

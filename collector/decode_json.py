@@ -16,14 +16,14 @@ from agentwatch.collector.conventions import (
     RESOURCE_KEYS,
     TAG_PREFIX,
 )
-from agentwatch.collector.decode import (
-    _MAX_ARRAY,
+from agentwatch.collector.span_record import (
+    MAX_ARRAY,
     DecodeError,
     SpanRecord,
-    _conversation_of,
-    _error_of,
-    _inherit_conversations,
-    _truncate,
+    conversation_of,
+    error_of,
+    truncate,
+    with_conversations,
 )
 
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
@@ -43,7 +43,7 @@ def _json_value(v: Any, limit: int, where: str, depth: int = 0) -> Any:
         if raw is None:
             continue
         if kind is str:
-            return _truncate(str(raw), limit)
+            return truncate(str(raw), limit)
         if kind is bool:
             return raw if isinstance(raw, bool) else str(raw).lower() == "true"
         try:
@@ -54,19 +54,19 @@ def _json_value(v: Any, limit: int, where: str, depth: int = 0) -> Any:
     if isinstance(arr, dict) and depth <= 2:
         values = arr.get("values") or []
         if isinstance(values, list):
-            return [_json_value(x, limit, where, depth + 1) for x in values[:_MAX_ARRAY]]
+            return [_json_value(x, limit, where, depth + 1) for x in values[:MAX_ARRAY]]
     kvl = v.get("kvlistValue", v.get("kvlist_value"))
     if isinstance(kvl, dict) and depth <= 2:
         values = kvl.get("values") or []
         if isinstance(values, list):
             return {
                 str(kv.get("key")): _json_value(kv.get("value"), limit, where, depth + 1)
-                for kv in values[:_MAX_ARRAY]
+                for kv in values[:MAX_ARRAY]
                 if isinstance(kv, dict)
             }
     raw = v.get("bytesValue", v.get("bytes_value"))
     if raw is not None:
-        return _truncate(str(raw), limit)
+        return truncate(str(raw), limit)
     return None
 
 
@@ -150,7 +150,6 @@ def decode_json(payload: bytes, limit: int) -> list[SpanRecord]:
         raise DecodeError("invalid_json", str(exc)[:200]) from None
     docs = doc if isinstance(doc, list) else [doc]
     records: list[SpanRecord] = []
-    unresolved: list[SpanRecord] = []
     for d, tdata in enumerate(docs):
         if not isinstance(tdata, dict) or not ("resourceSpans" in tdata or "resource_spans" in tdata):
             raise DecodeError("not_otlp", f"document {d}: no resourceSpans")
@@ -163,15 +162,11 @@ def decode_json(payload: bytes, limit: int) -> list[SpanRecord]:
             for s, ss in enumerate(_json_list(rs, "scopeSpans", "scope_spans", where_r)):
                 for i, sp in enumerate(_json_list(ss, "spans", "spans", f"{where_r}.scopeSpans[{s}]")):
                     where = f"{where_r}.scopeSpans[{s}].spans[{i}]"
-                    records.append(_json_span(sp, resource, limit, where, unresolved))
-    if unresolved:
-        _inherit_conversations(records, unresolved)
-    if not records:
-        raise DecodeError("empty", "no spans in the message")
-    return records
+                    records.append(_json_span(sp, resource, limit, where))
+    return with_conversations(records)
 
 
-def _json_span(sp: Any, resource: dict, limit: int, where: str, unresolved: list[SpanRecord]) -> SpanRecord:
+def _json_span(sp: Any, resource: dict, limit: int, where: str) -> SpanRecord:
     if not isinstance(sp, dict):
         raise DecodeError("invalid_json", f"{where}: expected an object")
     attrs = _json_attrs(sp.get("attributes"), NEEDED_KEYS, limit, where)
@@ -187,22 +182,17 @@ def _json_span(sp: Any, resource: dict, limit: int, where: str, unresolved: list
     if isinstance(status, dict):
         code = status.get("code")
         is_error = code in (2, "2", "STATUS_CODE_ERROR")
-        message = _truncate(str(status.get("message") or ""), limit)
-    rec = SpanRecord(
+        message = truncate(str(status.get("message") or ""), limit)
+    conv = conversation_of(attrs)
+    return SpanRecord(
         _json_id(_get(sp, "traceId", "trace_id"), 16, f"{where}.traceId", True),  # type: ignore[arg-type]
         _json_id(_get(sp, "spanId", "span_id"), 8, f"{where}.spanId", True),  # type: ignore[arg-type]
         _json_id(_get(sp, "parentSpanId", "parent_span_id"), 8, f"{where}.parentSpanId", False),
-        _truncate(str(sp.get("name") or ""), limit),
+        truncate(str(sp.get("name") or ""), limit),
         _json_int(_get(sp, "startTimeUnixNano", "start_time_unix_nano"), f"{where}.startTimeUnixNano"),
         _json_int(_get(sp, "endTimeUnixNano", "end_time_unix_nano"), f"{where}.endTimeUnixNano"),
-        _error_of(is_error, message, attrs, str(exc_type) if exc_type else None),
+        error_of(is_error, message, attrs, str(exc_type) if exc_type else None),
         attrs,
         resource,
-        "",
+        "" if conv is None else truncate(conv, limit),
     )
-    conv = _conversation_of(attrs)
-    if conv is None:
-        unresolved.append(rec)
-    else:
-        rec.conversation_id = _truncate(conv, limit)
-    return rec

@@ -1,8 +1,7 @@
 """The collector's producer: scores, re-keyed spans and dead letters, with delivery failures kept for `flush`.
 
 librdkafka (confluent-kafka) does the batching, partitioning and network I/O on its own threads, outside the
-GIL: a `send` costs the collector's thread a few microseconds, where kafka-python's pure-Python producer cost
-~20 µs a record plus its I/O thread's time (see docs/collector.md, "Performance").
+GIL, so a `send` leaves the collector's thread to decoding and scoring (see docs/collector.md, "Performance").
 """
 
 from __future__ import annotations

@@ -12,7 +12,8 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
-from agentwatch.collector.decode import SpanRecord, _conversation_of, encode_spans_otlp
+from agentwatch.collector.decode import SpanRecord, encode_spans_otlp
+from agentwatch.collector.span_record import conversation_of
 from agentwatch.collector.trace_join import KEY_TRACE, KEY_TRACE_CONVERSATION
 
 from agentwatch import wire
@@ -52,7 +53,7 @@ def key_mode(headers: Sequence[tuple[str, bytes]] | None) -> bytes | None:
 def conversation_known(span: SpanRecord) -> bool:
     """Whether the decoder found the span's conversation (its own key or another span's of its trace), rather
     than falling back to the trace id."""
-    return span.conversation_id != span.trace_id or _conversation_of(span.attrs) is not None
+    return span.conversation_id != span.trace_id or conversation_of(span.attrs) is not None
 
 
 class Rekeyer:

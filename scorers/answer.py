@@ -9,13 +9,8 @@ from typing import NamedTuple
 
 from agentwatch.scorers.text import numbers_in, parse_number
 
-# A word (letters and digits, any script) with numeric groups kept together: "1,234.50" is one token. Written
-# with a character class first (the regex engine then skips to candidate characters) and possessive repeats
-# (a token is as long as it can be, nothing follows it, so backtracking never finds another match).
-_TOKEN = re.compile(r"[^\W_][^\W_]*+(?:[.,]\d++)*+")
-# The same on lower-cased ASCII text, where a letter or digit is [a-z0-9] (no table look-ups); with the form
-# above, 21.5k -> 17.2k instructions for a 50-character answer.
-_TOKEN_ASCII_LOWER = re.compile(r"[a-z0-9][a-z0-9]*+(?:[.,][0-9]++)*+")
+# A word (letters and digits, any script) with numeric groups kept together: "1,234.50" is one token.
+_TOKEN = re.compile(r"[^\W_]+(?:[.,]\d+)*")
 _DIGITS = frozenset("0123456789")
 _ARTICLES = frozenset({"a", "an", "the"})
 # A reference that is just a number, maybe with a currency sign or a unit word: "$42.50", "42.5 USD", "7 days".
@@ -27,15 +22,13 @@ def normalise_tokens(text: str) -> list[str]:
     text = text.lower()
     return [
         _canonical_number(token) if token[0] in _DIGITS else token
-        for token in (_TOKEN_ASCII_LOWER if text.isascii() else _TOKEN).findall(text)
+        for token in _TOKEN.findall(text)
         if token not in _ARTICLES
     ]
 
 
 def _canonical_number(token: str) -> str:
     """A token that starts with a digit, as its number written canonically; unchanged if it is not a number."""
-    if len(token) <= 15 and token.isdigit() and token.isascii():  # plain integer, exact in a float: no regex
-        return str(int(token))
     value = parse_number(token)
     if value is None:
         return token

@@ -32,7 +32,6 @@ from agentwatch.schema import (
 )
 
 log = logging.getLogger(__name__)
-_validate_score = ConversationScore.__pydantic_validator__.validate_python
 
 
 @cache
@@ -127,7 +126,7 @@ class ConversationScorer:
 
         answer = turn.answer
         has_answer = bool(answer and answer.strip())
-        text = AnswerText(answer) if answer else None  # read once for the tool and hallucination graders
+        text = AnswerText(answer) if answer else None  # shared by the tool and hallucination graders
         reference = exp.reference_answer if exp is not None else None
 
         # answer correctness: judge_score > reference grader (a judge verdict grades the whole conversation)
@@ -308,8 +307,8 @@ class ConversationScorer:
         if incomplete:
             reasons.append("incomplete: the collector finished this conversation early (a cap was hit)")
 
-        # one validation of plain dicts is cheaper than building each nested model
-        return _validate_score(
+        # the turn and tool scores are plain dicts, validated with the whole result
+        return ConversationScore.model_validate(
             {
                 "schema_version": conv.schema_version,
                 "conversation_id": conv.conversation_id,

@@ -13,26 +13,23 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from math import isfinite
 
-from agentwatch.scorers.text import AnswerText, ascii_twin, numbers_in, parse_number
+from agentwatch.scorers.text import AnswerText, numbers_in, parse_number
 
 from agentwatch.schema import ToolCall
 
 _EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 _WORD_PUNCT = "\"'()[]{}<>.,;:!?"
-# An id such as ORD-1234, INV_2024_001 or #48213, or a number of five or more digits (one regex: one call)
+# An id such as ORD-1234, INV_2024_001 or #48213, or a number of five or more digits
 _ID_OR_LONG_NUMBER = re.compile(r"[A-Z]{2,}[-_#]?\d{3,}(?:[-_][A-Z0-9]+)*|#\d{3,}|\d{5,}")
 _CURRENCY = frozenset("$€£")
-# An amount with a currency word: "42.50 USD", "12 euros". The look-behind (no word character or "." before
-# the number) comes after the first digit so that the pattern starts with a character class (the regex engine
-# then skips to digits); in the ASCII twin, \s is spelt out as Unicode's ASCII white space (\t-\r, \x1c-\x1f,
-# space). 11.8k -> 7.5k instructions on a 30-character answer.
-_UNIT_AMOUNT_PATTERN = r"(\d(?<![\w.]\d)[\d,]*(?:\.\d+)?){space}?(?:USD|EUR|GBP|dollars|euros|pounds)\b"
-_UNIT_AMOUNT = re.compile(_UNIT_AMOUNT_PATTERN.format(space=r"\s"), re.IGNORECASE)
-_UNIT_AMOUNT_ASCII = re.compile(_UNIT_AMOUNT_PATTERN.format(space=r"[\t-\r\x1c- ]"), re.IGNORECASE | re.ASCII)
+# An amount with a currency word: "42.50 USD", "12 euros".
+_UNIT_AMOUNT = re.compile(
+    r"(?<![\w.])(\d[\d,]*(?:\.\d+)?)\s?(?:USD|EUR|GBP|dollars|euros|pounds)\b", re.IGNORECASE
+)
+_CURRENCY_WORDS = ("usd", "eur", "gbp", "dollar", "euro", "pound")  # what _UNIT_AMOUNT needs, case-folded
 # Numbers in the evidence: a plain scan (JSON numbers, numbers in texts, digits inside ids all count as seen).
-_EVIDENCE_NUMBER, _EVIDENCE_NUMBER_ASCII = ascii_twin(r"\d+(?:,\d{3})*(?:\.\d+)?")
+_EVIDENCE_NUMBER = re.compile(r"\d+(?:,\d{3})*(?:\.\d+)?")
 
 # Past-tense action verb → stems of tool names that perform it.
 ACTION_STEMS: dict[str, tuple[str, ...]] = {
@@ -57,8 +54,6 @@ ACTION_STEMS: dict[str, tuple[str, ...]] = {
 }
 _VERBS = "|".join(sorted(ACTION_STEMS, key=len, reverse=True))
 _ADVERBS = r"(?:(?:just|now|already|successfully|also|gone\s+ahead\s+and)\s+)*"
-# second pre-check of claims (ASCII answers): the subject of a first-person claim
-_I_OR_WE = re.compile(r"(?:i|we)['\s]")
 _CLAIM = re.compile(
     rf"\b(?:I|we)(?:'ve|\s+have)?\s+{_ADVERBS}({_VERBS})\b"
     rf"|\b(?:has|have)\s+{_ADVERBS}been\s+{_ADVERBS}({_VERBS})\b"
@@ -72,7 +67,7 @@ class Evidence:
 
     Values are read (as case-folded text) one at a time, in order, and only as far as a check needs: the
     identifiers of an answer are usually found in the first values searched, so most JSON values are never
-    turned into text (their `repr` was 7% of the scorers' time when every value was read for every check).
+    turned into text (their `repr` is the costly part of a check).
     """
 
     __slots__ = ("_numbered", "_numbers", "_texts", "_values", "complete", "tool_names")
@@ -93,26 +88,19 @@ class Evidence:
     def add_turn(self, turn_input: str | None, calls: Sequence[ToolCall], names: Sequence[str]) -> None:
         """Add what one turn showed the agent: its input, then each call's arguments and result or error text
         (`names[i]`: the normalised name of `calls[i]`)."""
-        values = self._values
-        tool_names = self.tool_names
         if turn_input is None:
             self.complete = False
-        elif turn_input:
-            values.append(turn_input)
+        else:
+            self.add(turn_input)
         for call, name in zip(calls, names, strict=True):
-            error = call.error  # each field read once: a pydantic attribute read costs ~450 instructions
-            if error is None:
-                arguments = call.arguments
-                if arguments is not None:
-                    values.append(arguments)
-                result = call.result
-                if result is None:
+            if call.error is None:
+                self.add(call.arguments)
+                if call.result is None:
                     self.complete = False
-                elif result != "":
-                    values.append(result)
-                tool_names.append(name)
-            elif error:
-                values.append(error)
+                self.add(call.result)
+                self.tool_names.append(name)
+            else:
+                self.add(call.error)
 
     def _read(self) -> str | None:
         """Case-folded text of the next unread value (JSON values as their Python repr); None once all are read."""
@@ -151,8 +139,7 @@ class Evidence:
         while self._read() is not None:
             pass
         for text in self._texts[self._numbered :]:
-            scan = _EVIDENCE_NUMBER_ASCII if text.isascii() else _EVIDENCE_NUMBER
-            self._numbers.extend(float(t.replace(",", "")) for t in scan.findall(text))
+            self._numbers.extend(float(t.replace(",", "")) for t in _EVIDENCE_NUMBER.findall(text))
         self._numbered = len(self._texts)
         return self._numbers
 
@@ -164,16 +151,6 @@ def claimed_actions(answer: str, folded: str | None = None) -> list[str]:
         folded = answer.casefold()
     if not _mentions_action(folded):
         return []
-    # Every claim has "been", "successfully", or "I"/"we" before "'" or a space. On ASCII text (where case
-    # folding and IGNORECASE agree) their absence rules a claim out for 0.4 µs instead of a 2 µs _CLAIM scan
-    # (and the search for "I"/"we" is only needed when an "i" or a "we" is there at all).
-    if (
-        folded.isascii()
-        and "been" not in folded
-        and "successfully" not in folded
-        and not (("i" in folded or "we" in folded) and _I_OR_WE.search(folded))
-    ):
-        return []
     out: list[str] = []
     for m in _CLAIM.finditer(answer):
         verb = (m.group(1) or m.group(2) or m.group(3)).lower()
@@ -183,8 +160,7 @@ def claimed_actions(answer: str, folded: str | None = None) -> list[str]:
 
 
 def _mentions_action(folded: str) -> bool:
-    """Whether the case-folded answer contains one of the action verbs (a cheap pre-check: most answers claim
-    nothing). Substring tests: fewer instructions than one search with an alternation of the verbs."""
+    """Whether the case-folded answer contains one of the action verbs (most answers claim nothing)."""
     return any(verb in folded for verb in ACTION_STEMS)
 
 
@@ -238,35 +214,16 @@ def _identifiers(text: AnswerText) -> list[tuple[str, str, float | None]]:
         token = word.strip(_WORD_PUNCT)
         if not token or "@" in token:
             continue
-        first = token[0]
-        if first in _CURRENCY:
+        if token[0] in _CURRENCY:
             amount = token[1:].strip()
             value = parse_number(amount) if amount else None
             if value is not None:
                 found.append(("amount", amount, value))
-        elif first.isdecimal():  # of _ID_OR_LONG_NUMBER's alternatives only \d{5,} can match: no regex needed
-            if len(token) >= 5 and token.isdecimal():
-                found.append(("text", token, None))
-        elif (
-            (first == "#" or "A" <= first <= "Z") and len(token) >= 4 and _ID_OR_LONG_NUMBER.fullmatch(token)
-        ):
+        elif _ID_OR_LONG_NUMBER.fullmatch(token):
             found.append(("text", token, None))
-    folded = text.folded
-    # a cheap pre-check of _UNIT_AMOUNT: a few substring tests, no regex
-    if (
-        "usd" in folded
-        or "eur" in folded
-        or "gbp" in folded
-        or "dollar" in folded
-        or "euro" in folded
-        or "pound" in folded
-    ):
-        for a in (_UNIT_AMOUNT_ASCII if answer.isascii() else _UNIT_AMOUNT).findall(answer):
-            if "," in a:
-                found.append(("amount", a, parse_number(a)))
-            else:  # digits with maybe one decimal part: parse_number's pattern holds, float() is the value
-                value = float(a)
-                found.append(("amount", a, value if isfinite(value) else None))
+    if any(word in text.folded for word in _CURRENCY_WORDS):  # most answers name no currency
+        for amount in _UNIT_AMOUNT.findall(answer):
+            found.append(("amount", amount, parse_number(amount)))
     return found
 
 

@@ -40,12 +40,8 @@ class NameNormalizer:
         return out
 
     def all(self, names: Iterable[str]) -> list[str]:
-        """Canonical forms of several names (one dictionary lookup each when they were seen before)."""
-        get = self._cache.get
-        out = [get(n) for n in names]
-        if None in out:
-            out = [self(n) for n in names]
-        return out  # type: ignore[return-value]  # no None left
+        """Canonical forms of several names."""
+        return [self(n) for n in names]
 
     def of(self, named: Sequence[Named]) -> list[str]:
         """Canonical forms of the names of tool calls or expected tools."""

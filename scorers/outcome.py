@@ -54,9 +54,7 @@ def outcome_credit(outcome: Outcome, credits: OutcomeCredits) -> float | None:
     """ASR credit of an outcome class; None for unscored."""
     if outcome is Outcome.UNSCORED:
         return None
-    # the credit field is the outcome's value: `_value_` is the member's plain attribute (`.value` is a property
-    # run in Python, and hashing a member for a dict look-up calls Enum.__hash__: ~3k instructions either way)
-    return float(getattr(credits, outcome._value_))
+    return float(getattr(credits, outcome.value))  # the credit field is named for the outcome's value
 
 
 def asr_credit(outcome: Outcome, penalty: float, credits: OutcomeCredits) -> float | None:

@@ -13,29 +13,30 @@ result values *not* present there count.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
-from math import isfinite
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from agentwatch.scorers.text import AnswerText, is_number, number_values, parse_number
+from agentwatch.scorers.text import AnswerText, is_number, number_values, parse_number, shown_matches
 
 MIN_STRING = 3
 _MAX_DEPTH = 32
 _NUMBER_START = frozenset("0123456789+-.")
 
 
-def _collect(value: Any, texts: list[str], numbers: set[float]) -> None:
-    """Strings and numbers nested in a JSON value (values, not keys), level by level."""
-    level, depth = _first_level(value)
+def _leaves(value: Any, parse_json: bool = False) -> Iterator[Any]:
+    """The strings and numbers nested in a JSON value (values, not keys), shallowest first (the usual salient
+    values), down to _MAX_DEPTH levels; with `parse_json`, a string holding a JSON object or array is walked as
+    the value it holds."""
+    level, depth = [value], 0
     while level:
         deeper: list[Any] = []
         for v in level:
-            kind = type(v)
-            if kind is float or kind is int:  # exact JSON number types first (no bool): the usual leaves
-                if isfinite(v):
-                    numbers.add(float(v))
-            elif isinstance(v, str):
-                texts.append(v)
+            if isinstance(v, str):
+                held = _json_held(v) if parse_json else None
+                if held is None:
+                    yield v
+                else:
+                    deeper.append(held)
             elif isinstance(v, dict):
                 if depth < _MAX_DEPTH:
                     deeper.extend(v.values())
@@ -43,17 +44,20 @@ def _collect(value: Any, texts: list[str], numbers: set[float]) -> None:
                 if depth < _MAX_DEPTH:
                     deeper.extend(v)
             elif is_number(v):
-                numbers.add(float(v))
+                yield v
         level = deeper
         depth += 1
 
 
-def _first_level(value: Any) -> tuple[list[Any], int]:
-    """Where a level-by-level walk of a JSON value starts: an object's values at depth 1 (what the walk would
-    reach after one step: objects are the usual arguments and results), anything else itself at depth 0."""
-    if type(value) is dict:
-        return list(value.values()), 1
-    return [value], 0
+def _json_held(text: str) -> Any:
+    """The JSON object or array a string holds, else None."""
+    s = text.strip()
+    if len(s) > 1 and s[0] in "{[":
+        try:
+            return json.loads(s)
+        except ValueError:
+            pass
+    return None
 
 
 class _Search:
@@ -92,45 +96,17 @@ class _Search:
 
     def found(self, result: Any) -> bool:
         """Whether `result` (or a value nested in it) is in the answer and not an echo of what the agent knew."""
-        # breadth first, level by level: shallow values (the usual salient ones) are checked first; any hit is enough
-        level, depth = _first_level(result)
-        while level:
-            deeper: list[Any] = []
-            for value in level:
-                kind = type(value)
-                if kind is float or kind is int:  # exact JSON number types first (no bool): the usual leaves
-                    if isfinite(value) and self._number_found(float(value)):
-                        return True
-                elif isinstance(value, str):
-                    s = value.strip()
-                    if len(s) > 1 and s[0] in "{[":
-                        try:
-                            deeper.append(json.loads(s))
-                            continue
-                        except ValueError:
-                            pass
-                    if self._string_found(s):
-                        return True
-                elif isinstance(value, dict):
-                    if depth < _MAX_DEPTH:
-                        deeper.extend(value.values())
-                elif isinstance(value, (list, tuple)):
-                    if depth < _MAX_DEPTH:
-                        deeper.extend(value)
-                elif is_number(value) and self._number_found(float(value)):
+        for value in _leaves(result, parse_json=True):
+            if isinstance(value, str):
+                if self._string_found(value.strip()):
                     return True
-            level = deeper
-            depth += 1
+            elif self._number_found(float(value)):
+                return True
         return False
 
     def _number_shown(self, value: float) -> bool:
-        """Whether the answer shows `value` (`shown_matches` against each number it shows, inlined: same
-        arithmetic, one call fewer per number)."""
-        slack = 1e-9 * max(1.0, abs(value))
-        for shown, decimals in self.answer.numbers():
-            if shown == value or abs(value - shown) <= 0.5 * 10.0 ** (-decimals) + slack:
-                return True
-        return False
+        """Whether the answer shows `value`."""
+        return any(shown_matches(shown, decimals, value) for shown, decimals in self.answer.numbers())
 
     def _number_found(self, value: float) -> bool:
         """Whether a result number is shown in the answer and is not an echo."""
@@ -156,7 +132,11 @@ class _Search:
         if self._strings is None:
             self._strings = []
             self._given = set()
-            _collect(self._arguments, self._strings, self._given)
+            for value in _leaves(self._arguments):
+                if isinstance(value, str):
+                    self._strings.append(value)
+                else:
+                    self._given.add(float(value))
         return self._strings
 
     def _echoes_text(self, folded: str) -> bool:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import base64
 import json
+import subprocess
+import sys
 
 import pytest
 from agentwatch.collector.conventions import NEEDED_KEYS
@@ -278,3 +280,17 @@ def test_protobuf_file_whose_first_length_reads_as_json_is_read_as_protobuf() ->
             break
         name += "x"
     assert [(where, ct) for where, _, ct in iter_records(payload)] == [("message", PROTOBUF)]
+
+
+@pytest.mark.parametrize(
+    ("module", "not_loaded"),
+    [
+        ("agentwatch.collector.span_record", ["agentwatch.collector.decode", "agentwatch.collector.decode_json"]),
+        ("agentwatch.collector.decode_json", ["agentwatch.collector.decode"]),
+    ],
+)
+def test_decoders_depend_one_way(module: str, not_loaded: list[str]) -> None:
+    """decode → decode_json → span_record: loading a module in a fresh interpreter loads none above it."""
+    code = f"import sys, {module}\nprint(sorted(m for m in {not_loaded!r} if m in sys.modules))"
+    run = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True, check=True, timeout=60)
+    assert run.stdout.strip() == "[]", run.stdout
