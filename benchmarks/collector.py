@@ -4,8 +4,6 @@ Run: `python benchmarks/collector.py [--conversations N] [--broker [--rekey]]`. 
 nothing about timings. The pipeline is timed without scoring (the collector's own cost) and with it; in-process
 figures are CPU time (`time.process_time`) with wall time beside them, broker figures wall time with the
 process's CPU per conversation. Each section is a function taking the prepared messages (`SECTIONS`).
-The first line says whether the hot path is compiled; from an editable install it is not, and to measure what
-`pip install .` builds: `./scripts/compile.sh && PYTHONPATH=build/compiled python benchmarks/collector.py`.
 """
 
 from __future__ import annotations
@@ -24,7 +22,6 @@ from agentwatch.collector.reconstruct import build_conversation
 from calibration import calibration_line, calibration_us
 from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
 
-from agentwatch.compiled import compiled_summary
 from agentwatch.config import CollectorConfig, Settings
 
 TURNS = 2
@@ -451,7 +448,7 @@ def main() -> None:
     size = sum(len(m) for m in w.messages)
     print(
         f"workload: {w.conversations:,} conversations, {w.spans:,} spans, {len(w.messages):,} messages, "
-        f"{size / len(w.messages):,.0f} B/message; {compiled_summary()}"
+        f"{size / len(w.messages):,.0f} B/message"
     )
     if not args.broker_only:
         for section in SECTIONS:

@@ -30,7 +30,6 @@ from typing import Any
 
 from calibration import calibration_line, calibration_us
 
-from agentwatch.compiled import compiled_summary
 from agentwatch.config import JudgeConfig, SamplingConfig
 
 HERE = Path(__file__).resolve().parent
@@ -150,7 +149,7 @@ def main() -> None:
     default = JudgeConfig().concurrency
     print(
         f"workload: {w.conversations:,} conversations, {w.spans:,} spans, judge latency "
-        f"{args.latency_ms:.0f} ms, judge_rate 1.0; {compiled_summary()}"
+        f"{args.latency_ms:.0f} ms, judge_rate 1.0"
     )
     from agentwatch.broker import EmbeddedBroker
 

@@ -11,7 +11,6 @@ import time
 from agentwatch.scorers import ConversationScorer
 from calibration import calibration_us
 
-from agentwatch.compiled import compiled_summary
 from agentwatch.config import Settings
 from agentwatch.schema import Conversation
 
@@ -83,7 +82,7 @@ def main() -> None:
     elapsed = time.perf_counter() - start
     cpu = time.process_time() - cpu_start
     turns = sum(len(convs[i % distinct].turns) for i in range(args.n))
-    print(f"scored {args.n} conversations ({turns} turns, {distinct} distinct) in {elapsed:.2f} s; {compiled_summary()}")
+    print(f"scored {args.n} conversations ({turns} turns, {distinct} distinct) in {elapsed:.2f} s")
     print(
         f"{args.n / elapsed:,.0f} conversations/s, {turns / elapsed:,.0f} turns/s, "
         f"{elapsed / args.n * 1e6:.1f} µs per conversation"

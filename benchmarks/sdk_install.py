@@ -1,9 +1,8 @@
 """What `pip install agentwatch` (the SDK alone) weighs and how long `import agentwatch.sdk` takes.
 
-Run: python benchmarks/sdk_install.py [--imports N] [--compiled]
+Run: python benchmarks/sdk_install.py [--imports N]
 
-Builds a bare virtualenv and one with the project installed from a copy of this tree without extras
-(`AGENTWATCH_PURE_PYTHON=1` unless --compiled, which lets the build compile the hot modules with Cython), and
+Builds a bare virtualenv and one with the project installed from a copy of this tree without extras, and
 prints the size of the install (du of site-packages minus the bare venv's), the installed distributions, and
 the median wall time of N fresh `python -c "import agentwatch.sdk"` processes minus that of `python -c pass`,
 plus the cumulative import time `python -X importtime` reports for agentwatch.sdk. Needs PyPI or a pip cache.
@@ -24,7 +23,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SOURCES = ("pyproject.toml", "setup.py", "README.md", "agentwatch", "collector", "scorers", "exporters")
+SOURCES = ("pyproject.toml", "README.md", "agentwatch", "collector", "scorers", "exporters")
 
 
 def site_packages_bytes(venv: Path) -> int:
@@ -39,27 +38,25 @@ def make_venv(path: Path) -> Path:
     return path / "bin" / "python"
 
 
-def sdk_only_venv(work: Path, *, compiled: bool = False) -> Path:
+def sdk_only_venv(work: Path) -> Path:
     """A virtualenv under work with the project installed from a copy of this tree, no extras; returns its python."""
     source = work / "src"
     source.mkdir()
     for name in SOURCES:
         if (ROOT / name).is_dir():
-            shutil.copytree(ROOT / name, source / name, ignore=shutil.ignore_patterns("__pycache__", "*.so"))
+            shutil.copytree(ROOT / name, source / name, ignore=shutil.ignore_patterns("__pycache__"))
         else:
             shutil.copy(ROOT / name, source / name)
     python = make_venv(work / "sdk")
-    subprocess.run([str(python), "-m", "pip", "install", "-q", str(source)], env=clean_env(compiled=compiled),
+    subprocess.run([str(python), "-m", "pip", "install", "-q", str(source)], env=clean_env(),
                    check=True, capture_output=True, timeout=900)
     return python
 
 
-def clean_env(*, compiled: bool = False) -> dict[str, str]:
-    """The environment for the venv's processes: no PYTHONPATH from the outer one, pure Python unless compiled."""
+def clean_env() -> dict[str, str]:
+    """The environment for the venv's processes: no PYTHONPATH from the outer one."""
     env = {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
     env.pop("PYTHONPATH", None)
-    if not compiled:
-        env["AGENTWATCH_PURE_PYTHON"] = "1"
     return env
 
 
@@ -87,22 +84,19 @@ def importtime_us(python: Path, module: str) -> int:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--imports", type=int, default=21, help="fresh processes timed per import")
-    parser.add_argument("--compiled", action="store_true", help="let the build compile the hot modules")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         bare = make_venv(work / "bare")
         t0 = time.perf_counter()
-        python = sdk_only_venv(work, compiled=args.compiled)
+        python = sdk_only_venv(work)
         install_s = time.perf_counter() - t0
         size = site_packages_bytes(python.parents[1]) - site_packages_bytes(work / "bare")
         listed = subprocess.run([str(python), "-m", "pip", "list", "--format=freeze"], capture_output=True, text=True,
                                 check=True).stdout.split()
-        extensions = len(list(python.parents[1].glob("lib/python*/site-packages/agentwatch/**/*.so")))
         base = median_start_s(bare, "pass", args.imports)
         sdk = median_start_s(python, "import agentwatch.sdk", args.imports)
-        print(f"SDK-only install ({'compiled' if args.compiled else 'AGENTWATCH_PURE_PYTHON=1'}; "
-              f"{extensions} compiled extension modules)")
+        print("SDK-only install (pip install agentwatch, no extras)")
         print(f"  pip install time: {install_s:.1f} s (pip cache warm or not, as it was)")
         print(f"  site-packages beyond a bare venv: {size / 1e6:.1f} MB")
         print(f"  distributions ({len(listed)}): {' '.join(sorted(listed, key=str.lower))}")

@@ -34,7 +34,6 @@ from agentwatch.scorers import unscored
 from agentwatch.scorers.relabel import relabel
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
-from agentwatch.compiled import compiled_summary
 from agentwatch.config import Settings
 from agentwatch.kafka_security import service_settings
 from agentwatch.schema import Conversation, ConversationScore, Outcome
@@ -149,7 +148,7 @@ class CollectorService:
         self._consumer.subscribe(
             topics, on_assign=self._on_assigned, on_revoke=self._on_revoked, on_lost=self._on_lost
         )
-        log.info("collector consuming %s in group %s; %s", topics, cfg.group_id, compiled_summary())
+        log.info("collector consuming %s in group %s", topics, cfg.group_id)
         last_commit = time.monotonic()
         clean = False
         try:

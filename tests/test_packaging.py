@@ -69,7 +69,7 @@ def test_the_guard_checks_exactly_the_service_extra() -> None:
 
 @pytest.mark.broker
 def test_sdk_only_install_imports_exports_and_refuses_the_service(broker, topic, tmp_path: Path) -> None:
-    python = sdk_only_venv(tmp_path)  # AGENTWATCH_PURE_PYTHON=1: no compiler run
+    python = sdk_only_venv(tmp_path)
     venv = python.parents[1]
     env = clean_env()
     listed = subprocess.run([str(python), "-m", "pip", "list", "--format=freeze"], env=env, capture_output=True,

@@ -17,12 +17,11 @@ app = typer.Typer(
 
 
 def _print_version(value: bool) -> None:
-    """Print the version and whether the hot path is compiled, then exit."""
+    """Print the version, then exit."""
     if value:
         from agentwatch import __version__
-        from agentwatch.compiled import compiled_summary
 
-        typer.echo(f"agentwatch {__version__}; {compiled_summary()}")
+        typer.echo(f"agentwatch {__version__}")
         raise typer.Exit()
 
 
