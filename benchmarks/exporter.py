@@ -77,7 +77,9 @@ def summarise_seconds(est: Estimator) -> tuple[int, float]:
 
 
 def scrape(target: Exposition) -> tuple[float, int, int]:
-    """Seconds, bytes and samples of one /metrics body."""
+    """Seconds, bytes and samples of one /metrics body (garbage of earlier steps collected first, so that its
+    collection does not land in the render)."""
+    gc.collect()
     t = time.perf_counter()
     body = target.render()
     return time.perf_counter() - t, len(body), body.count(b"\n") - body.count(b"\n#")
