@@ -9,8 +9,9 @@ from typing import NamedTuple
 
 from agentwatch.scorers.text import numbers_in, parse_number
 
-# A word (letters and digits, any script) with numeric groups kept together: "1,234.50" is one token.
-_TOKEN = re.compile(r"[^\W_]+(?:[.,]\d+)*")
+# A word (letters and digits, any script) with numeric groups kept together: "1,234.50" is one token. The
+# repeats are possessive: a token never gives characters back, so the engine does not retry shorter ones.
+_TOKEN = re.compile(r"[^\W_]++(?:[.,]\d++)*+")
 _DIGITS = frozenset("0123456789")
 _ARTICLES = frozenset({"a", "an", "the"})
 # A reference that is just a number, maybe with a currency sign or a unit word: "$42.50", "42.5 USD", "7 days".
