@@ -290,6 +290,7 @@ class KafkaSpanExporter(SpanExporter):
         if not ok:
             self._warn_dropped()
 
+
 def error_text(exc: BaseException | None) -> str:
     """`Type: message`, without the type twice when the message already starts with it (kafka-python's do)."""
     if exc is None:
