@@ -12,7 +12,6 @@ SDK → collector → scores → exporter → /metrics runs with SASL_PLAINTEXT 
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -23,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from collector_kafka_helpers import ServiceThread, TopicReader, collector_settings, unique
+from collector_kafka_helpers import unique
 from sasl_proxy import (
     AUTHENTICATE_VERSIONS,
     HANDSHAKE_VERSIONS,
@@ -31,7 +30,7 @@ from sasl_proxy import (
     SASL_HANDSHAKE,
     SASLProxy,
 )
-from test_kafka_tls import AGENT_TLS, PKI, _run_exporter_until, _run_service, pki  # noqa: F401 - pki is a fixture
+from test_kafka_tls import AGENT_TLS, PKI, _run_service, _score_and_export, pki  # noqa: F401 - pki is a fixture
 from tls_proxy import Issued
 
 from agentwatch.broker import EmbeddedBroker, free_port
@@ -109,25 +108,7 @@ def test_sdk_collector_exporter_log_in(request: pytest.FixtureRequest, pki: PKI,
                          check=False)
     assert run.returncode == 0, run.stderr.decode()[-2000:]
 
-    settings = collector_settings(bs, [topic], unique("sasl"), kafka=security)
-    scores_topic = settings.collector.scores_topic
-    reader = TopicReader(bs, scores_topic, **KafkaSecurity(**security).librdkafka())
-    try:
-        with ServiceThread(settings) as svc:
-            records = reader.wait(lambda r: len(r) >= 1, 60)
-            assert svc.error is None, svc.error
-    finally:
-        reader.close()
-    assert len(records) == 1, records
-    assert records[0].key == b"support-bot|1.2.0|refunds"
-    score = json.loads(records[0].value)
-    assert (score["conversation_id"], score["turns"], score["passed"]) == (cid, 2, True), score
-
-    series = ("agentwatch_window_scored",
-              (("agent", "support-bot"), ("task", "refunds"), ("version", "1.2.0"), ("window", "1h")))
-    values = _run_exporter_until(bs, security, scores_topic, series)
-    assert values.get(series) == 1, {k: v for k, v in values.items() if "scored" in k[0]}
-    assert values[("agentwatch_scores_consumed_total", ())] == 1
+    _score_and_export(bs, topic, cid, security, "sasl")
 
     # Every connection logged in with this mechanism, and no request reached Tansu before a login.
     logins = proxy.logins[logins_before:]

@@ -135,7 +135,14 @@ def test_sdk_collector_exporter_over_tls(request: pytest.FixtureRequest, pki: PK
     run = subprocess.run(args, env=env, capture_output=True, timeout=60, check=False)
     assert run.returncode == 0, run.stderr.decode()[-2000:]
 
-    settings = collector_settings(bs, [topic], unique("tls"), kafka=security)
+    _score_and_export(bs, topic, cid, security, "tls")
+    assert proxy.connections > 0
+
+
+def _score_and_export(bs: str, topic: str, cid: str, security: dict[str, Any], group: str) -> None:
+    """Run the collector and the exporter on the secured broker: the agent's one conversation is scored and
+    counted."""
+    settings = collector_settings(bs, [topic], unique(group), kafka=security)
     scores_topic = settings.collector.scores_topic
     reader = TopicReader(bs, scores_topic, **KafkaSecurity(**security).librdkafka())
     try:
@@ -154,7 +161,6 @@ def test_sdk_collector_exporter_over_tls(request: pytest.FixtureRequest, pki: PK
     values = _run_exporter_until(bs, security, scores_topic, series)
     assert values.get(series) == 1, {k: v for k, v in values.items() if "scored" in k[0]}
     assert values[("agentwatch_scores_consumed_total", ())] == 1
-    assert proxy.connections > 0
 
 
 def _run_exporter_until(bs: str, security: dict[str, Any], scores_topic: str, series: tuple) -> dict:
