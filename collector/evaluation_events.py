@@ -27,7 +27,7 @@ from typing import Any
 
 from agentwatch.collector.assembler import FinishedConversation
 from agentwatch.collector.reconstruct import _Forest
-from agentwatch.scorers.judge import FAILURE_CODES
+from agentwatch.judge.verdict import FAILURE_CODES
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags, set_span_in_context
 
 from agentwatch.schema import ConversationScore, Outcome

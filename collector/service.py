@@ -82,7 +82,7 @@ class CollectorService:
         self.join = TraceJoin(self.config.trace_join_timeout_s, self.config.max_held_spans, self.config.trace_memory)
         self.scores = ScoreMemory(self.config.label_memory)  # what a late label revises
         if judge_runner is None and settings.judge.enabled:
-            from agentwatch.scorers.judge_runner import JudgeRunner
+            from agentwatch.judge.runner import JudgeRunner
 
             judge_runner = JudgeRunner.from_settings(settings)
         self.judge = judge_runner  # a JudgeRunner, or None: no judge

@@ -78,9 +78,9 @@ def calibrate(
     """
     from agentwatch.config import ConfigError, JudgeConfig, load_settings
     from agentwatch.schema import Outcome
-    from agentwatch.scorers.judge_cache import JudgeCache
-    from agentwatch.scorers.judge_calibration import calibrate as run_calibration
-    from agentwatch.scorers.judge_runner import JudgeRunner
+    from agentwatch.judge.cache import JudgeCache
+    from agentwatch.judge.calibration import calibrate as run_calibration
+    from agentwatch.judge.runner import JudgeRunner
     from agentwatch.transcripts import TranscriptFileError, iter_conversations
 
     try:

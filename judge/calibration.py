@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from agentwatch.scorers.judge import JUDGE_OUTCOMES
+from agentwatch.judge.verdict import JUDGE_OUTCOMES
 
 CLASSES: tuple[str, ...] = tuple(o.value for o in JUDGE_OUTCOMES)
 

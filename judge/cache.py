@@ -15,7 +15,7 @@ import threading
 from collections import OrderedDict
 from pathlib import Path
 
-from agentwatch.scorers.judge import JudgeVerdict
+from agentwatch.judge.verdict import JudgeVerdict
 
 from agentwatch.schema import Outcome
 
