@@ -123,7 +123,7 @@ class CalibrationReport:
 
         d = {k: getattr(self, k) for k in self.__dataclass_fields__}
         d["passed"] = self.passed
-        return clean(d)
+        return {k: clean(v) for k, v in d.items()}
 
 
 def self_consistency(first: list[str | None], second: list[str | None],

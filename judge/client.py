@@ -197,16 +197,12 @@ class OpenAIJudge:
         price = self.prices(self.model) if self.prices is not None else None
         if price is not None:
             cost = (usage[0] * price[0] + usage[1] * price[1]) / 1e6
-        common = {
-            "judge_id": self.judge_id,
-            "input_tokens": usage[0],
-            "output_tokens": usage[1],
-            "cost_usd": cost,
-            "latency_s": max(self._clock() - start, 0.0),
-        }
+        latency = max(self._clock() - start, 0.0)
         if fields.get("failure"):
-            return JudgeVerdict.failed(fields["failure"], fields["detail"], **common)  # type: ignore[arg-type]
-        return JudgeVerdict.graded(fields["outcome"], fields["score"], fields["explanation"], **common)
+            return JudgeVerdict.failed(fields["failure"], fields["detail"], self.judge_id, input_tokens=usage[0],
+                                       output_tokens=usage[1], cost_usd=cost, latency_s=latency)
+        return JudgeVerdict.graded(fields["outcome"], fields["score"], fields["explanation"], self.judge_id,
+                                   input_tokens=usage[0], output_tokens=usage[1], cost_usd=cost, latency_s=latency)
 
     def _ask(self, messages: list[dict[str, str]], usage: list[int]) -> tuple[str, float, str]:
         content = self._complete(messages, usage)

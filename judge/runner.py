@@ -14,6 +14,7 @@ grades.
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -157,7 +158,7 @@ def _chain(shared: Future[JudgeVerdict], stats: JudgeStats) -> Future[JudgeVerdi
     out: Future[JudgeVerdict] = Future()
 
     def copy(f: Future[JudgeVerdict]) -> None:
-        v = f.result().with_(cached=True, latency_s=0.0)
+        v = replace(f.result(), cached=True, latency_s=0.0)
         stats.observe(v, called=False)
         out.set_result(v)
 
