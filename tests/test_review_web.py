@@ -1,0 +1,124 @@
+"""The review service over HTTP on a real broker and SQLite: sign-in, refusals, CSRF, no anchoring."""
+
+from __future__ import annotations
+
+import base64
+import re
+import time
+
+import httpx
+import pytest
+from collector_kafka_helpers import unique
+from review_support import JUDGE_EXPLANATION, PASSWORD, TOKEN, ServiceThread, conversation, judged, record, \
+    reviewers, scored
+
+from agentwatch.config import load_settings
+
+
+def _settings(bootstrap: str, tmp_path, **review) -> object:
+    prefix = unique("web")
+    return load_settings(kafka={"bootstrap_servers": bootstrap}, review={
+        "database_url": f"sqlite:///{tmp_path / 'review.db'}", "transcripts_topic": f"{prefix}-transcripts",
+        "scores_topic": f"{prefix}-scores", "labels_topic": f"{prefix}-labels", "group_id": f"{prefix}-group",
+        "port": 0, "metrics_port": None, "reviewers": reviewers(), "session_timeout_ms": 2000,
+        "heartbeat_interval_ms": 500, **review})
+
+
+def _csrf(html: str) -> str:
+    return re.search(r'name="csrf" value="([^"]+)"', html).group(1)
+
+
+def _sign_in(client: httpx.Client, name: str = "alice", secret: str = PASSWORD) -> httpx.Response:
+    page = client.get("/login")
+    return client.post("/login", data={"csrf": _csrf(page.text), "name": name, "secret": secret, "next": "/"})
+
+
+@pytest.mark.broker
+def test_refusals_sign_in_and_no_anchoring(broker, tmp_path) -> None:
+    settings = _settings(broker.bootstrap_servers, tmp_path)
+    conv = conversation(unique("c"))
+    first = scored(conv, verdict=judged())
+    with ServiceThread(settings) as svc:
+        svc.service.store.ingest(record(conv, first), time.time(), 86400)
+        row = svc.service.store.queue()[0][0].id
+        with httpx.Client(base_url=svc.url) as anon:
+            for path in ("/", f"/c/{row}"):
+                r = anon.get(path)
+                assert r.status_code == 401 and 'action="/login"' in r.text and conv.conversation_id not in r.text
+            r = anon.post(f"/c/{row}/label", data={"outcome": "complete"})
+            assert r.status_code == 403
+            assert anon.get("/healthz").text == "ok\n"
+            # a wrong password and an unknown reviewer are refused alike
+            assert _sign_in(anon, "alice", "wrong password").status_code == 401
+            assert _sign_in(anon, "mallory", PASSWORD).status_code == 401
+            # the sign-in form itself needs the CSRF token of its page
+            assert anon.post("/login", data={"name": "alice", "secret": PASSWORD}).status_code == 403
+        # reads with an Authorization header: bob's token (Bearer), alice's password (Basic); no writes that way
+        basic = base64.b64encode(f"alice:{PASSWORD}".encode()).decode()
+        for header in (f"Bearer {TOKEN}", f"Basic {basic}"):
+            with httpx.Client(base_url=svc.url, headers={"Authorization": header}) as api:
+                assert api.get("/").status_code == 200
+                assert api.post(f"/c/{row}/label", data={"outcome": "complete"}).status_code == 403
+        with httpx.Client(base_url=svc.url, headers={"Authorization": "Bearer not-a-token"}) as api:
+            assert api.get("/").status_code == 401
+        with httpx.Client(base_url=svc.url) as client:
+            r = _sign_in(client)
+            assert r.status_code == 303 and r.headers["location"] == "/"
+            queue = client.get("/")
+            assert queue.status_code == 200 and re.search(r"<strong>1</strong> conversation left", queue.text)
+            page = client.get(f"/c/{row}")
+            assert page.status_code == 200
+            assert "script-src 'nonce-" in page.headers["content-security-policy"]
+            # before the decision: the transcript, but nothing of what the judge or the rules said
+            assert "Please refund order ORD-1000." in page.text and "lookup_order" in page.text
+            for hidden in (JUDGE_EXPLANATION, "stand-in:judge-model:v1", "0.35", 'id="verdict"', "judge: outcome",
+                           *first.reasons):
+                assert hidden not in page.text, hidden
+            token = _csrf(page.text)
+            # a write without the CSRF token, or with another one, is refused and saves nothing
+            assert client.post(f"/c/{row}/label", data={"outcome": "complete"}).status_code == 403
+            assert client.post(f"/c/{row}/label", data={"outcome": "complete", "csrf": "x" * 32}).status_code == 403
+            bad = client.post(f"/c/{row}/label", data={"outcome": "great", "csrf": token})
+            assert bad.status_code == 400 and "Pick one of the five outcome classes" in bad.text
+            assert svc.service.store.get(row).labels == []
+            saved = client.post(f"/c/{row}/label?agent=support-bot",
+                                data={"outcome": "complete", "note": "fine <b>really</b>", "csrf": token, "blind": "1"})
+            assert saved.status_code == 303 and saved.headers["location"] == f"/c/{row}?agent=support-bot&saved=1"
+            after = client.get(saved.headers["location"])
+            assert JUDGE_EXPLANATION in after.text and "stand-in:judge-model:v1" in after.text
+            assert 'id="judge-outcome">partial_incorrect<' in after.text and 'id="judge-score">0.35<' in after.text
+            assert "fine &lt;b&gt;really&lt;/b&gt;" in after.text  # escaped
+            assert re.search(r"<strong>0</strong> conversations left", client.get("/").text)
+            (label,) = svc.service.store.get(row).labels
+            assert (label.reviewer, label.outcome, label.blind, label.revision) == ("alice", "complete", True, 1)
+            # changing the label after seeing the verdict is recorded as not blind
+            relabel = client.get(f"/c/{row}?relabel=1")
+            assert 'id="label-form"' in relabel.text and 'name="blind" value="0"' in relabel.text
+            client.post(f"/c/{row}/label", data={"outcome": "abandoned", "csrf": token, "blind": "1"})
+            assert [lb.blind for lb in svc.service.store.get(row).labels] == [True, False]
+            # signing out ends the session
+            client.post("/logout", data={"csrf": token})
+            assert client.get("/").status_code == 401
+        stats = svc.service.stats
+    assert svc.error is None
+    assert stats.labels_saved == {"complete": 1, "abandoned": 1} and stats.signins == {"failed": 2, "ok": 1}
+    assert stats.refused["write"] >= 6 and stats.refused["read"] >= 3
+
+
+def test_a_bad_review_key_fails_at_start_naming_it(tmp_path) -> None:
+    import subprocess
+    import sys
+
+    config = tmp_path / "agentwatch.yaml"
+    config.write_text("review:\n  databse_url: sqlite:///x.db\n")
+    run = subprocess.run([sys.executable, "-m", "agentwatch", "review", "--config", str(config)],
+                         capture_output=True, text=True, timeout=60, check=False)
+    assert run.returncode == 2 and "review.databse_url" in run.stderr
+    config.write_text("review:\n  reviewers: []\n")
+    run = subprocess.run([sys.executable, "-m", "agentwatch", "review", "--config", str(config)],
+                         capture_output=True, text=True, timeout=60, check=False)
+    assert run.returncode == 2 and "review.reviewers is empty" in run.stderr
+    config.write_text("review:\n  reviewers: [{name: eve, password_hash: plain}]\n")
+    run = subprocess.run([sys.executable, "-m", "agentwatch", "review", "--config", str(config)],
+                         capture_output=True, text=True, timeout=60, check=False)
+    assert run.returncode == 2 and "review.reviewers.0" in run.stderr and "agentwatch review-hash" in run.stderr
