@@ -51,6 +51,7 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy.engine import Connection, Engine, make_url
+from sqlalchemy.sql.elements import ColumnElement
 
 from agentwatch import wire
 from agentwatch.config import OutcomeCredits
@@ -282,7 +283,7 @@ class Store:
 
     def _queue_where(self, filters: Filters) -> Any:
         t = conversations.c
-        clauses = [t.labelled.is_(False)]
+        clauses: list[ColumnElement[bool]] = [t.labelled.is_(False)]
         for column, value in ((t.agent, filters.agent), (t.version, filters.version), (t.task, filters.task)):
             if value:
                 clauses.append(column == value)

@@ -59,7 +59,7 @@ def _pretty(value: Any) -> str:
 def judge_outcome(score: ConversationScore) -> str | None:
     """The outcome class the judge set on a score, if it set one."""
     if score.outcome_source is OutcomeSource.JUDGE and score.outcome is not Outcome.UNSCORED:
-        return score.outcome.value
+        return str(score.outcome.value)
     return None
 
 
