@@ -510,6 +510,16 @@ class ReviewConfig(_Section):
     session_timeout_ms: int = Field(default=45_000, ge=1, description="consumer group session timeout")
     heartbeat_interval_ms: int = Field(default=3_000, ge=1, description="consumer group heartbeat interval")
 
+    @field_validator("session_secret", mode="before")
+    @classmethod
+    def _session_secret(cls, v: Any) -> Any:
+        text = v.get_secret_value() if isinstance(v, SecretStr) else v
+        if text is None or text == "":
+            return None  # unset (an empty environment variable counts as unset)
+        if len(str(text)) < 16:
+            raise ValueError("session_secret must be at least 16 characters (or unset: a random one)")
+        return v
+
     @field_validator("database_url")
     @classmethod
     def _database_url(cls, v: str) -> str:
