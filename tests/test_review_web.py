@@ -122,3 +122,25 @@ def test_a_bad_review_key_fails_at_start_naming_it(tmp_path) -> None:
     run = subprocess.run([sys.executable, "-m", "agentwatch", "review", "--config", str(config)],
                          capture_output=True, text=True, timeout=60, check=False)
     assert run.returncode == 2 and "review.reviewers.0" in run.stderr and "agentwatch review-hash" in run.stderr
+
+
+def test_review_hash_prints_entries_that_sign_in() -> None:
+    import json
+    import subprocess
+    import sys
+
+    from agentwatch.review.auth import Reviewers
+
+    from agentwatch.config import Reviewer
+
+    run = subprocess.run([sys.executable, "-m", "agentwatch", "review-hash", "--name", "carol"],
+                         input="a long passphrase\na long passphrase\n", capture_output=True, text=True, timeout=60,
+                         check=True)
+    carol = Reviewer.model_validate(json.loads(run.stdout))
+    run = subprocess.run([sys.executable, "-m", "agentwatch", "review-hash", "--token", "--name", "dave"],
+                         capture_output=True, text=True, timeout=60, check=True)
+    dave = Reviewer.model_validate(json.loads(run.stdout))
+    token = run.stderr.strip().rsplit(" ", 1)[-1]
+    known = Reviewers([carol, dave])
+    assert known.check("carol", "a long passphrase") == "carol" and known.check("carol", "a long passphrasE") is None
+    assert known.bearer(token) == "dave" and known.check("dave", token) == "dave" and known.bearer(token[:-1]) is None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from pathlib import Path
 from typing import Annotated, Any
@@ -83,16 +84,17 @@ def review_hash(
     = False,
     name: Annotated[str, typer.Option(help="Reviewer name for the printed configuration lines.")] = "REVIEWER",
 ) -> None:
-    """Print the `review.reviewers` entry of a reviewer: a password's scrypt hash, or a new token and its hash."""
+    """Print a reviewer's `review.reviewers` entry (JSON, also valid YAML): a password's scrypt hash, or a new
+    token's SHA-256 (the token itself goes to stderr, once)."""
     from agentwatch.review.auth import hash_password, new_token, token_hash
 
     if token:
         secret = new_token()
         typer.echo(f"token (give it to {name}; it is not stored anywhere): {secret}", err=True)
-        typer.echo(f"- {{name: {name}, token_sha256: {token_hash(secret)}}}")
+        typer.echo(json.dumps({"name": name, "token_sha256": token_hash(secret)}))
         return
-    password = typer.prompt("password", hide_input=True, confirmation_prompt=True)
+    password = typer.prompt("password", hide_input=True, confirmation_prompt=True, err=True)
     if len(password) < 10:
         typer.echo("error: use at least 10 characters", err=True)
         raise typer.Exit(2)
-    typer.echo(f'- {{name: {name}, password_hash: "{hash_password(password)}"}}')
+    typer.echo(json.dumps({"name": name, "password_hash": hash_password(password)}))
