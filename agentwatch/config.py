@@ -458,15 +458,17 @@ class ExporterConfig(_Section):
 
 
 class Reviewer(_Section):
-    """A person who may sign in to the review service: a name and one hashed secret (never the secret itself)."""
+    """A person who may sign in to the review service: a name and one hashed secret (never the secret)."""
 
-    name: str = Field(min_length=1, max_length=64, pattern=r"^[^:\s]+$", description="shown beside each label")
+    name: str = Field(min_length=1, max_length=64, pattern=r"^[^:\s]+$", description="shown beside labels")
     password_hash: SecretStr | None = Field(
-        default=None, description="scrypt hash of a password, from `agentwatch review-hash` (sign in with name and "
-        "password, or HTTP basic auth)"
+        default=None,
+        description="scrypt hash of a password, from `agentwatch review-hash` (sign in with name and "
+        "password, or HTTP basic auth)",
     )
     token_sha256: SecretStr | None = Field(
-        default=None, description="SHA-256 (hex) of a random token (sign in with it, or `Authorization: Bearer`)"
+        default=None,
+        description="SHA-256 (hex) of a random token (sign in with it, or `Authorization: Bearer`)",
     )
 
     @model_validator(mode="after")
@@ -478,12 +480,12 @@ class Reviewer(_Section):
                              "(scrypt$...)")
         token = self.token_sha256.get_secret_value() if self.token_sha256 is not None else None
         if token is not None and not re.fullmatch(r"[0-9a-f]{64}", token.lower()):
-            raise ValueError(f"reviewer {self.name!r}: token_sha256 must be 64 hex digits (sha256 of the token)")
+            raise ValueError(f"reviewer {self.name!r}: token_sha256 must be 64 hex digits (its SHA-256)")
         return self
 
 
 class ReviewConfig(_Section):
-    """The review service (`agentwatch review`): the review queue in the browser and the labels it publishes."""
+    """The review service (`agentwatch review`): the review queue in the browser, the labels it publishes."""
 
     database_url: str = Field(
         default="sqlite:///agentwatch-review.db",
@@ -491,7 +493,7 @@ class ReviewConfig(_Section):
     )
     transcripts_topic: str = wire.TRANSCRIPTS_TOPIC
     scores_topic: str = Field(default=wire.SCORES_TOPIC, description="revised scores are published here")
-    labels_topic: str | None = Field(default=wire.LABELS_TOPIC, description="saved labels; null: not published")
+    labels_topic: str | None = Field(default=wire.LABELS_TOPIC, description="saved labels; null: none sent")
     group_id: str = "agentwatch-review"
     host: str = Field(default="127.0.0.1", description="address the page is served on")
     port: int = Field(default=8080, ge=0, le=65535, description="port of the page (0: any free port)")
@@ -499,13 +501,14 @@ class ReviewConfig(_Section):
     metrics_port: int | None = Field(default=9466, ge=0, le=65535, description="/metrics; null: not served")
     reviewers: list[Reviewer] = Field(default_factory=list, description="who may sign in (none: nobody can)")
     session_secret: SecretStr | None = Field(
-        default=None, description="key that signs session cookies; unset: a random one (sign-ins end at restart)"
+        default=None,
+        description="key that signs session cookies; unset: a random one (sign-ins end at restart)",
     )
     session_max_age_s: int = Field(default=12 * 3600, ge=60, description="a sign-in lasts this long")
     secure_cookies: bool = Field(default=False, description="send the session cookie over HTTPS only")
     retention_days: float = Field(default=30.0, gt=0, description="conversations older than this are deleted")
-    retention_interval_s: float = Field(default=3600.0, gt=0, description="how often expired rows are deleted")
-    publish_retry_s: float = Field(default=5.0, gt=0, description="wait before retrying records Kafka refused")
+    retention_interval_s: float = Field(default=3600.0, gt=0, description="how often old rows are deleted")
+    publish_retry_s: float = Field(default=5.0, gt=0, description="pause before resending what Kafka refused")
     page_size: int = Field(default=100, ge=1, le=1000, description="conversations listed per queue page")
     session_timeout_ms: int = Field(default=45_000, ge=1, description="consumer group session timeout")
     heartbeat_interval_ms: int = Field(default=3_000, ge=1, description="consumer group heartbeat interval")

@@ -3,8 +3,8 @@
 `TranscriptRecord` is the value of the transcripts topic (`wire.TRANSCRIPTS_TOPIC`, keyed by conversation id):
 the transcript of a conversation in the review sample or flagged by a person, with its first score, or a later
 revision of that score (`kind="revision"`, no transcript). `LabelRecord` is the value of the labels topic
-(`wire.LABELS_TOPIC`): what a reviewer decided, beside what the judge and the pipeline had said, and whether the
-conversation was in the blind review sample — everything an estimate corrected by labels needs.
+(`wire.LABELS_TOPIC`): what a reviewer decided, beside what the judge and the pipeline had said, and whether
+the conversation was in the blind review sample — everything an estimate corrected by labels needs.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ class _Record(BaseModel):
 
 
 def review_sample_of(score: ConversationScore) -> Sample | None:
-    """Why `score`'s conversation goes to review: in the blind review sample, flagged by a label, or not at all."""
+    """Why `score`'s conversation is reviewed: in the blind review sample, flagged by a label, or not."""
     if score.review_sampled:
         return "review_sample"
     if score.label is not None:
@@ -38,7 +38,9 @@ class TranscriptRecord(_Record):
 
     format_version: int = Field(default=wire.REVIEW_FORMAT_VERSION, description="Format of this record.")
     kind: Literal["transcript", "revision"] = Field(description="A transcript with its score, or a revision.")
-    sample: Sample = Field(description="review_sample (blind, random) or flagged (a person's label; not random).")
+    sample: Sample = Field(
+        description="review_sample (blind, random) or flagged (a person's label; not random)."
+    )
     conversation: Conversation | None = Field(
         default=None, description="The transcript as the collector rebuilt it (null on a revision)."
     )
@@ -47,7 +49,7 @@ class TranscriptRecord(_Record):
 
 
 class LabelRecord(_Record):
-    """A label a reviewer saved, with what the judge and the pipeline said before it (for κ and corrections)."""
+    """A label a reviewer saved, with what the judge and the pipeline said before it (for κ, corrections)."""
 
     format_version: int = Field(default=wire.REVIEW_FORMAT_VERSION)
     label_id: str = Field(description="Unique id of this label (consumers de-duplicate by it).")
@@ -60,9 +62,13 @@ class LabelRecord(_Record):
     reviewer: str = Field(description="Name of the signed-in reviewer.")
     labelled_at: datetime
     sample: Sample = Field(description="review_sample: blind random sample; flagged: not a random sample.")
-    blind: bool = Field(description="The reviewer decided without seeing the judge's verdict or another label.")
+    blind: bool = Field(
+        description="The reviewer decided without seeing the judge's verdict or another label."
+    )
     judge: str | None = Field(default=None, description="Id of the judge that graded the first score.")
-    judge_outcome: Outcome | None = Field(default=None, description="The first score's outcome, when the judge set it.")
+    judge_outcome: Outcome | None = Field(
+        default=None, description="The first score's outcome, when the judge set it."
+    )
     judge_score: float | None = None
     judge_explanation: str | None = None
     first_outcome: Outcome = Field(description="The outcome of the first score (what estimates used before).")

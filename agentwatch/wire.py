@@ -28,7 +28,7 @@ SPANS_TOPIC = "agentwatch.spans"
 SCORES_TOPIC = "agentwatch.scores"
 DEAD_LETTER_TOPIC = "agentwatch.deadletter"
 REKEY_TOPIC = "agentwatch.spans.rekeyed"
-TRANSCRIPTS_TOPIC = "agentwatch.transcripts"  # transcripts (with their first score) to review, by conversation id
+TRANSCRIPTS_TOPIC = "agentwatch.transcripts"  # transcripts to review with their first score, by conversation
 LABELS_TOPIC = "agentwatch.labels"  # labels people saved in the review service, by conversation id
 
 # Why a conversation is in the review queue: the blind review sample (`sampling.review_rate`, a random sample

@@ -1,8 +1,8 @@
 """Benchmark of the review service: store size per conversation, and page render times.
 
 Prints figures, asserts nothing. Conversations are support conversations of `--turns` turns (one tool call per
-turn, realistic texts), scored by the real scorer with a judge's verdict. The page times are of the ASGI app in
-process (Starlette's test client: routing, store queries, template), without a network hop.
+turn, realistic texts), scored by the real scorer with a judge's verdict. The page times are of the ASGI app
+in process (Starlette's test client: routing, store queries, template), without a network hop.
 Usage: python benchmarks/review.py [--conversations 500] [--turns 5] [--page-turns 50] [--database-url URL]
 """
 
@@ -39,7 +39,7 @@ def calibration() -> float:
 
 
 def store_size(url: str | None, n: int, turns: int) -> None:
-    """Bytes of the store per conversation (SQLite file, or PostgreSQL relation sizes), with one label each."""
+    """Bytes of the store per conversation (SQLite file, or PostgreSQL relations), with one label each."""
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "review.db"
         store = Store(url or f"sqlite:///{path}")
@@ -52,7 +52,9 @@ def store_size(url: str | None, n: int, turns: int) -> None:
             store.ingest(rec, now, 86400)
         t = time.perf_counter()
         for item in store.queue(limit=n)[0]:
-            store.save_label(item.id, "alice", Outcome.COMPLETE, "checked against the order system", True, now)
+            store.save_label(
+                item.id, "alice", Outcome.COMPLETE, "checked against the order system", True, now
+            )
         label_ms = (time.perf_counter() - t) * 1000 / n
         if url is None:
             with store.engine.connect() as c:
@@ -61,20 +63,26 @@ def store_size(url: str | None, n: int, turns: int) -> None:
             where = "SQLite file"
         else:
             with store.engine.connect() as c:
-                size = sum(c.exec_driver_sql(f"SELECT pg_total_relation_size('{t}')").scalar_one()
-                           for t in ("review_conversations", "review_labels", "review_outbox"))
+                size = sum(
+                    c.exec_driver_sql(f"SELECT pg_total_relation_size('{t}')").scalar_one()
+                    for t in ("review_conversations", "review_labels", "review_outbox")
+                )
             where = "PostgreSQL tables with indexes and TOAST"
         store.close()
-    print(f"store: {n} conversations of {turns} turns, one label each: {size / n / 1024:.1f} KiB per conversation "
-          f"({where}; the transcript record itself is {payload / n / 1024:.1f} KiB of JSON); "
-          f"saving a label (with its outbox rows) {label_ms:.2f} ms")
+    print(
+        f"store: {n} conversations of {turns} turns, one label each: "
+        f"{size / n / 1024:.1f} KiB per conversation "
+        f"({where}; the transcript record itself is {payload / n / 1024:.1f} KiB of JSON); "
+        f"saving a label (with its outbox rows) {label_ms:.2f} ms"
+    )
 
 
 def page_times(turns: int, repeats: int) -> None:
     """Median render time of a conversation page of `turns` turns and of a queue page of 100 conversations."""
     with tempfile.TemporaryDirectory() as tmp:
-        settings = load_settings(review={"database_url": f"sqlite:///{Path(tmp) / 'review.db'}",
-                                         "reviewers": reviewers()})
+        settings = load_settings(
+            review={"database_url": f"sqlite:///{Path(tmp) / 'review.db'}", "reviewers": reviewers()}
+        )
         store = Store(settings.review.database_url)
         now = time.time()
         big = conversation("fifty", turns=turns)
@@ -97,12 +105,17 @@ def page_times(turns: int, repeats: int) -> None:
                     times.append(time.perf_counter() - t)
                     size = len(r.content)
                     assert r.status_code == 200, r.status_code
-                print(f"{name}: {statistics.median(times) * 1000:.1f} ms median of {repeats} "
-                      f"(min {min(times) * 1000:.1f}), {size / 1024:.0f} KiB of HTML")
+                print(
+                    f"{name}: {statistics.median(times) * 1000:.1f} ms median of {repeats} "
+                    f"(min {min(times) * 1000:.1f}), {size / 1024:.0f} KiB of HTML"
+                )
             t = time.perf_counter()
             assert client.get("/", headers=auth).status_code == 200
-            print(f"a read with HTTP basic auth (scrypt check of the password): {(time.perf_counter() - t) * 1000:.0f} ms "
-                  "(test cost n=2^12; the production cost n=2^15 takes about 8× longer)")
+            print(
+                "a read with HTTP basic auth (scrypt check of the password): "
+                f"{(time.perf_counter() - t) * 1000:.0f} ms "
+                "(test cost n=2^12; the production cost n=2^15 takes about 8× longer)"
+            )
         store.close()
 
 

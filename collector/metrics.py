@@ -128,8 +128,8 @@ class PipelineMetrics(Collector):
         yield fam
         fam = CounterMetricFamily(
             "agentwatch_transcripts_published",
-            "Transcript and revision records sent to the transcripts topic for review, by sample (review_sample: "
-            "the blind review sample; flagged: labelled by a person when scored).",
+            "Transcript and revision records sent to the transcripts topic for review, by sample "
+            "(review_sample: the blind review sample; flagged: labelled by a person when scored).",
             labels=["sample"],
         )
         for sample in ("review_sample", "flagged"):

@@ -1,11 +1,12 @@
 """What the collector sends for review: transcripts of the review sample and of flagged conversations.
 
-A conversation in the review sample (`sampling.review_rate`, the shared hash) or carrying a person's label when
-it was scored is published to the transcripts topic with its first score, keyed by conversation id; a later
-revision of such a score (a late label) follows as a `revision` record, so the review service knows the latest
-revision. Records go through the collector's producer, which is flushed before every offset commit, as scores
-are: a crash replays them, never loses them. A transcript larger than `collector.max_transcript_bytes` is cut
-(long texts first, then turns) and says so in its notes: a record the broker refuses would stop the collector.
+A conversation in the review sample (`sampling.review_rate`, the shared hash) or carrying a person's label
+when it was scored is published to the transcripts topic with its first score, keyed by conversation id; a
+later revision of such a score (a late label) follows as a `revision` record, so the review service knows the
+latest revision. Records go through the collector's producer, which is flushed before every offset commit, as
+scores are: a crash replays them, never loses them. A transcript larger than `collector.max_transcript_bytes`
+is cut (long texts first, then turns) and says so in its notes: a record the broker refuses would stop the
+collector.
 """
 
 from __future__ import annotations
@@ -27,7 +28,9 @@ _TEXT_CAPS = (4000, 1000, 200)  # characters kept per text, tried in turn until 
 class ReviewFeed:
     """Publishes transcript and revision records for review through `producer` (a `RecordProducer`)."""
 
-    def __init__(self, producer: Any, topic: str, max_bytes: int, headers: Sequence[tuple[str, bytes]] = ()) -> None:
+    def __init__(
+        self, producer: Any, topic: str, max_bytes: int, headers: Sequence[tuple[str, bytes]] = ()
+    ) -> None:
         self._producer = producer
         self._topic = topic
         self._max_bytes = max_bytes
@@ -40,8 +43,13 @@ class ReviewFeed:
         sample = review_sample_of(score)
         if sample is None:
             return
-        record = TranscriptRecord(kind="transcript", sample=sample, conversation=conv, score=score,
-                                  published_at=datetime.now(timezone.utc))
+        record = TranscriptRecord(
+            kind="transcript",
+            sample=sample,
+            conversation=conv,
+            score=score,
+            published_at=datetime.now(timezone.utc),
+        )
         payload = record.model_dump_json().encode()
         if len(payload) > self._max_bytes:
             payload = self._cut(record, conv, len(payload))
@@ -52,18 +60,26 @@ class ReviewFeed:
         sample = review_sample_of(score)
         if sample is None:
             return
-        record = TranscriptRecord(kind="revision", sample=sample, score=score, published_at=datetime.now(timezone.utc))
+        record = TranscriptRecord(
+            kind="revision", sample=sample, score=score, published_at=datetime.now(timezone.utc)
+        )
         self._send(score, sample, record.model_dump_json().encode())
 
     def _send(self, score: ConversationScore, sample: Sample, payload: bytes) -> None:
-        self._producer.send(self._topic, value=payload, key=score.conversation_id.encode(), headers=self._headers)
+        self._producer.send(
+            self._topic, value=payload, key=score.conversation_id.encode(), headers=self._headers
+        )
         self.published[sample] = self.published.get(sample, 0) + 1
 
     def _cut(self, record: TranscriptRecord, conv: Conversation, size: int) -> bytes:
-        """The record with its transcript cut to fit `max_bytes` (texts shortened, then later turns left out)."""
+        """The record with its transcript cut to fit `max_bytes` (texts shortened, then turns left out)."""
         self.trimmed += 1
-        log.warning("transcript of %s is %d bytes, over collector.max_transcript_bytes (%d): cut for review",
-                    conv.conversation_id, size, self._max_bytes)
+        log.warning(
+            "transcript of %s is %d bytes, over collector.max_transcript_bytes (%d): cut for review",
+            conv.conversation_id,
+            size,
+            self._max_bytes,
+        )
         payload = b""
         for cap in _TEXT_CAPS:
             cut = shortened(conv, cap, size, self._max_bytes)
@@ -84,13 +100,24 @@ def shortened(conv: Conversation, cap: int, size: int, limit: int) -> Conversati
     turns = []
     for turn in conv.turns:
         calls = [
-            call.model_copy(update={"arguments": _cut_value(call.arguments, cap), "result": _cut_value(call.result, cap)})
+            call.model_copy(
+                update={"arguments": _cut_value(call.arguments, cap), "result": _cut_value(call.result, cap)}
+            )
             for call in turn.tool_calls
         ]
-        turns.append(turn.model_copy(update={"input": _cut_text(turn.input, cap), "answer": _cut_text(turn.answer, cap),
-                                             "tool_calls": calls}))
-    note = (f"review: the transcript was {size:,} bytes, over the {limit:,}-byte limit; texts, arguments and "
-            f"results longer than {cap:,} characters are cut")
+        turns.append(
+            turn.model_copy(
+                update={
+                    "input": _cut_text(turn.input, cap),
+                    "answer": _cut_text(turn.answer, cap),
+                    "tool_calls": calls,
+                }
+            )
+        )
+    note = (
+        f"review: the transcript was {size:,} bytes, over the {limit:,}-byte limit; texts, arguments and "
+        f"results longer than {cap:,} characters are cut"
+    )
     return conv.model_copy(update={"turns": turns, "notes": [*conv.notes, note]})
 
 

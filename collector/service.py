@@ -360,9 +360,9 @@ class CollectorService:
         self, score: ConversationScore, ids: tuple[str | None, str | None] = (None, None),
         conv: Conversation | None = None,
     ) -> None:
-        """Queue one score for the scores topic (and, with its transcript `conv`, or as a revision, for review),
-        remember it for late labels, and emit it as evaluation events (parented to the last turn `ids`, trace and
-        span id) when configured."""
+        """Queue one score for the scores topic (and, with its transcript `conv` or as a revision, for
+        review), remember it for late labels, and emit it as evaluation events (parented to the last turn
+        `ids`, trace and span id) when configured."""
         assert self._out is not None
         payload = score.model_dump_json().encode()
         self._out.send(self.config.scores_topic, value=payload, key=series_key(score), headers=self._score_headers)

@@ -27,5 +27,6 @@ REVIEW_MODULES = {
 
 for _module, _distribution in REVIEW_MODULES.items():
     if importlib.util.find_spec(_module) is None:
-        raise ImportError(f"{__name__} needs {_distribution}, which is not installed: {INSTALL}",
-                          name=_module)
+        raise ImportError(
+            f"{__name__} needs {_distribution}, which is not installed: {INSTALL}", name=_module
+        )

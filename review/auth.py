@@ -17,7 +17,9 @@ from agentwatch.config import Reviewer
 
 _N, _R, _P = 2**15, 8, 1  # scrypt cost: 32 MiB and ~0.1 s per check on a 2-core machine
 _MAXMEM = 64 * 1024 * 1024
-_DUMMY = f"scrypt${_N}${_R}${_P}${base64.b64encode(bytes(16)).decode()}${base64.b64encode(bytes(32)).decode()}"
+_DUMMY = (
+    f"scrypt${_N}${_R}${_P}${base64.b64encode(bytes(16)).decode()}${base64.b64encode(bytes(32)).decode()}"
+)
 
 
 def hash_password(password: str, *, n: int = _N) -> str:
@@ -34,8 +36,15 @@ def verify_password(password: str, stored: str) -> bool:
         if kind != "scrypt":
             return False
         expected = base64.b64decode(digest, validate=True)
-        got = hashlib.scrypt(password.encode(), salt=base64.b64decode(salt, validate=True), n=int(n), r=int(r),
-                             p=int(p), maxmem=_MAXMEM, dklen=len(expected))
+        got = hashlib.scrypt(
+            password.encode(),
+            salt=base64.b64decode(salt, validate=True),
+            n=int(n),
+            r=int(r),
+            p=int(p),
+            maxmem=_MAXMEM,
+            dklen=len(expected),
+        )
     except (ValueError, binascii.Error):
         return False
     return hmac.compare_digest(got, expected)
@@ -56,8 +65,9 @@ class Reviewers:
 
     def __init__(self, reviewers: list[Reviewer]) -> None:
         self._by_name = {r.name: r for r in reviewers}
-        self._tokens = {r.token_sha256.get_secret_value().lower(): r.name for r in reviewers
-                        if r.token_sha256 is not None}
+        self._tokens = {
+            r.token_sha256.get_secret_value().lower(): r.name for r in reviewers if r.token_sha256 is not None
+        }
 
     def __len__(self) -> int:
         return len(self._by_name)
@@ -76,8 +86,11 @@ class Reviewers:
         if reviewer.password_hash is not None:
             return name if verify_password(secret, reviewer.password_hash.get_secret_value()) else None
         assert reviewer.token_sha256 is not None
-        return name if hmac.compare_digest(token_hash(secret), reviewer.token_sha256.get_secret_value().lower()) \
+        return (
+            name
+            if hmac.compare_digest(token_hash(secret), reviewer.token_sha256.get_secret_value().lower())
             else None
+        )
 
     def bearer(self, token: str) -> str | None:
         """The reviewer whose token this is, else None."""
@@ -88,7 +101,7 @@ class Reviewers:
         return None
 
     def from_header(self, authorization: str) -> str | None:
-        """The reviewer an `Authorization: Bearer TOKEN` or `Basic base64(name:secret)` header names, else None."""
+        """The reviewer an `Authorization: Bearer TOKEN` or `Basic base64(name:secret)` names, or None."""
         scheme, _, value = authorization.strip().partition(" ")
         if scheme.lower() == "bearer" and value:
             return self.bearer(value.strip())

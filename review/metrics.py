@@ -1,4 +1,4 @@
-"""The review service's own counters and its /metrics families (queue size per series, labels saved, Kafka)."""
+"""The review service's counters and its /metrics families (queue size per series, labels saved, Kafka)."""
 
 from __future__ import annotations
 
@@ -68,7 +68,8 @@ class ReviewMetrics(Collector):
             signins, refused = dict(s.signins), dict(s.refused)
         queue = GaugeMetricFamily(
             "agentwatch_review_queue",
-            "Conversations waiting for a label, by series and sample (review_sample: blind; flagged: by a person).",
+            "Conversations waiting for a label, by series and sample (review_sample: blind; flagged: by a "
+            "person).",
             labels=["agent", "version", "task", "sample"],
         )
         try:
@@ -79,41 +80,59 @@ class ReviewMetrics(Collector):
             log.exception("review store unreachable while collecting metrics")
             pending = None
         yield queue
-        fam = CounterMetricFamily("agentwatch_review_labels_saved", "Labels saved by reviewers, by outcome class.",
-                                  labels=["outcome"])
+        fam = CounterMetricFamily(
+            "agentwatch_review_labels_saved",
+            "Labels saved by reviewers, by outcome class.",
+            labels=["outcome"],
+        )
         for outcome in OUTCOMES:
             fam.add_metric([outcome], saved.get(outcome, 0))
         yield fam
         fam = CounterMetricFamily(
             "agentwatch_review_records",
-            "Transcripts-topic records read, by result (stored, duplicate, revised, answered, unknown, expired, "
+            "Transcripts-topic records read, by result (stored, duplicate, revised, answered, unknown, "
+            "expired, "
             "invalid).",
             labels=["result"],
         )
         for result, n in sorted(ingested.items()):
             fam.add_metric([result], n)
         yield fam
-        fam = CounterMetricFamily("agentwatch_review_published",
-                                  "Records Kafka acknowledged: revised scores and label records.", labels=["topic"])
+        fam = CounterMetricFamily(
+            "agentwatch_review_published",
+            "Records Kafka acknowledged: revised scores and label records.",
+            labels=["topic"],
+        )
         for kind in ("scores", "labels"):
             fam.add_metric([kind], published.get(kind, 0))
         yield fam
         if pending is not None:
-            yield GaugeMetricFamily("agentwatch_review_publish_pending",
-                                    "Revised scores and label records saved but not yet acknowledged by Kafka.",
-                                    value=pending)
-        yield CounterMetricFamily("agentwatch_review_publish_failures",
-                                  "Attempts to publish that Kafka did not acknowledge (retried).",
-                                  value=s.publish_failures)
-        yield CounterMetricFamily("agentwatch_review_expired",
-                                  "Conversations deleted by retention (review.retention_days).", value=s.expired)
-        fam = CounterMetricFamily("agentwatch_review_signins", "Sign-in attempts, by result.", labels=["result"])
+            yield GaugeMetricFamily(
+                "agentwatch_review_publish_pending",
+                "Revised scores and label records saved but not yet acknowledged by Kafka.",
+                value=pending,
+            )
+        yield CounterMetricFamily(
+            "agentwatch_review_publish_failures",
+            "Attempts to publish that Kafka did not acknowledge (retried).",
+            value=s.publish_failures,
+        )
+        yield CounterMetricFamily(
+            "agentwatch_review_expired",
+            "Conversations deleted by retention (review.retention_days).",
+            value=s.expired,
+        )
+        fam = CounterMetricFamily(
+            "agentwatch_review_signins", "Sign-in attempts, by result.", labels=["result"]
+        )
         for result in ("ok", "failed"):
             fam.add_metric([result], signins.get(result, 0))
         yield fam
-        fam = CounterMetricFamily("agentwatch_review_refused",
-                                  "Requests refused: read (no sign-in) or write (no session or CSRF token).",
-                                  labels=["kind"])
+        fam = CounterMetricFamily(
+            "agentwatch_review_refused",
+            "Requests refused: read (no sign-in) or write (no session or CSRF token).",
+            labels=["kind"],
+        )
         for kind in ("read", "write"):
             fam.add_metric([kind], refused.get(kind, 0))
         yield fam

@@ -43,8 +43,12 @@ class ReviewService:
         self.settings = settings
         self.config = settings.review
         self._clock = clock
-        self.store = Store(self.config.database_url, scores_topic=self.config.scores_topic,
-                           labels_topic=self.config.labels_topic, credits=settings.scoring.credits)
+        self.store = Store(
+            self.config.database_url,
+            scores_topic=self.config.scores_topic,
+            labels_topic=self.config.labels_topic,
+            credits=settings.scoring.credits,
+        )
         self.stats = ReviewStats()
         self._wake = threading.Event()
         self.web = ReviewApp(self.store, self.config, self.stats, clock=clock, on_saved=self._wake.set)
@@ -61,29 +65,43 @@ class ReviewService:
         """Serve until `stop` is set (ingest, publisher and retention on their own threads)."""
         kafka = self.settings.kafka
         cfg = self.config
-        ensure_topics(kafka.bootstrap_servers,
-                      [cfg.transcripts_topic, cfg.scores_topic, *([cfg.labels_topic] if cfg.labels_topic else [])],
-                      partitions=self.settings.collector.topic_partitions,
-                      replication_factor=self.settings.collector.topic_replication_factor,
-                      client_id=kafka.client_id, security=KafkaSecurity.from_config(kafka))
+        ensure_topics(
+            kafka.bootstrap_servers,
+            [cfg.transcripts_topic, cfg.scores_topic, *([cfg.labels_topic] if cfg.labels_topic else [])],
+            partitions=self.settings.collector.topic_partitions,
+            replication_factor=self.settings.collector.topic_replication_factor,
+            client_id=kafka.client_id,
+            security=KafkaSecurity.from_config(kafka),
+        )
         sock = socket.socket(socket.AF_INET6 if ":" in cfg.host else socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((cfg.host, cfg.port))
         self.port = int(sock.getsockname()[1])
         if cfg.metrics_port is not None:
             self.start_metrics(cfg.metrics_port)
-        server = self._server = uvicorn.Server(uvicorn.Config(self.web.app, log_level="warning", access_log=False,
-                                                              lifespan="off"))
-        loops = [("review-ingest", self._ingest), ("review-publish", self._publish),
-                 ("review-retention", self._retention)]
-        threads = [threading.Thread(target=self._guard, args=(name, target, stop), name=name, daemon=True)
-                   for name, target in loops]
+        server = self._server = uvicorn.Server(
+            uvicorn.Config(self.web.app, log_level="warning", access_log=False, lifespan="off")
+        )
+        loops = [
+            ("review-ingest", self._ingest),
+            ("review-publish", self._publish),
+            ("review-retention", self._retention),
+        ]
+        threads = [
+            threading.Thread(target=self._guard, args=(name, target, stop), name=name, daemon=True)
+            for name, target in loops
+        ]
         for thread in threads:
             thread.start()
         watcher = threading.Thread(target=self._stop_server_on, args=(stop,), daemon=True)
         watcher.start()
-        log.info("review page on http://%s:%d/ (%d reviewers), store %s", cfg.host, self.port,
-                 len(self.web.reviewers), _safe_url(self.store))
+        log.info(
+            "review page on http://%s:%d/ (%d reviewers), store %s",
+            cfg.host,
+            self.port,
+            len(self.web.reviewers),
+            _safe_url(self.store),
+        )
         try:
             self.started.set()
             server.run(sockets=[sock])
@@ -103,8 +121,12 @@ class ReviewService:
         """Serve /metrics on `port` (0: any free port); the port."""
         registry = CollectorRegistry()
         registry.register(ReviewMetrics(self.store, self.stats))
-        self._metrics = MetricsServer(lambda: render_families(registry.collect()).encode(), port,
-                                      self.config.metrics_host, "agentwatch review")
+        self._metrics = MetricsServer(
+            lambda: render_families(registry.collect()).encode(),
+            port,
+            self.config.metrics_host,
+            "agentwatch review",
+        )
         self.metrics_port = self._metrics.port
         return self.metrics_port
 
@@ -125,17 +147,21 @@ class ReviewService:
 
     def _consumer(self) -> Consumer:
         cfg, kafka = self.config, self.settings.kafka
-        return Consumer({
-            **service_settings(kafka, "review"),
-            "group.id": cfg.group_id,
-            "enable.auto.commit": False,
-            "auto.offset.reset": "earliest",
-            "session.timeout.ms": cfg.session_timeout_ms,
-            "heartbeat.interval.ms": cfg.heartbeat_interval_ms,
-        }, logger=log)
+        return Consumer(
+            {
+                **service_settings(kafka, "review"),
+                "group.id": cfg.group_id,
+                "enable.auto.commit": False,
+                "enable.auto.offset.store": False,  # an offset is stored once its record is in the store
+                "auto.offset.reset": "earliest",
+                "session.timeout.ms": cfg.session_timeout_ms,
+                "heartbeat.interval.ms": cfg.heartbeat_interval_ms,
+            },
+            logger=log,
+        )
 
     def _ingest(self, stop: threading.Event) -> None:
-        """Transcript records into the store; commit once stored; on a store error, replay from the failure."""
+        """Transcript records into the store; commit what is stored; on a store error, replay from there."""
         consumer = self._consumer()
         consumer.subscribe([self.config.transcripts_topic])
         try:
@@ -145,13 +171,16 @@ class ReviewService:
                 if done:
                     try:
                         consumer.commit(asynchronous=False)
-                    except KafkaException as exc:  # a rebalance: the new owner replays, the store ignores repeats
+                    except (
+                        KafkaException
+                    ) as exc:  # a rebalance: the new owner replays, the store ignores repeats
                         log.warning("offset commit failed (records will be replayed): %s", exc)
         finally:
             consumer.close()
 
     def _store_batch(self, consumer: Consumer, messages: list[Message]) -> int:
-        """Store the records of a batch in order; the number stored. On a store error, seek back and wait."""
+        """Store the records of a batch in order and their offsets; the number of records done. On a store
+        error, seek back to the record that failed and wait (its offset and those after it are not stored)."""
         stored = 0
         retention_s = self.config.retention_days * 86400
         for message in messages:
@@ -164,8 +193,15 @@ class ReviewService:
                 record = TranscriptRecord.model_validate_json(message.value() or b"")
             except (ValidationError, ValueError) as exc:
                 self.stats.count_ingest("invalid")
-                log.warning("invalid transcript record at %s[%s]@%s: %s", message.topic(), message.partition(),
-                            message.offset(), str(exc)[:300])
+                log.warning(
+                    "invalid transcript record at %s[%s]@%s: %s",
+                    message.topic(),
+                    message.partition(),
+                    message.offset(),
+                    str(exc)[:300],
+                )
+                consumer.store_offsets(message)
+                stored += 1
                 continue
             try:
                 result = self.store.ingest(record, self._clock(), retention_s)
@@ -174,6 +210,7 @@ class ReviewService:
                 self._seek_back(consumer, messages, message)
                 time.sleep(self.config.publish_retry_s)
                 return stored
+            consumer.store_offsets(message)
             self.stats.count_ingest(result)
             if result == "answered":
                 self._wake.set()
@@ -188,8 +225,13 @@ class ReviewService:
         for message in messages:
             after = after or message is failed
             topic, partition, offset = message.topic(), message.partition(), message.offset()
-            if after and message.error() is None and topic is not None and partition is not None \
-                    and offset is not None:
+            if (
+                after
+                and message.error() is None
+                and topic is not None
+                and partition is not None
+                and offset is not None
+            ):
                 first.setdefault((topic, partition), offset)
         for (topic, partition), offset in first.items():
             consumer.seek(TopicPartition(topic, partition, offset))
@@ -197,8 +239,10 @@ class ReviewService:
     # ------------------------------------------------------------------ publisher
 
     def _producer(self) -> Producer:
-        config: dict[str, Any] = {**producer_config(service_settings(self.settings.kafka, "review")),
-                                  "delivery.report.only.error": False}
+        config: dict[str, Any] = {
+            **producer_config(service_settings(self.settings.kafka, "review")),
+            "delivery.report.only.error": False,
+        }
         return Producer(config, logger=log)
 
     def _publish(self, stop: threading.Event) -> None:
@@ -220,7 +264,8 @@ class ReviewService:
                         if n:
                             self.stats.count_published(kind, n)
                     if len(acked) < len(batch):
-                        self.stats.publish_failures += 1
+                        with self.stats.lock:
+                            self.stats.publish_failures += 1
                         stop.wait(self.config.publish_retry_s)
         finally:
             producer.flush(5)
@@ -236,6 +281,7 @@ class ReviewService:
                     acked.add(row_id)
                 else:
                     log.warning("record for %s not written (will retry): %s", msg.topic(), err)
+
             return report
 
         for row in batch:
@@ -259,7 +305,9 @@ class ReviewService:
                 log.exception("retention failed")
             else:
                 if gone:
-                    log.info("retention: %d conversations older than %g days deleted", gone, cfg.retention_days)
+                    log.info(
+                        "retention: %d conversations older than %g days deleted", gone, cfg.retention_days
+                    )
                     with self.stats.lock:
                         self.stats.expired += gone
             stop.wait(cfg.retention_interval_s)

@@ -1,15 +1,10 @@
 """The review store: transcripts to review, their scores, the labels people saved, and the records to publish.
 
-One SQL layer (SQLAlchemy Core) for an embedded SQLite file (the default) and a shared PostgreSQL database.
-Tables:
-
-- `review_conversations`: one row per (agent, conversation id): the transcript, the first score, the latest
-  score known (revision), why it is reviewed (`review_sample` or `flagged`) and whether it is labelled.
-- `review_labels`: every label saved (who, when, outcome class, note, blind or not), with the judge's verdict,
-  score and explanation and the first score's outcome beside it, and the revision it published.
-- `review_outbox`: records to write to Kafka (revised scores, label records). A label and its records are
-  written in one transaction; a publisher sends the outbox and marks what Kafka acknowledged, so a crash or a
-  Kafka outage delays a revision, never loses it (and a record sent twice is a duplicate consumers drop).
+One SQL layer (SQLAlchemy Core) for an embedded SQLite file (the default) and a shared PostgreSQL database;
+the tables are in `review.tables`. A label and the records it publishes (revised score, label record) are
+written in one transaction to the outbox; a publisher sends the outbox and marks what Kafka acknowledged, so a
+crash or a Kafka outage delays a revision, never loses it (and a record sent twice is a duplicate consumers
+drop).
 
 Revisions stay monotone: a label revises the latest score the store knows (`relabel`, revision + 1), under an
 optimistic check on that revision; a revision made elsewhere (the collector, for a late feedback label) that
@@ -19,7 +14,6 @@ so the person's decision is the latest revision everywhere.
 
 from __future__ import annotations
 
-import json
 import logging
 import uuid
 from collections.abc import Iterator
@@ -28,18 +22,6 @@ from datetime import datetime, timezone
 from typing import Any
 
 from sqlalchemy import (
-    Boolean,
-    Column,
-    Float,
-    ForeignKey,
-    Index,
-    Integer,
-    LargeBinary,
-    MetaData,
-    String,
-    Table,
-    Text,
-    UniqueConstraint,
     and_,
     create_engine,
     delete,
@@ -55,76 +37,23 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from agentwatch import wire
 from agentwatch.config import OutcomeCredits
+from agentwatch.review.tables import conversations, labels, metadata, outbox
 from agentwatch.review_records import LabelRecord, TranscriptRecord
 from agentwatch.schema import ConversationScore, Outcome, OutcomeSource
 from agentwatch.scorers.relabel import relabel
 
 log = logging.getLogger(__name__)
 
-metadata = MetaData()
-
-conversations = Table(
-    "review_conversations",
-    metadata,
-    Column("id", Integer, primary_key=True, autoincrement=True),
-    Column("agent", String(256), nullable=False),
-    Column("conversation_id", String(512), nullable=False),
-    Column("version", String(256), nullable=False),
-    Column("task", String(256), nullable=False),
-    Column("sample", String(16), nullable=False),
-    Column("at", Float, nullable=False),  # end time (else arrival), Unix seconds: queue order and retention
-    Column("received_at", Float, nullable=False),
-    Column("turns", Integer, nullable=False),
-    Column("preview", String(200), nullable=False),  # the first input, for the queue
-    Column("transcript", Text, nullable=True),  # Conversation JSON
-    Column("first_score", Text, nullable=False),
-    Column("latest_score", Text, nullable=False),
-    Column("latest_revision", Integer, nullable=False),
-    Column("labelled", Boolean, nullable=False),
-    UniqueConstraint("agent", "conversation_id", name="uq_review_conversation"),
-    Index("ix_review_queue", "labelled", "at", "id"),
-)
-
-labels = Table(
-    "review_labels",
-    metadata,
-    Column("id", Integer, primary_key=True, autoincrement=True),
-    Column("conversation", Integer, ForeignKey("review_conversations.id"), nullable=False, index=True),
-    Column("label_id", String(36), nullable=False, unique=True),
-    Column("reviewer", String(64), nullable=False),
-    Column("labelled_at", Float, nullable=False),
-    Column("outcome", String(32), nullable=False),
-    Column("note", Text, nullable=False),
-    Column("sample", String(16), nullable=False),
-    Column("blind", Boolean, nullable=False),
-    Column("judge", String(256), nullable=True),
-    Column("judge_outcome", String(32), nullable=True),
-    Column("judge_score", Float, nullable=True),
-    Column("judge_explanation", Text, nullable=True),
-    Column("first_outcome", String(32), nullable=False),
-    Column("first_outcome_source", String(16), nullable=False),
-    Column("first_passed", Boolean, nullable=True),
-    Column("revision", Integer, nullable=True),
-)
-
-outbox = Table(
-    "review_outbox",
-    metadata,
-    Column("id", Integer, primary_key=True, autoincrement=True),
-    Column("conversation", Integer, nullable=True),
-    Column("topic", String(256), nullable=False),
-    Column("key", LargeBinary, nullable=False),
-    Column("value", LargeBinary, nullable=False),
-    Column("created_at", Float, nullable=False),
-    Column("sent_at", Float, nullable=True),
-    Index("ix_review_outbox_unsent", "sent_at", "id"),
-)
-
 OUTCOMES: tuple[str, ...] = ("complete", "partial_correct", "partial_incorrect", "hallucinated", "abandoned")
 
 # what `ingest` did with a record
 STORED, DUPLICATE, REVISED, ANSWERED, UNKNOWN, EXPIRED = (
-    "stored", "duplicate", "revised", "answered", "unknown", "expired",
+    "stored",
+    "duplicate",
+    "revised",
+    "answered",
+    "unknown",
+    "expired",
 )
 
 
@@ -205,8 +134,14 @@ def engine_url(url: str) -> str:
 class Store:
     """The review store on `url` (`sqlite:///PATH` or `postgresql://…`); tables are created when missing."""
 
-    def __init__(self, url: str, *, scores_topic: str = wire.SCORES_TOPIC,
-                 labels_topic: str | None = wire.LABELS_TOPIC, credits: OutcomeCredits | None = None) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        scores_topic: str = wire.SCORES_TOPIC,
+        labels_topic: str | None = wire.LABELS_TOPIC,
+        credits: OutcomeCredits | None = None,
+    ) -> None:
         self.url = url
         self.credits = credits or OutcomeCredits()  # ASR credits of a relabelled score (scoring.credits)
         self.scores_topic = scores_topic
@@ -230,9 +165,15 @@ class Store:
             return EXPIRED
         with self.engine.begin() as c:
             row = c.execute(
-                select(conversations.c.id, conversations.c.latest_score, conversations.c.latest_revision,
-                       conversations.c.transcript)
-                .where(conversations.c.agent == score.agent, conversations.c.conversation_id == score.conversation_id)
+                select(
+                    conversations.c.id,
+                    conversations.c.latest_score,
+                    conversations.c.latest_revision,
+                    conversations.c.transcript,
+                ).where(
+                    conversations.c.agent == score.agent,
+                    conversations.c.conversation_id == score.conversation_id,
+                )
             ).one_or_none()
             if row is None:
                 if record.conversation is None:
@@ -240,43 +181,74 @@ class Store:
                 conv = record.conversation
                 payload = score.model_dump_json()
                 first_input = next((t.input for t in conv.turns if t.input), "") or ""
-                c.execute(insert(conversations).values(
-                    agent=score.agent, conversation_id=score.conversation_id, version=score.version,
-                    task=score.task, sample=record.sample, at=at, received_at=now, turns=len(conv.turns),
-                    preview=first_input[:200], transcript=conv.model_dump_json(), first_score=payload,
-                    latest_score=payload, latest_revision=score.revision, labelled=False,
-                ))
+                c.execute(
+                    insert(conversations).values(
+                        agent=score.agent,
+                        conversation_id=score.conversation_id,
+                        version=score.version,
+                        task=score.task,
+                        sample=record.sample,
+                        at=at,
+                        received_at=now,
+                        turns=len(conv.turns),
+                        preview=first_input[:200],
+                        transcript=conv.model_dump_json(),
+                        first_score=payload,
+                        latest_score=payload,
+                        latest_revision=score.revision,
+                        labelled=False,
+                    )
+                )
                 return STORED
             if row.transcript is None and record.conversation is not None:
-                c.execute(update(conversations).where(conversations.c.id == row.id)
-                          .values(transcript=record.conversation.model_dump_json()))
-            return self._apply_revision(c, row.id, ConversationScore.model_validate_json(row.latest_score), score,
-                                        now)
+                c.execute(
+                    update(conversations)
+                    .where(conversations.c.id == row.id)
+                    .values(transcript=record.conversation.model_dump_json())
+                )
+            return self._apply_revision(
+                c, row.id, ConversationScore.model_validate_json(row.latest_score), score, now
+            )
 
-    def _apply_revision(self, c: Connection, row_id: int, latest: ConversationScore, incoming: ConversationScore,
-                        now: float) -> str:
+    def _apply_revision(
+        self, c: Connection, row_id: int, latest: ConversationScore, incoming: ConversationScore, now: float
+    ) -> str:
         """Take a score revision made elsewhere; answer it with the reviewer's label when it lacks it."""
         if incoming.revision < latest.revision or (
             incoming.revision == latest.revision and incoming.label == latest.label
         ):
             return DUPLICATE
         outcome = c.execute(
-            select(labels.c.outcome).where(labels.c.conversation == row_id).order_by(labels.c.id.desc()).limit(1)
+            select(labels.c.outcome)
+            .where(labels.c.conversation == row_id)
+            .order_by(labels.c.id.desc())
+            .limit(1)
         ).scalar_one_or_none()
         answer = relabel(incoming, Outcome(outcome), self.credits) if outcome is not None else None
         if answer is None:
             if incoming.revision > latest.revision:
-                c.execute(update(conversations).where(conversations.c.id == row_id)
-                          .values(latest_score=incoming.model_dump_json(), latest_revision=incoming.revision))
+                c.execute(
+                    update(conversations)
+                    .where(conversations.c.id == row_id)
+                    .values(latest_score=incoming.model_dump_json(), latest_revision=incoming.revision)
+                )
                 return REVISED
             return DUPLICATE
         answer = answer.model_copy(update={"revision": max(incoming.revision, latest.revision) + 1})
         payload = answer.model_dump_json()
-        c.execute(update(conversations).where(conversations.c.id == row_id)
-                  .values(latest_score=payload, latest_revision=answer.revision))
+        c.execute(
+            update(conversations)
+            .where(conversations.c.id == row_id)
+            .values(latest_score=payload, latest_revision=answer.revision)
+        )
         self._queue_score(c, row_id, answer, payload, now)
-        log.info("revision %d of %s came without the reviewer's label %s: answered with revision %d",
-                 incoming.revision, incoming.conversation_id, outcome, answer.revision)
+        log.info(
+            "revision %d of %s came without the reviewer's label %s: answered with revision %d",
+            incoming.revision,
+            incoming.conversation_id,
+            outcome,
+            answer.revision,
+        )
         return ANSWERED
 
     # ------------------------------------------------------------------ the queue
@@ -289,7 +261,9 @@ class Store:
                 clauses.append(column == value)
         return and_(*clauses)
 
-    def queue(self, filters: Filters = Filters(), limit: int = 100, offset: int = 0) -> tuple[list[QueueItem], int]:
+    def queue(
+        self, filters: Filters = Filters(), limit: int = 100, offset: int = 0
+    ) -> tuple[list[QueueItem], int]:
         """Unlabelled conversations, oldest first, and how many there are in all."""
         t = conversations.c
         where = self._queue_where(filters)
@@ -297,7 +271,10 @@ class Store:
             total = c.execute(select(func.count()).select_from(conversations).where(where)).scalar_one()
             rows = c.execute(
                 select(t.id, t.agent, t.version, t.task, t.sample, t.at, t.turns, t.preview)
-                .where(where).order_by(t.at, t.id).limit(limit).offset(offset)
+                .where(where)
+                .order_by(t.at, t.id)
+                .limit(limit)
+                .offset(offset)
             ).all()
         return [QueueItem(*row) for row in rows], int(total)
 
@@ -307,8 +284,11 @@ class Store:
         out: dict[str, list[str]] = {}
         with self.engine.connect() as c:
             for name, column in (("agent", t.agent), ("version", t.version), ("task", t.task)):
-                out[name] = list(c.execute(select(column).where(t.labelled.is_(False)).distinct()
-                                           .order_by(column)).scalars())
+                out[name] = list(
+                    c.execute(
+                        select(column).where(t.labelled.is_(False)).distinct().order_by(column)
+                    ).scalars()
+                )
         return out
 
     def neighbours(self, row_id: int, filters: Filters = Filters()) -> tuple[int | None, int | None]:
@@ -329,31 +309,62 @@ class Store:
         """(agent, version, task, sample, unlabelled conversations), for the queue-size gauge."""
         t = conversations.c
         with self.engine.connect() as c:
-            rows = c.execute(select(t.agent, t.version, t.task, t.sample, func.count())
-                             .where(t.labelled.is_(False)).group_by(t.agent, t.version, t.task, t.sample)).all()
+            rows = c.execute(
+                select(t.agent, t.version, t.task, t.sample, func.count())
+                .where(t.labelled.is_(False))
+                .group_by(t.agent, t.version, t.task, t.sample)
+            ).all()
         return [(a, v, k, s, int(n)) for a, v, k, s, n in rows]
 
     def get(self, row_id: int) -> Stored | None:
         """A stored conversation with its labels, or None."""
         t = conversations.c
         with self.engine.connect() as c:
-            row = c.execute(select(t.id, t.agent, t.conversation_id, t.sample, t.at, t.transcript, t.first_score,
-                                   t.latest_score).where(t.id == row_id)).one_or_none()
+            row = c.execute(
+                select(
+                    t.id,
+                    t.agent,
+                    t.conversation_id,
+                    t.sample,
+                    t.at,
+                    t.transcript,
+                    t.first_score,
+                    t.latest_score,
+                ).where(t.id == row_id)
+            ).one_or_none()
             if row is None:
                 return None
             found = c.execute(
-                select(labels.c.label_id, labels.c.reviewer, labels.c.labelled_at, labels.c.outcome, labels.c.note,
-                       labels.c.sample, labels.c.blind, labels.c.revision)
-                .where(labels.c.conversation == row_id).order_by(labels.c.id)
+                select(
+                    labels.c.label_id,
+                    labels.c.reviewer,
+                    labels.c.labelled_at,
+                    labels.c.outcome,
+                    labels.c.note,
+                    labels.c.sample,
+                    labels.c.blind,
+                    labels.c.revision,
+                )
+                .where(labels.c.conversation == row_id)
+                .order_by(labels.c.id)
             ).all()
-        return Stored(row.id, row.agent, row.conversation_id, row.sample, row.at, row.transcript,
-                      ConversationScore.model_validate_json(row.first_score),
-                      ConversationScore.model_validate_json(row.latest_score), [Label(*r) for r in found])
+        return Stored(
+            row.id,
+            row.agent,
+            row.conversation_id,
+            row.sample,
+            row.at,
+            row.transcript,
+            ConversationScore.model_validate_json(row.first_score),
+            ConversationScore.model_validate_json(row.latest_score),
+            [Label(*r) for r in found],
+        )
 
     # ------------------------------------------------------------------ labels
 
-    def save_label(self, row_id: int, reviewer: str, outcome: Outcome, note: str, blind: bool,
-                   now: float) -> LabelRecord:
+    def save_label(
+        self, row_id: int, reviewer: str, outcome: Outcome, note: str, blind: bool, now: float
+    ) -> LabelRecord:
         """Save a label and queue what it publishes (revised score, label record) in one transaction."""
         for _ in range(5):
             try:
@@ -362,12 +373,14 @@ class Store:
                 log.info("revision of conversation row %d changed while saving a label; trying again", row_id)
         raise RevisionConflict(f"conversation row {row_id}: the revision kept changing")
 
-    def _save_label(self, row_id: int, reviewer: str, outcome: Outcome, note: str, blind: bool,
-                    now: float) -> LabelRecord:
+    def _save_label(
+        self, row_id: int, reviewer: str, outcome: Outcome, note: str, blind: bool, now: float
+    ) -> LabelRecord:
         t = conversations.c
         with self.engine.begin() as c:
-            row = c.execute(select(t.sample, t.first_score, t.latest_score, t.latest_revision)
-                            .where(t.id == row_id)).one_or_none()
+            row = c.execute(
+                select(t.sample, t.first_score, t.latest_score, t.latest_revision).where(t.id == row_id)
+            ).one_or_none()
             if row is None:
                 raise KeyError(row_id)
             first = ConversationScore.model_validate_json(row.first_score)
@@ -375,40 +388,81 @@ class Store:
             values: dict[str, Any] = {"labelled": True}
             if revised is not None:
                 values.update(latest_score=revised.model_dump_json(), latest_revision=revised.revision)
-            done = c.execute(update(conversations)
-                             .where(t.id == row_id, t.latest_revision == row.latest_revision).values(**values))
+            done = c.execute(
+                update(conversations)
+                .where(t.id == row_id, t.latest_revision == row.latest_revision)
+                .values(**values)
+            )
             if done.rowcount != 1:
                 raise RevisionConflict(str(row_id))
             judged = first.outcome_source is OutcomeSource.JUDGE and first.outcome is not Outcome.UNSCORED
             record = LabelRecord(
-                label_id=str(uuid.uuid4()), conversation_id=first.conversation_id, agent=first.agent,
-                version=first.version, task=first.task, outcome=outcome, note=note, reviewer=reviewer,
-                labelled_at=datetime.fromtimestamp(now, timezone.utc), sample=row.sample, blind=blind,
-                judge=first.judge, judge_outcome=first.outcome if judged else None, judge_score=first.judge_score,
-                judge_explanation=first.judge_explanation, first_outcome=first.outcome,
-                first_outcome_source=first.outcome_source, first_passed=first.passed,
+                label_id=str(uuid.uuid4()),
+                conversation_id=first.conversation_id,
+                agent=first.agent,
+                version=first.version,
+                task=first.task,
+                outcome=outcome,
+                note=note,
+                reviewer=reviewer,
+                labelled_at=datetime.fromtimestamp(now, timezone.utc),
+                sample=row.sample,
+                blind=blind,
+                judge=first.judge,
+                judge_outcome=first.outcome if judged else None,
+                judge_score=first.judge_score,
+                judge_explanation=first.judge_explanation,
+                first_outcome=first.outcome,
+                first_outcome_source=first.outcome_source,
+                first_passed=first.passed,
                 revision=revised.revision if revised is not None else None,
             )
-            c.execute(insert(labels).values(
-                conversation=row_id, label_id=record.label_id, reviewer=reviewer, labelled_at=now,
-                outcome=outcome.value, note=note, sample=row.sample, blind=blind, judge=record.judge,
-                judge_outcome=record.judge_outcome.value if record.judge_outcome is not None else None,
-                judge_score=record.judge_score, judge_explanation=record.judge_explanation,
-                first_outcome=first.outcome.value, first_outcome_source=first.outcome_source.value,
-                first_passed=first.passed, revision=record.revision,
-            ))
+            c.execute(
+                insert(labels).values(
+                    conversation=row_id,
+                    label_id=record.label_id,
+                    reviewer=reviewer,
+                    labelled_at=now,
+                    outcome=outcome.value,
+                    note=note,
+                    sample=row.sample,
+                    blind=blind,
+                    judge=record.judge,
+                    judge_outcome=record.judge_outcome.value if record.judge_outcome is not None else None,
+                    judge_score=record.judge_score,
+                    judge_explanation=record.judge_explanation,
+                    first_outcome=first.outcome.value,
+                    first_outcome_source=first.outcome_source.value,
+                    first_passed=first.passed,
+                    revision=record.revision,
+                )
+            )
             if revised is not None:
                 self._queue_score(c, row_id, revised, revised.model_dump_json(), now)
             if self.labels_topic:
-                c.execute(insert(outbox).values(conversation=row_id, topic=self.labels_topic,
-                                                key=first.conversation_id.encode(),
-                                                value=record.model_dump_json().encode(), created_at=now))
+                c.execute(
+                    insert(outbox).values(
+                        conversation=row_id,
+                        topic=self.labels_topic,
+                        key=first.conversation_id.encode(),
+                        value=record.model_dump_json().encode(),
+                        created_at=now,
+                    )
+                )
         return record
 
-    def _queue_score(self, c: Connection, row_id: int, score: ConversationScore, payload: str, now: float) -> None:
-        c.execute(insert(outbox).values(conversation=row_id, topic=self.scores_topic,
-                                        key=wire.score_key(score.agent, score.version, score.task),
-                                        value=payload.encode(), created_at=now))
+    def _queue_score(
+        self, c: Connection, row_id: int, score: ConversationScore, payload: str, now: float
+    ) -> None:
+        c.execute(
+            insert(outbox).values(
+                conversation=row_id,
+                topic=self.scores_topic,
+                key=wire.score_key(score.agent, score.version, score.task),
+                value=payload.encode(),
+                created_at=now,
+            )
+        )
 
     def labels_of(self, since: float = 0.0) -> Iterator[dict[str, Any]]:
         """Every label saved at or after `since` (Unix seconds), with its judge fields, oldest first."""
@@ -422,8 +476,9 @@ class Store:
         """Records not yet acknowledged by Kafka, oldest first."""
         o = outbox.c
         with self.engine.connect() as c:
-            rows = c.execute(select(o.id, o.topic, o.key, o.value).where(o.sent_at.is_(None))
-                             .order_by(o.id).limit(limit)).all()
+            rows = c.execute(
+                select(o.id, o.topic, o.key, o.value).where(o.sent_at.is_(None)).order_by(o.id).limit(limit)
+            ).all()
         return [OutboxRecord(r.id, r.topic, bytes(r.key), bytes(r.value)) for r in rows]
 
     def mark_sent(self, ids: list[int], now: float) -> None:
@@ -435,8 +490,11 @@ class Store:
     def pending(self) -> int:
         """Records waiting for Kafka."""
         with self.engine.connect() as c:
-            return int(c.execute(select(func.count()).select_from(outbox).where(outbox.c.sent_at.is_(None)))
-                       .scalar_one())
+            return int(
+                c.execute(
+                    select(func.count()).select_from(outbox).where(outbox.c.sent_at.is_(None))
+                ).scalar_one()
+            )
 
     # ------------------------------------------------------------------ retention
 
@@ -457,15 +515,16 @@ class Store:
         t = conversations.c
         with self.engine.connect() as c:
             stored = c.execute(select(func.count()).select_from(conversations)).scalar_one()
-            labelled = c.execute(select(func.count()).select_from(conversations).where(t.labelled.is_(True))).scalar_one()
+            labelled = c.execute(
+                select(func.count()).select_from(conversations).where(t.labelled.is_(True))
+            ).scalar_one()
             saved = c.execute(select(func.count()).select_from(labels)).scalar_one()
-        return {"conversations": int(stored), "labelled": int(labelled), "labels": int(saved),
-                "pending": self.pending()}
-
-
-def transcript_json(stored: Stored) -> dict[str, Any] | None:
-    """The stored transcript as a JSON object (None when the store has none)."""
-    return json.loads(stored.transcript) if stored.transcript else None
+        return {
+            "conversations": int(stored),
+            "labelled": int(labelled),
+            "labels": int(saved),
+            "pending": self.pending(),
+        }
 
 
 def _epoch(value: datetime) -> float:

@@ -66,8 +66,15 @@ def judge_outcome(score: ConversationScore) -> str | None:
 class ReviewApp:
     """The pages over a `Store`; `app` is the ASGI application."""
 
-    def __init__(self, store: Store, config: ReviewConfig, stats: ReviewStats, *,
-                 clock: Callable[[], float] = time.time, on_saved: Callable[[], None] = lambda: None) -> None:
+    def __init__(
+        self,
+        store: Store,
+        config: ReviewConfig,
+        stats: ReviewStats,
+        *,
+        clock: Callable[[], float] = time.time,
+        on_saved: Callable[[], None] = lambda: None,
+    ) -> None:
         self.store = store
         self.config = config
         self.stats = stats
@@ -77,8 +84,11 @@ class ReviewApp:
         self.templates = Jinja2Templates(directory=str(TEMPLATES))
         self.templates.env.filters["when"] = _when
         self.templates.env.filters["pretty"] = _pretty
-        secret = (config.session_secret.get_secret_value() if config.session_secret is not None
-                  else secrets.token_urlsafe(32))
+        secret = (
+            config.session_secret.get_secret_value()
+            if config.session_secret is not None
+            else secrets.token_urlsafe(32)
+        )
         self.app = Starlette(
             routes=[
                 Route("/", self.queue_page),
@@ -89,9 +99,16 @@ class ReviewApp:
                 Route("/c/{row:int}/label", self.label, methods=["POST"]),
                 Route("/healthz", self.health),
             ],
-            middleware=[Middleware(SessionMiddleware, secret_key=secret, session_cookie="agentwatch_review",
-                                   max_age=config.session_max_age_s, same_site="lax",
-                                   https_only=config.secure_cookies)],
+            middleware=[
+                Middleware(
+                    SessionMiddleware,
+                    secret_key=secret,
+                    session_cookie="agentwatch_review",
+                    max_age=config.session_max_age_s,
+                    same_site="lax",
+                    https_only=config.secure_cookies,
+                )
+            ],
         )
 
     # ------------------------------------------------------------------ helpers
@@ -99,8 +116,9 @@ class ReviewApp:
     def _page(self, request: Request, name: str, context: dict[str, Any], status: int = 200) -> Response:
         nonce = secrets.token_urlsafe(16)
         headers = {
-            "Content-Security-Policy": f"default-src 'none'; script-src 'nonce-{nonce}'; style-src 'nonce-{nonce}'; "
-                                       "form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+            "Content-Security-Policy": f"default-src 'none'; script-src 'nonce-{nonce}'; "
+            f"style-src 'nonce-{nonce}'; "
+            "form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
             "X-Content-Type-Options": "nosniff",
             "Referrer-Policy": "same-origin",
             "Cache-Control": "no-store",
@@ -133,8 +151,12 @@ class ReviewApp:
         name = self._signed_in(request)
         token = request.session.get("csrf")
         sent = form.get("csrf")
-        if name is None or not isinstance(token, str) or not isinstance(sent, str) \
-                or not hmac.compare_digest(token, sent):
+        if (
+            name is None
+            or not isinstance(token, str)
+            or not isinstance(sent, str)
+            or not hmac.compare_digest(token, sent)
+        ):
             self.stats.count_refused("write")
             return None, form
         return name, form
@@ -145,7 +167,9 @@ class ReviewApp:
         """The sign-in form."""
         if self._signed_in(request):
             return RedirectResponse("/", 303)
-        return self._page(request, "login.html", {"next": _local(request.query_params.get("next")), "error": None})
+        return self._page(
+            request, "login.html", {"next": _local(request.query_params.get("next")), "error": None}
+        )
 
     async def login(self, request: Request) -> Response:
         """Check the name and secret; on success a new session (and CSRF token)."""
@@ -160,7 +184,9 @@ class ReviewApp:
         if reviewer is None:
             self.stats.count_signin(False)
             log.warning("failed sign-in as %r", name[:64])
-            return self._page(request, "login.html", {"next": next_url, "error": "Wrong name or secret."}, 401)
+            return self._page(
+                request, "login.html", {"next": next_url, "error": "Wrong name or secret."}, 401
+            )
         request.session.clear()
         request.session.update(reviewer=reviewer, csrf=secrets.token_urlsafe(24))
         self.stats.count_signin(True)
@@ -193,20 +219,30 @@ class ReviewApp:
         more = None
         if offset + size < total:
             more = "/?" + urlencode({**_filter_params(filters), "offset": offset + size})
-        return self._page(request, "queue.html", {
-            "items": items, "total": total, "choices": choices, "query": query, "more": more,
-            "filters": {"agent": filters.agent, "version": filters.version, "task": filters.task},
-            "filtered": any((filters.agent, filters.version, filters.task)), "page_size": size,
-        })
+        return self._page(
+            request,
+            "queue.html",
+            {
+                "items": items,
+                "total": total,
+                "choices": choices,
+                "query": query,
+                "more": more,
+                "filters": {"agent": filters.agent, "version": filters.version, "task": filters.task},
+                "filtered": any((filters.agent, filters.version, filters.task)),
+                "page_size": size,
+            },
+        )
 
     async def conversation_page(self, request: Request) -> Response:
-        """One conversation: the whole transcript, the label form, and — once labelled — the judge's verdict."""
+        """One conversation: its whole transcript, the label form, and — once labelled — the verdicts."""
         if await self._reader(request) is None:
             return self._refuse(request)
         return await self._conversation(request, int(request.path_params["row"]))
 
-    async def _conversation(self, request: Request, row: int, error: str | None = None,
-                            status: int = 200) -> Response:
+    async def _conversation(
+        self, request: Request, row: int, error: str | None = None, status: int = 200
+    ) -> Response:
         stored = await run_in_threadpool(self.store.get, row)
         if stored is None:
             return PlainTextResponse("no such conversation (deleted by retention?)", 404)
@@ -218,12 +254,18 @@ class ReviewApp:
         relabel = request.query_params.get("relabel") == "1"
         decided = bool(stored.labels)
         context: dict[str, Any] = {
-            "stored": stored, "conv": conv, "score": stored.latest_score, "labels": stored.labels,
-            "show_form": not decided or relabel or error is not None, "error": error,
+            "stored": stored,
+            "conv": conv,
+            "score": stored.latest_score,
+            "labels": stored.labels,
+            "show_form": not decided or relabel or error is not None,
+            "error": error,
             "saved": request.query_params.get("saved") == "1" and decided,
-            "outcomes": OUTCOME_TEXT, "query": query,
+            "outcomes": OUTCOME_TEXT,
+            "query": query,
             "query_relabel": "?" + urlencode({**_filter_params(filters), "relabel": 1}),
-            "queue_url": "/" + query, "left": left,
+            "queue_url": "/" + query,
+            "left": left,
             "prev_url": f"/c/{prev_id}{query}" if prev_id is not None else None,
             "next_url": f"/c/{next_id}{query}" if next_id is not None else None,
         }
@@ -245,12 +287,19 @@ class ReviewApp:
         if stored is None:
             return PlainTextResponse("no such conversation (deleted by retention?)", 404)
         blind = form.get("blind") == "1" and not stored.labels
-        record = await run_in_threadpool(self.store.save_label, row, reviewer, Outcome(outcome), note, blind,
-                                         self._clock())
+        record = await run_in_threadpool(
+            self.store.save_label, row, reviewer, Outcome(outcome), note, blind, self._clock()
+        )
         self.stats.count_label(outcome)
         self._on_saved()
-        log.info("%s labelled %s (%s) %s%s", reviewer, record.conversation_id, record.agent, outcome,
-                 f", revision {record.revision}" if record.revision is not None else ", no revision needed")
+        log.info(
+            "%s labelled %s (%s) %s%s",
+            reviewer,
+            record.conversation_id,
+            record.agent,
+            outcome,
+            f", revision {record.revision}" if record.revision is not None else ", no revision needed",
+        )
         params = {**_filter_params(_filters(request)), "saved": 1}
         return RedirectResponse(f"/c/{row}?{urlencode(params)}", 303)
 
@@ -277,7 +326,9 @@ def _filters(request: Request) -> Filters:
 
 
 def _filter_params(filters: Filters) -> dict[str, str]:
-    return {k: v for k, v in (("agent", filters.agent), ("version", filters.version), ("task", filters.task)) if v}
+    return {
+        k: v for k, v in (("agent", filters.agent), ("version", filters.version), ("task", filters.task)) if v
+    }
 
 
 def _query(filters: Filters) -> str:

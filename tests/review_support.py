@@ -23,36 +23,69 @@ JUDGE_EXPLANATION = "The refund was promised but refund_order was never called."
 
 def reviewers() -> list[dict[str, str]]:
     """alice signs in with a password, bob with a token (cheap scrypt cost: tests, not production)."""
-    return [{"name": "alice", "password_hash": hash_password(PASSWORD, n=2**12)},
-            {"name": "bob", "token_sha256": token_hash(TOKEN)}]
+    return [
+        {"name": "alice", "password_hash": hash_password(PASSWORD, n=2**12)},
+        {"name": "bob", "token_sha256": token_hash(TOKEN)},
+    ]
 
 
-def conversation(cid: str, *, agent: str = "support-bot", version: str = "2.0", task: str = "refunds",
-                 turns: int = 2, ended: datetime | None = None, notes: list[str] | None = None,
-                 outcome: str | None = None) -> Conversation:
+def conversation(
+    cid: str,
+    *,
+    agent: str = "support-bot",
+    version: str = "2.0",
+    task: str = "refunds",
+    turns: int = 2,
+    ended: datetime | None = None,
+    notes: list[str] | None = None,
+    outcome: str | None = None,
+) -> Conversation:
     """A support conversation: each turn looks an order up and answers; the last turn promises a refund."""
     ended = ended or datetime.now(timezone.utc)
     start = ended - timedelta(seconds=5 * turns)
     items: list[dict[str, Any]] = []
     for i in range(turns):
         last = i == turns - 1
-        items.append({
-            "input": f"Where is my order ORD-{1000 + i}?" if not last else "Please refund order ORD-1000.",
-            "answer": f"Order ORD-{1000 + i} is shipped with DHL." if not last else "Done: your refund is on its way.",
-            "tool_calls": [{"name": "lookup_order", "arguments": {"order_id": f"ORD-{1000 + i}"},
-                            "result": {"status": "shipped", "carrier": "DHL"}, "call_id": f"call_{i}"}],
-            "started_at": (start + timedelta(seconds=5 * i)).isoformat(),
-            "duration_ms": 1500,
-            "usage": [{"model": "gpt-4o-mini", "input_tokens": 120, "output_tokens": 30}],
-        })
-    return Conversation.model_validate({"conversation_id": cid, "agent": agent, "version": version, "task": task,
-                                        "turns": items, "ended_at": ended.isoformat(), "notes": notes or [],
-                                        "outcome": outcome})
+        items.append(
+            {
+                "input": f"Where is my order ORD-{1000 + i}?"
+                if not last
+                else "Please refund order ORD-1000.",
+                "answer": f"Order ORD-{1000 + i} is shipped with DHL."
+                if not last
+                else "Done: your refund is on its way.",
+                "tool_calls": [
+                    {
+                        "name": "lookup_order",
+                        "arguments": {"order_id": f"ORD-{1000 + i}"},
+                        "result": {"status": "shipped", "carrier": "DHL"},
+                        "call_id": f"call_{i}",
+                    }
+                ],
+                "started_at": (start + timedelta(seconds=5 * i)).isoformat(),
+                "duration_ms": 1500,
+                "usage": [{"model": "gpt-4o-mini", "input_tokens": 120, "output_tokens": 30}],
+            }
+        )
+    return Conversation.model_validate(
+        {
+            "conversation_id": cid,
+            "agent": agent,
+            "version": version,
+            "task": task,
+            "turns": items,
+            "ended_at": ended.isoformat(),
+            "notes": notes or [],
+            "outcome": outcome,
+        }
+    )
 
 
-def scored(conv: Conversation, *, verdict: JudgeVerdict | None = None, review_rate: float = 1.0) -> ConversationScore:
-    """`conv` scored by the real scorer; every conversation is in the judge sample, `review_rate` of them in the
-    review sample."""
+def scored(
+    conv: Conversation, *, verdict: JudgeVerdict | None = None, review_rate: float = 1.0
+) -> ConversationScore:
+    """`conv` scored by the real scorer; every conversation is in the judge sample, `review_rate` of them in
+    the review sample."""
     settings = Settings(sampling={"judge_rate": 1.0, "review_rate": review_rate})
     return ConversationScorer(settings).score(conv, verdict)
 
@@ -66,8 +99,13 @@ def record(conv: Conversation, score: ConversationScore) -> TranscriptRecord:
     """The transcript record the collector publishes for `conv`."""
     sample = review_sample_of(score)
     assert sample is not None, "not a conversation for review"
-    return TranscriptRecord(kind="transcript", sample=sample, conversation=conv, score=score,
-                            published_at=datetime.now(timezone.utc))
+    return TranscriptRecord(
+        kind="transcript",
+        sample=sample,
+        conversation=conv,
+        score=score,
+        published_at=datetime.now(timezone.utc),
+    )
 
 
 class ServiceThread:

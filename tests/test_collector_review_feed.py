@@ -42,8 +42,9 @@ shutdown()
 def test_review_sample_and_flagged_transcripts_reach_the_topic(broker, topic, tmp_path) -> None:
     bs = broker.bootstrap_servers
     prefix = unique("feed")
-    settings = collector_settings(bs, [topic], prefix, transcripts_topic=f"{prefix}-transcripts",
-                                  max_transcript_bytes=20_000)
+    settings = collector_settings(
+        bs, [topic], prefix, transcripts_topic=f"{prefix}-transcripts", max_transcript_bytes=20_000
+    )
     # refunds: every conversation in the review sample; smalltalk: none
     settings.sampling = SamplingConfig(rules=[SamplingRule(task="refunds", review_rate=1.0)])
     sampled, flagged, plain, big = unique("sampled"), unique("flagged"), unique("plain"), unique("big")
@@ -51,8 +52,17 @@ def test_review_sample_and_flagged_transcripts_reach_the_topic(broker, topic, tm
         *simple_conversation(sampled, turns=2, task="refunds"),
         *simple_conversation(flagged, task="smalltalk", extra={"agentwatch.outcome": "abandoned"}),
         *simple_conversation(plain, task="smalltalk"),
-        *conversation_spans(big, [TurnSpec(user="x" * 30_000, answer="ok", tools=[
-            ToolSpec("search", {"q": "y" * 100}, {"hits": ["z" * 20_000]})])], task="refunds"),
+        *conversation_spans(
+            big,
+            [
+                TurnSpec(
+                    user="x" * 30_000,
+                    answer="ok",
+                    tools=[ToolSpec("search", {"q": "y" * 100}, {"hits": ["z" * 20_000]})],
+                )
+            ],
+            task="refunds",
+        ),
     ]
     out = producer(bs)
     out.send(topic, otlp_bytes(spans), key=b"batch", headers=SDK_HEADERS)
@@ -61,8 +71,12 @@ def test_review_sample_and_flagged_transcripts_reach_the_topic(broker, topic, tm
     with ServiceThread(settings) as svc:
         records = reader.wait(lambda r: len(r) >= 3, 30)
         assert len(records) == 3, [r.key for r in records]
-        run = subprocess.run([sys.executable, "-c", LATE_LABEL, bs, topic, sampled], capture_output=True,
-                             timeout=60, check=False)
+        run = subprocess.run(
+            [sys.executable, "-c", LATE_LABEL, bs, topic, sampled],
+            capture_output=True,
+            timeout=60,
+            check=False,
+        )
         assert run.returncode == 0, run.stderr.decode()[-2000:]
         records = reader.wait(lambda r: len(r) >= 4, 30)
         assert svc.error is None
@@ -74,15 +88,31 @@ def test_review_sample_and_flagged_transcripts_reach_the_topic(broker, topic, tm
     assert set(by_key) == {sampled, flagged, big}  # the conversation outside both is not published
     first, revision = by_key[sampled]
     assert (first.kind, first.sample, first.score.revision, first.score.review_sampled) == (
-        "transcript", "review_sample", 0, True)
+        "transcript",
+        "review_sample",
+        0,
+        True,
+    )
     assert [t.input for t in first.conversation.turns] == ["question 0", "question 1"]
     call = first.conversation.turns[0].tool_calls[0]
-    assert (call.name, call.arguments, call.result) == ("lookup_order", {"order_id": 42}, {"status": "refunded"})
+    assert (call.name, call.arguments, call.result) == (
+        "lookup_order",
+        {"order_id": 42},
+        {"status": "refunded"},
+    )
     assert (revision.kind, revision.conversation, revision.score.revision, revision.score.label.value) == (
-        "revision", None, 1, "abandoned")
+        "revision",
+        None,
+        1,
+        "abandoned",
+    )
     (f,) = by_key[flagged]
-    assert (f.kind, f.sample, f.score.label.value, f.score.review_sampled) == ("transcript", "flagged", "abandoned",
-                                                                               False)
+    assert (f.kind, f.sample, f.score.label.value, f.score.review_sampled) == (
+        "transcript",
+        "flagged",
+        "abandoned",
+        False,
+    )
     (b,) = by_key[big]
     size = len(next(r.value for r in records if r.key.decode() == big))
     assert size <= 20_000

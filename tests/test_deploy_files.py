@@ -187,10 +187,13 @@ def test_compose_review_service(compose: dict) -> None:
     data = next(v for v in review["volumes"] if v.startswith("review-data:"))
     settings = load_settings(DEPLOY / "agentwatch.yaml")
     assert settings.review.database_url == f"sqlite:///{data.split(':')[1]}/review.db"
-    assert (settings.review.host, settings.review.port, settings.review.metrics_port) == ("0.0.0.0", 8080, 9466)
-    assert settings.sampling.review_rate > 0 and settings.collector.transcripts_topic == settings.review.transcripts_topic
-    assert set(review["environment"]) == {"AGENTWATCH_KAFKA__BOOTSTRAP_SERVERS", "AGENTWATCH_REVIEW__REVIEWERS",
-                                          "AGENTWATCH_REVIEW__SESSION_SECRET"}
+    review_cfg = settings.review
+    assert (review_cfg.host, review_cfg.port, review_cfg.metrics_port) == ("0.0.0.0", 8080, 9466)
+    assert settings.sampling.review_rate > 0
+    assert settings.collector.transcripts_topic == review_cfg.transcripts_topic
+    assert set(review["environment"]) == {
+        "AGENTWATCH_KAFKA__BOOTSTRAP_SERVERS", "AGENTWATCH_REVIEW__REVIEWERS", "AGENTWATCH_REVIEW__SESSION_SECRET",
+    }
     jobs = {j["job_name"]: j for j in _load(DEPLOY / "prometheus" / "prometheus.yml")["scrape_configs"]}
     assert jobs["agentwatch-review"]["static_configs"][0]["targets"] == ["review:9466"]
 
@@ -202,7 +205,8 @@ def test_kubernetes_review_deployment(tmp_path: Path) -> None:
     assert deployment["spec"]["replicas"] == 1 and deployment["spec"]["strategy"]["type"] == "Recreate"
     template = deployment["spec"]["template"]
     selector = deployment["spec"]["selector"]["matchLabels"]
-    assert selector.items() <= template["metadata"]["labels"].items() and service["spec"]["selector"] == selector
+    assert selector.items() <= template["metadata"]["labels"].items()
+    assert service["spec"]["selector"] == selector
     assert template["metadata"]["annotations"]["prometheus.io/port"] == "9466"
     container = template["spec"]["containers"][0]
     assert container["args"][0] == "review"
@@ -224,4 +228,5 @@ def test_kubernetes_review_deployment(tmp_path: Path) -> None:
     settings = load_settings(path)
     assert settings.review.database_url == f"sqlite:///{mounts['data']}/review.db"
     assert container["args"][-1].startswith(mounts["config"])
-    assert (settings.review.port, settings.review.metrics_port, settings.review.host) == (8080, 9466, "0.0.0.0")
+    review = settings.review
+    assert (review.port, review.metrics_port, review.host) == (8080, 9466, "0.0.0.0")

@@ -1,7 +1,7 @@
-"""The review page in a real browser (Playwright driving Debian's Chromium) on a real broker: sign in, label
-with the keyboard, see the judge's verdict only then, and watch the revised score reach the exporter's /metrics;
-the SQLite store survives a restart of the service. Screenshots of the queue and of a labelled conversation are
-kept in the test's temporary directory (the path is printed)."""
+"""The review page in a real browser (Playwright driving Debian's Chromium) on a real broker: sign in,
+label with the keyboard, see the judge's verdict only then, and watch the revised score reach the exporter's
+/metrics; the SQLite store survives a restart of the service. Screenshots of the queue and of a labelled
+conversation are kept in the test's temporary directory (the path is printed)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,16 @@ import pytest
 from collector_kafka_helpers import TopicReader, unique
 from confluent_kafka import Producer
 from metrics_reference import scrape
-from review_support import JUDGE_EXPLANATION, PASSWORD, ServiceThread, conversation, judged, record, reviewers, \
-    scored
+from review_support import (
+    JUDGE_EXPLANATION,
+    PASSWORD,
+    ServiceThread,
+    conversation,
+    judged,
+    record,
+    reviewers,
+    scored,
+)
 from test_exporter_service import run_service, stop_service
 
 from agentwatch import wire
@@ -48,29 +56,48 @@ def test_label_with_the_keyboard_revises_the_score_in_metrics(broker, tmp_path) 
     fast = {"session_timeout_ms": 2000, "heartbeat_interval_ms": 500}
     settings = load_settings(
         kafka={"bootstrap_servers": bs},
-        review={"database_url": f"sqlite:///{tmp_path / 'review.db'}", "transcripts_topic": f"{prefix}-transcripts",
-                "scores_topic": f"{prefix}-scores", "labels_topic": f"{prefix}-labels", "group_id": f"{prefix}-g",
-                "port": 0, "metrics_port": 0, "reviewers": reviewers(), **fast},
+        review={
+            "database_url": f"sqlite:///{tmp_path / 'review.db'}",
+            "transcripts_topic": f"{prefix}-transcripts",
+            "scores_topic": f"{prefix}-scores",
+            "labels_topic": f"{prefix}-labels",
+            "group_id": f"{prefix}-g",
+            "port": 0,
+            "metrics_port": 0,
+            "reviewers": reviewers(),
+            **fast,
+        },
         exporter={"scores_topic": f"{prefix}-scores", "group_id": f"{prefix}-exporter", **fast},
     )
     # what the collector publishes: three conversations' first scores and their transcripts
     wrong = conversation(unique("wrong"), turns=3)
     fine = conversation(unique("fine"), turns=1)
     blind = conversation(unique("blind"), turns=1, notes=[CAPTURE_OFF])
-    firsts = [scored(wrong, verdict=judged()), scored(fine, verdict=judged("complete", 0.95)),
-              scored(blind, verdict=judged("complete", 0.9))]
+    firsts = [
+        scored(wrong, verdict=judged()),
+        scored(fine, verdict=judged("complete", 0.95)),
+        scored(blind, verdict=judged("complete", 0.9)),
+    ]
     producer = Producer({"bootstrap.servers": bs, "partitioner": "murmur2_random"})
     for conv, first in zip((wrong, fine, blind), firsts, strict=True):
-        producer.produce(settings.review.scores_topic, key=wire.score_key(first.agent, first.version, first.task),
-                         value=first.model_dump_json().encode())
-        producer.produce(settings.review.transcripts_topic, key=conv.conversation_id.encode(),
-                         value=record(conv, first).model_dump_json().encode())
+        producer.produce(
+            settings.review.scores_topic,
+            key=wire.score_key(first.agent, first.version, first.task),
+            value=first.model_dump_json().encode(),
+        )
+        producer.produce(
+            settings.review.transcripts_topic,
+            key=conv.conversation_id.encode(),
+            value=record(conv, first).model_dump_json().encode(),
+        )
     assert producer.flush(10) == 0
     del producer
     series = {"agent": "support-bot", "version": "2.0", "task": "refunds", "window": "1h"}
 
     def count(samples: dict, outcome: str) -> float | None:
-        return samples.get(("agentwatch_window_conversations", tuple(sorted({**series, "outcome": outcome}.items()))))
+        return samples.get(
+            ("agentwatch_window_conversations", tuple(sorted({**series, "outcome": outcome}.items())))
+        )
 
     exporter, stop, thread, port = run_service(settings)
     shots = tmp_path / "screenshots"
@@ -78,7 +105,9 @@ def test_label_with_the_keyboard_revises_the_score_in_metrics(broker, tmp_path) 
         _wait(lambda: count(scrape(port), "partial_incorrect") == 1, 30, "the first scores in /metrics")
         assert count(scrape(port), "complete") == 2
         with ServiceThread(settings) as svc:
-            _wait(lambda: svc.service.store.counts()["conversations"] == 3, 30, "the transcripts in the store")
+            _wait(
+                lambda: svc.service.store.counts()["conversations"] == 3, 30, "the transcripts in the store"
+            )
             with sync_playwright() as p:
                 browser = p.chromium.launch(executable_path=_chromium(), args=["--no-sandbox"])
                 page = browser.new_page(viewport={"width": 1200, "height": 900})
@@ -93,7 +122,11 @@ def test_label_with_the_keyboard_revises_the_score_in_metrics(broker, tmp_path) 
                 page.wait_for_selector("#label-form")
                 assert wrong.conversation_id in page.content()
                 html = page.content()
-                assert JUDGE_EXPLANATION not in html and "stand-in:judge-model" not in html and 'id="verdict"' not in html
+                assert (
+                    JUDGE_EXPLANATION not in html
+                    and "stand-in:judge-model" not in html
+                    and 'id="verdict"' not in html
+                )
                 assert page.locator("section.turn").count() == 3 and page.locator("pre.result").count() == 3
                 page.keyboard.press("1")  # complete
                 page.keyboard.press("n")
@@ -107,8 +140,13 @@ def test_label_with_the_keyboard_revises_the_score_in_metrics(broker, tmp_path) 
                 assert page.inner_text("#judge-outcome") == "partial_incorrect"
                 assert "blind" in page.inner_text("table") and "alice" in page.inner_text("table")
                 page.screenshot(path=str(shots / "labelled.png"), full_page=True)
-                _wait(lambda: count(scrape(port), "partial_incorrect") == 0 and count(scrape(port), "complete") == 3,
-                      30, "the revised score in /metrics")
+                _wait(
+                    lambda: (
+                        count(scrape(port), "partial_incorrect") == 0 and count(scrape(port), "complete") == 3
+                    ),
+                    30,
+                    "the revised score in /metrics",
+                )
                 latency = time.monotonic() - started  # from the key press to the scrape that shows it
                 assert scrape(port)[("agentwatch_score_revisions_total", ())] == 1
                 # j: the next in the queue; the content-capture-off conversation says what was not seen
@@ -124,19 +162,42 @@ def test_label_with_the_keyboard_revises_the_score_in_metrics(broker, tmp_path) 
             review_metrics = scrape(svc.service.metrics_port)
         assert svc.error is None
         assert review_metrics[("agentwatch_review_labels_saved_total", (("outcome", "complete"),))] == 1
-        assert review_metrics[("agentwatch_review_queue", tuple(sorted(
-            {"agent": "support-bot", "version": "2.0", "task": "refunds", "sample": "review_sample"}.items())))] == 2
+        assert (
+            review_metrics[
+                (
+                    "agentwatch_review_queue",
+                    tuple(
+                        sorted(
+                            {
+                                "agent": "support-bot",
+                                "version": "2.0",
+                                "task": "refunds",
+                                "sample": "review_sample",
+                            }.items()
+                        )
+                    ),
+                )
+            ]
+            == 2
+        )
         # a restart of the service on the same SQLite file: the label and the queue are still there
         with ServiceThread(settings) as again:
             stored = again.service.store
             labelled = next(c for c in (stored.get(i) for i in range(1, 4)) if c.labels)
-            assert labelled.conversation_id == wrong.conversation_id and labelled.labels[0].outcome == "complete"
+            assert (
+                labelled.conversation_id == wrong.conversation_id and labelled.labels[0].outcome == "complete"
+            )
             assert stored.queue()[1] == 2 and stored.pending() == 0
         labels = TopicReader(bs, settings.review.labels_topic)
         (label,) = [LabelRecord.model_validate_json(r.value) for r in labels.wait(lambda r: len(r) >= 1, 20)]
         labels.close()
         assert (label.conversation_id, label.outcome.value, label.reviewer, label.blind, label.revision) == (
-            wrong.conversation_id, "complete", "alice", True, 1)
+            wrong.conversation_id,
+            "complete",
+            "alice",
+            True,
+            1,
+        )
         assert label.judge_explanation == JUDGE_EXPLANATION and label.first_passed is False
     finally:
         stop_service(exporter, stop, thread)

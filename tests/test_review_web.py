@@ -9,19 +9,39 @@ import time
 import httpx
 import pytest
 from collector_kafka_helpers import unique
-from review_support import JUDGE_EXPLANATION, PASSWORD, TOKEN, ServiceThread, conversation, judged, record, \
-    reviewers, scored
+from review_support import (
+    JUDGE_EXPLANATION,
+    PASSWORD,
+    TOKEN,
+    ServiceThread,
+    conversation,
+    judged,
+    record,
+    reviewers,
+    scored,
+)
 
 from agentwatch.config import load_settings
 
 
 def _settings(bootstrap: str, tmp_path, **review) -> object:
     prefix = unique("web")
-    return load_settings(kafka={"bootstrap_servers": bootstrap}, review={
-        "database_url": f"sqlite:///{tmp_path / 'review.db'}", "transcripts_topic": f"{prefix}-transcripts",
-        "scores_topic": f"{prefix}-scores", "labels_topic": f"{prefix}-labels", "group_id": f"{prefix}-group",
-        "port": 0, "metrics_port": None, "reviewers": reviewers(), "session_timeout_ms": 2000,
-        "heartbeat_interval_ms": 500, **review})
+    return load_settings(
+        kafka={"bootstrap_servers": bootstrap},
+        review={
+            "database_url": f"sqlite:///{tmp_path / 'review.db'}",
+            "transcripts_topic": f"{prefix}-transcripts",
+            "scores_topic": f"{prefix}-scores",
+            "labels_topic": f"{prefix}-labels",
+            "group_id": f"{prefix}-group",
+            "port": 0,
+            "metrics_port": None,
+            "reviewers": reviewers(),
+            "session_timeout_ms": 2000,
+            "heartbeat_interval_ms": 500,
+            **review,
+        },
+    )
 
 
 def _csrf(html: str) -> str:
@@ -44,7 +64,11 @@ def test_refusals_sign_in_and_no_anchoring(broker, tmp_path) -> None:
         with httpx.Client(base_url=svc.url) as anon:
             for path in ("/", f"/c/{row}"):
                 r = anon.get(path)
-                assert r.status_code == 401 and 'action="/login"' in r.text and conv.conversation_id not in r.text
+                assert (
+                    r.status_code == 401
+                    and 'action="/login"' in r.text
+                    and conv.conversation_id not in r.text
+                )
             r = anon.post(f"/c/{row}/label", data={"outcome": "complete"})
             assert r.status_code == 403
             assert anon.get("/healthz").text == "ok\n"
@@ -53,7 +77,7 @@ def test_refusals_sign_in_and_no_anchoring(broker, tmp_path) -> None:
             assert _sign_in(anon, "mallory", PASSWORD).status_code == 401
             # the sign-in form itself needs the CSRF token of its page
             assert anon.post("/login", data={"name": "alice", "secret": PASSWORD}).status_code == 403
-        # reads with an Authorization header: bob's token (Bearer), alice's password (Basic); no writes that way
+        # reads with an Authorization header: bob's token (Bearer), alice's password (Basic); no writes
         basic = base64.b64encode(f"alice:{PASSWORD}".encode()).decode()
         for header in (f"Bearer {TOKEN}", f"Basic {basic}"):
             with httpx.Client(base_url=svc.url, headers={"Authorization": header}) as api:
@@ -71,26 +95,48 @@ def test_refusals_sign_in_and_no_anchoring(broker, tmp_path) -> None:
             assert "script-src 'nonce-" in page.headers["content-security-policy"]
             # before the decision: the transcript, but nothing of what the judge or the rules said
             assert "Please refund order ORD-1000." in page.text and "lookup_order" in page.text
-            for hidden in (JUDGE_EXPLANATION, "stand-in:judge-model:v1", "0.35", 'id="verdict"', "judge: outcome",
-                           *first.reasons):
+            for hidden in (
+                JUDGE_EXPLANATION,
+                "stand-in:judge-model:v1",
+                "0.35",
+                'id="verdict"',
+                "judge: outcome",
+                *first.reasons,
+            ):
                 assert hidden not in page.text, hidden
             token = _csrf(page.text)
             # a write without the CSRF token, or with another one, is refused and saves nothing
             assert client.post(f"/c/{row}/label", data={"outcome": "complete"}).status_code == 403
-            assert client.post(f"/c/{row}/label", data={"outcome": "complete", "csrf": "x" * 32}).status_code == 403
+            assert (
+                client.post(f"/c/{row}/label", data={"outcome": "complete", "csrf": "x" * 32}).status_code
+                == 403
+            )
             bad = client.post(f"/c/{row}/label", data={"outcome": "great", "csrf": token})
             assert bad.status_code == 400 and "Pick one of the five outcome classes" in bad.text
             assert svc.service.store.get(row).labels == []
-            saved = client.post(f"/c/{row}/label?agent=support-bot",
-                                data={"outcome": "complete", "note": "fine <b>really</b>", "csrf": token, "blind": "1"})
-            assert saved.status_code == 303 and saved.headers["location"] == f"/c/{row}?agent=support-bot&saved=1"
+            saved = client.post(
+                f"/c/{row}/label?agent=support-bot",
+                data={"outcome": "complete", "note": "fine <b>really</b>", "csrf": token, "blind": "1"},
+            )
+            assert (
+                saved.status_code == 303
+                and saved.headers["location"] == f"/c/{row}?agent=support-bot&saved=1"
+            )
             after = client.get(saved.headers["location"])
             assert JUDGE_EXPLANATION in after.text and "stand-in:judge-model:v1" in after.text
-            assert 'id="judge-outcome">partial_incorrect<' in after.text and 'id="judge-score">0.35<' in after.text
+            assert (
+                'id="judge-outcome">partial_incorrect<' in after.text
+                and 'id="judge-score">0.35<' in after.text
+            )
             assert "fine &lt;b&gt;really&lt;/b&gt;" in after.text  # escaped
             assert re.search(r"<strong>0</strong> conversations left", client.get("/").text)
             (label,) = svc.service.store.get(row).labels
-            assert (label.reviewer, label.outcome, label.blind, label.revision) == ("alice", "complete", True, 1)
+            assert (label.reviewer, label.outcome, label.blind, label.revision) == (
+                "alice",
+                "complete",
+                True,
+                1,
+            )
             # changing the label after seeing the verdict is recorded as not blind
             relabel = client.get(f"/c/{row}?relabel=1")
             assert 'id="label-form"' in relabel.text and 'name="blind" value="0"' in relabel.text
@@ -111,17 +157,34 @@ def test_a_bad_review_key_fails_at_start_naming_it(tmp_path) -> None:
 
     config = tmp_path / "agentwatch.yaml"
     config.write_text("review:\n  databse_url: sqlite:///x.db\n")
-    run = subprocess.run([sys.executable, "-m", "agentwatch", "review", "--config", str(config)],
-                         capture_output=True, text=True, timeout=60, check=False)
+    run = subprocess.run(
+        [sys.executable, "-m", "agentwatch", "review", "--config", str(config)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert run.returncode == 2 and "review.databse_url" in run.stderr
     config.write_text("review:\n  reviewers: []\n")
-    run = subprocess.run([sys.executable, "-m", "agentwatch", "review", "--config", str(config)],
-                         capture_output=True, text=True, timeout=60, check=False)
+    run = subprocess.run(
+        [sys.executable, "-m", "agentwatch", "review", "--config", str(config)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert run.returncode == 2 and "review.reviewers is empty" in run.stderr
     config.write_text("review:\n  reviewers: [{name: eve, password_hash: plain}]\n")
-    run = subprocess.run([sys.executable, "-m", "agentwatch", "review", "--config", str(config)],
-                         capture_output=True, text=True, timeout=60, check=False)
-    assert run.returncode == 2 and "review.reviewers.0" in run.stderr and "agentwatch review-hash" in run.stderr
+    run = subprocess.run(
+        [sys.executable, "-m", "agentwatch", "review", "--config", str(config)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert (
+        run.returncode == 2 and "review.reviewers.0" in run.stderr and "agentwatch review-hash" in run.stderr
+    )
 
 
 def test_review_hash_prints_entries_that_sign_in() -> None:
@@ -133,14 +196,55 @@ def test_review_hash_prints_entries_that_sign_in() -> None:
 
     from agentwatch.config import Reviewer
 
-    run = subprocess.run([sys.executable, "-m", "agentwatch", "review-hash", "--name", "carol"],
-                         input="a long passphrase\na long passphrase\n", capture_output=True, text=True, timeout=60,
-                         check=True)
+    run = subprocess.run(
+        [sys.executable, "-m", "agentwatch", "review-hash", "--name", "carol"],
+        input="a long passphrase\na long passphrase\n",
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
     carol = Reviewer.model_validate(json.loads(run.stdout))
-    run = subprocess.run([sys.executable, "-m", "agentwatch", "review-hash", "--token", "--name", "dave"],
-                         capture_output=True, text=True, timeout=60, check=True)
+    run = subprocess.run(
+        [sys.executable, "-m", "agentwatch", "review-hash", "--token", "--name", "dave"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
     dave = Reviewer.model_validate(json.loads(run.stdout))
     token = run.stderr.strip().rsplit(" ", 1)[-1]
     known = Reviewers([carol, dave])
-    assert known.check("carol", "a long passphrase") == "carol" and known.check("carol", "a long passphrasE") is None
-    assert known.bearer(token) == "dave" and known.check("dave", token) == "dave" and known.bearer(token[:-1]) is None
+    assert (
+        known.check("carol", "a long passphrase") == "carol"
+        and known.check("carol", "a long passphrasE") is None
+    )
+    assert (
+        known.bearer(token) == "dave"
+        and known.check("dave", token) == "dave"
+        and known.bearer(token[:-1]) is None
+    )
+
+
+@pytest.mark.broker
+def test_retention_runs_on_its_schedule(broker, tmp_path) -> None:
+    from datetime import datetime, timedelta, timezone
+
+    from agentwatch.review.store import Store
+
+    settings = _settings(broker.bootstrap_servers, tmp_path, retention_days=1, retention_interval_s=0.2)
+    store = Store(settings.review.database_url)
+    now = datetime.now(timezone.utc)
+    for cid, ended in (("kept", now - timedelta(hours=2)), ("expired", now - timedelta(days=3))):
+        conv = conversation(cid, ended=ended)
+        assert store.ingest(record(conv, scored(conv, verdict=judged())), now.timestamp(), 30 * 86400) == "stored"
+    store.close()
+    with ServiceThread(settings) as svc:
+        deadline = time.monotonic() + 10
+        while svc.service.store.counts()["conversations"] != 1 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        items, total = svc.service.store.queue()
+        expired = svc.service.stats.expired
+    assert (total, len(items), expired) == (1, 1, 1)
+    again = Store(settings.review.database_url)
+    assert [again.get(i.id).conversation_id for i in again.queue()[0]] == ["kept"]

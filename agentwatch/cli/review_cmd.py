@@ -30,8 +30,11 @@ def _review_settings(config: Path | None, bootstrap_servers: str | None, updates
             typer.echo(f"error: review.{'.'.join(str(p) for p in first['loc'])}: {first['msg']}", err=True)
             raise typer.Exit(2) from None
     if not settings.review.reviewers:
-        typer.echo("error: review.reviewers is empty: nobody could sign in. Add reviewers with a hashed secret "
-                   "(`agentwatch review-hash`, see docs/review.md).", err=True)
+        typer.echo(
+            "error: review.reviewers is empty: nobody could sign in. Add reviewers with a hashed secret "
+            "(`agentwatch review-hash`, see docs/review.md).",
+            err=True,
+        )
         raise typer.Exit(2)
     return settings
 
@@ -40,18 +43,29 @@ def _review_settings(config: Path | None, bootstrap_servers: str | None, updates
 def review(
     config: Annotated[Path | None, typer.Option(help="YAML configuration file (section `review:`).")] = None,
     bootstrap_servers: Annotated[
-        str | None, typer.Option(help="Kafka bootstrap servers HOST:PORT (AGENTWATCH_KAFKA__BOOTSTRAP_SERVERS).")
+        str | None,
+        typer.Option(help="Kafka bootstrap servers HOST:PORT (AGENTWATCH_KAFKA__BOOTSTRAP_SERVERS)."),
     ] = None,
     database_url: Annotated[
-        str | None, typer.Option(help="sqlite:///PATH (default sqlite:///agentwatch-review.db) or postgresql://…")
+        str | None,
+        typer.Option(help="sqlite:///PATH (default sqlite:///agentwatch-review.db) or postgresql://…"),
     ] = None,
-    host: Annotated[str | None, typer.Option(help="Address to serve the page on (default 127.0.0.1).")] = None,
-    port: Annotated[int | None, typer.Option(help="Port of the page (default 8080; 0 = any free port).")] = None,
-    metrics_port: Annotated[int | None, typer.Option(help="Serve /metrics on this port (default 9466).")] = None,
+    host: Annotated[
+        str | None, typer.Option(help="Address to serve the page on (default 127.0.0.1).")
+    ] = None,
+    port: Annotated[
+        int | None, typer.Option(help="Port of the page (default 8080; 0 = any free port).")
+    ] = None,
+    metrics_port: Annotated[
+        int | None, typer.Option(help="Serve /metrics on this port (default 9466).")
+    ] = None,
 ) -> None:
-    """Serve the review queue: people label the review sample and flagged conversations; labels revise scores."""
-    settings = _review_settings(config, bootstrap_servers, {"database_url": database_url, "host": host,
-                                                             "port": port, "metrics_port": metrics_port})
+    """Serve the review queue: people label the review sample and flagged conversations, revising scores."""
+    settings = _review_settings(
+        config,
+        bootstrap_servers,
+        {"database_url": database_url, "host": host, "port": port, "metrics_port": metrics_port},
+    )
     try:
         from agentwatch.review.service import ReviewService
     except ImportError as exc:
@@ -62,8 +76,11 @@ def review(
     try:
         service = ReviewService(settings)
     except SQLAlchemyError as exc:
-        typer.echo(f"error: review store {settings.review.database_url.split('@')[-1]}: {exc.__class__.__name__}: "
-                   f"{str(exc).splitlines()[0]}", err=True)
+        typer.echo(
+            f"error: review store {settings.review.database_url.split('@')[-1]}: {exc.__class__.__name__}: "
+            f"{str(exc).splitlines()[0]}",
+            err=True,
+        )
         raise typer.Exit(1) from None
     stop = stop_on_signals()
     if settings.review.metrics_port is not None:
@@ -73,16 +90,22 @@ def review(
     try:
         kafka_or_exit(lambda: service.run(stop), settings.kafka.bootstrap_servers)
     except OSError as exc:
-        typer.echo(f"error: cannot serve the review page on {settings.review.host}:{settings.review.port}: "
-                   f"{exc.strerror or exc}; choose another with --port", err=True)
+        typer.echo(
+            f"error: cannot serve the review page on {settings.review.host}:{settings.review.port}: "
+            f"{exc.strerror or exc}; choose another with --port",
+            err=True,
+        )
         raise typer.Exit(2) from None
 
 
 @app.command("review-hash")
 def review_hash(
-    token: Annotated[bool, typer.Option("--token", help="Make a new random token instead of hashing a password.")]
-    = False,
-    name: Annotated[str, typer.Option(help="Reviewer name for the printed configuration lines.")] = "REVIEWER",
+    token: Annotated[
+        bool, typer.Option("--token", help="Make a new random token instead of hashing a password.")
+    ] = False,
+    name: Annotated[
+        str, typer.Option(help="Reviewer name for the printed configuration lines.")
+    ] = "REVIEWER",
 ) -> None:
     """Print a reviewer's `review.reviewers` entry (JSON, also valid YAML): a password's scrypt hash, or a new
     token's SHA-256 (the token itself goes to stderr, once)."""
