@@ -24,6 +24,13 @@ class _Record(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
 
+def judge_outcome(score: ConversationScore) -> Outcome | None:
+    """The outcome class a judge set on `score`, if the judge set it (and did not fail)."""
+    if score.outcome_source is OutcomeSource.JUDGE and score.outcome is not Outcome.UNSCORED:
+        return score.outcome
+    return None
+
+
 def review_sample_of(score: ConversationScore) -> Sample | None:
     """Why `score`'s conversation is reviewed: in the blind review sample, flagged by a label, or not."""
     if score.review_sampled:
@@ -77,3 +84,18 @@ class LabelRecord(_Record):
     revision: int | None = Field(
         default=None, description="Revision of the score this label published; null when it changed nothing."
     )
+
+    @classmethod
+    def of(
+        cls, first: ConversationScore, outcome: Outcome, *, note: str, reviewer: str, labelled_at: datetime,
+        sample: Sample, blind: bool, revision: int | None, label_id: str,
+    ) -> LabelRecord:
+        """The record of a label on the conversation whose first score is `first`."""
+        return cls(
+            label_id=label_id, conversation_id=first.conversation_id, agent=first.agent,
+            version=first.version, task=first.task, outcome=outcome, note=note, reviewer=reviewer,
+            labelled_at=labelled_at, sample=sample, blind=blind, judge=first.judge,
+            judge_outcome=judge_outcome(first), judge_score=first.judge_score,
+            judge_explanation=first.judge_explanation, first_outcome=first.outcome,
+            first_outcome_source=first.outcome_source, first_passed=first.passed, revision=revision,
+        )

@@ -39,21 +39,19 @@ from agentwatch import wire
 from agentwatch.config import OutcomeCredits
 from agentwatch.review.tables import conversations, labels, metadata, outbox
 from agentwatch.review_records import LabelRecord, TranscriptRecord
-from agentwatch.schema import ConversationScore, Outcome, OutcomeSource
+from agentwatch.schema import ConversationScore, Outcome
 from agentwatch.scorers.relabel import relabel
 
 log = logging.getLogger(__name__)
+
+# LabelRecord fields that are not columns of `review_labels` (they are on the conversation's row)
+_NOT_IN_LABELS = {"format_version", "conversation_id", "agent", "version", "task", "labelled_at"}
 
 OUTCOMES: tuple[str, ...] = ("complete", "partial_correct", "partial_incorrect", "hallucinated", "abandoned")
 
 # what `ingest` did with a record
 STORED, DUPLICATE, REVISED, ANSWERED, UNKNOWN, EXPIRED = (
-    "stored",
-    "duplicate",
-    "revised",
-    "answered",
-    "unknown",
-    "expired",
+    "stored", "duplicate", "revised", "answered", "unknown", "expired",
 )
 
 
@@ -134,14 +132,8 @@ def engine_url(url: str) -> str:
 class Store:
     """The review store on `url` (`sqlite:///PATH` or `postgresql://…`); tables are created when missing."""
 
-    def __init__(
-        self,
-        url: str,
-        *,
-        scores_topic: str = wire.SCORES_TOPIC,
-        labels_topic: str | None = wire.LABELS_TOPIC,
-        credits: OutcomeCredits | None = None,
-    ) -> None:
+    def __init__(self, url: str, *, scores_topic: str = wire.SCORES_TOPIC,
+                 labels_topic: str | None = wire.LABELS_TOPIC, credits: OutcomeCredits | None = None) -> None:
         self.url = url
         self.credits = credits or OutcomeCredits()  # ASR credits of a relabelled score (scoring.credits)
         self.scores_topic = scores_topic
@@ -163,52 +155,29 @@ class Store:
         at = _epoch(score.ended_at) if score.ended_at is not None else now
         if at < now - retention_s:
             return EXPIRED
+        t = conversations.c
         with self.engine.begin() as c:
-            row = c.execute(
-                select(
-                    conversations.c.id,
-                    conversations.c.latest_score,
-                    conversations.c.latest_revision,
-                    conversations.c.transcript,
-                ).where(
-                    conversations.c.agent == score.agent,
-                    conversations.c.conversation_id == score.conversation_id,
-                )
-            ).one_or_none()
+            query = select(t.id, t.latest_score, t.latest_revision, t.transcript)
+            row = c.execute(query.where(t.agent == score.agent, t.conversation_id == score.conversation_id)
+                            ).one_or_none()
             if row is None:
                 if record.conversation is None:
                     return UNKNOWN  # a revision of a conversation this store never held (or has deleted)
                 conv = record.conversation
                 payload = score.model_dump_json()
                 first_input = next((t.input for t in conv.turns if t.input), "") or ""
-                c.execute(
-                    insert(conversations).values(
-                        agent=score.agent,
-                        conversation_id=score.conversation_id,
-                        version=score.version,
-                        task=score.task,
-                        sample=record.sample,
-                        at=at,
-                        received_at=now,
-                        turns=len(conv.turns),
-                        preview=first_input[:200],
-                        transcript=conv.model_dump_json(),
-                        first_score=payload,
-                        latest_score=payload,
-                        latest_revision=score.revision,
-                        labelled=False,
-                    )
-                )
+                c.execute(insert(conversations).values(
+                    agent=score.agent, conversation_id=score.conversation_id, version=score.version,
+                    task=score.task, sample=record.sample, at=at, received_at=now, turns=len(conv.turns),
+                    preview=first_input[:200], transcript=conv.model_dump_json(), first_score=payload,
+                    latest_score=payload, latest_revision=score.revision, labelled=False,
+                ))
                 return STORED
             if row.transcript is None and record.conversation is not None:
-                c.execute(
-                    update(conversations)
-                    .where(conversations.c.id == row.id)
-                    .values(transcript=record.conversation.model_dump_json())
-                )
-            return self._apply_revision(
-                c, row.id, ConversationScore.model_validate_json(row.latest_score), score, now
-            )
+                c.execute(update(conversations).where(t.id == row.id)
+                          .values(transcript=record.conversation.model_dump_json()))
+            latest = ConversationScore.model_validate_json(row.latest_score)
+            return self._apply_revision(c, row.id, latest, score, now)
 
     def _apply_revision(
         self, c: Connection, row_id: int, latest: ConversationScore, incoming: ConversationScore, now: float
@@ -218,37 +187,22 @@ class Store:
             incoming.revision == latest.revision and incoming.label == latest.label
         ):
             return DUPLICATE
-        outcome = c.execute(
-            select(labels.c.outcome)
-            .where(labels.c.conversation == row_id)
-            .order_by(labels.c.id.desc())
-            .limit(1)
-        ).scalar_one_or_none()
+        outcome = c.execute(select(labels.c.outcome).where(labels.c.conversation == row_id)
+                            .order_by(labels.c.id.desc()).limit(1)).scalar_one_or_none()
         answer = relabel(incoming, Outcome(outcome), self.credits) if outcome is not None else None
         if answer is None:
             if incoming.revision > latest.revision:
-                c.execute(
-                    update(conversations)
-                    .where(conversations.c.id == row_id)
-                    .values(latest_score=incoming.model_dump_json(), latest_revision=incoming.revision)
-                )
+                c.execute(update(conversations).where(conversations.c.id == row_id)
+                          .values(latest_score=incoming.model_dump_json(), latest_revision=incoming.revision))
                 return REVISED
             return DUPLICATE
         answer = answer.model_copy(update={"revision": max(incoming.revision, latest.revision) + 1})
         payload = answer.model_dump_json()
-        c.execute(
-            update(conversations)
-            .where(conversations.c.id == row_id)
-            .values(latest_score=payload, latest_revision=answer.revision)
-        )
+        c.execute(update(conversations).where(conversations.c.id == row_id)
+                  .values(latest_score=payload, latest_revision=answer.revision))
         self._queue_score(c, row_id, answer, payload, now)
-        log.info(
-            "revision %d of %s came without the reviewer's label %s: answered with revision %d",
-            incoming.revision,
-            incoming.conversation_id,
-            outcome,
-            answer.revision,
-        )
+        log.info("revision %d of %s came without the reviewer's label %s: answered with revision %d",
+                 incoming.revision, incoming.conversation_id, outcome, answer.revision)
         return ANSWERED
 
     # ------------------------------------------------------------------ the queue
@@ -261,21 +215,15 @@ class Store:
                 clauses.append(column == value)
         return and_(*clauses)
 
-    def queue(
-        self, filters: Filters = Filters(), limit: int = 100, offset: int = 0
-    ) -> tuple[list[QueueItem], int]:
+    def queue(self, filters: Filters = Filters(), limit: int = 100,
+              offset: int = 0) -> tuple[list[QueueItem], int]:
         """Unlabelled conversations, oldest first, and how many there are in all."""
         t = conversations.c
         where = self._queue_where(filters)
         with self.engine.connect() as c:
             total = c.execute(select(func.count()).select_from(conversations).where(where)).scalar_one()
-            rows = c.execute(
-                select(t.id, t.agent, t.version, t.task, t.sample, t.at, t.turns, t.preview)
-                .where(where)
-                .order_by(t.at, t.id)
-                .limit(limit)
-                .offset(offset)
-            ).all()
+            rows = c.execute(select(t.id, t.agent, t.version, t.task, t.sample, t.at, t.turns, t.preview)
+                             .where(where).order_by(t.at, t.id).limit(limit).offset(offset)).all()
         return [QueueItem(*row) for row in rows], int(total)
 
     def choices(self) -> dict[str, list[str]]:
@@ -284,11 +232,8 @@ class Store:
         out: dict[str, list[str]] = {}
         with self.engine.connect() as c:
             for name, column in (("agent", t.agent), ("version", t.version), ("task", t.task)):
-                out[name] = list(
-                    c.execute(
-                        select(column).where(t.labelled.is_(False)).distinct().order_by(column)
-                    ).scalars()
-                )
+                query = select(column).where(t.labelled.is_(False)).distinct().order_by(column)
+                out[name] = list(c.execute(query).scalars())
         return out
 
     def neighbours(self, row_id: int, filters: Filters = Filters()) -> tuple[int | None, int | None]:
@@ -309,62 +254,30 @@ class Store:
         """(agent, version, task, sample, unlabelled conversations), for the queue-size gauge."""
         t = conversations.c
         with self.engine.connect() as c:
-            rows = c.execute(
-                select(t.agent, t.version, t.task, t.sample, func.count())
-                .where(t.labelled.is_(False))
-                .group_by(t.agent, t.version, t.task, t.sample)
-            ).all()
+            series = (t.agent, t.version, t.task, t.sample)
+            query = select(*series, func.count()).where(t.labelled.is_(False)).group_by(*series)
+            rows = c.execute(query).all()
         return [(a, v, k, s, int(n)) for a, v, k, s, n in rows]
 
     def get(self, row_id: int) -> Stored | None:
         """A stored conversation with its labels, or None."""
         t = conversations.c
         with self.engine.connect() as c:
-            row = c.execute(
-                select(
-                    t.id,
-                    t.agent,
-                    t.conversation_id,
-                    t.sample,
-                    t.at,
-                    t.transcript,
-                    t.first_score,
-                    t.latest_score,
-                ).where(t.id == row_id)
-            ).one_or_none()
+            row = c.execute(select(t.id, t.agent, t.conversation_id, t.sample, t.at, t.transcript,
+                                   t.first_score, t.latest_score).where(t.id == row_id)).one_or_none()
             if row is None:
                 return None
-            found = c.execute(
-                select(
-                    labels.c.label_id,
-                    labels.c.reviewer,
-                    labels.c.labelled_at,
-                    labels.c.outcome,
-                    labels.c.note,
-                    labels.c.sample,
-                    labels.c.blind,
-                    labels.c.revision,
-                )
-                .where(labels.c.conversation == row_id)
-                .order_by(labels.c.id)
-            ).all()
-        return Stored(
-            row.id,
-            row.agent,
-            row.conversation_id,
-            row.sample,
-            row.at,
-            row.transcript,
-            ConversationScore.model_validate_json(row.first_score),
-            ConversationScore.model_validate_json(row.latest_score),
-            [Label(*r) for r in found],
-        )
+            x = labels.c
+            fields = (x.label_id, x.reviewer, x.labelled_at, x.outcome, x.note, x.sample, x.blind, x.revision)
+            found = c.execute(select(*fields).where(x.conversation == row_id).order_by(x.id)).all()
+        return Stored(row.id, row.agent, row.conversation_id, row.sample, row.at, row.transcript,
+                      ConversationScore.model_validate_json(row.first_score),
+                      ConversationScore.model_validate_json(row.latest_score), [Label(*r) for r in found])
 
     # ------------------------------------------------------------------ labels
 
-    def save_label(
-        self, row_id: int, reviewer: str, outcome: Outcome, note: str, blind: bool, now: float
-    ) -> LabelRecord:
+    def save_label(self, row_id: int, reviewer: str, outcome: Outcome, note: str, blind: bool,
+                   now: float) -> LabelRecord:
         """Save a label and queue what it publishes (revised score, label record) in one transaction."""
         for _ in range(5):
             try:
@@ -373,14 +286,12 @@ class Store:
                 log.info("revision of conversation row %d changed while saving a label; trying again", row_id)
         raise RevisionConflict(f"conversation row {row_id}: the revision kept changing")
 
-    def _save_label(
-        self, row_id: int, reviewer: str, outcome: Outcome, note: str, blind: bool, now: float
-    ) -> LabelRecord:
+    def _save_label(self, row_id: int, reviewer: str, outcome: Outcome, note: str, blind: bool,
+                    now: float) -> LabelRecord:
         t = conversations.c
         with self.engine.begin() as c:
-            row = c.execute(
-                select(t.sample, t.first_score, t.latest_score, t.latest_revision).where(t.id == row_id)
-            ).one_or_none()
+            row = c.execute(select(t.sample, t.first_score, t.latest_score, t.latest_revision)
+                            .where(t.id == row_id)).one_or_none()
             if row is None:
                 raise KeyError(row_id)
             first = ConversationScore.model_validate_json(row.first_score)
@@ -388,81 +299,30 @@ class Store:
             values: dict[str, Any] = {"labelled": True}
             if revised is not None:
                 values.update(latest_score=revised.model_dump_json(), latest_revision=revised.revision)
-            done = c.execute(
-                update(conversations)
-                .where(t.id == row_id, t.latest_revision == row.latest_revision)
-                .values(**values)
-            )
+            unchanged = (t.id == row_id) & (t.latest_revision == row.latest_revision)
+            done = c.execute(update(conversations).where(unchanged).values(**values))
             if done.rowcount != 1:
                 raise RevisionConflict(str(row_id))
-            judged = first.outcome_source is OutcomeSource.JUDGE and first.outcome is not Outcome.UNSCORED
-            record = LabelRecord(
-                label_id=str(uuid.uuid4()),
-                conversation_id=first.conversation_id,
-                agent=first.agent,
-                version=first.version,
-                task=first.task,
-                outcome=outcome,
-                note=note,
-                reviewer=reviewer,
-                labelled_at=datetime.fromtimestamp(now, timezone.utc),
-                sample=row.sample,
-                blind=blind,
-                judge=first.judge,
-                judge_outcome=first.outcome if judged else None,
-                judge_score=first.judge_score,
-                judge_explanation=first.judge_explanation,
-                first_outcome=first.outcome,
-                first_outcome_source=first.outcome_source,
-                first_passed=first.passed,
-                revision=revised.revision if revised is not None else None,
+            record = LabelRecord.of(
+                first, outcome, note=note, reviewer=reviewer,
+                labelled_at=datetime.fromtimestamp(now, timezone.utc), sample=row.sample, blind=blind,
+                revision=revised.revision if revised is not None else None, label_id=str(uuid.uuid4()),
             )
-            c.execute(
-                insert(labels).values(
-                    conversation=row_id,
-                    label_id=record.label_id,
-                    reviewer=reviewer,
-                    labelled_at=now,
-                    outcome=outcome.value,
-                    note=note,
-                    sample=row.sample,
-                    blind=blind,
-                    judge=record.judge,
-                    judge_outcome=record.judge_outcome.value if record.judge_outcome is not None else None,
-                    judge_score=record.judge_score,
-                    judge_explanation=record.judge_explanation,
-                    first_outcome=first.outcome.value,
-                    first_outcome_source=first.outcome_source.value,
-                    first_passed=first.passed,
-                    revision=record.revision,
-                )
-            )
+            stored = record.model_dump(mode="json", exclude=_NOT_IN_LABELS)
+            c.execute(insert(labels).values(conversation=row_id, labelled_at=now, **stored))
             if revised is not None:
                 self._queue_score(c, row_id, revised, revised.model_dump_json(), now)
             if self.labels_topic:
-                c.execute(
-                    insert(outbox).values(
-                        conversation=row_id,
-                        topic=self.labels_topic,
-                        key=first.conversation_id.encode(),
-                        value=record.model_dump_json().encode(),
-                        created_at=now,
-                    )
-                )
+                c.execute(insert(outbox).values(conversation=row_id, topic=self.labels_topic,
+                                                key=first.conversation_id.encode(),
+                                                value=record.model_dump_json().encode(), created_at=now))
         return record
 
-    def _queue_score(
-        self, c: Connection, row_id: int, score: ConversationScore, payload: str, now: float
-    ) -> None:
-        c.execute(
-            insert(outbox).values(
-                conversation=row_id,
-                topic=self.scores_topic,
-                key=wire.score_key(score.agent, score.version, score.task),
-                value=payload.encode(),
-                created_at=now,
-            )
-        )
+    def _queue_score(self, c: Connection, row_id: int, score: ConversationScore, payload: str,
+                     now: float) -> None:
+        c.execute(insert(outbox).values(conversation=row_id, topic=self.scores_topic,
+                                        key=wire.score_key(score.agent, score.version, score.task),
+                                        value=payload.encode(), created_at=now))
 
     def labels_of(self, since: float = 0.0) -> Iterator[dict[str, Any]]:
         """Every label saved at or after `since` (Unix seconds), with its judge fields, oldest first."""
@@ -476,9 +336,8 @@ class Store:
         """Records not yet acknowledged by Kafka, oldest first."""
         o = outbox.c
         with self.engine.connect() as c:
-            rows = c.execute(
-                select(o.id, o.topic, o.key, o.value).where(o.sent_at.is_(None)).order_by(o.id).limit(limit)
-            ).all()
+            rows = c.execute(select(o.id, o.topic, o.key, o.value).where(o.sent_at.is_(None))
+                             .order_by(o.id).limit(limit)).all()
         return [OutboxRecord(r.id, r.topic, bytes(r.key), bytes(r.value)) for r in rows]
 
     def mark_sent(self, ids: list[int], now: float) -> None:
@@ -490,11 +349,8 @@ class Store:
     def pending(self) -> int:
         """Records waiting for Kafka."""
         with self.engine.connect() as c:
-            return int(
-                c.execute(
-                    select(func.count()).select_from(outbox).where(outbox.c.sent_at.is_(None))
-                ).scalar_one()
-            )
+            query = select(func.count()).select_from(outbox).where(outbox.c.sent_at.is_(None))
+            return int(c.execute(query).scalar_one())
 
     # ------------------------------------------------------------------ retention
 
@@ -515,16 +371,11 @@ class Store:
         t = conversations.c
         with self.engine.connect() as c:
             stored = c.execute(select(func.count()).select_from(conversations)).scalar_one()
-            labelled = c.execute(
-                select(func.count()).select_from(conversations).where(t.labelled.is_(True))
-            ).scalar_one()
+            labelled = c.execute(select(func.count()).select_from(conversations)
+                                 .where(t.labelled.is_(True))).scalar_one()
             saved = c.execute(select(func.count()).select_from(labels)).scalar_one()
-        return {
-            "conversations": int(stored),
-            "labelled": int(labelled),
-            "labels": int(saved),
-            "pending": self.pending(),
-        }
+        return {"conversations": int(stored), "labelled": int(labelled), "labels": int(saved),
+                "pending": self.pending()}
 
 
 def _epoch(value: datetime) -> float:

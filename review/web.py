@@ -33,7 +33,8 @@ from agentwatch.config import ReviewConfig
 from agentwatch.review.auth import Reviewers
 from agentwatch.review.metrics import ReviewStats
 from agentwatch.review.store import Filters, Store
-from agentwatch.schema import Conversation, ConversationScore, Outcome, OutcomeSource
+from agentwatch.review_records import judge_outcome
+from agentwatch.schema import Conversation, Outcome
 
 log = logging.getLogger(__name__)
 
@@ -54,13 +55,6 @@ def _when(epoch: float) -> str:
 
 def _pretty(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, indent=2, ensure_ascii=False, default=str)
-
-
-def judge_outcome(score: ConversationScore) -> str | None:
-    """The outcome class the judge set on a score, if it set one."""
-    if score.outcome_source is OutcomeSource.JUDGE and score.outcome is not Outcome.UNSCORED:
-        return str(score.outcome.value)
-    return None
 
 
 class ReviewApp:
@@ -270,7 +264,7 @@ class ReviewApp:
             "next_url": f"/c/{next_id}{query}" if next_id is not None else None,
         }
         if decided:  # only now: what the judge and the rules said (no anchoring before the decision)
-            context.update(first=stored.first_score, judge_outcome=judge_outcome(stored.first_score))
+            context.update(first=stored.first_score, judge_outcome=_value(judge_outcome(stored.first_score)))
         return self._page(request, "conversation.html", context, status)
 
     async def label(self, request: Request) -> Response:
@@ -311,6 +305,10 @@ class ReviewApp:
             log.warning("health check: store unreachable: %s", exc)
             return PlainTextResponse("store unreachable\n", 503)
         return PlainTextResponse("ok\n")
+
+
+def _value(outcome: Outcome | None) -> str | None:
+    return None if outcome is None else str(outcome.value)
 
 
 def _csrf(request: Request) -> str:

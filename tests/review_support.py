@@ -5,20 +5,35 @@ from __future__ import annotations
 
 import threading
 import time
+import uuid
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 from typing import Any
 
 from agentwatch.judge.verdict import JudgeVerdict
 from agentwatch.review.auth import hash_password, token_hash
 from agentwatch.scorers import ConversationScorer
 
-from agentwatch.config import Settings
+from agentwatch.config import Settings, load_settings
 from agentwatch.review_records import TranscriptRecord, review_sample_of
 from agentwatch.schema import Conversation, ConversationScore
 
 PASSWORD = "correct horse battery"
 TOKEN = "t0ken-for-bob-0123456789abcdef"
 JUDGE_EXPLANATION = "The refund was promised but refund_order was never called."
+
+
+def review_settings(bootstrap: str, tmp_path: Path, **review: Any) -> Settings:
+    """Settings of a test review service (unique topics and group, SQLite in `tmp_path`, a fast consumer
+    group, any free port, no /metrics unless asked), with an exporter on its scores topic."""
+    prefix = f"review-{uuid.uuid4().hex[:12]}"
+    fast = {"session_timeout_ms": 2000, "heartbeat_interval_ms": 500}
+    values = {"database_url": f"sqlite:///{tmp_path / 'review.db'}", "port": 0, "metrics_port": None,
+              "transcripts_topic": f"{prefix}-transcripts", "scores_topic": f"{prefix}-scores",
+              "labels_topic": f"{prefix}-labels", "group_id": f"{prefix}-group", "reviewers": reviewers(),
+              **fast, **review}
+    exporter = {"scores_topic": values["scores_topic"], "group_id": f"{prefix}-exporter", **fast}
+    return load_settings(kafka={"bootstrap_servers": bootstrap}, review=values, exporter=exporter)
 
 
 def reviewers() -> list[dict[str, str]]:

@@ -12,20 +12,11 @@ import pytest
 from collector_kafka_helpers import TopicReader, unique
 from confluent_kafka import Producer
 from metrics_reference import scrape
-from review_support import (
-    JUDGE_EXPLANATION,
-    PASSWORD,
-    ServiceThread,
-    conversation,
-    judged,
-    record,
-    reviewers,
-    scored,
-)
+from review_support import JUDGE_EXPLANATION, PASSWORD, ServiceThread, conversation, judged, record, \
+    review_settings, scored
 from test_exporter_service import run_service, stop_service
 
 from agentwatch import wire
-from agentwatch.config import load_settings
 from agentwatch.review_records import LabelRecord
 
 CAPTURE_OFF = "content capture was off: tool arguments and results were not recorded"
@@ -52,23 +43,7 @@ def test_label_with_the_keyboard_revises_the_score_in_metrics(broker, tmp_path) 
     from playwright.sync_api import sync_playwright
 
     bs = broker.bootstrap_servers
-    prefix = unique("browser")
-    fast = {"session_timeout_ms": 2000, "heartbeat_interval_ms": 500}
-    settings = load_settings(
-        kafka={"bootstrap_servers": bs},
-        review={
-            "database_url": f"sqlite:///{tmp_path / 'review.db'}",
-            "transcripts_topic": f"{prefix}-transcripts",
-            "scores_topic": f"{prefix}-scores",
-            "labels_topic": f"{prefix}-labels",
-            "group_id": f"{prefix}-g",
-            "port": 0,
-            "metrics_port": 0,
-            "reviewers": reviewers(),
-            **fast,
-        },
-        exporter={"scores_topic": f"{prefix}-scores", "group_id": f"{prefix}-exporter", **fast},
-    )
+    settings = review_settings(bs, tmp_path, metrics_port=0)
     # what the collector publishes: three conversations' first scores and their transcripts
     wrong = conversation(unique("wrong"), turns=3)
     fine = conversation(unique("fine"), turns=1)

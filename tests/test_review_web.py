@@ -9,39 +9,8 @@ import time
 import httpx
 import pytest
 from collector_kafka_helpers import unique
-from review_support import (
-    JUDGE_EXPLANATION,
-    PASSWORD,
-    TOKEN,
-    ServiceThread,
-    conversation,
-    judged,
-    record,
-    reviewers,
-    scored,
-)
-
-from agentwatch.config import load_settings
-
-
-def _settings(bootstrap: str, tmp_path, **review) -> object:
-    prefix = unique("web")
-    return load_settings(
-        kafka={"bootstrap_servers": bootstrap},
-        review={
-            "database_url": f"sqlite:///{tmp_path / 'review.db'}",
-            "transcripts_topic": f"{prefix}-transcripts",
-            "scores_topic": f"{prefix}-scores",
-            "labels_topic": f"{prefix}-labels",
-            "group_id": f"{prefix}-group",
-            "port": 0,
-            "metrics_port": None,
-            "reviewers": reviewers(),
-            "session_timeout_ms": 2000,
-            "heartbeat_interval_ms": 500,
-            **review,
-        },
-    )
+from review_support import (JUDGE_EXPLANATION, PASSWORD, TOKEN, ServiceThread, conversation, judged, record,
+                            review_settings, scored)
 
 
 def _csrf(html: str) -> str:
@@ -55,7 +24,7 @@ def _sign_in(client: httpx.Client, name: str = "alice", secret: str = PASSWORD) 
 
 @pytest.mark.broker
 def test_refusals_sign_in_and_no_anchoring(broker, tmp_path) -> None:
-    settings = _settings(broker.bootstrap_servers, tmp_path)
+    settings = review_settings(broker.bootstrap_servers, tmp_path)
     conv = conversation(unique("c"))
     first = scored(conv, verdict=judged())
     with ServiceThread(settings) as svc:
@@ -156,35 +125,15 @@ def test_a_bad_review_key_fails_at_start_naming_it(tmp_path) -> None:
     import sys
 
     config = tmp_path / "agentwatch.yaml"
-    config.write_text("review:\n  databse_url: sqlite:///x.db\n")
-    run = subprocess.run(
-        [sys.executable, "-m", "agentwatch", "review", "--config", str(config)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert run.returncode == 2 and "review.databse_url" in run.stderr
-    config.write_text("review:\n  reviewers: []\n")
-    run = subprocess.run(
-        [sys.executable, "-m", "agentwatch", "review", "--config", str(config)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert run.returncode == 2 and "review.reviewers is empty" in run.stderr
-    config.write_text("review:\n  reviewers: [{name: eve, password_hash: plain}]\n")
-    run = subprocess.run(
-        [sys.executable, "-m", "agentwatch", "review", "--config", str(config)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert (
-        run.returncode == 2 and "review.reviewers.0" in run.stderr and "agentwatch review-hash" in run.stderr
-    )
+    for text, expected in (("databse_url: sqlite:///x.db", ["review.databse_url"]),
+                           ("reviewers: []", ["review.reviewers is empty"]),
+                           ("reviewers: [{name: eve, password_hash: plain}]",
+                            ["review.reviewers.0", "agentwatch review-hash"]),
+                           ("session_secret: short", ["review.session_secret", "at least 16 characters"])):
+        config.write_text(f"review:\n  {text}\n")
+        run = subprocess.run([sys.executable, "-m", "agentwatch", "review", "--config", str(config)],
+                             capture_output=True, text=True, timeout=60, check=False)
+        assert run.returncode == 2 and all(e in run.stderr for e in expected), run.stderr
 
 
 def test_review_hash_prints_entries_that_sign_in() -> None:
@@ -232,12 +181,13 @@ def test_retention_runs_on_its_schedule(broker, tmp_path) -> None:
 
     from agentwatch.review.store import Store
 
-    settings = _settings(broker.bootstrap_servers, tmp_path, retention_days=1, retention_interval_s=0.2)
+    settings = review_settings(broker.bootstrap_servers, tmp_path, retention_days=1, retention_interval_s=0.2)
     store = Store(settings.review.database_url)
     now = datetime.now(timezone.utc)
     for cid, ended in (("kept", now - timedelta(hours=2)), ("expired", now - timedelta(days=3))):
         conv = conversation(cid, ended=ended)
-        assert store.ingest(record(conv, scored(conv, verdict=judged())), now.timestamp(), 30 * 86400) == "stored"
+        rec = record(conv, scored(conv, verdict=judged()))
+        assert store.ingest(rec, now.timestamp(), 30 * 86400) == "stored"
     store.close()
     with ServiceThread(settings) as svc:
         deadline = time.monotonic() + 10
