@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
@@ -66,12 +66,9 @@ class ReviewMetrics(Collector):
         with s.lock:
             saved, ingested, published = dict(s.labels_saved), dict(s.ingested), dict(s.published)
             signins, refused = dict(s.signins), dict(s.refused)
-        queue = GaugeMetricFamily(
-            "agentwatch_review_queue",
-            "Conversations waiting for a label, by series and sample (review_sample: blind; flagged: by a "
-            "person).",
-            labels=["agent", "version", "task", "sample"],
-        )
+        queue = GaugeMetricFamily("agentwatch_review_queue", "Conversations waiting for a label, by series "
+                                  "and sample (review_sample: blind; flagged: by a person).",
+                                  labels=["agent", "version", "task", "sample"])
         try:
             for agent, version, task, sample, n in self._store.queue_sizes():
                 queue.add_metric([agent, version, task, sample], n)
@@ -80,59 +77,31 @@ class ReviewMetrics(Collector):
             log.exception("review store unreachable while collecting metrics")
             pending = None
         yield queue
-        fam = CounterMetricFamily(
-            "agentwatch_review_labels_saved",
-            "Labels saved by reviewers, by outcome class.",
-            labels=["outcome"],
-        )
-        for outcome in OUTCOMES:
-            fam.add_metric([outcome], saved.get(outcome, 0))
-        yield fam
-        fam = CounterMetricFamily(
-            "agentwatch_review_records",
-            "Transcripts-topic records read, by result (stored, duplicate, revised, answered, unknown, "
-            "expired, "
-            "invalid).",
-            labels=["result"],
-        )
-        for result, n in sorted(ingested.items()):
-            fam.add_metric([result], n)
-        yield fam
-        fam = CounterMetricFamily(
-            "agentwatch_review_published",
-            "Records Kafka acknowledged: revised scores and label records.",
-            labels=["topic"],
-        )
-        for kind in ("scores", "labels"):
-            fam.add_metric([kind], published.get(kind, 0))
-        yield fam
+        yield _by("agentwatch_review_labels_saved", "Labels saved by reviewers, by outcome class.", "outcome",
+                  saved, OUTCOMES)
+        yield _by("agentwatch_review_records", "Transcripts-topic records read, by result (stored, "
+                  "duplicate, revised, answered, unknown, expired, invalid).", "result", ingested,
+                  sorted(ingested))
+        yield _by("agentwatch_review_published", "Records Kafka acknowledged: revised scores and label "
+                  "records.", "topic", published, ("scores", "labels"))
         if pending is not None:
-            yield GaugeMetricFamily(
-                "agentwatch_review_publish_pending",
-                "Revised scores and label records saved but not yet acknowledged by Kafka.",
-                value=pending,
-            )
-        yield CounterMetricFamily(
-            "agentwatch_review_publish_failures",
-            "Attempts to publish that Kafka did not acknowledge (retried).",
-            value=s.publish_failures,
-        )
-        yield CounterMetricFamily(
-            "agentwatch_review_expired",
-            "Conversations deleted by retention (review.retention_days).",
-            value=s.expired,
-        )
-        fam = CounterMetricFamily(
-            "agentwatch_review_signins", "Sign-in attempts, by result.", labels=["result"]
-        )
-        for result in ("ok", "failed"):
-            fam.add_metric([result], signins.get(result, 0))
-        yield fam
-        fam = CounterMetricFamily(
-            "agentwatch_review_refused",
-            "Requests refused: read (no sign-in) or write (no session or CSRF token).",
-            labels=["kind"],
-        )
-        for kind in ("read", "write"):
-            fam.add_metric([kind], refused.get(kind, 0))
-        yield fam
+            yield GaugeMetricFamily("agentwatch_review_publish_pending", "Revised scores and label records "
+                                    "saved but not yet acknowledged by Kafka.", value=pending)
+        yield CounterMetricFamily("agentwatch_review_publish_failures",
+                                  "Attempts to publish that Kafka did not acknowledge (retried).",
+                                  value=s.publish_failures)
+        yield CounterMetricFamily("agentwatch_review_expired",
+                                  "Conversations deleted by retention (review.retention_days).",
+                                  value=s.expired)
+        yield _by("agentwatch_review_signins", "Sign-in attempts, by result.", "result", signins,
+                  ("ok", "failed"))
+        yield _by("agentwatch_review_refused", "Requests refused: read (no sign-in) or write (no session or "
+                  "CSRF token).", "kind", refused, ("read", "write"))
+
+
+def _by(name: str, doc: str, label: str, counts: dict[str, int], keys: Iterable[str]) -> CounterMetricFamily:
+    """A counter family with one sample per key (zeros included)."""
+    fam = CounterMetricFamily(name, doc, labels=[label])
+    for key in keys:
+        fam.add_metric([key], counts.get(key, 0))
+    return fam

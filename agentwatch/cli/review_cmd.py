@@ -76,11 +76,8 @@ def review(
     try:
         service = ReviewService(settings)
     except SQLAlchemyError as exc:
-        typer.echo(
-            f"error: review store {settings.review.database_url.split('@')[-1]}: {exc.__class__.__name__}: "
-            f"{str(exc).splitlines()[0]}",
-            err=True,
-        )
+        where = settings.review.database_url.split("@")[-1]  # no password in the message
+        typer.echo(f"error: review store {where}: {type(exc).__name__}: {str(exc).splitlines()[0]}", err=True)
         raise typer.Exit(1) from None
     stop = stop_on_signals()
     if settings.review.metrics_port is not None:
@@ -90,11 +87,9 @@ def review(
     try:
         kafka_or_exit(lambda: service.run(stop), settings.kafka.bootstrap_servers)
     except OSError as exc:
-        typer.echo(
-            f"error: cannot serve the review page on {settings.review.host}:{settings.review.port}: "
-            f"{exc.strerror or exc}; choose another with --port",
-            err=True,
-        )
+        where = f"{settings.review.host}:{settings.review.port}"
+        typer.echo(f"error: cannot serve the review page on {where}: {exc.strerror or exc}; choose another "
+                   "with --port", err=True)
         raise typer.Exit(2) from None
 
 
