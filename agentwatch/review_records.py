@@ -25,8 +25,11 @@ class _Record(BaseModel):
 
 
 def judge_outcome(score: ConversationScore) -> Outcome | None:
-    """The outcome class a judge set on `score`, if the judge set it (and did not fail)."""
-    if score.outcome_source is OutcomeSource.JUDGE and score.outcome is not Outcome.UNSCORED:
+    """The outcome class the judge returned for `score`'s conversation, if a verdict graded it (for a score
+    written before `judge_outcome` existed: its outcome, when the judge set it)."""
+    if score.judge_outcome is not None:
+        return score.judge_outcome
+    if score.judge_score is not None and score.outcome_source is OutcomeSource.JUDGE:
         return score.outcome
     return None
 

@@ -26,6 +26,8 @@ def _sign_in(client: httpx.Client, name: str = "alice", secret: str = PASSWORD) 
 def test_refusals_sign_in_and_no_anchoring(broker, tmp_path) -> None:
     settings = review_settings(broker.bootstrap_servers, tmp_path)
     conv = conversation(unique("c"))
+    conv.turns[0].tool_calls[0].error = "lookup timed out after 5 s"
+    conv.turns[-1].error = "RateLimitError: 429 from the model"
     first = scored(conv, verdict=judged())
     with ServiceThread(settings) as svc:
         svc.service.store.ingest(record(conv, first), time.time(), 86400)
@@ -64,6 +66,8 @@ def test_refusals_sign_in_and_no_anchoring(broker, tmp_path) -> None:
             assert "script-src 'nonce-" in page.headers["content-security-policy"]
             # before the decision: the transcript, but nothing of what the judge or the rules said
             assert "Please refund order ORD-1000." in page.text and "lookup_order" in page.text
+            assert "lookup timed out after 5 s" in page.text
+            assert "Turn error: RateLimitError: 429 from the model" in page.text
             for hidden in (
                 JUDGE_EXPLANATION,
                 "stand-in:judge-model:v1",
@@ -198,3 +202,53 @@ def test_retention_runs_on_its_schedule(broker, tmp_path) -> None:
     assert (total, len(items), expired) == (1, 1, 1)
     again = Store(settings.review.database_url)
     assert [again.get(i.id).conversation_id for i in again.queue()[0]] == ["kept"]
+
+
+def test_the_publisher_keeps_what_kafka_did_not_acknowledge(tmp_path, monkeypatch) -> None:
+    """Records Kafka refuses stay in the outbox and are sent again; acknowledged ones are marked once."""
+    import threading
+
+    from agentwatch.review.service import ReviewService
+
+    from agentwatch.schema import Outcome
+
+    settings = review_settings("127.0.0.1:1", tmp_path, publish_retry_s=0.05)
+    service = ReviewService(settings)
+    conv = conversation(unique("c"))
+    service.store.ingest(record(conv, scored(conv, verdict=judged())), time.time(), 86400)
+    service.store.save_label(service.store.queue()[0][0].id, "alice", Outcome.COMPLETE, "", True, time.time())
+    sent: list[tuple[str, bytes]] = []
+    refuse = {"left": 3}  # the first three deliveries fail, as with a broker away
+
+    class Producer:
+        """librdkafka's producer as the publisher uses it: produce with a delivery callback, then flush."""
+
+        def __init__(self) -> None:
+            self.waiting: list[tuple[str, bytes, object]] = []
+
+        def produce(self, topic: str, value: bytes, key: bytes, on_delivery: object) -> None:
+            self.waiting.append((topic, key, on_delivery))
+
+        def flush(self, timeout: float = 0) -> int:
+            for topic, key, report in self.waiting:
+                failed = refuse["left"] > 0
+                refuse["left"] -= failed
+                report("broker away" if failed else None, type("Msg", (), {"topic": lambda self, t=topic: t})())
+                if not failed:
+                    sent.append((topic, key))
+            self.waiting = []
+            return 0
+
+    monkeypatch.setattr(service, "_producer", Producer)
+    stop = threading.Event()
+    thread = threading.Thread(target=service._publish, args=(stop,), daemon=True)
+    thread.start()
+    service._wake.set()
+    deadline = time.monotonic() + 10
+    while service.store.pending() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    stop.set()
+    thread.join(10)
+    assert service.store.pending() == 0
+    assert sorted(topic for topic, _ in sent) == sorted([settings.review.scores_topic, settings.review.labels_topic])
+    assert service.stats.publish_failures >= 2 and service.stats.published == {"scores": 1, "labels": 1}
