@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 
 import pytest
 from collector_kafka_helpers import (
@@ -121,3 +122,12 @@ def test_review_sample_and_flagged_transcripts_reach_the_topic(broker, topic, tm
     assert any("over the 20,000-byte limit" in n for n in b.conversation.notes)
     assert json.loads(json.dumps(turn.tool_calls[0].result))  # still a JSON value
     assert stats.transcripts_published == {"review_sample": 3, "flagged": 1} and stats.transcripts_cut == 1
+    # the review store takes the collector's records as they come: three transcripts, then the revision (the
+    # spans ended in 2023: no retention here)
+    from agentwatch.review.store import Store
+
+    store = Store(f"sqlite:///{tmp_path / 'review.db'}")
+    results = [store.ingest(TranscriptRecord.model_validate_json(r.value), time.time(), 1e10) for r in records]
+    assert sorted(results) == ["revised", "stored", "stored", "stored"]
+    latest = {store.get(i.id).conversation_id: store.get(i.id).latest_score for i in store.queue()[0]}
+    assert (latest[sampled].revision, latest[sampled].label.value) == (1, "abandoned")
