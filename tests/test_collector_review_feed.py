@@ -127,7 +127,9 @@ def test_review_sample_and_flagged_transcripts_reach_the_topic(broker, topic, tm
     from agentwatch.review.store import Store
 
     store = Store(f"sqlite:///{tmp_path / 'review.db'}")
-    results = [store.ingest(TranscriptRecord.model_validate_json(r.value), time.time(), 1e10) for r in records]
+    parsed = [TranscriptRecord.model_validate_json(r.value) for r in records]
+    results = [store.ingest(record, time.time(), 1e10) for record in parsed]
     assert sorted(results) == ["revised", "stored", "stored", "stored"]
-    latest = {store.get(i.id).conversation_id: store.get(i.id).latest_score for i in store.queue()[0]}
+    stored = [store.get(i.id) for i in store.queue()[0]]
+    latest = {c.conversation_id: c.latest_score for c in stored}
     assert (latest[sampled].revision, latest[sampled].label.value) == (1, "abandoned")
