@@ -252,3 +252,36 @@ def test_the_publisher_keeps_what_kafka_did_not_acknowledge(tmp_path, monkeypatc
     assert service.store.pending() == 0
     assert sorted(topic for topic, _ in sent) == sorted([settings.review.scores_topic, settings.review.labels_topic])
     assert service.stats.publish_failures >= 2 and service.stats.published == {"scores": 1, "labels": 1}
+
+
+@pytest.mark.broker
+def test_a_store_error_replays_the_record_instead_of_losing_it(broker, tmp_path, monkeypatch) -> None:
+    """The database fails once while records arrive: the consumer seeks back and stores every record once."""
+    from confluent_kafka import Producer
+
+    settings = review_settings(broker.bootstrap_servers, tmp_path, publish_retry_s=0.1)
+    convs = [conversation(unique(f"c{i}")) for i in range(3)]
+    with ServiceThread(settings) as svc:
+        store = svc.service.store
+        real, calls = store.ingest, []
+
+        def flaky(record, now, retention_s):  # noqa: ANN001, ANN202 - the store's signature
+            calls.append(record.score.conversation_id)
+            if len(calls) == 2:
+                raise ConnectionError("database went away")
+            return real(record, now, retention_s)
+
+        monkeypatch.setattr(store, "ingest", flaky)
+        producer = Producer({"bootstrap.servers": broker.bootstrap_servers})
+        for conv in convs:  # one key: one partition, in this order
+            producer.produce(settings.review.transcripts_topic, key=b"same",
+                             value=record(conv, scored(conv, verdict=judged())).model_dump_json().encode())
+        assert producer.flush(10) == 0
+        del producer
+        deadline = time.monotonic() + 20
+        while store.counts()["conversations"] < 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        counts, ingested = store.counts(), dict(svc.service.stats.ingested)
+    ids = [c.conversation_id for c in convs]
+    assert counts["conversations"] == 3 and ingested == {"stored": 3}
+    assert calls == [ids[0], ids[1], ids[1], ids[2]]  # the failed record, and only it, was read again
