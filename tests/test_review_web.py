@@ -233,7 +233,8 @@ def test_the_publisher_keeps_what_kafka_did_not_acknowledge(tmp_path, monkeypatc
             for topic, key, report in self.waiting:
                 failed = refuse["left"] > 0
                 refuse["left"] -= failed
-                report("broker away" if failed else None, type("Msg", (), {"topic": lambda self, t=topic: t})())
+                message = type("Message", (), {"topic": lambda self, t=topic: t})()
+                report("broker away" if failed else None, message)
                 if not failed:
                     sent.append((topic, key))
             self.waiting = []
@@ -250,7 +251,8 @@ def test_the_publisher_keeps_what_kafka_did_not_acknowledge(tmp_path, monkeypatc
     stop.set()
     thread.join(10)
     assert service.store.pending() == 0
-    assert sorted(topic for topic, _ in sent) == sorted([settings.review.scores_topic, settings.review.labels_topic])
+    review = settings.review
+    assert sorted(topic for topic, _ in sent) == sorted([review.scores_topic, review.labels_topic])
     assert service.stats.publish_failures >= 2 and service.stats.published == {"scores": 1, "labels": 1}
 
 
