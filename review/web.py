@@ -60,15 +60,8 @@ def _pretty(value: Any) -> str:
 class ReviewApp:
     """The pages over a `Store`; `app` is the ASGI application."""
 
-    def __init__(
-        self,
-        store: Store,
-        config: ReviewConfig,
-        stats: ReviewStats,
-        *,
-        clock: Callable[[], float] = time.time,
-        on_saved: Callable[[], None] = lambda: None,
-    ) -> None:
+    def __init__(self, store: Store, config: ReviewConfig, stats: ReviewStats, *,
+                 clock: Callable[[], float] = time.time, on_saved: Callable[[], None] = lambda: None) -> None:
         self.store = store
         self.config = config
         self.stats = stats
@@ -78,11 +71,8 @@ class ReviewApp:
         self.templates = Jinja2Templates(directory=str(TEMPLATES))
         self.templates.env.filters["when"] = _when
         self.templates.env.filters["pretty"] = _pretty
-        secret = (
-            config.session_secret.get_secret_value()
-            if config.session_secret is not None
-            else secrets.token_urlsafe(32)
-        )
+        secret = (config.session_secret.get_secret_value() if config.session_secret is not None
+                  else secrets.token_urlsafe(32))
         self.app = Starlette(
             routes=[
                 Route("/", self.queue_page),
@@ -93,26 +83,19 @@ class ReviewApp:
                 Route("/c/{row:int}/label", self.label, methods=["POST"]),
                 Route("/healthz", self.health),
             ],
-            middleware=[
-                Middleware(
-                    SessionMiddleware,
-                    secret_key=secret,
-                    session_cookie="agentwatch_review",
-                    max_age=config.session_max_age_s,
-                    same_site="lax",
-                    https_only=config.secure_cookies,
-                )
-            ],
+            middleware=[Middleware(SessionMiddleware, secret_key=secret, session_cookie="agentwatch_review",
+                                   max_age=config.session_max_age_s, same_site="lax",
+                                   https_only=config.secure_cookies)],
         )
 
     # ------------------------------------------------------------------ helpers
 
     def _page(self, request: Request, name: str, context: dict[str, Any], status: int = 200) -> Response:
         nonce = secrets.token_urlsafe(16)
+        policy = (f"default-src 'none'; script-src 'nonce-{nonce}'; style-src 'nonce-{nonce}'; "
+                  "form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
         headers = {
-            "Content-Security-Policy": f"default-src 'none'; script-src 'nonce-{nonce}'; "
-            f"style-src 'nonce-{nonce}'; "
-            "form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+            "Content-Security-Policy": policy,
             "X-Content-Type-Options": "nosniff",
             "Referrer-Policy": "same-origin",
             "Cache-Control": "no-store",
@@ -143,14 +126,7 @@ class ReviewApp:
         """The signed-in reviewer of a form post with the session's CSRF token (else None), and the form."""
         form = await request.form()
         name = self._signed_in(request)
-        token = request.session.get("csrf")
-        sent = form.get("csrf")
-        if (
-            name is None
-            or not isinstance(token, str)
-            or not isinstance(sent, str)
-            or not hmac.compare_digest(token, sent)
-        ):
+        if name is None or not _csrf_ok(request, form):
             self.stats.count_refused("write")
             return None, form
         return name, form
@@ -168,8 +144,7 @@ class ReviewApp:
     async def login(self, request: Request) -> Response:
         """Check the name and secret; on success a new session (and CSRF token)."""
         form = await request.form()
-        token, sent = request.session.get("csrf"), form.get("csrf")
-        if not isinstance(token, str) or not isinstance(sent, str) or not hmac.compare_digest(token, sent):
+        if not _csrf_ok(request, form):
             self.stats.count_refused("write")
             return PlainTextResponse("forbidden: the sign-in form expired; reload the page", 403)
         name, secret = str(form.get("name", "")).strip(), str(form.get("secret", ""))
@@ -213,20 +188,12 @@ class ReviewApp:
         more = None
         if offset + size < total:
             more = "/?" + urlencode({**_filter_params(filters), "offset": offset + size})
-        return self._page(
-            request,
-            "queue.html",
-            {
-                "items": items,
-                "total": total,
-                "choices": choices,
-                "query": query,
-                "more": more,
-                "filters": {"agent": filters.agent, "version": filters.version, "task": filters.task},
-                "filtered": any((filters.agent, filters.version, filters.task)),
-                "page_size": size,
-            },
-        )
+        return self._page(request, "queue.html", {
+            "items": items, "total": total, "choices": choices, "query": query, "more": more,
+            "page_size": size,
+            "filters": {"agent": filters.agent, "version": filters.version, "task": filters.task},
+            "filtered": any((filters.agent, filters.version, filters.task)),
+        })
 
     async def conversation_page(self, request: Request) -> Response:
         """One conversation: its whole transcript, the label form, and — once labelled — the verdicts."""
@@ -248,18 +215,11 @@ class ReviewApp:
         relabel = request.query_params.get("relabel") == "1"
         decided = bool(stored.labels)
         context: dict[str, Any] = {
-            "stored": stored,
-            "conv": conv,
-            "score": stored.latest_score,
-            "labels": stored.labels,
-            "show_form": not decided or relabel or error is not None,
-            "error": error,
-            "saved": request.query_params.get("saved") == "1" and decided,
-            "outcomes": OUTCOME_TEXT,
-            "query": query,
-            "query_relabel": "?" + urlencode({**_filter_params(filters), "relabel": 1}),
-            "queue_url": "/" + query,
-            "left": left,
+            "stored": stored, "conv": conv, "score": stored.latest_score, "labels": stored.labels,
+            "show_form": not decided or relabel or error is not None, "error": error,
+            "saved": request.query_params.get("saved") == "1" and decided, "outcomes": OUTCOME_TEXT,
+            "query": query, "query_relabel": "?" + urlencode({**_filter_params(filters), "relabel": 1}),
+            "queue_url": "/" + query, "left": left,
             "prev_url": f"/c/{prev_id}{query}" if prev_id is not None else None,
             "next_url": f"/c/{next_id}{query}" if next_id is not None else None,
         }
@@ -286,14 +246,8 @@ class ReviewApp:
         )
         self.stats.count_label(outcome)
         self._on_saved()
-        log.info(
-            "%s labelled %s (%s) %s%s",
-            reviewer,
-            record.conversation_id,
-            record.agent,
-            outcome,
-            f", revision {record.revision}" if record.revision is not None else ", no revision needed",
-        )
+        log.info("%s labelled %s (%s) %s%s", reviewer, record.conversation_id, record.agent, outcome,
+                 f", revision {record.revision}" if record.revision is not None else ", no revision needed")
         params = {**_filter_params(_filters(request)), "saved": 1}
         return RedirectResponse(f"/c/{row}?{urlencode(params)}", 303)
 
@@ -311,6 +265,12 @@ def _value(outcome: Outcome | None) -> str | None:
     return None if outcome is None else str(outcome.value)
 
 
+def _csrf_ok(request: Request, form: Any) -> bool:
+    """Whether a form post carries the session's CSRF token."""
+    token, sent = request.session.get("csrf"), form.get("csrf")
+    return isinstance(token, str) and isinstance(sent, str) and hmac.compare_digest(token, sent)
+
+
 def _csrf(request: Request) -> str:
     token = request.session.get("csrf")
     if not isinstance(token, str):
@@ -324,9 +284,8 @@ def _filters(request: Request) -> Filters:
 
 
 def _filter_params(filters: Filters) -> dict[str, str]:
-    return {
-        k: v for k, v in (("agent", filters.agent), ("version", filters.version), ("task", filters.task)) if v
-    }
+    pairs = (("agent", filters.agent), ("version", filters.version), ("task", filters.task))
+    return {k: v for k, v in pairs if v}
 
 
 def _query(filters: Filters) -> str:
