@@ -43,12 +43,8 @@ class ReviewService:
         self.settings = settings
         self.config = settings.review
         self._clock = clock
-        self.store = Store(
-            self.config.database_url,
-            scores_topic=self.config.scores_topic,
-            labels_topic=self.config.labels_topic,
-            credits=settings.scoring.credits,
-        )
+        self.store = Store(self.config.database_url, scores_topic=self.config.scores_topic,
+                           labels_topic=self.config.labels_topic, credits=settings.scoring.credits)
         self.stats = ReviewStats()
         self._wake = threading.Event()
         self.web = ReviewApp(self.store, self.config, self.stats, clock=clock, on_saved=self._wake.set)
@@ -65,43 +61,30 @@ class ReviewService:
         """Serve until `stop` is set (ingest, publisher and retention on their own threads)."""
         kafka = self.settings.kafka
         cfg = self.config
-        ensure_topics(
-            kafka.bootstrap_servers,
-            [cfg.transcripts_topic, cfg.scores_topic, *([cfg.labels_topic] if cfg.labels_topic else [])],
-            partitions=self.settings.collector.topic_partitions,
-            replication_factor=self.settings.collector.topic_replication_factor,
-            client_id=kafka.client_id,
-            security=KafkaSecurity.from_config(kafka),
-        )
+        topics = [cfg.transcripts_topic, cfg.scores_topic, *([cfg.labels_topic] if cfg.labels_topic else [])]
+        ensure_topics(kafka.bootstrap_servers, topics,
+                      partitions=self.settings.collector.topic_partitions,
+                      replication_factor=self.settings.collector.topic_replication_factor,
+                      client_id=kafka.client_id, security=KafkaSecurity.from_config(kafka))
         sock = socket.socket(socket.AF_INET6 if ":" in cfg.host else socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((cfg.host, cfg.port))
+        sock.listen(128)  # connections wait in the backlog until uvicorn serves them: reachable once started
         self.port = int(sock.getsockname()[1])
         if cfg.metrics_port is not None:
             self.start_metrics(cfg.metrics_port)
-        server = self._server = uvicorn.Server(
-            uvicorn.Config(self.web.app, log_level="warning", access_log=False, lifespan="off")
-        )
-        loops = [
-            ("review-ingest", self._ingest),
-            ("review-publish", self._publish),
-            ("review-retention", self._retention),
-        ]
-        threads = [
-            threading.Thread(target=self._guard, args=(name, target, stop), name=name, daemon=True)
-            for name, target in loops
-        ]
+        config = uvicorn.Config(self.web.app, log_level="warning", access_log=False, lifespan="off")
+        server = self._server = uvicorn.Server(config)
+        loops = [("review-ingest", self._ingest), ("review-publish", self._publish),
+                 ("review-retention", self._retention)]
+        threads = [threading.Thread(target=self._guard, args=(name, target, stop), name=name, daemon=True)
+                   for name, target in loops]
         for thread in threads:
             thread.start()
         watcher = threading.Thread(target=self._stop_server_on, args=(stop,), daemon=True)
         watcher.start()
-        log.info(
-            "review page on http://%s:%d/ (%d reviewers), store %s",
-            cfg.host,
-            self.port,
-            len(self.web.reviewers),
-            _safe_url(self.store),
-        )
+        log.info("review page on http://%s:%d/ (%d reviewers), store %s", cfg.host, self.port,
+                 len(self.web.reviewers), _safe_url(self.store))
         try:
             self.started.set()
             server.run(sockets=[sock])
@@ -121,12 +104,8 @@ class ReviewService:
         """Serve /metrics on `port` (0: any free port); the port."""
         registry = CollectorRegistry()
         registry.register(ReviewMetrics(self.store, self.stats))
-        self._metrics = MetricsServer(
-            lambda: render_families(registry.collect()).encode(),
-            port,
-            self.config.metrics_host,
-            "agentwatch review",
-        )
+        self._metrics = MetricsServer(lambda: render_families(registry.collect()).encode(), port,
+                                      self.config.metrics_host, "agentwatch review")
         self.metrics_port = self._metrics.port
         return self.metrics_port
 
@@ -147,18 +126,15 @@ class ReviewService:
 
     def _consumer(self) -> Consumer:
         cfg, kafka = self.config, self.settings.kafka
-        return Consumer(
-            {
-                **service_settings(kafka, "review"),
-                "group.id": cfg.group_id,
-                "enable.auto.commit": False,
-                "enable.auto.offset.store": False,  # an offset is stored once its record is in the store
-                "auto.offset.reset": "earliest",
-                "session.timeout.ms": cfg.session_timeout_ms,
-                "heartbeat.interval.ms": cfg.heartbeat_interval_ms,
-            },
-            logger=log,
-        )
+        return Consumer({
+            **service_settings(kafka, "review"),
+            "group.id": cfg.group_id,
+            "enable.auto.commit": False,
+            "enable.auto.offset.store": False,  # an offset is stored once its record is in the store
+            "auto.offset.reset": "earliest",
+            "session.timeout.ms": cfg.session_timeout_ms,
+            "heartbeat.interval.ms": cfg.heartbeat_interval_ms,
+        }, logger=log)
 
     def _ingest(self, stop: threading.Event) -> None:
         """Transcript records into the store; commit what is stored; on a store error, replay from there."""
@@ -171,9 +147,7 @@ class ReviewService:
                 if done:
                     try:
                         consumer.commit(asynchronous=False)
-                    except (
-                        KafkaException
-                    ) as exc:  # a rebalance: the new owner replays, the store ignores repeats
+                    except KafkaException as exc:  # a rebalance: the new owner replays; repeats are skipped
                         log.warning("offset commit failed (records will be replayed): %s", exc)
         finally:
             consumer.close()
@@ -193,15 +167,9 @@ class ReviewService:
                 record = TranscriptRecord.model_validate_json(message.value() or b"")
             except (ValidationError, ValueError) as exc:
                 self.stats.count_ingest("invalid")
-                log.warning(
-                    "invalid transcript record at %s[%s]@%s: %s",
-                    message.topic(),
-                    message.partition(),
-                    message.offset(),
-                    str(exc)[:300],
-                )
-                consumer.store_offsets(message)
-                stored += 1
+                log.warning("invalid transcript record at %s[%s]@%s: %s", message.topic(),
+                            message.partition(), message.offset(), str(exc)[:300])
+                stored += _store_offset(consumer, message)
                 continue
             try:
                 result = self.store.ingest(record, self._clock(), retention_s)
@@ -210,11 +178,10 @@ class ReviewService:
                 self._seek_back(consumer, messages, message)
                 time.sleep(self.config.publish_retry_s)
                 return stored
-            consumer.store_offsets(message)
             self.stats.count_ingest(result)
             if result == "answered":
                 self._wake.set()
-            stored += 1
+            stored += _store_offset(consumer, message)
         return stored
 
     @staticmethod
@@ -225,13 +192,8 @@ class ReviewService:
         for message in messages:
             after = after or message is failed
             topic, partition, offset = message.topic(), message.partition(), message.offset()
-            if (
-                after
-                and message.error() is None
-                and topic is not None
-                and partition is not None
-                and offset is not None
-            ):
+            if after and message.error() is None and topic is not None and partition is not None \
+                    and offset is not None:
                 first.setdefault((topic, partition), offset)
         for (topic, partition), offset in first.items():
             consumer.seek(TopicPartition(topic, partition, offset))
@@ -239,10 +201,8 @@ class ReviewService:
     # ------------------------------------------------------------------ publisher
 
     def _producer(self) -> Producer:
-        config: dict[str, Any] = {
-            **producer_config(service_settings(self.settings.kafka, "review")),
-            "delivery.report.only.error": False,
-        }
+        config: dict[str, Any] = {**producer_config(service_settings(self.settings.kafka, "review")),
+                                  "delivery.report.only.error": False}  # acknowledgements mark the outbox
         return Producer(config, logger=log)
 
     def _publish(self, stop: threading.Event) -> None:
@@ -305,12 +265,22 @@ class ReviewService:
                 log.exception("retention failed")
             else:
                 if gone:
-                    log.info(
-                        "retention: %d conversations older than %g days deleted", gone, cfg.retention_days
-                    )
+                    log.info("retention: %d conversations older than %g days deleted", gone,
+                             cfg.retention_days)
                     with self.stats.lock:
                         self.stats.expired += gone
             stop.wait(cfg.retention_interval_s)
+
+
+def _store_offset(consumer: Consumer, message: Message) -> int:
+    """Mark `message` done for the next commit; 1, or 0 when its partition was taken away meanwhile."""
+    try:
+        consumer.store_offsets(message)
+    except KafkaException as exc:  # revoked: the new owner reads it again, the store ignores the repeat
+        log.info("offset of %s[%s]@%s not stored: %s", message.topic(), message.partition(), message.offset(),
+                 exc)
+        return 0
+    return 1
 
 
 def _safe_url(store: Store) -> str:
