@@ -245,6 +245,10 @@ class ConversationScore(_Model):
         default=None, description="The judge's answer-correctness score in [0, 1], when a verdict graded it."
     )
     judge_explanation: str | None = Field(default=None, description="The judge's short explanation.")
+    judge_outcome: Outcome | None = Field(
+        default=None, description="The outcome class the judge returned (before failure evidence or other graders "
+        "changed the conversation's outcome), when a verdict graded it."
+    )
     judge_sampled: bool = Field(default=False, description="In the judge sample (sample_point(id) < judge rate).")
     review_sampled: bool = Field(
         default=False, description="In the review sample: a label on it is its truth (sample_point(id) < rate)."

@@ -28,5 +28,18 @@ SPANS_TOPIC = "agentwatch.spans"
 SCORES_TOPIC = "agentwatch.scores"
 DEAD_LETTER_TOPIC = "agentwatch.deadletter"
 REKEY_TOPIC = "agentwatch.spans.rekeyed"
+TRANSCRIPTS_TOPIC = "agentwatch.transcripts"  # transcripts to review with their first score, by conversation
+LABELS_TOPIC = "agentwatch.labels"  # labels people saved in the review service, by conversation id
+
+# Why a conversation is in the review queue: the blind review sample (`sampling.review_rate`, a random sample
+# whose labels may estimate success), or a person's label/flag when it was scored (not a random sample).
+REVIEW_SAMPLE = "review_sample"
+FLAGGED = "flagged"
 
 SCORE_FORMAT_VERSION = 1  # `schema_version` of ConversationScore records
+REVIEW_FORMAT_VERSION = 1  # `format_version` of transcript and label records
+
+
+def score_key(agent: str, version: str, task: str) -> bytes:
+    """Kafka key of a score record: `agent|version|task`, so one estimator instance owns each series."""
+    return f"{agent}|{version}|{task}".encode()

@@ -337,6 +337,7 @@ class ConversationScorer:
                 "judge": verdict.judge_id or None if verdict is not None else None,
                 "judge_score": verdict.score if used_judge else None,  # type: ignore[union-attr]
                 "judge_explanation": (verdict.explanation or None) if used_judge else None,  # type: ignore[union-attr]
+                "judge_outcome": verdict.outcome if used_judge else None,  # type: ignore[union-attr]
                 "judge_sampled": sample.judge,
                 "review_sampled": sample.review,
                 "label": label,

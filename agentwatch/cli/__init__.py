@@ -12,6 +12,7 @@ from agentwatch.cli import (
     judge_cmd,  # noqa: F401
     policy_cmd,  # noqa: F401
     reconstruct_cmd,  # noqa: F401
+    review_cmd,  # noqa: F401
     schema_cmd,  # noqa: F401
     score_cmd,  # noqa: F401
 )
