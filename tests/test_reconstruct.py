@@ -444,6 +444,7 @@ def test_reconstruct_command_reads_protobuf_json_and_json_lines(tmp_path) -> Non
         "result": 2,
         "error": None,
         "call_id": "x",
+        "read_only": None,  # no agentwatch.tool.read_only on the span: decided by the tool-name patterns
     }
 
 
