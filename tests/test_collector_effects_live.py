@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 import pytest
-from collector_kafka_helpers import ServiceThread, TopicReader, collector_settings, unique
+from collector_kafka_helpers import collect_one_score, unique
 
 pytestmark = pytest.mark.broker
 
@@ -73,14 +73,7 @@ def _score(broker, topic, tmp_path, flag: str) -> dict:
         [sys.executable, str(script), bs, topic, cid, flag], check=False, capture_output=True, timeout=60
     )
     assert run.returncode == 0, run.stderr.decode()[-2000:]
-    settings = collector_settings(bs, [topic], unique("effects"))
-    reader = TopicReader(bs, settings.collector.scores_topic)
-    with ServiceThread(settings) as svc:
-        records = reader.wait(lambda r: len(r) >= 1, 30)
-        assert svc.error is None
-    reader.close()
-    assert len(records) == 1
-    return json.loads(records[0].value)
+    return json.loads(collect_one_score(bs, topic, "effects")[0].value)
 
 
 def test_conversation_expectation_read_only_flag_instructions_and_handoff_reach_the_score(broker, topic, tmp_path):
