@@ -1,8 +1,8 @@
 """Required outputs: values some answer of the agent must state (the total it computed, a confirmation code).
 
-An output is found when an answer of any turn contains it, case-insensitively, with thousands separators
-ignored on both sides ("23553" is in "You saved $23,553."), or — for an output that is a number — when an
-answer writes a number of the same value ("327" in "$327.00").
+An output that is a number is found when an answer of any turn writes a number of the same value, however
+formatted ("23553" in "You saved $23,553.", "327" in "$327.00", but not "132" in "1327"); any other output
+when an answer contains it, case-insensitively, thousands separators ignored on both sides.
 """
 
 from __future__ import annotations
@@ -30,10 +30,13 @@ def missing_outputs(outputs: Sequence[str], answers: Sequence[str]) -> list[str]
     missing = []
     for output in outputs:
         wanted = _plain(str(output)).strip()
-        if not wanted or any(wanted in text for text in texts):
+        if not wanted:
             continue
         number = parse_number(wanted)
-        if number is not None:
+        if number is None:
+            if any(wanted in text for text in texts):
+                continue
+        else:
             if values is None:
                 values = [v for a in answers for v, _ in numbers_in(a)]
             if any(abs(v - number) <= 1e-9 * max(1.0, abs(number)) for v in values):
