@@ -60,6 +60,7 @@ class Agreement:
     kappa: float = math.nan
     kappa_interval: tuple[float, float] = (math.nan, math.nan)
     false_fail_reasons: Counter[str] = field(default_factory=Counter)  # reason codes, once per conversation
+    true_fail_reasons: Counter[str] = field(default_factory=Counter)
     false_pass_tasks: Counter[str] = field(default_factory=Counter)
     disagreements: list[tuple[str, str, list[str]]] = field(default_factory=list)  # (id, kind, reasons)
     hallucination_on_success: int = 0
@@ -153,6 +154,7 @@ def agreement(
             cells.append(2)
         else:
             out.true_fail += 1
+            out.true_fail_reasons.update(codes)
             cells.append(3)
         groups.append(score.task)
     out.kappa = kappa(out.true_pass, out.false_pass, out.false_fail, out.true_fail)

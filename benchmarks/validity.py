@@ -65,6 +65,9 @@ def report(title: str, result: Agreement, show: int) -> None:
     print(f"   hallucination flagged on {result.hallucination_on_success}/{result.successes} real successes "
           f"(false-alarm rate {result.hallucination_on_success / max(1, result.successes):.1%}, "
           f"95% interval [{fa_lo:.1%}, {fa_hi:.1%}]) and on {result.hallucination_on_failure} real failures")
+    if result.true_fail_reasons:
+        caught = ", ".join(f"{code} {n}" for code, n in result.true_fail_reasons.most_common(8))
+        print(f"   real failures were failed for (conversations): {caught}")
     if result.false_fail_reasons:
         leading = ", ".join(f"{code} {n}" for code, n in result.false_fail_reasons.most_common(8))
         print(f"   failed but really succeeded — reasons (conversations): {leading}")

@@ -92,7 +92,13 @@ def values_match(
         if isinstance(expected, (list, tuple)):
             if not isinstance(used, (list, tuple)) or len(expected) != len(used):
                 return False
-            return all(values_match(e, u, None, tolerance, depth + 1) for e, u in zip(expected, used, strict=True))
+            for e, u in zip(expected, used, strict=True):
+                if type(e) is str and type(u) is str:  # the usual list, of strings, inline
+                    if e != u:
+                        return False
+                elif not values_match(e, u, None, tolerance, depth + 1):
+                    return False
+            return True
         return not isinstance(used, (dict, list, tuple)) and scalars_equal(expected, used)
     if mode == "ignore":
         return True
@@ -142,6 +148,12 @@ def argument_agreement(
     None or nothing is left to compare."""
     if expected is None:
         return 1.0
+    if not modes and expected == used:  # loose Python equality (True == 1): confirm where it could differ
+        for k, v in expected.items():
+            if type(v) is not str and not values_match(v, used[k]):
+                break
+        else:
+            return 1.0
     ignored = {k for k, m in modes.items() if m == "ignore"} if modes else ()
     keys = (expected.keys() | used.keys()) - set(ignored) if ignored else expected.keys() | used.keys()
     if not keys:

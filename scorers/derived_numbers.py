@@ -29,20 +29,26 @@ _CENT = 0.005
 class Derivations:
     """The amounts stated so far in one conversation, answer by answer (`begin` at each answer)."""
 
-    __slots__ = ("_answer_start", "_counts", "_read", "_totals", "results", "stated")
+    __slots__ = ("_answer", "_answer_start", "_read", "_totals", "results", "stated")
 
     def __init__(self) -> None:
         self.stated: list[float] = []  # grounded or derived amounts the agent stated, in order
         self.results: list[Any] = []  # successful tool results so far, for their list totals
+        self._answer: AnswerText | None = None
         self._answer_start = 0
-        self._counts: list[float] = []
         self._totals: list[float] = []
         self._read = 0  # results whose list totals are in _totals
 
     def begin(self, answer: AnswerText) -> None:
         """Start reading a new answer: its small whole numbers become operands for its amounts."""
         self._answer_start = len(self.stated)
-        self._counts = sorted({v for v, decimals in answer.numbers() if decimals == 0 and v in SMALL_COUNTS})
+        self._answer = answer
+
+    def _counts(self) -> list[float]:
+        """The small whole numbers written in the current answer (read only when an amount needs them)."""
+        if self._answer is None:
+            return []
+        return sorted({v for v, decimals in self._answer.numbers() if decimals == 0 and v in SMALL_COUNTS})
 
     def take(self, value: float) -> None:
         """Record an amount of the current answer that was grounded or derived."""
@@ -52,7 +58,7 @@ class Derivations:
         """Whether `value` is derived from the operands (see the module docstring)."""
         return (
             self._sums_a_run(value)
-            or _combines(value, [*self.stated[-MAX_OPERANDS:], *self._counts])
+            or _combines(value, [*self.stated[-MAX_OPERANDS:], *self._counts()])
             or any(abs(t - value) <= _CENT for t in self._list_totals())
         )
 
