@@ -121,8 +121,9 @@ class ScoringConfig(_Section):
     )
     read_only_tools: list[str] = Field(
         default_factory=lambda: list(READ_ONLY_TOOLS),
-        description="tools that change nothing (names or shell-style globs, normalised like tool names): calls "
-        "nobody expected are free, an expected one may be skipped; a span's agentwatch.tool.read_only wins",
+        description="tools that change nothing (names or shell-style globs, normalised like tool names): "
+        "calls nobody expected are free, an expected one may be skipped; a span's agentwatch.tool.read_only "
+        "wins",
     )
     handoff_tools: list[str] = Field(
         default_factory=lambda: list(HANDOFF_TOOLS),

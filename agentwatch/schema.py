@@ -74,8 +74,8 @@ class ToolCall(_Model):
     call_id: str | None = Field(default=None, description="Tool call id (gen_ai.tool.call.id), if known.")
     read_only: bool | None = Field(
         default=None,
-        description="True when the tool changes nothing (a lookup), false when it has effects; null: decided by "
-        "the tool-name patterns of the configuration.",
+        description="True when the tool changes nothing (a lookup), false when it has effects; null: decided "
+        "by the tool-name patterns of the configuration.",
     )
 
     @field_validator("arguments", mode="before")
@@ -122,15 +122,16 @@ class Expectation(_Model):
     reference_answer: str | None = Field(default=None, description="Reference answer for the answer grader.")
     extra_calls: ExtraCalls = Field(
         default="read_only",
-        description="Calls nobody expected that are allowed: read_only (lookups and handoffs are free, a call "
-        "with effects fails), none (every call must be expected), any.",
+        description="Calls nobody expected that are allowed: read_only (lookups and handoffs are free, a "
+        "call with effects fails), none (every call must be expected), any.",
     )
     outputs: list[str] = Field(
         default_factory=list, description="Values some answer of the agent must contain (e.g. an amount)."
     )
     end: Ending | None = Field(
         default=None,
-        description="How the conversation must end: handoff (to a person) or answer (no handoff); null: either.",
+        description="How the conversation must end: handoff (to a person) or answer (no handoff); null: "
+        "either.",
     )
 
     @property

@@ -20,7 +20,7 @@ ArgumentConstraint = Any  # a plain value (equal), {"regex": str}, {"from_input"
 
 
 def is_constraint(value: Any) -> bool:
-    """Whether a policy argument value is a constraint object (one of `CONSTRAINT_KEYS`), not a plain value."""
+    """Whether a policy argument value is a constraint object (one of `CONSTRAINT_KEYS`), not a value."""
     return isinstance(value, dict) and len(value) == 1 and next(iter(value)) in CONSTRAINT_KEYS
 
 
@@ -34,9 +34,9 @@ class PolicyTool(_Section):
     name: str = Field(min_length=1)
     arguments: dict[str, ArgumentConstraint] = Field(
         default_factory=dict,
-        description="argument -> a value (equal; objects compare as subsets, lists in order), {regex: PATTERN} "
-        "(full match), {from_input: true} (the value appears in the user's input of this conversation) or "
-        "{any: true} (present)",
+        description="argument -> a value (equal; objects compare as subsets, lists in order), "
+        "{regex: PATTERN} (full match), {from_input: true} (the value appears in the user's input of this "
+        "conversation) or {any: true} (present)",
     )
     match: dict[str, ArgumentMode] = Field(
         default_factory=dict,
@@ -44,8 +44,8 @@ class PolicyTool(_Section):
     )
     required: bool | None = Field(
         default=None,
-        description="whether the call must happen; null: only when the tool has effects (lookups and handoffs "
-        "may be skipped)",
+        description="whether the call must happen; null: only when the tool has effects (lookups and "
+        "handoffs may be skipped)",
     )
 
     @field_validator("arguments")
@@ -63,13 +63,15 @@ class PolicyTool(_Section):
 
 
 class TaskPolicy(_Section):
-    """Expectations that live in configuration: they grade every conversation of the matching agents and tasks."""
+    """Expectations kept in configuration: they grade every conversation of the matching agents and tasks."""
 
     id: str = Field(min_length=1, description="policy id, recorded on every score it graded")
     version: str = Field(default="1", min_length=1)
     agent: str = Field(default="*", description="agent name or shell-style glob")
     task: str = Field(default="*", description="task name or shell-style glob")
-    tools: list[PolicyTool] = Field(default_factory=list, description="tool calls expected in the conversation")
+    tools: list[PolicyTool] = Field(
+        default_factory=list, description="tool calls expected in the conversation"
+    )
     order: Literal["any", "relative", "strict"] = Field(
         default="any",
         description="any: each expected call somewhere; relative: in this order, others may come between; "
@@ -77,8 +79,8 @@ class TaskPolicy(_Section):
     )
     extra_calls: ExtraCalls = Field(
         default="read_only",
-        description="calls the policy does not list that are allowed when it lists `tools`: read_only (lookups "
-        "and handoffs; a call with effects fails), none, any",
+        description="calls the policy does not list that are allowed when it lists `tools`: read_only "
+        "(lookups and handoffs; a call with effects fails), none, any",
     )
     read_only_tools: list[str] = Field(
         default_factory=list,
@@ -88,7 +90,9 @@ class TaskPolicy(_Section):
     grounding: list[str] = Field(
         default_factory=list, description="tools that must be called before the first answer"
     )
-    outputs: list[str] = Field(default_factory=list, description="values some answer of the agent must contain")
+    outputs: list[str] = Field(
+        default_factory=list, description="values some answer of the agent must contain"
+    )
     end: Ending | None = Field(
         default=None, description="handoff: the conversation must hand off to a person; answer: it must not"
     )

@@ -115,7 +115,7 @@ def _whole_document(head: bytes) -> str | None:
 
 @contextmanager
 def open_binary(path: str | Path) -> Iterator[IO[bytes]]:
-    """The bytes of a file, gunzipped when it starts with the gzip magic; TranscriptFileError when unreadable."""
+    """The bytes of a file, gunzipped when it starts with the gzip magic; TranscriptFileError if not read."""
     try:
         raw_fh: IO[bytes] = open(path, "rb")  # noqa: SIM115 - closed below
     except OSError as exc:
@@ -123,7 +123,8 @@ def open_binary(path: str | Path) -> Iterator[IO[bytes]]:
     with raw_fh:
         magic = raw_fh.read(2)
         raw_fh.seek(0)
-        yield gzip.GzipFile(fileobj=raw_fh, mode="rb") if magic == GZIP_MAGIC else raw_fh
+        stream: IO[bytes] = gzip.GzipFile(fileobj=raw_fh, mode="rb") if magic == GZIP_MAGIC else raw_fh
+        yield stream
 
 
 def _reject_constant(name: str) -> float:

@@ -1,9 +1,10 @@
-"""Validity: how often agentwatch's verdicts agree with real outcomes, on conversations whose outcome is known.
+"""Validity: how often agentwatch's verdicts agree with real outcomes, on conversations whose outcome is
+known.
 
 Grading is blind: the outcome labels are taken off the conversations before they are scored (a label would
 decide the verdict), then the verdicts (`passed`) are compared with the labels (`complete` = success).
-Reported: the confusion matrix, agreement, Cohen's κ with a bootstrap interval over tasks (conversations of one
-task are correlated, so tasks are resampled, not conversations), the reason codes behind each kind of
+Reported: the confusion matrix, agreement, Cohen's κ with a bootstrap interval over tasks (conversations of
+one task are correlated, so tasks are resampled, not conversations), the reason codes behind each kind of
 disagreement, and how often the hallucination check fires on conversations that really succeeded (its
 false-alarm rate, an upper bound: a successful conversation may still state something made up).
 """
@@ -82,20 +83,21 @@ class Agreement:
         return self.true_pass + self.false_fail
 
     def false_alarm_interval(self, level: float = 0.95) -> tuple[float, float]:
-        """Equal-tailed interval of the hallucination false-alarm rate, Beta(1 + flagged, 1 + successes − flagged)."""
+        """Equal-tailed interval of the hallucination false-alarm rate: Beta(1 + flagged, 1 + the others)."""
         flagged = self.hallucination_on_success
         return beta_interval(1 + flagged, 1 + self.successes - flagged, level)
 
 
 def kappa(true_pass: int, false_pass: int, false_fail: int, true_fail: int) -> float:
-    """Cohen's κ of a 2×2 table: (po − pe) / (1 − pe); NaN when chance agreement is 1 or there are no items."""
+    """Cohen's κ of a 2×2 table: (po − pe) / (1 − pe); NaN when chance agreement is 1 or nothing is rated."""
     n = true_pass + false_pass + false_fail + true_fail
     if n == 0:
         return math.nan
     po = (true_pass + true_fail) / n
-    pe = ((true_pass + false_pass) * (true_pass + false_fail) + (false_fail + true_fail) * (false_pass + true_fail)) / (
-        n * n
-    )
+    pe = (
+        (true_pass + false_pass) * (true_pass + false_fail)
+        + (false_fail + true_fail) * (false_pass + true_fail)
+    ) / (n * n)
     return math.nan if pe >= 1 else (po - pe) / (1 - pe)
 
 

@@ -1,16 +1,18 @@
 """Do agentwatch's verdicts agree with real outcomes? A published benchmark run, graded blind.
 
-Imports a τ-bench (or τ²-bench) results file as `agentwatch import tau-bench` does, takes the outcome labels
-(the benchmark's reward) off the conversations, grades them, and compares the verdicts with the rewards, twice:
+Imports a τ-bench (or τ²-bench) results file as `agentwatch import tau-bench` does, takes the outcome
+labels (the benchmark's reward) off the conversations, grades them, and compares the verdicts with the
+rewards, twice:
 
 - defaults: each conversation carries the task's ground truth as it is — every action as an expected call,
   plain argument values, the required outputs — as a conversation-level expectation, scored with the default
-  settings (lookups free, expected lookups optional, nested objects as subsets, handoffs and goodbyes endings);
+  settings (lookups free, expected lookups optional, nested objects as subsets, handoffs and goodbyes are
+  endings);
 - policies: the task policies the importer writes (`policies.yaml`), scored with the default settings.
 
 Every other check stays on (errors, loops, no answer, hallucinations, utilization). Prints the confusion
-matrix, agreement, Cohen's κ with a 95% interval (tasks resampled), the leading reasons of disagreement and the
-hallucination check's false-alarm rate on conversations that really succeeded.
+matrix, agreement, Cohen's κ with a 95% interval (tasks resampled), the leading reasons of disagreement and
+the hallucination check's false-alarm rate on conversations that really succeeded.
 
     python benchmarks/validity.py [RESULTS.json[.gz]] [--show 40]
 """
@@ -19,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import gzip
-import json
 import time
 from pathlib import Path
 
@@ -28,7 +29,9 @@ from agentwatch.importers.tau_bench import import_results, load_document
 from agentwatch.schema import Conversation
 from agentwatch.validity import Agreement, agreement, blind, expectation_from_actions, grade
 
-DEV_DATA = Path(__file__).resolve().parent.parent / "tests/data/agent-benchmark/airline-gpt-4o-tasks-00-24.json.gz"
+DEV_DATA = (
+    Path(__file__).resolve().parent.parent / "tests/data/agent-benchmark/airline-gpt-4o-tasks-00-24.json.gz"
+)
 
 
 def load(path: Path) -> tuple[list[Conversation], list[dict], dict[str, tuple[list[dict], list[str]]]]:
@@ -45,7 +48,10 @@ def load(path: Path) -> tuple[list[Conversation], list[dict], dict[str, tuple[li
         task = entry["info"]["task"]
         truth.setdefault(
             str(entry["task_id"]),
-            ([{"name": a["name"], "arguments": a["kwargs"]} for a in task["actions"]], task.get("outputs") or []),
+            (
+                [{"name": a["name"], "arguments": a["kwargs"]} for a in task["actions"]],
+                task.get("outputs") or [],
+            ),
         )
     return conversations, imported.policies, truth
 
@@ -60,11 +66,15 @@ def report(title: str, result: Agreement, show: int) -> None:
     print(f"   {'verdict fail':>22} {result.false_fail:>13} {result.true_fail:>13}")
     if result.unscored:
         print(f"   unscored (left out): {result.unscored}")
-    print(f"   agreement {result.agreement:.1%} ({result.true_pass + result.true_fail}/{result.n}); "
-          f"Cohen's kappa {result.kappa:.3f}, 95% interval [{lo:.3f}, {hi:.3f}] (tasks resampled)")
-    print(f"   hallucination flagged on {result.hallucination_on_success}/{result.successes} real successes "
-          f"(false-alarm rate {result.hallucination_on_success / max(1, result.successes):.1%}, "
-          f"95% interval [{fa_lo:.1%}, {fa_hi:.1%}]) and on {result.hallucination_on_failure} real failures")
+    print(
+        f"   agreement {result.agreement:.1%} ({result.true_pass + result.true_fail}/{result.n}); "
+        f"Cohen's kappa {result.kappa:.3f}, 95% interval [{lo:.3f}, {hi:.3f}] (tasks resampled)"
+    )
+    print(
+        f"   hallucination flagged on {result.hallucination_on_success}/{result.successes} real successes "
+        f"(false-alarm rate {result.hallucination_on_success / max(1, result.successes):.1%}, "
+        f"95% interval [{fa_lo:.1%}, {fa_hi:.1%}]) and on {result.hallucination_on_failure} real failures"
+    )
     if result.true_fail_reasons:
         caught = ", ".join(f"{code} {n}" for code, n in result.true_fail_reasons.most_common(8))
         print(f"   real failures were failed for (conversations): {caught}")
@@ -86,17 +96,23 @@ def main() -> None:
 
     conversations, policies, truth = load(args.results)
     unlabelled, real = blind(conversations)
-    print(f"{args.results.name}: {len(conversations)} conversations, {sum(real)} real successes, "
-          f"{len(policies)} tasks; graded without labels")
+    print(
+        f"{args.results.name}: {len(conversations)} conversations, {sum(real)} real successes, "
+        f"{len(policies)} tasks; graded without labels"
+    )
 
     started = time.perf_counter()
     with_truth = [
         c.model_copy(update={"expected": expectation_from_actions(*truth[c.task])}) if c.task in truth else c
         for c in unlabelled
     ]
-    report("defaults: ground truth as a conversation expectation", agreement(grade(with_truth), real), args.show)
+    report(
+        "defaults: ground truth as a conversation expectation", agreement(grade(with_truth), real), args.show
+    )
     policy_settings = Settings.model_validate({"policies": policies})
-    report("policies: generated by the importer", agreement(grade(unlabelled, policy_settings), real), args.show)
+    report(
+        "policies: generated by the importer", agreement(grade(unlabelled, policy_settings), real), args.show
+    )
     print(f"\n(graded {2 * len(conversations)} conversations in {time.perf_counter() - started:.1f} s)")
 
 

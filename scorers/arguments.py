@@ -39,10 +39,10 @@ def _same_number(a: float, b: float) -> bool:
 
 
 def scalars_equal(expected: Any, used: Any) -> bool:
-    """Equal scalars: strings exactly, numbers by value, a number and the text of that number, bools as bools."""
+    """Equal scalars: strings exactly, numbers by value, a number and its text, booleans as booleans."""
     te, tu = type(expected), type(used)
     if te is str and tu is str:
-        return expected == used
+        return bool(expected == used)
     if te is bool or tu is bool:
         return te is tu and expected == used
     e_num, u_num = is_number(expected), is_number(used)
@@ -123,11 +123,13 @@ def _subset_object(expected: dict[str, Any], used: Any, tolerance: float, depth:
         return False
     if depth > _MAX_DEPTH:
         return exact_equal(expected, used)
-    return all(k in used and values_match(v, used[k], None, tolerance, depth + 1) for k, v in expected.items())
+    return all(
+        k in used and values_match(v, used[k], None, tolerance, depth + 1) for k, v in expected.items()
+    )
 
 
 def _list_pairs(expected: Any, used: Any, tolerance: float, depth: int, all_used: bool) -> bool:
-    """Every expected element paired with a distinct used element (and, with `all_used`, nothing left over)."""
+    """Every expected element paired with a distinct used one (and, with `all_used`, nothing left over)."""
     if not isinstance(used, (list, tuple)):
         return False
     if len(used) < len(expected) or (all_used and len(used) != len(expected)):
@@ -136,7 +138,9 @@ def _list_pairs(expected: Any, used: Any, tolerance: float, depth: int, all_used
         want, have = Counter(map(_canonical, expected)), Counter(map(_canonical, used))
         return want == have if all_used else not (want - have)
     pairs = match_pairs(
-        range(len(expected)), len(used), lambda i, j: values_match(expected[i], used[j], None, tolerance, depth + 1)
+        range(len(expected)),
+        len(used),
+        lambda i, j: values_match(expected[i], used[j], None, tolerance, depth + 1),
     )
     return len(pairs) == len(expected)
 

@@ -21,7 +21,7 @@ class _NotArithmetic(ValueError):
 
 
 def _tokens(text: str) -> list[str | float]:
-    """Numbers (as floats) and operator/parenthesis symbols, in order; raise _NotArithmetic on anything else."""
+    """Numbers (as floats) and operator/parenthesis symbols, in order; _NotArithmetic on anything else."""
     out: list[str | float] = []
     i, n = 0, len(text)
     while i < n:

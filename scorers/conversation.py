@@ -29,7 +29,6 @@ from agentwatch.schema import (
     EVIDENCE,
     Conversation,
     ConversationScore,
-    Expectation,
     Outcome,
     OutcomeSource,
     Turn,
@@ -167,12 +166,14 @@ class ConversationScorer:
             absent = missing_outputs(exp.outputs, [answer] if has_answer else [])  # type: ignore[list-item]
             if absent:
                 failed = True
-                reasons.append(f"expected_outputs: turn {i}: the answer does not state {', '.join(map(repr, absent))}")
+                stated = ", ".join(map(repr, absent))
+                reasons.append(f"expected_outputs: turn {i}: the answer does not state {stated}")
         if exp is not None and exp.end is not None:
             applied = True
             if (exp.end == "handoff") != handed_off(turn, names, self._kinds):
                 failed = True
-                reasons.append(f"expected_end: turn {i}: expected {'a' if exp.end == 'handoff' else 'no'} handoff")
+                wanted = "a" if exp.end == "handoff" else "no"
+                reasons.append(f"expected_end: turn {i}: expected {wanted} handoff")
 
         # forbidden tools
         forbidden: list[str] = []
@@ -252,7 +253,9 @@ class ConversationScorer:
         any_failed = False
         unanswered = unanswered_turn(turns, self._names, self._kinds)
         for i, turn in enumerate(turns):
-            ts, answer_score, tool_overall = self._turn(i, turn, conv, i == unanswered, evidence, facts, found)
+            ts, answer_score, tool_overall = self._turn(
+                i, turn, conv, i == unanswered, evidence, facts, found
+            )
             turn_scores.append(ts)
             reasons.extend(ts["reasons"])
             any_failed = any_failed or ts["passed"] is False
@@ -285,7 +288,9 @@ class ConversationScorer:
                 facts.forbidden = True
                 found.add("forbidden_tool")
         if policy is not None:
-            checked = grade_policy(policy, conv, cost.cost_usd, self._names, self._kinds, sc.numeric_tolerance)
+            checked = grade_policy(
+                policy, conv, cost.cost_usd, self._names, self._kinds, sc.numeric_tolerance
+            )
             reasons.extend(checked.failures)
             any_failed = any_failed or not checked.passed
             if checked.forbidden:

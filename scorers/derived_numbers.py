@@ -5,12 +5,13 @@ derived it from amounts it had put on the table. The operands are the amounts th
 conversation that were grounded or themselves derived (the last `MAX_OPERANDS`), and the small whole numbers
 (1–12: passengers, bags, nights) written in the same answer. An amount is derived when it is
 - a + b, |a − b|, a × b or a ÷ b of two operands, within half a cent; or
-- the sum of a run of two or more amounts stated just before it in the same answer (a total under its items); or
+- the sum of a run of two or more amounts stated just before it in the same answer (a total under its
+  items); or
 - the total of one field over the items of a list in a tool result (the legs of an itinerary, the flights of a
   reservation: `price` summed over `flights`), within half a cent.
 
-Operands come from what the agent wrote, not from every number of every tool result: with hundreds of prices in
-search results nearly any amount is the sum of two of them, and the check would never fire.
+Operands come from what the agent wrote, not from every number of every tool result: with hundreds of prices
+in search results nearly any amount is the sum of two of them, and the check would never fire.
 """
 
 from __future__ import annotations
@@ -108,8 +109,8 @@ def _numeric_leaves(value: Any, path: tuple[str, ...], depth: int) -> Iterator[t
 
 
 def list_totals(value: Any, depth: int = 0) -> Iterator[float]:
-    """For every list of objects nested in a JSON value: the total of each numeric field found in two or more of
-    its items (fields of nested objects included, by path)."""
+    """For every list of objects nested in a JSON value: the total of each numeric field found in two or more
+    of its items (fields of nested objects included, by path)."""
     if depth > _MAX_DEPTH:
         return
     if isinstance(value, dict):

@@ -52,7 +52,7 @@ class WantedCall:
 
 @dataclass(slots=True)
 class CallsFound:
-    """What the comparison found: expected calls that did not happen, calls nobody expected, a broken order."""
+    """What the comparison found: expected calls not made, calls nobody expected, a broken order."""
 
     missing: list[WantedCall] = field(default_factory=list)
     unexpected: list[MadeCall] = field(default_factory=list)
@@ -62,7 +62,9 @@ class CallsFound:
         """Reason entries `<prefix>_tools`, `<prefix>_effects` and `<prefix>_order` of what was found."""
         out = [f"{prefix}_tools: no successful call matches {w.label}" for w in self.missing]
         if self.unexpected:
-            what = "call(s) nobody expected" if extra_calls == "none" else "call(s) with effects nobody expected"
+            what = (
+                "call(s) nobody expected" if extra_calls == "none" else "call(s) with effects nobody expected"
+            )
             out.append(f"{prefix}_effects: {what}: {', '.join(describe(m.call) for m in self.unexpected)}")
         if self.order:
             out.append(f"{prefix}_order: {self.order}")
@@ -144,8 +146,8 @@ def _order_broken(
     fits: Callable[[WantedCall, MadeCall], bool],
     order: str,
 ) -> str | None:
-    """Why the order is broken, or None: the paired expected calls must occur as a subsequence, in order, of the
-    successful calls (`strict`: and they must be every call made)."""
+    """Why the order is broken, or None: the paired expected calls must occur as a subsequence, in order, of
+    the successful calls (`strict`: and they must be every call made)."""
     sequence = [w for i, w in enumerate(wanted) if i in pairs]
     k = 0
     for m in done:

@@ -67,7 +67,7 @@ def unanswered_turn(turns: Sequence[Turn], names: NameNormalizer, kinds: ToolKin
 
 
 def wrong_ending(end: str, made: Sequence[MadeCall]) -> str | None:
-    """Why the conversation's ending is not `end` (handoff: a successful handoff call; answer: none), else None."""
+    """Why the conversation's ending is not `end` (handoff: a successful handoff call; answer: none)."""
     handoffs = [m for m in made if m.kind == HANDOFF and m.ok]
     if end == "handoff" and not handoffs:
         return "expected a handoff to a person, none was made"

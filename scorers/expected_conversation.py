@@ -88,11 +88,13 @@ def grade_expected(
         found = check_calls(wanted, made, fits, order, exp.extra_calls)
         result.failures.extend(found.reasons("expected", exp.extra_calls))
     if exp.forbidden_tools:
-        result.forbidden = forbidden_called([m.call for m in made], exp.forbidden_tools, names, [m.name for m in made])
+        result.forbidden = forbidden_called(
+            [m.call for m in made], exp.forbidden_tools, names, [m.name for m in made]
+        )
         if result.forbidden:
             fail(f"forbidden_tool: called {', '.join(result.forbidden)}")
     if exp.reference_answer is not None:
-        answers = [t.answer for t in conv.turns if t.answer and t.answer.strip()] or [None]
+        answers: list[str | None] = [t.answer for t in conv.turns if t.answer and t.answer.strip()] or [None]
         score = max(grade_answer(a, exp.reference_answer, tolerance) for a in answers)
         result.answer_score = score
         if score < answer_threshold:

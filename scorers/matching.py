@@ -5,9 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 
-def match_pairs(
-    left: Sequence[int], right: int, fits: Callable[[int, int], bool]
-) -> dict[int, int]:
+def match_pairs(left: Sequence[int], right: int, fits: Callable[[int, int], bool]) -> dict[int, int]:
     """A maximum matching {left item: right item} where `fits(l, r)`, each right item used once.
 
     Left items are tried in the order given and a left item once matched stays matched while later ones are

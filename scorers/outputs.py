@@ -51,6 +51,6 @@ def answers_of(conv: Conversation) -> list[str]:
 
 
 def outputs_reasons(prefix: str, outputs: Sequence[str], conv: Conversation) -> list[str]:
-    """A `<prefix>_outputs` reason naming the outputs no answer of `conv` states; empty when all are stated."""
+    """A `<prefix>_outputs` reason naming the outputs no answer of `conv` states; empty when all are."""
     absent = missing_outputs(outputs, answers_of(conv)) if outputs else []
     return [f"{prefix}_outputs: no answer states {', '.join(repr(o) for o in absent)}"] if absent else []

@@ -84,7 +84,7 @@ def _scalar_text(value: Any) -> str:
 
 
 def _satisfies(value: Any, constraint: Any, mode: str | None, user_text: str, tolerance: float) -> bool:
-    """Whether an argument value meets a policy constraint ({regex}, {from_input}, {any}) or matches a value."""
+    """Whether an argument value meets a policy constraint ({regex}, {from_input}, {any}) or a value."""
     if mode != "exact" and is_constraint(constraint):
         if "any" in constraint:
             return True
@@ -117,8 +117,8 @@ def grade_policy(
     kinds: ToolKinds | None = None,
     tolerance: float = DEFAULT_TOLERANCE,
 ) -> PolicyResult:
-    """Check every rule of `policy` against `conv` (`cost_usd`: the conversation's cost, if known; `kinds`: how
-    tools are classified, by default `scoring.read_only_tools` and `scoring.handoff_tools` as shipped)."""
+    """Check every rule of `policy` against `conv` (`cost_usd`: the conversation's cost, if known; `kinds`:
+    how tools are classified, by default `scoring.read_only_tools` and `scoring.handoff_tools` as shipped)."""
     result = PolicyResult(policy.ref)
     fail = result.failures.append
     kinds = (kinds or ToolKinds(names, READ_ONLY_TOOLS, HANDOFF_TOOLS)).extended(policy.read_only_tools)

@@ -3,9 +3,9 @@
 Definitions (Fair Forge's four dimensions, Galtea's binary set match), all on normalised tool names:
 - selection: Jaccard similarity of the unique expected and used names (1 when both are empty);
 - parameters: each expected call is matched to a distinct used call of the same name (optimal assignment);
-  a matched pair scores (expected arguments matched) / (arguments in either), per argument as the expectation's
-  `match` says (`scorers.arguments`), 1 when the expected arguments are null; an unmatched expected call scores
-  0; the dimension is the mean over expected calls (1 when none expected);
+  a matched pair scores (expected arguments matched) / (arguments in either), per argument as the
+  expectation's `match` says (`scorers.arguments`), 1 when the expected arguments are null; an unmatched
+  expected call scores 0; the dimension is the mean over expected calls (1 when none expected);
 - sequence: length of the longest common subsequence of expected and used names / expected count, graded
   only when `sequence_matters` (reported as 1.0 otherwise and left out of the overall);
 - utilization: 1 if the answer contains a salient value of a successful tool result that is not already in
@@ -148,7 +148,8 @@ class ToolGrader:
             calls, used_names = self._graded_calls(calls, used_names, exp_set, expected.extra_calls)
         if exp_tools and _some_optional(exp_tools):
             made = frozenset(used_names)
-            kept = [(t, n) for t, n in zip(exp_tools, exp_names, strict=True) if t.required is not False or n in made]
+            pairs = zip(exp_tools, exp_names, strict=True)
+            kept = [(t, n) for t, n in pairs if t.required is not False or n in made]
             exp_tools, exp_names = [t for t, _ in kept], [n for _, n in kept]
             exp_set = frozenset(exp_names)
         same_names = exp_names == used_names
@@ -161,7 +162,10 @@ class ToolGrader:
                 args = c.arguments
                 if args is not None:
                     expected_args = t.arguments
-                    total += 1.0 if expected_args is None else argument_agreement(expected_args, args, t.match)
+                    if expected_args is None:
+                        total += 1.0
+                    else:
+                        total += argument_agreement(expected_args, args, t.match)
             parameters = total / len(exp_names) if exp_names else 1.0
         else:
             used_set = frozenset(used_names)

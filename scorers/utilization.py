@@ -217,7 +217,9 @@ def conversation_uses_results(turns: Sequence[Turn]) -> bool | None:
                 results.append(call.result)
                 arguments.append(call.arguments)
         answer = turn.answer
-        if results and answer and answer.strip() and uses_results(AnswerText(answer), results, turn.input, arguments):
+        if not (results and answer and answer.strip()):
+            continue
+        if uses_results(AnswerText(answer), results, turn.input, arguments):
             return True
     if called and not results:
         return None

@@ -311,8 +311,8 @@ class TopicReader:
 
 
 def collect_one_score(bootstrap: str, topic: str, group: str) -> tuple[Record, Any]:
-    """Run a collector (group `group`) over `topic` until it writes a score: the one score record it wrote, and
-    the collector's stats."""
+    """Run a collector (group `group`) over `topic` until it writes a score: the one score record it wrote,
+    and the collector's stats."""
     settings = collector_settings(bootstrap, [topic], unique(group))
     reader = TopicReader(bootstrap, settings.collector.scores_topic)
     with ServiceThread(settings) as svc:

@@ -1,5 +1,5 @@
-"""The attributes behind effect-based grading, from an SDK agent through a real broker to the collector's score:
-a conversation-level expectation, a tool flagged read-only, the agent's instructions, a handoff as the ending."""
+"""The attributes behind effect-based grading, from an SDK agent through a real broker to the collector's
+score: a conversation-level expectation, a tool flagged read-only, the agent's instructions, a handoff."""
 
 from __future__ import annotations
 
@@ -76,10 +76,12 @@ def _score(broker, topic, tmp_path, flag: str) -> dict:
     return json.loads(collect_one_score(bs, topic, "effects")[0].value)
 
 
-def test_conversation_expectation_read_only_flag_instructions_and_handoff_reach_the_score(broker, topic, tmp_path):
+def test_conversation_expectation_read_only_flag_instructions_and_handoff_reach_the_score(
+    broker, topic, tmp_path
+):
     s = _score(broker, topic, tmp_path, "flagged")
     # graded by the conversation's expectation (no turn carries one); the lookup is free because its span says
-    # it is read-only; "$25" is grounded by the instructions on the model call; the handoff ends the conversation
+    # it is read-only; "$25" is grounded by the instructions on the model call; the handoff ends it
     assert s["graded_by"] == ["expectations"], s
     assert (s["passed"], s["outcome"], s["reasons"], s["evidence"]) == (True, "complete", [], [])
 

@@ -1,12 +1,12 @@
-"""Argument matching per argument, and the safe arithmetic evaluator behind `numeric` (hostile input included)."""
+"""Argument matching per argument, and the safe arithmetic evaluator behind `numeric` (hostile input too)."""
 
 from __future__ import annotations
 
 from fractions import Fraction
 
 import pytest
-from agentwatch.scorers.arguments import argument_agreement, exact_equal, values_match
 from agentwatch.scorers import arithmetic
+from agentwatch.scorers.arguments import argument_agreement, exact_equal, values_match
 from agentwatch.scorers.arithmetic import MAX_DEPTH, MAX_LENGTH, evaluate, number_value
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -154,7 +154,9 @@ def test_long_unordered_lists_compare_as_multisets() -> None:
 
 def test_argument_agreement_leaves_ignored_arguments_out() -> None:
     expected = {"id": "R1", "summary": "the user wants a refund"}
-    assert argument_agreement(expected, {"id": "R1", "summary": "refund please"}, {"summary": "ignore"}) == 1.0
+    assert (
+        argument_agreement(expected, {"id": "R1", "summary": "refund please"}, {"summary": "ignore"}) == 1.0
+    )
     assert argument_agreement(expected, {"id": "R1"}, {"summary": "ignore"}) == 1.0  # absent is fine too
     # without the mode: one of two arguments agrees → 1/2 (keys in either: id, summary)
     assert argument_agreement(expected, {"id": "R1", "summary": "refund please"}) == Fraction(1, 2)

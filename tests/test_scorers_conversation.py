@@ -159,7 +159,9 @@ def test_no_final_answer_on_last_turn_is_abandoned():
     assert s.outcome is Outcome.ABANDONED and "no_answer" in codes(s)
 
 
-@pytest.mark.parametrize("closing", ["thanks", "Thank you so much, that's all!", "###STOP###", "Bye! ###STOP###"])
+@pytest.mark.parametrize(
+    "closing", ["thanks", "Thank you so much, that's all!", "###STOP###", "Bye! ###STOP###"]
+)
 def test_a_closing_left_unanswered_is_no_missing_answer(closing):
     s = score_conversation(make(ORDER_TURN, {"input": closing, "answer": None}))
     assert s.passed is True and s.outcome is Outcome.COMPLETE and "no_answer" not in codes(s)
@@ -170,10 +172,12 @@ def test_a_closing_left_unanswered_is_no_missing_answer(closing):
 
 def test_a_handoff_to_a_person_is_an_ending_not_a_missing_answer():
     handoff = {"input": "I want a human.", "answer": None,
-               "tool_calls": [{"name": "transfer_to_human_agents", "arguments": {"summary": "x"}, "result": "ok"}]}
+               "tool_calls": [{"name": "transfer_to_human_agents", "arguments": {"summary": "x"},
+                               "result": "ok"}]}
     assert "no_answer" not in codes(score_conversation(make(ORDER_TURN, handoff)))
     refused = dict(handoff, tool_calls=[dict(handoff["tool_calls"][0], error="unavailable")])
-    assert "no_answer" in codes(score_conversation(make(ORDER_TURN, refused)))  # a refused handoff ended nothing
+    # a refused handoff ended nothing
+    assert "no_answer" in codes(score_conversation(make(ORDER_TURN, refused)))
     other = dict(handoff, tool_calls=[{"name": "refund_order", "arguments": {}, "result": "ok"}])
     assert "no_answer" in codes(score_conversation(make(ORDER_TURN, other)))
 

@@ -20,8 +20,13 @@ KINDS = ToolKinds(NAMES, READ_ONLY_TOOLS, HANDOFF_TOOLS)
 
 
 def call(name: str, error: str | None = None, read_only: bool | None = None, **arguments: object) -> dict:
-    return {"name": name, "arguments": arguments, "result": {"ok": True} if error is None else None,
-            "error": error, "read_only": read_only}
+    return {
+        "name": name,
+        "arguments": arguments,
+        "result": {"ok": True} if error is None else None,
+        "error": error,
+        "read_only": read_only,
+    }
 
 
 def conv(*calls: dict, answer: str = "Done.", **fields: object) -> Conversation:
@@ -65,12 +70,18 @@ def test_a_policy_adds_read_only_patterns() -> None:
 
 # --------------------------------------------------------------------------- effects (policies)
 
-EXPECTED = {"tools": [{"name": "update_reservation", "arguments": {"reservation_id": "R1", "cabin": "economy"}}]}
+EXPECTED = {
+    "tools": [{"name": "update_reservation", "arguments": {"reservation_id": "R1", "cabin": "economy"}}]
+}
 
 
 def test_lookups_are_free_and_the_expected_effect_must_happen() -> None:
-    done = conv(call("get_reservation", reservation_id="R1"), call("search_flights"), call("think"),
-                call("update_reservation", reservation_id="R1", cabin="economy", payment_id="card"))
+    done = conv(
+        call("get_reservation", reservation_id="R1"),
+        call("search_flights"),
+        call("think"),
+        call("update_reservation", reservation_id="R1", cabin="economy", payment_id="card"),
+    )
     assert policy_codes(EXPECTED, done) == set()  # extra top-level arguments are allowed, lookups are free
     assert policy_codes(EXPECTED, conv(call("get_reservation"))) == {"policy_tools"}
 
@@ -95,22 +106,32 @@ def test_no_call_with_effects_is_expressible_and_lookups_still_pass() -> None:
     refuse = {"tools": []}
     assert policy_codes(refuse, conv(call("get_reservation"), call("transfer_to_human_agents"))) == set()
     assert policy_codes(refuse, conv(call("cancel_reservation"))) == {"policy_effects"}
-    assert policy_codes({}, conv(call("cancel_reservation"))) == set()  # a policy without `tools` does not say
+    assert (
+        policy_codes({}, conv(call("cancel_reservation"))) == set()
+    )  # a policy without `tools` does not say
 
 
 def test_expected_calls_are_a_multiset_and_wrong_arguments_are_an_extra_effect() -> None:
-    two = {"tools": [{"name": "update_reservation", "arguments": {"reservation_id": r}} for r in ("R1", "R2")]}
+    two = {
+        "tools": [{"name": "update_reservation", "arguments": {"reservation_id": r}} for r in ("R1", "R2")]
+    }
     assert policy_codes(two, conv(call("update_reservation", reservation_id="R1"))) == {"policy_tools"}
-    both = conv(call("update_reservation", reservation_id="R2"), call("update_reservation", reservation_id="R1"))
+    both = conv(
+        call("update_reservation", reservation_id="R2"), call("update_reservation", reservation_id="R1")
+    )
     assert policy_codes(two, both) == set()
-    wrong = conv(call("update_reservation", reservation_id="R1"), call("update_reservation", reservation_id="R9"))
+    wrong = conv(
+        call("update_reservation", reservation_id="R1"), call("update_reservation", reservation_id="R9")
+    )
     assert policy_codes(two, wrong) == {"policy_tools", "policy_effects"}
 
 
 def test_an_expected_lookup_is_optional_unless_required() -> None:
     lookup = {"tools": [{"name": "get_reservation", "arguments": {"reservation_id": "R1"}}]}
     assert policy_codes(lookup, conv()) == set()
-    required = {"tools": [{"name": "get_reservation", "arguments": {"reservation_id": "R1"}, "required": True}]}
+    required = {
+        "tools": [{"name": "get_reservation", "arguments": {"reservation_id": "R1"}, "required": True}]
+    }
     assert policy_codes(required, conv()) == {"policy_tools"}
     assert policy_codes(required, conv(call("get_reservation", reservation_id="R1"))) == set()
     optional_effect = {"tools": [{"name": "cancel_reservation", "required": False}]}
@@ -119,10 +140,21 @@ def test_an_expected_lookup_is_optional_unless_required() -> None:
 
 
 def test_argument_modes_in_policies() -> None:
-    handoff_like = {"tools": [{"name": "escalate", "arguments": {"case": "C1", "summary": "user wants money back"},
-                               "match": {"summary": "ignore"}}]}
+    handoff_like = {
+        "tools": [
+            {
+                "name": "escalate",
+                "arguments": {"case": "C1", "summary": "user wants money back"},
+                "match": {"summary": "ignore"},
+            }
+        ]
+    }
     assert policy_codes(handoff_like, conv(call("escalate", case="C1", summary="refund request"))) == set()
-    pay = {"tools": [{"name": "pay", "arguments": {"amount": "430+412-(136+109)"}, "match": {"amount": "numeric"}}]}
+    pay = {
+        "tools": [
+            {"name": "pay", "arguments": {"amount": "430+412-(136+109)"}, "match": {"amount": "numeric"}}
+        ]
+    }
     assert policy_codes(pay, conv(call("pay", amount=597))) == set()
     assert policy_codes(pay, conv(call("pay", amount="(430-136)+(412-109)"))) == set()
     assert policy_codes(pay, conv(call("pay", amount=596))) == {"policy_tools", "policy_effects"}
@@ -130,8 +162,13 @@ def test_argument_modes_in_policies() -> None:
 
 def test_relative_order_among_effects() -> None:
     ordered = {"tools": [{"name": "cancel_reservation"}, {"name": "book_reservation"}], "order": "relative"}
-    assert policy_codes(ordered, conv(call("cancel_reservation"), call("get_x"), call("book_reservation"))) == set()
-    assert policy_codes(ordered, conv(call("book_reservation"), call("cancel_reservation"))) == {"policy_order"}
+    assert (
+        policy_codes(ordered, conv(call("cancel_reservation"), call("get_x"), call("book_reservation")))
+        == set()
+    )
+    assert policy_codes(ordered, conv(call("book_reservation"), call("cancel_reservation"))) == {
+        "policy_order"
+    }
 
 
 def test_outputs_and_endings_in_policies() -> None:
@@ -146,55 +183,98 @@ def test_outputs_and_endings_in_policies() -> None:
 
 
 def test_a_conversation_expectation_is_matched_anywhere_and_graded() -> None:
-    expected = Expectation.model_validate({
-        "tools": [{"name": "get_reservation", "arguments": {"reservation_id": "R1"}},
-                  {"name": "update_reservation", "arguments": {"reservation_id": "R1",
-                                                               "flights": [{"flight_number": "HAT2"}]}}],
-        "outputs": ["HAT2"],
-    })
+    expected = Expectation.model_validate(
+        {
+            "tools": [
+                {"name": "get_reservation", "arguments": {"reservation_id": "R1"}},
+                {
+                    "name": "update_reservation",
+                    "arguments": {"reservation_id": "R1", "flights": [{"flight_number": "HAT2"}]},
+                },
+            ],
+            "outputs": ["HAT2"],
+        }
+    )
     turns = [
-        {"input": "Change R1 to HAT2", "answer": "Let me check R1.",
-         "tool_calls": [{"name": "get_reservation", "arguments": {"reservation_id": "R1"},
-                         "result": {"reservation_id": "R1", "flights": [{"flight_number": "HAT1"}]}}]},
-        {"input": "yes", "answer": "R1 now flies HAT2 (was HAT1).",
-         "tool_calls": [{"name": "update_reservation",
-                         "arguments": {"reservation_id": "R1",
-                                       "flights": [{"flight_number": "HAT2", "origin": "JFK"}]},
-                         "result": {"reservation_id": "R1", "status": "updated"}}]},
+        {
+            "input": "Change R1 to HAT2",
+            "answer": "Let me check R1.",
+            "tool_calls": [
+                {
+                    "name": "get_reservation",
+                    "arguments": {"reservation_id": "R1"},
+                    "result": {"reservation_id": "R1", "flights": [{"flight_number": "HAT1"}]},
+                }
+            ],
+        },
+        {
+            "input": "yes",
+            "answer": "R1 now flies HAT2 (was HAT1).",
+            "tool_calls": [
+                {
+                    "name": "update_reservation",
+                    "arguments": {
+                        "reservation_id": "R1",
+                        "flights": [{"flight_number": "HAT2", "origin": "JFK"}],
+                    },
+                    "result": {"reservation_id": "R1", "status": "updated"},
+                }
+            ],
+        },
         {"input": "Thanks, bye!", "answer": "You're welcome!"},
     ]
-    c = Conversation.model_validate({"conversation_id": "c", "expected": expected.model_dump(), "turns": turns})
+    c = Conversation.model_validate(
+        {"conversation_id": "c", "expected": expected.model_dump(), "turns": turns}
+    )
     s = score_conversation(c)
     assert (s.passed, s.graded_by, s.reasons) == (True, ["expectations"], [])
     # the same conversation without the update: the effect and the output are missing
     c2 = c.model_copy(update={"turns": [Turn.model_validate(turns[0]), Turn.model_validate(turns[2])]})
     codes = [r.split(":", 1)[0] for r in score_conversation(c2).reasons]
-    assert codes == ["expected_tools", "expected_outputs", "tool_utilization"]  # and no answer used R1's details
+    assert codes == [
+        "expected_tools",
+        "expected_outputs",
+        "tool_utilization",
+    ]  # and no answer used R1's details
 
 
 def test_conversation_expectation_answer_forbidden_end_and_utilization() -> None:
-    base = {"conversation_id": "c", "turns": [
-        {"input": "Where is order 7?", "answer": "It shipped with DHL.",
-         "tool_calls": [{"name": "get_order", "arguments": {"id": 7}, "result": {"carrier": "DHL"}}]},
-        {"input": "ok", "answer": "Anything else?"},
-    ]}
-    ok = {"tools": [{"name": "get_order", "required": True}], "reference_answer": "shipped with DHL",
-          "forbidden_tools": ["refund"], "end": "answer"}
+    base = {
+        "conversation_id": "c",
+        "turns": [
+            {
+                "input": "Where is order 7?",
+                "answer": "It shipped with DHL.",
+                "tool_calls": [{"name": "get_order", "arguments": {"id": 7}, "result": {"carrier": "DHL"}}],
+            },
+            {"input": "ok", "answer": "Anything else?"},
+        ],
+    }
+    ok = {
+        "tools": [{"name": "get_order", "required": True}],
+        "reference_answer": "shipped with DHL",
+        "forbidden_tools": ["refund"],
+        "end": "answer",
+    }
     assert score_conversation(Conversation.model_validate({**base, "expected": ok})).reasons == []
     bad = {**ok, "reference_answer": "lost in transit", "forbidden_tools": ["get_order"], "end": "handoff"}
     s = score_conversation(Conversation.model_validate({**base, "expected": bad}))
     assert [r.split(":", 1)[0] for r in s.reasons] == ["forbidden_tool", "answer", "expected_end"]
     assert s.evidence == ["forbidden_tool"]
     unused = {**base, "turns": [dict(base["turns"][0], answer="Let me see."), base["turns"][1]]}
-    s2 = score_conversation(Conversation.model_validate({**unused, "expected": {"tools": [{"name": "get_order"}]}}))
+    s2 = score_conversation(
+        Conversation.model_validate({**unused, "expected": {"tools": [{"name": "get_order"}]}})
+    )
     assert [r.split(":", 1)[0] for r in s2.reasons] == ["tool_utilization"]
 
 
 def test_transcript_expectations_win_over_policies_and_a_conversation_expectation_counts() -> None:
     settings = Settings(policies=[{"id": "p", "task": "t", "tools": [{"name": "cancel_reservation"}]}])
     scorer = ConversationScorer(settings)
-    c = conv(call("update_reservation", reservation_id="R1", cabin="economy"),
-             expected={**EXPECTED, "uses_tool_results": False})
+    c = conv(
+        call("update_reservation", reservation_id="R1", cabin="economy"),
+        expected={**EXPECTED, "uses_tool_results": False},
+    )
     s = scorer.score(c)
     assert s.graded_by == ["expectations"] and s.policy is None and s.passed is True
     assert scorer.score(c.model_copy(update={"expected": None})).policy == "p@1"
@@ -205,7 +285,9 @@ def test_transcript_expectations_win_over_policies_and_a_conversation_expectatio
 
 def test_per_turn_lookups_nobody_expected_are_free_effects_are_not() -> None:
     grader = ToolGrader()
-    exp = Expectation.model_validate({"tools": [{"name": "refund", "arguments": {"id": 1}}], "uses_tool_results": False})
+    exp = Expectation.model_validate(
+        {"tools": [{"name": "refund", "arguments": {"id": 1}}], "uses_tool_results": False}
+    )
     used = [ToolCall(name="get_order", arguments={"id": 1}), ToolCall(name="refund", arguments={"id": 1})]
     assert grader.grade(exp, used, "ok").passed is True
     with_effect = [*used, ToolCall(name="cancel", arguments={})]
@@ -214,8 +296,9 @@ def test_per_turn_lookups_nobody_expected_are_free_effects_are_not() -> None:
     assert grader.grade(strict, used, "ok").selection == 0.5
     loose = exp.model_copy(update={"extra_calls": "any"})
     assert grader.grade(loose, with_effect, "ok").passed is True
-    optional = Expectation.model_validate({"tools": [{"name": "get_order", "required": False}, {"name": "refund"}],
-                                           "uses_tool_results": False})
+    optional = Expectation.model_validate(
+        {"tools": [{"name": "get_order", "required": False}, {"name": "refund"}], "uses_tool_results": False}
+    )
     assert grader.grade(optional, [ToolCall(name="refund")], "ok").passed is True
 
 

@@ -13,7 +13,9 @@ from agentwatch.scorers.utilization import conversation_uses_results
 from agentwatch.schema import Conversation, Turn
 
 
-def flagged(answer: str, *results: object, system: str | None = None, question: str = "Help me.") -> list[str]:
+def flagged(
+    answer: str, *results: object, system: str | None = None, question: str = "Help me."
+) -> list[str]:
     """Hallucination reasons for one answer after one turn that called a tool per result."""
     evidence = Evidence()
     evidence.add(system)
@@ -35,8 +37,15 @@ def test_the_instructions_are_a_source() -> None:
         ("Option 1: $105 + $190 = $295.", [{"prices": [105, 190]}]),
         ("$50 per passenger, 3 passengers: $150 in total.", [{"compensation": 50}]),
         ("IAH-JFK: $177\nJFK-SFO: $146\nSFO-IAH: $180\nTotal: $503", [{"p": [177, 146, 180]}]),
-        ("Old: $503. New: $725. You pay $725 - $503 = $222.",
-         [{"old": [{"price": 177}, {"price": 146}, {"price": 180}], "new": [{"price": 282}, {"price": 443}]}]),
+        (
+            "Old: $503. New: $725. You pay $725 - $503 = $222.",
+            [
+                {
+                    "old": [{"price": 177}, {"price": 146}, {"price": 180}],
+                    "new": [{"price": 282}, {"price": 443}],
+                }
+            ],
+        ),
         ("Refund: $2580.", ["-2580.0"]),  # a negative result stated as a positive amount
         ("The itinerary costs $255.", [[[{"price": 136}, {"price": 119}], [{"price": 90}, {"price": 95}]]]),
         ("Your reservation cost $3,538.", [{"flights": [{"price": 1859}, {"price": 1679}]}]),
@@ -61,8 +70,11 @@ def test_made_up_amounts_are_still_flagged(answer: str, results: list[object]) -
 
 
 def test_list_totals_sum_one_field_over_the_items_of_a_list() -> None:
-    value = {"flights": [{"price": 10, "seats": {"economy": 2}}, {"price": 15, "seats": {"economy": 3}}],
-             "single": [{"price": 7}], "legs": [[{"p": 1}, {"p": 2}]]}
+    value = {
+        "flights": [{"price": 10, "seats": {"economy": 2}}, {"price": 15, "seats": {"economy": 3}}],
+        "single": [{"price": 7}],
+        "legs": [[{"p": 1}, {"p": 2}]],
+    }
     assert sorted(list_totals(value)) == [3.0, 5.0, 25.0]
 
 
@@ -87,31 +99,50 @@ def test_derived_amounts_carry_over_to_later_answers() -> None:
         ("I have refunded 55.00 USD.", "get_order", True),
     ],
 )
-def test_claims_are_backed_by_the_call_that_performs_them(claim: str, tool: str, flagged_expected: bool) -> None:
+def test_claims_are_backed_by_the_call_that_performs_them(
+    claim: str, tool: str, flagged_expected: bool
+) -> None:
     evidence = Evidence()
-    turn = Turn.model_validate({"input": "55.00 USD please", "answer": claim,
-                                "tool_calls": [{"name": tool, "arguments": {}, "result": "ok"}]})
+    turn = Turn.model_validate(
+        {
+            "input": "55.00 USD please",
+            "answer": claim,
+            "tool_calls": [{"name": tool, "arguments": {}, "result": "ok"}],
+        }
+    )
     evidence.add_turn(turn.input, turn.tool_calls, [tool])
     assert bool(find_hallucinations(claim, evidence)) is flagged_expected
 
 
 def test_utilization_over_the_conversation_and_a_closing_thanks() -> None:
-    turns = [Turn.model_validate(t) for t in (
-        {"input": "Where is my order?", "answer": "It ships on Tuesday with DHL.",
-         "tool_calls": [{"name": "get_order", "arguments": {"id": 1}, "result": {"carrier": "DHL"}}]},
-        {"input": "Thanks!", "answer": "You're welcome!"},
-    )]
+    turns = [
+        Turn.model_validate(t)
+        for t in (
+            {
+                "input": "Where is my order?",
+                "answer": "It ships on Tuesday with DHL.",
+                "tool_calls": [{"name": "get_order", "arguments": {"id": 1}, "result": {"carrier": "DHL"}}],
+            },
+            {"input": "Thanks!", "answer": "You're welcome!"},
+        )
+    ]
     assert conversation_uses_results(turns) is True
     assert conversation_uses_results(turns[1:]) is False  # no tool was called
-    failed = [Turn.model_validate({"input": "q", "answer": "It is down.",
-                                   "tool_calls": [{"name": "get_order", "error": "timeout"}]})]
+    failed = [
+        Turn.model_validate(
+            {"input": "q", "answer": "It is down.", "tool_calls": [{"name": "get_order", "error": "timeout"}]}
+        )
+    ]
     assert conversation_uses_results(failed) is None  # nothing could be used
 
 
 def test_a_system_prompt_on_the_transcript_grounds_a_fee_in_an_answer() -> None:
-    turn = {"input": "How much is a change?", "answer": "A change costs $25.",
-            "tool_calls": [{"name": "get_rules", "arguments": {}, "result": {"ok": True}}],
-            "expected": {"tools": [{"name": "get_rules"}], "uses_tool_results": False}}
+    turn = {
+        "input": "How much is a change?",
+        "answer": "A change costs $25.",
+        "tool_calls": [{"name": "get_rules", "arguments": {}, "result": {"ok": True}}],
+        "expected": {"tools": [{"name": "get_rules"}], "uses_tool_results": False},
+    }
     bare = Conversation.model_validate({"conversation_id": "c", "turns": [turn]})
     assert "hallucination" in score_conversation(bare).evidence
     told = bare.model_copy(update={"system": "Policy: a change of flight costs $25."})

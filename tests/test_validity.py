@@ -1,5 +1,5 @@
-"""Validity on real outcomes: agentwatch's verdicts on a published benchmark run, graded blind, must agree with the
-benchmark's rewards at least as well as they do today (a quality floor), and κ is computed right."""
+"""Validity on real outcomes: agentwatch's verdicts on a published benchmark run, graded blind, must agree
+with the benchmark's rewards at least as well as they do today (a quality floor), and κ is computed right."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from agentwatch.validity import agreement, blind, expectation_from_actions, grad
 
 DEV = Path(__file__).parent / "data" / "agent-benchmark" / "airline-gpt-4o-tasks-00-24.json.gz"
 
-# What the graders reach on the dev data today (`python benchmarks/validity.py`); a change that lowers one fails.
+# What the graders reach on the dev data today (`python benchmarks/validity.py`); lowering one fails.
 FLOOR = {
     "policies": {"agreement": 1.00, "kappa": 1.000},
     "defaults": {"agreement": 0.99, "kappa": 0.976},
@@ -56,9 +56,16 @@ def _variant(name: str, dev: tuple[list[Conversation], list[dict], list[dict]], 
     assert all(c.outcome is None for c in unlabelled)
     if name == "policies":
         return grade(unlabelled, Settings.model_validate({"policies": policies})), truth
-    ground = {str(e["task_id"]): ([{"name": a["name"], "arguments": a["kwargs"]} for a in e["info"]["task"]["actions"]],
-                                  e["info"]["task"]["outputs"]) for e in document}
-    with_truth = [c.model_copy(update={"expected": expectation_from_actions(*ground[c.task])}) for c in unlabelled]
+    ground = {
+        str(e["task_id"]): (
+            [{"name": a["name"], "arguments": a["kwargs"]} for a in e["info"]["task"]["actions"]],
+            e["info"]["task"]["outputs"],
+        )
+        for e in document
+    }
+    with_truth = [
+        c.model_copy(update={"expected": expectation_from_actions(*ground[c.task])}) for c in unlabelled
+    ]
     return grade(with_truth), truth
 
 
@@ -74,8 +81,12 @@ def test_verdicts_agree_with_real_outcomes_at_least_as_well_as_today(name: str, 
     # the hallucination check raises no alarm on a conversation that really succeeded
     assert result.hallucination_on_success == 0
     # every check stays on: the real failures are failed for their effects, outputs or failure evidence
-    failed_for = {code for s, real in zip(scores, truth, strict=True) if not real
-                  for code in (r.split(":", 1)[0] for r in s.reasons)}
+    failed_for = {
+        code
+        for s, real in zip(scores, truth, strict=True)
+        if not real
+        for code in (r.split(":", 1)[0] for r in s.reasons)
+    }
     assert failed_for & {"policy_tools", "expected_tools"} and "no_answer" in failed_for
 
 

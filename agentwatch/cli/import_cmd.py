@@ -1,4 +1,4 @@
-"""`agentwatch import tau-bench|openai-chat FILE --out DIR`: other formats as transcripts (and task policies)."""
+"""`agentwatch import tau-bench|openai-chat FILE --out DIR`: other formats as transcripts (and policies)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,9 @@ app.add_typer(import_app, name="import")
 EXIT_USAGE = 2
 MAX_ERRORS_SHOWN = 20
 
-OutOption = Annotated[Path, typer.Option("--out", help="Directory to write transcripts.jsonl (and policies.yaml) in.")]
+OutOption = Annotated[
+    Path, typer.Option("--out", help="Directory to write transcripts.jsonl (and policies.yaml) in.")
+]
 
 
 def _out_dir(out: Path) -> Path:
@@ -39,14 +41,18 @@ def _report_errors(errors: list[str]) -> None:
 
 @import_app.command("tau-bench")
 def tau_bench(
-    results: Annotated[Path, typer.Argument(help="τ-bench results (JSON array) or τ²-bench results (JSON object); "
-                                                 "gzip detected.")],
+    results: Annotated[
+        Path,
+        typer.Argument(help="τ-bench results (JSON array) or τ²-bench results (JSON object); gzip detected."),
+    ],
     out: OutOption,
-    agent: Annotated[str, typer.Option(help="Agent name on every transcript and policy.")] = "tau-bench-agent",
+    agent: Annotated[
+        str, typer.Option(help="Agent name on every transcript and policy.")
+    ] = "tau-bench-agent",
     version: Annotated[str | None, typer.Option(help="Agent version (default: the file's name).")] = None,
 ) -> None:
-    """Transcripts (task, attempt, system prompt, the reward as the outcome label) and one policy per task from
-    its ground-truth actions with effects and its required outputs."""
+    """Transcripts (task, attempt, system prompt, the reward as the outcome label) and one policy per task
+    from its ground-truth actions with effects and its required outputs."""
     from agentwatch.importers import POLICIES, TRANSCRIPTS, write_lines, write_policies
     from agentwatch.importers.tau_bench import TauBenchFormatError, import_results, load_document
     from agentwatch.transcripts import TranscriptFileError, open_binary
@@ -64,8 +70,8 @@ def tau_bench(
     n = write_lines(directory / TRANSCRIPTS, imported.lines)
     header = (
         f"Task policies of {results.name} ({imported.format}), written by `agentwatch import tau-bench`:\n"
-        "the ground-truth actions with effects (lookups and handoffs left out), free-text arguments ignored,\n"
-        "the required outputs. Use with `agentwatch score --config THIS_FILE transcripts.jsonl`."
+        "the ground-truth actions with effects (lookups and handoffs left out), free-text arguments\n"
+        "ignored, the required outputs. Use with `agentwatch score --config THIS_FILE transcripts.jsonl`."
     )
     write_policies(directory / POLICIES, imported.policies, header)
     typer.echo(
@@ -77,16 +83,25 @@ def tau_bench(
 
 @import_app.command("openai-chat")
 def openai_chat(
-    file: Annotated[Path, typer.Argument(help="JSON Lines, one conversation per line: {\"messages\": [...]} or a "
-                                              "list of messages; gzip detected.")],
+    file: Annotated[
+        Path,
+        typer.Argument(
+            help='JSON Lines, one conversation per line: {"messages": [...]} or a '
+            "list of messages; gzip detected."
+        ),
+    ],
     out: OutOption,
     agent: Annotated[str | None, typer.Option(help="Agent name, where a line does not name one.")] = None,
-    version: Annotated[str | None, typer.Option(help="Agent version, where a line does not name one.")] = None,
+    version: Annotated[
+        str | None, typer.Option(help="Agent version, where a line does not name one.")
+    ] = None,
     task: Annotated[str | None, typer.Option(help="Task, where a line does not name one.")] = None,
     error_prefix: Annotated[
         list[str] | None,
-        typer.Option("--error-prefix", help="A tool result starting with this marks a failed call (repeatable; "
-                                            "default: Error:)."),
+        typer.Option(
+            "--error-prefix",
+            help="A tool result starting with this marks a failed call (repeatable; default: Error:).",
+        ),
     ] = None,
 ) -> None:
     """Transcripts from chat-format logs: a user message opens a turn, tool results are paired with waiting

@@ -41,7 +41,7 @@ def write_lines(path: Path, lines: Iterable[dict[str, Any]]) -> int:
 
 
 def write_policies(path: Path, policies: list[dict[str, Any]], header: str) -> None:
-    """Write a configuration file holding only a `policies:` section (usable as `--config`), with a comment."""
+    """Write a configuration file holding only a `policies:` section (a `--config`), after a comment."""
     body = yaml.safe_dump({"policies": policies}, sort_keys=False, allow_unicode=True, width=110)
     comment = "".join(f"# {line}\n" if line else "#\n" for line in header.splitlines())
     path.write_text(comment + body, encoding="utf-8")

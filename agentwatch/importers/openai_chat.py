@@ -8,8 +8,8 @@ Tool results are paired with the calls still waiting for one: the waiting call w
 oldest waiting call (real logs reuse ids within a conversation). A result starting with one of the error
 prefixes ("Error:" by default) marks its call as failed, as does `"error": true` on the message (τ²-bench).
 τ²-bench's message shape (`tool_calls: [{id, name, arguments: {...}, requestor}]`, tool messages with `id`) is
-read too; calls the *user* requested (`requestor: "user"`) are the user's own actions, not the agent's, and are
-left out with a note.
+read too; calls the *user* requested (`requestor: "user"`) are the user's own actions, not the agent's,
+and are left out with a note.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ class ChatFormatError(ValueError):
 
 
 def content_text(content: Any) -> str | None:
-    """The text of a message's content: a string, or the text parts of a list of parts; None if there is none."""
+    """The text of a message's content: a string, or the text parts of a list of parts; None if none."""
     if content is None:
         return None
     if isinstance(content, str):
@@ -75,8 +75,8 @@ class _Turn:
     spoke_last: bool = True  # the agent's last act in the turn was a message, not a tool call
 
     def fields(self) -> dict[str, Any]:
-        # The answer is every message of the agent in the turn (an amount stated before the last calls counts),
-        # provided it spoke after its last call: a turn that stops on a tool call never answered.
+        # The answer is every message of the agent in the turn (an amount stated before the last calls
+        # counts), provided it spoke after its last call: a turn that stops on a tool call never answered.
         answer = "\n\n".join(a for a in self.answers if a.strip()) if self.spoke_last else ""
         return {"input": self.input, "answer": answer or None, "tool_calls": self.calls}
 
@@ -120,20 +120,22 @@ class _Builder:
             if raw.get("requestor") == "user":
                 self.user_calls += 1
                 continue
-            fn = raw.get("function") if isinstance(raw.get("function"), dict) else raw
+            function = raw.get("function")
+            fn: dict[str, Any] = function if isinstance(function, dict) else raw
             name = fn.get("name")
             args = fn.get("arguments")
             parsed = _json_value(args) if isinstance(args, str) else args
             if isinstance(args, str) and args.strip() and not isinstance(parsed, dict):
                 self.notes.append(f"arguments of a {name} call are not a JSON object: kept as text")
-            call = {
+            call_id = None if raw.get("id") in (None, "") else str(raw.get("id"))
+            call: dict[str, Any] = {
                 "name": str(name) if name else "unknown",
                 "arguments": {} if args in (None, "") else parsed,
-                "call_id": None if raw.get("id") in (None, "") else str(raw.get("id")),
+                "call_id": call_id,
             }
             turn.calls.append(call)
             turn.spoke_last = False
-            self.waiting.append((call["call_id"], call))
+            self.waiting.append((call_id, call))
 
     def tool(self, message: dict[str, Any]) -> None:
         if message.get("requestor") == "user":
@@ -157,7 +159,9 @@ class _Builder:
         """The waiting call this result answers: same id, else (legacy `function` results) same name, else the
         oldest waiting call."""
         waiting = self.waiting
-        found = next((i for i, (wid, _) in enumerate(waiting) if call_id is not None and wid == call_id), None)
+        found = next(
+            (i for i, (wid, _) in enumerate(waiting) if call_id is not None and wid == call_id), None
+        )
         if found is None and call_id is None and name is not None:
             found = next((i for i, (_, call) in enumerate(waiting) if call["name"] == name), None)
         if found is None:
@@ -215,8 +219,8 @@ _CARRIED = ("attempt", "instance")  # copied to the transcript line as they are 
 def conversation_from_record(
     record: Any, default_id: str, error_prefixes: Sequence[str] = ERROR_PREFIXES, **defaults: Any
 ) -> Conversation:
-    """A chat-format record — `{"messages": [...], "id"?, "agent"?, "task"?, ...}` or a bare list of messages —
-    as a `Conversation`; `defaults` fill the fields the record does not carry."""
+    """A chat-format record — `{"messages": [...], "id"?, "agent"?, "task"?, ...}` or a bare list of
+    messages — as a `Conversation`; `defaults` fill the fields the record does not carry."""
     if isinstance(record, list):
         record = {"messages": record}
     if not isinstance(record, dict) or not isinstance(record.get("messages"), list):
@@ -224,16 +228,14 @@ def conversation_from_record(
     cid = record.get("conversation_id", record.get("id", default_id))
     fields = {k: v for k, v in defaults.items() if v is not None}
     fields.update({k: record[k] for k in _FIELDS if record.get(k) is not None})
-    return conversation_from_messages(
-        record["messages"], str(cid), error_prefixes=error_prefixes, **fields
-    )
+    return conversation_from_messages(record["messages"], str(cid), error_prefixes=error_prefixes, **fields)
 
 
 def read_chat_lines(
     path: str | Path, errors: list[LineError], error_prefixes: Sequence[str] = ERROR_PREFIXES, **defaults: Any
 ) -> Iterator[dict[str, Any]]:
-    """Transcript lines from a chat-format JSON Lines file (plain or gzip); bad lines go to `errors` with their
-    line number and the rest is still read."""
+    """Transcript lines from a chat-format JSON Lines file (plain or gzip); bad lines go to `errors` with
+    their line number and the rest is still read."""
     stem = Path(path).name.split(".")[0]
     with open_binary(path) as stream:
         for lineno, raw in enumerate(stream, start=1):

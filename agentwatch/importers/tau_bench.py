@@ -1,12 +1,12 @@
 """τ-bench and τ²-bench result files → transcripts and one task policy per task.
 
-τ-bench (`run.py --log-dir`): a JSON array of `{task_id, trial, reward, info: {task: {actions, outputs}}, traj}`,
-`traj` in OpenAI chat format with the agent's system prompt first. τ²-bench: a JSON object
+τ-bench (`run.py --log-dir`): a JSON array of `{task_id, trial, reward, info: {task: {actions, outputs}},
+traj}`, `traj` in OpenAI chat format with the agent's system prompt first. τ²-bench: a JSON object
 `{info: {environment_info: {policy}}, tasks: [{id, evaluation_criteria: {actions, communicate_info}}],
 simulations: [{task_id, trial, messages, reward_info: {reward}}]}`. The format is detected.
 
-Each trajectory becomes a transcript line: `task` is the benchmark's task id, `attempt` its trial, `system` the
-agent's instructions, and the reward the outcome label — `complete` for a reward of 1, else
+Each trajectory becomes a transcript line: `task` is the benchmark's task id, `attempt` its trial, `system`
+the agent's instructions, and the reward the outcome label — `complete` for a reward of 1, else
 `partial_incorrect`: the benchmark's reward is all or nothing (the final database state and the required
 outputs), so anything below 1 is a failed task, and no finer class can be read from it.
 
@@ -30,12 +30,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentwatch.config import ScoringConfig
 from agentwatch.importers import transcript_line
 from agentwatch.importers.openai_chat import ERROR_PREFIXES, ChatFormatError, conversation_from_messages
 from agentwatch.scorers.names import NameNormalizer
 from agentwatch.scorers.tool_kinds import EFFECT, ToolKinds
-
-from agentwatch.config import ScoringConfig
 
 FREE_TEXT_WORDS = 4  # a string argument with this many words or more is free text
 _WORD = re.compile(r"\S+")
@@ -58,14 +57,14 @@ class Imported:
 
 def detect(document: Any) -> str:
     """`tau-bench` or `tau2-bench`; TauBenchFormatError otherwise."""
-    if isinstance(document, list) and document and all(isinstance(r, dict) for r in document[:5]):
-        if any("traj" in r for r in document[:5]):
-            return "tau-bench"
+    head = document[:5] if isinstance(document, list) else []
+    if head and all(isinstance(r, dict) for r in head) and any("traj" in r for r in head):
+        return "tau-bench"
     if isinstance(document, dict) and isinstance(document.get("simulations"), list):
         return "tau2-bench"
     raise TauBenchFormatError(
-        "not a τ-bench results file (a JSON array of {task_id, trial, reward, info, traj}) nor a τ²-bench one "
-        "(an object with `simulations` and `tasks`)"
+        "not a τ-bench results file (a JSON array of {task_id, trial, reward, info, traj}) nor a τ²-bench "
+        "one (an object with `simulations` and `tasks`)"
     )
 
 
@@ -81,7 +80,7 @@ def _free_text(value: Any) -> bool:
 
 
 class PolicyWriter:
-    """Builds one task policy from ground-truth actions, classifying tools with the default scoring settings."""
+    """Builds one task policy from ground-truth actions, tools classified by the default scoring settings."""
 
     def __init__(self, agent: str, prefix: str, scoring: ScoringConfig | None = None) -> None:
         sc = scoring or ScoringConfig()
@@ -94,8 +93,8 @@ class PolicyWriter:
     def policy(
         self, task: str, actions: list[dict[str, Any]], outputs: list[str], compare: dict[int, list[str]]
     ) -> dict[str, Any]:
-        """The policy of one task: `actions` as {name, arguments}; `compare[i]`: the only arguments of action i
-        that count (others ignored), when the benchmark says so."""
+        """The policy of one task: `actions` as {name, arguments}; `compare[i]`: the only arguments of
+        action i that count (others ignored), when the benchmark says so."""
         tools = []
         for i, action in enumerate(actions):
             name = str(action["name"])
@@ -122,7 +121,7 @@ class PolicyWriter:
 
 
 def import_results(document: Any, agent: str, version: str, prefix: str) -> Imported:
-    """Transcript lines and task policies from a τ-bench or τ²-bench results document (see the module docstring)."""
+    """Transcript lines and task policies from a τ-bench or τ²-bench results document (module docstring)."""
     kind = detect(document)
     out = Imported(format=kind)
     writer = PolicyWriter(agent, prefix)
@@ -148,7 +147,9 @@ def import_results(document: Any, agent: str, version: str, prefix: str) -> Impo
             continue
         out.lines.append(transcript_line(conv, attempt=trial))
         if task not in seen_tasks and record.get("actions") is not None:
-            seen_tasks[task] = writer.policy(task, record["actions"], record.get("outputs") or [], record["compare"])
+            seen_tasks[task] = writer.policy(
+                task, record["actions"], record.get("outputs") or [], record["compare"]
+            )
     out.policies = [seen_tasks[t] for t in sorted(seen_tasks, key=_task_order)]
     return out
 
@@ -172,15 +173,18 @@ def _tau(document: list[dict[str, Any]], out: Imported) -> Iterator[tuple[str, d
             for a in task.get("actions") or []
             if isinstance(a, dict) and a.get("name")
         ]
-        yield position, {
-            "task_id": entry.get("task_id"),
-            "trial": entry.get("trial"),
-            "reward": entry.get("reward"),
-            "messages": traj,
-            "actions": actions if "actions" in task else None,
-            "outputs": task.get("outputs") or [],
-            "compare": {},
-        }
+        yield (
+            position,
+            {
+                "task_id": entry.get("task_id"),
+                "trial": entry.get("trial"),
+                "reward": entry.get("reward"),
+                "messages": traj,
+                "actions": actions if "actions" in task else None,
+                "outputs": task.get("outputs") or [],
+                "compare": {},
+            },
+        )
 
 
 def _tau2(document: dict[str, Any], out: Imported) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -198,23 +202,27 @@ def _tau2(document: dict[str, Any], out: Imported) -> Iterator[tuple[str, dict[s
             continue
         task = tasks.get(str(sim.get("task_id")), {})
         criteria = task.get("evaluation_criteria") or {}
-        actions, compare = [], {}
+        actions: list[dict[str, Any]] = []
+        compare: dict[int, list[str]] = {}
         for action in criteria.get("actions") or []:
             if not isinstance(action, dict) or action.get("requestor", "assistant") != "assistant":
                 continue  # the user's own actions (dual control) are not the agent's to make
             if action.get("compare_args") is not None:
                 compare[len(actions)] = list(action["compare_args"])
             actions.append({"name": action.get("name"), "arguments": action.get("arguments") or {}})
-        yield position, {
-            "task_id": sim.get("task_id"),
-            "trial": sim.get("trial"),
-            "reward": (sim.get("reward_info") or {}).get("reward"),
-            "messages": sim["messages"],
-            "system": system if isinstance(system, str) else None,
-            "actions": actions if task else None,
-            "outputs": criteria.get("communicate_info") or [],
-            "compare": compare,
-        }
+        yield (
+            position,
+            {
+                "task_id": sim.get("task_id"),
+                "trial": sim.get("trial"),
+                "reward": (sim.get("reward_info") or {}).get("reward"),
+                "messages": sim["messages"],
+                "system": system if isinstance(system, str) else None,
+                "actions": actions if task else None,
+                "outputs": criteria.get("communicate_info") or [],
+                "compare": compare,
+            },
+        )
 
 
 def load_document(raw: bytes) -> Any:

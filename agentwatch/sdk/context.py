@@ -218,7 +218,9 @@ class conversation:
             return False
         if scope == "conversation":
             state.expected = RUNTIME.capture.dumps(expected)
-            return _annotate(A.CONVERSATION_EXPECTED, state.expected, marker="agentwatch.expect", before_turns=False)
+            return _annotate(
+                A.CONVERSATION_EXPECTED, state.expected, marker="agentwatch.expect", before_turns=False
+            )
         attrs: dict[str, AttributeValue] = {A.EXPECTED: RUNTIME.capture.dumps(expected)}
         if reference_answer is not None:
             attrs[A.REFERENCE_ANSWER] = RUNTIME.capture.text(str(reference_answer))
