@@ -163,7 +163,7 @@ class ConversationScorer:
         # required outputs and the turn's ending
         if exp is not None and exp.outputs:
             applied = True
-            absent = missing_outputs(exp.outputs, [answer] if has_answer else [])  # type: ignore[list-item]
+            absent = missing_outputs(exp.outputs, [answer] if answer is not None and has_answer else [])
             if absent:
                 failed = True
                 stated = ", ".join(map(repr, absent))
