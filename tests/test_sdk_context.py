@@ -255,7 +255,11 @@ def test_expect_for_the_whole_conversation_is_on_every_turn_after_it(spans):  # 
         turn("first")
         turn("second", again=True)
         turn("third")
-    first, second, third = spans.get_finished_spans()
+        conversation.expect(["refund"], scope="conversation")  # after the last turn: on a marker under it
+    first, second, third, marker = spans.get_finished_spans()
+    assert marker.name == "agentwatch.expect" and marker.parent.span_id == third.context.span_id
+    later = attr_json(marker, "agentwatch.conversation.expected")
+    assert later["tools"] == [{"name": "refund", "arguments": None}]
     whole = attr_json(first, "agentwatch.conversation.expected")
     assert whole["tools"] == [{"name": "book", "arguments": {"summary": "x"}, "match": {"summary": "ignore"},
                                "required": True}]
