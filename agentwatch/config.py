@@ -26,6 +26,17 @@ from pydantic import (
 from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
 
 from agentwatch import wire
+from agentwatch.task_policy import ArgumentConstraint, PolicyTool, TaskPolicy
+
+__all__ = [
+    "ArgumentConstraint",
+    "ConfigError",
+    "PolicyTool",
+    "ScoringConfig",
+    "Settings",
+    "TaskPolicy",
+    "load_settings",
+]
 
 log = logging.getLogger(__name__)
 
@@ -88,6 +99,10 @@ class OutcomeCredits(_Section):
     abandoned: float = Field(default=0.0, ge=0, le=1)
 
 
+READ_ONLY_TOOLS = ("get_*", "list_*", "search_*", "find_*", "calculate", "think")
+HANDOFF_TOOLS = ("transfer_to_human*", "handoff_to_human*", "escalate_to_human*")
+
+
 class ScoringConfig(_Section):
     """Thresholds and rules of the scorers."""
 
@@ -103,6 +118,16 @@ class ScoringConfig(_Section):
     credits: OutcomeCredits = Field(default_factory=OutcomeCredits)
     hallucination_checks: bool = Field(
         default=True, description="flag unsupported identifiers and claimed actions (heuristic; see docs/scoring.md)"
+    )
+    read_only_tools: list[str] = Field(
+        default_factory=lambda: list(READ_ONLY_TOOLS),
+        description="tools that change nothing (names or shell-style globs, normalised like tool names): "
+        "calls nobody expected are free, an expected one may be skipped; a span's agentwatch.tool.read_only "
+        "wins",
+    )
+    handoff_tools: list[str] = Field(
+        default_factory=lambda: list(HANDOFF_TOOLS),
+        description="tools that hand the conversation to a person: a legitimate ending, not a missing answer",
     )
 
 
@@ -248,67 +273,6 @@ class JudgeConfig(_Section):
     cache_path: str | None = Field(default=None, description="keep the verdict cache in this JSONL file")
     cache_entries: int = Field(default=100_000, ge=0, description="verdicts kept in memory")
     min_kappa: float = Field(default=0.6, ge=-1, le=1, description="calibrate exits 1 below this Cohen's kappa")
-
-
-ArgumentConstraint = Any  # a plain value (equal), {"regex": str}, {"from_input": true}, {"any": true}
-
-
-class PolicyTool(_Section):
-    """A tool the policy expects, with optional constraints on its arguments."""
-
-    name: str = Field(min_length=1)
-    arguments: dict[str, ArgumentConstraint] = Field(
-        default_factory=dict,
-        description="argument -> a value (equal), {regex: PATTERN} (full match), or {from_input: true} "
-        "(the value appears in the user's input of this conversation)",
-    )
-
-    @field_validator("arguments")
-    @classmethod
-    def _constraints(cls, v: dict[str, Any]) -> dict[str, Any]:
-        import re
-
-        for key, c in v.items():
-            if isinstance(c, dict):
-                unknown = set(c) - {"regex", "from_input", "any"}
-                if unknown or len(c) != 1:
-                    raise ValueError(
-                        f"argument {key!r}: a constraint is a value, {{regex: ...}}, {{from_input: true}} "
-                        f"or {{any: true}}, got {c!r}"
-                    )
-                if "regex" in c:
-                    try:
-                        re.compile(str(c["regex"]))
-                    except re.error as exc:
-                        raise ValueError(f"argument {key!r}: invalid regex {c['regex']!r}: {exc}") from exc
-        return v
-
-
-class TaskPolicy(_Section):
-    """Expectations that live in configuration: they grade every conversation of the matching agents and tasks."""
-
-    id: str = Field(min_length=1, description="policy id, recorded on every score it graded")
-    version: str = Field(default="1", min_length=1)
-    agent: str = Field(default="*", description="agent name or shell-style glob")
-    task: str = Field(default="*", description="task name or shell-style glob")
-    tools: list[PolicyTool] = Field(default_factory=list, description="tool calls expected in the conversation")
-    order: Literal["any", "relative", "strict"] = Field(
-        default="any",
-        description="any: each expected call somewhere; relative: in this order, others may come between; "
-        "strict: exactly these calls in this order",
-    )
-    forbidden_tools: list[str] = Field(default_factory=list)
-    grounding: list[str] = Field(
-        default_factory=list, description="tools that must be called before the first answer"
-    )
-    max_tool_calls: int | None = Field(default=None, ge=0)
-    max_turns: int | None = Field(default=None, ge=1)
-    max_cost_usd: float | None = Field(default=None, gt=0)
-
-    @property
-    def ref(self) -> str:
-        """`id@version`, as recorded on scores."""
-        return f"{self.id}@{self.version}"
 
 
 # --------------------------------------------------------------------------- services

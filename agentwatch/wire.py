@@ -40,6 +40,14 @@ SCORE_FORMAT_VERSION = 1  # `schema_version` of ConversationScore records
 REVIEW_FORMAT_VERSION = 1  # `format_version` of transcript and label records
 
 
+# Span attributes of our own that the SDK writes and the collector reads (the older ones are listed in
+# agentwatch/sdk/attributes.py and collector/conventions.py).
+CONVERSATION_EXPECTED = "agentwatch.conversation.expected"  # JSON expectation for the whole conversation
+TOOL_READ_ONLY = "agentwatch.tool.read_only"  # true on a tool span whose tool changes nothing
+# The agent's instructions, as the OpenTelemetry GenAI conventions name them (JSON parts or text).
+SYSTEM_INSTRUCTIONS = "gen_ai.system_instructions"
+
+
 def score_key(agent: str, version: str, task: str) -> bytes:
     """Kafka key of a score record: `agent|version|task`, so one estimator instance owns each series."""
     return f"{agent}|{version}|{task}".encode()

@@ -1,6 +1,6 @@
 """Span attribute keys the SDK writes (OpenTelemetry GenAI semantic conventions plus `agentwatch.*`)."""
 
-from agentwatch.wire import LABEL_OUTCOMES
+from agentwatch.wire import CONVERSATION_EXPECTED, LABEL_OUTCOMES, SYSTEM_INSTRUCTIONS, TOOL_READ_ONLY
 
 OPERATION = "gen_ai.operation.name"
 CONVERSATION_ID = "gen_ai.conversation.id"
@@ -30,6 +30,8 @@ OUTCOME = "agentwatch.outcome"
 COST_USD = "agentwatch.cost.usd"
 BUDGET_USD = "agentwatch.budget.usd"
 MARKER = "agentwatch.marker"
+# The names below live in agentwatch.wire (the collector reads them from there).
+__all__ = ["CONVERSATION_EXPECTED", "SYSTEM_INSTRUCTIONS", "TOOL_READ_ONLY"]
 
 INVOKE_AGENT = "invoke_agent"
 EXECUTE_TOOL = "execute_tool"
