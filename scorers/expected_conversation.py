@@ -7,7 +7,8 @@
 - reference answer: the best answer of any turn is graded;
 - outputs: values some answer states (`scorers.outputs`);
 - end: a handoff to a person, or none;
-- utilization (when `uses_tool_results`, by default when tools are expected): some answer uses a value of a
+- utilization (only when `uses_tool_results` is true: a conversation's expected lookups often precede a refusal
+  that quotes nothing they returned; what an answer must state is `outputs`): some answer uses a value of a
   successful tool result of its turn or an earlier one.
 """
 
@@ -101,6 +102,6 @@ def grade_expected(
             fail(f"answer: the best answer scores {score:.3g}, below the threshold {answer_threshold:.3g}")
     result.failures.extend(outputs_reasons("expected", exp.outputs, conv))
     result.failures.extend(ending_reasons("expected", exp.end, made))
-    if exp.utilization_required and conversation_uses_results(conv.turns) is False:
+    if exp.uses_tool_results is True and conversation_uses_results(conv.turns) is False:
         fail("tool_utilization: no answer uses a value from a successful tool result")
     return result

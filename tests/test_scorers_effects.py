@@ -231,11 +231,10 @@ def test_a_conversation_expectation_is_matched_anywhere_and_graded() -> None:
     # the same conversation without the update: the effect and the output are missing
     c2 = c.model_copy(update={"turns": [Turn.model_validate(turns[0]), Turn.model_validate(turns[2])]})
     codes = [r.split(":", 1)[0] for r in score_conversation(c2).reasons]
-    assert codes == [
-        "expected_tools",
-        "expected_outputs",
-        "tool_utilization",
-    ]  # and no answer used R1's details
+    assert codes == ["expected_tools", "expected_outputs"]
+    # utilization is graded only when asked for: no answer used R1's details
+    asked = c2.model_copy(update={"expected": expected.model_copy(update={"uses_tool_results": True})})
+    assert [r.split(":", 1)[0] for r in score_conversation(asked).reasons][-1] == "tool_utilization"
 
 
 def test_conversation_expectation_answer_forbidden_end_and_utilization() -> None:
@@ -262,8 +261,10 @@ def test_conversation_expectation_answer_forbidden_end_and_utilization() -> None
     assert [r.split(":", 1)[0] for r in s.reasons] == ["forbidden_tool", "answer", "expected_end"]
     assert s.evidence == ["forbidden_tool"]
     unused = {**base, "turns": [dict(base["turns"][0], answer="Let me see."), base["turns"][1]]}
+    lookup = {"tools": [{"name": "get_order"}]}  # e.g. a lookup before a refusal: nothing it returned is quoted
+    assert score_conversation(Conversation.model_validate({**unused, "expected": lookup})).reasons == []
     s2 = score_conversation(
-        Conversation.model_validate({**unused, "expected": {"tools": [{"name": "get_order"}]}})
+        Conversation.model_validate({**unused, "expected": {**lookup, "uses_tool_results": True}})
     )
     assert [r.split(":", 1)[0] for r in s2.reasons] == ["tool_utilization"]
 
