@@ -172,10 +172,11 @@ class GateConfig(_Section):
     max_loops: int = Field(default=0, ge=0)
     regression_margin: float = Field(default=0.05, ge=0, le=1)
     regression_probability: float = Field(default=0.95, gt=0, lt=1)
-    estimate: Literal["plugin", "unbiased", "task_mean", "mean", "lower"] = Field(
+    estimate: Literal["lower", "value", "plugin", "unbiased", "task_mean", "mean"] = Field(
         default="lower",
         description="which estimate of pass@1 / pass^3 the gate compares to its minimums; `lower` (the lower "
-        "credible bound at stats.level) passes only when the evidence supports the minimum",
+        "bound of the headline interval at stats.level) passes only when the evidence supports the minimum; "
+        "`value` is the headline figure; `plugin`, `unbiased`, `mean` are the pooled details",
     )
     min_conversations: int = Field(
         default=30, ge=1, description="graded conversations in the gate's scope below which the gate fails"

@@ -6,6 +6,8 @@ the decoder reads exactly `NEEDED_KEYS` (plus `agentwatch.tag.*`) and skips ever
 
 from __future__ import annotations
 
+from agentwatch import wire
+
 # --------------------------------------------------------------------------- identity
 CONVERSATION_KEYS = ("gen_ai.conversation.id", "session.id", "galtea.session.custom_id")
 AGENT_KEYS = ("gen_ai.agent.name", "agent.name")
@@ -53,6 +55,8 @@ EXCEPTION_MESSAGE_KEY = "exception.message"
 
 # --------------------------------------------------------------------------- ours
 TASK_KEYS = ("agentwatch.task",)
+TASK_INSTANCE_KEYS = (wire.TASK_INSTANCE_ATTRIBUTE,)
+ATTEMPT_KEYS = (wire.ATTEMPT_ATTRIBUTE,)
 END_KEYS = ("agentwatch.conversation.end",)
 EXPECTED_KEYS = ("agentwatch.expected",)
 REFERENCE_ANSWER_KEYS = ("agentwatch.reference_answer",)
@@ -82,6 +86,8 @@ NEEDED_KEYS: frozenset[str] = frozenset(
     + OUTPUT_VALUE_KEYS
     + ERROR_TYPE_KEYS
     + TASK_KEYS
+    + TASK_INSTANCE_KEYS
+    + ATTEMPT_KEYS
     + END_KEYS
     + EXPECTED_KEYS
     + REFERENCE_ANSWER_KEYS
