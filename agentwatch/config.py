@@ -407,6 +407,11 @@ class ExporterConfig(_Section):
     buckets_per_window: int = Field(default=60, ge=1, description="time buckets per window (resolution W/n)")
     max_label_length: int = Field(default=64, ge=16, description="longer label values are cut and hash-suffixed")
     max_failure_modes: int = Field(default=32, ge=1, description="distinct failure-mode labels; rest -> other")
+    max_units: int = Field(
+        default=5_000, ge=1,
+        description="task instances with repeated attempts tracked per agent version in the longest window; a "
+        "conversation of any other counts as a unit of its own (agentwatch_units_folded_total)",
+    )
     metrics_host: str = "0.0.0.0"
     session_timeout_ms: int = Field(default=45_000, ge=1, description="consumer group session timeout")
     heartbeat_interval_ms: int = Field(default=3_000, ge=1, description="consumer group heartbeat interval")

@@ -22,7 +22,6 @@ Many groups that share their distinct pairs are fitted at once (the coverage sim
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
@@ -68,20 +67,35 @@ def _rising_table(a: np.ndarray, needed: Iterable[int]) -> dict[int, np.ndarray 
     return table
 
 
-@dataclass(frozen=True, slots=True)
 class GridPosterior:
     """Posteriors of (α, β) as weighted grids, one per group: arrays of shape (groups, GRID, GRID)."""
 
-    alpha: np.ndarray
-    beta: np.ndarray
-    weight: np.ndarray  # sums to 1 per group
+    __slots__ = ("_rising", "alpha", "beta", "weight")
+
+    def __init__(self, alpha: np.ndarray, beta: np.ndarray, weight: np.ndarray) -> None:
+        self.alpha = alpha
+        self.beta = beta
+        self.weight = weight  # sums to 1 per group
+        self._rising: dict[str, list[np.ndarray]] = {}  # log rising factorials of α, β, α+β by length
+
+    def _log_rising(self, which: str, k: int) -> np.ndarray:
+        """log Γ(x + k)/Γ(x) of x = α, β or α+β, extending a running sum shared by every k asked for."""
+        table = self._rising.setdefault(which, [np.zeros(self.weight.shape)])
+        if len(table) <= k:
+            x = {"alpha": self.alpha, "beta": self.beta}.get(which)
+            x = self.alpha + self.beta if x is None else x
+            if k > _DIRECT_MAX:
+                return np.asarray(log_rising(x, k))
+            while len(table) <= k:
+                table.append(table[-1] + np.log(x + (len(table) - 1)))
+        return table[k]
 
     def values(self, k: int, kind: Kind) -> np.ndarray:
         """The estimand at every grid point: E[p^k] (pow) or E[1 - (1-p)^k] (at) under Beta(α, β)."""
-        log_kappa = log_rising(self.alpha + self.beta, k)
+        log_kappa = self._log_rising("kappa", k)
         if kind == "pow":
-            return np.exp(log_rising(self.alpha, k) - log_kappa)
-        return -np.expm1(log_rising(self.beta, k) - log_kappa)
+            return np.exp(self._log_rising("alpha", k) - log_kappa)
+        return -np.expm1(self._log_rising("beta", k) - log_kappa)
 
     def mean(self, k: int, kind: Kind) -> np.ndarray:
         """Posterior mean of the estimand, per group."""
@@ -97,9 +111,8 @@ class GridPosterior:
         slope = self.weight.reshape(groups, -1) / (2 * half)
         points = np.concatenate([g - half, g + half], axis=1)
         order = np.argsort(points, axis=1)  # ties only meet over zero-length steps: any order will do
-        rows = np.arange(groups)[:, None]
-        points = points[rows, order]
-        rate = np.cumsum(np.concatenate([slope, -slope], axis=1)[rows, order], axis=1)[:, :-1]
+        points = np.take_along_axis(points, order, axis=1)
+        rate = np.cumsum(np.take_along_axis(np.concatenate([slope, -slope], axis=1), order, axis=1), axis=1)[:, :-1]
         cdf = np.concatenate([np.zeros((groups, 1)), np.cumsum(rate * np.diff(points, axis=1), axis=1)], axis=1)
         return points, cdf / cdf[:, -1:]
 

@@ -138,9 +138,15 @@ class IntervalBatch:
 
 
 def intervals_batch(
-    ns: Iterable[int], cs: Iterable[int], units: np.ndarray, ks: Iterable[int], level: float
+    ns: Iterable[int],
+    cs: Iterable[int],
+    units: np.ndarray,
+    ks: Iterable[int],
+    level: float,
+    at_ks: Iterable[int] | None = None,
 ) -> dict[tuple[Kind, int], IntervalBatch]:
-    """Value and interval of pass^k and pass@k for every k of many groups sharing their distinct pairs.
+    """Value and interval of pass^k for every k in `ks` and of pass@k for every k in `at_ks` (default: `ks`)
+    of many groups sharing their distinct pairs.
 
     `units[i, j]`: units of group i with the pair (ns[j], cs[j]). The one-group case is `UnitsPosterior`; the
     coverage simulations use this directly. Each group's hierarchical posterior is fitted once for all k.
@@ -151,21 +157,22 @@ def intervals_batch(
     c = np.asarray(list(cs), dtype=np.int64)
     m = np.atleast_2d(np.asarray(units, dtype=np.float64))
     ks = sorted(set(ks))
+    wanted: list[tuple[Kind, int]] = [("pow", k) for k in ks]
+    wanted += [("at", k) for k in sorted(set(ks if at_ks is None else at_ks))]
     tail = (1.0 - level) / 2.0
     out: dict[tuple[Kind, int], IntervalBatch] = {}
     small = np.zeros(m.shape[0], dtype=bool)
-    for k in ks:
+    for kind, k in wanted:
         m_k = m[:, n >= k].sum(axis=1)
         small |= (m_k > 0) & (m_k < SMALL_UNITS)
-        for kind in ("pow", "at"):
-            v = _unit_values(n, c, k, kind)
-            with np.errstate(invalid="ignore", divide="ignore"):
-                weights = np.where(n >= k, m, 0.0)
-                value = (weights @ np.nan_to_num(v)) / m_k
-                s2 = (weights @ np.nan_to_num(v) ** 2 - m_k * value**2) / (m_k - 1)
-            s2 = np.maximum(np.where(m_k > 1, s2, 0.0), 0.0)
-            _a, _b, lower, upper = _nonparametric(np.nan_to_num(value), m_k, s2, tail)
-            out[(kind, k)] = IntervalBatch(value, lower, upper, (m_k > 0) & (m_k < SMALL_UNITS))
+        v = np.nan_to_num(_unit_values(n, c, k, kind))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            weights = np.where(n >= k, m, 0.0)
+            value = (weights @ v) / m_k
+            s2 = (weights @ v**2 - m_k * value**2) / (m_k - 1)
+        s2 = np.maximum(np.where(m_k > 1, s2, 0.0), 0.0)
+        _a, _b, lower, upper = _nonparametric(np.nan_to_num(value), m_k, s2, tail)
+        out[(kind, k)] = IntervalBatch(value, lower, upper, (m_k > 0) & (m_k < SMALL_UNITS))
     rows = np.flatnonzero(small)
     for start in range(0, rows.size, _CHUNK):
         chunk = rows[start : start + _CHUNK]

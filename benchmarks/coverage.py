@@ -79,9 +79,17 @@ class Cell:
 
 
 def simulate(
-    truth: Truth, units: int, attempts: int, reps: int, seed: int, ks: list[int], level: float = 0.95
+    truth: Truth,
+    units: int,
+    attempts: int,
+    reps: int,
+    seed: int,
+    ks: list[int],
+    level: float = 0.95,
+    at_ks: list[int] | None = None,
 ) -> dict[tuple[str, int], Cell]:
-    """Coverage of pass^k and pass@k intervals for each k <= the most attempts (attempts=UNEQUAL: 1..8 each)."""
+    """Coverage of the pass^k intervals for each k in `ks` and of pass@k for each in `at_ks` (default: `ks`) up to
+    the most attempts (attempts=UNEQUAL: 1..8 each)."""
     rng = np.random.default_rng(seed)
     p = truth.draw(rng, (reps, units))
     if attempts == UNEQUAL:
@@ -95,7 +103,7 @@ def simulate(
     hist = np.bincount(codes.ravel(), minlength=reps * len(pairs)).reshape(reps, len(pairs)).astype(np.float64)
     ns, cs = zip(*pairs, strict=True)
     wanted = [k for k in ks if k <= top]
-    batches = intervals_batch(ns, cs, hist, wanted, level)
+    batches = intervals_batch(ns, cs, hist, wanted, level, None if at_ks is None else [k for k in at_ks if k <= top])
     out = {}
     for (kind, k), b in batches.items():
         truth_k = truth.pow_mean(k) if kind == "pow" else truth.at_mean(k)
