@@ -130,7 +130,7 @@ def _atom_quantile(values: np.ndarray, w: np.ndarray, q: float) -> float:
 @pytest.mark.parametrize(
     "units",
     [
-        [(4, 0)] * 11 + [(4, 1)] * 7 + [(4, 2)] * 2 + [(4, 3)] + [(4, 4)] * 4,  # the dev data's shape
+        [(4, 0)] * 10 + [(4, 1)] * 8 + [(4, 2)] * 2 + [(4, 3)] + [(4, 4)] * 4,  # the dev data
         [(2, 0)] * 4 + [(2, 2)] * 5 + [(2, 1)],
         [(8, 8)] * 4 + [(8, 7)] * 3 + [(8, 5)] * 2 + [(8, 2)] + [(3, 1)] * 3 + [(1, 1)] * 2,
     ],
