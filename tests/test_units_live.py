@@ -8,16 +8,12 @@ the `task="*"` roll-up over units (method `tasks`) equal to the offline report's
 
 from __future__ import annotations
 
-import json
 import math
-import subprocess
-import sys
-import time
 from fractions import Fraction
 
 import pytest
-from collector_kafka_helpers import TopicReader, collector_settings, scores_of, unique
-from metrics_reference import scrape
+from collector_kafka_helpers import TopicReader, scores_of, unique
+from live_agent import metrics_when, one_sample, pipeline_settings, run_agent
 
 from agentwatch.config import Settings
 from agentwatch.exporters.report import build_report
@@ -60,44 +56,20 @@ PLAN = {
 ATTEMPTS = sum(len(v) for v in PLAN.values())
 
 
-def _sample(samples: dict, name: str, **labels: str) -> float | None:
-    want = set(labels.items())
-    found = [v for (n, ls), v in samples.items() if n == name and want <= set(ls)]
-    assert len(found) <= 1, (name, labels, found)
-    return found[0] if found else None
-
-
 def test_rollup_over_units_equals_the_offline_headline(broker, topic, tmp_path) -> None:
     bs = broker.bootstrap_servers
     run_id = unique("u")
     plan = [{"id": f"{run_id}-{task}-{inst}-{a}", "task": task, "instance": inst, "attempt": a, "right": bool(ok)}
             for (task, inst), outcomes in PLAN.items() for a, ok in enumerate(outcomes)]
-    (tmp_path / "plan.json").write_text(json.dumps(plan))
-    (tmp_path / "agent.py").write_text(AGENT)
-    run = subprocess.run([sys.executable, str(tmp_path / "agent.py"), bs, topic, str(tmp_path / "plan.json")],
-                         check=False, capture_output=True, timeout=120)
-    assert run.returncode == 0, run.stderr.decode()[-2000:]
+    run_agent(AGENT, bs, topic, plan, tmp_path)
+    settings = pipeline_settings(bs, topic, "unitslive")
 
-    settings = collector_settings(bs, [topic], unique("unitslive"))
-    prefix = settings.collector.scores_topic
-    settings.exporter = settings.exporter.model_copy(
-        update={"scores_topic": prefix, "group_id": f"{prefix}-exp", "metrics_port": 0,
-                "session_timeout_ms": 2000, "heartbeat_interval_ms": 500})
-    pipeline = Pipeline(settings)
-    port = pipeline.exporter.start_http(port=0, host="127.0.0.1")
-    pipeline.start()
-    try:
-        deadline = time.monotonic() + 90
-        while time.monotonic() < deadline:
-            rollup = [e for e in pipeline.exporter.estimator.snapshot() if e.window == "1h" and e.task == "*"]
-            if (rollup and rollup[0].scored >= ATTEMPTS) or pipeline.errors:
-                break
-            time.sleep(0.5)
-        assert not pipeline.errors, pipeline.errors
-        samples = scrape(port)
-    finally:
-        pipeline.close()
-    reader = TopicReader(bs, prefix)
+    def all_counted(pipeline: Pipeline) -> bool:
+        rollup = [e for e in pipeline.exporter.estimator.snapshot() if e.window == "1h" and e.task == "*"]
+        return bool(rollup) and rollup[0].scored >= ATTEMPTS
+
+    samples = metrics_when(settings, all_counted)
+    reader = TopicReader(bs, settings.collector.scores_topic)
     try:
         records = reader.wait(lambda rs: len(rs) >= ATTEMPTS, 30)
     finally:
@@ -109,16 +81,16 @@ def test_rollup_over_units_equals_the_offline_headline(broker, topic, tmp_path) 
 
     offline = build_report(scores, Settings(), [1, 2, 3, 4])
     series = {"agent": "replayer", "version": "3.1", "task": "*", "window": "1h"}
-    assert _sample(samples, "agentwatch_window_units", **series) == len(PLAN)
-    assert _sample(samples, "agentwatch_window_repeated_units", **series) == len(PLAN)
+    assert one_sample(samples, "agentwatch_window_units", **series) == len(PLAN)
+    assert one_sample(samples, "agentwatch_window_repeated_units", **series) == len(PLAN)
     for k in (1, 3):  # the exporter's default stats.ks (1, 3, 5); 5 > 4 attempts: no sample
         head = offline.pass_pow_k[str(k)]
         assert head.method == "tasks"
         for stat, want in (("mean", head.value), ("lower", head.lower), ("upper", head.upper)):
-            got = _sample(samples, "agentwatch_pass_pow_k", k=str(k), method="tasks", stat=stat, **series)
+            got = one_sample(samples, "agentwatch_pass_pow_k", k=str(k), method="tasks", stat=stat, **series)
             assert got == pytest.approx(want, abs=1e-12), (k, stat)
         # τ-bench's formula, from the plan
         tau = sum(Fraction(math.comb(sum(o), k), math.comb(len(o), k)) for o in PLAN.values()) / len(PLAN)
         assert head.value == pytest.approx(float(tau), abs=1e-15)
-    assert _sample(samples, "agentwatch_pass_pow_k", k="5", stat="mean", **series) is None
-    assert _sample(samples, "agentwatch_pass_pow_k", k="3", method="exchangeable", stat="mean", **series) is None
+    assert one_sample(samples, "agentwatch_pass_pow_k", k="5", stat="mean", **series) is None
+    assert one_sample(samples, "agentwatch_pass_pow_k", k="3", method="exchangeable", stat="mean", **series) is None
