@@ -144,12 +144,15 @@ def intervals_batch(
     ks: Iterable[int],
     level: float,
     at_ks: Iterable[int] | None = None,
+    small_units: float = SMALL_UNITS,
 ) -> dict[tuple[Kind, int], IntervalBatch]:
     """Value and interval of pass^k for every k in `ks` and of pass@k for every k in `at_ks` (default: `ks`)
     of many groups sharing their distinct pairs.
 
     `units[i, j]`: units of group i with the pair (ns[j], cs[j]). The one-group case is `UnitsPosterior`; the
     coverage simulations use this directly. Each group's hierarchical posterior is fitted once for all k.
+    `small_units`: below this many units with k attempts the interval is the hierarchical one (the coverage
+    benchmark sets 0 or infinity to measure either interval alone).
     """
     if not 0.0 < level < 1.0:
         raise ValueError(f"level must be in (0, 1), got {level!r}")
@@ -164,7 +167,8 @@ def intervals_batch(
     small = np.zeros(m.shape[0], dtype=bool)
     for kind, k in wanted:
         m_k = m[:, n >= k].sum(axis=1)
-        small |= (m_k > 0) & (m_k < SMALL_UNITS)
+        hierarchical = (m_k > 0) & (m_k < small_units)
+        small |= hierarchical
         v = np.nan_to_num(_unit_values(n, c, k, kind))
         with np.errstate(invalid="ignore", divide="ignore"):
             weights = np.where(n >= k, m, 0.0)
@@ -172,7 +176,7 @@ def intervals_batch(
             s2 = (weights @ v**2 - m_k * value**2) / (m_k - 1)
         s2 = np.maximum(np.where(m_k > 1, s2, 0.0), 0.0)
         _a, _b, lower, upper = _nonparametric(np.nan_to_num(value), m_k, s2, tail)
-        out[(kind, k)] = IntervalBatch(value, lower, upper, (m_k > 0) & (m_k < SMALL_UNITS))
+        out[(kind, k)] = IntervalBatch(value, lower, upper, hierarchical)
     rows = np.flatnonzero(small)
     for start in range(0, rows.size, _CHUNK):
         chunk = rows[start : start + _CHUNK]

@@ -9,6 +9,11 @@ pass^k for every identified k and of pass@1, the mean interval width, and which 
 
     python benchmarks/coverage.py                       # the full grid, 2,000 repetitions each (~10 min)
     python benchmarks/coverage.py --reps 500 --quick    # a smaller grid
+    python benchmarks/coverage.py --alternatives        # pass^k at the largest k by the intervals not chosen
+
+`--alternatives` prints, for each configuration, the coverage of pass^k at its largest k by the hierarchical
+interval alone, by the nonparametric interval alone, and by a percentile bootstrap over units (1,000 resamples):
+the measurements behind the choice described in docs/scoring.md.
 """
 
 from __future__ import annotations
@@ -87,9 +92,30 @@ def simulate(
     ks: list[int],
     level: float = 0.95,
     at_ks: list[int] | None = None,
+    small_units: float = SMALL_UNITS,
 ) -> dict[tuple[str, int], Cell]:
     """Coverage of the pass^k intervals for each k in `ks` and of pass@k for each in `at_ks` (default: `ks`) up to
     the most attempts (attempts=UNEQUAL: 1..8 each)."""
+    hist, ns, cs = _draw(truth, units, attempts, reps, seed)
+    top = max(ns)
+    wanted = [k for k in ks if k <= top]
+    at_wanted = None if at_ks is None else [k for k in at_ks if k <= top]
+    batches = intervals_batch(ns, cs, hist, wanted, level, at_wanted, small_units)
+    out = {}
+    for (kind, k), b in batches.items():
+        truth_k = truth.pow_mean(k) if kind == "pow" else truth.at_mean(k)
+        known = ~np.isnan(b.value)
+        hit = (b.lower <= truth_k) & (truth_k <= b.upper)
+        out[(kind, k)] = Cell(
+            float(hit[known].mean()), float(np.mean((b.upper - b.lower)[known])), float(b.hierarchical[known].mean())
+        )
+    return out
+
+
+def _draw(
+    truth: Truth, units: int, attempts: int, reps: int, seed: int
+) -> tuple[np.ndarray, tuple[int, ...], tuple[int, ...]]:
+    """Histograms of simulated benchmarks: counts (reps, pairs) over the pairs (ns[j], cs[j])."""
     rng = np.random.default_rng(seed)
     p = truth.draw(rng, (reps, units))
     if attempts == UNEQUAL:
@@ -102,17 +128,26 @@ def simulate(
     codes = (n - 1) * (n + 2) // 2 + c + len(pairs) * np.arange(reps)[:, None]
     hist = np.bincount(codes.ravel(), minlength=reps * len(pairs)).reshape(reps, len(pairs)).astype(np.float64)
     ns, cs = zip(*pairs, strict=True)
-    wanted = [k for k in ks if k <= top]
-    batches = intervals_batch(ns, cs, hist, wanted, level, None if at_ks is None else [k for k in at_ks if k <= top])
-    out = {}
-    for (kind, k), b in batches.items():
-        truth_k = truth.pow_mean(k) if kind == "pow" else truth.at_mean(k)
-        known = ~np.isnan(b.value)
-        hit = (b.lower <= truth_k) & (truth_k <= b.upper)
-        out[(kind, k)] = Cell(
-            float(hit[known].mean()), float(np.mean((b.upper - b.lower)[known])), float(b.hierarchical[known].mean())
-        )
-    return out
+    return hist, ns, cs
+
+
+def bootstrap_coverage(truth: Truth, units: int, attempts: int, reps: int, seed: int, k: int,
+                       resamples: int = 1000, level: float = 0.95) -> float:
+    """Coverage of a percentile bootstrap over units of τ-bench's pass^k (units resampled with replacement)."""
+    hist, ns, cs = _draw(truth, units, attempts, reps, seed)
+    values = np.array([math.comb(c, k) / math.comb(n, k) if n >= k else np.nan for n, c in zip(ns, cs, strict=True)])
+    usable = ~np.isnan(values)
+    rng = np.random.default_rng(seed + 1)
+    tail = (1 - level) / 2
+    hits = []
+    for row in hist[:, usable]:
+        m = int(row.sum())
+        if m == 0:
+            continue
+        means = rng.multinomial(m, row / m, size=resamples) @ values[usable] / m
+        lo, hi = np.quantile(means, [tail, 1 - tail])
+        hits.append(lo <= truth.pow_mean(k) <= hi)
+    return float(np.mean(hits))
 
 
 def _line(truth: str, units: int, attempts: int, cells: dict[tuple[str, int], Cell], seconds: float) -> str:
@@ -135,7 +170,11 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="Beta truths at 10 and 200 units only")
     parser.add_argument("--units", type=int, nargs="*", default=None, help="unit counts (default 10 40 200)")
     parser.add_argument("--truth", action="append", default=None, help="only these truths (names as printed)")
+    parser.add_argument("--alternatives", action="store_true", help="coverage of the intervals not chosen")
     args = parser.parse_args()
+    if args.alternatives:
+        _alternatives(args)
+        return
     units_list = args.units or ([10, 200] if args.quick else [10, 40, 200])
     truths = [TRUTHS[t] for t in args.truth] if args.truth else list(TRUTHS.values())
     print(f"# {args.reps} repetitions per configuration, 95% intervals, seed {args.seed}; hierarchical interval "
@@ -160,6 +199,29 @@ def main() -> None:
                 start = time.perf_counter()
                 cells = simulate(truth, units, 8, max(200, args.reps // 4), seed, [1, 2, 3, 4, 8])
                 print(_line(truth.name, units, 8, cells, time.perf_counter() - start), flush=True)
+
+
+def _alternatives(args: argparse.Namespace) -> None:
+    """pass^k at the largest k: the chosen interval, each interval alone, and a percentile bootstrap."""
+    reps = args.reps
+    print(f"# {reps} repetitions per configuration (bootstrap: {max(200, reps // 4)}), 95% intervals, pass^k at the "
+          f"largest k, seed {args.seed}")
+    print("| units drawn from | units | attempts | k | chosen | hierarchical alone | nonparametric alone "
+          "| percentile bootstrap |")
+    print("|---|---|---|---|---|---|---|---|")
+    seed = args.seed
+    configs = [(t, u, a) for t in TRUTHS.values() for u in (10, 40, 200) for a in (2, 4, 8)]
+    configs += [(t, u, 8) for u in (1000, 5000) for t in (TRUTHS["two-point 0.2|0.9"],
+                                                             TRUTHS["35% never, 25% always, 40% Beta(2,2)"])]
+    for truth, units, attempts in configs:
+        seed += 1
+        n = reps if units <= 200 else max(200, reps // 4)
+        row = []
+        for small in (SMALL_UNITS, math.inf, 0):
+            cells = simulate(truth, units, attempts, n, seed, [attempts], at_ks=[], small_units=small)
+            row.append(f"{cells[('pow', attempts)].coverage:.3f}")
+        boot = bootstrap_coverage(truth, units, attempts, max(200, n // 4), seed, attempts)
+        print(f"| {truth.name} | {units} | {attempts} | {attempts} | {' | '.join(row)} | {boot:.3f} |", flush=True)
 
 
 if __name__ == "__main__":
