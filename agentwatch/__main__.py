@@ -1,5 +1,5 @@
 """`python -m agentwatch` runs the CLI (one line on stderr without the `service` extra)."""
 
-from agentwatch.service_extra import main
+from agentwatch.console import main
 
 main()

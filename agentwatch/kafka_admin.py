@@ -7,6 +7,8 @@ TLS error reported meanwhile ends the wait at once with a `KafkaSecurityError` t
 
 from __future__ import annotations
 
+from typing import Any
+
 import logging
 import time
 
@@ -32,10 +34,11 @@ def reach(
     KafkaException when the cluster cannot be reached within `timeout_s`.
     """
     errors: list[KafkaError] = []
-    admin = AdminClient(
-        {**security.client_settings("librdkafka", bootstrap_servers, client_id), "error_cb": errors.append},
-        logger=_client_log,
-    )
+    # librdkafka takes its callbacks in the same mapping as its settings (the stubs know only the settings).
+    config: dict[str, Any] = {
+        **security.client_settings("librdkafka", bootstrap_servers, client_id), "error_cb": errors.append
+    }
+    admin = AdminClient(config, logger=_client_log)
     deadline = time.monotonic() + timeout_s
     while True:
         try:

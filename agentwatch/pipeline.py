@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 
 from agentwatch.collector.metrics import register
 from agentwatch.collector.service import CollectorService
@@ -40,7 +41,7 @@ class Pipeline:
 
     def start(self, *, exporter_in_thread: bool = True) -> None:
         """Start the collector (and, unless told otherwise, the exporter) in background threads."""
-        targets = [("collector", self.collector.run)]
+        targets: list[tuple[str, Callable[[threading.Event], None]]] = [("collector", self.collector.run)]
         if exporter_in_thread:
             targets.append(("exporter", self.exporter.run))
         for name, target in targets:
@@ -48,9 +49,9 @@ class Pipeline:
             thread.start()
             self._threads.append(thread)
 
-    def _guard(self, name: str, target: object) -> None:
+    def _guard(self, name: str, target: Callable[[threading.Event], None]) -> None:
         try:
-            target(self.stop_event)  # type: ignore[operator]
+            target(self.stop_event)
         except BaseException as exc:  # a dead stage must stop the whole pipeline, loudly
             log.exception("%s stopped with an error", name)
             self.errors.append(exc)

@@ -55,12 +55,3 @@ def require(package: str) -> None:
             )
     _checked = True
 
-
-def main() -> None:
-    """The `agentwatch` console script: the CLI, or one line on stderr and exit 1 without the service extra."""
-    try:
-        from agentwatch.cli import main as cli_main
-    except ServiceExtraMissing as exc:
-        print(f"agentwatch: {exc}", file=sys.stderr)
-        raise SystemExit(1) from None
-    cli_main()

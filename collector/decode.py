@@ -96,7 +96,8 @@ def _pb_attributes(attributes: Any, limit: int) -> dict[str, Any]:
 
 def _decode_protobuf(payload: bytes, limit: int) -> list[SpanRecord]:
     try:
-        data = SlimTracesData.FromString(payload)
+        # A class built from a descriptor at run time: the type checker cannot know its fields.
+        data: Any = SlimTracesData.FromString(payload)
     except (_PbDecodeError, RuntimeError, ValueError) as exc:
         raise DecodeError("invalid_protobuf", str(exc)[:200]) from None
     records: list[SpanRecord] = []

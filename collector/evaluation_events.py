@@ -27,7 +27,7 @@ from typing import Any
 
 from agentwatch.collector.assembler import FinishedConversation
 from agentwatch.collector.reconstruct import _Forest
-from agentwatch.scorers.judge import FAILURE_CODES
+from agentwatch.judge.verdict import FAILURE_CODES
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags, set_span_in_context
 
 from agentwatch.schema import ConversationScore, Outcome
@@ -228,7 +228,7 @@ class _CountingExporter:
         return result
 
     def force_flush(self, timeout_millis: int = 30_000) -> bool:
-        return self._inner.force_flush(timeout_millis)
+        return bool(self._inner.force_flush(timeout_millis))  # duck-typed: any SDK version's exporter
 
     def shutdown(self) -> None:
         self._inner.shutdown()
@@ -319,7 +319,7 @@ class EvaluationEvents:
     def force_flush(self, timeout_millis: int = 30_000) -> bool:
         """Export what is queued; whether it finished in time."""
         try:
-            return self._provider.force_flush(timeout_millis)
+            return bool(self._provider.force_flush(timeout_millis))
         except Exception:
             log.exception("evaluation events: flush failed")
             return False

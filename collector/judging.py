@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from concurrent.futures import Future
 from dataclasses import dataclass
 
-from agentwatch.scorers.judge import JudgeVerdict
+from agentwatch.judge.verdict import JudgeVerdict
 
 from agentwatch.schema import Conversation
 

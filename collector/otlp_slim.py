@@ -27,6 +27,7 @@ dropped counts) are skipped by the parser as unknown fields. Equivalent `.proto`
 from __future__ import annotations
 
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+from google.protobuf.message import Message
 from opentelemetry.proto.common.v1 import common_pb2  # noqa: F401 - registers the imported types
 from opentelemetry.proto.trace.v1 import trace_pb2  # noqa: F401
 
@@ -36,7 +37,9 @@ _FD = descriptor_pb2.FieldDescriptorProto
 _REPEATED = _FD.LABEL_REPEATED
 
 
-def _field(name: str, number: int, kind: int, type_name: str = "", repeated: bool = False) -> _FD:
+def _field(
+    name: str, number: int, kind: _FD.Type.ValueType, type_name: str = "", repeated: bool = False
+) -> descriptor_pb2.FieldDescriptorProto:
     """One field declaration."""
     field = _FD(name=name, number=number, type=kind, label=_REPEATED if repeated else _FD.LABEL_OPTIONAL)
     if type_name:
@@ -44,7 +47,7 @@ def _field(name: str, number: int, kind: int, type_name: str = "", repeated: boo
     return field
 
 
-def _message(name: str, fields: list[_FD], attributes_map: bool = False) -> descriptor_pb2.DescriptorProto:
+def _message(name: str, fields: list[descriptor_pb2.FieldDescriptorProto], attributes_map: bool = False) -> descriptor_pb2.DescriptorProto:
     """A message declaration; with `attributes_map`, its nested `AttributesEntry` map entry type."""
     message = descriptor_pb2.DescriptorProto(name=name, field=fields)
     if attributes_map:
@@ -56,7 +59,7 @@ def _message(name: str, fields: list[_FD], attributes_map: bool = False) -> desc
     return message
 
 
-def _attributes(number: int, owner: str) -> _FD:
+def _attributes(number: int, owner: str) -> descriptor_pb2.FieldDescriptorProto:
     """A `map<string, AnyValue> attributes` field of message `owner`."""
     return _field("attributes", number, _FD.TYPE_MESSAGE, f".{_PACKAGE}.{owner}.AttributesEntry", True)
 
@@ -99,7 +102,7 @@ def _file() -> descriptor_pb2.FileDescriptorProto:
     )
 
 
-def _traces_data_class() -> type:
+def _traces_data_class() -> type[Message]:
     """Register the slim file in the default pool (once) and return its `TracesData` class."""
     pool = descriptor_pool.Default()
     try:

@@ -53,9 +53,10 @@ class RecordProducer:
         headers: Sequence[tuple[str, bytes]] | None = None,
     ) -> None:
         """Queue one record (waits while librdkafka's local queue is full); raises KafkaException if it is refused."""
+        pairs: list[tuple[str, str | bytes | None]] | None = None if headers is None else list(headers)
         while True:
             try:
-                self._producer.produce(topic, value=value, key=key, headers=headers)
+                self._producer.produce(topic, value=value, key=key, headers=pairs)
                 return
             except BufferError:
                 self._producer.poll(_QUEUE_FULL_WAIT_S)

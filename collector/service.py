@@ -16,7 +16,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterable
-from typing import Any
+from dataclasses import dataclass
 
 from agentwatch.collector.assembler import Assembler, FinishedConversation
 from agentwatch.collector.deadletter import DeadLetterPublisher
@@ -30,7 +30,9 @@ from agentwatch.collector.reconstruct import build_conversation, split_by_agent
 from agentwatch.collector.rekey import CONTENT_TYPE_HEADER, Rekeyer, header, key_mode, keyed_by_conversation
 from agentwatch.collector.topics import ensure_pipeline_topics
 from agentwatch.collector.trace_join import KEY_TRACE, KEY_TRACE_CONVERSATION, TraceJoin
-from agentwatch.scorers import unscored
+from agentwatch.judge.runner import JudgeRunner
+from agentwatch.judge.verdict import JudgeVerdict
+from agentwatch.scorers import ConversationScorer, unscored
 from agentwatch.scorers.relabel import relabel
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
@@ -57,8 +59,6 @@ def series_key(score: ConversationScore) -> bytes:
 
 def default_scorer(settings: Settings) -> Scorer:
     """The scorers' `ConversationScorer(settings).score`."""
-    from agentwatch.scorers import ConversationScorer
-
     return ConversationScorer(settings).score
 
 
@@ -66,24 +66,26 @@ class CollectorService:
     """Consumes span topics in a consumer group and writes conversation scores (see module docstring)."""
 
     def __init__(
-        self, settings: Settings, *, scorer: Scorer | Any | None = None, judge_runner: Any | None = None
+        self,
+        settings: Settings,
+        *,
+        scorer: ConversationScorer | Scorer | None = None,
+        judge_runner: JudgeRunner | None = None,
     ) -> None:
         self.settings = settings
         self.config = settings.collector
         if scorer is None:
-            from agentwatch.scorers import ConversationScorer
-
             scorer = ConversationScorer(settings)
-        self._scorer = scorer
-        self._score: Scorer = scorer.score if hasattr(scorer, "score") else scorer
+        # The full scorer takes verdicts, reloads policies and says what the judge samples; a plain function
+        # (tests, custom scoring) only scores.
+        self._scorer = scorer if isinstance(scorer, ConversationScorer) else None
+        self._score: Scorer = scorer.score if isinstance(scorer, ConversationScorer) else scorer
         self._pending_settings: Settings | None = None
         self.stats = PipelineStats()
         self.assembler = Assembler(self.config)
         self.join = TraceJoin(self.config.trace_join_timeout_s, self.config.max_held_spans, self.config.trace_memory)
         self.scores = ScoreMemory(self.config.label_memory)  # what a late label revises
         if judge_runner is None and settings.judge.enabled:
-            from agentwatch.scorers.judge_runner import JudgeRunner
-
             judge_runner = JudgeRunner.from_settings(settings)
         self.judge = judge_runner  # a JudgeRunner, or None: no judge
         self.pending = PendingVerdicts()
@@ -112,9 +114,8 @@ class CollectorService:
 
     def _apply_reload(self) -> None:
         settings, self._pending_settings = self._pending_settings, None
-        reload = getattr(self._scorer, "reload_policies", None)
-        if settings is not None and reload is not None:
-            reload(settings)
+        if settings is not None and self._scorer is not None:
+            self._scorer.reload_policies(settings)
             self.settings.policies, self.settings.sampling = settings.policies, settings.sampling
 
     def stop(self) -> None:
@@ -214,15 +215,15 @@ class CollectorService:
             else:
                 log.warning("consumer: %s", error)
             return
-        topic, offset = message.topic(), message.offset()
-        tp = (topic, message.partition())
+        record = _Record.of(message)
+        topic, offset, headers = record.topic, record.offset, record.headers
+        tp = (topic, record.partition)
         vp = self._vpart(tp)
         self.stats.messages_consumed += 1
         self._consumed[tp] = offset
-        headers = message.headers()
         hop = key_mode(headers) if topic == self.config.rekey_topic else None
         if hop == KEY_TRACE_CONVERSATION:  # the trace join: a trace's conversation, announced
-            key, cid = message.key() or b"", message.value() or b""
+            key, cid = record.key or b"", record.value or b""
             if key and cid:
                 released = self.join.announce(key.decode("ascii", "replace"), cid.decode("utf-8", "replace"), vp,
                                               offset, now)
@@ -232,21 +233,21 @@ class CollectorService:
         ct = header(headers, CONTENT_TYPE_HEADER)
         try:
             spans = decode_message(
-                message.value() or b"",
+                record.value or b"",
                 ct.decode("ascii", "replace") if ct else None,
                 max_attribute_bytes=self.config.max_attribute_bytes,
             )
         except DecodeError as exc:
-            self._dead_letter(dead, message, getattr(exc, "reason", "invalid"), str(exc))
+            self._dead_letter(dead, record, getattr(exc, "reason", "invalid"), str(exc))
         except Exception as exc:
             log.exception("decoder failed on %s[%d]@%d", topic, tp[1], offset)
-            self._dead_letter(dead, message, "decoder_error", f"{type(exc).__name__}: {exc}")
+            self._dead_letter(dead, record, "decoder_error", f"{type(exc).__name__}: {exc}")
         else:
             self.stats.spans_consumed += len(spans)
             if hop == KEY_TRACE:  # spans whose trace had not named its conversation: join, then re-key
                 self._rejoin(rekeyer, self.join.add(spans, vp, offset, now))
             elif topic == self.config.rekey_topic or keyed_by_conversation(headers):
-                self.assembler.add_message(self._take_late_labels(spans, vp, message), vp, offset, now)
+                self.assembler.add_message(self._take_late_labels(spans, vp, record), vp, offset, now)
                 return
             else:
                 rekeyer.route(spans)
@@ -259,16 +260,8 @@ class CollectorService:
             rekeyer.republish(released)
             self.stats.spans_rekeyed += len(released)
 
-    def _dead_letter(self, dead: DeadLetterPublisher, message: Message, reason: str, detail: str) -> None:
+    def _dead_letter(self, dead: DeadLetterPublisher, record: _Record, reason: str, detail: str) -> None:
         self.stats.reject(reason)
-        record = _Record(
-            message.topic(),
-            message.partition(),
-            message.offset(),
-            message.key(),
-            message.value(),
-            message.headers(),
-        )
         try:
             dead.publish(record, reason, detail)
         except Exception as exc:  # noqa: BLE001 - e.g. a value larger than the producer accepts
@@ -309,9 +302,11 @@ class CollectorService:
             score = self._score_safely(conv)
         self._publish(score, last_turn_ids(finished) if self.events is not None else (None, None))
 
-    def _score_safely(self, conv: Conversation, verdict: Any = None) -> ConversationScore:
+    def _score_safely(self, conv: Conversation, verdict: JudgeVerdict | None = None) -> ConversationScore:
         try:
-            return self._score(conv) if verdict is None else self._scorer.score(conv, verdict)
+            if verdict is None or self._scorer is None:
+                return self._score(conv)
+            return self._scorer.score(conv, verdict)
         except Exception as exc:
             log.exception("scoring of %s failed", conv.conversation_id)
             return unscored(conv, f"scorer_error: {type(exc).__name__}: {exc}")
@@ -319,8 +314,7 @@ class CollectorService:
     # ----------------------------------------------------------------------------------------- the judge
 
     def _wants_judge(self, conv: Conversation) -> bool:
-        wants = getattr(self._scorer, "wants_judge", None)
-        return wants is not None and wants(conv)
+        return self._scorer is not None and self._scorer.wants_judge(conv)
 
     def _score_verdicts(self) -> None:
         """Score and queue the conversations whose verdict came back; resume consuming when below the limit."""
@@ -369,7 +363,7 @@ class CollectorService:
 
     # ----------------------------------------------------------------------------------------- late labels
 
-    def _take_late_labels(self, spans: list[SpanRecord], vp: int, message: Message) -> list[SpanRecord]:
+    def _take_late_labels(self, spans: list[SpanRecord], vp: int, record: _Record) -> list[SpanRecord]:
         """Apply the label spans of conversations already scored and remembered; the other spans, to assemble."""
         keep: list[SpanRecord] | None = None
         for i, span in enumerate(spans):
@@ -385,16 +379,16 @@ class CollectorService:
                 continue
             if keep is None:
                 keep = spans[:i]
-            self._apply_label(label, message)
+            self._apply_label(label, record)
         return spans if keep is None else keep
 
-    def _apply_label(self, label: LateLabel, message: Message | None) -> None:
+    def _apply_label(self, label: LateLabel, record: _Record | None) -> None:
         """Publish the revision a late label makes, or dead-letter the label when its score is not remembered."""
         status, payload = self.scores.find(label.conversation_id, label.agent)
         if status != FOUND or payload is None:
             reason = "label_ambiguous_conversation" if status == AMBIGUOUS else "label_unknown_conversation"
             self.stats.count_label(reason)
-            self._dead_letter_label(label, message, reason)
+            self._dead_letter_label(label, record, reason)
             return
         first_score = ConversationScore.model_validate_json(payload)
         revised = relabel(first_score, Outcome(label.outcome), self.settings.scoring.credits)
@@ -408,7 +402,7 @@ class CollectorService:
         )
         self._publish(revised)
 
-    def _dead_letter_label(self, label: LateLabel, message: Message | None, reason: str) -> None:
+    def _dead_letter_label(self, label: LateLabel, record: _Record | None, reason: str) -> None:
         detail = f"label {label.outcome} for conversation {label.conversation_id!r}"
         if label.agent:
             detail += f" of agent {label.agent!r}"
@@ -417,10 +411,7 @@ class CollectorService:
         )
         self.stats.reject(reason)
         assert self._dead is not None
-        if message is not None:
-            record = _Record(message.topic(), message.partition(), message.offset(), message.key(), message.value(),
-                             message.headers())
-        else:  # the label spans were assembled as a conversation of their own: keep what they said
+        if record is None:  # the label spans were assembled as a conversation of their own: keep what they said
             value = json.dumps(
                 {"conversation_id": label.conversation_id, "agent": label.agent, "outcome": label.outcome}
             ).encode()
@@ -539,11 +530,31 @@ def _lowest(a: int | None, b: int | None) -> int | None:
     return b if a is None else a if b is None else min(a, b)
 
 
+@dataclass(frozen=True, slots=True)
 class _Record:
-    """The parts of a consumed record a dead letter keeps (confluent-kafka's `Message` reads them by method)."""
+    """A consumed record's parts, read once from confluent-kafka's `Message` (whose getters may return None)."""
 
-    __slots__ = ("headers", "key", "offset", "partition", "topic", "value")
+    topic: str
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes | None
+    headers: list[tuple[str, bytes]]
 
-    def __init__(self, topic: str, partition: int, offset: int, key: Any, value: Any, headers: Any) -> None:
-        self.topic, self.partition, self.offset = topic, partition, offset
-        self.key, self.value, self.headers = key, value, headers
+    @classmethod
+    def of(cls, message: Message) -> _Record:
+        """The record of a message that is not an error event (its position is then always set)."""
+        topic, partition, offset = message.topic(), message.partition(), message.offset()
+        if topic is None or partition is None or offset is None:
+            raise ValueError("a consumer error event has no record")
+        return cls(
+            topic, partition, offset, message.key(), message.value(),
+            [(k, v.encode() if isinstance(v, str) else v) for k, v in _header_pairs(message) if v is not None],
+        )
+
+
+def _header_pairs(message: Message) -> list[tuple[str, str | bytes | None]]:
+    headers = message.headers()
+    if headers is None:
+        return []
+    return list(headers.items()) if isinstance(headers, dict) else headers

@@ -90,8 +90,8 @@ class Drift:
 
 def alternative(p0: float, k: int, drop: float) -> float:
     """p1 with p1^k = p0^k - drop (at least p0^k / 4)."""
-    target = max(p0**k - drop, p0**k / 4.0)
-    return target ** (1.0 / k)
+    target: float = max(p0**k - drop, p0**k / 4.0)
+    return math.pow(target, 1.0 / k)
 
 
 def llr(p0: float, p1: float) -> tuple[float, float]:

@@ -26,7 +26,7 @@ from agentwatch.exporters.prometheus import (
 )
 from opentelemetry.metrics import CallbackOptions, Meter, Observation
 from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.metrics.export import MetricReader, PeriodicExportingMetricReader
+from opentelemetry.sdk.metrics.export import MetricExporter, MetricReader, PeriodicExportingMetricReader
 
 from agentwatch.config import ExporterConfig
 
@@ -103,12 +103,15 @@ def meter_provider(source: Callable[[], Any], reader: MetricReader) -> MeterProv
 def start_otlp_push(source: Callable[[], Any], cfg: ExporterConfig) -> MeterProvider:
     """Push every `cfg.otlp_interval_s` to `cfg.otlp_endpoint` (`http(s)://…/v1/metrics` → HTTP, else gRPC)."""
     endpoint = cfg.otlp_endpoint or ""
+    exporter: MetricExporter
     if endpoint.startswith(("http://", "https://")) and endpoint.rstrip("/").endswith("/v1/metrics"):
-        from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
+        from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter as HTTPExporter
+
+        exporter = HTTPExporter(endpoint=endpoint)
     else:
-        from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import OTLPMetricExporter  # type: ignore[no-redef]
-    reader = PeriodicExportingMetricReader(
-        OTLPMetricExporter(endpoint=endpoint), export_interval_millis=int(cfg.otlp_interval_s * 1000)
-    )
+        from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import OTLPMetricExporter as GRPCExporter
+
+        exporter = GRPCExporter(endpoint=endpoint)
+    reader = PeriodicExportingMetricReader(exporter, export_interval_millis=int(cfg.otlp_interval_s * 1000))
     log.info("pushing metrics over OTLP to %s every %.0fs", endpoint, cfg.otlp_interval_s)
     return meter_provider(source, reader)

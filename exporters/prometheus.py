@@ -135,7 +135,8 @@ def regression_samples(e: SeriesEstimate) -> Iterator[Sample]:
 
 def histogram_buckets(h: Histogram) -> list[tuple[str, float]]:
     """Cumulative (le, count) pairs of a histogram, +Inf last."""
-    out, running = [], 0
+    out: list[tuple[str, float]] = []
+    running = 0
     for ub, n in zip((*h.bounds, float("inf")), h.counts, strict=True):
         running += n
         out.append(("+Inf" if ub == float("inf") else _fmt(ub), running))

@@ -167,8 +167,10 @@ class ExporterService:
                     if error is None:
                         self.feed(message.value(),
                                   f"at {message.topic()}[{message.partition()}]@{message.offset()}")
-                    elif error.code() == KafkaError._PARTITION_EOF:
-                        self._check_replayed(message.topic(), message.partition())
+                    elif error.code() == KafkaError._PARTITION_EOF:  # an EOF event names its partition
+                        topic, partition = message.topic(), message.partition()
+                        if topic is not None and partition is not None:
+                            self._check_replayed(topic, partition)
                     else:
                         self._consumer_event(error, message.topic())
         finally:

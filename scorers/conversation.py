@@ -11,7 +11,7 @@ from agentwatch.scorers.answer import grade_answer
 from agentwatch.scorers.cost import PriceLookup, budget_ceiling, conversation_cost, cost_penalty
 from agentwatch.scorers.graders import forbidden_called, loops
 from agentwatch.scorers.hallucination import Evidence, find_hallucinations
-from agentwatch.scorers.judge import JudgeVerdict, validate_verdict
+from agentwatch.judge.verdict import JudgeVerdict, validate_verdict
 from agentwatch.scorers.names import NameNormalizer
 from agentwatch.scorers.outcome import OutcomeFacts, asr_credit, decide_outcome
 from agentwatch.scorers.policy import PolicyBook, grade_policy

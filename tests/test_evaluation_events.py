@@ -20,7 +20,7 @@ from agentwatch.collector.evaluation_events import (
     last_turn_ids,
 )
 from agentwatch.scorers import score_conversation
-from agentwatch.scorers.judge import JudgeVerdict
+from agentwatch.judge.verdict import JudgeVerdict
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 

@@ -8,8 +8,8 @@ import random
 
 import numpy as np
 import pytest
-from agentwatch.scorers.judge import JudgeVerdict
-from agentwatch.scorers.judge_calibration import (
+from agentwatch.judge.verdict import JudgeVerdict
+from agentwatch.judge.calibration import (
     CLASSES,
     calibrate,
     cohen_kappa,

@@ -6,9 +6,9 @@ import json
 
 import pytest
 from agentwatch.scorers.cost import PriceLookup
-from agentwatch.scorers.judge_breaker import CircuitBreaker
-from agentwatch.scorers.judge_openai import OpenAIJudge, parse_retry_after
-from agentwatch.scorers.judge_prompt import VERDICT_SCHEMA
+from agentwatch.judge.breaker import CircuitBreaker
+from agentwatch.judge.client import OpenAIJudge, parse_retry_after
+from agentwatch.judge.prompt import VERDICT_SCHEMA
 
 from agentwatch.config import JudgeConfig, Settings
 from agentwatch.schema import Conversation, Outcome

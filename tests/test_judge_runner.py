@@ -7,12 +7,12 @@ import time
 
 import pytest
 from agentwatch.scorers import ConversationScorer
-from agentwatch.scorers.judge import JudgeVerdict
-from agentwatch.scorers.judge_budget import SpendCap
-from agentwatch.scorers.judge_cache import JudgeCache
-from agentwatch.scorers.judge_prompt import build_messages, load_rubric, render_transcript
-from agentwatch.scorers.judge_runner import JudgeRunner
-from agentwatch.scorers.judge_stats import JudgeStats
+from agentwatch.judge.verdict import JudgeVerdict
+from agentwatch.judge.budget import SpendCap
+from agentwatch.judge.cache import JudgeCache
+from agentwatch.judge.prompt import build_messages, load_rubric, render_transcript
+from agentwatch.judge.runner import JudgeRunner
+from agentwatch.judge.counters import JudgeStats
 
 from agentwatch.config import JudgeConfig, Settings
 from agentwatch.schema import Conversation, Outcome

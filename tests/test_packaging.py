@@ -89,7 +89,8 @@ def test_sdk_only_install_imports_exports_and_refuses_the_service(broker, topic,
     assert all(attrs_of(s)["gen_ai.conversation.id"] == cid for s in spans)
     assert {r.key for r in records} == {cid.encode()}
 
-    for module in ("agentwatch.collector", "agentwatch.scorers", "agentwatch.exporters", "agentwatch.cli"):
+    for module in ("agentwatch.collector", "agentwatch.scorers", "agentwatch.exporters", "agentwatch.judge",
+                   "agentwatch.cli"):
         refused = subprocess.run([str(python), "-c", f"import {module}"], env=env, cwd=tmp_path,
                                  capture_output=True, text=True, timeout=60, check=False)
         assert refused.returncode == 1

@@ -7,7 +7,7 @@ from collections import Counter
 import pytest
 from agentwatch.scorers import ConversationScorer, JudgeVerdict, score_conversation
 from agentwatch.scorers.answer import grade_answer, token_f1
-from agentwatch.scorers.judge import FAILURE_CODES, Judge, run_judge
+from agentwatch.judge.verdict import FAILURE_CODES, Judge, run_judge
 
 from agentwatch.schema import Conversation, Outcome, OutcomeSource
 

@@ -105,7 +105,7 @@ def reload_on_sighup(config: Path | None, apply: Any) -> None:
         signal.signal(signal.SIGHUP, _on_hup)
 
 
-def serve_metrics(start: Any, port: int | None) -> int:
+def serve_metrics(start: Callable[[], int], port: int | None) -> int:
     """Call `start()` (which serves /metrics and returns the port); a port in use is one clear error, exit 2."""
     try:
         return start()

@@ -5,11 +5,14 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from agentwatch.cli.app import app
+
+if TYPE_CHECKING:  # the judge's modules load only when a judge command runs
+    from agentwatch.judge.calibration import CalibrationReport
 
 judge_app = typer.Typer(help="The LLM judge: calibrate it against human labels.", no_args_is_help=True)
 app.add_typer(judge_app, name="judge")
@@ -26,7 +29,7 @@ def _num(x: float | None, fmt: str = ".3f") -> str:
     return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, fmt)
 
 
-def render(report) -> str:
+def render(report: CalibrationReport) -> str:
     """The calibration report as text."""
     lines = [
         f"Judge calibration — {report.judge_id}",
@@ -48,11 +51,11 @@ def render(report) -> str:
     for c, m in report.per_class.items():
         lines.append(f"{c:<20}{_num(m['precision']):>10}{_num(m['recall']):>10}{m['support']:>10}")
     if report.consistency:
-        c = report.consistency
+        twice = report.consistency
         lines += [
             "",
-            (f"self-consistency (judged twice): {c['pairs']} pair(s), agreement {_num(c['agreement'])}, "
-            f"kappa {_num(c['kappa'])}, mean |score difference| {_num(c['mean_abs_score_diff'])}"),
+            (f"self-consistency (judged twice): {twice['pairs']} pair(s), agreement {_num(twice['agreement'])}, "
+             f"kappa {_num(twice['kappa'])}, mean |score difference| {_num(twice['mean_abs_score_diff'])}"),
         ]
     return "\n".join(lines) + "\n"
 
@@ -78,9 +81,9 @@ def calibrate(
     """
     from agentwatch.config import ConfigError, JudgeConfig, load_settings
     from agentwatch.schema import Outcome
-    from agentwatch.scorers.judge_cache import JudgeCache
-    from agentwatch.scorers.judge_calibration import calibrate as run_calibration
-    from agentwatch.scorers.judge_runner import JudgeRunner
+    from agentwatch.judge.cache import JudgeCache
+    from agentwatch.judge.calibration import calibrate as run_calibration
+    from agentwatch.judge.runner import JudgeRunner
     from agentwatch.transcripts import TranscriptFileError, iter_conversations
 
     try:

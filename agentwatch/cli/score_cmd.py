@@ -122,7 +122,7 @@ def _judge_runner(settings, judge: str | None, url: str | None, sample: float | 
         settings.sampling = SamplingConfig.model_validate({**settings.sampling.model_dump(), "judge_rate": sample})
     if not settings.judge.enabled:
         return None
-    from agentwatch.scorers.judge_runner import JudgeRunner
+    from agentwatch.judge.runner import JudgeRunner
 
     return JudgeRunner.from_settings(settings)
 

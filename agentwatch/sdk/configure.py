@@ -65,14 +65,14 @@ def _make_exporter(kind: str, bootstrap_servers: str | None, topic: str | None, 
     if kind == "otlp":
         protocol = (otlp_protocol or _env("AGENTWATCH_OTLP_PROTOCOL")
                     or _env("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL") or _env("OTEL_EXPORTER_OTLP_PROTOCOL") or "grpc")
-        kwargs = {"endpoint": otlp_endpoint} if otlp_endpoint else {}
+        endpoint = otlp_endpoint or None  # None: the exporter's own default and OTEL_EXPORTER_OTLP_* variables
         if protocol.startswith("http"):
             from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HTTPExporter
 
-            return HTTPExporter(**kwargs)
+            return HTTPExporter(endpoint=endpoint)
         from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GRPCExporter
 
-        return GRPCExporter(**kwargs)
+        return GRPCExporter(endpoint=endpoint)
     if kind == "console":
         from opentelemetry.sdk.trace.export import ConsoleSpanExporter
 

@@ -236,10 +236,9 @@ class conversation:
         if value not in A.OUTCOMES:
             log.warning("conversation.label(%r): unknown outcome, expected one of %s", outcome, sorted(A.OUTCOMES))
             return False
-        if conversation_id is not None and (
-            _CURRENT.get() is None or _CURRENT.get().id != conversation_id  # type: ignore[union-attr]
-        ):
-            attrs = {A.OUTCOME: value, A.CONVERSATION_ID: str(conversation_id)}
+        current = _CURRENT.get()
+        if conversation_id is not None and (current is None or current.id != conversation_id):
+            attrs: dict[str, AttributeValue] = {A.OUTCOME: value, A.CONVERSATION_ID: str(conversation_id)}
             # An empty context: no current conversation to stamp over the id given, no parent span.
             contextvars.Context().run(_marker_span, "agentwatch.label", attrs, None)
             return True

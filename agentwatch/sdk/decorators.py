@@ -5,10 +5,12 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable
+from contextvars import Token
 from typing import Any, TypeVar, overload
 
 from opentelemetry import context as context_api
 from opentelemetry import trace as otel_trace
+from opentelemetry.context import Context
 from opentelemetry.trace import Span
 
 from agentwatch.sdk.spans import MAX_STREAM_ITEMS, SpanSpec, fail, finish, start
@@ -80,13 +82,14 @@ class _Running:
         self.spec = spec
         self.span = span
         self.ctx = _in_context(span)
-        self.token: object = None
+        self.token: Token[Context] | None = None
 
     def __enter__(self) -> None:
         self.token = _attach(self.ctx)
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: object) -> None:
-        _detach(self.token)
+        if self.token is not None:
+            _detach(self.token)
         if exc is not None and not isinstance(exc, (StopIteration, StopAsyncIteration)):
             fail(self.spec, self.span, exc)
 

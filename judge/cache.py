@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import json
 import logging
+from dataclasses import replace
 import os
 import threading
 from collections import OrderedDict
 from pathlib import Path
 
-from agentwatch.scorers.judge import JudgeVerdict
+from agentwatch.judge.verdict import JudgeVerdict
 
 from agentwatch.schema import Outcome
 
@@ -105,13 +106,13 @@ class JudgeCache:
             if v is None:
                 return None
             self._entries.move_to_end(key)
-        return v.with_(cached=True, latency_s=0.0)
+        return replace(v, cached=True, latency_s=0.0)
 
     def put(self, key: str, verdict: JudgeVerdict) -> None:
         """Keep a verdict that grades (failures are not cached)."""
         if not verdict.ok or verdict.cached:
             return
-        verdict = verdict.with_(latency_s=0.0)
+        verdict = replace(verdict, latency_s=0.0)
         with self._lock:
             self._put(key, verdict)
             if self._fh is not None:

@@ -7,7 +7,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentwatch.scorers.judge import FAILURE_CODES, JudgeVerdict
+from agentwatch.judge.verdict import FAILURE_CODES, JudgeVerdict
 
 LATENCY_BUCKETS: tuple[float, ...] = (0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0)
 

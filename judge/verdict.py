@@ -64,22 +64,38 @@ class JudgeVerdict:
 
     @classmethod
     def graded(
-        cls, outcome: Outcome | str, score: float, explanation: str = "", judge_id: str = "", **usage: object
+        cls,
+        outcome: Outcome | str,
+        score: float,
+        explanation: str = "",
+        judge_id: str = "",
+        *,
+        input_tokens: int = 0,
+        output_tokens: int = 0,
+        cost_usd: float | None = None,
+        latency_s: float = 0.0,
     ) -> JudgeVerdict:
         """A verdict that grades."""
         return cls(outcome=Outcome(outcome), score=float(score), explanation=explanation, judge_id=judge_id,
-                   **usage)  # type: ignore[arg-type]
+                   input_tokens=input_tokens, output_tokens=output_tokens, cost_usd=cost_usd, latency_s=latency_s)
 
     @classmethod
-    def failed(cls, failure: str, detail: str = "", judge_id: str = "", **usage: object) -> JudgeVerdict:
+    def failed(
+        cls,
+        failure: str,
+        detail: str = "",
+        judge_id: str = "",
+        *,
+        input_tokens: int = 0,
+        output_tokens: int = 0,
+        cost_usd: float | None = None,
+        latency_s: float = 0.0,
+    ) -> JudgeVerdict:
         """A verdict saying the judge could not grade; `failure` is one of `FAILURE_CODES`."""
         if failure not in FAILURE_CODES:
             raise ValueError(f"unknown judge failure {failure!r}; expected one of {FAILURE_CODES}")
-        return cls(failure=failure, detail=detail, judge_id=judge_id, **usage)  # type: ignore[arg-type]
-
-    def with_(self, **changes: object) -> JudgeVerdict:
-        """A copy with some fields changed."""
-        return replace(self, **changes)  # type: ignore[arg-type]
+        return cls(failure=failure, detail=detail, judge_id=judge_id, input_tokens=input_tokens,
+                   output_tokens=output_tokens, cost_usd=cost_usd, latency_s=latency_s)
 
 
 @runtime_checkable
@@ -106,17 +122,17 @@ def validate_verdict(verdict: object, judge_id: str = "") -> JudgeVerdict:
         )
     if verdict.failure is not None:
         if verdict.failure not in FAILURE_CODES:
-            return verdict.with_(failure=JUDGE_BAD_OUTPUT, detail=f"unknown failure {verdict.failure!r}")
+            return replace(verdict, failure=JUDGE_BAD_OUTPUT, detail=f"unknown failure {verdict.failure!r}")
         return verdict
     score = verdict.score
     if isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score):
-        return verdict.with_(failure=JUDGE_BAD_OUTPUT, detail=f"judge score {score!r} is not a number",
+        return replace(verdict, failure=JUDGE_BAD_OUTPUT, detail=f"judge score {score!r} is not a number",
                              outcome=None, score=None)
     if not 0.0 <= score <= 1.0:
-        return verdict.with_(failure=JUDGE_BAD_OUTPUT, detail=f"judge score {score!r} outside [0, 1]",
+        return replace(verdict, failure=JUDGE_BAD_OUTPUT, detail=f"judge score {score!r} outside [0, 1]",
                              outcome=None, score=None)
     if verdict.outcome not in JUDGE_OUTCOMES:
-        return verdict.with_(failure=JUDGE_BAD_OUTPUT, detail=f"judge outcome {verdict.outcome!r} is not a class",
+        return replace(verdict, failure=JUDGE_BAD_OUTPUT, detail=f"judge outcome {verdict.outcome!r} is not a class",
                              outcome=None, score=None)
     return verdict
 
@@ -139,7 +155,7 @@ def run_judge(judge: Judge, conversation: Conversation) -> JudgeVerdict:
         return JudgeVerdict.failed(JUDGE_UNAVAILABLE, _describe(exc), judge_id)
     checked = validate_verdict(verdict, judge_id)
     if not checked.judge_id:
-        checked = checked.with_(judge_id=judge_id)
+        checked = replace(checked, judge_id=judge_id)
     return checked
 
 

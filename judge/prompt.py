@@ -16,7 +16,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from agentwatch.scorers.judge import JUDGE_OUTCOMES
+from agentwatch.judge.verdict import JUDGE_OUTCOMES
 
 from agentwatch.schema import Conversation, Turn
 

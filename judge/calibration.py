@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from agentwatch.scorers.judge import JUDGE_OUTCOMES
+from agentwatch.judge.verdict import JUDGE_OUTCOMES
 
 CLASSES: tuple[str, ...] = tuple(o.value for o in JUDGE_OUTCOMES)
 
@@ -123,7 +123,7 @@ class CalibrationReport:
 
         d = {k: getattr(self, k) for k in self.__dataclass_fields__}
         d["passed"] = self.passed
-        return clean(d)
+        return {k: clean(v) for k, v in d.items()}
 
 
 def self_consistency(first: list[str | None], second: list[str | None],

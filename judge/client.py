@@ -6,7 +6,7 @@ cap), the `Retry-After` header, the HTTP status that decides between retry and g
 structured outputs on servers that reject `response_format` — and it sends one small request shape. httpx is
 small, thread-safe with a shared connection pool, and has separate connect/read timeouts.
 
-One request per conversation at temperature 0: the versioned rubric and the transcript (`judge_prompt`). The
+One request per conversation at temperature 0: the versioned rubric and the transcript (`agentwatch.judge.prompt`). The
 reply must be JSON of `VERDICT_SCHEMA`; with `structured_outputs="auto"` the schema is sent as
 `response_format: json_schema` and the judge falls back to `json_object`, then to no `response_format`, when the
 server answers 400/422 about it. A reply that does not parse gets one repair request (the bad reply and the
@@ -25,14 +25,14 @@ from typing import Any
 
 import httpx
 from agentwatch.scorers.cost import PriceLookup
-from agentwatch.scorers.judge import (
+from agentwatch.judge.verdict import (
     JUDGE_BAD_OUTPUT,
     JUDGE_TIMEOUT,
     JUDGE_UNAVAILABLE,
     JudgeVerdict,
 )
-from agentwatch.scorers.judge_breaker import CircuitBreaker
-from agentwatch.scorers.judge_prompt import (
+from agentwatch.judge.breaker import CircuitBreaker
+from agentwatch.judge.prompt import (
     VERDICT_SCHEMA,
     build_messages,
     fingerprint,
@@ -197,16 +197,12 @@ class OpenAIJudge:
         price = self.prices(self.model) if self.prices is not None else None
         if price is not None:
             cost = (usage[0] * price[0] + usage[1] * price[1]) / 1e6
-        common = {
-            "judge_id": self.judge_id,
-            "input_tokens": usage[0],
-            "output_tokens": usage[1],
-            "cost_usd": cost,
-            "latency_s": max(self._clock() - start, 0.0),
-        }
+        latency = max(self._clock() - start, 0.0)
         if fields.get("failure"):
-            return JudgeVerdict.failed(fields["failure"], fields["detail"], **common)  # type: ignore[arg-type]
-        return JudgeVerdict.graded(fields["outcome"], fields["score"], fields["explanation"], **common)
+            return JudgeVerdict.failed(fields["failure"], fields["detail"], self.judge_id, input_tokens=usage[0],
+                                       output_tokens=usage[1], cost_usd=cost, latency_s=latency)
+        return JudgeVerdict.graded(fields["outcome"], fields["score"], fields["explanation"], self.judge_id,
+                                   input_tokens=usage[0], output_tokens=usage[1], cost_usd=cost, latency_s=latency)
 
     def _ask(self, messages: list[dict[str, str]], usage: list[int]) -> tuple[str, float, str]:
         content = self._complete(messages, usage)

@@ -14,14 +14,15 @@ grades.
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 
-from agentwatch.scorers.judge import JUDGE_BUDGET_EXHAUSTED, Judge, JudgeVerdict, run_judge
-from agentwatch.scorers.judge_budget import SpendCap
-from agentwatch.scorers.judge_cache import JudgeCache, cache_key
-from agentwatch.scorers.judge_stats import JudgeStats
+from agentwatch.judge.verdict import JUDGE_BUDGET_EXHAUSTED, Judge, JudgeVerdict, run_judge
+from agentwatch.judge.budget import SpendCap
+from agentwatch.judge.cache import JudgeCache, cache_key
+from agentwatch.judge.counters import JudgeStats
 
 from agentwatch.config import JudgeConfig, Settings
 from agentwatch.schema import Conversation
@@ -60,7 +61,7 @@ class JudgeRunner:
         cfg: JudgeConfig = settings.judge
         prices = PriceLookup(settings.cost.prices.models)
         if judge is None:
-            from agentwatch.scorers.judge_openai import OpenAIJudge
+            from agentwatch.judge.client import OpenAIJudge
 
             if (cfg.hourly_usd is not None or cfg.daily_usd is not None) and prices(cfg.model) is None:
                 raise ValueError(
@@ -157,7 +158,7 @@ def _chain(shared: Future[JudgeVerdict], stats: JudgeStats) -> Future[JudgeVerdi
     out: Future[JudgeVerdict] = Future()
 
     def copy(f: Future[JudgeVerdict]) -> None:
-        v = f.result().with_(cached=True, latency_s=0.0)
+        v = replace(f.result(), cached=True, latency_s=0.0)
         stats.observe(v, called=False)
         out.set_result(v)
 
