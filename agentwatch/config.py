@@ -409,8 +409,8 @@ class ExporterConfig(_Section):
     max_failure_modes: int = Field(default=32, ge=1, description="distinct failure-mode labels; rest -> other")
     max_units: int = Field(
         default=5_000, ge=1,
-        description="task instances with repeated attempts tracked per agent version in the longest window; a "
-        "conversation of any other counts as a unit of its own (agentwatch_units_folded_total)",
+        description="task instances with repeated attempts tracked per agent version in the longest window; "
+        "a conversation of any other counts as a unit of its own (agentwatch_units_folded_total)",
     )
     metrics_host: str = "0.0.0.0"
     session_timeout_ms: int = Field(default=45_000, ge=1, description="consumer group session timeout")

@@ -160,15 +160,15 @@ class Conversation(_Model):
     task: str = Field(default="default", description="Task family (agentwatch.task).")
     instance: str | None = Field(
         default=None,
-        description="Which instance of the task family this conversation works on (agentwatch.task.instance), "
-        "e.g. a benchmark's task id or a replayed request's id. Conversations of the same task and instance are "
-        "repeated attempts at it: the unit of pass^k. Never a Prometheus label.",
+        description="Which instance of the task family this conversation works on "
+        "(agentwatch.task.instance), e.g. a benchmark's task id or a replayed request's id. Conversations of "
+        "the same task and instance are repeated attempts at it: the unit of pass^k. Never a metric label.",
     )
     attempt: int | None = Field(
         default=None,
         ge=0,
-        description="Which attempt at that instance this is, from 0 (agentwatch.attempt; a benchmark's trial). "
-        "With an attempt but no instance, the task itself is the unit that is attempted repeatedly.",
+        description="Which attempt at that instance this is, from 0 (agentwatch.attempt; a benchmark's "
+        "trial). With an attempt but no instance, the task itself is the unit that is attempted repeatedly.",
     )
     tags: dict[str, str] = Field(default_factory=dict, description="Free labels, e.g. difficulty, category.")
     budget_usd: float | None = Field(default=None, ge=0, description="Cost ceiling for this conversation.")
@@ -240,7 +240,9 @@ class ConversationScore(_Model):
     version: str = Field(description="Agent version.")
     task: str = Field(description="Task family.")
     instance: str | None = Field(default=None, description="Task instance, copied from the conversation.")
-    attempt: int | None = Field(default=None, ge=0, description="Attempt at that instance, copied from the conversation.")
+    attempt: int | None = Field(
+        default=None, ge=0, description="Attempt at that instance, copied from the conversation."
+    )
     tags: dict[str, str] = Field(default_factory=dict, description="Tags copied from the conversation.")
     turns: int = Field(description="Number of turns.")
     passed: bool | None = Field(description="Every turn passed every applicable grader; null when unscored.")

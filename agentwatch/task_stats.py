@@ -1,4 +1,4 @@
-"""pass^k and pass@k over units that differ: τ-bench's estimator with an interval that holds when units differ.
+"""pass^k and pass@k over units that differ: τ-bench's estimator, with an interval that holds when they do.
 
 A *unit* is what repeated attempts are attempts at (a task instance, or a task). Unit u has its own success
 probability p_u; its pass^k is p_u^k and its pass@k 1 - (1 - p_u)^k. Pure functions over counts: no I/O, no
@@ -15,21 +15,23 @@ clocks, no randomness.
   - with fewer than `SMALL_UNITS` units having k attempts: the hierarchical Beta-binomial posterior
     (`agentwatch.task_grid`), which pools the units through the Beta model — small samples need it (a
     percentile bootstrap over 10 units covers 70–92%);
-  - from `SMALL_UNITS` units on: the nonparametric interval — Jeffreys' Beta(½ + m·v̄·d, ½ + m·(1-v̄)·d) around
-    the value v̄, with the design effect d = v̄(1 - v̄)/s² ≥ 1 measured on the units' values (s² their variance):
+  - from `SMALL_UNITS` units on: the nonparametric interval — Jeffreys' Beta(½ + m·v̄·d, ½ + m·(1-v̄)·d)
+    around the value v̄, with the design effect d = v̄(1 - v̄)/s² ≥ 1 measured on the units' values (s² their
+    variance):
     it needs no model of how units differ, while a Beta model that does not fit biases the hierarchical
     interval as the units grow (docs/scoring.md has the figures).
 - Units with fewer than k attempts inform the hierarchical model but not the value at k, and so not the
-  nonparametric interval. Unequal numbers of attempts need nothing else: each unit's likelihood uses its own n.
-- A value outside its interval (every unit passed every attempt: value 1, a posterior bound just below 1) widens
-  the interval to include it, and `widened` says so.
+  nonparametric interval. Unequal numbers of attempts need nothing else: each unit's likelihood uses its own
+  n.
+- A value outside its interval (every unit passed every attempt: value 1, a posterior bound just below 1)
+  widens the interval to include it, and `widened` says so.
 """
 
 from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -53,8 +55,8 @@ __all__ = [
 ]
 
 IntervalKind = Literal["hierarchical", "nonparametric"]
-SMALL_UNITS = 50  # below this many units with k attempts, the hierarchical interval; from it, the nonparametric
-_BETA_POINTS = 1025  # quantiles that describe a nonparametric (Beta) distribution for regression probabilities
+SMALL_UNITS = 50  # below this many units with k attempts the hierarchical interval, from it the nonparametric
+_BETA_POINTS = 1025  # quantiles describing a nonparametric (Beta) distribution for regression probabilities
 _CHUNK = 64  # groups fitted at once in a batch (memory: about 3 MB a group)
 
 
@@ -68,6 +70,11 @@ class UnitCounts:
     def from_units(cls, units: Iterable[tuple[int, int]]) -> UnitCounts:
         """From one (n, c) per unit; units with n = 0 are left out."""
         return cls.from_histogram(Counter((int(n), int(c)) for n, c in units))
+
+    @classmethod
+    def from_pairs(cls, pairs: Iterable[Sequence[int]]) -> UnitCounts:
+        """From [n, c, units] triples (the report's `units.pairs`)."""
+        return cls.from_histogram({(int(n), int(c)): int(m) for n, c, m in pairs})
 
     @classmethod
     def from_histogram(cls, histogram: Mapping[tuple[int, int], int]) -> UnitCounts:
@@ -107,7 +114,7 @@ def _unit_values(n: np.ndarray, c: np.ndarray, k: int, kind: Kind) -> np.ndarray
 
 
 def unbiased_mean(counts: UnitCounts, k: int, kind: Kind) -> float | None:
-    """τ-bench's estimator: the mean over units with n >= k of C(c,k)/C(n,k) (pow) or 1 - C(n-c,k)/C(n,k) (at)."""
+    """τ-bench's estimator: mean over units with n >= k of C(c,k)/C(n,k) (pow) or 1 - C(n-c,k)/C(n,k) (at)."""
     fn = pass_pow_k_unbiased if kind == "pow" else pass_at_k_unbiased
     parts = [(m, m * fn(n, c, k)) for n, c, m in counts.pairs if n >= k]
     total = sum(m for m, _ in parts)

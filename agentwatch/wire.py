@@ -1,8 +1,8 @@
 """The wire contract shared by the SDK, the collector and the exporters: dependency-free on purpose.
 
 What crosses a process boundary is named here once: outcome values, Kafka header names and values, default
-topics, failure-evidence codes, the attributes of repeated attempts and the score format version. The SDK imports this module and nothing of the
-services; the services import it instead of restating it.
+topics, failure-evidence codes, the attributes of repeated attempts and the score format version. The SDK
+imports this module and nothing of the services; the services import it instead of restating it.
 """
 
 from __future__ import annotations
@@ -29,9 +29,9 @@ SCORES_TOPIC = "agentwatch.scores"
 DEAD_LETTER_TOPIC = "agentwatch.deadletter"
 REKEY_TOPIC = "agentwatch.spans.rekeyed"
 
-# Span attributes that say which repeated attempt a conversation is: attempts at the same task instance are what
-# pass^k is about (the conversation-level `agentwatch.task` names the task family).
-TASK_INSTANCE_ATTRIBUTE = "agentwatch.task.instance"  # which instance of the task (a benchmark task id, a request)
-ATTEMPT_ATTRIBUTE = "agentwatch.attempt"  # which attempt at that instance, an integer >= 0 (a benchmark's trial)
+# Span attributes that say which repeated attempt a conversation is: attempts at the same task instance are
+# what pass^k is about (the conversation-level `agentwatch.task` names the task family).
+TASK_INSTANCE_ATTRIBUTE = "agentwatch.task.instance"  # which instance: a benchmark's task id, a request's id
+ATTEMPT_ATTRIBUTE = "agentwatch.attempt"  # which attempt at it, an integer >= 0: a benchmark's trial
 
 SCORE_FORMAT_VERSION = 1  # `schema_version` of ConversationScore records

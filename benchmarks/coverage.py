@@ -1,19 +1,20 @@
 """Coverage of the pass^k / pass@k intervals over units that differ, by simulation at known truths.
 
-Each repetition draws `units` success probabilities from a known distribution (Beta shapes, U-shaped and skewed
-ones, and two that no Beta fits), `attempts` Binomial attempts per unit (or an unequal number, 1 to 8), and
-computes the intervals exactly as the report and the exporter do (`agentwatch.task_stats.intervals_batch`, the
-vectorised form of `UnitsPosterior.estimates`). A 95% interval covers when it holds the population mean of p^k
-(or of 1 - (1-p)^k) of the distribution the units were drawn from. Prints one line per configuration: coverage of
-pass^k for every identified k and of pass@1, the mean interval width, and which interval the units got.
+Each repetition draws `units` success probabilities from a known distribution (Beta shapes, U-shaped and
+skewed ones, and two that no Beta fits), `attempts` Binomial attempts per unit (or an unequal number, 1 to 8),
+and computes the intervals exactly as the report and the exporter do (`agentwatch.task_stats.intervals_batch`,
+the vectorised form of `UnitsPosterior.estimates`). A 95% interval covers when it holds the population mean of
+p^k (or of 1 - (1-p)^k) of the distribution the units were drawn from. Prints one line per configuration:
+coverage of pass^k for every identified k and of pass@1, the mean interval width, and which interval the units
+got.
 
     python benchmarks/coverage.py                       # the full grid, 2,000 repetitions each (~10 min)
     python benchmarks/coverage.py --reps 500 --quick    # a smaller grid
     python benchmarks/coverage.py --alternatives        # pass^k at the largest k by the intervals not chosen
 
 `--alternatives` prints, for each configuration, the coverage of pass^k at its largest k by the hierarchical
-interval alone, by the nonparametric interval alone, and by a percentile bootstrap over units (1,000 resamples):
-the measurements behind the choice described in docs/scoring.md.
+interval alone, by the nonparametric interval alone, and by a percentile bootstrap over units (1,000
+resamples): the measurements behind the choice described in docs/scoring.md.
 """
 
 from __future__ import annotations
@@ -46,8 +47,11 @@ class Truth:
 
 def beta_truth(a: float, b: float) -> Truth:
     """Beta(a, b) units: E[p^k] = Π_{i<k} (a+i)/(a+b+i)."""
-    return Truth(f"Beta({a:g},{b:g})", lambda rng, shape: rng.beta(a, b, shape),
-                 lambda k: math.prod((a + i) / (a + b + i) for i in range(k)))
+    return Truth(
+        f"Beta({a:g},{b:g})",
+        lambda rng, shape: rng.beta(a, b, shape),
+        lambda k: math.prod((a + i) / (a + b + i) for i in range(k)),
+    )
 
 
 def _two_point(rng: np.random.Generator, shape: tuple[int, int]) -> np.ndarray:
@@ -67,8 +71,11 @@ TRUTHS: dict[str, Truth] = {
         beta_truth(5.0, 1.0),
         beta_truth(1.0, 1.0),
         Truth("two-point 0.2|0.9", _two_point, lambda k: 0.5 * 0.2**k + 0.5 * 0.9**k),
-        Truth("35% never, 25% always, 40% Beta(2,2)", _zero_one_beta,
-              lambda k: 0.25 + 0.4 * math.prod((2 + i) / (4 + i) for i in range(k)) if k else 1.0),
+        Truth(
+            "35% never, 25% always, 40% Beta(2,2)",
+            _zero_one_beta,
+            lambda k: 0.25 + 0.4 * math.prod((2 + i) / (4 + i) for i in range(k)) if k else 1.0,
+        ),
     )
 }
 UNEQUAL = 0  # attempts per unit drawn uniformly from 1..8
@@ -94,8 +101,8 @@ def simulate(
     at_ks: list[int] | None = None,
     small_units: float = SMALL_UNITS,
 ) -> dict[tuple[str, int], Cell]:
-    """Coverage of the pass^k intervals for each k in `ks` and of pass@k for each in `at_ks` (default: `ks`) up to
-    the most attempts (attempts=UNEQUAL: 1..8 each)."""
+    """Coverage of the pass^k intervals for each k in `ks` and of pass@k for each in `at_ks` (default: `ks`),
+    up to the most attempts (attempts=UNEQUAL: 1..8 each)."""
     hist, ns, cs = _draw(truth, units, attempts, reps, seed)
     top = max(ns)
     wanted = [k for k in ks if k <= top]
@@ -107,7 +114,9 @@ def simulate(
         known = ~np.isnan(b.value)
         hit = (b.lower <= truth_k) & (truth_k <= b.upper)
         out[(kind, k)] = Cell(
-            float(hit[known].mean()), float(np.mean((b.upper - b.lower)[known])), float(b.hierarchical[known].mean())
+            float(hit[known].mean()),
+            float(np.mean((b.upper - b.lower)[known])),
+            float(b.hierarchical[known].mean()),
         )
     return out
 
@@ -126,16 +135,28 @@ def _draw(
     top = int(n.max())
     pairs = [(a, b) for a in range(1, top + 1) for b in range(a + 1)]  # pair (a, b) at (a-1)(a+2)/2 + b
     codes = (n - 1) * (n + 2) // 2 + c + len(pairs) * np.arange(reps)[:, None]
-    hist = np.bincount(codes.ravel(), minlength=reps * len(pairs)).reshape(reps, len(pairs)).astype(np.float64)
+    hist = (
+        np.bincount(codes.ravel(), minlength=reps * len(pairs)).reshape(reps, len(pairs)).astype(np.float64)
+    )
     ns, cs = zip(*pairs, strict=True)
     return hist, ns, cs
 
 
-def bootstrap_coverage(truth: Truth, units: int, attempts: int, reps: int, seed: int, k: int,
-                       resamples: int = 1000, level: float = 0.95) -> float:
-    """Coverage of a percentile bootstrap over units of τ-bench's pass^k (units resampled with replacement)."""
+def bootstrap_coverage(
+    truth: Truth,
+    units: int,
+    attempts: int,
+    reps: int,
+    seed: int,
+    k: int,
+    resamples: int = 1000,
+    level: float = 0.95,
+) -> float:
+    """Coverage of a percentile bootstrap of τ-bench's pass^k over units (resampled with replacement)."""
     hist, ns, cs = _draw(truth, units, attempts, reps, seed)
-    values = np.array([math.comb(c, k) / math.comb(n, k) if n >= k else np.nan for n, c in zip(ns, cs, strict=True)])
+    values = np.array(
+        [math.comb(c, k) / math.comb(n, k) if n >= k else np.nan for n, c in zip(ns, cs, strict=True)]
+    )
     usable = ~np.isnan(values)
     rng = np.random.default_rng(seed + 1)
     tail = (1 - level) / 2
@@ -151,20 +172,33 @@ def bootstrap_coverage(truth: Truth, units: int, attempts: int, reps: int, seed:
 
 
 def _line(truth: str, units: int, attempts: int, cells: dict[tuple[str, int], Cell], seconds: float) -> str:
-    pows = " ".join(f"{c.coverage:.3f}" for (kind, _k), c in sorted(cells.items(), key=lambda kv: kv[0][1])
-                    if kind == "pow")
+    pows = " ".join(
+        f"{c.coverage:.3f}"
+        for (kind, _k), c in sorted(cells.items(), key=lambda kv: kv[0][1])
+        if kind == "pow"
+    )
     ks = ",".join(str(k) for (kind, k) in sorted(cells, key=lambda key: key[1]) if kind == "pow")
     at1 = cells[("at", 1)].coverage
     width = cells[("pow", max(k for kind, k in cells if kind == "pow"))].width
     interval = cells[("pow", 1)].hierarchical
-    which = "hierarchical" if interval == 1 else "nonparametric" if interval == 0 else f"{interval:.0%} hierarchical"
+    which = (
+        "hierarchical"
+        if interval == 1
+        else "nonparametric"
+        if interval == 0
+        else f"{interval:.0%} hierarchical"
+    )
     n = "1-8" if attempts == UNEQUAL else str(attempts)
-    return (f"| {truth} | {units} | {n} | {ks} | {pows} | {at1:.3f} | {width:.3f} | {which} | {seconds:.1f} s |")
+    return (
+        f"| {truth} | {units} | {n} | {ks} | {pows} | {at1:.3f} | {width:.3f} | {which} | {seconds:.1f} s |"
+    )
 
 
 def main() -> None:
     """Run the grid and print a Markdown table."""
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--reps", type=int, default=2000, help="repetitions per configuration (default 2000)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--quick", action="store_true", help="Beta truths at 10 and 200 units only")
@@ -177,10 +211,14 @@ def main() -> None:
         return
     units_list = args.units or ([10, 200] if args.quick else [10, 40, 200])
     truths = [TRUTHS[t] for t in args.truth] if args.truth else list(TRUTHS.values())
-    print(f"# {args.reps} repetitions per configuration, 95% intervals, seed {args.seed}; hierarchical interval "
-          f"below {SMALL_UNITS} units with k attempts, nonparametric from {SMALL_UNITS}")
-    print("| units drawn from | units | attempts | k | pass^k coverage, each k | pass@1 | width at the largest k "
-          "| interval | time |")
+    print(
+        f"# {args.reps} repetitions per configuration, 95% intervals, seed {args.seed}; hierarchical "
+        f"interval below {SMALL_UNITS} units with k attempts, nonparametric from {SMALL_UNITS}"
+    )
+    print(
+        "| units drawn from | units | attempts | k | pass^k coverage, each k | pass@1 "
+        "| width at the largest k | interval | time |"
+    )
     print("|---|---|---|---|---|---|---|---|---|")
     seed = args.seed
     for truth in truths:
@@ -204,15 +242,22 @@ def main() -> None:
 def _alternatives(args: argparse.Namespace) -> None:
     """pass^k at the largest k: the chosen interval, each interval alone, and a percentile bootstrap."""
     reps = args.reps
-    print(f"# {reps} repetitions per configuration (bootstrap: {max(200, reps // 4)}), 95% intervals, pass^k at the "
-          f"largest k, seed {args.seed}")
-    print("| units drawn from | units | attempts | k | chosen | hierarchical alone | nonparametric alone "
-          "| percentile bootstrap |")
+    print(
+        f"# {reps} repetitions per configuration (bootstrap: {max(200, reps // 4)}), 95% intervals, pass^k "
+        f"at the largest k, seed {args.seed}"
+    )
+    print(
+        "| units drawn from | units | attempts | k | chosen | hierarchical alone | nonparametric alone "
+        "| percentile bootstrap |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     seed = args.seed
     configs = [(t, u, a) for t in TRUTHS.values() for u in (10, 40, 200) for a in (2, 4, 8)]
-    configs += [(t, u, 8) for u in (1000, 5000) for t in (TRUTHS["two-point 0.2|0.9"],
-                                                             TRUTHS["35% never, 25% always, 40% Beta(2,2)"])]
+    configs += [
+        (t, u, 8)
+        for u in (1000, 5000)
+        for t in (TRUTHS["two-point 0.2|0.9"], TRUTHS["35% never, 25% always, 40% Beta(2,2)"])
+    ]
     for truth, units, attempts in configs:
         seed += 1
         n = reps if units <= 200 else max(200, reps // 4)
@@ -221,7 +266,10 @@ def _alternatives(args: argparse.Namespace) -> None:
             cells = simulate(truth, units, attempts, n, seed, [attempts], at_ks=[], small_units=small)
             row.append(f"{cells[('pow', attempts)].coverage:.3f}")
         boot = bootstrap_coverage(truth, units, attempts, max(200, n // 4), seed, attempts)
-        print(f"| {truth.name} | {units} | {attempts} | {attempts} | {' | '.join(row)} | {boot:.3f} |", flush=True)
+        print(
+            f"| {truth.name} | {units} | {attempts} | {attempts} | {' | '.join(row)} | {boot:.3f} |",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
-"""pass^k of the dev data (τ-bench's airline run with gpt-4o, tasks 0–24, 4 trials each) as agentwatch reports it.
+"""pass^k of the dev data (τ-bench's airline run with gpt-4o, tasks 0–24, 4 trials each), as reported.
 
 Converts the runs to transcript lines as the benchmark importer writes them (task = the task id, attempt = the
-trial, the reward as the outcome label), scores them with `agentwatch score`'s scorer and report, and prints for
+trial, the reward as the outcome label), scores them with `agentwatch score`'s scorer and report, prints for
 k = 1..4 the headline (τ-bench's estimator and its interval over tasks) beside p^k of the pooled success rate
 (what the report showed before it knew about repeated attempts).
 
@@ -22,8 +22,13 @@ from agentwatch.scorers import ConversationScorer
 from agentwatch.config import Settings
 from agentwatch.schema import Conversation
 
-DEV_DATA = Path(__file__).resolve().parents[1] / "tests" / "data" / "agent-benchmark" / \
-    "airline-gpt-4o-tasks-00-24.json.gz"
+DEV_DATA = (
+    Path(__file__).resolve().parents[1]
+    / "tests"
+    / "data"
+    / "agent-benchmark"
+    / "airline-gpt-4o-tasks-00-24.json.gz"
+)
 
 
 def transcripts() -> list[dict]:
@@ -31,21 +36,27 @@ def transcripts() -> list[dict]:
     lines = []
     for run in json.loads(gzip.decompress(DEV_DATA.read_bytes())):
         passed = abs(run["reward"] - 1.0) <= 1e-6
-        lines.append({
-            "conversation_id": f"airline-{run['task_id']}-{run['trial']}",
-            "agent": "airline",
-            "version": "gpt-4o",
-            "task": str(run["task_id"]),
-            "attempt": run["trial"],
-            "outcome": "complete" if passed else "partial_incorrect",
-            "turns": [{"input": run["traj"][1]["content"] if len(run["traj"]) > 1 else "", "answer": "done"}],
-        })
+        lines.append(
+            {
+                "conversation_id": f"airline-{run['task_id']}-{run['trial']}",
+                "agent": "airline",
+                "version": "gpt-4o",
+                "task": str(run["task_id"]),
+                "attempt": run["trial"],
+                "outcome": "complete" if passed else "partial_incorrect",
+                "turns": [
+                    {"input": run["traj"][1]["content"] if len(run["traj"]) > 1 else "", "answer": "done"}
+                ],
+            }
+        )
     return lines
 
 
 def main() -> None:
     """Print the table."""
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--out", type=Path, default=None, help="also write the transcript lines here")
     args = parser.parse_args()
     lines = transcripts()
@@ -59,13 +70,21 @@ def main() -> None:
     seconds = time.perf_counter() - start
     units = report.units
     assert units is not None
-    print(f"# {len(lines)} runs, {units.units} tasks, {units.max_attempts} attempts each; report built in {seconds:.2f} s")
-    print("| k | pass^k (τ-bench) | 95% interval | interval | pass@k | p^k of the pooled rate | its 95% interval |")
+    print(
+        f"# {len(lines)} runs, {units.units} tasks, {units.max_attempts} attempts each; report built in "
+        f"{seconds:.2f} s"
+    )
+    print(
+        "| k | pass^k (τ-bench) | 95% interval | interval | pass@k | p^k of the pooled rate "
+        "| its 95% interval |"
+    )
     print("|---|---|---|---|---|---|---|")
     for k in ("1", "2", "3", "4"):
         e, a = report.pass_pow_k[k], report.pass_at_k[k]
-        print(f"| {k} | {e.value:.4f} | [{e.lower:.3f}, {e.upper:.3f}] | {e.interval} | {a.value:.4f} "
-              f"| {e.pooled_mean:.4f} | [{e.pooled_lower:.3f}, {e.pooled_upper:.3f}] |")
+        print(
+            f"| {k} | {e.value:.4f} | [{e.lower:.3f}, {e.upper:.3f}] | {e.interval} | {a.value:.4f} "
+            f"| {e.pooled_mean:.4f} | [{e.pooled_lower:.3f}, {e.pooled_upper:.3f}] |"
+        )
 
 
 if __name__ == "__main__":

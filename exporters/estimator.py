@@ -20,9 +20,10 @@
   longest window); every fold is counted per label. Values are sanitised without merging distinct names
   (`sanitize_label`).
 - Units: a score naming an instance or an attempt belongs to the unit (task, instance) of its agent version;
-  each window counts the graded conversations per unit, which the estimates over units read (`summary`). At most
-  `exporter.max_units` units per agent version are tracked (first come, first kept among those seen in the
-  longest window); a conversation of any other unit counts as a unit of its own, and `units_folded` counts it.
+  each window counts the graded conversations per unit, which the estimates over units read (`summary`). At
+  most `exporter.max_units` units per agent version are tracked (first come, first kept among those seen in
+  the longest window); a conversation of any other unit counts as a unit of its own, and `units_folded` counts
+  it.
 - A series whose windows are all empty is forgotten (its estimates and counters vanish).
 - Thread-safe: `add` and `snapshot` take one lock. Snapshots reuse the estimates of unchanged windows.
 """
@@ -241,7 +242,7 @@ class Estimator:
         self._agents_seen: dict[str, float] = {}  # agent -> latest event time
         self._versions_seen: dict[str, dict[str, float]] = {}  # agent -> version -> latest event time
         self._modes_seen: dict[str, float] = {}
-        self._units_seen: dict[tuple[str, str], dict[Unit, float]] = {}  # agent version -> unit -> latest time
+        self._units_seen: dict[tuple[str, str], dict[Unit, float]] = {}  # agent version -> unit -> last time
         self._units_folded = 0
         self._next_housekeeping = -math.inf
         self._consumed = 0
@@ -306,7 +307,8 @@ class Estimator:
 
     def _revise(self, counted: _Counted, score: ConversationScore, now: float) -> None:
         """Replace an identity's contribution by its revision wherever the original is still counted."""
-        new = self._contribution(score, counted.t, counted.contribution.unit)  # the same conversation, the same unit
+        # the same conversation: the same unit
+        new = self._contribution(score, counted.t, counted.contribution.unit)
         for k in counted.keys:
             s = self._series.get(k)
             if s is None:
@@ -358,7 +360,7 @@ class Estimator:
         return self._fold("task", task, self._tasks_seen, self._max_tasks, t)
 
     def _unit(self, agent: str, version: str, score: ConversationScore, t: float) -> Unit | None:
-        """The score's unit, or None (a unit of its own) when it names none or the bound is reached (counted)."""
+        """The score's unit; None (a unit of its own) when it names none or the bound is reached (counted)."""
         if score.instance is None and score.attempt is None:
             return None
         unit = (sys.intern(score.task), score.instance)
@@ -426,14 +428,16 @@ class Estimator:
             counted = self._seen.get(identity)
             if counted is not None and counted.t < horizon:
                 del self._seen[identity]
-        for seen in (self._tasks_seen, self._modes_seen, self._agents_seen, *self._versions_seen.values(),
-                     *self._units_seen.values()):
+        for seen in (self._tasks_seen, self._modes_seen, self._agents_seen, *self._versions_seen.values()):
             for name in [n for n, last in seen.items() if last < horizon]:
                 del seen[name]
         for agent in [a for a, versions in self._versions_seen.items() if not versions]:
             del self._versions_seen[agent]
-        for key in [k for k, units in self._units_seen.items() if not units]:
-            del self._units_seen[key]
+        for agent_version, units in list(self._units_seen.items()):
+            for unit in [u for u, last in units.items() if last < horizon]:
+                del units[unit]
+            if not units:
+                del self._units_seen[agent_version]
         gone = []
         for key, s in self._series.items():
             for w in s.windows:

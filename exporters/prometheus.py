@@ -62,9 +62,9 @@ HISTOGRAMS: tuple[tuple[str, str], ...] = (
     ("agentwatch_conversation_cost_usd", "Cost per conversation (USD)."),
     ("agentwatch_conversation_duration_seconds", "Duration per conversation (s)."),
 )
-(SUCCESS, AT_K, POW_K, ASR, TOOL, REGRESSION, CONVERSATIONS, SCORED, PASSED, UNITS, REPEATED_UNITS, OUTCOME_RATIO,
- FAILURE_RATIO, SCORED_RATIO, COST, OVER_BUDGET, DURATION, EVIDENCE_RATE, SAMPLED_RATIO, LABEL_RATIO,
- DRIFT_STATISTIC, DRIFT_THRESHOLD, DRIFT_REFERENCE) = range(len(GAUGES))
+(SUCCESS, AT_K, POW_K, ASR, TOOL, REGRESSION, CONVERSATIONS, SCORED, PASSED, UNITS, REPEATED_UNITS,
+ OUTCOME_RATIO, FAILURE_RATIO, SCORED_RATIO, COST, OVER_BUDGET, DURATION, EVIDENCE_RATE, SAMPLED_RATIO,
+ LABEL_RATIO, DRIFT_STATISTIC, DRIFT_THRESHOLD, DRIFT_REFERENCE) = range(len(GAUGES))
 
 
 def _fmt(x: float) -> str:
@@ -153,7 +153,7 @@ def counter_samples(c: SeriesCounters) -> Iterator[Sample]:
 
 
 def health_families(c: EstimatorCounters) -> list[Metric]:
-    """Estimator health: consumed, rejected, clamped, folded, revisions applied, units folded, newest event time."""
+    """Estimator health: consumed, rejected, clamped, folded, revisions, units folded, newest event time."""
     folded = CounterMetricFamily("agentwatch_labels_folded",
                                  "Label values folded into 'other' by the caps, by label.", labels=["label"])
     for label, n in c.folded.items():
@@ -170,7 +170,7 @@ def health_families(c: EstimatorCounters) -> list[Metric]:
                                     "Revised scores that replaced an earlier score of the same conversation.",
                                     value=c.revisions)
     units = CounterMetricFamily("agentwatch_units_folded",
-                                "Conversations of a unit beyond exporter.max_units, counted as units of their own.",
+                                "Conversations of a unit beyond exporter.max_units, each a unit of its own.",
                                 value=c.units_folded)
     families: list[Metric] = [folded, consumed, rejected, clamped, revisions, units]
     if c.last_score_timestamp is not None:

@@ -50,7 +50,7 @@ def probability(
 def over_units(
     new: tuple[tuple[int, int, int], ...], base: tuple[tuple[int, int, int], ...], k: int, margin: float
 ) -> float | None:
-    """P(pass^k_new < pass^k_base − margin) over two unit histograms; None when either has no unit with k attempts."""
+    """P(pass^k_new < pass^k_base − margin) over two unit histograms; None without a unit of k attempts."""
     dists = [task_stats.UnitsPosterior(task_stats.UnitCounts(h)).distribution(k, "pow") for h in (new, base)]
     if dists[0] is None or dists[1] is None:
         return None
@@ -61,8 +61,10 @@ def _regression(new: SeriesEstimate, base: SeriesEstimate, k: int, p: Regression
     if new.method == "tasks" and base.method == "tasks":
         prob = over_units(new.unit_pairs, base.unit_pairs, k, p.margin)
         return None if prob is None else Regression(k, base.version, prob, "tasks")
-    counts = probability((new.scored, new.passed), (base.scored, base.passed), k, p.margin, (p.prior_alpha, p.prior_beta))
-    return Regression(k, base.version, counts, "exchangeable")
+    pooled = probability(
+        (new.scored, new.passed), (base.scored, base.passed), k, p.margin, (p.prior_alpha, p.prior_beta)
+    )
+    return Regression(k, base.version, pooled, "exchangeable")
 
 
 def attach_regressions(

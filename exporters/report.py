@@ -37,7 +37,13 @@ TOOL_DIMENSIONS = ("selection", "parameters", "sequence", "utilization", "overal
 # Reason codes that describe rather than fail (a person's label); not listed as failure modes.
 INFORMATIONAL_CODES = frozenset({"label"})
 __all__ = [
-    "GATE_ESTIMATES", "build_report", "counts", "gate_value", "group_stats", "latest_revisions", "per_task_counts",
+    "GATE_ESTIMATES",
+    "build_report",
+    "counts",
+    "gate_value",
+    "group_stats",
+    "latest_revisions",
+    "per_task_counts",
 ]
 
 

@@ -11,6 +11,7 @@ from agentwatch.exporters.report_model import (
     BaselineComparison,
     Delta,
     GroupStats,
+    Method,
     RegressionCheck,
     Report,
     UnitsSummary,
@@ -75,11 +76,12 @@ def _over_units(new: UnitsSummary, base: UnitsSummary, margin: float) -> tuple[f
     """P(pass^k_new < pass^k_base - margin) over the two units' populations, or None and why not."""
     found = []
     for units in (new, base):
-        model = task_stats.UnitsPosterior(task_stats.UnitCounts(tuple(tuple(p) for p in units.pairs)))
+        model = task_stats.UnitsPosterior(task_stats.UnitCounts.from_pairs(units.pairs))
         found.append(model.distribution(REGRESSION_K, "pow"))
     if found[0] is None or found[1] is None:
         side = "the new report" if found[0] is None else "the baseline"
-        return None, f"pass^{REGRESSION_K} not identified in {side}: no unit has {REGRESSION_K} graded attempts"
+        k = REGRESSION_K
+        return None, f"pass^{k} not identified in {side}: no unit has {k} graded attempts"
     return task_stats.regression_probability(found[0], found[1], margin), None
 
 
@@ -93,7 +95,7 @@ def _check(
     g, st = settings.gate, settings.stats
     (n_new, c_new, units_new), (n_base, c_base, units_base) = new, base
     prob, note = None, None
-    method = "tasks" if _repeated(units_new) and _repeated(units_base) else "exchangeable"
+    method: Method = "tasks" if _repeated(units_new) and _repeated(units_base) else "exchangeable"
     if method == "tasks":
         assert units_new is not None and units_base is not None
         prob, note = _over_units(units_new, units_base, g.regression_margin)
@@ -131,7 +133,8 @@ def compare_baseline(report: Report, base: Report, settings: Settings, source: s
     """Deltas of `report` against `base` and the regression checks (overall, and the gate's core scope)."""
     ks = [k for k in report.pass_at_k if k in base.pass_at_k]
     checks = [
-        _check("all", (report.scored, report.passed, report.units), (base.scored, base.passed, base.units), settings)
+        _check("all", (report.scored, report.passed, report.units), (base.scored, base.passed, base.units),
+               settings)
     ]
     r, b = report.readiness, base.readiness
     if r.scope == "core" and b.scope == "core":
@@ -153,9 +156,9 @@ def compare_baseline(report: Report, base: Report, settings: Settings, source: s
     rule = (
         f"regression when P(pass^{REGRESSION_K}_new < pass^{REGRESSION_K}_base - {g.regression_margin:g}) "
         f">= {g.regression_probability:g}, overall and on core tasks when both reports have them; when both "
-        f"sides repeat attempts, pass^{REGRESSION_K} is the mean over each version's population of units and the "
-        f"two posteriors are independent (shared tasks are not paired), else p^{REGRESSION_K} of pooled Beta "
-        f"posteriors (prior Beta({settings.stats.prior_alpha:g}, {settings.stats.prior_beta:g})) under "
+        f"sides repeat attempts, pass^{REGRESSION_K} is the mean over each version's population of units and "
+        f"the two posteriors are independent (shared tasks are not paired), else p^{REGRESSION_K} of pooled "
+        f"Beta posteriors (prior Beta({settings.stats.prior_alpha:g}, {settings.stats.prior_beta:g})) under "
         "exchangeability"
     )
     return BaselineComparison(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import math
 import html
 import io
 from collections.abc import Sequence
@@ -49,13 +50,13 @@ def curves(report: Report, settings: Settings) -> dict[str, list[float]]:
     units = report.units
     if units is not None and units.repeated:
         ks = list(range(1, min(units.max_attempts, CURVE_KS[-1]) + 1))
-        model = UnitsPosterior(UnitCounts(tuple(tuple(p) for p in units.pairs)))
-        found = model.estimates(ks, st.level)
+        found = UnitsPosterior(UnitCounts.from_pairs(units.pairs)).estimates(ks, st.level)
         out["units_k"] = [float(k) for k in ks]
-        for kind in ("pow", "at"):
-            out[f"{kind}_value"] = [float(found[kind][k].value) for k in ks]  # type: ignore[arg-type]
-            out[f"{kind}_lo"] = [float(found[kind][k].lower) for k in ks]  # type: ignore[arg-type]
-            out[f"{kind}_hi"] = [float(found[kind][k].upper) for k in ks]  # type: ignore[arg-type]
+        for kind, by_k in found.items():
+            values = [(e.value, e.lower, e.upper) for e in (by_k[k] for k in ks)]
+            out[f"{kind}_value"] = [float(v if v is not None else math.nan) for v, _lo, _hi in values]
+            out[f"{kind}_lo"] = [float(lo if lo is not None else math.nan) for _v, lo, _hi in values]
+            out[f"{kind}_hi"] = [float(hi if hi is not None else math.nan) for _v, _lo, hi in values]
     return out
 
 
@@ -98,7 +99,9 @@ def _curve_plot(report: Report, settings: Settings) -> str | None:
         assert units is not None
         ax.set_title(f"pass@k and pass^k over {units.units} units (n={report.scored}, c={report.passed})")
     else:
-        ax.set_title(f"no repeated attempts: p^k under exchangeability (n={report.scored}, c={report.passed})")
+        ax.set_title(
+            f"no repeated attempts: p^k under exchangeability (n={report.scored}, c={report.passed})"
+        )
     ax.legend(fontsize=7, loc="center right")
     ax.grid(alpha=0.3)
     return _png(fig)

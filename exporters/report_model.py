@@ -32,31 +32,32 @@ class KEstimate(_Out):
 
     value: float | None = Field(
         description="The figure to read. method tasks: mean over the units with >= k graded attempts of the "
-        "per-unit unbiased estimate (τ-bench's estimator); exchangeable: posterior mean of p^k (or 1-(1-p)^k) "
-        "of one pooled success probability. Null when no unit has k attempts."
+        "per-unit unbiased estimate (τ-bench's estimator); exchangeable: posterior mean of p^k (or "
+        "1-(1-p)^k) of one pooled success probability. Null when no unit has k attempts."
     )
     lower: float | None = Field(description="Lower bound of the headline interval at stats.level.")
     upper: float | None = Field(description="Upper bound of the headline interval at stats.level.")
     method: Method = Field(
-        description="tasks: some unit has repeated attempts, the figure is over units; exchangeable: no repeats, "
-        "the figure is p^k of one pooled success probability (pass^k of the same task is not identified)."
+        description="tasks: some unit has repeated attempts, the figure is over units; exchangeable: no "
+        "repeats, the figure is p^k of one pooled success probability (pass^k of the same task is not "
+        "identified)."
     )
     interval: IntervalKind | None = Field(
         description="hierarchical (Beta-binomial posterior over the units' population, < 50 units), "
         "nonparametric (design-effect Jeffreys interval, >= 50 units), or beta (pooled Beta posterior)."
     )
-    units: int | None = Field(description="method tasks: units with at least k graded attempts (the value's m).")
+    units: int | None = Field(description="method tasks: the units with k or more graded attempts")
     widened: bool = Field(
         default=False, description="The interval was widened to include the value (e.g. every unit passed)."
     )
     pooled_unbiased: float | None = Field(
-        description="Hypergeometric estimate from the pooled n, c (unbiased only under exchangeability); null when "
-        "k > n."
+        description="Hypergeometric estimate from the pooled n, c (unbiased only under exchangeability); "
+        "null when k > n."
     )
     pooled_plugin: float | None = Field(description="1-(1-c/n)^k or (c/n)^k of the pooled c/n.")
-    pooled_mean: float | None = Field(description="Posterior mean of the pooled Beta posterior (closed form).")
-    pooled_lower: float | None = Field(description="Lower bound of the pooled Beta posterior (Beta quantile^k).")
-    pooled_upper: float | None = Field(description="Upper bound of the pooled Beta posterior (Beta quantile^k).")
+    pooled_mean: float | None = Field(description="Posterior mean of the pooled Beta posterior (closed form)")
+    pooled_lower: float | None = Field(description="Lower bound of the pooled Beta posterior (quantile^k)")
+    pooled_upper: float | None = Field(description="Upper bound of the pooled Beta posterior (quantile^k)")
     task_mean: float | None = Field(
         description="Mean over task families (`task`) with n >= k of the per-task unbiased estimate."
     )
@@ -84,7 +85,7 @@ class UnitsSummary(_Out):
     repeated: int = Field(description="Units with two or more graded conversations.")
     max_attempts: int = Field(description="The most graded conversations of one unit.")
     without_unit: int = Field(
-        description="Graded conversations naming neither instance nor attempt: each counts as a unit of its own."
+        description="Graded conversations naming neither instance nor attempt: each is a unit of its own"
     )
     pairs: list[tuple[int, int, int]] = Field(
         default_factory=list, description="[n, c, units]: how many units had n graded attempts with c passes."
@@ -150,7 +151,7 @@ class GroupStats(_Out):
     )
     success_rate: Estimate
     units: UnitsSummary | None = Field(
-        default=None, description="Units of the graded conversations (task, instance), their attempts and passes."
+        default=None, description="Units of the graded conversations, their attempts and passes"
     )
     pass_at_k: dict[str, KEstimate] = Field(description="Keyed by k as a string.")
     pass_pow_k: dict[str, KEstimate] = Field(description="Keyed by k as a string.")
@@ -221,7 +222,7 @@ class RegressionCheck(_Out):
     probability: float | None = Field(description="P(pass^k_new < pass^k_base - margin).")
     threshold: float
     regressed: bool
-    note: str | None = Field(default=None, description="Why the probability is missing or how it was computed.")
+    note: str | None = Field(default=None, description="Why the probability is missing, or how it was got")
 
 
 class BaselineComparison(_Out):
@@ -254,7 +255,7 @@ class Report(GroupStats):
     baseline: BaselineComparison | None = None
     versions: list[Report] = Field(
         default_factory=list,
-        description="With several agent versions in the input: one report per version, first seen first, each "
-        "later one with `baseline` against its agent's first-seen version (or --baseline). The top-level fields "
-        "are those of the last one.",
+        description="With several agent versions in the input: one report per version, first seen first, "
+        "each later one with `baseline` against its agent's first-seen version (or --baseline). The "
+        "top-level fields are those of the last one.",
     )

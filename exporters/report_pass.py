@@ -93,10 +93,12 @@ def unit_counts(scores: Iterable[ConversationScore]) -> tuple[UnitCounts, UnitsS
 def _pooled(n: int, c: int, k: int, kind: Kind, post: BetaPosterior, level: float) -> dict[str, float | None]:
     if kind == "at":
         lo, hi = post.pass_at_k_interval(k, level)
-        return {"pooled_unbiased": _num(pass_at_k_unbiased(n, c, k)), "pooled_plugin": pass_at_k_plugin(c / n, k),
+        return {"pooled_unbiased": _num(pass_at_k_unbiased(n, c, k)),
+                "pooled_plugin": pass_at_k_plugin(c / n, k),
                 "pooled_mean": post.pass_at_k_mean(k), "pooled_lower": lo, "pooled_upper": hi}
     lo, hi = post.pass_pow_k_interval(k, level)
-    return {"pooled_unbiased": _num(pass_pow_k_unbiased(n, c, k)), "pooled_plugin": pass_pow_k_plugin(c / n, k),
+    return {"pooled_unbiased": _num(pass_pow_k_unbiased(n, c, k)),
+            "pooled_plugin": pass_pow_k_plugin(c / n, k),
             "pooled_mean": post.pass_pow_k_mean(k), "pooled_lower": lo, "pooled_upper": hi}
 
 
@@ -154,9 +156,9 @@ def default_ks(scores: Sequence[ConversationScore], configured: Sequence[int]) -
 
 
 def latest_revisions(scores: Iterable[ConversationScore]) -> list[ConversationScore]:
-    """One score per conversation (agent, version, id): the highest revision, the later one on a tie; first-seen
-    order. The version is part of the key offline: a file holding two versions' runs of the same benchmark
-    reuses conversation ids, and each version's conversation counts in its own section."""
+    """One score per conversation (agent, version, id): the highest revision, the later one on a tie; in
+    first-seen order. The version is part of the key offline: a file holding two versions' runs of the same
+    benchmark reuses conversation ids, and each version's conversation counts in its own section."""
     kept: dict[tuple[str, str, str], ConversationScore] = {}
     for s in scores:
         key = (s.agent, s.version, s.conversation_id)
@@ -169,7 +171,8 @@ def latest_revisions(scores: Iterable[ConversationScore]) -> list[ConversationSc
 def pick(estimate: KEstimate, which: str) -> float | None:
     """The estimate `gate.estimate` names: value or lower of the headline, or a pooled detail."""
     fields = {"value": estimate.value, "lower": estimate.lower, "plugin": estimate.pooled_plugin,
-              "unbiased": estimate.pooled_unbiased, "task_mean": estimate.task_mean, "mean": estimate.pooled_mean}
+              "unbiased": estimate.pooled_unbiased, "task_mean": estimate.task_mean,
+              "mean": estimate.pooled_mean}
     if which not in fields:
         raise ValueError(f"unknown gate estimate {which!r}; choose one of {GATE_ESTIMATES}")
     return fields[which]

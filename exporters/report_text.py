@@ -57,16 +57,19 @@ def figure_name(kind: str, k: str, e: KEstimate | None) -> str:
 EXCHANGEABLE_NOTE = (
     "  No task was attempted more than once, so pass^k (k attempts at the same task all succeed) is not",
     "  identified. Shown instead: p^k of one pooled success probability under exchangeability (as if every",
-    "  conversation were an independent attempt with the same p), which understates pass^k when tasks differ.",
+    "  conversation were an independent attempt with the same p), which understates pass^k when tasks",
+    "  differ.",
     "  Repeated attempts at the same task identify it: `instance` and `attempt` on transcript lines, or",
     "  conversation(instance=..., attempt=...) in the SDK.",
 )
 
 
 def _units_line(u: UnitsSummary) -> str:
-    alone = f"; {u.without_unit} graded conversations name no instance or attempt (a unit each)" if u.without_unit else ""
-    return (f"  units (a task, or a task instance): {u.units}, {u.repeated} attempted more than once, at most "
-            f"{u.max_attempts} attempts{alone}")
+    alone = ""
+    if u.without_unit:
+        alone = f"; {u.without_unit} graded conversations name no instance or attempt (a unit each)"
+    return (f"  units (a task, or a task instance): {u.units}, {u.repeated} attempted more than once, at "
+            f"most {u.max_attempts} attempts{alone}")
 
 
 def _k_line(kind: str, k: str, e: KEstimate, u: UnitsSummary | None) -> str:
@@ -100,8 +103,8 @@ def _overall_lines(r: GroupStats, level: float) -> list[str]:
     if over_units:
         if r.units is not None:
             lines.append(_units_line(r.units))
-        lines.append("  pass^k, pass@k: mean over units of the unbiased C(c,k)/C(n,k) (τ-bench); intervals are "
-                     "for the population of units")
+        lines.append("  pass^k, pass@k: mean over units of the unbiased C(c,k)/C(n,k) (τ-bench); intervals "
+                     "are for the population of units")
     else:
         lines.extend(EXCHANGEABLE_NOTE)
     for kind, table in (("pow", r.pass_pow_k), ("at", r.pass_at_k)):
@@ -217,7 +220,9 @@ def final_verdict(report: Report) -> str:
 def _section_lines(r: Report, level: float) -> list[str]:
     """Everything the report says about one set of conversations, up to its gates."""
     cov = r.scored / r.conversations if r.conversations else None
-    lines = [f"Conversations: {r.conversations} | Graded: {r.scored} (coverage {_pct(cov)}) | Tasks: {len(r.by_task)}"]
+    lines = [
+        f"Conversations: {r.conversations} | Graded: {r.scored} (coverage {_pct(cov)}) | Tasks: {len(r.by_task)}"
+    ]
     lines += [RULE, *_overall_lines(r, level), _grading_line(r), *_evidence_lines(r, level)]
     outcomes = ", ".join(f"{k} {v}" for k, v in r.outcomes.items())
     lines.append(f"OUTCOMES: {outcomes}")

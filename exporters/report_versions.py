@@ -1,10 +1,11 @@
 """Reports of an input holding several agent versions: a section per version and their comparison.
 
-Pooling two versions into one report would average a baseline with its candidate. Instead each (agent, version)
-gets its own `Report`, in first-seen order; every later version of an agent is compared with that agent's
-first-seen version (or with the `--baseline` report when one is given), and the top-level report is the last
-version's, with the others in `versions`. Conversation ids that occur under several versions (two runs of one
-benchmark) are distinct conversations, one per version; `colliding_ids` names them so that a person can check.
+Pooling two versions into one report would average a baseline with its candidate. Instead each (agent,
+version) gets its own `Report`, in first-seen order; every later version of an agent is compared with that
+agent's first-seen version (or with the `--baseline` report when one is given), and the top-level report is
+the last version's, with the others in `versions`. Conversation ids that occur under several versions (two
+runs of one benchmark) are distinct conversations, one per version; `colliding_ids` names them so that a
+person can check.
 """
 
 from __future__ import annotations

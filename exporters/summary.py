@@ -132,7 +132,7 @@ def _asr(total: Bucket, p: StatsParams) -> Interval | None:
 def over_units(
     pairs: tuple[tuple[int, int, int], ...], ks: tuple[int, ...], level: float
 ) -> dict[str, dict[int, TaskEstimate]]:
-    """pass^k ("pow") and pass@k ("at") over the units of a histogram (memoised: windows repeat histograms)."""
+    """pass^k ("pow") and pass@k ("at") over the units of a histogram (memoised: windows share histograms)."""
     return UnitsPosterior(UnitCounts(pairs)).estimates(ks, level)  # type: ignore[return-value]
 
 

@@ -9,10 +9,10 @@ Each bucket holds exact counts (conversations, scored, passed, outcomes, failure
 judge and review samples, labels by outcome, over-budget), exact sums of the tool-correctness dimensions, two
 bounded sketches: cost and duration in log-spaced bins with ≤ 1% relative error (DDSketch-style, bin i holds
 (γ^(i−1), γ^i], γ = 1.01/0.99), and ASR credits rounded to 0.001, and the graded conversations per unit (the
-task instance repeated attempts are at: n and c packed in one integer, n·2^32 + c), with the graded conversations
-that have no unit counted apart. The window keeps a running total of its buckets (added on insert, subtracted
-when a bucket expires), so reading a window costs O(bins), not O(buckets); the total also keeps the histogram of
-its units' (n, c) pairs, updated as units change, which is what the estimates over units read.
+task instance repeated attempts are at: n and c packed in one integer, n·2^32 + c), with the graded
+conversations that have no unit counted apart. The window keeps a running total of its buckets (added on
+insert, subtracted when a bucket expires), so reading a window costs O(bins), not O(buckets); the total also
+keeps the histogram of its units' (n, c) pairs, updated as units change, which the estimates over units read.
 
 A revised score of a conversation replaces its earlier contribution in place (`SlidingWindow.replace`): the
 earlier contribution is subtracted from the bucket and the running total it was added to, and the revision is
@@ -227,7 +227,7 @@ class Bucket:
         self.alone_passed += sign * other.alone_passed
 
     def unit_histogram(self) -> dict[tuple[int, int], int]:
-        """{(n, c): units} of this window total, a conversation without a unit counting as a unit of its own."""
+        """{(n, c): units} of this window total; a conversation without a unit counts as a unit of its own."""
         assert self.pairs is not None, "only a window total keeps the histogram"
         out = {(packed // ONE_ATTEMPT, packed % ONE_ATTEMPT): m for packed, m in self.pairs.items()}
         for passed, m in ((1, self.alone_passed), (0, self.alone - self.alone_passed)):

@@ -67,7 +67,8 @@ def unscored(conv: Conversation, reason: str) -> ConversationScore:
 # When an outcome label on a conversation grades it:
 # - "review_sample" (live traffic): on the review sample, or where another grader already applies; elsewhere
 #   feedback is not a blind sample and the label only feeds label metrics;
-# - "truth" (transcript files, `agentwatch score`): a label a person put in a file is that conversation's truth;
+# - "truth" (transcript files, `agentwatch score`): a label a person put in a file is the conversation's
+#   truth;
 # - "ignore" (`agentwatch score --no-labels`): labels are recorded on the score and never grade, so that the
 #   verdicts of expectations, policies and the judge can be compared with them.
 LabelRule = Literal["review_sample", "truth", "ignore"]
@@ -310,7 +311,8 @@ class ConversationScorer:
         else:
             source = OutcomeSource.RULES
         if label is not None and not label_decides:
-            why = "labels do not grade in this run" if self._labels == "ignore" else "outside the graded sample"
+            ignored = self._labels == "ignore"
+            why = "labels do not grade in this run" if ignored else "outside the graded sample"
             reasons.insert(0, f"label: outcome {label.value} set by a label {why} (not graded)")
         if not graded:
             for ts in turn_scores:

@@ -1,5 +1,5 @@
-"""Steps the live tests share: an SDK agent script sends spans to the broker; the collector and the exporter run
-in one process (`Pipeline`) until the estimates hold what was sent; /metrics is read."""
+"""Steps the live tests share: an SDK agent script sends spans to the broker; the collector and the exporter
+run in one process (`Pipeline`) until the estimates hold what was sent; /metrics is read."""
 
 from __future__ import annotations
 
@@ -21,18 +21,28 @@ def run_agent(script: str, bootstrap: str, topic: str, plan: list[dict], tmp_pat
     """Run `script` (argv: bootstrap, topic, plan file) in a fresh interpreter; fail with its stderr."""
     (tmp_path / "plan.json").write_text(json.dumps(plan))
     (tmp_path / "agent.py").write_text(script)
-    run = subprocess.run([sys.executable, str(tmp_path / "agent.py"), bootstrap, topic, str(tmp_path / "plan.json")],
-                         check=False, capture_output=True, timeout=120)
+    run = subprocess.run(
+        [sys.executable, str(tmp_path / "agent.py"), bootstrap, topic, str(tmp_path / "plan.json")],
+        check=False,
+        capture_output=True,
+        timeout=120,
+    )
     assert run.returncode == 0, run.stderr.decode()[-2000:]
 
 
 def pipeline_settings(bootstrap: str, topic: str, prefix: str) -> Settings:
-    """Collector reading `topic` and exporter reading its scores, unique topics and groups, fast group joins."""
+    """Collector reading `topic`, exporter reading its scores; unique topics and groups, fast group joins."""
     settings = collector_settings(bootstrap, [topic], unique(prefix))
     scores = settings.collector.scores_topic
     settings.exporter = settings.exporter.model_copy(
-        update={"scores_topic": scores, "group_id": f"{scores}-exp", "metrics_port": 0,
-                "session_timeout_ms": 2000, "heartbeat_interval_ms": 500})
+        update={
+            "scores_topic": scores,
+            "group_id": f"{scores}-exp",
+            "metrics_port": 0,
+            "session_timeout_ms": 2000,
+            "heartbeat_interval_ms": 500,
+        }
+    )
     return settings
 
 

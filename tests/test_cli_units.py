@@ -26,15 +26,17 @@ def dev_lines(version: str = "gpt-4o", flip: set[int] = frozenset()) -> list[dic
     out = []
     for run in json.loads(gzip.decompress(DEV_DATA.read_bytes())):
         passed = abs(run["reward"] - 1.0) <= 1e-6 and run["task_id"] not in flip
-        out.append({
-            "conversation_id": f"airline-{run['task_id']}-{run['trial']}",
-            "agent": "airline",
-            "version": version,
-            "task": str(run["task_id"]),
-            "attempt": run["trial"],
-            "outcome": "complete" if passed else "partial_incorrect",
-            "turns": [{"input": "I need to change my flight.", "answer": "Done."}],
-        })
+        out.append(
+            {
+                "conversation_id": f"airline-{run['task_id']}-{run['trial']}",
+                "agent": "airline",
+                "version": version,
+                "task": str(run["task_id"]),
+                "attempt": run["trial"],
+                "outcome": "complete" if passed else "partial_incorrect",
+                "turns": [{"input": "I need to change my flight.", "answer": "Done."}],
+            }
+        )
     return out
 
 
@@ -53,7 +55,9 @@ def tau_bench(lines: list[dict], k: int) -> Fraction:
     tasks: dict[str, list[int]] = {}
     for line in lines:
         tasks.setdefault(line["task"], []).append(line["outcome"] == "complete")
-    return sum((Fraction(math.comb(sum(v), k), math.comb(len(v), k)) for v in tasks.values()), Fraction(0)) / len(tasks)
+    return sum(
+        (Fraction(math.comb(sum(v), k), math.comb(len(v), k)) for v in tasks.values()), Fraction(0)
+    ) / len(tasks)
 
 
 def test_dev_data_headline_is_the_benchmarks_pass_k(tmp_path: Path) -> None:
@@ -64,14 +68,21 @@ def test_dev_data_headline_is_the_benchmarks_pass_k(tmp_path: Path) -> None:
     report = json.loads(out)
     assert report["scored"] == 100 and report["graded_by"] == {"label": 100}  # labels in files grade
     assert sorted(report["pass_pow_k"], key=int) == ["1", "2", "3", "4"]  # --k default: 1 .. 4 attempts
-    assert report["units"] == {"units": 25, "repeated": 25, "max_attempts": 4, "without_unit": 0,
-                               "pairs": [[4, 0, 10], [4, 1, 8], [4, 2, 2], [4, 3, 1], [4, 4, 4]]}
+    assert report["units"] == {
+        "units": 25,
+        "repeated": 25,
+        "max_attempts": 4,
+        "without_unit": 0,
+        "pairs": [[4, 0, 10], [4, 1, 8], [4, 2, 2], [4, 3, 1], [4, 4, 4]],
+    }
     for k in (1, 2, 3, 4):
         head = report["pass_pow_k"][str(k)]
         assert head["method"] == "tasks" and head["units"] == 25 and head["interval"] == "hierarchical"
         assert head["value"] == pytest.approx(float(tau_bench(lines, k)), abs=1e-15)
         assert head["lower"] < head["value"] < head["upper"]
-        assert head["pooled_mean"] < head["value"] or k == 1  # pooled p^k understates pass^k when tasks differ
+        assert (
+            head["pooled_mean"] < head["value"] or k == 1
+        )  # pooled p^k understates pass^k when tasks differ
     _, text, _ = run(path, "--no-gate")
     assert "pass^3: 0.170 [" in text and "mean over 25 units with >= 3 attempts" in text
     assert "exchangeab" not in text.split("FAILURE EVIDENCE")[0].replace("under exchangeability", "")
@@ -87,15 +98,19 @@ def test_no_labels_grades_by_expectations_alone(tmp_path: Path) -> None:
     assert report["scored"] == 0 and report["labels"] == {"complete": 31, "partial_incorrect": 69}
     first = json.loads(details.read_text().splitlines()[0])
     assert first["passed"] is None and first["label"] == "partial_incorrect"
-    assert first["reasons"][0].startswith("label: outcome partial_incorrect set by a label labels do not grade")
+    assert first["reasons"][0].startswith(
+        "label: outcome partial_incorrect set by a label labels do not grade"
+    )
 
 
 def test_two_versions_in_one_file_are_reported_apart_and_compared(tmp_path: Path) -> None:
     worse = dev_lines("gpt-4o-next", flip={12, 18, 20, 24, 21, 13, 15})
     path = write(tmp_path / "both.jsonl", dev_lines() + worse)
     code, out, err = run(path, "--format", "json", "--no-gate")
-    assert "100 conversation id(s) occur under several versions of one agent: airline-0-0, airline-1-0, " \
-           "airline-2-0, airline-3-0, airline-4-0 and 95 more" in err
+    assert (
+        "100 conversation id(s) occur under several versions of one agent: airline-0-0, airline-1-0, "
+        "airline-2-0, airline-3-0, airline-4-0 and 95 more" in err
+    )
     report = json.loads(out)
     assert [v["agent_version"] for v in report["versions"]] == ["airline gpt-4o", "airline gpt-4o-next"]
     assert report["agent_version"] == "airline gpt-4o-next" and report["scored"] == 100
@@ -105,8 +120,11 @@ def test_two_versions_in_one_file_are_reported_apart_and_compared(tmp_path: Path
     assert report["pass_pow_k"]["3"]["value"] == pytest.approx(float(tau_bench(worse, 3)))
     assert code == 1  # the regression fails the run even with --no-gate
     _, text, _ = run(path, "--no-gate")
-    assert text.index("VERSION airline gpt-4o\n") < text.index("VERSION airline gpt-4o-next") < text.index(
-        "VERSIONS COMPARED:")
+    assert (
+        text.index("VERSION airline gpt-4o\n")
+        < text.index("VERSION airline gpt-4o-next")
+        < text.index("VERSIONS COMPARED:")
+    )
     assert "airline gpt-4o-next vs version airline gpt-4o: [all] P(pass^3 dropped by > 0.05)" in text
 
 

@@ -1,4 +1,4 @@
-"""The rolling estimator over units: the same figures as the offline report, bounded memory, revisions, expiry."""
+"""The rolling estimator over units: the offline report's figures, bounded memory, revisions, expiry."""
 
 from __future__ import annotations
 
@@ -27,8 +27,16 @@ PLAN = {
 
 def plan_scores(version: str = "v1", t: float = T0, **extra: object) -> list:
     return [
-        make_score(f"{version}-{task}-{inst}-{a}", bool(ok), version=version, task=task, instance=inst, attempt=a,
-                   ended_at=t, **extra)
+        make_score(
+            f"{version}-{task}-{inst}-{a}",
+            bool(ok),
+            version=version,
+            task=task,
+            instance=inst,
+            attempt=a,
+            ended_at=t,
+            **extra,
+        )
         for (task, inst), outcomes in PLAN.items()
         for a, ok in enumerate(outcomes)
     ]
@@ -59,8 +67,9 @@ def test_series_and_rollup_equal_the_offline_headline() -> None:
                 if head.value is None:
                     assert got is None  # k = 5 > 4 attempts: not identified, no sample
                     continue
-                assert (got.mean, got.lower, got.upper) == pytest.approx((head.value, head.lower, head.upper),
-                                                                         abs=1e-12)
+                assert (got.mean, got.lower, got.upper) == pytest.approx(
+                    (head.value, head.lower, head.upper), abs=1e-12
+                )
     # the roll-up's pass^3 is τ-bench's: mean over units with >= 3 attempts of C(c,3)/C(n,3)
     units = [(len(o), sum(o)) for o in PLAN.values()]
     tau = sum(Fraction(math.comb(c, 3), math.comb(n, 3)) for n, c in units) / len(units)
@@ -75,8 +84,8 @@ def test_without_units_the_pooled_posterior_stays_exchangeable() -> None:
     assert e.method == "exchangeable" and (e.units, e.repeated_units) == (20, 0)
     assert e.pass_pow_k[3].mean == pytest.approx(float(exact_beta_moment(16, 6, 3)), abs=1e-12)
     text = Exposition(lambda: est).render().decode()
-    assert 'agentwatch_pass_pow_k{agent="bot",version="v1",task="refund",window="1h",k="3",method="exchangeable",' \
-           'stat="mean"}' in text
+    series = 'agent="bot",version="v1",task="refund",window="1h"'
+    assert f'agentwatch_pass_pow_k{{{series},k="3",method="exchangeable",stat="mean"}}' in text
 
 
 def test_metrics_carry_the_method_and_the_units() -> None:
@@ -109,12 +118,16 @@ def test_a_revision_moves_its_unit_counts_and_expiry_frees_units() -> None:
         est.add(s)
     first = find(est.snapshot(), "1h", task="refund")
     before, before_1 = first.pass_pow_k[3].mean, first.pass_pow_k[1].mean
-    revised = make_score("v1-refund-r2-0", True, task="refund", instance="r2", attempt=0, ended_at=T0, revision=1)
+    revised = make_score(
+        "v1-refund-r2-0", True, task="refund", instance="r2", attempt=0, ended_at=T0, revision=1
+    )
     assert est.add(revised)
     after = find(est.snapshot(), "1h", task="refund")
     assert dict(((n, c), m) for n, c, m in after.unit_pairs)[(4, 1)] == 1  # r2: 1 pass of 4 now
     assert after.pass_pow_k[3].mean == before  # C(1,3) = 0: pass^3 of r2 is still 0
-    assert after.pass_pow_k[1].mean == pytest.approx(before_1 + 0.25 / 4)  # r2's pass rate 0 -> 1/4, over 4 units
+    assert after.pass_pow_k[1].mean == pytest.approx(
+        before_1 + 0.25 / 4
+    )  # r2's pass rate 0 -> 1/4, over 4 units
     clock[0] = T0 + 2 * 3600
     est.add(make_score("late", True, ended_at=clock[0], instance="x", attempt=0))
     e = find(est.snapshot(), "1h", task="refund")

@@ -88,16 +88,16 @@ def test_scenario_live_metrics(broker, topic, tmp_path) -> None:
     free = dict(series, task="triage")
     assert one_sample(samples, "agentwatch_window_conversations", outcome="unscored", **free) == 200
     assert one_sample(samples, "agentwatch_window_scored", **free) == 0
-    assert one_sample(samples, "agentwatch_success_rate", stat="mean", **free) is None  # no graded conversation
+    # no graded conversation: no success rate
+    assert one_sample(samples, "agentwatch_success_rate", stat="mean", **free) is None
     assert one_sample(samples, "agentwatch_pass_pow_k", k="3", stat="mean", **free) is None
+    rate = "agentwatch_failure_evidence_rate"
     for evidence, x in (("error", 20), ("loop", 10), ("no_answer", 20), ("hallucination", 0)):
         lo, hi = beta_bounds_by_bisection(x, 200)
-        mean = one_sample(samples, "agentwatch_failure_evidence_rate", evidence=evidence, stat="mean", **free)
+        mean = one_sample(samples, rate, evidence=evidence, stat="mean", **free)
         assert mean == pytest.approx((1 + x) / 202, abs=1e-9)
-        assert one_sample(samples, "agentwatch_failure_evidence_rate", evidence=evidence, stat="lower", **free) == \
-            pytest.approx(lo, abs=1e-9)
-        assert one_sample(samples, "agentwatch_failure_evidence_rate", evidence=evidence, stat="upper", **free) == \
-            pytest.approx(hi, abs=1e-9)
+        bounds = [one_sample(samples, rate, evidence=evidence, stat=s, **free) for s in ("lower", "upper")]
+        assert bounds == [pytest.approx(lo, abs=1e-9), pytest.approx(hi, abs=1e-9)]
 
     policed = dict(series, task="order_status")
     assert one_sample(samples, "agentwatch_window_scored", **policed) == 200
@@ -107,5 +107,5 @@ def test_scenario_live_metrics(broker, topic, tmp_path) -> None:
     upper = one_sample(samples, "agentwatch_success_rate", stat="upper", **policed)
     assert (lower, upper) == (pytest.approx(lo, abs=1e-9), pytest.approx(hi, abs=1e-9))
     assert lower < 0.85 < upper
-    assert one_sample(samples, "agentwatch_failure_evidence_rate", evidence="error", stat="mean", **policed) == \
-        pytest.approx(21 / 202, abs=1e-9)
+    error_rate = one_sample(samples, rate, evidence="error", stat="mean", **policed)
+    assert error_rate == pytest.approx(21 / 202, abs=1e-9)

@@ -139,9 +139,9 @@ REPLAYS = {("lookup", "q1"): [1, 1, 1, 1], ("lookup", "q2"): [0, 0, 1, 0], ("loo
 
 def _replays(now: datetime) -> list[ConversationScore]:
     return [
-        _score(f"replay-{inst}-{a}", NEW, task, now - timedelta(minutes=10), Outcome.COMPLETE if ok else
-               Outcome.PARTIAL_INCORRECT, bool(ok)).model_copy(update={"agent": REPLAY_AGENT, "instance": inst,
-                                                                        "attempt": a})
+        _score(f"replay-{inst}-{a}", NEW, task, now - timedelta(minutes=10),
+               Outcome.COMPLETE if ok else Outcome.PARTIAL_INCORRECT, bool(ok),
+               ).model_copy(update={"agent": REPLAY_AGENT, "instance": inst, "attempt": a})
         for (task, inst), outcomes in REPLAYS.items()
         for a, ok in enumerate(outcomes)
     ]

@@ -53,7 +53,8 @@ def test_instance_and_attempt_are_stamped_and_a_bad_attempt_is_left_out(spans, c
     with conversation(id="r-2", task="refund", instance="req-9", attempt=-1):  # never raised into the agent
         turn("again")
     first, second = spans.get_finished_spans()
-    assert first.attributes["agentwatch.task.instance"] == "417" and first.attributes["agentwatch.attempt"] == 3
+    assert first.attributes["agentwatch.task.instance"] == "417"
+    assert first.attributes["agentwatch.attempt"] == 3
     assert second.attributes["agentwatch.task.instance"] == "req-9"
     assert "agentwatch.attempt" not in second.attributes
     assert "attempt=-1 ignored" in caplog.text

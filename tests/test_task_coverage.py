@@ -1,6 +1,6 @@
 """Coverage of the pass^k intervals over units at known truths: the acceptance test of the estimator.
 
-A representative subset of `benchmarks/coverage.py` (the full grid and its figures are in docs/scoring.md), with
+A representative subset of `benchmarks/coverage.py` (the full grid and its figures: docs/scoring.md), with
 fixed seeds and 1,000 repetitions per configuration (standard error of a coverage near 0.95: 0.007, so the
 93–97% band is ±3 standard errors). Units differ: their success probabilities are drawn from U-shaped and
 skewed Beta shapes, and from a two-point distribution no Beta fits. Each configuration checks pass^k for every
@@ -31,7 +31,9 @@ CASES = [
 
 
 @pytest.mark.parametrize(("truth", "units", "attempts", "seed"), CASES, ids=lambda x: str(x))
-def test_95_percent_intervals_cover_93_to_97_percent(truth: str, units: int, attempts: int, seed: int) -> None:
+def test_95_percent_intervals_cover_93_to_97_percent(
+    truth: str, units: int, attempts: int, seed: int
+) -> None:
     top = 8 if attempts == UNEQUAL else attempts
     cells = simulate(TRUTHS[truth], units, attempts, REPS, seed, list(range(1, top + 1)), at_ks=[1])
     wanted = [("pow", k) for k in range(1, top + 1)] + [("at", 1)]

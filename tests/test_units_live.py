@@ -1,7 +1,8 @@
 """Repeated attempts live: SDK agent (instance, attempt) → broker → collector → scores → exporter → /metrics.
 
 An agent process replays task instances several times each, some always right, some always wrong, some in
-between; every conversation carries an expectation (a reference answer), so each is graded. `/metrics` must show
+between; every conversation carries an expectation (a reference answer), so each is graded. `/metrics` must
+show
 the `task="*"` roll-up over units (method `tasks`) equal to the offline report's headline over the same scores
 (read back from the scores topic), and to τ-bench's formula computed here from the plan.
 """
@@ -59,8 +60,11 @@ ATTEMPTS = sum(len(v) for v in PLAN.values())
 def test_rollup_over_units_equals_the_offline_headline(broker, topic, tmp_path) -> None:
     bs = broker.bootstrap_servers
     run_id = unique("u")
-    plan = [{"id": f"{run_id}-{task}-{inst}-{a}", "task": task, "instance": inst, "attempt": a, "right": bool(ok)}
-            for (task, inst), outcomes in PLAN.items() for a, ok in enumerate(outcomes)]
+    plan = [
+        {"id": f"{run_id}-{task}-{inst}-{a}", "task": task, "instance": inst, "attempt": a, "right": bool(ok)}
+        for (task, inst), outcomes in PLAN.items()
+        for a, ok in enumerate(outcomes)
+    ]
     run_agent(AGENT, bs, topic, plan, tmp_path)
     settings = pipeline_settings(bs, topic, "unitslive")
 
@@ -76,7 +80,9 @@ def test_rollup_over_units_equals_the_offline_headline(broker, topic, tmp_path) 
         reader.close()
     scores = [ConversationScore.model_validate(s) for s in scores_of(records)]
     assert len({s.conversation_id for s in scores}) == ATTEMPTS
-    assert {(s.task, s.instance, s.attempt) for s in scores} == {(p["task"], p["instance"], p["attempt"]) for p in plan}
+    assert {(s.task, s.instance, s.attempt) for s in scores} == {
+        (p["task"], p["instance"], p["attempt"]) for p in plan
+    }
     assert all(s.passed is not None for s in scores)
 
     offline = build_report(scores, Settings(), [1, 2, 3, 4])
@@ -93,4 +99,7 @@ def test_rollup_over_units_equals_the_offline_headline(broker, topic, tmp_path) 
         tau = sum(Fraction(math.comb(sum(o), k), math.comb(len(o), k)) for o in PLAN.values()) / len(PLAN)
         assert head.value == pytest.approx(float(tau), abs=1e-15)
     assert one_sample(samples, "agentwatch_pass_pow_k", k="5", stat="mean", **series) is None
-    assert one_sample(samples, "agentwatch_pass_pow_k", k="3", method="exchangeable", stat="mean", **series) is None
+    assert (
+        one_sample(samples, "agentwatch_pass_pow_k", k="3", method="exchangeable", stat="mean", **series)
+        is None
+    )

@@ -189,8 +189,9 @@ def score(
         bool,
         typer.Option(
             "--labels/--no-labels",
-            help="Outcome labels in the files grade their conversations (a person's truth; default). --no-labels: "
-            "grade by expectations, policies and the judge alone, the labels recorded beside the verdicts.",
+            help="Outcome labels in the files grade their conversations (a person's truth; default). "
+            "--no-labels: grade by expectations, policies and the judge alone, the labels recorded beside "
+            "the verdicts.",
         ),
     ] = True,
 ) -> None:
@@ -271,8 +272,8 @@ def _warn_collisions(ids: list[str]) -> None:
     shown = ", ".join(ids[:MAX_IDS_SHOWN])
     more = f" and {len(ids) - MAX_IDS_SHOWN} more" if len(ids) > MAX_IDS_SHOWN else ""
     typer.echo(
-        f"{len(ids)} conversation id(s) occur under several versions of one agent: {shown}{more}; each counts "
-        "once in its version's section",
+        f"{len(ids)} conversation id(s) occur under several versions of one agent: {shown}{more}; each "
+        "counts once in its version's section",
         err=True,
     )
 

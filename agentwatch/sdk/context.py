@@ -109,7 +109,7 @@ def current_conversation() -> ConversationState | None:
 
 
 def _attempt(value: object) -> int | None:
-    """An attempt number (an integer >= 0); anything else is logged and left out, never raised into the agent."""
+    """An attempt number (an integer >= 0); anything else is logged and left out, never raised."""
     if value is None:
         return None
     if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
