@@ -70,7 +70,7 @@ TRUTHS: dict[str, Truth] = {
         beta_truth(0.7, 0.5),
         beta_truth(5.0, 1.0),
         beta_truth(1.0, 1.0),
-        Truth("two-point 0.2|0.9", _two_point, lambda k: 0.5 * 0.2**k + 0.5 * 0.9**k),
+        Truth("two-point 0.2 or 0.9", _two_point, lambda k: 0.5 * 0.2**k + 0.5 * 0.9**k),
         Truth(
             "35% never, 25% always, 40% Beta(2,2)",
             _zero_one_beta,
@@ -232,7 +232,7 @@ def main() -> None:
                 print(_line(truth.name, units, attempts, cells, time.perf_counter() - start), flush=True)
     if not args.quick:
         for units in (1000, 5000):
-            for truth in (TRUTHS["two-point 0.2|0.9"], TRUTHS["35% never, 25% always, 40% Beta(2,2)"]):
+            for truth in (TRUTHS["two-point 0.2 or 0.9"], TRUTHS["35% never, 25% always, 40% Beta(2,2)"]):
                 seed += 1
                 start = time.perf_counter()
                 cells = simulate(truth, units, 8, max(200, args.reps // 4), seed, [1, 2, 3, 4, 8])
@@ -256,7 +256,7 @@ def _alternatives(args: argparse.Namespace) -> None:
     configs += [
         (t, u, 8)
         for u in (1000, 5000)
-        for t in (TRUTHS["two-point 0.2|0.9"], TRUTHS["35% never, 25% always, 40% Beta(2,2)"])
+        for t in (TRUTHS["two-point 0.2 or 0.9"], TRUTHS["35% never, 25% always, 40% Beta(2,2)"])
     ]
     for truth, units, attempts in configs:
         seed += 1

@@ -26,7 +26,7 @@ CASES = [
     ("Beta(5,1)", 40, 4, 103),
     ("Beta(0.7,0.5)", 40, UNEQUAL, 104),  # 1 to 8 attempts per unit
     ("Beta(1,1)", 200, 8, 105),
-    ("two-point 0.2|0.9", 1000, 8, 106),  # no Beta fits: the nonparametric interval still holds
+    ("two-point 0.2 or 0.9", 1000, 8, 106),  # no Beta fits: the nonparametric interval still holds
 ]
 
 
