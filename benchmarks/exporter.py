@@ -57,17 +57,9 @@ def bytes_per_tracked_id(count: int = 20_000, series: int = 100) -> float:
     est = Estimator(load_settings(exporter={"max_tasks": 1000}), clock=lambda: NOW)
     for s in scores(2 * series * 60, series, start=10**7):  # every series and bucket exists
         est.add(s)
-    batch = scores(count, series)
-    gc.collect()
-    tracemalloc.start()
-    before = tracemalloc.get_traced_memory()[0]
-    for s in batch:
-        est.add(s)
-    gc.collect()
-    after = tracemalloc.get_traced_memory()[0]
-    tracemalloc.stop()
+    held = added_bytes(est, scores(count, series))
     assert len(est._seen) == count + 2 * series * 60
-    return (after - before) / count
+    return held / count
 
 
 def with_attempts(batch: list[ConversationScore], series: int, attempts: int) -> list[ConversationScore]:
@@ -80,15 +72,33 @@ def with_attempts(batch: list[ConversationScore], series: int, attempts: int) ->
     return out
 
 
+def ingest(est: Estimator, batch: list[ConversationScore]) -> float:
+    """Seconds to add `batch` to `est`."""
+    t = time.perf_counter()
+    for s in batch:
+        est.add(s)
+    return time.perf_counter() - t
+
+
+def added_bytes(est: Estimator, batch: list[ConversationScore]) -> int:
+    """Bytes `est` holds after being fed `batch`, beyond what it held before (tracemalloc, after collection)."""
+    gc.collect()
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    for s in batch:
+        est.add(s)
+    gc.collect()
+    held = tracemalloc.get_traced_memory()[0] - before
+    tracemalloc.stop()
+    return held
+
+
 def repeated_attempts(series: int, count: int, attempts: int) -> None:
     """pass^k over units: ingest, snapshots and memory of scores that repeat attempts at task instances."""
     settings = load_settings(exporter={"max_tasks": 1000})
     est = Estimator(settings, clock=lambda: NOW)
     batch = with_attempts(scores(count, series), series, attempts)
-    t = time.perf_counter()
-    for s in batch:
-        est.add(s)
-    dt = time.perf_counter() - t
+    dt = ingest(est, batch)
     print(f"repeated attempts ({attempts} per instance): estimator.add {len(batch) / dt:,.0f} scores/s "
           f"({series} series)")
     t = time.perf_counter()
@@ -107,23 +117,8 @@ def repeated_attempts(series: int, count: int, attempts: int) -> None:
     print(f"repeated attempts: estimates of {count_w} series×windows without the memo ({distinct} distinct "
           f"unit histograms): {dt:.3f}s = {dt / max(distinct, 1) * 1e3:.1f} ms per histogram")
     fresh = Estimator(settings, clock=lambda: NOW)
-    gc.collect()
-    tracemalloc.start()
-    before = tracemalloc.get_traced_memory()[0]
-    for s in batch:
-        fresh.add(s)
-    gc.collect()
-    with_units = tracemalloc.get_traced_memory()[0] - before
-    tracemalloc.stop()
-    plain = Estimator(settings, clock=lambda: NOW)
-    gc.collect()
-    tracemalloc.start()
-    before = tracemalloc.get_traced_memory()[0]
-    for s in scores(count, series):
-        plain.add(s)
-    gc.collect()
-    without = tracemalloc.get_traced_memory()[0] - before
-    tracemalloc.stop()
+    with_units = added_bytes(fresh, batch)
+    without = added_bytes(Estimator(settings, clock=lambda: NOW), scores(count, series))
     units = sum(len(u) for u in fresh._units_seen.values())
     print(f"repeated attempts: {units:,} units tracked, {(with_units - without) / units:,.0f} bytes per unit "
           f"beyond the same scores without units")
@@ -157,10 +152,7 @@ def main() -> None:
     settings = load_settings(exporter={"windows": windows, "max_tasks": 1000})
     est = Estimator(settings, clock=lambda: NOW)
     batch = scores(max(args.scores, args.series), args.series)
-    t = time.perf_counter()
-    for s in batch:
-        est.add(s)
-    dt = time.perf_counter() - t
+    dt = ingest(est, batch)
     print(f"estimator.add: {len(batch)} scores in {dt:.2f}s = {len(batch) / dt:,.0f} scores/s "
           f"({args.series} series, {len(windows)} windows, aggregate task='*' included)")
     t = time.perf_counter()
