@@ -81,7 +81,7 @@ def ingest(est: Estimator, batch: list[ConversationScore]) -> float:
 
 
 def added_bytes(est: Estimator, batch: list[ConversationScore]) -> int:
-    """Bytes `est` holds after being fed `batch`, beyond what it held before (tracemalloc, after collection)."""
+    """Bytes `est` holds after being fed `batch` beyond what it held before (tracemalloc)."""
     gc.collect()
     tracemalloc.start()
     before = tracemalloc.get_traced_memory()[0]
