@@ -286,7 +286,10 @@ class Estimator:
             keys = self._key_pairs.get(key)
             if keys is None:
                 keys = self._key_pairs[key] = (key, (agent, version, ALL_TASKS))
-            contribution = self._contribution(score, t, self._unit(agent, version, score, t))
+            unit = None
+            if score.instance is not None or score.attempt is not None:
+                unit = self._unit(agent, version, score, t)
+            contribution = self._contribution(score, t, unit)
             self._seen[identity] = _Counted(t, score.revision, contribution, keys)
             heapq.heappush(self._id_heap, (t, identity))
             for k, counted_here in ((keys[0], True), (keys[1], False)):
@@ -360,9 +363,8 @@ class Estimator:
         return self._fold("task", task, self._tasks_seen, self._max_tasks, t)
 
     def _unit(self, agent: str, version: str, score: ConversationScore, t: float) -> Unit | None:
-        """The score's unit; None (a unit of its own) when it names none or the bound is reached (counted)."""
-        if score.instance is None and score.attempt is None:
-            return None
+        """The unit of a score naming an instance or an attempt; None (a unit of its own) when the bound is
+        reached (counted)."""
         unit = (sys.intern(score.task), score.instance)
         seen = self._units_seen.setdefault((agent, version), {})
         last = seen.get(unit)

@@ -141,8 +141,8 @@ class Bucket:
     review_sampled: int = 0
     labels: list[int] = field(default_factory=lambda: [0] * len(OUTCOMES))
     units: dict[Unit, int] = field(default_factory=dict)  # unit -> n * ONE_ATTEMPT + c (graded only)
-    alone: int = 0  # graded conversations without a unit (each a unit of one attempt)
-    alone_passed: int = 0
+    unit_attempts: int = 0  # graded conversations with a unit (the others, `alone`, are units of their own)
+    unit_passes: int = 0
     pairs: dict[int, int] | None = None  # a window total's histogram: n * ONE_ATTEMPT + c -> units
 
     @classmethod
@@ -150,10 +150,22 @@ class Bucket:
         """An empty running total of a window (it keeps the units' histogram)."""
         return cls(pairs={})
 
-    def _unit(self, unit: Unit, change: int) -> None:
-        """Add `change` (packed n and c, negative to take back) to a unit's counts, and to the histogram."""
+    @property
+    def alone(self) -> int:
+        """Graded conversations without a unit."""
+        return self.scored - self.unit_attempts
+
+    @property
+    def alone_passed(self) -> int:
+        """Passed conversations without a unit."""
+        return self.passed - self.unit_passes
+
+    def _unit(self, unit: Unit, attempts: int, passes: int) -> None:
+        """Add attempts and passes (negative to take back) to a unit's counts, and to the histogram."""
+        self.unit_attempts += attempts
+        self.unit_passes += passes
         old = self.units.get(unit, 0)
-        new = old + change
+        new = old + attempts * ONE_ATTEMPT + passes
         if new:
             self.units[unit] = new
         else:
@@ -191,12 +203,8 @@ class Bucket:
         self.review_sampled += sign * c.review_sampled
         if c.label is not None:
             self.labels[c.label] += sign
-        if c.scored:
-            if c.unit is None:
-                self.alone += sign
-                self.alone_passed += sign * c.passed
-            else:
-                self._unit(c.unit, sign * (ONE_ATTEMPT + c.passed))
+        if c.unit is not None and c.scored:
+            self._unit(c.unit, sign, sign * c.passed)
 
     def merge(self, other: Bucket, sign: int = 1) -> None:
         """Add (sign=1) or remove (sign=-1) everything `other` holds."""
@@ -222,9 +230,7 @@ class Bucket:
         for i, n in enumerate(other.labels):
             self.labels[i] += sign * n
         for unit, packed in other.units.items():
-            self._unit(unit, sign * packed)
-        self.alone += sign * other.alone
-        self.alone_passed += sign * other.alone_passed
+            self._unit(unit, sign * (packed // ONE_ATTEMPT), sign * (packed % ONE_ATTEMPT))
 
     def unit_histogram(self) -> dict[tuple[int, int], int]:
         """{(n, c): units} of this window total; a conversation without a unit counts as a unit of its own."""
