@@ -140,3 +140,28 @@ def test_k_defaults_to_the_configured_values_without_repeats_and_stops_at_eight(
     many = [dict(dev_lines()[0], conversation_id=f"c{i}", attempt=i) for i in range(12)]
     report = json.loads(run(write(tmp_path / "many.jsonl", many), "--format", "json", "--no-gate")[1])
     assert sorted(report["pass_pow_k"], key=int) == [str(k) for k in range(1, 9)]
+
+
+def test_html_report_plots_pass_k_over_tasks(tmp_path: Path) -> None:
+    from agentwatch.exporters.report import build_report
+    from agentwatch.exporters.report_html import curves
+    from agentwatch.scorers import ConversationScorer
+
+    from agentwatch.config import Settings
+    from agentwatch.schema import Conversation
+
+    lines = dev_lines()
+    page = tmp_path / "r.html"
+    path = write(tmp_path / "dev.jsonl", lines)
+    code, _, _ = run(path, "--format", "html", "--out", page, "--no-gate")
+    html = page.read_text()
+    assert code == 0 and html.count("data:image/png;base64,") == 2 and "pass^3: 0.170 [" in html
+    settings = Settings()
+    scorer = ConversationScorer(settings, labels="truth")
+    scores = [scorer.score(Conversation.model_validate(line)) for line in lines]
+    report = build_report(scores, settings, [1, 3])
+    data = curves(report, settings)
+    assert data["units_k"] == [1.0, 2.0, 3.0, 4.0]  # over tasks up to the most attempts, not to 10
+    assert data["pow_value"] == pytest.approx([float(tau_bench(lines, k)) for k in (1, 2, 3, 4)])
+    assert all(lo <= v <= hi for lo, v, hi in zip(data["pow_lo"], data["pow_value"], data["pow_hi"], strict=True))
+    assert len(data["pow_exch_mean"]) == 10  # the pooled curve under exchangeability, drawn dashed beside it
