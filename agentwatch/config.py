@@ -26,6 +26,17 @@ from pydantic import (
 from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
 
 from agentwatch import wire
+from agentwatch.task_policy import ArgumentConstraint, PolicyTool, TaskPolicy
+
+__all__ = [
+    "ArgumentConstraint",
+    "ConfigError",
+    "PolicyTool",
+    "ScoringConfig",
+    "Settings",
+    "TaskPolicy",
+    "load_settings",
+]
 
 log = logging.getLogger(__name__)
 
@@ -88,6 +99,10 @@ class OutcomeCredits(_Section):
     abandoned: float = Field(default=0.0, ge=0, le=1)
 
 
+READ_ONLY_TOOLS = ("get_*", "list_*", "search_*", "find_*", "calculate", "think")
+HANDOFF_TOOLS = ("transfer_to_human*", "handoff_to_human*", "escalate_to_human*")
+
+
 class ScoringConfig(_Section):
     """Thresholds and rules of the scorers."""
 
@@ -103,6 +118,16 @@ class ScoringConfig(_Section):
     credits: OutcomeCredits = Field(default_factory=OutcomeCredits)
     hallucination_checks: bool = Field(
         default=True, description="flag unsupported identifiers and claimed actions (heuristic; see docs/scoring.md)"
+    )
+    read_only_tools: list[str] = Field(
+        default_factory=lambda: list(READ_ONLY_TOOLS),
+        description="tools that change nothing (names or shell-style globs, normalised like tool names): "
+        "calls nobody expected are free, an expected one may be skipped; a span's agentwatch.tool.read_only "
+        "wins",
+    )
+    handoff_tools: list[str] = Field(
+        default_factory=lambda: list(HANDOFF_TOOLS),
+        description="tools that hand the conversation to a person: a legitimate ending, not a missing answer",
     )
 
 
@@ -251,67 +276,6 @@ class JudgeConfig(_Section):
     min_kappa: float = Field(default=0.6, ge=-1, le=1, description="calibrate exits 1 below this Cohen's kappa")
 
 
-ArgumentConstraint = Any  # a plain value (equal), {"regex": str}, {"from_input": true}, {"any": true}
-
-
-class PolicyTool(_Section):
-    """A tool the policy expects, with optional constraints on its arguments."""
-
-    name: str = Field(min_length=1)
-    arguments: dict[str, ArgumentConstraint] = Field(
-        default_factory=dict,
-        description="argument -> a value (equal), {regex: PATTERN} (full match), or {from_input: true} "
-        "(the value appears in the user's input of this conversation)",
-    )
-
-    @field_validator("arguments")
-    @classmethod
-    def _constraints(cls, v: dict[str, Any]) -> dict[str, Any]:
-        import re
-
-        for key, c in v.items():
-            if isinstance(c, dict):
-                unknown = set(c) - {"regex", "from_input", "any"}
-                if unknown or len(c) != 1:
-                    raise ValueError(
-                        f"argument {key!r}: a constraint is a value, {{regex: ...}}, {{from_input: true}} "
-                        f"or {{any: true}}, got {c!r}"
-                    )
-                if "regex" in c:
-                    try:
-                        re.compile(str(c["regex"]))
-                    except re.error as exc:
-                        raise ValueError(f"argument {key!r}: invalid regex {c['regex']!r}: {exc}") from exc
-        return v
-
-
-class TaskPolicy(_Section):
-    """Expectations that live in configuration: they grade every conversation of the matching agents and tasks."""
-
-    id: str = Field(min_length=1, description="policy id, recorded on every score it graded")
-    version: str = Field(default="1", min_length=1)
-    agent: str = Field(default="*", description="agent name or shell-style glob")
-    task: str = Field(default="*", description="task name or shell-style glob")
-    tools: list[PolicyTool] = Field(default_factory=list, description="tool calls expected in the conversation")
-    order: Literal["any", "relative", "strict"] = Field(
-        default="any",
-        description="any: each expected call somewhere; relative: in this order, others may come between; "
-        "strict: exactly these calls in this order",
-    )
-    forbidden_tools: list[str] = Field(default_factory=list)
-    grounding: list[str] = Field(
-        default_factory=list, description="tools that must be called before the first answer"
-    )
-    max_tool_calls: int | None = Field(default=None, ge=0)
-    max_turns: int | None = Field(default=None, ge=1)
-    max_cost_usd: float | None = Field(default=None, gt=0)
-
-    @property
-    def ref(self) -> str:
-        """`id@version`, as recorded on scores."""
-        return f"{self.id}@{self.version}"
-
-
 # --------------------------------------------------------------------------- services
 
 
@@ -351,6 +315,14 @@ class CollectorConfig(_Section):
     scores_topic: str = wire.SCORES_TOPIC
     dead_letter_topic: str = wire.DEAD_LETTER_TOPIC
     rekey_topic: str = wire.REKEY_TOPIC
+    transcripts_topic: str | None = Field(
+        default=wire.TRANSCRIPTS_TOPIC,
+        description="transcripts of the review sample and of flagged conversations, for `agentwatch review`; "
+        "null: none are published",
+    )
+    max_transcript_bytes: int = Field(
+        default=1_000_000, ge=10_000, description="a longer transcript record is cut (texts, then turns)"
+    )
     group_id: str = "agentwatch-collector"
     idle_timeout_s: float = Field(default=300.0, gt=0)
     end_grace_s: float = Field(default=2.0, ge=0)
@@ -455,6 +427,90 @@ class ExporterConfig(_Section):
         return sorted(set(v))
 
 
+class Reviewer(_Section):
+    """A person who may sign in to the review service: a name and one hashed secret (never the secret)."""
+
+    name: str = Field(min_length=1, max_length=64, pattern=r"^[^:\s]+$", description="shown beside labels")
+    password_hash: SecretStr | None = Field(
+        default=None,
+        description="scrypt hash of a password, from `agentwatch review-hash` (sign in with name and "
+        "password, or HTTP basic auth)",
+    )
+    token_sha256: SecretStr | None = Field(
+        default=None,
+        description="SHA-256 (hex) of a random token (sign in with it, or `Authorization: Bearer`)",
+    )
+
+    @model_validator(mode="after")
+    def _one_secret(self) -> Reviewer:
+        if (self.password_hash is None) == (self.token_sha256 is None):
+            raise ValueError(f"reviewer {self.name!r}: give exactly one of password_hash and token_sha256")
+        if self.password_hash is not None and not self.password_hash.get_secret_value().startswith("scrypt$"):
+            raise ValueError(f"reviewer {self.name!r}: password_hash must come from `agentwatch review-hash` "
+                             "(scrypt$...)")
+        token = self.token_sha256.get_secret_value() if self.token_sha256 is not None else None
+        if token is not None and not re.fullmatch(r"[0-9a-f]{64}", token.lower()):
+            raise ValueError(f"reviewer {self.name!r}: token_sha256 must be 64 hex digits (its SHA-256)")
+        return self
+
+
+class ReviewConfig(_Section):
+    """The review service (`agentwatch review`): the review queue in the browser, the labels it publishes."""
+
+    database_url: str = Field(
+        default="sqlite:///agentwatch-review.db",
+        description="sqlite:///PATH (embedded, the default) or postgresql://USER:PASSWORD@HOST/DB (shared)",
+    )
+    transcripts_topic: str = wire.TRANSCRIPTS_TOPIC
+    scores_topic: str = Field(default=wire.SCORES_TOPIC, description="revised scores are published here")
+    labels_topic: str | None = Field(default=wire.LABELS_TOPIC, description="saved labels; null: none sent")
+    group_id: str = "agentwatch-review"
+    host: str = Field(default="127.0.0.1", description="address the page is served on")
+    port: int = Field(default=8080, ge=0, le=65535, description="port of the page (0: any free port)")
+    metrics_host: str = "0.0.0.0"
+    metrics_port: int | None = Field(default=9466, ge=0, le=65535, description="/metrics; null: not served")
+    reviewers: list[Reviewer] = Field(default_factory=list, description="who may sign in (none: nobody can)")
+    session_secret: SecretStr | None = Field(
+        default=None,
+        description="key that signs session cookies; unset: a random one (sign-ins end at restart)",
+    )
+    session_max_age_s: int = Field(default=12 * 3600, ge=60, description="a sign-in lasts this long")
+    secure_cookies: bool = Field(default=False, description="send the session cookie over HTTPS only")
+    retention_days: float = Field(default=30.0, gt=0, description="conversations older than this are deleted")
+    retention_interval_s: float = Field(default=3600.0, gt=0, description="how often old rows are deleted")
+    publish_retry_s: float = Field(default=5.0, gt=0, description="pause before resending what Kafka refused")
+    page_size: int = Field(default=100, ge=1, le=1000, description="conversations listed per queue page")
+    session_timeout_ms: int = Field(default=45_000, ge=1, description="consumer group session timeout")
+    heartbeat_interval_ms: int = Field(default=3_000, ge=1, description="consumer group heartbeat interval")
+
+    @field_validator("session_secret", mode="before")
+    @classmethod
+    def _session_secret(cls, v: Any) -> Any:
+        text = v.get_secret_value() if isinstance(v, SecretStr) else v
+        if text is None or text == "":
+            return None  # unset (an empty environment variable counts as unset)
+        if len(str(text)) < 16:
+            raise ValueError("session_secret must be at least 16 characters (or unset: a random one)")
+        return v
+
+    @field_validator("database_url")
+    @classmethod
+    def _database_url(cls, v: str) -> str:
+        scheme = v.partition("://")[0].partition("+")[0]
+        if scheme not in ("sqlite", "postgresql", "postgres"):
+            raise ValueError(f"database_url must start with sqlite:/// or postgresql://, got {scheme or v!r}")
+        return v
+
+    @field_validator("reviewers")
+    @classmethod
+    def _unique_reviewers(cls, v: list[Reviewer]) -> list[Reviewer]:
+        names = [r.name for r in v]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise ValueError(f"reviewer {twice[0]!r} is listed twice")
+        return v
+
+
 class _SectionEnvironment(EnvSettingsSource):
     """`AGENTWATCH_<SECTION>__<KEY>` variables; `AGENTWATCH_<SECTION>` itself counts only when it holds JSON.
 
@@ -486,6 +542,7 @@ class Settings(BaseSettings):
     exporter: ExporterConfig = Field(default_factory=ExporterConfig)
     sampling: SamplingConfig = Field(default_factory=SamplingConfig)
     judge: JudgeConfig = Field(default_factory=JudgeConfig)
+    review: ReviewConfig = Field(default_factory=ReviewConfig)
     policies: list[TaskPolicy] = Field(default_factory=list, description="task policies; the first match wins")
 
     @field_validator("policies")

@@ -66,7 +66,7 @@ class ToolFailure(RuntimeError):
     """A tool raised (the simulated backend is down)."""
 
 
-@trace(kind="tool")
+@trace(kind="tool", read_only=True)  # a lookup: a call the policy does not list is free
 def lookup_order(order_id: str) -> dict[str, str]:
     """Fetch an order from the (simulated) order service."""
     return {"order_id": order_id, "status": "shipped", "carrier": "DHL", "eta": "2026-11-25"}
@@ -78,7 +78,7 @@ def refund_order(order_id: str, amount: float) -> dict[str, object]:
     return {"order_id": order_id, "refunded": amount, "refund_id": f"RF-{order_id[-4:]}"}
 
 
-@trace(kind="tool")
+@trace(kind="tool", read_only=True)
 def search_policy(query: str) -> str:
     """Search the policy knowledge base."""
     return POLICY

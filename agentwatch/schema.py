@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import Enum
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -59,6 +59,15 @@ def normalize_outcome(value: Any) -> Any:
     return value
 
 
+# How an expected argument is compared with the one the agent passed (see docs/scoring.md, "Arguments").
+ArgumentMode = Literal["exact", "ignore", "numeric", "subset", "unordered"]
+ARGUMENT_MODES: tuple[str, ...] = ("exact", "ignore", "numeric", "subset", "unordered")
+# Which calls nobody expected are allowed: read-only ones (lookups, handoffs), none, or any.
+ExtraCalls = Literal["read_only", "none", "any"]
+# How a conversation must end: with a handoff to a person, or without one.
+Ending = Literal["handoff", "answer"]
+
+
 class _Model(BaseModel):
     model_config = ConfigDict(extra="ignore", populate_by_name=True)
 
@@ -74,6 +83,11 @@ class ToolCall(_Model):
     result: Any = Field(default=None, description="What the tool returned (any JSON), if captured.")
     error: str | None = Field(default=None, description="Error message if the call failed; null on success.")
     call_id: str | None = Field(default=None, description="Tool call id (gen_ai.tool.call.id), if known.")
+    read_only: bool | None = Field(
+        default=None,
+        description="True when the tool changes nothing (a lookup), false when it has effects; null: decided "
+        "by the tool-name patterns of the configuration.",
+    )
 
     @field_validator("arguments", mode="before")
     @classmethod
@@ -93,6 +107,17 @@ class ExpectedTool(_Model):
         default=None,
         description="Expected arguments. Null means parameters of this call are not checked.",
     )
+    match: dict[str, ArgumentMode] = Field(
+        default_factory=dict,
+        description="How each argument is compared: exact, ignore (free text), numeric (within the numeric "
+        "tolerance, arithmetic evaluated), subset (extra keys allowed), unordered (a list in any order). "
+        "Arguments not named here: nested objects as subsets, lists in order, values equal.",
+    )
+    required: bool | None = Field(
+        default=None,
+        description="Whether the call must happen. Null: in a turn's expectation, yes; in a conversation's "
+        "expectation or a policy, only when the tool has effects (a lookup or a handoff may be skipped).",
+    )
 
 
 class Expectation(_Model):
@@ -106,6 +131,19 @@ class Expectation(_Model):
     )
     forbidden_tools: list[str] = Field(default_factory=list, description="Tools that must not be called.")
     reference_answer: str | None = Field(default=None, description="Reference answer for the answer grader.")
+    extra_calls: ExtraCalls = Field(
+        default="read_only",
+        description="Calls nobody expected that are allowed: read_only (lookups and handoffs are free, a "
+        "call with effects fails), none (every call must be expected), any.",
+    )
+    outputs: list[str] = Field(
+        default_factory=list, description="Values some answer of the agent must contain (e.g. an amount)."
+    )
+    end: Ending | None = Field(
+        default=None,
+        description="How the conversation must end: handoff (to a person) or answer (no handoff); null: "
+        "either.",
+    )
 
     @property
     def utilization_required(self) -> bool:
@@ -173,6 +211,12 @@ class Conversation(_Model):
     tags: dict[str, str] = Field(default_factory=dict, description="Free labels, e.g. difficulty, category.")
     budget_usd: float | None = Field(default=None, ge=0, description="Cost ceiling for this conversation.")
     outcome: Outcome | None = Field(default=None, description="Outcome label from a person or feedback; wins.")
+    system: str | None = Field(
+        default=None, description="The agent's instructions (system prompt): a source for grounding."
+    )
+    expected: Expectation | None = Field(
+        default=None, description="Expectation for the whole conversation, matched anywhere in it."
+    )
     turns: list[Turn] = Field(default_factory=list, description="Turns in order.")
     ended_at: datetime | None = Field(default=None, description="When the conversation ended (event time).")
     incomplete: bool = Field(
@@ -186,6 +230,11 @@ class Conversation(_Model):
     @classmethod
     def _outcome(cls, v: Any) -> Any:
         return normalize_outcome(v)
+
+    @field_validator("system", mode="before")
+    @classmethod
+    def _system_text(cls, v: Any) -> Any:
+        return Turn._text(v)
 
     @field_validator("tags", mode="before")
     @classmethod
@@ -277,6 +326,10 @@ class ConversationScore(_Model):
         default=None, description="The judge's answer-correctness score in [0, 1], when a verdict graded it."
     )
     judge_explanation: str | None = Field(default=None, description="The judge's short explanation.")
+    judge_outcome: Outcome | None = Field(
+        default=None, description="The outcome class the judge returned (before failure evidence or other graders "
+        "changed the conversation's outcome), when a verdict graded it."
+    )
     judge_sampled: bool = Field(default=False, description="In the judge sample (sample_point(id) < judge rate).")
     review_sampled: bool = Field(
         default=False, description="In the review sample: a label on it is its truth (sample_point(id) < rate)."

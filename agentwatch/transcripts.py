@@ -11,6 +11,7 @@ import json
 import logging
 import zlib
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -48,7 +49,8 @@ def is_gzip(path: str | Path) -> bool:
         return fh.read(2) == GZIP_MAGIC
 
 
-def _validation_reason(exc: ValidationError) -> str:
+def validation_reason(exc: ValidationError) -> str:
+    """The first errors of a validation as one line: `field.path: message; ...`."""
     parts = []
     for err in exc.errors()[:5]:
         loc = ".".join(str(p) for p in err["loc"]) or "<root>"
@@ -71,12 +73,58 @@ def parse_line(raw: bytes) -> Conversation:
         raise ValueError("invalid JSON: nested too deeply") from None
     if not isinstance(obj, dict):
         raise ValueError(f"expected a JSON object, got {type(obj).__name__}")  # noqa: TRY004
+    other = _other_format(obj)
+    if other is not None:
+        raise ValueError(other)
     try:
         return Conversation.model_validate(obj)
     except ValidationError as exc:
-        raise ValueError(_validation_reason(exc)) from exc
+        raise ValueError(validation_reason(exc)) from exc
     except RecursionError:
         raise ValueError("invalid conversation: nested too deeply") from None
+
+
+IMPORT_CHAT = "agentwatch import openai-chat FILE --out DIR"
+IMPORT_TAU = "agentwatch import tau-bench FILE --out DIR"
+
+
+def _other_format(obj: dict[str, object]) -> str | None:
+    """Why a JSON object is another format than a transcript line, and which importer reads it; else None."""
+    if "turns" in obj:
+        return None
+    if isinstance(obj.get("messages"), list):
+        return f"a chat-format line (`messages`), not a transcript: convert it with `{IMPORT_CHAT}`"
+    if "traj" in obj or "simulations" in obj:
+        return f"a τ-bench result, not a transcript: convert it with `{IMPORT_TAU}`"
+    return None
+
+
+def _whole_document(head: bytes) -> str | None:
+    """Why a file is one JSON document rather than JSON Lines (a benchmark's results file), else None."""
+    text = head.lstrip()
+    first_line = text.split(b"\n", 1)[0].strip()
+    if first_line == b"[" or (text.startswith(b"[") and text[1:].lstrip().startswith(b"{")):
+        return f"holds a JSON array, not one conversation per line (a τ-bench results file? `{IMPORT_TAU}`)"
+    if first_line == b"{":
+        return (
+            "holds one JSON document spread over lines, not one conversation per line "
+            f"(a τ²-bench results file? `{IMPORT_TAU}`)"
+        )
+    return None
+
+
+@contextmanager
+def open_binary(path: str | Path) -> Iterator[IO[bytes]]:
+    """The bytes of a file, gunzipped when it starts with the gzip magic; TranscriptFileError if not read."""
+    try:
+        raw_fh: IO[bytes] = open(path, "rb")  # noqa: SIM115 - closed below
+    except OSError as exc:
+        raise TranscriptFileError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    with raw_fh:
+        magic = raw_fh.read(2)
+        raw_fh.seek(0)
+        stream: IO[bytes] = gzip.GzipFile(fileobj=raw_fh, mode="rb") if magic == GZIP_MAGIC else raw_fh
+        yield stream
 
 
 def _reject_constant(name: str) -> float:
@@ -112,6 +160,12 @@ def iter_conversations(
         magic = raw_fh.read(2)
         raw_fh.seek(0)
         stream: IO[bytes] = gzip.GzipFile(fileobj=raw_fh, mode="rb") if magic == GZIP_MAGIC else raw_fh
+        try:
+            whole = _whole_document(stream.peek(4096)[:4096])  # type: ignore[attr-defined]
+        except (OSError, EOFError, zlib.error):
+            whole = None  # not readable: reported by the read below
+        if whole is not None:
+            raise TranscriptFileError(f"{name} {whole}")
         lineno = 0
         try:
             for lineno, raw in enumerate(_lines(stream, MAX_LINE_BYTES), start=1):

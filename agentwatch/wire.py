@@ -28,6 +28,13 @@ SPANS_TOPIC = "agentwatch.spans"
 SCORES_TOPIC = "agentwatch.scores"
 DEAD_LETTER_TOPIC = "agentwatch.deadletter"
 REKEY_TOPIC = "agentwatch.spans.rekeyed"
+TRANSCRIPTS_TOPIC = "agentwatch.transcripts"  # transcripts to review with their first score, by conversation
+LABELS_TOPIC = "agentwatch.labels"  # labels people saved in the review service, by conversation id
+
+# Why a conversation is in the review queue: the blind review sample (`sampling.review_rate`, a random sample
+# whose labels may estimate success), or a person's label/flag when it was scored (not a random sample).
+REVIEW_SAMPLE = "review_sample"
+FLAGGED = "flagged"
 
 # Span attributes that say which repeated attempt a conversation is: attempts at the same task instance are
 # what pass^k is about (the conversation-level `agentwatch.task` names the task family).
@@ -35,3 +42,17 @@ TASK_INSTANCE_ATTRIBUTE = "agentwatch.task.instance"  # which instance: a benchm
 ATTEMPT_ATTRIBUTE = "agentwatch.attempt"  # which attempt at it, an integer >= 0: a benchmark's trial
 
 SCORE_FORMAT_VERSION = 1  # `schema_version` of ConversationScore records
+REVIEW_FORMAT_VERSION = 1  # `format_version` of transcript and label records
+
+
+# Span attributes of our own that the SDK writes and the collector reads (the older ones are listed in
+# agentwatch/sdk/attributes.py and collector/conventions.py).
+CONVERSATION_EXPECTED = "agentwatch.conversation.expected"  # JSON expectation for the whole conversation
+TOOL_READ_ONLY = "agentwatch.tool.read_only"  # true on a tool span whose tool changes nothing
+# The agent's instructions, as the OpenTelemetry GenAI conventions name them (JSON parts or text).
+SYSTEM_INSTRUCTIONS = "gen_ai.system_instructions"
+
+
+def score_key(agent: str, version: str, task: str) -> bytes:
+    """Kafka key of a score record: `agent|version|task`, so one estimator instance owns each series."""
+    return f"{agent}|{version}|{task}".encode()

@@ -30,6 +30,7 @@ TOOL_NAME_KEYS = ("gen_ai.tool.name", "tool.name")
 TOOL_CALL_ID_KEYS = ("gen_ai.tool.call.id", "tool_call.id")
 TOOL_ARGUMENTS_KEYS = ("gen_ai.tool.call.arguments", "tool.parameters")
 TOOL_RESULT_KEYS = ("gen_ai.tool.call.result",)
+TOOL_READ_ONLY_KEYS = (wire.TOOL_READ_ONLY,)
 
 # --------------------------------------------------------------------------- model calls
 MODEL_KEYS = ("gen_ai.response.model", "gen_ai.request.model", "llm.model_name")
@@ -46,6 +47,7 @@ INPUT_MESSAGES_KEYS = ("gen_ai.input.messages",)
 OUTPUT_MESSAGES_KEYS = ("gen_ai.output.messages",)
 INPUT_VALUE_KEYS = ("input.value",)
 OUTPUT_VALUE_KEYS = ("output.value",)
+SYSTEM_KEYS = (wire.SYSTEM_INSTRUCTIONS,)  # the agent's instructions: JSON parts, or text
 
 # --------------------------------------------------------------------------- errors
 ERROR_TYPE_KEYS = ("error.type",)
@@ -59,6 +61,7 @@ TASK_INSTANCE_KEYS = (wire.TASK_INSTANCE_ATTRIBUTE,)
 ATTEMPT_KEYS = (wire.ATTEMPT_ATTRIBUTE,)
 END_KEYS = ("agentwatch.conversation.end",)
 EXPECTED_KEYS = ("agentwatch.expected",)
+CONVERSATION_EXPECTED_KEYS = (wire.CONVERSATION_EXPECTED,)
 REFERENCE_ANSWER_KEYS = ("agentwatch.reference_answer",)
 OUTCOME_KEYS = ("agentwatch.outcome",)
 BUDGET_KEYS = ("agentwatch.budget.usd",)
@@ -76,6 +79,7 @@ NEEDED_KEYS: frozenset[str] = frozenset(
     + TOOL_CALL_ID_KEYS
     + TOOL_ARGUMENTS_KEYS
     + TOOL_RESULT_KEYS
+    + TOOL_READ_ONLY_KEYS
     + MODEL_KEYS
     + INPUT_TOKEN_KEYS
     + OUTPUT_TOKEN_KEYS
@@ -84,12 +88,14 @@ NEEDED_KEYS: frozenset[str] = frozenset(
     + OUTPUT_MESSAGES_KEYS
     + INPUT_VALUE_KEYS
     + OUTPUT_VALUE_KEYS
+    + SYSTEM_KEYS
     + ERROR_TYPE_KEYS
     + TASK_KEYS
     + TASK_INSTANCE_KEYS
     + ATTEMPT_KEYS
     + END_KEYS
     + EXPECTED_KEYS
+    + CONVERSATION_EXPECTED_KEYS
     + REFERENCE_ANSWER_KEYS
     + OUTCOME_KEYS
     + BUDGET_KEYS

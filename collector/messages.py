@@ -76,6 +76,30 @@ def message_text(message: dict) -> str | None:
     return "\n".join(as_text(t) or "" for t in texts)
 
 
+def instructions_text(value: Any) -> str | None:
+    """The agent's instructions from `gen_ai.system_instructions` (JSON parts, a message, or plain text)."""
+    if value is None:
+        return None
+    parsed = json_or_text(value)
+    if isinstance(parsed, list):
+        texts = [p.get("content") for p in parsed if isinstance(p, dict) and p.get("type", "text") == "text"]
+        texts += [p for p in parsed if isinstance(p, str)]
+        joined = "\n".join(t for t in texts if isinstance(t, str) and t)
+        return joined or None
+    if isinstance(parsed, dict):
+        return message_text(parsed)
+    return parsed if isinstance(parsed, str) and parsed else as_text(parsed)
+
+
+def system_text(found: list[dict] | None) -> str | None:
+    """Text of the system (or developer) messages among input messages, joined; None if there are none."""
+    if not found:
+        return None
+    texts = [message_text(m) for m in found if m.get("role") in ("system", "developer")]
+    joined = "\n".join(t for t in texts if t)
+    return joined or None
+
+
 def last_user_text(found: list[dict] | None) -> str | None:
     """Text of the last user message that has text."""
     if found:

@@ -33,6 +33,8 @@ class PipelineStats:
     late_labels: dict[str, int] = field(default_factory=dict)  # result -> count
     judge_pauses: int = 0
     judge_pending: int = 0
+    transcripts_published: dict[str, int] = field(default_factory=dict)  # sample -> records for review
+    transcripts_cut: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def count_label(self, result: str) -> None:
@@ -60,6 +62,7 @@ class PipelineMetrics(Collector):
             finished = dict(s.finished_by_reason)
             lag = dict(s.lag)
             labels = dict(s.late_labels)
+            transcripts = dict(s.transcripts_published)
         yield _counter("agentwatch_spans_consumed", "Spans decoded from the input topics.", s.spans_consumed)
         fam = CounterMetricFamily(
             "agentwatch_messages_rejected",
@@ -123,6 +126,17 @@ class PipelineMetrics(Collector):
         for result, n in sorted(labels.items()):
             fam.add_metric([result], n)
         yield fam
+        fam = CounterMetricFamily(
+            "agentwatch_transcripts_published",
+            "Transcript and revision records sent to the transcripts topic for review, by sample "
+            "(review_sample: the blind review sample; flagged: labelled by a person when scored).",
+            labels=["sample"],
+        )
+        for sample in ("review_sample", "flagged"):
+            fam.add_metric([sample], transcripts.get(sample, 0))
+        yield fam
+        yield _counter("agentwatch_transcripts_cut", "Transcripts cut to fit collector.max_transcript_bytes.",
+                       s.transcripts_cut)
         if s.last_commit_timestamp is not None:
             yield GaugeMetricFamily(
                 "agentwatch_last_commit_timestamp_seconds",

@@ -13,10 +13,12 @@ from agentwatch.collector.assembler import FinishedConversation
 from agentwatch.collector.decode import SpanRecord
 from agentwatch.collector.messages import (
     as_text,
+    instructions_text,
     json_or_text,
     last_user_text,
     messages,
     output_text,
+    system_text,
     tools_from_messages,
 )
 from pydantic import ValidationError
@@ -232,7 +234,16 @@ def _tool_from_span(span: SpanRecord, gaps: _Gaps) -> dict[str, Any]:
         "result": json_or_text(result),
         "error": span.status_error,
         "call_id": None if call_id is None else str(call_id),
+        "read_only": _flag(first(attrs, cv.TOOL_READ_ONLY_KEYS)),
     }
+
+
+def _flag(value: Any) -> bool | None:
+    """A boolean attribute (also written as "true"/"false"); None when absent or not a boolean."""
+    if isinstance(value, bool) or value is None:
+        return value
+    text = str(value).strip().lower()
+    return True if text == "true" else False if text == "false" else None
 
 
 def _usage(span: SpanRecord) -> dict[str, Any] | None:
@@ -345,7 +356,10 @@ _CONVERSATION_KEYS = {
     "attempt": cv.ATTEMPT_KEYS,
     "budget": cv.BUDGET_KEYS,
     "outcome": cv.OUTCOME_KEYS,
+    "expected": cv.CONVERSATION_EXPECTED_KEYS,
+    "system": cv.SYSTEM_KEYS,
 }
+_LATEST_WINS = frozenset({"outcome", "expected"})  # set again later (a label, a revised expectation)
 _KEY_CONCEPT = {
     key: (concept, rank) for concept, keys in _CONVERSATION_KEYS.items() for rank, key in enumerate(keys)
 }
@@ -370,8 +384,8 @@ def _conversation_attributes(
             if value is None or value == "":
                 continue
             concept, rank = key_concept[key]
-            if concept == "outcome":
-                order = (0, -position)  # the latest label wins
+            if concept in _LATEST_WINS:
+                order = (0, -position)  # the latest label or expectation wins
             elif concept in ("agent", "version"):
                 order = (0 if span.span_id in turn_ids else 1, position * 8 + rank)
             else:
@@ -454,6 +468,29 @@ def split_by_agent(finished: FinishedConversation) -> list[FinishedConversation]
     ]
 
 
+def _conversation_expectation(raw: Any, notes: list[str]) -> Expectation | None:
+    """The conversation's expectation from `agentwatch.conversation.expected`; an invalid one is a note."""
+    if raw is None:
+        return None
+    try:
+        return Expectation.model_validate(from_json(raw) if isinstance(raw, str) else raw)
+    except (ValueError, RecursionError) as exc:  # ValidationError is a ValueError
+        first_line = str(exc).splitlines()[0][:160]
+        notes.append(f"{cv.CONVERSATION_EXPECTED_KEYS[0]} ignored, not a valid expectation ({first_line})")
+        return None
+
+
+def _system_from_models(forest: _Forest) -> str | None:
+    """The system messages of the first model call that shows its input messages (no system_instructions):
+    one model call is read, the others carry the same instructions."""
+    for span in forest.spans.values():
+        if forest.roles[span.span_id] == MODEL:
+            raw = cv.first(span.attrs, cv.INPUT_MESSAGES_KEYS)
+            if raw is not None:
+                return system_text(messages(raw))
+    return None
+
+
 def build_conversation(
     finished: FinishedConversation | list[SpanRecord], *, incomplete: bool = False
 ) -> Conversation:
@@ -519,6 +556,8 @@ def _build(
     if outcome is not None and (not isinstance(outcome, str) or normalize_outcome(outcome) not in _OUTCOMES):
         notes.append(f"agentwatch.outcome {str(outcome)[:40]!r} ignored: not an outcome class")
         outcome = None
+    expected = _conversation_expectation(found.get("expected"), notes)
+    system = instructions_text(found.get("system")) or _system_from_models(forest)
     return Conversation.model_validate(
         {
             "conversation_id": conversation_id or ordered[0].trace_id,
@@ -530,6 +569,8 @@ def _build(
             "tags": tags,
             "budget_usd": budget,
             "outcome": None if outcome is None else normalize_outcome(outcome),
+            "system": system,
+            "expected": expected,
             "turns": turns,
             "ended_at": _time(max(s.end_ns for s in ordered)),
             "incomplete": incomplete,

@@ -27,6 +27,7 @@ from agentwatch.collector.labels import AMBIGUOUS, FOUND, LateLabel, ScoreMemory
 from agentwatch.collector.metrics import PipelineStats
 from agentwatch.collector.producer import ProduceError, RecordProducer, producer_config
 from agentwatch.collector.reconstruct import build_conversation, split_by_agent
+from agentwatch.collector.review_feed import ReviewFeed
 from agentwatch.collector.rekey import CONTENT_TYPE_HEADER, Rekeyer, header, key_mode, keyed_by_conversation
 from agentwatch.collector.topics import ensure_pipeline_topics
 from agentwatch.collector.trace_join import KEY_TRACE, KEY_TRACE_CONVERSATION, TraceJoin
@@ -36,6 +37,7 @@ from agentwatch.scorers import ConversationScorer, unscored
 from agentwatch.scorers.relabel import relabel
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
+from agentwatch import wire
 from agentwatch.config import Settings
 from agentwatch.kafka_security import service_settings
 from agentwatch.schema import Conversation, ConversationScore, Outcome
@@ -54,7 +56,7 @@ _POLL_TIMEOUT_S = 0.2
 
 def series_key(score: ConversationScore) -> bytes:
     """Kafka key of a score: `agent|version|task`, so one estimator instance owns each series."""
-    return f"{score.agent}|{score.version}|{score.task}".encode()
+    return wire.score_key(score.agent, score.version, score.task)
 
 
 def default_scorer(settings: Settings) -> Scorer:
@@ -99,6 +101,7 @@ class CollectorService:
         self._consumed: dict[Partition, int] = {}
         self._consumer: Consumer | None = None
         self._out: RecordProducer | None = None
+        self.review: ReviewFeed | None = None  # transcripts of the review sample and flagged conversations
         self._closing = False
         self.instance = f"{socket.gethostname()}:{os.getpid()}"
         self._score_headers = [
@@ -131,6 +134,9 @@ class CollectorService:
         self._out = RecordProducer(producer_config(connection))
         rekeyer = Rekeyer(self._out, cfg.rekey_topic)
         dead = self._dead = DeadLetterPublisher(self._out, cfg.dead_letter_topic)
+        if cfg.transcripts_topic:
+            self.review = ReviewFeed(self._out, cfg.transcripts_topic, cfg.max_transcript_bytes,
+                                     self._score_headers[1:])
         topics = list(dict.fromkeys([*cfg.input_topics, cfg.rekey_topic]))
         self._consumer = Consumer(
             {
@@ -300,7 +306,7 @@ class CollectorService:
                 self._pause_if_full()
                 return
             score = self._score_safely(conv)
-        self._publish(score, last_turn_ids(finished) if self.events is not None else (None, None))
+        self._publish(score, last_turn_ids(finished) if self.events is not None else (None, None), conv)
 
     def _score_safely(self, conv: Conversation, verdict: JudgeVerdict | None = None) -> ConversationScore:
         try:
@@ -319,7 +325,7 @@ class CollectorService:
     def _score_verdicts(self) -> None:
         """Score and queue the conversations whose verdict came back; resume consuming when below the limit."""
         for conv, verdict, ids in self.pending.ready():
-            self._publish(self._score_safely(conv, verdict), ids)
+            self._publish(self._score_safely(conv, verdict), ids, conv)
         if self._paused and len(self.pending) <= self._max_pending // 2:
             self._set_paused(False)
 
@@ -350,12 +356,20 @@ class CollectorService:
         if len(self.pending):
             log.warning("%d conversations still wait for the judge; they will be replayed", len(self.pending))
 
-    def _publish(self, score: ConversationScore, ids: tuple[str | None, str | None] = (None, None)) -> None:
-        """Queue one score for the scores topic, remember it for late labels, and emit it as evaluation events
-        (parented to the last turn `ids`, trace and span id) when configured."""
+    def _publish(
+        self, score: ConversationScore, ids: tuple[str | None, str | None] = (None, None),
+        conv: Conversation | None = None,
+    ) -> None:
+        """Queue one score for the scores topic (and, with its transcript `conv` or as a revision, for
+        review), remember it for late labels, and emit it as evaluation events (parented to the last turn
+        `ids`, trace and span id) when configured."""
         assert self._out is not None
         payload = score.model_dump_json().encode()
         self._out.send(self.config.scores_topic, value=payload, key=series_key(score), headers=self._score_headers)
+        if self.review is not None and conv is not None:
+            self.review.transcript(score, conv)
+        elif self.review is not None:
+            self.review.revision(score)
         self.scores.remember(score, payload)
         self.stats.scores_produced += 1
         if self.events is not None:
@@ -521,6 +535,9 @@ class CollectorService:
             s.dropped_spans = a.dropped_spans
             s.finished_by_reason = dict(a.finished_by_reason)
             s.judge_pending = len(self.pending)
+            if self.review is not None:
+                s.transcripts_published = dict(self.review.published)
+                s.transcripts_cut = self.review.trimmed
             j = self.join.stats
             s.trace_join = {"held": j.held_spans, "joined": j.joined_spans, "timed_out": j.timed_out_spans,
                             "evicted": j.evicted_spans}

@@ -58,7 +58,8 @@ def ensure_pipeline_topics(settings: Any) -> list[str]:
     c, kafka = settings.collector, settings.kafka
     return ensure_topics(
         kafka.bootstrap_servers,
-        [*c.input_topics, c.rekey_topic, c.scores_topic, c.dead_letter_topic],  # consumed at once
+        [*c.input_topics, c.rekey_topic, c.scores_topic, c.dead_letter_topic,  # consumed at once
+         *([c.transcripts_topic] if c.transcripts_topic else [])],
         partitions=c.topic_partitions,
         replication_factor=c.topic_replication_factor,
         client_id=kafka.client_id,

@@ -9,23 +9,26 @@ from typing import Any, Literal
 
 from agentwatch.scorers.answer import grade_answer
 from agentwatch.scorers.cost import PriceLookup, budget_ceiling, conversation_cost, cost_penalty
+from agentwatch.scorers.endings import handed_off, unanswered_turn
+from agentwatch.scorers.expected_conversation import grade_expected, says_something
 from agentwatch.scorers.graders import forbidden_called, loops
 from agentwatch.scorers.hallucination import Evidence, find_hallucinations
 from agentwatch.judge.verdict import JudgeVerdict, validate_verdict
 from agentwatch.scorers.names import NameNormalizer
 from agentwatch.scorers.outcome import OutcomeFacts, asr_credit, decide_outcome
+from agentwatch.scorers.outputs import missing_outputs
 from agentwatch.scorers.policy import PolicyBook, grade_policy
 from agentwatch.scorers.relabel import label_grades
 from agentwatch.scorers.sampling import Sampler
 from agentwatch.scorers.text import AnswerText
 from agentwatch.scorers.tool_correctness import ToolGrader
+from agentwatch.scorers.tool_kinds import ToolKinds
 
 from agentwatch.config import Settings
 from agentwatch.schema import (
     EVIDENCE,
     Conversation,
     ConversationScore,
-    Expectation,
     Outcome,
     OutcomeSource,
     Turn,
@@ -86,7 +89,8 @@ class ConversationScorer:
         self._scoring = sc
         self._cost = settings.cost
         self._names = NameNormalizer(sc.names)
-        self._tools = ToolGrader(self._names, sc.tool_weights, sc.tool_threshold, sc.tolerance)
+        self._kinds = ToolKinds(self._names, sc.read_only_tools, sc.handoff_tools)
+        self._tools = ToolGrader(self._names, sc.tool_weights, sc.tool_threshold, sc.tolerance, self._kinds)
         self._prices = PriceLookup(settings.cost.prices.models)
         self._answer_min = sc.answer_threshold - sc.tolerance
         self._sampler = Sampler(settings.sampling)
@@ -119,7 +123,7 @@ class ConversationScorer:
         i: int,
         turn: Turn,
         conv: Conversation,
-        last: bool,
+        unanswered: bool,
         evidence: Evidence,
         facts: OutcomeFacts,
         found: set[str],
@@ -171,6 +175,21 @@ class ConversationScorer:
                 failed = True
                 reasons.extend(_tool_reasons(i, tool, exp.sequence_matters))
 
+        # required outputs and the turn's ending
+        if exp is not None and exp.outputs:
+            applied = True
+            absent = missing_outputs(exp.outputs, [answer] if answer is not None and has_answer else [])
+            if absent:
+                failed = True
+                stated = ", ".join(map(repr, absent))
+                reasons.append(f"expected_outputs: turn {i}: the answer does not state {stated}")
+        if exp is not None and exp.end is not None:
+            applied = True
+            if (exp.end == "handoff") != handed_off(turn, names, self._kinds):
+                failed = True
+                wanted = "a" if exp.end == "handoff" else "no"
+                reasons.append(f"expected_end: turn {i}: expected {wanted} handoff")
+
         # forbidden tools
         forbidden: list[str] = []
         if exp is not None and exp.forbidden_tools:
@@ -193,10 +212,10 @@ class ConversationScorer:
             failed = facts.abandoned = True
             found.add("error")
             reasons.append(f"error: turn {i}: {error}")
-        if last and not has_answer:
+        if unanswered:
             failed = facts.abandoned = True
             found.add("no_answer")
-            reasons.append(f"no_answer: turn {i}: the last turn has no final answer")
+            reasons.append(f"no_answer: turn {i}: the conversation ends without an answer or a handoff")
         if text is not None and sc.hallucination_checks:
             for claim in find_hallucinations(text, evidence, reference):
                 failed = facts.hallucinated = True
@@ -226,7 +245,8 @@ class ConversationScorer:
         sample = self._sampler.decide(conv.conversation_id, conv.agent, conv.task)
         # which graders decide success, chosen before looking at the outcome
         graded_by: list[str] = []
-        if any(t.expected is not None and _says_something(t.expected) for t in turns):
+        expected = conv.expected if conv.expected is not None and says_something(conv.expected) else None
+        if expected is not None or any(t.expected is not None and says_something(t.expected) for t in turns):
             graded_by.append("expectations")
         if any(t.judge_score is not None for t in turns):
             graded_by.append("judge_score")
@@ -237,6 +257,7 @@ class ConversationScorer:
             verdict = validate_verdict(verdict) if sample.judge and n else None
 
         evidence = Evidence()
+        evidence.add(conv.system)  # the agent's instructions are a source (fees, rules)
         facts = OutcomeFacts()
         found: set[str] = set()  # failure evidence codes
         turn_scores: list[dict[str, Any]] = []  # TurnScore fields, validated once with the whole result
@@ -245,8 +266,11 @@ class ConversationScorer:
         tools: list[float] = []
         duration_ms: float | None = None
         any_failed = False
+        unanswered = unanswered_turn(turns, self._names, self._kinds)
         for i, turn in enumerate(turns):
-            ts, answer_score, tool_overall = self._turn(i, turn, conv, i == n - 1, evidence, facts, found)
+            ts, answer_score, tool_overall = self._turn(
+                i, turn, conv, i == unanswered, evidence, facts, found
+            )
             turn_scores.append(ts)
             reasons.extend(ts["reasons"])
             any_failed = any_failed or ts["passed"] is False
@@ -267,8 +291,21 @@ class ConversationScorer:
             reasons.append(
                 f"over_budget: cost ${cost.cost_usd:.4g} above ceiling ${ceiling:.4g} (penalty {penalty:.3g})"
             )
+        if expected is not None:
+            whole = grade_expected(
+                expected, conv, self._names, self._kinds, sc.numeric_tolerance, self._answer_min
+            )
+            reasons.extend(whole.failures)
+            any_failed = any_failed or bool(whole.failures)
+            if whole.answer_score is not None:
+                answers.append(whole.answer_score)
+            if whole.forbidden:
+                facts.forbidden = True
+                found.add("forbidden_tool")
         if policy is not None:
-            checked = grade_policy(policy, conv, cost.cost_usd, self._names)
+            checked = grade_policy(
+                policy, conv, cost.cost_usd, self._names, self._kinds, sc.numeric_tolerance
+            )
             reasons.extend(checked.failures)
             any_failed = any_failed or not checked.passed
             if checked.forbidden:
@@ -359,16 +396,12 @@ class ConversationScorer:
                 "judge": verdict.judge_id or None if verdict is not None else None,
                 "judge_score": verdict.score if used_judge else None,  # type: ignore[union-attr]
                 "judge_explanation": (verdict.explanation or None) if used_judge else None,  # type: ignore[union-attr]
+                "judge_outcome": verdict.outcome if used_judge else None,  # type: ignore[union-attr]
                 "judge_sampled": sample.judge,
                 "review_sampled": sample.review,
                 "label": label,
             }
         )
-
-
-def _says_something(exp: Expectation) -> bool:
-    """Whether an expectation gives a grader something to check (an empty one does not grade)."""
-    return bool(exp.tools or "tools" in exp.model_fields_set or exp.forbidden_tools or exp.reference_answer is not None)
 
 
 def _tool_reasons(i: int, tool: dict[str, Any], sequence_matters: bool) -> list[str]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
+from agentwatch.scorers.derived_numbers import Derivations
 from agentwatch.scorers.text import AnswerText, numbers_in, parse_number
 
 from agentwatch.schema import ToolCall
@@ -35,7 +36,8 @@ _EVIDENCE_NUMBER = re.compile(r"\d+(?:,\d{3})*(?:\.\d+)?")
 ACTION_STEMS: dict[str, tuple[str, ...]] = {
     "cancelled": ("cancel",),
     "canceled": ("cancel",),
-    "refunded": ("refund",),
+    # a refund follows a cancellation, a return or a change of a paid booking as often as a refund call
+    "refunded": ("refund", "cancel", "return", "exchange", "update", "modify", "change"),
     "booked": ("book", "reserv", "schedul"),
     "reserved": ("reserv", "book"),
     "scheduled": ("schedul", "book", "calendar", "event"),
@@ -49,7 +51,7 @@ ACTION_STEMS: dict[str, tuple[str, ...]] = {
     "removed": ("remove", "delete"),
     "transferred": ("transfer",),
     "submitted": ("submit", "create", "file"),
-    "issued": ("issue", "refund", "create"),
+    "issued": ("issue", "refund", "create", "send"),
     "reset": ("reset",),
 }
 _VERBS = "|".join(sorted(ACTION_STEMS, key=len, reverse=True))
@@ -70,7 +72,7 @@ class Evidence:
     turned into text (their `repr` is the costly part of a check).
     """
 
-    __slots__ = ("_numbered", "_numbers", "_texts", "_values", "complete", "tool_names")
+    __slots__ = ("_numbered", "_numbers", "_texts", "_values", "complete", "derived", "tool_names")
 
     def __init__(self) -> None:
         self._values: list[object] = []  # every value added, in order
@@ -79,6 +81,7 @@ class Evidence:
         self._numbered = 0  # texts whose numbers are in _numbers
         self.complete = True  # False once an input or a successful tool result was not captured
         self.tool_names: list[str] = []  # normalised names of successful tool calls so far
+        self.derived = Derivations()  # amounts the agent stated, to derive further amounts from
 
     def add(self, value: object) -> None:
         """Add a text or JSON value the agent saw (an input, tool arguments, a result, an error)."""
@@ -97,6 +100,8 @@ class Evidence:
                 self.add(call.arguments)
                 if call.result is None:
                     self.complete = False
+                else:
+                    self.derived.results.append(call.result)
                 self.add(call.result)
                 self.tool_names.append(name)
             else:
@@ -234,16 +239,21 @@ def unsupported_identifiers(
     out: list[str] = []
     ref = reference.casefold() if reference else ""
     known: list[float] | None = None
-    for kind, text, value in _identifiers(answer if isinstance(answer, AnswerText) else AnswerText(answer)):
+    text_of = answer if isinstance(answer, AnswerText) else AnswerText(answer)
+    derived = evidence.derived
+    derived.begin(text_of)
+    for kind, text, value in _identifiers(text_of):
         if kind == "amount":
             if value is None:
                 continue
             forms = _number_forms(value)
-            if (ref and _written_in(ref, forms)) or evidence.has_number_written(forms):
-                continue
-            if known is None:
-                known = evidence.numbers() + ([v for v, _ in numbers_in(reference)] if reference else [])
-            if any(abs(value - k) <= 0.005 for k in known):
+            grounded = (ref and _written_in(ref, forms)) or evidence.has_number_written(forms)
+            if not grounded:
+                if known is None:
+                    known = evidence.numbers() + ([v for v, _ in numbers_in(reference)] if reference else [])
+                grounded = any(abs(value - k) <= 0.005 for k in known)
+            if grounded or derived.explains(value):
+                derived.take(value)
                 continue
         else:
             token = text.casefold()

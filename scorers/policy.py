@@ -1,9 +1,11 @@
 """Task policies: expectations kept in configuration that grade every conversation of a task.
 
 A policy matches conversations by agent and task (exact name or shell-style glob; the first matching policy
-wins) and checks the whole conversation: expected tool calls with argument constraints and an order, forbidden
-tools, tools required before the first answer (grounding), and caps on tool calls, turns and cost. Each broken
-rule is a reason `policy_<rule>: ...`; a conversation passes the policy when no rule is broken.
+wins) and checks the whole conversation: expected tool calls with argument constraints and an order, compared
+by their effects (`scorers.effects`: lookups are free, a refused call changed nothing, an unexpected call with
+effects fails), forbidden tools, tools required before the first answer (grounding), required outputs, how the
+conversation ends (a handoff or not), and caps on tool calls, turns and cost. Each broken rule is a reason
+`policy_<rule>: ...`; a conversation passes the policy when no rule is broken.
 """
 
 from __future__ import annotations
@@ -15,16 +17,26 @@ from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from typing import Any
 
+from agentwatch.scorers.arguments import DEFAULT_TOLERANCE, values_match
+from agentwatch.scorers.effects import check_calls, made_calls, wanted_calls
+from agentwatch.scorers.endings import ending_reasons
+from agentwatch.scorers.graders import forbidden_called
 from agentwatch.scorers.names import NameNormalizer
+from agentwatch.scorers.outputs import outputs_reasons
+from agentwatch.scorers.tool_kinds import ToolKinds
 
-from agentwatch.config import PolicyTool, TaskPolicy
+from agentwatch.config import HANDOFF_TOOLS, READ_ONLY_TOOLS, PolicyTool, TaskPolicy
 from agentwatch.schema import Conversation, ToolCall
+from agentwatch.task_policy import is_constraint
 
 RULES: tuple[str, ...] = (
     "policy_tools",
+    "policy_effects",
     "policy_order",
     "policy_forbidden",
     "policy_grounding",
+    "policy_outputs",
+    "policy_end",
     "policy_max_tool_calls",
     "policy_max_turns",
     "policy_max_cost",
@@ -65,79 +77,69 @@ class PolicyBook:
         return found
 
 
-def _describe(tool: PolicyTool) -> str:
-    if not tool.arguments:
-        return tool.name
-    return f"{tool.name}({', '.join(f'{k}={v!r}' for k, v in tool.arguments.items())})"
-
-
 def _scalar_text(value: Any) -> str:
     if isinstance(value, str):
         return value
     return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
 
 
-def _satisfies(value: Any, constraint: Any, user_text: str) -> bool:
-    if isinstance(constraint, dict):
+def _satisfies(value: Any, constraint: Any, mode: str | None, user_text: str, tolerance: float) -> bool:
+    """Whether an argument value meets a policy constraint ({regex}, {from_input}, {any}) or a value."""
+    if mode != "exact" and is_constraint(constraint):
         if "any" in constraint:
             return True
         if "regex" in constraint:
             return re.fullmatch(str(constraint["regex"]), _scalar_text(value)) is not None
-        if "from_input" in constraint:
-            text = _scalar_text(value).strip().casefold()
-            return bool(text) and text in user_text
-    if value == constraint:
-        return True
-    # "4100" and 4100 are the same argument to a person reading the transcript
-    return not isinstance(constraint, (dict, list)) and _scalar_text(value) == _scalar_text(constraint)
+        text = _scalar_text(value).strip().casefold()
+        return bool(text) and text in user_text
+    return values_match(constraint, value, mode, tolerance)
 
 
-def _matches(call: ToolCall, call_name: str, tool: PolicyTool, tool_name: str, user_text: str) -> bool:
-    if call_name != tool_name:
-        return False
+def tool_fits(tool: PolicyTool, call: ToolCall, user_text: str, tolerance: float) -> bool:
+    """Whether a call's arguments meet every argument constraint of a policy tool (extra arguments allowed;
+    an argument in `ignore` mode may be absent)."""
     args = call.arguments
-    return all(key in args and _satisfies(args[key], c, user_text) for key, c in tool.arguments.items())
-
-
-def _subsequence(calls: list[tuple[ToolCall, str]], tools: list[tuple[PolicyTool, str]], user_text: str) -> bool:
-    i = 0
-    for call, name in calls:
-        if i < len(tools) and _matches(call, name, tools[i][0], tools[i][1], user_text):
-            i += 1
-    return i == len(tools)
+    match = tool.match
+    for key, constraint in tool.arguments.items():
+        mode = match.get(key)
+        if mode == "ignore":
+            continue
+        if key not in args or not _satisfies(args[key], constraint, mode, user_text, tolerance):
+            return False
+    return True
 
 
 def grade_policy(
-    policy: TaskPolicy, conv: Conversation, cost_usd: float | None, names: NameNormalizer
+    policy: TaskPolicy,
+    conv: Conversation,
+    cost_usd: float | None,
+    names: NameNormalizer,
+    kinds: ToolKinds | None = None,
+    tolerance: float = DEFAULT_TOLERANCE,
 ) -> PolicyResult:
-    """Check every rule of `policy` against `conv` (`cost_usd`: the conversation's cost, if known)."""
+    """Check every rule of `policy` against `conv` (`cost_usd`: the conversation's cost, if known; `kinds`:
+    how tools are classified, by default `scoring.read_only_tools` and `scoring.handoff_tools` as shipped)."""
     result = PolicyResult(policy.ref)
     fail = result.failures.append
-    calls = [(call, names(call.name)) for turn in conv.turns for call in turn.tool_calls]
+    kinds = (kinds or ToolKinds(names, READ_ONLY_TOOLS, HANDOFF_TOOLS)).extended(policy.read_only_tools)
+    made = made_calls(conv, names, kinds)
     user_text = "\n".join(t.input for t in conv.turns if t.input).casefold()
 
-    tools = [(tool, names(tool.name)) for tool in policy.tools]
-    missing = [
-        tool for tool, name in tools if not any(_matches(c, cn, tool, name, user_text) for c, cn in calls)
-    ]
-    for tool in missing:
-        fail(f"policy_tools: no call matches {_describe(tool)}")
-    if not missing and len(tools) > 1 and policy.order != "any":
-        in_order = _subsequence(calls, tools, user_text)
-        if policy.order == "strict":
-            in_order = in_order and len(calls) == len(tools)
-        if not in_order:
-            expected = " → ".join(t.name for t, _ in tools)
-            made = " → ".join(c.name for c, _ in calls)
-            fail(f"policy_order: expected {policy.order} order {expected}, got {made}")
-    elif not missing and policy.order == "strict" and len(calls) != len(tools):
-        fail(f"policy_order: expected exactly {len(tools)} tool call(s), got {len(calls)}")
+    if policy.grades_calls:
+        wanted = wanted_calls(policy.tools, names, kinds, made)
+        found = check_calls(
+            wanted,
+            made,
+            lambda w, m: tool_fits(w.spec, m.call, user_text, tolerance),
+            policy.order,
+            "any" if policy.order == "strict" else policy.extra_calls,  # strict order covers extra calls
+        )
+        result.failures.extend(found.reasons("policy", policy.extra_calls))
 
     if policy.forbidden_tools:
-        banned = set(names.all(policy.forbidden_tools))
-        for call, name in calls:
-            if name in banned and call.name not in result.forbidden:
-                result.forbidden.append(call.name)
+        result.forbidden = forbidden_called(
+            [m.call for m in made], policy.forbidden_tools, names, [m.name for m in made]
+        )
         if result.forbidden:
             fail(f"policy_forbidden: called {', '.join(result.forbidden)}")
 
@@ -151,8 +153,11 @@ def grade_policy(
         if absent:
             fail(f"policy_grounding: answered before a successful call to {', '.join(absent)}")
 
-    if policy.max_tool_calls is not None and len(calls) > policy.max_tool_calls:
-        fail(f"policy_max_tool_calls: {len(calls)} tool calls, at most {policy.max_tool_calls} allowed")
+    result.failures.extend(outputs_reasons("policy", policy.outputs, conv))
+    result.failures.extend(ending_reasons("policy", policy.end, made))
+
+    if policy.max_tool_calls is not None and len(made) > policy.max_tool_calls:
+        fail(f"policy_max_tool_calls: {len(made)} tool calls, at most {policy.max_tool_calls} allowed")
     if policy.max_turns is not None and len(conv.turns) > policy.max_turns:
         fail(f"policy_max_turns: {len(conv.turns)} turns, at most {policy.max_turns} allowed")
     if policy.max_cost_usd is not None and cost_usd is not None and cost_usd > policy.max_cost_usd:

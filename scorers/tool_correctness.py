@@ -3,8 +3,9 @@
 Definitions (Fair Forge's four dimensions, Galtea's binary set match), all on normalised tool names:
 - selection: Jaccard similarity of the unique expected and used names (1 when both are empty);
 - parameters: each expected call is matched to a distinct used call of the same name (optimal assignment);
-  a matched pair scores (keys with equal values) / (keys in either), 1 when the expected arguments are null;
-  an unmatched expected call scores 0; the dimension is the mean over expected calls (1 when none expected);
+  a matched pair scores (expected arguments matched) / (arguments in either), per argument as the
+  expectation's `match` says (`scorers.arguments`), 1 when the expected arguments are null; an unmatched
+  expected call scores 0; the dimension is the mean over expected calls (1 when none expected);
 - sequence: length of the longest common subsequence of expected and used names / expected count, graded
   only when `sequence_matters` (reported as 1.0 otherwise and left out of the overall);
 - utilization: 1 if the answer contains a salient value of a successful tool result that is not already in
@@ -13,21 +14,28 @@ Definitions (Fair Forge's four dimensions, Galtea's binary set match), all on no
   an answer that says so is right);
 - overall: weighted mean of the graded dimensions, weights normalised over them;
 - binary: set of used names == set of expected names.
+
+Calls nobody expected are graded as `expected.extra_calls` says: by default a read-only call or a handoff
+(`scorers.tool_kinds`) whose name is not expected is left out of every dimension (looking things up is free);
+`none` keeps every call, `any` leaves out every call whose name is not expected. An expected tool with
+`required: false` that was not called is left out of the expectation.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
+from agentwatch.scorers.arguments import argument_agreement
 from agentwatch.scorers.names import NameNormalizer
-from agentwatch.scorers.text import AnswerText, is_number
+from agentwatch.scorers.text import AnswerText
+from agentwatch.scorers.tool_kinds import EFFECT, ToolKinds
 from agentwatch.scorers.utilization import uses_results
 from scipy.optimize import linear_sum_assignment
 
-from agentwatch.config import ToolWeights
+from agentwatch.config import HANDOFF_TOOLS, READ_ONLY_TOOLS, ToolWeights
 from agentwatch.schema import Expectation, ExpectedTool, ToolCall, ToolScore
 
 
@@ -51,72 +59,31 @@ def lcs_length(a: Sequence[str], b: Sequence[str]) -> int:
     return prev[-1]
 
 
-def values_equal(a: Any, b: Any) -> bool:
-    """JSON equality where numbers compare by value (1 == 1.0) and booleans are not numbers."""
-    ta = type(a)
-    if ta is str:
-        return type(b) is str and a == b
-    tb = type(b)
-    if (ta is int or ta is float) and (tb is int or tb is float):  # the common case, without is_number()
-        return a == b or math.isclose(a, b, rel_tol=1e-9, abs_tol=0.0)
-    # lists before numbers (no value is both: CPython cannot derive a class from int or float and list, tuple
-    # or dict), so a list of strings, the usual other argument, needs no is_number() call
-    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-        if len(a) != len(b):
-            return False
-        for x, y in zip(a, b, strict=True):
-            if type(x) is str:  # inline the common case
-                if type(y) is not str or x != y:
-                    return False
-            elif not values_equal(x, y):
-                return False
-        return True
-    if is_number(a) and is_number(b):
-        return a == b or math.isclose(a, b, rel_tol=1e-9, abs_tol=0.0)
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(values_equal(a[k], b[k]) for k in a)
-    return ta is tb and a == b
-
-
-def argument_agreement(expected: dict[str, Any] | None, used: dict[str, Any]) -> float:
-    """(keys with equal values) / (keys in either); 1 when `expected` is None or both are empty."""
-    if expected is None:
-        return 1.0
-    if expected == used:  # loose Python equality (True == 1): confirm strictly where it could differ
-        for k, v in expected.items():
-            if type(v) is not str and not values_equal(v, used[k]):
-                break
-        else:
-            return 1.0
-    keys = expected.keys() | used.keys()
-    if not keys:
-        return 1.0
-    same = sum(1 for k in expected if k in used and values_equal(expected[k], used[k]))
-    return same / len(keys)
-
-
 def parameters_score(
-    expected: Sequence[tuple[str, dict[str, Any] | None]], used: Sequence[tuple[str, dict[str, Any]]]
+    expected: Sequence[tuple[str, dict[str, Any] | None]],
+    used: Sequence[tuple[str, dict[str, Any]]],
+    modes: Sequence[Mapping[str, str]] | None = None,
 ) -> float:
-    """Mean over expected calls of their argument agreement with a distinct used call of the same name."""
+    """Mean over expected calls of their argument agreement with a distinct used call of the same name
+    (`modes[i]`: how the arguments of expected call i are compared, if not by the default rules)."""
     if not expected:
         return 1.0
     used_by_name: dict[str, list[dict[str, Any]]] = {}
     for name, args in used:
         used_by_name.setdefault(name, []).append(args)
-    exp_by_name: dict[str, list[dict[str, Any] | None]] = {}
-    for name, args in expected:
-        exp_by_name.setdefault(name, []).append(args)
+    exp_by_name: dict[str, list[tuple[dict[str, Any] | None, Mapping[str, str] | None]]] = {}
+    for i, (name, args) in enumerate(expected):
+        exp_by_name.setdefault(name, []).append((args, modes[i] if modes else None))
     total = 0.0
     for name, exp_args in exp_by_name.items():
         candidates = used_by_name.get(name)
         if not candidates:
             continue  # every expected call of this name scores 0
         if len(exp_args) == 1:
-            e = exp_args[0]
-            total += max(argument_agreement(e, u) for u in candidates)
+            e, m = exp_args[0]
+            total += max(argument_agreement(e, u, m) for u in candidates)
             continue
-        matrix = np.array([[argument_agreement(e, u) for u in candidates] for e in exp_args])
+        matrix = np.array([[argument_agreement(e, u, m) for u in candidates] for e, m in exp_args])
         rows, cols = linear_sum_assignment(matrix, maximize=True)
         total += float(matrix[rows, cols].sum())
     return total / len(expected)
@@ -125,7 +92,7 @@ def parameters_score(
 class ToolGrader:
     """Grades tool use of one turn against an `Expectation`; holds normalised weights and the name normaliser."""
 
-    __slots__ = ("_names", "_ones_give_one", "_threshold", "_tolerance", "_weights")
+    __slots__ = ("_kinds", "_names", "_ones_give_one", "_threshold", "_tolerance", "_weights")
 
     def __init__(
         self,
@@ -133,8 +100,10 @@ class ToolGrader:
         weights: ToolWeights | None = None,
         threshold: float = 1.0,
         tolerance: float = 1e-9,
+        kinds: ToolKinds | None = None,
     ) -> None:
         self._names = names or NameNormalizer()
+        self._kinds = kinds or ToolKinds(self._names, READ_ONLY_TOOLS, HANDOFF_TOOLS)
         w = weights or ToolWeights()
         self._weights = (w.selection, w.parameters, w.sequence, w.utilization)
         # With finite weights (and a finite sum), a weighted mean of ones is exactly 1.0 (x / x), so it need not
@@ -174,6 +143,15 @@ class ToolGrader:
             used_names = norm.of(calls) if calls else []
         weights = self._weights
         exp_set = frozenset(exp_names)
+        all_calls = calls  # utilization reads every result, lookups included
+        if calls and expected.extra_calls != "none" and not exp_set.issuperset(used_names):
+            calls, used_names = self._graded_calls(calls, used_names, exp_set, expected.extra_calls)
+        if exp_tools and _some_optional(exp_tools):
+            made = frozenset(used_names)
+            pairs = zip(exp_tools, exp_names, strict=True)
+            kept = [(t, n) for t, n in pairs if t.required is not False or n in made]
+            exp_tools, exp_names = [t for t, _ in kept], [n for _, n in kept]
+            exp_set = frozenset(exp_names)
         same_names = exp_names == used_names
         if same_names and len(exp_set) == len(exp_names):
             # the common case: the expected calls, each once, in order: call i answers expectation i
@@ -184,7 +162,10 @@ class ToolGrader:
                 args = c.arguments
                 if args is not None:
                     expected_args = t.arguments
-                    total += 1.0 if expected_args is None else argument_agreement(expected_args, args)
+                    if expected_args is None:
+                        total += 1.0
+                    else:
+                        total += argument_agreement(expected_args, args, t.match)
             parameters = total / len(exp_names) if exp_names else 1.0
         else:
             used_set = frozenset(used_names)
@@ -199,13 +180,13 @@ class ToolGrader:
         if expected.utilization_required:
             results: list[Any] = []
             arguments: list[Any] = []
-            for c in calls:
+            for c in all_calls:
                 if c.error is None:
                     result = c.result
                     if result is not None:
                         results.append(result)
                         arguments.append(c.arguments)
-            if results or not calls:
+            if results or not all_calls:
                 if answer_text is None and answer:
                     answer_text = AnswerText(answer)
                 used = answer_text is not None and uses_results(answer_text, results, turn_input, arguments)
@@ -231,6 +212,18 @@ class ToolGrader:
             "passed": overall >= self._threshold - self._tolerance,
         }
 
+    def _graded_calls(
+        self, calls: Sequence[ToolCall], names: list[str], expected: frozenset[str], extra: str
+    ) -> tuple[list[ToolCall], list[str]]:
+        """The calls tool correctness grades: those of an expected name, and (`extra` = read_only) the calls
+        with effects nobody expected; lookups and handoffs nobody expected are free."""
+        kinds = self._kinds
+        kept = [
+            (c, n) for c, n in zip(calls, names, strict=True)
+            if n in expected or (extra == "read_only" and kinds.of(c, n) == EFFECT)
+        ]
+        return [c for c, _ in kept], [n for _, n in kept]
+
     @staticmethod
     def _parameters(
         exp_names: list[str],
@@ -248,12 +241,21 @@ class ToolGrader:
             for n, t in zip(exp_names, exp_tools, strict=True):
                 args = used_args.get(n)
                 if args is not None:
-                    total += argument_agreement(t.arguments, args)
+                    total += argument_agreement(t.arguments, args, t.match)
             return total / len(exp_names) if exp_names else 1.0
         return parameters_score(
             [(n, t.arguments) for n, t in zip(exp_names, exp_tools, strict=True)],
             [(n, c.arguments) for n, c in zip(used_names, calls, strict=True)],
+            [t.match for t in exp_tools],
         )
+
+
+def _some_optional(tools: Sequence[ExpectedTool]) -> bool:
+    """Whether an expected tool says `required: false` (a loop: cheaper than any() on this hot path)."""
+    for t in tools:
+        if t.required is False:
+            return True
+    return False
 
 
 def weighted_mean(graded: Sequence[tuple[float, float]]) -> float:

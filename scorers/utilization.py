@@ -8,6 +8,9 @@ are parsed first.
 A value the agent already had before the tool answered — one that also appears in the turn's input or in the
 call's own arguments (an order id echoed back by `lookup_order`) — is no evidence the result was used: only
 result values *not* present there count.
+
+For an expectation of the whole conversation (`conversation_uses_results`), every answer counts, each against
+the results of its turn and the turns before: the answer is rarely in the closing "You're welcome!".
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from agentwatch.scorers.text import AnswerText, is_number, number_values, parse_number, shown_matches
+
+from agentwatch.schema import Turn
 
 MIN_STRING = 3
 _MAX_DEPTH = 32
@@ -193,4 +198,29 @@ def uses_results(
         search.call(arguments[i] if arguments is not None else None)
         if search.found(result):
             return True
+    return False
+
+
+def conversation_uses_results(turns: Sequence[Turn]) -> bool | None:
+    """Whether some answer of the conversation contains a salient value from a successful tool result of that
+    turn or an earlier one, echoes of the answer's turn input and of the call's arguments left out.
+
+    None when calls were made but no successful result was captured (nothing could be used); False when no
+    tool was called at all."""
+    results: list[Any] = []
+    arguments: list[Any] = []
+    called = False
+    for turn in turns:
+        for call in turn.tool_calls:
+            called = True
+            if call.error is None and call.result is not None:
+                results.append(call.result)
+                arguments.append(call.arguments)
+        answer = turn.answer
+        if not (results and answer and answer.strip()):
+            continue
+        if uses_results(AnswerText(answer), results, turn.input, arguments):
+            return True
+    if called and not results:
+        return None
     return False

@@ -1,14 +1,21 @@
 #!/usr/bin/env bash
-# Set up a virtualenv (.venv), install agentwatch with its test extras (which include the `service` extra) and
-# promtool, then run the whole test suite. Arguments go to pytest.
+# Set up a virtualenv (.venv), install agentwatch with its test extras (which include the `service` and `review`
+# extras), Debian's promtool, Chromium (the review page's browser tests) and PostgreSQL server programs (the review
+# store's tests), then run the whole test suite. Arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY="${PYTHON:-python3}"
 if [ ! -x .venv/bin/python ]; then "$PY" -m venv .venv; fi
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q -e ".[test]"
-if ! command -v promtool >/dev/null 2>&1; then
-  if [ "$(id -u)" = 0 ]; then apt-get install -y -q prometheus >/dev/null || { apt-get update -q && apt-get install -y -q prometheus; }
-  else sudo apt-get install -y -q prometheus; fi
+
+# Debian packages the tests drive for real: promtool (package prometheus), chromium, postgresql (initdb, pg_ctl).
+missing=()
+command -v promtool >/dev/null 2>&1 || missing+=(prometheus)
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
+if [ "${#missing[@]}" -gt 0 ]; then
+  SUDO=""; if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
+  $SUDO apt-get install -y -q "${missing[@]}" >/dev/null || { $SUDO apt-get update -q && $SUDO apt-get install -y -q "${missing[@]}"; }
 fi
 exec .venv/bin/python -m pytest -q "$@"

@@ -310,6 +310,19 @@ class TopicReader:
         self.consumer.close()
 
 
+def collect_one_score(bootstrap: str, topic: str, group: str) -> tuple[Record, Any]:
+    """Run a collector (group `group`) over `topic` until it writes a score: the one score record it wrote,
+    and the collector's stats."""
+    settings = collector_settings(bootstrap, [topic], unique(group))
+    reader = TopicReader(bootstrap, settings.collector.scores_topic)
+    with ServiceThread(settings) as svc:
+        records = reader.wait(lambda r: len(r) >= 1, 30)
+        assert svc.error is None
+    reader.close()
+    assert len(records) == 1
+    return records[0], svc.service.stats
+
+
 def scores_of(records: list[Any]) -> list[dict[str, Any]]:
     """Decoded JSON values of score records."""
     return [json.loads(r.value) for r in records]

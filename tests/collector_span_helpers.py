@@ -92,6 +92,7 @@ def sdk_turn(
                 tattrs["gen_ai.tool.call.arguments"] = json.dumps(tool["arguments"])
             if "result" in tool:
                 tattrs["gen_ai.tool.call.result"] = json.dumps(tool["result"])
+            tattrs.update(tool.get("attributes", {}))
             with tracer.start_as_current_span(f"execute_tool {tool['name']}", attributes=tattrs) as tspan:
                 if tool.get("error"):
                     tspan.set_status(Status(StatusCode.ERROR, tool["error"]))

@@ -42,3 +42,23 @@ def promtool() -> str:
     if path is None:
         pytest.fail("promtool not found: install Debian's `prometheus` package (apt-get install -y prometheus)")
     return path
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[str]:
+    """A PostgreSQL server for the session (Debian's `postgresql` package; fails, not skips, when missing)."""
+    from postgres_server import postgres_server
+
+    with postgres_server() as url:
+        yield url
+
+
+@pytest.fixture
+def postgres_db(postgres: str) -> str:
+    """A new, empty database on the session's PostgreSQL server; its URL."""
+    import psycopg
+
+    name = f"t_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(postgres.replace("postgresql://", "postgresql://", 1), autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    return postgres.rsplit("/", 1)[0] + f"/{name}"

@@ -15,6 +15,7 @@ from collector_kafka_helpers import (
     TopicReader,
     TurnSpec,
     assert_refund_agent_score,
+    collect_one_score,
     collector_settings,
     conversation_spans,
     create_topic,
@@ -79,23 +80,15 @@ def test_agent_conversation_end_to_end(broker, topic):
         t0_ns=T0,
         extra={"agentwatch.budget.usd": 0.05, "agentwatch.tag.tier": "gold"},
     )
-    settings = collector_settings(bs, [topic], unique("e2e"))
     p = producer(bs)
     p.send(topic, value=otlp_bytes(spans), key=cid.encode(), headers=SDK_HEADERS)
     p.flush()
-    reader = TopicReader(bs, settings.collector.scores_topic)
-    with ServiceThread(settings) as svc:
-        records = reader.wait(lambda r: len(r) >= 1, 30)
-        assert svc.error is None
-    reader.close()
-    assert len(records) == 1
-    rec = records[0]
+    rec, stats = collect_one_score(bs, topic, "e2e")
     assert rec.key == b"support-bot|1.2.0|refunds"
     s = json.loads(rec.value)
 
     ended = datetime.fromtimestamp((T0 + 5_000_000_000 + 2_250_000_000) / 1e9, tz=UTC)
     assert_refund_agent_score(s, cid, duration_s=1.5 + 2.25, ended_at=ended)
-    stats = svc.service.stats
     assert stats.spans_consumed == len(spans) == 2 * 3
     assert stats.scores_produced == 1
     assert stats.rejected_by_reason == {}

@@ -10,10 +10,9 @@ from pathlib import Path
 
 import pytest
 from collector_kafka_helpers import (
-    ServiceThread,
     TopicReader,
     assert_refund_agent_score,
-    collector_settings,
+    collect_one_score,
     unique,
 )
 from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
@@ -99,15 +98,9 @@ def test_sdk_agent_through_broker_and_collector(broker, topic, tmp_path):
     turns = _turn_spans(span_records)
     assert len(turns) == 2
 
-    settings = collector_settings(bs, [topic], unique("sdk"))
-    reader = TopicReader(bs, settings.collector.scores_topic)
-    with ServiceThread(settings) as svc:
-        records = reader.wait(lambda r: len(r) >= 1, 30)
-        assert svc.error is None
-    reader.close()
-    assert len(records) == 1
-    assert records[0].key == b"support-bot|1.2.0|refunds"
-    s = json.loads(records[0].value)
+    record, _ = collect_one_score(bs, topic, "sdk")
+    assert record.key == b"support-bot|1.2.0|refunds"
+    s = json.loads(record.value)
 
     ended = datetime.fromtimestamp(max(e for _, e in turns) / 1e9, tz=UTC)
     assert_refund_agent_score(s, cid, duration_s=sum(e - b for b, e in turns) / 1e9, ended_at=ended)
@@ -125,15 +118,9 @@ def test_example_instrumented_agent_through_the_collector(broker, topic):
         timeout=60,
     )
     assert run.returncode == 0, run.stderr.decode()[-2000:]
-    settings = collector_settings(bs, [topic], unique("example"))
-    reader = TopicReader(bs, settings.collector.scores_topic)
-    with ServiceThread(settings) as svc:
-        records = reader.wait(lambda r: len(r) >= 1, 30)
-        assert svc.error is None
-    reader.close()
-    assert len(records) == 1
-    assert records[0].key == b"travel-agent|1.0.0|travel"
-    s = json.loads(records[0].value)
+    record, _ = collect_one_score(bs, topic, "example")
+    assert record.key == b"travel-agent|1.0.0|travel"
+    s = json.loads(record.value)
     assert s["conversation_id"] == cid
     assert s["turns"] == 2
     # each turn: one model call with one message → 12 input and 8 output tokens, 0.0001 USD (record_usage)

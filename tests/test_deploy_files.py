@@ -173,3 +173,60 @@ def test_compose_kafka_is_reachable_from_the_host_and_the_network(compose: dict)
     assert listeners == {"INTERNAL": "kafka:19092", "HOST": "localhost:9092"}
     assert "9092:9092" in [str(p).split()[0] for p in compose["services"]["kafka"]["ports"]]
     assert compose["services"]["agentwatch"]["environment"]["AGENTWATCH_KAFKA__BOOTSTRAP_SERVERS"] == "kafka:19092"
+
+
+# --------------------------------------------------------------------------- the review service
+
+
+def test_compose_review_service(compose: dict) -> None:
+    review = compose["services"]["review"]
+    assert review["profiles"] == ["review"] and review["image"] == compose["services"]["agentwatch"]["image"]
+    assert review["command"][:1] == ["review"] and review["command"][-1] == "/etc/agentwatch/agentwatch.yaml"
+    assert {"8080:8080", "9466:9466"} <= set(review["ports"])
+    assert "review-data" in compose["volumes"]
+    data = next(v for v in review["volumes"] if v.startswith("review-data:"))
+    settings = load_settings(DEPLOY / "agentwatch.yaml")
+    assert settings.review.database_url == f"sqlite:///{data.split(':')[1]}/review.db"
+    review_cfg = settings.review
+    assert (review_cfg.host, review_cfg.port, review_cfg.metrics_port) == ("0.0.0.0", 8080, 9466)
+    assert settings.sampling.review_rate > 0
+    assert settings.collector.transcripts_topic == review_cfg.transcripts_topic
+    assert set(review["environment"]) == {
+        "AGENTWATCH_KAFKA__BOOTSTRAP_SERVERS", "AGENTWATCH_REVIEW__REVIEWERS", "AGENTWATCH_REVIEW__SESSION_SECRET",
+    }
+    jobs = {j["job_name"]: j for j in _load(DEPLOY / "prometheus" / "prometheus.yml")["scrape_configs"]}
+    assert jobs["agentwatch-review"]["static_configs"][0]["targets"] == ["review:9466"]
+
+
+def test_kubernetes_review_deployment(tmp_path: Path) -> None:
+    kinds = {d["kind"]: d for d in _load_all(DEPLOY / "kubernetes" / "review.yaml")}
+    assert set(kinds) == {"Deployment", "PersistentVolumeClaim", "Service"}
+    deployment, claim, service = kinds["Deployment"], kinds["PersistentVolumeClaim"], kinds["Service"]
+    assert deployment["spec"]["replicas"] == 1 and deployment["spec"]["strategy"]["type"] == "Recreate"
+    template = deployment["spec"]["template"]
+    selector = deployment["spec"]["selector"]["matchLabels"]
+    assert selector.items() <= template["metadata"]["labels"].items()
+    assert service["spec"]["selector"] == selector
+    assert template["metadata"]["annotations"]["prometheus.io/port"] == "9466"
+    container = template["spec"]["containers"][0]
+    assert container["args"][0] == "review"
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    assert ports == {"metrics": 9466, "http": 8080}
+    assert {p["port"] for p in service["spec"]["ports"]} == {9466, 8080}
+    probe = container["readinessProbe"]["httpGet"]
+    assert (probe["path"], probe["port"]) == ("/healthz", "http")
+    env = {e["name"]: e["valueFrom"]["secretKeyRef"] for e in container["env"]}
+    assert set(env) == {"AGENTWATCH_REVIEW__REVIEWERS", "AGENTWATCH_REVIEW__SESSION_SECRET"}
+    assert {ref["name"] for ref in env.values()} == {"agentwatch-review"}
+    volumes = {v["name"]: v for v in template["spec"]["volumes"]}
+    assert volumes["data"]["persistentVolumeClaim"]["claimName"] == claim["metadata"]["name"]
+    assert volumes["config"]["configMap"]["name"] == "agentwatch-config"
+    mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
+    docs = _load_all(DEPLOY / "kubernetes" / "configmap.yaml")
+    path = tmp_path / "agentwatch.yaml"
+    path.write_text(docs[0]["data"]["agentwatch.yaml"])
+    settings = load_settings(path)
+    assert settings.review.database_url == f"sqlite:///{mounts['data']}/review.db"
+    assert container["args"][-1].startswith(mounts["config"])
+    review = settings.review
+    assert (review.port, review.metrics_port, review.host) == (8080, 9466, "0.0.0.0")

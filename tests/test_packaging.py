@@ -67,6 +67,21 @@ def test_the_guard_checks_exactly_the_service_extra() -> None:
     assert "agentwatch[service]" in project["optional-dependencies"]["test"]
 
 
+def test_the_review_guard_checks_exactly_the_review_extra() -> None:
+    """agentwatch/review/__init__.py and the `review` extra list the same packages, on top of `service`."""
+    from agentwatch.review import REVIEW_MODULES
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    review = {_name(r) for r in project["optional-dependencies"]["review"]}
+    assert review == {"agentwatch"} | {d.lower() for d in REVIEW_MODULES.values()}
+    assert "agentwatch[service]" in project["optional-dependencies"]["review"]
+    assert "agentwatch[review]" in project["optional-dependencies"]["test"]
+    packages = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
+    assert "agentwatch.review" in packages["packages"] and packages["package-data"]["agentwatch.review"] == [
+        "templates/*.html"]
+    assert (ROOT / "agentwatch" / "review").resolve() == ROOT / "review"
+
+
 @pytest.mark.broker
 def test_sdk_only_install_imports_exports_and_refuses_the_service(broker, topic, tmp_path: Path) -> None:
     python = sdk_only_venv(tmp_path)

@@ -57,7 +57,9 @@ def test_argument_constraints(constraint: object, value: object, ok: bool) -> No
 def test_missing_argument_and_normalised_names() -> None:
     c = conv(dict(TURN, tool_calls=[call("functions.Refund-Order")]))
     assert failures({"tools": [{"name": "refund_order"}]}, c) == set()
-    assert failures({"tools": [{"name": "refund_order", "arguments": {"order": {"any": True}}}]}, c) == {"policy_tools"}
+    # the refund without an order is not the expected one, and it is a call with effects nobody expected
+    assert failures({"tools": [{"name": "refund_order", "arguments": {"order": {"any": True}}}]}, c) == {
+        "policy_tools", "policy_effects"}
 
 
 @pytest.mark.parametrize(
@@ -65,8 +67,10 @@ def test_missing_argument_and_normalised_names() -> None:
     [
         ("any", ["refund", "lookup"], set()),
         ("relative", ["refund", "lookup"], {"policy_order"}),
-        ("relative", ["lookup", "note", "refund"], set()),
+        ("relative", ["lookup", "get_note", "refund"], set()),  # a lookup between them is free
+        ("relative", ["lookup", "note", "refund"], {"policy_effects"}),  # a call with effects nobody expected
         ("strict", ["lookup", "note", "refund"], {"policy_order"}),
+        ("strict", ["lookup", "get_note", "refund"], {"policy_order"}),
         ("strict", ["lookup", "refund"], set()),
         ("strict", ["lookup"], {"policy_tools"}),
     ],

@@ -26,8 +26,23 @@ def _exposed_families() -> set[str]:
         est.add(make_score(f"b{i}", i % 3 != 0, version="v2", ended_at=T0 + 30, cost_usd=0.02, budget_usd=0.015))
     registry = CollectorRegistry()
     register(PipelineStats(), registry)
+    registry.register(_review_metrics())
     text = Exposition(lambda: est, registry).render().decode()
     return set(re.findall(r"^# TYPE (agentwatch_\w+) ", text, re.MULTILINE))
+
+
+def _review_metrics() -> object:
+    """The review service's families over an in-memory SQLite store with one conversation in the queue."""
+    import time
+
+    from agentwatch.review.metrics import ReviewMetrics, ReviewStats
+    from agentwatch.review.store import Store
+    from review_support import conversation, judged, record, scored
+
+    store = Store("sqlite://")
+    conv = conversation("in-queue")
+    store.ingest(record(conv, scored(conv, verdict=judged())), time.time(), 86400)
+    return ReviewMetrics(store, ReviewStats())
 
 
 def test_every_exposed_metric_is_documented():

@@ -451,6 +451,7 @@ def test_reconstruct_command_reads_protobuf_json_and_json_lines(tmp_path) -> Non
         "result": 2,
         "error": None,
         "call_id": "x",
+        "read_only": None,  # no agentwatch.tool.read_only on the span: decided by the tool-name patterns
     }
 
 
@@ -472,3 +473,46 @@ def test_two_agents_reusing_conversation_ids_are_split_per_agent() -> None:
     assert all((p.partition, p.min_offset) == (3, 12) for p in parts)
     one = FinishedConversation("2", 0, decode_message(b.protobuf()), "idle", False)
     assert split_by_agent(one) == [one]
+
+
+def test_instructions_conversation_expectation_and_read_only_flags_are_read() -> None:
+    f = SpanFactory()
+    whole = {"tools": [{"name": "book", "arguments": {"flight": "HAT1"}, "match": {"flight": "exact"}}],
+             "outputs": ["HAT1"], "end": "handoff"}
+    parts = [{"type": "text", "content": "You are the desk."}, {"type": "text", "content": "Fees: $25."}]
+    sdk_turn(f.tracer, "c-fx", "book HAT1", "booked HAT1",
+             [{"name": "find_flight", "id": "a", "arguments": {}, "result": {}, "attributes": {
+                 "agentwatch.tool.read_only": "true"}},
+              {"name": "book", "id": "b", "arguments": {"flight": "HAT1"}, "result": "ok", "attributes": {
+                  "agentwatch.tool.read_only": False}},
+              {"name": "note", "id": "c", "arguments": {}, "result": "ok", "attributes": {
+                  "agentwatch.tool.read_only": "perhaps"}}],
+             extra={"gen_ai.system_instructions": json.dumps(parts),
+                    "agentwatch.conversation.expected": json.dumps(whole)})
+    sdk_turn(f.tracer, "c-fx", "thanks", None, [],
+             extra={"agentwatch.conversation.expected": json.dumps({**whole, "end": "answer"})})
+    conv = _conversation(f)
+    assert conv.system == "You are the desk.\nFees: $25."
+    assert conv.expected is not None and conv.expected.end == "answer"  # the latest expectation wins
+    assert conv.expected.tools[0].match == {"flight": "exact"} and conv.expected.outputs == ["HAT1"]
+    assert [c.read_only for c in conv.turns[0].tool_calls] == [True, False, None]
+    assert conv.turns[0].expected is None  # a conversation's expectation is not a turn's
+
+
+def test_instructions_from_the_system_message_of_a_model_call_and_a_bad_expectation_is_a_note() -> None:
+    f = SpanFactory()
+    with f.tracer.start_as_current_span("invoke_agent a", attributes={
+        "gen_ai.conversation.id": "c-sys", "gen_ai.operation.name": "invoke_agent",
+        "agentwatch.conversation.expected": "{not json",
+    }), f.tracer.start_as_current_span("chat m", attributes={
+        "gen_ai.conversation.id": "c-sys", "gen_ai.operation.name": "chat",
+        "gen_ai.input.messages": json.dumps([
+            {"role": "system", "parts": [{"type": "text", "content": "Refunds take 5 days."}]},
+            {"role": "user", "parts": [{"type": "text", "content": "hi"}]}]),
+        "gen_ai.output.messages": assistant_msg("hello"),
+    }):
+        pass
+    conv = _conversation(f)
+    assert conv.system == "Refunds take 5 days." and conv.turns[0].input == "hi"
+    assert conv.expected is None
+    assert any(n.startswith("agentwatch.conversation.expected ignored") for n in conv.notes)

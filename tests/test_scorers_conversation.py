@@ -155,8 +155,31 @@ def test_error_means_abandoned():
 
 
 def test_no_final_answer_on_last_turn_is_abandoned():
-    s = score_conversation(make(ORDER_TURN, {"input": "thanks", "answer": "  "}))
+    s = score_conversation(make(ORDER_TURN, {"input": "And when will it arrive?", "answer": "  "}))
     assert s.outcome is Outcome.ABANDONED and "no_answer" in codes(s)
+
+
+@pytest.mark.parametrize(
+    "closing", ["thanks", "Thank you so much, that's all!", "###STOP###", "Bye! ###STOP###"]
+)
+def test_a_closing_left_unanswered_is_no_missing_answer(closing):
+    s = score_conversation(make(ORDER_TURN, {"input": closing, "answer": None}))
+    assert s.passed is True and s.outcome is Outcome.COMPLETE and "no_answer" not in codes(s)
+    # a closing is only skipped at the end: the turn before it still needs its answer
+    s2 = score_conversation(make(dict(ORDER_TURN, answer=None), {"input": closing}))
+    assert "no_answer" in codes(s2) and s2.turn_scores[0].reasons[-1].startswith("no_answer: turn 0")
+
+
+def test_a_handoff_to_a_person_is_an_ending_not_a_missing_answer():
+    handoff = {"input": "I want a human.", "answer": None,
+               "tool_calls": [{"name": "transfer_to_human_agents", "arguments": {"summary": "x"},
+                               "result": "ok"}]}
+    assert "no_answer" not in codes(score_conversation(make(ORDER_TURN, handoff)))
+    refused = dict(handoff, tool_calls=[dict(handoff["tool_calls"][0], error="unavailable")])
+    # a refused handoff ended nothing
+    assert "no_answer" in codes(score_conversation(make(ORDER_TURN, refused)))
+    other = dict(handoff, tool_calls=[{"name": "refund_order", "arguments": {}, "result": "ok"}])
+    assert "no_answer" in codes(score_conversation(make(ORDER_TURN, other)))
 
 
 def test_error_alone_is_evidence_not_a_grade():

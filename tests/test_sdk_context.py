@@ -7,6 +7,7 @@ import json
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
+import pytest
 from sdk_support import attr_json, by_name, sdk_provider, spans  # noqa: F401
 
 from agentwatch import conversation, trace
@@ -253,3 +254,64 @@ def test_invalid_expectation_is_ignored_without_error(spans):  # noqa: F811
         assert not conversation.expect([42])
         assert not conversation.expect([{"arguments": {}}])
     assert by_name(spans) == {}
+
+
+def test_expect_for_the_whole_conversation_is_on_every_turn_after_it(spans):  # noqa: F811
+    @trace(kind="agent", name="ag")
+    def turn(q, again=False):
+        if again:  # a revised expectation, set inside a turn, replaces the first from there on
+            conversation.expect(["cancel"], scope="conversation", end="answer")
+        return q
+
+    with conversation(id="whole"):
+        conversation.expect(
+            [{"name": "book", "arguments": {"summary": "x"}, "match": {"summary": "ignore"},
+              "required": True}],
+            scope="conversation", outputs=["HAT136"], end="handoff", extra_calls="none",
+        )
+        turn("first")
+        turn("second", again=True)
+        turn("third")
+        conversation.expect(["refund"], scope="conversation")  # after the last turn: on a marker under it
+    first, second, third, marker = spans.get_finished_spans()
+    assert marker.name == "agentwatch.expect" and marker.parent.span_id == third.context.span_id
+    later = attr_json(marker, "agentwatch.conversation.expected")
+    assert later["tools"] == [{"name": "refund", "arguments": None}]
+    whole = attr_json(first, "agentwatch.conversation.expected")
+    assert whole["tools"] == [{"name": "book", "arguments": {"summary": "x"}, "match": {"summary": "ignore"},
+                               "required": True}]
+    assert (whole["outputs"], whole["end"], whole["extra_calls"]) == (["HAT136"], "handoff", "none")
+    assert "agentwatch.expected" not in first.attributes  # not a turn's expectation
+    revised = attr_json(second, "agentwatch.conversation.expected")
+    assert revised["tools"] == [{"name": "cancel", "arguments": None}]
+    assert attr_json(third, "agentwatch.conversation.expected")["end"] == "answer"
+
+
+def test_expect_rejects_what_it_cannot_mean_without_raising(spans, caplog):  # noqa: F811
+    with conversation(id="bad"):
+        assert conversation.expect(["x"], scope="session") is False
+        assert conversation.expect(["x"], end="maybe", scope="conversation") is False
+    assert not spans.get_finished_spans()
+    assert "invalid expectation ignored" in caplog.text
+
+
+def test_read_only_tools_say_so_on_their_spans(spans):  # noqa: F811
+    @trace(kind="tool", read_only=True)
+    def lookup(order_id: str) -> str:
+        return "shipped"
+
+    @trace(kind="tool", read_only=False)
+    def get_refund(order_id: str) -> str:  # named like a lookup, but it pays out
+        return "ok"
+
+    @trace(kind="tool")
+    def plain() -> None:
+        return None
+
+    lookup("1"), get_refund("1"), plain()
+    got = by_name(spans)
+    assert got["execute_tool lookup"].attributes["agentwatch.tool.read_only"] is True
+    assert got["execute_tool get_refund"].attributes["agentwatch.tool.read_only"] is False
+    assert "agentwatch.tool.read_only" not in got["execute_tool plain"].attributes
+    with pytest.raises(ValueError, match="read_only"):
+        trace(kind="agent", read_only=True)(lambda: None)

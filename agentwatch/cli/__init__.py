@@ -9,9 +9,11 @@ from agentwatch.cli import (
     collector_cmd,  # noqa: F401
     demo_cmd,  # noqa: F401
     exporter_cmd,  # noqa: F401
+    import_cmd,  # noqa: F401
     judge_cmd,  # noqa: F401
     policy_cmd,  # noqa: F401
     reconstruct_cmd,  # noqa: F401
+    review_cmd,  # noqa: F401
     schema_cmd,  # noqa: F401
     score_cmd,  # noqa: F401
 )

@@ -1,6 +1,13 @@
 """Span attribute keys the SDK writes (OpenTelemetry GenAI semantic conventions plus `agentwatch.*`)."""
 
-from agentwatch.wire import ATTEMPT_ATTRIBUTE, LABEL_OUTCOMES, TASK_INSTANCE_ATTRIBUTE
+from agentwatch.wire import (
+    ATTEMPT_ATTRIBUTE,
+    CONVERSATION_EXPECTED,
+    LABEL_OUTCOMES,
+    SYSTEM_INSTRUCTIONS,
+    TASK_INSTANCE_ATTRIBUTE,
+    TOOL_READ_ONLY,
+)
 
 OPERATION = "gen_ai.operation.name"
 CONVERSATION_ID = "gen_ai.conversation.id"
@@ -32,6 +39,8 @@ OUTCOME = "agentwatch.outcome"
 COST_USD = "agentwatch.cost.usd"
 BUDGET_USD = "agentwatch.budget.usd"
 MARKER = "agentwatch.marker"
+# The names below live in agentwatch.wire (the collector reads them from there).
+__all__ = ["CONVERSATION_EXPECTED", "SYSTEM_INSTRUCTIONS", "TOOL_READ_ONLY"]
 
 INVOKE_AGENT = "invoke_agent"
 EXECUTE_TOOL = "execute_tool"

@@ -47,6 +47,7 @@ class ConversationState:
     open_turns: list[Span] = field(default_factory=list)
     last_turn: SpanContext | None = None
     pending: dict[str, AttributeValue] = field(default_factory=dict)
+    expected: str | None = None  # the conversation's expectation (JSON), stamped on every later turn
 
     def __post_init__(self) -> None:
         attrs: dict[str, AttributeValue] = {A.CONVERSATION_ID: self.id}
@@ -84,6 +85,8 @@ class ConversationState:
         if self.pending:
             span.set_attributes(self.pending)
             self.pending.clear()
+        if self.expected is not None:
+            span.set_attribute(A.CONVERSATION_EXPECTED, self.expected)
 
     def end_turn(self, span_id: int) -> None:
         """Forget a finished turn."""
@@ -198,17 +201,27 @@ class conversation:
         uses_tool_results: bool | None = None,
         forbidden_tools: Iterable[str] | None = None,
         reference_answer: str | None = None,
+        outputs: Iterable[str] | None = None,
+        end: str | None = None,
+        extra_calls: str = "read_only",
+        scope: str = "turn",
     ) -> bool:
-        """Attach an expectation to the current turn, or to the next turn when called between turns.
+        """Attach an expectation to the current turn (or to the next turn when called between turns), or, with
+        `scope="conversation"`, to the whole conversation: its calls are then matched anywhere in it.
 
-        `tools` items are a name, a `(name, arguments)` pair or a `{"name":..., "arguments":...}` mapping;
-        arguments None means they are not checked.
+        `tools` items are a name, a `(name, arguments)` pair or a mapping `{"name", "arguments", "match",
+        "required"}`; arguments None means they are not checked. `outputs`: values some answer must state;
+        `end`: "handoff" or "answer"; `extra_calls`: "read_only", "none" or "any" (docs/scoring.md).
         """
         state = _CURRENT.get()
         if state is None:
             log.warning("conversation.expect() called outside a conversation; ignored")
             return False
         try:
+            if scope not in ("turn", "conversation"):
+                raise ValueError(f"scope must be 'turn' or 'conversation', got {scope!r}")
+            if end not in (None, "handoff", "answer") or extra_calls not in ("read_only", "none", "any"):
+                raise ValueError(f"end={end!r} / extra_calls={extra_calls!r} not understood")
             expected = {
                 "tools": [_expected_tool(t) for t in (tools or [])],
                 "sequence_matters": bool(sequence_matters),
@@ -216,9 +229,20 @@ class conversation:
                 "forbidden_tools": [str(t) for t in (forbidden_tools or [])],
                 "reference_answer": reference_answer,
             }
+            if outputs:
+                expected["outputs"] = [str(o) for o in outputs]
+            if end is not None:
+                expected["end"] = end
+            if extra_calls != "read_only":
+                expected["extra_calls"] = extra_calls
         except (TypeError, ValueError) as exc:
             log.warning("conversation.expect(): invalid expectation ignored: %s", exc)
             return False
+        if scope == "conversation":
+            state.expected = RUNTIME.capture.dumps(expected)
+            return _annotate(
+                A.CONVERSATION_EXPECTED, state.expected, marker="agentwatch.expect", before_turns=False
+            )
         attrs: dict[str, AttributeValue] = {A.EXPECTED: RUNTIME.capture.dumps(expected)}
         if reference_answer is not None:
             attrs[A.REFERENCE_ANSWER] = RUNTIME.capture.text(str(reference_answer))
@@ -251,14 +275,19 @@ def _expected_tool(item: Any) -> dict[str, Any]:
     if isinstance(item, Mapping):
         if "name" not in item:
             raise ValueError(f"expected tool {item!r} has no 'name'")
-        return {"name": str(item["name"]), "arguments": item.get("arguments")}
+        tool = {"name": str(item["name"]), "arguments": item.get("arguments")}
+        for key in ("match", "required"):
+            if item.get(key) is not None:
+                tool[key] = item[key]
+        return tool
     if isinstance(item, (tuple, list)) and len(item) == 2:
         return {"name": str(item[0]), "arguments": item[1]}
     raise TypeError(f"expected tool must be a name, (name, arguments) or mapping, got {item!r}")
 
 
-def _annotate(key: str, value: AttributeValue, *, marker: str) -> bool:
-    """Set key on the current turn span; between turns, on a marker span under the last turn."""
+def _annotate(key: str, value: AttributeValue, *, marker: str, before_turns: bool = True) -> bool:
+    """Set key on the current turn span; between turns, on a marker span under the last turn (before the first
+    turn too, unless `before_turns` is False: the first turn will carry it)."""
     state = _CURRENT.get()
     if state is None:
         log.warning("%s called outside a conversation; ignored", marker)
@@ -266,7 +295,7 @@ def _annotate(key: str, value: AttributeValue, *, marker: str) -> bool:
     turn = state.current_turn()
     if turn is not None:
         turn.set_attribute(key, value)
-    else:
+    elif before_turns or state.last_turn is not None:
         _marker_span(marker, {key: value}, state.last_turn)
     return True
 

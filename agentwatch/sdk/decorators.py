@@ -35,6 +35,7 @@ def trace(
     capture_input: bool = True,
     capture_output: bool = True,
     model: str | None = None,
+    read_only: bool | None = None,
 ) -> Callable[[F], F]: ...
 
 
@@ -46,17 +47,19 @@ def trace(
     capture_input: bool = True,
     capture_output: bool = True,
     model: str | None = None,
+    read_only: bool | None = None,
 ) -> Any:
     """Trace every call of the decorated function as an OpenTelemetry GenAI span (bare or with options).
 
     kind: "agent" (one turn), "tool", "llm" (a model call) or "chain" (anything else). `@trace("name")`
-    is short for `@trace(name="name")`.
+    is short for `@trace(name="name")`. `read_only` (tools only): True for a tool that changes nothing (a
+    lookup), False for one with effects; unset, the graders decide by the tool's name.
     """
     if isinstance(fn, str):
         name, fn = fn, None
 
     def decorate(func: F) -> F:
-        spec = SpanSpec.of(func, kind, name, capture_input, capture_output, model)
+        spec = SpanSpec.of(func, kind, name, capture_input, capture_output, model, read_only)
         if inspect.isasyncgenfunction(func):
             return _wrap_async_generator(func, spec)  # type: ignore[return-value]
         if inspect.isgeneratorfunction(func):

@@ -46,11 +46,13 @@ class SpanSpec:
     @classmethod
     def of(
         cls, fn: Callable[..., Any], kind: str, name: str | None, capture_input: bool, capture_output: bool,
-        model: str | None,
+        model: str | None, read_only: bool | None = None,
     ) -> SpanSpec:
         """Inspect fn once: span name, fixed attributes, and how to bind its arguments."""
         if kind not in KINDS:
             raise ValueError(f"@trace kind must be one of {KINDS}, got {kind!r}")
+        if read_only is not None and kind != "tool":
+            raise ValueError(f"@trace(read_only=...) applies to kind='tool', not {kind!r}")
         try:
             signature: inspect.Signature | None = inspect.signature(fn)
         except (TypeError, ValueError):
@@ -66,6 +68,8 @@ class SpanSpec:
         span_name = label
         if kind == "tool":
             static = {A.OPERATION: A.EXECUTE_TOOL, A.TOOL_NAME: label}
+            if read_only is not None:
+                static[A.TOOL_READ_ONLY] = bool(read_only)
             span_name = f"{A.EXECUTE_TOOL} {label}"
         elif kind == "llm":
             static = {A.OPERATION: A.CHAT}

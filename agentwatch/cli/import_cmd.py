@@ -1,0 +1,126 @@
+"""`agentwatch import tau-bench|openai-chat FILE --out DIR`: other formats as transcripts (and policies)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from agentwatch.cli.app import app
+
+import_app = typer.Typer(
+    help="Import benchmark results or chat logs as transcripts (and task policies from ground truth).",
+    no_args_is_help=True,
+)
+app.add_typer(import_app, name="import")
+
+EXIT_USAGE = 2
+MAX_ERRORS_SHOWN = 20
+
+OutOption = Annotated[
+    Path, typer.Option("--out", help="Directory to write transcripts.jsonl (and policies.yaml) in.")
+]
+
+
+def _out_dir(out: Path) -> Path:
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        typer.echo(f"error: cannot create {out}: {exc.strerror or exc}", err=True)
+        raise typer.Exit(EXIT_USAGE) from None
+    return out
+
+
+def _report_errors(errors: list[str]) -> None:
+    for line in errors[:MAX_ERRORS_SHOWN]:
+        typer.echo(f"skipped: {line}", err=True)
+    if len(errors) > MAX_ERRORS_SHOWN:
+        typer.echo(f"skipped: … and {len(errors) - MAX_ERRORS_SHOWN} more", err=True)
+
+
+@import_app.command("tau-bench")
+def tau_bench(
+    results: Annotated[
+        Path,
+        typer.Argument(help="τ-bench results (JSON array) or τ²-bench results (JSON object); gzip detected."),
+    ],
+    out: OutOption,
+    agent: Annotated[
+        str, typer.Option(help="Agent name on every transcript and policy.")
+    ] = "tau-bench-agent",
+    version: Annotated[str | None, typer.Option(help="Agent version (default: the file's name).")] = None,
+) -> None:
+    """Transcripts (task, attempt, system prompt, the reward as the outcome label) and one policy per task
+    from its ground-truth actions with effects and its required outputs."""
+    from agentwatch.importers import POLICIES, TRANSCRIPTS, write_lines, write_policies
+    from agentwatch.importers.tau_bench import TauBenchFormatError, import_results, load_document
+    from agentwatch.transcripts import TranscriptFileError, open_binary
+
+    stem = results.name.split(".")[0]
+    try:
+        with open_binary(results) as stream:
+            document = load_document(stream.read())
+        imported = import_results(document, agent, version or stem, stem)
+    except (TranscriptFileError, TauBenchFormatError, OSError, EOFError) as exc:
+        typer.echo(f"error: {results}: {exc}", err=True)
+        raise typer.Exit(EXIT_USAGE) from None
+    directory = _out_dir(out)
+    _report_errors([f"{results}: {where}: {why}" for where, why in imported.errors])
+    n = write_lines(directory / TRANSCRIPTS, imported.lines)
+    header = (
+        f"Task policies of {results.name} ({imported.format}), written by `agentwatch import tau-bench`:\n"
+        "the ground-truth actions with effects (lookups and handoffs left out), free-text arguments\n"
+        "ignored, the required outputs. Use with `agentwatch score --config THIS_FILE transcripts.jsonl`."
+    )
+    write_policies(directory / POLICIES, imported.policies, header)
+    typer.echo(
+        f"{imported.format}: {n} conversation(s) → {directory / TRANSCRIPTS}; "
+        f"{len(imported.policies)} task policies → {directory / POLICIES}"
+        + (f"; {len(imported.errors)} record(s) skipped" if imported.errors else "")
+    )
+
+
+@import_app.command("openai-chat")
+def openai_chat(
+    file: Annotated[
+        Path,
+        typer.Argument(
+            help='JSON Lines, one conversation per line: {"messages": [...]} or a '
+            "list of messages; gzip detected."
+        ),
+    ],
+    out: OutOption,
+    agent: Annotated[str | None, typer.Option(help="Agent name, where a line does not name one.")] = None,
+    version: Annotated[
+        str | None, typer.Option(help="Agent version, where a line does not name one.")
+    ] = None,
+    task: Annotated[str | None, typer.Option(help="Task, where a line does not name one.")] = None,
+    error_prefix: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--error-prefix",
+            help="A tool result starting with this marks a failed call (repeatable; default: Error:).",
+        ),
+    ] = None,
+) -> None:
+    """Transcripts from chat-format logs: a user message opens a turn, tool results are paired with waiting
+    calls by id (then by order), system messages are the agent's instructions."""
+    from agentwatch.importers import TRANSCRIPTS, write_lines
+    from agentwatch.importers.openai_chat import ERROR_PREFIXES, read_chat_lines
+    from agentwatch.transcripts import LineError, TranscriptFileError
+
+    errors: list[LineError] = []
+    prefixes = tuple(error_prefix) if error_prefix else ERROR_PREFIXES
+    directory = _out_dir(out)
+    try:
+        lines = read_chat_lines(file, errors, prefixes, agent=agent, version=version, task=task)
+        n = write_lines(directory / TRANSCRIPTS, lines)
+    except (TranscriptFileError, OSError, EOFError) as exc:
+        typer.echo(f"error: {file}: {exc}", err=True)
+        raise typer.Exit(EXIT_USAGE) from None
+    _report_errors([str(e) for e in errors])
+    typer.echo(
+        f"openai-chat: {n} conversation(s) → {directory / TRANSCRIPTS}"
+        + (f"; {len(errors)} line(s) skipped" if errors else "")
+    )

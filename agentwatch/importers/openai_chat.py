@@ -1,0 +1,252 @@
+"""Chat-format logs (OpenAI messages, one conversation per JSON line) → agentwatch `Conversation`s.
+
+A conversation's messages become turns: a user message opens a turn; the assistant's text messages until the
+next user message are its answer (joined by blank lines); its tool calls are the turn's calls. System and
+developer messages are the agent's instructions (`Conversation.system`).
+
+Tool results are paired with the calls still waiting for one: the waiting call with the result's id, else the
+oldest waiting call (real logs reuse ids within a conversation). A result starting with one of the error
+prefixes ("Error:" by default) marks its call as failed, as does `"error": true` on the message (τ²-bench).
+τ²-bench's message shape (`tool_calls: [{id, name, arguments: {...}, requestor}]`, tool messages with `id`) is
+read too; calls the *user* requested (`requestor: "user"`) are the user's own actions, not the agent's,
+and are left out with a note.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from agentwatch.importers import transcript_line
+from agentwatch.schema import Conversation
+from agentwatch.transcripts import LineError, open_binary, validation_reason
+
+ERROR_PREFIXES: tuple[str, ...] = ("Error:", "error:", "ERROR:")
+_AGENT_ROLES = frozenset({"assistant", "model"})
+_SYSTEM_ROLES = frozenset({"system", "developer"})
+_MAX_REASON = 300
+
+
+class ChatFormatError(ValueError):
+    """A record is not a chat-format conversation (the message says what is wrong)."""
+
+
+def content_text(content: Any) -> str | None:
+    """The text of a message's content: a string, or the text parts of a list of parts; None if none."""
+    if content is None:
+        return None
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = []
+        for part in content:
+            if isinstance(part, str):
+                texts.append(part)
+            elif isinstance(part, dict) and part.get("type", "text") in ("text", "output_text", "input_text"):
+                text = part.get("text", part.get("content"))
+                if isinstance(text, str):
+                    texts.append(text)
+        return "\n".join(texts) if texts else None
+    return json.dumps(content, ensure_ascii=False, default=str)
+
+
+def _json_value(text: Any) -> Any:
+    """A tool result or argument string holding a JSON object or array, parsed; anything else unchanged."""
+    if isinstance(text, str):
+        stripped = text.strip()
+        if stripped[:1] in ("{", "["):
+            try:
+                return json.loads(stripped)
+            except (ValueError, RecursionError):
+                return text
+    return text
+
+
+@dataclass(slots=True)
+class _Turn:
+    input: str | None
+    answers: list[str] = field(default_factory=list)
+    calls: list[dict[str, Any]] = field(default_factory=list)
+    spoke_last: bool = True  # the agent's last act in the turn was a message, not a tool call
+
+    def fields(self) -> dict[str, Any]:
+        # The answer is every message of the agent in the turn (an amount stated before the last calls
+        # counts), provided it spoke after its last call: a turn that stops on a tool call never answered.
+        answer = "\n\n".join(a for a in self.answers if a.strip()) if self.spoke_last else ""
+        return {"input": self.input, "answer": answer or None, "tool_calls": self.calls}
+
+
+@dataclass(slots=True)
+class _Builder:
+    """Messages in, turns out; calls wait for their results in order."""
+
+    error_prefixes: Sequence[str]
+    turns: list[_Turn] = field(default_factory=list)
+    system: list[str] = field(default_factory=list)
+    waiting: list[tuple[str | None, dict[str, Any]]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    user_calls: int = 0
+
+    def turn(self) -> _Turn:
+        if not self.turns:
+            self.turns.append(_Turn(input=""))  # the agent spoke first: a turn with an empty input
+        return self.turns[-1]
+
+    def user(self, text: str | None, message: dict[str, Any]) -> None:
+        if message.get("tool_calls"):
+            self.user_calls += len(message["tool_calls"])
+        last = self.turns[-1] if self.turns else None
+        if last is not None and not last.answers and not last.calls and last.input:
+            last.input = f"{last.input}\n{text or ''}".rstrip()  # two user messages in a row: one input
+        else:
+            self.turns.append(_Turn(input=text or ""))
+
+    def assistant(self, text: str | None, message: dict[str, Any]) -> None:
+        turn = self.turn()
+        if text:
+            turn.answers.append(text)
+            turn.spoke_last = True
+        calls = message.get("tool_calls") or []
+        if not calls and isinstance(message.get("function_call"), dict):
+            calls = [{"function": message["function_call"]}]  # the legacy single function call
+        for raw in calls:
+            if not isinstance(raw, dict):
+                continue
+            if raw.get("requestor") == "user":
+                self.user_calls += 1
+                continue
+            function = raw.get("function")
+            fn: dict[str, Any] = function if isinstance(function, dict) else raw
+            name = fn.get("name")
+            args = fn.get("arguments")
+            parsed = _json_value(args) if isinstance(args, str) else args
+            if isinstance(args, str) and args.strip() and not isinstance(parsed, dict):
+                self.notes.append(f"arguments of a {name} call are not a JSON object: kept as text")
+            call_id = None if raw.get("id") in (None, "") else str(raw.get("id"))
+            call: dict[str, Any] = {
+                "name": str(name) if name else "unknown",
+                "arguments": {} if args in (None, "") else parsed,
+                "call_id": call_id,
+            }
+            turn.calls.append(call)
+            turn.spoke_last = False
+            self.waiting.append((call_id, call))
+
+    def tool(self, message: dict[str, Any]) -> None:
+        if message.get("requestor") == "user":
+            return  # the result of the user's own call
+        call_id = message.get("tool_call_id", message.get("id"))
+        call_id = None if call_id in (None, "") else str(call_id)
+        call = self._take(call_id, message.get("name"))
+        if call is None:
+            self.notes.append(f"a tool result ({call_id or 'no id'}) with no call waiting for it was ignored")
+            return
+        text = content_text(message.get("content"))
+        failed = message.get("error") is True or (
+            isinstance(text, str) and text.lstrip().startswith(tuple(self.error_prefixes))
+        )
+        if failed:
+            call["error"] = (text or "error").strip()[:2000]
+        else:
+            call["result"] = _json_value(text)
+
+    def _take(self, call_id: str | None, name: Any) -> dict[str, Any] | None:
+        """The waiting call this result answers: same id, else (legacy `function` results) same name, else the
+        oldest waiting call."""
+        waiting = self.waiting
+        found = next(
+            (i for i, (wid, _) in enumerate(waiting) if call_id is not None and wid == call_id), None
+        )
+        if found is None and call_id is None and name is not None:
+            found = next((i for i, (_, call) in enumerate(waiting) if call["name"] == name), None)
+        if found is None:
+            found = 0 if waiting else None
+        return None if found is None else waiting.pop(found)[1]
+
+
+def conversation_from_messages(
+    messages: Sequence[Any],
+    conversation_id: str,
+    *,
+    error_prefixes: Sequence[str] = ERROR_PREFIXES,
+    **fields: Any,
+) -> Conversation:
+    """One `Conversation` from chat messages; `fields`: other `Conversation` fields (agent, task, outcome, …).
+    Raise ChatFormatError when the record cannot be read as a conversation."""
+    builder = _Builder(error_prefixes)
+    for position, message in enumerate(messages):
+        if not isinstance(message, dict):
+            raise ChatFormatError(f"message {position} is not an object")
+        role = message.get("role")
+        text = content_text(message.get("content"))
+        if role in _SYSTEM_ROLES:
+            if text:
+                builder.system.append(text)
+        elif role == "user":
+            builder.user(text, message)
+        elif role in _AGENT_ROLES:
+            builder.assistant(text, message)
+        elif role in ("tool", "function"):
+            builder.tool(message)
+        else:
+            raise ChatFormatError(f"message {position} has an unknown role {role!r}")
+    if builder.waiting:
+        builder.notes.append(f"{len(builder.waiting)} tool call(s) without a result")
+    if builder.user_calls:
+        builder.notes.append(f"{builder.user_calls} tool call(s) made by the user (not the agent) left out")
+    record = {
+        "conversation_id": conversation_id,
+        "system": "\n\n".join(builder.system) or None,
+        "turns": [t.fields() for t in builder.turns],
+        **fields,
+    }
+    record["notes"] = [*record.get("notes", []), *builder.notes]
+    try:
+        return Conversation.model_validate(record)
+    except ValidationError as exc:
+        raise ChatFormatError(validation_reason(exc)) from exc
+
+
+_FIELDS = ("agent", "version", "task", "tags", "outcome", "budget_usd", "system")
+_CARRIED = ("attempt", "instance")  # copied to the transcript line as they are (fields of newer schemas)
+
+
+def conversation_from_record(
+    record: Any, default_id: str, error_prefixes: Sequence[str] = ERROR_PREFIXES, **defaults: Any
+) -> Conversation:
+    """A chat-format record — `{"messages": [...], "id"?, "agent"?, "task"?, ...}` or a bare list of
+    messages — as a `Conversation`; `defaults` fill the fields the record does not carry."""
+    if isinstance(record, list):
+        record = {"messages": record}
+    if not isinstance(record, dict) or not isinstance(record.get("messages"), list):
+        raise ChatFormatError("expected an object with a `messages` list (or a list of messages)")
+    cid = record.get("conversation_id", record.get("id", default_id))
+    fields = {k: v for k, v in defaults.items() if v is not None}
+    fields.update({k: record[k] for k in _FIELDS if record.get(k) is not None})
+    return conversation_from_messages(record["messages"], str(cid), error_prefixes=error_prefixes, **fields)
+
+
+def read_chat_lines(
+    path: str | Path, errors: list[LineError], error_prefixes: Sequence[str] = ERROR_PREFIXES, **defaults: Any
+) -> Iterator[dict[str, Any]]:
+    """Transcript lines from a chat-format JSON Lines file (plain or gzip); bad lines go to `errors` with
+    their line number and the rest is still read."""
+    stem = Path(path).name.split(".")[0]
+    with open_binary(path) as stream:
+        for lineno, raw in enumerate(stream, start=1):
+            if not raw.strip():
+                continue
+            try:
+                record = json.loads(raw)
+                conv = conversation_from_record(record, f"{stem}-{lineno}", error_prefixes, **defaults)
+            except (ValueError, RecursionError) as exc:  # JSON, UTF-8 and ChatFormatError are ValueErrors
+                reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+                errors.append(LineError(str(path), lineno, reason[:_MAX_REASON]))
+                continue
+            carried = {k: record.get(k) for k in _CARRIED} if isinstance(record, dict) else {}
+            yield transcript_line(conv, **carried)

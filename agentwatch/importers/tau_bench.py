@@ -1,0 +1,233 @@
+"""τ-bench and τ²-bench result files → transcripts and one task policy per task.
+
+τ-bench (`run.py --log-dir`): a JSON array of `{task_id, trial, reward, info: {task: {actions, outputs}},
+traj}`, `traj` in OpenAI chat format with the agent's system prompt first. τ²-bench: a JSON object
+`{info: {environment_info: {policy}}, tasks: [{id, evaluation_criteria: {actions, communicate_info}}],
+simulations: [{task_id, trial, messages, reward_info: {reward}}]}`. The format is detected.
+
+Each trajectory becomes a transcript line: `task` is the benchmark's task id, `attempt` its trial, `system`
+the agent's instructions, and the reward the outcome label — `complete` for a reward of 1, else
+`partial_incorrect`: the benchmark's reward is all or nothing (the final database state and the required
+outputs), so anything below 1 is a failed task, and no finer class can be read from it.
+
+Each task becomes a policy (`policies.yaml`) from its ground truth, built so that it grades what the
+benchmark's reward checks — the effects and the outputs:
+- the ground-truth actions *with effects* are the expected calls (`order: any`: the final state does not
+  record the order); read-only actions (lookups, `calculate`, `think`) and handoffs are left out, since an
+  agent may find things its own way, and a task with no action with effects gets `tools: []` — no call with
+  effects allowed (the right answer is to refuse, or to answer from lookups);
+- a string argument of four words or more is free text (`match: ignore`), e.g. a summary; τ²-bench's
+  `compare_args` marks every other argument `ignore`;
+- the required outputs (`outputs`, τ²-bench's `communicate_info`) must be stated by some answer.
+The reward itself is never read to build a policy.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentwatch.config import ScoringConfig
+from agentwatch.importers import transcript_line
+from agentwatch.importers.openai_chat import ERROR_PREFIXES, ChatFormatError, conversation_from_messages
+from agentwatch.scorers.names import NameNormalizer
+from agentwatch.scorers.tool_kinds import EFFECT, ToolKinds
+
+FREE_TEXT_WORDS = 4  # a string argument with this many words or more is free text
+_WORD = re.compile(r"\S+")
+
+
+class TauBenchFormatError(ValueError):
+    """The document is neither a τ-bench nor a τ²-bench results file."""
+
+
+@dataclass(slots=True)
+class Imported:
+    """What an import produced: transcript lines (with keys the schema may not know yet, e.g. `attempt`),
+    policies, and the records that could not be read (position, reason)."""
+
+    lines: list[dict[str, Any]] = field(default_factory=list)
+    policies: list[dict[str, Any]] = field(default_factory=list)
+    errors: list[tuple[str, str]] = field(default_factory=list)
+    format: str = ""
+
+
+def detect(document: Any) -> str:
+    """`tau-bench` or `tau2-bench`; TauBenchFormatError otherwise."""
+    head = document[:5] if isinstance(document, list) else []
+    if head and all(isinstance(r, dict) for r in head) and any("traj" in r for r in head):
+        return "tau-bench"
+    if isinstance(document, dict) and isinstance(document.get("simulations"), list):
+        return "tau2-bench"
+    raise TauBenchFormatError(
+        "not a τ-bench results file (a JSON array of {task_id, trial, reward, info, traj}) nor a τ²-bench "
+        "one (an object with `simulations` and `tasks`)"
+    )
+
+
+def outcome_of(reward: Any) -> str | None:
+    """The outcome label of a benchmark reward: complete for 1, partial_incorrect below; None if absent."""
+    if isinstance(reward, bool) or not isinstance(reward, (int, float)):
+        return None
+    return "complete" if reward >= 1 - 1e-9 else "partial_incorrect"
+
+
+def _free_text(value: Any) -> bool:
+    return isinstance(value, str) and len(_WORD.findall(value)) >= FREE_TEXT_WORDS
+
+
+class PolicyWriter:
+    """Builds one task policy from ground-truth actions, tools classified by the default scoring settings."""
+
+    def __init__(self, agent: str, prefix: str, scoring: ScoringConfig | None = None) -> None:
+        sc = scoring or ScoringConfig()
+        names = NameNormalizer(sc.names)
+        self._names = names
+        self._kinds = ToolKinds(names, sc.read_only_tools, sc.handoff_tools)
+        self.agent = agent
+        self.prefix = prefix
+
+    def policy(
+        self, task: str, actions: list[dict[str, Any]], outputs: list[str], compare: dict[int, list[str]]
+    ) -> dict[str, Any]:
+        """The policy of one task: `actions` as {name, arguments}; `compare[i]`: the only arguments of
+        action i that count (others ignored), when the benchmark says so."""
+        tools = []
+        for i, action in enumerate(actions):
+            name = str(action["name"])
+            if self._kinds.of_name(self._names(name)) != EFFECT:
+                continue
+            arguments = dict(action.get("arguments") or {})
+            match = {k: "ignore" for k, v in arguments.items() if _free_text(v)}
+            if i in compare:
+                match.update({k: "ignore" for k in arguments if k not in compare[i]})
+            tool: dict[str, Any] = {"name": name, "arguments": arguments}
+            if match:
+                tool["match"] = dict(sorted(match.items()))
+            tools.append(tool)
+        policy: dict[str, Any] = {
+            "id": f"{self.prefix}-task-{task}",
+            "agent": self.agent,
+            "task": task,
+            "tools": tools,
+            "order": "any",
+        }
+        if outputs:
+            policy["outputs"] = [str(o) for o in outputs]
+        return policy
+
+
+def import_results(document: Any, agent: str, version: str, prefix: str) -> Imported:
+    """Transcript lines and task policies from a τ-bench or τ²-bench results document (module docstring)."""
+    kind = detect(document)
+    out = Imported(format=kind)
+    writer = PolicyWriter(agent, prefix)
+    records = _tau(document, out) if kind == "tau-bench" else _tau2(document, out)
+    seen_tasks: dict[str, dict[str, Any]] = {}
+    for position, record in records:
+        try:
+            task = str(record["task_id"])
+            trial = record.get("trial")
+            conv = conversation_from_messages(
+                record["messages"],
+                f"{prefix}/task-{task}/trial-{trial if trial is not None else position}",
+                error_prefixes=ERROR_PREFIXES,
+                agent=agent,
+                version=version,
+                task=task,
+                outcome=outcome_of(record.get("reward")),
+                tags={"benchmark": kind},
+                **({"system": record["system"]} if record.get("system") else {}),
+            )
+        except (KeyError, TypeError, ChatFormatError) as exc:
+            out.errors.append((position, f"{type(exc).__name__}: {exc}"))
+            continue
+        out.lines.append(transcript_line(conv, attempt=trial))
+        if task not in seen_tasks and record.get("actions") is not None:
+            seen_tasks[task] = writer.policy(
+                task, record["actions"], record.get("outputs") or [], record["compare"]
+            )
+    out.policies = [seen_tasks[t] for t in sorted(seen_tasks, key=_task_order)]
+    return out
+
+
+def _task_order(task: str) -> tuple[int, int | str]:
+    return (0, int(task)) if task.isdigit() else (1, task)
+
+
+def _tau(document: list[dict[str, Any]], out: Imported) -> Iterator[tuple[str, dict[str, Any]]]:
+    """τ-bench entries as (position, record): messages, ground truth, reward (the system prompt is the first
+    message)."""
+    for i, entry in enumerate(document):
+        position = f"entry {i}"
+        if not isinstance(entry, dict) or not isinstance(entry.get("traj"), list):
+            out.errors.append((position, "no `traj` list"))
+            continue
+        traj = entry["traj"]
+        task = (entry.get("info") or {}).get("task") or {}
+        actions = [
+            {"name": a.get("name"), "arguments": a.get("kwargs") or a.get("arguments") or {}}
+            for a in task.get("actions") or []
+            if isinstance(a, dict) and a.get("name")
+        ]
+        yield (
+            position,
+            {
+                "task_id": entry.get("task_id"),
+                "trial": entry.get("trial"),
+                "reward": entry.get("reward"),
+                "messages": traj,
+                "actions": actions if "actions" in task else None,
+                "outputs": task.get("outputs") or [],
+                "compare": {},
+            },
+        )
+
+
+def _tau2(document: dict[str, Any], out: Imported) -> Iterator[tuple[str, dict[str, Any]]]:
+    """τ²-bench simulations as (position, record), with their task's ground truth and the agent's policy."""
+    info = document.get("info") or {}
+    system = ((info.get("environment_info") or {}).get("policy")) if isinstance(info, dict) else None
+    tasks: dict[str, dict[str, Any]] = {}
+    for task in document.get("tasks") or []:
+        if isinstance(task, dict) and "id" in task:
+            tasks[str(task["id"])] = task
+    for i, sim in enumerate(document["simulations"]):
+        position = f"simulation {i}"
+        if not isinstance(sim, dict) or not isinstance(sim.get("messages"), list):
+            out.errors.append((position, "no `messages` list (full-duplex runs keep only ticks)"))
+            continue
+        task = tasks.get(str(sim.get("task_id")), {})
+        criteria = task.get("evaluation_criteria") or {}
+        actions: list[dict[str, Any]] = []
+        compare: dict[int, list[str]] = {}
+        for action in criteria.get("actions") or []:
+            if not isinstance(action, dict) or action.get("requestor", "assistant") != "assistant":
+                continue  # the user's own actions (dual control) are not the agent's to make
+            if action.get("compare_args") is not None:
+                compare[len(actions)] = list(action["compare_args"])
+            actions.append({"name": action.get("name"), "arguments": action.get("arguments") or {}})
+        yield (
+            position,
+            {
+                "task_id": sim.get("task_id"),
+                "trial": sim.get("trial"),
+                "reward": (sim.get("reward_info") or {}).get("reward"),
+                "messages": sim["messages"],
+                "system": system if isinstance(system, str) else None,
+                "actions": actions if task else None,
+                "outputs": criteria.get("communicate_info") or [],
+                "compare": compare,
+            },
+        )
+
+
+def load_document(raw: bytes) -> Any:
+    """The JSON document of a results file's bytes (already gunzipped); ValueError when it is not JSON."""
+    try:
+        return json.loads(raw)
+    except (ValueError, RecursionError) as exc:
+        raise TauBenchFormatError(f"not JSON: {exc}") from exc

@@ -1,0 +1,84 @@
+"""The review store's tables (SQLAlchemy Core): one schema for SQLite and PostgreSQL, created when missing.
+
+- `review_conversations`: one row per (agent, conversation id): the transcript, the first score, the latest
+  score known (revision), why it is reviewed (`review_sample` or `flagged`) and whether it is labelled.
+- `review_labels`: every label saved (who, when, outcome class, note, blind or not), with the judge's verdict,
+  score and explanation and the first score's outcome beside it, and the revision it published.
+- `review_outbox`: records to write to Kafka (revised scores, label records), marked once Kafka has them.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    Boolean,
+    Column,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+)
+
+metadata = MetaData()
+
+conversations = Table(
+    "review_conversations",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("agent", String(256), nullable=False),
+    Column("conversation_id", String(512), nullable=False),
+    Column("version", String(256), nullable=False),
+    Column("task", String(256), nullable=False),
+    Column("sample", String(16), nullable=False),
+    Column("at", Float, nullable=False),  # end time (else arrival), Unix seconds: queue order and retention
+    Column("received_at", Float, nullable=False),
+    Column("turns", Integer, nullable=False),
+    Column("preview", String(200), nullable=False),  # the first input, for the queue
+    Column("transcript", Text, nullable=True),  # Conversation JSON
+    Column("first_score", Text, nullable=False),
+    Column("latest_score", Text, nullable=False),
+    Column("latest_revision", Integer, nullable=False),
+    Column("labelled", Boolean, nullable=False),
+    UniqueConstraint("agent", "conversation_id", name="uq_review_conversation"),
+    Index("ix_review_queue", "labelled", "at", "id"),
+)
+
+labels = Table(
+    "review_labels",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("conversation", Integer, ForeignKey("review_conversations.id"), nullable=False, index=True),
+    Column("label_id", String(36), nullable=False, unique=True),
+    Column("reviewer", String(64), nullable=False),
+    Column("labelled_at", Float, nullable=False),
+    Column("outcome", String(32), nullable=False),
+    Column("note", Text, nullable=False),
+    Column("sample", String(16), nullable=False),
+    Column("blind", Boolean, nullable=False),
+    Column("judge", String(256), nullable=True),
+    Column("judge_outcome", String(32), nullable=True),
+    Column("judge_score", Float, nullable=True),
+    Column("judge_explanation", Text, nullable=True),
+    Column("first_outcome", String(32), nullable=False),
+    Column("first_outcome_source", String(16), nullable=False),
+    Column("first_passed", Boolean, nullable=True),
+    Column("revision", Integer, nullable=True),
+)
+
+outbox = Table(
+    "review_outbox",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("conversation", Integer, nullable=True),
+    Column("topic", String(256), nullable=False),
+    Column("key", LargeBinary, nullable=False),
+    Column("value", LargeBinary, nullable=False),
+    Column("created_at", Float, nullable=False),
+    Column("sent_at", Float, nullable=True),
+    Index("ix_review_outbox_unsent", "sent_at", "id"),
+)
