@@ -163,5 +163,6 @@ def test_html_report_plots_pass_k_over_tasks(tmp_path: Path) -> None:
     data = curves(report, settings)
     assert data["units_k"] == [1.0, 2.0, 3.0, 4.0]  # over tasks up to the most attempts, not to 10
     assert data["pow_value"] == pytest.approx([float(tau_bench(lines, k)) for k in (1, 2, 3, 4)])
-    assert all(lo <= v <= hi for lo, v, hi in zip(data["pow_lo"], data["pow_value"], data["pow_hi"], strict=True))
+    bands = zip(data["pow_lo"], data["pow_value"], data["pow_hi"], strict=True)
+    assert all(lo <= v <= hi for lo, v, hi in bands)
     assert len(data["pow_exch_mean"]) == 10  # the pooled curve under exchangeability, drawn dashed beside it
