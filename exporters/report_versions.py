@@ -1,11 +1,12 @@
-"""Reports of an input holding several agent versions: a section per version and their comparison.
+"""Reports of an input holding several versions of an agent: a section per version and their comparison.
 
-Pooling two versions into one report would average a baseline with its candidate. Instead each (agent,
-version) gets its own `Report`, in first-seen order; every later version of an agent is compared with that
-agent's first-seen version (or with the `--baseline` report when one is given), and the top-level report is
-the last version's, with the others in `versions`. Conversation ids that occur under several versions (two
-runs of one benchmark) are distinct conversations, one per version; `colliding_ids` names them so that a
-person can check.
+Pooling two versions into one report would average a baseline with its candidate. When some agent comes in
+several versions, each (agent, version) gets its own `Report`, in first-seen order; every later version of an
+agent is compared with that agent's first-seen version (or with the `--baseline` report when one is given),
+and the top-level report is the last version's, with the others in `versions`. Conversation ids that occur
+under several versions (two runs of one benchmark) are distinct conversations, one per version;
+`colliding_ids` names them so that a person can check. Several agents with one version each keep one report
+over all of them.
 """
 
 from __future__ import annotations
@@ -35,12 +36,13 @@ def build_reports(
     base: Report | None = None,
     base_source: str = "",
 ) -> Report:
-    """The report of `scores`, one section per (agent, version) when there are several, with comparisons."""
+    """The report of `scores`; a section per (agent, version), with comparisons, when an agent has several."""
     scores = latest_revisions(scores)
     groups: dict[tuple[str, str], list[ConversationScore]] = {}
     for s in scores:
         groups.setdefault((s.agent, s.version), []).append(s)
-    if len(groups) <= 1:
+    agents = [agent for agent, _version in groups]
+    if len(set(agents)) == len(agents):  # no agent in two versions: one report over everything
         report = build_report(scores, settings, ks)
         if base is not None:
             report.baseline = compare_baseline(report, base, settings, base_source)
