@@ -153,8 +153,9 @@ def test_exporter_command_restart_as_new_process(broker, topic, tmp_path) -> Non
         finally:
             _stop(proc)
         runs.append(values)
-    key = ("agentwatch_pass_pow_k", (("agent", "bot"), ("k", "3"), ("method", "exchangeable"),
-                                     ("stat", "mean"), ("task", "refund"), ("version", "v1"), ("window", "1h")))
+    labels = (("agent", "bot"), ("k", "3"), ("method", "exchangeable"), ("stat", "mean"), ("task", "refund"),
+              ("version", "v1"), ("window", "1h"))
+    key = ("agentwatch_pass_pow_k", labels)
     assert abs(runs[0][key] - 25 * 26 * 27 / (32 * 33 * 34)) < 1e-9
     assert runs[0] == runs[1]
 
