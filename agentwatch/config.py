@@ -197,10 +197,11 @@ class GateConfig(_Section):
     max_loops: int = Field(default=0, ge=0)
     regression_margin: float = Field(default=0.05, ge=0, le=1)
     regression_probability: float = Field(default=0.95, gt=0, lt=1)
-    estimate: Literal["plugin", "unbiased", "task_mean", "mean", "lower"] = Field(
+    estimate: Literal["lower", "value", "plugin", "unbiased", "task_mean", "mean"] = Field(
         default="lower",
         description="which estimate of pass@1 / pass^3 the gate compares to its minimums; `lower` (the lower "
-        "credible bound at stats.level) passes only when the evidence supports the minimum",
+        "bound of the headline interval at stats.level) passes only when the evidence supports the minimum; "
+        "`value` is the headline figure; `plugin`, `unbiased`, `mean` are the pooled details",
     )
     min_conversations: int = Field(
         default=30, ge=1, description="graded conversations in the gate's scope below which the gate fails"
@@ -378,6 +379,11 @@ class ExporterConfig(_Section):
     buckets_per_window: int = Field(default=60, ge=1, description="time buckets per window (resolution W/n)")
     max_label_length: int = Field(default=64, ge=16, description="longer label values are cut and hash-suffixed")
     max_failure_modes: int = Field(default=32, ge=1, description="distinct failure-mode labels; rest -> other")
+    max_units: int = Field(
+        default=5_000, ge=1,
+        description="task instances with repeated attempts tracked per agent version in the longest window; "
+        "a conversation of any other counts as a unit of its own (agentwatch_units_folded_total)",
+    )
     metrics_host: str = "0.0.0.0"
     session_timeout_ms: int = Field(default=45_000, ge=1, description="consumer group session timeout")
     heartbeat_interval_ms: int = Field(default=3_000, ge=1, description="consumer group heartbeat interval")

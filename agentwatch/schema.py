@@ -41,6 +41,17 @@ class OutcomeSource(str, Enum):
     JUDGE = "judge"
 
 
+def instance_text(value: Any) -> Any:
+    """A task instance as text: benchmark task ids are often numbers (7 -> "7"); an empty one is none."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int | float):
+        return str(int(value)) if float(value).is_integer() else str(value)
+    if isinstance(value, str) and not value.strip():
+        return None
+    return value
+
+
 def normalize_outcome(value: Any) -> Any:
     """Accept `partial-correct`, `Partial Correct` etc. as spellings of an outcome class."""
     if isinstance(value, str):
@@ -185,6 +196,18 @@ class Conversation(_Model):
     agent: str = Field(default="unknown", description="Agent name.")
     version: str = Field(default="unknown", description="Agent version.")
     task: str = Field(default="default", description="Task family (agentwatch.task).")
+    instance: str | None = Field(
+        default=None,
+        description="Which instance of the task family this conversation works on "
+        "(agentwatch.task.instance), e.g. a benchmark's task id or a replayed request's id. Conversations of "
+        "the same task and instance are repeated attempts at it: the unit of pass^k. Never a metric label.",
+    )
+    attempt: int | None = Field(
+        default=None,
+        ge=0,
+        description="Which attempt at that instance this is, from 0 (agentwatch.attempt; a benchmark's "
+        "trial). With an attempt but no instance, the task itself is the unit that is attempted repeatedly.",
+    )
     tags: dict[str, str] = Field(default_factory=dict, description="Free labels, e.g. difficulty, category.")
     budget_usd: float | None = Field(default=None, ge=0, description="Cost ceiling for this conversation.")
     outcome: Outcome | None = Field(default=None, description="Outcome label from a person or feedback; wins.")
@@ -219,6 +242,11 @@ class Conversation(_Model):
         if isinstance(v, dict):
             return {str(k): str(x) for k, x in v.items()}
         return v
+
+    @field_validator("instance", mode="before")
+    @classmethod
+    def _instance(cls, v: Any) -> Any:
+        return instance_text(v)
 
 
 # --------------------------------------------------------------------------- results
@@ -260,6 +288,10 @@ class ConversationScore(_Model):
     agent: str = Field(description="Agent name.")
     version: str = Field(description="Agent version.")
     task: str = Field(description="Task family.")
+    instance: str | None = Field(default=None, description="Task instance, copied from the conversation.")
+    attempt: int | None = Field(
+        default=None, ge=0, description="Attempt at that instance, copied from the conversation."
+    )
     tags: dict[str, str] = Field(default_factory=dict, description="Tags copied from the conversation.")
     turns: int = Field(description="Number of turns.")
     passed: bool | None = Field(description="Every turn passed every applicable grader; null when unscored.")
@@ -323,6 +355,16 @@ class ConversationScore(_Model):
     def series(self) -> tuple[str, str, str]:
         """The (agent, version, task) series this score belongs to."""
         return (self.agent, self.version, self.task)
+
+    @property
+    def unit(self) -> tuple[str, str | None] | None:
+        """What repeated attempts are attempts at: (task, instance) when the instance is known, (task, None)
+        when only the attempt is; None when neither (the conversation is a unit of its own)."""
+        if self.instance is not None:
+            return (self.task, self.instance)
+        if self.attempt is not None:
+            return (self.task, None)
+        return None
 
 
 def json_schema(kind: str) -> dict[str, Any]:

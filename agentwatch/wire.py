@@ -1,8 +1,8 @@
 """The wire contract shared by the SDK, the collector and the exporters: dependency-free on purpose.
 
 What crosses a process boundary is named here once: outcome values, Kafka header names and values, default
-topics, failure-evidence codes and the score format version. The SDK imports this module and nothing of the
-services; the services import it instead of restating it.
+topics, failure-evidence codes, the attributes of repeated attempts and the score format version. The SDK
+imports this module and nothing of the services; the services import it instead of restating it.
 """
 
 from __future__ import annotations
@@ -35,6 +35,11 @@ LABELS_TOPIC = "agentwatch.labels"  # labels people saved in the review service,
 # whose labels may estimate success), or a person's label/flag when it was scored (not a random sample).
 REVIEW_SAMPLE = "review_sample"
 FLAGGED = "flagged"
+
+# Span attributes that say which repeated attempt a conversation is: attempts at the same task instance are
+# what pass^k is about (the conversation-level `agentwatch.task` names the task family).
+TASK_INSTANCE_ATTRIBUTE = "agentwatch.task.instance"  # which instance: a benchmark's task id, a request's id
+ATTEMPT_ATTRIBUTE = "agentwatch.attempt"  # which attempt at it, an integer >= 0: a benchmark's trial
 
 SCORE_FORMAT_VERSION = 1  # `schema_version` of ConversationScore records
 REVIEW_FORMAT_VERSION = 1  # `format_version` of transcript and label records

@@ -2,7 +2,9 @@
 
 Prints figures, asserts nothing. "Series" below means estimator series (agent, version, task); each one yields
 about 78 Prometheus samples per window (25 of them failure evidence, sample and label ratios).
-Usage: python benchmarks/exporter.py [--series 10000] [--scores 50000]
+The last lines measure scores that are repeated attempts at task instances (pass^k over units): ingest, the
+first snapshot (every window over units), a snapshot after 100 new scores, and memory per tracked unit.
+Usage: python benchmarks/exporter.py [--series 10000] [--scores 50000] [--attempts 4]
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from datetime import UTC, datetime
 
 from agentwatch.exporters.estimator import Estimator
 from agentwatch.exporters.exposition import Exposition
-from agentwatch.exporters.summary import summarise
+from agentwatch.exporters.summary import over_units, summarise
 
 from agentwatch.config import load_settings
 from agentwatch.schema import ConversationScore
@@ -55,17 +57,71 @@ def bytes_per_tracked_id(count: int = 20_000, series: int = 100) -> float:
     est = Estimator(load_settings(exporter={"max_tasks": 1000}), clock=lambda: NOW)
     for s in scores(2 * series * 60, series, start=10**7):  # every series and bucket exists
         est.add(s)
-    batch = scores(count, series)
+    held = added_bytes(est, scores(count, series))
+    assert len(est._seen) == count + 2 * series * 60
+    return held / count
+
+
+def with_attempts(batch: list[ConversationScore], series: int, attempts: int) -> list[ConversationScore]:
+    """The same scores as repeated attempts: every `attempts` successive scores of a series share an instance
+    (score i belongs to series i % series, as `scores` builds them)."""
+    out = []
+    for i, s in enumerate(batch):
+        j = i // series  # the j-th score of its series
+        out.append(s.model_copy(update={"instance": f"q{j // attempts}", "attempt": j % attempts}))
+    return out
+
+
+def ingest(est: Estimator, batch: list[ConversationScore]) -> float:
+    """Seconds to add `batch` to `est`."""
+    t = time.perf_counter()
+    for s in batch:
+        est.add(s)
+    return time.perf_counter() - t
+
+
+def added_bytes(est: Estimator, batch: list[ConversationScore]) -> int:
+    """Bytes `est` holds after being fed `batch` beyond what it held before (tracemalloc)."""
     gc.collect()
     tracemalloc.start()
     before = tracemalloc.get_traced_memory()[0]
     for s in batch:
         est.add(s)
     gc.collect()
-    after = tracemalloc.get_traced_memory()[0]
+    held = tracemalloc.get_traced_memory()[0] - before
     tracemalloc.stop()
-    assert len(est._seen) == count + 2 * series * 60
-    return (after - before) / count
+    return held
+
+
+def repeated_attempts(series: int, count: int, attempts: int) -> None:
+    """pass^k over units: ingest, snapshots and memory of scores that repeat attempts at task instances."""
+    settings = load_settings(exporter={"max_tasks": 1000})
+    est = Estimator(settings, clock=lambda: NOW)
+    batch = with_attempts(scores(count, series), series, attempts)
+    dt = ingest(est, batch)
+    print(f"repeated attempts ({attempts} per instance): estimator.add {len(batch) / dt:,.0f} scores/s "
+          f"({series} series)")
+    t = time.perf_counter()
+    snap = est.snapshot()
+    tasks = sum(1 for e in snap if e.method == "tasks")
+    print(f"repeated attempts: first snapshot {len(snap)} series×windows ({tasks} over units) in "
+          f"{time.perf_counter() - t:.3f}s")
+    for s in with_attempts(scores(100, series, start=count), series, attempts):
+        est.add(s)
+    t = time.perf_counter()
+    est.snapshot()
+    print(f"repeated attempts: snapshot after 100 new scores: {time.perf_counter() - t:.3f}s")
+    over_units.cache_clear()  # distinct histograms: what windows that share none cost
+    count_w, dt = summarise_seconds(est)
+    distinct = over_units.cache_info().currsize
+    print(f"repeated attempts: estimates of {count_w} series×windows without the memo ({distinct} distinct "
+          f"unit histograms): {dt:.3f}s = {dt / max(distinct, 1) * 1e3:.1f} ms per histogram")
+    fresh = Estimator(settings, clock=lambda: NOW)
+    with_units = added_bytes(fresh, batch)
+    without = added_bytes(Estimator(settings, clock=lambda: NOW), scores(count, series))
+    units = sum(len(u) for u in fresh._units_seen.values())
+    print(f"repeated attempts: {units:,} units tracked, {(with_units - without) / units:,.0f} bytes per unit "
+          f"beyond the same scores without units")
 
 
 def summarise_seconds(est: Estimator) -> tuple[int, float]:
@@ -90,15 +146,13 @@ def main() -> None:
     parser.add_argument("--series", type=int, default=10_000)
     parser.add_argument("--scores", type=int, default=50_000)
     parser.add_argument("--windows", default="1h,24h,7d")
+    parser.add_argument("--attempts", type=int, default=4, help="attempts per instance (repeated attempts)")
     args = parser.parse_args()
     windows = args.windows.split(",")
     settings = load_settings(exporter={"windows": windows, "max_tasks": 1000})
     est = Estimator(settings, clock=lambda: NOW)
     batch = scores(max(args.scores, args.series), args.series)
-    t = time.perf_counter()
-    for s in batch:
-        est.add(s)
-    dt = time.perf_counter() - t
+    dt = ingest(est, batch)
     print(f"estimator.add: {len(batch)} scores in {dt:.2f}s = {len(batch) / dt:,.0f} scores/s "
           f"({args.series} series, {len(windows)} windows, aggregate task='*' included)")
     t = time.perf_counter()
@@ -136,6 +190,8 @@ def main() -> None:
         small.add(s)
     dt, _, samples = scrape(exposition)
     print(f"/metrics after 50 new scores: {samples:,} samples in {dt * 1e3:.1f} ms")
+
+    repeated_attempts(min(args.series, 200), min(args.scores, 20_000), args.attempts)
 
 
 if __name__ == "__main__":

@@ -57,6 +57,8 @@ EXCEPTION_MESSAGE_KEY = "exception.message"
 
 # --------------------------------------------------------------------------- ours
 TASK_KEYS = ("agentwatch.task",)
+TASK_INSTANCE_KEYS = (wire.TASK_INSTANCE_ATTRIBUTE,)
+ATTEMPT_KEYS = (wire.ATTEMPT_ATTRIBUTE,)
 END_KEYS = ("agentwatch.conversation.end",)
 EXPECTED_KEYS = ("agentwatch.expected",)
 CONVERSATION_EXPECTED_KEYS = (wire.CONVERSATION_EXPECTED,)
@@ -89,6 +91,8 @@ NEEDED_KEYS: frozenset[str] = frozenset(
     + SYSTEM_KEYS
     + ERROR_TYPE_KEYS
     + TASK_KEYS
+    + TASK_INSTANCE_KEYS
+    + ATTEMPT_KEYS
     + END_KEYS
     + EXPECTED_KEYS
     + CONVERSATION_EXPECTED_KEYS

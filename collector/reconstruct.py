@@ -25,7 +25,7 @@ from pydantic import ValidationError
 from pydantic_core import from_json
 
 from agentwatch import wire
-from agentwatch.schema import Conversation, Expectation, Turn, normalize_outcome
+from agentwatch.schema import Conversation, Expectation, Turn, instance_text, normalize_outcome
 
 log = logging.getLogger(__name__)
 
@@ -352,6 +352,8 @@ _CONVERSATION_KEYS = {
     "agent": cv.AGENT_KEYS,
     "version": cv.VERSION_KEYS,
     "task": cv.TASK_KEYS,
+    "instance": cv.TASK_INSTANCE_KEYS,
+    "attempt": cv.ATTEMPT_KEYS,
     "budget": cv.BUDGET_KEYS,
     "outcome": cv.OUTCOME_KEYS,
     "expected": cv.CONVERSATION_EXPECTED_KEYS,
@@ -397,6 +399,18 @@ def _conversation_attributes(
             if key.startswith(prefix) and len(key) > cut and value is not None and key not in needed:
                 tags[key[cut:]] = as_text(value) or ""
     return {concept: entry[2] for concept, entry in found.items()}, tags
+
+
+def _attempt(value: Any, notes: list[str]) -> int | None:
+    """`agentwatch.attempt` as an integer >= 0; anything else is noted and ignored."""
+    if value is None:
+        return None
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value)
+    notes.append(f"{cv.ATTEMPT_KEYS[0]} {str(value)[:40]!r} ignored: not an integer >= 0")
+    return None
 
 
 def _agent_of(span: SpanRecord) -> str | None:
@@ -536,6 +550,8 @@ def _build(
     budget = _nonneg_float(budget_raw)
     if budget_raw is not None and budget is None:
         notes.append(f"agentwatch.budget.usd {str(budget_raw)[:40]!r} ignored: not a non-negative number")
+    instance = found.get("instance")
+    attempt = _attempt(found.get("attempt"), notes)
     outcome = found.get("outcome")
     if outcome is not None and (not isinstance(outcome, str) or normalize_outcome(outcome) not in _OUTCOMES):
         notes.append(f"agentwatch.outcome {str(outcome)[:40]!r} ignored: not an outcome class")
@@ -548,6 +564,8 @@ def _build(
             "agent": str(agent) if agent else "unknown",
             "version": str(version) if version else "unknown",
             "task": str(task) if task else "default",
+            "instance": instance_text(instance) if isinstance(instance, str | int) else None,
+            "attempt": attempt,
             "tags": tags,
             "budget_usd": budget,
             "outcome": None if outcome is None else normalize_outcome(outcome),

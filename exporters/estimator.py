@@ -19,6 +19,11 @@
   beyond `exporter.max_failure_modes` fold into `other` (first come, first kept among the values seen in the
   longest window); every fold is counted per label. Values are sanitised without merging distinct names
   (`sanitize_label`).
+- Units: a score naming an instance or an attempt belongs to the unit (task, instance) of its agent version;
+  each window counts the graded conversations per unit, which the estimates over units read (`summary`). At
+  most `exporter.max_units` units per agent version are tracked (first come, first kept among those seen in
+  the longest window); a conversation of any other unit counts as a unit of its own, and `units_folded` counts
+  it.
 - A series whose windows are all empty is forgotten (its estimates and counters vanish).
 - Thread-safe: `add` and `snapshot` take one lock. Snapshots reuse the estimates of unchanged windows.
 """
@@ -47,6 +52,7 @@ from agentwatch.exporters.windows import (
     TOOL_DIMENSIONS,
     Contribution,
     SlidingWindow,
+    Unit,
     parse_duration,
     sketch_bin,
 )
@@ -154,6 +160,7 @@ class EstimatorCounters:
     last_score_timestamp: float | None
     series: dict[tuple[str, str, str], SeriesCounters]
     revisions: int = 0
+    units_folded: int = 0
 
 
 SeriesKey = tuple[str, str, str]
@@ -204,6 +211,7 @@ class Estimator:
         self._max_agents = cfg.max_agents
         self._max_versions = cfg.max_versions_per_agent
         self._max_modes = cfg.max_failure_modes
+        self._max_units = cfg.max_units
         st = settings.stats
         self.stats_params = StatsParams(
             st.prior_alpha, st.prior_beta, st.level, tuple(st.ks), st.bootstrap_resamples, st.seed
@@ -234,6 +242,8 @@ class Estimator:
         self._agents_seen: dict[str, float] = {}  # agent -> latest event time
         self._versions_seen: dict[str, dict[str, float]] = {}  # agent -> version -> latest event time
         self._modes_seen: dict[str, float] = {}
+        self._units_seen: dict[tuple[str, str], dict[Unit, float]] = {}  # agent version -> unit -> last time
+        self._units_folded = 0
         self._next_housekeeping = -math.inf
         self._consumed = 0
         self._rejected = dict.fromkeys(REJECT_REASONS, 0)
@@ -276,7 +286,10 @@ class Estimator:
             keys = self._key_pairs.get(key)
             if keys is None:
                 keys = self._key_pairs[key] = (key, (agent, version, ALL_TASKS))
-            contribution = self._contribution(score, t)
+            unit = None
+            if score.instance is not None or score.attempt is not None:
+                unit = self._unit(agent, version, score, t)
+            contribution = self._contribution(score, t, unit)
             self._seen[identity] = _Counted(t, score.revision, contribution, keys)
             heapq.heappush(self._id_heap, (t, identity))
             for k, counted_here in ((keys[0], True), (keys[1], False)):
@@ -297,7 +310,8 @@ class Estimator:
 
     def _revise(self, counted: _Counted, score: ConversationScore, now: float) -> None:
         """Replace an identity's contribution by its revision wherever the original is still counted."""
-        new = self._contribution(score, counted.t)
+        # the same conversation: the same unit
+        new = self._contribution(score, counted.t, counted.contribution.unit)
         for k in counted.keys:
             s = self._series.get(k)
             if s is None:
@@ -348,11 +362,23 @@ class Estimator:
             return task
         return self._fold("task", task, self._tasks_seen, self._max_tasks, t)
 
+    def _unit(self, agent: str, version: str, score: ConversationScore, t: float) -> Unit | None:
+        """The unit of a score naming an instance or an attempt; None (a unit of its own) when the bound is
+        reached (counted)."""
+        unit = (sys.intern(score.task), score.instance)
+        seen = self._units_seen.setdefault((agent, version), {})
+        last = seen.get(unit)
+        if last is None and len(seen) >= self._max_units:
+            self._units_folded += 1
+            return None
+        seen[unit] = t if last is None else max(t, last)
+        return unit
+
     def _modes(self, reasons: list[str], t: float) -> tuple[str, ...]:
         codes = {failure_mode(r, self._max_label) for r in reasons} - INFORMATIONAL_CODES
         return tuple(sorted({self._fold("mode", code, self._modes_seen, self._max_modes, t) for code in codes}))
 
-    def _contribution(self, score: ConversationScore, t: float) -> Contribution:
+    def _contribution(self, score: ConversationScore, t: float, unit: Unit | None) -> Contribution:
         sums = [0.0] * len(TOOL_DIMENSIONS)
         counts = [0] * len(TOOL_DIMENSIONS)
         for ts in score.turn_scores:
@@ -389,6 +415,7 @@ class Estimator:
             judge_sampled=score.judge_sampled,
             review_sampled=score.review_sampled,
             label=_OUTCOME_INDEX[score.label.value] if score.label is not None else None,
+            unit=unit,
         )
 
     # ------------------------------------------------------------------ expiry
@@ -408,6 +435,11 @@ class Estimator:
                 del seen[name]
         for agent in [a for a, versions in self._versions_seen.items() if not versions]:
             del self._versions_seen[agent]
+        for agent_version, units in list(self._units_seen.items()):
+            for unit in [u for u, last in units.items() if last < horizon]:
+                del units[unit]
+            if not units:
+                del self._units_seen[agent_version]
         gone = []
         for key, s in self._series.items():
             for w in s.windows:
@@ -505,7 +537,7 @@ class Estimator:
                 series[key] = s.counters_copy
             return EstimatorCounters(
                 self._consumed, dict(self._rejected), self._clamped, dict(self._folded), self._last_ts, series,
-                self._revisions,
+                self._revisions, self._units_folded,
             )
 
 

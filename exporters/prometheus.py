@@ -20,15 +20,21 @@ STATS = ("mean", "lower", "upper")
 # (name, help, labels after agent/version/task/window) of the gauge families, in exposition order.
 GAUGES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("agentwatch_success_rate", "Posterior of the per-conversation pass probability.", ("stat",)),
-    ("agentwatch_pass_at_k", "Posterior of 1-(1-p)^k.", ("k", "stat")),
-    ("agentwatch_pass_pow_k", "Posterior of p^k.", ("k", "stat")),
+    ("agentwatch_pass_at_k",
+     "pass@k: over units with repeated attempts (method tasks) or 1-(1-p)^k of one pooled p (exchangeable).",
+     ("k", "method", "stat")),
+    ("agentwatch_pass_pow_k",
+     "pass^k: over units with repeated attempts (method tasks) or p^k of one pooled p (exchangeable).",
+     ("k", "method", "stat")),
     ("agentwatch_asr", "Agent Success Rate (mean credit) with bootstrap interval.", ("stat",)),
     ("agentwatch_tool_correctness", "Mean tool correctness over tool-graded turns.", ("dimension",)),
     ("agentwatch_regression_probability", "P(pass^k of this version < pass^k of its baseline - margin).",
-     ("k", "baseline_version")),
+     ("k", "baseline_version", "method")),
     ("agentwatch_window_conversations", "Conversations in the window by outcome.", ("outcome",)),
     ("agentwatch_window_scored", "Scored conversations in the window (n).", ()),
     ("agentwatch_window_passed", "Passed conversations in the window (c).", ()),
+    ("agentwatch_window_units", "Units (task instances) with a graded conversation in the window.", ()),
+    ("agentwatch_window_repeated_units", "Units with two or more graded conversations in the window.", ()),
     ("agentwatch_outcome_ratio", "Share of scored conversations with that outcome.", ("outcome",)),
     ("agentwatch_failure_ratio", "Share of conversations with that failure mode.", ("mode",)),
     ("agentwatch_scored_ratio", "Graded coverage: graded (scored) / all conversations in the window.", ()),
@@ -56,9 +62,9 @@ HISTOGRAMS: tuple[tuple[str, str], ...] = (
     ("agentwatch_conversation_cost_usd", "Cost per conversation (USD)."),
     ("agentwatch_conversation_duration_seconds", "Duration per conversation (s)."),
 )
-(SUCCESS, AT_K, POW_K, ASR, TOOL, REGRESSION, CONVERSATIONS, SCORED, PASSED, OUTCOME_RATIO, FAILURE_RATIO,
- SCORED_RATIO, COST, OVER_BUDGET, DURATION, EVIDENCE_RATE, SAMPLED_RATIO, LABEL_RATIO, DRIFT_STATISTIC,
- DRIFT_THRESHOLD, DRIFT_REFERENCE) = range(len(GAUGES))
+(SUCCESS, AT_K, POW_K, ASR, TOOL, REGRESSION, CONVERSATIONS, SCORED, PASSED, UNITS, REPEATED_UNITS,
+ OUTCOME_RATIO, FAILURE_RATIO, SCORED_RATIO, COST, OVER_BUDGET, DURATION, EVIDENCE_RATE, SAMPLED_RATIO,
+ LABEL_RATIO, DRIFT_STATISTIC, DRIFT_THRESHOLD, DRIFT_REFERENCE) = range(len(GAUGES))
 
 
 def _fmt(x: float) -> str:
@@ -75,12 +81,13 @@ def estimate_samples(e: SeriesEstimate, with_regression: bool = True) -> Iterato
     if e.success is not None:
         iv = e.success
         yield from ((SUCCESS, (s,), v) for s, v in zip(STATS, (iv.mean, iv.lower, iv.upper), strict=True))
+        method = e.method
         for fam, intervals in ((AT_K, e.pass_at_k), (POW_K, e.pass_pow_k)):
             for k, iv in intervals.items():
                 ks = str(k)
-                yield fam, (ks, "mean"), iv.mean
-                yield fam, (ks, "lower"), iv.lower
-                yield fam, (ks, "upper"), iv.upper
+                yield fam, (ks, method, "mean"), iv.mean
+                yield fam, (ks, method, "lower"), iv.lower
+                yield fam, (ks, method, "upper"), iv.upper
     if e.asr is not None:
         iv = e.asr
         yield from ((ASR, (s,), v) for s, v in zip(STATS, (iv.mean, iv.lower, iv.upper), strict=True))
@@ -92,6 +99,8 @@ def estimate_samples(e: SeriesEstimate, with_regression: bool = True) -> Iterato
         yield CONVERSATIONS, (outcome,), n
     yield SCORED, (), e.scored
     yield PASSED, (), e.passed
+    yield UNITS, (), e.units
+    yield REPEATED_UNITS, (), e.repeated_units
     for outcome, v in e.outcome_ratio.items():
         yield OUTCOME_RATIO, (outcome,), v
     for mode, v in e.failure_ratio.items():
@@ -116,7 +125,7 @@ def estimate_samples(e: SeriesEstimate, with_regression: bool = True) -> Iterato
 def regression_samples(e: SeriesEstimate) -> Iterator[Sample]:
     """The samples that change without the window changing: regression probability and drift CUSUM."""
     for r in e.regression:
-        yield REGRESSION, (str(r.k), r.baseline_version), r.probability
+        yield REGRESSION, (str(r.k), r.baseline_version, r.method), r.probability
     d = e.drift
     if d is not None:
         yield DRIFT_STATISTIC, (d.reference_version,), d.statistic
@@ -144,7 +153,7 @@ def counter_samples(c: SeriesCounters) -> Iterator[Sample]:
 
 
 def health_families(c: EstimatorCounters) -> list[Metric]:
-    """Estimator health: consumed, rejected, clamped, folded, revisions applied, newest event time."""
+    """Estimator health: consumed, rejected, clamped, folded, revisions, units folded, newest event time."""
     folded = CounterMetricFamily("agentwatch_labels_folded",
                                  "Label values folded into 'other' by the caps, by label.", labels=["label"])
     for label, n in c.folded.items():
@@ -160,7 +169,10 @@ def health_families(c: EstimatorCounters) -> list[Metric]:
     revisions = CounterMetricFamily("agentwatch_score_revisions",
                                     "Revised scores that replaced an earlier score of the same conversation.",
                                     value=c.revisions)
-    families: list[Metric] = [folded, consumed, rejected, clamped, revisions]
+    units = CounterMetricFamily("agentwatch_units_folded",
+                                "Conversations of a unit beyond exporter.max_units, each a unit of its own.",
+                                value=c.units_folded)
+    families: list[Metric] = [folded, consumed, rejected, clamped, revisions, units]
     if c.last_score_timestamp is not None:
         families.append(GaugeMetricFamily("agentwatch_estimator_last_score_timestamp_seconds",
                                           "Event time of the newest counted score.", value=c.last_score_timestamp))

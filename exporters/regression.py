@@ -2,8 +2,11 @@
 
 Baseline of version V of (agent, task): among the other versions of the same agent and task first seen (earliest
 event time) before V was first seen, the most recently started one that has at least `min_conversations` scored
-conversations in the same window. The probability is `agentwatch.stats.regression_probability` of the two Beta
-posteriors (numerical integration, exact), memoised on the integer counts so an unchanged pair costs nothing.
+conversations in the same window. When both windows repeat attempts (method `tasks`), the probability is over
+the two versions' populations of units (`agentwatch.task_stats.regression_probability` of the distributions
+their intervals come from, independent; memoised on the two unit histograms), else
+`agentwatch.stats.regression_probability` of the two pooled Beta posteriors (numerical integration, exact),
+memoised on the integer counts, so an unchanged pair costs nothing. The gauge's `method` label says which.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from functools import lru_cache
 
 from agentwatch.exporters.summary import Regression, SeriesEstimate
 
+from agentwatch import task_stats
 from agentwatch.stats import BetaPosterior, regression_probability
 
 
@@ -42,6 +46,27 @@ def probability(
     return _probability(a + c1, b + n1 - c1, a + c0, b + n0 - c0, k, margin)
 
 
+@lru_cache(maxsize=16_384)
+def over_units(
+    new: tuple[tuple[int, int, int], ...], base: tuple[tuple[int, int, int], ...], k: int, margin: float
+) -> float | None:
+    """P(pass^k_new < pass^k_base − margin) over two unit histograms; None without a unit of k attempts."""
+    dists = [task_stats.UnitsPosterior(task_stats.UnitCounts(h)).distribution(k, "pow") for h in (new, base)]
+    if dists[0] is None or dists[1] is None:
+        return None
+    return task_stats.regression_probability(dists[0], dists[1], margin)
+
+
+def _regression(new: SeriesEstimate, base: SeriesEstimate, k: int, p: RegressionParams) -> Regression | None:
+    if new.method == "tasks" and base.method == "tasks":
+        prob = over_units(new.unit_pairs, base.unit_pairs, k, p.margin)
+        return None if prob is None else Regression(k, base.version, prob, "tasks")
+    pooled = probability(
+        (new.scored, new.passed), (base.scored, base.passed), k, p.margin, (p.prior_alpha, p.prior_beta)
+    )
+    return Regression(k, base.version, pooled, "exchangeable")
+
+
 def attach_regressions(
     estimates: Iterable[SeriesEstimate], first_seen: dict[tuple[str, str, str], float], p: RegressionParams
 ) -> None:
@@ -62,17 +87,4 @@ def attach_regressions(
             )
             if base is None:
                 continue
-            new.regression = [
-                Regression(
-                    k,
-                    base.version,
-                    probability(
-                        (new.scored, new.passed),
-                        (base.scored, base.passed),
-                        k,
-                        p.margin,
-                        (p.prior_alpha, p.prior_beta),
-                    ),
-                )
-                for k in p.ks
-            ]
+            new.regression = [r for k in p.ks if (r := _regression(new, base, k, p)) is not None]

@@ -6,7 +6,6 @@ import math
 import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
-from typing import Literal
 
 import numpy as np
 from agentwatch.exporters.report_model import (
@@ -16,38 +15,36 @@ from agentwatch.exporters.report_model import (
     FailureMode,
     Gate,
     GroupStats,
-    KEstimate,
     RateEstimate,
     Readiness,
     Report,
 )
+from agentwatch.exporters.report_pass import (
+    GATE_ESTIMATES,
+    counts,
+    k_estimates,
+    latest_revisions,
+    per_task_counts,
+    pick,
+)
 
 from agentwatch.config import Settings
 from agentwatch.schema import EVIDENCE, GRADERS, ConversationScore, Outcome
-from agentwatch.stats import (
-    BetaPosterior,
-    bootstrap_mean_interval,
-    pass_at_k_plugin,
-    pass_at_k_unbiased,
-    pass_pow_k_plugin,
-    pass_pow_k_unbiased,
-    posterior,
-    task_mean,
-)
+from agentwatch.stats import bootstrap_mean_interval, posterior
 
 _UNSAFE = re.compile(r"[^a-z0-9_]")
 TOOL_DIMENSIONS = ("selection", "parameters", "sequence", "utilization", "overall", "binary")
 # Reason codes that describe rather than fail (a person's label); not listed as failure modes.
 INFORMATIONAL_CODES = frozenset({"label"})
-GATE_ESTIMATES = ("plugin", "unbiased", "task_mean", "mean", "lower")
-
-
-def _num(x: float | None) -> float | None:
-    """None for missing or NaN values, else a float."""
-    if x is None:
-        return None
-    x = float(x)
-    return None if math.isnan(x) else x
+__all__ = [
+    "GATE_ESTIMATES",
+    "build_report",
+    "counts",
+    "gate_value",
+    "group_stats",
+    "latest_revisions",
+    "per_task_counts",
+]
 
 
 def failure_code(reason: str) -> str:
@@ -56,60 +53,9 @@ def failure_code(reason: str) -> str:
     return _UNSAFE.sub("_", head[0].replace("-", "_"))[:64] if head else "unknown"
 
 
-def counts(scores: Iterable[ConversationScore]) -> tuple[int, int]:
-    """(n, c): scored conversations and passed ones."""
-    n = c = 0
-    for s in scores:
-        if s.passed is not None:
-            n += 1
-            c += bool(s.passed)
-    return n, c
-
-
-def per_task_counts(scores: Iterable[ConversationScore]) -> dict[str, tuple[int, int]]:
-    """task -> (n, c)."""
-    groups: dict[str, list[ConversationScore]] = defaultdict(list)
-    for s in scores:
-        groups[s.task].append(s)
-    return {task: counts(group) for task, group in groups.items()}
-
-
 def has_loop(score: ConversationScore) -> bool:
     """Whether any turn looped or a reason has the code `loop`."""
     return any(t.loop for t in score.turn_scores) or any(failure_code(r) == "loop" for r in score.reasons)
-
-
-# The four estimates of each kind: unbiased, plug-in, posterior mean, posterior interval.
-_K_FORMS = {
-    "at": (pass_at_k_unbiased, pass_at_k_plugin, BetaPosterior.pass_at_k_mean,
-           BetaPosterior.pass_at_k_interval),
-    "pow": (pass_pow_k_unbiased, pass_pow_k_plugin, BetaPosterior.pass_pow_k_mean,
-            BetaPosterior.pass_pow_k_interval),
-}
-
-
-def _k_estimate(
-    n: int,
-    c: int,
-    k: int,
-    per_task: dict[str, tuple[int, int]],
-    settings: Settings,
-    kind: Literal["at", "pow"],
-) -> KEstimate:
-    if n == 0:
-        return KEstimate(unbiased=None, plugin=None, mean=None, lower=None, upper=None, task_mean=None)
-    st = settings.stats
-    post = posterior(n, c, st.prior_alpha, st.prior_beta)
-    unbiased, plugin, mean, interval = _K_FORMS[kind]
-    lo, hi = interval(post, k, st.level)
-    return KEstimate(
-        unbiased=_num(unbiased(n, c, k)),
-        plugin=plugin(c / n, k),
-        mean=mean(post, k),
-        lower=lo,
-        upper=hi,
-        task_mean=task_mean(per_task, k, kind),
-    )
 
 
 def _success_rate(n: int, c: int, settings: Settings) -> Estimate:
@@ -178,20 +124,10 @@ def failure_rates(scores: Sequence[ConversationScore], settings: Settings) -> di
     return {e: _rate(found.get(e, 0), len(scores), settings) for e in EVIDENCE}
 
 
-def latest_revisions(scores: Iterable[ConversationScore]) -> list[ConversationScore]:
-    """One score per conversation (agent, id): the highest revision, the later one on a tie; first-seen order."""
-    kept: dict[tuple[str, str], ConversationScore] = {}
-    for s in scores:
-        old = kept.get(s.identity)
-        if old is None or s.revision >= old.revision:
-            kept[s.identity] = s
-    return list(kept.values())
-
-
 def group_stats(scores: Sequence[ConversationScore], settings: Settings, ks: Sequence[int]) -> GroupStats:
     """Every estimate of the report for one set of conversations."""
     n, c = counts(scores)
-    per_task = per_task_counts(s for s in scores if s.scored)
+    pass_at, pass_pow, units = k_estimates(scores, settings, ks)
     outcomes = Counter(s.outcome.value for s in scores)
     graded_by = Counter(g for s in scores if s.scored for g in set(s.graded_by))
     labels = Counter(s.label.value for s in scores if s.label is not None)
@@ -207,8 +143,9 @@ def group_stats(scores: Sequence[ConversationScore], settings: Settings, ks: Seq
         },
         labels={o.value: labels[o.value] for o in Outcome if labels.get(o.value)},
         success_rate=_success_rate(n, c, settings),
-        pass_at_k={str(k): _k_estimate(n, c, k, per_task, settings, "at") for k in ks},
-        pass_pow_k={str(k): _k_estimate(n, c, k, per_task, settings, "pow") for k in ks},
+        units=units,
+        pass_at_k=pass_at,
+        pass_pow_k=pass_pow,
         asr=_asr(scores, settings),
         outcomes={o.value: outcomes.get(o.value, 0) for o in Outcome},
         tool_correctness=_tool_correctness(scores),
@@ -221,26 +158,8 @@ def gate_value(
     scores: Sequence[ConversationScore], settings: Settings, k: int, kind: str, estimate: str
 ) -> float | None:
     """pass@k (kind 'at') or pass^k ('pow') of `scores` by the named estimate; None without enough data."""
-    n, c = counts(scores)
-    if n == 0:
-        return None
-    if estimate == "plugin":
-        p = c / n
-        return pass_at_k_plugin(p, k) if kind == "at" else pass_pow_k_plugin(p, k)
-    if estimate == "unbiased":
-        fn = pass_at_k_unbiased if kind == "at" else pass_pow_k_unbiased
-        return _num(fn(n, c, k))
-    if estimate == "task_mean":
-        return task_mean(per_task_counts(s for s in scores if s.scored), k, kind)  # type: ignore[arg-type]
-    st = settings.stats
-    post = posterior(n, c, st.prior_alpha, st.prior_beta)
-    if estimate == "mean":
-        return post.pass_at_k_mean(k) if kind == "at" else post.pass_pow_k_mean(k)
-    if estimate == "lower":
-        return (
-            post.pass_at_k_interval(k, st.level) if kind == "at" else post.pass_pow_k_interval(k, st.level)
-        )[0]
-    raise ValueError(f"unknown gate estimate {estimate!r}; choose one of {GATE_ESTIMATES}")
+    at, pw, _units = k_estimates(scores, settings, [k])
+    return pick((at if kind == "at" else pw)[str(k)], estimate)
 
 
 def gate_scope(
@@ -267,26 +186,32 @@ def readiness(scores: Sequence[ConversationScore], settings: Settings) -> Readin
     estimate = g.estimate
     scope, chosen, note = gate_scope(scores, settings)
     n, c = counts(chosen)
-    at1 = gate_value(chosen, settings, 1, "at", estimate)
-    pow3 = gate_value(chosen, settings, 3, "pow", estimate)
+    at, pw, units = k_estimates(chosen, settings, [1, 3])
+    at1, pow3 = at["1"], pw["3"]
     loops = sum(1 for s in scores if has_loop(s))
     gates = [
-        _gate("pass@1", at1, g.pass_at_1_min, ">="),
-        _gate("pass^3", pow3, g.pass_pow_3_min, ">="),
+        _gate("pass@1", pick(at1, estimate), g.pass_at_1_min, ">="),
+        _gate("pass^3", pick(pow3, estimate), g.pass_pow_3_min, ">="),
         _gate("loops", float(loops), float(g.max_loops), "<="),
     ]
+    gates[0].method, gates[1].method = at1.method, pow3.method
+    if pow3.method == "tasks" and pow3.value is None:
+        gates[1].note = f"pass^3 not identified: at most {units.max_attempts} graded attempts at one unit"
     if n < g.min_conversations:  # too little evidence to ship on, whatever the estimates say
         why = f"not enough conversations: {n} graded, at least {g.min_conversations} needed (gate.min_conversations)"
         for gate in gates[:2]:
             gate.passed, gate.note = False, why
     tier = "unknown"
     if n > 0:
-        p = c / n
+
+        def reaches(value: float | None, minimum: float) -> bool:
+            return minimum <= 0 or (value is not None and value >= minimum)
+
         tier = next(
             (
                 t.name
                 for t in settings.tiers
-                if p >= t.pass_at_1_min and pass_pow_k_plugin(p, 3) >= t.pass_pow_3_min
+                if reaches(at1.value, t.pass_at_1_min) and reaches(pow3.value, t.pass_pow_3_min)
             ),
             "none",
         )
@@ -298,6 +223,7 @@ def readiness(scores: Sequence[ConversationScore], settings: Settings) -> Readin
         scope_conversations=len(chosen),
         scope_scored=n,
         scope_passed=c,
+        scope_units=units,
         estimate=estimate,
         gates=gates,
         safe_to_ship=safe,

@@ -7,9 +7,18 @@ import json
 import zlib
 from pathlib import Path
 
-from agentwatch.exporters.report_model import BaselineComparison, Delta, GroupStats, RegressionCheck, Report
+from agentwatch.exporters.report_model import (
+    BaselineComparison,
+    Delta,
+    GroupStats,
+    Method,
+    RegressionCheck,
+    Report,
+    UnitsSummary,
+)
 from pydantic import ValidationError
 
+from agentwatch import task_stats
 from agentwatch.config import Settings
 from agentwatch.schema import Outcome
 from agentwatch.stats import posterior, regression_probability
@@ -41,6 +50,7 @@ def load_baseline(path: str | Path) -> Report:
         raise BaselineError(f"baseline {path} is not JSON{where}") from exc
     if isinstance(data, dict):
         data.pop("baseline", None)  # a baseline's own comparison is not needed
+        data.pop("versions", None)  # nor the other versions of its input
     try:
         return Report.model_validate(data)
     except ValidationError as exc:
@@ -58,41 +68,78 @@ def _share(group: GroupStats, outcome: str) -> float | None:
     return group.outcomes.get(outcome, 0) / scored if scored else None
 
 
+def _repeated(units: UnitsSummary | None) -> bool:
+    return units is not None and units.repeated > 0
+
+
+def _over_units(new: UnitsSummary, base: UnitsSummary, margin: float) -> tuple[float | None, str | None]:
+    """P(pass^k_new < pass^k_base - margin) over the two units' populations, or None and why not."""
+    found = []
+    for units in (new, base):
+        model = task_stats.UnitsPosterior(task_stats.UnitCounts.from_pairs(units.pairs))
+        found.append(model.distribution(REGRESSION_K, "pow"))
+    if found[0] is None or found[1] is None:
+        side = "the new report" if found[0] is None else "the baseline"
+        k = REGRESSION_K
+        return None, f"pass^{k} not identified in {side}: no unit has {k} graded attempts"
+    return task_stats.regression_probability(found[0], found[1], margin), None
+
+
 def _check(
-    scope: str, n_new: int, c_new: int, n_base: int, c_base: int, settings: Settings
+    scope: str,
+    new: tuple[int, int, UnitsSummary | None],
+    base: tuple[int, int, UnitsSummary | None],
+    settings: Settings,
 ) -> RegressionCheck:
+    """The regression check of one scope: over units when both sides repeat attempts, else pooled Beta."""
     g, st = settings.gate, settings.stats
-    prob = None
-    if n_new > 0 and n_base > 0:
-        new = posterior(n_new, c_new, st.prior_alpha, st.prior_beta)
-        base = posterior(n_base, c_base, st.prior_alpha, st.prior_beta)
-        prob = regression_probability(new, base, REGRESSION_K, g.regression_margin)
+    (n_new, c_new, units_new), (n_base, c_base, units_base) = new, base
+    prob, note = None, None
+    method: Method = "tasks" if _repeated(units_new) and _repeated(units_base) else "exchangeable"
+    if method == "tasks":
+        assert units_new is not None and units_base is not None
+        prob, note = _over_units(units_new, units_base, g.regression_margin)
+    elif n_new > 0 and n_base > 0:
+        post_new = posterior(n_new, c_new, st.prior_alpha, st.prior_beta)
+        post_base = posterior(n_base, c_base, st.prior_alpha, st.prior_beta)
+        prob = regression_probability(post_new, post_base, REGRESSION_K, g.regression_margin)
+        if _repeated(units_new) or _repeated(units_base):
+            note = (f"only one side has repeated attempts: p^{REGRESSION_K} of pooled success probabilities "
+                    "under exchangeability compared")
     return RegressionCheck(
         scope=scope,
         k=REGRESSION_K,
         margin=g.regression_margin,
+        method=method,
         probability=prob,
         threshold=g.regression_probability,
         regressed=prob is not None and prob >= g.regression_probability,
+        note=note,
     )
 
 
 def _group_deltas(new: GroupStats, base: GroupStats) -> dict[str, Delta]:
-    out = {"pass@1": _delta(new.success_rate.plugin, base.success_rate.plugin)}
+    out = {}
+    if "1" in new.pass_at_k and "1" in base.pass_at_k:
+        out["pass@1"] = _delta(new.pass_at_k["1"].value, base.pass_at_k["1"].value)
+    else:
+        out["pass@1"] = _delta(new.success_rate.plugin, base.success_rate.plugin)
     if "3" in new.pass_pow_k and "3" in base.pass_pow_k:
-        out["pass^3"] = _delta(new.pass_pow_k["3"].plugin, base.pass_pow_k["3"].plugin)
+        out["pass^3"] = _delta(new.pass_pow_k["3"].value, base.pass_pow_k["3"].value)
     return out
 
 
 def compare_baseline(report: Report, base: Report, settings: Settings, source: str) -> BaselineComparison:
     """Deltas of `report` against `base` and the regression checks (overall, and the gate's core scope)."""
     ks = [k for k in report.pass_at_k if k in base.pass_at_k]
-    checks = [_check("all", report.scored, report.passed, base.scored, base.passed, settings)]
+    checks = [
+        _check("all", (report.scored, report.passed, report.units), (base.scored, base.passed, base.units),
+               settings)
+    ]
     r, b = report.readiness, base.readiness
     if r.scope == "core" and b.scope == "core":
-        checks.append(
-            _check("core", r.scope_scored, r.scope_passed, b.scope_scored, b.scope_passed, settings)
-        )
+        checks.append(_check("core", (r.scope_scored, r.scope_passed, r.scope_units),
+                             (b.scope_scored, b.scope_passed, b.scope_units), settings))
     by_group: dict[str, dict[str, Delta]] = {}
     for task, group in report.by_task.items():
         if task in base.by_task:
@@ -108,17 +155,20 @@ def compare_baseline(report: Report, base: Report, settings: Settings, source: s
     g = settings.gate
     rule = (
         f"regression when P(pass^{REGRESSION_K}_new < pass^{REGRESSION_K}_base - {g.regression_margin:g}) "
-        f">= {g.regression_probability:g} (Beta posteriors, prior Beta({settings.stats.prior_alpha:g}, "
-        f"{settings.stats.prior_beta:g})), overall and on core tasks when both reports have them"
+        f">= {g.regression_probability:g}, overall and on core tasks when both reports have them; when both "
+        f"sides repeat attempts, pass^{REGRESSION_K} is the mean over each version's population of units and "
+        f"the two posteriors are independent (shared tasks are not paired), else p^{REGRESSION_K} of pooled "
+        f"Beta posteriors (prior Beta({settings.stats.prior_alpha:g}, {settings.stats.prior_beta:g})) under "
+        "exchangeability"
     )
     return BaselineComparison(
         source=source,
         success_rate=_delta(report.success_rate.plugin, base.success_rate.plugin),
-        pass_at_k={k: _delta(report.pass_at_k[k].plugin, base.pass_at_k[k].plugin) for k in ks},
+        pass_at_k={k: _delta(report.pass_at_k[k].value, base.pass_at_k[k].value) for k in ks},
         pass_pow_k={
-            k: _delta(report.pass_pow_k[k].plugin, base.pass_pow_k[k].plugin)
+            k: _delta(report.pass_pow_k[k].value, base.pass_pow_k[k].value)
             for k in ks
-            if k in base.pass_pow_k
+            if k in report.pass_pow_k and k in base.pass_pow_k
         },
         asr=_delta(report.asr.value, base.asr.value),
         asr_intervals_overlap=overlap,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import math
 import html
 import io
 from collections.abc import Sequence
@@ -12,6 +13,7 @@ from agentwatch.exporters.report_text import final_verdict, report_lines
 
 from agentwatch.config import Settings
 from agentwatch.stats import pass_at_k_plugin, pass_pow_k_plugin, posterior
+from agentwatch.task_stats import UnitCounts, UnitsPosterior
 
 CURVE_KS = tuple(range(1, 11))
 
@@ -23,25 +25,38 @@ def _png(fig: object) -> str:
 
 
 def curves(report: Report, settings: Settings) -> dict[str, list[float]]:
-    """pass@k and pass^k for k = 1..10: plug-in, posterior mean, credible bounds (empty when nothing scored)."""
+    """Curves for k = 1..10 (empty when nothing is scored).
+
+    Always the pooled Beta posterior's p^k and 1-(1-p)^k under exchangeability (`exch_*`: posterior mean and
+    bounds; `*_plugin`); with repeated attempts also pass^k and pass@k over units for k = 1 up to the most
+    attempts (`units_k`, `pow_value`, `pow_lo`, `pow_hi`, `at_*`), the report's own estimator.
+    """
     n, c = report.scored, report.passed
     if n == 0:
         return {}
     st = settings.stats
     post = posterior(n, c, st.prior_alpha, st.prior_beta)
-    out: dict[str, list[float]] = {key: [] for key in ("at_plugin", "at_mean", "at_lo", "at_hi")}
-    out.update({key: [] for key in ("pow_plugin", "pow_mean", "pow_lo", "pow_hi")})
+    out: dict[str, list[float]] = {}
     for k in CURVE_KS:
-        lo, hi = post.pass_at_k_interval(k, st.level)
-        out["at_plugin"].append(pass_at_k_plugin(c / n, k))
-        out["at_mean"].append(post.pass_at_k_mean(k))
-        out["at_lo"].append(lo)
-        out["at_hi"].append(hi)
-        lo, hi = post.pass_pow_k_interval(k, st.level)
-        out["pow_plugin"].append(pass_pow_k_plugin(c / n, k))
-        out["pow_mean"].append(post.pass_pow_k_mean(k))
-        out["pow_lo"].append(lo)
-        out["pow_hi"].append(hi)
+        for kind, interval, mean, plugin in (
+            ("pow", post.pass_pow_k_interval, post.pass_pow_k_mean, pass_pow_k_plugin),
+            ("at", post.pass_at_k_interval, post.pass_at_k_mean, pass_at_k_plugin),
+        ):
+            lo, hi = interval(k, st.level)
+            out.setdefault(f"{kind}_plugin", []).append(plugin(c / n, k))
+            out.setdefault(f"{kind}_exch_mean", []).append(mean(k))
+            out.setdefault(f"{kind}_exch_lo", []).append(lo)
+            out.setdefault(f"{kind}_exch_hi", []).append(hi)
+    units = report.units
+    if units is not None and units.repeated:
+        ks = list(range(1, min(units.max_attempts, CURVE_KS[-1]) + 1))
+        found = UnitsPosterior(UnitCounts.from_pairs(units.pairs)).estimates(ks, st.level)
+        out["units_k"] = [float(k) for k in ks]
+        for kind, by_k in found.items():
+            values = [(e.value, e.lower, e.upper) for e in (by_k[k] for k in ks)]
+            out[f"{kind}_value"] = [float(v if v is not None else math.nan) for v, _lo, _hi in values]
+            out[f"{kind}_lo"] = [float(lo if lo is not None else math.nan) for _v, lo, _hi in values]
+            out[f"{kind}_hi"] = [float(hi if hi is not None else math.nan) for _v, _lo, hi in values]
     return out
 
 
@@ -58,18 +73,36 @@ def _curve_plot(report: Report, settings: Settings) -> str | None:
     ax = fig.subplots()
     ks = list(CURVE_KS)
     level = f"{settings.stats.level:.0%}"
-    for kind, label, color in (("at", "pass@k", "tab:blue"), ("pow", "pass^k", "tab:red")):
-        ax.fill_between(
-            ks, data[f"{kind}_lo"], data[f"{kind}_hi"], color=color, alpha=0.2, label=f"{label} {level} band"
-        )
-        ax.plot(ks, data[f"{kind}_mean"], color=color, marker="o", label=f"{label} posterior mean")
-        ax.plot(ks, data[f"{kind}_plugin"], color=color, linestyle="--", label=f"{label} plug-in")
+    over_units = "units_k" in data
+    for kind, color in (("at", "tab:blue"), ("pow", "tab:red")):
+        exch = "p^k" if kind == "pow" else "1-(1-p)^k"
+        if over_units:
+            name = "pass^k" if kind == "pow" else "pass@k"
+            uk = data["units_k"]
+            ax.fill_between(uk, data[f"{kind}_lo"], data[f"{kind}_hi"], color=color, alpha=0.2,
+                            label=f"{name} over units, {level} interval")
+            ax.plot(uk, data[f"{kind}_value"], color=color, marker="o", label=f"{name} over units (τ-bench)")
+            ax.plot(ks, data[f"{kind}_exch_mean"], color=color, linestyle="--",
+                    label=f"{exch} under exchangeability (pooled)")
+        else:
+            ax.fill_between(ks, data[f"{kind}_exch_lo"], data[f"{kind}_exch_hi"], color=color, alpha=0.2,
+                            label=f"{exch} {level} band")
+            ax.plot(ks, data[f"{kind}_exch_mean"], color=color, marker="o",
+                    label=f"{exch} under exchangeability, posterior mean")
+            ax.plot(ks, data[f"{kind}_plugin"], color=color, linestyle="--", label=f"{exch} plug-in")
     ax.set_xlabel("k")
     ax.set_ylabel("probability")
     ax.set_ylim(0, 1.02)
     ax.set_xticks(ks)
-    ax.set_title(f"pass@k vs pass^k (n={report.scored}, c={report.passed})")
-    ax.legend(fontsize=8, loc="center right")
+    if over_units:
+        units = report.units
+        assert units is not None
+        ax.set_title(f"pass@k and pass^k over {units.units} units (n={report.scored}, c={report.passed})")
+    else:
+        ax.set_title(
+            f"no repeated attempts: p^k under exchangeability (n={report.scored}, c={report.passed})"
+        )
+    ax.legend(fontsize=7, loc="center right")
     ax.grid(alpha=0.3)
     return _png(fig)
 

@@ -6,7 +6,12 @@ no cost known) is `null`, never NaN.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+Method = Literal["tasks", "exchangeable"]
+IntervalKind = Literal["hierarchical", "nonparametric", "beta"]
 
 
 class _Out(BaseModel):
@@ -23,15 +28,67 @@ class Estimate(_Out):
 
 
 class KEstimate(_Out):
-    """pass@k or pass^k for one k."""
+    """pass@k or pass^k for one k: the headline (value, lower, upper, method) and the pooled detail."""
 
-    unbiased: float | None = Field(description="Hypergeometric estimate from pooled n, c; null when k > n.")
-    plugin: float | None = Field(description="1-(1-c/n)^k or (c/n)^k.")
-    mean: float | None = Field(description="Posterior mean (closed form).")
-    lower: float | None = Field(description="Lower credible bound (transform of the Beta quantile).")
-    upper: float | None = Field(description="Upper credible bound (transform of the Beta quantile).")
+    value: float | None = Field(
+        description="The figure to read. method tasks: mean over the units with >= k graded attempts of the "
+        "per-unit unbiased estimate (τ-bench's estimator); exchangeable: posterior mean of p^k (or "
+        "1-(1-p)^k) of one pooled success probability. Null when no unit has k attempts."
+    )
+    lower: float | None = Field(description="Lower bound of the headline interval at stats.level.")
+    upper: float | None = Field(description="Upper bound of the headline interval at stats.level.")
+    method: Method = Field(
+        description="tasks: some unit has repeated attempts, the figure is over units; exchangeable: no "
+        "repeats, the figure is p^k of one pooled success probability (pass^k of the same task is not "
+        "identified)."
+    )
+    interval: IntervalKind | None = Field(
+        description="hierarchical (Beta-binomial posterior over the units' population, < 50 units), "
+        "nonparametric (design-effect Jeffreys interval, >= 50 units), or beta (pooled Beta posterior)."
+    )
+    units: int | None = Field(description="method tasks: the units with k or more graded attempts")
+    widened: bool = Field(
+        default=False, description="The interval was widened to include the value (e.g. every unit passed)."
+    )
+    pooled_unbiased: float | None = Field(
+        description="Hypergeometric estimate from the pooled n, c (unbiased only under exchangeability); "
+        "null when k > n."
+    )
+    pooled_plugin: float | None = Field(description="1-(1-c/n)^k or (c/n)^k of the pooled c/n.")
+    pooled_mean: float | None = Field(description="Posterior mean of the pooled Beta posterior (closed form)")
+    pooled_lower: float | None = Field(description="Lower bound of the pooled Beta posterior (quantile^k)")
+    pooled_upper: float | None = Field(description="Upper bound of the pooled Beta posterior (quantile^k)")
     task_mean: float | None = Field(
-        description="Mean over tasks with n >= k of the per-task unbiased estimate."
+        description="Mean over task families (`task`) with n >= k of the per-task unbiased estimate."
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _earlier_format(cls, data: Any) -> Any:
+        """A report written before the headline fields: its pooled Beta posterior was the figure."""
+        if isinstance(data, dict) and "method" not in data and "unbiased" in data:
+            old = dict(data)
+            return {
+                "value": old.get("mean"), "lower": old.get("lower"), "upper": old.get("upper"),
+                "method": "exchangeable", "interval": "beta", "units": None,
+                "pooled_unbiased": old.get("unbiased"), "pooled_plugin": old.get("plugin"),
+                "pooled_mean": old.get("mean"), "pooled_lower": old.get("lower"),
+                "pooled_upper": old.get("upper"), "task_mean": old.get("task_mean"),
+            }
+        return data
+
+
+class UnitsSummary(_Out):
+    """The units of a group: what repeated attempts are attempts at, and how many each got."""
+
+    units: int = Field(description="Units with at least one graded conversation.")
+    repeated: int = Field(description="Units with two or more graded conversations.")
+    max_attempts: int = Field(description="The most graded conversations of one unit.")
+    without_unit: int = Field(
+        description="Graded conversations naming neither instance nor attempt: each is a unit of its own"
+    )
+    pairs: list[tuple[int, int, int]] = Field(
+        default_factory=list, description="[n, c, units]: how many units had n graded attempts with c passes."
     )
 
 
@@ -93,6 +150,9 @@ class GroupStats(_Out):
         description="Conversations per label outcome, graded or not (feedback is not a random sample)."
     )
     success_rate: Estimate
+    units: UnitsSummary | None = Field(
+        default=None, description="Units of the graded conversations, their attempts and passes"
+    )
     pass_at_k: dict[str, KEstimate] = Field(description="Keyed by k as a string.")
     pass_pow_k: dict[str, KEstimate] = Field(description="Keyed by k as a string.")
     asr: BootstrapEstimate
@@ -115,6 +175,9 @@ class Gate(_Out):
     value: float | None
     threshold: float
     op: str = Field(description="'>=' or '<='.")
+    method: Method | None = Field(
+        default=None, description="pass@1 / pass^3 gates: whether the figure is over units or exchangeable."
+    )
     passed: bool
     note: str | None = Field(default=None, description="Why the check could not pass, when not by its value.")
 
@@ -130,6 +193,7 @@ class Readiness(_Out):
     scope_conversations: int
     scope_scored: int
     scope_passed: int
+    scope_units: UnitsSummary | None = Field(default=None, description="Units of the gated conversations.")
     estimate: str = Field(description="Which estimate the pass@1 / pass^3 gates compare (gate.estimate).")
     gates: list[Gate]
     safe_to_ship: bool
@@ -145,14 +209,20 @@ class Delta(_Out):
 
 
 class RegressionCheck(_Out):
-    """Regression probability of pass^k for one scope."""
+    """Regression probability of the headline pass^k for one scope."""
 
     scope: str
     k: int
     margin: float
-    probability: float | None = Field(description="P(pass^k_new < pass^k_base - margin), Beta posteriors.")
+    method: Method = Field(
+        default="exchangeable",
+        description="tasks: both sides have repeats, P over the two units' populations; exchangeable: pooled "
+        "Beta posteriors of p (one side or both without repeats).",
+    )
+    probability: float | None = Field(description="P(pass^k_new < pass^k_base - margin).")
     threshold: float
     regressed: bool
+    note: str | None = Field(default=None, description="Why the probability is missing, or how it was got")
 
 
 class BaselineComparison(_Out):
@@ -176,7 +246,16 @@ class BaselineComparison(_Out):
 class Report(GroupStats):
     """The offline report: overall estimates, per task, per tag, readiness, and an optional baseline."""
 
+    agent_version: str | None = Field(
+        default=None, description="'agent version' the report describes when the input held several versions."
+    )
     by_task: dict[str, GroupStats]
     by_tag: dict[str, dict[str, GroupStats]] = Field(description="tag key -> tag value -> estimates.")
     readiness: Readiness
     baseline: BaselineComparison | None = None
+    versions: list[Report] = Field(
+        default_factory=list,
+        description="With several agent versions in the input: one report per version, first seen first, "
+        "each later one with `baseline` against its agent's first-seen version (or --baseline). The "
+        "top-level fields are those of the last one.",
+    )

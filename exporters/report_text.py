@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 from collections.abc import Sequence
 
-from agentwatch.exporters.report_model import Delta, GroupStats, Report
+from agentwatch.exporters.report_model import Delta, Gate, GroupStats, KEstimate, Report, UnitsSummary
 from rich.console import Console
 from rich.text import Text
 
@@ -42,6 +42,51 @@ def _change(d: Delta) -> str:
     return text
 
 
+def repeats(r: GroupStats) -> bool:
+    """Whether the group's pass^k is over units with repeated attempts (method tasks)."""
+    return any(e.method == "tasks" for e in r.pass_pow_k.values())
+
+
+def figure_name(kind: str, k: str, e: KEstimate | None) -> str:
+    """pass^k / pass@k over units; under exchangeability the name says what the figure is."""
+    if e is not None and e.method == "exchangeable":
+        return f"p^{k} (exchangeable)" if kind == "pow" else f"1-(1-p)^{k} (exchangeable)"
+    return f"pass^{k}" if kind == "pow" else f"pass@{k}"
+
+
+EXCHANGEABLE_NOTE = (
+    "  No task was attempted more than once, so pass^k (k attempts at the same task all succeed) is not",
+    "  identified. Shown instead: p^k of one pooled success probability under exchangeability (as if every",
+    "  conversation were an independent attempt with the same p), which understates pass^k when tasks",
+    "  differ.",
+    "  Repeated attempts at the same task identify it: `instance` and `attempt` on transcript lines, or",
+    "  conversation(instance=..., attempt=...) in the SDK.",
+)
+
+
+def _units_line(u: UnitsSummary) -> str:
+    alone = ""
+    if u.without_unit:
+        alone = f"; {u.without_unit} graded conversations name no instance or attempt (a unit each)"
+    return (f"  units (a task, or a task instance): {u.units}, {u.repeated} attempted more than once, at "
+            f"most {u.max_attempts} attempts{alone}")
+
+
+def _k_line(kind: str, k: str, e: KEstimate, u: UnitsSummary | None) -> str:
+    name = figure_name(kind, k, e)
+    if e.value is None:
+        most = u.max_attempts if u is not None else 0
+        return f"  {name}: n/a (not identified: at most {most} graded attempts at one unit)"
+    if e.method == "exchangeable":
+        return (f"  {name}: {fmt(e.value)}{_interval(e.lower, e.upper)} (pooled Beta posterior; plug-in "
+                f"{fmt(e.pooled_plugin)}, unbiased {fmt(e.pooled_unbiased)})")
+    pooled_name = f"p^{k}" if kind == "pow" else f"1-(1-p)^{k}"
+    widened = ", widened to include the value" if e.widened else ""
+    return (f"  {name}: {fmt(e.value)}{_interval(e.lower, e.upper)} (mean over {e.units} units with >= {k} "
+            f"attempts; {e.interval} interval{widened}; pooled {pooled_name} under exchangeability "
+            f"{fmt(e.pooled_mean)})")
+
+
 def _overall_lines(r: GroupStats, level: float) -> list[str]:
     if r.scored == 0:
         return [
@@ -54,14 +99,19 @@ def _overall_lines(r: GroupStats, level: float) -> list[str]:
     lines.append(
         f"  success rate: {fmt(sr.plugin)} ({r.passed}/{r.scored} graded passed){_interval(sr.lower, sr.upper)}"
     )
-    for kind, label, table in (("at", "pass@", r.pass_at_k), ("pow", "pass^", r.pass_pow_k)):
+    over_units = repeats(r)
+    if over_units:
+        if r.units is not None:
+            lines.append(_units_line(r.units))
+        lines.append("  pass^k, pass@k: mean over units of the unbiased C(c,k)/C(n,k) (τ-bench); intervals "
+                     "are for the population of units")
+    else:
+        lines.extend(EXCHANGEABLE_NOTE)
+    for kind, table in (("pow", r.pass_pow_k), ("at", r.pass_at_k)):
         for k, e in table.items():
-            if k == "1":
-                continue  # pass@1 = pass^1 = the success rate
-            lines.append(
-                f"  {label}{k}: {fmt(e.plugin)} (posterior mean {fmt(e.mean)}{_interval(e.lower, e.upper)};"
-                f" unbiased {fmt(e.unbiased)}; task mean {fmt(e.task_mean)})"
-            )
+            if k == "1" and (kind == "at" or not over_units):
+                continue  # pass@1 = pass^1; without repeats it is the success rate
+            lines.append(_k_line(kind, k, e, r.units))
     a = r.asr
     lines.append(f"  ASR: {fmt(a.value)}{_interval(a.lower, a.upper)} (bootstrap)")
     return lines
@@ -89,10 +139,12 @@ def _grading_line(r: GroupStats) -> str:
 
 
 def _group_line(name: str, g: GroupStats) -> str:
+    p1 = g.pass_at_k.get("1")
+    at1 = p1.value if p1 is not None and p1.method == "tasks" else g.success_rate.plugin
     p3 = g.pass_pow_k.get("3")
-    pow3 = f" pass^3={fmt(p3.plugin)}" if p3 is not None else ""
+    pow3 = f" {figure_name('pow', '3', p3)}={fmt(p3.value)}" if p3 is not None else ""
     return (
-        f"  {name} ({g.scored}/{g.conversations} graded): pass@1={fmt(g.success_rate.plugin)}{pow3}"
+        f"  {name} ({g.scored}/{g.conversations} graded): pass@1={fmt(at1)}{pow3}"
         f" ASR={fmt(g.asr.value)}{_evidence_brief(g)}"
     )
 
@@ -119,10 +171,10 @@ def _baseline_lines(r: Report) -> list[str]:
             mark = OK if (d.delta >= 0) == higher_is_better or d.delta == 0 else BAD
         return f"  {name}: {fmt(d.new)} vs {fmt(d.base)} ({_change(d)}) {mark}".rstrip()
 
-    lines.append(row("pass@1", b.success_rate))
+    lines.append(row("success rate", b.success_rate))
     for k, d in b.pass_pow_k.items():
         if k != "1":
-            lines.append(row(f"pass^{k}", d))
+            lines.append(row(figure_name("pow", k, r.pass_pow_k.get(k)), d))
     lines.append(row("ASR", b.asr))
     if b.asr_intervals_overlap is not None:
         lines.append(f"  ASR intervals {'overlap' if b.asr_intervals_overlap else 'do not overlap'}")
@@ -141,33 +193,36 @@ def _baseline_lines(r: Report) -> list[str]:
     for c in b.checks:
         prob = "n/a" if c.probability is None else f"{c.probability:.3f}"
         verdict = "REGRESSION" if c.regressed else "no regression"
+        what = f"pass^{c.k} over units" if c.method == "tasks" else f"p^{c.k} under exchangeability"
+        note = f" ({c.note})" if c.note else ""
         lines.append(
-            f"  [{c.scope}] P(pass^{c.k} dropped by more than {c.margin:g}) = {prob}"
-            f" (threshold {c.threshold:g}): {verdict}"
+            f"  [{c.scope}] P({what} dropped by more than {c.margin:g}) = {prob}"
+            f" (threshold {c.threshold:g}): {verdict}{note}"
         )
     lines.append("  REGRESSION DETECTED." if b.regression else "  No regression.")
     return lines
 
 
+def gate_name(g: Gate) -> str:
+    """A gate's name as shown: the pass^3 gate on p^3 under exchangeability says so."""
+    return "p^3 (exchangeable)" if g.method == "exchangeable" and g.name == "pass^3" else g.name
+
+
 def final_verdict(report: Report) -> str:
     """'SAFE TO SHIP.' when every gate passes and no baseline regression was found, else 'DO NOT SHIP (...)'."""
     regression = report.baseline is not None and report.baseline.regression
-    why = [g.name for g in report.readiness.gates if not g.passed] + (
+    why = [gate_name(g) for g in report.readiness.gates if not g.passed] + (
         ["baseline regression"] if regression else []
     )
     return "SAFE TO SHIP." if not why else f"DO NOT SHIP ({', '.join(why)} failed)."
 
 
-def report_lines(
-    report: Report, title: str = "Agent Evaluation Report", header: Sequence[str] = (), level: float = 0.95
-) -> list[str]:
-    """The report as plain text lines."""
-    r = report
-    lines = [RULE, title, *header]
+def _section_lines(r: Report, level: float) -> list[str]:
+    """Everything the report says about one set of conversations, up to its gates."""
     cov = r.scored / r.conversations if r.conversations else None
-    lines.append(
+    lines = [
         f"Conversations: {r.conversations} | Graded: {r.scored} (coverage {_pct(cov)}) | Tasks: {len(r.by_task)}"
-    )
+    ]
     lines += [RULE, *_overall_lines(r, level), _grading_line(r), *_evidence_lines(r, level)]
     outcomes = ", ".join(f"{k} {v}" for k, v in r.outcomes.items())
     lines.append(f"OUTCOMES: {outcomes}")
@@ -199,10 +254,39 @@ def report_lines(
     for g in rd.gates:
         value = fmt(g.value) if g.name != "loops" or g.value is None else f"{g.value:.0f}"
         note = f" ({g.note})" if g.note else ""
-        lines.append(f"  {g.name} {g.op} {g.threshold:g}: {value} {OK if g.passed else BAD}{note}")
-    lines.append(final_verdict(r))
-    lines.append(RULE)
+        lines.append(f"  {gate_name(g)} {g.op} {g.threshold:g}: {value} {OK if g.passed else BAD}{note}")
     return lines
+
+
+def _versions_lines(report: Report) -> list[str]:
+    """One line per compared version: its regression check against its baseline."""
+    lines = ["VERSIONS COMPARED:"]
+    for section in report.versions:
+        b = section.baseline
+        if b is None:
+            lines.append(f"  {section.agent_version}: baseline")
+            continue
+        checks = "; ".join(
+            f"[{c.scope}] P(pass^{c.k} dropped by > {c.margin:g}) = "
+            f"{'n/a' if c.probability is None else format(c.probability, '.3f')} ({c.method})"
+            for c in b.checks
+        )
+        verdict = "REGRESSION" if b.regression else "no regression"
+        lines.append(f"  {section.agent_version} vs {b.source}: {checks}: {verdict}")
+    return lines
+
+
+def report_lines(
+    report: Report, title: str = "Agent Evaluation Report", header: Sequence[str] = (), level: float = 0.95
+) -> list[str]:
+    """The report as plain text lines: one section, or a section per version and their comparison."""
+    if not report.versions:
+        return [RULE, title, *header, *_section_lines(report, level), final_verdict(report), RULE]
+    lines = [RULE, title, *header,
+             f"Versions: {len(report.versions)}, a section each (first seen first); the last one is gated"]
+    for section in report.versions:
+        lines += [RULE, f"VERSION {section.agent_version}", *_section_lines(section, level)]
+    return [*lines, RULE, *_versions_lines(report), final_verdict(report), RULE]
 
 
 def print_report(report: Report, console: Console, **kwargs: object) -> None:

@@ -7,17 +7,24 @@ over the series. The ASR interval is `agentwatch.stats.bootstrap_counts_interval
 Failure evidence rates are over all conversations in the window (graded or not): for x conversations with a code
 among n, the posterior Beta(α + x, β + n − x) with the stats prior, every code of `EVIDENCE` (zeros included),
 all series and codes in one `beta_interval` call as well.
+
+pass@k and pass^k: when some unit of the window has two or more graded attempts, over units
+(`agentwatch.task_stats`, the offline report's estimator: τ-bench's value and its interval; a k no unit has
+attempted k times has no estimate), memoised on the window's unit histogram; otherwise under exchangeability,
+the Beta posterior of one pooled success probability (posterior mean and transformed quantiles).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
 from agentwatch.exporters.windows import (
     ASR_RESOLUTION,
     EVIDENCE,
+    ONE_ATTEMPT,
     OUTCOMES,
     SAMPLES,
     TOOL_DIMENSIONS,
@@ -32,6 +39,7 @@ from agentwatch.stats import (
     bootstrap_counts_interval,
     pass_at_k_plugin,
 )
+from agentwatch.task_stats import TaskEstimate, UnitCounts, UnitsPosterior
 
 QUANTILES: tuple[float, ...] = (0.5, 0.9, 0.99)
 
@@ -52,6 +60,7 @@ class Regression:
     k: int
     baseline_version: str
     probability: float
+    method: str = "exchangeable"  # "tasks": over both versions' units; "exchangeable": pooled Beta posteriors
 
 
 @dataclass(slots=True)
@@ -80,6 +89,10 @@ class SeriesEstimate:
     evidence_rate: dict[str, Interval] = field(default_factory=dict)  # every code of EVIDENCE, over all
     sampled_ratio: dict[str, float] = field(default_factory=dict)  # judge / review sample share of all
     label_ratio: dict[str, float] = field(default_factory=dict)  # share of all carrying a label of that outcome
+    method: str = "exchangeable"  # pass@k / pass^k over units ("tasks") or of one pooled p ("exchangeable")
+    units: int = 0  # units with a graded conversation in the window (a conversation without one counts alone)
+    repeated_units: int = 0  # units with two or more graded conversations
+    unit_pairs: tuple[tuple[int, int, int], ...] = ()  # (n, c, units) histogram, when method is "tasks"
     regression: list[Regression] = field(default_factory=list)
     drift: Any = None  # exporters.drift.Drift of a real series, on its longest-window estimate; else None
     rendered: tuple[str, ...] | None = field(default=None, repr=False, compare=False)  # exposition cache
@@ -115,6 +128,19 @@ def _asr(total: Bucket, p: StatsParams) -> Interval | None:
     return Interval(mean, min(1.0, max(0.0, lo + shift)), min(1.0, max(0.0, hi + shift)))
 
 
+@lru_cache(maxsize=4096)
+def over_units(
+    pairs: tuple[tuple[int, int, int], ...], ks: tuple[int, ...], level: float
+) -> dict[str, dict[int, TaskEstimate]]:
+    """pass^k ("pow") and pass@k ("at") over the units of a histogram (memoised: windows share histograms)."""
+    return UnitsPosterior(UnitCounts(pairs)).estimates(ks, level)  # type: ignore[return-value]
+
+
+def _intervals(found: dict[int, TaskEstimate]) -> dict[int, Interval]:
+    return {k: Interval(e.value, e.lower, e.upper) for k, e in found.items()
+            if e.value is not None and e.lower is not None and e.upper is not None}
+
+
 def summarise(items: list[tuple[tuple[str, str, str], str, Bucket]], p: StatsParams) -> list[SeriesEstimate]:
     """Estimates for each (series, window name, window total); Beta parts vectorised over all items."""
     if not items:
@@ -146,6 +172,13 @@ def summarise(items: list[tuple[tuple[str, str, str], str, Bucket]], p: StatsPar
                 at_lo, at_hi = at_bounds[k]
                 at_k[k] = Interval(float(1.0 - fail_means[k - 1, j]), float(at_lo[j]), float(at_hi[j]))
         est = _one(key, window, t, success, at_k, pow_k, p)
+        if t.scored > 0 and t.repeated:
+            units = UnitCounts.from_histogram(t.unit_histogram())
+            found = over_units(units.pairs, p.ks, p.level)
+            est.pass_pow_k, est.pass_at_k = _intervals(found["pow"]), _intervals(found["at"])
+            est.method, est.unit_pairs = "tasks", units.pairs
+        est.units = len(t.units) + t.alone
+        est.repeated_units = sum(m for packed, m in (t.pairs or {}).items() if packed >= 2 * ONE_ATTEMPT)
         est.evidence_rate = {
             code: Interval(float(emean[j, i]), float(elo[j, i]), float(ehi[j, i])) for i, code in enumerate(EVIDENCE)
         }

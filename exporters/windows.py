@@ -6,10 +6,13 @@ At time `now` the window holds the last `buckets` buckets including the current,
 between W − width and W seconds of history; a bucket leaves the window as a whole.
 
 Each bucket holds exact counts (conversations, scored, passed, outcomes, failure modes, failure evidence codes,
-judge and review samples, labels by outcome, over-budget), exact sums of the tool-correctness dimensions, and two bounded sketches: cost and duration in log-spaced bins with ≤ 1%
-relative error (DDSketch-style, bin i holds (γ^(i−1), γ^i], γ = 1.01/0.99), and ASR credits rounded to 0.001.
-The window keeps a running total of its buckets (added on insert, subtracted when a bucket expires), so reading
-a window costs O(bins), not O(buckets).
+judge and review samples, labels by outcome, over-budget), exact sums of the tool-correctness dimensions, two
+bounded sketches: cost and duration in log-spaced bins with ≤ 1% relative error (DDSketch-style, bin i holds
+(γ^(i−1), γ^i], γ = 1.01/0.99), and ASR credits rounded to 0.001, and the graded conversations per unit (the
+task instance repeated attempts are at: n and c packed in one integer, n·2^32 + c), with the graded
+conversations that have no unit counted apart. The window keeps a running total of its buckets (added on
+insert, subtracted when a bucket expires), so reading a window costs O(bins), not O(buckets); the total also
+keeps the histogram of its units' (n, c) pairs, updated as units change, which the estimates over units read.
 
 A revised score of a conversation replaces its earlier contribution in place (`SlidingWindow.replace`): the
 earlier contribution is subtracted from the bucket and the running total it was added to, and the revision is
@@ -43,6 +46,8 @@ _LOG_GAMMA = math.log(_GAMMA)
 _ZERO_BIN = -(10**9)  # values <= 1e-12 (zero cost) share one bin, read back as 0
 _MIN_POSITIVE = 1e-12
 ASR_RESOLUTION = 1000  # ASR credits kept as round(credit * 1000)
+ONE_ATTEMPT = 1 << 32  # a unit's graded attempts n and passes c are kept as n * ONE_ATTEMPT + c
+Unit = tuple[str, str | None]  # (task, instance): what repeated attempts are attempts at
 
 
 
@@ -94,6 +99,7 @@ class Contribution:
     judge_sampled: bool = False
     review_sampled: bool = False
     label: int | None = None  # index into OUTCOMES of a person's/feedback label
+    unit: Unit | None = None  # the unit of a graded conversation; None: a unit of its own
 
 
 def _bump(target: dict, key: object, sign: int) -> None:
@@ -134,6 +140,41 @@ class Bucket:
     judge_sampled: int = 0
     review_sampled: int = 0
     labels: list[int] = field(default_factory=lambda: [0] * len(OUTCOMES))
+    units: dict[Unit, int] = field(default_factory=dict)  # unit -> n * ONE_ATTEMPT + c (graded only)
+    unit_attempts: int = 0  # graded conversations with a unit (the others, `alone`, are units of their own)
+    unit_passes: int = 0
+    pairs: dict[int, int] | None = None  # a window total's histogram: n * ONE_ATTEMPT + c -> units
+
+    @classmethod
+    def window_total(cls) -> Bucket:
+        """An empty running total of a window (it keeps the units' histogram)."""
+        return cls(pairs={})
+
+    @property
+    def alone(self) -> int:
+        """Graded conversations without a unit."""
+        return self.scored - self.unit_attempts
+
+    @property
+    def alone_passed(self) -> int:
+        """Passed conversations without a unit."""
+        return self.passed - self.unit_passes
+
+    def _unit(self, unit: Unit, attempts: int, passes: int) -> None:
+        """Add attempts and passes (negative to take back) to a unit's counts, and to the histogram."""
+        self.unit_attempts += attempts
+        self.unit_passes += passes
+        old = self.units.get(unit, 0)
+        new = old + attempts * ONE_ATTEMPT + passes
+        if new:
+            self.units[unit] = new
+        else:
+            self.units.pop(unit, None)
+        if self.pairs is not None:
+            if old:
+                _bump(self.pairs, old, -1)
+            if new:
+                _bump(self.pairs, new, 1)
 
     def add(self, c: Contribution, sign: int = 1) -> None:
         """Count one conversation (sign=1), or take back one counted before (sign=-1)."""
@@ -162,6 +203,8 @@ class Bucket:
         self.review_sampled += sign * c.review_sampled
         if c.label is not None:
             self.labels[c.label] += sign
+        if c.unit is not None and c.scored:
+            self._unit(c.unit, sign, sign * c.passed)
 
     def merge(self, other: Bucket, sign: int = 1) -> None:
         """Add (sign=1) or remove (sign=-1) everything `other` holds."""
@@ -186,6 +229,23 @@ class Bucket:
         self.review_sampled += sign * other.review_sampled
         for i, n in enumerate(other.labels):
             self.labels[i] += sign * n
+        for unit, packed in other.units.items():
+            self._unit(unit, sign * (packed // ONE_ATTEMPT), sign * (packed % ONE_ATTEMPT))
+
+    def unit_histogram(self) -> dict[tuple[int, int], int]:
+        """{(n, c): units} of this window total; a conversation without a unit counts as a unit of its own."""
+        assert self.pairs is not None, "only a window total keeps the histogram"
+        out = {(packed // ONE_ATTEMPT, packed % ONE_ATTEMPT): m for packed, m in self.pairs.items()}
+        for passed, m in ((1, self.alone_passed), (0, self.alone - self.alone_passed)):
+            if m:
+                out[(1, passed)] = out.get((1, passed), 0) + m
+        return out
+
+    @property
+    def repeated(self) -> bool:
+        """Whether some unit of this window total has two or more graded attempts."""
+        assert self.pairs is not None, "only a window total keeps the histogram"
+        return any(packed >= 2 * ONE_ATTEMPT for packed in self.pairs)
 
 
 class SlidingWindow:
@@ -199,7 +259,7 @@ class SlidingWindow:
         self.n_buckets = int(buckets)
         self.bucket_s = self.width_s / self.n_buckets
         self._buckets: dict[int, Bucket] = {}
-        self.total = Bucket()
+        self.total = Bucket.window_total()
         self.generation = 0  # changes whenever the window's contents change
         self._current: int | None = None
 
@@ -249,7 +309,7 @@ class SlidingWindow:
         for i in old:
             self.total.merge(self._buckets.pop(i), sign=-1)
         if not self._buckets:
-            self.total = Bucket()  # no float residue from subtractions
+            self.total = Bucket.window_total()  # no float residue from subtractions
         self.generation += 1
 
     @property

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from datetime import datetime, timedelta
 from functools import cache
-from typing import Any
+from typing import Any, Literal
 
 from agentwatch.scorers.answer import grade_answer
 from agentwatch.scorers.cost import PriceLookup, budget_ceiling, conversation_cost, cost_penalty
@@ -54,6 +54,8 @@ def unscored(conv: Conversation, reason: str) -> ConversationScore:
         agent=str(getattr(conv, "agent", "unknown")),
         version=str(getattr(conv, "version", "unknown")),
         task=str(getattr(conv, "task", "default")),
+        instance=getattr(conv, "instance", None),
+        attempt=getattr(conv, "attempt", None),
         tags=dict(getattr(conv, "tags", {}) or {}),
         turns=len(getattr(conv, "turns", []) or []),
         passed=None,
@@ -65,10 +67,23 @@ def unscored(conv: Conversation, reason: str) -> ConversationScore:
     )
 
 
+# When an outcome label on a conversation grades it:
+# - "review_sample" (live traffic): on the review sample, or where another grader already applies; elsewhere
+#   feedback is not a blind sample and the label only feeds label metrics;
+# - "truth" (transcript files, `agentwatch score`): a label a person put in a file is the conversation's
+#   truth;
+# - "ignore" (`agentwatch score --no-labels`): labels are recorded on the score and never grade, so that the
+#   verdicts of expectations, policies and the judge can be compared with them.
+LabelRule = Literal["review_sample", "truth", "ignore"]
+
+
 class ConversationScorer:
     """Scores conversations with configuration computed once (weights, name normaliser, price lookup)."""
 
-    def __init__(self, settings: Settings | None = None) -> None:
+    def __init__(self, settings: Settings | None = None, labels: LabelRule = "review_sample") -> None:
+        if labels not in ("review_sample", "truth", "ignore"):
+            raise ValueError(f"labels must be review_sample, truth or ignore, got {labels!r}")
+        self._labels = labels
         settings = settings or default_settings()
         sc = settings.scoring
         self._scoring = sc
@@ -307,7 +322,10 @@ class ConversationScorer:
             any_failed = any_failed or judged_outcome is not Outcome.COMPLETE
 
         label = conv.outcome
-        label_decides = label is not None and label_grades(sample.review, graded_by)
+        label_decides = label is not None and (
+            self._labels == "truth"
+            or (self._labels == "review_sample" and label_grades(sample.review, graded_by))
+        )
         if label_decides:
             graded_by.append("label")
         # a verdict only for the graded sample; failure evidence fails it but never puts a conversation in it
@@ -330,7 +348,9 @@ class ConversationScorer:
         else:
             source = OutcomeSource.RULES
         if label is not None and not label_decides:
-            reasons.insert(0, f"label: outcome {label.value} set by a label outside the graded sample (not graded)")
+            ignored = self._labels == "ignore"
+            why = "labels do not grade in this run" if ignored else "outside the graded sample"
+            reasons.insert(0, f"label: outcome {label.value} set by a label {why} (not graded)")
         if not graded:
             for ts in turn_scores:
                 ts["passed"] = None  # evidence is in the reasons; a verdict is for graded conversations only
@@ -352,6 +372,8 @@ class ConversationScorer:
                 "agent": conv.agent,
                 "version": conv.version,
                 "task": conv.task,
+                "instance": conv.instance,
+                "attempt": conv.attempt,
                 "tags": dict(conv.tags),
                 "turns": n,
                 "passed": passed,

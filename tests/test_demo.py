@@ -21,7 +21,7 @@ def test_demo_scores_every_conversation_it_sends():
     sent, scored = int(found.group(1)), int(found.group(2))
     assert sent >= 100
     assert scored == sent
-    assert "pass^3" in run.stderr and "order_status" in run.stderr  # the estimates were shown
+    assert "p^3 (exch.)" in run.stderr and "order_status" in run.stderr  # the estimates were shown, named
     # not a terminal: readable lines instead of a table cut to 80 columns, and the canary's start is named
     assert "canary: version 1.1 now takes half the traffic" in run.stderr
     lines = [line for line in run.stderr.splitlines() if " order_status " in line]

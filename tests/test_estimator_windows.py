@@ -45,7 +45,7 @@ def test_window_total_is_sum_of_live_buckets_and_returns_to_empty() -> None:
     assert sum(w.total.cost.values()) == 60
     w.advance(t0 + 60 * 119 + 3600)
     assert w.empty
-    assert w.total == Bucket()
+    assert w.total == Bucket.window_total()
 
 
 def test_event_outside_window_is_not_added() -> None:

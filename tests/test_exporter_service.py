@@ -81,11 +81,12 @@ def test_consume_serve_and_restart_reproduces_values(broker, topic) -> None:
 
     exact = Fraction(25 * 26 * 27, 32 * 33 * 34)
     lo, hi = sps.beta.ppf([0.025, 0.975], 25, 7)
+    k3 = (("k", "3"), ("method", "exchangeable"))  # no repeated attempts: p^3 of the pooled posterior
     for window in ("1h", "24h", "7d"):
         w = ("window", window)
-        assert abs(g(before, "agentwatch_pass_pow_k", w, ("k", "3"), ("stat", "mean")) - float(exact)) < 1e-9
-        assert abs(g(before, "agentwatch_pass_pow_k", w, ("k", "3"), ("stat", "lower")) - lo**3) < 1e-9
-        assert abs(g(before, "agentwatch_pass_pow_k", w, ("k", "3"), ("stat", "upper")) - hi**3) < 1e-9
+        assert abs(g(before, "agentwatch_pass_pow_k", w, *k3, ("stat", "mean")) - float(exact)) < 1e-9
+        assert abs(g(before, "agentwatch_pass_pow_k", w, *k3, ("stat", "lower")) - lo**3) < 1e-9
+        assert abs(g(before, "agentwatch_pass_pow_k", w, *k3, ("stat", "upper")) - hi**3) < 1e-9
     assert before[("agentwatch_scores_rejected_total", (("reason", "duplicate"),))] == 1
     assert before[("agentwatch_scores_rejected_total", (("reason", "too_old"),))] == 1
     assert before[("agentwatch_scores_rejected_total", (("reason", "invalid"),))] == 1
@@ -152,8 +153,9 @@ def test_exporter_command_restart_as_new_process(broker, topic, tmp_path) -> Non
         finally:
             _stop(proc)
         runs.append(values)
-    key = ("agentwatch_pass_pow_k", (("agent", "bot"), ("k", "3"), ("stat", "mean"), ("task", "refund"),
-                                     ("version", "v1"), ("window", "1h")))
+    labels = (("agent", "bot"), ("k", "3"), ("method", "exchangeable"), ("stat", "mean"), ("task", "refund"),
+              ("version", "v1"), ("window", "1h"))
+    key = ("agentwatch_pass_pow_k", labels)
     assert abs(runs[0][key] - 25 * 26 * 27 / (32 * 33 * 34)) < 1e-9
     assert runs[0] == runs[1]
 

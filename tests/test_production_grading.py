@@ -43,7 +43,7 @@ def test_scenario_without_policy_reports_no_success_rate_and_failure_rates(tmp_p
     runner.invoke(app, ["score", str(path), "--format", "json", "--out", str(out)])
     report = json.loads(out.read_text())
     assert report["conversations"] == 200 and report["scored"] == 0
-    assert report["success_rate"]["plugin"] is None and report["pass_pow_k"]["3"]["plugin"] is None
+    assert report["success_rate"]["plugin"] is None and report["pass_pow_k"]["3"]["value"] is None
     rates = report["failure_rates"]
     assert rates["error"]["count"] == 20 and rates["error"]["rate"] == pytest.approx(0.10)
     assert rates["no_answer"]["count"] == 20  # the turns that errored gave no answer

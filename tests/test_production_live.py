@@ -7,14 +7,9 @@ success rate's interval covers the true 85%). Figures are checked against Beta b
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-import time
-
 import pytest
-from collector_kafka_helpers import collector_settings, unique
-from metrics_reference import beta_bounds_by_bisection, scrape
+from live_agent import metrics_when, one_sample, pipeline_settings, run_agent
+from metrics_reference import beta_bounds_by_bisection
 
 from agentwatch.config import Settings
 from agentwatch.pipeline import Pipeline
@@ -75,67 +70,42 @@ def _kinds(n: int = 200) -> list[str]:
     return kinds
 
 
-def _sample(samples: dict, name: str, **labels: str) -> float | None:
-    want = set(labels.items())
-    found = [v for (n, ls), v in samples.items() if n == name and want <= set(ls)]
-    assert len(found) <= 1, (name, labels, found)
-    return found[0] if found else None
-
-
 def test_scenario_live_metrics(broker, topic, tmp_path) -> None:
-    bs = broker.bootstrap_servers
     kinds = _kinds()
     plan = [{"id": f"{task}-{i:04d}", "task": task, "kind": kind, "n": 10000 + i}
             for task in ("triage", "order_status") for i, kind in enumerate(kinds)]
-    (tmp_path / "plan.json").write_text(json.dumps(plan))
-    (tmp_path / "agent.py").write_text(AGENT)
-    run = subprocess.run([sys.executable, str(tmp_path / "agent.py"), bs, topic, str(tmp_path / "plan.json")],
-                         check=False, capture_output=True, timeout=120)
-    assert run.returncode == 0, run.stderr.decode()[-2000:]
-
-    settings = collector_settings(bs, [topic], unique("prodlive"))
-    prefix = settings.collector.scores_topic
-    settings.exporter = settings.exporter.model_copy(
-        update={"scores_topic": prefix, "group_id": f"{prefix}-exp", "metrics_port": 0,
-                "session_timeout_ms": 2000, "heartbeat_interval_ms": 500})
+    run_agent(AGENT, broker.bootstrap_servers, topic, plan, tmp_path)
+    settings = pipeline_settings(broker.bootstrap_servers, topic, "prodlive")
     settings.policies = Settings(policies=[POLICY]).policies
-    pipeline = Pipeline(settings)
-    port = pipeline.exporter.start_http(port=0, host="127.0.0.1")
-    pipeline.start()
-    try:
-        deadline = time.monotonic() + 90
-        while time.monotonic() < deadline:
-            est = [e for e in pipeline.exporter.estimator.snapshot() if e.window == "1h" and e.task != "*"]
-            if sum(e.conversations for e in est) >= 400 or pipeline.errors:
-                break
-            time.sleep(0.5)
-        assert not pipeline.errors, pipeline.errors
-        samples = scrape(port)
-    finally:
-        pipeline.close()
+
+    def all_counted(pipeline: Pipeline) -> bool:
+        est = [e for e in pipeline.exporter.estimator.snapshot() if e.window == "1h" and e.task != "*"]
+        return sum(e.conversations for e in est) >= 400
+
+    samples = metrics_when(settings, all_counted)
 
     series = {"agent": "support-bot", "version": "2.0", "window": "1h"}
     free = dict(series, task="triage")
-    assert _sample(samples, "agentwatch_window_conversations", outcome="unscored", **free) == 200
-    assert _sample(samples, "agentwatch_window_scored", **free) == 0
-    assert _sample(samples, "agentwatch_success_rate", stat="mean", **free) is None  # no graded conversation
-    assert _sample(samples, "agentwatch_pass_pow_k", k="3", stat="mean", **free) is None
+    assert one_sample(samples, "agentwatch_window_conversations", outcome="unscored", **free) == 200
+    assert one_sample(samples, "agentwatch_window_scored", **free) == 0
+    # no graded conversation: no success rate
+    assert one_sample(samples, "agentwatch_success_rate", stat="mean", **free) is None
+    assert one_sample(samples, "agentwatch_pass_pow_k", k="3", stat="mean", **free) is None
+    rate = "agentwatch_failure_evidence_rate"
     for evidence, x in (("error", 20), ("loop", 10), ("no_answer", 20), ("hallucination", 0)):
         lo, hi = beta_bounds_by_bisection(x, 200)
-        mean = _sample(samples, "agentwatch_failure_evidence_rate", evidence=evidence, stat="mean", **free)
+        mean = one_sample(samples, rate, evidence=evidence, stat="mean", **free)
         assert mean == pytest.approx((1 + x) / 202, abs=1e-9)
-        assert _sample(samples, "agentwatch_failure_evidence_rate", evidence=evidence, stat="lower", **free) == \
-            pytest.approx(lo, abs=1e-9)
-        assert _sample(samples, "agentwatch_failure_evidence_rate", evidence=evidence, stat="upper", **free) == \
-            pytest.approx(hi, abs=1e-9)
+        bounds = [one_sample(samples, rate, evidence=evidence, stat=s, **free) for s in ("lower", "upper")]
+        assert bounds == [pytest.approx(lo, abs=1e-9), pytest.approx(hi, abs=1e-9)]
 
     policed = dict(series, task="order_status")
-    assert _sample(samples, "agentwatch_window_scored", **policed) == 200
-    assert _sample(samples, "agentwatch_window_passed", **policed) == 170
+    assert one_sample(samples, "agentwatch_window_scored", **policed) == 200
+    assert one_sample(samples, "agentwatch_window_passed", **policed) == 170
     lo, hi = beta_bounds_by_bisection(170, 200)
-    lower = _sample(samples, "agentwatch_success_rate", stat="lower", **policed)
-    upper = _sample(samples, "agentwatch_success_rate", stat="upper", **policed)
+    lower = one_sample(samples, "agentwatch_success_rate", stat="lower", **policed)
+    upper = one_sample(samples, "agentwatch_success_rate", stat="upper", **policed)
     assert (lower, upper) == (pytest.approx(lo, abs=1e-9), pytest.approx(hi, abs=1e-9))
     assert lower < 0.85 < upper
-    assert _sample(samples, "agentwatch_failure_evidence_rate", evidence="error", stat="mean", **policed) == \
-        pytest.approx(21 / 202, abs=1e-9)
+    error_rate = one_sample(samples, rate, evidence="error", stat="mean", **policed)
+    assert error_rate == pytest.approx(21 / 202, abs=1e-9)

@@ -33,6 +33,7 @@ import yaml
 from agentwatch.collector.metrics import PipelineStats, register
 from agentwatch.exporters.estimator import Estimator
 from agentwatch.exporters.exposition import Exposition
+from agentwatch.exporters.report import build_report
 from metrics_reference import beta_bounds_by_bisection
 from prometheus_client import CollectorRegistry
 
@@ -127,7 +128,23 @@ def _batches(now: datetime) -> tuple[list[ConversationScore], list[ConversationS
                None if i < 5 else ["tool: wrong tool called"])
         for i in range(10)
     ]
-    return first, second
+    return first + _replays(now), second
+
+
+# A second agent replays task instances (instance, attempt): its pass^k is over instances (method tasks).
+REPLAY_AGENT = "replay-bot"
+REPLAYS = {("lookup", "q1"): [1, 1, 1, 1], ("lookup", "q2"): [0, 0, 1, 0], ("lookup", "q3"): [1, 1, 0, 1],
+           ("lookup", "q4"): [0, 0, 0, 0], ("lookup", "q5"): [1, 1, 1]}
+
+
+def _replays(now: datetime) -> list[ConversationScore]:
+    return [
+        _score(f"replay-{inst}-{a}", NEW, task, now - timedelta(minutes=10),
+               Outcome.COMPLETE if ok else Outcome.PARTIAL_INCORRECT, bool(ok),
+               ).model_copy(update={"agent": REPLAY_AGENT, "instance": inst, "attempt": a})
+        for (task, inst), outcomes in REPLAYS.items()
+        for a, ok in enumerate(outcomes)
+    ]
 
 
 # Counts of 1.4.0 after both batches, by (task, window).
@@ -391,6 +408,20 @@ def test_pass_pow_3_equals_the_exact_posterior(live: Live, task: str, window: st
     for stat in ("mean", "lower", "upper"):
         assert got[stat] == pytest.approx(want[stat], rel=1e-9, abs=1e-12), stat
     assert got["lower"] < got["mean"] < got["upper"]
+
+
+def test_pass_pow_k_over_task_instances_equals_the_offline_headline(live: Live) -> None:
+    """Prometheus stores the roll-up over instances (method tasks) that the offline report computes."""
+    offline = build_report(_replays(datetime.now(UTC)), Settings(), [1, 3])
+    selector = f'agent="{REPLAY_AGENT}", version="{NEW}", task="*", window="1h"'
+    assert float(live.api.vector(f"agentwatch_window_repeated_units{{{selector}}}")[0]["value"][1]) == 5
+    for k in ("1", "3"):
+        got = {r["metric"]["stat"]: float(r["value"][1])
+               for r in live.api.vector(f'agentwatch_pass_pow_k{{{selector}, k="{k}", method="tasks"}}')}
+        head = offline.pass_pow_k[k]
+        assert head.method == "tasks"
+        assert got == pytest.approx({"mean": head.value, "lower": head.lower, "upper": head.upper}, abs=1e-12)
+    assert live.api.vector(f'agentwatch_pass_pow_k{{{selector}, method="exchangeable"}}') == []
 
 
 def test_regression_probability_is_near_one_for_the_worse_version(live: Live) -> None:

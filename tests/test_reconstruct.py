@@ -41,6 +41,8 @@ def test_sdk_conversation_every_field() -> None:
             "gen_ai.agent.version": "1.4.0",
             "agentwatch.tag.difficulty": "easy",
             "agentwatch.budget.usd": 0.05,
+            "agentwatch.task.instance": "order-7",
+            "agentwatch.attempt": 2,
         },
     )
     sdk_turn(
@@ -70,6 +72,7 @@ def test_sdk_conversation_every_field() -> None:
     assert conv.conversation_id == "conv-42"
     assert (conv.agent, conv.version, conv.task) == ("shop-agent", "1.4.0", "refunds")
     assert conv.tags == {"difficulty": "easy", "channel": "chat"}
+    assert (conv.instance, conv.attempt) == ("order-7", 2)
     assert conv.budget_usd == 0.05
     assert conv.outcome is Outcome.PARTIAL_CORRECT
     assert conv.incomplete is False
@@ -207,6 +210,8 @@ def test_trace_roots_are_turns_without_agent_spans_and_bad_values_become_notes()
                 "input.value": q,
                 "agentwatch.expected": "{not json",
                 "agentwatch.outcome": "great",
+                "agentwatch.attempt": "second",
+                "agentwatch.task.instance": 17,
             },
         ):
             pass
@@ -216,6 +221,8 @@ def test_trace_roots_are_turns_without_agent_spans_and_bad_values_become_notes()
     assert conv.outcome is None
     assert any(n.startswith("turn 0: agentwatch.expected ignored") for n in conv.notes)
     assert "agentwatch.outcome 'great' ignored: not an outcome class" in conv.notes
+    assert "agentwatch.attempt 'second' ignored: not an integer >= 0" in conv.notes
+    assert (conv.attempt, conv.instance) == (None, "17")  # an integer instance id reads as text
 
 
 def test_missing_parents_cycles_and_deep_chains_terminate() -> None:

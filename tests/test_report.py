@@ -41,6 +41,13 @@ ISSUE_KEYS = {
     "failure_modes",
     "readiness",
     "baseline",
+    "units",
+    "agent_version",
+    "versions",
+}
+K_KEYS = {
+    "value", "lower", "upper", "method", "interval", "units", "widened", "pooled_unbiased", "pooled_plugin",
+    "pooled_mean", "pooled_lower", "pooled_upper", "task_mean",
 }
 CREDIT = {
     "complete": 1.0,
@@ -136,13 +143,16 @@ def test_json_keys_are_exactly_the_documented_ones(report: Report) -> None:
     assert set(data) == ISSUE_KEYS
     assert set(data["success_rate"]) == {"plugin", "mean", "lower", "upper"}
     assert set(data["pass_at_k"]) == {"1", "2", "3", "5", "12"}
-    assert set(data["pass_pow_k"]["3"]) == {"unbiased", "plugin", "mean", "lower", "upper", "task_mean"}
+    assert set(data["pass_pow_k"]["3"]) == K_KEYS
     assert set(data["asr"]) == {"value", "lower", "upper"}
     assert set(data["cost"]) == {"p50", "p90", "p99", "over_budget_ratio"}
     assert set(data["failure_rates"]) == {"error", "no_answer", "loop", "hallucination", "over_budget", "forbidden_tool"}
     assert set(data["failure_rates"]["loop"]) == {"count", "rate", "mean", "lower", "upper"}
     assert set(data["by_tag"]) == {"category", "difficulty"}
-    assert set(data["by_task"]["t1"]) == ISSUE_KEYS - {"by_task", "by_tag", "readiness", "baseline"}
+    top_only = {"by_task", "by_tag", "readiness", "baseline", "agent_version", "versions"}
+    assert set(data["by_task"]["t1"]) == ISSUE_KEYS - top_only
+    assert data["units"] == {"units": 11, "repeated": 0, "max_attempts": 1, "without_unit": 11,
+                             "pairs": [[1, 0, 4], [1, 1, 7]]}
     # Round trip: a JSON report can be read back (as a baseline).
     assert Report.model_validate_json(report.model_dump_json()) == report
 
@@ -177,16 +187,22 @@ def test_pass_at_k_and_pass_pow_k_fields(report: Report) -> None:
     per_task = {"t1": (6, 4), "t2": (5, 3)}  # scored per task
     for k in (1, 2, 3, 5):
         at, pw = report.pass_at_k[str(k)], report.pass_pow_k[str(k)]
-        assert at.unbiased == pytest.approx(float(1 - Fraction(comb(n - c, k), comb(n, k))), rel=1e-12)
-        assert pw.unbiased == pytest.approx(float(Fraction(comb(c, k), comb(n, k))), rel=1e-12, abs=1e-15)
-        assert at.plugin == pytest.approx(float(1 - (1 - Fraction(c, n)) ** k))
-        assert pw.plugin == pytest.approx(float(Fraction(c, n) ** k))
+        assert at.pooled_unbiased == pytest.approx(float(1 - Fraction(comb(n - c, k), comb(n, k))), rel=1e-12)
+        exact = float(Fraction(comb(c, k), comb(n, k)))
+        assert pw.pooled_unbiased == pytest.approx(exact, rel=1e-12, abs=1e-15)
+        assert at.pooled_plugin == pytest.approx(float(1 - (1 - Fraction(c, n)) ** k))
+        assert pw.pooled_plugin == pytest.approx(float(Fraction(c, n) ** k))
         a, b = 1 + c, 1 + n - c
-        assert pw.mean == pytest.approx(float(_rising(a, b, k)), rel=1e-12)
-        assert at.mean == pytest.approx(float(1 - _rising(b, a, k)), rel=1e-12)
+        assert pw.pooled_mean == pytest.approx(float(_rising(a, b, k)), rel=1e-12)
+        assert at.pooled_mean == pytest.approx(float(1 - _rising(b, a, k)), rel=1e-12)
         qlo, qhi = sps.beta.ppf([0.025, 0.975], a, b)
-        assert (pw.lower, pw.upper) == pytest.approx((qlo**k, qhi**k), rel=1e-9)
-        assert (at.lower, at.upper) == pytest.approx((1 - (1 - qlo) ** k, 1 - (1 - qhi) ** k), rel=1e-9)
+        assert (pw.pooled_lower, pw.pooled_upper) == pytest.approx((qlo**k, qhi**k), rel=1e-9)
+        at_bounds = (1 - (1 - qlo) ** k, 1 - (1 - qhi) ** k)
+        assert (at.pooled_lower, at.pooled_upper) == pytest.approx(at_bounds, rel=1e-9)
+        # no repeated attempts: the headline is the pooled posterior under exchangeability, and says so
+        for e in (at, pw):
+            assert (e.method, e.interval, e.units) == ("exchangeable", "beta", None)
+            assert (e.value, e.lower, e.upper) == (e.pooled_mean, e.pooled_lower, e.pooled_upper)
         tasks = [(tn, tc) for tn, tc in per_task.values() if tn >= k]
         exp_pow = sum(Fraction(comb(tc, k), comb(tn, k)) for tn, tc in tasks) / len(tasks)
         exp_at = sum(1 - Fraction(comb(tn - tc, k), comb(tn, k)) for tn, tc in tasks) / len(tasks)
@@ -194,8 +210,8 @@ def test_pass_at_k_and_pass_pow_k_fields(report: Report) -> None:
         assert at.task_mean == pytest.approx(float(exp_at), abs=1e-12)
     # k = 12 > n = 11: no unbiased estimate and no task with n >= k; plug-in and Bayesian still defined.
     big = report.pass_pow_k["12"]
-    assert big.unbiased is None and big.task_mean is None
-    assert big.plugin == pytest.approx((7 / 11) ** 12) and big.mean is not None
+    assert big.pooled_unbiased is None and big.task_mean is None
+    assert big.pooled_plugin == pytest.approx((7 / 11) ** 12) and big.value == big.pooled_mean is not None
 
 
 def test_asr_tool_cost_failure_modes(report: Report) -> None:
@@ -237,7 +253,7 @@ def test_groups(report: Report) -> None:
     t1, t2 = report.by_task["t1"], report.by_task["t2"]
     assert (t1.conversations, t1.scored, t1.passed) == (6, 6, 4)
     assert (t2.conversations, t2.scored, t2.passed) == (6, 5, 3)
-    assert t2.pass_pow_k["3"].unbiased == pytest.approx(float(Fraction(comb(3, 3), comb(5, 3))))
+    assert t2.pass_pow_k["3"].pooled_unbiased == pytest.approx(float(Fraction(comb(3, 3), comb(5, 3))))
     core, edge = report.by_tag["category"]["core"], report.by_tag["category"]["edge"]
     assert (core.conversations, core.scored, core.passed) == (9, 8, 5)
     assert (edge.conversations, edge.scored, edge.passed) == (3, 3, 2)
@@ -252,10 +268,11 @@ def test_readiness_on_core_tasks(report: Report) -> None:
     lower = sps.beta.ppf(0.025, 1 + 5, 1 + 8 - 5)  # the default gate compares the lower 95% credible bound
     assert gates["pass@1"].value == pytest.approx(lower) and not gates["pass@1"].passed
     assert gates["pass^3"].value == pytest.approx(lower**3) and not gates["pass^3"].passed
+    assert gates["pass^3"].method == gates["pass@1"].method == "exchangeable"
     assert gates["pass@1"].note == "not enough conversations: 8 graded, at least 30 needed (gate.min_conversations)"
     assert gates["loops"].value == 1 and not gates["loops"].passed
     assert (gates["pass@1"].threshold, gates["pass^3"].threshold) == (0.8, 0.5)
-    assert rd.tier == "prototype"  # 0.625 >= 0.5; below beta's 0.80
+    assert rd.tier == "prototype"  # posterior mean 6/10 >= 0.5; below beta's 0.80
     assert not rd.safe_to_ship and rd.verdict == "DO NOT SHIP"
 
 
@@ -294,7 +311,7 @@ def test_gate_false_pass_rate_on_releases_below_the_threshold(true_pow3: float, 
     assert exact <= most and simulated <= most + 0.01, (exact, simulated)
 
 
-@pytest.mark.parametrize("estimate", ["unbiased", "task_mean", "mean", "lower"])
+@pytest.mark.parametrize("estimate", ["unbiased", "task_mean", "mean", "lower", "value", "plugin"])
 def test_gate_estimate_choice(estimate: str) -> None:
     scores = [make(i, "complete" if i < 8 else "abandoned", task=f"t{i % 2}") for i in range(10)]
     settings = load_settings(None, gate={"estimate": estimate})
@@ -304,6 +321,8 @@ def test_gate_estimate_choice(estimate: str) -> None:
         "unbiased": float(Fraction(comb(8, 3), comb(10, 3))),
         "task_mean": float((Fraction(comb(4, 3), comb(5, 3)) + Fraction(comb(4, 3), comb(5, 3))) / 2),
         "mean": float(_rising(9, 3, 3)),
+        "value": float(_rising(9, 3, 3)),  # no repeats: the pooled posterior mean under exchangeability
+        "plugin": 0.8**3,
         "lower": sps.beta.ppf(0.025, 9, 3) ** 3,
     }[estimate]
     assert value == pytest.approx(expected, rel=1e-9) and post.alpha == 9
@@ -330,11 +349,11 @@ def test_baseline_comparison_and_regression(tmp_path) -> None:
     path.write_text(base.model_dump_json(), encoding="utf-8")
     cmp = compare_baseline(new, load_baseline(path), settings, str(path))
     assert cmp.success_rate.delta == pytest.approx(15 / 30 - 27 / 30)
-    assert cmp.pass_pow_k["3"].delta == pytest.approx(0.5**3 - 0.9**3)
+    assert cmp.pass_pow_k["3"].delta == pytest.approx(float(_rising(16, 16, 3) - _rising(28, 4, 3)))
     assert cmp.outcome_share["hallucinated"].delta == pytest.approx(15 / 30 - 3 / 30)
     expected = regression_probability(posterior(30, 15), posterior(30, 27), 3, 0.05)
     assert {c.scope for c in cmp.checks} == {"all", "core"}
-    assert all(c.probability == pytest.approx(expected) for c in cmp.checks)
+    assert all(c.probability == pytest.approx(expected) and c.method == "exchangeable" for c in cmp.checks)
     assert expected > 0.95 and cmp.regression
     assert "P(pass^3_new < pass^3_base - 0.05) >= 0.95" in cmp.rule
     same = compare_baseline(base, base, settings, "same")
@@ -382,6 +401,9 @@ def test_html_has_plots_and_curve_values(report: Report) -> None:
     p = 7 / 11
     assert data["pow_plugin"] == pytest.approx([p**k for k in range(1, 11)])
     assert data["at_plugin"] == pytest.approx([1 - (1 - p) ** k for k in range(1, 11)])
+    assert data["pow_exch_mean"] == pytest.approx([float(_rising(8, 5, k)) for k in range(1, 11)])
     assert all(
-        lo <= m <= hi for lo, m, hi in zip(data["pow_lo"], data["pow_mean"], data["pow_hi"], strict=True)
+        lo <= m <= hi
+        for lo, m, hi in zip(data["pow_exch_lo"], data["pow_exch_mean"], data["pow_exch_hi"], strict=True)
     )
+    assert "units_k" not in data  # no repeated attempts: no curve over units

@@ -44,6 +44,23 @@ def test_every_span_inside_is_stamped_including_other_instrumentations(spans, sd
     assert sorted(s.name for s in outside) == ["http GET", "invoke_agent turn"]
 
 
+def test_instance_and_attempt_are_stamped_and_a_bad_attempt_is_left_out(spans, caplog):  # noqa: F811
+    @trace(kind="agent")
+    def turn(q):
+        return "ok"
+
+    with conversation(id="r-1", task="refund", instance=417, attempt=3):
+        turn("again")
+    with conversation(id="r-2", task="refund", instance="req-9", attempt=-1):  # never raised into the agent
+        turn("again")
+    first, second = spans.get_finished_spans()
+    assert first.attributes["agentwatch.task.instance"] == "417"
+    assert first.attributes["agentwatch.attempt"] == 3
+    assert second.attributes["agentwatch.task.instance"] == "req-9"
+    assert "agentwatch.attempt" not in second.attributes
+    assert "attempt=-1 ignored" in caplog.text
+
+
 def test_explicit_agent_name_wins_over_conversation_agent(spans):  # noqa: F811
     @trace(kind="agent", name="researcher")
     def sub():

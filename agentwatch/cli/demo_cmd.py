@@ -35,20 +35,25 @@ def _fmt(interval: Any | None) -> str:
     return f"{interval.mean:.2f} [{interval.lower:.2f}, {interval.upper:.2f}]"
 
 
+# pass^3 is over task instances only with repeated attempts; otherwise the figure is p^3 of the pooled rate.
+POW3_NAMES = {"tasks": "pass^3", "exchangeable": "p^3 (exch.)"}
+
+
 def _rows(estimates: list, window: str) -> list[dict[str, str]]:
-    """One row per (version, task) of the window, the all-tasks rows first."""
+    """One row per (version, task) of the window, the all-tasks rows first; each names its pass^3 figure."""
     rows = []
     for e in sorted((e for e in estimates if e.window == window), key=lambda e: (e.task != "*", e.task, e.version)):
         regression = " ".join(f"{r.probability:.2f} vs {r.baseline_version}" for r in e.regression if r.k == 3)
+        name = POW3_NAMES.get(e.method, "pass^3")
         rows.append({
             "version": e.version,
             "task": "all tasks" if e.task == "*" else e.task,
             "graded": f"{e.scored}/{e.conversations}",
             "success": _fmt(e.success),
-            "pass^3": _fmt(e.pass_pow_k.get(3)),
+            "pow3": f"{name} {_fmt(e.pass_pow_k.get(3))}",
             "ASR": _fmt(e.asr),
             "errors": f"{100 * e.failure_ratio.get('error', 0.0):.1f}%",
-            "P(pass^3 regr.)": regression or "—",
+            "regression": regression or "—",
         })
     return rows
 
@@ -88,7 +93,7 @@ class _Display:
         for r in rows:
             self.console.print(
                 f"  {r['version']:>4} {r['task']:<13} graded {r['graded']:>9}  success {r['success']}  "
-                f"pass^3 {r['pass^3']}  ASR {r['ASR']}  errors {r['errors']}  P(pass^3 regr.) {r['P(pass^3 regr.)']}",
+                f"{r['pow3']}  ASR {r['ASR']}  errors {r['errors']}  P(regression) {r['regression']}",
                 highlight=False,
                 soft_wrap=True,
             )
@@ -104,13 +109,15 @@ class _Display:
             f" · http://127.0.0.1:{self.port}/metrics",
             title_justify="left",
         )
-        for column in ("version", "task", "graded", "success", "pass^3", "ASR", "errors", "P(pass^3 regr.)"):
+        columns = ("version", "task", "graded", "success", "pass^3 or p^3", "ASR", "errors", "P(regression)")
+        for column in columns:
             table.add_column(column, no_wrap=True, min_width=len(column))
         for r in rows:
             table.add_row(*r.values())
         legend = (
-            "posterior mean [95% credible interval] over the graded sample · errors: share of all conversations "
-            "· Ctrl-C to stop"
+            "posterior mean [95% credible interval] over the graded sample · p^3 (exch.): p^3 of the "
+            "pooled success rate under exchangeability (no task attempted twice), pass^3 when tasks are · "
+            "errors: share of all conversations · Ctrl-C to stop"
         )
         caption = [legend]
         line = _judge_line(judge)

@@ -49,16 +49,19 @@ def _title(scores: list) -> str:
     return "Agent Evaluation Report — " + ", ".join(series[:3]) + more
 
 
-def _read_and_score(files: list[Path], settings: object, errors: list, runner: object = None) -> list:
+def _read_and_score(
+    files: list[Path], settings: object, errors: list, runner: object = None, labels: str = "truth"
+) -> list:
     """Read every file (progress bar on a terminal) and score each conversation; with a `JudgeRunner`, the
-    judge-sampled conversations are judged first, a chunk at a time, `runner.concurrency` calls in flight."""
+    judge-sampled conversations are judged first, a chunk at a time, `runner.concurrency` calls in flight.
+    `labels`: how outcome labels in the files grade (`ConversationScorer`'s rule; "truth" by default)."""
     from rich.console import Console
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn
 
     from agentwatch.scorers import ConversationScorer
     from agentwatch.transcripts import iter_conversations
 
-    scorer = ConversationScorer(settings)  # type: ignore[arg-type]
+    scorer = ConversationScorer(settings, labels=labels)  # type: ignore[arg-type]
     scores = []
     console = Console(stderr=True)
     show = sys.stderr.isatty()
@@ -140,7 +143,12 @@ def score(
         list[Path], typer.Argument(help="Transcript JSONL files (one Conversation per line; gzip accepted).")
     ],
     k: Annotated[
-        str | None, typer.Option("--k", help="k values, comma-separated (default stats.ks: 1,3,5).")
+        str | None,
+        typer.Option(
+            "--k",
+            help="k values, comma-separated (default: 1 up to the most attempts at one task, at most 8, when "
+            "tasks were attempted repeatedly; else stats.ks, 1,3,5).",
+        ),
     ] = None,
     config: Annotated[Path | None, typer.Option("--config", help="YAML configuration file.")] = None,
     baseline: Annotated[
@@ -177,6 +185,15 @@ def score(
     judge_cache: Annotated[
         Path | None, typer.Option("--judge-cache", help="Keep judge verdicts in this file between runs.")
     ] = None,
+    labels: Annotated[
+        bool,
+        typer.Option(
+            "--labels/--no-labels",
+            help="Outcome labels in the files grade their conversations (a person's truth; default). "
+            "--no-labels: grade by expectations, policies and the judge alone, the labels recorded beside "
+            "the verdicts.",
+        ),
+    ] = True,
 ) -> None:
     """Score transcripts and report pass@k, pass^k, ASR and the release gate.
 
@@ -184,8 +201,9 @@ def score(
     regression, 2 usage error or unreadable input. Malformed lines are reported on stderr with their line numbers and skipped.
     """
     from agentwatch.config import ConfigError, load_settings
-    from agentwatch.exporters.report import build_report
-    from agentwatch.exporters.report_baseline import BaselineError, compare_baseline, load_baseline
+    from agentwatch.exporters.report_baseline import BaselineError, load_baseline
+    from agentwatch.exporters.report_pass import default_ks
+    from agentwatch.exporters.report_versions import build_reports, colliding_ids
     from agentwatch.transcripts import LineError, TranscriptFileError
 
     ks = parse_ks(k)
@@ -206,7 +224,7 @@ def score(
         raise _fail(f"judge: {exc}") from None
     errors: list[LineError] = []
     try:
-        scores = _read_and_score(files, settings, errors, runner)
+        scores = _read_and_score(files, settings, errors, runner, "truth" if labels else "ignore")
     except TranscriptFileError as exc:
         raise _fail(str(exc)) from None
     finally:
@@ -233,15 +251,31 @@ def score(
         except OSError as exc:
             raise _fail(f"cannot write {details}: {exc.strerror or exc}") from None
 
-    report = build_report(scores, settings, ks)
-    if base is not None:
-        report.baseline = compare_baseline(report, base, settings, str(baseline))
+    _warn_collisions(colliding_ids(scores))
+    report = build_reports(scores, settings, ks if ks is not None else default_ks(scores, settings.stats.ks),
+                           base, str(baseline))
     _emit(report, settings, fmt, out, _title(scores), files, errors)
 
     failed = (gate and not report.readiness.safe_to_ship) or (
         report.baseline is not None and report.baseline.regression
     )
     raise typer.Exit(EXIT_GATE if failed else EXIT_OK)
+
+
+MAX_IDS_SHOWN = 5
+
+
+def _warn_collisions(ids: list[str]) -> None:
+    """Name the conversation ids used by several versions on stderr (each counts once per version)."""
+    if not ids:
+        return
+    shown = ", ".join(ids[:MAX_IDS_SHOWN])
+    more = f" and {len(ids) - MAX_IDS_SHOWN} more" if len(ids) > MAX_IDS_SHOWN else ""
+    typer.echo(
+        f"{len(ids)} conversation id(s) occur under several versions of one agent: {shown}{more}; each "
+        "counts once in its version's section",
+        err=True,
+    )
 
 
 def _emit(

@@ -1,6 +1,13 @@
 """Span attribute keys the SDK writes (OpenTelemetry GenAI semantic conventions plus `agentwatch.*`)."""
 
-from agentwatch.wire import CONVERSATION_EXPECTED, LABEL_OUTCOMES, SYSTEM_INSTRUCTIONS, TOOL_READ_ONLY
+from agentwatch.wire import (
+    ATTEMPT_ATTRIBUTE,
+    CONVERSATION_EXPECTED,
+    LABEL_OUTCOMES,
+    SYSTEM_INSTRUCTIONS,
+    TASK_INSTANCE_ATTRIBUTE,
+    TOOL_READ_ONLY,
+)
 
 OPERATION = "gen_ai.operation.name"
 CONVERSATION_ID = "gen_ai.conversation.id"
@@ -23,6 +30,8 @@ INPUT_VALUE = "input.value"
 OUTPUT_VALUE = "output.value"
 
 TASK = "agentwatch.task"
+TASK_INSTANCE = TASK_INSTANCE_ATTRIBUTE
+ATTEMPT = ATTEMPT_ATTRIBUTE
 CONVERSATION_END = "agentwatch.conversation.end"
 EXPECTED = "agentwatch.expected"
 REFERENCE_ANSWER = "agentwatch.reference_answer"

@@ -36,6 +36,8 @@ class ConversationState:
 
     id: str
     task: str | None = None
+    instance: str | None = None
+    attempt: int | None = None
     agent: str | None = None
     version: str | None = None
     user: str | None = None
@@ -51,6 +53,10 @@ class ConversationState:
         attrs: dict[str, AttributeValue] = {A.CONVERSATION_ID: self.id}
         if self.task is not None:
             attrs[A.TASK] = self.task
+        if self.instance is not None:
+            attrs[A.TASK_INSTANCE] = self.instance
+        if self.attempt is not None:
+            attrs[A.ATTEMPT] = self.attempt
         if self.user is not None:
             attrs[A.USER_ID] = self.user
         if self.budget_usd is not None:
@@ -105,11 +111,23 @@ def current_conversation() -> ConversationState | None:
     return _CURRENT.get()
 
 
+def _attempt(value: object) -> int | None:
+    """An attempt number (an integer >= 0); anything else is logged and left out, never raised."""
+    if value is None:
+        return None
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    log.warning("agentwatch: attempt=%r ignored: not an integer >= 0", value)
+    return None
+
+
 class conversation:
     """Context manager (sync and async) marking the code inside as one conversation.
 
     `conversation.end()`, `conversation.expect(...)` and `conversation.label(...)` act on the current
-    conversation (the innermost one entered in this context).
+    conversation (the innermost one entered in this context). `instance` and `attempt` say which attempt at
+    which task instance this conversation is (a replayed request, a benchmark task's trial): conversations of
+    the same task and instance are the repeated attempts pass^k is about.
     """
 
     __slots__ = ("_tokens", "state")
@@ -123,10 +141,14 @@ class conversation:
         user: str | None = None,
         budget_usd: float | None = None,
         tags: Mapping[str, str] | None = None,
+        instance: str | int | None = None,
+        attempt: int | None = None,
     ) -> None:
         self.state = ConversationState(
             id=str(id) if id is not None else uuid.uuid4().hex,
             task=task,
+            instance=None if instance is None or str(instance) == "" else str(instance),
+            attempt=_attempt(attempt),
             agent=agent,
             version=version,
             user=None if user is None else str(user),

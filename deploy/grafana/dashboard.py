@@ -153,10 +153,16 @@ def _variables(d: dash_b.Dashboard) -> dash_b.Dashboard:
 def _reliability(d: dash_b.Dashboard) -> dash_b.Dashboard:
     d = d.with_row(dash_b.Row("Reliability ($window window, 95% credible intervals)"))
     d = d.with_panel(_band(
-        "pass^$k", "Posterior of p^k: every one of k attempts succeeds. Shaded: credible interval.",
+        "pass^$k",
+        "k attempts at the same task instance all succeed. With repeated attempts in the window (label "
+        "method=tasks): the mean over task instances of C(c,k)/C(n,k), shaded: its interval over the "
+        "population of instances. Without (method=exchangeable): p^k of the pooled success rate, which "
+        "understates pass^k when tasks differ. See 'Units' below.",
         "agentwatch_pass_pow_k", ', k="$k"', width=24).repeat("k").repeat_direction("h").max_per_row(3))
     d = d.with_panel(_band(
-        "pass@$k", "Posterior of 1-(1-p)^k: at least one of k attempts succeeds. Shaded: credible interval.",
+        "pass@$k",
+        "At least one of k attempts at the same task instance succeeds: over task instances (method=tasks) "
+        "or 1-(1-p)^k of the pooled success rate (method=exchangeable). Shaded: interval.",
         "agentwatch_pass_at_k", ', k="$k"', width=24).repeat("k").repeat_direction("h").max_per_row(3))
     d = d.with_panel(_band(
         "Success rate p", "Beta posterior of the per-conversation pass probability.", "agentwatch_success_rate"))
@@ -167,15 +173,24 @@ def _reliability(d: dash_b.Dashboard) -> dash_b.Dashboard:
             "Regression probability vs baseline",
             "P(pass^k of this version < pass^k of the baseline version - margin). Alert above 0.95.",
             "percentunit",
-            [(f"agentwatch_regression_probability{{{SEL}}}", "pass^{{k}} vs {{baseline_version}}")],
+            [(f"agentwatch_regression_probability{{{SEL}}}",
+              "pass^{{k}} vs {{baseline_version}} ({{method}})")],
             width=8,
         ).min(0).max(1).thresholds(_thresholds((None, "green"), (0.95, "red")))
         .thresholds_style(common_b.GraphThresholdsStyleConfig().mode(common.GraphThresholdsStyleMode.DASHED))
     )
-    return d.with_panel(_stat(
+    d = d.with_panel(_stat(
         "Conversations in window", "Scored conversations (n) and passed ones (c) of the posterior.", "short",
         [(f"agentwatch_window_scored{{{SEL}}}", "scored (n)"), (f"agentwatch_window_passed{{{SEL}}}", "passed (c)")],
-        width=24,
+        width=12,
+    ))
+    return d.with_panel(_stat(
+        "Units", "Task instances with a graded conversation, and those attempted more than once: with "
+        "repeated attempts pass^k is over instances (method=tasks), without it is p^k under exchangeability.",
+        "short",
+        [(f"agentwatch_window_units{{{SEL}}}", "units"),
+         (f"agentwatch_window_repeated_units{{{SEL}}}", "attempted more than once")],
+        width=12,
     ))
 
 

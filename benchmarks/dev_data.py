@@ -1,0 +1,91 @@
+"""pass^k of the dev data (τ-bench's airline run with gpt-4o, tasks 0–24, 4 trials each), as reported.
+
+Converts the runs to transcript lines as the benchmark importer writes them (task = the task id, attempt = the
+trial, the reward as the outcome label), scores them with `agentwatch score`'s scorer and report, prints for
+k = 1..4 the headline (τ-bench's estimator and its interval over tasks) beside p^k of the pooled success rate
+(what the report showed before it knew about repeated attempts).
+
+    python benchmarks/dev_data.py [--out transcripts.jsonl]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import time
+from pathlib import Path
+
+from agentwatch.exporters.report import build_report
+from agentwatch.scorers import ConversationScorer
+
+from agentwatch.config import Settings
+from agentwatch.schema import Conversation
+
+DEV_DATA = (
+    Path(__file__).resolve().parents[1]
+    / "tests"
+    / "data"
+    / "agent-benchmark"
+    / "airline-gpt-4o-tasks-00-24.json.gz"
+)
+
+
+def transcripts() -> list[dict]:
+    """One transcript line per run of the dev data."""
+    lines = []
+    for run in json.loads(gzip.decompress(DEV_DATA.read_bytes())):
+        passed = abs(run["reward"] - 1.0) <= 1e-6
+        lines.append(
+            {
+                "conversation_id": f"airline-{run['task_id']}-{run['trial']}",
+                "agent": "airline",
+                "version": "gpt-4o",
+                "task": str(run["task_id"]),
+                "attempt": run["trial"],
+                "outcome": "complete" if passed else "partial_incorrect",
+                "turns": [
+                    {"input": run["traj"][1]["content"] if len(run["traj"]) > 1 else "", "answer": "done"}
+                ],
+            }
+        )
+    return lines
+
+
+def main() -> None:
+    """Print the table."""
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--out", type=Path, default=None, help="also write the transcript lines here")
+    args = parser.parse_args()
+    lines = transcripts()
+    if args.out is not None:
+        args.out.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    settings = Settings()
+    scorer = ConversationScorer(settings, labels="truth")
+    scores = [scorer.score(Conversation.model_validate(line)) for line in lines]
+    start = time.perf_counter()
+    report = build_report(scores, settings, [1, 2, 3, 4])
+    seconds = time.perf_counter() - start
+    units = report.units
+    assert units is not None
+    print(
+        f"# {len(lines)} runs, {units.units} tasks, {units.max_attempts} attempts each; report built in "
+        f"{seconds:.2f} s"
+    )
+    print(
+        "| k | pass^k (τ-bench) | 95% interval | interval | pass@k | p^k of the pooled rate "
+        "| its 95% interval |"
+    )
+    print("|---|---|---|---|---|---|---|")
+    for k in ("1", "2", "3", "4"):
+        e, a = report.pass_pow_k[k], report.pass_at_k[k]
+        print(
+            f"| {k} | {e.value:.4f} | [{e.lower:.3f}, {e.upper:.3f}] | {e.interval} | {a.value:.4f} "
+            f"| {e.pooled_mean:.4f} | [{e.pooled_lower:.3f}, {e.pooled_upper:.3f}] |"
+        )
+
+
+if __name__ == "__main__":
+    main()
