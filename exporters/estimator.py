@@ -42,7 +42,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC
 
-from agentwatch.exporters.drift import SCALE, Drift, DriftParams, MinuteCounts, design, window_statistic
+from agentwatch.exporters.alert_rules import (
+    Alert,
+    AlertParams,
+    Minutes,
+    SeriesInput,
+    alerts_of,
+    credit_point,
+    observation,
+    plan,
+    reference_counts,
+)
 from agentwatch.exporters.regression import RegressionParams, attach_regressions
 from agentwatch.exporters.summary import SeriesEstimate, StatsParams, summarise
 from agentwatch.exporters.windows import (
@@ -192,7 +202,7 @@ class _Series:
         self.counters_copy: SeriesCounters | None = None
         self.cache: list[SeriesEstimate | None] = [None] * len(windows)
         self.cache_gen: list[int] = [-1] * len(windows)
-        self.minutes: MinuteCounts | None = None  # graded / passed per minute, for the drift CUSUM (real series)
+        self.minutes: Minutes | None = None  # per-minute counts of the alert rules (real series)
 
 
 class Estimator:
@@ -223,14 +233,7 @@ class Estimator:
             st.prior_alpha,
             st.prior_beta,
         )
-        self.drift_params = DriftParams(
-            cfg.drift_arl0_conversations,
-            cfg.drift_pass_pow_drop,
-            cfg.drift_k,
-            parse_duration(cfg.drift_window),
-            cfg.drift_baseline_min_conversations,
-        )
-        self._drift_minutes = max(1, math.ceil(self.drift_params.window_s / 60))
+        self.alert_params = AlertParams.from_settings(settings)
         self._longest_name = max(self._windows, key=lambda w: w[1])[0]
         self._lock = threading.Lock()
         self._series: dict[tuple[str, str, str], _Series] = {}
@@ -301,10 +304,9 @@ class Estimator:
                     w.add(t, contribution, now)
                 if s.counters is not None:
                     _count(s.counters, score, contribution)
-                    if contribution.scored:
-                        if s.minutes is None:
-                            s.minutes = MinuteCounts(self._drift_minutes)
-                        s.minutes.add(t, 1, int(contribution.passed), now)
+                    if s.minutes is None:
+                        s.minutes = Minutes(self.alert_params.minutes)
+                    s.minutes.add(t, observation(contribution, credit_point(score.conversation_id)), 1, now)
             self._last_ts = t if self._last_ts is None else max(self._last_ts, t)
             return True
 
@@ -319,11 +321,9 @@ class Estimator:
             for w in s.windows:
                 w.replace(counted.t, counted.contribution, new, now)
             if s.minutes is not None and k is counted.keys[0]:
-                old = counted.contribution
-                if old.scored:
-                    s.minutes.add(counted.t, -1, -int(old.passed), now)
-                if new.scored:
-                    s.minutes.add(counted.t, 1, int(new.passed), now)
+                point = credit_point(score.conversation_id)
+                s.minutes.add(counted.t, observation(counted.contribution, point), -1, now)
+                s.minutes.add(counted.t, observation(new, point), 1, now)
         counted.contribution = new
         counted.revision = score.revision
         self._revisions += 1
@@ -476,53 +476,43 @@ class Estimator:
                 out[pos] = est
             result = [e for e in out if e is not None]
             first_seen = {key: s.first_seen for key, s in self._series.items()}
-            drifts = self._drift(now)
+            inputs = self._alert_inputs(now)
         attach_regressions(result, first_seen, self.regression_params)
+        alerts = self._alerts(inputs, now)
         for e in result:
-            e.drift = drifts.get(e.series) if e.window == self._longest_name else None
+            e.alerts = alerts.get(e.series, ()) if e.window == self._longest_name else ()
         return result
 
-    def drift(self, now: float | None = None) -> dict[SeriesKey, Drift]:
-        """The drift CUSUM of every real series (no `task="*"`) with a reference, at `now` (default: clock)."""
+    def alerts(self, now: float | None = None) -> dict[SeriesKey, tuple[Alert, ...]]:
+        """The quality alert rules of every real series (no `task="*"`) with a reference, at `now` (default:
+        clock)."""
         with self._lock:
             now = self._clock() if now is None else now
             self._housekeeping(now, force=True)
-            return self._drift(now)
+            inputs = self._alert_inputs(now)
+        return self._alerts(inputs, now)
 
-    def _drift(self, now: float) -> dict[SeriesKey, Drift]:
-        """Reference p0 of a series: the posterior mean over the longest window of its baseline version (the
-        regression gauge's rule, on the longest window), or of the series itself when it has no baseline or the
-        baseline holds fewer than `drift_baseline_min_conversations` graded conversations; none (no gauge)
-        when neither holds that many. Statistic: `drift.window_statistic` over the per-minute counts."""
-        p = self.drift_params
+    def _alert_inputs(self, now: float) -> list[SeriesInput]:
+        """What the rules need to choose references and designs: each real series' counts over the longest
+        window and the seconds they cover (since it was first seen, at most the longest window)."""
         longest = next(i for i, (name, _s) in enumerate(self._windows) if name == self._longest_name)
-        groups: dict[tuple[str, str], list[tuple[float, str, _Series]]] = {}
-        for (agent, version, task), s in self._series.items():
-            if s.counters is None or s.windows[longest].total.scored == 0:
-                continue
-            groups.setdefault((agent, task), []).append((s.first_seen, version, s))
-        a, b = self.regression_params.prior_alpha, self.regression_params.prior_beta
-        out: dict[SeriesKey, Drift] = {}
-        for (agent, task), members in groups.items():
-            members.sort(key=lambda m: (m[0], m[1]))
-            for i, (_first, version, s) in enumerate(members):
-                if s.minutes is None:
-                    continue
-                base = next(
-                    (m for m in reversed(members[:i])
-                     if m[2].windows[longest].total.scored >= self.regression_params.min_conversations),
-                    None,
-                )
-                ref_version, ref = version, s
-                if base is not None and base[2].windows[longest].total.scored >= p.min_reference:
-                    ref_version, ref = base[1], base[2]
-                total = ref.windows[longest].total
-                if total.scored < p.min_reference:
-                    continue
-                d = design((a + total.passed) / (a + b + total.scored), p)
-                n, c = s.minutes.ordered(now)
-                stat = window_statistic(n, c, d)
-                out[(agent, version, task)] = Drift(stat / SCALE, d.threshold, d.p0, d.p1, ref_version)
+        return [
+            SeriesInput(key, s.first_seen, reference_counts(s.windows[longest].total),
+                        min(self._longest, max(60.0, now - s.first_seen)))
+            for key, s in self._series.items()
+            if s.counters is not None and s.minutes is not None and not s.windows[longest].empty
+        ]
+
+    def _alerts(self, inputs: list[SeriesInput], now: float) -> dict[SeriesKey, tuple[Alert, ...]]:
+        """References and designs (outside the lock: a design not yet memoised takes milliseconds), then each
+        series' statistics from its per-minute counts (`alert_rules`)."""
+        out: dict[SeriesKey, tuple[Alert, ...]] = {}
+        for key, planned in plan(inputs, self.alert_params).items():
+            with self._lock:
+                s = self._series.get(key)
+                minutes = s.minutes.ordered(now) if s is not None and s.minutes is not None else None
+            if minutes is not None:
+                out[key] = alerts_of(planned, minutes)
         return out
 
     def counters(self) -> EstimatorCounters:

@@ -92,7 +92,7 @@ class Exposition:
                 for i, text in enumerate(e.rendered):
                     if text:
                         gauges[i].append(text)
-                if e.regression or e.drift is not None:
+                if e.regression or e.alerts:
                     for i, text in enumerate(_estimate_lines(e, regression_only=True)):
                         if text:
                             gauges[i].append(text)

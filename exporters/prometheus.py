@@ -45,12 +45,14 @@ GAUGES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
      "Share of all conversations (graded or not) with that failure evidence: Beta posterior.", ("evidence", "stat")),
     ("agentwatch_sampled_ratio", "Share of all conversations in the judge or review sample.", ("sample",)),
     ("agentwatch_label_ratio", "Share of all conversations carrying a label of that outcome.", ("outcome",)),
-    ("agentwatch_drift_statistic", "Bernoulli CUSUM statistic S of the pass/fail of graded conversations (nats).",
-     ("reference_version",)),
-    ("agentwatch_drift_threshold", "Alarm threshold h of the drift CUSUM for its ARL0 (nats).",
-     ("reference_version",)),
-    ("agentwatch_drift_reference_success_rate", "In-control success probability p0 of the drift CUSUM.",
-     ("reference_version",)),
+    ("agentwatch_alert_statistic", "CUSUM statistic S of a quality alert rule (nats).", ("rule", "reference_version")),
+    ("agentwatch_alert_threshold", "Threshold h of a quality alert rule from the fleet's false-page budget (nats).",
+     ("rule", "reference_version")),
+    ("agentwatch_alert_alarm", "1 while the rule's alarm is on: S reached h and has not returned to 0 since.",
+     ("rule", "reference_version")),
+    ("agentwatch_alert_reference",
+     "Reference of a quality alert rule: success rate (pass), ASR (asr), else the rate of its bad observation.",
+     ("rule", "reference_version")),
 )
 # (name as exposed, help, labels after agent/version/task) of the per-series counters since start.
 COUNTERS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
@@ -64,7 +66,7 @@ HISTOGRAMS: tuple[tuple[str, str], ...] = (
 )
 (SUCCESS, AT_K, POW_K, ASR, TOOL, REGRESSION, CONVERSATIONS, SCORED, PASSED, UNITS, REPEATED_UNITS,
  OUTCOME_RATIO, FAILURE_RATIO, SCORED_RATIO, COST, OVER_BUDGET, DURATION, EVIDENCE_RATE, SAMPLED_RATIO,
- LABEL_RATIO, DRIFT_STATISTIC, DRIFT_THRESHOLD, DRIFT_REFERENCE) = range(len(GAUGES))
+ LABEL_RATIO, ALERT_STATISTIC, ALERT_THRESHOLD, ALERT_ALARM, ALERT_REFERENCE) = range(len(GAUGES))
 
 
 def _fmt(x: float) -> str:
@@ -123,14 +125,15 @@ def estimate_samples(e: SeriesEstimate, with_regression: bool = True) -> Iterato
 
 
 def regression_samples(e: SeriesEstimate) -> Iterator[Sample]:
-    """The samples that change without the window changing: regression probability and drift CUSUM."""
+    """The samples that change without the window changing: regression probability and the alert rules."""
     for r in e.regression:
         yield REGRESSION, (str(r.k), r.baseline_version, r.method), r.probability
-    d = e.drift
-    if d is not None:
-        yield DRIFT_STATISTIC, (d.reference_version,), d.statistic
-        yield DRIFT_THRESHOLD, (d.reference_version,), d.threshold
-        yield DRIFT_REFERENCE, (d.reference_version,), d.p0
+    for a in e.alerts:
+        labels = (a.rule, a.reference_version)
+        yield ALERT_STATISTIC, labels, a.statistic
+        yield ALERT_THRESHOLD, labels, a.threshold
+        yield ALERT_ALARM, labels, float(a.alarm)
+        yield ALERT_REFERENCE, labels, a.reference
 
 
 def histogram_buckets(h: Histogram) -> list[tuple[str, float]]:

@@ -94,7 +94,7 @@ class SeriesEstimate:
     repeated_units: int = 0  # units with two or more graded conversations
     unit_pairs: tuple[tuple[int, int, int], ...] = ()  # (n, c, units) histogram, when method is "tasks"
     regression: list[Regression] = field(default_factory=list)
-    drift: Any = None  # exporters.drift.Drift of a real series, on its longest-window estimate; else None
+    alerts: tuple[Any, ...] = ()  # exporters.alert_rules.Alert of a real series, on its longest-window estimate
     rendered: tuple[str, ...] | None = field(default=None, repr=False, compare=False)  # exposition cache
 
     @property

@@ -91,7 +91,7 @@ def test_every_documented_metric_is_exposed(served) -> None:
                                          cost_usd=0.01 * i, budget_usd=0.2, duration_s=i,
                                          reasons=["loop: x"] if i % 4 == 0 else [], turn_scores=[TOOL_TURN]))
         service.estimator.add(make_score(f"b{i}", passed=i % 2 == 0, version="v2", ended_at=T0 + 30))
-    for i in range(2000):  # the drift CUSUM's reference needs drift_baseline_min_conversations graded
+    for i in range(2000):  # an alert rule's reference needs alerts.min_reference conversations
         service.estimator.add(make_score(f"d{i}", passed=i % 5 != 0, agent="ref", version="v1", ended_at=T0))
     service.estimator.add(make_score("d-new", passed=False, agent="ref", version="v2", ended_at=T0 + 30))
     service.estimator.reject_invalid()
@@ -105,8 +105,8 @@ def test_every_documented_metric_is_exposed(served) -> None:
     assert value(m, "agentwatch_regression_probability", agent="bot", version="v2", task="refund",
                  window="1h", k="3", baseline_version="v1") > 0.5
     assert value(m, "agentwatch_scores_rejected_total", reason="invalid") == 1
-    assert value(m, "agentwatch_drift_threshold", agent="ref", version="v2", task="refund", window="7d",
-                 reference_version="v1") > 0
+    assert value(m, "agentwatch_alert_threshold", agent="ref", version="v2", task="refund", window="7d",
+                 rule="pass", reference_version="v1") > 0
     assert value(m, "agentwatch_tool_correctness", agent="bot", version="v1", task="refund", window="24h",
                  dimension="parameters") == 0.5
     assert value(m, "agentwatch_failure_ratio", agent="bot", version="v1", task="refund", window="1h",
