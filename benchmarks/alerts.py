@@ -1,23 +1,33 @@
-"""Alert simulator: false alarms per series-day and detection delays of the pass^3 alerts under continuous evaluation.
+"""Alert simulator: false pages a month of a fleet of unchanged series, and the detection delay of every rule.
 
-Synthetic score streams go through the real `Estimator` (injected clock, scores built like the tests' factory);
-every minute the alert conditions are evaluated, reimplemented in Python from what the estimator exports:
+Fleet (false pages). N series (default 100) whose traffic runs from 1 to 20 conversations a minute (evenly
+spread), half of them graded, each with its own true rates drawn once (success 0.7-0.9, ASR credits 1 / 0.4 / 0,
+abandoned 2-8% of the graded, errors and no answers 1-5%, loops 0.2-2%, hallucination flags 0.5-3%, over
+budget 2-10% of all conversations), unchanged for the whole run. Per-minute counts of every rule are drawn
+(Poisson traffic, binomial events); the exporter's designs (`cusum.design` on `cusum.on_grid` keys, the rules'
+alternatives from `AlertParams`, an equal share of the budget per (series, rule) pair as `alert_rules.plan`
+gives it) are recomputed every `--redesign-hours` (6) from the references (the exporter does at every scrape;
+a new design takes milliseconds, and thousands are made in a simulated month); the statistic and its alarm episodes follow the
+exporter's recursion every minute (the exporter computes the same recursion over its 24h window, which only
+drops older evidence); a page is an alarm held for `for` minutes (2m in deploy/prometheus/alert_rules.yml),
+counted at its start. References "as in production":
 
-- drift (AgentwatchPass3Drift): `agentwatch_drift_statistic >= agentwatch_drift_threshold` for `for` minutes
-  (default 2m, as in deploy/prometheus/alert_rules.yml), from `Estimator.drift()` — the same values the gauges
-  carry;
-- legacy (the former posterior rule, optional, slow: one full snapshot a minute): max over the windows with at
-  least 30 scored conversations of `agentwatch_regression_probability{k="3"}` > 0.95 for 15 minutes.
+- `own` (default): the series' own trailing 7 days (the counts of the longest window, which include the
+  data being tested), after a 7-day warm-up;
+- `baseline`: another version with the same true rates whose counts are independent of the data tested,
+  holding `--reference` conversations in each population (default: 7 days of the series' traffic), drawn
+  anew every week (a release a week);
+- `--plug-in`: the same, with the reference treated as known (the design the issue of estimated references
+  is about).
 
-Two versions of one agent and task receive the same traffic: v1 (the baseline, p = 0.8 throughout) and v2, whose
-success probability follows the scenario. After a warm-up (so that the reference holds enough conversations)
-the scenario starts at minute 0. No-change scenarios count alarm onsets (rising edges of the firing state) of both
-series; change scenarios restart from the warmed-up state for each run and record the delay from the change to
-the first firing of v2, in minutes and in v2's graded conversations, beside the information bound
-ln(ARL0) / KL(p1 || p0) of the change.
+Delays (detections), through the real `Estimator` (injected clock): one agent and task, a baseline version and
+a canary with the same traffic and rates; after a warm-up the canary's rate of one rule changes (the stated
+change of each scenario) and the delay to its first page is recorded, in minutes and in the canary's
+observations in the rule's population, beside the information bound ln(ARL0) / KL(q1 || q0) of that change.
+The budget is set so that each (series, rule) pair has the share it would have in the fleet of N series.
 
-    python benchmarks/alerts.py                     # all scenarios, default settings
-    python benchmarks/alerts.py --days 60 --runs 100 --legacy-days 2
+    python benchmarks/alerts.py                          # fleet (3 months, own references) and delays
+    python benchmarks/alerts.py --months 12 --reference-mode baseline --reference 2000 --only fleet
 """
 
 from __future__ import annotations
@@ -29,61 +39,236 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 import numpy as np
-from agentwatch.exporters.drift import alternative, information_bound
+from agentwatch.exporters.alert_rules import MONTH_S, RULES, AlertParams
+from agentwatch.exporters.cusum import design, information_bound, kl, on_grid
 from agentwatch.exporters.estimator import Estimator
+from scipy import stats
 
 from agentwatch.config import Settings
 from agentwatch.schema import ConversationScore
 
 T0 = 1_800_000_000.0
-P_BASE = 0.8
-KEY = ("bot", "v2", "refund")
+GRADED = 0.5
+RATE_RULES = ("abandoned", "error", "no_answer", "loop", "hallucination", "over_budget")
+RATE_RANGES = {"abandoned": (0.02, 0.08), "error": (0.01, 0.05), "no_answer": (0.01, 0.05),
+               "loop": (0.002, 0.02), "hallucination": (0.005, 0.03), "over_budget": (0.02, 0.1)}
+PARTIAL_CREDIT = 0.4
+
+
+# --------------------------------------------------------------------------- fleet
+
+
+@dataclass
+class Fleet:
+    """True rates and traffic of N unchanged series."""
+
+    rate: np.ndarray  # conversations a minute
+    p: np.ndarray  # success probability of a graded conversation (credit 1); the rest 0.4 or 0, evenly
+    q: dict[str, np.ndarray]  # rate rules: probability of the bad observation in their population
+
+    @classmethod
+    def draw(cls, n: int, rng: np.random.Generator) -> Fleet:
+        """Traffic from 1 to 20 a minute; rates drawn once per series."""
+        rate = np.linspace(1.0, 20.0, n)
+        return cls(rate, rng.uniform(0.7, 0.9, n), {r: rng.uniform(*RATE_RANGES[r], n) for r in RATE_RULES})
+
+
+def _minutes(f: Fleet, rng: np.random.Generator, minutes: int) -> dict[str, np.ndarray]:
+    """Per-minute (minutes × series) counts of every rule: observations `n_<rule>` and bad ones `x_<rule>`,
+    plus `ref_asr` (the credits' shortfall, what the reference of asr counts)."""
+    shape = (minutes, len(f.rate))
+    total = rng.poisson(f.rate, shape)
+    graded = rng.binomial(total, GRADED)
+    full = rng.binomial(graded, f.p)
+    partial = rng.binomial(graded - full, 0.5)
+    zero = graded - full - partial
+    out = {"n_pass": graded, "x_pass": partial + zero, "n_asr": graded,
+           "x_asr": rng.binomial(partial, 1 - PARTIAL_CREDIT) + zero,
+           "ref_asr": (1 - PARTIAL_CREDIT) * partial + zero}
+    for r in RATE_RULES:
+        pop = graded if r == "abandoned" else total
+        out[f"n_{r}"] = pop
+        out[f"x_{r}"] = rng.binomial(pop, f.q[r])
+    return out
+
+
+def _designs(params: AlertParams, refs: np.ndarray, traffic: np.ndarray, covered_s: float,
+             plug_in: bool) -> list[list]:
+    """Designs per series and rule: the share and the posterior as `alert_rules.plan` makes them.
+    refs: series × rules × (n, bad) of the references; traffic: series × rules observations over covered_s."""
+    pairs = refs.shape[0] * refs.shape[1]
+    share = params.pages_per_month / pairs
+    out = []
+    for i in range(refs.shape[0]):
+        row = []
+        for j, alt in enumerate(params.alternatives):
+            n, bad = refs[i, j]
+            if plug_in:
+                n, bad = n * 1e9, bad * 1e9
+            a, b = params.prior_alpha + bad, params.prior_beta + n - bad
+            row.append(design(*on_grid(a / (a + b), a + b, traffic[i, j] / covered_s * MONTH_S, share), alt))
+        out.append(row)
+    return out
+
+
+@dataclass
+class FleetResult:
+    """Pages per rule, and what they were designed for."""
+
+    pages: dict[str, int]
+    months: float
+    budget: float
+    series: int
+    h_nats: dict[str, list[float]] = field(default_factory=dict)
+
+
+def fleet(settings: Settings, n: int, months: float, mode: str, reference: int | None, plug_in: bool,
+          for_minutes: int, seed: int, redesign_hours: int = 6,
+          progress: Callable[[str], None] = lambda s: None) -> FleetResult:
+    """Simulate `months` of the unchanged fleet; count the pages of every rule."""
+    params = AlertParams.from_settings(settings)
+    rules = list(params.rules)
+    rng = np.random.default_rng(seed)
+    f = Fleet.draw(n, rng)
+    hours_7d = 7 * 24
+    hourly = np.zeros((hours_7d, n, len(rules), 2))  # own counts (n, bad) per hour, a ring
+    s = np.zeros((n, len(rules)))
+    alarm = np.zeros((n, len(rules)), dtype=bool)
+    held = np.zeros((n, len(rules)), dtype=np.int64)
+    pages = dict.fromkeys(rules, 0)
+    h_nats: dict[str, list[float]] = {r: [] for r in rules}
+    baseline_refs: np.ndarray | None = None
+    total_hours = int(months * 30 * 24)
+    for hour in range(-hours_7d, total_hours):
+        c = _minutes(f, rng, 60)
+        own = np.stack([np.stack([c[f"n_{r}"].sum(0), c[f"ref_{r}" if r == "asr" else f"x_{r}"].sum(0)], -1)
+                        for r in rules], 1)
+        hourly[hour % hours_7d] = own
+        if hour < 0:
+            continue  # warm-up: seven days of history before the first evaluation
+        window = hourly.sum(0)  # the last 7 days (the longest window)
+        if mode == "own":
+            refs = window
+        else:
+            if hour % hours_7d == 0 or baseline_refs is None:  # a new release every week
+                baseline_refs = _baseline(f, rules, window, reference, rng)
+            refs = baseline_refs
+        if hour % redesign_hours == 0:
+            d = _designs(params, refs, window[:, :, 0], 7 * 86400.0, plug_in)
+            up = np.array([[x.up / x.scale for x in row] for row in d])
+            down = np.array([[x.down / x.scale for x in row] for row in d])
+            h = np.array([[x.threshold for x in row] for row in d])
+        if hour % 24 == 0:
+            for j, r in enumerate(rules):
+                h_nats[r].extend(h[:, j].tolist())
+        nobs = np.stack([c[f"n_{r}"] for r in rules], -1)
+        xbad = np.stack([c[f"x_{r}"] for r in rules], -1)
+        for m in range(60):
+            s = np.maximum(0.0, s + up * xbad[m] + down * (nobs[m] - xbad[m]))
+            alarm = (alarm | (s >= h - 1e-9)) & (s > 1e-9)
+            held = np.where(alarm, held + 1, 0)
+            for j in np.flatnonzero((held == for_minutes + 1).any(0)):
+                pages[rules[j]] += int((held[:, j] == for_minutes + 1).sum())
+        if hour % 168 == 0:
+            progress(f"  fleet: hour {hour}/{total_hours}, pages so far {sum(pages.values())}")
+    return FleetResult(pages, months, params.pages_per_month, n, h_nats)
+
+
+def _baseline(f: Fleet, rules: list[str], window: np.ndarray, reference: int | None,
+              rng: np.random.Generator) -> np.ndarray:
+    """References from an independent version with the same rates: (n, bad) per series and rule."""
+    out = np.zeros_like(window)
+    for j, r in enumerate(rules):
+        n = window[:, j, 0] if reference is None else np.full(len(f.rate), reference * (GRADED if r in (
+            "pass", "asr", "abandoned") else 1.0))
+        n = np.maximum(n.round(), 1).astype(np.int64)
+        if r == "pass":
+            bad = rng.binomial(n, 1 - f.p)
+        elif r == "asr":
+            partial = rng.binomial(n, (1 - f.p) / 2)
+            zero = rng.binomial(n - partial, ((1 - f.p) / 2) / (1 - (1 - f.p) / 2))
+            bad = (1 - PARTIAL_CREDIT) * partial + zero
+        else:
+            bad = rng.binomial(n, f.q[r])
+        out[:, j, 0], out[:, j, 1] = n, bad
+    return out
+
+
+def _poisson_interval(k: int, level: float = 0.95) -> tuple[float, float]:
+    a = (1 - level) / 2
+    lo = 0.0 if k == 0 else stats.chi2.ppf(a, 2 * k) / 2
+    return lo, stats.chi2.ppf(1 - a, 2 * k + 2) / 2
+
+
+# --------------------------------------------------------------------------- delays (real Estimator)
+
+
+BASE_RATES = {"p": 0.8, "partial": 0.1, "abandoned": 0.05, "error": 0.02, "no_answer": 0.03, "loop": 0.01,
+              "hallucination": 0.02, "over_budget": 0.05}
 
 
 @dataclass(frozen=True)
 class Scenario:
+    """The canary's change, for the delay of one rule."""
+
     name: str
-    rate: float  # mean conversations per minute per version
-    p: Callable[[int], float]  # v2's success probability at minute m (m >= 0: after the warm-up)
-    change: bool  # True: measure the delay; False: count false alarms
-    p_after: float = P_BASE  # the success probability the change reaches (for the bound)
-    burst_every: int = 1  # traffic arrives once every `burst_every` minutes (rate * burst_every at once)
-
-
-def _pow3_drop(drop: float) -> float:
-    return (P_BASE**3 - drop) ** (1 / 3)
+    rule: str
+    change: dict[str, float]  # canary rates after the change (keys of BASE_RATES)
+    rate: float = 5.0  # conversations a minute per version
 
 
 def scenarios() -> list[Scenario]:
-    p1, p2 = _pow3_drop(0.1), _pow3_drop(0.2)
+    """One stated change per rule (a second traffic for pass^3)."""
+    p3 = (0.8**3 - 0.15) ** (1 / 3)
     return [
-        Scenario("no change, 5/min", 5, lambda m: P_BASE, False),
-        Scenario("no change, 1/min", 1, lambda m: P_BASE, False),
-        Scenario("no change, bursts (50 every 10 min)", 5, lambda m: P_BASE, False, burst_every=10),
-        Scenario("pass^3 -0.1, 5/min", 5, lambda m: p1, True, p1),
-        Scenario("pass^3 -0.2, 5/min", 5, lambda m: p2, True, p2),
-        Scenario("pass^3 -0.2, 1/min", 1, lambda m: p2, True, p2),
-        Scenario("pass^3 -0.2, bursts (50 every 10 min)", 5, lambda m: p2, True, p2, burst_every=10),
-        Scenario("slow drift: pass^3 -0.2 over 24h, 5/min",
-                 5, lambda m: (P_BASE**3 - 0.2 * min(1.0, m / 1440)) ** (1 / 3), True, p2),
+        Scenario("pass^3 -0.15 (0.51 -> 0.36), 5/min", "pass", {"p": p3, "partial": (1 - p3) / 2}),
+        Scenario("pass^3 -0.15, 1/min", "pass", {"p": p3, "partial": (1 - p3) / 2}, rate=1.0),
+        Scenario("ASR -0.1 (0.84 -> 0.74), 5/min", "asr", {"p": 0.7, "partial": 0.1}),
+        Scenario("abandoned x3 (5% -> 15% of graded), 5/min", "abandoned", {"abandoned": 0.15}),
+        Scenario("errors x3 (2% -> 6%), 5/min", "error", {"error": 0.06}),
+        Scenario("no answer x3 (3% -> 9%), 5/min", "no_answer", {"no_answer": 0.09}),
+        Scenario("loops x3 (1% -> 3%), 5/min", "loop", {"loop": 0.03}),
+        Scenario("hallucination 2% -> 6%, 5/min", "hallucination", {"hallucination": 0.06}),
+        Scenario("over budget x3 (5% -> 15%), 5/min", "over_budget", {"over_budget": 0.15}),
     ]
 
 
-class Sim:
-    """One estimator fed two versions, minute by minute."""
+def _score(cid: str, version: str, t: float, rates: dict[str, float], rng: np.random.Generator
+           ) -> ConversationScore:
+    graded = rng.random() < GRADED
+    evidence = [e for e in ("error", "no_answer", "loop", "hallucination", "over_budget") if rng.random() < rates[e]]
+    if not graded:
+        return ConversationScore(conversation_id=cid, agent="bot", version=version, task="refund", turns=1,
+                                 passed=None, outcome="unscored", outcome_source="rules", evidence=evidence,
+                                 ended_at=datetime.fromtimestamp(t, UTC))
+    u = rng.random()
+    credit = 1.0 if u < rates["p"] else PARTIAL_CREDIT if u < rates["p"] + rates["partial"] else 0.0
+    outcome = {1.0: "complete", PARTIAL_CREDIT: "partial_correct"}.get(credit, "partial_incorrect")
+    if rng.random() < rates["abandoned"]:
+        outcome = "abandoned"
+    return ConversationScore(conversation_id=cid, agent="bot", version=version, task="refund", turns=1,
+                             passed=credit == 1.0 and outcome != "abandoned", outcome=outcome,
+                             outcome_source="rules", asr_credit=credit, evidence=evidence,
+                             ended_at=datetime.fromtimestamp(t, UTC))
 
-    def __init__(self, settings: Settings, seed: int) -> None:
+
+class Pair:
+    """One estimator fed a baseline (v1) and a canary (v2), minute by minute."""
+
+    def __init__(self, settings: Settings, rate: float, seed: int) -> None:
         self.now = [T0]
         self.est = Estimator(settings, clock=lambda: self.now[0])
         self.rng = np.random.default_rng(seed)
+        self.rate = rate
         self.i = 0
         self.minute = 0
 
-    def clone(self, seed: int) -> Sim:
+    def clone(self, seed: int) -> Pair:
+        """An independent copy (its own clock, lock and random stream)."""
         lock, clock = self.est._lock, self.est._clock
         self.est._lock = self.est._clock = None  # type: ignore[assignment]
         try:
@@ -95,140 +280,132 @@ class Sim:
         other.rng = np.random.default_rng(seed)
         return other
 
-    def step(self, sc: Scenario, p2: float) -> int:
-        """One minute of traffic; returns v2's graded conversations in it."""
+    def step(self, canary: dict[str, float]) -> list[ConversationScore]:
+        """One minute of traffic of both versions; returns the canary's scores."""
         self.now[0] = T0 + self.minute * 60
-        n2 = 0
-        if self.minute % sc.burst_every == 0:
-            for version, p in (("v1", P_BASE), ("v2", p2)):
-                k = int(self.rng.poisson(sc.rate * sc.burst_every))
-                passes = self.rng.random(k) < p
-                offsets = self.rng.random(k) * 59
-                for ok, off in zip(passes, offsets, strict=True):
-                    self.i += 1
-                    self.est.add(_score(f"c{self.i}", bool(ok), version, self.now[0] - off))
+        out = []
+        for version, rates in (("v1", BASE_RATES), ("v2", canary)):
+            for _ in range(int(self.rng.poisson(self.rate))):
+                self.i += 1
+                s = _score(f"c{self.i}", version, self.now[0] - self.rng.random() * 59, rates, self.rng)
+                self.est.add(s)
                 if version == "v2":
-                    n2 = k
+                    out.append(s)
         self.minute += 1
-        return n2
+        return out
 
 
-def _score(cid: str, passed: bool, version: str, t: float) -> ConversationScore:
-    return ConversationScore(
-        conversation_id=cid, agent="bot", version=version, task="refund", turns=1, passed=passed,
-        outcome="complete" if passed else "partial_incorrect", outcome_source="rules",
-        asr_credit=1.0 if passed else 0.0, ended_at=datetime.fromtimestamp(t, UTC),
-    )
+def _in_population(rule: str, s: ConversationScore) -> bool:
+    return s.passed is not None if rule in ("pass", "asr", "abandoned") else True
 
 
-def _firing(history: list[bool], for_minutes: int) -> bool:
-    return len(history) > for_minutes and all(history[-for_minutes - 1:])
-
-
-def legacy_condition(est: Estimator) -> bool:
-    """max over windows with >= 30 scored of regression_probability{k=3} of v2 > 0.95."""
-    probs = [r.probability for e in est.snapshot() if e.series == KEY and e.scored >= 30
-             for r in e.regression if r.k == 3]
-    return bool(probs) and max(probs) > 0.95
-
-
-def warm(sc: Scenario, settings: Settings, seed: int) -> Sim:
-    sim = Sim(settings, seed)
-    need = settings.exporter.drift_baseline_min_conversations
-    minutes = max(1440, math.ceil(1.2 * need / sc.rate))
-    for _ in range(minutes):
-        sim.step(sc, P_BASE)
-    sim.minute_zero = sim.minute  # type: ignore[attr-defined]
-    return sim
-
-
-def no_change(sc: Scenario, settings: Settings, days: float, legacy_days: float, seed: int,
-              for_minutes: int) -> dict:
-    sim = warm(sc, settings, seed)
-    hist: dict[tuple, list[bool]] = {}
-    onsets = 0
-    legacy_hist: list[bool] = []
-    legacy_onsets = 0
-    minutes = int(days * 1440)
-    for m in range(minutes):
-        sim.step(sc, sc.p(m))
-        drift = sim.est.drift()
-        for key in (("bot", "v1", "refund"), KEY):
-            d = drift.get(key)
-            h = hist.setdefault(key, [])
-            before = _firing(h, for_minutes)
-            h.append(d is not None and d.alarm)
-            if _firing(h, for_minutes) and not before:
-                onsets += 1
-        if m < legacy_days * 1440:
-            before = _firing(legacy_hist, 15)
-            legacy_hist.append(legacy_condition(sim.est))
-            if _firing(legacy_hist, 15) and not before:
-                legacy_onsets += 1
-    return {"series_days": 2 * days, "onsets": onsets, "legacy_days": legacy_days, "legacy_onsets": legacy_onsets}
-
-
-def delays(sc: Scenario, settings: Settings, runs: int, seed: int, for_minutes: int,
-           max_minutes: int = 4 * 1440) -> dict:
-    base = warm(sc, settings, seed)
-    out_min, out_conv, missed = [], [], 0
+def delays(sc: Scenario, settings: Settings, runs: int, warm_days: float, for_minutes: int, seed: int,
+           max_minutes: int = 3 * 1440) -> dict:
+    """Delay from the canary's change to the first page of the scenario's rule, over `runs` runs."""
+    base = Pair(settings, sc.rate, seed)
+    for _ in range(int(warm_days * 1440)):
+        base.step(BASE_RATES)
+    canary = {**BASE_RATES, **sc.change}
+    minutes, observations, missed, designs = [], [], 0, []
     for r in range(runs):
-        sim = base.clone(seed * 1000 + r + 1)
-        hist: list[bool] = []
-        conv = 0
+        pair = base.clone(seed * 1000 + r + 1)
+        held, seen = 0, 0
         for m in range(max_minutes):
-            conv += sim.step(sc, sc.p(m))
-            d = sim.est.drift().get(KEY)
-            hist.append(d is not None and d.alarm)
-            if _firing(hist, for_minutes):
-                out_min.append(m + 1)
-                out_conv.append(conv)
+            seen += sum(_in_population(sc.rule, s) for s in pair.step(canary))
+            found = {a.rule: a for a in pair.est.alerts().get(("bot", "v2", "refund"), ())}
+            a = found.get(sc.rule)
+            held = held + 1 if a is not None and a.alarm else 0
+            if held == for_minutes + 1:
+                minutes.append(m + 1)
+                observations.append(seen)
+                designs.append(a.design)
                 break
         else:
             missed += 1
-    return {"minutes": out_min, "conversations": out_conv, "missed": missed, "runs": runs}
+    return {"minutes": minutes, "observations": observations, "missed": missed, "runs": runs,
+            "design": designs[0] if designs else None}
+
+
+def _true_q(rule: str, rates: dict[str, float]) -> float:
+    if rule == "pass":
+        return 1 - rates["p"]
+    if rule == "asr":
+        return 1 - rates["p"] - PARTIAL_CREDIT * rates["partial"]
+    return rates[rule]
 
 
 def _q(xs: list[float], q: float) -> float:
     return float(np.quantile(xs, q)) if xs else float("nan")
 
 
+# --------------------------------------------------------------------------- main
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--days", type=float, default=30.0, help="days simulated per no-change scenario")
-    ap.add_argument("--runs", type=int, default=50, help="runs per change scenario")
-    ap.add_argument("--legacy-days", type=float, default=0.0, help="days of the legacy rule (slow: ~1 min/day)")
-    ap.add_argument("--for-minutes", type=int, default=2, help="`for` of the drift alert, minutes")
+    ap.add_argument("--series", type=int, default=100, help="series in the fleet")
+    ap.add_argument("--months", type=float, default=3.0, help="months simulated of the unchanged fleet")
+    ap.add_argument("--reference-mode", choices=("own", "baseline"), default="own")
+    ap.add_argument("--reference", type=int, default=None, help="baseline mode: conversations of a reference")
+    ap.add_argument("--plug-in", action="store_true", help="treat the references as known (for comparison)")
+    ap.add_argument("--redesign-hours", type=int, default=6, help="fleet: hours between new designs")
+    ap.add_argument("--runs", type=int, default=20, help="runs per delay scenario")
+    ap.add_argument("--warm-days", type=float, default=2.0, help="history before a delay scenario's change")
+    ap.add_argument("--for-minutes", type=int, default=2, help="`for` of the alert rules, minutes")
+    ap.add_argument("--budget", type=float, default=None, help="alerts.false_pages_per_month (default: config)")
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--only", default="", help="run the scenarios whose name contains this")
+    ap.add_argument("--only", default="", help="`fleet`, or run the delay scenarios whose name contains this")
     args = ap.parse_args(argv)
-    settings = Settings()
-    x = settings.exporter
-    print(f"drift CUSUM: ARL0 {x.drift_arl0_conversations:g} graded conversations, tuned for a pass^{x.drift_k} "
-          f"drop of {x.drift_pass_pow_drop:g}, window {x.drift_window}, reference >= "
-          f"{x.drift_baseline_min_conversations}; alert for {args.for_minutes}m; p0 = {P_BASE}")
-    print(f"{'scenario':44} {'false alarms / series-day':>26} {'delay conv. median / p95':>26} "
-          f"{'minutes median / p95':>21} {'bound (conv.)':>13} {'missed':>7}")
+    settings = Settings() if args.budget is None else Settings(alerts={"false_pages_per_month": args.budget})
+    a = settings.alerts
+    rules = list(a.rules)
+    print(f"budget {a.false_pages_per_month:g} false pages a month over {args.series} series x {len(rules)} rules; "
+          f"alert for {args.for_minutes}m; min reference {a.min_reference}; tuned for pass^{a.pass_k} "
+          f"-{a.pass_pow_drop:g}, ASR -{a.asr_drop:g}, rates: odds x{a.rate_ratio:g} (at least +{a.rate_min_increase:g})")
+    if not args.only or args.only == "fleet":
+        t = time.time()
+        r = fleet(settings, args.series, args.months, args.reference_mode, args.reference, args.plug_in,
+                  args.for_minutes, args.seed, args.redesign_hours, progress=lambda s: print(s, file=sys.stderr))
+        ref = args.reference_mode + (f", {args.reference} conversations" if args.reference else "") + (
+            ", plug-in" if args.plug_in else "")
+        print(f"\nfleet of {r.series} unchanged series, {r.months:g} months, references: {ref} "
+              f"({time.time() - t:.0f} s)")
+        print(f"{'rule':14} {'pages':>6} {'pages / month':>14} {'95% interval':>16} {'threshold h, nats (median)':>28}")
+        for rule in rules:
+            k = r.pages[rule]
+            lo, hi = _poisson_interval(k)
+            print(f"{rule:14} {k:>6} {k / r.months:>14.2f} {f'{lo / r.months:.2f}-{hi / r.months:.2f}':>16} "
+                  f"{np.median(r.h_nats[rule]):>28.2f}")
+        k = sum(r.pages.values())
+        lo, hi = _poisson_interval(k)
+        print(f"{'all':14} {k:>6} {k / r.months:>14.2f} {f'{lo / r.months:.2f}-{hi / r.months:.2f}':>16}   "
+              f"budget {r.budget:g} / month")
+        sys.stdout.flush()
+    if args.only == "fleet":
+        return 0
+    pairs_here = 2 * len(rules)
+    per_pair = a.false_pages_per_month / (args.series * len(rules))
+    delay_settings = Settings(alerts={**a.model_dump(), "false_pages_per_month": per_pair * pairs_here})
+    print(f"\ndelays through the Estimator: canary vs baseline, {args.runs} runs, {args.warm_days:g} days of "
+          f"history; each pair's share {per_pair:.2e} pages a month (as in the fleet of {args.series})")
+    print(f"{'scenario':44} {'minutes median / p95':>21} {'observations median / p95':>27} {'bound':>7} "
+          f"{'h (nats)':>9} {'missed':>7}")
     for i, sc in enumerate(scenarios()):
         if args.only and args.only not in sc.name:
             continue
         t = time.time()
-        if not sc.change:
-            r = no_change(sc, settings, args.days, args.legacy_days, args.seed + i, args.for_minutes)
-            fa = f"{r['onsets']}/{r['series_days']:g} = {r['onsets'] / r['series_days']:.4f}"
-            print(f"{sc.name:44} {fa:>26} {'':>26} {'':>21} {'':>13} {'':>7}  ({time.time() - t:.0f} s)")
-            if r["legacy_days"]:
-                lf = f"{r['legacy_onsets']}/{r['legacy_days']:g} = {r['legacy_onsets'] / r['legacy_days']:.4f}"
-                print(f"{'  legacy posterior rule (v2 only)':44} {lf:>26}")
-        else:
-            r = delays(sc, settings, args.runs, args.seed + i, args.for_minutes)
-            bound = information_bound(x.drift_arl0_conversations, P_BASE, sc.p_after)
-            conv = f"{_q(r['conversations'], .5):.0f} / {_q(r['conversations'], .95):.0f}"
-            mins = f"{_q(r['minutes'], .5):.0f} / {_q(r['minutes'], .95):.0f}"
-            print(f"{sc.name:44} {'':>26} {conv:>26} {mins:>21} {bound:>13.0f} "
-                  f"{r['missed']:>3}/{r['runs']:<3}  ({time.time() - t:.0f} s)")
+        r = delays(sc, delay_settings, args.runs, args.warm_days, args.for_minutes, args.seed + i)
+        d = r["design"]
+        bound = float("nan")
+        if d is not None:
+            q0, q1 = _true_q(sc.rule, BASE_RATES), _true_q(sc.rule, {**BASE_RATES, **sc.change})
+            bound = information_bound(d.arl0, q0, q1) if kl(q1, q0) > 0 else float("nan")
+        mins = f"{_q(r['minutes'], .5):.0f} / {_q(r['minutes'], .95):.0f}"
+        obs = f"{_q(r['observations'], .5):.0f} / {_q(r['observations'], .95):.0f}"
+        h = f"{d.threshold:.2f}" if d is not None else ""
+        print(f"{sc.name:44} {mins:>21} {obs:>27} {bound:>7.0f} {h:>9} {r['missed']:>3}/{r['runs']:<3}  "
+              f"({time.time() - t:.0f} s)")
         sys.stdout.flush()
-    print(f"design alternative p1 at p0 = {P_BASE}: {alternative(P_BASE, x.drift_k, x.drift_pass_pow_drop):.4f}")
     return 0
 
 

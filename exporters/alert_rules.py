@@ -39,11 +39,11 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import numpy as np
-from agentwatch.exporters.cusum import Design, design, on_grid, statistic
+from agentwatch.exporters.cusum import Design, cached_design, design, on_grid, statistic
 from agentwatch.exporters.windows import EVIDENCE, OUTCOMES, Bucket, Contribution
 
 from agentwatch.config import Settings, parse_duration
@@ -266,8 +266,13 @@ class Planned:
     reference_version: str
 
 
-def plan(series: Iterable[SeriesInput], p: AlertParams) -> dict[SeriesKey, list[Planned]]:
-    """The reference and design of every (series, rule) with a reference; they share the budget equally."""
+def plan(series: Iterable[SeriesInput], p: AlertParams,
+         may_design: Callable[[], bool] = lambda: True) -> dict[SeriesKey, list[Planned]]:
+    """The reference and design of every (series, rule) with a reference; they share the budget equally.
+
+    A design not memoised yet is made only while `may_design()` holds (a snapshot's time budget: a new design
+    takes milliseconds); a pair left without one is left out of this plan, still counted in the shares.
+    """
     groups: dict[tuple[str, str], list[SeriesInput]] = {}
     for s in series:
         groups.setdefault((s.key[0], s.key[2]), []).append(s)
@@ -292,7 +297,12 @@ def plan(series: Iterable[SeriesInput], p: AlertParams) -> dict[SeriesKey, list[
         n, bad = ref.counts[r]
         a, b = p.prior_alpha + bad, p.prior_beta + n - bad
         observations = s.counts[r, 0] / s.covered_s * MONTH_S
-        d = design(*on_grid(a / (a + b), a + b, observations, share), p.alternatives[j])
+        key = (*on_grid(a / (a + b), a + b, observations, share), p.alternatives[j])
+        d = cached_design(*key)
+        if d is None:
+            if not may_design():
+                continue
+            d = design(*key)
         out.setdefault(s.key, []).append(Planned(rule, d, ref.key[1]))
     return out
 

@@ -7,10 +7,9 @@ in-control average run length (ARL0, observations between false alarms) is a des
 Every rule watches one kind of *bad* observation in one population of conversations (a failed graded
 conversation, an error among all conversations, ...): in control it happens with probability q0 (the
 reference), the test is tuned for q1 > q0. One observation adds its log-likelihood ratio, ln(q1/q0) when bad
-(> 0) and ln((1-q1)/(1-q0)) when good (< 0), rounded to integers in units of 1/scale nat; S = max(0, S + x);
-the alarm goes on at S >= h. The scale is the finest (100 per nat) unless both increments are large, in which
-case it is coarser so that the smaller one spans about `STEPS` units; the detector *is* the rounded one, so
-the ARLs below are exact for it.
+(> 0) and ln((1-q1)/(1-q0)) when good (< 0), as integers in units of 1/scale nat (`increments`: the good
+observation's exactly, the bad one's rounded, their ratio within 2%); S = max(0, S + x); the alarm goes on at
+S >= h. The detector *is* the rounded one, so the ARLs below are exact for it.
 
 ARL: with integer increments the statistic is a Markov chain on 0 .. h-1 (Brook and Evans 1972); the expected
 number of observations to reach h from 0 solves (I - Q) L = 1, a banded system (`arl`).
@@ -35,7 +34,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import lru_cache
+import threading
+from collections import OrderedDict
 from typing import Protocol
 
 import numpy as np
@@ -43,8 +43,8 @@ from numpy.polynomial.hermite_e import hermegauss
 from scipy.linalg import lapack
 from scipy.special import betaincc, betaincinv, ndtr
 
-MAX_SCALE = 100  # finest resolution of the increments: 0.01 nat
-STEPS = 8  # the smaller increment spans about this many units when MAX_SCALE allows it
+MAX_STEPS = 64  # at most this many units for a good observation's increment
+RATIO_TOLERANCE = 0.02  # the rounded increments' ratio is within 2% of the log-likelihood ratios'
 NODES = 5  # Gauss–Hermite nodes of the average over the reference's posterior
 MAX_SHIFT = 6.0
 TUNE_Z = 1.0  # the increments assume the reference's posterior quantile at this z (pessimistic), or higher
@@ -53,7 +53,7 @@ MAX_H_NATS = 1000.0  # a threshold search stops here (only a reference of a few 
 Q_MIN, Q_MAX = 1e-4, 0.99
 _MEAN_STEP = math.log(1.01)  # grids of the design cache (rounded towards more conservative designs)
 _SIZE_STEP = math.log(2.0) / 4
-_ARL_STEP = math.log(10.0) / 10
+_RATE_STEP = math.log(10.0) / 20
 _Z, _W = hermegauss(NODES)
 _W = _W / _W.sum()
 
@@ -65,7 +65,7 @@ class Design:
     q0: float  # the reference: posterior mean of the in-control probability of a bad observation (on its grid)
     qd: float  # the in-control probability the increments assume: the reference's posterior quantile at z = 1
     q1: float  # the probability it is tuned to detect (the rule's alternative to qd)
-    scale: int  # units per nat
+    scale: float  # units per nat
     up: int  # increment of a bad observation (> 0)
     down: int  # increment of a good observation (< 0)
     h: int  # the alarm goes on at S >= h
@@ -95,12 +95,22 @@ def information_bound(arl0: float, q0: float, q1: float) -> float:
     return math.log(arl0) / kl(q1, q0)
 
 
-def increments(q0: float, q1: float) -> tuple[int, int, int]:
-    """(scale, up, down): the log-likelihood ratios of a bad and a good observation in units of 1/scale nat."""
+def increments(q0: float, q1: float) -> tuple[float, int, int]:
+    """(scale, up, down): the log-likelihood ratios of a bad and a good observation in units of 1/scale nat.
+
+    The good observation's ratio is exactly -d units, d the smallest integer (at most MAX_STEPS) for which the
+    bad one's ratio, rounded to an integer u, is within RATIO_TOLERANCE of the exact ratio of the two: the
+    test depends on that ratio (and h), and the fewest units make the chain small and its ARL fast to solve.
+    """
     up_nats = math.log(q1 / q0)
     down_nats = math.log((1.0 - q1) / (1.0 - q0))
-    scale = min(MAX_SCALE, max(1, math.ceil(STEPS / -down_nats)))
-    return scale, max(1, round(up_nats * scale)), min(-1, round(down_nats * scale))
+    ratio = up_nats / -down_nats
+    d, u = 1, max(1, round(ratio))
+    for d in range(1, MAX_STEPS + 1):
+        u = max(1, round(ratio * d))
+        if abs(u / d - ratio) <= RATIO_TOLERANCE * ratio:
+            break
+    return d / -down_nats, u, -d
 
 
 def arl(q: float, up: int, down: int, h: int) -> float:
@@ -207,38 +217,56 @@ def threshold(a: float, b: float, up: int, down: int, observations: float, share
 
 def _search(q: np.ndarray, w: np.ndarray, up: int, down: int, observations: float, target: float,
             h: int, cap: int) -> tuple[int, float]:
-    """Smallest h <= cap with ln expected_pages <= target (else cap), from a first guess (secant on ln pages,
-    else bisection)."""
-    seen: dict[int, float] = {}
-    h = min(h, cap)
-    lo, hi = 0, 0  # lo fails (0: nothing below it); hi passes (0: none found yet)
-    for _ in range(200):
-        v = seen[h] = math.log(max(expected_pages(q, w, up, down, h, observations), 1e-300))
-        if v <= target:
-            hi = h if hi == 0 else min(hi, h)
+    """Smallest h <= cap with ln expected_pages <= target (else cap), from a first guess: bracket by
+    extrapolation, then interpolation in ln pages, bisecting whenever one side of the bracket moves twice."""
+
+    def value(x: int) -> float:
+        return math.log(max(expected_pages(q, w, up, down, x, observations), 1e-300))
+
+    h = min(max(h, 1), cap)
+    v = value(h)
+    lo, flo = 0, math.log(max(observations, 1.0))  # h = 0: every observation alarms
+    hi, fhi = (h, v) if v <= target else (0, 0.0)
+    slope = -1.0 / up  # d ln pages / dh until two failing points give a better one
+    if not hi:
+        lo, flo = h, v
+    while not hi:  # no passing h yet: extrapolate upwards (at most four times further)
+        if lo >= cap:
+            return cap, math.exp(flo)
+        x = min(cap, max(lo + 1, min(4 * lo, lo + math.ceil(1.1 * (flo - target) / -slope))))
+        vx = value(x)
+        if vx <= target:
+            hi, fhi = x, vx
         else:
-            lo = max(lo, h)
-        if hi and hi - lo <= 1:
-            return hi, math.exp(seen[hi])
-        near = sorted(seen, key=lambda k: abs(seen[k] - target))[:2]
-        slope = (seen[near[0]] - seen[near[1]]) / (near[0] - near[1]) if len(near) == 2 else -1.0 / up
-        nxt = h + (math.ceil if v > target else math.floor)((v - target) / -slope) if slope < 0 else 2 * h
-        h = min(max(nxt, lo + 1), hi - 1 if hi else max(nxt, lo + 1), cap)
-        if h in seen:  # no progress by interpolation: bisect the bracket (or double without one)
-            h = (lo + hi) // 2 if hi else min(2 * max(lo, 1), cap)
-        if h in seen:  # the cap fails too: the target is out of reach
-            return h, math.exp(seen[h])
-    raise ArithmeticError("threshold search did not converge")  # pragma: no cover
+            slope = min((vx - flo) / (x - lo), -1e-12)
+            lo, flo = x, vx
+    while lo == 0 and hi > 1:  # a passing h but no failing one: probe below
+        x = max(1, hi - max(1, hi // 8))
+        vx = value(x)
+        if vx <= target:
+            hi, fhi = x, vx
+        else:
+            lo, flo = x, vx
+    moved = ""
+    while hi - lo > 1:
+        x = lo + (flo - target) / (flo - fhi) * (hi - lo) if moved[-2:] not in ("ll", "hh") else (lo + hi) / 2
+        x = min(max(round(x), lo + 1), hi - 1)
+        vx = value(x)
+        if vx <= target:
+            hi, fhi, moved = x, vx, moved + "h"
+        else:
+            lo, flo, moved = x, vx, moved + "l"
+    return hi, math.exp(fhi)
 
 
 def on_grid(mean: float, size: float, observations: float, share: float) -> tuple[float, float, float, float]:
     """Cache keys that only make a design more conservative: the reference's mean rounded up (1% steps, within
     [Q_MIN, Q_MAX]), its size a + b rounded down (2^(1/4) steps), observations a month rounded up and the share
-    rounded down (10^(1/10) steps)."""
+    rounded down (10^(1/20) steps)."""
     m = math.exp(math.ceil(math.log(min(Q_MAX, max(Q_MIN, mean))) / _MEAN_STEP - 1e-9) * _MEAN_STEP)
     s = math.exp(math.floor(math.log(max(size, 2.0)) / _SIZE_STEP + 1e-9) * _SIZE_STEP)
-    o = math.exp(math.ceil(math.log(max(observations, 1.0)) / _ARL_STEP - 1e-9) * _ARL_STEP)
-    f = math.exp(math.floor(math.log(share) / _ARL_STEP + 1e-9) * _ARL_STEP)
+    o = math.exp(math.ceil(math.log(max(observations, 1.0)) / _RATE_STEP - 1e-9) * _RATE_STEP)
+    f = math.exp(math.floor(math.log(share) / _RATE_STEP + 1e-9) * _RATE_STEP)
     return min(Q_MAX, m), s, o, f
 
 
@@ -267,16 +295,46 @@ def tuning(mean: float, size: float, share: float, alternative: Alternative) -> 
         z += 0.25
 
 
-@lru_cache(maxsize=16384)
+_DESIGNS: OrderedDict[tuple[float, float, float, float, Alternative], Design] = OrderedDict()
+_DESIGNS_KEPT = 16384
+_designs_lock = threading.Lock()
+
+
 def design(mean: float, size: float, observations: float, share: float, alternative: Alternative) -> Design:
     """The CUSUM for a reference with posterior Beta(mean size, (1 - mean) size): increments tuned for qd -> q1
     (`tuning`), threshold the smallest whose expected false pages a month, averaged over that posterior, are at
-    most `share` (memoised: call it with `on_grid` values)."""
+    most `share` (memoised, the last 16,384 kept: call it with `on_grid` values)."""
+    key = (mean, size, observations, share, alternative)
+    found = cached_design(*key)
+    if found is not None:
+        return found
     qd, q1 = tuning(mean, size, share, alternative)
     scale, up, down = increments(qd, q1)
     h, expected = threshold(mean * size, (1.0 - mean) * size, up, down, observations, share,
                             math.ceil(MAX_H_NATS * scale))
-    return Design(mean, qd, q1, scale, up, down, h, observations, share, expected, size)
+    made = Design(mean, qd, q1, scale, up, down, h, observations, share, expected, size)
+    with _designs_lock:
+        _DESIGNS[key] = made
+        while len(_DESIGNS) > _DESIGNS_KEPT:
+            _DESIGNS.popitem(last=False)
+    return made
+
+
+def cached_design(mean: float, size: float, observations: float, share: float,
+                  alternative: Alternative) -> Design | None:
+    """The memoised design of these arguments, or None when it has not been made (or was dropped)."""
+    key = (mean, size, observations, share, alternative)
+    with _designs_lock:
+        found = _DESIGNS.get(key)
+        if found is not None:
+            _DESIGNS.move_to_end(key)
+        return found
+
+
+def clear_designs() -> None:
+    """Forget every memoised design (benchmarks measure the cost of making them)."""
+    with _designs_lock:
+        _DESIGNS.clear()
 
 
 def statistic(n: np.ndarray, x: np.ndarray, up: np.ndarray, down: np.ndarray,

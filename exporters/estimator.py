@@ -77,6 +77,9 @@ OTHER = "other"
 COST_BUCKETS: tuple[float, ...] = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 DURATION_BUCKETS: tuple[float, ...] = (0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0)
 REJECT_REASONS: tuple[str, ...] = ("duplicate", "too_old", "invalid")
+# New alert designs made per snapshot at most for this long (after a restart, the first scrapes may lack some
+# alert gauges rather than time out); `Estimator.alerts` makes them all.
+DESIGN_SECONDS_PER_SNAPSHOT = 2.0
 FOLDED_LABELS: tuple[str, ...] = ("agent", "version", "task", "mode")
 # Reason codes that describe rather than fail (a person's label): not failure modes (as in the report).
 INFORMATIONAL_CODES = frozenset({"label"})
@@ -478,7 +481,8 @@ class Estimator:
             first_seen = {key: s.first_seen for key, s in self._series.items()}
             inputs = self._alert_inputs(now)
         attach_regressions(result, first_seen, self.regression_params)
-        alerts = self._alerts(inputs, now)
+        deadline = time.monotonic() + DESIGN_SECONDS_PER_SNAPSHOT
+        alerts = self._alerts(inputs, now, lambda: time.monotonic() < deadline)
         for e in result:
             e.alerts = alerts.get(e.series, ()) if e.window == self._longest_name else ()
         return result
@@ -503,11 +507,12 @@ class Estimator:
             if s.counters is not None and s.minutes is not None and not s.windows[longest].empty
         ]
 
-    def _alerts(self, inputs: list[SeriesInput], now: float) -> dict[SeriesKey, tuple[Alert, ...]]:
-        """References and designs (outside the lock: a design not yet memoised takes milliseconds), then each
-        series' statistics from its per-minute counts (`alert_rules`)."""
+    def _alerts(self, inputs: list[SeriesInput], now: float,
+                may_design: Callable[[], bool] = lambda: True) -> dict[SeriesKey, tuple[Alert, ...]]:
+        """References and designs (outside the lock: a design not yet memoised takes milliseconds, and is made
+        only while `may_design()` holds), then each series' statistics from its per-minute counts."""
         out: dict[SeriesKey, tuple[Alert, ...]] = {}
-        for key, planned in plan(inputs, self.alert_params).items():
+        for key, planned in plan(inputs, self.alert_params, may_design).items():
             with self._lock:
                 s = self._series.get(key)
                 minutes = s.minutes.ordered(now) if s is not None and s.minutes is not None else None

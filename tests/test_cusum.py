@@ -54,20 +54,27 @@ def _run_lengths(q: float, up: int, down: int, h: int, runs: int, seed: int) -> 
 
 
 def test_arl_of_a_larger_chain_agrees_with_simulation() -> None:
-    scale, up, down = cusum.increments(0.2, 0.3)
-    h = 300
-    exact = cusum.arl(0.2, up, down, h)
-    runs = _run_lengths(0.2, up, down, h, 3000, seed=7)
+    up, down, h = 26, -1, 80  # q = 0.02: an ARL of about 2,100
+    exact = cusum.arl(0.02, up, down, h)
+    assert 1000 < exact < 10_000
+    runs = _run_lengths(0.02, up, down, h, 3000, seed=7)
     # Run lengths are about geometric: the mean of 3000 has a relative standard error of about 1.8%.
     assert runs.mean() == pytest.approx(exact, rel=0.07)
-    assert scale == math.ceil(cusum.STEPS / -math.log(0.7 / 0.8))
 
 
-def test_increments_are_the_log_likelihood_ratios_rounded() -> None:
-    scale, up, down = cusum.increments(0.02, 0.06)
-    assert scale == cusum.MAX_SCALE  # the good observation's ratio is small: the finest resolution
-    assert up / scale == pytest.approx(math.log(3.0), abs=0.5 / scale)
-    assert down / scale == pytest.approx(math.log(0.94 / 0.98), abs=0.5 / scale)
+@pytest.mark.parametrize(("q0", "q1"), [(0.02, 0.06), (0.2, 0.287), (0.001, 0.011), (0.3, 0.5625), (0.6, 0.62)])
+def test_increments_are_the_log_likelihood_ratios_in_the_fewest_units(q0: float, q1: float) -> None:
+    scale, up, down = cusum.increments(q0, q1)
+    bad, good = math.log(q1 / q0), math.log((1 - q1) / (1 - q0))
+    assert down / scale == pytest.approx(good, rel=1e-12)  # exact
+    assert up / scale == pytest.approx(bad, abs=0.5 / scale)  # rounded to the unit
+    assert abs(up / -down - bad / -good) <= cusum.RATIO_TOLERANCE * bad / -good
+    # No smaller number of units for a good observation keeps the ratio within the tolerance.
+    assert all(abs(max(1, round(bad / -good * d)) / d - bad / -good) > cusum.RATIO_TOLERANCE * bad / -good
+               for d in range(1, -down))
+
+
+def test_kl_and_the_information_bound() -> None:
     assert cusum.kl(0.06, 0.02) == pytest.approx(0.06 * math.log(3) + 0.94 * math.log(0.94 / 0.98))
     assert cusum.information_bound(1e6, 0.02, 0.06) == pytest.approx(math.log(1e6) / cusum.kl(0.06, 0.02))
 
@@ -150,8 +157,8 @@ def test_grid_rounds_towards_more_conservative_designs() -> None:
     mean, size, observations, share = cusum.on_grid(0.0312, 2345.0, 12_345.0, 0.0123)
     assert 0.0312 <= mean < 0.0312 * 1.0101
     assert 2345.0 / 2 ** 0.25 < size <= 2345.0
-    assert 12_345.0 <= observations < 12_345.0 * 10 ** 0.1 + 1e-6
-    assert 0.0123 / 10 ** 0.1 < share <= 0.0123
+    assert 12_345.0 <= observations < 12_345.0 * 10 ** 0.05 + 1e-6
+    assert 0.0123 / 10 ** 0.05 < share <= 0.0123
 
 
 def _loop(n: np.ndarray, x: np.ndarray, up: int, down: int, h: int) -> tuple[int, bool]:
