@@ -92,13 +92,14 @@ def test_required_alerts_exist() -> None:
     assert "agentwatch_regression_probability_pass_pow_3" in exprs["AgentwatchPass3Regression"]
     assert "0.95" in exprs["AgentwatchPass3Regression"]
     for name in (
-        "AgentwatchPass3BelowWeeklyBaseline",
+        "AgentwatchPass3Drift",
         "AgentwatchASRDrop",
         "AgentwatchAbandonmentSpike",
         "AgentwatchHallucinationRate",
         "AgentwatchToolLoops",
         "AgentwatchErrorRateAboveBaseline",
         "AgentwatchNoAnswerRateAboveBaseline",
+        "AgentwatchOverBudgetRate",
         "AgentwatchScoredCoverageDrop",
         "AgentwatchPipelineStalled",
         "AgentwatchConsumerLagGrowing",
@@ -143,15 +144,25 @@ def test_every_metric_the_rules_read_is_documented() -> None:
                     assert name in documented, f"{rule.get('alert') or rule['record']}: {name}"
 
 
-def test_failure_evidence_alerts_read_all_traffic_with_a_minimum_and_a_baseline() -> None:
+QUALITY_ALERTS = {
+    "AgentwatchPass3Drift": "pass", "AgentwatchASRDrop": "asr", "AgentwatchAbandonmentSpike": "abandoned",
+    "AgentwatchHallucinationRate": "hallucination", "AgentwatchToolLoops": "loop",
+    "AgentwatchErrorRateAboveBaseline": "error", "AgentwatchNoAnswerRateAboveBaseline": "no_answer",
+    "AgentwatchOverBudgetRate": "over_budget",
+}
+
+
+def test_every_quality_alert_is_its_rules_sequential_test() -> None:
+    """Statistic against threshold, or an alarm not yet over, for 2m; every rule of the exporter has one."""
+    from agentwatch.config import AlertsConfig
+
     exprs = {a["alert"]: a for a in _alerts()}
-    for name, code in (("AgentwatchErrorRateAboveBaseline", "error"),
-                       ("AgentwatchNoAnswerRateAboveBaseline", "no_answer"),
-                       ("AgentwatchToolLoops", "loop")):
-        expr = exprs[name]["expr"]
-        assert f'series:agentwatch_failure_evidence_rate_lower:1h{{evidence="{code}"}}' in expr, name
-        assert re.search(r"series:agentwatch_window_conversations:1h >= \d+", expr), name
-        assert "window_scored" not in expr, f"{name} must not depend on the graded sample"
-    for name in ("AgentwatchErrorRateAboveBaseline", "AgentwatchNoAnswerRateAboveBaseline"):
-        assert "series:agentwatch_failure_evidence_rate_upper:7d" in exprs[name]["expr"]
-        assert exprs[name]["for"] == "15m"
+    assert set(QUALITY_ALERTS.values()) == set(AlertsConfig.RULES)
+    for name, rule in QUALITY_ALERTS.items():
+        expr = " ".join(exprs[name]["expr"].split())
+        assert expr == (f'agentwatch_alert_statistic{{rule="{rule}"}} >= agentwatch_alert_threshold{{rule="{rule}"}} '
+                        f'or (agentwatch_alert_statistic{{rule="{rule}"}} and agentwatch_alert_alarm{{rule="{rule}"}} '
+                        "== 1)"), name
+        assert exprs[name]["for"] == "2m", name
+    fixed = [name for name, a in exprs.items() if name not in QUALITY_ALERTS and "agentwatch_alert_" in a["expr"]]
+    assert not fixed
