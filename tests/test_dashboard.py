@@ -83,6 +83,7 @@ def test_variables(dashboard: dict) -> None:
     assert variables["task"]["current"]["value"] == "*", "the agent-level aggregate is the default task"
     assert "$agent" in variables["version"]["query"], "versions are those of the selected agent"
     assert variables["k"]["multi"] and variables["k"]["includeAll"]
+    assert variables["version"]["multi"], "a canary and its baseline are chosen together"
 
 
 def test_every_target_uses_only_known_variables_and_balanced_brackets(dashboard: dict) -> None:
@@ -122,12 +123,13 @@ def test_required_panels(dashboard: dict) -> None:
     assert cost and all("quantile" not in e for e in cost), "all three cost quantiles are shown"
 
 
-@pytest.mark.parametrize("metric", ["agentwatch_pass_pow_k", "agentwatch_pass_at_k", "agentwatch_success_rate",
-                                    "agentwatch_asr"])
+def _panels_reading(dashboard: dict, metric: str) -> list[dict]:
+    return [p for p in dashboard["panels"] if any(f"{metric}{{" in t["expr"] for t in p.get("targets", []))]
+
+
+@pytest.mark.parametrize("metric", ["agentwatch_success_rate", "agentwatch_asr"])
 def test_band_panels_fill_between_lower_and_upper(dashboard: dict, metric: str) -> None:
-    panels = [p for p in dashboard["panels"] if any(f"{metric}{{" in t["expr"] for t in p.get("targets", []))]
-    assert len(panels) == 1
-    panel = panels[0]
+    (panel,) = _panels_reading(dashboard, metric)
     legends = {t["legendFormat"]: t["expr"] for t in panel["targets"]}
     assert set(legends) == {"mean", "lower", "upper"}
     for stat, expr in legends.items():
@@ -138,11 +140,40 @@ def test_band_panels_fill_between_lower_and_upper(dashboard: dict, metric: str) 
     assert props["custom.fillOpacity"] > 0
 
 
-def test_pass_k_panels_repeat_over_k(dashboard: dict) -> None:
-    for metric in ("agentwatch_pass_pow_k", "agentwatch_pass_at_k"):
-        panel = next(p for p in dashboard["panels"] if any(f"{metric}{{" in t["expr"] for t in p.get("targets", [])))
-        assert panel["repeat"] == "k"
-        assert all('k="$k"' in t["expr"] for t in panel["targets"])
+@pytest.mark.parametrize(("metric", "symbol"), [("agentwatch_pass_pow_k", "pass^"), ("agentwatch_pass_at_k", "pass@")])
+def test_pass_k_panels_shade_every_k(dashboard: dict, metric: str, symbol: str) -> None:
+    (panel,) = _panels_reading(dashboard, metric)
+    assert all('k=~"$k"' in t["expr"] for t in panel["targets"])
+    legends = {t["legendFormat"]: t["expr"] for t in panel["targets"]}
+    assert legends.keys() == {f"{symbol}{{{{k}}}}", f"{symbol}{{{{k}}}} lower", f"{symbol}{{{{k}}}} upper"}
+    fills = {o["matcher"]["options"]: {p["id"]: p.get("value") for p in o["properties"]}
+             for o in panel["fieldConfig"]["overrides"]}
+    for k in (1, 3, 5):  # the default stats.ks
+        assert fills[f"{symbol}{k} upper"]["custom.fillBelowTo"] == f"{symbol}{k} lower"
+
+
+def test_band_panels_repeat_per_version_side_by_side(dashboard: dict) -> None:
+    """Baseline and canary on one screen: each band panel is repeated for every chosen version."""
+    bands = [p for p in dashboard["panels"] if any("fillBelowTo" in str(o) for o in
+                                                   p.get("fieldConfig", {}).get("overrides", []))]
+    assert len(bands) == 7
+    for panel in bands:
+        assert (panel["repeat"], panel["repeatDirection"], panel["maxPerRow"]) == ("version", "h", 2)
+        assert "$version" in panel["title"]
+
+
+def test_every_quality_rule_has_its_statistic_and_threshold(dashboard: dict) -> None:
+    from agentwatch.config import AlertsConfig
+
+    for rule in AlertsConfig.RULES:
+        panels = [p for p in dashboard["panels"] if p.get("targets") and all(f'rule="{rule}"' in t["expr"]
+                                                                             for t in p["targets"])]
+        assert len(panels) == 1, rule
+        exprs = sorted(t["expr"].split("{")[0] for t in panels[0]["targets"])
+        assert exprs == ["agentwatch_alert_statistic", "agentwatch_alert_threshold"]
+    (ratio,) = [p for p in dashboard["panels"] if p["title"] == "Statistic / threshold, every rule"]
+    assert ratio["targets"][0]["expr"].count('version=~"$version"') == 2
+    assert {s["value"] for s in ratio["fieldConfig"]["defaults"]["thresholds"]["steps"]} >= {1}
 
 
 def test_estimate_panels_select_one_series_and_window(dashboard: dict) -> None:
@@ -151,8 +182,11 @@ def test_estimate_panels_select_one_series_and_window(dashboard: dict) -> None:
         if re.search(r"agentwatch_(pass_|success_rate|asr|tool_corr|outcome_ratio|failure_ratio|scored_ratio|"
                      r"failure_evidence_rate|sampled_ratio|label_ratio|"
                      r"cost_usd|duration_seconds|over_budget|regression|window_)", expr):
-            for label in ("agent", "version", "task", "window"):
+            for label in ("agent", "task", "window"):
                 assert f'{label}="${label}"' in expr, (panel["title"], expr)
+            # one version in a panel repeated per version, else every chosen version
+            version = 'version="$version"' if panel.get("repeat") == "version" else 'version=~"$version"'
+            assert version in expr, (panel["title"], expr)
 
 
 def test_failure_evidence_bands_for_the_alerted_codes(dashboard: dict) -> None:

@@ -50,11 +50,16 @@ PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"
 AGENT = "support-bot"
 NEW, BASE = "1.4.0", "1.3.0"
 
-# Variable values the dashboard is checked with: the agent-level aggregate and one real task.
+# Variable values the dashboard is checked with: the agent-level aggregate, one real task, and a canary beside
+# its baseline (`version` is multi-select: "a|b" is how Grafana writes two values into a regex matcher; a panel
+# repeated per version gets one value in each copy).
 VARIABLE_SETS = [
     {"agent": AGENT, "version": NEW, "task": "*", "window": "24h", "k": "3"},
     {"agent": AGENT, "version": NEW, "task": "refund", "window": "1h", "k": "1"},
+    {"agent": AGENT, "version": f"{NEW}|{BASE}", "task": "refund", "window": "24h", "k": "1|3"},
 ]
+# The quality alerts' `for` (2m) shortened in the rules Prometheus loads here, so that they fire within seconds.
+QUALITY_FOR = "3s"
 RATE_INTERVAL = "1m"
 
 
@@ -75,7 +80,8 @@ def _score(cid: str, version: str, task: str, ended: datetime, outcome: Outcome,
         turn_scores=[TurnScore(index=0, tool=tool if scored else None, passed=passed)],
         cost_usd=0.02 if tool_ok else 0.08, budget_usd=0.05, asr_credit=credit if scored else None,
         duration_s=4.0 if tool_ok else 40.0, ended_at=ended,
-        evidence=evidence or [r.split(":")[0] for r in reasons or [] if r.startswith(("loop", "hallucination"))],
+        evidence=(evidence or [r.split(":")[0] for r in reasons or [] if r.startswith(("loop", "hallucination"))])
+        + ([] if tool_ok else ["over_budget"]),
         graded_by=["expectations"] if scored else [], judge_sampled=cid.endswith("0"),
         review_sampled=cid.endswith("5"), label=Outcome.ABANDONED if outcome == Outcome.ABANDONED else None,
     )
@@ -93,10 +99,11 @@ def _batches(now: datetime) -> tuple[list[ConversationScore], list[ConversationS
     """Scores fed before Prometheus starts, and scores fed once it scrapes (so that counters move)."""
     first: list[ConversationScore] = []
     ago = lambda **kw: now - timedelta(**kw)
-    # Baseline 1.3.0: 40 conversations 4 days ago and 40 twelve hours ago, 34 of each 40 passing.
+    # Baseline 1.3.0: 40 conversations 4 days ago and 40 twelve hours ago, 34 of each 40 passing (one in seven
+    # fails: a steady version whose sequential tests stay quiet).
     for batch, when in (("a", ago(days=4)), ("b", ago(hours=12))):
         for i in range(40):
-            ok = i < 34
+            ok = i % 7 != 3
             first.append(_score(f"base-{batch}-{i}", BASE, "refund", when + timedelta(seconds=i),
                                 Outcome.COMPLETE if ok else Outcome.PARTIAL_INCORRECT, ok,
                                 None if ok else ["tool: wrong tool called"]))
@@ -110,10 +117,11 @@ def _batches(now: datetime) -> tuple[list[ConversationScore], list[ConversationS
         (Outcome.PARTIAL_INCORRECT, False, ["loop: search called 3 times with identical arguments"])] * 4 + [
         (Outcome.PARTIAL_CORRECT, False, ["answer: score 0.5 below threshold 0.7"])] * 4 + [
         (Outcome.UNSCORED, None, ["unscored: no grader applies"])] * 60
-    # Of the 60 ungraded ones, 50 ended in an error without an answer and 10 of those looped: failure evidence
-    # over all traffic, far above the week before (no evidence on the 100 conversations three days ago).
+    # Of the 60 ungraded ones, 50 ended in an error without an answer and 10 of those looped and were flagged
+    # as hallucinating: failure evidence over all traffic, far above the week before (no evidence on the 100
+    # conversations three days ago).
     for i, (outcome, passed, reasons) in enumerate(recent):
-        evidence = (["error", "no_answer"] + (["loop"] if i >= 80 else [])) if 40 <= i < 90 else None
+        evidence = (["error", "no_answer"] + (["loop", "hallucination"] if i >= 80 else [])) if 40 <= i < 90 else None
         first.append(_score(f"new-{i}", NEW, "refund", ago(minutes=30) + timedelta(seconds=10 * i),
                             outcome, passed, reasons, evidence))
     # 1.4.0, task billing, in the last 20 minutes: 6 scored, 3 passing.
@@ -196,6 +204,19 @@ def _wait(predicate, timeout: float, what: str) -> None:
     raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
+def _quick_quality_alerts(tmp: Path) -> Path:
+    """deploy/prometheus/alert_rules.yml with the quality alerts' `for` shortened to QUALITY_FOR."""
+    doc = yaml.safe_load((PROM_DIR / "alert_rules.yml").read_text())
+    for group in doc["groups"]:
+        for rule in group["rules"]:
+            if "agentwatch_alert_statistic" in rule.get("expr", ""):
+                assert rule["for"] == "2m"
+                rule["for"] = QUALITY_FOR
+    path = tmp / "alert_rules.yml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return path
+
+
 @dataclass
 class Live:
     """The running setup shared by the module's tests."""
@@ -211,9 +232,11 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
     if not Path(PROMETHEUS).exists():
         pytest.fail("prometheus not found: install Debian's `prometheus` package (apt-get install -y prometheus)")
     tmp = tmp_path_factory.mktemp("prometheus")
-    # A small drift reference and ARL0, so that the drift CUSUM of 1.4.0 (20 of 40 failing against 1.3.0's 68 of
-    # 80 passing) reaches its threshold with this little data.
-    estimator = Estimator(Settings(exporter={"drift_baseline_min_conversations": 50, "drift_arl0_conversations": 1000}))
+    # References of 50 conversations and a budget of 2 false pages a month over this setup's 16 (series, rule)
+    # pairs: thresholds of 3 to 7 nats, which every rule of the degraded 1.4.0 exceeds against 1.3.0 (20 of its 40
+    # graded conversations fail, half of all its conversations end in an error, ...) while the steady 1.3.0,
+    # tested against its own history, stays at 0.
+    estimator = Estimator(Settings(alerts={"min_reference": 50, "false_pages_per_month": 2}))
     first, second = _batches(datetime.now(UTC))
     for s in first:
         assert estimator.add(s)
@@ -229,7 +252,7 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
 
     config = {
         "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
-        "rule_files": [str(PROM_DIR / "recording_rules.yml"), str(PROM_DIR / "alert_rules.yml")],
+        "rule_files": [str(PROM_DIR / "recording_rules.yml"), str(_quick_quality_alerts(tmp))],
         "scrape_configs": [{"job_name": "agentwatch", "static_configs": [{"targets": [f"127.0.0.1:{port}"]}]}],
     }
     (tmp / "prometheus.yml").write_text(yaml.safe_dump(config))
@@ -298,27 +321,32 @@ def _substitute(expr: str, variables: dict[str, str]) -> str:
     return out
 
 
-def _targets() -> list[tuple[str, str]]:
-    return [
-        (f"{panel['title']}/{target['refId']}", target["expr"])
-        for panel in _dashboard()["panels"]
-        for target in panel.get("targets", [])
-    ]
+def _targets(variables: dict[str, str]) -> list[tuple[str, str]]:
+    """(panel/ref, expression with the variables substituted): one per version for a panel repeated per version."""
+    out = []
+    for panel in _dashboard()["panels"]:
+        for target in panel.get("targets", []):
+            copies = [{**variables, n: v} for v in variables[n].split("|")] if (n := panel.get("repeat")) else [
+                variables]
+            out.extend((f"{panel['title']}/{target['refId']}/{c['version']}", _substitute(target["expr"], c))
+                       for c in copies)
+    return out
 
 
-@pytest.mark.parametrize("variables", VARIABLE_SETS, ids=lambda v: f"task={v['task']},window={v['window']}")
+@pytest.mark.parametrize("variables", VARIABLE_SETS,
+                         ids=lambda v: f"version={v['version']},task={v['task']},window={v['window']}")
 def test_every_dashboard_expression_returns_data(live: Live, variables: dict[str, str]) -> None:
-    targets = _targets()
+    targets = _targets(variables)
     assert len(targets) >= 30
     empty = []
     for name, expr in targets:
-        result = live.api.vector(_substitute(expr, variables))
+        result = live.api.vector(expr)
         values = [float(r["value"][1]) for r in result]
         if not result or all(math.isnan(v) for v in values):
             empty.append(name)
     # Regression probability needs a baseline with >= 30 scored conversations in the same window; the
     # baseline has none in the last hour, so that panel is legitimately empty for window=1h only.
-    allowed = {"Regression probability vs baseline/A"} if variables["window"] == "1h" else set()
+    allowed = {f"Regression probability vs baseline/A/{NEW}"} if variables["window"] == "1h" else set()
     assert set(empty) <= allowed, f"panels without data: {sorted(set(empty) - allowed)}"
 
 
@@ -382,6 +410,42 @@ def test_quiet_series_do_not_alert(live: Live) -> None:
     """The baseline version is healthy: no reliability alert names it."""
     active = live.api.vector(f'ALERTS{{version="{BASE}"}}')
     assert active == []
+
+
+QUALITY_ALERTS = {
+    "AgentwatchPass3Drift": "pass", "AgentwatchASRDrop": "asr", "AgentwatchAbandonmentSpike": "abandoned",
+    "AgentwatchHallucinationRate": "hallucination", "AgentwatchToolLoops": "loop",
+    "AgentwatchErrorRateAboveBaseline": "error", "AgentwatchNoAnswerRateAboveBaseline": "no_answer",
+    "AgentwatchOverBudgetRate": "over_budget",
+}
+
+
+def test_the_degraded_canary_fires_every_quality_alert_and_its_baseline_none(live: Live) -> None:
+    """Every rule's sequential test of 1.4.0 against 1.3.0 fires (its `for` shortened to QUALITY_FOR); the
+    unchanged 1.3.0, tested against its own history, has every gauge and no alarm."""
+
+    def firing() -> set[tuple[str, str, str]]:
+        return {(r["metric"]["alertname"], r["metric"]["version"], r["metric"]["reference_version"])
+                for r in live.api.vector('ALERTS{alertstate="firing"}') if "rule" in r["metric"]}
+
+    want = {(name, NEW, BASE) for name in QUALITY_ALERTS}
+    _wait(lambda: want <= firing(), 30, "every quality alert of the canary to fire")
+    assert firing() == want
+    for rule in QUALITY_ALERTS.values():
+        selector = f'agent="{AGENT}", task="refund", rule="{rule}"'
+        stat = {r["metric"]["version"]: float(r["value"][1])
+                for r in live.api.vector(f"agentwatch_alert_statistic{{{selector}}}")}
+        h = {r["metric"]["version"]: float(r["value"][1])
+             for r in live.api.vector(f"agentwatch_alert_threshold{{{selector}}}")}
+        alarm = {r["metric"]["version"]: float(r["value"][1])
+                 for r in live.api.vector(f"agentwatch_alert_alarm{{{selector}}}")}
+        assert stat.keys() == h.keys() == alarm.keys() == {NEW, BASE}, rule
+        assert alarm == {NEW: 1.0, BASE: 0.0}, rule
+        assert stat[BASE] < h[BASE], rule
+    # The values Prometheus holds are the exporter's.
+    mine = {a.rule: a for a in live.estimator.alerts()[(AGENT, NEW, "refund")]}
+    for r in live.api.vector(f'agentwatch_alert_threshold{{agent="{AGENT}", version="{NEW}", task="refund"}}'):
+        assert float(r["value"][1]) == pytest.approx(mine[r["metric"]["rule"]].threshold, rel=1e-12)
 
 
 # --------------------------------------------------------------------------- exact values

@@ -36,11 +36,26 @@ UID = "agentwatch-overview"
 OUTPUT = Path(__file__).parent / "dashboards" / "agentwatch.json"
 DATASOURCE = DataSourceRef(type_val="prometheus", uid="${datasource}")
 
-# Label selector of one series and window; `task="*"` is the agent-level aggregate.
-SERIES = 'agent="$agent", version="$version", task="$task"'
+# Label selector of one series and window; `task="*"` is the agent-level aggregate. `version` is multi-select
+# (a canary beside its baseline): panels that repeat per version select the one version of their copy
+# (ONE_SEL); the others select every chosen version (SEL) and name the version in their legends.
+SERIES = 'agent="$agent", version=~"$version", task="$task"'
 SEL = SERIES + ', window="$window"'
+ONE_SEL = 'agent="$agent", version="$version", task="$task", window="$window"'
 # Counters and histograms exist for real tasks only (no "*"): they are filtered by agent and version.
-AGENT_VERSION = 'agent="$agent", version="$version"'
+AGENT_VERSION = 'agent="$agent", version=~"$version"'
+# The sequential tests exist for real tasks only, on every task of the chosen versions.
+ALERTS = 'agent="$agent", version=~"$version"'
+RULES: tuple[tuple[str, str], ...] = (
+    ("pass", "pass: failed graded conversations (pass^3 drop)"),
+    ("asr", "asr: ASR credit not earned (ASR drop)"),
+    ("abandoned", "abandoned: graded conversations abandoned"),
+    ("error", "error: conversations ending in an error"),
+    ("no_answer", "no_answer: conversations without an answer"),
+    ("loop", "loop: conversations looping on a tool"),
+    ("hallucination", "hallucination: conversations flagged"),
+    ("over_budget", "over_budget: conversations over their ceiling"),
+)
 RATE = "$__rate_interval"
 DURATION_RATE = f"rate(agentwatch_conversation_duration_seconds_bucket{{{AGENT_VERSION}}}[{RATE}])"
 
@@ -79,11 +94,11 @@ def _timeseries(title: str, description: str, unit: str, queries: list[tuple[str
     return panel
 
 
-def _band(title: str, description: str, metric: str, extra: str = "", width: int = 8,
-          max_one: bool = True) -> ts_b.Panel:
+def _band(title: str, description: str, metric: str, extra: str = "", max_one: bool = True) -> ts_b.Panel:
     """Posterior mean with its credible interval shaded between the lower and upper bounds (y axis 0..1, or
-    0..auto for small rates when not `max_one`)."""
-    sel = SEL + extra
+    0..auto for small rates when not `max_one`), one copy per chosen version side by side (a full row, which
+    Grafana divides between the copies)."""
+    sel = ONE_SEL + extra
     panel = _timeseries(
         title,
         description,
@@ -93,7 +108,7 @@ def _band(title: str, description: str, metric: str, extra: str = "", width: int
             (f'{metric}{{{sel}, stat="lower"}}', "lower"),
             (f'{metric}{{{sel}, stat="upper"}}', "upper"),
         ],
-        width=width,
+        width=24,
     )
     panel = panel.min(0).max(1) if max_one else panel.min(0)
     return (
@@ -106,7 +121,29 @@ def _band(title: str, description: str, metric: str, extra: str = "", width: int
         .override_by_name("lower", [
             DynamicConfigValue(id_val="custom.lineWidth", value=0),
         ])
+        .repeat("version").repeat_direction("h").max_per_row(2)
     )
+
+
+MAX_K = 10  # bands are drawn for k = 1 .. MAX_K (overrides name each k's bounds)
+
+
+def _k_bands(title: str, description: str, metric: str, symbol: str) -> ts_b.Panel:
+    """pass^k or pass@k of every chosen k with its interval shaded, one copy per chosen version side by side."""
+    sel = ONE_SEL + ', k=~"$k"'
+    legend = f"{symbol}{{{{k}}}}"
+    panel = _timeseries(title, description, "percentunit", [
+        (f'{metric}{{{sel}, stat="mean"}}', legend),
+        (f'{metric}{{{sel}, stat="lower"}}', f"{legend} lower"),
+        (f'{metric}{{{sel}, stat="upper"}}', f"{legend} upper"),
+    ], width=24).min(0).max(1).line_width(2)
+    for k in range(1, MAX_K + 1):
+        panel = panel.override_by_name(f"{symbol}{k} upper", [
+            DynamicConfigValue(id_val="custom.fillBelowTo", value=f"{symbol}{k} lower"),
+            DynamicConfigValue(id_val="custom.fillOpacity", value=20),
+            DynamicConfigValue(id_val="custom.lineWidth", value=0),
+        ]).override_by_name(f"{symbol}{k} lower", [DynamicConfigValue(id_val="custom.lineWidth", value=0)])
+    return panel.repeat("version").repeat_direction("h").max_per_row(2)
 
 
 def _stat(title: str, description: str, unit: str, queries: list[tuple[str, str]], width: int = 6) -> stat_b.Panel:
@@ -133,10 +170,10 @@ def _variables(d: dash_b.Dashboard) -> dash_b.Dashboard:
             .current(VariableOption(selected=True, text="agentwatch-prometheus", value="agentwatch-prometheus"))
         )
         .with_variable(query_var("agent", "Agent", "label_values(agentwatch_window_scored, agent)"))
-        .with_variable(query_var("version", "Version",
-                                 'label_values(agentwatch_window_scored{agent="$agent"}, version)'))
+        .with_variable(query_var("version", "Versions (baseline and canary)",
+                                 'label_values(agentwatch_window_scored{agent="$agent"}, version)').multi(True))
         .with_variable(
-            query_var("task", "Task", 'label_values(agentwatch_window_scored{agent="$agent", version="$version"}, task)')
+            query_var("task", "Task", 'label_values(agentwatch_window_scored{agent="$agent", version=~"$version"}, task)')
             .current(VariableOption(selected=True, text="*", value="*"))
         )
         .with_variable(
@@ -150,47 +187,97 @@ def _variables(d: dash_b.Dashboard) -> dash_b.Dashboard:
     )
 
 
+def _sequential(d: dash_b.Dashboard) -> dash_b.Dashboard:
+    """The paging signal: every rule's statistic against its threshold, per series, for the chosen versions."""
+    d = d.with_row(dash_b.Row("Paging signals: sequential tests of the chosen versions (every task)"))
+    ratio = f"agentwatch_alert_statistic{{{ALERTS}}} / agentwatch_alert_threshold{{{ALERTS}}}"
+    d = d.with_panel(
+        _timeseries(
+            "Statistic / threshold, every rule",
+            "Each series and rule: its CUSUM statistic over its threshold. An alarm starts at 1 and lasts until "
+            "the statistic is back at 0; the alert fires once it has lasted 2 minutes. Thresholds share the "
+            "fleet's budget of false pages (alerts.false_pages_per_month, docs/alerts.md).",
+            "short", [(ratio, "{{version}} {{task}} {{rule}}")], width=16,
+        ).min(0).thresholds(_thresholds((None, "green"), (0.7, "yellow"), (1, "red")))
+        .thresholds_style(common_b.GraphThresholdsStyleConfig().mode(common.GraphThresholdsStyleMode.DASHED))
+    )
+    d = d.with_panel(_stat(
+        "Alarms on", "Series whose alarm is on, per version and rule (1 each): the alert fires after 2 minutes.",
+        "short", [(f"sum by (version, rule) (agentwatch_alert_alarm{{{ALERTS}}})", "{{version}} {{rule}}")],
+        width=8,
+    ))
+    for rule, title in RULES:
+        sel = f'{ALERTS}, rule="{rule}"'
+        d = d.with_panel(
+            _timeseries(
+                title,
+                f"Rule {rule}: the CUSUM statistic S (solid) and its threshold h (dashed) of each series, in nats; "
+                "the reference is the baseline version's rate, else the series' own last 7 days (label "
+                "reference_version).",
+                "short",
+                [(f"agentwatch_alert_statistic{{{sel}}}", "{{version}} {{task}}"),
+                 (f"agentwatch_alert_threshold{{{sel}}}", "{{version}} {{task}} threshold")],
+                width=6, height=7,
+            ).min(0).override_by_regexp(".* threshold$", [
+                DynamicConfigValue(id_val="custom.lineStyle", value={"fill": "dash", "dash": [10, 10]}),
+            ])
+        )
+    return d.with_panel(_timeseries(
+        "References of the sequential tests",
+        "The rate each rule compares a series with: success rate (pass), ASR (asr), else the rate of its bad "
+        "observation; from the baseline version when it has enough conversations, else from the series' own "
+        "last 7 days (posterior mean, rounded up on the design grid).",
+        "percentunit",
+        [(f"agentwatch_alert_reference{{{ALERTS}}}", "{{version}} {{task}} {{rule}} (from {{reference_version}})")],
+        width=24,
+    ).min(0))
+
+
 def _reliability(d: dash_b.Dashboard) -> dash_b.Dashboard:
-    d = d.with_row(dash_b.Row("Reliability ($window window, 95% credible intervals)"))
-    d = d.with_panel(_band(
-        "pass^$k",
+    d = d.with_row(dash_b.Row("Reliability ($window window, 95% credible intervals), one panel per version"))
+    d = d.with_panel(_k_bands(
+        "pass^k, $version",
         "k attempts at the same task instance all succeed. With repeated attempts in the window (label "
         "method=tasks): the mean over task instances of C(c,k)/C(n,k), shaded: its interval over the "
         "population of instances. Without (method=exchangeable): p^k of the pooled success rate, which "
         "understates pass^k when tasks differ. See 'Units' below.",
-        "agentwatch_pass_pow_k", ', k="$k"', width=24).repeat("k").repeat_direction("h").max_per_row(3))
-    d = d.with_panel(_band(
-        "pass@$k",
+        "agentwatch_pass_pow_k", "pass^"))
+    d = d.with_panel(_k_bands(
+        "pass@k, $version",
         "At least one of k attempts at the same task instance succeeds: over task instances (method=tasks) "
         "or 1-(1-p)^k of the pooled success rate (method=exchangeable). Shaded: interval.",
-        "agentwatch_pass_at_k", ', k="$k"', width=24).repeat("k").repeat_direction("h").max_per_row(3))
+        "agentwatch_pass_at_k", "pass@"))
     d = d.with_panel(_band(
-        "Success rate p", "Beta posterior of the per-conversation pass probability.", "agentwatch_success_rate"))
+        "Success rate p, $version", "Beta posterior of the per-conversation pass probability.",
+        "agentwatch_success_rate"))
     d = d.with_panel(_band(
-        "Agent Success Rate (ASR)", "Mean outcome credit minus cost penalty, bootstrap interval.", "agentwatch_asr"))
+        "Agent Success Rate (ASR), $version", "Mean outcome credit minus cost penalty, bootstrap interval.",
+        "agentwatch_asr"))
     d = d.with_panel(
         _timeseries(
             "Regression probability vs baseline",
-            "P(pass^k of this version < pass^k of the baseline version - margin). Alert above 0.95.",
+            "P(pass^k of this version < pass^k of the baseline version - margin), shown, not paged on (the page "
+            "is the sequential test of rule pass).",
             "percentunit",
             [(f"agentwatch_regression_probability{{{SEL}}}",
-              "pass^{{k}} vs {{baseline_version}} ({{method}})")],
+              "{{version}}: pass^{{k}} vs {{baseline_version}} ({{method}})")],
             width=8,
         ).min(0).max(1).thresholds(_thresholds((None, "green"), (0.95, "red")))
         .thresholds_style(common_b.GraphThresholdsStyleConfig().mode(common.GraphThresholdsStyleMode.DASHED))
     )
     d = d.with_panel(_stat(
         "Conversations in window", "Scored conversations (n) and passed ones (c) of the posterior.", "short",
-        [(f"agentwatch_window_scored{{{SEL}}}", "scored (n)"), (f"agentwatch_window_passed{{{SEL}}}", "passed (c)")],
-        width=12,
+        [(f"agentwatch_window_scored{{{SEL}}}", "{{version}} scored (n)"),
+         (f"agentwatch_window_passed{{{SEL}}}", "{{version}} passed (c)")],
+        width=8,
     ))
     return d.with_panel(_stat(
         "Units", "Task instances with a graded conversation, and those attempted more than once: with "
         "repeated attempts pass^k is over instances (method=tasks), without it is p^k under exchangeability.",
         "short",
-        [(f"agentwatch_window_units{{{SEL}}}", "units"),
-         (f"agentwatch_window_repeated_units{{{SEL}}}", "attempted more than once")],
-        width=12,
+        [(f"agentwatch_window_units{{{SEL}}}", "{{version}} units"),
+         (f"agentwatch_window_repeated_units{{{SEL}}}", "{{version}} attempted more than once")],
+        width=8,
     ))
 
 
@@ -198,15 +285,15 @@ def _outcomes(d: dash_b.Dashboard) -> dash_b.Dashboard:
     d = d.with_row(dash_b.Row("Outcomes, tools and coverage"))
     d = d.with_panel(
         _timeseries("Outcome breakdown", "Share of the scored conversations by outcome class.", "percentunit",
-                    [(f"agentwatch_outcome_ratio{{{SEL}}}", "{{outcome}}")])
+                    [(f"agentwatch_outcome_ratio{{{SEL}}}", "{{version}} {{outcome}}")])
         .fill_opacity(60).stacking(common_b.StackingConfig().mode(common.StackingMode.NORMAL)).min(0).max(1)
     )
     d = d.with_panel(_timeseries(
         "Failure modes", "Share of conversations whose reasons include each failure mode.", "percentunit",
-        [(f"agentwatch_failure_ratio{{{SEL}}}", "{{mode}}")]).min(0))
+        [(f"agentwatch_failure_ratio{{{SEL}}}", "{{version}} {{mode}}")]).min(0))
     d = d.with_panel(_timeseries(
         "Tool correctness by dimension", "Mean over tool-graded turns; binary = share of exact tool-set matches.",
-        "percentunit", [(f"agentwatch_tool_correctness{{{SEL}}}", "{{dimension}}")]).min(0).max(1))
+        "percentunit", [(f"agentwatch_tool_correctness{{{SEL}}}", "{{version}} {{dimension}}")]).min(0).max(1))
     return d.with_panel(
         _timeseries(
             "Graded coverage and samples",
@@ -215,9 +302,9 @@ def _outcomes(d: dash_b.Dashboard) -> dash_b.Dashboard:
             "of conversations in each sample.",
             "percentunit",
             [
-                (f"agentwatch_scored_ratio{{{SEL}}}", "graded"),
-                (f'agentwatch_sampled_ratio{{{SEL}, sample="judge"}}', "judge sample"),
-                (f'agentwatch_sampled_ratio{{{SEL}, sample="review"}}', "review sample"),
+                (f"agentwatch_scored_ratio{{{SEL}}}", "{{version}} graded"),
+                (f'agentwatch_sampled_ratio{{{SEL}, sample="judge"}}', "{{version}} judge sample"),
+                (f'agentwatch_sampled_ratio{{{SEL}, sample="review"}}', "{{version}} review sample"),
             ],
         ).min(0).max(1).thresholds(_thresholds((None, "red"), (0.5, "yellow"), (0.8, "green")))
         .thresholds_style(common_b.GraphThresholdsStyleConfig().mode(common.GraphThresholdsStyleMode.AREA))
@@ -229,19 +316,19 @@ def _evidence(d: dash_b.Dashboard) -> dash_b.Dashboard:
     d = d.with_panel(_timeseries(
         "Failure evidence rates (all conversations)",
         "Posterior mean share of all conversations, graded or not, with each kind of failure evidence.",
-        "percentunit", [(f'agentwatch_failure_evidence_rate{{{SEL}, stat="mean"}}', "{{evidence}}")],
+        "percentunit", [(f'agentwatch_failure_evidence_rate{{{SEL}, stat="mean"}}', "{{version}} {{evidence}}")],
     ).min(0))
     d = d.with_panel(_timeseries(
         "Labels (all conversations)",
         "Share of all conversations carrying a person's or feedback label of each outcome, graded or not "
         "(abandoned = negative feedback).",
-        "percentunit", [(f"agentwatch_label_ratio{{{SEL}}}", "{{outcome}}")],
+        "percentunit", [(f"agentwatch_label_ratio{{{SEL}}}", "{{version}} {{outcome}}")],
     ).min(0))
     for code, title in (("error", "Error rate"), ("no_answer", "No-answer rate"), ("loop", "Tool-loop rate")):
         d = d.with_panel(_band(
-            f"{title} (all conversations)",
+            f"{title} (all conversations), $version",
             f"Beta posterior of the share of all conversations with `{code}` evidence. Shaded: credible interval. "
-            "Alerts compare the last hour's lower bound with the 7-day upper bound.",
+            "The alert on it is the sequential test of rule " + code + " (Paging signals, above).",
             "agentwatch_failure_evidence_rate", f', evidence="{code}"', max_one=False))
     return d
 
@@ -250,26 +337,28 @@ def _cost(d: dash_b.Dashboard) -> dash_b.Dashboard:
     d = d.with_row(dash_b.Row("Cost and latency"))
     d = d.with_panel(_timeseries(
         "Cost per conversation P50 / P90 / P99", "Cost quantiles of the conversations in the window.",
-        "currencyUSD", [(f"agentwatch_cost_usd{{{SEL}}}", "P{{quantile}}")], width=8))
+        "currencyUSD", [(f"agentwatch_cost_usd{{{SEL}}}", "{{version}} P{{quantile}}")], width=8))
     d = d.with_panel(_timeseries(
         "Over-budget ratio", "Share of conversations whose cost exceeds their ceiling.", "percentunit",
-        [(f"agentwatch_over_budget_ratio{{{SEL}}}", "over budget")], width=8).min(0))
+        [(f"agentwatch_over_budget_ratio{{{SEL}}}", "{{version}} over budget")], width=8).min(0))
     d = d.with_panel(_timeseries(
         "Duration P50 / P90 / P99", "Duration quantiles of the conversations in the window.", "s",
-        [(f"agentwatch_duration_seconds{{{SEL}}}", "P{{quantile}}")], width=8))
+        [(f"agentwatch_duration_seconds{{{SEL}}}", "{{version}} P{{quantile}}")], width=8))
     d = d.with_panel(_timeseries(
         "Conversations per second by outcome (all tasks)", "Rate of conversations consumed, by outcome.", "cps",
-        [(f"sum by (outcome) (rate(agentwatch_conversations_total{{{AGENT_VERSION}}}[{RATE}]))", "{{outcome}}")],
+        [(f"sum by (version, outcome) (rate(agentwatch_conversations_total{{{AGENT_VERSION}}}[{RATE}]))",
+          "{{version}} {{outcome}}")],
         width=8))
     d = d.with_panel(_timeseries(
         "Spend per hour (all tasks)", "USD per hour from the cost histogram.", "currencyUSD",
-        [(f"sum(rate(agentwatch_conversation_cost_usd_sum{{{AGENT_VERSION}}}[{RATE}])) * 3600", "USD / hour")],
+        [(f"sum by (version) (rate(agentwatch_conversation_cost_usd_sum{{{AGENT_VERSION}}}[{RATE}])) * 3600",
+          "{{version}} USD / hour")],
         width=8))
     return d.with_panel(_timeseries(
         "Duration P90 from the histogram (all tasks)", "Over the dashboard's rate interval, not the window.", "s",
         [(
-            f"histogram_quantile(0.9, sum by (le) ({DURATION_RATE}))",
-            "P90",
+            f"histogram_quantile(0.9, sum by (version, le) ({DURATION_RATE}))",
+            "{{version}} P90",
         )],
         width=8))
 
@@ -311,7 +400,8 @@ def build_dashboard() -> dict[str, Any]:
     d = (
         dash_b.Dashboard("agentwatch")
         .uid(UID)
-        .description("Reliability of AI agents in production: pass@k, pass^k, ASR, outcomes, cost, pipeline.")
+        .description("Reliability of AI agents in production: paging signals, pass@k, pass^k, ASR, outcomes, cost, "
+                     "pipeline; choose several versions to see a canary beside its baseline.")
         .tags(["agentwatch", "agents", "reliability"])
         .editable()
         .time("now-24h", "now")
@@ -320,7 +410,7 @@ def build_dashboard() -> dict[str, Any]:
         .tooltip(DashboardCursorSync.CROSSHAIR)
     )
     d = _variables(d)
-    for section in (_reliability, _outcomes, _evidence, _cost, _pipeline):
+    for section in (_sequential, _reliability, _outcomes, _evidence, _cost, _pipeline):
         d = section(d)
     model = json.loads(json.dumps(d.build(), cls=JSONEncoder))
     for panel_id, panel in enumerate(model["panels"], start=1):
