@@ -15,8 +15,8 @@ counted at its start. References "as in production":
 - `own` (default): the series' own trailing 7 days (the counts of the longest window, which include the
   data being tested), after a 7-day warm-up;
 - `baseline`: another version with the same true rates whose counts are independent of the data tested,
-  holding `--reference` conversations in each population (default: 7 days of the series' traffic), drawn
-  anew every week (a release a week);
+  holding `--reference` conversations in each rule's population (default: 7 days of the series' traffic; 2,000
+  is `alerts.min_reference`, the least a reference may hold), drawn anew every week (a release a week);
 - `--plug-in`: the same, with the reference treated as known (the design the issue of estimated references
   is about).
 
@@ -183,8 +183,7 @@ def _baseline(f: Fleet, rules: list[str], window: np.ndarray, reference: int | N
     """References from an independent version with the same rates: (n, bad) per series and rule."""
     out = np.zeros_like(window)
     for j, r in enumerate(rules):
-        n = window[:, j, 0] if reference is None else np.full(len(f.rate), reference * (GRADED if r in (
-            "pass", "asr", "abandoned") else 1.0))
+        n = window[:, j, 0] if reference is None else np.full(len(f.rate), float(reference))
         n = np.maximum(n.round(), 1).astype(np.int64)
         if r == "pass":
             bad = rng.binomial(n, 1 - f.p)

@@ -2,9 +2,13 @@
 
 Prints figures, asserts nothing. "Series" below means estimator series (agent, version, task); each one yields
 about 78 Prometheus samples per window (25 of them failure evidence, sample and label ratios).
-The last lines measure scores that are repeated attempts at task instances (pass^k over units): ingest, the
-first snapshot (every window over units), a snapshot after 100 new scores, and memory per tracked unit.
-Usage: python benchmarks/exporter.py [--series 10000] [--scores 50000] [--attempts 4]
+Then scores that are repeated attempts at task instances (pass^k over units): ingest, the first snapshot
+(every window over units), a snapshot after 100 new scores, and memory per tracked unit. The last lines measure
+the quality alerts' sequential tests on series whose references are complete (`--alert-series` series of
+2,100 conversations each, every rule evaluated): the first snapshot (every design made; capped at 2 s of
+designs per snapshot, so also the snapshots it takes until all are made), a snapshot once all are memoised, the
+samples they add, and the memory of the per-minute counts per series.
+Usage: python benchmarks/exporter.py [--series 10000] [--scores 50000] [--attempts 4] [--alert-series 100]
 """
 
 from __future__ import annotations
@@ -141,12 +145,62 @@ def scrape(target: Exposition) -> tuple[float, int, int]:
     return time.perf_counter() - t, len(body), body.count(b"\n") - body.count(b"\n#")
 
 
+def alert_tests(series: int, per_series: int = 2100) -> None:
+    """The sequential tests of `series` series whose references hold alerts.min_reference conversations."""
+    from agentwatch.exporters.alert_rules import Minutes
+    from agentwatch.exporters.cusum import clear_designs
+
+    settings = load_settings(exporter={"max_tasks": 1000})
+    est = Estimator(settings, clock=lambda: NOW)
+    batch = []
+    for i in range(series * per_series):
+        s = i % series
+        passed = (i * 7919) % 10 < 8
+        batch.append(ConversationScore(
+            conversation_id=f"a{i}", agent=f"agent{s // 10}", version="v1", task=f"task{s % 10}", turns=1,
+            passed=passed, outcome="complete" if passed else "partial_incorrect", outcome_source="rules",
+            asr_credit=1.0 if passed else 0.0, evidence=["error"] if i % 37 == 0 else [],
+            ended_at=datetime.fromtimestamp(NOW - 60 - (i % 20_000), UTC)))
+    dt = ingest(est, batch)
+    print(f"alerts: {len(batch):,} scores into {series} series in {dt:.1f}s = {len(batch) / dt:,.0f} scores/s")
+    clear_designs()
+    t = time.perf_counter()
+    snapshots, tests = 0, 0
+    while True:
+        snap = est.snapshot()
+        snapshots += 1
+        got = sum(len(e.alerts) for e in snap)
+        if got == tests:
+            break
+        tests = got
+    print(f"alerts: {tests} (series, rule) tests designed in {snapshots - 1} snapshot(s), "
+          f"{time.perf_counter() - t:.2f}s ({(time.perf_counter() - t) / max(tests, 1) * 1e3:.1f} ms per test)")
+    t = time.perf_counter()
+    est.snapshot()
+    print(f"alerts: snapshot with every design memoised: {time.perf_counter() - t:.3f}s")
+    t = time.perf_counter()
+    alerts = est.alerts()
+    print(f"alerts: Estimator.alerts() of {sum(len(v) for v in alerts.values())} tests: "
+          f"{time.perf_counter() - t:.3f}s")
+    _, _, samples = scrape(Exposition(lambda: est))
+    print(f"alerts: /metrics of {series} series: {samples:,} samples, {4 * tests:,} of them agentwatch_alert_* "
+          f"({4 * tests / series:.0f} per series)")
+    gc.collect()
+    tracemalloc.start()
+    rings = [Minutes(est.alert_params.minutes) for _ in range(100)]
+    held = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    print(f"alerts: per-minute counts of {est.alert_params.minutes} minutes: {held / len(rings):,.0f} bytes per "
+          "real series")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--series", type=int, default=10_000)
     parser.add_argument("--scores", type=int, default=50_000)
     parser.add_argument("--windows", default="1h,24h,7d")
     parser.add_argument("--attempts", type=int, default=4, help="attempts per instance (repeated attempts)")
+    parser.add_argument("--alert-series", type=int, default=100, help="series of the sequential tests' part")
     args = parser.parse_args()
     windows = args.windows.split(",")
     settings = load_settings(exporter={"windows": windows, "max_tasks": 1000})
@@ -192,6 +246,7 @@ def main() -> None:
     print(f"/metrics after 50 new scores: {samples:,} samples in {dt * 1e3:.1f} ms")
 
     repeated_attempts(min(args.series, 200), min(args.scores, 20_000), args.attempts)
+    alert_tests(args.alert_series)
 
 
 if __name__ == "__main__":

@@ -216,7 +216,7 @@ class Minutes:
 
     def __init__(self, minutes: int) -> None:
         self.minutes = minutes
-        self.minute = np.full(minutes, -1, dtype=np.int64)
+        self.minute = np.full(minutes, -1, dtype=np.int32)  # minutes since 1970: int32 lasts until the year 6053
         self.counts = np.zeros((minutes, len(CHANNELS)), dtype=np.uint16)
 
     def add(self, t: float, v: np.ndarray, sign: int, now: float) -> None:
