@@ -15,8 +15,8 @@ import time
 from pathlib import Path
 
 import numpy as np
-from agentwatch.exporters.report import build_report
-from agentwatch.exporters.report_text import render_text
+from agentwatch.exporters.report.build import build_report
+from agentwatch.exporters.report.text import render_text
 
 from agentwatch.config import Settings
 from agentwatch.schema import ConversationScore

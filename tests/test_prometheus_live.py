@@ -33,7 +33,7 @@ import yaml
 from agentwatch.collector.metrics import PipelineStats, register
 from agentwatch.exporters.estimator import Estimator
 from agentwatch.exporters.exposition import Exposition
-from agentwatch.exporters.report import build_report
+from agentwatch.exporters.report.build import build_report
 from metrics_reference import beta_bounds_by_bisection
 from prometheus_client import CollectorRegistry
 

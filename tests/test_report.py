@@ -10,11 +10,11 @@ from math import comb
 
 import numpy as np
 import pytest
-from agentwatch.exporters.report import build_report, failure_code
-from agentwatch.exporters.report_baseline import BaselineError, compare_baseline, load_baseline
-from agentwatch.exporters.report_html import curves, render_html
-from agentwatch.exporters.report_model import Report
-from agentwatch.exporters.report_text import render_text
+from agentwatch.exporters.report.build import build_report, failure_code
+from agentwatch.exporters.report.baseline import BaselineError, compare_baseline, load_baseline
+from agentwatch.exporters.report.html import curves, render_html
+from agentwatch.exporters.report.model import Report
+from agentwatch.exporters.report.text import render_text
 from scipy import stats as sps
 
 from agentwatch.config import Settings, load_settings

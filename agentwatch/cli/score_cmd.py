@@ -201,9 +201,9 @@ def score(
     regression, 2 usage error or unreadable input. Malformed lines are reported on stderr with their line numbers and skipped.
     """
     from agentwatch.config import ConfigError, load_settings
-    from agentwatch.exporters.report_baseline import BaselineError, load_baseline
-    from agentwatch.exporters.report_pass import default_ks
-    from agentwatch.exporters.report_versions import build_reports, colliding_ids
+    from agentwatch.exporters.report.baseline import BaselineError, load_baseline
+    from agentwatch.exporters.report.pass_k import default_ks
+    from agentwatch.exporters.report.versions import build_reports, colliding_ids
     from agentwatch.transcripts import LineError, TranscriptFileError
 
     ks = parse_ks(k)
@@ -289,13 +289,13 @@ def _emit(
         body = report.model_dump_json(indent=2) + "\n"
     elif fmt is ReportFormat.html:
         try:
-            from agentwatch.exporters.report_html import render_html
+            from agentwatch.exporters.report.html import render_html
 
             body = render_html(report, settings, title=title, header=header)
         except ImportError as exc:
             raise _fail(f"--format html needs matplotlib (pip install 'agentwatch[html]'): {exc}") from None
     else:
-        from agentwatch.exporters.report_text import print_report, render_text
+        from agentwatch.exporters.report.text import print_report, render_text
 
         if out is None:
             from rich.console import Console

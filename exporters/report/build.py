@@ -8,7 +8,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 
 import numpy as np
-from agentwatch.exporters.report_model import (
+from agentwatch.exporters.report.model import (
     BootstrapEstimate,
     CostStats,
     Estimate,
@@ -19,7 +19,7 @@ from agentwatch.exporters.report_model import (
     Readiness,
     Report,
 )
-from agentwatch.exporters.report_pass import (
+from agentwatch.exporters.report.pass_k import (
     GATE_ESTIMATES,
     counts,
     k_estimates,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 from collections.abc import Sequence
 
-from agentwatch.exporters.report_model import Delta, Gate, GroupStats, KEstimate, Report, UnitsSummary
+from agentwatch.exporters.report.model import Delta, Gate, GroupStats, KEstimate, Report, UnitsSummary
 from rich.console import Console
 from rich.text import Text
 

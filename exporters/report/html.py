@@ -8,8 +8,8 @@ import html
 import io
 from collections.abc import Sequence
 
-from agentwatch.exporters.report_model import Report
-from agentwatch.exporters.report_text import final_verdict, report_lines
+from agentwatch.exporters.report.model import Report
+from agentwatch.exporters.report.text import final_verdict, report_lines
 
 from agentwatch.config import Settings
 from agentwatch.stats import pass_at_k_plugin, pass_pow_k_plugin, posterior

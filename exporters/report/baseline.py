@@ -7,7 +7,7 @@ import json
 import zlib
 from pathlib import Path
 
-from agentwatch.exporters.report_model import (
+from agentwatch.exporters.report.model import (
     BaselineComparison,
     Delta,
     GroupStats,

@@ -17,7 +17,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from typing import Literal
 
-from agentwatch.exporters.report_model import KEstimate, UnitsSummary
+from agentwatch.exporters.report.model import KEstimate, UnitsSummary
 
 from agentwatch.config import Settings
 from agentwatch.schema import ConversationScore

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from agentwatch.exporters.report import build_report, latest_revisions
-from agentwatch.exporters.report_baseline import compare_baseline
-from agentwatch.exporters.report_model import Report
+from agentwatch.exporters.report.build import build_report, latest_revisions
+from agentwatch.exporters.report.baseline import compare_baseline
+from agentwatch.exporters.report.model import Report
 
 from agentwatch.config import Settings
 from agentwatch.schema import ConversationScore
