@@ -338,6 +338,13 @@ class ConversationScorer:
         outcome = decide_outcome(facts, None, sc.partial_tool_min, sc.partial_answer_min)
         if used_judge and outcome is not Outcome.UNSCORED:
             outcome = _judged_outcome(outcome, judged_outcome, facts, rules_failed)
+        automated = [g for g in graded_by if g != "label"]
+        verdict_before_label = None
+        if automated and passed is not None:  # the prediction a label corrects: kept apart from the label
+            verdict_before_label = {
+                "graded_by": automated, "outcome": outcome, "passed": passed,
+                "asr_credit": asr_credit(outcome, penalty, sc.credits),
+            }
         if label_decides:
             source = OutcomeSource.LABEL
             outcome = label
@@ -400,6 +407,9 @@ class ConversationScorer:
                 "judge_sampled": sample.judge,
                 "review_sampled": sample.review,
                 "label": label,
+                "automated": verdict_before_label,
+                "judge_rate": sample.judge_rate,
+                "review_rate": sample.review_rate,
             }
         )
 

@@ -44,10 +44,11 @@ ISSUE_KEYS = {
     "units",
     "agent_version",
     "versions",
+    "correction",
 }
 K_KEYS = {
     "value", "lower", "upper", "method", "interval", "units", "widened", "pooled_unbiased", "pooled_plugin",
-    "pooled_mean", "pooled_lower", "pooled_upper", "task_mean",
+    "pooled_mean", "pooled_lower", "pooled_upper", "task_mean", "corrected", "judge_only",
 }
 CREDIT = {
     "complete": 1.0,
@@ -141,10 +142,10 @@ def report() -> Report:
 def test_json_keys_are_exactly_the_documented_ones(report: Report) -> None:
     data = json.loads(report.model_dump_json())
     assert set(data) == ISSUE_KEYS
-    assert set(data["success_rate"]) == {"plugin", "mean", "lower", "upper"}
+    assert set(data["success_rate"]) == {"plugin", "mean", "lower", "upper", "method", "labels", "judge_only", "note"}
     assert set(data["pass_at_k"]) == {"1", "2", "3", "5", "12"}
     assert set(data["pass_pow_k"]["3"]) == K_KEYS
-    assert set(data["asr"]) == {"value", "lower", "upper"}
+    assert set(data["asr"]) == {"value", "lower", "upper", "method", "judge_only"}
     assert set(data["cost"]) == {"p50", "p90", "p99", "over_budget_ratio"}
     assert set(data["failure_rates"]) == {"error", "no_answer", "loop", "hallucination", "over_budget", "forbidden_tool"}
     assert set(data["failure_rates"]["loop"]) == {"count", "rate", "mean", "lower", "upper"}
@@ -336,6 +337,10 @@ def test_empty_groups_are_null_not_nan() -> None:
         "mean": None,
         "lower": None,
         "upper": None,
+        "method": "beta",
+        "labels": 0,
+        "judge_only": None,
+        "note": None,
     }
     assert data["asr"]["value"] is None and data["readiness"]["tier"] == "unknown"
     assert "NaN" not in r.model_dump_json()

@@ -10,11 +10,14 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 from agentwatch.exporters.report.model import (
     BootstrapEstimate,
+    CorrectedFigure,
+    Correction,
     CostStats,
     Estimate,
     FailureMode,
     Gate,
     GroupStats,
+    JudgeOnly,
     RateEstimate,
     Readiness,
     Report,
@@ -28,9 +31,11 @@ from agentwatch.exporters.report.pass_k import (
     pick,
 )
 
+from agentwatch import corrected
 from agentwatch.config import Settings
+from agentwatch.inclusion import effective_counts, graded_by_probability
 from agentwatch.schema import EVIDENCE, GRADERS, ConversationScore, Outcome
-from agentwatch.stats import bootstrap_mean_interval, posterior
+from agentwatch.stats import BetaPosterior, bootstrap_mean_interval, posterior
 
 _UNSAFE = re.compile(r"[^a-z0-9_]")
 TOOL_DIMENSIONS = ("selection", "parameters", "sequence", "utilization", "overall", "binary")
@@ -58,22 +63,84 @@ def has_loop(score: ConversationScore) -> bool:
     return any(t.loop for t in score.turn_scores) or any(failure_code(r) == "loop" for r in score.reasons)
 
 
-def _success_rate(n: int, c: int, settings: Settings) -> Estimate:
+def _judge_only(figure: corrected.Figure | None) -> JudgeOnly | None:
+    if figure is None:
+        return None
+    return JudgeOnly(mean=figure.judge_only, lower=figure.judge_only_lower, upper=figure.judge_only_upper)
+
+
+def not_corrected_note(c: corrected.Correction) -> str:
+    """Why a figure with labels is not called corrected."""
+    return (f"not corrected: {c.labels} review-sample labels ({c.labels_judge_passed} where the graders passed, "
+            f"{c.labels_judge_failed} where they failed); a correction needs {corrected.MIN_LABELS}, with "
+            f"labels on both sides")
+
+
+def _success_rate(n: int, c: int, settings: Settings, weighted: tuple[float, float] | None,
+                  correction: corrected.Correction | None) -> Estimate:
     if n == 0:
         return Estimate(plugin=None, mean=None, lower=None, upper=None)
     st = settings.stats
+    labels = correction.labels if correction is not None else 0
+    judge = _judge_only(correction.success if correction is not None else None)
+    if correction is not None and correction.enough and correction.success is not None:
+        f = correction.success
+        return Estimate(plugin=f.value, mean=f.value, lower=f.lower, upper=f.upper, method="corrected",
+                        labels=labels, judge_only=judge)
+    note = not_corrected_note(correction) if correction is not None else None
+    if weighted is not None:
+        n_eff, c_eff = weighted
+        post = BetaPosterior(st.prior_alpha + c_eff, st.prior_beta + n_eff - c_eff)
+        lo, hi = post.interval(st.level)
+        return Estimate(plugin=c_eff / n_eff, mean=post.mean(), lower=lo, upper=hi, method="weighted",
+                        labels=labels, judge_only=judge, note=note)
     post = posterior(n, c, st.prior_alpha, st.prior_beta)
     lo, hi = post.interval(st.level)
-    return Estimate(plugin=c / n, mean=post.mean(), lower=lo, upper=hi)
+    return Estimate(plugin=c / n, mean=post.mean(), lower=lo, upper=hi, labels=labels, judge_only=judge, note=note)
 
 
-def _asr(scores: Sequence[ConversationScore], settings: Settings) -> BootstrapEstimate:
+def _asr(scores: Sequence[ConversationScore], settings: Settings,
+         correction: corrected.Correction | None) -> BootstrapEstimate:
+    if correction is not None and correction.asr_enough and correction.asr is not None:
+        f = correction.asr
+        return BootstrapEstimate(value=f.value, lower=f.lower, upper=f.upper, method="corrected",
+                                 judge_only=_judge_only(f))
     credits = np.array([s.asr_credit for s in scores if s.scored and s.asr_credit is not None], dtype=float)
     if credits.size == 0:
         return BootstrapEstimate(value=None, lower=None, upper=None)
     st = settings.stats
     value, lo, hi = bootstrap_mean_interval(credits, st.level, st.bootstrap_resamples, st.seed)
     return BootstrapEstimate(value=value, lower=lo, upper=hi)
+
+
+def correction_of(scores: Sequence[ConversationScore], settings: Settings, ks: Sequence[int] = ()
+                  ) -> corrected.Correction | None:
+    """The correction of `scores` by the labels of the blind review sample (None with fewer than two)."""
+    st = settings.stats
+    sums = corrected.sums_of(scores, settings.scoring.credits)
+    return corrected.correct(sums, st.level, (st.prior_alpha, st.prior_beta), ks)
+
+
+def _figure(f: corrected.Figure) -> CorrectedFigure:
+    return CorrectedFigure(value=f.value, lower=f.lower, upper=f.upper, judge_only=f.judge_only,
+                           judge_only_lower=f.judge_only_lower, judge_only_upper=f.judge_only_upper)
+
+
+def _correction_summary(c: corrected.Correction) -> Correction:
+    if c.enough:
+        note = (f"corrected by {c.labels} labels of the blind review sample ({c.labels_judge_passed} where the "
+                f"graders passed, {c.labels_judge_failed} where they failed) over {c.predictions} automated "
+                f"verdicts (PPI++)")
+    else:
+        note = not_corrected_note(c)
+    return Correction(
+        labels=c.labels, predictions=c.predictions, labels_judge_passed=c.labels_judge_passed,
+        labels_judge_failed=c.labels_judge_failed, enough=c.enough, min_labels=corrected.MIN_LABELS,
+        asr_enough=c.asr_enough, min_asr_labels=corrected.MIN_ASR_LABELS,
+        lam=c.lam, note=note, success_rate=_figure(c.success) if c.success is not None else None,
+        asr=_figure(c.asr) if c.asr is not None else None,
+        outcome_share={k: _figure(f) for k, f in c.outcome_share.items()},
+    )
 
 
 def _tool_correctness(scores: Sequence[ConversationScore]) -> dict[str, float | None]:
@@ -127,7 +194,9 @@ def failure_rates(scores: Sequence[ConversationScore], settings: Settings) -> di
 def group_stats(scores: Sequence[ConversationScore], settings: Settings, ks: Sequence[int]) -> GroupStats:
     """Every estimate of the report for one set of conversations."""
     n, c = counts(scores)
-    pass_at, pass_pow, units = k_estimates(scores, settings, ks)
+    weighted = effective_counts(graded_by_probability(list(scores)))
+    correction = correction_of(scores, settings, ks)
+    pass_at, pass_pow, units = k_estimates(scores, settings, ks, weighted, correction)
     outcomes = Counter(s.outcome.value for s in scores)
     graded_by = Counter(g for s in scores if s.scored for g in set(s.graded_by))
     labels = Counter(s.label.value for s in scores if s.label is not None)
@@ -142,11 +211,12 @@ def group_stats(scores: Sequence[ConversationScore], settings: Settings, ks: Seq
             "review": sum(1 for s in scores if s.review_sampled),
         },
         labels={o.value: labels[o.value] for o in Outcome if labels.get(o.value)},
-        success_rate=_success_rate(n, c, settings),
+        success_rate=_success_rate(n, c, settings, weighted, correction),
+        correction=_correction_summary(correction) if correction is not None else None,
         units=units,
         pass_at_k=pass_at,
         pass_pow_k=pass_pow,
-        asr=_asr(scores, settings),
+        asr=_asr(scores, settings, correction),
         outcomes={o.value: outcomes.get(o.value, 0) for o in Outcome},
         tool_correctness=_tool_correctness(scores),
         cost=_cost(scores),
@@ -158,7 +228,8 @@ def gate_value(
     scores: Sequence[ConversationScore], settings: Settings, k: int, kind: str, estimate: str
 ) -> float | None:
     """pass@k (kind 'at') or pass^k ('pow') of `scores` by the named estimate; None without enough data."""
-    at, pw, _units = k_estimates(scores, settings, [k])
+    weighted = effective_counts(graded_by_probability(list(scores)))
+    at, pw, _units = k_estimates(scores, settings, [k], weighted, correction_of(scores, settings, [k]))
     return pick((at if kind == "at" else pw)[str(k)], estimate)
 
 
@@ -186,7 +257,8 @@ def readiness(scores: Sequence[ConversationScore], settings: Settings) -> Readin
     estimate = g.estimate
     scope, chosen, note = gate_scope(scores, settings)
     n, c = counts(chosen)
-    at, pw, units = k_estimates(chosen, settings, [1, 3])
+    weighted = effective_counts(graded_by_probability(chosen))
+    at, pw, units = k_estimates(chosen, settings, [1, 3], weighted, correction_of(chosen, settings, [1, 3]))
     at1, pow3 = at["1"], pw["3"]
     loops = sum(1 for s in scores if has_loop(s))
     gates = [

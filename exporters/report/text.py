@@ -5,7 +5,15 @@ from __future__ import annotations
 import io
 from collections.abc import Sequence
 
-from agentwatch.exporters.report.model import Delta, Gate, GroupStats, KEstimate, Report, UnitsSummary
+from agentwatch.exporters.report.model import (
+    Delta,
+    Gate,
+    GroupStats,
+    JudgeOnly,
+    KEstimate,
+    Report,
+    UnitsSummary,
+)
 from rich.console import Console
 from rich.text import Text
 
@@ -77,6 +85,9 @@ def _k_line(kind: str, k: str, e: KEstimate, u: UnitsSummary | None) -> str:
     if e.value is None:
         most = u.max_attempts if u is not None else 0
         return f"  {name}: n/a (not identified: at most {most} graded attempts at one unit)"
+    if e.method == "exchangeable" and e.corrected:
+        return (f"  {name}: {fmt(e.value)}{_interval(e.lower, e.upper)} (of the corrected success rate"
+                f"{_judge_only(e.judge_only)})")
     if e.method == "exchangeable":
         return (f"  {name}: {fmt(e.value)}{_interval(e.lower, e.upper)} (pooled Beta posterior; plug-in "
                 f"{fmt(e.pooled_plugin)}, unbiased {fmt(e.pooled_unbiased)})")
@@ -96,9 +107,15 @@ def _overall_lines(r: GroupStats, level: float) -> list[str]:
         ]
     lines = [f"METRICS (graded sample, {level:.0%} credible intervals):"]
     sr = r.success_rate
-    lines.append(
-        f"  success rate: {fmt(sr.plugin)} ({r.passed}/{r.scored} graded passed){_interval(sr.lower, sr.upper)}"
-    )
+    if sr.method == "corrected":
+        lines.append(f"  success rate: {fmt(sr.plugin)}{_interval(sr.lower, sr.upper)} corrected by {sr.labels} "
+                     f"labels of the blind review sample (PPI++){_judge_only(sr.judge_only)}")
+    else:
+        weighted = " (Hájek-weighted: sampled at different rates)" if sr.method == "weighted" else ""
+        lines.append(f"  success rate: {fmt(sr.plugin)} ({r.passed}/{r.scored} graded passed)"
+                     f"{_interval(sr.lower, sr.upper)}{weighted}")
+    if r.correction is not None:
+        lines.extend(_correction_lines(r))
     over_units = repeats(r)
     if over_units:
         if r.units is not None:
@@ -113,7 +130,33 @@ def _overall_lines(r: GroupStats, level: float) -> list[str]:
                 continue  # pass@1 = pass^1; without repeats it is the success rate
             lines.append(_k_line(kind, k, e, r.units))
     a = r.asr
-    lines.append(f"  ASR: {fmt(a.value)}{_interval(a.lower, a.upper)} (bootstrap)")
+    if a.method == "corrected":
+        lines.append(f"  ASR: {fmt(a.value)}{_interval(a.lower, a.upper)} (corrected, PPI++ t interval)"
+                     f"{_judge_only(a.judge_only)}")
+    else:
+        lines.append(f"  ASR: {fmt(a.value)}{_interval(a.lower, a.upper)} (bootstrap)")
+    return lines
+
+
+def _judge_only(j: JudgeOnly | None) -> str:
+    return "" if j is None else f"; judge only {fmt(j.mean)}{_interval(j.lower, j.upper)}"
+
+
+def _correction_lines(r: GroupStats) -> list[str]:
+    """What the correction by people's labels rests on, and the corrected outcome shares."""
+    c = r.correction
+    assert c is not None
+    lines = [f"  people's labels: {c.note}"]
+    if c.enough and c.outcome_share:
+        shares = ", ".join(f"{o} {fmt(f.value)}{_interval(f.lower, f.upper)} (judge only {fmt(f.judge_only)})"
+                           for o, f in c.outcome_share.items())
+        lines.append(f"  outcome shares, corrected: {shares}")
+    elif not c.enough and c.success_rate is not None:
+        f = c.success_rate
+        lines.append(f"  (with so few labels: corrected {fmt(f.value)}{_interval(f.lower, f.upper)}, judge only "
+                     f"{fmt(f.judge_only)}{_interval(f.judge_only_lower, f.judge_only_upper)})")
+    if c.enough and not c.asr_enough:
+        lines.append(f"  ASR not corrected: its interval needs {c.min_asr_labels} labels")
     return lines
 
 
