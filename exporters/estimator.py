@@ -42,11 +42,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC
 
+from agentwatch.exporters.agreement import JudgeAgreement, agreements
 from agentwatch.exporters.drift import SCALE, Drift, DriftParams, MinuteCounts, design, window_statistic
 from agentwatch.exporters.regression import RegressionParams, attach_regressions
 from agentwatch.exporters.summary import SeriesEstimate, StatsParams, summarise
 from agentwatch.exporters.windows import (
     ASR_RESOLUTION,
+    CLASSES,
     EVIDENCE,
     OUTCOMES,
     TOOL_DIMENSIONS,
@@ -58,6 +60,8 @@ from agentwatch.exporters.windows import (
 )
 
 from agentwatch.config import Settings
+from agentwatch.corrected import correction_point
+from agentwatch.inclusion import automated_of, graded_probability, review_label
 from agentwatch.schema import ConversationScore
 
 log = logging.getLogger(__name__)
@@ -212,6 +216,8 @@ class Estimator:
         self._max_versions = cfg.max_versions_per_agent
         self._max_modes = cfg.max_failure_modes
         self._max_units = cfg.max_units
+        self._credits = settings.scoring.credits
+        self.min_kappa, self.min_kappa_labels = settings.judge.min_kappa, settings.judge.min_kappa_labels
         st = settings.stats
         self.stats_params = StatsParams(
             st.prior_alpha, st.prior_beta, st.level, tuple(st.ks), st.bootstrap_resamples, st.seed
@@ -244,6 +250,7 @@ class Estimator:
         self._modes_seen: dict[str, float] = {}
         self._units_seen: dict[tuple[str, str], dict[Unit, float]] = {}  # agent version -> unit -> last time
         self._units_folded = 0
+        self._judge_labels: dict[str, str] = {}
         self._next_housekeeping = -math.inf
         self._consumed = 0
         self._rejected = dict.fromkeys(REJECT_REASONS, 0)
@@ -398,6 +405,13 @@ class Estimator:
         if credit is not None:
             credit = min(1.0, max(0.0, credit))
         budgeted = cost is not None and score.budget_usd is not None
+        automated = automated_of(score)
+        judge = agreement = None
+        if automated is not None and "judge" in automated.graded_by and score.judge:
+            judge = self._judge_label(score.judge)
+            label, verdict = review_label(score), score.judge_outcome
+            if label is not None and verdict is not None and verdict.value != "unscored":
+                agreement = _OUTCOME_INDEX[label.value] * CLASSES + _OUTCOME_INDEX[verdict.value]
         return Contribution(
             scored=score.passed is not None,
             passed=bool(score.passed),
@@ -416,7 +430,20 @@ class Estimator:
             review_sampled=score.review_sampled,
             label=_OUTCOME_INDEX[score.label.value] if score.label is not None else None,
             unit=unit,
+            graded_p=graded_probability(score) if score.passed is not None else 1.0,
+            correction=correction_point(score, self._credits) if automated is not None else None,
+            judge=judge,
+            agreement=agreement,
         )
+
+    def _judge_label(self, judge: str) -> str:
+        """A judge id as a label value (interned: one string per judge)."""
+        found = self._judge_labels.get(judge)
+        if found is None:
+            found = sys.intern(sanitize_label(judge, self._max_label))
+            if len(self._judge_labels) < 10_000:
+                self._judge_labels[judge] = found
+        return found
 
     # ------------------------------------------------------------------ expiry
 
@@ -524,6 +551,16 @@ class Estimator:
                 stat = window_statistic(n, c, d)
                 out[(agent, version, task)] = Drift(stat / SCALE, d.threshold, d.p0, d.p1, ref_version)
         return out
+
+    def agreement(self, now: float | None = None) -> list[JudgeAgreement]:
+        """Judge–human agreement per judge id and window over the real series (`exporters.agreement`)."""
+        with self._lock:
+            now = self._clock() if now is None else now
+            self._housekeeping(now, force=True)
+            rows = [(w.name, judge, list(row)) for (_a, _v, task), s in self._series.items() if task != ALL_TASKS
+                    for w in s.windows if w.total.judges for judge, row in w.total.judges.items()]
+        p = self.stats_params
+        return agreements(rows, p.level, p.resamples, p.seed)
 
     def counters(self) -> EstimatorCounters:
         """Health counters and per-series counters since start (read-only copies, reused while unchanged)."""

@@ -14,6 +14,8 @@ from typing import Any
 import numpy as np
 from agentwatch.judge.verdict import JUDGE_OUTCOMES
 
+from agentwatch.kappa import kappa_from_confusion, kappa_interval_of
+
 CLASSES: tuple[str, ...] = tuple(o.value for o in JUDGE_OUTCOMES)
 
 
@@ -26,18 +28,6 @@ def confusion(truth: list[str], predicted: list[str], classes: tuple[str, ...] =
     return m
 
 
-def kappa_from_confusion(m: np.ndarray) -> float:
-    """Cohen's kappa (po − pe) / (1 − pe); NaN when undefined (no items, or chance agreement is 1)."""
-    n = m.sum()
-    if n == 0:
-        return math.nan
-    po = np.trace(m) / n
-    pe = float((m.sum(axis=1) * m.sum(axis=0)).sum()) / (n * n)
-    if pe >= 1.0:
-        return math.nan
-    return float((po - pe) / (1.0 - pe))
-
-
 def cohen_kappa(a: list[str], b: list[str], classes: tuple[str, ...] = CLASSES) -> float:
     """Cohen's kappa of two raters over the same items."""
     return kappa_from_confusion(confusion(a, b, classes))
@@ -48,28 +38,7 @@ def kappa_interval(
     classes: tuple[str, ...] = CLASSES,
 ) -> tuple[float, float]:
     """Percentile bootstrap interval of kappa (items resampled with replacement; seeded, vectorised)."""
-    n = len(a)
-    if n == 0:
-        return (math.nan, math.nan)
-    index = {c: i for i, c in enumerate(classes)}
-    k = len(classes)
-    ai = np.array([index[x] for x in a])
-    bi = np.array([index[x] for x in b])
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, n, size=(resamples, n))
-    sa, sb = ai[idx], bi[idx]
-    po = (sa == sb).mean(axis=1)
-    pa = np.stack([(sa == c).mean(axis=1) for c in range(k)], axis=1)
-    pb = np.stack([(sb == c).mean(axis=1) for c in range(k)], axis=1)
-    pe = (pa * pb).sum(axis=1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        kappas = np.where(pe < 1.0, (po - pe) / (1.0 - pe), np.nan)
-    kappas = kappas[~np.isnan(kappas)]
-    if kappas.size == 0:
-        return (math.nan, math.nan)
-    tail = (1.0 - level) / 2
-    lo, hi = np.quantile(kappas, [tail, 1.0 - tail])
-    return float(lo), float(hi)
+    return kappa_interval_of(confusion(a, b, classes), level, resamples, seed)
 
 
 def precision_recall(m: np.ndarray, classes: tuple[str, ...] = CLASSES) -> dict[str, dict[str, Any]]:

@@ -166,3 +166,81 @@ def test_flagged_labels_never_correct() -> None:
     scores = [ConversationScorer(settings).score(c) for c in flagged]
     assert correct(sums_of(scores, OutcomeCredits())) is None
     assert build_report(scores, settings).correction is None
+
+
+def _window(estimator, task: str = "orders"):
+    return next(e for e in estimator.snapshot() if e.window == "1h" and e.task == task)
+
+
+def test_the_estimator_revised_by_late_labels_equals_the_offline_report() -> None:
+    """Scores first without labels, then each review-sample conversation's revision with its label (as the
+    review service publishes them): the window's corrected figures equal the report's over the latest
+    revisions."""
+    import time as _time
+
+    from agentwatch.exporters.estimator import Estimator
+
+    convs, _truth = _issue_scenario(seed=8, size=600, review_rate=0.25)
+    settings = _settings(review_rate=0.25)
+    scorer = ConversationScorer(settings, labels="review_sample")
+    now = _time.time()
+    est = Estimator(settings, clock=lambda: now)
+    latest = []
+    for conv in convs:
+        first = scorer.score(conv.model_copy(update={"outcome": None}))
+        assert est.add(first.model_copy(update={"ended_at": None}))
+        score = first
+        if conv.outcome is not None:
+            revised = relabel(first, conv.outcome, settings.scoring.credits)
+            assert revised is not None and revised.automated == first.automated
+            assert est.add(revised.model_copy(update={"ended_at": None}))
+            score = revised
+        latest.append(score)
+    window = _window(est)
+    offline = build_report(latest, settings, settings.stats.ks)
+    assert window.correction is not None and offline.correction is not None
+    assert window.correction.labels == offline.correction.labels > MIN_LABELS
+    assert window.correction.success.value == pytest.approx(offline.success_rate.plugin, abs=1e-12)
+    assert window.correction.success.lower == pytest.approx(offline.success_rate.lower, abs=1e-12)
+    assert window.correction.success.judge_only == pytest.approx(offline.success_rate.judge_only.mean, abs=1e-12)
+    # a label taken back by a revision without it: the window forgets it
+    back = latest[next(i for i, s in enumerate(latest) if s.label is not None)]
+    unlabelled = back.model_copy(update={"label": None, "revision": back.revision + 1, "ended_at": None})
+    assert est.add(unlabelled)
+    assert _window(est).correction.labels == window.correction.labels - 1
+
+
+def test_windows_sampled_at_two_rates_are_hajek_weighted_like_the_report() -> None:
+    """One window, half of it judged at rate 1 and half at rate 0.25: the success rate is the Hájek share on
+    Kish's effective counts, equal to the report's, and it is not the pooled count's."""
+    import time as _time
+
+    from agentwatch.exporters.estimator import Estimator
+    from agentwatch.schema import AutomatedVerdict, ConversationScore
+
+    def score(i: int, rate: float, passed: bool) -> ConversationScore:
+        outcome = Outcome.COMPLETE if passed else Outcome.ABANDONED
+        return ConversationScore(
+            conversation_id=f"w{i}", agent="a", version="1", task="orders", turns=1, passed=passed,
+            outcome=outcome, outcome_source="judge", graded_by=["judge"], asr_credit=float(passed),
+            judge="j", judge_outcome=outcome, judge_sampled=True, judge_rate=rate, review_rate=0.0,
+            automated=AutomatedVerdict(graded_by=["judge"], outcome=outcome, passed=passed,
+                                       asr_credit=float(passed)),
+        )
+
+    scores = [score(i, 1.0, i % 10 < 9) for i in range(100)] + [score(100 + i, 0.25, i % 2 == 0) for i in range(100)]
+    now = _time.time()
+    est = Estimator(Settings(), clock=lambda: now)
+    for s in scores:
+        est.add(s)
+    window = _window(est)
+    report = build_report(scores, Settings())
+    w = np.array([1.0] * 100 + [4.0] * 100)
+    x = np.array([s.passed for s in scores], dtype=float)
+    ne, share = w.sum() ** 2 / (w @ w), (w @ x) / w.sum()
+    assert share == pytest.approx(0.58) and window.effective == pytest.approx((ne, ne * share))
+    assert report.success_rate.method == "weighted" and report.success_rate.plugin == pytest.approx(share)
+    assert window.success.mean == pytest.approx((1 + ne * share) / (2 + ne))
+    assert window.success.mean == pytest.approx(report.success_rate.mean, abs=1e-12)
+    assert window.success.lower == pytest.approx(report.success_rate.lower, abs=1e-12)
+    assert window.judged == {"j": 200}

@@ -54,4 +54,11 @@ class JudgeConfig(Section):
     daily_usd: float | None = Field(default=None, gt=0, description="spend cap over any sliding 24 hours")
     cache_path: str | None = Field(default=None, description="keep the verdict cache in this JSONL file")
     cache_entries: int = Field(default=100_000, ge=0, description="verdicts kept in memory")
-    min_kappa: float = Field(default=0.6, ge=-1, le=1, description="calibrate exits 1 below this Cohen's kappa")
+    min_kappa: float = Field(
+        default=0.6, ge=-1, le=1,
+        description="calibrate exits 1 below this Cohen's kappa; live, the agreement alert fires when the upper "
+        "bound of kappa on the review sample is below it",
+    )
+    min_kappa_labels: int = Field(
+        default=30, ge=2, description="review-sample labels the live agreement alert needs in its window"
+    )
