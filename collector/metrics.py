@@ -13,6 +13,9 @@ from prometheus_client.registry import Collector, CollectorRegistry
 from agentwatch.metrics_http import MetricsServer, render_families
 
 
+MAX_RATE_SERIES = 1000  # series shown by agentwatch_judge_series_rate (first by agent, version, task)
+
+
 @dataclass(slots=True)
 class PipelineStats:
     """Counters and gauges the consumer loop updates; read by `PipelineMetrics` on each scrape."""
@@ -35,6 +38,7 @@ class PipelineStats:
     judge_pending: int = 0
     transcripts_published: dict[str, int] = field(default_factory=dict)  # sample -> records for review
     transcripts_cut: int = 0
+    judge_rates: dict[tuple[str, str, str], float] = field(default_factory=dict)  # adaptive rate per series
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def count_label(self, result: str) -> None:
@@ -186,6 +190,14 @@ class JudgeMetrics(Collector):
         yield GaugeMetricFamily("agentwatch_judge_sample_rate",
                                 "Default judge sample rate (sampling.judge_rate; rules may differ per agent/task).",
                                 value=self._judge_rate)
+        rates = GaugeMetricFamily("agentwatch_judge_series_rate",
+                                  "Judge sample rate in force per series (sampling.target_judged_per_hour).",
+                                  labels=["agent", "version", "task"])
+        with self._pipeline.lock:
+            current = dict(self._pipeline.judge_rates)
+        for (agent, version, task), rate in sorted(current.items())[:MAX_RATE_SERIES]:
+            rates.add_metric([agent, version, task], rate)
+        yield rates
 
 
 def _counter(name: str, doc: str, value: float) -> CounterMetricFamily:

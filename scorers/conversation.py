@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from functools import cache
 from typing import Any, Literal
 
@@ -19,7 +19,7 @@ from agentwatch.scorers.outcome import OutcomeFacts, asr_credit, decide_outcome
 from agentwatch.scorers.outputs import missing_outputs
 from agentwatch.scorers.policy import PolicyBook, grade_policy
 from agentwatch.scorers.relabel import label_grades
-from agentwatch.scorers.sampling import Sampler
+from agentwatch.scorers.sampling import SampleDecision, Sampler
 from agentwatch.scorers.text import AnswerText
 from agentwatch.scorers.tool_correctness import ToolGrader
 from agentwatch.scorers.tool_kinds import ToolKinds
@@ -97,13 +97,24 @@ class ConversationScorer:
         self.policies = PolicyBook(settings.policies)
 
     def reload_policies(self, settings: Settings) -> None:
-        """Grade with the policies and sample rates of `settings` from now on (e.g. on SIGHUP)."""
-        self._sampler = Sampler(settings.sampling)
+        """Grade with the policies and sample rates of `settings` from now on (e.g. on SIGHUP); the adaptive
+        rates keep what they learnt of the traffic."""
+        self._sampler = Sampler(settings.sampling, self._sampler.targets)
         self.policies = PolicyBook(settings.policies)
+
+    @property
+    def sampler(self) -> Sampler:
+        """The sampler deciding the judge and review samples."""
+        return self._sampler
+
+    def _sample(self, conv: Conversation) -> SampleDecision:
+        ended = _ended_at(conv)
+        t = None if ended is None else _epoch(ended)
+        return self._sampler.decide(conv.conversation_id, conv.agent, conv.task, conv.version, t)
 
     def wants_judge(self, conv: Conversation) -> bool:
         """Whether a judge verdict would grade `conv` (it is in the judge sample and has turns)."""
-        return bool(conv.turns) and self._sampler.decide(conv.conversation_id, conv.agent, conv.task).judge
+        return bool(conv.turns) and self._sample(conv).judge
 
     def score(self, conv: Conversation, verdict: JudgeVerdict | None = None) -> ConversationScore:
         """Score one conversation; never raises (an internal error yields an unscored result with a reason).
@@ -242,7 +253,7 @@ class ConversationScorer:
         sc = self._scoring
         turns = conv.turns
         n = len(turns)
-        sample = self._sampler.decide(conv.conversation_id, conv.agent, conv.task)
+        sample = self._sample(conv)
         # which graders decide success, chosen before looking at the outcome
         graded_by: list[str] = []
         expected = conv.expected if conv.expected is not None and says_something(conv.expected) else None
@@ -428,6 +439,11 @@ def _tool_reasons(i: int, tool: dict[str, Any], sequence_matters: bool) -> list[
     if not out:
         out.append(f"tool_overall: turn {i}: overall {_fmt(tool['overall'])} below the tool threshold")
     return out
+
+
+def _epoch(dt: datetime) -> float:
+    """Unix time of a datetime (naive ones are UTC)."""
+    return (dt if dt.tzinfo is not None else dt.replace(tzinfo=UTC)).timestamp()
 
 
 def _ended_at(conv: Conversation) -> datetime | None:

@@ -16,6 +16,9 @@ class SamplingRule(Section):
     task: str = "*"
     judge_rate: float | None = Field(default=None, ge=0, le=1, description="share the judge grades")
     review_rate: float | None = Field(default=None, ge=0, le=1, description="share whose labels are truth")
+    target_judged_per_hour: float | None = Field(
+        default=None, gt=0, description="judged conversations per series-hour to aim at (the judge rate adapts)"
+    )
 
 
 class SamplingConfig(Section):
@@ -23,11 +26,22 @@ class SamplingConfig(Section):
 
     The judge grades the judge sample; a person's label is a conversation's truth on the review sample and
     feeds label metrics only elsewhere (feedback is not a random sample). The first matching rule wins; a rule
-    that leaves a rate unset takes the default.
+    that leaves a rate or a target unset takes the default. With a target, the judge rate of each series adapts
+    to reach it (the rate decided for each conversation is on its score).
     """
 
     judge_rate: float = Field(default=1.0, ge=0, le=1)
     review_rate: float = Field(default=0.0, ge=0, le=1)
+    target_judged_per_hour: float | None = Field(
+        default=None, gt=0,
+        description="aim at this many judged conversations per series (agent, version, task) and hour: the "
+        "judge rate of each series adapts to its traffic, at most judge_rate, at least the review rate and "
+        "min_judge_rate (scorers/target_rate.py); null: the judge rate is fixed",
+    )
+    target_interval_s: float = Field(
+        default=60.0, gt=0, description="how often a series' adaptive judge rate is decided again"
+    )
+    min_judge_rate: float = Field(default=0.0, ge=0, le=1, description="the adaptive judge rate's floor")
     rules: list[SamplingRule] = Field(default_factory=list)
 
 
