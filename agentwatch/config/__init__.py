@@ -12,7 +12,7 @@ One module per group of sections: `scoring` (scoring, cost, stats, gate, tiers),
 from agentwatch.config.base import ConfigError, Section, parse_duration
 from agentwatch.config.loading import MAX_CONFIG_BYTES, MAX_CONFIG_DEPTH, MAX_CONFIG_NODES, load_settings
 from agentwatch.config.policies import ArgumentConstraint, PolicyTool, TaskPolicy
-from agentwatch.config.sampling import JudgeConfig, SamplingConfig, SamplingRule
+from agentwatch.config.sampling import AnchorsConfig, JudgeConfig, SamplingConfig, SamplingRule
 from agentwatch.config.scoring import (
     HANDOFF_TOOLS,
     READ_ONLY_TOOLS,
@@ -36,6 +36,7 @@ __all__ = [
     "MAX_CONFIG_DEPTH",
     "MAX_CONFIG_NODES",
     "READ_ONLY_TOOLS",
+    "AnchorsConfig",
     "ArgumentConstraint",
     "CollectorConfig",
     "ConfigError",

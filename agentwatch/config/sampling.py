@@ -76,3 +76,19 @@ class JudgeConfig(Section):
     min_kappa_labels: int = Field(
         default=30, ge=2, description="review-sample labels the live agreement alert needs in its window"
     )
+
+
+class AnchorsConfig(Section):
+    """The anchor set that tells judge drift from agent drift (`agentwatch judge anchors`, docs/judge.md)."""
+
+    path: str | None = Field(default=None, description="the frozen anchor set (JSONL, `judge anchors freeze`)")
+    interval_s: float = Field(default=3600.0, gt=0, description="re-judge the anchors this often")
+    check_interval_s: float = Field(
+        default=30.0, gt=0, description="how often the configuration file is checked for a new judge id"
+    )
+    min_agreement: float = Field(
+        default=0.9, ge=0, le=1,
+        description="judge drift when fewer anchors than this share keep their frozen verdict's class",
+    )
+    metrics_port: int | None = Field(default=9467, ge=0, le=65535, description="/metrics of the anchor job")
+    host: str = Field(default="0.0.0.0", description="address of the anchor job's /metrics")

@@ -9,7 +9,7 @@ from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
 
 from agentwatch.config.policies import TaskPolicy
-from agentwatch.config.sampling import JudgeConfig, SamplingConfig
+from agentwatch.config.sampling import AnchorsConfig, JudgeConfig, SamplingConfig
 from agentwatch.config.scoring import (
     CostConfig,
     GateConfig,
@@ -54,6 +54,7 @@ class Settings(BaseSettings):
     exporter: ExporterConfig = Field(default_factory=ExporterConfig)
     sampling: SamplingConfig = Field(default_factory=SamplingConfig)
     judge: JudgeConfig = Field(default_factory=JudgeConfig)
+    anchors: AnchorsConfig = Field(default_factory=AnchorsConfig)
     review: ReviewConfig = Field(default_factory=ReviewConfig)
     policies: list[TaskPolicy] = Field(default_factory=list, description="task policies; the first match wins")
 
