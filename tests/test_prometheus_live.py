@@ -34,13 +34,17 @@ from agentwatch.collector.metrics import PipelineStats, register
 from agentwatch.exporters.estimator import Estimator
 from agentwatch.exporters.exposition import Exposition
 from agentwatch.exporters.report.build import build_report
+from agentwatch.exporters.estimator import sanitize_label
+from agentwatch.judge.anchor_service import AnchorJob, AnchorMetrics
+from agentwatch.judge.anchors import Anchor, FrozenVerdict, compare, write_anchors
+from agentwatch.judge.verdict import JudgeVerdict
 from metrics_reference import beta_bounds_by_bisection
 from prometheus_client import CollectorRegistry
 
 from agentwatch.broker import free_port
 from agentwatch.config import Settings
 from agentwatch.metrics_http import MetricsServer
-from agentwatch.schema import ConversationScore, Outcome, OutcomeSource, ToolScore, TurnScore
+from agentwatch.schema import AutomatedVerdict, Conversation, ConversationScore, Outcome, OutcomeSource, ToolScore, TurnScore
 
 pytestmark = pytest.mark.prometheus
 
@@ -59,6 +63,23 @@ RATE_INTERVAL = "1m"
 
 
 # --------------------------------------------------------------------------- fed data
+
+
+JUDGE = "openai:gpt-4o-mini:v1"
+
+
+def _judged(score: ConversationScore, verdict: Outcome, label: bool) -> ConversationScore:
+    """`score` graded by the judge (its verdict `verdict`), with a person's label on the blind review sample when
+    `label` (the label is the score's outcome: the truth decides passed)."""
+    credit = {Outcome.COMPLETE: 1.0, Outcome.PARTIAL_CORRECT: 0.4}.get(verdict, 0.0)
+    return score.model_copy(update={
+        "graded_by": ["judge", "label"] if label else ["judge"], "judge": JUDGE, "judge_outcome": verdict,
+        "judge_sampled": True, "judge_rate": 1.0, "review_rate": 0.5, "review_sampled": label,
+        "label": score.outcome if label else None,
+        "outcome_source": OutcomeSource.LABEL if label else OutcomeSource.JUDGE,
+        "automated": AutomatedVerdict(graded_by=["judge"], outcome=verdict, passed=verdict is Outcome.COMPLETE,
+                                      asr_credit=credit),
+    })
 
 
 def _score(cid: str, version: str, task: str, ended: datetime, outcome: Outcome, passed: bool | None,
@@ -112,10 +133,18 @@ def _batches(now: datetime) -> tuple[list[ConversationScore], list[ConversationS
         (Outcome.UNSCORED, None, ["unscored: no grader applies"])] * 60
     # Of the 60 ungraded ones, 50 ended in an error without an answer and 10 of those looped: failure evidence
     # over all traffic, far above the week before (no evidence on the 100 conversations three days ago).
+    # The 40 graded ones are graded by the judge; 36 of them are in the blind review sample with a person's
+    # label (the outcome), and the judge agrees with people no better than chance: even ones it passes, odd ones
+    # it fails (kappa about 0, below judge.min_kappa; corrected estimates rest on 18 labels on each side).
     for i, (outcome, passed, reasons) in enumerate(recent):
         evidence = (["error", "no_answer"] + (["loop"] if i >= 80 else [])) if 40 <= i < 90 else None
-        first.append(_score(f"new-{i}", NEW, "refund", ago(minutes=30) + timedelta(seconds=10 * i),
-                            outcome, passed, reasons, evidence))
+        score = _score(f"new-{i}", NEW, "refund", ago(minutes=30) + timedelta(seconds=10 * i),
+                       outcome, passed, reasons, evidence)
+        if i < 36:
+            score = _judged(score, Outcome.COMPLETE if i % 2 == 0 else Outcome.PARTIAL_INCORRECT, label=True)
+        elif i < 40:
+            score = _judged(score, outcome, label=False)
+        first.append(score)
     # 1.4.0, task billing, in the last 20 minutes: 6 scored, 3 passing.
     for i in range(6):
         first.append(_score(f"billing-{i}", NEW, "billing", ago(minutes=20) + timedelta(seconds=i),
@@ -123,9 +152,10 @@ def _batches(now: datetime) -> tuple[list[ConversationScore], list[ConversationS
                             None if i < 3 else ["tool: wrong tool called"]))
     # Fed once Prometheus scrapes (existing series, so that rates are positive): 10 scored, 5 passing.
     second = [
-        _score(f"late-{i}", NEW, "refund", ago(minutes=2) + timedelta(seconds=i),
-               Outcome.COMPLETE if i < 5 else Outcome.PARTIAL_INCORRECT, i < 5,
-               None if i < 5 else ["tool: wrong tool called"])
+        _judged(_score(f"late-{i}", NEW, "refund", ago(minutes=2) + timedelta(seconds=i),
+                       Outcome.COMPLETE if i < 5 else Outcome.PARTIAL_INCORRECT, i < 5,
+                       None if i < 5 else ["tool: wrong tool called"]),
+                Outcome.COMPLETE if i < 5 else Outcome.PARTIAL_INCORRECT, label=False)
         for i in range(10)
     ]
     return first + _replays(now), second
@@ -156,6 +186,23 @@ EXPECTED = {
     ("refund", "7d"): Counts(150, 125),
     ("billing", "1h"): Counts(6, 3),
 }
+
+
+def _drifted_anchor_job(tmp: Path) -> AnchorJob:
+    """An anchor job whose last run (4 hours ago) found the judge drifting: it passes all 12 anchors, of which
+    it passed 6 when they were frozen (the metrics are the job's own; no judge is called here)."""
+    anchors = [Anchor(conversation=Conversation(conversation_id=f"anchor-{i}"),
+                      label=Outcome.COMPLETE if i % 3 else Outcome.ABANDONED,
+                      frozen=FrozenVerdict(judge=JUDGE, outcome=Outcome.COMPLETE if i % 2 else Outcome.ABANDONED,
+                                           score=0.5), frozen_at=datetime.now(UTC)) for i in range(12)]
+    path = tmp / "anchors.jsonl"
+    write_anchors(path, anchors)
+    job = AnchorJob(Settings(anchors={"path": str(path)}))
+    job.state.latest = compare(anchors, [JudgeVerdict.graded("complete", 0.9, judge_id=JUDGE)] * 12, JUDGE)
+    job.state.finished_at = time.time() - 4 * 3600
+    job.state.runs["ok"] = 1
+    assert job.state.latest.drift
+    return job
 
 
 # --------------------------------------------------------------------------- Prometheus
@@ -224,6 +271,7 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
     pipeline.reject("undecodable")
     registry = CollectorRegistry()
     register(pipeline, registry)
+    registry.register(AnchorMetrics(_drifted_anchor_job(tmp), sanitize_label))
     server = MetricsServer(Exposition(lambda: estimator, registry).render, 0, "127.0.0.1")
     port = server.port
 

@@ -274,6 +274,72 @@ def _cost(d: dash_b.Dashboard) -> dash_b.Dashboard:
         width=8))
 
 
+def _people(d: dash_b.Dashboard) -> dash_b.Dashboard:
+    """Corrections by people's labels, judge–human agreement and judge drift on the anchors."""
+    d = d.with_row(dash_b.Row("Judge and people: corrected estimates, agreement, anchors ($window window)"))
+    corrected = "agentwatch_corrected_success_rate"
+    d = d.with_panel(_timeseries(
+        "Success rate corrected by people's labels",
+        "PPI++: the automated verdicts corrected by the labels of the blind review sample (band: 95% interval), "
+        "beside the verdicts alone (judge only). The corrected line appears once it rests on enough labels.",
+        "percentunit",
+        [(f'{corrected}{{{SEL}, estimate="corrected", stat="{stat}"}}', stat) for stat in ("mean", "lower", "upper")]
+        + [(f'{corrected}{{{SEL}, estimate="judge_only", stat="mean"}}', "judge only")],
+        width=12,
+    ).min(0).max(1).line_width(2).override_by_name("upper", [
+        DynamicConfigValue(id_val="custom.fillBelowTo", value="lower"),
+        DynamicConfigValue(id_val="custom.fillOpacity", value=25),
+        DynamicConfigValue(id_val="custom.lineWidth", value=0),
+    ]).override_by_name("lower", [DynamicConfigValue(id_val="custom.lineWidth", value=0)]))
+    d = d.with_panel(_stat(
+        "Labels the correction rests on",
+        "Review-sample labels on automatically graded conversations, by the automated verdict; 1 when the "
+        "success rate and ASR rest on enough labels to be called corrected.",
+        "short",
+        [(f"agentwatch_correction_labels{{{SEL}}}", "labels where the graders {{verdict}}"),
+         (f"agentwatch_correction_predictions{{{SEL}}}", "automated verdicts"),
+         (f"agentwatch_correction_enough{{{SEL}}}", "enough for {{figure}}")],
+        width=12,
+    ))
+    d = d.with_panel(_timeseries(
+        "Outcome shares, corrected and judge only",
+        "Share of each outcome class among the automatically graded conversations: corrected by the labels "
+        "(solid) and the verdicts alone.",
+        "percentunit",
+        [(f'agentwatch_corrected_outcome_ratio{{{SEL}, stat="mean"}}', "{{outcome}} ({{estimate}})")],
+        width=12,
+    ).min(0).max(1))
+    d = d.with_panel(_timeseries(
+        "Judge–human agreement (Cohen's kappa)",
+        "Kappa of each judge's verdicts with the review-sample labels, with its 95% interval; the alert fires when "
+        "the upper bound is below judge.min_kappa over a day with enough labels.",
+        "none",
+        [(f'agentwatch_judge_agreement_kappa{{window="$window", stat="{stat}"}}', f"{{{{judge}}}} {stat}")
+         for stat in ("mean", "lower", "upper")]
+        + [("max(agentwatch_judge_min_kappa)", "judge.min_kappa")],
+        width=12,
+    ))
+    d = d.with_panel(_stat(
+        "Labels against verdicts",
+        "The confusion of the review-sample labels (label) with the judge's verdicts (verdict), per judge.",
+        "short",
+        [('agentwatch_judge_confusion{window="$window"} > 0', "{{judge}}: {{label}} → {{verdict}}"),
+         ('agentwatch_judge_agreement_labels{window="$window"}', "{{judge}}: labels")],
+        width=12,
+    ))
+    return d.with_panel(_stat(
+        "Judge drift on the frozen anchors",
+        "1: the judge's verdicts on the unchanged anchors moved (the series it grades have their regression "
+        "alerts inhibited). The share keeping the frozen class and the pass-rate shift with its interval.",
+        "none",
+        [("agentwatch_judge_drift", "drift {{judge}}"),
+         ("agentwatch_anchor_agreement", "same class {{judge}}"),
+         ("agentwatch_anchor_pass_rate_shift", "shift {{stat}} {{judge}}"),
+         ("time() - agentwatch_anchor_last_run_timestamp_seconds", "seconds since the run {{judge}}")],
+        width=12,
+    ))
+
+
 def _pipeline(d: dash_b.Dashboard) -> dash_b.Dashboard:
     d = d.with_row(dash_b.Row("Pipeline health"))
     d = d.with_panel(_timeseries("Throughput", "Spans consumed, scores produced and scores read per second.", "cps", [
@@ -320,7 +386,7 @@ def build_dashboard() -> dict[str, Any]:
         .tooltip(DashboardCursorSync.CROSSHAIR)
     )
     d = _variables(d)
-    for section in (_reliability, _outcomes, _evidence, _cost, _pipeline):
+    for section in (_reliability, _outcomes, _evidence, _cost, _people, _pipeline):
         d = section(d)
     model = json.loads(json.dumps(d.build(), cls=JSONEncoder))
     for panel_id, panel in enumerate(model["panels"], start=1):
