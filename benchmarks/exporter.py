@@ -4,7 +4,10 @@ Prints figures, asserts nothing. "Series" below means estimator series (agent, v
 about 78 Prometheus samples per window (25 of them failure evidence, sample and label ratios).
 The last lines measure scores that are repeated attempts at task instances (pass^k over units): ingest, the
 first snapshot (every window over units), a snapshot after 100 new scores, and memory per tracked unit.
-Usage: python benchmarks/exporter.py [--series 10000] [--scores 50000] [--attempts 4]
+With --judged every score is graded by a judge, with its automated verdict and sample rates, and one in ten is
+in the review sample with a person's label (corrected estimates, agreement per judge); the scores carry fields
+a build without corrections ignores, so the same script measures both builds (PYTHONPATH).
+Usage: python benchmarks/exporter.py [--series 10000] [--scores 50000] [--attempts 4] [--judged]
 """
 
 from __future__ import annotations
@@ -23,6 +26,25 @@ from agentwatch.config import load_settings
 from agentwatch.schema import ConversationScore
 
 NOW = 1_800_000_000.0
+
+
+JUDGED = False  # --judged
+
+
+def judged(score: ConversationScore, i: int) -> ConversationScore:
+    """`score` graded by a judge (its verdict the score's outcome), one in ten with a review-sample label that
+    disagrees with the judge on one in four."""
+    verdict = score.outcome
+    label = None
+    if i % 10 == 0:
+        label = verdict if i % 40 else ("partial_incorrect" if score.passed else "complete")
+    return score.model_copy(update={
+        "graded_by": ["judge", "label"] if label else ["judge"], "judge": "openai:gpt-4o-mini:v1",
+        "judge_outcome": verdict, "judge_sampled": True, "judge_rate": 0.25, "review_rate": 0.025,
+        "review_sampled": label is not None, "label": label,
+        "automated": {"graded_by": ["judge"], "outcome": verdict, "passed": score.passed,
+                      "asr_credit": score.asr_credit},
+    })
 
 
 def scores(count: int, series: int, start: int = 0) -> list[ConversationScore]:
@@ -47,6 +69,8 @@ def scores(count: int, series: int, start: int = 0) -> list[ConversationScore]:
                 ended_at=datetime.fromtimestamp(NOW - 60 - (i % 3000), UTC),
             )
         )
+        if JUDGED:
+            out[-1] = ConversationScore.model_validate(judged(out[-1], i).model_dump())
     return out
 
 
@@ -147,7 +171,13 @@ def main() -> None:
     parser.add_argument("--scores", type=int, default=50_000)
     parser.add_argument("--windows", default="1h,24h,7d")
     parser.add_argument("--attempts", type=int, default=4, help="attempts per instance (repeated attempts)")
+    parser.add_argument("--judged", action="store_true", help="judge-graded scores, 10%% with review labels")
     args = parser.parse_args()
+    global JUDGED
+    JUDGED = args.judged
+    t = time.perf_counter()
+    sum(range(1000))
+    print(f"calibration sum(range(1000)): {(time.perf_counter() - t) * 1e6:.1f} µs; judged: {JUDGED}")
     windows = args.windows.split(",")
     settings = load_settings(exporter={"windows": windows, "max_tasks": 1000})
     est = Estimator(settings, clock=lambda: NOW)
