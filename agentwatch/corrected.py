@@ -32,13 +32,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+from scipy.stats import t as student_t
 
 from agentwatch.config import OutcomeCredits
 from agentwatch.inclusion import automated_of, labelled_probability, predicted_probability, review_label
 from agentwatch.ppi import PPIEstimate, PPIMoments, Stratum, ppi_mean, predictions_mean
 from agentwatch.schema import ConversationScore, Outcome
 from agentwatch.stats import beta_interval, beta_power_means, pass_at_k_plugin
-from scipy.stats import t as student_t
 
 __all__ = [
     "CLASSES",

@@ -18,7 +18,13 @@ Pure: reads scores, nothing else.
 
 from __future__ import annotations
 
-from agentwatch.schema import EVERY_CONVERSATION_GRADERS, AutomatedVerdict, ConversationScore, Outcome, OutcomeSource
+from agentwatch.schema import (
+    EVERY_CONVERSATION_GRADERS,
+    AutomatedVerdict,
+    ConversationScore,
+    Outcome,
+    OutcomeSource,
+)
 
 __all__ = [
     "automated_of",

@@ -40,9 +40,9 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC
+from datetime import UTC, datetime
 
-from agentwatch.exporters.agreement import JudgeAgreement, agreements
+from agentwatch.exporters.judge_agreement import JudgeAgreement, agreements
 from agentwatch.exporters.drift import SCALE, Drift, DriftParams, MinuteCounts, design, window_statistic
 from agentwatch.exporters.regression import RegressionParams, attach_regressions
 from agentwatch.exporters.summary import SeriesEstimate, StatsParams, summarise
@@ -404,7 +404,8 @@ class Estimator:
             credit = None
         if credit is not None:
             credit = min(1.0, max(0.0, credit))
-        budgeted = cost is not None and score.budget_usd is not None
+        budget = score.budget_usd
+        budgeted = cost is not None and budget is not None
         automated = automated_of(score)
         judge = agreement = None
         if automated is not None and "judge" in automated.graded_by and score.judge:
@@ -422,7 +423,7 @@ class Estimator:
             cost_bin=sketch_bin(max(0.0, cost)) if cost is not None else None,
             duration_bin=sketch_bin(max(0.0, duration)) if duration is not None else None,
             budgeted=budgeted,
-            over_budget=budgeted and cost > score.budget_usd,  # type: ignore[operator]
+            over_budget=cost is not None and budget is not None and cost > budget,
             asr_bin=round(credit * ASR_RESOLUTION) if credit is not None else None,
             asr_credit=credit,
             evidence=tuple(sorted({_EVIDENCE_INDEX[e] for e in score.evidence if e in _EVIDENCE_INDEX})),
@@ -553,7 +554,7 @@ class Estimator:
         return out
 
     def agreement(self, now: float | None = None) -> list[JudgeAgreement]:
-        """Judge–human agreement per judge id and window over the real series (`exporters.agreement`)."""
+        """Judge–human agreement per judge id and window over the real series (`exporters.judge_agreement`)."""
         with self._lock:
             now = self._clock() if now is None else now
             self._housekeeping(now, force=True)
@@ -590,7 +591,7 @@ def _count(c: SeriesCounters, score: ConversationScore, contribution: Contributi
         c.duration.observe(max(0.0, score.duration_s))
 
 
-def _epoch(dt) -> float:
+def _epoch(dt: datetime) -> float:
     if dt.tzinfo is None:
         dt = dt.replace(tzinfo=UTC)
     return dt.timestamp()

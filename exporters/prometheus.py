@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from agentwatch.exporters.agreement import JudgeAgreement
+from agentwatch.exporters.judge_agreement import JudgeAgreement
 from agentwatch.exporters.estimator import EstimatorCounters, Histogram, SeriesCounters
 from agentwatch.corrected import Figure
 from agentwatch.exporters.summary import QUANTILES, SeriesEstimate

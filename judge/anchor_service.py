@@ -11,18 +11,19 @@ counted.
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from agentwatch.config import Settings, load_settings
+from agentwatch.config import ConfigError, Settings, load_settings
 from agentwatch.judge.anchors import Anchor, AnchorComparison, compare, read_anchors
 from agentwatch.judge.cache import JudgeCache
 from agentwatch.judge.runner import JudgeRunner
@@ -110,10 +111,10 @@ class AnchorJob:
         self._config_mtime = mtime
         try:
             settings = load_settings(self._config_path)
-        except Exception as exc:  # a bad edit keeps the configuration in force
+            runner = self._runner_factory(settings)
+        except (ConfigError, ValueError, OSError) as exc:  # a bad edit keeps the configuration in force
             log.error("configuration %s not reloaded: %s", self._config_path, exc)
             return False
-        runner = self._runner_factory(settings)
         try:
             judge = runner.judge_id
         finally:
@@ -163,7 +164,7 @@ class AnchorMetrics(Collector):
 def _gauge(name: str, doc: str, labels: list[str], rows: list[tuple[list[str], float]]) -> GaugeMetricFamily:
     fam = GaugeMetricFamily(name, doc, labels=labels)
     for values, v in rows:
-        if v == v:  # NaN (undefined) is left out
+        if not math.isnan(v):  # an undefined figure is left out
             fam.add_metric(values, v)
     return fam
 
@@ -194,7 +195,7 @@ def _gauges(c: AnchorComparison, judge: str, frozen: str, at: float) -> Iterator
 
 def now_utc() -> datetime:
     """The current time (UTC), for a freeze."""
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 def serve_metrics(job: AnchorJob, port: int, host: str, label: Callable[[str], str] = str) -> Any:

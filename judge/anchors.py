@@ -31,9 +31,8 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from scipy.stats import norm
 
-from agentwatch.judge.calibration import CLASSES, confusion
+from agentwatch.judge.calibration import CLASSES, confusion, kappa_from_confusion
 from agentwatch.judge.verdict import JudgeVerdict
-from agentwatch.kappa import kappa_from_confusion
 from agentwatch.schema import Conversation, Outcome
 
 __all__ = ["Anchor", "AnchorComparison", "AnchorsFileError", "FrozenVerdict", "compare", "freeze", "paired_shift",
@@ -206,11 +205,12 @@ def render(c: AnchorComparison) -> str:
     return "\n".join([
         f"Anchors — {c.judge} against the frozen verdicts of {c.frozen_judge}",
         f"anchors: {c.anchors}; judged: {c.judged}; failures: {c.failures}",
-        f"same class as frozen: {num(c.agreement)} (minimum {c.min_agreement:.2f}); kappa now vs frozen "
-        f"{num(c.agreement_kappa)}",
+        (f"same class as frozen: {num(c.agreement)} (minimum {c.min_agreement:.2f}); kappa now vs frozen "
+         f"{num(c.agreement_kappa)}"),
         f"kappa with the labels: now {num(c.kappa_now)}, frozen {num(c.kappa_frozen)}",
-        f"pass rate: now {num(c.pass_rate_now)}, frozen {num(c.pass_rate_frozen)}, labels {num(c.pass_rate_labels)}; "
-        f"shift {c.shift:+.3f} [{num(c.shift_lower)}, {num(c.shift_upper)}]" if c.judged else "pass rate: n/a",
+        (f"pass rate: now {num(c.pass_rate_now)}, frozen {num(c.pass_rate_frozen)}, labels "
+         f"{num(c.pass_rate_labels)}; shift {c.shift:+.3f} [{num(c.shift_lower)}, {num(c.shift_upper)}]"
+         if c.judged else "pass rate: n/a"),
         verdict,
     ]) + "\n"
 

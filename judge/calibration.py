@@ -12,20 +12,26 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from agentwatch.judge.verdict import JUDGE_OUTCOMES
 
-from agentwatch.kappa import kappa_from_confusion, kappa_interval_of
+from agentwatch import agreement
+from agentwatch.judge.verdict import JUDGE_OUTCOMES
 
 CLASSES: tuple[str, ...] = tuple(o.value for o in JUDGE_OUTCOMES)
 
 
+def _indices(values: list[str], classes: tuple[str, ...]) -> list[int]:
+    index = {c: i for i, c in enumerate(classes)}
+    return [index[v] for v in values]
+
+
 def confusion(truth: list[str], predicted: list[str], classes: tuple[str, ...] = CLASSES) -> np.ndarray:
     """Counts: rows are the true class (the label), columns the judge's, in `classes` order."""
-    index = {c: i for i, c in enumerate(classes)}
-    m = np.zeros((len(classes), len(classes)), dtype=np.int64)
-    for t, p in zip(truth, predicted, strict=True):
-        m[index[t], index[p]] += 1
-    return m
+    return agreement.confusion(_indices(truth, classes), _indices(predicted, classes), len(classes))
+
+
+def kappa_from_confusion(m: np.ndarray) -> float:
+    """Cohen's kappa (po − pe) / (1 − pe); NaN when undefined (no items, or chance agreement is 1)."""
+    return agreement.kappa(m)
 
 
 def cohen_kappa(a: list[str], b: list[str], classes: tuple[str, ...] = CLASSES) -> float:
@@ -37,8 +43,10 @@ def kappa_interval(
     a: list[str], b: list[str], level: float = 0.95, resamples: int = 1000, seed: int = 0,
     classes: tuple[str, ...] = CLASSES,
 ) -> tuple[float, float]:
-    """Percentile bootstrap interval of kappa (items resampled with replacement; seeded, vectorised)."""
-    return kappa_interval_of(confusion(a, b, classes), level, resamples, seed)
+    """Percentile bootstrap interval of kappa (items resampled with replacement; seeded)."""
+    return agreement.kappa_interval(
+        _indices(a, classes), _indices(b, classes), len(classes), level=level, resamples=resamples, seed=seed
+    )
 
 
 def precision_recall(m: np.ndarray, classes: tuple[str, ...] = CLASSES) -> dict[str, dict[str, Any]]:

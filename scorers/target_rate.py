@@ -35,7 +35,7 @@ def grid_rate(rate: float) -> float:
     if rate >= 1.0:
         return 1.0
     steps = round(-math.log2(rate) * STEPS_PER_HALVING)
-    return 2.0 ** (-steps / STEPS_PER_HALVING)
+    return float(2.0 ** (-steps / STEPS_PER_HALVING))
 
 
 @dataclass(slots=True)

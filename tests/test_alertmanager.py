@@ -14,6 +14,7 @@ import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import ClassVar
 from urllib.request import Request, urlopen
 
 import pytest
@@ -56,9 +57,9 @@ def test_the_inhibited_alerts_are_the_alerts_on_the_graded_sample() -> None:
 
 
 class _Sink(BaseHTTPRequestHandler):
-    received: list[dict] = []
+    received: ClassVar[list[dict]] = []
 
-    def do_POST(self) -> None:  # noqa: N802 - the stdlib's name
+    def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
         _Sink.received.append(json.loads(body))
         self.send_response(200)
@@ -137,7 +138,7 @@ def test_judge_drift_inhibits_the_regression_alerts_of_the_series_it_grades(aler
 
     def state() -> dict[tuple[str, str], list[str]]:
         found = json.loads(urlopen(f"{url}/api/v2/alerts", timeout=5).read())
-        return {(a["labels"]["alertname"], a["labels"]["agent"] if "agent" in a["labels"] else "-"):
+        return {(a["labels"]["alertname"], a["labels"].get("agent", "-")):
                 a["status"]["inhibitedBy"] for a in found}
 
     deadline = time.monotonic() + 20

@@ -12,7 +12,7 @@ import pytest
 from agentwatch.config import SamplingConfig
 from agentwatch.corrected import CorrectionPoint, CorrectionSums, correct
 from agentwatch.inclusion import effective_counts
-from agentwatch.scorers.sampling import Sampler, sample_point
+from agentwatch.scorers.sampling import Sampler
 from agentwatch.scorers.target_rate import TargetRates, grid_rate
 from agentwatch.stats import beta_interval
 

@@ -16,6 +16,7 @@ if TYPE_CHECKING:  # the judge's modules load only when a judge command runs
     from agentwatch.judge.calibration import CalibrationReport
     from agentwatch.judge.runner import JudgeRunner
     from agentwatch.schema import Conversation, Outcome
+    from agentwatch.transcripts import LineError
 
 judge_app = typer.Typer(help="The LLM judge: calibrate it against human labels, watch it on anchors.",
                         no_args_is_help=True)
@@ -92,7 +93,7 @@ def _labelled_file(path: Path) -> list[tuple[Conversation, Outcome]]:
     from agentwatch.schema import Outcome
     from agentwatch.transcripts import TranscriptFileError, iter_conversations
 
-    errors: list = []
+    errors: list[LineError] = []
     try:
         found = [(c, c.outcome) for c in iter_conversations(path, errors)
                  if c.outcome is not None and c.outcome is not Outcome.UNSCORED]
@@ -140,7 +141,8 @@ def calibrate(
     from agentwatch.judge.calibration import calibrate as run_calibration
 
     settings = _judge_settings(config, judge, judge_url, concurrency)
-    convs = [c for c, _label in _labelled_file(labels)]
+    labelled = _labelled_file(labels)
+    convs = [c for c, _label in labelled]
     runner = _runner(settings)
     try:
         first = runner.judge_many(convs)
@@ -149,7 +151,7 @@ def calibrate(
         runner.close()
     report = run_calibration(
         runner.judge_id,
-        [c.outcome.value for c in convs],  # type: ignore[union-attr]
+        [outcome.value for _, outcome in labelled],
         first,
         second,
         min_kappa=settings.judge.min_kappa if min_kappa is None else min_kappa,

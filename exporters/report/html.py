@@ -7,6 +7,7 @@ import math
 import html
 import io
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from agentwatch.exporters.report.model import Report
 from agentwatch.exporters.report.text import final_verdict, report_lines
@@ -15,12 +16,15 @@ from agentwatch.config import Settings
 from agentwatch.stats import pass_at_k_plugin, pass_pow_k_plugin, posterior
 from agentwatch.task_stats import UnitCounts, UnitsPosterior
 
+if TYPE_CHECKING:  # matplotlib is imported when a chart is drawn (extra `html`)
+    from matplotlib.figure import Figure
+
 CURVE_KS = tuple(range(1, 11))
 
 
-def _png(fig: object) -> str:
+def _png(fig: Figure) -> str:
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=100, bbox_inches="tight")  # type: ignore[attr-defined]
+    fig.savefig(buf, format="png", dpi=100, bbox_inches="tight")
     return base64.b64encode(buf.getvalue()).decode("ascii")
 
 

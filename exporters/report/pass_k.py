@@ -159,8 +159,9 @@ def k_estimates(
         for k in ks:
             pooled = _pooled(n, c, k, kind, post, st.level)
             units = over_units[kind][k] if over_units is not None else None
-            estimate = KEstimate(**_headline(pooled, units), **pooled,  # type: ignore[arg-type]
-                                 task_mean=task_mean(per_task, k, kind))
+            estimate = KEstimate.model_validate(
+                {**_headline(pooled, units), **pooled, "task_mean": task_mean(per_task, k, kind)}
+            )
             figures = None if correction is None or not correction.enough else (
                 correction.pass_at_k if kind == "at" else correction.pass_pow_k)
             if figures is not None and units is None and k in figures:

@@ -5,7 +5,7 @@ Each series' window counts, per judge id, the conversations the judge graded and
 those that also carry a review-sample label (`windows.Bucket.judges`; the verdict is the class the judge
 returned, `judge_outcome`, before failure evidence or another grader changed the conversation's outcome). Here
 the real series (not `task="*"`, which would count them twice) are summed per judge and window. The interval is
-`agentwatch.kappa.kappa_interval_of` (seeded with `stats.seed`, memoised on the cells). Flagged conversations'
+`agentwatch.agreement.counts_interval` (seeded with `stats.seed`, memoised on the cells). Flagged conversations'
 labels are not a random sample and never enter: kappa is the judge's agreement on the traffic it grades.
 """
 
@@ -18,8 +18,8 @@ from functools import lru_cache
 
 import numpy as np
 
+from agentwatch.agreement import counts_interval, kappa
 from agentwatch.exporters.windows import CLASSES, JUDGED
-from agentwatch.kappa import kappa_from_confusion, kappa_interval_of
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,8 +43,8 @@ class JudgeAgreement:
 @lru_cache(maxsize=4096)
 def _kappa(cells: tuple[int, ...], level: float, resamples: int, seed: int) -> tuple[float, float, float]:
     m = np.array(cells, dtype=np.int64).reshape(CLASSES, CLASSES)
-    lo, hi = kappa_interval_of(m, level, resamples, seed)
-    return kappa_from_confusion(m), lo, hi
+    lo, hi = counts_interval(m, level, resamples, seed)
+    return kappa(m), lo, hi
 
 
 def agreements(
