@@ -81,7 +81,8 @@ def kappa_interval(
 def counts_interval(m: np.ndarray, level: float = 0.95, resamples: int = 1000, seed: int = 0
                     ) -> tuple[float, float]:
     """Percentile bootstrap interval of κ from a confusion matrix: the items resampled, drawn as multinomial
-    counts of its cells (what `kappa_interval` does with items; the live agreement metrics keep only counts)."""
+    counts of its cells (what `kappa_interval` does with items; the live agreement metrics keep only
+    counts)."""
     if not 0.0 < level < 1.0:
         raise ValueError(f"level must be in (0, 1), got {level!r}")
     counts = np.asarray(m, dtype=np.int64)

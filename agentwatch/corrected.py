@@ -1,4 +1,4 @@
-"""Estimates corrected by people's labels: what each conversation adds, and the PPI estimates read from the sums.
+"""Estimates corrected by people's labels: what each conversation adds, and the figures read from the sums.
 
 A conversation with an automated verdict (`automated`: expectations, a policy or the judge decided) is a
 prediction f; one of them in the blind review sample with a person's label is also a label y
@@ -14,8 +14,8 @@ stats prior's Beta posterior on Kish's effective counts):
   post-stratified mean, the stratified posterior's interval (`agentwatch.ppi`);
 - ASR (mean credit): PPI++ with its tuned λ and a t interval;
 - p^k and 1 − (1 − p)^k under exchangeability: the transforms of the corrected success rate's value and bounds
-  (monotone). pass^k over units (repeated attempts) is not corrected here: a unit's C(c,k)/C(n,k) needs a label
-  on every attempt of the unit, and the review sample draws conversations, not units.
+  (monotone). pass^k over units (repeated attempts) is not corrected here: a unit's C(c,k)/C(n,k) needs a
+  label on every attempt of the unit, and the review sample draws conversations, not units.
 
 The population is the conversations with an automated verdict. Labels on flagged conversations (not in the
 review sample) are not a random sample: they never enter a correction, and the prediction stays the automated
@@ -58,16 +58,16 @@ CLASSES: tuple[str, ...] = tuple(o.value for o in Outcome if o is not Outcome.UN
 _INDEX = {name: i for i, name in enumerate(CLASSES)}
 _K = len(CLASSES)
 COMPLETE = _INDEX["complete"]
-# Layout of one stratum's sums: automated classes of the unlabelled conversations, the confusion of the labelled
-# ones (label * 5 + automated class), ASR credits of the unlabelled (Σf, Σf²) and of the labelled (Σy, Σf, Σy²,
-# Σf², Σyf).
+# Layout of one stratum's sums: automated classes of the unlabelled conversations, the confusion of the
+# labelled ones (label * 5 + automated class), ASR credits of the unlabelled (Σf, Σf²) and of the labelled
+# (Σy, Σf, Σy², Σf², Σyf).
 _PRED, _CONF, _U = 0, _K, _K + _K * _K
 _L = _U + 2
 _WIDTH = _L + 5
 # The rule for calling an estimate corrected (coverage in docs/scoring.md, `python benchmarks/ppi.py`). Shares
-# and the success rate: at least 30 labels, and labels where the graders passed and where they failed (a stratum
-# without labels is its prior); the stratified posterior covers 92-99% from 10 labels on. ASR: at least 100
-# labels; its t interval covered 94-95% from 100 labels, 91-92% at 20 to 50 and 70% at 10.
+# and the success rate: at least 30 labels, and labels where the graders passed and where they failed (a
+# stratum without labels is its prior); the stratified posterior covers 92-99% from 10 labels on. ASR: at
+# least 100 labels; its t interval covered 94-95% from 100 labels, 91-92% at 20 to 50 and 70% at 10.
 MIN_LABELS = 30
 MIN_STRATUM_LABELS = 1
 MIN_ASR_LABELS = 100
@@ -75,7 +75,7 @@ MIN_ASR_LABELS = 100
 
 @dataclass(frozen=True, slots=True)
 class CorrectionPoint:
-    """What one conversation adds: its stratum, its automated class and credit, and its label's if labelled."""
+    """What one conversation adds: its stratum, its automated class and credit, and its label's, if any."""
 
     stratum: tuple[float, float]  # (P(prediction), P(label))
     predicted: int  # index into CLASSES
@@ -95,8 +95,9 @@ def correction_point(score: ConversationScore, credits: OutcomeCredits) -> Corre
     if label is None:
         return CorrectionPoint(stratum, _INDEX[automated.outcome.value], automated.asr_credit)
     credit = max(0.0, float(getattr(credits, label.value)) - score.cost_penalty)
-    return CorrectionPoint(stratum, _INDEX[automated.outcome.value], automated.asr_credit, _INDEX[label.value],
-                           credit)
+    return CorrectionPoint(
+        stratum, _INDEX[automated.outcome.value], automated.asr_credit, _INDEX[label.value], credit
+    )
 
 
 @dataclass(slots=True)
@@ -222,8 +223,9 @@ def _judge_beta(strata: Sequence[Stratum], prior: tuple[float, float]) -> tuple[
     return prior[0] + ne * share, prior[1] + ne * (1 - share)
 
 
-def _judge_share(strata: Sequence[Stratum], prior: tuple[float, float], level: float
-                 ) -> tuple[float, float, float]:
+def _judge_share(
+    strata: Sequence[Stratum], prior: tuple[float, float], level: float
+) -> tuple[float, float, float]:
     """(posterior mean, lower, upper) of the judge-only share."""
     a, b = _judge_beta(strata, prior)
     lo, hi = beta_interval(np.array([a]), np.array([b]), level)
@@ -231,7 +233,7 @@ def _judge_share(strata: Sequence[Stratum], prior: tuple[float, float], level: f
 
 
 def _judge_mean(strata: Sequence[Stratum], level: float) -> tuple[float, float, float]:
-    """Hájek mean of the automated credits with a t interval (linearised variance, Kish degrees of freedom)."""
+    """Hájek mean of the automated credits with a t interval (linearised variance, Kish's degrees)."""
     mean, var, ne = predictions_mean(strata)
     half = float(student_t.ppf(0.5 + level / 2.0, max(1.0, ne - 1.0))) * math.sqrt(var)
     return mean, max(0.0, mean - half), min(1.0, mean + half)
@@ -262,9 +264,13 @@ def correct(
     judge = _judge_share(success_strata, prior, level)
     passed = round(sum(s.moments.sum_f for s in success_strata))
     out = Correction(
-        labels=success.labels, predictions=success.predictions, enough=False,
-        success=_figure(success, judge), lam=success.lam,
-        labels_judge_passed=passed, labels_judge_failed=success.labels - passed,
+        labels=success.labels,
+        predictions=success.predictions,
+        enough=False,
+        success=_figure(success, judge),
+        lam=success.lam,
+        labels_judge_passed=passed,
+        labels_judge_failed=success.labels - passed,
     )
     out.enough = enough_labels(out.labels, out.labels_judge_passed, out.labels_judge_failed)
     out.asr_enough = out.enough and out.labels >= MIN_ASR_LABELS
@@ -282,8 +288,14 @@ def correct(
     return out
 
 
-def _powers(out: Correction, success: PPIEstimate, prior: tuple[float, float], level: float, ks: Sequence[int],
-            strata: Sequence[Stratum]) -> None:
+def _powers(
+    out: Correction,
+    success: PPIEstimate,
+    prior: tuple[float, float],
+    level: float,
+    ks: Sequence[int],
+    strata: Sequence[Stratum],
+) -> None:
     """p^k and 1 − (1 − p)^k: transforms of the corrected rate, beside the judge-only Beta posterior's."""
     a, b = _judge_beta(strata, prior)
     lo, hi = (float(x[0]) for x in beta_interval(np.array([a]), np.array([b]), level))

@@ -1,16 +1,17 @@
 """How likely each conversation was to be graded, judged and labelled: the weights of the estimates.
 
-A conversation enters the samples by `sample_point(id) < rate` (`scorers.sampling`), at the rates recorded on its
-score (`judge_rate`, `review_rate`). Its inclusion probabilities are therefore known, and an estimate over
-conversations sampled at different rates weighs each by 1 / probability (Hájek), which keeps it unbiased for the
-whole traffic when the rate changes within a window (`sampling.target_judged_per_hour`) or when conversations
-graded by a policy (all of them) are mixed with conversations graded by the judge sample (some of them).
+A conversation enters the samples by `sample_point(id) < rate` (`scorers.sampling`), at the rates recorded on
+its score (`judge_rate`, `review_rate`). Its inclusion probabilities are therefore known, and an estimate over
+conversations sampled at different rates weighs each by 1 / probability (Hájek), which keeps it unbiased for
+the whole traffic when the rate changes within a window (`sampling.target_judged_per_hour`) or when
+conversations graded by a policy (all of them) are mixed with conversations graded by the judge sample (some
+of them).
 
-- P(automated verdict): 1 when a grader that applies to every conversation decided (expectations, a judge_score
-  in the transcript, a task policy), else the judge rate.
+- P(automated verdict): 1 when a grader that applies to every conversation decided (expectations, a
+  judge_score in the transcript, a task policy), else the judge rate.
 - P(labelled): the review rate, at most P(automated verdict): the review sample is inside the judge sample.
-- P(graded): P(automated verdict) for an automatically graded conversation; the review rate for one graded by a
-  review-sample label alone; 1 otherwise (a label in a transcript file).
+- P(graded): P(automated verdict) for an automatically graded conversation; the review rate for one graded by
+  a review-sample label alone; 1 otherwise (a label in a transcript file).
 
 A rate a score does not carry (written before rates were recorded) counts as 1: such scores weigh equally.
 Pure: reads scores, nothing else.
@@ -46,8 +47,12 @@ def automated_of(score: ConversationScore) -> AutomatedVerdict | None:
         return None
     if score.asr_credit is None or not score.graded_by:
         return None
-    return AutomatedVerdict(graded_by=list(score.graded_by), outcome=score.outcome, passed=score.passed,
-                            asr_credit=score.asr_credit)
+    return AutomatedVerdict(
+        graded_by=list(score.graded_by),
+        outcome=score.outcome,
+        passed=score.passed,
+        asr_credit=score.asr_credit,
+    )
 
 
 def predicted_probability(score: ConversationScore, automated: AutomatedVerdict) -> float:
@@ -87,9 +92,9 @@ def _rate(rate: float | None) -> float:
 
 
 def effective_counts(by_probability: dict[float, tuple[int, int]]) -> tuple[float, float] | None:
-    """Kish's effective (n, c) of graded conversations sampled at different probabilities ({p: (n, c)}): n_eff =
-    (Σw)² / Σw², c_eff = n_eff · Σw·passed / Σw with w = 1 / p. None when every one had the same probability
-    (the counts themselves are then the estimate)."""
+    """Kish's effective (n, c) of graded conversations sampled at different probabilities, {p: (n, c)}:
+    n_eff = (Σw)² / Σw², c_eff = n_eff · Σw·passed / Σw with w = 1 / p. None when every one had the same
+    probability (the counts themselves are then the estimate)."""
     if len(by_probability) < 2:
         return None
     w = w2 = wc = 0.0

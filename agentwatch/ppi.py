@@ -1,17 +1,17 @@
 """Prediction-powered inference (PPI++) of a mean: a judge on many conversations, people on a blind few.
 
 A judge's verdict f is cheap and wrong in its own direction; a person's label y is right and scarce. The
-automated verdict f exists on a sample A of the conversations (the judge sample, or every conversation a policy
-grades), and the label y on a blind random subsample L of A (the review sample: the shared hash puts it inside
-the judge sample). PPI++ (Angelopoulos, Duchi and Zrnic, 2023) estimates the population mean of y as
+automated verdict f exists on a sample A of the conversations (the judge sample, or every conversation a
+policy grades), and the label y on a blind random subsample L of A (the review sample: the shared hash puts it
+inside the judge sample). PPI++ (Angelopoulos, Duchi and Zrnic, 2023) estimates the population mean of y as
 
     θ̂ = ȳ_L + λ · (f̄_A − f̄_L)
 
-— the people's mean, corrected by how the judge's mean on everything differs from its mean on the labelled few.
-Any λ gives an unbiased estimate. As a two-phase sample (L drawn from A), the variance is
-`Var(z̄_L) + λ² Var(f̄_A) + 2λ Cov(z, f) / n_A` with z = y − λf, smallest at λ* = Cov(y, f) / Var(f) (the slope
-of y on f over the labelled conversations), where the covariance term vanishes; λ is estimated, clipped to
-[0, 1]: λ = 0 is people alone (a useless judge costs nothing), λ = 1 is classic PPI.
+— the people's mean, corrected by how the judge's mean on everything differs from its mean on the labelled
+few. Any λ gives an unbiased estimate. As a two-phase sample (L drawn from A), the variance is `Var(z̄_L) + λ²
+Var(f̄_A) + 2λ Cov(z, f) / n_A` with z = y − λf, smallest at λ* = Cov(y, f) / Var(f) (the slope of y on f over
+the labelled conversations), where the covariance term vanishes; λ is estimated, clipped to [0, 1]: λ = 0 is
+people alone (a useless judge costs nothing), λ = 1 is classic PPI.
 
 **Unequal inclusion probabilities.** The sums are kept per `Stratum`: conversations that shared their
 probability of having a prediction (`predicted_p`: 1 under a policy, the judge rate under the judge sample)
@@ -21,13 +21,14 @@ stratum (all weights equal) the formulas are the ordinary ones. The interval of 
 (effective labels − 1) degrees of freedom.
 
 **0/1 labels and verdicts** (`binary=True`). With a 0/1 prediction, PPI++ at its optimal λ is the
-post-stratified mean θ = π·a + (1 − π)·b: π = P(f = 1) over every prediction, a = P(y = 1 | f = 1) and
-b = P(y = 1 | f = 0) from the labelled conversations. Each gets its Beta posterior under the Jeffreys prior
-Beta(½, ½), on effective counts (Kish: (Σw)² / Σw² conversations, the weighted share of them successes; with
-equal weights, the counts); θ's interval is that of the Beta with θ's posterior mean and variance (exact, the
-three posteriors being independent). It holds its level with few labels where the normal interval does not:
-simulated at 5 to 200 labels it covers 93–99%, where the normal interval falls to 76–88% (`benchmarks/ppi.py`).
-It is O(1) per estimate, so the live exporter computes it for every series and window of a scrape.
+post-stratified mean θ = π·a + (1 − π)·b: π = P(f = 1) over every prediction, a = P(y = 1 | f = 1) and b = P(y
+= 1 | f = 0) from the labelled conversations. Each gets its Beta posterior under the Jeffreys prior Beta(½,
+½), on effective counts (Kish: (Σw)² / Σw² conversations, the weighted share of them successes; with equal
+weights, the counts); θ's interval is that of the Beta with θ's posterior mean and variance (exact, the three
+posteriors being independent). It holds its level with few labels where the normal interval does not:
+simulated at 5 to 200 labels it covers 93–99%, where the normal interval falls to 76–88%
+(`benchmarks/ppi.py`). It is O(1) per estimate, so the live exporter computes it for every series and window
+of a scrape.
 
 Everything is computed from sums (`PPIMoments`), so windows merge by addition. Pure: no I/O, no clocks, no
 randomness.
@@ -121,7 +122,7 @@ class PPIEstimate:
     lower: float
     upper: float
     se: float
-    lam: float  # the PPI++ tuning parameter used, in [0, 1] (binary: the slope a − b of the post-stratification)
+    lam: float  # the PPI++ tuning parameter used, in [0, 1] (binary: the slope a − b of the post-strata)
     labels: int  # n: conversations with a person's label (and a judge's verdict)
     predictions: int  # n + N: conversations with a judge's verdict
     judge_only: float  # (weighted) mean of every prediction: what the judge alone would report
@@ -268,7 +269,9 @@ def _strata_counts(strata: Sequence[Stratum]) -> tuple[float, float, float, floa
     return ne1 * share1, ne1 * (1 - share1), ne0 * share0, ne0 * (1 - share0), nea * pi, nea * (1 - pi)
 
 
-def _post_stratified(strata: Sequence[Stratum], w: _Weighted, level: float) -> tuple[float, float, float, float]:
+def _post_stratified(
+    strata: Sequence[Stratum], w: _Weighted, level: float
+) -> tuple[float, float, float, float]:
     """(value, lower, upper, a − b) of the post-stratified mean π·a + (1 − π)·b."""
     n11, n01, n10, n00, f1, f0 = _strata_counts(strata)
     a = n11 / (n11 + n01) if n11 + n01 > 0 else JEFFREYS  # a stratum without labels: its prior mean
@@ -286,8 +289,8 @@ def stratified_beta_interval(
 
     n11: labelled with y = 1, f = 1; n10: y = 1, f = 0; n01: y = 0, f = 1; n00: y = 0, f = 0 (counts, or
     effective counts); f1, f0: predictions of each value. a ~ Beta(prior + n11, prior + n01), b ~ Beta(prior +
-    n10, prior + n00), π ~ Beta(prior + f1, prior + f0). θ's posterior mean and variance are exact; the interval
-    is the equal-tailed one of the Beta distribution with that mean and variance.
+    n10, prior + n00), π ~ Beta(prior + f1, prior + f0). θ's posterior mean and variance are exact; the
+    interval is the equal-tailed one of the Beta distribution with that mean and variance.
     """
     def moments(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         mean = x / (x + y)

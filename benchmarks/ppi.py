@@ -21,9 +21,23 @@ from scipy.stats import beta
 
 from agentwatch.ppi import PPIMoments, Stratum, kish, ppi_mean
 
-PROFILES = ((0.70, 0.95, 0.45), (0.90, 0.99, 0.70), (0.30, 0.60, 0.10), (0.50, 0.80, 0.20), (0.97, 0.99, 0.50))
-SIZES = ((2000, 0.10), (2000, 0.02), (2000, 0.01), (2000, 0.005), (300, 0.10), (300, 0.05), (10000, 0.01),
-         (10000, 0.003))
+PROFILES = (
+    (0.70, 0.95, 0.45),
+    (0.90, 0.99, 0.70),
+    (0.30, 0.60, 0.10),
+    (0.50, 0.80, 0.20),
+    (0.97, 0.99, 0.50),
+)
+SIZES = (
+    (2000, 0.10),
+    (2000, 0.02),
+    (2000, 0.01),
+    (2000, 0.005),
+    (300, 0.10),
+    (300, 0.05),
+    (10000, 0.01),
+    (10000, 0.003),
+)
 
 
 def _beta_interval(c: float, n: float) -> tuple[float, float]:
@@ -33,8 +47,10 @@ def _beta_interval(c: float, n: float) -> tuple[float, float]:
 def binary_table(reps: int, rng: np.random.Generator) -> None:
     """Coverage and width of the corrected, judge-only and labels-only intervals of the success rate."""
     print("\nSuccess rate, 95% intervals: coverage (width)")
-    print(f"{'p':>5} {'sens':>5} {'fpass':>5} {'N':>6} {'labels':>6} | {'corrected':>16} | {'judge only':>16} |"
-          f" {'labels only':>16}")
+    print(
+        f"{'p':>5} {'sens':>5} {'fpass':>5} {'N':>6} {'labels':>6} | {'corrected':>16} | {'judge only':>16} |"
+        f" {'labels only':>16}"
+    )
     for p, sens, fpass in PROFILES:
         for size, rate in SIZES:
             n = max(2, round(size * rate))
@@ -45,8 +61,11 @@ def binary_table(reps: int, rng: np.random.Generator) -> None:
                 yl, fl = y[:n].astype(float), f[:n].astype(float)
                 est = ppi_mean(PPIMoments.of(yl, fl, f[n:].astype(float)), binary=True)
                 assert est is not None
-                intervals = ((est.lower, est.upper), _beta_interval(float(f.sum()), size),
-                             _beta_interval(float(yl.sum()), n))
+                intervals = (
+                    (est.lower, est.upper),
+                    _beta_interval(float(f.sum()), size),
+                    _beta_interval(float(yl.sum()), n),
+                )
                 for i, (lo, hi) in enumerate(intervals):
                     hits[i] += lo <= p <= hi
                     widths[i] += hi - lo
@@ -56,7 +75,9 @@ def binary_table(reps: int, rng: np.random.Generator) -> None:
 
 def asr_table(reps: int, rng: np.random.Generator) -> None:
     """Continuous credits (0, 0.4, 1): the t interval of PPI++ against the labels alone."""
-    print("\nASR (credits 0, 0.4, 1; the judge credits 30% one class higher), 95% intervals: coverage (width)")
+    print(
+        "\nASR (credits 0, 0.4, 1; the judge credits 30% one class higher), 95% intervals: coverage (width)"
+    )
     levels = np.array([0.0, 0.4, 1.0])
     truth_p = np.array([0.25, 0.15, 0.60])
     truth = float(levels @ truth_p)
@@ -79,10 +100,14 @@ def asr_table(reps: int, rng: np.random.Generator) -> None:
 
 def weighted_table(reps: int, rng: np.random.Generator) -> None:
     """One window whose traffic, success probability and sampling rates change halfway: Hájek weights."""
-    print("\nA window in two halves, traffic x10 and the judge and review rates /10 in the second; "
-          "95% intervals: coverage, mean error (bias)")
-    print(f"{'p1':>5} {'p2':>5} {'T1':>6} {'T2':>6} {'judge':>11} {'review':>11} | {'Hájek, true outcomes':>20} |"
-          f" {'unweighted':>20} | {'weighted PPI':>20}")
+    print(
+        "\nA window in two halves, traffic x10 and the judge and review rates /10 in the second; "
+        "95% intervals: coverage, mean error (bias)"
+    )
+    print(
+        f"{'p1':>5} {'p2':>5} {'T1':>6} {'T2':>6} {'judge':>11} {'review':>11} |"
+        f" {'Hájek, true outcomes':>20} | {'unweighted':>20} | {'weighted PPI':>20}"
+    )
     for p1, p2 in ((0.9, 0.6), (0.6, 0.9), (0.7, 0.7)):
         for t1, t2, j1, j2, r1, r2 in ((2000, 20000, 1.0, 0.1, 0.2, 0.02), (500, 5000, 0.8, 0.08, 0.4, 0.04)):
             hits, errors = np.zeros(3), np.zeros(3)
@@ -111,7 +136,9 @@ def weighted_table(reps: int, rng: np.random.Generator) -> None:
                 unweighted = (1 + c) / (2 + n), *_beta_interval(c, n)
                 est = ppi_mean(strata, binary=True)
                 assert est is not None
-                for i, (value, lo, hi) in enumerate((weighted, unweighted, (est.value, est.lower, est.upper))):
+                for i, (value, lo, hi) in enumerate(
+                    (weighted, unweighted, (est.value, est.lower, est.upper))
+                ):
                     hits[i] += lo <= truth <= hi
                     errors[i] += value - truth
             cells = " | ".join(f"{h / reps:8.3f} {e / reps:+9.4f}" for h, e in zip(hits, errors, strict=True))
@@ -128,8 +155,10 @@ def main() -> None:
     t0 = time.perf_counter()
     sum(range(1000))
     calibration = (time.perf_counter() - t0) * 1e6
-    print(f"{args.reps} repetitions per configuration, seed {args.seed}; calibration sum(range(1000)) "
-          f"{calibration:.1f} µs")
+    print(
+        f"{args.reps} repetitions per configuration, seed {args.seed}; calibration sum(range(1000)) "
+        f"{calibration:.1f} µs"
+    )
     if args.part in ("binary", "all"):
         binary_table(args.reps, rng)
     if args.part in ("asr", "all"):

@@ -487,11 +487,12 @@ class CollectorService:
             metadata = consumer.list_topics(timeout=5)
             total = sum(len(metadata.topics[t].partitions) for t in topics if t in metadata.topics)
         except Exception:  # noqa: BLE001 - a guess of the share must never stop consuming
-            log.warning("could not read the partitions of %s: the adaptive judge rate assumes all traffic", topics)
+            log.warning("could not read the partitions of %s: the adaptive judge rate assumes all traffic",
+                        topics)
             return 1.0
         share = min(1.0, len(assigned) / total) if total else 1.0
-        log.info("this collector reads %d of %d partitions: share %.3f of each series' traffic", len(assigned),
-                 total, share)
+        log.info("this collector reads %d of %d partitions: share %.3f of each series' traffic",
+                 len(assigned), total, share)
         return share
 
     def _on_revoked(self, consumer: Consumer, revoked: list[TopicPartition]) -> None:

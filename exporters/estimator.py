@@ -554,12 +554,13 @@ class Estimator:
         return out
 
     def agreement(self, now: float | None = None) -> list[JudgeAgreement]:
-        """Judge–human agreement per judge id and window over the real series (`exporters.judge_agreement`)."""
+        """Judge–human agreement per judge id and window over the real series (`judge_agreement`)."""
         with self._lock:
             now = self._clock() if now is None else now
             self._housekeeping(now, force=True)
-            rows = [(w.name, judge, list(row)) for (_a, _v, task), s in self._series.items() if task != ALL_TASKS
-                    for w in s.windows if w.total.judges for judge, row in w.total.judges.items()]
+            rows = [(w.name, judge, list(row)) for (_a, _v, task), s in self._series.items()
+                    if task != ALL_TASKS for w in s.windows if w.total.judges
+                    for judge, row in w.total.judges.items()]
         p = self.stats_params
         return agreements(rows, p.level, p.resamples, p.seed)
 

@@ -4,9 +4,10 @@ blind review sample, and Cohen's kappa with its bootstrap interval.
 Each series' window counts, per judge id, the conversations the judge graded and the (label, verdict) cells of
 those that also carry a review-sample label (`windows.Bucket.judges`; the verdict is the class the judge
 returned, `judge_outcome`, before failure evidence or another grader changed the conversation's outcome). Here
-the real series (not `task="*"`, which would count them twice) are summed per judge and window. The interval is
-`agentwatch.agreement.counts_interval` (seeded with `stats.seed`, memoised on the cells). Flagged conversations'
-labels are not a random sample and never enter: kappa is the judge's agreement on the traffic it grades.
+the real series (not `task="*"`, which would count them twice) are summed per judge and window. The interval
+is `agentwatch.agreement.counts_interval` (seeded with `stats.seed`, memoised on the cells). Flagged
+conversations' labels are not a random sample and never enter: kappa is the judge's agreement on the traffic
+it grades.
 """
 
 from __future__ import annotations

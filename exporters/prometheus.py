@@ -53,7 +53,8 @@ GAUGES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
      ("reference_version",)),
     ("agentwatch_drift_reference_success_rate", "In-control success probability p0 of the drift CUSUM.",
      ("reference_version",)),
-    # Corrected by people's labels (docs/metrics.md, "Corrected estimates"): estimate = corrected | judge_only.
+    # Corrected by people's labels (docs/metrics.md, "Corrected estimates"): estimate = corrected |
+    # judge_only.
     ("agentwatch_corrected_success_rate",
      "Success rate corrected by review-sample labels (PPI++), beside the automated verdicts alone.",
      ("estimate", "stat")),
@@ -61,8 +62,8 @@ GAUGES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
      ("k", "estimate", "stat")),
     ("agentwatch_corrected_pass_at_k", "1-(1-p)^k under exchangeability of the corrected success rate.",
      ("k", "estimate", "stat")),
-    ("agentwatch_corrected_asr", "ASR corrected by review-sample labels (PPI++), beside the automated credits.",
-     ("estimate", "stat")),
+    ("agentwatch_corrected_asr",
+     "ASR corrected by review-sample labels (PPI++), beside the automated credits.", ("estimate", "stat")),
     ("agentwatch_corrected_outcome_ratio",
      "Share of an outcome class corrected by review-sample labels, beside the automated verdicts alone.",
      ("outcome", "estimate", "stat")),
@@ -86,8 +87,8 @@ HISTOGRAMS: tuple[tuple[str, str], ...] = (
 (SUCCESS, AT_K, POW_K, ASR, TOOL, REGRESSION, CONVERSATIONS, SCORED, PASSED, UNITS, REPEATED_UNITS,
  OUTCOME_RATIO, FAILURE_RATIO, SCORED_RATIO, COST, OVER_BUDGET, DURATION, EVIDENCE_RATE, SAMPLED_RATIO,
  LABEL_RATIO, DRIFT_STATISTIC, DRIFT_THRESHOLD, DRIFT_REFERENCE, CORRECTED_SUCCESS, CORRECTED_POW_K,
- CORRECTED_AT_K, CORRECTED_ASR, CORRECTED_OUTCOME, CORRECTION_LABELS, CORRECTION_PREDICTIONS, CORRECTION_ENOUGH,
- JUDGED) = range(len(GAUGES))
+ CORRECTED_AT_K, CORRECTED_ASR, CORRECTED_OUTCOME, CORRECTION_LABELS, CORRECTION_PREDICTIONS,
+ CORRECTION_ENOUGH, JUDGED) = range(len(GAUGES))
 
 
 def _fmt(x: float) -> str:
@@ -217,12 +218,17 @@ def counter_samples(c: SeriesCounters) -> Iterator[Sample]:
 
 def agreement_families(found: list[JudgeAgreement], min_kappa: float, min_labels: int) -> list[Metric]:
     """Judge–human agreement per judge and window: kappa with its interval, the labels it rests on, the
-    confusion of labels (rows) with verdicts; and the alert's threshold and minimum of labels (configuration)."""
-    kappa = GaugeMetricFamily("agentwatch_judge_agreement_kappa",
-                              "Cohen's kappa of the judge's verdicts with review-sample labels, with its interval.",
-                              labels=["judge", "window", "stat"])
-    labels = GaugeMetricFamily("agentwatch_judge_agreement_labels",
-                               "Review-sample labels on conversations the judge graded.", labels=["judge", "window"])
+    confusion of labels (rows) with verdicts; and the alert's threshold and minimum of labels (from the
+    configuration)."""
+    kappa = GaugeMetricFamily(
+        "agentwatch_judge_agreement_kappa",
+        "Cohen's kappa of the judge's verdicts with review-sample labels, with its interval.",
+        labels=["judge", "window", "stat"],
+    )
+    labels = GaugeMetricFamily(
+        "agentwatch_judge_agreement_labels", "Review-sample labels on conversations the judge graded.",
+        labels=["judge", "window"],
+    )
     confusion = GaugeMetricFamily("agentwatch_judge_confusion",
                                   "Review-sample labels (label) against the judge's verdicts (verdict).",
                                   labels=["judge", "window", "label", "verdict"])

@@ -15,8 +15,8 @@ the Beta posterior of one pooled success probability (posterior mean and transfo
 
 When the window's graded conversations were sampled at different probabilities (a judge rate that changed, a
 policy's conversations beside the judge sample's), the Beta posterior is on Kish's effective counts of the
-Hájek-weighted share (`agentwatch.inclusion.effective_counts`), and so is every figure derived from it. A window
-whose automatically graded conversations include review-sample labels gets the corrected estimates
+Hájek-weighted share (`agentwatch.inclusion.effective_counts`), and so is every figure derived from it. A
+window whose automatically graded conversations include review-sample labels gets the corrected estimates
 (`agentwatch.corrected.correct`, the offline report's), computed only when the window changed.
 """
 

@@ -56,7 +56,8 @@ ASR_RESOLUTION = 1000  # ASR credits kept as round(credit * 1000)
 ONE_ATTEMPT = 1 << 32  # a unit's graded attempts n and passes c are kept as n * ONE_ATTEMPT + c
 Unit = tuple[str, str | None]  # (task, instance): what repeated attempts are attempts at
 CLASSES = len(OUTCOMES) - 1  # outcome classes of a verdict or a label (not unscored)
-JUDGED = CLASSES * CLASSES  # a judge's row: the confusion (label * CLASSES + verdict), then the conversations it graded
+# A judge's row of counts: the confusion (label * CLASSES + verdict), then the conversations it graded.
+JUDGED = CLASSES * CLASSES
 
 
 

@@ -1,7 +1,7 @@
 """The anchor job: judge the anchors again on a schedule and whenever the judge changes, and serve the result.
 
-`AnchorJob.serve` judges the anchor set at start, then every `anchors.interval_s`, and at once when the judge id
-(name, model, prompt version) differs from the last run's — the configuration file is read again when it
+`AnchorJob.serve` judges the anchor set at start, then every `anchors.interval_s`, and at once when the judge
+id (name, model, prompt version) differs from the last run's — the configuration file is read again when it
 changes (checked every `anchors.check_interval_s`) or on `reload()` (SIGHUP). Every run is a real call per
 anchor (no verdict cache: a cached verdict would hide the drift it looks for). The latest comparison of the
 current judge is served as metrics (`AnchorMetrics`); a run that fails keeps the previous result and is
@@ -33,8 +33,9 @@ log = logging.getLogger(__name__)
 RunnerFactory = Callable[[Settings], JudgeRunner]
 
 
-def judge_anchors(anchors: list[Anchor], settings: Settings, runner_factory: RunnerFactory = JudgeRunner.from_settings
-                  ) -> AnchorComparison:
+def judge_anchors(
+    anchors: list[Anchor], settings: Settings, runner_factory: RunnerFactory = JudgeRunner.from_settings
+) -> AnchorComparison:
     """Judge every anchor with the configured judge (no cache) and compare with the frozen verdicts."""
     runner = runner_factory(settings)
     runner.cache = JudgeCache(max_entries=0)  # every run is a real call
@@ -58,12 +59,17 @@ class AnchorState:
 class AnchorJob:
     """Judges the anchor set on a schedule and when the judge changes."""
 
-    def __init__(self, settings: Settings, config_path: Path | None = None,
-                 runner_factory: RunnerFactory = JudgeRunner.from_settings,
-                 clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        config_path: Path | None = None,
+        runner_factory: RunnerFactory = JudgeRunner.from_settings,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         if not settings.anchors.path:
-            raise ValueError("anchors.path is not set: no anchor set to judge (make one: agentwatch judge anchors "
-                             "freeze)")
+            raise ValueError(
+                "anchors.path is not set: no anchor set to judge (make one: agentwatch judge anchors freeze)"
+            )
         self.settings = settings
         self.anchors = read_anchors(Path(settings.anchors.path))
         self._config_path = config_path
@@ -97,9 +103,17 @@ class AnchorJob:
             self.state.latest, self.state.finished_at = found, self._clock()
             self.state.runs["ok"] += 1
         self._last_judge = found.judge
-        log.info("anchors judged by %s: %d of %d, same class %.3f, pass-rate shift %+.3f [%.3f, %.3f]: %s",
-                 found.judge, found.judged, found.anchors, found.agreement, found.shift, found.shift_lower,
-                 found.shift_upper, "JUDGE DRIFT" if found.drift else "no drift")
+        log.info(
+            "anchors judged by %s: %d of %d, same class %.3f, pass-rate shift %+.3f [%.3f, %.3f]: %s",
+            found.judge,
+            found.judged,
+            found.anchors,
+            found.agreement,
+            found.shift,
+            found.shift_lower,
+            found.shift_upper,
+            "JUDGE DRIFT" if found.drift else "no drift",
+        )
         return found
 
     def _judge_changed(self) -> bool:
@@ -128,7 +142,9 @@ class AnchorJob:
         """Run at start, on the schedule and when the judge changes, until `stop` is set."""
         self.run_once()
         next_run = time.monotonic() + self.settings.anchors.interval_s
-        while not stop.wait(min(self.settings.anchors.check_interval_s, max(0.0, next_run - time.monotonic()))):
+        while not stop.wait(
+            min(self.settings.anchors.check_interval_s, max(0.0, next_run - time.monotonic()))
+        ):
             changed = self._judge_changed()
             if changed:
                 log.info("the judge changed: judging the anchors now")
@@ -153,8 +169,11 @@ class AnchorMetrics(Collector):
         for result, n in runs.items():
             fam.add_metric([result], n)
         yield fam
-        yield GaugeMetricFamily("agentwatch_anchor_min_agreement", "anchors.min_agreement.",
-                                value=self._job.settings.anchors.min_agreement)
+        yield GaugeMetricFamily(
+            "agentwatch_anchor_min_agreement",
+            "anchors.min_agreement.",
+            value=self._job.settings.anchors.min_agreement,
+        )
         if c is None or at is None:
             return
         judge, frozen = self._label(c.judge), self._label(c.frozen_judge)
@@ -171,26 +190,58 @@ def _gauge(name: str, doc: str, labels: list[str], rows: list[tuple[list[str], f
 
 def _gauges(c: AnchorComparison, judge: str, frozen: str, at: float) -> Iterator[Metric]:
     pair = [judge, frozen]
-    yield _gauge("agentwatch_anchor_last_run_timestamp_seconds", "When the last anchor run finished.", ["judge"],
-                 [([judge], at)])
-    yield _gauge("agentwatch_anchor_conversations", "Anchors in the set, judged now, and failed now.",
-                 ["judge", "kind"], [([judge, "set"], c.anchors), ([judge, "judged"], c.judged),
-                                     ([judge, "failed"], c.failures)])
-    yield _gauge("agentwatch_anchor_agreement", "Share of anchors whose verdict keeps its frozen class.",
-                 ["judge", "frozen_judge"], [(pair, c.agreement)])
-    yield _gauge("agentwatch_anchor_agreement_kappa", "Cohen's kappa of the verdicts now with the frozen ones.",
-                 ["judge", "frozen_judge"], [(pair, c.agreement_kappa)])
-    yield _gauge("agentwatch_anchor_label_kappa", "Cohen's kappa of the verdicts (now or frozen) with the labels.",
-                 ["judge", "verdicts"], [([judge, "now"], c.kappa_now), ([judge, "frozen"], c.kappa_frozen)])
-    yield _gauge("agentwatch_anchor_pass_rate", "Share of anchors passed by the verdicts now, frozen, and labels.",
-                 ["judge", "verdicts"], [([judge, "now"], c.pass_rate_now), ([judge, "frozen"], c.pass_rate_frozen),
-                                         ([judge, "labels"], c.pass_rate_labels)])
-    yield _gauge("agentwatch_anchor_pass_rate_shift",
-                 "Pass rate now minus frozen on the same anchors, with its interval (stat mean/lower/upper).",
-                 ["judge", "frozen_judge", "stat"],
-                 [([*pair, "mean"], c.shift), ([*pair, "lower"], c.shift_lower), ([*pair, "upper"], c.shift_upper)])
-    yield _gauge("agentwatch_judge_drift", "1 when the verdicts on the anchors moved (judge drift), else 0.",
-                 ["judge", "frozen_judge"], [(pair, float(c.drift))])
+    yield _gauge(
+        "agentwatch_anchor_last_run_timestamp_seconds",
+        "When the last anchor run finished.",
+        ["judge"],
+        [([judge], at)],
+    )
+    yield _gauge(
+        "agentwatch_anchor_conversations",
+        "Anchors in the set, judged now, and failed now.",
+        ["judge", "kind"],
+        [([judge, "set"], c.anchors), ([judge, "judged"], c.judged), ([judge, "failed"], c.failures)],
+    )
+    yield _gauge(
+        "agentwatch_anchor_agreement",
+        "Share of anchors whose verdict keeps its frozen class.",
+        ["judge", "frozen_judge"],
+        [(pair, c.agreement)],
+    )
+    yield _gauge(
+        "agentwatch_anchor_agreement_kappa",
+        "Cohen's kappa of the verdicts now with the frozen ones.",
+        ["judge", "frozen_judge"],
+        [(pair, c.agreement_kappa)],
+    )
+    yield _gauge(
+        "agentwatch_anchor_label_kappa",
+        "Cohen's kappa of the verdicts (now or frozen) with the labels.",
+        ["judge", "verdicts"],
+        [([judge, "now"], c.kappa_now), ([judge, "frozen"], c.kappa_frozen)],
+    )
+    yield _gauge(
+        "agentwatch_anchor_pass_rate",
+        "Share of anchors passed by the verdicts now, frozen, and labels.",
+        ["judge", "verdicts"],
+        [
+            ([judge, "now"], c.pass_rate_now),
+            ([judge, "frozen"], c.pass_rate_frozen),
+            ([judge, "labels"], c.pass_rate_labels),
+        ],
+    )
+    yield _gauge(
+        "agentwatch_anchor_pass_rate_shift",
+        "Pass rate now minus frozen on the same anchors, with its interval (stat mean/lower/upper).",
+        ["judge", "frozen_judge", "stat"],
+        [([*pair, "mean"], c.shift), ([*pair, "lower"], c.shift_lower), ([*pair, "upper"], c.shift_upper)],
+    )
+    yield _gauge(
+        "agentwatch_judge_drift",
+        "1 when the verdicts on the anchors moved (judge drift), else 0.",
+        ["judge", "frozen_judge"],
+        [(pair, float(c.drift))],
+    )
 
 
 def now_utc() -> datetime:

@@ -1,8 +1,10 @@
-"""Anchors: a frozen set of labelled conversations the judge grades again, to tell judge drift from agent drift.
+"""Anchors: a frozen set of labelled conversations the judge grades again, to tell judge drift from agent
+drift.
 
 When the agent's success rate moves, either the agent changed or the judge did (a new model behind the same
-name, a new rubric). The anchors do not change: each is a conversation with a person's label and the verdict the
-judge gave when the set was frozen. Judging them again and comparing (`compare`) says whether the judge moved:
+name, a new rubric). The anchors do not change: each is a conversation with a person's label and the verdict
+the judge gave when the set was frozen. Judging them again and comparing (`compare`) says whether the judge
+moved:
 
 - **agreement**: the share of anchors whose verdict keeps its frozen class, and Cohen's kappa of the two;
 - **kappa with the labels**, now and frozen: whether the judge got better or worse at the truth;
@@ -13,9 +15,9 @@ Judge drift is raised when the shift's interval excludes 0 (the judge passes mor
 conversations) or the agreement falls below `anchors.min_agreement` (verdicts move between classes without
 moving the pass rate). A failed call is left out of the comparison and counted: a failure is not a drift.
 
-The anchor set is a JSONL file (one `Anchor` per line: the transcript, the label, the frozen verdict): a file is
-reviewable, versionable with the rubric, and the same for SQLite and PostgreSQL review stores. It is made by
-`agentwatch judge anchors freeze` from a labels file or from the blind labels of the review store.
+The anchor set is a JSONL file (one `Anchor` per line: the transcript, the label, the frozen verdict): a file
+is reviewable, versionable with the rubric, and the same for SQLite and PostgreSQL review stores. It is made
+by `agentwatch judge anchors freeze` from a labels file or from the blind labels of the review store.
 """
 
 from __future__ import annotations
@@ -35,8 +37,17 @@ from agentwatch.judge.calibration import CLASSES, confusion, kappa_from_confusio
 from agentwatch.judge.verdict import JudgeVerdict
 from agentwatch.schema import Conversation, Outcome
 
-__all__ = ["Anchor", "AnchorComparison", "AnchorsFileError", "FrozenVerdict", "compare", "freeze", "paired_shift",
-           "read_anchors", "write_anchors"]
+__all__ = [
+    "Anchor",
+    "AnchorComparison",
+    "AnchorsFileError",
+    "FrozenVerdict",
+    "compare",
+    "freeze",
+    "paired_shift",
+    "read_anchors",
+    "write_anchors",
+]
 
 
 class FrozenVerdict(BaseModel):
@@ -61,7 +72,7 @@ class Anchor(BaseModel):
 
 
 class AnchorsFileError(ValueError):
-    """An anchor file that cannot be used (missing, empty, or with a bad line: its number is in the message)."""
+    """An anchor file that cannot be used: missing, empty, or with a bad line (its number in the message)."""
 
 
 def write_anchors(path: Path, anchors: Iterable[Anchor]) -> int:
@@ -75,7 +86,7 @@ def write_anchors(path: Path, anchors: Iterable[Anchor]) -> int:
 
 
 def read_anchors(path: Path) -> list[Anchor]:
-    """Read an anchor set; a bad line fails with its line number (an anchor set is used whole or not at all)."""
+    """Read an anchor set; a bad line fails with its number (a set is used whole or not at all)."""
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -91,31 +102,40 @@ def read_anchors(path: Path) -> list[Anchor]:
             where = ".".join(str(x) for x in first["loc"])
             raise AnchorsFileError(f"{path}:{number}: {where}: {first['msg']}") from None
         if anchor.label is Outcome.UNSCORED:
-            raise AnchorsFileError(f"{path}:{number}: label: an anchor's label is an outcome class, not unscored")
+            raise AnchorsFileError(
+                f"{path}:{number}: label: an anchor's label is an outcome class, not unscored"
+            )
         anchors.append(anchor)
     if not anchors:
         raise AnchorsFileError(f"{path}: no anchor in the file")
     return anchors
 
 
-def freeze(labelled: Sequence[tuple[Conversation, Outcome]], verdicts: Sequence[JudgeVerdict], at: datetime
-           ) -> tuple[list[Anchor], int]:
-    """Anchors from labelled conversations and the judge's verdicts on them (same order); the conversations the
-    judge failed on are left out: (anchors, left out)."""
+def freeze(
+    labelled: Sequence[tuple[Conversation, Outcome]], verdicts: Sequence[JudgeVerdict], at: datetime
+) -> tuple[list[Anchor], int]:
+    """Anchors from labelled conversations and the judge's verdicts on them (same order); the conversations
+    the judge failed on are left out: (anchors, left out)."""
     anchors, failed = [], 0
     for (conv, label), v in zip(labelled, verdicts, strict=True):
         if not v.ok or v.outcome is None or v.score is None:
             failed += 1
             continue
-        anchors.append(Anchor(conversation=conv, label=label, frozen=FrozenVerdict(
-            judge=v.judge_id, outcome=v.outcome, score=v.score), frozen_at=at))
+        anchors.append(
+            Anchor(
+                conversation=conv,
+                label=label,
+                frozen=FrozenVerdict(judge=v.judge_id, outcome=v.outcome, score=v.score),
+                frozen_at=at,
+            )
+        )
     return anchors, failed
 
 
 def paired_shift(up: int, down: int, n: int, level: float = 0.95) -> tuple[float, float, float]:
-    """(shift, lower, upper) of a difference of paired proportions: `up` items passed now but not before, `down`
-    the other way, of `n`. The interval is Bonett and Price's (2012) adjusted Wald interval: each discordant share
-    with one pseudo-item, (p12 − p21) ± z·sqrt((p12 + p21 − (p12 − p21)²) / (n + 2))."""
+    """(shift, lower, upper) of a difference of paired proportions: `up` items passed now but not before,
+    `down` the other way, of `n`. The interval is Bonett and Price's (2012) adjusted Wald interval: each
+    discordant share with one pseudo-item, (p12 − p21) ± z·sqrt((p12 + p21 − (p12 − p21)²) / (n + 2))."""
     if n <= 0:
         return math.nan, math.nan, math.nan
     p12, p21 = (up + 1) / (n + 2), (down + 1) / (n + 2)
@@ -164,8 +184,13 @@ def _kappa(a: list[str], b: list[str]) -> float:
     return kappa_from_confusion(confusion(a, b, CLASSES)) if a else math.nan
 
 
-def compare(anchors: Sequence[Anchor], verdicts: Sequence[JudgeVerdict], judge: str, level: float = 0.95,
-            min_agreement: float = 0.9) -> AnchorComparison:
+def compare(
+    anchors: Sequence[Anchor],
+    verdicts: Sequence[JudgeVerdict],
+    judge: str,
+    level: float = 0.95,
+    min_agreement: float = 0.9,
+) -> AnchorComparison:
     """The anchors judged again (`verdicts`, same order) against their frozen verdicts and labels."""
     now, frozen, labels = [], [], []
     failures = 0
@@ -188,31 +213,54 @@ def compare(anchors: Sequence[Anchor], verdicts: Sequence[JudgeVerdict], judge: 
         return sum(x == "complete" for x in xs) / len(xs) if xs else math.nan
 
     return AnchorComparison(
-        judge=judge, frozen_judge=frozen_judge, anchors=len(anchors), judged=n, failures=failures,
+        judge=judge,
+        frozen_judge=frozen_judge,
+        anchors=len(anchors),
+        judged=n,
+        failures=failures,
         agreement=sum(x == y for x, y in zip(now, frozen, strict=True)) / n if n else math.nan,
-        agreement_kappa=_kappa(now, frozen), kappa_now=_kappa(labels, now), kappa_frozen=_kappa(labels, frozen),
-        pass_rate_now=share(now), pass_rate_frozen=share(frozen), pass_rate_labels=share(labels),
-        shift=shift, shift_lower=lo, shift_upper=hi, min_agreement=min_agreement,
+        agreement_kappa=_kappa(now, frozen),
+        kappa_now=_kappa(labels, now),
+        kappa_frozen=_kappa(labels, frozen),
+        pass_rate_now=share(now),
+        pass_rate_frozen=share(frozen),
+        pass_rate_labels=share(labels),
+        shift=shift,
+        shift_lower=lo,
+        shift_upper=hi,
+        min_agreement=min_agreement,
     )
 
 
 def render(c: AnchorComparison) -> str:
     """The comparison as text."""
+
     def num(x: float) -> str:
         return "n/a" if math.isnan(x) else f"{x:.3f}"
 
     verdict = "JUDGE DRIFT" if c.drift else "no judge drift"
-    return "\n".join([
-        f"Anchors — {c.judge} against the frozen verdicts of {c.frozen_judge}",
-        f"anchors: {c.anchors}; judged: {c.judged}; failures: {c.failures}",
-        (f"same class as frozen: {num(c.agreement)} (minimum {c.min_agreement:.2f}); kappa now vs frozen "
-         f"{num(c.agreement_kappa)}"),
-        f"kappa with the labels: now {num(c.kappa_now)}, frozen {num(c.kappa_frozen)}",
-        (f"pass rate: now {num(c.pass_rate_now)}, frozen {num(c.pass_rate_frozen)}, labels "
-         f"{num(c.pass_rate_labels)}; shift {c.shift:+.3f} [{num(c.shift_lower)}, {num(c.shift_upper)}]"
-         if c.judged else "pass rate: n/a"),
-        verdict,
-    ]) + "\n"
+    return (
+        "\n".join(
+            [
+                f"Anchors — {c.judge} against the frozen verdicts of {c.frozen_judge}",
+                f"anchors: {c.anchors}; judged: {c.judged}; failures: {c.failures}",
+                (
+                    f"same class as frozen: {num(c.agreement)} (minimum {c.min_agreement:.2f}); "
+                    f"kappa now vs frozen {num(c.agreement_kappa)}"
+                ),
+                f"kappa with the labels: now {num(c.kappa_now)}, frozen {num(c.kappa_frozen)}",
+                (
+                    f"pass rate: now {num(c.pass_rate_now)}, frozen {num(c.pass_rate_frozen)}, labels "
+                    f"{num(c.pass_rate_labels)}; shift {c.shift:+.3f} "
+                    f"[{num(c.shift_lower)}, {num(c.shift_upper)}]"
+                    if c.judged
+                    else "pass rate: n/a"
+                ),
+                verdict,
+            ]
+        )
+        + "\n"
+    )
 
 
 def anchors_json(c: AnchorComparison) -> str:

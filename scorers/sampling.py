@@ -1,12 +1,12 @@
 """Which conversations are in the graded samples: a deterministic, outcome-blind decision per conversation.
 
-`sample_point(id)` maps a conversation id to a number in [0, 1): the first 8 bytes of SHA-256 of the id's UTF-8
-bytes, read as a big-endian unsigned integer, divided by 2^64. A conversation is in a sample of rate r when
-`sample_point(id) < r`. The decision looks at nothing but the id, so it cannot depend on the outcome; every
-process and every language that can compute SHA-256 agrees on it; and the sample at a lower rate is a subset of
-the sample at a higher one (the conversations a person reviews at 1% are among those a judge grades at 10%).
-With a target of judged conversations per hour the judge rate adapts per series (`target_rate`); the rule stays
-`sample_point(id) < rate`, at the rate decided for the conversation.
+`sample_point(id)` maps a conversation id to a number in [0, 1): the first 8 bytes of SHA-256 of the id's
+UTF-8 bytes, read as a big-endian unsigned integer, divided by 2^64. A conversation is in a sample of rate r
+when `sample_point(id) < r`. The decision looks at nothing but the id, so it cannot depend on the outcome;
+every process and every language that can compute SHA-256 agrees on it; and the sample at a lower rate is a
+subset of the sample at a higher one (the conversations a person reviews at 1% are among those a judge grades
+at 10%). With a target of judged conversations per hour the judge rate adapts per series (`target_rate`); the
+rule stays `sample_point(id) < rate`, at the rate decided for the conversation.
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ class Sampler:
         self._decided: OrderedDict[tuple[str, str], SampleDecision] = OrderedDict()
 
     def rates(self, agent: str, task: str) -> tuple[float, float]:
-        """(judge rate, review rate) configured for conversations of `agent` and `task` (before any target)."""
+        """(judge rate, review rate) configured for conversations of `agent` and `task` (no target)."""
         judge, review, _target = self._rules(agent, task)
         return judge, review
 
@@ -79,7 +79,7 @@ class Sampler:
 
     def decide(self, conversation_id: str, agent: str, task: str, version: str = "",
                t: float | None = None) -> SampleDecision:
-        """Whether the conversation (of `version`, ended at Unix time `t`) is in the judge and review samples."""
+        """Whether the conversation (of `version`, ended at Unix time `t`) is in the two samples."""
         judge_rate, review_rate, target = self._rules(agent, task)
         if target is not None:
             key = (agent, conversation_id)

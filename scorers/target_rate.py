@@ -4,8 +4,8 @@ With `sampling.target_judged_per_hour: T`, each series (agent, version, task) ge
 judge's spend grows with the number of series, not with traffic. Time is cut into periods of
 `sampling.target_interval_s` (by the conversation's end time, so a replay decides the same way). The rate of a
 period is decided once, when its first conversation asks, from the series' traffic in the periods before it —
-an exponentially weighted mean of conversations per period (weight `SMOOTHING` on the latest) — scaled from this
-process's share of the traffic to the whole:
+an exponentially weighted mean of conversations per period (weight `SMOOTHING` on the latest) — scaled from
+this process's share of the traffic to the whole:
 
     rate = T / (traffic per period / share × periods per hour), clipped to [floor, ceiling]
 
@@ -57,10 +57,16 @@ class TargetRates:
         self._series: dict[tuple[str, str, str], _Series] = {}
         self._latest = -math.inf
 
-    def rate(self, series: tuple[str, str, str], t: float | None, target_per_hour: float, ceiling: float,
-             floor: float) -> float:
-        """The judge rate for a conversation of `series` that ended at `t` (None: the latest time seen); counts
-        the conversation in the series' traffic. Call once per conversation."""
+    def rate(
+        self,
+        series: tuple[str, str, str],
+        t: float | None,
+        target_per_hour: float,
+        ceiling: float,
+        floor: float,
+    ) -> float:
+        """The judge rate for a conversation of `series` that ended at `t` (None: the latest time seen);
+        counts the conversation in the series' traffic. Call once per conversation."""
         if t is None or not math.isfinite(t):
             t = self._latest if math.isfinite(self._latest) else 0.0
         self._latest = max(self._latest, t)

@@ -25,10 +25,17 @@ pytestmark = pytest.mark.prometheus
 DEPLOY = Path(__file__).resolve().parents[1] / "deploy"
 CONFIG = DEPLOY / "alertmanager" / "alertmanager.yml"
 PROM = DEPLOY / "prometheus"
-# Metrics computed from the graded sample's verdicts: a judge that moves moves them. Failure evidence, coverage
-# and the figures corrected by people's labels do not depend on the judge being stable.
-GRADED = ("agentwatch_pass_pow_k", "agentwatch_pass_at_k", "agentwatch_success_rate", "agentwatch_asr",
-          "agentwatch_outcome_ratio", "agentwatch_regression_probability", "agentwatch_drift_statistic")
+# Metrics computed from the graded sample's verdicts: a judge that moves moves them. Failure evidence,
+# coverage and the figures corrected by people's labels do not depend on the judge being stable.
+GRADED = (
+    "agentwatch_pass_pow_k",
+    "agentwatch_pass_at_k",
+    "agentwatch_success_rate",
+    "agentwatch_asr",
+    "agentwatch_outcome_ratio",
+    "agentwatch_regression_probability",
+    "agentwatch_drift_statistic",
+)
 
 
 def _metrics_of(expr: str, recorded: dict[str, str]) -> set[str]:
@@ -41,10 +48,17 @@ def _metrics_of(expr: str, recorded: dict[str, str]) -> set[str]:
 
 
 def test_the_inhibited_alerts_are_the_alerts_on_the_graded_sample() -> None:
-    recorded = {r["record"]: r["expr"] for g in yaml.safe_load((PROM / "recording_rules.yml").read_text())["groups"]
-                for r in g["rules"]}
-    alerts = [r for g in yaml.safe_load((PROM / "alert_rules.yml").read_text())["groups"] for r in g["rules"]
-              if "alert" in r]
+    recorded = {
+        r["record"]: r["expr"]
+        for g in yaml.safe_load((PROM / "recording_rules.yml").read_text())["groups"]
+        for r in g["rules"]
+    }
+    alerts = [
+        r
+        for g in yaml.safe_load((PROM / "alert_rules.yml").read_text())["groups"]
+        for r in g["rules"]
+        if "alert" in r
+    ]
     graded = {a["alert"] for a in alerts if _metrics_of(a["expr"], recorded) & set(GRADED)}
     (rule,) = yaml.safe_load(CONFIG.read_text())["inhibit_rules"]
     assert rule["source_matchers"] == ['alertname="AgentwatchJudgeDriftSeries"']
@@ -93,9 +107,15 @@ def alertmanager(tmp_path: Path) -> Iterator[tuple[str, list[dict]]]:
     path.write_text(yaml.safe_dump(config))
     port = _free_port()
     proc = subprocess.Popen(
-        [binary, f"--config.file={path}", f"--storage.path={tmp_path / 'data'}",
-         f"--web.listen-address=127.0.0.1:{port}", "--cluster.listen-address="],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        [
+            binary,
+            f"--config.file={path}",
+            f"--storage.path={tmp_path / 'data'}",
+            f"--web.listen-address=127.0.0.1:{port}",
+            "--cluster.listen-address=",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
     )
     url = f"http://127.0.0.1:{port}"
     try:
@@ -116,8 +136,11 @@ def alertmanager(tmp_path: Path) -> Iterator[tuple[str, list[dict]]]:
 
 
 def _alert(name: str, severity: str, **labels: str) -> dict:
-    return {"labels": {"alertname": name, "severity": severity, **labels},
-            "annotations": {"summary": name}, "startsAt": "2026-01-01T00:00:00Z"}
+    return {
+        "labels": {"alertname": name, "severity": severity, **labels},
+        "annotations": {"summary": name},
+        "startsAt": "2026-01-01T00:00:00Z",
+    }
 
 
 def test_judge_drift_inhibits_the_regression_alerts_of_the_series_it_grades(alertmanager) -> None:
@@ -126,30 +149,56 @@ def test_judge_drift_inhibits_the_regression_alerts_of_the_series_it_grades(aler
     other = {"agent": "billing-bot", "version": "2.0", "task": "invoices"}
     alerts = [
         _alert("AgentwatchJudgeDriftSeries", "info", judge="openai:gpt-4o-mini:v1", **drifted),
-        _alert("AgentwatchJudgeDrift", "warning", judge="openai:gpt-4o-mini:v1", frozen_judge="openai:gpt-4o-mini:v1"),
-        _alert("AgentwatchPass3Regression", "info", baseline_version="1.3.0", k="3", method="exchangeable", **drifted),
+        _alert(
+            "AgentwatchJudgeDrift",
+            "warning",
+            judge="openai:gpt-4o-mini:v1",
+            frozen_judge="openai:gpt-4o-mini:v1",
+        ),
+        _alert(
+            "AgentwatchPass3Regression",
+            "info",
+            baseline_version="1.3.0",
+            k="3",
+            method="exchangeable",
+            **drifted,
+        ),
         _alert("AgentwatchPass3Drift", "critical", reference_version="1.3.0", **drifted),
         _alert("AgentwatchErrorRateAboveBaseline", "warning", evidence="error", **drifted),  # needs no judge
-        _alert("AgentwatchPass3Drift", "critical", reference_version="1.9", **other),  # another judge's series
+        _alert(
+            "AgentwatchPass3Drift", "critical", reference_version="1.9", **other
+        ),  # another judge's series
     ]
-    request = Request(f"{url}/api/v2/alerts", data=json.dumps(alerts).encode(),
-                      headers={"Content-Type": "application/json"}, method="POST")
+    request = Request(
+        f"{url}/api/v2/alerts",
+        data=json.dumps(alerts).encode(),
+        headers={"Content-Type": "application/json"},
+        method="POST",
+    )
     urlopen(request, timeout=5).read()
 
     def state() -> dict[tuple[str, str], list[str]]:
         found = json.loads(urlopen(f"{url}/api/v2/alerts", timeout=5).read())
-        return {(a["labels"]["alertname"], a["labels"].get("agent", "-")):
-                a["status"]["inhibitedBy"] for a in found}
+        return {
+            (a["labels"]["alertname"], a["labels"].get("agent", "-")): a["status"]["inhibitedBy"]
+            for a in found
+        }
 
     deadline = time.monotonic() + 20
     while not received or not state()[("AgentwatchPass3Drift", "support-bot")]:
         assert time.monotonic() < deadline, (state(), received)
         time.sleep(0.2)
     status = state()
-    assert status[("AgentwatchPass3Regression", "support-bot")] and status[("AgentwatchPass3Drift", "support-bot")]
+    assert (
+        status[("AgentwatchPass3Regression", "support-bot")]
+        and status[("AgentwatchPass3Drift", "support-bot")]
+    )
     assert not status[("AgentwatchPass3Drift", "billing-bot")]
     assert not status[("AgentwatchErrorRateAboveBaseline", "support-bot")]
-    assert not status[("AgentwatchJudgeDrift", "-")] and not status[("AgentwatchJudgeDriftSeries", "support-bot")]
+    assert (
+        not status[("AgentwatchJudgeDrift", "-")]
+        and not status[("AgentwatchJudgeDriftSeries", "support-bot")]
+    )
     time.sleep(2.5)  # a few group intervals: what was inhibited is never sent
     sent = {(a["labels"]["alertname"], a["labels"].get("agent", "-")) for n in received for a in n["alerts"]}
     assert ("AgentwatchPass3Drift", "billing-bot") in sent and ("AgentwatchJudgeDrift", "-") in sent

@@ -31,7 +31,7 @@ cli = CliRunner()
 
 
 class StandIn:
-    """A stand-in judge: strict (passes what the plan marked [J1]) until `lenient` is set (passes everything)."""
+    """A stand-in judge: strict (passes what the plan marked [J1]) until `lenient` (then passes all)."""
 
     def __init__(self) -> None:
         self.lenient = False
@@ -52,21 +52,34 @@ def _labels_file(path: Path, n: int = 80) -> list[dict]:
             right = bool(rng.random() < 0.6)
             agrees = bool(rng.random() < 0.9)
             marker = "[J1]" if right == agrees else "[J0]"
-            row = {"conversation_id": f"anchor-{i}", "agent": "helpdesk", "version": "2.0",
-                   "outcome": "complete" if right else "partial_incorrect",
-                   "turns": [{"input": f"Where is order {i}?", "answer": f"It ships Monday. {marker}"}]}
+            row = {
+                "conversation_id": f"anchor-{i}",
+                "agent": "helpdesk",
+                "version": "2.0",
+                "outcome": "complete" if right else "partial_incorrect",
+                "turns": [{"input": f"Where is order {i}?", "answer": f"It ships Monday. {marker}"}],
+            }
             rows.append(row)
             fh.write(json.dumps(row) + "\n")
     return rows
 
 
 def _config(path: Path, server: FakeOpenAI, anchors: Path, model: str = "gpt-4o-mini") -> Path:
-    path.write_text(yaml.safe_dump({
-        "judge": {"base_url": server.base_url, "model": model, "timeout_s": 10, "concurrency": 4,
-                  "api_key_env": "AGENTWATCH_TEST_JUDGE_KEY"},
-        "anchors": {"path": str(anchors), "interval_s": 3600, "check_interval_s": 0.1},
-        "review": {"database_url": f"sqlite:///{path.parent / 'review.db'}"},
-    }))
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "judge": {
+                    "base_url": server.base_url,
+                    "model": model,
+                    "timeout_s": 10,
+                    "concurrency": 4,
+                    "api_key_env": "AGENTWATCH_TEST_JUDGE_KEY",
+                },
+                "anchors": {"path": str(anchors), "interval_s": 3600, "check_interval_s": 0.1},
+                "review": {"database_url": f"sqlite:///{path.parent / 'review.db'}"},
+            }
+        )
+    )
     return path
 
 
@@ -75,8 +88,14 @@ def test_paired_shift_interval_covers_at_known_shifts() -> None:
     `down`: the other way): the Bonett–Price interval covers at least 94%, up to 99% when few verdicts flip
     (conservative: a drift alarm then errs towards silence)."""
     rng = np.random.default_rng(9)
-    for n, up, down in ((50, 0.05, 0.05), (50, 0.0, 0.1), (100, 0.15, 0.02), (200, 0.0, 0.1), (30, 0.1, 0.0),
-                        (200, 0.3, 0.1)):
+    for n, up, down in (
+        (50, 0.05, 0.05),
+        (50, 0.0, 0.1),
+        (100, 0.15, 0.02),
+        (200, 0.0, 0.1),
+        (30, 0.1, 0.0),
+        (200, 0.3, 0.1),
+    ):
         truth, covered, reps = up - down, 0, 2000
         for _ in range(reps):
             u = rng.random(n)
@@ -94,16 +113,23 @@ def test_comparison_statistics_against_sklearn_and_counts() -> None:
     now = ["complete"] * 8 + ["partial_incorrect"] * 2
     from agentwatch.judge.anchors import Anchor, FrozenVerdict
 
-    anchors = [Anchor(conversation=Conversation(conversation_id=f"a{i}"), label=Outcome(label),
-                      frozen=FrozenVerdict(judge="j:old:v1", outcome=Outcome(f), score=0.5),
-                      frozen_at="2026-01-01T00:00:00Z")
-               for i, (label, f) in enumerate(zip(labels, frozen, strict=True))]
+    anchors = [
+        Anchor(
+            conversation=Conversation(conversation_id=f"a{i}"),
+            label=Outcome(label),
+            frozen=FrozenVerdict(judge="j:old:v1", outcome=Outcome(f), score=0.5),
+            frozen_at="2026-01-01T00:00:00Z",
+        )
+        for i, (label, f) in enumerate(zip(labels, frozen, strict=True))
+    ]
     verdicts = [JudgeVerdict.graded(v, 0.5, judge_id="j:new:v1") for v in now]
     verdicts[9] = JudgeVerdict.failed("judge_timeout")
     c = compare(anchors, verdicts, "j:new:v1")
     keep = slice(0, 9)
     assert (c.judged, c.failures, c.anchors) == (9, 1, 10)
-    assert c.agreement == pytest.approx(np.mean([a == b for a, b in zip(now[keep], frozen[keep], strict=True)]))
+    assert c.agreement == pytest.approx(
+        np.mean([a == b for a, b in zip(now[keep], frozen[keep], strict=True)])
+    )
     assert c.kappa_now == pytest.approx(cohen_kappa_score(labels[keep], now[keep]))
     assert c.kappa_frozen == pytest.approx(cohen_kappa_score(labels[keep], frozen[keep]))
     assert c.agreement_kappa == pytest.approx(cohen_kappa_score(now[keep], frozen[keep]))
@@ -127,8 +153,20 @@ def test_a_judge_that_turns_lenient_on_the_anchors_is_judge_drift(tmp_path: Path
     judge = StandIn()
     with FakeOpenAI(judge) as server:
         config = _config(tmp_path / "agentwatch.yaml", server, anchors)
-        frozen = cli.invoke(app, ["judge", "anchors", "freeze", "--from-labels", str(labels), "--out", str(anchors),
-                                  "--config", str(config)])
+        frozen = cli.invoke(
+            app,
+            [
+                "judge",
+                "anchors",
+                "freeze",
+                "--from-labels",
+                str(labels),
+                "--out",
+                str(anchors),
+                "--config",
+                str(config),
+            ],
+        )
         assert frozen.exit_code == 0, frozen.output
         assert "80 anchors frozen with the verdicts of openai:gpt-4o-mini:v1" in frozen.output
         steady = cli.invoke(app, ["judge", "anchors", "run", "--config", str(config), "--json"])
@@ -151,8 +189,23 @@ def test_the_job_runs_at_start_and_again_when_the_judge_changes_and_serves_drift
     judge = StandIn()
     with FakeOpenAI(judge) as server:
         config = _config(tmp_path / "agentwatch.yaml", server, anchors)
-        assert cli.invoke(app, ["judge", "anchors", "freeze", "--from-labels", str(labels), "--out",
-                                str(anchors), "--config", str(config)]).exit_code == 0
+        assert (
+            cli.invoke(
+                app,
+                [
+                    "judge",
+                    "anchors",
+                    "freeze",
+                    "--from-labels",
+                    str(labels),
+                    "--out",
+                    str(anchors),
+                    "--config",
+                    str(config),
+                ],
+            ).exit_code
+            == 0
+        )
         job = AnchorJob(load_settings(config), config)
         metrics = serve_metrics(job, 0, "127.0.0.1")
         stop = threading.Event()
@@ -161,8 +214,10 @@ def test_the_job_runs_at_start_and_again_when_the_judge_changes_and_serves_drift
         try:
             _wait(lambda: job.state.runs["ok"] == 1)
             first = scrape(metrics.port)
-            key = ("agentwatch_judge_drift", (("frozen_judge", "openai:gpt-4o-mini:v1"),
-                                              ("judge", "openai:gpt-4o-mini:v1")))
+            key = (
+                "agentwatch_judge_drift",
+                (("frozen_judge", "openai:gpt-4o-mini:v1"), ("judge", "openai:gpt-4o-mini:v1")),
+            )
             assert first[key] == 0.0
             # a new model behind the judge: the job judges the anchors at once, not at the next hour
             judge.lenient = True
@@ -170,12 +225,20 @@ def test_the_job_runs_at_start_and_again_when_the_judge_changes_and_serves_drift
             _config(config, server, anchors, model="gpt-4.1-mini")
             _wait(lambda: job.state.runs["ok"] == 2)
             second = scrape(metrics.port)
-            moved = ("agentwatch_judge_drift", (("frozen_judge", "openai:gpt-4o-mini:v1"),
-                                                ("judge", "openai:gpt-4.1-mini:v1")))
+            moved = (
+                "agentwatch_judge_drift",
+                (("frozen_judge", "openai:gpt-4o-mini:v1"), ("judge", "openai:gpt-4.1-mini:v1")),
+            )
             assert second[moved] == 1.0
-            assert not any(n == "agentwatch_judge_drift" and dict(ls)["judge"] == "openai:gpt-4o-mini:v1"
-                           for n, ls in second)  # only the judge in force is shown
-            shift = {dict(ls)["stat"]: v for (n, ls), v in second.items() if n == "agentwatch_anchor_pass_rate_shift"}
+            assert not any(
+                n == "agentwatch_judge_drift" and dict(ls)["judge"] == "openai:gpt-4o-mini:v1"
+                for n, ls in second
+            )  # only the judge in force is shown
+            shift = {
+                dict(ls)["stat"]: v
+                for (n, ls), v in second.items()
+                if n == "agentwatch_anchor_pass_rate_shift"
+            }
             assert shift["lower"] > 0 and shift["mean"] > 0
             assert second[("agentwatch_anchor_runs_total", (("result", "ok"),))] == 2.0
         finally:
@@ -193,10 +256,18 @@ def test_anchors_frozen_from_the_review_store_take_its_blind_labels(tmp_path: Pa
         try:
             scorer = ConversationScorer(settings)
             for i, marker in enumerate(("[J1]", "[J0]", "[J1]")):
-                conv = Conversation(conversation_id=f"r{i}", agent="a",
-                                    turns=[Turn(input=f"q{i}", answer=f"It ships Monday. {marker}")])
-                record = TranscriptRecord(kind="transcript", sample="review_sample", conversation=conv,
-                                          score=scorer.score(conv), published_at="2026-01-01T00:00:00Z")
+                conv = Conversation(
+                    conversation_id=f"r{i}",
+                    agent="a",
+                    turns=[Turn(input=f"q{i}", answer=f"It ships Monday. {marker}")],
+                )
+                record = TranscriptRecord(
+                    kind="transcript",
+                    sample="review_sample",
+                    conversation=conv,
+                    score=scorer.score(conv),
+                    published_at="2026-01-01T00:00:00Z",
+                )
                 store.ingest(record, now=time.time(), retention_s=86_400.0)
             rows = [item.id for item in store.queue()[0]]
             store.save_label(rows[0], "alice", Outcome.COMPLETE, "", blind=True, now=time.time())
@@ -205,12 +276,16 @@ def test_anchors_frozen_from_the_review_store_take_its_blind_labels(tmp_path: Pa
         finally:
             store.close()
         out = tmp_path / "anchors.jsonl"
-        result = cli.invoke(app, ["judge", "anchors", "freeze", "--from-review-store", "--out", str(out),
-                                  "--config", str(config)])
+        result = cli.invoke(
+            app,
+            ["judge", "anchors", "freeze", "--from-review-store", "--out", str(out), "--config", str(config)],
+        )
         assert result.exit_code == 0, result.output
         frozen = read_anchors(out)
         assert {(a.conversation.conversation_id, a.label) for a in frozen} == {
-            ("r0", Outcome.COMPLETE), ("r1", Outcome.PARTIAL_INCORRECT)}
+            ("r0", Outcome.COMPLETE),
+            ("r1", Outcome.PARTIAL_INCORRECT),
+        }
         assert {a.frozen.outcome for a in frozen} == {Outcome.COMPLETE, Outcome.PARTIAL_INCORRECT}
 
 

@@ -1,5 +1,6 @@
-"""Estimates corrected by people's labels: the automated verdict kept apart from the label, the offline report's
-corrected figures against an independent computation, and the rules for calling a figure corrected."""
+"""Estimates corrected by people's labels: the automated verdict kept apart from the label, the offline
+report's corrected figures against an independent computation, and the rules for calling a figure corrected.
+"""
 
 from __future__ import annotations
 
@@ -19,8 +20,14 @@ from agentwatch.scorers.relabel import relabel
 from agentwatch.scorers.sampling import sample_point
 
 
-def _issue_scenario(seed: int, size: int = 2000, p: float = 0.70, sensitivity: float = 0.95,
-                    false_pass: float = 0.45, review_rate: float = 0.10) -> tuple[list[Conversation], np.ndarray]:
+def _issue_scenario(
+    seed: int,
+    size: int = 2000,
+    p: float = 0.70,
+    sensitivity: float = 0.95,
+    false_pass: float = 0.45,
+    review_rate: float = 0.10,
+) -> tuple[list[Conversation], np.ndarray]:
     """`size` conversations whose truth passes with probability p; an external judge's score on every turn
     (0.9: passed, 0.2: failed) that passes `sensitivity` of successes and `false_pass` of failures; a person's
     label on the blind review sample (sample_point(id) < review_rate)."""
@@ -33,10 +40,19 @@ def _issue_scenario(seed: int, size: int = 2000, p: float = 0.70, sensitivity: f
         label = None
         if sample_point(cid) < review_rate:
             label = Outcome.COMPLETE if truth[i] else Outcome.PARTIAL_INCORRECT
-        turn = Turn(input="where is my order?", answer="It ships on Monday.",
-                    judge_score=0.9 if judged[i] else 0.2)
-        convs.append(Conversation(conversation_id=cid, agent="support", version="1.0", task="orders",
-                                  turns=[turn], outcome=label))
+        turn = Turn(
+            input="where is my order?", answer="It ships on Monday.", judge_score=0.9 if judged[i] else 0.2
+        )
+        convs.append(
+            Conversation(
+                conversation_id=cid,
+                agent="support",
+                version="1.0",
+                task="orders",
+                turns=[turn],
+                outcome=label,
+            )
+        )
     return convs, truth
 
 
@@ -46,27 +62,43 @@ def _settings(review_rate: float = 0.10) -> Settings:
 
 def test_the_score_keeps_the_automated_verdict_apart_from_the_label_and_revisions_keep_it() -> None:
     settings = _settings(review_rate=1.0)
-    conv = Conversation(conversation_id="a1", agent="a", turns=[Turn(input="q", answer="a", judge_score=0.9)],
-                        outcome=Outcome.ABANDONED)
+    conv = Conversation(
+        conversation_id="a1",
+        agent="a",
+        turns=[Turn(input="q", answer="a", judge_score=0.9)],
+        outcome=Outcome.ABANDONED,
+    )
     score = ConversationScorer(settings, labels="review_sample").score(conv)
     assert score.passed is False and score.outcome is Outcome.ABANDONED  # the label decides
-    assert score.automated is not None and score.automated.passed and score.automated.outcome is Outcome.COMPLETE
+    assert (
+        score.automated is not None and score.automated.passed and score.automated.outcome is Outcome.COMPLETE
+    )
     assert score.automated.graded_by == ["judge_score"] and score.automated.asr_credit == 1.0
     assert (score.judge_rate, score.review_rate) == (1.0, 1.0)
     revised = relabel(score, Outcome.PARTIAL_CORRECT, OutcomeCredits())
     assert revised is not None and revised.outcome is Outcome.PARTIAL_CORRECT and revised.revision == 1
     assert revised.automated == score.automated  # a label never moves the prediction
     # a score written before the automated verdict existed: revised, it records its own verdict first
-    old = score.model_copy(update={"automated": None, "label": None, "outcome": Outcome.COMPLETE, "passed": True,
-                                   "graded_by": ["judge_score"], "outcome_source": "rules", "asr_credit": 1.0})
+    old = score.model_copy(
+        update={
+            "automated": None,
+            "label": None,
+            "outcome": Outcome.COMPLETE,
+            "passed": True,
+            "graded_by": ["judge_score"],
+            "outcome_source": "rules",
+            "asr_credit": 1.0,
+        }
+    )
     first_label = relabel(old, Outcome.ABANDONED, OutcomeCredits())
     assert first_label is not None and first_label.automated == score.automated
 
 
 def test_a_judge_failure_or_a_label_alone_has_no_automated_verdict() -> None:
     settings = _settings(review_rate=1.0)
-    conv = Conversation(conversation_id="b", agent="a", turns=[Turn(input="q", answer="a")],
-                        outcome=Outcome.COMPLETE)
+    conv = Conversation(
+        conversation_id="b", agent="a", turns=[Turn(input="q", answer="a")], outcome=Outcome.COMPLETE
+    )
     score = ConversationScorer(settings).score(conv)
     assert score.graded_by == ["label"] and score.passed is True and score.automated is None
 
@@ -94,7 +126,11 @@ def test_issue_scenario_corrected_estimate_equals_the_post_stratified_counts_and
     assert share.value == pytest.approx(sr.plugin)
     # p^3 under exchangeability is the transform of the corrected rate
     pow3 = report.pass_pow_k["3"]
-    assert pow3.corrected and pow3.value == pytest.approx(sr.plugin**3) and pow3.lower == pytest.approx(sr.lower**3)
+    assert (
+        pow3.corrected
+        and pow3.value == pytest.approx(sr.plugin**3)
+        and pow3.lower == pytest.approx(sr.lower**3)
+    )
     # the gate reads the corrected figure
     gates = {g.name: g for g in report.readiness.gates}
     assert gates["pass@1"].value == pytest.approx(sr.lower)
@@ -105,8 +141,9 @@ def test_issue_scenario_corrected_estimate_equals_the_post_stratified_counts_and
 
 
 @pytest.mark.parametrize(("p", "sensitivity", "false_pass"), [(0.70, 0.95, 0.45), (0.50, 0.80, 0.20)])
-def test_corrected_interval_covers_through_the_correction_sums(p: float, sensitivity: float,
-                                                               false_pass: float) -> None:
+def test_corrected_interval_covers_through_the_correction_sums(
+    p: float, sensitivity: float, false_pass: float
+) -> None:
     """Coverage of the figure `correct()` reads (the report's and the exporter's) over 200 simulated files."""
     from agentwatch.corrected import CorrectionPoint, CorrectionSums
 
@@ -121,8 +158,11 @@ def test_corrected_interval_covers_through_the_correction_sums(p: float, sensiti
         for t, v, lab in zip(truth, verdict, labelled, strict=True):
             predicted = 0 if v else 2  # complete or partial_incorrect
             label = (0 if t else 2) if lab else None
-            sums.add(CorrectionPoint((1.0, rate), predicted, 1.0 if v else 0.0, label,
-                                     None if label is None else float(t)))
+            sums.add(
+                CorrectionPoint(
+                    (1.0, rate), predicted, 1.0 if v else 0.0, label, None if label is None else float(t)
+                )
+            )
         c = correct(sums)
         assert c is not None and c.success is not None
         covered += c.success.lower <= p <= c.success.upper
@@ -161,8 +201,9 @@ def test_flagged_labels_never_correct() -> None:
     """Labels outside the review sample (a feedback widget's) are not a random sample: no correction."""
     convs, _truth = _issue_scenario(seed=6, size=300, review_rate=0.0)
     settings = _settings(review_rate=0.0)
-    flagged = [c.model_copy(update={"outcome": Outcome.ABANDONED}) if i % 5 == 0 else c
-               for i, c in enumerate(convs)]
+    flagged = [
+        c.model_copy(update={"outcome": Outcome.ABANDONED}) if i % 5 == 0 else c for i, c in enumerate(convs)
+    ]
     scores = [ConversationScorer(settings).score(c) for c in flagged]
     assert correct(sums_of(scores, OutcomeCredits())) is None
     assert build_report(scores, settings).correction is None
@@ -202,7 +243,9 @@ def test_the_estimator_revised_by_late_labels_equals_the_offline_report() -> Non
     assert window.correction.labels == offline.correction.labels > MIN_LABELS
     assert window.correction.success.value == pytest.approx(offline.success_rate.plugin, abs=1e-12)
     assert window.correction.success.lower == pytest.approx(offline.success_rate.lower, abs=1e-12)
-    assert window.correction.success.judge_only == pytest.approx(offline.success_rate.judge_only.mean, abs=1e-12)
+    assert window.correction.success.judge_only == pytest.approx(
+        offline.success_rate.judge_only.mean, abs=1e-12
+    )
     # a label taken back by a revision without it: the window forgets it
     back = latest[next(i for i, s in enumerate(latest) if s.label is not None)]
     unlabelled = back.model_copy(update={"label": None, "revision": back.revision + 1, "ended_at": None})
@@ -221,14 +264,29 @@ def test_windows_sampled_at_two_rates_are_hajek_weighted_like_the_report() -> No
     def score(i: int, rate: float, passed: bool) -> ConversationScore:
         outcome = Outcome.COMPLETE if passed else Outcome.ABANDONED
         return ConversationScore(
-            conversation_id=f"w{i}", agent="a", version="1", task="orders", turns=1, passed=passed,
-            outcome=outcome, outcome_source="judge", graded_by=["judge"], asr_credit=float(passed),
-            judge="j", judge_outcome=outcome, judge_sampled=True, judge_rate=rate, review_rate=0.0,
-            automated=AutomatedVerdict(graded_by=["judge"], outcome=outcome, passed=passed,
-                                       asr_credit=float(passed)),
+            conversation_id=f"w{i}",
+            agent="a",
+            version="1",
+            task="orders",
+            turns=1,
+            passed=passed,
+            outcome=outcome,
+            outcome_source="judge",
+            graded_by=["judge"],
+            asr_credit=float(passed),
+            judge="j",
+            judge_outcome=outcome,
+            judge_sampled=True,
+            judge_rate=rate,
+            review_rate=0.0,
+            automated=AutomatedVerdict(
+                graded_by=["judge"], outcome=outcome, passed=passed, asr_credit=float(passed)
+            ),
         )
 
-    scores = [score(i, 1.0, i % 10 < 9) for i in range(100)] + [score(100 + i, 0.25, i % 2 == 0) for i in range(100)]
+    scores = [score(i, 1.0, i % 10 < 9) for i in range(100)] + [
+        score(100 + i, 0.25, i % 2 == 0) for i in range(100)
+    ]
     now = _time.time()
     est = Estimator(Settings(), clock=lambda: now)
     for s in scores:

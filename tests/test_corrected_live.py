@@ -63,7 +63,9 @@ def _plan(run_id: str) -> list[dict]:
         label = None
         if sample_point(cid) < REVIEW_RATE:
             label = "complete" if right else "partial_incorrect"
-        answer = ("Your order ships on Monday." if right else "I do not know.") + (" [J1]" if judge_passes else " [J0]")
+        answer = ("Your order ships on Monday." if right else "I do not know.") + (
+            " [J1]" if judge_passes else " [J0]"
+        )
         plan.append({"id": cid, "right": right, "judge": judge_passes, "label": label, "answer": answer})
     return plan
 
@@ -82,13 +84,21 @@ def test_corrected_estimates_on_metrics_equal_the_offline_report(broker, topic, 
     run_agent(AGENT, bs, topic, plan, tmp_path)
     with FakeOpenAI(_judge) as server:
         settings = pipeline_settings(bs, topic, "corrlive")
-        settings.judge = JudgeConfig(enabled=True, base_url=server.base_url, model="gpt-4o-mini", timeout_s=10,
-                                     concurrency=4, api_key_env="AGENTWATCH_TEST_JUDGE_KEY")
+        settings.judge = JudgeConfig(
+            enabled=True,
+            base_url=server.base_url,
+            model="gpt-4o-mini",
+            timeout_s=10,
+            concurrency=4,
+            api_key_env="AGENTWATCH_TEST_JUDGE_KEY",
+        )
         settings.sampling = SamplingConfig(judge_rate=1.0, review_rate=REVIEW_RATE)
         settings.scoring = ScoringConfig(hallucination_checks=False)
 
         def all_counted(pipeline: Pipeline) -> bool:
-            found = [e for e in pipeline.exporter.estimator.snapshot() if e.window == "1h" and e.task == "orders"]
+            found = [
+                e for e in pipeline.exporter.estimator.snapshot() if e.window == "1h" and e.task == "orders"
+            ]
             return bool(found) and found[0].scored >= N
 
         samples = metrics_when(settings, all_counted, timeout_s=120)
@@ -108,14 +118,18 @@ def test_corrected_estimates_on_metrics_equal_the_offline_report(broker, topic, 
     series = {"agent": "helpdesk", "version": "2.0", "task": "orders", "window": "1h"}
     judge_passed = sum(p["judge"] for p in labelled)
     assert one_sample(samples, "agentwatch_correction_labels", verdict="passed", **series) == judge_passed
-    assert one_sample(samples, "agentwatch_correction_labels", verdict="failed", **series) == len(labelled) - judge_passed
+    assert (
+        one_sample(samples, "agentwatch_correction_labels", verdict="failed", **series)
+        == len(labelled) - judge_passed
+    )
     assert one_sample(samples, "agentwatch_correction_predictions", **series) == N
     assert one_sample(samples, "agentwatch_correction_enough", figure="success", **series) == 1.0
 
     def both(name: str, figure, **extra: str) -> None:
-        for estimate, values in (("corrected", (figure.value, figure.lower, figure.upper)),
-                                 ("judge_only", (figure.judge_only, figure.judge_only_lower,
-                                                 figure.judge_only_upper))):
+        for estimate, values in (
+            ("corrected", (figure.value, figure.lower, figure.upper)),
+            ("judge_only", (figure.judge_only, figure.judge_only_lower, figure.judge_only_upper)),
+        ):
             for stat, want in zip(("mean", "lower", "upper"), values, strict=True):
                 got = one_sample(samples, name, estimate=estimate, stat=stat, **extra, **series)
                 assert got == pytest.approx(want, abs=1e-12), (name, extra, estimate, stat)
@@ -126,8 +140,9 @@ def test_corrected_estimates_on_metrics_equal_the_offline_report(broker, topic, 
         both("agentwatch_corrected_outcome_ratio", figure, outcome=outcome)
     pow3 = offline.pass_pow_k["3"]
     assert pow3.corrected
-    assert one_sample(samples, "agentwatch_corrected_pass_pow_k", k="3", estimate="corrected", stat="mean",
-                      **series) == pytest.approx(pow3.value, abs=1e-12)
+    assert one_sample(
+        samples, "agentwatch_corrected_pass_pow_k", k="3", estimate="corrected", stat="mean", **series
+    ) == pytest.approx(pow3.value, abs=1e-12)
     # the judge alone is biased upwards; the correction moves the figure towards the plan's truth
     truth = np.mean([p["right"] for p in plan])
     assert c.success_rate.judge_only - truth > 0.05
@@ -138,13 +153,21 @@ def test_corrected_estimates_on_metrics_equal_the_offline_report(broker, topic, 
     verdicts = ["complete" if p["judge"] else "partial_incorrect" for p in labelled]
     kappa = cohen_kappa_score(labels, verdicts)
     agreement = {"judge": judge, "window": "1h"}
-    assert one_sample(samples, "agentwatch_judge_agreement_kappa", stat="mean", **agreement) == pytest.approx(kappa)
+    assert one_sample(samples, "agentwatch_judge_agreement_kappa", stat="mean", **agreement) == pytest.approx(
+        kappa
+    )
     lo = one_sample(samples, "agentwatch_judge_agreement_kappa", stat="lower", **agreement)
     hi = one_sample(samples, "agentwatch_judge_agreement_kappa", stat="upper", **agreement)
     assert lo < kappa < hi
     assert one_sample(samples, "agentwatch_judge_agreement_labels", **agreement) == len(labelled)
-    cell = sum(1 for lab, v in zip(labels, verdicts, strict=True) if lab == "partial_incorrect" and v == "complete")
-    assert one_sample(samples, "agentwatch_judge_confusion", label="partial_incorrect", verdict="complete",
-                      **agreement) == cell
+    cell = sum(
+        1 for lab, v in zip(labels, verdicts, strict=True) if lab == "partial_incorrect" and v == "complete"
+    )
+    assert (
+        one_sample(
+            samples, "agentwatch_judge_confusion", label="partial_incorrect", verdict="complete", **agreement
+        )
+        == cell
+    )
     assert one_sample(samples, "agentwatch_judged_conversations", judge=judge, **series) == N
     assert one_sample(samples, "agentwatch_judge_min_kappa") == 0.6

@@ -46,7 +46,8 @@ def test_weighted_strata_equal_the_hajek_formulas_over_single_conversations() ->
     Hájek means and linearised variances computed conversation by conversation."""
     rng = np.random.default_rng(8)
     strata, ys, fs, vs, every, ws = [], [], [], [], [], []
-    for size, n, judge_rate, review_rate in ((400, 40, 1.0, 0.1), (300, 12, 0.25, 0.02), (900, 45, 0.5, 0.05)):
+    plan = ((400, 40, 1.0, 0.1), (300, 12, 0.25, 0.02), (900, 45, 0.5, 0.05))
+    for size, n, judge_rate, review_rate in plan:
         y = (rng.random(size) < 0.6).astype(float)
         f = np.where(rng.random(size) < 0.8, y, 1 - y)
         strata.append(Stratum(PPIMoments.of(y[:n], f[:n], f[n:]), judge_rate, review_rate))

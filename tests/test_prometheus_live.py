@@ -44,7 +44,15 @@ from prometheus_client import CollectorRegistry
 from agentwatch.broker import free_port
 from agentwatch.config import Settings
 from agentwatch.metrics_http import MetricsServer
-from agentwatch.schema import AutomatedVerdict, Conversation, ConversationScore, Outcome, OutcomeSource, ToolScore, TurnScore
+from agentwatch.schema import (
+    AutomatedVerdict,
+    Conversation,
+    ConversationScore,
+    Outcome,
+    OutcomeSource,
+    ToolScore,
+    TurnScore,
+)
 
 pytestmark = pytest.mark.prometheus
 
@@ -69,16 +77,16 @@ JUDGE = "openai:gpt-4o-mini:v1"
 
 
 def _judged(score: ConversationScore, verdict: Outcome, label: bool) -> ConversationScore:
-    """`score` graded by the judge (its verdict `verdict`), with a person's label on the blind review sample when
-    `label` (the label is the score's outcome: the truth decides passed)."""
+    """`score` graded by the judge (its verdict `verdict`), with a person's label on the blind review sample
+    when `label` (the label is the score's outcome: the truth decides passed)."""
     credit = {Outcome.COMPLETE: 1.0, Outcome.PARTIAL_CORRECT: 0.4}.get(verdict, 0.0)
     return score.model_copy(update={
         "graded_by": ["judge", "label"] if label else ["judge"], "judge": JUDGE, "judge_outcome": verdict,
         "judge_sampled": True, "judge_rate": 1.0, "review_rate": 0.5, "review_sampled": label,
         "label": score.outcome if label else None,
         "outcome_source": OutcomeSource.LABEL if label else OutcomeSource.JUDGE,
-        "automated": AutomatedVerdict(graded_by=["judge"], outcome=verdict, passed=verdict is Outcome.COMPLETE,
-                                      asr_credit=credit),
+        "automated": AutomatedVerdict(graded_by=["judge"], outcome=verdict,
+                                      passed=verdict is Outcome.COMPLETE, asr_credit=credit),
     })
 
 
@@ -132,10 +140,10 @@ def _batches(now: datetime) -> tuple[list[ConversationScore], list[ConversationS
         (Outcome.PARTIAL_CORRECT, False, ["answer: score 0.5 below threshold 0.7"])] * 4 + [
         (Outcome.UNSCORED, None, ["unscored: no grader applies"])] * 60
     # Of the 60 ungraded ones, 50 ended in an error without an answer and 10 of those looped: failure evidence
-    # over all traffic, far above the week before (no evidence on the 100 conversations three days ago).
-    # The 40 graded ones are graded by the judge; 36 of them are in the blind review sample with a person's
-    # label (the outcome), and the judge agrees with people no better than chance: even ones it passes, odd ones
-    # it fails (kappa about 0, below judge.min_kappa; corrected estimates rest on 18 labels on each side).
+    # over all traffic, far above the week before (no evidence on the 100 conversations three days ago). The
+    # 40 graded ones are graded by the judge; 36 of them are in the blind review sample with a person's label
+    # (the outcome), and the judge agrees with people no better than chance: even ones it passes, odd ones it
+    # fails (kappa about 0, below judge.min_kappa; corrected estimates rest on 18 labels on each side).
     for i, (outcome, passed, reasons) in enumerate(recent):
         evidence = (["error", "no_answer"] + (["loop"] if i >= 80 else [])) if 40 <= i < 90 else None
         score = _score(f"new-{i}", NEW, "refund", ago(minutes=30) + timedelta(seconds=10 * i),
@@ -193,8 +201,9 @@ def _drifted_anchor_job(tmp: Path) -> AnchorJob:
     it passed 6 when they were frozen (the metrics are the job's own; no judge is called here)."""
     anchors = [Anchor(conversation=Conversation(conversation_id=f"anchor-{i}"),
                       label=Outcome.COMPLETE if i % 3 else Outcome.ABANDONED,
-                      frozen=FrozenVerdict(judge=JUDGE, outcome=Outcome.COMPLETE if i % 2 else Outcome.ABANDONED,
-                                           score=0.5), frozen_at=datetime.now(UTC)) for i in range(12)]
+                      frozen=FrozenVerdict(judge=JUDGE, score=0.5,
+                                           outcome=Outcome.COMPLETE if i % 2 else Outcome.ABANDONED),
+                      frozen_at=datetime.now(UTC)) for i in range(12)]
     path = tmp / "anchors.jsonl"
     write_anchors(path, anchors)
     job = AnchorJob(Settings(anchors={"path": str(path)}))

@@ -142,7 +142,9 @@ def report() -> Report:
 def test_json_keys_are_exactly_the_documented_ones(report: Report) -> None:
     data = json.loads(report.model_dump_json())
     assert set(data) == ISSUE_KEYS
-    assert set(data["success_rate"]) == {"plugin", "mean", "lower", "upper", "method", "labels", "judge_only", "note"}
+    assert set(data["success_rate"]) == {
+        "plugin", "mean", "lower", "upper", "method", "labels", "judge_only", "note",
+    }
     assert set(data["pass_at_k"]) == {"1", "2", "3", "5", "12"}
     assert set(data["pass_pow_k"]["3"]) == K_KEYS
     assert set(data["asr"]) == {"value", "lower", "upper", "method", "judge_only"}

@@ -19,7 +19,7 @@ from agentwatch.stats import beta_interval
 
 def test_grid_rates_are_powers_of_a_fourth_root_of_two() -> None:
     assert grid_rate(1.7) == 1.0 and grid_rate(0.5) == 0.5
-    assert grid_rate(0.3) == pytest.approx(2 ** -1.75)  # log2(0.3) = -1.737: nearest quarter step
+    assert grid_rate(0.3) == pytest.approx(2**-1.75)  # log2(0.3) = -1.737: nearest quarter step
     for rate in np.geomspace(1e-4, 1, 50):
         g = grid_rate(float(rate))
         assert abs(math.log2(g) - math.log2(rate)) <= 0.125 + 1e-12
@@ -66,11 +66,11 @@ def test_sampler_decides_once_and_keeps_the_review_sample_inside_the_judge_sampl
 
 
 def _simulate(rng: np.random.Generator, target: float) -> tuple[float, tuple, tuple, int]:
-    """One hour of one series: 20 minutes at 20 conversations a minute with success 0.9, then 40 minutes at 200 a
-    minute with success 0.6; a judge rate aiming at `target` judged an hour; a person's label on a 2% review
-    sample; a judge passing 95% of successes and 45% of failures. Returns the truth, the Hájek-weighted success
-    rate of a grader that is right (value, lower, upper) and its unweighted one, the weighted PPI of the biased
-    judge (value, lower, upper), and the judged count."""
+    """One hour of one series: 20 minutes at 20 conversations a minute with success 0.9, then 40 minutes at
+    200 a minute with success 0.6; a judge rate aiming at `target` judged an hour; a person's label on a 2%
+    review sample; a judge passing 95% of successes and 45% of failures. Returns the truth, the Hájek-weighted
+    success rate of a grader that is right (value, lower, upper) and its unweighted one, the weighted PPI of
+    the biased judge (value, lower, upper), and the judged count."""
     sampler = Sampler(SamplingConfig(target_judged_per_hour=target, review_rate=0.02, target_interval_s=60))
     minutes = [(20, 0.9)] * 20 + [(200, 0.6)] * 40
     by_rate: dict[float, list[int]] = {}
@@ -92,8 +92,15 @@ def _simulate(rng: np.random.Generator, target: float) -> tuple[float, tuple, tu
             nc[0] += 1
             nc[1] += bool(ok[i])
             label = (0 if ok[i] else 2) if d.review else None
-            sums.add(CorrectionPoint((d.judge_rate, min(d.review_rate, d.judge_rate)), 0 if verdict[i] else 2,
-                                     float(verdict[i]), label, None if label is None else float(ok[i])))
+            sums.add(
+                CorrectionPoint(
+                    (d.judge_rate, min(d.review_rate, d.judge_rate)),
+                    0 if verdict[i] else 2,
+                    float(verdict[i]),
+                    label,
+                    None if label is None else float(ok[i]),
+                )
+            )
     n_eff, c_eff = effective_counts({r: (n, c) for r, (n, c) in by_rate.items()})
     lo, hi = beta_interval(np.array([1 + c_eff]), np.array([1 + n_eff - c_eff]), 0.95)
     n, c = sum(v[0] for v in by_rate.values()), sum(v[1] for v in by_rate.values())
@@ -101,13 +108,19 @@ def _simulate(rng: np.random.Generator, target: float) -> tuple[float, tuple, tu
     corrected = correct(sums)
     assert corrected is not None and corrected.success is not None
     s = corrected.success
-    return (float(np.mean(truth)), (c_eff / n_eff, float(lo[0]), float(hi[0])),
-            (c / n, float(ulo[0]), float(uhi[0])), (s.value, s.lower, s.upper), judged)
+    return (
+        float(np.mean(truth)),
+        (c_eff / n_eff, float(lo[0]), float(hi[0])),
+        (c / n, float(ulo[0]), float(uhi[0])),
+        (s.value, s.lower, s.upper),
+        judged,
+    )
 
 
 def test_weighted_estimates_stay_unbiased_when_traffic_and_rate_change_within_the_window() -> None:
     """200 simulated hours: the judged count is near the target whatever the traffic, the Hájek-weighted
-    success rate and the weighted PPI are unbiased (mean error within 0.01) and cover at their level, where the
+    success rate and the weighted PPI are unbiased (mean error within 0.01) and cover at their level, where
+    the
     unweighted rate is off by 0.1 and never covers."""
     rng = np.random.default_rng(20)
     reps, target = 200, 600
@@ -128,6 +141,8 @@ def test_weighted_estimates_stay_unbiased_when_traffic_and_rate_change_within_th
     assert abs(errors[0]) < 0.01 and abs(errors[2]) < 0.01, errors
     assert errors[1] > 0.05 and covered[1] < 0.05, (errors, covered)
     assert 0.92 <= covered[0] <= 0.985 and 0.92 <= covered[2] <= 0.985, covered
-    print(f"judged per hour: median {np.median(judged):.0f} (target {target}); mean error Hájek {errors[0]:+.4f}, "
-          f"unweighted {errors[1]:+.4f}, weighted PPI {errors[2]:+.4f}; coverage {covered[0]:.3f}, "
-          f"{covered[1]:.3f}, {covered[2]:.3f}")
+    print(
+        f"judged per hour: median {np.median(judged):.0f} (target {target}); "
+        f"mean error Hájek {errors[0]:+.4f}, unweighted {errors[1]:+.4f}, weighted PPI {errors[2]:+.4f}; "
+        f"coverage {covered[0]:.3f}, {covered[1]:.3f}, {covered[2]:.3f}"
+    )

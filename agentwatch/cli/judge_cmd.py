@@ -21,8 +21,10 @@ if TYPE_CHECKING:  # the judge's modules load only when a judge command runs
 judge_app = typer.Typer(help="The LLM judge: calibrate it against human labels, watch it on anchors.",
                         no_args_is_help=True)
 app.add_typer(judge_app, name="judge")
-anchors_app = typer.Typer(help="A frozen set of labelled conversations that tells judge drift from agent drift.",
-                          no_args_is_help=True)
+anchors_app = typer.Typer(
+    help="A frozen set of labelled conversations that tells judge drift from agent drift.",
+    no_args_is_help=True,
+)
 judge_app.add_typer(anchors_app, name="anchors")
 
 EXIT_OK, EXIT_BELOW, EXIT_USAGE = 0, 1, 2
@@ -121,13 +123,16 @@ def _runner(settings: Settings) -> JudgeRunner:
 
 @judge_app.command()
 def calibrate(
-    labels: Annotated[Path, typer.Argument(help="Transcript JSONL whose lines carry a human `outcome` label.")],
+    labels: Annotated[
+        Path, typer.Argument(help="Transcript JSONL whose lines carry a human `outcome` label.")
+    ],
     config: Annotated[Path | None, typer.Option("--config", help="YAML configuration file.")] = None,
     judge: Annotated[str | None, typer.Option("--judge", help="Judge model (default: judge.model).")] = None,
     judge_url: Annotated[str | None, typer.Option("--judge-url", help="OpenAI-compatible base URL.")] = None,
     concurrency: Annotated[int | None, typer.Option("--judge-concurrency", min=1)] = None,
     repeats: Annotated[
-        int, typer.Option("--repeats", min=1, max=2, help="2: judge every conversation twice (self-consistency).")
+        int,
+        typer.Option("--repeats", min=1, max=2, help="2: judge every conversation twice (self-consistency)."),
     ] = 2,
     min_kappa: Annotated[
         float | None, typer.Option("--min-kappa", help="Exit 1 below this kappa (default: judge.min_kappa).")
@@ -170,10 +175,12 @@ def calibrate(
 def anchors_freeze(
     out: Annotated[Path, typer.Option("--out", help="Write the anchor set here (JSONL).")],
     from_labels: Annotated[
-        Path | None, typer.Option("--from-labels", help="Transcript JSONL whose lines carry a human `outcome`.")
+        Path | None,
+        typer.Option("--from-labels", help="Transcript JSONL whose lines carry a human `outcome`."),
     ] = None,
     from_review_store: Annotated[
-        bool, typer.Option("--from-review-store", help="The blind labels of the review store (review.database_url).")
+        bool,
+        typer.Option("--from-review-store", help="The review store's blind labels (review.database_url)."),
     ] = False,
     limit: Annotated[int, typer.Option("--limit", min=1, help="At most this many anchors.")] = 200,
     config: Annotated[Path | None, typer.Option("--config", help="YAML configuration file.")] = None,
@@ -201,7 +208,8 @@ def anchors_freeze(
         finally:
             store.close()
         if not labelled:
-            raise _fail(f"no conversation with a blind label and its transcript in {settings.review.database_url}")
+            where = settings.review.database_url
+            raise _fail(f"no conversation with a blind label and its transcript in {where}")
     runner = _runner(settings)
     try:
         verdicts = runner.judge_many([c for c, _label in labelled])
@@ -222,9 +230,12 @@ def anchors_run(
     judge: Annotated[str | None, typer.Option("--judge", help="Judge model (default: judge.model).")] = None,
     judge_url: Annotated[str | None, typer.Option("--judge-url", help="OpenAI-compatible base URL.")] = None,
     serve: Annotated[
-        bool, typer.Option("--serve", help="Keep running: on anchors.interval_s, when the judge changes, /metrics.")
+        bool,
+        typer.Option("--serve", help="Keep running: each anchors.interval_s, on a new judge; /metrics."),
     ] = False,
-    metrics_port: Annotated[int | None, typer.Option("--metrics-port", help="Default: anchors.metrics_port.")] = None,
+    metrics_port: Annotated[
+        int | None, typer.Option("--metrics-port", help="Default: anchors.metrics_port.")
+    ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the comparison as JSON.")] = False,
 ) -> None:
     """Judge the anchors again and compare with their frozen verdicts and labels (judge drift).
@@ -237,7 +248,8 @@ def anchors_run(
 
     settings = _judge_settings(config, judge, judge_url, None)
     if anchors is not None:
-        settings.anchors = AnchorsConfig.model_validate({**settings.anchors.model_dump(), "path": str(anchors)})
+        path = {"path": str(anchors)}
+        settings.anchors = AnchorsConfig.model_validate({**settings.anchors.model_dump(), **path})
     try:
         job = AnchorJob(settings, config)
     except (AnchorsFileError, ValueError) as exc:

@@ -17,7 +17,9 @@ class SamplingRule(Section):
     judge_rate: float | None = Field(default=None, ge=0, le=1, description="share the judge grades")
     review_rate: float | None = Field(default=None, ge=0, le=1, description="share whose labels are truth")
     target_judged_per_hour: float | None = Field(
-        default=None, gt=0, description="judged conversations per series-hour to aim at (the judge rate adapts)"
+        default=None,
+        gt=0,
+        description="judged conversations per series-hour to aim at (the judge rate adapts)",
     )
 
 
@@ -26,8 +28,8 @@ class SamplingConfig(Section):
 
     The judge grades the judge sample; a person's label is a conversation's truth on the review sample and
     feeds label metrics only elsewhere (feedback is not a random sample). The first matching rule wins; a rule
-    that leaves a rate or a target unset takes the default. With a target, the judge rate of each series adapts
-    to reach it (the rate decided for each conversation is on its score).
+    that leaves a rate or a target unset takes the default. With a target, the judge rate of each series
+    adapts to reach it (the rate decided for each conversation is on its score).
     """
 
     judge_rate: float = Field(default=1.0, ge=0, le=1)
@@ -70,7 +72,8 @@ class JudgeConfig(Section):
     cache_entries: int = Field(default=100_000, ge=0, description="verdicts kept in memory")
     min_kappa: float = Field(
         default=0.6, ge=-1, le=1,
-        description="calibrate exits 1 below this Cohen's kappa; live, the agreement alert fires when the upper "
+        description="calibrate exits 1 below this Cohen's kappa; live, the agreement alert fires when the "
+        "upper "
         "bound of kappa on the review sample is below it",
     )
     min_kappa_labels: int = Field(
@@ -81,7 +84,9 @@ class JudgeConfig(Section):
 class AnchorsConfig(Section):
     """The anchor set that tells judge drift from agent drift (`agentwatch judge anchors`, docs/judge.md)."""
 
-    path: str | None = Field(default=None, description="the frozen anchor set (JSONL, `judge anchors freeze`)")
+    path: str | None = Field(
+        default=None, description="the frozen anchor set (JSONL, `judge anchors freeze`)"
+    )
     interval_s: float = Field(default=3600.0, gt=0, description="re-judge the anchors this often")
     check_interval_s: float = Field(
         default=30.0, gt=0, description="how often the configuration file is checked for a new judge id"

@@ -280,10 +280,12 @@ def _people(d: dash_b.Dashboard) -> dash_b.Dashboard:
     corrected = "agentwatch_corrected_success_rate"
     d = d.with_panel(_timeseries(
         "Success rate corrected by people's labels",
-        "PPI++: the automated verdicts corrected by the labels of the blind review sample (band: 95% interval), "
-        "beside the verdicts alone (judge only). The corrected line appears once it rests on enough labels.",
+        "PPI++: the automated verdicts corrected by the labels of the blind review sample (band: 95% "
+        "interval), beside the verdicts alone (judge only). The corrected line appears once it rests on "
+        "enough labels.",
         "percentunit",
-        [(f'{corrected}{{{SEL}, estimate="corrected", stat="{stat}"}}', stat) for stat in ("mean", "lower", "upper")]
+        [(f'{corrected}{{{SEL}, estimate="corrected", stat="{stat}"}}', stat)
+         for stat in ("mean", "lower", "upper")]
         + [(f'{corrected}{{{SEL}, estimate="judge_only", stat="mean"}}', "judge only")],
         width=12,
     ).min(0).max(1).line_width(2).override_by_name("upper", [
@@ -311,8 +313,8 @@ def _people(d: dash_b.Dashboard) -> dash_b.Dashboard:
     ).min(0).max(1))
     d = d.with_panel(_timeseries(
         "Judge–human agreement (Cohen's kappa)",
-        "Kappa of each judge's verdicts with the review-sample labels, with its 95% interval; the alert fires when "
-        "the upper bound is below judge.min_kappa over a day with enough labels.",
+        "Kappa of each judge's verdicts with the review-sample labels, with its 95% interval; the alert "
+        "fires when the upper bound is below judge.min_kappa over a day with enough labels.",
         "none",
         [(f'agentwatch_judge_agreement_kappa{{window="$window", stat="{stat}"}}', f"{{{{judge}}}} {stat}")
          for stat in ("mean", "lower", "upper")]

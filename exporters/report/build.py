@@ -71,9 +71,9 @@ def _judge_only(figure: corrected.Figure | None) -> JudgeOnly | None:
 
 def not_corrected_note(c: corrected.Correction) -> str:
     """Why a figure with labels is not called corrected."""
-    return (f"not corrected: {c.labels} review-sample labels ({c.labels_judge_passed} where the graders passed, "
-            f"{c.labels_judge_failed} where they failed); a correction needs {corrected.MIN_LABELS}, with "
-            f"labels on both sides")
+    return (f"not corrected: {c.labels} review-sample labels ({c.labels_judge_passed} where the graders "
+            f"passed, {c.labels_judge_failed} where they failed); a correction needs {corrected.MIN_LABELS}, "
+            f"with labels on both sides")
 
 
 def _success_rate(n: int, c: int, settings: Settings, weighted: tuple[float, float] | None,
@@ -96,7 +96,8 @@ def _success_rate(n: int, c: int, settings: Settings, weighted: tuple[float, flo
                         labels=labels, judge_only=judge, note=note)
     post = posterior(n, c, st.prior_alpha, st.prior_beta)
     lo, hi = post.interval(st.level)
-    return Estimate(plugin=c / n, mean=post.mean(), lower=lo, upper=hi, labels=labels, judge_only=judge, note=note)
+    return Estimate(plugin=c / n, mean=post.mean(), lower=lo, upper=hi, labels=labels, judge_only=judge,
+                    note=note)
 
 
 def _asr(scores: Sequence[ConversationScore], settings: Settings,
@@ -128,9 +129,9 @@ def _figure(f: corrected.Figure) -> CorrectedFigure:
 
 def _correction_summary(c: corrected.Correction) -> Correction:
     if c.enough:
-        note = (f"corrected by {c.labels} labels of the blind review sample ({c.labels_judge_passed} where the "
-                f"graders passed, {c.labels_judge_failed} where they failed) over {c.predictions} automated "
-                f"verdicts (PPI++)")
+        note = (f"corrected by {c.labels} labels of the blind review sample ({c.labels_judge_passed} where "
+                f"the graders passed, {c.labels_judge_failed} where they failed) over {c.predictions} "
+                f"automated verdicts (PPI++)")
     else:
         note = not_corrected_note(c)
     return Correction(

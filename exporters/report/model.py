@@ -37,21 +37,24 @@ class Estimate(_Out):
         description="beta: c / n over scored conversations; weighted: the Hájek share; corrected: the PPI "
         "estimate."
     )
-    mean: float | None = Field(description="Posterior mean (Beta prior + counts); corrected: the PPI estimate.")
+    mean: float | None = Field(
+        description="Posterior mean (Beta prior + counts); corrected: the PPI estimate."
+    )
     lower: float | None = Field(description="Lower bound at stats.level.")
     upper: float | None = Field(description="Upper bound at stats.level.")
     method: SuccessMethod = Field(
         default="beta",
-        description="beta: Beta posterior of the graded counts; weighted: graded conversations were sampled at "
-        "different rates, the Hájek share with Kish's effective counts; corrected: the automated verdicts "
+        description="beta: Beta posterior of the graded counts; weighted: graded conversations were sampled "
+        "at different rates, the Hájek share with Kish's effective counts; corrected: the automated verdicts "
         "corrected by the labels of the blind review sample (PPI++).",
     )
     labels: int = Field(
-        default=0, description="Review-sample labels on automatically graded conversations (what a correction "
-        "rests on)."
+        default=0,
+        description="Review-sample labels on automatically graded conversations (what corrections rest on).",
     )
     judge_only: JudgeOnly | None = Field(
-        default=None, description="With review-sample labels: the automated verdicts alone, beside the figure."
+        default=None,
+        description="With review-sample labels: the automated verdicts alone, beside the figure.",
     )
     note: str | None = Field(default=None, description="Why a figure with labels is not corrected.")
 
@@ -70,20 +73,27 @@ class CorrectedFigure(_Out):
 class Correction(_Out):
     """What the correction by people's labels rests on, and the corrected outcome shares."""
 
-    labels: int = Field(description="Labelled conversations of the blind review sample with an automated verdict.")
+    labels: int = Field(
+        description="Labelled conversations of the blind review sample with an automated verdict."
+    )
     predictions: int = Field(description="Conversations with an automated verdict.")
     labels_judge_passed: int = Field(description="Labelled conversations the automated graders passed.")
     labels_judge_failed: int = Field(description="Labelled conversations the automated graders failed.")
     enough: bool = Field(description="Enough labels for the figures to be called corrected (the headlines).")
-    min_labels: int = Field(description="Labels needed (and one where the graders passed and one where they failed).")
+    min_labels: int = Field(
+        description="Labels needed (and one where the graders passed and one where they failed)."
+    )
     asr_enough: bool = Field(description="Enough labels for ASR to be called corrected.")
     min_asr_labels: int = Field(description="Labels ASR's correction needs (its t interval needs more).")
-    lam: float = Field(description="PPI++'s λ of the success rate (the slope a − b of its post-stratification).")
+    lam: float = Field(
+        description="PPI++'s λ of the success rate (the slope a − b of its post-stratification)."
+    )
     note: str = Field(description="The correction in words.")
     success_rate: CorrectedFigure | None = None
     asr: CorrectedFigure | None = None
     outcome_share: dict[str, CorrectedFigure] = Field(
-        default_factory=dict, description="Share of each outcome class among the conversations with a verdict."
+        default_factory=dict,
+        description="Share of each outcome class among the conversations with a verdict.",
     )
 
 
@@ -125,7 +135,9 @@ class KEstimate(_Out):
         default=False, description="exchangeable: value and bounds transform the success rate corrected by "
         "people's labels (the pooled fields stay the graded counts')."
     )
-    judge_only: JudgeOnly | None = Field(default=None, description="When corrected: the automated verdicts' figure.")
+    judge_only: JudgeOnly | None = Field(
+        default=None, description="When corrected: the automated verdicts' figure."
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -164,9 +176,12 @@ class BootstrapEstimate(_Out):
     lower: float | None
     upper: float | None
     method: Literal["bootstrap", "corrected"] = Field(
-        default="bootstrap", description="bootstrap: over the graded credits; corrected: PPI++ with a t interval."
+        default="bootstrap",
+        description="bootstrap: over the graded credits; corrected: PPI++ with a t interval.",
     )
-    judge_only: JudgeOnly | None = Field(default=None, description="When corrected: the automated credits' mean.")
+    judge_only: JudgeOnly | None = Field(
+        default=None, description="When corrected: the automated credits' mean."
+    )
 
 
 class CostStats(_Out):

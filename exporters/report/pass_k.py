@@ -125,7 +125,9 @@ def _corrected(estimate: KEstimate, figure: Figure) -> KEstimate:
     """The exchangeable headline replaced by the transform of the corrected success rate."""
     judge = JudgeOnly(mean=figure.judge_only, lower=figure.judge_only_lower, upper=figure.judge_only_upper)
     return estimate.model_copy(update={
-        "value": figure.value, "lower": min(figure.lower, figure.value), "upper": max(figure.upper, figure.value),
+        "value": figure.value,
+        "lower": min(figure.lower, figure.value),
+        "upper": max(figure.upper, figure.value),
         "corrected": True, "judge_only": judge, "widened": not figure.lower <= figure.value <= figure.upper,
     })
 

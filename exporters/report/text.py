@@ -108,8 +108,8 @@ def _overall_lines(r: GroupStats, level: float) -> list[str]:
     lines = [f"METRICS (graded sample, {level:.0%} credible intervals):"]
     sr = r.success_rate
     if sr.method == "corrected":
-        lines.append(f"  success rate: {fmt(sr.plugin)}{_interval(sr.lower, sr.upper)} corrected by {sr.labels} "
-                     f"labels of the blind review sample (PPI++){_judge_only(sr.judge_only)}")
+        lines.append(f"  success rate: {fmt(sr.plugin)}{_interval(sr.lower, sr.upper)} corrected by "
+                     f"{sr.labels} labels of the blind review sample (PPI++){_judge_only(sr.judge_only)}")
     else:
         weighted = " (Hájek-weighted: sampled at different rates)" if sr.method == "weighted" else ""
         lines.append(f"  success rate: {fmt(sr.plugin)} ({r.passed}/{r.scored} graded passed)"
@@ -153,8 +153,8 @@ def _correction_lines(r: GroupStats) -> list[str]:
         lines.append(f"  outcome shares, corrected: {shares}")
     elif not c.enough and c.success_rate is not None:
         f = c.success_rate
-        lines.append(f"  (with so few labels: corrected {fmt(f.value)}{_interval(f.lower, f.upper)}, judge only "
-                     f"{fmt(f.judge_only)}{_interval(f.judge_only_lower, f.judge_only_upper)})")
+        lines.append(f"  (with so few labels: corrected {fmt(f.value)}{_interval(f.lower, f.upper)}, judge "
+                     f"only {fmt(f.judge_only)}{_interval(f.judge_only_lower, f.judge_only_upper)})")
     if c.enough and not c.asr_enough:
         lines.append(f"  ASR not corrected: its interval needs {c.min_asr_labels} labels")
     return lines
