@@ -14,7 +14,7 @@ import pytest
 import yaml
 from metrics_reference import scrape
 from sklearn.metrics import cohen_kappa_score
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
 from agentwatch.cli import app
 from agentwatch.config import load_settings
@@ -62,6 +62,12 @@ def _labels_file(path: Path, n: int = 80) -> list[dict]:
             rows.append(row)
             fh.write(json.dumps(row) + "\n")
     return rows
+
+
+def _freeze(labels: Path, anchors: Path, config: Path) -> Result:
+    """`agentwatch judge anchors freeze` from a labels file."""
+    args = ["judge", "anchors", "freeze", "--from-labels", str(labels), "--out", str(anchors), "--config"]
+    return cli.invoke(app, [*args, str(config)])
 
 
 def _config(path: Path, server: FakeOpenAI, anchors: Path, model: str = "gpt-4o-mini") -> Path:
@@ -153,20 +159,7 @@ def test_a_judge_that_turns_lenient_on_the_anchors_is_judge_drift(tmp_path: Path
     judge = StandIn()
     with FakeOpenAI(judge) as server:
         config = _config(tmp_path / "agentwatch.yaml", server, anchors)
-        frozen = cli.invoke(
-            app,
-            [
-                "judge",
-                "anchors",
-                "freeze",
-                "--from-labels",
-                str(labels),
-                "--out",
-                str(anchors),
-                "--config",
-                str(config),
-            ],
-        )
+        frozen = _freeze(labels, anchors, config)
         assert frozen.exit_code == 0, frozen.output
         assert "80 anchors frozen with the verdicts of openai:gpt-4o-mini:v1" in frozen.output
         steady = cli.invoke(app, ["judge", "anchors", "run", "--config", str(config), "--json"])
@@ -189,23 +182,7 @@ def test_the_job_runs_at_start_and_again_when_the_judge_changes_and_serves_drift
     judge = StandIn()
     with FakeOpenAI(judge) as server:
         config = _config(tmp_path / "agentwatch.yaml", server, anchors)
-        assert (
-            cli.invoke(
-                app,
-                [
-                    "judge",
-                    "anchors",
-                    "freeze",
-                    "--from-labels",
-                    str(labels),
-                    "--out",
-                    str(anchors),
-                    "--config",
-                    str(config),
-                ],
-            ).exit_code
-            == 0
-        )
+        assert _freeze(labels, anchors, config).exit_code == 0
         job = AnchorJob(load_settings(config), config)
         metrics = serve_metrics(job, 0, "127.0.0.1")
         stop = threading.Event()
