@@ -38,7 +38,8 @@ def judged(score: ConversationScore, i: int) -> ConversationScore:
     label = None
     if i % 10 == 0:
         label = verdict if i % 40 else ("partial_incorrect" if score.passed else "complete")
-    return score.model_copy(update={
+    return ConversationScore.model_validate({
+        **score.model_dump(),
         "graded_by": ["judge", "label"] if label else ["judge"], "judge": "openai:gpt-4o-mini:v1",
         "judge_outcome": verdict, "judge_sampled": True, "judge_rate": 0.25, "review_rate": 0.025,
         "review_sampled": label is not None, "label": label,
@@ -70,7 +71,7 @@ def scores(count: int, series: int, start: int = 0) -> list[ConversationScore]:
             )
         )
         if JUDGED:
-            out[-1] = ConversationScore.model_validate(judged(out[-1], i).model_dump())
+            out[-1] = judged(out[-1], i)
     return out
 
 

@@ -40,6 +40,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TypeVar
 from datetime import UTC, datetime
 
 from agentwatch.exporters.judge_agreement import JudgeAgreement, agreements
@@ -168,6 +169,7 @@ class EstimatorCounters:
 
 
 SeriesKey = tuple[str, str, str]
+_T = TypeVar("_T")
 
 
 class _Counted:
@@ -251,6 +253,7 @@ class Estimator:
         self._units_seen: dict[tuple[str, str], dict[Unit, float]] = {}  # agent version -> unit -> last time
         self._units_folded = 0
         self._judge_labels: dict[str, str] = {}
+        self._shared: dict[object, object] = {}  # the few distinct correction points and probabilities
         self._next_housekeeping = -math.inf
         self._consumed = 0
         self._rejected = dict.fromkeys(REJECT_REASONS, 0)
@@ -431,11 +434,21 @@ class Estimator:
             review_sampled=score.review_sampled,
             label=_OUTCOME_INDEX[score.label.value] if score.label is not None else None,
             unit=unit,
-            graded_p=graded_probability(score) if score.passed is not None else 1.0,
-            correction=correction_point(score, self._credits) if automated is not None else None,
+            graded_p=self._one(graded_probability(score)) if score.passed is not None else 1.0,
+            correction=self._one(correction_point(score, self._credits)) if automated is not None else None,
             judge=judge,
             agreement=agreement,
         )
+
+    def _one(self, value: _T) -> _T:
+        """One shared object per distinct value: identities keep few distinct points and probabilities, and
+        sharing them saves about 150 bytes per remembered conversation."""
+        found = self._shared.get(value)
+        if found is None:
+            if len(self._shared) >= 100_000:
+                return value
+            self._shared[value] = found = value
+        return found  # type: ignore[return-value]
 
     def _judge_label(self, judge: str) -> str:
         """A judge id as a label value (interned: one string per judge)."""

@@ -228,21 +228,19 @@ class Bucket:
             if self.corrections is None:
                 self.corrections = CorrectionSums()
             self.corrections.add(c.correction, sign)
-        if c.judge is not None:
-            self._judge(c.judge, c.agreement, sign)
-
-    def _judge(self, judge: str, agreement: int | None, sign: int) -> None:
-        """Count a conversation `judge` graded, with its label-verdict cell when labelled."""
-        if self.judges is None:
-            self.judges = {}
-        row = self.judges.get(judge)
-        if row is None:
-            row = self.judges[judge] = [0] * (JUDGED + 1)
-        row[JUDGED] += sign
-        if agreement is not None:
-            row[agreement] += sign
-        if not row[JUDGED]:
-            del self.judges[judge]
+        judge = c.judge
+        if judge is not None:  # the conversations the judge graded, and its label-verdict cell when labelled
+            judges = self.judges
+            if judges is None:
+                judges = self.judges = {}
+            row = judges.get(judge)
+            if row is None:
+                row = judges[judge] = [0] * (JUDGED + 1)
+            row[JUDGED] += sign
+            if c.agreement is not None:
+                row[c.agreement] += sign
+            if not row[JUDGED]:
+                del judges[judge]
 
     def merge(self, other: Bucket, sign: int = 1) -> None:
         """Add (sign=1) or remove (sign=-1) everything `other` holds."""
