@@ -206,7 +206,7 @@ def test_exit_2_on_usage_and_unreadable_input(mixed_file: Path, tmp_path: Path) 
     bad_base = tmp_path / "base.json"
     bad_base.write_text("[]", encoding="utf-8")
     code, _, err = run(mixed_file, "--baseline", bad_base)
-    assert code == 2 and "not an agentwatch report" in err
+    assert code == 2 and "not a report" in err and "--format json" in err
     only_bad = tmp_path / "junk.jsonl"
     only_bad.write_text("not json\n{}\n", encoding="utf-8")
     code, _, err = run(only_bad)
