@@ -193,13 +193,13 @@ def _spend_against_cap(cap: Any) -> Iterator[Metric]:
     """Spend over the sliding hour and day as the spend cap counts it, and the caps that are set."""
     hour, day = cap.spent()
     spent = GaugeMetricFamily("agentwatch_judge_spend_window_usd",
-                              "Judge spend over the sliding hour / 24 hours, as the spend cap counts it (USD).",
+                              "Judge spend over the sliding hour / 24 hours, as the spend cap counts it.",
                               labels=["period"])
     spent.add_metric(["hour"], hour)
     spent.add_metric(["day"], day)
     yield spent
     caps = GaugeMetricFamily("agentwatch_judge_spend_cap_usd",
-                             "Spend cap of the judge (judge.hourly_usd, judge.daily_usd; absent when not set).",
+                             "Spend cap of the judge (judge.hourly_usd, judge.daily_usd; absent if not set).",
                              labels=["period"])
     for period, value in (("hour", cap.hourly_usd), ("day", cap.daily_usd)):
         if value is not None:

@@ -180,8 +180,9 @@ def test_the_judge_row(dashboard: dict) -> None:
     end = next((i for i, p in enumerate(panels) if i > row and p["type"] == "row"), len(panels))
     exprs = {p["title"]: [t["expr"] for t in p["targets"]] for p in panels[row + 1:end]}
     read = {n for es in exprs.values() for e in es for n in _metric_names(e)}
-    assert {"agentwatch_judge_calls_total", "agentwatch_judge_failures_total", "agentwatch_judge_latency_seconds",
-            "agentwatch_judge_spend_window_usd", "agentwatch_judge_spend_cap_usd", "agentwatch_judge_pending",
+    assert {"agentwatch_judge_calls_total", "agentwatch_judge_failures_total",
+            "agentwatch_judge_latency_seconds", "agentwatch_judge_spend_window_usd",
+            "agentwatch_judge_spend_cap_usd", "agentwatch_judge_pending",
             "agentwatch_review_judge_labels", "agentwatch_review_judge_kappa"} <= read
     assert "sum by (reason) (rate(agentwatch_judge_failures_total[$__rate_interval]))" in exprs[
         "Judge failures by reason"]

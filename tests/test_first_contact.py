@@ -36,8 +36,10 @@ def test_duplicate_ids_are_counted_and_named(tmp_path: Path) -> None:
     assert report["input"]["duplicate_examples"] == ["good-0", "good-1", "good-2", "good-3", "good-4"]
     assert report["input"]["records"] == 29
     assert report["passed"] == 7  # good-6 counted once, as its last record (a wrong answer)
-    assert ("7 conversation ids read more than once (21 extra records): good-0, good-1, good-2, good-3, "
-            "good-4 and 2 more; each counts once, its last record") in err
+    assert (
+        "7 conversation ids read more than once (21 extra records): good-0, good-1, good-2, good-3, "
+        "good-4 and 2 more; each counts once, its last record"
+    ) in err
     _, text, _ = run(tmp_path / "dup.jsonl", "--no-gate")
     assert "Duplicate ids: 7 conversation ids read more than once (21 extra records)" in text
 
@@ -54,12 +56,16 @@ def test_unknown_keys_are_named_with_their_lines_and_the_rest_is_scored(tmp_path
     assert code == 0 and report["conversations"] == 8 and report["labels"] == {}  # ignored, not a label
     assert report["input"]["unknown_keys"] == {"outcom": 6, "turns.*.tool_calls.*.argumnts": 1}
     warnings = [line for line in err.splitlines() if line.startswith("warning: unknown key")]
+    path = tmp_path / "keys.jsonl"
     assert warnings == [
-        f"warning: unknown key `outcom` ignored (not a transcript field; did you mean `outcome`?): "
-        f"{tmp_path / 'keys.jsonl'}:3, {tmp_path / 'keys.jsonl'}:4, {tmp_path / 'keys.jsonl'}:5, "
-        f"{tmp_path / 'keys.jsonl'}:6, {tmp_path / 'keys.jsonl'}:7 and 1 more line(s)",
-        "warning: unknown key `turns.*.tool_calls.*.argumnts` ignored (not a transcript field; did you mean "
-        f"`arguments`?): {tmp_path / 'keys.jsonl'}:4",
+        (
+            "warning: unknown key `outcom` ignored (not a transcript field; did you mean `outcome`?): "
+            f"{path}:3, {path}:4, {path}:5, {path}:6, {path}:7 and 1 more line(s)"
+        ),
+        (
+            "warning: unknown key `turns.*.tool_calls.*.argumnts` ignored (not a transcript field; did you mean "
+            f"`arguments`?): {path}:4"
+        ),
     ]
 
 
@@ -147,12 +153,31 @@ def test_score_help_names_its_files() -> None:
 
 def test_judge_calls_log_no_http_line_each(tmp_path: Path) -> None:
     path = tmp_path / "live.jsonl"
-    path.write_text("".join(json.dumps({"conversation_id": f"c{i}", "turns": [{"input": f"q{i}", "answer": f"a{i}"}]})
-                            + "\n" for i in range(5)), encoding="utf-8")
+    path.write_text(
+        "".join(
+            json.dumps({"conversation_id": f"c{i}", "turns": [{"input": f"q{i}", "answer": f"a{i}"}]}) + "\n"
+            for i in range(5)
+        ),
+        encoding="utf-8",
+    )
     with FakeOpenAI(lambda _body: verdict_reply("complete", 0.9)) as server:
         done = subprocess.run(
-            [sys.executable, "-m", "agentwatch", "score", str(path), "--judge", "gpt-4o-mini", "--judge-url",
-             server.base_url, "--no-gate"], capture_output=True, text=True, timeout=120, check=False,
+            [
+                sys.executable,
+                "-m",
+                "agentwatch",
+                "score",
+                str(path),
+                "--judge",
+                "gpt-4o-mini",
+                "--judge-url",
+                server.base_url,
+                "--no-gate",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
         )
         calls = len(server.requests)
     assert done.returncode == 0, done.stderr
@@ -170,14 +195,18 @@ def test_a_server_on_every_interface_logs_the_address_to_open(caplog: pytest.Log
         server = MetricsServer(lambda: b"", 0, "0.0.0.0")
         server.stop()
     (line,) = [r.getMessage() for r in caplog.records if "serving metrics" in r.getMessage()]
-    assert line == (f"serving metrics on http://127.0.0.1:{server.port}/metrics (listening on all interfaces, "
-                    f"0.0.0.0:{server.port})")
+    assert line == (
+        f"serving metrics on http://127.0.0.1:{server.port}/metrics (listening on all interfaces, "
+        f"0.0.0.0:{server.port})"
+    )
 
 
 def test_the_runbook_and_the_alerts_doc_state_the_same_false_alarm_period() -> None:
     pattern = re.compile(r"per\s+~?(\d+) days")
     runbook = (ROOT / "deploy" / "README.md").read_text(encoding="utf-8")
     alerts = (ROOT / "docs" / "alerts.md").read_text(encoding="utf-8")
-    in_runbook = {int(d) for d in pattern.findall(runbook.split("### AgentwatchPass3Drift")[1].split("###")[0])}
+    in_runbook = {
+        int(d) for d in pattern.findall(runbook.split("### AgentwatchPass3Drift")[1].split("###")[0])
+    }
     in_alerts = {int(d) for d in pattern.findall(alerts)}
     assert in_runbook and in_runbook <= in_alerts

@@ -305,8 +305,8 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
     stop = threading.Event()
 
     def traffic() -> None:
-        # The collector keeps consuming while the lag grows, and its judge keeps judging: counters and lag move
-        # between scrapes.
+        # The collector keeps consuming while the lag grows, and its judge keeps judging: counters and lag
+        # move between scrapes.
         calls = 0
         while not stop.wait(0.3):
             with pipeline.lock:
@@ -531,7 +531,8 @@ def test_judge_agreement_with_people_equals_the_counted_kappa(live: Live) -> Non
 
 
 def test_judge_spend_against_the_cap(live: Live) -> None:
-    caps = {r["metric"]["period"]: float(r["value"][1]) for r in live.api.vector("agentwatch_judge_spend_cap_usd")}
+    caps = {r["metric"]["period"]: float(r["value"][1])
+            for r in live.api.vector("agentwatch_judge_spend_cap_usd")}
     assert caps == {"hour": 1.0, "day": 10.0}
     spent = {r["metric"]["period"]: float(r["value"][1])
              for r in live.api.vector("agentwatch_judge_spend_window_usd")}
@@ -549,7 +550,7 @@ def test_runbook_queries_run_and_return_data(live: Live) -> None:
     empty = []
     for line in lines:
         expr = re.sub(r"\b(AGENT|VERSION|BASELINE|TASK)\b", lambda m: fill[m.group(1)], line)
-        # every query must run; the judge's failure queries return data only while it fails (WITHOUT_LIVE_DATA)
+        # every query must run; the judge's failure queries return data only while it fails
         if not live.api.vector(expr) and "agentwatch_judge_" not in expr:
             empty.append(expr)
     assert not empty, f"runbook queries without data: {empty}"

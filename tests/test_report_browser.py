@@ -1,7 +1,7 @@
-"""The HTML report in a real browser (Playwright driving Debian's Chromium): open it, sort a table, open a failing
-conversation and read why it failed and what the judge said, with hostile transcripts that must not run, no
-console error and no request leaving the page. A screenshot is kept in the test's temporary directory (the path
-is printed)."""
+"""The HTML report in a real browser (Playwright driving Debian's Chromium): open it, sort a table, open a
+failing conversation and read why it failed and what the judge said, with hostile transcripts that must not
+run, no console error and no request leaving the page. A screenshot is kept in the test's temporary directory
+(the path is printed)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,10 @@ from typer.testing import CliRunner
 from agentwatch.cli import app
 from tests.fake_openai import FakeOpenAI, verdict_reply
 
-HOSTILE = '<script>window.__pwned = 1</script><img src="https://example.invalid/x.png" onerror="window.__pwned = 2">'
+HOSTILE = (
+    "<script>window.__pwned = 1</script>"
+    '<img src="https://example.invalid/x.png" onerror="window.__pwned = 2">'
+)
 JUDGE_SAYS = "The refund went to the wrong order </details><script>window.__pwned = 3</script>"
 BAD_TASK = "<b>billing</b>"
 
@@ -33,12 +36,17 @@ def _conversation(cid: str, task: str, version: str, ok: bool, judged: bool = Fa
     answer = "Your refund of $20 is on its way." if ok else f"Refund done. {HOSTILE}"
     if judged and not ok:
         answer = "Your refund of $20 went to order B7."
-    call = {"name": "refund" if ok else "cancel_order", "arguments": {"order": "A1"},
-            "result": {"status": "ok", "amount": "$20", "note": HOSTILE}}
+    call = {
+        "name": "refund" if ok else "cancel_order",
+        "arguments": {"order": "A1"},
+        "result": {"status": "ok", "amount": "$20", "note": HOSTILE},
+    }
     turn: dict[str, Any] = {"input": "Please refund order A1", "answer": answer, "tool_calls": [call]}
     if not judged:
-        turn["expected"] = {"tools": [{"name": "refund", "arguments": {"order": "A1"}}],
-                            "reference_answer": "Your refund of $20 is on its way."}
+        turn["expected"] = {
+            "tools": [{"name": "refund", "arguments": {"order": "A1"}}],
+            "reference_answer": "Your refund of $20 is on its way.",
+        }
     return {"conversation_id": cid, "agent": "support", "version": version, "task": task, "turns": [turn]}
 
 
@@ -64,21 +72,47 @@ def page_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tmp = tmp_path_factory.mktemp("report-browser")
     runner = CliRunner()
     base = tmp / "base.json"
-    old = runner.invoke(app, ["score", str(_write(tmp / "v1.jsonl", "1.0", 20)), "--format", "json",
-                              "--out", str(base), "--no-gate"])
+    old = runner.invoke(
+        app,
+        [
+            "score",
+            str(_write(tmp / "v1.jsonl", "1.0", 20)),
+            "--format",
+            "json",
+            "--out",
+            str(base),
+            "--no-gate",
+        ],
+    )
     assert old.exit_code == 0, old.output
     out = tmp / "report.html"
     with FakeOpenAI(_judge) as server:
-        new = runner.invoke(app, ["score", str(_write(tmp / "v2.jsonl", "2.0", 3)), "--baseline", str(base),
-                                  "--judge", "gpt-4o-mini", "--judge-url", server.base_url, "--judge-sample", "1",
-                                  "--format", "html", "--out", str(out)])
+        new = runner.invoke(
+            app,
+            [
+                "score",
+                str(_write(tmp / "v2.jsonl", "2.0", 3)),
+                "--baseline",
+                str(base),
+                "--judge",
+                "gpt-4o-mini",
+                "--judge-url",
+                server.base_url,
+                "--judge-sample",
+                "1",
+                "--format",
+                "html",
+                "--out",
+                str(out),
+            ],
+        )
     assert new.exit_code == 1, new.output
     return out
 
 
 def test_the_page_carries_everything_and_runs_nothing_it_should_not(page_file: Path) -> None:
     page = page_file.read_text(encoding="utf-8")
-    assert "<script>window" not in page and "onerror=\"window" not in page  # escaped, every one
+    assert "<script>window" not in page and 'onerror="window' not in page  # escaped, every one
     assert page.count("<script>") == 1 and "http://" not in page.split("<body>")[1].split("<script>")[0]
     assert "Content-Security-Policy" in page and "default-src 'none'" in page
 
@@ -103,7 +137,10 @@ def test_open_sort_and_read_why_a_conversation_failed(page_file: Path, tmp_path:
             page.set_default_timeout(5_000)
             page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
             page.on("pageerror", lambda e: problems.append(str(e)))
-            page.on("request", lambda r: outside.append(r.url) if not r.url.startswith(("file:", "data:")) else None)
+            page.on(
+                "request",
+                lambda r: outside.append(r.url) if not r.url.startswith(("file:", "data:")) else None,
+            )
             page.goto(page_file.as_uri())
             assert page.inner_text("#verdict").startswith("DO NOT SHIP")
             assert "baseline regression" in page.inner_text("#verdict")
@@ -116,7 +153,9 @@ def test_open_sort_and_read_why_a_conversation_failed(page_file: Path, tmp_path:
             rates = [float(v) for v in cells.evaluate_all("cs => cs.map(c => c.getAttribute('data-v'))")]
             # 38 of 40 graded passed before; now 26 of the 40 with expectations and 3 of the 6 judged alone
             assert rates == pytest.approx([38 / 40, 29 / 46, 29 / 46 - 38 / 40])
-            assert "REGRESSION" in page.locator("h3:has-text('Against the baseline') ~ table").first.inner_text()
+            assert (
+                "REGRESSION" in page.locator("h3:has-text('Against the baseline') ~ table").first.inner_text()
+            )
 
             # sort the per-task table by success rate, both ways
             table = page.locator("#by-task")
@@ -133,7 +172,7 @@ def test_open_sort_and_read_why_a_conversation_failed(page_file: Path, tmp_path:
             assert values() == sorted(values(), reverse=True)
             assert BAD_TASK in table.inner_text()  # a hostile task name is text
 
-            # a failing conversation under `answer`: closed, then open in place with its reasons and transcript
+            # a failing conversation under `answer`: closed, then open in place with its reasons, transcript
             modes = page.locator("details.mode")
             answer_mode = modes.filter(has=page.locator("summary b", has_text="answer")).first
             _open(answer_mode)

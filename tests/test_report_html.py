@@ -1,4 +1,5 @@
-"""The HTML report without a browser: figures read from the model, escaping, the page's policy, cuts, plots."""
+"""The HTML report without a browser: figures read from the model, escaping, the page's policy, cuts and
+plots."""
 
 from __future__ import annotations
 
@@ -21,19 +22,36 @@ from agentwatch.exporters.report.model import BootstrapEstimate, GroupStats
 from agentwatch.schema import Conversation, ConversationScore
 from agentwatch.scorers import ConversationScorer
 
-EVIL = '</details></pre><script>alert(1)</script><img src=x onerror=alert(2)>"\''
+EVIL = "</details></pre><script>alert(1)</script><img src=x onerror=alert(2)>\"'"
 
 
 def _hostile(i: int, long_result: bool = False) -> Conversation:
     result = "x" * 10_000 if long_result else {EVIL: EVIL}
-    return Conversation.model_validate({
-        "conversation_id": f"{EVIL}-{i}", "agent": EVIL, "version": "1", "task": EVIL, "tags": {EVIL: EVIL},
-        "system": EVIL, "notes": [EVIL],
-        "turns": [{"input": EVIL, "answer": EVIL, "error": EVIL,
-                   "tool_calls": [{"name": EVIL, "arguments": {EVIL: EVIL}, "result": result, "error": None}],
-                   "expected": {"tools": [{"name": "refund", "arguments": {"order": "A1"}}],
-                                "reference_answer": "refunded"}}],
-    })
+    return Conversation.model_validate(
+        {
+            "conversation_id": f"{EVIL}-{i}",
+            "agent": EVIL,
+            "version": "1",
+            "task": EVIL,
+            "tags": {EVIL: EVIL},
+            "system": EVIL,
+            "notes": [EVIL],
+            "turns": [
+                {
+                    "input": EVIL,
+                    "answer": EVIL,
+                    "error": EVIL,
+                    "tool_calls": [
+                        {"name": EVIL, "arguments": {EVIL: EVIL}, "result": result, "error": None}
+                    ],
+                    "expected": {
+                        "tools": [{"name": "refund", "arguments": {"order": "A1"}}],
+                        "reference_answer": "refunded",
+                    },
+                }
+            ],
+        }
+    )
 
 
 class _Tags(HTMLParser):
@@ -91,7 +109,10 @@ def test_only_the_pages_own_script_may_run_and_nothing_is_fetched(hostile_page: 
     digest = base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
     csp = re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', hostile_page)
     assert csp is not None
-    assert csp.group(1) == f"default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src 'sha256-{digest}'"
+    assert (
+        csp.group(1)
+        == f"default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src 'sha256-{digest}'"
+    )
     assert not re.search(r'(src|href)="(?!data:)', hostile_page)  # no URL but data: ones
 
 
@@ -113,11 +134,15 @@ def test_a_new_estimate_in_the_model_gets_a_column_and_a_card() -> None:
     scorer = ConversationScorer(settings)
     report = build_report([scorer.score(_hostile(i)) for i in range(2)], settings)
     plain = GroupStats.model_validate(report.model_dump(include=set(GroupStats.model_fields)))
-    group = _WithNewFigure(**plain.model_dump(), corrected_rate=BootstrapEstimate(value=0.25, lower=0.125,
-                                                                                    upper=0.5))
+    group = _WithNewFigure(
+        **plain.model_dump(), corrected_rate=BootstrapEstimate(value=0.25, lower=0.125, upper=0.5)
+    )
     found = {f.key: f for f in figures(group)}
     assert (found["corrected_rate"].value, found["corrected_rate"].lower, found["corrected_rate"].upper) == (
-        0.25, 0.125, 0.5)
+        0.25,
+        0.125,
+        0.5,
+    )
     assert found["corrected_rate"].about == "A figure the page has never heard of."
     table = group_table([("a", group), ("b", plain)], "group", "t")
     assert '<th title="A figure the page has never heard of.">corrected rate</th>' in table
@@ -129,11 +154,22 @@ def _repeated_attempts() -> list[ConversationScore]:
     for unit in range(12):
         for attempt in range(4):
             passed = (unit + attempt) % 3 != 0
-            out.append(ConversationScore(
-                conversation_id=f"u{unit}-a{attempt}", agent="a", version="1", task="t", instance=str(unit),
-                attempt=attempt, turns=1, passed=passed, outcome="complete" if passed else "partial_incorrect",
-                outcome_source="rules", graded_by=["expectations"], asr_credit=float(passed),
-            ))
+            out.append(
+                ConversationScore(
+                    conversation_id=f"u{unit}-a{attempt}",
+                    agent="a",
+                    version="1",
+                    task="t",
+                    instance=str(unit),
+                    attempt=attempt,
+                    turns=1,
+                    passed=passed,
+                    outcome="complete" if passed else "partial_incorrect",
+                    outcome_source="rules",
+                    graded_by=["expectations"],
+                    asr_credit=float(passed),
+                )
+            )
     return out
 
 

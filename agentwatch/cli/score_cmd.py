@@ -99,7 +99,8 @@ def _read_and_score(
             size = path.stat().st_size if path.exists() else None
             task = progress.add_task(path.name, total=size, judged="")
             for conv in iter_conversations(
-                path, errors, lambda pos, t=task: progress.update(t, completed=pos), unknown  # type: ignore[arg-type]
+                path, errors, lambda pos, t=task: progress.update(t, completed=pos),
+                unknown,  # type: ignore[arg-type]
             ):
                 if runner is None:
                     keep(conv, scorer.score(conv))
@@ -151,7 +152,8 @@ def score(
         list[Path],
         typer.Argument(
             metavar="FILE...",
-            help="Transcript files: JSON Lines, one Conversation per line (gzip accepted; a JSON array is read too).",
+            help="Transcript files: JSON Lines, one Conversation per line (gzip accepted; a JSON array is "
+            "read too).",
         ),
     ],
     k: Annotated[
@@ -201,7 +203,7 @@ def score(
         int,
         typer.Option(
             "--examples", min=0,
-            help="Conversations listed per failure mode (JSON, and in the HTML report with their transcripts).",
+            help="Conversations listed per failure mode (JSON; the HTML report carries their transcripts).",
         ),
     ] = 10,
     labels: Annotated[
@@ -285,8 +287,9 @@ def score(
     report = build_reports(scores, settings, ks if ks is not None else default_ks(scores, settings.stats.ks),
                            base, str(baseline), examples)
     report.input = InputSummary(
-        files=[str(f) for f in files], records=len(scores), malformed=len(errors), duplicate_ids=len(repeated),
-        duplicate_records=extra, duplicate_examples=repeated[:MAX_IDS_SHOWN], shared_ids=len(shared),
+        files=[str(f) for f in files], records=len(scores), malformed=len(errors),
+        duplicate_ids=len(repeated), duplicate_records=extra, duplicate_examples=repeated[:MAX_IDS_SHOWN],
+        shared_ids=len(shared),
         unknown_keys=unknown.counts(),
     )
     judge_id = runner.judge_id if runner is not None else None
@@ -309,8 +312,8 @@ def _warn_collisions(ids: list[str]) -> None:
 
     if ids:
         typer.echo(
-            f"{len(ids)} conversation id(s) occur under several versions of one agent: {first_few(ids)}; each "
-            "counts once in its version's section",
+            f"{len(ids)} conversation id(s) occur under several versions of one agent: {first_few(ids)}; "
+            "each counts once in its version's section",
             err=True,
         )
 
@@ -321,13 +324,15 @@ def _warn_duplicates(ids: list[str], extra: int) -> None:
 
     if ids:
         typer.echo(
-            f"warning: {plural(len(ids), 'conversation id')} read more than once ({plural(extra, 'extra record')}):"
-            f" {first_few(ids)}; each counts once, its last record",
+            f"warning: {plural(len(ids), 'conversation id')} read more than once "
+            f"({plural(extra, 'extra record')}): {first_few(ids)}; each counts once, its last record",
             err=True,
         )
 
 
-def _emit(report, settings, fmt: ReportFormat, out: Path | None, title: str, keeper: object, base: object) -> None:
+def _emit(
+    report, settings, fmt: ReportFormat, out: Path | None, title: str, keeper: object, base: object
+) -> None:
     """Write the report in the chosen format to `out` or stdout."""
     header: list[str] = []
     if fmt is ReportFormat.json:
@@ -336,8 +341,11 @@ def _emit(report, settings, fmt: ReportFormat, out: Path | None, title: str, kee
         try:
             from agentwatch.exporters.report.html import render_html
 
-            body = render_html(report, settings, title=title, header=header, cases=keeper,  # type: ignore[arg-type]
-                               base=base)  # type: ignore[arg-type]
+            body = render_html(
+                report, settings, title=title, header=header,
+                cases=keeper,  # type: ignore[arg-type]
+                base=base,  # type: ignore[arg-type]
+            )
         except ImportError as exc:
             raise _fail(f"--format html needs matplotlib (pip install 'agentwatch[html]'): {exc}") from None
     else:

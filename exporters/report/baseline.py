@@ -30,11 +30,13 @@ class BaselineError(ValueError):
     """The baseline report cannot be read or is not a report."""
 
 
-WRITE_ONE = "a baseline is the JSON report of an earlier run: `agentwatch score FILE --format json --out FILE`"
+WRITE_ONE = (
+    "a baseline is the JSON report of an earlier run: `agentwatch score FILE --format json --out FILE`"
+)
 
 
 def _what_it_is(raw: bytes, data: object) -> str | None:
-    """What a file given as a baseline holds instead of a report (transcripts, a benchmark's results), if known."""
+    """What a file given as a baseline holds instead of a report (transcripts, another format), if known."""
     if isinstance(data, dict) and ("turns" in data or "conversation_id" in data):
         return "one transcript"
     if isinstance(data, list):

@@ -38,7 +38,8 @@ TOOL_DIMENSIONS = ("selection", "parameters", "sequence", "utilization", "overal
 INFORMATIONAL_CODES = frozenset({"label"})
 # Why a conversation is outside the graded sample: coverage (reported under `ungraded`), not failure modes.
 COVERAGE_CODES = frozenset({
-    "no_grader", "judge_timeout", "judge_bad_output", "judge_unavailable", "judge_budget_exhausted", "scorer_error",
+    "no_grader", "judge_timeout", "judge_bad_output", "judge_unavailable", "judge_budget_exhausted",
+    "scorer_error",
 })
 EXAMPLES_PER_MODE = 10  # conversations listed per failure mode (--examples)
 __all__ = [
@@ -148,7 +149,7 @@ def failure_rates(scores: Sequence[ConversationScore], settings: Settings) -> di
 def group_stats(
     scores: Sequence[ConversationScore], settings: Settings, ks: Sequence[int], examples: int = 0
 ) -> GroupStats:
-    """Every estimate of the report for one set of conversations; `examples` conversation ids per failure mode."""
+    """Every estimate of the report for one set of conversations; `examples` ids listed per failure mode."""
     n, c = counts(scores)
     pass_at, pass_pow, units = k_estimates(scores, settings, ks)
     outcomes = Counter(s.outcome.value for s in scores)

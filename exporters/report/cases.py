@@ -53,6 +53,8 @@ class CaseKeeper:
 
     def find(self, conversation_id: str, agent_version: str | None = None) -> list[Case]:
         """The kept conversations with this id (of one `agent version` when given)."""
-        return [self.kept[(agent, version, conversation_id)]
-                for agent, version in self.by_id.get(conversation_id, [])
-                if agent_version is None or f"{agent} {version}" == agent_version]
+        return [
+            self.kept[(agent, version, conversation_id)]
+            for agent, version in self.by_id.get(conversation_id, [])
+            if agent_version is None or f"{agent} {version}" == agent_version
+        ]

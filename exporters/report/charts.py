@@ -78,16 +78,38 @@ def curve_figure(report: Report, settings: Settings) -> Any:
         if over_units:
             name = "pass^k" if kind == "pow" else "pass@k"
             uk = data["units_k"]
-            ax.fill_between(uk, data[f"{kind}_lo"], data[f"{kind}_hi"], color=color, alpha=0.2,
-                            label=f"{name} over units, {level} interval")
+            ax.fill_between(
+                uk,
+                data[f"{kind}_lo"],
+                data[f"{kind}_hi"],
+                color=color,
+                alpha=0.2,
+                label=f"{name} over units, {level} interval",
+            )
             ax.plot(uk, data[f"{kind}_value"], color=color, marker="o", label=f"{name} over units (τ-bench)")
-            ax.plot(ks, data[f"{kind}_exch_mean"], color=color, linestyle="--",
-                    label=f"{exch} under exchangeability (pooled)")
+            ax.plot(
+                ks,
+                data[f"{kind}_exch_mean"],
+                color=color,
+                linestyle="--",
+                label=f"{exch} under exchangeability (pooled)",
+            )
         else:
-            ax.fill_between(ks, data[f"{kind}_exch_lo"], data[f"{kind}_exch_hi"], color=color, alpha=0.2,
-                            label=f"{exch} {level} band")
-            ax.plot(ks, data[f"{kind}_exch_mean"], color=color, marker="o",
-                    label=f"{exch} under exchangeability, posterior mean")
+            ax.fill_between(
+                ks,
+                data[f"{kind}_exch_lo"],
+                data[f"{kind}_exch_hi"],
+                color=color,
+                alpha=0.2,
+                label=f"{exch} {level} band",
+            )
+            ax.plot(
+                ks,
+                data[f"{kind}_exch_mean"],
+                color=color,
+                marker="o",
+                label=f"{exch} under exchangeability, posterior mean",
+            )
             ax.plot(ks, data[f"{kind}_plugin"], color=color, linestyle="--", label=f"{exch} plug-in")
     ax.set_xlabel("k")
     ax.set_ylabel("probability")
@@ -128,10 +150,10 @@ def outcome_figure(report: Report) -> Any:
 def charts(report: Report, settings: Settings) -> list[tuple[str, str]]:
     """(alt text, base64 PNG) of the report's plots."""
     out = []
-    for alt, fig in (("pass@k and pass^k against k, with their intervals", curve_figure(report, settings)),
-                     ("conversations per outcome class", outcome_figure(report))):
+    for alt, fig in (
+        ("pass@k and pass^k against k, with their intervals", curve_figure(report, settings)),
+        ("conversations per outcome class", outcome_figure(report)),
+    ):
         if fig is not None:
             out.append((alt, png(fig)))
     return out
-
-

@@ -1,9 +1,9 @@
 """The figures of a report group, read from the model: every estimate that carries an interval.
 
 The HTML report's cards and tables are built from `figures(group)`, not from a list of names, so an estimate
-added to `GroupStats` (a model with `lower` and `upper`, or a dict of them keyed by k or kind) shows up in every
-table without touching the page. Its name comes from `NAMES` when it has one there, else from the field's name,
-and its description from the field's.
+added to `GroupStats` (a model with `lower` and `upper`, or a dict of them keyed by k or kind) shows up in
+every table without touching the page. Its name comes from `NAMES` when it has one there, else from the
+field's name, and its description from the field's.
 """
 
 from __future__ import annotations
@@ -72,14 +72,34 @@ def figures(group: GroupStats) -> list[Figure]:
         about = info.description or ""
         evidence = field in EVIDENCE_FIELDS
         if _has_interval(x):
-            out.append(Figure(field, NAMES.get(field, field.replace("_", " ")), _value(x), x.lower, x.upper,
-                              about, evidence, getattr(x, "method", None)))
+            out.append(
+                Figure(
+                    field,
+                    NAMES.get(field, field.replace("_", " ")),
+                    _value(x),
+                    x.lower,
+                    x.upper,
+                    about,
+                    evidence,
+                    getattr(x, "method", None),
+                )
+            )
         elif isinstance(x, dict) and x and all(_has_interval(v) for v in x.values()):
             for key, v in x.items():
                 if key == "1" and (field == "pass_at_k" or getattr(v, "method", None) == "exchangeable"):
                     continue
-                out.append(Figure(f"{field}.{key}", _entry_name(field, key, v), _value(v), v.lower, v.upper,
-                                  about, evidence, getattr(v, "method", None)))
+                out.append(
+                    Figure(
+                        f"{field}.{key}",
+                        _entry_name(field, key, v),
+                        _value(v),
+                        v.lower,
+                        v.upper,
+                        about,
+                        evidence,
+                        getattr(v, "method", None),
+                    )
+                )
     return out
 
 

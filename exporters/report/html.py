@@ -2,7 +2,8 @@
 
 A verdict banner, headline figures with their intervals, sortable tables per version, task and tag, the
 baseline beside the new run with deltas and the regression probability, the failure modes each listing its
-conversations — openable in place with their transcripts, reasons and the judge's explanation — and the charts.
+conversations — openable in place with their transcripts, reasons and the judge's explanation — and the
+charts.
 Tables are built from `figures` (the model's estimates), so a new estimate in the report model gets a column
 without a change here. Everything from a transcript is escaped, and a Content-Security-Policy lets only the
 page's own script run and loads nothing from anywhere.
@@ -41,8 +42,10 @@ min-width:9em} .card .v{font-size:1.4em;font-weight:600} .ci{color:#666;font-siz
 table{border-collapse:collapse;margin:.5em 0;font-size:.9em} th,td{border:1px solid #ddd;padding:.25em .5em;
 text-align:left;vertical-align:top} th{background:#f3f3f3} table.sortable th{cursor:pointer}
 th[aria-sort=ascending]::after{content:" ▲"} th[aria-sort=descending]::after{content:" ▼"}
-td.num{text-align:right;white-space:nowrap} td.num .ci{display:block} .wide{overflow-x:auto;max-width:100%} .ok{color:#1b7f3b} .bad{color:#b3261e} .na{color:#777}
-.note{background:#fff8e1;border-left:4px solid #f0b400;padding:.5em .8em} .cut{color:#8a5a00;font-style:italic}
+td.num{text-align:right;white-space:nowrap} td.num .ci{display:block} .wide{overflow-x:auto;max-width:100%}
+.ok{color:#1b7f3b} .bad{color:#b3261e} .na{color:#777}
+.note{background:#fff8e1;border-left:4px solid #f0b400;padding:.5em .8em}
+.cut{color:#8a5a00;font-style:italic}
 details.conv{border:1px solid #ddd;border-radius:4px;margin:.3em 0;padding:.2em .6em}
 details.conv[open]{background:#fcfcfc} summary{cursor:pointer} pre{white-space:pre-wrap;word-break:break-word;
 margin:.2em 0;background:#f6f6f6;padding:.3em} .calls pre{max-width:32em} .code{font-family:monospace}
@@ -114,12 +117,15 @@ def _delta_row(old: GroupStats, new: GroupStats, cols: list[tuple[str, str, str]
         a, b = after.get(key), before.get(key)
         d = None if a is None or b is None or a.value is None or b.value is None else a.value - b.value
         text = "n/a" if d is None else f"{100 * d:+.1f}"
-        cls = "" if d is None or d == 0 else (" bad" if (d < 0) != a.evidence else " ok")  # type: ignore[union-attr]
+        worse = d is not None and a is not None and (d < 0) != a.evidence  # more evidence is worse
+        cls = "" if d is None or d == 0 else (" bad" if worse else " ok")
         cells.append(f'<td class="num{cls}" data-v="{"" if d is None else repr(d)}">{text}</td>')
     return f"<tr><td>change (points)</td><td></td><td></td>{''.join(cells)}</tr>"
 
 
-def group_table(rows: Sequence[tuple[str, GroupStats]], first: str, table_id: str, delta: bool = False) -> str:
+def group_table(
+    rows: Sequence[tuple[str, GroupStats]], first: str, table_id: str, delta: bool = False
+) -> str:
     """A sortable table: one row per group, a column per figure of the model (and per evidence seen); with
     `delta`, a last row with the change from the first group to the second."""
     groups = [g for _name, g in rows]
@@ -136,12 +142,20 @@ def group_table(rows: Sequence[tuple[str, GroupStats]], first: str, table_id: st
         body.append(f"<tr><td>{escape(name)}</td>{_count(g.conversations)}{_count(g.scored)}{cells}</tr>")
     if delta and len(groups) == 2:
         body.append(_delta_row(groups[0], groups[1], cols))
-    dagger = any(f.method == "exchangeable" and methods.get(f.key) == "tasks" for g in groups for f in figures(g))
-    note = '<p class="ci">† p^k under exchangeability: that group has no repeated attempts.</p>' if dagger else ""
+    dagger = any(
+        f.method == "exchangeable" and methods.get(f.key) == "tasks" for g in groups for f in figures(g)
+    )
+    note = (
+        '<p class="ci">† p^k under exchangeability: that group has no repeated attempts.</p>'
+        if dagger
+        else ""
+    )
     sortable = "" if delta else ' class="sortable"'
-    return (f'<div class="wide"><table{sortable} id="{escape(table_id)}"><thead><tr><th>{escape(first)}'
-            f"</th><th>conversations</th><th>graded</th>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
-            f"</div>{note}")
+    return (
+        f'<div class="wide"><table{sortable} id="{escape(table_id)}"><thead><tr><th>{escape(first)}'
+        f"</th><th>conversations</th><th>graded</th>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+        f"</div>{note}"
+    )
 
 
 def _banner(report: Report) -> str:
@@ -150,32 +164,42 @@ def _banner(report: Report) -> str:
     items = []
     for g in rd.gates:
         value = "n/a" if g.value is None else (f"{g.value:.0f}" if g.name == "loops" else f"{g.value:.3f}")
-        mark = '<span>✓</span>' if g.passed else '<span>✗</span>'
+        mark = "<span>✓</span>" if g.passed else "<span>✗</span>"
         note = f" — {escape(g.note)}" if g.note else ""
         items.append(f"<li>{escape(gate_name(g))} {escape(g.op)} {g.threshold:g}: {value} {mark}{note}</li>")
     if report.baseline is not None:
         for c in report.baseline.checks:
             prob = "n/a" if c.probability is None else f"{c.probability:.3f}"
             verdict = "regression" if c.regressed else "no regression"
-            items.append(f"<li>[{escape(c.scope)}] P(pass^{c.k} dropped by more than {c.margin:g}) = {prob} "
-                         f"(threshold {c.threshold:g}): {verdict}</li>")
+            items.append(
+                f"<li>[{escape(c.scope)}] P(pass^{c.k} dropped by more than {c.margin:g}) = {prob} "
+                f"(threshold {c.threshold:g}): {verdict}</li>"
+            )
     estimate = "the lower bound of each interval" if rd.estimate == "lower" else rd.estimate
-    return (f'<div class="verdict {"ship" if ok else "noship"}" id="verdict"><h2>{escape(final_verdict(report))}'
-            f"</h2><p>Readiness tier <b>{escape(rd.tier)}</b>; {escape(rd.scope_note)}; "
-            f"{plural(rd.scope_scored, 'graded conversation')} gated on {escape(estimate)}.</p>"
-            f"<ul>{''.join(items)}</ul></div>")
+    return (
+        f'<div class="verdict {"ship" if ok else "noship"}" id="verdict"><h2>{escape(final_verdict(report))}'
+        f"</h2><p>Readiness tier <b>{escape(rd.tier)}</b>; {escape(rd.scope_note)}; "
+        f"{plural(rd.scope_scored, 'graded conversation')} gated on {escape(estimate)}.</p>"
+        f"<ul>{''.join(items)}</ul></div>"
+    )
 
 
 def _cards(group: GroupStats) -> str:
     cov = group.scored / group.conversations if group.conversations else None
-    cards = [(f'<div class="card"><div>graded</div><div class="v">{group.scored:,} / {group.conversations:,}'
-              f'</div><div class="ci">coverage {_num(cov, True)}</div></div>')]
+    cards = [
+        (
+            f'<div class="card"><div>graded</div><div class="v">{group.scored:,} / {group.conversations:,}'
+            f'</div><div class="ci">coverage {_num(cov, True)}</div></div>'
+        )
+    ]
     for f in figures(group):
         if f.evidence:
             continue
-        cards.append(f'<div class="card" title="{escape(f.about)}"><div>{escape(f.name)}</div>'
-                     f'<div class="v">{_num(f.value)}</div><div class="ci">{_interval(f).strip() or "&nbsp;"}'
-                     "</div></div>")
+        cards.append(
+            f'<div class="card" title="{escape(f.about)}"><div>{escape(f.name)}</div>'
+            f'<div class="v">{_num(f.value)}</div><div class="ci">{_interval(f).strip() or "&nbsp;"}'
+            "</div></div>"
+        )
     return f'<div class="cards">{"".join(cards)}</div>'
 
 
@@ -189,12 +213,16 @@ def _exchangeable(group: GroupStats) -> str:
 def _evidence(group: GroupStats) -> str:
     rows = "".join(
         f'<tr><td>{escape(kind)}</td>{_count(r.count)}<td class="num" data-v="{r.rate or 0!r}">'
-        f"{_num(r.rate, True)} <span class=\"ci\">[{_num(r.lower, True)}, {_num(r.upper, True)}]</span></td></tr>"
+        f'{_num(r.rate, True)} <span class="ci">[{_num(r.lower, True)}, {_num(r.upper, True)}]</span>'
+        "</td></tr>"
         for kind, r in group.failure_rates.items()
     )
-    return (f"<h3>Failure evidence (rates over all {group.conversations:,} conversations, graded or not)</h3>"
-            f'<table class="sortable"><thead><tr><th>evidence</th><th>conversations</th><th>rate</th></tr></thead>'
-            f"<tbody>{rows}</tbody></table>")
+    return (
+        f"<h3>Failure evidence (rates over all {group.conversations:,} conversations, graded or not)</h3>"
+        '<table class="sortable"><thead><tr><th>evidence</th><th>conversations</th><th>rate</th></tr>'
+        "</thead>"
+        f"<tbody>{rows}</tbody></table>"
+    )
 
 
 def _baseline(section: Report, base: Report | None, sid: str) -> str:
@@ -203,31 +231,41 @@ def _baseline(section: Report, base: Report | None, sid: str) -> str:
         return ""
     out = [f"<h3>Against the baseline ({escape(b.source)})</h3>"]
     if base is not None:
-        rows = [(f"baseline {base.agent_version or ''}".strip(), base), (f"new {section.agent_version or ''}".strip(),
-                                                                         section)]
+        rows = [
+            (f"baseline {base.agent_version or ''}".strip(), base),
+            (f"new {section.agent_version or ''}".strip(), section),
+        ]
         out.append(group_table(rows, "", f"{sid}baseline", delta=True))
     checks = "".join(
-        f"<tr><td>{escape(c.scope)}</td><td>pass^{c.k} ({escape(c.method)})</td><td class=\"num\">{c.margin:g}</td>"
+        f"<tr><td>{escape(c.scope)}</td><td>pass^{c.k} ({escape(c.method)})</td>"
+        f'<td class="num">{c.margin:g}</td>'
         f'<td class="num">{"n/a" if c.probability is None else format(c.probability, ".3f")}</td>'
         f'<td class="num">{c.threshold:g}</td><td class="{"bad" if c.regressed else "ok"}">'
-        f'{"REGRESSION" if c.regressed else "no regression"}</td><td>{escape(c.note or "")}</td></tr>'
+        f"{'REGRESSION' if c.regressed else 'no regression'}</td><td>{escape(c.note or '')}</td></tr>"
         for c in b.checks
     )
-    out.append("<table><thead><tr><th>scope</th><th>figure</th><th>margin</th><th>P(dropped by more than the "
-               f"margin)</th><th>threshold</th><th>verdict</th><th>note</th></tr></thead><tbody>{checks}</tbody>"
-               f'</table><p class="ci">{escape(b.rule)}</p>')
+    out.append(
+        "<table><thead><tr><th>scope</th><th>figure</th><th>margin</th><th>P(dropped by more than the "
+        f"margin)</th><th>threshold</th><th>verdict</th><th>note</th></tr></thead><tbody>{checks}</tbody>"
+        f'</table><p class="ci">{escape(b.rule)}</p>'
+    )
     if b.by_group:
         rows = "".join(
             f"<tr><td>{escape(name)}</td>"
-            + "".join(f'<td class="num" data-v="{"" if d.delta is None else repr(d.delta)}">'
-                      f'{"n/a" if d.delta is None else format(100 * d.delta, "+.1f")}</td>'
-                      for d in (ds.get("pass@1"), ds.get("pass^3")) if d is not None)
+            + "".join(
+                f'<td class="num" data-v="{"" if d.delta is None else repr(d.delta)}">'
+                f"{'n/a' if d.delta is None else format(100 * d.delta, '+.1f')}</td>"
+                for d in (ds.get("pass@1"), ds.get("pass^3"))
+                if d is not None
+            )
             + "</tr>"
             for name, ds in b.by_group.items()
         )
-        out.append("<details><summary>Per task and tag: change in points (informational, not part of the "
-                   "verdict)</summary><table class=\"sortable\"><thead><tr><th>group</th><th>Δ pass@1</th>"
-                   f"<th>Δ pass^3</th></tr></thead><tbody>{rows}</tbody></table></details>")
+        out.append(
+            "<details><summary>Per task and tag: change in points (informational, not part of the "
+            'verdict)</summary><table class="sortable"><thead><tr><th>group</th><th>Δ pass@1</th>'
+            f"<th>Δ pass^3</th></tr></thead><tbody>{rows}</tbody></table></details>"
+        )
     return "".join(out)
 
 
@@ -237,33 +275,48 @@ def _failure_modes(section: Report, cases: CaseKeeper | None, sid: str) -> str:
         out.append("<p>none</p>")
     for i, mode in enumerate(section.failure_modes):
         listed = "".join(
-            conversation_html(cid, next(iter(cases.find(cid, section.agent_version)), None) if cases else None)
+            conversation_html(
+                cid, next(iter(cases.find(cid, section.agent_version)), None) if cases else None
+            )
             for cid in mode.conversations
         )
-        shown = f"the first {len(mode.conversations)} shown" if len(mode.conversations) < mode.count else "all shown"
-        out.append(f'<details class="mode" id="{sid}mode-{i}"{" open" if i == 0 else ""}><summary><b>'
-                   f"{escape(mode.mode)}</b> — {plural(mode.count, 'conversation')} ({shown})</summary>"
-                   f"{listed}</details>")
+        shown = (
+            f"the first {len(mode.conversations)} shown"
+            if len(mode.conversations) < mode.count
+            else "all shown"
+        )
+        out.append(
+            f'<details class="mode" id="{sid}mode-{i}"{" open" if i == 0 else ""}><summary><b>'
+            f"{escape(mode.mode)}</b> — {plural(mode.count, 'conversation')} ({shown})</summary>"
+            f"{listed}</details>"
+        )
     if section.ungraded:
         why = ", ".join(f"{escape(code)} {n:,}" for code, n in section.ungraded.items())
-        out.append(f"<p>Not graded ({plural(section.conversations - section.scored, 'conversation')}; coverage, "
-                   f"not failures): {why}</p>")
+        out.append(
+            f"<p>Not graded ({plural(section.conversations - section.scored, 'conversation')}; coverage, "
+            f"not failures): {why}</p>"
+        )
     return "".join(out)
 
 
-def _section(section: Report, settings: Settings, cases: CaseKeeper | None, base: Report | None,
-             sid: str = "") -> str:
+def _section(
+    section: Report, settings: Settings, cases: CaseKeeper | None, base: Report | None, sid: str = ""
+) -> str:
     """Everything about one set of conversations (the report, or one version); `sid` prefixes element ids."""
     out = [_cards(section), _exchangeable(section)]
-    out += [f'<figure><img alt="{escape(alt)}" src="data:image/png;base64,{img}"></figure>'
-            for alt, img in charts(section, settings)]
+    out += [
+        f'<figure><img alt="{escape(alt)}" src="data:image/png;base64,{img}"></figure>'
+        for alt, img in charts(section, settings)
+    ]
     out.append(_baseline(section, base, sid))
     out.append(_failure_modes(section, cases, sid))
     out.append(_evidence(section))
     if len(section.by_task) > 1:
         out.append("<h3>By task</h3>" + group_table(list(section.by_task.items()), "task", f"{sid}by-task"))
     for key, values in section.by_tag.items():
-        out.append(f"<h3>By tag {escape(key)}</h3>" + group_table(list(values.items()), key, f"{sid}by-tag-{key}"))
+        out.append(
+            f"<h3>By tag {escape(key)}</h3>" + group_table(list(values.items()), key, f"{sid}by-tag-{key}")
+        )
     return "".join(out)
 
 
@@ -275,11 +328,15 @@ def _versions(report: Report) -> str:
         b = s.baseline
         if b is None:
             continue
-        probs = "; ".join(f"[{c.scope}] {'n/a' if c.probability is None else format(c.probability, '.3f')}"
-                          for c in b.checks)
+        probs = "; ".join(
+            f"[{c.scope}] {'n/a' if c.probability is None else format(c.probability, '.3f')}"
+            for c in b.checks
+        )
         verdict = '<b class="bad">REGRESSION</b>' if b.regression else '<span class="ok">no regression</span>'
-        checks.append(f"<li>{escape(s.agent_version or '')} vs {escape(b.source)}: P(pass^3 dropped) {probs}: "
-                      f"{verdict}</li>")
+        checks.append(
+            f"<li>{escape(s.agent_version or '')} vs {escape(b.source)}: P(pass^3 dropped) {probs}: "
+            f"{verdict}</li>"
+        )
     return f"<h2>Versions</h2>{table}<ul>{''.join(checks)}</ul>"
 
 
@@ -307,36 +364,48 @@ def render_html(
 ) -> str:
     """The report as one self-contained HTML page; `cases` are the transcripts of the listed conversations,
     `base` the --baseline report (for its intervals beside the new ones)."""
-    csp = f"default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src 'sha256-{_script_hash()}'"
+    csp = (
+        f"default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src 'sha256-{_script_hash()}'"
+    )
     notes = [*header, *(input_lines(report.input) if report.input is not None else [])]
-    per_mode = cases.per_mode if cases is not None else max((len(m.conversations) for m in report.failure_modes),
-                                                           default=0)
+    per_mode = (
+        cases.per_mode
+        if cases is not None
+        else max((len(m.conversations) for m in report.failure_modes), default=0)
+    )
     parts = [_banner(report)]
     if notes:
         parts.append('<ul class="input">' + "".join(f"<li>{escape(n)}</li>" for n in notes) + "</ul>")
     if report.input is not None and report.input.duplicate_ids:
-        parts.append(f'<p class="note">Duplicate conversation ids: '
-                     f"{escape(first_few(report.input.duplicate_examples, report.input.duplicate_ids))}.</p>")
+        parts.append(
+            f'<p class="note">Duplicate conversation ids: '
+            f"{escape(first_few(report.input.duplicate_examples, report.input.duplicate_ids))}.</p>"
+        )
     if report.versions:
         parts.append(_versions(report))
         for i, s in enumerate(report.versions):
             is_last = s is report.versions[-1]
-            parts.append(f'<details class="version"{" open" if is_last else ""}><summary><h2 style="display:inline">'
-                         f"Version {escape(s.agent_version or '')}</h2></summary>"
-                         f"{_section(s, settings, cases, _base_of(s, report, base), f'v{i}-')}</details>")
+            parts.append(
+                f'<details class="version"{" open" if is_last else ""}><summary><h2 style="display:inline">'
+                f"Version {escape(s.agent_version or '')}</h2></summary>"
+                f"{_section(s, settings, cases, _base_of(s, report, base), f'v{i}-')}</details>"
+            )
     else:
         parts.append(f"<h2>Results</h2>{_section(report, settings, cases, _base_of(report, report, base))}")
     text = "\n".join(report_lines(report, title=title, header=header, level=settings.stats.level))
     parts.append(f"<details><summary>The text report</summary><pre>{escape(text)}</pre></details>")
-    parts.append(f'<p class="ci">This page lists at most {per_mode} conversations per failure mode and carries '
-                 f"their transcripts only; values longer than {MAX_CHARS:,} characters and conversations longer "
-                 f"than {MAX_TURNS} turns are cut where shown. Intervals are {settings.stats.level:.0%} credible "
-                 "intervals (bootstrap for ASR). Click a column header to sort.</p>")
+    parts.append(
+        f'<p class="ci">This page lists at most {per_mode} conversations per failure mode and carries '
+        f"their transcripts only; values longer than {MAX_CHARS:,} characters and conversations longer "
+        f"than {MAX_TURNS} turns are cut where shown. Intervals are {settings.stats.level:.0%} credible "
+        "intervals (bootstrap for ASR). Click a column header to sort.</p>"
+    )
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f'<meta http-equiv="Content-Security-Policy" content="{csp}">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{escape(title)}</title><style>{STYLE}</style></head>"
-        f"<body><h1>{escape(title)}</h1>\n" + "\n".join(p for p in parts if p)
+        f"<body><h1>{escape(title)}</h1>\n"
+        + "\n".join(p for p in parts if p)
         + f"\n<script>{SCRIPT}</script>\n</body></html>\n"
     )

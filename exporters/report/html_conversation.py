@@ -1,4 +1,4 @@
-"""One conversation in the HTML report, openable in place: why it failed, the judge's word, then the transcript.
+"""One conversation in the HTML report, openable in place: why it failed, the judge's word, the transcript.
 
 Everything that comes from a transcript is escaped. Long values are cut (`MAX_CHARS`, the cut is said where it
 happens), as are very long conversations (`MAX_TURNS` turns, `MAX_CALLS` tool calls a turn).
@@ -18,14 +18,24 @@ MAX_TURNS = 60
 MAX_CALLS = 40
 # Which grader a reason code comes from (by exact code, then by prefix).
 GRADERS = {
-    "answer": "answer correctness", "judge": "LLM judge", "label": "label",
-    "loop": "failure evidence: tool loop", "error": "failure evidence: error",
-    "no_answer": "failure evidence: no answer", "hallucination": "failure evidence: hallucination",
-    "forbidden_tool": "forbidden tool", "over_budget": "cost ceiling", "cost_unknown": "cost",
+    "answer": "answer correctness",
+    "judge": "LLM judge",
+    "label": "label",
+    "loop": "failure evidence: tool loop",
+    "error": "failure evidence: error",
+    "no_answer": "failure evidence: no answer",
+    "hallucination": "failure evidence: hallucination",
+    "forbidden_tool": "forbidden tool",
+    "over_budget": "cost ceiling",
+    "cost_unknown": "cost",
     "incomplete": "collector (conversation cut)",
 }
-GRADER_PREFIXES = (("tool_", "tool correctness"), ("policy_", "task policy"), ("expected_", "expectation"),
-                   ("judge_", "LLM judge (failed)"))
+GRADER_PREFIXES = (
+    ("tool_", "tool correctness"),
+    ("policy_", "task policy"),
+    ("expected_", "expectation"),
+    ("judge_", "LLM judge (failed)"),
+)
 
 
 def grader_of(code: str) -> str:
@@ -51,8 +61,10 @@ def _json(value: object) -> str:
 def _reason(text: str) -> str:
     code = failure_code(text)
     rest = text.split(":", 1)[1].strip() if ":" in text else ""
-    return (f'<li><b class="code">{escape(code)}</b> <span class="grader">({escape(grader_of(code))})</span>'
-            f"{': ' + cut(rest, 600) if rest else ''}</li>")
+    return (
+        f'<li><b class="code">{escape(code)}</b> <span class="grader">({escape(grader_of(code))})</span>'
+        f"{': ' + cut(rest, 600) if rest else ''}</li>"
+    )
 
 
 def reasons_html(reasons: list[str]) -> str:
@@ -94,17 +106,26 @@ def _judge(score: ConversationScore) -> str:
         said.append(f"outcome <b>{escape(score.judge_outcome.value)}</b>")
     if score.judge_score is not None:
         said.append(f"score {score.judge_score:.2f}")
-    explanation = f'<blockquote>{cut(score.judge_explanation)}</blockquote>' if score.judge_explanation else ""
-    return (f'<div class="judge"><b>Judge</b> {escape(score.judge or "")}: {", ".join(said) or "no verdict"}'
-            f"{explanation}</div>")
+    explanation = (
+        f"<blockquote>{cut(score.judge_explanation)}</blockquote>" if score.judge_explanation else ""
+    )
+    return (
+        f'<div class="judge"><b>Judge</b> {escape(score.judge or "")}: {", ".join(said) or "no verdict"}'
+        f"{explanation}</div>"
+    )
 
 
 def _call(call: ToolCall) -> str:
-    result = (f'<pre class="err">error: {cut(call.error)}</pre>' if call.error is not None
-              else f"<pre>{cut(_json(call.result))}</pre>")
+    result = (
+        f'<pre class="err">error: {cut(call.error)}</pre>'
+        if call.error is not None
+        else f"<pre>{cut(_json(call.result))}</pre>"
+    )
     effects = "" if call.read_only is None else (" (read-only)" if call.read_only else " (has effects)")
-    return (f"<tr><td><code>{escape(call.name)}</code>{effects}</td><td><pre>{cut(_json(call.arguments))}</pre>"
-            f"</td><td>{result}</td></tr>")
+    return (
+        f"<tr><td><code>{escape(call.name)}</code>{effects}</td><td><pre>{cut(_json(call.arguments))}</pre>"
+        f"</td><td>{result}</td></tr>"
+    )
 
 
 def _grades(ts: TurnScore | None) -> str:
@@ -116,8 +137,10 @@ def _grades(ts: TurnScore | None) -> str:
     if ts.tool is not None:
         t = ts.tool
         util = "n/a" if t.utilization is None else f"{t.utilization:.2f}"
-        parts.append(f"tools {t.overall:.2f} {'✓' if t.passed else '✗'} (selection {t.selection:.2f}, parameters "
-                     f"{t.parameters:.2f}, sequence {t.sequence:.2f}, utilization {util})")
+        parts.append(
+            f"tools {t.overall:.2f} {'✓' if t.passed else '✗'} (selection {t.selection:.2f}, parameters "
+            f"{t.parameters:.2f}, sequence {t.sequence:.2f}, utilization {util})"
+        )
     if ts.loop:
         parts.append("tool loop")
     if ts.forbidden_tools:
@@ -135,11 +158,16 @@ def _turn(i: int, turn: Turn, ts: TurnScore | None) -> str:
         rows = "".join(_call(c) for c in calls)
         more = len(turn.tool_calls) - len(calls)
         note = f'<p class="cut">{more} more tool calls not shown</p>' if more else ""
-        out.append(f'<table class="calls"><thead><tr><th>tool</th><th>arguments</th><th>result</th></tr></thead>'
-                   f"<tbody>{rows}</tbody></table>{note}")
+        out.append(
+            f'<table class="calls"><thead><tr><th>tool</th><th>arguments</th><th>result</th></tr></thead>'
+            f"<tbody>{rows}</tbody></table>{note}"
+        )
     answer = turn.answer if turn.answer else None
-    out.append(f'<div class="agent"><b>agent</b><pre>{cut(answer)}</pre></div>' if answer is not None
-               else '<p class="na">no answer</p>')
+    out.append(
+        f'<div class="agent"><b>agent</b><pre>{cut(answer)}</pre></div>'
+        if answer is not None
+        else '<p class="na">no answer</p>'
+    )
     if turn.error:
         out.append(f'<p class="bad">turn error: {cut(turn.error)}</p>')
     out.append(_grades(ts))
@@ -149,21 +177,35 @@ def _turn(i: int, turn: Turn, ts: TurnScore | None) -> str:
 def conversation_html(cid: str, case: Case | None) -> str:
     """A `<details>` element for one conversation: meta, why it failed, the judge, the transcript."""
     if case is None:
-        return (f'<details class="conv"><summary><code>{escape(cid)}</code> · transcript not included'
-                "</summary><p>Only the conversations listed under a failure mode are carried in the page.</p>"
-                "</details>")
+        return (
+            f'<details class="conv"><summary><code>{escape(cid)}</code> · transcript not included'
+            "</summary><p>Only the conversations listed under a failure mode are carried in the page.</p>"
+            "</details>"
+        )
     conv, score = case.conversation, case.score
     first = next((failure_code(r) for r in score.reasons if failure_code(r) != "label"), "")
-    summary = (f"<code>{escape(cid)}</code> · task {escape(score.task)} · {escape(score.outcome.value)} · "
-               f"{_verdict(score)}{' · ' + escape(first) if first else ''}")
-    body = [_meta(score), "<h4>Why</h4>", reasons_html(score.reasons) or "<p>no failure reason</p>", _judge(score)]
+    summary = (
+        f"<code>{escape(cid)}</code> · task {escape(score.task)} · {escape(score.outcome.value)} · "
+        f"{_verdict(score)}{' · ' + escape(first) if first else ''}"
+    )
+    body = [
+        _meta(score),
+        "<h4>Why</h4>",
+        reasons_html(score.reasons) or "<p>no failure reason</p>",
+        _judge(score),
+    ]
     if conv.system:
-        body.append(f'<details class="system"><summary>agent instructions</summary><pre>{cut(conv.system)}</pre>'
-                    "</details>")
+        body.append(
+            f'<details class="system"><summary>agent instructions</summary><pre>{cut(conv.system)}</pre>'
+            "</details>"
+        )
     by_index = {ts.index: ts for ts in score.turn_scores}
     turns = conv.turns[:MAX_TURNS]
-    body.append('<h4>Transcript</h4><ol class="turns" start="0">'
-                + "".join(_turn(i, t, by_index.get(i)) for i, t in enumerate(turns)) + "</ol>")
+    body.append(
+        '<h4>Transcript</h4><ol class="turns" start="0">'
+        + "".join(_turn(i, t, by_index.get(i)) for i, t in enumerate(turns))
+        + "</ol>"
+    )
     if len(conv.turns) > len(turns):
         body.append(f'<p class="cut">{len(conv.turns) - len(turns)} more turns not shown</p>')
     if conv.notes:

@@ -174,8 +174,8 @@ class GroupStats(_Out):
     )
     ungraded: dict[str, int] = Field(
         default_factory=dict,
-        description="Conversations outside the graded sample by why (no_grader, judge_timeout, …): coverage, "
-        "not a failure mode.",
+        description="Conversations outside the graded sample by why (no_grader, judge_timeout, …): "
+        "coverage, not a failure mode.",
     )
 
 

@@ -59,8 +59,8 @@ def input_lines(i: InputSummary) -> list[str]:
     if i.duplicate_ids:
         lines.append(
             f"Duplicate ids: {plural(i.duplicate_ids, 'conversation id')} read more than once "
-            f"({plural(i.duplicate_records, 'extra record')}): {first_few(i.duplicate_examples, i.duplicate_ids)};"
-            " each counts once, its last record"
+            f"({plural(i.duplicate_records, 'extra record')}): "
+            f"{first_few(i.duplicate_examples, i.duplicate_ids)}; each counts once, its last record"
         )
     if i.shared_ids:
         lines.append(f"Shared ids: {plural(i.shared_ids, 'conversation id')} under several versions of one "

@@ -30,7 +30,7 @@ def colliding_ids(scores: Sequence[ConversationScore]) -> list[str]:
 
 
 def duplicate_ids(scores: Sequence[ConversationScore]) -> tuple[list[str], int]:
-    """Conversation ids read more than once for one agent version (first seen first), and the extra records."""
+    """Conversation ids read more than once for one agent version (first seen first), and extra records."""
     seen: dict[tuple[str, str, str], int] = {}
     for s in scores:
         key = (s.agent, s.version, s.conversation_id)
