@@ -369,7 +369,7 @@ class ConversationScore(_Model):
 
 def json_schema(kind: str) -> dict[str, Any]:
     """JSON Schema of `conversation` or `score`."""
-    models = {"conversation": Conversation, "score": ConversationScore}
+    models: dict[str, type[BaseModel]] = {"conversation": Conversation, "score": ConversationScore}
     if kind not in models:
         raise ValueError(f"unknown schema {kind!r}; choose one of {sorted(models)}")
     return models[kind].model_json_schema()

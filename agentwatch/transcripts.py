@@ -9,6 +9,7 @@ reads are reported (`UnknownKeys`), not dropped in silence.
 from __future__ import annotations
 
 import gzip
+import io
 import json
 import logging
 import zlib
@@ -16,7 +17,6 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
 
 from pydantic import ValidationError
 
@@ -163,16 +163,16 @@ def _refuse(name: str, why: str) -> list[object]:
 
 
 @contextmanager
-def open_binary(path: str | Path) -> Iterator[IO[bytes]]:
+def open_binary(path: str | Path) -> Iterator[io.BufferedIOBase]:
     """The bytes of a file, gunzipped when it starts with the gzip magic; TranscriptFileError if not read."""
     try:
-        raw_fh: IO[bytes] = open(path, "rb")  # noqa: SIM115 - closed below
+        raw_fh = open(path, "rb")  # noqa: SIM115 - closed below
     except OSError as exc:
         raise TranscriptFileError(f"cannot read {path}: {exc.strerror or exc}") from exc
     with raw_fh:
         magic = raw_fh.read(2)
         raw_fh.seek(0)
-        stream: IO[bytes] = gzip.GzipFile(fileobj=raw_fh, mode="rb") if magic == GZIP_MAGIC else raw_fh
+        stream: io.BufferedIOBase = gzip.GzipFile(fileobj=raw_fh, mode="rb") if magic == GZIP_MAGIC else raw_fh
         yield stream
 
 
@@ -180,7 +180,7 @@ def _reject_constant(name: str) -> float:
     raise ValueError(f"invalid JSON: {name} is not a JSON number")
 
 
-def _lines(stream: IO[bytes], limit: int) -> Iterator[bytes | None]:
+def _lines(stream: io.BufferedIOBase, limit: int) -> Iterator[bytes | None]:
     """The lines of `stream`; None for a line longer than `limit` bytes (read past, never held whole)."""
     while True:
         raw = stream.readline(limit + 1)
@@ -204,14 +204,15 @@ def iter_conversations(
     `unknown`; report bytes read (raw file)."""
     name = str(path)
     try:
-        raw_fh: IO[bytes] = open(path, "rb")  # noqa: SIM115 - closed below
+        raw_fh = open(path, "rb")  # noqa: SIM115 - closed below
     except OSError as exc:
         raise TranscriptFileError(f"cannot read {name}: {exc.strerror or exc}") from exc
     with raw_fh:
         magic = raw_fh.read(2)
         raw_fh.seek(0)
-        stream: IO[bytes] = gzip.GzipFile(fileobj=raw_fh, mode="rb") if magic == GZIP_MAGIC else raw_fh
+        stream: io.BufferedIOBase = gzip.GzipFile(fileobj=raw_fh, mode="rb") if magic == GZIP_MAGIC else raw_fh
         try:
+            # both a plain file and a GzipFile can peek; their common base class does not declare it
             whole = _whole_document(stream.peek(4096)[:4096])  # type: ignore[attr-defined]
         except (OSError, EOFError, zlib.error):
             whole = None  # not readable: reported by the read below

@@ -163,7 +163,7 @@ def main() -> None:
         report = build_report(data, settings)
 
     timed(f"build_report({args.n} scores, 20 tasks, 5 tag groups)", build)
-    timed("render_text", lambda: render_text(report))  # type: ignore[arg-type]
+    timed("render_text", lambda: render_text(report))
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "t.jsonl.gz"

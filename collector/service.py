@@ -291,7 +291,9 @@ class CollectorService:
         spans = finished.spans
         # nothing but labels: for a conversation this collector does not remember (a turn span ends the check)
         if spans and all(label_of(span) is not None for span in spans):
-            self._apply_label(label_of(max(spans, key=lambda span: span.end_ns)), None)  # type: ignore[arg-type]
+            last = label_of(max(spans, key=lambda span: span.end_ns))
+            if last is not None:  # always: every span is a label
+                self._apply_label(last, None)
             return
         try:
             conv = build_conversation(finished)

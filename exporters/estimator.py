@@ -40,7 +40,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC
+from datetime import UTC, datetime
 
 from agentwatch.exporters.drift import SCALE, Drift, DriftParams, MinuteCounts, design, window_statistic
 from agentwatch.exporters.regression import RegressionParams, attach_regressions
@@ -397,7 +397,8 @@ class Estimator:
             credit = None
         if credit is not None:
             credit = min(1.0, max(0.0, credit))
-        budgeted = cost is not None and score.budget_usd is not None
+        budget = score.budget_usd
+        budgeted = cost is not None and budget is not None
         return Contribution(
             scored=score.passed is not None,
             passed=bool(score.passed),
@@ -408,7 +409,7 @@ class Estimator:
             cost_bin=sketch_bin(max(0.0, cost)) if cost is not None else None,
             duration_bin=sketch_bin(max(0.0, duration)) if duration is not None else None,
             budgeted=budgeted,
-            over_budget=budgeted and cost > score.budget_usd,  # type: ignore[operator]
+            over_budget=cost is not None and budget is not None and cost > budget,
             asr_bin=round(credit * ASR_RESOLUTION) if credit is not None else None,
             asr_credit=credit,
             evidence=tuple(sorted({_EVIDENCE_INDEX[e] for e in score.evidence if e in _EVIDENCE_INDEX})),
@@ -553,7 +554,7 @@ def _count(c: SeriesCounters, score: ConversationScore, contribution: Contributi
         c.duration.observe(max(0.0, score.duration_s))
 
 
-def _epoch(dt) -> float:
+def _epoch(dt: datetime) -> float:
     if dt.tzinfo is None:
         dt = dt.replace(tzinfo=UTC)
     return dt.timestamp()

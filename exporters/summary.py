@@ -39,7 +39,7 @@ from agentwatch.stats import (
     bootstrap_counts_interval,
     pass_at_k_plugin,
 )
-from agentwatch.task_stats import TaskEstimate, UnitCounts, UnitsPosterior
+from agentwatch.task_stats import Kind, TaskEstimate, UnitCounts, UnitsPosterior
 
 QUANTILES: tuple[float, ...] = (0.5, 0.9, 0.99)
 
@@ -131,9 +131,9 @@ def _asr(total: Bucket, p: StatsParams) -> Interval | None:
 @lru_cache(maxsize=4096)
 def over_units(
     pairs: tuple[tuple[int, int, int], ...], ks: tuple[int, ...], level: float
-) -> dict[str, dict[int, TaskEstimate]]:
+) -> dict[Kind, dict[int, TaskEstimate]]:
     """pass^k ("pow") and pass@k ("at") over the units of a histogram (memoised: windows share histograms)."""
-    return UnitsPosterior(UnitCounts(pairs)).estimates(ks, level)  # type: ignore[return-value]
+    return UnitsPosterior(UnitCounts(pairs)).estimates(ks, level)
 
 
 def _intervals(found: dict[int, TaskEstimate]) -> dict[int, Interval]:

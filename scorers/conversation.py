@@ -313,7 +313,8 @@ class ConversationScorer:
                 found.add("forbidden_tool")
 
         judge_failed = verdict is not None and not verdict.ok
-        used_judge = verdict is not None and verdict.ok
+        judged = verdict if verdict is not None and verdict.ok else None  # a verdict that grades
+        used_judge = judged is not None
         judged_outcome: Outcome | None = None
         rules_failed = any_failed
         if verdict is not None:
@@ -338,7 +339,7 @@ class ConversationScorer:
         outcome = decide_outcome(facts, None, sc.partial_tool_min, sc.partial_answer_min)
         if used_judge and outcome is not Outcome.UNSCORED:
             outcome = _judged_outcome(outcome, judged_outcome, facts, rules_failed)
-        if label_decides:
+        if label is not None and label_decides:
             source = OutcomeSource.LABEL
             outcome = label
             passed = None if label is Outcome.UNSCORED else label is Outcome.COMPLETE
@@ -394,9 +395,9 @@ class ConversationScorer:
                 "evidence": [e for e in EVIDENCE if e in found],
                 "policy": policy.ref if policy is not None else None,
                 "judge": verdict.judge_id or None if verdict is not None else None,
-                "judge_score": verdict.score if used_judge else None,  # type: ignore[union-attr]
-                "judge_explanation": (verdict.explanation or None) if used_judge else None,  # type: ignore[union-attr]
-                "judge_outcome": verdict.outcome if used_judge else None,  # type: ignore[union-attr]
+                "judge_score": judged.score if judged is not None else None,
+                "judge_explanation": (judged.explanation or None) if judged is not None else None,
+                "judge_outcome": judged.outcome if judged is not None else None,
                 "judge_sampled": sample.judge,
                 "review_sampled": sample.review,
                 "label": label,
@@ -455,7 +456,9 @@ def _apply_verdict(
     if not verdict.ok:
         reasons.insert(0, verdict.reason)
         return None
-    score = float(verdict.score)  # type: ignore[arg-type]
+    if verdict.score is None or verdict.outcome is None:  # validate_verdict: a verdict that grades has both
+        raise ValueError(f"judge verdict without a score or class: {verdict!r}")
+    score = float(verdict.score)
     answers.append(score)
     outcome = verdict.outcome
     why = f": {verdict.explanation}" if verdict.explanation else ""
@@ -464,7 +467,7 @@ def _apply_verdict(
         outcome = Outcome.PARTIAL_CORRECT if partial_ok else Outcome.PARTIAL_INCORRECT
         reasons.append(f"judge: score {_fmt(score)} below threshold {_fmt(threshold)}{why}")
     elif outcome is not Outcome.COMPLETE:
-        reasons.append(f"judge: outcome {outcome.value}, score {_fmt(score)}{why}")  # type: ignore[union-attr]
+        reasons.append(f"judge: outcome {outcome.value}, score {_fmt(score)}{why}")
     return outcome
 
 

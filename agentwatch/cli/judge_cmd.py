@@ -13,6 +13,7 @@ from agentwatch.cli.app import app
 
 if TYPE_CHECKING:  # the judge's modules load only when a judge command runs
     from agentwatch.judge.calibration import CalibrationReport
+    from agentwatch.transcripts import LineError
 
 judge_app = typer.Typer(help="The LLM judge: calibrate it against human labels.", no_args_is_help=True)
 app.add_typer(judge_app, name="judge")
@@ -99,10 +100,11 @@ def calibrate(
         updates["concurrency"] = concurrency
     updates["cache_path"] = None
     settings.judge = JudgeConfig.model_validate({**settings.judge.model_dump(), **updates})
-    errors: list = []
+    errors: list[LineError] = []
     try:
-        convs = [c for c in iter_conversations(labels, errors)
-                 if c.outcome is not None and c.outcome is not Outcome.UNSCORED]
+        labelled = [(c, c.outcome) for c in iter_conversations(labels, errors)
+                    if c.outcome is not None and c.outcome is not Outcome.UNSCORED]
+        convs = [c for c, _ in labelled]
     except TranscriptFileError as exc:
         raise _fail(str(exc)) from None
     for err in errors[:20]:
@@ -121,7 +123,7 @@ def calibrate(
         runner.close()
     report = run_calibration(
         runner.judge_id,
-        [c.outcome.value for c in convs],  # type: ignore[union-attr]
+        [outcome.value for _, outcome in labelled],
         first,
         second,
         min_kappa=settings.judge.min_kappa if min_kappa is None else min_kappa,

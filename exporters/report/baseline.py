@@ -182,8 +182,8 @@ def compare_baseline(report: Report, base: Report, settings: Settings, source: s
                 by_group[f"tag:{key}={value}"] = _group_deltas(group, base.by_tag[key][value])
     overlap = None
     a, z = report.asr, base.asr
-    if None not in (a.lower, a.upper, z.lower, z.upper):
-        overlap = not (a.upper < z.lower or z.upper < a.lower)  # type: ignore[operator]
+    if a.lower is not None and a.upper is not None and z.lower is not None and z.upper is not None:
+        overlap = not (a.upper < z.lower or z.upper < a.lower)
     g = settings.gate
     rule = (
         f"regression when P(pass^{REGRESSION_K}_new < pass^{REGRESSION_K}_base - {g.regression_margin:g}) "

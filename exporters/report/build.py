@@ -100,8 +100,8 @@ def _tool_correctness(scores: Sequence[ConversationScore]) -> dict[str, float | 
 
 def _cost(scores: Sequence[ConversationScore]) -> CostStats:
     costs = np.array([s.cost_usd for s in scores if s.cost_usd is not None], dtype=float)
-    budgeted = [s for s in scores if s.cost_usd is not None and s.budget_usd is not None]
-    ratio = sum(1 for s in budgeted if s.cost_usd > s.budget_usd) / len(budgeted) if budgeted else None
+    budgeted = [(s.cost_usd, s.budget_usd) for s in scores if s.cost_usd is not None and s.budget_usd is not None]
+    ratio = sum(1 for cost, budget in budgeted if cost > budget) / len(budgeted) if budgeted else None
     if costs.size == 0:
         return CostStats(p50=None, p90=None, p99=None, over_budget_ratio=ratio)
     p50, p90, p99 = np.percentile(costs, [50, 90, 99])

@@ -138,8 +138,9 @@ def k_estimates(
         for k in ks:
             pooled = _pooled(n, c, k, kind, post, st.level)
             units = over_units[kind][k] if over_units is not None else None
-            out[kind][str(k)] = KEstimate(**_headline(pooled, units), **pooled,  # type: ignore[arg-type]
-                                          task_mean=task_mean(per_task, k, kind))
+            out[kind][str(k)] = KEstimate.model_validate(
+                {**_headline(pooled, units), **pooled, "task_mean": task_mean(per_task, k, kind)}
+            )
     return out["at"], out["pow"], summary
 
 

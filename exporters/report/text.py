@@ -346,9 +346,15 @@ def report_lines(
     return [*lines, RULE, *_versions_lines(report), final_verdict(report), RULE]
 
 
-def print_report(report: Report, console: Console, **kwargs: object) -> None:
+def print_report(
+    report: Report,
+    console: Console,
+    title: str = "Agent Evaluation Report",
+    header: Sequence[str] = (),
+    level: float = 0.95,
+) -> None:
     """Print the report on a rich console, with colour where the console supports it."""
-    for line in report_lines(report, **kwargs):  # type: ignore[arg-type]
+    for line in report_lines(report, title, header, level):
         style = None
         if line.startswith(("SAFE TO SHIP", "No regression")) or line.strip() == "No regression.":
             style = "bold green"
@@ -360,9 +366,11 @@ def print_report(report: Report, console: Console, **kwargs: object) -> None:
         console.print(text, highlight=False, soft_wrap=True)
 
 
-def render_text(report: Report, **kwargs: object) -> str:
+def render_text(
+    report: Report, title: str = "Agent Evaluation Report", header: Sequence[str] = (), level: float = 0.95
+) -> str:
     """The report as plain text (no colour)."""
     buf = io.StringIO()
     console = Console(file=buf, color_system=None, width=200, force_terminal=False)
-    print_report(report, console, **kwargs)
+    print_report(report, console, title, header, level)
     return buf.getvalue()
