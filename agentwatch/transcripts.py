@@ -127,7 +127,7 @@ def _whole_document(head: bytes) -> str | None:
     return None
 
 
-def _read_document(stream: IO[bytes], name: str, kind: str) -> object:
+def _read_document(stream: io.BufferedIOBase, name: str, kind: str) -> object:
     """The whole JSON document of a file (an array, or an object spread over lines); TranscriptFileError."""
     raw = stream.read(MAX_DOCUMENT_BYTES + 1)
     if len(raw) > MAX_DOCUMENT_BYTES:
@@ -255,7 +255,7 @@ def iter_conversations(
 
 
 def _document_conversations(
-    stream: IO[bytes], name: str, kind: str, errors: list[LineError], unknown: UnknownKeys | None
+    stream: io.BufferedIOBase, name: str, kind: str, errors: list[LineError], unknown: UnknownKeys | None
 ) -> Iterator[Conversation]:
     """The conversations of a file holding one JSON array (or one conversation spread over lines)."""
     try:

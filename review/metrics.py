@@ -12,7 +12,7 @@ import numpy as np
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from agentwatch.judge.calibration import kappa_from_confusion
+from agentwatch.agreement import kappa as cohen_kappa
 from agentwatch.review.store import OUTCOMES, Store
 
 log = logging.getLogger(__name__)
@@ -126,7 +126,7 @@ def _agreement(pairs: list[tuple[str, str, str, str, int]]) -> Iterator[Metric]:
         total = sum(map(sum, m))
         labelled.add_metric([judge, sample, "agree"], agree)
         labelled.add_metric([judge, sample, "disagree"], total - agree)
-        k = kappa_from_confusion(np.array(m))
+        k = cohen_kappa(np.array(m))
         if not math.isnan(k):
             kappa.add_metric([judge, sample], k)
     yield labelled

@@ -130,7 +130,7 @@ def group_table(
     `delta`, a last row with the change from the first group to the second."""
     groups = [g for _name, g in rows]
     cols = columns(groups) + columns(groups, evidence=True)
-    methods = {}
+    methods: dict[str, str | None] = {}
     for g in groups:
         for f in figures(g):
             methods.setdefault(f.key, f.method)
@@ -231,11 +231,11 @@ def _baseline(section: Report, base: Report | None, sid: str) -> str:
         return ""
     out = [f"<h3>Against the baseline ({escape(b.source)})</h3>"]
     if base is not None:
-        rows = [
+        side = [
             (f"baseline {base.agent_version or ''}".strip(), base),
             (f"new {section.agent_version or ''}".strip(), section),
         ]
-        out.append(group_table(rows, "", f"{sid}baseline", delta=True))
+        out.append(group_table(side, "", f"{sid}baseline", delta=True))
     checks = "".join(
         f"<tr><td>{escape(c.scope)}</td><td>pass^{c.k} ({escape(c.method)})</td>"
         f'<td class="num">{c.margin:g}</td>'
