@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+
 from agentwatch.config import Settings, load_settings
 from agentwatch.exporters.report.build import build_report
 from agentwatch.exporters.report.cases import CaseKeeper

@@ -24,26 +24,26 @@ import time
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
-from fractions import Fraction
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from fractions import Fraction
 from pathlib import Path
 
 import pytest
 import yaml
-from agentwatch.collector.metrics import JudgeMetrics, PipelineStats, register
-from agentwatch.exporters.estimator import Estimator
-from agentwatch.exporters.exposition import Exposition
-from agentwatch.exporters.report.build import build_report
 from metrics_reference import beta_bounds_by_bisection
 from prometheus_client import CollectorRegistry
 
 from agentwatch.broker import free_port
+from agentwatch.collector.metrics import JudgeMetrics, PipelineStats, register
 from agentwatch.config import Settings
-from agentwatch.metrics_http import MetricsServer
+from agentwatch.exporters.estimator import Estimator
+from agentwatch.exporters.exposition import Exposition
+from agentwatch.exporters.report.build import build_report
 from agentwatch.judge.budget import SpendCap
 from agentwatch.judge.runner import JudgeRunner
 from agentwatch.judge.verdict import JudgeVerdict
+from agentwatch.metrics_http import MetricsServer
 from agentwatch.review.metrics import ReviewMetrics, ReviewStats
 from agentwatch.review.store import Store
 from agentwatch.schema import Conversation, ConversationScore, Outcome, OutcomeSource, ToolScore, TurnScore

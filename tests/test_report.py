@@ -10,15 +10,15 @@ from math import comb
 
 import numpy as np
 import pytest
-from agentwatch.exporters.report.build import build_report, failure_code
+from scipy import stats as sps
+
+from agentwatch.config import Settings, load_settings
 from agentwatch.exporters.report.baseline import BaselineError, compare_baseline, load_baseline
+from agentwatch.exporters.report.build import build_report, failure_code
 from agentwatch.exporters.report.charts import curves
 from agentwatch.exporters.report.html import render_html
 from agentwatch.exporters.report.model import Report
 from agentwatch.exporters.report.text import render_text
-from scipy import stats as sps
-
-from agentwatch.config import Settings, load_settings
 from agentwatch.schema import ConversationScore, ToolScore, TurnScore
 from agentwatch.stats import posterior, regression_probability
 

@@ -277,6 +277,13 @@ def _cost(d: dash_b.Dashboard) -> dash_b.Dashboard:
 JUDGE_CALLS = f"sum(rate(agentwatch_judge_calls_total[{RATE}]))"
 JUDGE_LATENCY = f"sum by (le) (rate(agentwatch_judge_latency_seconds_bucket[{RATE}]))"
 REVIEW_SAMPLE = 'sample="review_sample"'
+JUDGE_FAILED_SHARE = (
+    f'sum(rate(agentwatch_judge_failures_total{{reason!="judge_budget_exhausted"}}[{RATE}])) / {JUDGE_CALLS}'
+)
+JUDGE_AGREEMENT = (
+    f'sum by (judge) (agentwatch_review_judge_labels{{{REVIEW_SAMPLE}, agreement="agree"}}) / '
+    f"sum by (judge) (agentwatch_review_judge_labels{{{REVIEW_SAMPLE}}})"
+)
 
 
 def _judge(d: dash_b.Dashboard) -> dash_b.Dashboard:
@@ -297,8 +304,7 @@ def _judge(d: dash_b.Dashboard) -> dash_b.Dashboard:
         _timeseries(
             "Judge failure share of calls", "Failed calls (spend cap aside) over calls; "
             "AgentwatchJudgeFailing pages above 20% over 15 minutes.", "percentunit",
-            [(f'sum(rate(agentwatch_judge_failures_total{{reason!="judge_budget_exhausted"}}[{RATE}])) / '
-              f"{JUDGE_CALLS}", "failed / calls")], width=6,
+            [(JUDGE_FAILED_SHARE, "failed / calls")], width=6,
         ).min(0).max(1).thresholds(_thresholds((None, "green"), (0.2, "red")))
         .thresholds_style(common_b.GraphThresholdsStyleConfig().mode(common.GraphThresholdsStyleMode.DASHED))
     )
@@ -319,8 +325,7 @@ def _judge(d: dash_b.Dashboard) -> dash_b.Dashboard:
         "From the review service: share of people's labels on the blind review sample that chose the judge's "
         "outcome class, and Cohen's kappa. Empty until people label conversations the judge graded.",
         "percentunit", [
-            (f'sum by (judge) (agentwatch_review_judge_labels{{{REVIEW_SAMPLE}, agreement="agree"}}) / '
-             f"sum by (judge) (agentwatch_review_judge_labels{{{REVIEW_SAMPLE}}})", "agreement {{judge}}"),
+            (JUDGE_AGREEMENT, "agreement {{judge}}"),
             (f"agentwatch_review_judge_kappa{{{REVIEW_SAMPLE}}}", "kappa {{judge}}"),
         ], width=8).min(0).max(1))
     return d.with_panel(_stat(
