@@ -170,6 +170,7 @@ class JudgeMetrics(Collector):
         yield fam
         yield _counter("agentwatch_judge_spend_usd", "Spend on judge calls (USD, from the price table).",
                        snap["spend_usd"])
+        yield from _spend_against_cap(self._runner.cap)
         fam = CounterMetricFamily(
             "agentwatch_judge_failures",
             "Judged conversations left unscored, by reason (judge_timeout, judge_bad_output, judge_unavailable, "
@@ -198,6 +199,24 @@ class JudgeMetrics(Collector):
         for (agent, version, task), rate in sorted(current.items())[:MAX_RATE_SERIES]:
             rates.add_metric([agent, version, task], rate)
         yield rates
+
+
+def _spend_against_cap(cap: Any) -> Iterator[Metric]:
+    """Spend over the sliding hour and day as the spend cap counts it, and the caps that are set."""
+    hour, day = cap.spent()
+    spent = GaugeMetricFamily("agentwatch_judge_spend_window_usd",
+                              "Judge spend over the sliding hour / 24 hours, as the spend cap counts it.",
+                              labels=["period"])
+    spent.add_metric(["hour"], hour)
+    spent.add_metric(["day"], day)
+    yield spent
+    caps = GaugeMetricFamily("agentwatch_judge_spend_cap_usd",
+                             "Spend cap of the judge (judge.hourly_usd, judge.daily_usd; absent if not set).",
+                             labels=["period"])
+    for period, value in (("hour", cap.hourly_usd), ("day", cap.daily_usd)):
+        if value is not None:
+            caps.add_metric([period], value)
+    yield caps
 
 
 def _counter(name: str, doc: str, value: float) -> CounterMetricFamily:

@@ -342,6 +342,17 @@ class Store:
                     break
         return out
 
+    def judge_pairs(self) -> list[tuple[str, str, str, str, int]]:
+        """(judge, sample, the person's outcome, the judge's outcome, labels) over the labels of conversations
+        a judge graded (its outcome known), for the agreement gauges."""
+        x = labels.c
+        keys = (x.judge, x.sample, x.outcome, x.judge_outcome)
+        graded = (x.judge.is_not(None), x.judge_outcome.is_not(None))
+        query = select(*keys, func.count()).where(*graded).group_by(*keys)
+        with self.engine.connect() as c:
+            rows = c.execute(query).all()
+        return [(j, s, o, jo, int(n)) for j, s, o, jo, n in rows]
+
     def labels_of(self, since: float = 0.0) -> Iterator[dict[str, Any]]:
         """Every label saved at or after `since` (Unix seconds), with its judge fields, oldest first."""
         with self.engine.connect() as c:

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Set up a virtualenv (.venv), install agentwatch with its test extras (which include the `service`, `review` and
-# `dev` extras), Debian's promtool, Alertmanager (its inhibit rule's test), Chromium (the review page's browser
-# tests) and PostgreSQL server programs (the review store's tests), type-check the package, then run the whole test
-# suite. Arguments go to pytest.
+# `dev` extras), Debian's promtool, Alertmanager (its inhibit rule's test), Chromium (the review page's and the
+# HTML report's browser tests) and PostgreSQL server programs (the review store's tests), type-check the package,
+# then run the whole test suite. Arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY="${PYTHON:-python3}"
@@ -10,8 +10,8 @@ if [ ! -x .venv/bin/python ]; then "$PY" -m venv .venv; fi
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q -e ".[test]"
 
-# Debian packages the tests drive for real: promtool (package prometheus), Alertmanager, chromium, postgresql
-# (initdb, pg_ctl).
+# Debian packages the tests drive for real: promtool (package prometheus), Alertmanager, chromium (Playwright
+# drives it; never `playwright install`), postgresql (initdb, pg_ctl).
 missing=()
 command -v promtool >/dev/null 2>&1 || missing+=(prometheus)
 command -v prometheus-alertmanager >/dev/null 2>&1 || missing+=(prometheus-alertmanager)

@@ -26,24 +26,28 @@ import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from fractions import Fraction
 from pathlib import Path
 
 import pytest
 import yaml
-from agentwatch.collector.metrics import PipelineStats, register
-from agentwatch.exporters.estimator import Estimator
-from agentwatch.exporters.exposition import Exposition
-from agentwatch.exporters.report.build import build_report
-from agentwatch.exporters.estimator import sanitize_label
-from agentwatch.judge.anchor_service import AnchorJob, AnchorMetrics
-from agentwatch.judge.anchors import Anchor, FrozenVerdict, compare, write_anchors
-from agentwatch.judge.verdict import JudgeVerdict
 from metrics_reference import beta_bounds_by_bisection
 from prometheus_client import CollectorRegistry
 
 from agentwatch.broker import free_port
+from agentwatch.collector.metrics import JudgeMetrics, PipelineStats, register
 from agentwatch.config import Settings
+from agentwatch.exporters.estimator import Estimator, sanitize_label
+from agentwatch.exporters.exposition import Exposition
+from agentwatch.exporters.report.build import build_report
+from agentwatch.judge.anchor_service import AnchorJob, AnchorMetrics
+from agentwatch.judge.anchors import Anchor, FrozenVerdict, compare, write_anchors
+from agentwatch.judge.budget import SpendCap
+from agentwatch.judge.runner import JudgeRunner
+from agentwatch.judge.verdict import JudgeVerdict
 from agentwatch.metrics_http import MetricsServer
+from agentwatch.review.metrics import ReviewMetrics, ReviewStats
+from agentwatch.review.store import Store
 from agentwatch.schema import (
     AutomatedVerdict,
     Conversation,
@@ -214,6 +218,58 @@ def _drifted_anchor_job(tmp: Path) -> AnchorJob:
     return job
 
 
+# --------------------------------------------------------------------------- the judge and the review store
+
+
+class StandInJudge:
+    """A judge in process: every tenth call times out (under AgentwatchJudgeFailing's 20%), the others grade,
+    each with a latency and a cost."""
+
+    judge_id = "stand-in:judge-model:v1"
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def fingerprint(self, conv: Conversation) -> str:
+        return conv.conversation_id
+
+    def judge(self, conv: Conversation) -> JudgeVerdict:
+        self.calls += 1
+        if self.calls % 10 == 0:
+            return JudgeVerdict.failed("judge_timeout", "stand-in", self.judge_id, latency_s=30.0)
+        return JudgeVerdict.graded("complete", 0.9, "fine", self.judge_id, input_tokens=900, output_tokens=60,
+                                   cost_usd=0.002, latency_s=0.4 + 0.1 * (self.calls % 5))
+
+
+def _judge_metrics(pipeline: PipelineStats) -> tuple[JudgeRunner, JudgeMetrics]:
+    """A collector's judge (capped at $1 an hour, $10 a day) whose counters the test moves."""
+    runner = JudgeRunner(StandInJudge(), concurrency=1, cap=SpendCap(1.0, 10.0))
+    return runner, JudgeMetrics(runner, pipeline, 0.25)
+
+
+def _judge_call(runner: JudgeRunner, n: int) -> None:
+    runner.judge_one(Conversation.model_validate({"conversation_id": f"judged-{n}",
+                                                  "turns": [{"input": "q", "answer": "a"}]}))
+
+
+def _review_metrics(tmp: Path) -> ReviewMetrics:
+    """A review store where people labelled six judged conversations of the blind sample (`REVIEWED`)."""
+    from review_support import conversation, judged, record, scored
+
+    store = Store(f"sqlite:///{tmp / 'review.db'}")  # a file: the scrape reads it from another thread
+    now = time.time()
+    for i, (judge_says, person_says) in enumerate(REVIEWED):
+        conv = conversation(f"reviewed-{i}")
+        store.ingest(record(conv, scored(conv, verdict=judged(judge_says, 0.5))), now, 86400)
+        store.save_label(i + 1, "alice", Outcome(person_says), "", True, now)
+    return ReviewMetrics(store, ReviewStats())
+
+
+# (the judge's outcome, the person's) of six labelled conversations: four agree
+REVIEWED = [("partial_incorrect", "partial_incorrect")] * 2 + [("partial_incorrect", "complete")] + [
+    ("complete", "complete")] * 2 + [("complete", "partial_incorrect")]
+
+
 # --------------------------------------------------------------------------- Prometheus
 
 
@@ -280,6 +336,9 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
     pipeline.reject("undecodable")
     registry = CollectorRegistry()
     register(pipeline, registry)
+    judge, judge_metrics = _judge_metrics(pipeline)
+    registry.register(judge_metrics)
+    registry.register(_review_metrics(tmp))
     registry.register(AnchorMetrics(_drifted_anchor_job(tmp), sanitize_label))
     server = MetricsServer(Exposition(lambda: estimator, registry).render, 0, "127.0.0.1")
     port = server.port
@@ -301,12 +360,16 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
     stop = threading.Event()
 
     def traffic() -> None:
-        # The collector keeps consuming while the lag grows: counters and lag move between scrapes.
+        # The collector keeps consuming while the lag grows, and its judge keeps judging: counters and lag
+        # move between scrapes.
+        calls = 0
         while not stop.wait(0.3):
             with pipeline.lock:
                 pipeline.spans_consumed += 40
                 pipeline.scores_produced += 1
                 pipeline.lag = {tp: n + 25 for tp, n in pipeline.lag.items()}
+            calls += 1
+            _judge_call(judge, calls)
 
     mover = threading.Thread(target=traffic, daemon=True)
     mover.start()
@@ -329,6 +392,8 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
         yield Live(api, estimator, pipeline)
     finally:
         stop.set()
+        mover.join(timeout=5)
+        judge.close()
         proc.terminate()
         try:
             proc.wait(timeout=10)
@@ -396,8 +461,8 @@ def test_dashboard_variable_queries_list_the_fed_values(live: Live) -> None:
 # --------------------------------------------------------------------------- rules
 
 
-# The judge's alerts read counters of a collector running a judge, which this exporter-only setup has no way
-# to feed with growth over time; deploy/prometheus/tests/judge.yml tests them (firing and quiet) with promtool.
+# The judge's alerts need a judge failing (or capped) over 15 minutes, which this setup's stand-in judge is
+# not; deploy/prometheus/tests/judge.yml tests them (firing and quiet) with promtool.
 WITHOUT_LIVE_DATA = {"agentwatch-judge"}
 
 
@@ -504,6 +569,32 @@ def test_dashboard_module_is_importable_for_the_live_test() -> None:
     assert json.loads(module.render()) == _dashboard()
 
 
+def test_judge_agreement_with_people_equals_the_counted_kappa(live: Live) -> None:
+    """The dashboard's agreement panel, against the pairs counted by hand (independent of the code)."""
+    panel = next(p for p in _dashboard()["panels"] if p["title"].startswith("Judge agreement with people"))
+    by_legend = {t["legendFormat"]: t["expr"] for t in panel["targets"]}
+    (agreement,) = live.api.vector(by_legend["agreement {{judge}}"])
+    (kappa,) = live.api.vector(by_legend["kappa {{judge}}"])
+    n = len(REVIEWED)
+    po = Fraction(sum(j == p for j, p in REVIEWED), n)
+    classes = {c for pair in REVIEWED for c in pair}
+    pe = sum(Fraction(sum(j == c for j, _ in REVIEWED), n) * Fraction(sum(p == c for _, p in REVIEWED), n)
+             for c in classes)
+    assert agreement["metric"]["judge"] == "stand-in:judge-model:v1"
+    assert float(agreement["value"][1]) == pytest.approx(float(po))  # 4 of 6
+    assert float(kappa["value"][1]) == pytest.approx(float((po - pe) / (1 - pe)))  # 1/3
+
+
+def test_judge_spend_against_the_cap(live: Live) -> None:
+    caps = {r["metric"]["period"]: float(r["value"][1])
+            for r in live.api.vector("agentwatch_judge_spend_cap_usd")}
+    assert caps == {"hour": 1.0, "day": 10.0}
+    spent = {r["metric"]["period"]: float(r["value"][1])
+             for r in live.api.vector("agentwatch_judge_spend_window_usd")}
+    assert spent["hour"] == pytest.approx(spent["day"])  # all of it within the last hour
+    assert 0 < spent["hour"] < caps["hour"]
+
+
 def test_runbook_queries_run_and_return_data(live: Live) -> None:
     """Every PromQL line of the runbook in deploy/README.md, with its placeholders filled in."""
     text = (ROOT / "deploy" / "README.md").read_text()
@@ -514,7 +605,7 @@ def test_runbook_queries_run_and_return_data(live: Live) -> None:
     empty = []
     for line in lines:
         expr = re.sub(r"\b(AGENT|VERSION|BASELINE|TASK)\b", lambda m: fill[m.group(1)], line)
-        # every query must run; the judge's need a collector with a judge (see WITHOUT_LIVE_DATA) to return data
+        # every query must run; the judge's failure queries return data only while it fails
         if not live.api.vector(expr) and "agentwatch_judge_" not in expr:
             empty.append(expr)
     assert not empty, f"runbook queries without data: {empty}"

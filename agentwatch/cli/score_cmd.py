@@ -16,10 +16,12 @@ if TYPE_CHECKING:  # the service modules load when a command runs, not when the 
     from rich.progress import Progress, TaskID
 
     from agentwatch.config import Settings
+    from agentwatch.exporters.report.cases import CaseKeeper
     from agentwatch.exporters.report.model import Report
     from agentwatch.judge.runner import JudgeRunner
     from agentwatch.schema import Conversation, ConversationScore
     from agentwatch.scorers.conversation import LabelRule
+    from agentwatch.transcript_keys import UnknownKeys
     from agentwatch.transcripts import LineError
 
 EXIT_OK, EXIT_GATE, EXIT_USAGE = 0, 1, 2
@@ -66,10 +68,13 @@ def _read_and_score(
     errors: list[LineError],
     runner: JudgeRunner | None = None,
     labels: LabelRule = "truth",
+    unknown: UnknownKeys | None = None,
+    keeper: CaseKeeper | None = None,
 ) -> list[ConversationScore]:
     """Read every file (progress bar on a terminal) and score each conversation; with a `JudgeRunner`, the
     judge-sampled conversations are judged first, a chunk at a time, `runner.concurrency` calls in flight.
-    `labels`: how outcome labels in the files grade (`ConversationScorer`'s rule; "truth" by default)."""
+    `labels`: how outcome labels in the files grade (`ConversationScorer`'s rule; "truth" by default).
+    Keys no field reads go to `unknown`; `keeper` is offered every transcript (for the HTML report)."""
     from rich.console import Console
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn
 
@@ -97,15 +102,21 @@ def _read_and_score(
             counts[1] += len(wanted)
             verdicts = runner.judge_many(wanted, on_done=lambda _v: judged(task))
             by_conv = dict(zip(map(id, wanted), verdicts, strict=True))
-            scores.extend(scorer.score(c, by_conv.get(id(c))) for c in chunk)
+            for c in chunk:
+                keep(c, scorer.score(c, by_conv.get(id(c))))
             chunk.clear()
+
+        def keep(conv: Conversation, score: ConversationScore) -> None:
+            scores.append(score)
+            if keeper is not None:
+                keeper.offer(conv, score)
 
         for path in files:
             size = path.stat().st_size if path.exists() else None
             task = progress.add_task(path.name, total=size, judged="")
-            for conv in iter_conversations(path, errors, partial(_advance, progress, task)):
+            for conv in iter_conversations(path, errors, partial(_advance, progress, task), unknown):
                 if runner is None:
-                    scores.append(scorer.score(conv))
+                    keep(conv, scorer.score(conv))
                     continue
                 chunk.append(conv)
                 if len(chunk) >= chunk_size:
@@ -161,7 +172,12 @@ def _judge_summary(runner: JudgeRunner) -> str:
 @app.command()
 def score(
     files: Annotated[
-        list[Path], typer.Argument(help="Transcript JSONL files (one Conversation per line; gzip accepted).")
+        list[Path],
+        typer.Argument(
+            metavar="FILE...",
+            help="Transcript files: JSON Lines, one Conversation per line (gzip accepted; a JSON array is "
+            "read too).",
+        ),
     ],
     k: Annotated[
         str | None,
@@ -206,6 +222,13 @@ def score(
     judge_cache: Annotated[
         Path | None, typer.Option("--judge-cache", help="Keep judge verdicts in this file between runs.")
     ] = None,
+    examples: Annotated[
+        int,
+        typer.Option(
+            "--examples", min=0,
+            help="Conversations listed per failure mode (JSON; the HTML report carries their transcripts).",
+        ),
+    ] = 10,
     labels: Annotated[
         bool,
         typer.Option(
@@ -223,8 +246,11 @@ def score(
     """
     from agentwatch.config import ConfigError, load_settings
     from agentwatch.exporters.report.baseline import BaselineError, load_baseline
+    from agentwatch.exporters.report.cases import CaseKeeper
+    from agentwatch.exporters.report.model import InputSummary
     from agentwatch.exporters.report.pass_k import default_ks
-    from agentwatch.exporters.report.versions import build_reports, colliding_ids
+    from agentwatch.exporters.report.versions import build_reports, colliding_ids, duplicate_ids
+    from agentwatch.transcript_keys import UnknownKeys
     from agentwatch.transcripts import LineError, TranscriptFileError
 
     ks = parse_ks(k)
@@ -244,8 +270,11 @@ def score(
     except (ValueError, OSError) as exc:
         raise _fail(f"judge: {exc}") from None
     errors: list[LineError] = []
+    unknown = UnknownKeys()
+    keeper = CaseKeeper(examples) if fmt is ReportFormat.html else None
     try:
-        scores = _read_and_score(files, settings, errors, runner, "truth" if labels else "ignore")
+        rule: LabelRule = "truth" if labels else "ignore"
+        scores = _read_and_score(files, settings, errors, runner, rule, unknown, keeper)
     except TranscriptFileError as exc:
         raise _fail(str(exc)) from None
     finally:
@@ -262,6 +291,8 @@ def score(
         typer.echo(
             f"{len(errors)} malformed line(s) skipped; {len(scores)} conversation(s) read, {graded} graded", err=True
         )
+    for warning in unknown.warnings():
+        typer.echo(f"warning: {warning}", err=True)
     if not scores:
         raise _fail("no conversation could be read from the input")
 
@@ -272,10 +303,21 @@ def score(
         except OSError as exc:
             raise _fail(f"cannot write {details}: {exc.strerror or exc}") from None
 
-    _warn_collisions(colliding_ids(scores))
+    shared = colliding_ids(scores)
+    _warn_collisions(shared)
+    repeated, extra = duplicate_ids(scores)
+    _warn_duplicates(repeated, extra)
     report = build_reports(scores, settings, ks if ks is not None else default_ks(scores, settings.stats.ks),
-                           base, str(baseline))
-    _emit(report, settings, fmt, out, _title(scores), files, errors)
+                           base, str(baseline), examples)
+    report.input = InputSummary(
+        files=[str(f) for f in files], records=len(scores), malformed=len(errors),
+        duplicate_ids=len(repeated), duplicate_records=extra, duplicate_examples=repeated[:MAX_IDS_SHOWN],
+        shared_ids=len(shared), unknown_keys=unknown.counts(),
+    )
+    judge_id = runner.judge_id if runner is not None else None
+    for section in (report, *report.versions):
+        section.judge = judge_id
+    _emit(report, settings, fmt, out, _title(scores), keeper, base)
 
     failed = (gate and not report.readiness.safe_to_ship) or (
         report.baseline is not None and report.baseline.regression
@@ -288,15 +330,26 @@ MAX_IDS_SHOWN = 5
 
 def _warn_collisions(ids: list[str]) -> None:
     """Name the conversation ids used by several versions on stderr (each counts once per version)."""
-    if not ids:
-        return
-    shown = ", ".join(ids[:MAX_IDS_SHOWN])
-    more = f" and {len(ids) - MAX_IDS_SHOWN} more" if len(ids) > MAX_IDS_SHOWN else ""
-    typer.echo(
-        f"{len(ids)} conversation id(s) occur under several versions of one agent: {shown}{more}; each "
-        "counts once in its version's section",
-        err=True,
-    )
+    from agentwatch.exporters.report.text import first_few
+
+    if ids:
+        typer.echo(
+            f"{len(ids)} conversation id(s) occur under several versions of one agent: {first_few(ids)}; "
+            "each counts once in its version's section",
+            err=True,
+        )
+
+
+def _warn_duplicates(ids: list[str], extra: int) -> None:
+    """Name the conversation ids read more than once for one agent version (each counts once: its last)."""
+    from agentwatch.exporters.report.text import first_few, plural
+
+    if ids:
+        typer.echo(
+            f"warning: {plural(len(ids), 'conversation id')} read more than once "
+            f"({plural(extra, 'extra record')}): {first_few(ids)}; each counts once, its last record",
+            err=True,
+        )
 
 
 def _emit(
@@ -305,20 +358,19 @@ def _emit(
     fmt: ReportFormat,
     out: Path | None,
     title: str,
-    files: list[Path],
-    errors: list[LineError],
+    keeper: CaseKeeper | None,
+    base: Report | None,
 ) -> None:
-    """Write the report in the chosen format to `out` or stdout."""
-    header = [f"Files: {', '.join(str(f) for f in files)}"]
-    if errors:
-        header.append(f"Malformed lines skipped: {len(errors)}")
+    """Write the report in the chosen format to `out` or stdout (the HTML report with `keeper`'s transcripts
+    and the `--baseline` report's intervals)."""
+    header: list[str] = []  # what was read is in the report (`input`)
     if fmt is ReportFormat.json:
         body = report.model_dump_json(indent=2) + "\n"
     elif fmt is ReportFormat.html:
         try:
             from agentwatch.exporters.report.html import render_html
 
-            body = render_html(report, settings, title=title, header=header)
+            body = render_html(report, settings, title=title, header=header, cases=keeper, base=base)
         except ImportError as exc:
             raise _fail(f"--format html needs matplotlib (pip install 'agentwatch[html]'): {exc}") from None
     else:

@@ -274,6 +274,69 @@ def _cost(d: dash_b.Dashboard) -> dash_b.Dashboard:
         width=8))
 
 
+JUDGE_CALLS = f"sum(rate(agentwatch_judge_calls_total[{RATE}]))"
+JUDGE_LATENCY = f"sum by (le) (rate(agentwatch_judge_latency_seconds_bucket[{RATE}]))"
+REVIEW_SAMPLE = 'sample="review_sample"'
+JUDGE_FAILED_SHARE = (
+    f'sum(rate(agentwatch_judge_failures_total{{reason!="judge_budget_exhausted"}}[{RATE}])) / {JUDGE_CALLS}'
+)
+JUDGE_AGREEMENT = (
+    f'sum by (judge) (agentwatch_review_judge_labels{{{REVIEW_SAMPLE}, agreement="agree"}}) / '
+    f"sum by (judge) (agentwatch_review_judge_labels{{{REVIEW_SAMPLE}}})"
+)
+
+
+def _judge(d: dash_b.Dashboard) -> dash_b.Dashboard:
+    """The LLM judge as on-call needs it: is it answering, failing, spending, slow, and do people agree."""
+    d = d.with_row(dash_b.Row("LLM judge (every collector; the judge grades all agents' judge samples)"))
+    d = d.with_panel(_timeseries(
+        "Judge calls per second", "Conversations sent to the judge, verdicts that graded one (cache hits "
+        "included) and cache hits.", "cps", [
+            (JUDGE_CALLS, "calls"),
+            (f"sum(rate(agentwatch_judge_verdicts_total[{RATE}]))", "verdicts"),
+            (f"sum(rate(agentwatch_judge_cache_hits_total[{RATE}]))", "cache hits"),
+        ], width=6))
+    d = d.with_panel(_timeseries(
+        "Judge failures by reason", "Judge-sampled conversations left unscored, per second: timeouts, bad "
+        "output, judge unavailable, spend cap reached (AgentwatchJudgeBudgetExhausted).", "cps",
+        [(f"sum by (reason) (rate(agentwatch_judge_failures_total[{RATE}]))", "{{reason}}")], width=6))
+    d = d.with_panel(
+        _timeseries(
+            "Judge failure share of calls", "Failed calls (spend cap aside) over calls; "
+            "AgentwatchJudgeFailing pages above 20% over 15 minutes.", "percentunit",
+            [(JUDGE_FAILED_SHARE, "failed / calls")], width=6,
+        ).min(0).max(1).thresholds(_thresholds((None, "green"), (0.2, "red")))
+        .thresholds_style(common_b.GraphThresholdsStyleConfig().mode(common.GraphThresholdsStyleMode.DASHED))
+    )
+    d = d.with_panel(_timeseries(
+        "Judge latency P50 / P90 / P99", "Latency of judge calls from the histogram, over the rate interval.",
+        "s", [(f"histogram_quantile({q}, {JUDGE_LATENCY})", f"P{round(q * 100)}") for q in (0.5, 0.9, 0.99)],
+        width=6))
+    d = d.with_panel(_timeseries(
+        "Judge spend against the cap", "Spend over the sliding hour and 24 hours as the spend cap counts it, "
+        "per collector, and the caps (judge.hourly_usd, judge.daily_usd). At the cap, judge-sampled "
+        "conversations are left unscored.", "currencyUSD", [
+            ("sum by (instance, period) (agentwatch_judge_spend_window_usd)",
+             "spent, last {{period}} ({{instance}})"),
+            ("max by (period) (agentwatch_judge_spend_cap_usd)", "cap per {{period}}"),
+        ], width=8).min(0))
+    d = d.with_panel(_timeseries(
+        "Judge agreement with people (blind review sample)",
+        "From the review service: share of people's labels on the blind review sample that chose the judge's "
+        "outcome class, and Cohen's kappa. Empty until people label conversations the judge graded.",
+        "percentunit", [
+            (JUDGE_AGREEMENT, "agreement {{judge}}"),
+            (f"agentwatch_review_judge_kappa{{{REVIEW_SAMPLE}}}", "kappa {{judge}}"),
+        ], width=8).min(0).max(1))
+    return d.with_panel(_stat(
+        "Judge backlog and labels", "Conversations waiting for a verdict (the collector pauses consumption "
+        "at collector.max_pending_verdicts), and labels on the blind review sample compared with the judge.",
+        "short", [
+            ("sum(agentwatch_judge_pending)", "waiting for a verdict"),
+            (f"sum(agentwatch_review_judge_labels{{{REVIEW_SAMPLE}}})", "labels compared"),
+        ], width=8))
+
+
 def _people(d: dash_b.Dashboard) -> dash_b.Dashboard:
     """Corrections by people's labels, judge–human agreement and judge drift on the anchors."""
     d = d.with_row(dash_b.Row("Judge and people: corrected estimates, agreement, anchors ($window window)"))
@@ -312,9 +375,10 @@ def _people(d: dash_b.Dashboard) -> dash_b.Dashboard:
         width=12,
     ).min(0).max(1))
     d = d.with_panel(_timeseries(
-        "Judge–human agreement (Cohen's kappa)",
-        "Kappa of each judge's verdicts with the review-sample labels, with its 95% interval; the alert "
-        "fires when the upper bound is below judge.min_kappa over a day with enough labels.",
+        "Judge–human agreement (Cohen's kappa) in the window",
+        "From the exporter: kappa of each judge's verdicts with the review-sample labels in the window, with "
+        "its 95% interval; AgentwatchJudgeAgreementLow fires when the upper bound is below judge.min_kappa "
+        "over a day with enough labels. (The judge row shows the review store's agreement since it began.)",
         "none",
         [(f'agentwatch_judge_agreement_kappa{{window="$window", stat="{stat}"}}', f"{{{{judge}}}} {stat}")
          for stat in ("mean", "lower", "upper")]
@@ -379,7 +443,8 @@ def build_dashboard() -> dict[str, Any]:
     d = (
         dash_b.Dashboard("agentwatch")
         .uid(UID)
-        .description("Reliability of AI agents in production: pass@k, pass^k, ASR, outcomes, cost, pipeline.")
+        .description("Reliability of AI agents in production: pass@k, pass^k, ASR, outcomes, cost, the LLM "
+                     "judge, pipeline.")
         .tags(["agentwatch", "agents", "reliability"])
         .editable()
         .time("now-24h", "now")
@@ -388,7 +453,7 @@ def build_dashboard() -> dict[str, Any]:
         .tooltip(DashboardCursorSync.CROSSHAIR)
     )
     d = _variables(d)
-    for section in (_reliability, _outcomes, _evidence, _cost, _people, _pipeline):
+    for section in (_reliability, _outcomes, _evidence, _cost, _judge, _people, _pipeline):
         d = section(d)
     model = json.loads(json.dumps(d.build(), cls=JSONEncoder))
     for panel_id, panel in enumerate(model["panels"], start=1):

@@ -41,6 +41,12 @@ _UNSAFE = re.compile(r"[^a-z0-9_]")
 TOOL_DIMENSIONS = ("selection", "parameters", "sequence", "utilization", "overall", "binary")
 # Reason codes that describe rather than fail (a person's label); not listed as failure modes.
 INFORMATIONAL_CODES = frozenset({"label"})
+# Why a conversation is outside the graded sample: coverage (reported under `ungraded`), not failure modes.
+COVERAGE_CODES = frozenset({
+    "no_grader", "judge_timeout", "judge_bad_output", "judge_unavailable", "judge_budget_exhausted",
+    "scorer_error",
+})
+EXAMPLES_PER_MODE = 10  # conversations listed per failure mode (--examples)
 __all__ = [
     "GATE_ESTIMATES",
     "build_report",
@@ -170,11 +176,27 @@ def _cost(scores: Sequence[ConversationScore]) -> CostStats:
     return CostStats(p50=float(p50), p90=float(p90), p99=float(p99), over_budget_ratio=ratio)
 
 
-def _failure_modes(scores: Sequence[ConversationScore]) -> list[FailureMode]:
+def _failure_modes(scores: Sequence[ConversationScore], examples: int) -> list[FailureMode]:
+    counter: Counter[str] = Counter()
+    listed: dict[str, list[str]] = defaultdict(list)
+    for s in scores:
+        codes = {failure_code(r) for r in s.reasons} - INFORMATIONAL_CODES - COVERAGE_CODES
+        counter.update(codes)
+        for code in codes:
+            if len(listed[code]) < examples:
+                listed[code].append(s.conversation_id)
+    return [FailureMode(mode=m, count=n, conversations=listed.get(m, []))
+            for m, n in sorted(counter.items(), key=lambda kv: (-kv[1], kv[0]))]
+
+
+def _ungraded(scores: Sequence[ConversationScore]) -> dict[str, int]:
+    """Conversations outside the graded sample, by the coverage code of why (`other` when none says)."""
     counter: Counter[str] = Counter()
     for s in scores:
-        counter.update({failure_code(r) for r in s.reasons} - INFORMATIONAL_CODES)
-    return [FailureMode(mode=m, count=n) for m, n in sorted(counter.items(), key=lambda kv: (-kv[1], kv[0]))]
+        if not s.scored:
+            codes = {failure_code(r) for r in s.reasons} & COVERAGE_CODES
+            counter.update(codes or {"other"})
+    return dict(sorted(counter.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
 def _rate(x: int, n: int, settings: Settings) -> RateEstimate:
@@ -192,8 +214,10 @@ def failure_rates(scores: Sequence[ConversationScore], settings: Settings) -> di
     return {e: _rate(found.get(e, 0), len(scores), settings) for e in EVIDENCE}
 
 
-def group_stats(scores: Sequence[ConversationScore], settings: Settings, ks: Sequence[int]) -> GroupStats:
-    """Every estimate of the report for one set of conversations."""
+def group_stats(
+    scores: Sequence[ConversationScore], settings: Settings, ks: Sequence[int], examples: int = 0
+) -> GroupStats:
+    """Every estimate of the report for one set of conversations; `examples` ids listed per failure mode."""
     n, c = counts(scores)
     weighted = effective_counts(graded_by_probability(list(scores)))
     correction = correction_of(scores, settings, ks)
@@ -221,7 +245,8 @@ def group_stats(scores: Sequence[ConversationScore], settings: Settings, ks: Seq
         outcomes={o.value: outcomes.get(o.value, 0) for o in Outcome},
         tool_correctness=_tool_correctness(scores),
         cost=_cost(scores),
-        failure_modes=_failure_modes(scores),
+        failure_modes=_failure_modes(scores, examples),
+        ungraded=_ungraded(scores),
     )
 
 
@@ -305,15 +330,19 @@ def readiness(scores: Sequence[ConversationScore], settings: Settings) -> Readin
 
 
 def build_report(
-    scores: Sequence[ConversationScore], settings: Settings, ks: Sequence[int] | None = None
+    scores: Sequence[ConversationScore],
+    settings: Settings,
+    ks: Sequence[int] | None = None,
+    examples: int = EXAMPLES_PER_MODE,
 ) -> Report:
     """The report of `scores`: overall, by task, by tag, readiness (baseline is added by `compare_baseline`).
 
     A conversation scored more than once (a later label publishes a revision) counts once, at its latest revision.
+    Each failure mode lists its first `examples` conversations.
     """
     ks = sorted(set(ks if ks is not None else settings.stats.ks))
     scores = latest_revisions(scores)
-    overall = group_stats(scores, settings, ks)
+    overall = group_stats(scores, settings, ks, examples)
     by_task_groups: dict[str, list[ConversationScore]] = defaultdict(list)
     by_tag_groups: dict[str, dict[str, list[ConversationScore]]] = defaultdict(lambda: defaultdict(list))
     for s in scores:

@@ -206,10 +206,15 @@ class RateEstimate(_Out):
 
 
 class FailureMode(_Out):
-    """A failure mode (reason code) and how many conversations have it."""
+    """A failure mode (reason code), how many conversations have it, and the first of them."""
 
     mode: str
     count: int
+    conversations: list[str] = Field(
+        default_factory=list,
+        description="Ids of the first conversations with this mode, in input order (at most --examples; "
+        "listed in the report and its sections, not in by_task / by_tag groups).",
+    )
 
 
 class GroupStats(_Out):
@@ -251,7 +256,13 @@ class GroupStats(_Out):
     )
     cost: CostStats
     failure_modes: list[FailureMode] = Field(
-        description="Reason codes by conversation count, most frequent first."
+        description="Reason codes by conversation count, most frequent first (why a conversation failed; "
+        "why one was not graded is under `ungraded`)."
+    )
+    ungraded: dict[str, int] = Field(
+        default_factory=dict,
+        description="Conversations outside the graded sample by why (no_grader, judge_timeout, …): "
+        "coverage, not a failure mode.",
     )
 
 
@@ -330,12 +341,40 @@ class BaselineComparison(_Out):
     regression: bool
 
 
+class InputSummary(_Out):
+    """What was read: files, records, and what was merged, skipped or ignored on the way."""
+
+    files: list[str]
+    records: int = Field(description="Conversations read from the files (before duplicates were merged).")
+    malformed: int = Field(description="Lines (or array items) that could not be read; skipped.")
+    duplicate_ids: int = Field(
+        default=0, description="Conversation ids that occur more than once for one agent version."
+    )
+    duplicate_records: int = Field(
+        default=0, description="Records beyond the first of those ids: each id counts once, its last record."
+    )
+    duplicate_examples: list[str] = Field(default_factory=list, description="The first duplicated ids.")
+    shared_ids: int = Field(
+        default=0, description="Conversation ids that occur under several versions of one agent (one each)."
+    )
+    unknown_keys: dict[str, int] = Field(
+        default_factory=dict,
+        description="Keys no transcript field reads (list indices as *) -> records carrying them; ignored.",
+    )
+
+
 class Report(GroupStats):
     """The offline report: overall estimates, per task, per tag, readiness, and an optional baseline."""
 
     agent_version: str | None = Field(
         default=None, description="'agent version' the report describes when the input held several versions."
     )
+    judge: str | None = Field(
+        default=None,
+        description="Id of the judge that graded the judge sample; null when none was configured (the judge "
+        "sample is then not judged).",
+    )
+    input: InputSummary | None = Field(default=None, description="What was read (top level only).")
     by_task: dict[str, GroupStats]
     by_tag: dict[str, dict[str, GroupStats]] = Field(description="tag key -> tag value -> estimates.")
     readiness: Readiness

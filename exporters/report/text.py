@@ -9,6 +9,7 @@ from agentwatch.exporters.report.model import (
     Delta,
     Gate,
     GroupStats,
+    InputSummary,
     JudgeOnly,
     KEstimate,
     Report,
@@ -34,6 +35,41 @@ def _interval(lo: float | None, hi: float | None) -> str:
 
 def _pct(x: float | None) -> str:
     return "n/a" if x is None else f"{100 * x:.1f}%"
+
+
+def plural(n: int, noun: str, many: str | None = None) -> str:
+    """`1 conversation`, `2 conversations` (thousands separated)."""
+    return f"{n:,} {noun if n == 1 else (many or noun + 's')}"
+
+
+MAX_IDS_SHOWN = 5
+
+
+def first_few(items: Sequence[str], total: int | None = None) -> str:
+    """The first items, then `and N more` when there are more."""
+    total = len(items) if total is None else total
+    shown = ", ".join(items[:MAX_IDS_SHOWN])
+    return shown + (f" and {total - min(len(items), MAX_IDS_SHOWN):,} more" if total > MAX_IDS_SHOWN else "")
+
+
+def input_lines(i: InputSummary) -> list[str]:
+    """What was read, merged, skipped and ignored, in words."""
+    lines = [f"Files: {', '.join(i.files)} ({plural(i.records, 'conversation record')} read)"]
+    if i.malformed:
+        lines.append(f"Malformed lines skipped: {i.malformed:,}")
+    if i.duplicate_ids:
+        lines.append(
+            f"Duplicate ids: {plural(i.duplicate_ids, 'conversation id')} read more than once "
+            f"({plural(i.duplicate_records, 'extra record')}): "
+            f"{first_few(i.duplicate_examples, i.duplicate_ids)}; each counts once, its last record"
+        )
+    if i.shared_ids:
+        lines.append(f"Shared ids: {plural(i.shared_ids, 'conversation id')} under several versions of one "
+                     "agent: one conversation per version")
+    if i.unknown_keys:
+        keys = ", ".join(f"{k} ({plural(n, 'record')})" for k, n in i.unknown_keys.items())
+        lines.append(f"Unknown keys ignored (not transcript fields): {keys}")
+    return lines
 
 
 def _money(x: float | None) -> str:
@@ -174,11 +210,20 @@ def _pct_interval(lo: float | None, hi: float | None) -> str:
     return "" if lo is None or hi is None else f" [{100 * lo:.1f}%, {100 * hi:.1f}%]"
 
 
-def _grading_line(r: GroupStats) -> str:
+def _grading_line(r: GroupStats, judge: str | None) -> str:
     by = ", ".join(f"{g} {n}" for g, n in r.graded_by.items()) or "none"
     labels = ", ".join(f"{o} {n}" for o, n in r.labels.items())
-    line = f"GRADED BY: {by} · sampled: judge {r.sampled.get('judge', 0)}, review {r.sampled.get('review', 0)}"
+    judged = f"judge sample {r.sampled.get('judge', 0)} ({judge})" if judge else "no judge configured"
+    line = f"GRADED BY: {by} · {judged} · review sample {r.sampled.get('review', 0)}"
     return line + (f" · labels (all conversations): {labels}" if labels else "")
+
+
+def ungraded_line(r: GroupStats) -> str | None:
+    """Why conversations are outside the graded sample (coverage), or None when all are graded."""
+    if not r.ungraded:
+        return None
+    why = ", ".join(f"{code} {n}" for code, n in r.ungraded.items())
+    return f"NOT GRADED ({plural(r.conversations - r.scored, 'conversation')}; coverage, not failures): {why}"
 
 
 def _group_line(name: str, g: GroupStats) -> str:
@@ -266,7 +311,7 @@ def _section_lines(r: Report, level: float) -> list[str]:
     lines = [
         f"Conversations: {r.conversations} | Graded: {r.scored} (coverage {_pct(cov)}) | Tasks: {len(r.by_task)}"
     ]
-    lines += [RULE, *_overall_lines(r, level), _grading_line(r), *_evidence_lines(r, level)]
+    lines += [RULE, *_overall_lines(r, level), _grading_line(r, r.judge), *_evidence_lines(r, level)]
     outcomes = ", ".join(f"{k} {v}" for k, v in r.outcomes.items())
     lines.append(f"OUTCOMES: {outcomes}")
     tc = r.tool_correctness
@@ -285,9 +330,13 @@ def _section_lines(r: Report, level: float) -> list[str]:
         lines += [_group_line(task, g) for task, g in r.by_task.items()]
     lines.append("TOP FAILURE MODES:")
     if r.failure_modes:
-        lines += [f"  {i}. {f.mode} ({f.count} conversations)" for i, f in enumerate(r.failure_modes[:5], 1)]
+        lines += [f"  {i}. {f.mode} ({plural(f.count, 'conversation')})"
+                  for i, f in enumerate(r.failure_modes[:5], 1)]
     else:
         lines.append("  none")
+    not_graded = ungraded_line(r)
+    if not_graded:
+        lines.append(not_graded)
     lines += _baseline_lines(r)
     rd = r.readiness
     lines.append(
@@ -323,6 +372,7 @@ def report_lines(
     report: Report, title: str = "Agent Evaluation Report", header: Sequence[str] = (), level: float = 0.95
 ) -> list[str]:
     """The report as plain text lines: one section, or a section per version and their comparison."""
+    header = [*header, *(input_lines(report.input) if report.input is not None else [])]
     if not report.versions:
         return [RULE, title, *header, *_section_lines(report, level), final_verdict(report), RULE]
     lines = [RULE, title, *header,
