@@ -64,6 +64,17 @@ def render_families(families: Iterable[Metric]) -> str:
     return "".join(out)
 
 
+ALL_INTERFACES = ("", "0.0.0.0", "::")
+
+
+def where(host: str, port: int, path: str = "/metrics") -> str:
+    """The address to open, in words: a server on every interface is reached on 127.0.0.1 from this machine."""
+    if host in ALL_INTERFACES:
+        return f"http://127.0.0.1:{port}{path} (listening on all interfaces, {host or '0.0.0.0'}:{port})"
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{port}{path}"
+
+
 class MetricsServer:
     """Serves `render()` on http://host:port/metrics from a daemon thread (port 0 picks a free one)."""
 
@@ -74,7 +85,7 @@ class MetricsServer:
         self._server.daemon_threads = True
         self.port = int(self._server.server_address[1])
         threading.Thread(target=self._server.serve_forever, name="metrics-http", daemon=True).start()
-        log.info("serving metrics on http://%s:%d/metrics", host, self.port)
+        log.info("serving metrics on %s", where(host, self.port))
 
     def stop(self) -> None:
         """Stop serving and close the socket."""

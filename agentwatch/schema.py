@@ -20,6 +20,8 @@ SCHEMA_VERSION = wire.SCORE_FORMAT_VERSION
 EVIDENCE = wire.EVIDENCE  # failure evidence: found on any conversation, reported as rates over all of them
 # Graders that decide success by a rule blind to the outcome (`ConversationScore.graded_by`).
 GRADERS: tuple[str, ...] = ("expectations", "judge_score", "policy", "judge", "label")
+# The automated graders that grade every conversation they apply to (not a hashed sample of them).
+EVERY_CONVERSATION_GRADERS: tuple[str, ...] = ("expectations", "judge_score", "policy")
 
 
 class Outcome(str, Enum):
@@ -280,6 +282,18 @@ class TurnScore(_Model):
     )
 
 
+class AutomatedVerdict(_Model):
+    """What the automated graders decided about a conversation, before any label: the prediction a person's
+    label corrects (a label never changes it)."""
+
+    graded_by: list[str] = Field(
+        description="The automated graders that decided (expectations, judge_score, policy, judge)."
+    )
+    outcome: Outcome = Field(description="The outcome class they gave (never unscored).")
+    passed: bool = Field(description="Whether it passed every automated grader (outcome complete).")
+    asr_credit: float = Field(description="max(0, credit of that outcome - cost_penalty).")
+
+
 class ConversationScore(_Model):
     """Result of scoring one conversation; the payload of the `agentwatch.scores` topic."""
 
@@ -340,6 +354,20 @@ class ConversationScore(_Model):
     revision: int = Field(
         default=0, ge=0, description="0 for the first score; a later label or verdict publishes revision + 1."
     )
+    automated: AutomatedVerdict | None = Field(
+        default=None,
+        description="The automated graders' verdict before any label (a label overwrites passed, outcome and "
+        "asr_credit, never this); null when no automated grader decided (a judge that failed, a conversation "
+        "graded by a label alone or by nothing).",
+    )
+    judge_rate: float | None = Field(
+        default=None, ge=0, le=1,
+        description="The judge sample rate in force when the conversation was sampled (judge_sampled: "
+        "sample_point(id) < judge_rate); null in scores written before rates were recorded.",
+    )
+    review_rate: float | None = Field(
+        default=None, ge=0, le=1, description="The review sample rate in force when it was sampled."
+    )
 
     @property
     def scored(self) -> bool:
@@ -369,7 +397,7 @@ class ConversationScore(_Model):
 
 def json_schema(kind: str) -> dict[str, Any]:
     """JSON Schema of `conversation` or `score`."""
-    models = {"conversation": Conversation, "score": ConversationScore}
+    models: dict[str, type[BaseModel]] = {"conversation": Conversation, "score": ConversationScore}
     if kind not in models:
         raise ValueError(f"unknown schema {kind!r}; choose one of {sorted(models)}")
     return models[kind].model_json_schema()

@@ -126,7 +126,8 @@ def beta_interval(a: ArrayLike, b: ArrayLike, level: float) -> tuple[Any, Any]:
     """Equal-tailed credible bounds of Beta(a, b), element-wise over broadcast a and b."""
     _check_level(level)
     tail = (1.0 - level) / 2.0
-    return _scalar_or_array(betaincinv(a, b, tail)), _scalar_or_array(betaincinv(a, b, 1.0 - tail))
+    fa, fb = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    return _scalar_or_array(betaincinv(fa, fb, tail)), _scalar_or_array(betaincinv(fa, fb, 1.0 - tail))
 
 
 def beta_power_means(a: ArrayLike, b: ArrayLike, kmax: int) -> tuple[np.ndarray, np.ndarray]:
@@ -150,8 +151,8 @@ class BetaPosterior:
             raise ValueError(f"Beta parameters must be > 0, got alpha={self.alpha}, beta={self.beta}")
 
     @property
-    def dist(self) -> sps.rv_continuous:
-        """The frozen scipy distribution."""
+    def dist(self) -> Any:
+        """The frozen scipy distribution (`scipy.stats.beta(alpha, beta)`)."""
         return sps.beta(self.alpha, self.beta)
 
     def mean(self) -> float:
@@ -275,9 +276,9 @@ def regression_probability(new: BetaPosterior, base: BetaPosterior, k: int, marg
         raise ValueError(f"margin must be in [0, 1), got {margin!r}")
     # P = ∫ f_base(x) · F_new((x^k - margin)^(1/k)) dx over x^k > margin.
     # Integrate only where the base density has mass (quad would otherwise step over a narrow peak).
-    lo_mass, hi_mass = sps.beta.ppf([1e-14, 1.0 - 1e-14], base.alpha, base.beta)
-    lo = max(float(lo_mass), margin ** (1.0 / k))
-    hi = float(hi_mass)
+    mass = sps.beta.ppf(np.array([1e-14, 1.0 - 1e-14]), base.alpha, base.beta)
+    lo = max(float(mass[0]), margin ** (1.0 / k))
+    hi = float(mass[1])
     if hi <= lo:
         return 0.0
 

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from agentwatch import agreement as agreement_stats
 from agentwatch.config import Settings
 from agentwatch.schema import Conversation, ConversationScore, Expectation, Outcome
 from agentwatch.stats import beta_interval
@@ -89,35 +90,8 @@ class Agreement:
 
 
 def kappa(true_pass: int, false_pass: int, false_fail: int, true_fail: int) -> float:
-    """Cohen's κ of a 2×2 table: (po − pe) / (1 − pe); NaN when chance agreement is 1 or nothing is rated."""
-    n = true_pass + false_pass + false_fail + true_fail
-    if n == 0:
-        return math.nan
-    po = (true_pass + true_fail) / n
-    pe = (
-        (true_pass + false_pass) * (true_pass + false_fail)
-        + (false_fail + true_fail) * (false_pass + true_fail)
-    ) / (n * n)
-    return math.nan if pe >= 1 else (po - pe) / (1 - pe)
-
-
-def _kappa_by_task(
-    cells: np.ndarray, groups: np.ndarray, level: float, resamples: int, seed: int
-) -> tuple[float, float]:
-    """Percentile bootstrap interval of κ resampling tasks (each task's conversations together); seeded."""
-    tasks, inverse = np.unique(groups, return_inverse=True)
-    per_task = np.zeros((len(tasks), 4), dtype=np.int64)  # tp, fp, fn, tn counts of each task
-    np.add.at(per_task, (inverse, cells), 1)
-    rng = np.random.default_rng(seed)
-    picks = rng.integers(0, len(tasks), size=(resamples, len(tasks)))
-    totals = per_task[picks].sum(axis=1)
-    values = np.array([kappa(*map(int, row)) for row in totals])
-    values = values[~np.isnan(values)]
-    if values.size == 0:
-        return (math.nan, math.nan)
-    tail = (1 - level) / 2
-    lo, hi = np.quantile(values, [tail, 1 - tail])
-    return float(lo), float(hi)
+    """Cohen's κ of a 2×2 table of verdicts against the truth; NaN when chance agreement is 1 or nothing is rated."""
+    return agreement_stats.kappa(np.array([[true_pass, false_fail], [false_pass, true_fail]]))
 
 
 def agreement(
@@ -129,7 +103,8 @@ def agreement(
 ) -> Agreement:
     """Compare verdicts with the truth (see the module docstring)."""
     out = Agreement()
-    cells: list[int] = []
+    real_fail: list[int] = []  # class 0: passed / really succeeded, 1: failed
+    verdict_fail: list[int] = []
     groups: list[str] = []
     for score, real in zip(scores, truth, strict=True):
         if score.passed is None:
@@ -143,23 +118,23 @@ def agreement(
             out.hallucination_on_failure += hallucinated
         if score.passed and real:
             out.true_pass += 1
-            cells.append(0)
         elif score.passed:
             out.false_pass += 1
             out.false_pass_tasks[score.task] += 1
             out.disagreements.append((score.conversation_id, "passed, really failed", codes))
-            cells.append(1)
         elif real:
             out.false_fail += 1
             out.false_fail_reasons.update(codes)
             out.disagreements.append((score.conversation_id, "failed, really succeeded", codes))
-            cells.append(2)
         else:
             out.true_fail += 1
             out.true_fail_reasons.update(codes)
-            cells.append(3)
+        real_fail.append(0 if real else 1)
+        verdict_fail.append(0 if score.passed else 1)
         groups.append(score.task)
     out.kappa = kappa(out.true_pass, out.false_pass, out.false_fail, out.true_fail)
-    if cells:
-        out.kappa_interval = _kappa_by_task(np.array(cells), np.array(groups), level, resamples, seed)
+    if groups:  # tasks resampled whole: a task's conversations are not independent
+        out.kappa_interval = agreement_stats.kappa_interval(
+            real_fail, verdict_fail, 2, groups, level=level, resamples=resamples, seed=seed
+        )
     return out

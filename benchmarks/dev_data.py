@@ -16,7 +16,7 @@ import json
 import time
 from pathlib import Path
 
-from agentwatch.exporters.report import build_report
+from agentwatch.exporters.report.build import build_report
 from agentwatch.scorers import ConversationScorer
 
 from agentwatch.config import Settings

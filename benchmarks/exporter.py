@@ -3,12 +3,16 @@
 Prints figures, asserts nothing. "Series" below means estimator series (agent, version, task); each one yields
 about 78 Prometheus samples per window (25 of them failure evidence, sample and label ratios).
 Then scores that are repeated attempts at task instances (pass^k over units): ingest, the first snapshot
-(every window over units), a snapshot after 100 new scores, and memory per tracked unit. The last lines measure
-the quality alerts' sequential tests on series whose references are complete (`--alert-series` series of
-2,100 conversations each, every rule evaluated): the first snapshot (every design made; capped at 2 s of
-designs per snapshot, so also the snapshots it takes until all are made), a snapshot once all are memoised, the
-samples they add, and the memory of the per-minute counts per series.
+(every window over units), a snapshot after 100 new scores, and memory per tracked unit. Then the quality
+alerts' sequential tests on series whose references are complete (`--alert-series` series of 2,100
+conversations each, every rule evaluated): the first snapshot (every design made; capped at 2 s of designs per
+snapshot, so also the snapshots it takes until all are made), a snapshot once all are memoised, the samples
+they add, and the memory of the per-minute counts per series.
+With --judged every score is graded by a judge, with its automated verdict and sample rates, and one in ten is
+in the review sample with a person's label (corrected estimates, agreement per judge); the scores carry fields
+a build without corrections ignores, so the same script measures both builds (PYTHONPATH).
 Usage: python benchmarks/exporter.py [--series 10000] [--scores 50000] [--attempts 4] [--alert-series 100]
+       [--judged]
 """
 
 from __future__ import annotations
@@ -27,6 +31,26 @@ from agentwatch.config import load_settings
 from agentwatch.schema import ConversationScore
 
 NOW = 1_800_000_000.0
+
+
+JUDGED = False  # --judged
+
+
+def judged(score: ConversationScore, i: int) -> ConversationScore:
+    """`score` graded by a judge (its verdict the score's outcome), one in ten with a review-sample label that
+    disagrees with the judge on one in four."""
+    verdict = score.outcome
+    label = None
+    if i % 10 == 0:
+        label = verdict if i % 40 else ("partial_incorrect" if score.passed else "complete")
+    return ConversationScore.model_validate({
+        **score.model_dump(),
+        "graded_by": ["judge", "label"] if label else ["judge"], "judge": "openai:gpt-4o-mini:v1",
+        "judge_outcome": verdict, "judge_sampled": True, "judge_rate": 0.25, "review_rate": 0.025,
+        "review_sampled": label is not None, "label": label,
+        "automated": {"graded_by": ["judge"], "outcome": verdict, "passed": score.passed,
+                      "asr_credit": score.asr_credit},
+    })
 
 
 def scores(count: int, series: int, start: int = 0) -> list[ConversationScore]:
@@ -51,6 +75,8 @@ def scores(count: int, series: int, start: int = 0) -> list[ConversationScore]:
                 ended_at=datetime.fromtimestamp(NOW - 60 - (i % 3000), UTC),
             )
         )
+        if JUDGED:
+            out[-1] = judged(out[-1], i)
     return out
 
 
@@ -201,7 +227,13 @@ def main() -> None:
     parser.add_argument("--windows", default="1h,24h,7d")
     parser.add_argument("--attempts", type=int, default=4, help="attempts per instance (repeated attempts)")
     parser.add_argument("--alert-series", type=int, default=100, help="series of the sequential tests' part")
+    parser.add_argument("--judged", action="store_true", help="judge-graded scores, 10%% with review labels")
     args = parser.parse_args()
+    global JUDGED
+    JUDGED = args.judged
+    t = time.perf_counter()
+    sum(range(1000))
+    print(f"calibration sum(range(1000)): {(time.perf_counter() - t) * 1e6:.1f} µs; judged: {JUDGED}")
     windows = args.windows.split(",")
     settings = load_settings(exporter={"windows": windows, "max_tasks": 1000})
     est = Estimator(settings, clock=lambda: NOW)

@@ -1,8 +1,11 @@
-"""Benchmark the statistics and the offline report: timings of each estimator and of `build_report`.
+"""Benchmark the statistics and the offline report: timings of each estimator, of `build_report`, and the size
+and render time of the HTML report.
 
-Usage: python benchmarks/report.py [--n 50000]
+Usage: python benchmarks/report.py [--n 50000] [--html 2000]
 
-Prints figures; asserts nothing about time.
+The HTML figures come from real agent conversations: the τ-bench run in tests/data (100 conversations,
+imported with its task policies) repeated to `--html` conversations with distinct ids and task instances,
+scored, and rendered with its transcripts (10 per failure mode). Prints figures; asserts nothing about time.
 """
 
 from __future__ import annotations
@@ -10,16 +13,19 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
-from agentwatch.exporters.report import build_report
-from agentwatch.exporters.report_text import render_text
 
-from agentwatch.config import Settings
-from agentwatch.schema import ConversationScore
+from agentwatch.config import Settings, load_settings
+from agentwatch.exporters.report.build import build_report
+from agentwatch.exporters.report.cases import CaseKeeper
+from agentwatch.exporters.report.text import render_text
+from agentwatch.schema import Conversation, ConversationScore
 from agentwatch.stats import (
     bootstrap_mean_interval,
     pass_at_k_unbiased,
@@ -27,6 +33,7 @@ from agentwatch.stats import (
     posterior,
     regression_probability,
 )
+from agentwatch.transcript_keys import UnknownKeys
 from agentwatch.transcripts import iter_conversations
 
 OUTCOMES = ["complete"] * 6 + [
@@ -74,10 +81,54 @@ def scores(n: int) -> list[ConversationScore]:
     return out
 
 
+TAU_BENCH = Path(__file__).resolve().parent.parent / "tests" / "data" / "agent-benchmark"
+
+
+def html_report(n: int) -> None:
+    """Size and render time of the HTML report of `n` real conversations (the τ-bench run, repeated)."""
+    from agentwatch.exporters.report.html import render_html
+    from agentwatch.scorers import ConversationScorer
+
+    with tempfile.TemporaryDirectory() as tmp:
+        source = next(TAU_BENCH.glob("*.json.gz"))
+        subprocess.run([sys.executable, "-m", "agentwatch", "import", "tau-bench", str(source), "--out", tmp],
+                       check=True, capture_output=True)
+        lines = [json.loads(line) for line in (Path(tmp) / "transcripts.jsonl").read_text().splitlines()]
+        settings = load_settings(Path(tmp) / "policies.yaml")
+    scorer = ConversationScorer(settings)
+    keeper = CaseKeeper(10)
+    scores = []
+    start = time.perf_counter()
+    for i in range(n):
+        line = dict(lines[i % len(lines)])
+        rep = i // len(lines)
+        line["conversation_id"] = f"{line['conversation_id']}/rep-{rep}"
+        line["instance"] = f"{line.get('instance')}/rep-{rep}"
+        conv = Conversation.model_validate(line)
+        score = scorer.score(conv)
+        keeper.offer(conv, score)
+        scores.append(score)
+    elapsed = time.perf_counter() - start
+    print(f"{'score ' + str(n) + ' τ-bench conversations':<58} {elapsed * 1e3:10.1f} ms")
+    start = time.perf_counter()
+    report = build_report(scores, settings)
+    print(f"{'build_report':<58} {(time.perf_counter() - start) * 1e3:10.1f} ms")
+    start = time.perf_counter()
+    page = render_html(report, settings, cases=keeper)
+    elapsed = time.perf_counter() - start
+    listed = sum(len(m.conversations) for m in report.failure_modes)
+    print(f"{'render_html (2 plots, ' + str(listed) + ' transcripts)':<58} {elapsed * 1e3:10.1f} ms")
+    print(f"{'HTML report size':<58} {len(page.encode()) / 1024:10.0f} KiB")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--n", type=int, default=50_000)
+    parser.add_argument("--html", type=int, default=2_000, help="conversations in the HTML report (0: skip)")
     args = parser.parse_args()
+    timed("calibration: sum(range(1000)) (this machine's speed swings)", lambda: sum(range(1000)), 1000)
+    if args.html:
+        html_report(args.html)
 
     timed("pass_at_k_unbiased(n=1e6, c=5e5, k=10)", lambda: pass_at_k_unbiased(10**6, 500_000, 10), 1000)
     timed(
@@ -113,7 +164,7 @@ def main() -> None:
         report = build_report(data, settings)
 
     timed(f"build_report({args.n} scores, 20 tasks, 5 tag groups)", build)
-    timed("render_text", lambda: render_text(report))  # type: ignore[arg-type]
+    timed("render_text", lambda: render_text(report))
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "t.jsonl.gz"
@@ -132,10 +183,12 @@ def main() -> None:
             for i in range(args.n):
                 line["conversation_id"] = str(i)
                 fh.write(json.dumps(line) + "\n")
-        start = time.perf_counter()
-        count = sum(1 for _ in iter_conversations(path, []))
-        elapsed = time.perf_counter() - start
-        print(f"{'read gzip transcripts':<58} {count / elapsed:10.0f} conversations/s")
+        for label, unknown in (("read gzip transcripts", None),
+                               ("read gzip transcripts, unknown keys checked (score)", UnknownKeys())):
+            start = time.perf_counter()
+            count = sum(1 for _ in iter_conversations(path, [], unknown=unknown))
+            elapsed = time.perf_counter() - start
+            print(f"{label:<58} {count / elapsed:10.0f} conversations/s")
 
 
 if __name__ == "__main__":

@@ -94,6 +94,14 @@ def _json_id(raw: Any, nbytes: int, where: str, required: bool) -> str | None:
     return value.hex()
 
 
+def _required_id(raw: Any, nbytes: int, where: str) -> str:
+    """A trace or span id that must be there: its hex, or DecodeError."""
+    value = _json_id(raw, nbytes, where, True)
+    if value is None:  # _json_id raises first when an id is required
+        raise DecodeError("invalid_span", f"{where}: id missing")
+    return value
+
+
 def _get(d: dict, camel: str, snake: str, default: Any = None) -> Any:
     value = d.get(camel)
     if value is None:
@@ -185,8 +193,8 @@ def _json_span(sp: Any, resource: dict, limit: int, where: str) -> SpanRecord:
         message = truncate(str(status.get("message") or ""), limit)
     conv = conversation_of(attrs)
     return SpanRecord(
-        _json_id(_get(sp, "traceId", "trace_id"), 16, f"{where}.traceId", True),  # type: ignore[arg-type]
-        _json_id(_get(sp, "spanId", "span_id"), 8, f"{where}.spanId", True),  # type: ignore[arg-type]
+        _required_id(_get(sp, "traceId", "trace_id"), 16, f"{where}.traceId"),
+        _required_id(_get(sp, "spanId", "span_id"), 8, f"{where}.spanId"),
         _json_id(_get(sp, "parentSpanId", "parent_span_id"), 8, f"{where}.parentSpanId", False),
         truncate(str(sp.get("name") or ""), limit),
         _json_int(_get(sp, "startTimeUnixNano", "start_time_unix_nano"), f"{where}.startTimeUnixNano"),

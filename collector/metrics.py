@@ -13,6 +13,9 @@ from prometheus_client.registry import Collector, CollectorRegistry
 from agentwatch.metrics_http import MetricsServer, render_families
 
 
+MAX_RATE_SERIES = 1000  # series shown by agentwatch_judge_series_rate (first by agent, version, task)
+
+
 @dataclass(slots=True)
 class PipelineStats:
     """Counters and gauges the consumer loop updates; read by `PipelineMetrics` on each scrape."""
@@ -35,6 +38,7 @@ class PipelineStats:
     judge_pending: int = 0
     transcripts_published: dict[str, int] = field(default_factory=dict)  # sample -> records for review
     transcripts_cut: int = 0
+    judge_rates: dict[tuple[str, str, str], float] = field(default_factory=dict)  # adaptive rate per series
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def count_label(self, result: str) -> None:
@@ -166,6 +170,7 @@ class JudgeMetrics(Collector):
         yield fam
         yield _counter("agentwatch_judge_spend_usd", "Spend on judge calls (USD, from the price table).",
                        snap["spend_usd"])
+        yield from _spend_against_cap(self._runner.cap)
         fam = CounterMetricFamily(
             "agentwatch_judge_failures",
             "Judged conversations left unscored, by reason (judge_timeout, judge_bad_output, judge_unavailable, "
@@ -186,6 +191,32 @@ class JudgeMetrics(Collector):
         yield GaugeMetricFamily("agentwatch_judge_sample_rate",
                                 "Default judge sample rate (sampling.judge_rate; rules may differ per agent/task).",
                                 value=self._judge_rate)
+        rates = GaugeMetricFamily("agentwatch_judge_series_rate",
+                                  "Judge sample rate in force per series (sampling.target_judged_per_hour).",
+                                  labels=["agent", "version", "task"])
+        with self._pipeline.lock:
+            current = dict(self._pipeline.judge_rates)
+        for (agent, version, task), rate in sorted(current.items())[:MAX_RATE_SERIES]:
+            rates.add_metric([agent, version, task], rate)
+        yield rates
+
+
+def _spend_against_cap(cap: Any) -> Iterator[Metric]:
+    """Spend over the sliding hour and day as the spend cap counts it, and the caps that are set."""
+    hour, day = cap.spent()
+    spent = GaugeMetricFamily("agentwatch_judge_spend_window_usd",
+                              "Judge spend over the sliding hour / 24 hours, as the spend cap counts it.",
+                              labels=["period"])
+    spent.add_metric(["hour"], hour)
+    spent.add_metric(["day"], day)
+    yield spent
+    caps = GaugeMetricFamily("agentwatch_judge_spend_cap_usd",
+                             "Spend cap of the judge (judge.hourly_usd, judge.daily_usd; absent if not set).",
+                             labels=["period"])
+    for period, value in (("hour", cap.hourly_usd), ("day", cap.daily_usd)):
+        if value is not None:
+            caps.add_metric([period], value)
+    yield caps
 
 
 def _counter(name: str, doc: str, value: float) -> CounterMetricFamily:

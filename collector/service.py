@@ -93,6 +93,7 @@ class CollectorService:
         self.pending = PendingVerdicts()
         self.events = EvaluationEvents.from_settings(settings)  # verdicts as OTel log records, if configured
         self._max_pending = max(1, self.config.max_pending_verdicts)
+        self._rates_refresh = 0.0  # next refresh of the adaptive judge rates in the stats
         self._paused = False
         self._dead: DeadLetterPublisher | None = None
         self._stop = threading.Event()
@@ -291,7 +292,9 @@ class CollectorService:
         spans = finished.spans
         # nothing but labels: for a conversation this collector does not remember (a turn span ends the check)
         if spans and all(label_of(span) is not None for span in spans):
-            self._apply_label(label_of(max(spans, key=lambda span: span.end_ns)), None)  # type: ignore[arg-type]
+            last = label_of(max(spans, key=lambda span: span.end_ns))
+            if last is not None:  # always: every span is a label
+                self._apply_label(last, None)
             return
         try:
             conv = build_conversation(finished)
@@ -473,6 +476,24 @@ class CollectorService:
         log.info("assigned %s", sorted(f"{tp.topic}[{tp.partition}]" for tp in assigned))
         if self._paused and assigned:  # still waiting for the judge: new partitions wait too
             consumer.pause(assigned)
+        if assigned and self._scorer is not None:
+            self._scorer.sampler.targets.share = self._traffic_share(consumer, assigned)
+
+    def _traffic_share(self, consumer: Consumer, assigned: list[TopicPartition]) -> float:
+        """This instance's share of the conversations: its partitions over those of the topics it reads
+        (conversations are keyed by id, so they spread evenly); 1 when the metadata cannot be read."""
+        topics = {tp.topic for tp in assigned}
+        try:
+            metadata = consumer.list_topics(timeout=5)
+            total = sum(len(metadata.topics[t].partitions) for t in topics if t in metadata.topics)
+        except Exception:  # noqa: BLE001 - a guess of the share must never stop consuming
+            log.warning("could not read the partitions of %s: the adaptive judge rate assumes all traffic",
+                        topics)
+            return 1.0
+        share = min(1.0, len(assigned) / total) if total else 1.0
+        log.info("this collector reads %d of %d partitions: share %.3f of each series' traffic",
+                 len(assigned), total, share)
+        return share
 
     def _on_revoked(self, consumer: Consumer, revoked: list[TopicPartition]) -> None:
         """Before partitions go (called inside `consume`, on the service's thread): flush, commit what is safe,
@@ -541,6 +562,9 @@ class CollectorService:
             j = self.join.stats
             s.trace_join = {"held": j.held_spans, "joined": j.joined_spans, "timed_out": j.timed_out_spans,
                             "evicted": j.evicted_spans}
+            if self._scorer is not None and time.monotonic() >= self._rates_refresh:
+                self._rates_refresh = time.monotonic() + 1.0
+                s.judge_rates = self._scorer.sampler.targets.current()
 
 
 def _lowest(a: int | None, b: int | None) -> int | None:

@@ -90,7 +90,7 @@ class PassDrop:
     def __call__(self, q0: float) -> float:
         """q1 for in-control failure probability q0."""
         p0k = (1.0 - q0) ** self.k
-        return 1.0 - max(p0k - self.drop, p0k / 4.0) ** (1.0 / self.k)
+        return 1.0 - float(max(p0k - self.drop, p0k / 4.0) ** (1.0 / self.k))
 
 
 @dataclass(slots=True, frozen=True)

@@ -249,8 +249,8 @@ def _search(q: np.ndarray, w: np.ndarray, up: int, down: int, observations: floa
             lo, flo = x, vx
     moved = ""
     while hi - lo > 1:
-        x = lo + (flo - target) / (flo - fhi) * (hi - lo) if moved[-2:] not in ("ll", "hh") else (lo + hi) / 2
-        x = min(max(round(x), lo + 1), hi - 1)
+        guess = lo + (flo - target) / (flo - fhi) * (hi - lo) if moved[-2:] not in ("ll", "hh") else (lo + hi) / 2
+        x = min(max(round(guess), lo + 1), hi - 1)
         vx = value(x)
         if vx <= target:
             hi, fhi, moved = x, vx, moved + "h"

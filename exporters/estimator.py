@@ -40,7 +40,8 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC
+from typing import TypeVar
+from datetime import UTC, datetime
 
 from agentwatch.exporters.alert_rules import (
     Alert,
@@ -53,10 +54,12 @@ from agentwatch.exporters.alert_rules import (
     plan,
     reference_counts,
 )
+from agentwatch.exporters.judge_agreement import JudgeAgreement, agreements
 from agentwatch.exporters.regression import RegressionParams, attach_regressions
 from agentwatch.exporters.summary import SeriesEstimate, StatsParams, summarise
 from agentwatch.exporters.windows import (
     ASR_RESOLUTION,
+    CLASSES,
     EVIDENCE,
     OUTCOMES,
     TOOL_DIMENSIONS,
@@ -68,6 +71,8 @@ from agentwatch.exporters.windows import (
 )
 
 from agentwatch.config import Settings
+from agentwatch.corrected import correction_point
+from agentwatch.inclusion import automated_of, graded_probability, review_label
 from agentwatch.schema import ConversationScore
 
 log = logging.getLogger(__name__)
@@ -177,6 +182,7 @@ class EstimatorCounters:
 
 
 SeriesKey = tuple[str, str, str]
+_T = TypeVar("_T")
 
 
 class _Counted:
@@ -225,6 +231,8 @@ class Estimator:
         self._max_versions = cfg.max_versions_per_agent
         self._max_modes = cfg.max_failure_modes
         self._max_units = cfg.max_units
+        self._credits = settings.scoring.credits
+        self.min_kappa, self.min_kappa_labels = settings.judge.min_kappa, settings.judge.min_kappa_labels
         st = settings.stats
         self.stats_params = StatsParams(
             st.prior_alpha, st.prior_beta, st.level, tuple(st.ks), st.bootstrap_resamples, st.seed
@@ -250,6 +258,8 @@ class Estimator:
         self._modes_seen: dict[str, float] = {}
         self._units_seen: dict[tuple[str, str], dict[Unit, float]] = {}  # agent version -> unit -> last time
         self._units_folded = 0
+        self._judge_labels: dict[str, str] = {}
+        self._shared: dict[object, object] = {}  # the few distinct correction points and probabilities
         self._next_housekeeping = -math.inf
         self._consumed = 0
         self._rejected = dict.fromkeys(REJECT_REASONS, 0)
@@ -400,7 +410,15 @@ class Estimator:
             credit = None
         if credit is not None:
             credit = min(1.0, max(0.0, credit))
-        budgeted = cost is not None and score.budget_usd is not None
+        budget = score.budget_usd
+        budgeted = cost is not None and budget is not None
+        automated = automated_of(score)
+        judge = agreement = None
+        if automated is not None and "judge" in automated.graded_by and score.judge:
+            judge = self._judge_label(score.judge)
+            label, verdict = review_label(score), score.judge_outcome
+            if label is not None and verdict is not None and verdict.value != "unscored":
+                agreement = _OUTCOME_INDEX[label.value] * CLASSES + _OUTCOME_INDEX[verdict.value]
         return Contribution(
             scored=score.passed is not None,
             passed=bool(score.passed),
@@ -411,7 +429,7 @@ class Estimator:
             cost_bin=sketch_bin(max(0.0, cost)) if cost is not None else None,
             duration_bin=sketch_bin(max(0.0, duration)) if duration is not None else None,
             budgeted=budgeted,
-            over_budget=budgeted and cost > score.budget_usd,  # type: ignore[operator]
+            over_budget=cost is not None and budget is not None and cost > budget,
             asr_bin=round(credit * ASR_RESOLUTION) if credit is not None else None,
             asr_credit=credit,
             evidence=tuple(sorted({_EVIDENCE_INDEX[e] for e in score.evidence if e in _EVIDENCE_INDEX})),
@@ -419,7 +437,30 @@ class Estimator:
             review_sampled=score.review_sampled,
             label=_OUTCOME_INDEX[score.label.value] if score.label is not None else None,
             unit=unit,
+            graded_p=self._one(graded_probability(score)) if score.passed is not None else 1.0,
+            correction=self._one(correction_point(score, self._credits)) if automated is not None else None,
+            judge=judge,
+            agreement=agreement,
         )
+
+    def _one(self, value: _T) -> _T:
+        """One shared object per distinct value: identities keep few distinct points and probabilities, and
+        sharing them saves about 150 bytes per remembered conversation."""
+        found = self._shared.get(value)
+        if found is None:
+            if len(self._shared) >= 100_000:
+                return value
+            self._shared[value] = found = value
+        return found  # type: ignore[return-value]
+
+    def _judge_label(self, judge: str) -> str:
+        """A judge id as a label value (interned: one string per judge)."""
+        found = self._judge_labels.get(judge)
+        if found is None:
+            found = sys.intern(sanitize_label(judge, self._max_label))
+            if len(self._judge_labels) < 10_000:
+                self._judge_labels[judge] = found
+        return found
 
     # ------------------------------------------------------------------ expiry
 
@@ -520,6 +561,17 @@ class Estimator:
                 out[key] = alerts_of(planned, minutes)
         return out
 
+    def agreement(self, now: float | None = None) -> list[JudgeAgreement]:
+        """Judge–human agreement per judge id and window over the real series (`judge_agreement`)."""
+        with self._lock:
+            now = self._clock() if now is None else now
+            self._housekeeping(now, force=True)
+            rows = [(w.name, judge, list(row)) for (_a, _v, task), s in self._series.items()
+                    if task != ALL_TASKS for w in s.windows if w.total.judges
+                    for judge, row in w.total.judges.items()]
+        p = self.stats_params
+        return agreements(rows, p.level, p.resamples, p.seed)
+
     def counters(self) -> EstimatorCounters:
         """Health counters and per-series counters since start (read-only copies, reused while unchanged)."""
         with self._lock:
@@ -548,7 +600,7 @@ def _count(c: SeriesCounters, score: ConversationScore, contribution: Contributi
         c.duration.observe(max(0.0, score.duration_s))
 
 
-def _epoch(dt) -> float:
+def _epoch(dt: datetime) -> float:
     if dt.tzinfo is None:
         dt = dt.replace(tzinfo=UTC)
     return dt.timestamp()

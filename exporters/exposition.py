@@ -19,6 +19,7 @@ from agentwatch.exporters.prometheus import (
     COUNTERS,
     GAUGES,
     HISTOGRAMS,
+    agreement_families,
     counter_samples,
     estimate_samples,
     health_families,
@@ -116,6 +117,7 @@ class Exposition:
                 out.append(head)
                 out.extend(parts)
         out.append(render_families(health_families(counters)))
+        out.append(render_families(agreement_families(est.agreement(), est.min_kappa, est.min_kappa_labels)))
         if self.registry is not None:
             out.append(render_families(self.registry.collect()))
         return "".join(out).encode()

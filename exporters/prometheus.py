@@ -9,9 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from agentwatch.exporters.judge_agreement import JudgeAgreement
 from agentwatch.exporters.estimator import EstimatorCounters, Histogram, SeriesCounters
+from agentwatch.corrected import Figure
 from agentwatch.exporters.summary import QUANTILES, SeriesEstimate
-from agentwatch.exporters.windows import OUTCOMES
+from agentwatch.exporters.windows import CLASSES, OUTCOMES
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 SERIES = ("agent", "version", "task")
@@ -53,6 +55,26 @@ GAUGES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("agentwatch_alert_reference",
      "Reference of a quality alert rule: success rate (pass), ASR (asr), else the rate of its bad observation.",
      ("rule", "reference_version")),
+    # Corrected by people's labels (docs/metrics.md, "Corrected estimates"): estimate = corrected |
+    # judge_only.
+    ("agentwatch_corrected_success_rate",
+     "Success rate corrected by review-sample labels (PPI++), beside the automated verdicts alone.",
+     ("estimate", "stat")),
+    ("agentwatch_corrected_pass_pow_k", "p^k under exchangeability of the corrected success rate.",
+     ("k", "estimate", "stat")),
+    ("agentwatch_corrected_pass_at_k", "1-(1-p)^k under exchangeability of the corrected success rate.",
+     ("k", "estimate", "stat")),
+    ("agentwatch_corrected_asr",
+     "ASR corrected by review-sample labels (PPI++), beside the automated credits.", ("estimate", "stat")),
+    ("agentwatch_corrected_outcome_ratio",
+     "Share of an outcome class corrected by review-sample labels, beside the automated verdicts alone.",
+     ("outcome", "estimate", "stat")),
+    ("agentwatch_correction_labels",
+     "Review-sample labels on automatically graded conversations, by the automated verdict.", ("verdict",)),
+    ("agentwatch_correction_predictions", "Conversations with an automated verdict.", ()),
+    ("agentwatch_correction_enough", "1 when the figure rests on enough labels to be called corrected.",
+     ("figure",)),
+    ("agentwatch_judged_conversations", "Conversations the judge graded.", ("judge",)),
 )
 # (name as exposed, help, labels after agent/version/task) of the per-series counters since start.
 COUNTERS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
@@ -66,7 +88,9 @@ HISTOGRAMS: tuple[tuple[str, str], ...] = (
 )
 (SUCCESS, AT_K, POW_K, ASR, TOOL, REGRESSION, CONVERSATIONS, SCORED, PASSED, UNITS, REPEATED_UNITS,
  OUTCOME_RATIO, FAILURE_RATIO, SCORED_RATIO, COST, OVER_BUDGET, DURATION, EVIDENCE_RATE, SAMPLED_RATIO,
- LABEL_RATIO, ALERT_STATISTIC, ALERT_THRESHOLD, ALERT_ALARM, ALERT_REFERENCE) = range(len(GAUGES))
+ LABEL_RATIO, ALERT_STATISTIC, ALERT_THRESHOLD, ALERT_ALARM, ALERT_REFERENCE, CORRECTED_SUCCESS, CORRECTED_POW_K,
+ CORRECTED_AT_K, CORRECTED_ASR, CORRECTED_OUTCOME, CORRECTION_LABELS, CORRECTION_PREDICTIONS,
+ CORRECTION_ENOUGH, JUDGED) = range(len(GAUGES))
 
 
 def _fmt(x: float) -> str:
@@ -122,6 +146,46 @@ def estimate_samples(e: SeriesEstimate, with_regression: bool = True) -> Iterato
         yield SAMPLED_RATIO, (sample,), v
     for outcome, v in e.label_ratio.items():
         yield LABEL_RATIO, (outcome,), v
+    yield from correction_samples(e)
+
+
+def _pair(family: int, extra: tuple[str, ...], f: Figure, corrected: bool) -> Iterator[Sample]:
+    """The judge-only figure, and the corrected one when it may be called corrected."""
+    if corrected:
+        yield family, (*extra, "corrected", "mean"), f.value
+        yield family, (*extra, "corrected", "lower"), f.lower
+        yield family, (*extra, "corrected", "upper"), f.upper
+    yield family, (*extra, "judge_only", "mean"), f.judge_only
+    yield family, (*extra, "judge_only", "lower"), f.judge_only_lower
+    yield family, (*extra, "judge_only", "upper"), f.judge_only_upper
+
+
+def correction_samples(e: SeriesEstimate) -> Iterator[Sample]:
+    """Corrected figures beside the judge-only ones (from two review-sample labels on), what they rest on, and
+    the conversations each judge graded."""
+    for judge, n in e.judged.items():
+        yield JUDGED, (judge,), n
+    if not e.correction_predictions:
+        return
+    yield CORRECTION_PREDICTIONS, (), e.correction_predictions
+    c = e.correction
+    if c is None:
+        return
+    yield CORRECTION_LABELS, ("passed",), c.labels_judge_passed
+    yield CORRECTION_LABELS, ("failed",), c.labels_judge_failed
+    yield CORRECTION_ENOUGH, ("success",), float(c.enough)
+    yield CORRECTION_ENOUGH, ("asr",), float(c.asr_enough)
+    if c.success is not None:
+        yield from _pair(CORRECTED_SUCCESS, (), c.success, c.enough)
+    for outcome, f in c.outcome_share.items():
+        yield from _pair(CORRECTED_OUTCOME, (outcome,), f, c.enough)
+    if c.asr is not None:
+        yield from _pair(CORRECTED_ASR, (), c.asr, c.asr_enough)
+    if e.method == "exchangeable":  # over units, pass^k is not corrected (docs/metrics.md)
+        for k, f in c.pass_pow_k.items():
+            yield from _pair(CORRECTED_POW_K, (str(k),), f, c.enough)
+        for k, f in c.pass_at_k.items():
+            yield from _pair(CORRECTED_AT_K, (str(k),), f, c.enough)
 
 
 def regression_samples(e: SeriesEstimate) -> Iterator[Sample]:
@@ -153,6 +217,38 @@ def counter_samples(c: SeriesCounters) -> Iterator[Sample]:
             yield 0, (outcome,), c.outcomes[outcome]
     for mode, n in sorted(c.modes.items()):
         yield 1, (mode,), n
+
+
+def agreement_families(found: list[JudgeAgreement], min_kappa: float, min_labels: int) -> list[Metric]:
+    """Judge–human agreement per judge and window: kappa with its interval, the labels it rests on, the
+    confusion of labels (rows) with verdicts; and the alert's threshold and minimum of labels (from the
+    configuration)."""
+    kappa = GaugeMetricFamily(
+        "agentwatch_judge_agreement_kappa",
+        "Cohen's kappa of the judge's verdicts with review-sample labels, with its interval.",
+        labels=["judge", "window", "stat"],
+    )
+    labels = GaugeMetricFamily(
+        "agentwatch_judge_agreement_labels", "Review-sample labels on conversations the judge graded.",
+        labels=["judge", "window"],
+    )
+    confusion = GaugeMetricFamily("agentwatch_judge_confusion",
+                                  "Review-sample labels (label) against the judge's verdicts (verdict).",
+                                  labels=["judge", "window", "label", "verdict"])
+    for a in found:
+        labels.add_metric([a.judge, a.window], a.labels)
+        if not a.labels:
+            continue
+        if a.kappa == a.kappa:  # defined (not NaN)
+            for stat, v in zip(STATS, (a.kappa, a.lower, a.upper), strict=True):
+                kappa.add_metric([a.judge, a.window, stat], v)
+        for i, n in enumerate(a.cells):
+            confusion.add_metric([a.judge, a.window, OUTCOMES[i // CLASSES], OUTCOMES[i % CLASSES]], n)
+    threshold = GaugeMetricFamily("agentwatch_judge_min_kappa", "judge.min_kappa: agreement below it alerts.",
+                                  value=min_kappa)
+    needed = GaugeMetricFamily("agentwatch_judge_min_kappa_labels",
+                               "judge.min_kappa_labels: labels the agreement alert needs.", value=min_labels)
+    return [kappa, labels, confusion, threshold, needed]
 
 
 def health_families(c: EstimatorCounters) -> list[Metric]:

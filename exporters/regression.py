@@ -5,8 +5,9 @@ event time) before V was first seen, the most recently started one that has at l
 conversations in the same window. When both windows repeat attempts (method `tasks`), the probability is over
 the two versions' populations of units (`agentwatch.task_stats.regression_probability` of the distributions
 their intervals come from, independent; memoised on the two unit histograms), else
-`agentwatch.stats.regression_probability` of the two pooled Beta posteriors (numerical integration, exact),
-memoised on the integer counts, so an unchanged pair costs nothing. The gauge's `method` label says which.
+`agentwatch.stats.regression_probability` of the two pooled Beta posteriors (numerical integration, exact; on
+Kish's effective counts when a window was sampled at different rates), memoised on the counts, so an unchanged
+pair costs nothing. The gauge's `method` label says which.
 """
 
 from __future__ import annotations
@@ -38,9 +39,11 @@ def _probability(a_new: float, b_new: float, a_base: float, b_base: float, k: in
 
 
 def probability(
-    new: tuple[int, int], base: tuple[int, int], k: int, margin: float, prior: tuple[float, float] = (1.0, 1.0)
+    new: tuple[float, float], base: tuple[float, float], k: int, margin: float,
+    prior: tuple[float, float] = (1.0, 1.0),
 ) -> float:
-    """P(pass^k_new < pass^k_base − margin) for (n, c) counts under a Beta prior (memoised)."""
+    """P(pass^k_new < pass^k_base − margin) for (n, c) counts (or Kish's effective counts) under a Beta prior
+    (memoised)."""
     (n1, c1), (n0, c0) = new, base
     a, b = prior
     return _probability(a + c1, b + n1 - c1, a + c0, b + n0 - c0, k, margin)
@@ -61,9 +64,7 @@ def _regression(new: SeriesEstimate, base: SeriesEstimate, k: int, p: Regression
     if new.method == "tasks" and base.method == "tasks":
         prob = over_units(new.unit_pairs, base.unit_pairs, k, p.margin)
         return None if prob is None else Regression(k, base.version, prob, "tasks")
-    pooled = probability(
-        (new.scored, new.passed), (base.scored, base.passed), k, p.margin, (p.prior_alpha, p.prior_beta)
-    )
+    pooled = probability(new.counts, base.counts, k, p.margin, (p.prior_alpha, p.prior_beta))
     return Regression(k, base.version, pooled, "exchangeable")
 
 

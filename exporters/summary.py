@@ -12,6 +12,12 @@ pass@k and pass^k: when some unit of the window has two or more graded attempts,
 (`agentwatch.task_stats`, the offline report's estimator: τ-bench's value and its interval; a k no unit has
 attempted k times has no estimate), memoised on the window's unit histogram; otherwise under exchangeability,
 the Beta posterior of one pooled success probability (posterior mean and transformed quantiles).
+
+When the window's graded conversations were sampled at different probabilities (a judge rate that changed, a
+policy's conversations beside the judge sample's), the Beta posterior is on Kish's effective counts of the
+Hájek-weighted share (`agentwatch.inclusion.effective_counts`), and so is every figure derived from it. A
+window whose automatically graded conversations include review-sample labels gets the corrected estimates
+(`agentwatch.corrected.correct`, the offline report's), computed only when the window changed.
 """
 
 from __future__ import annotations
@@ -33,13 +39,15 @@ from agentwatch.exporters.windows import (
     sketch_quantile,
 )
 
+from agentwatch.corrected import Correction, correct
+from agentwatch.inclusion import effective_counts
 from agentwatch.stats import (
     beta_interval,
     beta_power_means,
     bootstrap_counts_interval,
     pass_at_k_plugin,
 )
-from agentwatch.task_stats import TaskEstimate, UnitCounts, UnitsPosterior
+from agentwatch.task_stats import Kind, TaskEstimate, UnitCounts, UnitsPosterior
 
 QUANTILES: tuple[float, ...] = (0.5, 0.9, 0.99)
 
@@ -93,6 +101,10 @@ class SeriesEstimate:
     units: int = 0  # units with a graded conversation in the window (a conversation without one counts alone)
     repeated_units: int = 0  # units with two or more graded conversations
     unit_pairs: tuple[tuple[int, int, int], ...] = ()  # (n, c, units) histogram, when method is "tasks"
+    effective: tuple[float, float] | None = None  # Kish's (n, c) when sampled at different probabilities
+    correction: Correction | None = None  # with two or more review-sample labels on automated verdicts
+    correction_predictions: int = 0  # conversations with an automated verdict
+    judged: dict[str, int] = field(default_factory=dict)  # judge -> conversations it graded in the window
     regression: list[Regression] = field(default_factory=list)
     alerts: tuple[Any, ...] = ()  # exporters.alert_rules.Alert of a real series, on its longest-window estimate
     rendered: tuple[str, ...] | None = field(default=None, repr=False, compare=False)  # exposition cache
@@ -101,6 +113,11 @@ class SeriesEstimate:
     def series(self) -> tuple[str, str, str]:
         """(agent, version, task)."""
         return (self.agent, self.version, self.task)
+
+    @property
+    def counts(self) -> tuple[float, float]:
+        """(n, c) of the pooled posterior: Kish's effective counts when weighted, else scored and passed."""
+        return self.effective if self.effective is not None else (self.scored, self.passed)
 
 
 @dataclass(slots=True, frozen=True)
@@ -131,9 +148,9 @@ def _asr(total: Bucket, p: StatsParams) -> Interval | None:
 @lru_cache(maxsize=4096)
 def over_units(
     pairs: tuple[tuple[int, int, int], ...], ks: tuple[int, ...], level: float
-) -> dict[str, dict[int, TaskEstimate]]:
+) -> dict[Kind, dict[int, TaskEstimate]]:
     """pass^k ("pow") and pass@k ("at") over the units of a histogram (memoised: windows share histograms)."""
-    return UnitsPosterior(UnitCounts(pairs)).estimates(ks, level)  # type: ignore[return-value]
+    return UnitsPosterior(UnitCounts(pairs)).estimates(ks, level)
 
 
 def _intervals(found: dict[int, TaskEstimate]) -> dict[int, Interval]:
@@ -145,8 +162,10 @@ def summarise(items: list[tuple[tuple[str, str, str], str, Bucket]], p: StatsPar
     """Estimates for each (series, window name, window total); Beta parts vectorised over all items."""
     if not items:
         return []
-    n = np.array([t.scored for _, _, t in items], dtype=np.float64)
-    c = np.array([t.passed for _, _, t in items], dtype=np.float64)
+    effective = [effective_counts(t.graded_by_probability()) if len(t.graded_p) > 1 else None
+                 for _, _, t in items]
+    n = np.array([t.scored if e is None else e[0] for (_, _, t), e in zip(items, effective, strict=True)])
+    c = np.array([t.passed if e is None else e[1] for (_, _, t), e in zip(items, effective, strict=True)])
     a = p.prior_alpha + c
     b = p.prior_beta + n - c
     lo, hi = beta_interval(a, b, p.level)
@@ -182,6 +201,12 @@ def summarise(items: list[tuple[tuple[str, str, str], str, Bucket]], p: StatsPar
         est.evidence_rate = {
             code: Interval(float(emean[j, i]), float(elo[j, i]), float(ehi[j, i])) for i, code in enumerate(EVIDENCE)
         }
+        est.effective = effective[j]
+        if t.corrections:
+            est.correction_predictions = t.corrections.predictions
+            est.correction = correct(t.corrections, p.level, (p.prior_alpha, p.prior_beta), p.ks)
+        if t.judges:
+            est.judged = {judge: row[-1] for judge, row in t.judges.items()}
         out.append(est)
     return out
 

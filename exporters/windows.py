@@ -14,6 +14,12 @@ conversations that have no unit counted apart. The window keeps a running total 
 insert, subtracted when a bucket expires), so reading a window costs O(bins), not O(buckets); the total also
 keeps the histogram of its units' (n, c) pairs, updated as units change, which the estimates over units read.
 
+For the estimates that weigh conversations by their inclusion probability (`agentwatch.inclusion`), a bucket
+also counts its graded conversations per P(graded) (n·2^32 + c per probability), keeps the correction sums of
+its automatically graded conversations (`agentwatch.corrected.CorrectionSums`, per stratum of probabilities;
+absent until the first one), and per judge id the conversations it graded and the confusion of review-sample
+labels with its verdicts (absent until the first).
+
 A revised score of a conversation replaces its earlier contribution in place (`SlidingWindow.replace`): the
 earlier contribution is subtracted from the bucket and the running total it was added to, and the revision is
 added there, if that bucket is still inside the window; a window the bucket has left is not changed.
@@ -25,6 +31,7 @@ import math
 from dataclasses import dataclass, field
 
 from agentwatch.config import parse_duration  # noqa: F401 - the window names are configuration
+from agentwatch.corrected import CorrectionPoint, CorrectionSums
 from agentwatch.schema import EVIDENCE as _SCHEMA_EVIDENCE
 
 OUTCOMES: tuple[str, ...] = (
@@ -48,6 +55,9 @@ _MIN_POSITIVE = 1e-12
 ASR_RESOLUTION = 1000  # ASR credits kept as round(credit * 1000)
 ONE_ATTEMPT = 1 << 32  # a unit's graded attempts n and passes c are kept as n * ONE_ATTEMPT + c
 Unit = tuple[str, str | None]  # (task, instance): what repeated attempts are attempts at
+CLASSES = len(OUTCOMES) - 1  # outcome classes of a verdict or a label (not unscored)
+# A judge's row of counts: the confusion (label * CLASSES + verdict), then the conversations it graded.
+JUDGED = CLASSES * CLASSES
 
 
 
@@ -100,6 +110,10 @@ class Contribution:
     review_sampled: bool = False
     label: int | None = None  # index into OUTCOMES of a person's/feedback label
     unit: Unit | None = None  # the unit of a graded conversation; None: a unit of its own
+    graded_p: float = 1.0  # P(graded) of a graded conversation (`inclusion.graded_probability`)
+    correction: CorrectionPoint | None = None  # a conversation with an automated verdict
+    judge: str | None = None  # the judge that graded it (label value)
+    agreement: int | None = None  # review-sample label * CLASSES + the judge's verdict, when both exist
 
 
 def _bump(target: dict, key: object, sign: int) -> None:
@@ -144,6 +158,9 @@ class Bucket:
     unit_attempts: int = 0  # graded conversations with a unit (the others, `alone`, are units of their own)
     unit_passes: int = 0
     pairs: dict[int, int] | None = None  # a window total's histogram: n * ONE_ATTEMPT + c -> units
+    graded_p: dict[float, int] = field(default_factory=dict)  # P(graded) -> n * ONE_ATTEMPT + c
+    corrections: CorrectionSums | None = None
+    judges: dict[str, list[int]] | None = None  # judge -> confusion cells, then conversations it graded
 
     @classmethod
     def window_total(cls) -> Bucket:
@@ -205,6 +222,25 @@ class Bucket:
             self.labels[c.label] += sign
         if c.unit is not None and c.scored:
             self._unit(c.unit, sign, sign * c.passed)
+        if c.scored:
+            _bump(self.graded_p, c.graded_p, sign * (ONE_ATTEMPT + c.passed))
+        if c.correction is not None:
+            if self.corrections is None:
+                self.corrections = CorrectionSums()
+            self.corrections.add(c.correction, sign)
+        judge = c.judge
+        if judge is not None:  # the conversations the judge graded, and its label-verdict cell when labelled
+            judges = self.judges
+            if judges is None:
+                judges = self.judges = {}
+            row = judges.get(judge)
+            if row is None:
+                row = judges[judge] = [0] * (JUDGED + 1)
+            row[JUDGED] += sign
+            if c.agreement is not None:
+                row[c.agreement] += sign
+            if not row[JUDGED]:
+                del judges[judge]
 
     def merge(self, other: Bucket, sign: int = 1) -> None:
         """Add (sign=1) or remove (sign=-1) everything `other` holds."""
@@ -231,6 +267,23 @@ class Bucket:
             self.labels[i] += sign * n
         for unit, packed in other.units.items():
             self._unit(unit, sign * (packed // ONE_ATTEMPT), sign * (packed % ONE_ATTEMPT))
+        _add_counts(self.graded_p, other.graded_p, sign)
+        if other.corrections:
+            if self.corrections is None:
+                self.corrections = CorrectionSums()
+            self.corrections.merge(other.corrections, sign)
+        for judge, theirs in (other.judges or {}).items():
+            if self.judges is None:
+                self.judges = {}
+            row = self.judges.setdefault(judge, [0] * (JUDGED + 1))
+            for i, x in enumerate(theirs):
+                row[i] += sign * x
+            if not row[JUDGED]:
+                del self.judges[judge]
+
+    def graded_by_probability(self) -> dict[float, tuple[int, int]]:
+        """{P(graded): (graded, passed)}."""
+        return {p: (packed // ONE_ATTEMPT, packed % ONE_ATTEMPT) for p, packed in self.graded_p.items()}
 
     def unit_histogram(self) -> dict[tuple[int, int], int]:
         """{(n, c): units} of this window total; a conversation without a unit counts as a unit of its own."""

@@ -12,30 +12,26 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+
+from agentwatch import agreement
 from agentwatch.judge.verdict import JUDGE_OUTCOMES
 
 CLASSES: tuple[str, ...] = tuple(o.value for o in JUDGE_OUTCOMES)
 
 
+def _indices(values: list[str], classes: tuple[str, ...]) -> list[int]:
+    index = {c: i for i, c in enumerate(classes)}
+    return [index[v] for v in values]
+
+
 def confusion(truth: list[str], predicted: list[str], classes: tuple[str, ...] = CLASSES) -> np.ndarray:
     """Counts: rows are the true class (the label), columns the judge's, in `classes` order."""
-    index = {c: i for i, c in enumerate(classes)}
-    m = np.zeros((len(classes), len(classes)), dtype=np.int64)
-    for t, p in zip(truth, predicted, strict=True):
-        m[index[t], index[p]] += 1
-    return m
+    return agreement.confusion(_indices(truth, classes), _indices(predicted, classes), len(classes))
 
 
 def kappa_from_confusion(m: np.ndarray) -> float:
     """Cohen's kappa (po − pe) / (1 − pe); NaN when undefined (no items, or chance agreement is 1)."""
-    n = m.sum()
-    if n == 0:
-        return math.nan
-    po = np.trace(m) / n
-    pe = float((m.sum(axis=1) * m.sum(axis=0)).sum()) / (n * n)
-    if pe >= 1.0:
-        return math.nan
-    return float((po - pe) / (1.0 - pe))
+    return agreement.kappa(m)
 
 
 def cohen_kappa(a: list[str], b: list[str], classes: tuple[str, ...] = CLASSES) -> float:
@@ -47,29 +43,10 @@ def kappa_interval(
     a: list[str], b: list[str], level: float = 0.95, resamples: int = 1000, seed: int = 0,
     classes: tuple[str, ...] = CLASSES,
 ) -> tuple[float, float]:
-    """Percentile bootstrap interval of kappa (items resampled with replacement; seeded, vectorised)."""
-    n = len(a)
-    if n == 0:
-        return (math.nan, math.nan)
-    index = {c: i for i, c in enumerate(classes)}
-    k = len(classes)
-    ai = np.array([index[x] for x in a])
-    bi = np.array([index[x] for x in b])
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, n, size=(resamples, n))
-    sa, sb = ai[idx], bi[idx]
-    po = (sa == sb).mean(axis=1)
-    pa = np.stack([(sa == c).mean(axis=1) for c in range(k)], axis=1)
-    pb = np.stack([(sb == c).mean(axis=1) for c in range(k)], axis=1)
-    pe = (pa * pb).sum(axis=1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        kappas = np.where(pe < 1.0, (po - pe) / (1.0 - pe), np.nan)
-    kappas = kappas[~np.isnan(kappas)]
-    if kappas.size == 0:
-        return (math.nan, math.nan)
-    tail = (1.0 - level) / 2
-    lo, hi = np.quantile(kappas, [tail, 1.0 - tail])
-    return float(lo), float(hi)
+    """Percentile bootstrap interval of kappa (items resampled with replacement; seeded)."""
+    return agreement.kappa_interval(
+        _indices(a, classes), _indices(b, classes), len(classes), level=level, resamples=resamples, seed=seed
+    )
 
 
 def precision_recall(m: np.ndarray, classes: tuple[str, ...] = CLASSES) -> dict[str, dict[str, Any]]:

@@ -17,6 +17,7 @@ import logging
 from dataclasses import replace
 import threading
 from collections.abc import Callable, Iterable
+from typing import Any
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from agentwatch.judge.verdict import JUDGE_BUDGET_EXHAUSTED, Judge, JudgeVerdict, run_judge
@@ -54,7 +55,7 @@ class JudgeRunner:
         self._pending = 0
 
     @classmethod
-    def from_settings(cls, settings: Settings, judge: Judge | None = None, **judge_kw: object) -> JudgeRunner:
+    def from_settings(cls, settings: Settings, judge: Judge | None = None, **judge_kw: Any) -> JudgeRunner:
         """A runner from `settings.judge` (an `OpenAIJudge` unless `judge` is given), priced by `settings.cost`."""
         from agentwatch.scorers.cost import PriceLookup
 
@@ -67,7 +68,7 @@ class JudgeRunner:
                 raise ValueError(
                     f"judge.model {cfg.model!r} has no price in cost.prices: the spend cap cannot be enforced"
                 )
-            judge = OpenAIJudge.from_config(cfg, prices, **judge_kw)  # type: ignore[arg-type]
+            judge = OpenAIJudge.from_config(cfg, prices, **judge_kw)
         return cls(
             judge,
             concurrency=cfg.concurrency,

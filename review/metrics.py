@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import logging
+import math
 import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
+import numpy as np
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from agentwatch.agreement import kappa as cohen_kappa
 from agentwatch.review.store import OUTCOMES, Store
 
 log = logging.getLogger(__name__)
@@ -73,10 +76,13 @@ class ReviewMetrics(Collector):
             for agent, version, task, sample, n in self._store.queue_sizes():
                 queue.add_metric([agent, version, task, sample], n)
             pending = self._store.pending()
+            pairs = self._store.judge_pairs()
         except Exception:  # noqa: BLE001 - a scrape must not fail because the database is away
             log.exception("review store unreachable while collecting metrics")
-            pending = None
+            pending, pairs = None, None
         yield queue
+        if pairs is not None:
+            yield from _agreement(pairs)
         yield _by("agentwatch_review_labels_saved", "Labels saved by reviewers, by outcome class.", "outcome",
                   saved, OUTCOMES)
         yield _by("agentwatch_review_records", "Transcripts-topic records read, by result (stored, "
@@ -97,6 +103,34 @@ class ReviewMetrics(Collector):
                   ("ok", "failed"))
         yield _by("agentwatch_review_refused", "Requests refused: read (no sign-in) or write (no session or "
                   "CSRF token).", "kind", refused, ("read", "write"))
+
+
+def _agreement(pairs: list[tuple[str, str, str, str, int]]) -> Iterator[Metric]:
+    """People against the judge, per judge and sample: labels that agree with its class, and Cohen's κ."""
+    labelled = GaugeMetricFamily(
+        "agentwatch_review_judge_labels", "Labels in the store on conversations a judge graded, by whether "
+        "the person's outcome class is the judge's (agree, disagree); sample=review_sample is the blind "
+        "random one.", labels=["judge", "sample", "agreement"])
+    kappa = GaugeMetricFamily(
+        "agentwatch_review_judge_kappa", "Cohen's kappa between the people's and the judge's outcome classes "
+        "over those labels (absent while undefined).", labels=["judge", "sample"])
+    index = {o: i for i, o in enumerate(OUTCOMES)}
+    tables: dict[tuple[str, str], list[list[int]]] = {}
+    for judge, sample, outcome, judged, n in pairs:
+        if outcome not in index or judged not in index:
+            continue  # an unscored verdict or label: no class to agree on
+        m = tables.setdefault((judge, sample), [[0] * len(OUTCOMES) for _ in OUTCOMES])
+        m[index[outcome]][index[judged]] += n
+    for (judge, sample), m in sorted(tables.items()):
+        agree = sum(m[i][i] for i in range(len(OUTCOMES)))
+        total = sum(map(sum, m))
+        labelled.add_metric([judge, sample, "agree"], agree)
+        labelled.add_metric([judge, sample, "disagree"], total - agree)
+        k = cohen_kappa(np.array(m))
+        if not math.isnan(k):
+            kappa.add_metric([judge, sample], k)
+    yield labelled
+    yield kappa
 
 
 def _by(name: str, doc: str, label: str, counts: dict[str, int], keys: Iterable[str]) -> CounterMetricFamily:

@@ -24,7 +24,7 @@ from agentwatch.collector.producer import producer_config
 from agentwatch.collector.topics import ensure_topics
 from agentwatch.config import Settings
 from agentwatch.kafka_security import KafkaSecurity, service_settings
-from agentwatch.metrics_http import MetricsServer, render_families
+from agentwatch.metrics_http import MetricsServer, render_families, where
 from agentwatch.review.metrics import ReviewMetrics, ReviewStats
 from agentwatch.review.store import Store
 from agentwatch.review.web import ReviewApp
@@ -83,7 +83,7 @@ class ReviewService:
             thread.start()
         watcher = threading.Thread(target=self._stop_server_on, args=(stop,), daemon=True)
         watcher.start()
-        log.info("review page on http://%s:%d/ (%d reviewers), store %s", cfg.host, self.port,
+        log.info("review page on %s (%d reviewers), store %s", where(cfg.host, self.port, "/"),
                  len(self.web.reviewers), _safe_url(self.store))
         try:
             self.started.set()

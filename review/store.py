@@ -39,7 +39,7 @@ from agentwatch import wire
 from agentwatch.config import OutcomeCredits
 from agentwatch.review.tables import conversations, labels, metadata, outbox
 from agentwatch.review_records import LabelRecord, TranscriptRecord
-from agentwatch.schema import ConversationScore, Outcome
+from agentwatch.schema import Conversation, ConversationScore, Outcome
 from agentwatch.scorers.relabel import relabel
 
 log = logging.getLogger(__name__)
@@ -323,6 +323,35 @@ class Store:
         c.execute(insert(outbox).values(conversation=row_id, topic=self.scores_topic,
                                         key=wire.score_key(score.agent, score.version, score.task),
                                         value=payload.encode(), created_at=now))
+
+    def blind_labels(self, limit: int | None = None) -> list[tuple[Conversation, Outcome]]:
+        """Conversations held with their transcript and a blind label (the latest one of each), most recently
+        labelled first: the candidates of an anchor set (`agentwatch judge anchors freeze`)."""
+        t, x = conversations.c, labels.c
+        query = (select(t.id, t.transcript, x.outcome).join(conversations, x.conversation == t.id)
+                 .where(x.blind.is_(True), t.transcript.is_not(None)).order_by(x.id.desc()))
+        out: list[tuple[Conversation, Outcome]] = []
+        seen: set[int] = set()
+        with self.engine.connect() as c:
+            for row_id, transcript, outcome in c.execute(query):
+                if row_id in seen:
+                    continue
+                seen.add(row_id)
+                out.append((Conversation.model_validate_json(transcript), Outcome(outcome)))
+                if limit is not None and len(out) >= limit:
+                    break
+        return out
+
+    def judge_pairs(self) -> list[tuple[str, str, str, str, int]]:
+        """(judge, sample, the person's outcome, the judge's outcome, labels) over the labels of conversations
+        a judge graded (its outcome known), for the agreement gauges."""
+        x = labels.c
+        keys = (x.judge, x.sample, x.outcome, x.judge_outcome)
+        graded = (x.judge.is_not(None), x.judge_outcome.is_not(None))
+        query = select(*keys, func.count()).where(*graded).group_by(*keys)
+        with self.engine.connect() as c:
+            rows = c.execute(query).all()
+        return [(j, s, o, jo, int(n)) for j, s, o, jo, n in rows]
 
     def labels_of(self, since: float = 0.0) -> Iterator[dict[str, Any]]:
         """Every label saved at or after `since` (Unix seconds), with its judge fields, oldest first."""

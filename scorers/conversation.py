@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from functools import cache
 from typing import Any, Literal
 
@@ -19,7 +19,7 @@ from agentwatch.scorers.outcome import OutcomeFacts, asr_credit, decide_outcome
 from agentwatch.scorers.outputs import missing_outputs
 from agentwatch.scorers.policy import PolicyBook, grade_policy
 from agentwatch.scorers.relabel import label_grades
-from agentwatch.scorers.sampling import Sampler
+from agentwatch.scorers.sampling import SampleDecision, Sampler
 from agentwatch.scorers.text import AnswerText
 from agentwatch.scorers.tool_correctness import ToolGrader
 from agentwatch.scorers.tool_kinds import ToolKinds
@@ -97,13 +97,24 @@ class ConversationScorer:
         self.policies = PolicyBook(settings.policies)
 
     def reload_policies(self, settings: Settings) -> None:
-        """Grade with the policies and sample rates of `settings` from now on (e.g. on SIGHUP)."""
-        self._sampler = Sampler(settings.sampling)
+        """Grade with the policies and sample rates of `settings` from now on (e.g. on SIGHUP); the adaptive
+        rates keep what they learnt of the traffic."""
+        self._sampler = Sampler(settings.sampling, self._sampler.targets)
         self.policies = PolicyBook(settings.policies)
+
+    @property
+    def sampler(self) -> Sampler:
+        """The sampler deciding the judge and review samples."""
+        return self._sampler
+
+    def _sample(self, conv: Conversation) -> SampleDecision:
+        ended = _ended_at(conv)
+        t = None if ended is None else _epoch(ended)
+        return self._sampler.decide(conv.conversation_id, conv.agent, conv.task, conv.version, t)
 
     def wants_judge(self, conv: Conversation) -> bool:
         """Whether a judge verdict would grade `conv` (it is in the judge sample and has turns)."""
-        return bool(conv.turns) and self._sampler.decide(conv.conversation_id, conv.agent, conv.task).judge
+        return bool(conv.turns) and self._sample(conv).judge
 
     def score(self, conv: Conversation, verdict: JudgeVerdict | None = None) -> ConversationScore:
         """Score one conversation; never raises (an internal error yields an unscored result with a reason).
@@ -242,7 +253,7 @@ class ConversationScorer:
         sc = self._scoring
         turns = conv.turns
         n = len(turns)
-        sample = self._sampler.decide(conv.conversation_id, conv.agent, conv.task)
+        sample = self._sample(conv)
         # which graders decide success, chosen before looking at the outcome
         graded_by: list[str] = []
         expected = conv.expected if conv.expected is not None and says_something(conv.expected) else None
@@ -313,7 +324,8 @@ class ConversationScorer:
                 found.add("forbidden_tool")
 
         judge_failed = verdict is not None and not verdict.ok
-        used_judge = verdict is not None and verdict.ok
+        judged = verdict if verdict is not None and verdict.ok else None  # a verdict that grades
+        used_judge = judged is not None
         judged_outcome: Outcome | None = None
         rules_failed = any_failed
         if verdict is not None:
@@ -338,7 +350,14 @@ class ConversationScorer:
         outcome = decide_outcome(facts, None, sc.partial_tool_min, sc.partial_answer_min)
         if used_judge and outcome is not Outcome.UNSCORED:
             outcome = _judged_outcome(outcome, judged_outcome, facts, rules_failed)
-        if label_decides:
+        automated = [g for g in graded_by if g != "label"]
+        verdict_before_label = None
+        if automated and passed is not None:  # the prediction a label corrects: kept apart from the label
+            verdict_before_label = {
+                "graded_by": automated, "outcome": outcome, "passed": passed,
+                "asr_credit": asr_credit(outcome, penalty, sc.credits),
+            }
+        if label is not None and label_decides:
             source = OutcomeSource.LABEL
             outcome = label
             passed = None if label is Outcome.UNSCORED else label is Outcome.COMPLETE
@@ -394,12 +413,15 @@ class ConversationScorer:
                 "evidence": [e for e in EVIDENCE if e in found],
                 "policy": policy.ref if policy is not None else None,
                 "judge": verdict.judge_id or None if verdict is not None else None,
-                "judge_score": verdict.score if used_judge else None,  # type: ignore[union-attr]
-                "judge_explanation": (verdict.explanation or None) if used_judge else None,  # type: ignore[union-attr]
-                "judge_outcome": verdict.outcome if used_judge else None,  # type: ignore[union-attr]
+                "judge_score": judged.score if judged is not None else None,
+                "judge_explanation": (judged.explanation or None) if judged is not None else None,
+                "judge_outcome": judged.outcome if judged is not None else None,
                 "judge_sampled": sample.judge,
                 "review_sampled": sample.review,
                 "label": label,
+                "automated": verdict_before_label,
+                "judge_rate": sample.judge_rate,
+                "review_rate": sample.review_rate,
             }
         )
 
@@ -418,6 +440,11 @@ def _tool_reasons(i: int, tool: dict[str, Any], sequence_matters: bool) -> list[
     if not out:
         out.append(f"tool_overall: turn {i}: overall {_fmt(tool['overall'])} below the tool threshold")
     return out
+
+
+def _epoch(dt: datetime) -> float:
+    """Unix time of a datetime (naive ones are UTC)."""
+    return (dt if dt.tzinfo is not None else dt.replace(tzinfo=UTC)).timestamp()
 
 
 def _ended_at(conv: Conversation) -> datetime | None:
@@ -455,7 +482,9 @@ def _apply_verdict(
     if not verdict.ok:
         reasons.insert(0, verdict.reason)
         return None
-    score = float(verdict.score)  # type: ignore[arg-type]
+    if verdict.score is None or verdict.outcome is None:  # validate_verdict: a verdict that grades has both
+        raise ValueError(f"judge verdict without a score or class: {verdict!r}")
+    score = float(verdict.score)
     answers.append(score)
     outcome = verdict.outcome
     why = f": {verdict.explanation}" if verdict.explanation else ""
@@ -464,7 +493,7 @@ def _apply_verdict(
         outcome = Outcome.PARTIAL_CORRECT if partial_ok else Outcome.PARTIAL_INCORRECT
         reasons.append(f"judge: score {_fmt(score)} below threshold {_fmt(threshold)}{why}")
     elif outcome is not Outcome.COMPLETE:
-        reasons.append(f"judge: outcome {outcome.value}, score {_fmt(score)}{why}")  # type: ignore[union-attr]
+        reasons.append(f"judge: outcome {outcome.value}, score {_fmt(score)}{why}")
     return outcome
 
 

@@ -13,7 +13,6 @@ _NO_TOKENS = "cost_unknown: a model call reported no token usage"
 
 
 _BOUNDARY = frozenset("-_.:@/ ")
-_UNSEEN = object()  # a model not looked up yet (None: looked up, not priced)
 
 
 class PriceLookup:
@@ -32,9 +31,8 @@ class PriceLookup:
 
     def __call__(self, model: str) -> tuple[float, float] | None:
         """(input, output) USD per million tokens, or None if the model is not in the table."""
-        price = self._cache.get(model, _UNSEEN)
-        if price is not _UNSEEN:
-            return price  # type: ignore[return-value]
+        if model in self._cache:
+            return self._cache[model]
         price = self._exact.get(model)
         if price is None:
             price = next(

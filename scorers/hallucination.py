@@ -123,8 +123,8 @@ class Evidence:
         for text in self._texts:
             if folded in text:
                 return True
-        while (text := self._read()) is not None:
-            if folded in text:
+        while (more := self._read()) is not None:
+            if folded in more:
                 return True
         return False
 
@@ -134,8 +134,8 @@ class Evidence:
             for form in forms:
                 if form in text and _number_written(text, form):
                     return True
-        while (text := self._read()) is not None:
-            if _written_in(text, forms):
+        while (more := self._read()) is not None:
+            if _written_in(more, forms):
                 return True
         return False
 

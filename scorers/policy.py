@@ -27,7 +27,7 @@ from agentwatch.scorers.tool_kinds import ToolKinds
 
 from agentwatch.config import HANDOFF_TOOLS, READ_ONLY_TOOLS, PolicyTool, TaskPolicy
 from agentwatch.schema import Conversation, ToolCall
-from agentwatch.task_policy import is_constraint
+from agentwatch.config.policies import is_constraint
 
 RULES: tuple[str, ...] = (
     "policy_tools",

@@ -72,8 +72,8 @@ def parameters_score(
     for name, args in used:
         used_by_name.setdefault(name, []).append(args)
     exp_by_name: dict[str, list[tuple[dict[str, Any] | None, Mapping[str, str] | None]]] = {}
-    for i, (name, args) in enumerate(expected):
-        exp_by_name.setdefault(name, []).append((args, modes[i] if modes else None))
+    for i, (name, wanted) in enumerate(expected):
+        exp_by_name.setdefault(name, []).append((wanted, modes[i] if modes else None))
     total = 0.0
     for name, exp_args in exp_by_name.items():
         candidates = used_by_name.get(name)

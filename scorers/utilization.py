@@ -95,7 +95,7 @@ class _Search:
         self._arguments = arguments
         self._no_echo = not (self._input or arguments)  # no input, no arguments: nothing can be an echo
         self._strings: list[str] | None = None  # the string values of the arguments
-        self._given: set[float] | None = None  # the numeric values of the arguments
+        self._given: set[float] = set()  # the numeric values of the arguments, once they are read
         self._echo_text: str | None = None  # the input and the argument strings joined, case-folded
         self._string_numbers: list[float] | None = None  # the numbers written in the argument strings
 
@@ -136,7 +136,6 @@ class _Search:
         """The argument strings (collecting the numeric argument values on the way), once per call."""
         if self._strings is None:
             self._strings = []
-            self._given = set()
             for value in _leaves(self._arguments):
                 if isinstance(value, str):
                     self._strings.append(value)
@@ -158,7 +157,7 @@ class _Search:
         # text need not be scanned (the usual case: an amount from a result against an input with an order id).
         whole = value.is_integer()
         strings = self._read_arguments()
-        if value in self._given:  # type: ignore[operator]  # set by _read_arguments
+        if value in self._given:
             return True
         text = self._input
         if text and (whole or "." in text):

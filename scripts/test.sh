@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Set up a virtualenv (.venv), install agentwatch with its test extras (which include the `service` and `review`
-# extras), Debian's promtool, Chromium (the review page's browser tests) and PostgreSQL server programs (the review
-# store's tests), then run the whole test suite. Arguments go to pytest.
+# Set up a virtualenv (.venv), install agentwatch with its test extras (which include the `service`, `review` and
+# `dev` extras), Debian's promtool, Alertmanager (its inhibit rule's test), Chromium (the review page's and the
+# HTML report's browser tests) and PostgreSQL server programs (the review store's tests), type-check the package,
+# then run the whole test suite. Arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY="${PYTHON:-python3}"
@@ -9,13 +10,17 @@ if [ ! -x .venv/bin/python ]; then "$PY" -m venv .venv; fi
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q -e ".[test]"
 
-# Debian packages the tests drive for real: promtool (package prometheus), chromium, postgresql (initdb, pg_ctl).
+# Debian packages the tests drive for real: promtool (package prometheus), Alertmanager, chromium (Playwright
+# drives it; never `playwright install`), postgresql (initdb, pg_ctl).
 missing=()
 command -v promtool >/dev/null 2>&1 || missing+=(prometheus)
+command -v prometheus-alertmanager >/dev/null 2>&1 || missing+=(prometheus-alertmanager)
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
 if [ "${#missing[@]}" -gt 0 ]; then
   SUDO=""; if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
   $SUDO apt-get install -y -q "${missing[@]}" >/dev/null || { $SUDO apt-get update -q && $SUDO apt-get install -y -q "${missing[@]}"; }
 fi
+# Types first: a type error fails the run before the tests start (mypy's settings are in pyproject.toml).
+.venv/bin/python -m mypy
 exec .venv/bin/python -m pytest -q "$@"

@@ -346,7 +346,7 @@ def price_per_mtok(model: str) -> tuple[float, float]:
 
     import agentwatch.config
 
-    table = yaml.safe_load((Path(agentwatch.config.__file__).parent / "data" / "prices.yaml").read_text())
+    table = yaml.safe_load((Path(agentwatch.config.__file__).parent.parent / "data" / "prices.yaml").read_text())
     p = table["models"][model]
     return p["input_per_mtok"], p["output_per_mtok"]
 

@@ -143,12 +143,11 @@ def test_k_defaults_to_the_configured_values_without_repeats_and_stops_at_eight(
 
 
 def test_html_report_plots_pass_k_over_tasks(tmp_path: Path) -> None:
-    from agentwatch.exporters.report import build_report
-    from agentwatch.exporters.report_html import curves
-    from agentwatch.scorers import ConversationScorer
-
     from agentwatch.config import Settings
+    from agentwatch.exporters.report.build import build_report
+    from agentwatch.exporters.report.charts import curves
     from agentwatch.schema import Conversation
+    from agentwatch.scorers import ConversationScorer
 
     lines = dev_lines()
     page = tmp_path / "r.html"

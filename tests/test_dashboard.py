@@ -41,13 +41,16 @@ def _documented_metrics() -> set[str]:
     return set(re.findall(r"agentwatch_[a-z0-9_]+", text))
 
 
+HISTOGRAMS = ("agentwatch_conversation_cost", "agentwatch_conversation_dur", "agentwatch_judge_latency")
+
+
 def _metric_names(expr: str) -> set[str]:
     """Metric names an expression reads (histogram/counter suffixes stripped to the documented family)."""
     names = set(re.findall(r"\bagentwatch_[a-z0-9_]+", expr))
     out = set()
     for name in names:
         for suffix in ("_bucket", "_sum", "_count"):
-            if name.endswith(suffix) and name.startswith(("agentwatch_conversation_cost", "agentwatch_conversation_dur")):
+            if name.endswith(suffix) and name.startswith(HISTOGRAMS):
                 name = name[: -len(suffix)]
         out.add(name)
     return out
@@ -156,7 +159,7 @@ def test_band_panels_repeat_per_version_side_by_side(dashboard: dict) -> None:
     """Baseline and canary on one screen: each band panel is repeated for every chosen version."""
     bands = [p for p in dashboard["panels"] if any("fillBelowTo" in str(o) for o in
                                                    p.get("fieldConfig", {}).get("overrides", []))]
-    assert len(bands) == 7
+    assert len(bands) == 8
     for panel in bands:
         assert (panel["repeat"], panel["repeatDirection"], panel["maxPerRow"]) == ("version", "h", 2)
         assert "$version" in panel["title"]
@@ -201,3 +204,26 @@ def test_failure_evidence_bands_for_the_alerted_codes(dashboard: dict) -> None:
         upper = next(o for o in panels[0]["fieldConfig"]["overrides"] if o["matcher"]["options"] == "upper")
         assert {p["id"]: p.get("value") for p in upper["properties"]}["custom.fillBelowTo"] == "lower"
         assert "max" not in panels[0]["fieldConfig"]["defaults"], "small rates: the y axis is not fixed at 100%"
+
+
+def test_the_judge_row(dashboard: dict) -> None:
+    """On-call sees the judge: calls, failures by reason against the paging share, spend against the cap,
+    latency, and agreement with people's labels on the blind review sample."""
+    panels = dashboard["panels"]
+    row = next(i for i, p in enumerate(panels) if p["type"] == "row" and p["title"].startswith("LLM judge"))
+    end = next((i for i, p in enumerate(panels) if i > row and p["type"] == "row"), len(panels))
+    exprs = {p["title"]: [t["expr"] for t in p["targets"]] for p in panels[row + 1:end]}
+    read = {n for es in exprs.values() for e in es for n in _metric_names(e)}
+    assert {"agentwatch_judge_calls_total", "agentwatch_judge_failures_total",
+            "agentwatch_judge_latency_seconds", "agentwatch_judge_spend_window_usd",
+            "agentwatch_judge_spend_cap_usd", "agentwatch_judge_pending",
+            "agentwatch_review_judge_labels", "agentwatch_review_judge_kappa"} <= read
+    assert "sum by (reason) (rate(agentwatch_judge_failures_total[$__rate_interval]))" in exprs[
+        "Judge failures by reason"]
+    share = next(p for p in panels[row + 1:end] if p["title"] == "Judge failure share of calls")
+    steps = share["fieldConfig"]["defaults"]["thresholds"]["steps"]
+    assert [s["value"] for s in steps] == [None, 0.2]  # AgentwatchJudgeFailing's threshold
+    rules = (ROOT / "deploy" / "prometheus" / "alert_rules.yml").read_text()
+    assert "/ sum by (job, instance) (rate(agentwatch_judge_calls_total[15m])) > 0.2" in rules
+    agreement = exprs["Judge agreement with people (blind review sample)"]
+    assert all('sample="review_sample"' in e for e in agreement)

@@ -9,7 +9,7 @@ import pytest
 from _score_factory import T0, find, make_score
 from agentwatch.exporters.estimator import Estimator
 from agentwatch.exporters.exposition import Exposition
-from agentwatch.exporters.report import build_report
+from agentwatch.exporters.report.build import build_report
 from metrics_reference import exact_beta_moment
 
 from agentwatch.config import Settings, load_settings

@@ -13,7 +13,7 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 
 from agentwatch.config import load_settings
-from agentwatch.schema import ToolScore, TurnScore
+from agentwatch.schema import AutomatedVerdict, ToolScore, TurnScore
 
 TOOL_TURN = TurnScore(index=0, tool=ToolScore(selection=1.0, parameters=0.5, sequence=1.0, utilization=1.0,
                                               overall=0.875, binary=True, passed=False))
@@ -94,6 +94,18 @@ def test_every_documented_metric_is_exposed(served) -> None:
     for i in range(2000):  # an alert rule's reference needs alerts.min_reference conversations
         service.estimator.add(make_score(f"d{i}", passed=i % 5 != 0, agent="ref", version="v1", ended_at=T0))
     service.estimator.add(make_score("d-new", passed=False, agent="ref", version="v2", ended_at=T0 + 30))
+    for i in range(40):  # judge-graded, 36 in the review sample with a label: corrections and agreement
+        verdict = "complete" if i % 2 == 0 else "partial_incorrect"
+        labelled = i < 36
+        truth = "complete" if i % 3 else "partial_incorrect"
+        service.estimator.add(make_score(
+            f"j{i}", passed=truth == "complete", agent="judged", version="v1", ended_at=T0,
+            outcome=truth, outcome_source="label" if labelled else "judge",
+            graded_by=["judge", "label"] if labelled else ["judge"], judge="judge:model:1", judge_outcome=verdict,
+            judge_sampled=True, judge_rate=1.0, review_rate=0.9, review_sampled=labelled,
+            label=truth if labelled else None,
+            automated=AutomatedVerdict(graded_by=["judge"], outcome=verdict, passed=verdict == "complete",
+                                       asr_credit=1.0 if verdict == "complete" else 0.0)))
     service.estimator.reject_invalid()
     m = scrape(port)
     doc = (pathlib.Path(__file__).parents[1] / "docs" / "metrics.md").read_text()

@@ -26,21 +26,37 @@ import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from fractions import Fraction
 from pathlib import Path
 
 import pytest
 import yaml
-from agentwatch.collector.metrics import PipelineStats, register
-from agentwatch.exporters.estimator import Estimator
-from agentwatch.exporters.exposition import Exposition
-from agentwatch.exporters.report import build_report
 from metrics_reference import beta_bounds_by_bisection
 from prometheus_client import CollectorRegistry
 
 from agentwatch.broker import free_port
+from agentwatch.collector.metrics import JudgeMetrics, PipelineStats, register
 from agentwatch.config import Settings
+from agentwatch.exporters.estimator import Estimator, sanitize_label
+from agentwatch.exporters.exposition import Exposition
+from agentwatch.exporters.report.build import build_report
+from agentwatch.judge.anchor_service import AnchorJob, AnchorMetrics
+from agentwatch.judge.anchors import Anchor, FrozenVerdict, compare, write_anchors
+from agentwatch.judge.budget import SpendCap
+from agentwatch.judge.runner import JudgeRunner
+from agentwatch.judge.verdict import JudgeVerdict
 from agentwatch.metrics_http import MetricsServer
-from agentwatch.schema import ConversationScore, Outcome, OutcomeSource, ToolScore, TurnScore
+from agentwatch.review.metrics import ReviewMetrics, ReviewStats
+from agentwatch.review.store import Store
+from agentwatch.schema import (
+    AutomatedVerdict,
+    Conversation,
+    ConversationScore,
+    Outcome,
+    OutcomeSource,
+    ToolScore,
+    TurnScore,
+)
 
 pytestmark = pytest.mark.prometheus
 
@@ -64,6 +80,23 @@ RATE_INTERVAL = "1m"
 
 
 # --------------------------------------------------------------------------- fed data
+
+
+JUDGE = "openai:gpt-4o-mini:v1"
+
+
+def _judged(score: ConversationScore, verdict: Outcome, label: bool) -> ConversationScore:
+    """`score` graded by the judge (its verdict `verdict`), with a person's label on the blind review sample
+    when `label` (the label is the score's outcome: the truth decides passed)."""
+    credit = {Outcome.COMPLETE: 1.0, Outcome.PARTIAL_CORRECT: 0.4}.get(verdict, 0.0)
+    return score.model_copy(update={
+        "graded_by": ["judge", "label"] if label else ["judge"], "judge": JUDGE, "judge_outcome": verdict,
+        "judge_sampled": True, "judge_rate": 1.0, "review_rate": 0.5, "review_sampled": label,
+        "label": score.outcome if label else None,
+        "outcome_source": OutcomeSource.LABEL if label else OutcomeSource.JUDGE,
+        "automated": AutomatedVerdict(graded_by=["judge"], outcome=verdict,
+                                      passed=verdict is Outcome.COMPLETE, asr_credit=credit),
+    })
 
 
 def _score(cid: str, version: str, task: str, ended: datetime, outcome: Outcome, passed: bool | None,
@@ -119,11 +152,19 @@ def _batches(now: datetime) -> tuple[list[ConversationScore], list[ConversationS
         (Outcome.UNSCORED, None, ["unscored: no grader applies"])] * 60
     # Of the 60 ungraded ones, 50 ended in an error without an answer and 10 of those looped and were flagged
     # as hallucinating: failure evidence over all traffic, far above the week before (no evidence on the 100
-    # conversations three days ago).
+    # conversations three days ago). The 40 graded ones are graded by the judge; 36 of them are in the blind
+    # review sample with a person's label (the outcome), and the judge agrees with people no better than chance:
+    # even ones it passes, odd ones it fails (kappa about 0, below judge.min_kappa; corrected estimates rest on
+    # 18 labels on each side).
     for i, (outcome, passed, reasons) in enumerate(recent):
         evidence = (["error", "no_answer"] + (["loop", "hallucination"] if i >= 80 else [])) if 40 <= i < 90 else None
-        first.append(_score(f"new-{i}", NEW, "refund", ago(minutes=30) + timedelta(seconds=10 * i),
-                            outcome, passed, reasons, evidence))
+        score = _score(f"new-{i}", NEW, "refund", ago(minutes=30) + timedelta(seconds=10 * i),
+                       outcome, passed, reasons, evidence)
+        if i < 36:
+            score = _judged(score, Outcome.COMPLETE if i % 2 == 0 else Outcome.PARTIAL_INCORRECT, label=True)
+        elif i < 40:
+            score = _judged(score, outcome, label=False)
+        first.append(score)
     # 1.4.0, task billing, in the last 20 minutes: 6 scored, 3 passing.
     for i in range(6):
         first.append(_score(f"billing-{i}", NEW, "billing", ago(minutes=20) + timedelta(seconds=i),
@@ -131,9 +172,10 @@ def _batches(now: datetime) -> tuple[list[ConversationScore], list[ConversationS
                             None if i < 3 else ["tool: wrong tool called"]))
     # Fed once Prometheus scrapes (existing series, so that rates are positive): 10 scored, 5 passing.
     second = [
-        _score(f"late-{i}", NEW, "refund", ago(minutes=2) + timedelta(seconds=i),
-               Outcome.COMPLETE if i < 5 else Outcome.PARTIAL_INCORRECT, i < 5,
-               None if i < 5 else ["tool: wrong tool called"])
+        _judged(_score(f"late-{i}", NEW, "refund", ago(minutes=2) + timedelta(seconds=i),
+                       Outcome.COMPLETE if i < 5 else Outcome.PARTIAL_INCORRECT, i < 5,
+                       None if i < 5 else ["tool: wrong tool called"]),
+                Outcome.COMPLETE if i < 5 else Outcome.PARTIAL_INCORRECT, label=False)
         for i in range(10)
     ]
     return first + _replays(now), second
@@ -164,6 +206,76 @@ EXPECTED = {
     ("refund", "7d"): Counts(150, 125),
     ("billing", "1h"): Counts(6, 3),
 }
+
+
+def _drifted_anchor_job(tmp: Path) -> AnchorJob:
+    """An anchor job whose last run (4 hours ago) found the judge drifting: it passes all 12 anchors, of which
+    it passed 6 when they were frozen (the metrics are the job's own; no judge is called here)."""
+    anchors = [Anchor(conversation=Conversation(conversation_id=f"anchor-{i}"),
+                      label=Outcome.COMPLETE if i % 3 else Outcome.ABANDONED,
+                      frozen=FrozenVerdict(judge=JUDGE, score=0.5,
+                                           outcome=Outcome.COMPLETE if i % 2 else Outcome.ABANDONED),
+                      frozen_at=datetime.now(UTC)) for i in range(12)]
+    path = tmp / "anchors.jsonl"
+    write_anchors(path, anchors)
+    job = AnchorJob(Settings(anchors={"path": str(path)}))
+    job.state.latest = compare(anchors, [JudgeVerdict.graded("complete", 0.9, judge_id=JUDGE)] * 12, JUDGE)
+    job.state.finished_at = time.time() - 4 * 3600
+    job.state.runs["ok"] = 1
+    assert job.state.latest.drift
+    return job
+
+
+# --------------------------------------------------------------------------- the judge and the review store
+
+
+class StandInJudge:
+    """A judge in process: every tenth call times out (under AgentwatchJudgeFailing's 20%), the others grade,
+    each with a latency and a cost."""
+
+    judge_id = "stand-in:judge-model:v1"
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def fingerprint(self, conv: Conversation) -> str:
+        return conv.conversation_id
+
+    def judge(self, conv: Conversation) -> JudgeVerdict:
+        self.calls += 1
+        if self.calls % 10 == 0:
+            return JudgeVerdict.failed("judge_timeout", "stand-in", self.judge_id, latency_s=30.0)
+        return JudgeVerdict.graded("complete", 0.9, "fine", self.judge_id, input_tokens=900, output_tokens=60,
+                                   cost_usd=0.002, latency_s=0.4 + 0.1 * (self.calls % 5))
+
+
+def _judge_metrics(pipeline: PipelineStats) -> tuple[JudgeRunner, JudgeMetrics]:
+    """A collector's judge (capped at $1 an hour, $10 a day) whose counters the test moves."""
+    runner = JudgeRunner(StandInJudge(), concurrency=1, cap=SpendCap(1.0, 10.0))
+    return runner, JudgeMetrics(runner, pipeline, 0.25)
+
+
+def _judge_call(runner: JudgeRunner, n: int) -> None:
+    runner.judge_one(Conversation.model_validate({"conversation_id": f"judged-{n}",
+                                                  "turns": [{"input": "q", "answer": "a"}]}))
+
+
+def _review_metrics(tmp: Path) -> ReviewMetrics:
+    """A review store where people labelled six judged conversations of the blind sample (`REVIEWED`)."""
+    from review_support import conversation, judged, record, scored
+
+    store = Store(f"sqlite:///{tmp / 'review.db'}")  # a file: the scrape reads it from another thread
+    now = time.time()
+    for i, (judge_says, person_says) in enumerate(REVIEWED):
+        conv = conversation(f"reviewed-{i}")
+        store.ingest(record(conv, scored(conv, verdict=judged(judge_says, 0.5))), now, 86400)
+        store.save_label(i + 1, "alice", Outcome(person_says), "", True, now)
+    return ReviewMetrics(store, ReviewStats())
+
+
+# (the judge's outcome, the person's) of six labelled conversations: four agree
+REVIEWED = [("partial_incorrect", "partial_incorrect")] * 2 + [("partial_incorrect", "complete")] + [
+    ("complete", "complete")] * 2 + [("complete", "partial_incorrect")]
 
 
 # --------------------------------------------------------------------------- Prometheus
@@ -247,6 +359,10 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
     pipeline.reject("undecodable")
     registry = CollectorRegistry()
     register(pipeline, registry)
+    judge, judge_metrics = _judge_metrics(pipeline)
+    registry.register(judge_metrics)
+    registry.register(_review_metrics(tmp))
+    registry.register(AnchorMetrics(_drifted_anchor_job(tmp), sanitize_label))
     server = MetricsServer(Exposition(lambda: estimator, registry).render, 0, "127.0.0.1")
     port = server.port
 
@@ -267,12 +383,16 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
     stop = threading.Event()
 
     def traffic() -> None:
-        # The collector keeps consuming while the lag grows: counters and lag move between scrapes.
+        # The collector keeps consuming while the lag grows, and its judge keeps judging: counters and lag
+        # move between scrapes.
+        calls = 0
         while not stop.wait(0.3):
             with pipeline.lock:
                 pipeline.spans_consumed += 40
                 pipeline.scores_produced += 1
                 pipeline.lag = {tp: n + 25 for tp, n in pipeline.lag.items()}
+            calls += 1
+            _judge_call(judge, calls)
 
     mover = threading.Thread(target=traffic, daemon=True)
     mover.start()
@@ -295,6 +415,8 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
         yield Live(api, estimator, pipeline)
     finally:
         stop.set()
+        mover.join(timeout=5)
+        judge.close()
         proc.terminate()
         try:
             proc.wait(timeout=10)
@@ -367,8 +489,8 @@ def test_dashboard_variable_queries_list_the_fed_values(live: Live) -> None:
 # --------------------------------------------------------------------------- rules
 
 
-# The judge's alerts read counters of a collector running a judge, which this exporter-only setup has no way
-# to feed with growth over time; deploy/prometheus/tests/judge.yml tests them (firing and quiet) with promtool.
+# The judge's alerts need a judge failing (or capped) over 15 minutes, which this setup's stand-in judge is
+# not; deploy/prometheus/tests/judge.yml tests them (firing and quiet) with promtool.
 WITHOUT_LIVE_DATA = {"agentwatch-judge"}
 
 
@@ -511,6 +633,32 @@ def test_dashboard_module_is_importable_for_the_live_test() -> None:
     assert json.loads(module.render()) == _dashboard()
 
 
+def test_judge_agreement_with_people_equals_the_counted_kappa(live: Live) -> None:
+    """The dashboard's agreement panel, against the pairs counted by hand (independent of the code)."""
+    panel = next(p for p in _dashboard()["panels"] if p["title"].startswith("Judge agreement with people"))
+    by_legend = {t["legendFormat"]: t["expr"] for t in panel["targets"]}
+    (agreement,) = live.api.vector(by_legend["agreement {{judge}}"])
+    (kappa,) = live.api.vector(by_legend["kappa {{judge}}"])
+    n = len(REVIEWED)
+    po = Fraction(sum(j == p for j, p in REVIEWED), n)
+    classes = {c for pair in REVIEWED for c in pair}
+    pe = sum(Fraction(sum(j == c for j, _ in REVIEWED), n) * Fraction(sum(p == c for _, p in REVIEWED), n)
+             for c in classes)
+    assert agreement["metric"]["judge"] == "stand-in:judge-model:v1"
+    assert float(agreement["value"][1]) == pytest.approx(float(po))  # 4 of 6
+    assert float(kappa["value"][1]) == pytest.approx(float((po - pe) / (1 - pe)))  # 1/3
+
+
+def test_judge_spend_against_the_cap(live: Live) -> None:
+    caps = {r["metric"]["period"]: float(r["value"][1])
+            for r in live.api.vector("agentwatch_judge_spend_cap_usd")}
+    assert caps == {"hour": 1.0, "day": 10.0}
+    spent = {r["metric"]["period"]: float(r["value"][1])
+             for r in live.api.vector("agentwatch_judge_spend_window_usd")}
+    assert spent["hour"] == pytest.approx(spent["day"])  # all of it within the last hour
+    assert 0 < spent["hour"] < caps["hour"]
+
+
 def test_runbook_queries_run_and_return_data(live: Live) -> None:
     """Every PromQL line of the runbook in deploy/README.md, with its placeholders filled in."""
     text = (ROOT / "deploy" / "README.md").read_text()
@@ -521,7 +669,7 @@ def test_runbook_queries_run_and_return_data(live: Live) -> None:
     empty = []
     for line in lines:
         expr = re.sub(r"\b(AGENT|VERSION|BASELINE|TASK)\b", lambda m: fill[m.group(1)], line)
-        # every query must run; the judge's need a collector with a judge (see WITHOUT_LIVE_DATA) to return data
+        # every query must run; the judge's failure queries return data only while it fails
         if not live.api.vector(expr) and "agentwatch_judge_" not in expr:
             empty.append(expr)
     assert not empty, f"runbook queries without data: {empty}"

@@ -10,14 +10,15 @@ from math import comb
 
 import numpy as np
 import pytest
-from agentwatch.exporters.report import build_report, failure_code
-from agentwatch.exporters.report_baseline import BaselineError, compare_baseline, load_baseline
-from agentwatch.exporters.report_html import curves, render_html
-from agentwatch.exporters.report_model import Report
-from agentwatch.exporters.report_text import render_text
 from scipy import stats as sps
 
 from agentwatch.config import Settings, load_settings
+from agentwatch.exporters.report.baseline import BaselineError, compare_baseline, load_baseline
+from agentwatch.exporters.report.build import build_report, failure_code
+from agentwatch.exporters.report.charts import curves
+from agentwatch.exporters.report.html import render_html
+from agentwatch.exporters.report.model import Report
+from agentwatch.exporters.report.text import render_text
 from agentwatch.schema import ConversationScore, ToolScore, TurnScore
 from agentwatch.stats import posterior, regression_probability
 
@@ -39,15 +40,19 @@ ISSUE_KEYS = {
     "by_task",
     "by_tag",
     "failure_modes",
+    "ungraded",
     "readiness",
     "baseline",
     "units",
     "agent_version",
+    "judge",
+    "input",
     "versions",
+    "correction",
 }
 K_KEYS = {
     "value", "lower", "upper", "method", "interval", "units", "widened", "pooled_unbiased", "pooled_plugin",
-    "pooled_mean", "pooled_lower", "pooled_upper", "task_mean",
+    "pooled_mean", "pooled_lower", "pooled_upper", "task_mean", "corrected", "judge_only",
 }
 CREDIT = {
     "complete": 1.0,
@@ -141,15 +146,17 @@ def report() -> Report:
 def test_json_keys_are_exactly_the_documented_ones(report: Report) -> None:
     data = json.loads(report.model_dump_json())
     assert set(data) == ISSUE_KEYS
-    assert set(data["success_rate"]) == {"plugin", "mean", "lower", "upper"}
+    assert set(data["success_rate"]) == {
+        "plugin", "mean", "lower", "upper", "method", "labels", "judge_only", "note",
+    }
     assert set(data["pass_at_k"]) == {"1", "2", "3", "5", "12"}
     assert set(data["pass_pow_k"]["3"]) == K_KEYS
-    assert set(data["asr"]) == {"value", "lower", "upper"}
+    assert set(data["asr"]) == {"value", "lower", "upper", "method", "judge_only"}
     assert set(data["cost"]) == {"p50", "p90", "p99", "over_budget_ratio"}
     assert set(data["failure_rates"]) == {"error", "no_answer", "loop", "hallucination", "over_budget", "forbidden_tool"}
     assert set(data["failure_rates"]["loop"]) == {"count", "rate", "mean", "lower", "upper"}
     assert set(data["by_tag"]) == {"category", "difficulty"}
-    top_only = {"by_task", "by_tag", "readiness", "baseline", "agent_version", "versions"}
+    top_only = {"by_task", "by_tag", "readiness", "baseline", "agent_version", "judge", "input", "versions"}
     assert set(data["by_task"]["t1"]) == ISSUE_KEYS - top_only
     assert data["units"] == {"units": 11, "repeated": 0, "max_attempts": 1, "without_unit": 11,
                              "pairs": [[1, 0, 4], [1, 1, 7]]}
@@ -242,10 +249,15 @@ def test_asr_tool_cost_failure_modes(report: Report) -> None:
         "hallucination": 1,
         "loop": 1,
         "no_answer": 1,
-        "no_grader": 1,
         "answer": 1,
     }
     assert report.failure_modes[0].mode == "over_budget"
+    # why one conversation was not graded is coverage, listed apart from the failure modes
+    assert report.ungraded == {"no_grader": 1}
+    # each mode lists its conversations in input order; groups below the report list none
+    assert [(f.mode, f.conversations) for f in report.failure_modes[:2]] == [("over_budget", ["c2", "c6"]),
+                                                                            ("answer", ["c10"])]
+    assert all(not f.conversations for f in report.by_task["t1"].failure_modes)
     assert failure_code("Tool-Selection: turn 1") == "tool_selection" and failure_code("") == "unknown"
 
 
@@ -336,6 +348,10 @@ def test_empty_groups_are_null_not_nan() -> None:
         "mean": None,
         "lower": None,
         "upper": None,
+        "method": "beta",
+        "labels": 0,
+        "judge_only": None,
+        "note": None,
     }
     assert data["asr"]["value"] is None and data["readiness"]["tier"] == "unknown"
     assert "NaN" not in r.model_dump_json()

@@ -134,7 +134,7 @@ def test_hostile_baseline_files_are_clear_errors(tmp_path) -> None:
     import gzip
 
     import pytest
-    from agentwatch.exporters.report_baseline import BaselineError, load_baseline
+    from agentwatch.exporters.report.baseline import BaselineError, load_baseline
 
     binary = tmp_path / "b.bin"
     binary.write_bytes(b"\x00\xff\xfe binary")

@@ -17,7 +17,7 @@ from collector_kafka_helpers import TopicReader, scores_of, unique
 from live_agent import metrics_when, one_sample, pipeline_settings, run_agent
 
 from agentwatch.config import Settings
-from agentwatch.exporters.report import build_report
+from agentwatch.exporters.report.build import build_report
 from agentwatch.pipeline import Pipeline
 from agentwatch.schema import ConversationScore
 

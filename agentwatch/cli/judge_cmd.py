@@ -12,10 +12,20 @@ import typer
 from agentwatch.cli.app import app
 
 if TYPE_CHECKING:  # the judge's modules load only when a judge command runs
+    from agentwatch.config import Settings
     from agentwatch.judge.calibration import CalibrationReport
+    from agentwatch.judge.runner import JudgeRunner
+    from agentwatch.schema import Conversation, Outcome
+    from agentwatch.transcripts import LineError
 
-judge_app = typer.Typer(help="The LLM judge: calibrate it against human labels.", no_args_is_help=True)
+judge_app = typer.Typer(help="The LLM judge: calibrate it against human labels, watch it on anchors.",
+                        no_args_is_help=True)
 app.add_typer(judge_app, name="judge")
+anchors_app = typer.Typer(
+    help="A frozen set of labelled conversations that tells judge drift from agent drift.",
+    no_args_is_help=True,
+)
+judge_app.add_typer(anchors_app, name="anchors")
 
 EXIT_OK, EXIT_BELOW, EXIT_USAGE = 0, 1, 2
 
@@ -60,15 +70,69 @@ def render(report: CalibrationReport) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _judge_settings(config: Path | None, judge: str | None, judge_url: str | None, concurrency: int | None
+                    ) -> Settings:
+    """The settings with the judge enabled, the options applied, and no cache file (every call is real)."""
+    from agentwatch.config import ConfigError, JudgeConfig, load_settings
+
+    try:
+        settings = load_settings(config)
+    except ConfigError as exc:
+        raise _fail(str(exc)) from None
+    updates: dict = {"enabled": True, "cache_path": None}
+    if judge:
+        updates["model"] = judge
+    if judge_url:
+        updates["base_url"] = judge_url
+    if concurrency is not None:
+        updates["concurrency"] = concurrency
+    settings.judge = JudgeConfig.model_validate({**settings.judge.model_dump(), **updates})
+    return settings
+
+
+def _labelled_file(path: Path) -> list[tuple[Conversation, Outcome]]:
+    """The conversations of a transcript file that carry an outcome label; malformed lines are reported."""
+    from agentwatch.schema import Outcome
+    from agentwatch.transcripts import TranscriptFileError, iter_conversations
+
+    errors: list[LineError] = []
+    try:
+        found = [(c, c.outcome) for c in iter_conversations(path, errors)
+                 if c.outcome is not None and c.outcome is not Outcome.UNSCORED]
+    except TranscriptFileError as exc:
+        raise _fail(str(exc)) from None
+    for err in errors[:20]:
+        typer.echo(f"malformed: {err}", err=True)
+    if not found:
+        raise _fail(f"no conversation in {path} carries an outcome label")
+    return found  # type: ignore[return-value]
+
+
+def _runner(settings: Settings) -> JudgeRunner:
+    """A judge runner from `settings`, without a verdict cache (every call is real)."""
+    from agentwatch.judge.cache import JudgeCache
+    from agentwatch.judge.runner import JudgeRunner
+
+    try:
+        runner = JudgeRunner.from_settings(settings)
+    except (ValueError, OSError) as exc:
+        raise _fail(f"judge: {exc}") from None
+    runner.cache = JudgeCache(max_entries=0)
+    return runner
+
+
 @judge_app.command()
 def calibrate(
-    labels: Annotated[Path, typer.Argument(help="Transcript JSONL whose lines carry a human `outcome` label.")],
+    labels: Annotated[
+        Path, typer.Argument(help="Transcript JSONL whose lines carry a human `outcome` label.")
+    ],
     config: Annotated[Path | None, typer.Option("--config", help="YAML configuration file.")] = None,
     judge: Annotated[str | None, typer.Option("--judge", help="Judge model (default: judge.model).")] = None,
     judge_url: Annotated[str | None, typer.Option("--judge-url", help="OpenAI-compatible base URL.")] = None,
     concurrency: Annotated[int | None, typer.Option("--judge-concurrency", min=1)] = None,
     repeats: Annotated[
-        int, typer.Option("--repeats", min=1, max=2, help="2: judge every conversation twice (self-consistency).")
+        int,
+        typer.Option("--repeats", min=1, max=2, help="2: judge every conversation twice (self-consistency)."),
     ] = 2,
     min_kappa: Annotated[
         float | None, typer.Option("--min-kappa", help="Exit 1 below this kappa (default: judge.min_kappa).")
@@ -79,41 +143,12 @@ def calibrate(
 
     Exit status: 0 kappa at or above the minimum, 1 below it (or undefined), 2 usage error or no labels.
     """
-    from agentwatch.config import ConfigError, JudgeConfig, load_settings
-    from agentwatch.schema import Outcome
-    from agentwatch.judge.cache import JudgeCache
     from agentwatch.judge.calibration import calibrate as run_calibration
-    from agentwatch.judge.runner import JudgeRunner
-    from agentwatch.transcripts import TranscriptFileError, iter_conversations
 
-    try:
-        settings = load_settings(config)
-    except ConfigError as exc:
-        raise _fail(str(exc)) from None
-    updates: dict = {"enabled": True}
-    if judge:
-        updates["model"] = judge
-    if judge_url:
-        updates["base_url"] = judge_url
-    if concurrency is not None:
-        updates["concurrency"] = concurrency
-    updates["cache_path"] = None
-    settings.judge = JudgeConfig.model_validate({**settings.judge.model_dump(), **updates})
-    errors: list = []
-    try:
-        convs = [c for c in iter_conversations(labels, errors)
-                 if c.outcome is not None and c.outcome is not Outcome.UNSCORED]
-    except TranscriptFileError as exc:
-        raise _fail(str(exc)) from None
-    for err in errors[:20]:
-        typer.echo(f"malformed: {err}", err=True)
-    if not convs:
-        raise _fail(f"no conversation in {labels} carries an outcome label")
-    try:
-        runner = JudgeRunner.from_settings(settings)
-    except (ValueError, OSError) as exc:
-        raise _fail(f"judge: {exc}") from None
-    runner.cache = JudgeCache(max_entries=0)  # every run is a real call
+    settings = _judge_settings(config, judge, judge_url, concurrency)
+    labelled = _labelled_file(labels)
+    convs = [c for c, _label in labelled]
+    runner = _runner(settings)
     try:
         first = runner.judge_many(convs)
         second = runner.judge_many(convs) if repeats == 2 else None
@@ -121,7 +156,7 @@ def calibrate(
         runner.close()
     report = run_calibration(
         runner.judge_id,
-        [c.outcome.value for c in convs],  # type: ignore[union-attr]
+        [outcome.value for _, outcome in labelled],
         first,
         second,
         min_kappa=settings.judge.min_kappa if min_kappa is None else min_kappa,
@@ -134,3 +169,119 @@ def calibrate(
     else:
         typer.echo(render(report), nl=False)
     raise typer.Exit(EXIT_OK if report.passed else EXIT_BELOW)
+
+
+@anchors_app.command("freeze")
+def anchors_freeze(
+    out: Annotated[Path, typer.Option("--out", help="Write the anchor set here (JSONL).")],
+    from_labels: Annotated[
+        Path | None,
+        typer.Option("--from-labels", help="Transcript JSONL whose lines carry a human `outcome`."),
+    ] = None,
+    from_review_store: Annotated[
+        bool,
+        typer.Option("--from-review-store", help="The review store's blind labels (review.database_url)."),
+    ] = False,
+    limit: Annotated[int, typer.Option("--limit", min=1, help="At most this many anchors.")] = 200,
+    config: Annotated[Path | None, typer.Option("--config", help="YAML configuration file.")] = None,
+    judge: Annotated[str | None, typer.Option("--judge", help="Judge model (default: judge.model).")] = None,
+    judge_url: Annotated[str | None, typer.Option("--judge-url", help="OpenAI-compatible base URL.")] = None,
+) -> None:
+    """Judge labelled conversations once and freeze them, with the verdicts, as the anchor set.
+
+    Exit status: 0 written, 2 usage error (no labelled conversation, no source, an unreadable file).
+    """
+    from agentwatch.judge.anchor_service import now_utc
+    from agentwatch.judge.anchors import freeze, write_anchors
+
+    if (from_labels is None) == (not from_review_store):
+        raise _fail("give one source: --from-labels FILE or --from-review-store")
+    settings = _judge_settings(config, judge, judge_url, None)
+    if from_labels is not None:
+        labelled = _labelled_file(from_labels)[:limit]
+    else:
+        from agentwatch.review.store import Store
+
+        store = Store(settings.review.database_url)
+        try:
+            labelled = store.blind_labels(limit)
+        finally:
+            store.close()
+        if not labelled:
+            where = settings.review.database_url
+            raise _fail(f"no conversation with a blind label and its transcript in {where}")
+    runner = _runner(settings)
+    try:
+        verdicts = runner.judge_many([c for c, _label in labelled])
+    finally:
+        runner.close()
+    anchors, failed = freeze(labelled, verdicts, now_utc())
+    if not anchors:
+        raise _fail(f"the judge graded none of the {len(labelled)} conversations")
+    n = write_anchors(out, anchors)
+    typer.echo(f"{n} anchors frozen with the verdicts of {runner.judge_id} in {out}"
+               + (f" ({failed} left out: the judge failed on them)" if failed else ""))
+
+
+@anchors_app.command("run")
+def anchors_run(
+    anchors: Annotated[Path | None, typer.Argument(help="The anchor set (default: anchors.path).")] = None,
+    config: Annotated[Path | None, typer.Option("--config", help="YAML configuration file.")] = None,
+    judge: Annotated[str | None, typer.Option("--judge", help="Judge model (default: judge.model).")] = None,
+    judge_url: Annotated[str | None, typer.Option("--judge-url", help="OpenAI-compatible base URL.")] = None,
+    serve: Annotated[
+        bool,
+        typer.Option("--serve", help="Keep running: each anchors.interval_s, on a new judge; /metrics."),
+    ] = False,
+    metrics_port: Annotated[
+        int | None, typer.Option("--metrics-port", help="Default: anchors.metrics_port.")
+    ] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the comparison as JSON.")] = False,
+) -> None:
+    """Judge the anchors again and compare with their frozen verdicts and labels (judge drift).
+
+    Exit status (without --serve): 0 no judge drift, 1 judge drift, 2 usage error.
+    """
+    from agentwatch.config import AnchorsConfig
+    from agentwatch.judge.anchor_service import AnchorJob, serve_metrics
+    from agentwatch.judge.anchors import AnchorsFileError, anchors_json, render
+
+    settings = _judge_settings(config, judge, judge_url, None)
+    if anchors is not None:
+        path = {"path": str(anchors)}
+        settings.anchors = AnchorsConfig.model_validate({**settings.anchors.model_dump(), **path})
+    try:
+        job = AnchorJob(settings, config)
+    except (AnchorsFileError, ValueError) as exc:
+        raise _fail(str(exc)) from None
+    if serve:
+        _serve_anchors(job, settings, metrics_port, serve_metrics)
+        return
+    found = job.run_once()
+    if found is None:
+        raise _fail("the anchor run failed (see the log)")
+    typer.echo(anchors_json(found) if json_out else render(found), nl=json_out)
+    raise typer.Exit(EXIT_BELOW if found.drift else EXIT_OK)
+
+
+def _serve_anchors(job: object, settings: Settings, metrics_port: int | None, serve_metrics: object) -> None:
+    """Run the anchor job until SIGINT/SIGTERM; SIGHUP reads the configuration again."""
+    import signal
+    import threading
+
+    from agentwatch.exporters.estimator import sanitize_label
+
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    signal.signal(signal.SIGHUP, lambda *_: job.reload())  # type: ignore[attr-defined]
+    port = settings.anchors.metrics_port if metrics_port is None else metrics_port
+    server = None
+    if port is not None:
+        server = serve_metrics(job, port, settings.anchors.host, sanitize_label)  # type: ignore[operator]
+        typer.echo(f"anchor metrics on http://{settings.anchors.host}:{server.port}/metrics")
+    try:
+        job.serve(stop)  # type: ignore[attr-defined]
+    finally:
+        if server is not None:
+            server.stop()

@@ -4,12 +4,25 @@ from __future__ import annotations
 
 import sys
 from enum import Enum
+from functools import partial
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from agentwatch.cli.app import app
+
+if TYPE_CHECKING:  # the service modules load when a command runs, not when the CLI starts
+    from rich.progress import Progress, TaskID
+
+    from agentwatch.config import Settings
+    from agentwatch.exporters.report.cases import CaseKeeper
+    from agentwatch.exporters.report.model import Report
+    from agentwatch.judge.runner import JudgeRunner
+    from agentwatch.schema import Conversation, ConversationScore
+    from agentwatch.scorers.conversation import LabelRule
+    from agentwatch.transcript_keys import UnknownKeys
+    from agentwatch.transcripts import LineError
 
 EXIT_OK, EXIT_GATE, EXIT_USAGE = 0, 1, 2
 MAX_ERRORS_SHOWN = 20
@@ -41,7 +54,7 @@ def _fail(message: str, code: int = EXIT_USAGE) -> typer.Exit:
     return typer.Exit(code)
 
 
-def _title(scores: list) -> str:
+def _title(scores: list[ConversationScore]) -> str:
     series = sorted({f"{s.agent} {s.version}" for s in scores})
     if not series:
         return "Agent Evaluation Report"
@@ -50,67 +63,86 @@ def _title(scores: list) -> str:
 
 
 def _read_and_score(
-    files: list[Path], settings: object, errors: list, runner: object = None, labels: str = "truth"
-) -> list:
+    files: list[Path],
+    settings: Settings,
+    errors: list[LineError],
+    runner: JudgeRunner | None = None,
+    labels: LabelRule = "truth",
+    unknown: UnknownKeys | None = None,
+    keeper: CaseKeeper | None = None,
+) -> list[ConversationScore]:
     """Read every file (progress bar on a terminal) and score each conversation; with a `JudgeRunner`, the
     judge-sampled conversations are judged first, a chunk at a time, `runner.concurrency` calls in flight.
-    `labels`: how outcome labels in the files grade (`ConversationScorer`'s rule; "truth" by default)."""
+    `labels`: how outcome labels in the files grade (`ConversationScorer`'s rule; "truth" by default).
+    Keys no field reads go to `unknown`; `keeper` is offered every transcript (for the HTML report)."""
     from rich.console import Console
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn
 
     from agentwatch.scorers import ConversationScorer
     from agentwatch.transcripts import iter_conversations
 
-    scorer = ConversationScorer(settings, labels=labels)  # type: ignore[arg-type]
-    scores = []
+    scorer = ConversationScorer(settings, labels=labels)
+    scores: list[ConversationScore] = []
     console = Console(stderr=True)
     show = sys.stderr.isatty()
-    chunk: list = []
-    chunk_size = max(64, 16 * getattr(runner, "concurrency", 1))
+    chunk: list[Conversation] = []
+    chunk_size = max(64, 16 * (runner.concurrency if runner is not None else 1))
     with Progress(
         TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TextColumn("{task.fields[judged]}"),
         console=console, disable=not show,
     ) as progress:
         counts = [0, 0]  # judged, to judge
 
-        def judged(task: object) -> None:
+        def judged(task: TaskID) -> None:
             counts[0] += 1
-            progress.update(task, judged=f"judged {counts[0]}/{counts[1]}")  # type: ignore[arg-type]
+            progress.update(task, judged=f"judged {counts[0]}/{counts[1]}")
 
-        def flush(task: object) -> None:
+        def flush(task: TaskID, runner: JudgeRunner) -> None:
             wanted = [c for c in chunk if scorer.wants_judge(c)]
             counts[1] += len(wanted)
-            verdicts = runner.judge_many(  # type: ignore[attr-defined]
-                wanted, on_done=lambda _v: judged(task)
-            )
+            verdicts = runner.judge_many(wanted, on_done=lambda _v: judged(task))
             by_conv = dict(zip(map(id, wanted), verdicts, strict=True))
-            scores.extend(scorer.score(c, by_conv.get(id(c))) for c in chunk)
+            for c in chunk:
+                keep(c, scorer.score(c, by_conv.get(id(c))))
             chunk.clear()
+
+        def keep(conv: Conversation, score: ConversationScore) -> None:
+            scores.append(score)
+            if keeper is not None:
+                keeper.offer(conv, score)
 
         for path in files:
             size = path.stat().st_size if path.exists() else None
             task = progress.add_task(path.name, total=size, judged="")
-            for conv in iter_conversations(
-                path, errors, lambda pos, t=task: progress.update(t, completed=pos)
-            ):
+            for conv in iter_conversations(path, errors, partial(_advance, progress, task), unknown):
                 if runner is None:
-                    scores.append(scorer.score(conv))
+                    keep(conv, scorer.score(conv))
                     continue
                 chunk.append(conv)
                 if len(chunk) >= chunk_size:
-                    flush(task)
-            if chunk:
-                flush(task)
+                    flush(task, runner)
+            if chunk and runner is not None:
+                flush(task, runner)
     return scores
 
 
-def _judge_runner(settings, judge: str | None, url: str | None, sample: float | None, concurrency: int | None,
-                  cache: Path | None):
+def _advance(progress: Progress, task: TaskID, position: int) -> None:
+    progress.update(task, completed=position)
+
+
+def _judge_runner(
+    settings: Settings,
+    judge: str | None,
+    url: str | None,
+    sample: float | None,
+    concurrency: int | None,
+    cache: Path | None,
+) -> JudgeRunner | None:
     """A JudgeRunner when --judge is given or `judge.enabled` is set in the configuration; else None."""
     from agentwatch.config import JudgeConfig, SamplingConfig
 
     cfg = settings.judge
-    updates = {"enabled": True if judge else cfg.enabled, "model": judge or cfg.model}
+    updates: dict[str, object] = {"enabled": True if judge else cfg.enabled, "model": judge or cfg.model}
     if url:
         updates["base_url"] = url
     if concurrency is not None:
@@ -127,7 +159,7 @@ def _judge_runner(settings, judge: str | None, url: str | None, sample: float | 
     return JudgeRunner.from_settings(settings)
 
 
-def _judge_summary(runner) -> str:
+def _judge_summary(runner: JudgeRunner) -> str:
     s = runner.stats.snapshot()
     failures = ", ".join(f"{k} {v}" for k, v in s["failures"].items() if v) or "none"
     return (
@@ -140,7 +172,12 @@ def _judge_summary(runner) -> str:
 @app.command()
 def score(
     files: Annotated[
-        list[Path], typer.Argument(help="Transcript JSONL files (one Conversation per line; gzip accepted).")
+        list[Path],
+        typer.Argument(
+            metavar="FILE...",
+            help="Transcript files: JSON Lines, one Conversation per line (gzip accepted; a JSON array is "
+            "read too).",
+        ),
     ],
     k: Annotated[
         str | None,
@@ -185,6 +222,13 @@ def score(
     judge_cache: Annotated[
         Path | None, typer.Option("--judge-cache", help="Keep judge verdicts in this file between runs.")
     ] = None,
+    examples: Annotated[
+        int,
+        typer.Option(
+            "--examples", min=0,
+            help="Conversations listed per failure mode (JSON; the HTML report carries their transcripts).",
+        ),
+    ] = 10,
     labels: Annotated[
         bool,
         typer.Option(
@@ -201,9 +245,12 @@ def score(
     regression, 2 usage error or unreadable input. Malformed lines are reported on stderr with their line numbers and skipped.
     """
     from agentwatch.config import ConfigError, load_settings
-    from agentwatch.exporters.report_baseline import BaselineError, load_baseline
-    from agentwatch.exporters.report_pass import default_ks
-    from agentwatch.exporters.report_versions import build_reports, colliding_ids
+    from agentwatch.exporters.report.baseline import BaselineError, load_baseline
+    from agentwatch.exporters.report.cases import CaseKeeper
+    from agentwatch.exporters.report.model import InputSummary
+    from agentwatch.exporters.report.pass_k import default_ks
+    from agentwatch.exporters.report.versions import build_reports, colliding_ids, duplicate_ids
+    from agentwatch.transcript_keys import UnknownKeys
     from agentwatch.transcripts import LineError, TranscriptFileError
 
     ks = parse_ks(k)
@@ -223,8 +270,11 @@ def score(
     except (ValueError, OSError) as exc:
         raise _fail(f"judge: {exc}") from None
     errors: list[LineError] = []
+    unknown = UnknownKeys()
+    keeper = CaseKeeper(examples) if fmt is ReportFormat.html else None
     try:
-        scores = _read_and_score(files, settings, errors, runner, "truth" if labels else "ignore")
+        rule: LabelRule = "truth" if labels else "ignore"
+        scores = _read_and_score(files, settings, errors, runner, rule, unknown, keeper)
     except TranscriptFileError as exc:
         raise _fail(str(exc)) from None
     finally:
@@ -241,6 +291,8 @@ def score(
         typer.echo(
             f"{len(errors)} malformed line(s) skipped; {len(scores)} conversation(s) read, {graded} graded", err=True
         )
+    for warning in unknown.warnings():
+        typer.echo(f"warning: {warning}", err=True)
     if not scores:
         raise _fail("no conversation could be read from the input")
 
@@ -251,10 +303,21 @@ def score(
         except OSError as exc:
             raise _fail(f"cannot write {details}: {exc.strerror or exc}") from None
 
-    _warn_collisions(colliding_ids(scores))
+    shared = colliding_ids(scores)
+    _warn_collisions(shared)
+    repeated, extra = duplicate_ids(scores)
+    _warn_duplicates(repeated, extra)
     report = build_reports(scores, settings, ks if ks is not None else default_ks(scores, settings.stats.ks),
-                           base, str(baseline))
-    _emit(report, settings, fmt, out, _title(scores), files, errors)
+                           base, str(baseline), examples)
+    report.input = InputSummary(
+        files=[str(f) for f in files], records=len(scores), malformed=len(errors),
+        duplicate_ids=len(repeated), duplicate_records=extra, duplicate_examples=repeated[:MAX_IDS_SHOWN],
+        shared_ids=len(shared), unknown_keys=unknown.counts(),
+    )
+    judge_id = runner.judge_id if runner is not None else None
+    for section in (report, *report.versions):
+        section.judge = judge_id
+    _emit(report, settings, fmt, out, _title(scores), keeper, base)
 
     failed = (gate and not report.readiness.safe_to_ship) or (
         report.baseline is not None and report.baseline.regression
@@ -267,35 +330,51 @@ MAX_IDS_SHOWN = 5
 
 def _warn_collisions(ids: list[str]) -> None:
     """Name the conversation ids used by several versions on stderr (each counts once per version)."""
-    if not ids:
-        return
-    shown = ", ".join(ids[:MAX_IDS_SHOWN])
-    more = f" and {len(ids) - MAX_IDS_SHOWN} more" if len(ids) > MAX_IDS_SHOWN else ""
-    typer.echo(
-        f"{len(ids)} conversation id(s) occur under several versions of one agent: {shown}{more}; each "
-        "counts once in its version's section",
-        err=True,
-    )
+    from agentwatch.exporters.report.text import first_few
+
+    if ids:
+        typer.echo(
+            f"{len(ids)} conversation id(s) occur under several versions of one agent: {first_few(ids)}; "
+            "each counts once in its version's section",
+            err=True,
+        )
+
+
+def _warn_duplicates(ids: list[str], extra: int) -> None:
+    """Name the conversation ids read more than once for one agent version (each counts once: its last)."""
+    from agentwatch.exporters.report.text import first_few, plural
+
+    if ids:
+        typer.echo(
+            f"warning: {plural(len(ids), 'conversation id')} read more than once "
+            f"({plural(extra, 'extra record')}): {first_few(ids)}; each counts once, its last record",
+            err=True,
+        )
 
 
 def _emit(
-    report, settings, fmt: ReportFormat, out: Path | None, title: str, files: list[Path], errors: list
+    report: Report,
+    settings: Settings,
+    fmt: ReportFormat,
+    out: Path | None,
+    title: str,
+    keeper: CaseKeeper | None,
+    base: Report | None,
 ) -> None:
-    """Write the report in the chosen format to `out` or stdout."""
-    header = [f"Files: {', '.join(str(f) for f in files)}"]
-    if errors:
-        header.append(f"Malformed lines skipped: {len(errors)}")
+    """Write the report in the chosen format to `out` or stdout (the HTML report with `keeper`'s transcripts
+    and the `--baseline` report's intervals)."""
+    header: list[str] = []  # what was read is in the report (`input`)
     if fmt is ReportFormat.json:
         body = report.model_dump_json(indent=2) + "\n"
     elif fmt is ReportFormat.html:
         try:
-            from agentwatch.exporters.report_html import render_html
+            from agentwatch.exporters.report.html import render_html
 
-            body = render_html(report, settings, title=title, header=header)
+            body = render_html(report, settings, title=title, header=header, cases=keeper, base=base)
         except ImportError as exc:
             raise _fail(f"--format html needs matplotlib (pip install 'agentwatch[html]'): {exc}") from None
     else:
-        from agentwatch.exporters.report_text import print_report, render_text
+        from agentwatch.exporters.report.text import print_report, render_text
 
         if out is None:
             from rich.console import Console

@@ -6,7 +6,7 @@ import functools
 import inspect
 from collections.abc import Callable
 from contextvars import Token
-from typing import Any, TypeVar, overload
+from typing import Any, TypeVar, cast, overload
 
 from opentelemetry import context as context_api
 from opentelemetry import trace as otel_trace
@@ -60,13 +60,14 @@ def trace(
 
     def decorate(func: F) -> F:
         spec = SpanSpec.of(func, kind, name, capture_input, capture_output, model, read_only)
+        # Each wrapper keeps the wrapped function's signature (functools.wraps): the decorated name has its type.
         if inspect.isasyncgenfunction(func):
-            return _wrap_async_generator(func, spec)  # type: ignore[return-value]
+            return cast(F, _wrap_async_generator(func, spec))
         if inspect.isgeneratorfunction(func):
-            return _wrap_generator(func, spec)  # type: ignore[return-value]
+            return cast(F, _wrap_generator(func, spec))
         if inspect.iscoroutinefunction(func):
-            return _wrap_coroutine(func, spec)  # type: ignore[return-value]
-        return _wrap_function(func, spec)  # type: ignore[return-value]
+            return cast(F, _wrap_coroutine(func, spec))
+        return cast(F, _wrap_function(func, spec))
 
     if fn is None:
         return decorate

@@ -363,6 +363,139 @@ def _cost(d: dash_b.Dashboard) -> dash_b.Dashboard:
         width=8))
 
 
+JUDGE_CALLS = f"sum(rate(agentwatch_judge_calls_total[{RATE}]))"
+JUDGE_LATENCY = f"sum by (le) (rate(agentwatch_judge_latency_seconds_bucket[{RATE}]))"
+REVIEW_SAMPLE = 'sample="review_sample"'
+JUDGE_FAILED_SHARE = (
+    f'sum(rate(agentwatch_judge_failures_total{{reason!="judge_budget_exhausted"}}[{RATE}])) / {JUDGE_CALLS}'
+)
+JUDGE_AGREEMENT = (
+    f'sum by (judge) (agentwatch_review_judge_labels{{{REVIEW_SAMPLE}, agreement="agree"}}) / '
+    f"sum by (judge) (agentwatch_review_judge_labels{{{REVIEW_SAMPLE}}})"
+)
+
+
+def _judge(d: dash_b.Dashboard) -> dash_b.Dashboard:
+    """The LLM judge as on-call needs it: is it answering, failing, spending, slow, and do people agree."""
+    d = d.with_row(dash_b.Row("LLM judge (every collector; the judge grades all agents' judge samples)"))
+    d = d.with_panel(_timeseries(
+        "Judge calls per second", "Conversations sent to the judge, verdicts that graded one (cache hits "
+        "included) and cache hits.", "cps", [
+            (JUDGE_CALLS, "calls"),
+            (f"sum(rate(agentwatch_judge_verdicts_total[{RATE}]))", "verdicts"),
+            (f"sum(rate(agentwatch_judge_cache_hits_total[{RATE}]))", "cache hits"),
+        ], width=6))
+    d = d.with_panel(_timeseries(
+        "Judge failures by reason", "Judge-sampled conversations left unscored, per second: timeouts, bad "
+        "output, judge unavailable, spend cap reached (AgentwatchJudgeBudgetExhausted).", "cps",
+        [(f"sum by (reason) (rate(agentwatch_judge_failures_total[{RATE}]))", "{{reason}}")], width=6))
+    d = d.with_panel(
+        _timeseries(
+            "Judge failure share of calls", "Failed calls (spend cap aside) over calls; "
+            "AgentwatchJudgeFailing pages above 20% over 15 minutes.", "percentunit",
+            [(JUDGE_FAILED_SHARE, "failed / calls")], width=6,
+        ).min(0).max(1).thresholds(_thresholds((None, "green"), (0.2, "red")))
+        .thresholds_style(common_b.GraphThresholdsStyleConfig().mode(common.GraphThresholdsStyleMode.DASHED))
+    )
+    d = d.with_panel(_timeseries(
+        "Judge latency P50 / P90 / P99", "Latency of judge calls from the histogram, over the rate interval.",
+        "s", [(f"histogram_quantile({q}, {JUDGE_LATENCY})", f"P{round(q * 100)}") for q in (0.5, 0.9, 0.99)],
+        width=6))
+    d = d.with_panel(_timeseries(
+        "Judge spend against the cap", "Spend over the sliding hour and 24 hours as the spend cap counts it, "
+        "per collector, and the caps (judge.hourly_usd, judge.daily_usd). At the cap, judge-sampled "
+        "conversations are left unscored.", "currencyUSD", [
+            ("sum by (instance, period) (agentwatch_judge_spend_window_usd)",
+             "spent, last {{period}} ({{instance}})"),
+            ("max by (period) (agentwatch_judge_spend_cap_usd)", "cap per {{period}}"),
+        ], width=8).min(0))
+    d = d.with_panel(_timeseries(
+        "Judge agreement with people (blind review sample)",
+        "From the review service: share of people's labels on the blind review sample that chose the judge's "
+        "outcome class, and Cohen's kappa. Empty until people label conversations the judge graded.",
+        "percentunit", [
+            (JUDGE_AGREEMENT, "agreement {{judge}}"),
+            (f"agentwatch_review_judge_kappa{{{REVIEW_SAMPLE}}}", "kappa {{judge}}"),
+        ], width=8).min(0).max(1))
+    return d.with_panel(_stat(
+        "Judge backlog and labels", "Conversations waiting for a verdict (the collector pauses consumption "
+        "at collector.max_pending_verdicts), and labels on the blind review sample compared with the judge.",
+        "short", [
+            ("sum(agentwatch_judge_pending)", "waiting for a verdict"),
+            (f"sum(agentwatch_review_judge_labels{{{REVIEW_SAMPLE}}})", "labels compared"),
+        ], width=8))
+
+
+def _people(d: dash_b.Dashboard) -> dash_b.Dashboard:
+    """Corrections by people's labels, judge–human agreement and judge drift on the anchors."""
+    d = d.with_row(dash_b.Row("Judge and people: corrected estimates, agreement, anchors ($window window)"))
+    corrected = "agentwatch_corrected_success_rate"
+    d = d.with_panel(_timeseries(
+        "Success rate corrected by people's labels, $version version",
+        "PPI++: the automated verdicts corrected by the labels of the blind review sample (band: 95% "
+        "interval), beside the verdicts alone (judge only). The corrected line appears once it rests on "
+        "enough labels. One copy per chosen version.",
+        "percentunit",
+        [(f'{corrected}{{{ONE_SEL}, estimate="corrected", stat="{stat}"}}', stat)
+         for stat in ("mean", "lower", "upper")]
+        + [(f'{corrected}{{{ONE_SEL}, estimate="judge_only", stat="mean"}}', "judge only")],
+        width=24,
+    ).min(0).max(1).line_width(2).override_by_name("upper", [
+        DynamicConfigValue(id_val="custom.fillBelowTo", value="lower"),
+        DynamicConfigValue(id_val="custom.fillOpacity", value=25),
+        DynamicConfigValue(id_val="custom.lineWidth", value=0),
+    ]).override_by_name("lower", [DynamicConfigValue(id_val="custom.lineWidth", value=0)])
+        .repeat("version").repeat_direction("h").max_per_row(2))
+    d = d.with_panel(_stat(
+        "Labels the correction rests on",
+        "Review-sample labels on automatically graded conversations, by the automated verdict; 1 when the "
+        "success rate and ASR rest on enough labels to be called corrected.",
+        "short",
+        [(f"agentwatch_correction_labels{{{SEL}}}", "labels where the graders {{verdict}}"),
+         (f"agentwatch_correction_predictions{{{SEL}}}", "automated verdicts"),
+         (f"agentwatch_correction_enough{{{SEL}}}", "enough for {{figure}}")],
+        width=12,
+    ))
+    d = d.with_panel(_timeseries(
+        "Outcome shares, corrected and judge only",
+        "Share of each outcome class among the automatically graded conversations: corrected by the labels "
+        "(solid) and the verdicts alone.",
+        "percentunit",
+        [(f'agentwatch_corrected_outcome_ratio{{{SEL}, stat="mean"}}', "{{outcome}} ({{estimate}})")],
+        width=12,
+    ).min(0).max(1))
+    d = d.with_panel(_timeseries(
+        "Judge–human agreement (Cohen's kappa) in the window",
+        "From the exporter: kappa of each judge's verdicts with the review-sample labels in the window, with "
+        "its 95% interval; AgentwatchJudgeAgreementLow fires when the upper bound is below judge.min_kappa "
+        "over a day with enough labels. (The judge row shows the review store's agreement since it began.)",
+        "none",
+        [(f'agentwatch_judge_agreement_kappa{{window="$window", stat="{stat}"}}', f"{{{{judge}}}} {stat}")
+         for stat in ("mean", "lower", "upper")]
+        + [("max(agentwatch_judge_min_kappa)", "judge.min_kappa")],
+        width=12,
+    ))
+    d = d.with_panel(_stat(
+        "Labels against verdicts",
+        "The confusion of the review-sample labels (label) with the judge's verdicts (verdict), per judge.",
+        "short",
+        [('agentwatch_judge_confusion{window="$window"} > 0', "{{judge}}: {{label}} → {{verdict}}"),
+         ('agentwatch_judge_agreement_labels{window="$window"}', "{{judge}}: labels")],
+        width=12,
+    ))
+    return d.with_panel(_stat(
+        "Judge drift on the frozen anchors",
+        "1: the judge's verdicts on the unchanged anchors moved (the series it grades have their regression "
+        "alerts inhibited). The share keeping the frozen class and the pass-rate shift with its interval.",
+        "none",
+        [("agentwatch_judge_drift", "drift {{judge}}"),
+         ("agentwatch_anchor_agreement", "same class {{judge}}"),
+         ("agentwatch_anchor_pass_rate_shift", "shift {{stat}} {{judge}}"),
+         ("time() - agentwatch_anchor_last_run_timestamp_seconds", "seconds since the run {{judge}}")],
+        width=12,
+    ))
+
+
 def _pipeline(d: dash_b.Dashboard) -> dash_b.Dashboard:
     d = d.with_row(dash_b.Row("Pipeline health"))
     d = d.with_panel(_timeseries("Throughput", "Spans consumed, scores produced and scores read per second.", "cps", [
@@ -401,7 +534,7 @@ def build_dashboard() -> dict[str, Any]:
         dash_b.Dashboard("agentwatch")
         .uid(UID)
         .description("Reliability of AI agents in production: paging signals, pass@k, pass^k, ASR, outcomes, cost, "
-                     "pipeline; choose several versions to see a canary beside its baseline.")
+                     "the LLM judge, pipeline; choose several versions to see a canary beside its baseline.")
         .tags(["agentwatch", "agents", "reliability"])
         .editable()
         .time("now-24h", "now")
@@ -410,7 +543,7 @@ def build_dashboard() -> dict[str, Any]:
         .tooltip(DashboardCursorSync.CROSSHAIR)
     )
     d = _variables(d)
-    for section in (_sequential, _reliability, _outcomes, _evidence, _cost, _pipeline):
+    for section in (_sequential, _reliability, _outcomes, _evidence, _cost, _judge, _people, _pipeline):
         d = section(d)
     model = json.loads(json.dumps(d.build(), cls=JSONEncoder))
     for panel_id, panel in enumerate(model["panels"], start=1):

@@ -5,7 +5,16 @@ from __future__ import annotations
 import io
 from collections.abc import Sequence
 
-from agentwatch.exporters.report_model import Delta, Gate, GroupStats, KEstimate, Report, UnitsSummary
+from agentwatch.exporters.report.model import (
+    Delta,
+    Gate,
+    GroupStats,
+    InputSummary,
+    JudgeOnly,
+    KEstimate,
+    Report,
+    UnitsSummary,
+)
 from rich.console import Console
 from rich.text import Text
 
@@ -26,6 +35,41 @@ def _interval(lo: float | None, hi: float | None) -> str:
 
 def _pct(x: float | None) -> str:
     return "n/a" if x is None else f"{100 * x:.1f}%"
+
+
+def plural(n: int, noun: str, many: str | None = None) -> str:
+    """`1 conversation`, `2 conversations` (thousands separated)."""
+    return f"{n:,} {noun if n == 1 else (many or noun + 's')}"
+
+
+MAX_IDS_SHOWN = 5
+
+
+def first_few(items: Sequence[str], total: int | None = None) -> str:
+    """The first items, then `and N more` when there are more."""
+    total = len(items) if total is None else total
+    shown = ", ".join(items[:MAX_IDS_SHOWN])
+    return shown + (f" and {total - min(len(items), MAX_IDS_SHOWN):,} more" if total > MAX_IDS_SHOWN else "")
+
+
+def input_lines(i: InputSummary) -> list[str]:
+    """What was read, merged, skipped and ignored, in words."""
+    lines = [f"Files: {', '.join(i.files)} ({plural(i.records, 'conversation record')} read)"]
+    if i.malformed:
+        lines.append(f"Malformed lines skipped: {i.malformed:,}")
+    if i.duplicate_ids:
+        lines.append(
+            f"Duplicate ids: {plural(i.duplicate_ids, 'conversation id')} read more than once "
+            f"({plural(i.duplicate_records, 'extra record')}): "
+            f"{first_few(i.duplicate_examples, i.duplicate_ids)}; each counts once, its last record"
+        )
+    if i.shared_ids:
+        lines.append(f"Shared ids: {plural(i.shared_ids, 'conversation id')} under several versions of one "
+                     "agent: one conversation per version")
+    if i.unknown_keys:
+        keys = ", ".join(f"{k} ({plural(n, 'record')})" for k, n in i.unknown_keys.items())
+        lines.append(f"Unknown keys ignored (not transcript fields): {keys}")
+    return lines
 
 
 def _money(x: float | None) -> str:
@@ -77,6 +121,9 @@ def _k_line(kind: str, k: str, e: KEstimate, u: UnitsSummary | None) -> str:
     if e.value is None:
         most = u.max_attempts if u is not None else 0
         return f"  {name}: n/a (not identified: at most {most} graded attempts at one unit)"
+    if e.method == "exchangeable" and e.corrected:
+        return (f"  {name}: {fmt(e.value)}{_interval(e.lower, e.upper)} (of the corrected success rate"
+                f"{_judge_only(e.judge_only)})")
     if e.method == "exchangeable":
         return (f"  {name}: {fmt(e.value)}{_interval(e.lower, e.upper)} (pooled Beta posterior; plug-in "
                 f"{fmt(e.pooled_plugin)}, unbiased {fmt(e.pooled_unbiased)})")
@@ -96,9 +143,15 @@ def _overall_lines(r: GroupStats, level: float) -> list[str]:
         ]
     lines = [f"METRICS (graded sample, {level:.0%} credible intervals):"]
     sr = r.success_rate
-    lines.append(
-        f"  success rate: {fmt(sr.plugin)} ({r.passed}/{r.scored} graded passed){_interval(sr.lower, sr.upper)}"
-    )
+    if sr.method == "corrected":
+        lines.append(f"  success rate: {fmt(sr.plugin)}{_interval(sr.lower, sr.upper)} corrected by "
+                     f"{sr.labels} labels of the blind review sample (PPI++){_judge_only(sr.judge_only)}")
+    else:
+        weighted = " (Hájek-weighted: sampled at different rates)" if sr.method == "weighted" else ""
+        lines.append(f"  success rate: {fmt(sr.plugin)} ({r.passed}/{r.scored} graded passed)"
+                     f"{_interval(sr.lower, sr.upper)}{weighted}")
+    if r.correction is not None:
+        lines.extend(_correction_lines(r))
     over_units = repeats(r)
     if over_units:
         if r.units is not None:
@@ -113,7 +166,33 @@ def _overall_lines(r: GroupStats, level: float) -> list[str]:
                 continue  # pass@1 = pass^1; without repeats it is the success rate
             lines.append(_k_line(kind, k, e, r.units))
     a = r.asr
-    lines.append(f"  ASR: {fmt(a.value)}{_interval(a.lower, a.upper)} (bootstrap)")
+    if a.method == "corrected":
+        lines.append(f"  ASR: {fmt(a.value)}{_interval(a.lower, a.upper)} (corrected, PPI++ t interval)"
+                     f"{_judge_only(a.judge_only)}")
+    else:
+        lines.append(f"  ASR: {fmt(a.value)}{_interval(a.lower, a.upper)} (bootstrap)")
+    return lines
+
+
+def _judge_only(j: JudgeOnly | None) -> str:
+    return "" if j is None else f"; judge only {fmt(j.mean)}{_interval(j.lower, j.upper)}"
+
+
+def _correction_lines(r: GroupStats) -> list[str]:
+    """What the correction by people's labels rests on, and the corrected outcome shares."""
+    c = r.correction
+    assert c is not None
+    lines = [f"  people's labels: {c.note}"]
+    if c.enough and c.outcome_share:
+        shares = ", ".join(f"{o} {fmt(f.value)}{_interval(f.lower, f.upper)} (judge only {fmt(f.judge_only)})"
+                           for o, f in c.outcome_share.items())
+        lines.append(f"  outcome shares, corrected: {shares}")
+    elif not c.enough and c.success_rate is not None:
+        f = c.success_rate
+        lines.append(f"  (with so few labels: corrected {fmt(f.value)}{_interval(f.lower, f.upper)}, judge "
+                     f"only {fmt(f.judge_only)}{_interval(f.judge_only_lower, f.judge_only_upper)})")
+    if c.enough and not c.asr_enough:
+        lines.append(f"  ASR not corrected: its interval needs {c.min_asr_labels} labels")
     return lines
 
 
@@ -131,11 +210,20 @@ def _pct_interval(lo: float | None, hi: float | None) -> str:
     return "" if lo is None or hi is None else f" [{100 * lo:.1f}%, {100 * hi:.1f}%]"
 
 
-def _grading_line(r: GroupStats) -> str:
+def _grading_line(r: GroupStats, judge: str | None) -> str:
     by = ", ".join(f"{g} {n}" for g, n in r.graded_by.items()) or "none"
     labels = ", ".join(f"{o} {n}" for o, n in r.labels.items())
-    line = f"GRADED BY: {by} · sampled: judge {r.sampled.get('judge', 0)}, review {r.sampled.get('review', 0)}"
+    judged = f"judge sample {r.sampled.get('judge', 0)} ({judge})" if judge else "no judge configured"
+    line = f"GRADED BY: {by} · {judged} · review sample {r.sampled.get('review', 0)}"
     return line + (f" · labels (all conversations): {labels}" if labels else "")
+
+
+def ungraded_line(r: GroupStats) -> str | None:
+    """Why conversations are outside the graded sample (coverage), or None when all are graded."""
+    if not r.ungraded:
+        return None
+    why = ", ".join(f"{code} {n}" for code, n in r.ungraded.items())
+    return f"NOT GRADED ({plural(r.conversations - r.scored, 'conversation')}; coverage, not failures): {why}"
 
 
 def _group_line(name: str, g: GroupStats) -> str:
@@ -223,7 +311,7 @@ def _section_lines(r: Report, level: float) -> list[str]:
     lines = [
         f"Conversations: {r.conversations} | Graded: {r.scored} (coverage {_pct(cov)}) | Tasks: {len(r.by_task)}"
     ]
-    lines += [RULE, *_overall_lines(r, level), _grading_line(r), *_evidence_lines(r, level)]
+    lines += [RULE, *_overall_lines(r, level), _grading_line(r, r.judge), *_evidence_lines(r, level)]
     outcomes = ", ".join(f"{k} {v}" for k, v in r.outcomes.items())
     lines.append(f"OUTCOMES: {outcomes}")
     tc = r.tool_correctness
@@ -242,9 +330,13 @@ def _section_lines(r: Report, level: float) -> list[str]:
         lines += [_group_line(task, g) for task, g in r.by_task.items()]
     lines.append("TOP FAILURE MODES:")
     if r.failure_modes:
-        lines += [f"  {i}. {f.mode} ({f.count} conversations)" for i, f in enumerate(r.failure_modes[:5], 1)]
+        lines += [f"  {i}. {f.mode} ({plural(f.count, 'conversation')})"
+                  for i, f in enumerate(r.failure_modes[:5], 1)]
     else:
         lines.append("  none")
+    not_graded = ungraded_line(r)
+    if not_graded:
+        lines.append(not_graded)
     lines += _baseline_lines(r)
     rd = r.readiness
     lines.append(
@@ -280,6 +372,7 @@ def report_lines(
     report: Report, title: str = "Agent Evaluation Report", header: Sequence[str] = (), level: float = 0.95
 ) -> list[str]:
     """The report as plain text lines: one section, or a section per version and their comparison."""
+    header = [*header, *(input_lines(report.input) if report.input is not None else [])]
     if not report.versions:
         return [RULE, title, *header, *_section_lines(report, level), final_verdict(report), RULE]
     lines = [RULE, title, *header,
@@ -289,9 +382,15 @@ def report_lines(
     return [*lines, RULE, *_versions_lines(report), final_verdict(report), RULE]
 
 
-def print_report(report: Report, console: Console, **kwargs: object) -> None:
+def print_report(
+    report: Report,
+    console: Console,
+    title: str = "Agent Evaluation Report",
+    header: Sequence[str] = (),
+    level: float = 0.95,
+) -> None:
     """Print the report on a rich console, with colour where the console supports it."""
-    for line in report_lines(report, **kwargs):  # type: ignore[arg-type]
+    for line in report_lines(report, title, header, level):
         style = None
         if line.startswith(("SAFE TO SHIP", "No regression")) or line.strip() == "No regression.":
             style = "bold green"
@@ -303,9 +402,11 @@ def print_report(report: Report, console: Console, **kwargs: object) -> None:
         console.print(text, highlight=False, soft_wrap=True)
 
 
-def render_text(report: Report, **kwargs: object) -> str:
+def render_text(
+    report: Report, title: str = "Agent Evaluation Report", header: Sequence[str] = (), level: float = 0.95
+) -> str:
     """The report as plain text (no colour)."""
     buf = io.StringIO()
     console = Console(file=buf, color_system=None, width=200, force_terminal=False)
-    print_report(report, console, **kwargs)
+    print_report(report, console, title, header, level)
     return buf.getvalue()

@@ -1,7 +1,7 @@
 """Task policies: expectations kept in configuration (`policies:`) that grade every conversation of a task.
 
-The models live here, apart from the rest of the configuration, because a policy is also what the importers
-write (`agentwatch import tau-bench` → `policies.yaml`). The graders are in `agentwatch.scorers.policy`.
+A section of the configuration that is also what the importers write
+(`agentwatch import tau-bench` → `policies.yaml`). The graders are in `agentwatch.scorers.policy`.
 """
 
 from __future__ import annotations
@@ -9,8 +9,9 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
 
+from agentwatch.config.base import Section
 from agentwatch.schema import ArgumentMode, Ending, ExtraCalls
 
 # The keys of a constraint object; any other object is a plain (nested) value the argument must match.
@@ -24,11 +25,7 @@ def is_constraint(value: Any) -> bool:
     return isinstance(value, dict) and len(value) == 1 and next(iter(value)) in CONSTRAINT_KEYS
 
 
-class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_default=True)
-
-
-class PolicyTool(_Section):
+class PolicyTool(Section):
     """A tool the policy expects, with optional constraints on its arguments."""
 
     name: str = Field(min_length=1)
@@ -62,7 +59,7 @@ class PolicyTool(_Section):
         return v
 
 
-class TaskPolicy(_Section):
+class TaskPolicy(Section):
     """Expectations kept in configuration: they grade every conversation of the matching agents and tasks."""
 
     id: str = Field(min_length=1, description="policy id, recorded on every score it graded")

@@ -7,7 +7,7 @@ import json
 import zlib
 from pathlib import Path
 
-from agentwatch.exporters.report_model import (
+from agentwatch.exporters.report.model import (
     BaselineComparison,
     Delta,
     GroupStats,
@@ -30,6 +30,30 @@ class BaselineError(ValueError):
     """The baseline report cannot be read or is not a report."""
 
 
+WRITE_ONE = (
+    "a baseline is the JSON report of an earlier run: `agentwatch score FILE --format json --out FILE`"
+)
+
+
+def _what_it_is(raw: bytes, data: object) -> str | None:
+    """What a file given as a baseline holds instead of a report (transcripts, another format), if known."""
+    if isinstance(data, dict) and ("turns" in data or "conversation_id" in data):
+        return "one transcript"
+    if isinstance(data, list):
+        return "a JSON array (transcripts or a benchmark's results?)"
+    if data is not None:
+        return None
+    first = raw.lstrip().split(b"\n", 1)[0]
+    try:
+        line = json.loads(first)
+    except (ValueError, RecursionError):
+        return None
+    if isinstance(line, dict):
+        kind = "transcripts" if "turns" in line or "conversation_id" in line else "scores or other records"
+        return f"JSON Lines ({kind}), one object per line"
+    return None
+
+
 def load_baseline(path: str | Path) -> Report:
     """Read a JSON report written by `agentwatch score --format json`; raise BaselineError."""
     try:
@@ -46,8 +70,14 @@ def load_baseline(path: str | Path) -> Report:
             "`agentwatch score ... --format json --out FILE`"
         ) from exc
     except (json.JSONDecodeError, RecursionError) as exc:
+        held = _what_it_is(raw, None) if isinstance(exc, json.JSONDecodeError) else None
+        if held is not None:
+            raise BaselineError(f"baseline {path} holds {held}, not a report: {WRITE_ONE}") from exc
         where = f": {exc.msg} at line {exc.lineno}" if isinstance(exc, json.JSONDecodeError) else ": nested too deeply"
-        raise BaselineError(f"baseline {path} is not JSON{where}") from exc
+        raise BaselineError(f"baseline {path} is not JSON{where}; {WRITE_ONE}") from exc
+    held = _what_it_is(raw, data)
+    if held is not None:
+        raise BaselineError(f"baseline {path} holds {held}, not a report: {WRITE_ONE}")
     if isinstance(data, dict):
         data.pop("baseline", None)  # a baseline's own comparison is not needed
         data.pop("versions", None)  # nor the other versions of its input
@@ -56,7 +86,9 @@ def load_baseline(path: str | Path) -> Report:
     except ValidationError as exc:
         first = exc.errors()[0]
         key = ".".join(str(p) for p in first["loc"]) or "<root>"
-        raise BaselineError(f"baseline {path} is not an agentwatch report: {key}: {first['msg']}") from exc
+        raise BaselineError(
+            f"baseline {path} is not an agentwatch report ({key}: {first['msg']}): {WRITE_ONE}"
+        ) from exc
 
 
 def _delta(new: float | None, base: float | None) -> Delta:
@@ -150,8 +182,8 @@ def compare_baseline(report: Report, base: Report, settings: Settings, source: s
                 by_group[f"tag:{key}={value}"] = _group_deltas(group, base.by_tag[key][value])
     overlap = None
     a, z = report.asr, base.asr
-    if None not in (a.lower, a.upper, z.lower, z.upper):
-        overlap = not (a.upper < z.lower or z.upper < a.lower)  # type: ignore[operator]
+    if a.lower is not None and a.upper is not None and z.lower is not None and z.upper is not None:
+        overlap = not (a.upper < z.lower or z.upper < a.lower)
     g = settings.gate
     rule = (
         f"regression when P(pass^{REGRESSION_K}_new < pass^{REGRESSION_K}_base - {g.regression_margin:g}) "

@@ -1,26 +1,27 @@
-"""HTML rendering of a `Report`: the text report plus plots (matplotlib, Agg) embedded as base64 PNG."""
+"""Plots of the offline report (matplotlib, Agg), embedded in the HTML report as base64 PNG.
+
+Legends sit outside the plotted area, so no band or curve is hidden behind one.
+"""
 
 from __future__ import annotations
 
 import base64
-import math
-import html
 import io
-from collections.abc import Sequence
-
-from agentwatch.exporters.report_model import Report
-from agentwatch.exporters.report_text import final_verdict, report_lines
+import math
+from typing import Any
 
 from agentwatch.config import Settings
+from agentwatch.exporters.report.model import Report
 from agentwatch.stats import pass_at_k_plugin, pass_pow_k_plugin, posterior
 from agentwatch.task_stats import UnitCounts, UnitsPosterior
 
 CURVE_KS = tuple(range(1, 11))
 
 
-def _png(fig: object) -> str:
+def png(fig: Any) -> str:
+    """A figure as base64 PNG (the legend outside the axes is kept: tight bounding box)."""
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=100, bbox_inches="tight")  # type: ignore[attr-defined]
+    fig.savefig(buf, format="png", dpi=100, bbox_inches="tight")
     return base64.b64encode(buf.getvalue()).decode("ascii")
 
 
@@ -60,16 +61,14 @@ def curves(report: Report, settings: Settings) -> dict[str, list[float]]:
     return out
 
 
-def _curve_plot(report: Report, settings: Settings) -> str | None:
+def curve_figure(report: Report, settings: Settings) -> Any:
+    """pass@k and pass^k against k with their bands (a matplotlib Figure), or None when nothing is graded."""
     data = curves(report, settings)
     if not data:
         return None
-    import matplotlib
-
-    matplotlib.use("Agg")
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(7, 4))
+    fig = Figure(figsize=(9, 4))
     ax = fig.subplots()
     ks = list(CURVE_KS)
     level = f"{settings.stats.level:.0%}"
@@ -79,16 +78,38 @@ def _curve_plot(report: Report, settings: Settings) -> str | None:
         if over_units:
             name = "pass^k" if kind == "pow" else "pass@k"
             uk = data["units_k"]
-            ax.fill_between(uk, data[f"{kind}_lo"], data[f"{kind}_hi"], color=color, alpha=0.2,
-                            label=f"{name} over units, {level} interval")
+            ax.fill_between(
+                uk,
+                data[f"{kind}_lo"],
+                data[f"{kind}_hi"],
+                color=color,
+                alpha=0.2,
+                label=f"{name} over units, {level} interval",
+            )
             ax.plot(uk, data[f"{kind}_value"], color=color, marker="o", label=f"{name} over units (τ-bench)")
-            ax.plot(ks, data[f"{kind}_exch_mean"], color=color, linestyle="--",
-                    label=f"{exch} under exchangeability (pooled)")
+            ax.plot(
+                ks,
+                data[f"{kind}_exch_mean"],
+                color=color,
+                linestyle="--",
+                label=f"{exch} under exchangeability (pooled)",
+            )
         else:
-            ax.fill_between(ks, data[f"{kind}_exch_lo"], data[f"{kind}_exch_hi"], color=color, alpha=0.2,
-                            label=f"{exch} {level} band")
-            ax.plot(ks, data[f"{kind}_exch_mean"], color=color, marker="o",
-                    label=f"{exch} under exchangeability, posterior mean")
+            ax.fill_between(
+                ks,
+                data[f"{kind}_exch_lo"],
+                data[f"{kind}_exch_hi"],
+                color=color,
+                alpha=0.2,
+                label=f"{exch} {level} band",
+            )
+            ax.plot(
+                ks,
+                data[f"{kind}_exch_mean"],
+                color=color,
+                marker="o",
+                label=f"{exch} under exchangeability, posterior mean",
+            )
             ax.plot(ks, data[f"{kind}_plugin"], color=color, linestyle="--", label=f"{exch} plug-in")
     ax.set_xlabel("k")
     ax.set_ylabel("probability")
@@ -102,17 +123,16 @@ def _curve_plot(report: Report, settings: Settings) -> str | None:
         ax.set_title(
             f"no repeated attempts: p^k under exchangeability (n={report.scored}, c={report.passed})"
         )
-    ax.legend(fontsize=7, loc="center right")
+    # outside the plotted area: a legend inside would cover a band
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
     ax.grid(alpha=0.3)
-    return _png(fig)
+    return fig
 
 
-def _outcome_plot(report: Report) -> str | None:
+def outcome_figure(report: Report) -> Any:
+    """Conversations per outcome class as horizontal bars (a matplotlib Figure), or None without any."""
     if report.conversations == 0:
         return None
-    import matplotlib
-
-    matplotlib.use("Agg")
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(7, 3))
@@ -124,24 +144,16 @@ def _outcome_plot(report: Report) -> str | None:
     ax.invert_yaxis()
     ax.set_xlabel("conversations")
     ax.set_title("Outcome breakdown")
-    return _png(fig)
+    return fig
 
 
-def render_html(
-    report: Report,
-    settings: Settings,
-    title: str = "Agent Evaluation Report",
-    header: Sequence[str] = (),
-) -> str:
-    """A self-contained HTML page: the text report and the plots."""
-    text = "\n".join(report_lines(report, title=title, header=header, level=settings.stats.level))
-    images = [img for img in (_curve_plot(report, settings), _outcome_plot(report)) if img is not None]
-    figs = "\n".join(f'<p><img alt="plot" src="data:image/png;base64,{img}"></p>' for img in images)
-    verdict = html.escape(final_verdict(report))
-    return (
-        '<!DOCTYPE html>\n<html><head><meta charset="utf-8">'
-        f"<title>{html.escape(title)}</title>"
-        "<style>body{font-family:sans-serif;margin:2em} pre{background:#f6f6f6;padding:1em}</style>"
-        f"</head><body><h1>{html.escape(title)}</h1><h2>{verdict}</h2>\n{figs}\n"
-        f"<pre>{html.escape(text)}</pre>\n</body></html>\n"
-    )
+def charts(report: Report, settings: Settings) -> list[tuple[str, str]]:
+    """(alt text, base64 PNG) of the report's plots."""
+    out = []
+    for alt, fig in (
+        ("pass@k and pass^k against k, with their intervals", curve_figure(report, settings)),
+        ("conversations per outcome class", outcome_figure(report)),
+    ):
+        if fig is not None:
+            out.append((alt, png(fig)))
+    return out

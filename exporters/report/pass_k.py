@@ -17,9 +17,10 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from typing import Literal
 
-from agentwatch.exporters.report_model import KEstimate, UnitsSummary
+from agentwatch.exporters.report.model import JudgeOnly, KEstimate, UnitsSummary
 
 from agentwatch.config import Settings
+from agentwatch.corrected import Correction, Figure
 from agentwatch.schema import ConversationScore
 from agentwatch.stats import (
     BetaPosterior,
@@ -120,17 +121,39 @@ def _headline(pooled: dict[str, float | None], over_units: TaskEstimate | None) 
             "interval": "beta", "units": None, "widened": not lo <= value <= hi}
 
 
+def _corrected(estimate: KEstimate, figure: Figure) -> KEstimate:
+    """The exchangeable headline replaced by the transform of the corrected success rate."""
+    judge = JudgeOnly(mean=figure.judge_only, lower=figure.judge_only_lower, upper=figure.judge_only_upper)
+    return estimate.model_copy(update={
+        "value": figure.value,
+        "lower": min(figure.lower, figure.value),
+        "upper": max(figure.upper, figure.value),
+        "corrected": True, "judge_only": judge, "widened": not figure.lower <= figure.value <= figure.upper,
+    })
+
+
 def k_estimates(
-    scores: Sequence[ConversationScore], settings: Settings, ks: Sequence[int]
+    scores: Sequence[ConversationScore],
+    settings: Settings,
+    ks: Sequence[int],
+    weighted: tuple[float, float] | None = None,
+    correction: Correction | None = None,
 ) -> tuple[dict[str, KEstimate], dict[str, KEstimate], UnitsSummary]:
-    """pass@k and pass^k keyed by k as a string, and the units they were computed over."""
+    """pass@k and pass^k keyed by k as a string, and the units they were computed over.
+
+    `weighted`: Kish's effective (n, c) when the graded conversations were sampled at different rates (the
+    pooled posterior is then theirs); `correction`: with enough labels, the exchangeable headline is the
+    transform of the corrected success rate."""
     n, c = counts(scores)
     graded = [s for s in scores if s.scored]
     unit_set, summary = unit_counts(graded)
     if n == 0:
         return {str(k): _empty() for k in ks}, {str(k): _empty() for k in ks}, summary
     st = settings.stats
-    post = posterior(n, c, st.prior_alpha, st.prior_beta)
+    if weighted is None:
+        post = posterior(n, c, st.prior_alpha, st.prior_beta)
+    else:
+        post = BetaPosterior(st.prior_alpha + weighted[1], st.prior_beta + weighted[0] - weighted[1])
     per_task = per_task_counts(graded)
     over_units = UnitsPosterior(unit_set).estimates(ks, st.level) if unit_set.repeated else None
     out: dict[Kind, dict[str, KEstimate]] = {"at": {}, "pow": {}}
@@ -138,8 +161,14 @@ def k_estimates(
         for k in ks:
             pooled = _pooled(n, c, k, kind, post, st.level)
             units = over_units[kind][k] if over_units is not None else None
-            out[kind][str(k)] = KEstimate(**_headline(pooled, units), **pooled,  # type: ignore[arg-type]
-                                          task_mean=task_mean(per_task, k, kind))
+            estimate = KEstimate.model_validate(
+                {**_headline(pooled, units), **pooled, "task_mean": task_mean(per_task, k, kind)}
+            )
+            figures = None if correction is None or not correction.enough else (
+                correction.pass_at_k if kind == "at" else correction.pass_pow_k)
+            if figures is not None and units is None and k in figures:
+                estimate = _corrected(estimate, figures[k])
+            out[kind][str(k)] = estimate
     return out["at"], out["pow"], summary
 
 

@@ -8,18 +8,21 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 
 import numpy as np
-from agentwatch.exporters.report_model import (
+from agentwatch.exporters.report.model import (
     BootstrapEstimate,
+    CorrectedFigure,
+    Correction,
     CostStats,
     Estimate,
     FailureMode,
     Gate,
     GroupStats,
+    JudgeOnly,
     RateEstimate,
     Readiness,
     Report,
 )
-from agentwatch.exporters.report_pass import (
+from agentwatch.exporters.report.pass_k import (
     GATE_ESTIMATES,
     counts,
     k_estimates,
@@ -28,14 +31,22 @@ from agentwatch.exporters.report_pass import (
     pick,
 )
 
+from agentwatch import corrected
 from agentwatch.config import Settings
+from agentwatch.inclusion import effective_counts, graded_by_probability
 from agentwatch.schema import EVIDENCE, GRADERS, ConversationScore, Outcome
-from agentwatch.stats import bootstrap_mean_interval, posterior
+from agentwatch.stats import BetaPosterior, bootstrap_mean_interval, posterior
 
 _UNSAFE = re.compile(r"[^a-z0-9_]")
 TOOL_DIMENSIONS = ("selection", "parameters", "sequence", "utilization", "overall", "binary")
 # Reason codes that describe rather than fail (a person's label); not listed as failure modes.
 INFORMATIONAL_CODES = frozenset({"label"})
+# Why a conversation is outside the graded sample: coverage (reported under `ungraded`), not failure modes.
+COVERAGE_CODES = frozenset({
+    "no_grader", "judge_timeout", "judge_bad_output", "judge_unavailable", "judge_budget_exhausted",
+    "scorer_error",
+})
+EXAMPLES_PER_MODE = 10  # conversations listed per failure mode (--examples)
 __all__ = [
     "GATE_ESTIMATES",
     "build_report",
@@ -58,22 +69,85 @@ def has_loop(score: ConversationScore) -> bool:
     return any(t.loop for t in score.turn_scores) or any(failure_code(r) == "loop" for r in score.reasons)
 
 
-def _success_rate(n: int, c: int, settings: Settings) -> Estimate:
+def _judge_only(figure: corrected.Figure | None) -> JudgeOnly | None:
+    if figure is None:
+        return None
+    return JudgeOnly(mean=figure.judge_only, lower=figure.judge_only_lower, upper=figure.judge_only_upper)
+
+
+def not_corrected_note(c: corrected.Correction) -> str:
+    """Why a figure with labels is not called corrected."""
+    return (f"not corrected: {c.labels} review-sample labels ({c.labels_judge_passed} where the graders "
+            f"passed, {c.labels_judge_failed} where they failed); a correction needs {corrected.MIN_LABELS}, "
+            f"with labels on both sides")
+
+
+def _success_rate(n: int, c: int, settings: Settings, weighted: tuple[float, float] | None,
+                  correction: corrected.Correction | None) -> Estimate:
     if n == 0:
         return Estimate(plugin=None, mean=None, lower=None, upper=None)
     st = settings.stats
+    labels = correction.labels if correction is not None else 0
+    judge = _judge_only(correction.success if correction is not None else None)
+    if correction is not None and correction.enough and correction.success is not None:
+        f = correction.success
+        return Estimate(plugin=f.value, mean=f.value, lower=f.lower, upper=f.upper, method="corrected",
+                        labels=labels, judge_only=judge)
+    note = not_corrected_note(correction) if correction is not None else None
+    if weighted is not None:
+        n_eff, c_eff = weighted
+        post = BetaPosterior(st.prior_alpha + c_eff, st.prior_beta + n_eff - c_eff)
+        lo, hi = post.interval(st.level)
+        return Estimate(plugin=c_eff / n_eff, mean=post.mean(), lower=lo, upper=hi, method="weighted",
+                        labels=labels, judge_only=judge, note=note)
     post = posterior(n, c, st.prior_alpha, st.prior_beta)
     lo, hi = post.interval(st.level)
-    return Estimate(plugin=c / n, mean=post.mean(), lower=lo, upper=hi)
+    return Estimate(plugin=c / n, mean=post.mean(), lower=lo, upper=hi, labels=labels, judge_only=judge,
+                    note=note)
 
 
-def _asr(scores: Sequence[ConversationScore], settings: Settings) -> BootstrapEstimate:
+def _asr(scores: Sequence[ConversationScore], settings: Settings,
+         correction: corrected.Correction | None) -> BootstrapEstimate:
+    if correction is not None and correction.asr_enough and correction.asr is not None:
+        f = correction.asr
+        return BootstrapEstimate(value=f.value, lower=f.lower, upper=f.upper, method="corrected",
+                                 judge_only=_judge_only(f))
     credits = np.array([s.asr_credit for s in scores if s.scored and s.asr_credit is not None], dtype=float)
     if credits.size == 0:
         return BootstrapEstimate(value=None, lower=None, upper=None)
     st = settings.stats
     value, lo, hi = bootstrap_mean_interval(credits, st.level, st.bootstrap_resamples, st.seed)
     return BootstrapEstimate(value=value, lower=lo, upper=hi)
+
+
+def correction_of(scores: Sequence[ConversationScore], settings: Settings, ks: Sequence[int] = ()
+                  ) -> corrected.Correction | None:
+    """The correction of `scores` by the labels of the blind review sample (None with fewer than two)."""
+    st = settings.stats
+    sums = corrected.sums_of(scores, settings.scoring.credits)
+    return corrected.correct(sums, st.level, (st.prior_alpha, st.prior_beta), ks)
+
+
+def _figure(f: corrected.Figure) -> CorrectedFigure:
+    return CorrectedFigure(value=f.value, lower=f.lower, upper=f.upper, judge_only=f.judge_only,
+                           judge_only_lower=f.judge_only_lower, judge_only_upper=f.judge_only_upper)
+
+
+def _correction_summary(c: corrected.Correction) -> Correction:
+    if c.enough:
+        note = (f"corrected by {c.labels} labels of the blind review sample ({c.labels_judge_passed} where "
+                f"the graders passed, {c.labels_judge_failed} where they failed) over {c.predictions} "
+                f"automated verdicts (PPI++)")
+    else:
+        note = not_corrected_note(c)
+    return Correction(
+        labels=c.labels, predictions=c.predictions, labels_judge_passed=c.labels_judge_passed,
+        labels_judge_failed=c.labels_judge_failed, enough=c.enough, min_labels=corrected.MIN_LABELS,
+        asr_enough=c.asr_enough, min_asr_labels=corrected.MIN_ASR_LABELS,
+        lam=c.lam, note=note, success_rate=_figure(c.success) if c.success is not None else None,
+        asr=_figure(c.asr) if c.asr is not None else None,
+        outcome_share={k: _figure(f) for k, f in c.outcome_share.items()},
+    )
 
 
 def _tool_correctness(scores: Sequence[ConversationScore]) -> dict[str, float | None]:
@@ -94,19 +168,35 @@ def _tool_correctness(scores: Sequence[ConversationScore]) -> dict[str, float | 
 
 def _cost(scores: Sequence[ConversationScore]) -> CostStats:
     costs = np.array([s.cost_usd for s in scores if s.cost_usd is not None], dtype=float)
-    budgeted = [s for s in scores if s.cost_usd is not None and s.budget_usd is not None]
-    ratio = sum(1 for s in budgeted if s.cost_usd > s.budget_usd) / len(budgeted) if budgeted else None
+    budgeted = [(s.cost_usd, s.budget_usd) for s in scores if s.cost_usd is not None and s.budget_usd is not None]
+    ratio = sum(1 for cost, budget in budgeted if cost > budget) / len(budgeted) if budgeted else None
     if costs.size == 0:
         return CostStats(p50=None, p90=None, p99=None, over_budget_ratio=ratio)
     p50, p90, p99 = np.percentile(costs, [50, 90, 99])
     return CostStats(p50=float(p50), p90=float(p90), p99=float(p99), over_budget_ratio=ratio)
 
 
-def _failure_modes(scores: Sequence[ConversationScore]) -> list[FailureMode]:
+def _failure_modes(scores: Sequence[ConversationScore], examples: int) -> list[FailureMode]:
+    counter: Counter[str] = Counter()
+    listed: dict[str, list[str]] = defaultdict(list)
+    for s in scores:
+        codes = {failure_code(r) for r in s.reasons} - INFORMATIONAL_CODES - COVERAGE_CODES
+        counter.update(codes)
+        for code in codes:
+            if len(listed[code]) < examples:
+                listed[code].append(s.conversation_id)
+    return [FailureMode(mode=m, count=n, conversations=listed.get(m, []))
+            for m, n in sorted(counter.items(), key=lambda kv: (-kv[1], kv[0]))]
+
+
+def _ungraded(scores: Sequence[ConversationScore]) -> dict[str, int]:
+    """Conversations outside the graded sample, by the coverage code of why (`other` when none says)."""
     counter: Counter[str] = Counter()
     for s in scores:
-        counter.update({failure_code(r) for r in s.reasons} - INFORMATIONAL_CODES)
-    return [FailureMode(mode=m, count=n) for m, n in sorted(counter.items(), key=lambda kv: (-kv[1], kv[0]))]
+        if not s.scored:
+            codes = {failure_code(r) for r in s.reasons} & COVERAGE_CODES
+            counter.update(codes or {"other"})
+    return dict(sorted(counter.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
 def _rate(x: int, n: int, settings: Settings) -> RateEstimate:
@@ -124,10 +214,14 @@ def failure_rates(scores: Sequence[ConversationScore], settings: Settings) -> di
     return {e: _rate(found.get(e, 0), len(scores), settings) for e in EVIDENCE}
 
 
-def group_stats(scores: Sequence[ConversationScore], settings: Settings, ks: Sequence[int]) -> GroupStats:
-    """Every estimate of the report for one set of conversations."""
+def group_stats(
+    scores: Sequence[ConversationScore], settings: Settings, ks: Sequence[int], examples: int = 0
+) -> GroupStats:
+    """Every estimate of the report for one set of conversations; `examples` ids listed per failure mode."""
     n, c = counts(scores)
-    pass_at, pass_pow, units = k_estimates(scores, settings, ks)
+    weighted = effective_counts(graded_by_probability(list(scores)))
+    correction = correction_of(scores, settings, ks)
+    pass_at, pass_pow, units = k_estimates(scores, settings, ks, weighted, correction)
     outcomes = Counter(s.outcome.value for s in scores)
     graded_by = Counter(g for s in scores if s.scored for g in set(s.graded_by))
     labels = Counter(s.label.value for s in scores if s.label is not None)
@@ -142,15 +236,17 @@ def group_stats(scores: Sequence[ConversationScore], settings: Settings, ks: Seq
             "review": sum(1 for s in scores if s.review_sampled),
         },
         labels={o.value: labels[o.value] for o in Outcome if labels.get(o.value)},
-        success_rate=_success_rate(n, c, settings),
+        success_rate=_success_rate(n, c, settings, weighted, correction),
+        correction=_correction_summary(correction) if correction is not None else None,
         units=units,
         pass_at_k=pass_at,
         pass_pow_k=pass_pow,
-        asr=_asr(scores, settings),
+        asr=_asr(scores, settings, correction),
         outcomes={o.value: outcomes.get(o.value, 0) for o in Outcome},
         tool_correctness=_tool_correctness(scores),
         cost=_cost(scores),
-        failure_modes=_failure_modes(scores),
+        failure_modes=_failure_modes(scores, examples),
+        ungraded=_ungraded(scores),
     )
 
 
@@ -158,7 +254,8 @@ def gate_value(
     scores: Sequence[ConversationScore], settings: Settings, k: int, kind: str, estimate: str
 ) -> float | None:
     """pass@k (kind 'at') or pass^k ('pow') of `scores` by the named estimate; None without enough data."""
-    at, pw, _units = k_estimates(scores, settings, [k])
+    weighted = effective_counts(graded_by_probability(list(scores)))
+    at, pw, _units = k_estimates(scores, settings, [k], weighted, correction_of(scores, settings, [k]))
     return pick((at if kind == "at" else pw)[str(k)], estimate)
 
 
@@ -186,7 +283,8 @@ def readiness(scores: Sequence[ConversationScore], settings: Settings) -> Readin
     estimate = g.estimate
     scope, chosen, note = gate_scope(scores, settings)
     n, c = counts(chosen)
-    at, pw, units = k_estimates(chosen, settings, [1, 3])
+    weighted = effective_counts(graded_by_probability(chosen))
+    at, pw, units = k_estimates(chosen, settings, [1, 3], weighted, correction_of(chosen, settings, [1, 3]))
     at1, pow3 = at["1"], pw["3"]
     loops = sum(1 for s in scores if has_loop(s))
     gates = [
@@ -232,15 +330,19 @@ def readiness(scores: Sequence[ConversationScore], settings: Settings) -> Readin
 
 
 def build_report(
-    scores: Sequence[ConversationScore], settings: Settings, ks: Sequence[int] | None = None
+    scores: Sequence[ConversationScore],
+    settings: Settings,
+    ks: Sequence[int] | None = None,
+    examples: int = EXAMPLES_PER_MODE,
 ) -> Report:
     """The report of `scores`: overall, by task, by tag, readiness (baseline is added by `compare_baseline`).
 
     A conversation scored more than once (a later label publishes a revision) counts once, at its latest revision.
+    Each failure mode lists its first `examples` conversations.
     """
     ks = sorted(set(ks if ks is not None else settings.stats.ks))
     scores = latest_revisions(scores)
-    overall = group_stats(scores, settings, ks)
+    overall = group_stats(scores, settings, ks, examples)
     by_task_groups: dict[str, list[ConversationScore]] = defaultdict(list)
     by_tag_groups: dict[str, dict[str, list[ConversationScore]]] = defaultdict(lambda: defaultdict(list))
     for s in scores:

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from agentwatch.exporters.report import build_report, latest_revisions
-from agentwatch.exporters.report_baseline import compare_baseline
-from agentwatch.exporters.report_model import Report
+from agentwatch.exporters.report.build import EXAMPLES_PER_MODE, build_report, latest_revisions
+from agentwatch.exporters.report.baseline import compare_baseline
+from agentwatch.exporters.report.model import Report
 
 from agentwatch.config import Settings
 from agentwatch.schema import ConversationScore
@@ -29,12 +29,23 @@ def colliding_ids(scores: Sequence[ConversationScore]) -> list[str]:
     return [cid for (_agent, cid), seen in versions.items() if len(seen) > 1]
 
 
+def duplicate_ids(scores: Sequence[ConversationScore]) -> tuple[list[str], int]:
+    """Conversation ids read more than once for one agent version (first seen first), and extra records."""
+    seen: dict[tuple[str, str, str], int] = {}
+    for s in scores:
+        key = (s.agent, s.version, s.conversation_id)
+        seen[key] = seen.get(key, 0) + 1
+    repeated = [cid for (_agent, _version, cid), n in seen.items() if n > 1]
+    return repeated, sum(n - 1 for n in seen.values())
+
+
 def build_reports(
     scores: Sequence[ConversationScore],
     settings: Settings,
     ks: Sequence[int] | None = None,
     base: Report | None = None,
     base_source: str = "",
+    examples: int = EXAMPLES_PER_MODE,
 ) -> Report:
     """The report of `scores`; a section per (agent, version), with comparisons, when an agent has several."""
     scores = latest_revisions(scores)
@@ -43,14 +54,14 @@ def build_reports(
         groups.setdefault((s.agent, s.version), []).append(s)
     agents = [agent for agent, _version in groups]
     if len(set(agents)) == len(agents):  # no agent in two versions: one report over everything
-        report = build_report(scores, settings, ks)
+        report = build_report(scores, settings, ks, examples)
         if base is not None:
             report.baseline = compare_baseline(report, base, settings, base_source)
         return report
     sections: list[Report] = []
     first_of_agent: dict[str, Report] = {}
     for (agent, version), members in groups.items():
-        section = build_report(members, settings, ks)
+        section = build_report(members, settings, ks, examples)
         section.agent_version = f"{agent} {version}"
         reference = base if base is not None else first_of_agent.get(agent)
         if reference is not None:

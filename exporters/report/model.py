@@ -18,13 +18,83 @@ class _Out(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class Estimate(_Out):
-    """A success probability: plug-in c/n, posterior mean and equal-tailed credible bounds."""
+SuccessMethod = Literal["beta", "weighted", "corrected"]
 
-    plugin: float | None = Field(description="c / n over scored conversations.")
-    mean: float | None = Field(description="Posterior mean (Beta prior + counts).")
-    lower: float | None = Field(description="Lower credible bound at stats.level.")
-    upper: float | None = Field(description="Upper credible bound at stats.level.")
+
+class JudgeOnly(_Out):
+    """What the automated verdicts alone say (judge, policies, expectations), without people's labels."""
+
+    mean: float = Field(description="Posterior mean (Beta prior + Kish effective counts of the verdicts).")
+    lower: float = Field(description="Lower bound at stats.level.")
+    upper: float = Field(description="Upper bound at stats.level.")
+
+
+class Estimate(_Out):
+    """A success probability: plug-in, posterior mean and equal-tailed credible bounds — corrected by people's
+    labels when a blind review sample of automatically graded conversations carries enough of them."""
+
+    plugin: float | None = Field(
+        description="beta: c / n over scored conversations; weighted: the Hájek share; corrected: the PPI "
+        "estimate."
+    )
+    mean: float | None = Field(
+        description="Posterior mean (Beta prior + counts); corrected: the PPI estimate."
+    )
+    lower: float | None = Field(description="Lower bound at stats.level.")
+    upper: float | None = Field(description="Upper bound at stats.level.")
+    method: SuccessMethod = Field(
+        default="beta",
+        description="beta: Beta posterior of the graded counts; weighted: graded conversations were sampled "
+        "at different rates, the Hájek share with Kish's effective counts; corrected: the automated verdicts "
+        "corrected by the labels of the blind review sample (PPI++).",
+    )
+    labels: int = Field(
+        default=0,
+        description="Review-sample labels on automatically graded conversations (what corrections rest on).",
+    )
+    judge_only: JudgeOnly | None = Field(
+        default=None,
+        description="With review-sample labels: the automated verdicts alone, beside the figure.",
+    )
+    note: str | None = Field(default=None, description="Why a figure with labels is not corrected.")
+
+
+class CorrectedFigure(_Out):
+    """A figure corrected by people's labels, with the judge-only figure beside it."""
+
+    value: float
+    lower: float
+    upper: float
+    judge_only: float
+    judge_only_lower: float
+    judge_only_upper: float
+
+
+class Correction(_Out):
+    """What the correction by people's labels rests on, and the corrected outcome shares."""
+
+    labels: int = Field(
+        description="Labelled conversations of the blind review sample with an automated verdict."
+    )
+    predictions: int = Field(description="Conversations with an automated verdict.")
+    labels_judge_passed: int = Field(description="Labelled conversations the automated graders passed.")
+    labels_judge_failed: int = Field(description="Labelled conversations the automated graders failed.")
+    enough: bool = Field(description="Enough labels for the figures to be called corrected (the headlines).")
+    min_labels: int = Field(
+        description="Labels needed (and one where the graders passed and one where they failed)."
+    )
+    asr_enough: bool = Field(description="Enough labels for ASR to be called corrected.")
+    min_asr_labels: int = Field(description="Labels ASR's correction needs (its t interval needs more).")
+    lam: float = Field(
+        description="PPI++'s λ of the success rate (the slope a − b of its post-stratification)."
+    )
+    note: str = Field(description="The correction in words.")
+    success_rate: CorrectedFigure | None = None
+    asr: CorrectedFigure | None = None
+    outcome_share: dict[str, CorrectedFigure] = Field(
+        default_factory=dict,
+        description="Share of each outcome class among the conversations with a verdict.",
+    )
 
 
 class KEstimate(_Out):
@@ -61,6 +131,13 @@ class KEstimate(_Out):
     task_mean: float | None = Field(
         description="Mean over task families (`task`) with n >= k of the per-task unbiased estimate."
     )
+    corrected: bool = Field(
+        default=False, description="exchangeable: value and bounds transform the success rate corrected by "
+        "people's labels (the pooled fields stay the graded counts')."
+    )
+    judge_only: JudgeOnly | None = Field(
+        default=None, description="When corrected: the automated verdicts' figure."
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -93,11 +170,18 @@ class UnitsSummary(_Out):
 
 
 class BootstrapEstimate(_Out):
-    """A mean with a percentile-bootstrap interval."""
+    """A mean with a percentile-bootstrap interval, or corrected by people's labels."""
 
     value: float | None
     lower: float | None
     upper: float | None
+    method: Literal["bootstrap", "corrected"] = Field(
+        default="bootstrap",
+        description="bootstrap: over the graded credits; corrected: PPI++ with a t interval.",
+    )
+    judge_only: JudgeOnly | None = Field(
+        default=None, description="When corrected: the automated credits' mean."
+    )
 
 
 class CostStats(_Out):
@@ -122,10 +206,15 @@ class RateEstimate(_Out):
 
 
 class FailureMode(_Out):
-    """A failure mode (reason code) and how many conversations have it."""
+    """A failure mode (reason code), how many conversations have it, and the first of them."""
 
     mode: str
     count: int
+    conversations: list[str] = Field(
+        default_factory=list,
+        description="Ids of the first conversations with this mode, in input order (at most --examples; "
+        "listed in the report and its sections, not in by_task / by_tag groups).",
+    )
 
 
 class GroupStats(_Out):
@@ -150,6 +239,9 @@ class GroupStats(_Out):
         description="Conversations per label outcome, graded or not (feedback is not a random sample)."
     )
     success_rate: Estimate
+    correction: Correction | None = Field(
+        default=None, description="With labels on the blind review sample: what the correction rests on."
+    )
     units: UnitsSummary | None = Field(
         default=None, description="Units of the graded conversations, their attempts and passes"
     )
@@ -164,7 +256,13 @@ class GroupStats(_Out):
     )
     cost: CostStats
     failure_modes: list[FailureMode] = Field(
-        description="Reason codes by conversation count, most frequent first."
+        description="Reason codes by conversation count, most frequent first (why a conversation failed; "
+        "why one was not graded is under `ungraded`)."
+    )
+    ungraded: dict[str, int] = Field(
+        default_factory=dict,
+        description="Conversations outside the graded sample by why (no_grader, judge_timeout, …): "
+        "coverage, not a failure mode.",
     )
 
 
@@ -243,12 +341,40 @@ class BaselineComparison(_Out):
     regression: bool
 
 
+class InputSummary(_Out):
+    """What was read: files, records, and what was merged, skipped or ignored on the way."""
+
+    files: list[str]
+    records: int = Field(description="Conversations read from the files (before duplicates were merged).")
+    malformed: int = Field(description="Lines (or array items) that could not be read; skipped.")
+    duplicate_ids: int = Field(
+        default=0, description="Conversation ids that occur more than once for one agent version."
+    )
+    duplicate_records: int = Field(
+        default=0, description="Records beyond the first of those ids: each id counts once, its last record."
+    )
+    duplicate_examples: list[str] = Field(default_factory=list, description="The first duplicated ids.")
+    shared_ids: int = Field(
+        default=0, description="Conversation ids that occur under several versions of one agent (one each)."
+    )
+    unknown_keys: dict[str, int] = Field(
+        default_factory=dict,
+        description="Keys no transcript field reads (list indices as *) -> records carrying them; ignored.",
+    )
+
+
 class Report(GroupStats):
     """The offline report: overall estimates, per task, per tag, readiness, and an optional baseline."""
 
     agent_version: str | None = Field(
         default=None, description="'agent version' the report describes when the input held several versions."
     )
+    judge: str | None = Field(
+        default=None,
+        description="Id of the judge that graded the judge sample; null when none was configured (the judge "
+        "sample is then not judged).",
+    )
+    input: InputSummary | None = Field(default=None, description="What was read (top level only).")
     by_task: dict[str, GroupStats]
     by_tag: dict[str, dict[str, GroupStats]] = Field(description="tag key -> tag value -> estimates.")
     readiness: Readiness

@@ -1,0 +1,173 @@
+"""Sections `scoring`, `cost`, `stats`, `gate` and `tiers`: how conversations are graded and figures computed."""
+
+from __future__ import annotations
+
+from datetime import date
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import Field, field_validator, model_validator
+
+from agentwatch.config.base import Section
+
+_DATA = Path(__file__).resolve().parent.parent / "data"
+
+
+class ToolWeights(Section):
+    """Weights of the four tool-correctness dimensions; normalised over the graded dimensions."""
+
+    selection: float = Field(default=0.25, ge=0)
+    parameters: float = Field(default=0.25, ge=0)
+    sequence: float = Field(default=0.25, ge=0)
+    utilization: float = Field(default=0.25, ge=0)
+
+    @model_validator(mode="after")
+    def _not_all_zero(self) -> ToolWeights:
+        if self.selection + self.parameters + self.sequence + self.utilization <= 0:
+            raise ValueError("at least one tool weight must be positive")
+        return self
+
+
+class NameNormalization(Section):
+    """How tool names are normalised before comparison (Galtea-style binary match and all dimensions)."""
+
+    case_insensitive: bool = True
+    unify_separators: bool = True  # '-', ' ', '.' and '_' compare equal
+    strip_prefixes: list[str] = Field(default_factory=lambda: ["functions.", "tools.", "tool."])
+
+
+class OutcomeCredits(Section):
+    """ASR credit of each outcome class."""
+
+    complete: float = Field(default=1.0, ge=0, le=1)
+    partial_correct: float = Field(default=0.4, ge=0, le=1)
+    partial_incorrect: float = Field(default=0.0, ge=0, le=1)
+    hallucinated: float = Field(default=0.0, ge=0, le=1)
+    abandoned: float = Field(default=0.0, ge=0, le=1)
+
+
+READ_ONLY_TOOLS = ("get_*", "list_*", "search_*", "find_*", "calculate", "think")
+HANDOFF_TOOLS = ("transfer_to_human*", "handoff_to_human*", "escalate_to_human*")
+
+
+class ScoringConfig(Section):
+    """Thresholds and rules of the scorers."""
+
+    answer_threshold: float = Field(default=0.7, ge=0, le=1)
+    tool_threshold: float = Field(default=1.0, ge=0, le=1)
+    tolerance: float = Field(default=1e-9, ge=0)
+    tool_weights: ToolWeights = Field(default_factory=ToolWeights)
+    names: NameNormalization = Field(default_factory=NameNormalization)
+    loop_threshold: int = Field(default=3, ge=2)
+    numeric_tolerance: float = Field(default=1e-6, ge=0, description="relative tolerance of numeric answers")
+    partial_tool_min: float = Field(default=0.5, ge=0, le=1)
+    partial_answer_min: float = Field(default=0.4, ge=0, le=1)
+    credits: OutcomeCredits = Field(default_factory=OutcomeCredits)
+    hallucination_checks: bool = Field(
+        default=True, description="flag unsupported identifiers and claimed actions (heuristic; see docs/scoring.md)"
+    )
+    read_only_tools: list[str] = Field(
+        default_factory=lambda: list(READ_ONLY_TOOLS),
+        description="tools that change nothing (names or shell-style globs, normalised like tool names): "
+        "calls nobody expected are free, an expected one may be skipped; a span's agentwatch.tool.read_only "
+        "wins",
+    )
+    handoff_tools: list[str] = Field(
+        default_factory=lambda: list(HANDOFF_TOOLS),
+        description="tools that hand the conversation to a person: a legitimate ending, not a missing answer",
+    )
+
+
+class ModelPrice(Section):
+    """Price of a model in USD per million tokens."""
+
+    input_per_mtok: float = Field(ge=0)
+    output_per_mtok: float = Field(ge=0)
+
+
+class PriceTable(Section):
+    """Model prices; `as_of` says when they were copied from the vendors' pages."""
+
+    as_of: date
+    models: dict[str, ModelPrice] = Field(default_factory=dict)
+
+
+def _default_prices() -> PriceTable:
+    with open(_DATA / "prices.yaml", encoding="utf-8") as fh:
+        return PriceTable.model_validate(yaml.safe_load(fh))
+
+
+class CostConfig(Section):
+    """Price table and per-task budget ceilings (USD per conversation)."""
+
+    prices: PriceTable = Field(default_factory=_default_prices)
+    budgets: dict[str, float] = Field(default_factory=dict, description="task -> ceiling in USD")
+    default_budget_usd: float | None = Field(default=None, ge=0)
+
+    @field_validator("budgets")
+    @classmethod
+    def _positive(cls, v: dict[str, float]) -> dict[str, float]:
+        for task, ceiling in v.items():
+            if ceiling <= 0:
+                raise ValueError(f"budget of task {task!r} must be > 0, got {ceiling}")
+        return v
+
+
+# --------------------------------------------------------------------------- statistics and gates
+
+
+class StatsConfig(Section):
+    """Prior, credible level, k values and bootstrap settings."""
+
+    prior_alpha: float = Field(default=1.0, gt=0)
+    prior_beta: float = Field(default=1.0, gt=0)
+    level: float = Field(default=0.95, gt=0, lt=1)
+    ks: list[int] = Field(default_factory=lambda: [1, 3, 5])
+    bootstrap_resamples: int = Field(default=1000, ge=100)
+    seed: int = 0
+
+    @field_validator("ks")
+    @classmethod
+    def _ks(cls, v: list[int]) -> list[int]:
+        if not v or any(k < 1 for k in v):
+            raise ValueError("ks must be a non-empty list of integers >= 1")
+        return sorted(set(v))
+
+
+class GateConfig(Section):
+    """Release gate (SAFE TO SHIP / DO NOT SHIP). Default: the seed lesson's checklist."""
+
+    pass_at_1_min: float = Field(default=0.80, ge=0, le=1)
+    pass_pow_3_min: float = Field(default=0.50, ge=0, le=1)
+    core_tag: str = Field(default="category", description="tag whose value marks core tasks")
+    core_values: list[str] = Field(default_factory=lambda: ["core"])
+    max_loops: int = Field(default=0, ge=0)
+    regression_margin: float = Field(default=0.05, ge=0, le=1)
+    regression_probability: float = Field(default=0.95, gt=0, lt=1)
+    estimate: Literal["lower", "value", "plugin", "unbiased", "task_mean", "mean"] = Field(
+        default="lower",
+        description="which estimate of pass@1 / pass^3 the gate compares to its minimums; `lower` (the lower "
+        "bound of the headline interval at stats.level) passes only when the evidence supports the minimum; "
+        "`value` is the headline figure; `plugin`, `unbiased`, `mean` are the pooled details",
+    )
+    min_conversations: int = Field(
+        default=30, ge=1, description="graded conversations in the gate's scope below which the gate fails"
+    )
+
+
+class ReadinessTier(Section):
+    """A readiness tier: reached when every listed minimum holds (pass^k estimates, plug-in)."""
+
+    name: str
+    pass_at_1_min: float = Field(default=0.0, ge=0, le=1)
+    pass_pow_3_min: float = Field(default=0.0, ge=0, le=1)
+
+
+def _default_tiers() -> list[ReadinessTier]:
+    return [
+        ReadinessTier(name="production", pass_at_1_min=0.90, pass_pow_3_min=0.70),
+        ReadinessTier(name="beta", pass_at_1_min=0.80, pass_pow_3_min=0.50),
+        ReadinessTier(name="prototype", pass_at_1_min=0.50, pass_pow_3_min=0.0),
+        ReadinessTier(name="not_ready"),
+    ]

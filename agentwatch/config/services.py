@@ -1,0 +1,225 @@
+"""Sections `kafka`, `collector`, `exporter` and `review`: the services and how they reach Kafka."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from pydantic import Field, SecretStr, field_validator, model_validator
+
+from agentwatch import wire
+from agentwatch.config.base import Section, parse_duration
+
+
+class KafkaConfig(Section):
+    """Connection to the Kafka cluster, with TLS and SASL (docs/collector_service.md, "Connecting to a secured
+    Kafka"). Secrets are SecretStr: never shown by `repr`, logs or errors."""
+
+    bootstrap_servers: str = "127.0.0.1:9092"
+    client_id: str = "agentwatch"
+    security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
+    ssl_ca_file: str | None = Field(default=None, description="CA bundle (PEM) that signed the brokers' certificates")
+    ssl_cert_file: str | None = Field(default=None, description="client certificate (PEM), for mutual TLS")
+    ssl_key_file: str | None = Field(default=None, description="private key (PEM) of ssl_cert_file")
+    ssl_key_password: SecretStr | None = Field(default=None, description="password of an encrypted ssl_key_file")
+    ssl_check_hostname: bool = Field(default=True, description="verify that the broker certificate names its host")
+    sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] = "PLAIN"
+    sasl_username: str | None = None
+    sasl_password: SecretStr | None = None
+
+    @field_validator("security_protocol", "sasl_mechanism", mode="before")
+    @classmethod
+    def _upper(cls, v: Any) -> Any:
+        return v.strip().upper() if isinstance(v, str) else v
+
+    @model_validator(mode="after")
+    def _security(self) -> KafkaConfig:
+        from agentwatch.kafka_security import KafkaSecurity
+
+        KafkaSecurity.from_config(self).check(prefix="kafka.")
+        return self
+
+
+class CollectorConfig(Section):
+    """The span collector."""
+
+    input_topics: list[str] = Field(default_factory=lambda: [wire.SPANS_TOPIC])
+    scores_topic: str = wire.SCORES_TOPIC
+    dead_letter_topic: str = wire.DEAD_LETTER_TOPIC
+    rekey_topic: str = wire.REKEY_TOPIC
+    transcripts_topic: str | None = Field(
+        default=wire.TRANSCRIPTS_TOPIC,
+        description="transcripts of the review sample and of flagged conversations, for `agentwatch review`; "
+        "null: none are published",
+    )
+    max_transcript_bytes: int = Field(
+        default=1_000_000, ge=10_000, description="a longer transcript record is cut (texts, then turns)"
+    )
+    group_id: str = "agentwatch-collector"
+    idle_timeout_s: float = Field(default=300.0, gt=0)
+    end_grace_s: float = Field(default=2.0, ge=0)
+    topic_partitions: int = Field(default=8, ge=1, description="partitions of the topics the collector creates")
+    topic_replication_factor: int = Field(default=-1, description="-1: the broker's default")
+    max_open_conversations: int = Field(default=100_000, ge=1)
+    max_spans_per_conversation: int = Field(default=10_000, ge=1)
+    max_attribute_bytes: int = Field(default=65_536, ge=256)
+    trace_join_timeout_s: float = Field(
+        default=60.0, gt=0, description="how long spans without a conversation key wait for their trace to name one"
+    )
+    max_held_spans: int = Field(default=100_000, ge=0, description="spans the trace join may hold at once")
+    trace_memory: int = Field(
+        default=100_000, ge=1, description="traces in the join window, and trace → conversation mappings remembered"
+    )
+    metrics_port: int | None = Field(default=None, ge=0, le=65535)
+    session_timeout_ms: int = Field(default=45_000, ge=1, description="consumer group session timeout")
+    heartbeat_interval_ms: int = Field(default=3_000, ge=1, description="consumer group heartbeat interval")
+    max_poll_interval_ms: int = Field(default=300_000, ge=1)
+    max_poll_records: int = Field(default=2_000, ge=1)
+    commit_interval_s: float = Field(default=1.0, gt=0, description="flush scores then commit this often")
+    label_memory: int = Field(
+        default=50_000, ge=0, description="published scores remembered so that a late label can revise them"
+    )
+    max_pending_verdicts: int = Field(
+        default=64, ge=1, description="conversations waiting for the judge before consumption pauses"
+    )
+    verdict_wait_on_shutdown_s: float = Field(
+        default=10.0, ge=0, description="how long shutdown waits for verdicts in flight (the rest is replayed)"
+    )
+    drain_on_shutdown: bool = Field(
+        default=False, description="score open conversations on shutdown (else keep them uncommitted)"
+    )
+    evaluation_events_endpoint: str | None = Field(
+        default=None,
+        description="OTLP endpoint for gen_ai.evaluation.result log records, one per score "
+        "(`http(s)://…/v1/logs` → HTTP, else gRPC); unset: none are sent",
+    )
+
+
+class ExporterConfig(Section):
+    """The rolling estimator and its Prometheus endpoint."""
+
+    scores_topic: str = wire.SCORES_TOPIC
+    group_id: str = "agentwatch-exporter"
+    metrics_port: int = Field(default=9464, ge=0, le=65535)
+    windows: list[str] = Field(default_factory=lambda: ["1h", "24h", "7d"])
+    tasks: list[str] = Field(default_factory=list, description="known tasks; others fold into 'other'")
+    max_tasks: int = Field(default=50, ge=1, description="distinct tasks when `tasks` is empty; rest -> other")
+    max_agents: int = Field(default=100, ge=1, description="distinct agent labels; rest -> other")
+    max_versions_per_agent: int = Field(default=20, ge=1, description="distinct version labels per agent; rest -> other")
+    regression_min_conversations: int = Field(default=30, ge=1)
+    regression_ks: list[int] = Field(default_factory=lambda: [3], description="k of the regression gauge")
+    buckets_per_window: int = Field(default=60, ge=1, description="time buckets per window (resolution W/n)")
+    max_label_length: int = Field(default=64, ge=16, description="longer label values are cut and hash-suffixed")
+    max_failure_modes: int = Field(default=32, ge=1, description="distinct failure-mode labels; rest -> other")
+    max_units: int = Field(
+        default=5_000, ge=1,
+        description="task instances with repeated attempts tracked per agent version in the longest window; "
+        "a conversation of any other counts as a unit of its own (agentwatch_units_folded_total)",
+    )
+    metrics_host: str = "0.0.0.0"
+    session_timeout_ms: int = Field(default=45_000, ge=1, description="consumer group session timeout")
+    heartbeat_interval_ms: int = Field(default=3_000, ge=1, description="consumer group heartbeat interval")
+    poll_timeout_ms: int = Field(default=500, ge=1)
+    max_poll_records: int = Field(default=2_000, ge=1)
+    otlp_endpoint: str | None = Field(default=None, description="push metrics over OTLP to this endpoint")
+    otlp_interval_s: float = Field(default=15.0, gt=0)
+
+    @field_validator("windows")
+    @classmethod
+    def _windows(cls, v: list[str]) -> list[str]:
+        if not v:
+            raise ValueError("windows must not be empty")
+        for w in v:
+            parse_duration(w)
+        return v
+
+    @field_validator("regression_ks")
+    @classmethod
+    def _regression_ks(cls, v: list[int]) -> list[int]:
+        if any(k < 1 for k in v):
+            raise ValueError("regression_ks must hold integers >= 1")
+        return sorted(set(v))
+
+
+class Reviewer(Section):
+    """A person who may sign in to the review service: a name and one hashed secret (never the secret)."""
+
+    name: str = Field(min_length=1, max_length=64, pattern=r"^[^:\s]+$", description="shown beside labels")
+    password_hash: SecretStr | None = Field(
+        default=None,
+        description="scrypt hash of a password, from `agentwatch review-hash` (sign in with name and "
+        "password, or HTTP basic auth)",
+    )
+    token_sha256: SecretStr | None = Field(
+        default=None,
+        description="SHA-256 (hex) of a random token (sign in with it, or `Authorization: Bearer`)",
+    )
+
+    @model_validator(mode="after")
+    def _one_secret(self) -> Reviewer:
+        if (self.password_hash is None) == (self.token_sha256 is None):
+            raise ValueError(f"reviewer {self.name!r}: give exactly one of password_hash and token_sha256")
+        if self.password_hash is not None and not self.password_hash.get_secret_value().startswith("scrypt$"):
+            raise ValueError(f"reviewer {self.name!r}: password_hash must come from `agentwatch review-hash` "
+                             "(scrypt$...)")
+        token = self.token_sha256.get_secret_value() if self.token_sha256 is not None else None
+        if token is not None and not re.fullmatch(r"[0-9a-f]{64}", token.lower()):
+            raise ValueError(f"reviewer {self.name!r}: token_sha256 must be 64 hex digits (its SHA-256)")
+        return self
+
+
+class ReviewConfig(Section):
+    """The review service (`agentwatch review`): the review queue in the browser, the labels it publishes."""
+
+    database_url: str = Field(
+        default="sqlite:///agentwatch-review.db",
+        description="sqlite:///PATH (embedded, the default) or postgresql://USER:PASSWORD@HOST/DB (shared)",
+    )
+    transcripts_topic: str = wire.TRANSCRIPTS_TOPIC
+    scores_topic: str = Field(default=wire.SCORES_TOPIC, description="revised scores are published here")
+    labels_topic: str | None = Field(default=wire.LABELS_TOPIC, description="saved labels; null: none sent")
+    group_id: str = "agentwatch-review"
+    host: str = Field(default="127.0.0.1", description="address the page is served on")
+    port: int = Field(default=8080, ge=0, le=65535, description="port of the page (0: any free port)")
+    metrics_host: str = "0.0.0.0"
+    metrics_port: int | None = Field(default=9466, ge=0, le=65535, description="/metrics; null: not served")
+    reviewers: list[Reviewer] = Field(default_factory=list, description="who may sign in (none: nobody can)")
+    session_secret: SecretStr | None = Field(
+        default=None,
+        description="key that signs session cookies; unset: a random one (sign-ins end at restart)",
+    )
+    session_max_age_s: int = Field(default=12 * 3600, ge=60, description="a sign-in lasts this long")
+    secure_cookies: bool = Field(default=False, description="send the session cookie over HTTPS only")
+    retention_days: float = Field(default=30.0, gt=0, description="conversations older than this are deleted")
+    retention_interval_s: float = Field(default=3600.0, gt=0, description="how often old rows are deleted")
+    publish_retry_s: float = Field(default=5.0, gt=0, description="pause before resending what Kafka refused")
+    page_size: int = Field(default=100, ge=1, le=1000, description="conversations listed per queue page")
+    session_timeout_ms: int = Field(default=45_000, ge=1, description="consumer group session timeout")
+    heartbeat_interval_ms: int = Field(default=3_000, ge=1, description="consumer group heartbeat interval")
+
+    @field_validator("session_secret", mode="before")
+    @classmethod
+    def _session_secret(cls, v: Any) -> Any:
+        text = v.get_secret_value() if isinstance(v, SecretStr) else v
+        if text is None or text == "":
+            return None  # unset (an empty environment variable counts as unset)
+        if len(str(text)) < 16:
+            raise ValueError("session_secret must be at least 16 characters (or unset: a random one)")
+        return v
+
+    @field_validator("database_url")
+    @classmethod
+    def _database_url(cls, v: str) -> str:
+        scheme = v.partition("://")[0].partition("+")[0]
+        if scheme not in ("sqlite", "postgresql", "postgres"):
+            raise ValueError(f"database_url must start with sqlite:/// or postgresql://, got {scheme or v!r}")
+        return v
+
+    @field_validator("reviewers")
+    @classmethod
+    def _unique_reviewers(cls, v: list[Reviewer]) -> list[Reviewer]:
+        names = [r.name for r in v]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise ValueError(f"reviewer {twice[0]!r} is listed twice")
+        return v

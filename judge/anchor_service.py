@@ -1,0 +1,264 @@
+"""The anchor job: judge the anchors again on a schedule and whenever the judge changes, and serve the result.
+
+`AnchorJob.serve` judges the anchor set at start, then every `anchors.interval_s`, and at once when the judge
+id (name, model, prompt version) differs from the last run's — the configuration file is read again when it
+changes (checked every `anchors.check_interval_s`) or on `reload()` (SIGHUP). Every run is a real call per
+anchor (no verdict cache: a cached verdict would hide the drift it looks for). The latest comparison of the
+current judge is served as metrics (`AnchorMetrics`); a run that fails keeps the previous result and is
+counted.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from agentwatch.config import ConfigError, Settings, load_settings
+from agentwatch.judge.anchors import Anchor, AnchorComparison, compare, read_anchors
+from agentwatch.judge.cache import JudgeCache
+from agentwatch.judge.runner import JudgeRunner
+
+log = logging.getLogger(__name__)
+
+RunnerFactory = Callable[[Settings], JudgeRunner]
+
+
+def judge_anchors(
+    anchors: list[Anchor], settings: Settings, runner_factory: RunnerFactory = JudgeRunner.from_settings
+) -> AnchorComparison:
+    """Judge every anchor with the configured judge (no cache) and compare with the frozen verdicts."""
+    runner = runner_factory(settings)
+    runner.cache = JudgeCache(max_entries=0)  # every run is a real call
+    try:
+        verdicts = runner.judge_many([a.conversation for a in anchors])
+    finally:
+        runner.close()
+    return compare(anchors, verdicts, runner.judge_id, settings.stats.level, settings.anchors.min_agreement)
+
+
+@dataclass(slots=True)
+class AnchorState:
+    """What the metrics show: the latest comparison of the current judge, and the runs so far."""
+
+    latest: AnchorComparison | None = None
+    finished_at: float | None = None
+    runs: dict[str, int] = field(default_factory=lambda: {"ok": 0, "failed": 0})
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+
+class AnchorJob:
+    """Judges the anchor set on a schedule and when the judge changes."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        config_path: Path | None = None,
+        runner_factory: RunnerFactory = JudgeRunner.from_settings,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        if not settings.anchors.path:
+            raise ValueError(
+                "anchors.path is not set: no anchor set to judge (make one: agentwatch judge anchors freeze)"
+            )
+        self.settings = settings
+        self.anchors = read_anchors(Path(settings.anchors.path))
+        self._config_path = config_path
+        self._config_mtime = self._mtime()
+        self._runner_factory = runner_factory
+        self._clock = clock
+        self.state = AnchorState()
+        self._last_judge: str | None = None
+        self._reload = threading.Event()
+
+    def _mtime(self) -> float | None:
+        try:
+            return self._config_path.stat().st_mtime if self._config_path is not None else None
+        except OSError:
+            return None
+
+    def reload(self) -> None:
+        """Read the configuration again at the next check (e.g. on SIGHUP)."""
+        self._reload.set()
+
+    def run_once(self) -> AnchorComparison | None:
+        """Judge the anchors now; the comparison, or None when the run failed (kept out of the metrics)."""
+        try:
+            found = judge_anchors(self.anchors, self.settings, self._runner_factory)
+        except Exception:  # a failed run must not stop the job; the previous result stays
+            log.exception("the anchor run failed")
+            with self.state.lock:
+                self.state.runs["failed"] += 1
+            return None
+        with self.state.lock:
+            self.state.latest, self.state.finished_at = found, self._clock()
+            self.state.runs["ok"] += 1
+        self._last_judge = found.judge
+        log.info(
+            "anchors judged by %s: %d of %d, same class %.3f, pass-rate shift %+.3f [%.3f, %.3f]: %s",
+            found.judge,
+            found.judged,
+            found.anchors,
+            found.agreement,
+            found.shift,
+            found.shift_lower,
+            found.shift_upper,
+            "JUDGE DRIFT" if found.drift else "no drift",
+        )
+        return found
+
+    def _judge_changed(self) -> bool:
+        """Read the configuration again if it changed; whether the judge id differs from the last run's."""
+        mtime = self._mtime()
+        if not self._reload.is_set() and mtime == self._config_mtime:
+            return False
+        self._reload.clear()
+        self._config_mtime = mtime
+        try:
+            settings = load_settings(self._config_path)
+            runner = self._runner_factory(settings)
+        except (ConfigError, ValueError, OSError) as exc:  # a bad edit keeps the configuration in force
+            log.error("configuration %s not reloaded: %s", self._config_path, exc)
+            return False
+        try:
+            judge = runner.judge_id
+        finally:
+            runner.close()
+        old_path, self.settings = self.settings.anchors.path, settings
+        if settings.anchors.path and settings.anchors.path != old_path:
+            self.anchors = read_anchors(Path(settings.anchors.path))
+        return judge != self._last_judge
+
+    def serve(self, stop: threading.Event) -> None:
+        """Run at start, on the schedule and when the judge changes, until `stop` is set."""
+        self.run_once()
+        next_run = time.monotonic() + self.settings.anchors.interval_s
+        while not stop.wait(
+            min(self.settings.anchors.check_interval_s, max(0.0, next_run - time.monotonic()))
+        ):
+            changed = self._judge_changed()
+            if changed:
+                log.info("the judge changed: judging the anchors now")
+            if changed or time.monotonic() >= next_run:
+                self.run_once()
+                next_run = time.monotonic() + self.settings.anchors.interval_s
+
+
+class AnchorMetrics(Collector):
+    """The anchor job's families: the latest comparison of the current judge, the runs, the drift decision."""
+
+    def __init__(self, job: AnchorJob, label: Callable[[str], str] = str) -> None:
+        self._job = job
+        self._label = label
+
+    def collect(self) -> Iterator[Metric]:
+        """Fresh families."""
+        state = self._job.state
+        with state.lock:
+            c, at, runs = state.latest, state.finished_at, dict(state.runs)
+        fam = CounterMetricFamily("agentwatch_anchor_runs", "Anchor runs, by result.", labels=["result"])
+        for result, n in runs.items():
+            fam.add_metric([result], n)
+        yield fam
+        yield GaugeMetricFamily(
+            "agentwatch_anchor_min_agreement",
+            "anchors.min_agreement.",
+            value=self._job.settings.anchors.min_agreement,
+        )
+        if c is None or at is None:
+            return
+        judge, frozen = self._label(c.judge), self._label(c.frozen_judge)
+        yield from _gauges(c, judge, frozen, at)
+
+
+def _gauge(name: str, doc: str, labels: list[str], rows: list[tuple[list[str], float]]) -> GaugeMetricFamily:
+    fam = GaugeMetricFamily(name, doc, labels=labels)
+    for values, v in rows:
+        if not math.isnan(v):  # an undefined figure is left out
+            fam.add_metric(values, v)
+    return fam
+
+
+def _gauges(c: AnchorComparison, judge: str, frozen: str, at: float) -> Iterator[Metric]:
+    pair = [judge, frozen]
+    yield _gauge(
+        "agentwatch_anchor_last_run_timestamp_seconds",
+        "When the last anchor run finished.",
+        ["judge"],
+        [([judge], at)],
+    )
+    yield _gauge(
+        "agentwatch_anchor_conversations",
+        "Anchors in the set, judged now, and failed now.",
+        ["judge", "kind"],
+        [([judge, "set"], c.anchors), ([judge, "judged"], c.judged), ([judge, "failed"], c.failures)],
+    )
+    yield _gauge(
+        "agentwatch_anchor_agreement",
+        "Share of anchors whose verdict keeps its frozen class.",
+        ["judge", "frozen_judge"],
+        [(pair, c.agreement)],
+    )
+    yield _gauge(
+        "agentwatch_anchor_agreement_kappa",
+        "Cohen's kappa of the verdicts now with the frozen ones.",
+        ["judge", "frozen_judge"],
+        [(pair, c.agreement_kappa)],
+    )
+    yield _gauge(
+        "agentwatch_anchor_label_kappa",
+        "Cohen's kappa of the verdicts (now or frozen) with the labels.",
+        ["judge", "verdicts"],
+        [([judge, "now"], c.kappa_now), ([judge, "frozen"], c.kappa_frozen)],
+    )
+    yield _gauge(
+        "agentwatch_anchor_pass_rate",
+        "Share of anchors passed by the verdicts now, frozen, and labels.",
+        ["judge", "verdicts"],
+        [
+            ([judge, "now"], c.pass_rate_now),
+            ([judge, "frozen"], c.pass_rate_frozen),
+            ([judge, "labels"], c.pass_rate_labels),
+        ],
+    )
+    yield _gauge(
+        "agentwatch_anchor_pass_rate_shift",
+        "Pass rate now minus frozen on the same anchors, with its interval (stat mean/lower/upper).",
+        ["judge", "frozen_judge", "stat"],
+        [([*pair, "mean"], c.shift), ([*pair, "lower"], c.shift_lower), ([*pair, "upper"], c.shift_upper)],
+    )
+    yield _gauge(
+        "agentwatch_judge_drift",
+        "1 when the verdicts on the anchors moved (judge drift), else 0.",
+        ["judge", "frozen_judge"],
+        [(pair, float(c.drift))],
+    )
+
+
+def now_utc() -> datetime:
+    """The current time (UTC), for a freeze."""
+    return datetime.now(UTC)
+
+
+def serve_metrics(job: AnchorJob, port: int, host: str, label: Callable[[str], str] = str) -> Any:
+    """Serve the job's metrics on http://host:port/metrics; the server (`.port`, `.stop()`)."""
+    from prometheus_client import CollectorRegistry
+
+    from agentwatch.metrics_http import MetricsServer, render_families
+
+    registry = CollectorRegistry()
+    registry.register(AnchorMetrics(job, label))
+
+    def body() -> bytes:
+        return render_families(registry.collect()).encode()
+
+    return MetricsServer(body, port, host, "agentwatch anchors")
