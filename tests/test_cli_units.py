@@ -89,6 +89,25 @@ def test_dev_data_headline_is_the_benchmarks_pass_k(tmp_path: Path) -> None:
     assert "  1 (4/4 graded): pass@1=0.250 pass^3=0.000" in text  # per-task lines: unbiased, not 0.25^3
 
 
+def test_success_rate_with_repeats_is_pass_1_over_units(tmp_path: Path) -> None:
+    """With repeated attempts the success rate's interval is over units, not the pooled Beta posterior."""
+    from metrics_reference import beta_bounds_by_bisection
+
+    lines = dev_lines()
+    code, out, _ = run(write(tmp_path / "dev.jsonl", lines), "--format", "json", "--no-gate", "--k", "3")
+    assert code == 0
+    report = json.loads(out)
+    sr, p1 = report["success_rate"], report["pass_pow_k"]["3"]
+    assert sr["method"] == "tasks" and "1" not in report["pass_pow_k"]
+    assert sr["plugin"] == pytest.approx(float(tau_bench(lines, 1)), abs=1e-15) and p1["method"] == "tasks"
+    pooled_lo, pooled_hi = beta_bounds_by_bisection(31, 100)  # Beta(1 + 31, 1 + 69): independent draws
+    assert sr["lower"] < pooled_lo and sr["upper"] > pooled_hi  # 25 units say less than 100 draws would
+    code, out, _ = run(write(tmp_path / "dev.jsonl", lines), "--format", "json", "--no-gate")
+    full = json.loads(out)
+    assert (full["success_rate"]["lower"], full["success_rate"]["upper"]) == (
+        full["pass_pow_k"]["1"]["lower"], full["pass_pow_k"]["1"]["upper"])
+
+
 def test_no_labels_grades_by_expectations_alone(tmp_path: Path) -> None:
     path = write(tmp_path / "dev.jsonl", dev_lines())
     details = tmp_path / "scores.jsonl"

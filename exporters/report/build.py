@@ -18,6 +18,7 @@ from agentwatch.exporters.report.model import (
     Gate,
     GroupStats,
     JudgeOnly,
+    KEstimate,
     RateEstimate,
     Readiness,
     Report,
@@ -83,7 +84,8 @@ def not_corrected_note(c: corrected.Correction) -> str:
 
 
 def _success_rate(n: int, c: int, settings: Settings, weighted: tuple[float, float] | None,
-                  correction: corrected.Correction | None) -> Estimate:
+                  correction: corrected.Correction | None, pass_1: KEstimate | None = None) -> Estimate:
+    """The success rate's headline; `pass_1`, pass^1 over units when there are repeated attempts."""
     if n == 0:
         return Estimate(plugin=None, mean=None, lower=None, upper=None)
     st = settings.stats
@@ -94,6 +96,11 @@ def _success_rate(n: int, c: int, settings: Settings, weighted: tuple[float, flo
         return Estimate(plugin=f.value, mean=f.value, lower=f.lower, upper=f.upper, method="corrected",
                         labels=labels, judge_only=judge)
     note = not_corrected_note(correction) if correction is not None else None
+    if pass_1 is not None and pass_1.method == "tasks" and weighted is None:
+        # Attempts at one unit succeed together more often than independent draws would: the pooled Beta
+        # interval would be too narrow, so the success rate is pass^1 over units (docs/scoring.md).
+        return Estimate(plugin=pass_1.value, mean=pass_1.value, lower=pass_1.lower, upper=pass_1.upper,
+                        method="tasks", labels=labels, judge_only=judge, note=note)
     if weighted is not None:
         n_eff, c_eff = weighted
         post = BetaPosterior(st.prior_alpha + c_eff, st.prior_beta + n_eff - c_eff)
@@ -222,6 +229,9 @@ def group_stats(
     weighted = effective_counts(graded_by_probability(list(scores)))
     correction = correction_of(scores, settings, ks)
     pass_at, pass_pow, units = k_estimates(scores, settings, ks, weighted, correction)
+    pass_1 = pass_pow.get("1")
+    if pass_1 is None and units.repeated:
+        pass_1 = k_estimates(scores, settings, [1], weighted, correction)[1]["1"]
     outcomes = Counter(s.outcome.value for s in scores)
     graded_by = Counter(g for s in scores if s.scored for g in set(s.graded_by))
     labels = Counter(s.label.value for s in scores if s.label is not None)
@@ -236,7 +246,7 @@ def group_stats(
             "review": sum(1 for s in scores if s.review_sampled),
         },
         labels={o.value: labels[o.value] for o in Outcome if labels.get(o.value)},
-        success_rate=_success_rate(n, c, settings, weighted, correction),
+        success_rate=_success_rate(n, c, settings, weighted, correction, pass_1),
         correction=_correction_summary(correction) if correction is not None else None,
         units=units,
         pass_at_k=pass_at,

@@ -18,7 +18,7 @@ class _Out(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-SuccessMethod = Literal["beta", "weighted", "corrected"]
+SuccessMethod = Literal["beta", "weighted", "corrected", "tasks"]
 
 
 class JudgeOnly(_Out):
@@ -46,7 +46,9 @@ class Estimate(_Out):
         default="beta",
         description="beta: Beta posterior of the graded counts; weighted: graded conversations were sampled "
         "at different rates, the Hájek share with Kish's effective counts; corrected: the automated verdicts "
-        "corrected by the labels of the blind review sample (PPI++).",
+        "corrected by the labels of the blind review sample (PPI++); tasks: with repeated attempts at task "
+        "instances, pass^1 over units (the mean of each unit's share of passing attempts, with the interval "
+        "over units), as attempts at one unit are not independent.",
     )
     labels: int = Field(
         default=0,

@@ -146,6 +146,9 @@ def _overall_lines(r: GroupStats, level: float) -> list[str]:
     if sr.method == "corrected":
         lines.append(f"  success rate: {fmt(sr.plugin)}{_interval(sr.lower, sr.upper)} corrected by "
                      f"{sr.labels} labels of the blind review sample (PPI++){_judge_only(sr.judge_only)}")
+    elif sr.method == "tasks":
+        lines.append(f"  success rate: {fmt(sr.plugin)}{_interval(sr.lower, sr.upper)} over units (pass^1: the "
+                     f"mean of each unit's share of passing attempts; {r.passed}/{r.scored} graded passed)")
     else:
         weighted = " (Hájek-weighted: sampled at different rates)" if sr.method == "weighted" else ""
         lines.append(f"  success rate: {fmt(sr.plugin)} ({r.passed}/{r.scored} graded passed)"
