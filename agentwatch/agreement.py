@@ -78,8 +78,9 @@ def kappa_interval(
     return _percentiles(values, level)
 
 
-def counts_interval(m: np.ndarray, level: float = 0.95, resamples: int = 1000, seed: int = 0
-                    ) -> tuple[float, float]:
+def counts_interval(
+    m: np.ndarray, level: float = 0.95, resamples: int = 1000, seed: int = 0
+) -> tuple[float, float]:
     """Percentile bootstrap interval of κ from a confusion matrix: the items resampled, drawn as multinomial
     counts of its cells (what `kappa_interval` does with items; the live agreement metrics keep only
     counts)."""

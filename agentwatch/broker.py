@@ -69,8 +69,15 @@ class EmbeddedBroker:
         advertised = f"tcp://127.0.0.1:{self.advertised_port}"
         out = open(self._log_path, "ab") if self._log_path else subprocess.DEVNULL  # noqa: SIM115
         self._proc = subprocess.Popen(
-            [str(broker_binary()), "broker", "--listener-url", url, "--advertised-listener-url", advertised,
-             *(["--authentication"] if self.authentication else [])],
+            [
+                str(broker_binary()),
+                "broker",
+                "--listener-url",
+                url,
+                "--advertised-listener-url",
+                advertised,
+                *(["--authentication"] if self.authentication else []),
+            ],
             stdout=out,
             stderr=subprocess.STDOUT,
         )

@@ -52,12 +52,20 @@ POLICIES: list[dict[str, object]] = [
         "task": "refund",
         "tools": [
             {"name": "lookup_order", "arguments": {"order_id": {"from_input": True}}},
-            {"name": "refund_order", "arguments": {"order_id": {"from_input": True}, "amount": {"from_input": True}}},
+            {
+                "name": "refund_order",
+                "arguments": {"order_id": {"from_input": True}, "amount": {"from_input": True}},
+            },
         ],
         "order": "relative",
         "max_turns": 2,
     },
-    {"id": "returns-policy", "task": "policy", "tools": [{"name": "search_policy"}], "grounding": ["search_policy"]},
+    {
+        "id": "returns-policy",
+        "task": "policy",
+        "tools": [{"name": "search_policy"}],
+        "grounding": ["search_policy"],
+    },
 ]
 POLICY = "Items can be returned within 30 days of delivery for a full refund."
 
@@ -115,7 +123,9 @@ class SupportAgent:
             if rng.random() < b.loop:
                 for _ in range(3):
                     lookup_order(order_id)
-            order = lookup_order(order_id) if rng.random() >= b.wrong_tool else {"status": search_policy(message)}
+            order = (
+                lookup_order(order_id) if rng.random() >= b.wrong_tool else {"status": search_policy(message)}
+            )
             _model_call(self.model, rng.randint(600, 1200), rng.randint(40, 120))
             if rng.random() < b.hallucinate:
                 return f"Order {order_id[:-1]}9 was delivered yesterday."

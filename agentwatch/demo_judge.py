@@ -33,7 +33,11 @@ def verdict_for(transcript: str) -> dict[str, Any]:
     for needle, outcome, score, explanation in RULES:
         if needle in transcript:
             return {"outcome": outcome, "score": score, "explanation": explanation}
-    return {"outcome": "complete", "score": 0.95, "explanation": "the answer is correct and uses the tool results"}
+    return {
+        "outcome": "complete",
+        "score": 0.95,
+        "explanation": "the answer is correct and uses the tool results",
+    }
 
 
 def _completion(request: dict[str, Any]) -> dict[str, Any]:
@@ -45,7 +49,9 @@ def _completion(request: dict[str, Any]) -> dict[str, Any]:
         "object": "chat.completion",
         "created": int(time.time()),
         "model": request.get("model") or MODEL,
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+        "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}
+        ],
         "usage": {"prompt_tokens": prompt, "completion_tokens": 40, "total_tokens": prompt + 40},
     }
 

@@ -7,10 +7,9 @@ TLS error reported meanwhile ends the wait at once with a `KafkaSecurityError` t
 
 from __future__ import annotations
 
-from typing import Any
-
 import logging
 import time
+from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, ClusterMetadata
@@ -36,7 +35,8 @@ def reach(
     errors: list[KafkaError] = []
     # librdkafka takes its callbacks in the same mapping as its settings (the stubs know only the settings).
     config: dict[str, Any] = {
-        **security.client_settings("librdkafka", bootstrap_servers, client_id), "error_cb": errors.append
+        **security.client_settings("librdkafka", bootstrap_servers, client_id),
+        "error_cb": errors.append,
     }
     admin = AdminClient(config, logger=_client_log)
     deadline = time.monotonic() + timeout_s
@@ -47,17 +47,24 @@ def reach(
             admin.poll(0)  # serve error_cb
             for err in errors:
                 text = err.str()
-                refused = (err.code() in (KafkaError._AUTHENTICATION, KafkaError._SSL) or "SASL" in text
-                           or "alert number" in text.lower())  # a TLS alert from the broker, e.g. certificate required
+                refused = (
+                    err.code() in (KafkaError._AUTHENTICATION, KafkaError._SSL)
+                    or "SASL" in text
+                    or "alert number" in text.lower()
+                )  # a TLS alert from the broker, e.g. certificate required
                 found = security.diagnose_connection([text], bootstrap_servers) if refused else None
                 if found is not None:
                     raise found from None
             if time.monotonic() >= deadline:
                 messages = [e.str() for e in errors]
-                found = (security.diagnose_connection(messages, bootstrap_servers)
-                         if security.protocol != "PLAINTEXT" else None)
+                found = (
+                    security.diagnose_connection(messages, bootstrap_servers)
+                    if security.protocol != "PLAINTEXT"
+                    else None
+                )
                 if found is not None:
                     raise found from None
                 error = exc.args[0]
-                raise KafkaException(KafkaError(error.code(), f"not reachable within {timeout_s:g} s ({error.str()})")) \
-                    from None
+                raise KafkaException(
+                    KafkaError(error.code(), f"not reachable within {timeout_s:g} s ({error.str()})")
+                ) from None

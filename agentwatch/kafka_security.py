@@ -138,11 +138,18 @@ class KafkaSecurity:
         """(setting name, what is wrong) for every invalid combination; empty when the settings are usable."""
         out: list[tuple[str, str]] = []
         if self.protocol not in PROTOCOLS:
-            out.append(("security_protocol", f"must be one of {', '.join(PROTOCOLS)}, got {self.security_protocol!r}"))
+            out.append(
+                (
+                    "security_protocol",
+                    f"must be one of {', '.join(PROTOCOLS)}, got {self.security_protocol!r}",
+                )
+            )
             return out
         if self.uses_sasl:
             if self.mechanism not in MECHANISMS:
-                out.append(("sasl_mechanism", f"must be one of {', '.join(MECHANISMS)}, got {self.sasl_mechanism!r}"))
+                out.append(
+                    ("sasl_mechanism", f"must be one of {', '.join(MECHANISMS)}, got {self.sasl_mechanism!r}")
+                )
             if not self.sasl_username:
                 out.append(("sasl_username", f"required when security_protocol is {self.protocol}"))
             if not self.sasl_password:
@@ -150,7 +157,12 @@ class KafkaSecurity:
         else:
             for name in ("sasl_username", "sasl_password"):
                 if getattr(self, name):
-                    out.append((name, f"set, but security_protocol is {self.protocol}: use SASL_SSL or SASL_PLAINTEXT"))
+                    out.append(
+                        (
+                            name,
+                            f"set, but security_protocol is {self.protocol}: use SASL_SSL or SASL_PLAINTEXT",
+                        )
+                    )
         if not self.uses_tls:
             for name in (*_FILES, "ssl_key_password"):
                 if getattr(self, name):
@@ -197,7 +209,9 @@ class KafkaSecurity:
             conf["sasl.password"] = self.sasl_password
         return conf
 
-    def client_settings(self, client: str, bootstrap_servers: str | list[str], client_id: str) -> dict[str, Any]:
+    def client_settings(
+        self, client: str, bootstrap_servers: str | list[str], client_id: str
+    ) -> dict[str, Any]:
         """Servers, client id, TLS and SASL in the option names of `client`: "librdkafka" or "kafka-python"."""
         if client == "librdkafka":
             servers = bootstrap_servers if isinstance(bootstrap_servers, str) else ",".join(bootstrap_servers)
@@ -240,23 +254,42 @@ class KafkaSecurity:
             return None
         reason, setting = found
         names = {f.name: _key(prefix, f.name) for f in fields(self)}
-        text = reason.format(where=where, mechanism=self.mechanism, user=repr(self.sasl_username),
-                             ssl_=_key(prefix, "ssl_"), **names)
+        text = reason.format(
+            where=where,
+            mechanism=self.mechanism,
+            user=repr(self.sasl_username),
+            ssl_=_key(prefix, "ssl_"),
+            **names,
+        )
         return KafkaSecurityError(f"{text} ({self.redact(error.strip())})", names[setting])
 
     def _reason(self, low: str) -> tuple[str, str] | None:
         """(what failed, with `{setting}` placeholders; the setting to fix) for a lower-cased client message."""
         if "sasl" in low or "authentic" in low or "credential" in low:
             if not self.uses_sasl:
-                return (("Kafka at {where} requires SASL authentication: set {security_protocol} to SASL_SSL or "
-                        "SASL_PLAINTEXT with {sasl_username} and {sasl_password}"), "security_protocol")
+                return (
+                    (
+                        "Kafka at {where} requires SASL authentication: set {security_protocol} to SASL_SSL or "
+                        "SASL_PLAINTEXT with {sasl_username} and {sasl_password}"
+                    ),
+                    "security_protocol",
+                )
             if "mechanism" in low and ("unsupported" in low or "not supported" in low or "shared" in low):
-                return ("Kafka at {where} does not accept SASL mechanism {mechanism}: check {sasl_mechanism}",
-                        "sasl_mechanism")
-            return (("Kafka at {where} refused SASL {mechanism} authentication of user {user}: check "
-                    "{sasl_username}, {sasl_password} and {sasl_mechanism}"), "sasl_password")
+                return (
+                    "Kafka at {where} does not accept SASL mechanism {mechanism}: check {sasl_mechanism}",
+                    "sasl_mechanism",
+                )
+            return (
+                (
+                    "Kafka at {where} refused SASL {mechanism} authentication of user {user}: check "
+                    "{sasl_username}, {sasl_password} and {sasl_mechanism}"
+                ),
+                "sasl_password",
+            )
         for r in _TLS_REASONS:
-            if any(w in low for w in r.words) and not (r.only_without_client_certificate and self.ssl_cert_file):
+            if any(w in low for w in r.words) and not (
+                r.only_without_client_certificate and self.ssl_cert_file
+            ):
                 return r.text, r.setting
         return None
 
@@ -279,8 +312,10 @@ class KafkaSecurity:
             context.check_hostname = self.ssl_check_hostname
             if self.ssl_cert_file and self.ssl_key_file:
                 context.load_cert_chain(self.ssl_cert_file, self.ssl_key_file, password=self.ssl_key_password)
-            with socket.create_connection((host, int(port)), timeout=timeout_s) as raw, \
-                    context.wrap_socket(raw, server_hostname=host) as tls:
+            with (
+                socket.create_connection((host, int(port)), timeout=timeout_s) as raw,
+                context.wrap_socket(raw, server_hostname=host) as tls,
+            ):
                 tls.sendall(struct.pack(">ihhih", 10, 18, 0, 1, -1))  # ApiVersions v0, correlation id 1
                 tls.recv(4)
         except ssl.SSLCertVerificationError as exc:
@@ -308,11 +343,14 @@ class KafkaSecurity:
             if "Connection lost" in text and "broker_version=(" in text and lost_after_versions is None:
                 lost_after_versions = text.rsplit("Connection lost:", 1)[-1].strip()
         if self.uses_sasl and lost_after_versions is not None:
-            return self.explain(f"SASL authentication failed (connection lost: {lost_after_versions})", where, prefix)
+            return self.explain(
+                f"SASL authentication failed (connection lost: {lost_after_versions})", where, prefix
+            )
         return None
 
-    def diagnose_connection(self, messages: list[str], where: str, prefix: str = "kafka.",
-                            timeout_s: float = 3.0) -> KafkaSecurityError | None:
+    def diagnose_connection(
+        self, messages: list[str], where: str, prefix: str = "kafka.", timeout_s: float = 3.0
+    ) -> KafkaSecurityError | None:
         """`diagnose`, made precise by one TLS connection of our own (`tls_failure`) when the client's words are
         vague: librdkafka says `broker certificate could not be verified` for an unknown CA and a host name
         mismatch alike, kafka-python says a connection was lost when the broker refused its client certificate.
@@ -320,12 +358,16 @@ class KafkaSecurity:
         found = self.diagnose(messages, where, prefix)
         if not self.uses_tls:
             return found
-        vague = (found is None or found.setting == _key(prefix, "security_protocol")
-                 or any("broker certificate could not be verified" in m for m in messages))
+        vague = (
+            found is None
+            or found.setting == _key(prefix, "security_protocol")
+            or any("broker certificate could not be verified" in m for m in messages)
+        )
         if not vague:
             return found
-        address = next((m.group(1) for text in messages if (m := _TLS_ADDRESS.search(text))),
-                       where.split(",")[0])
+        address = next(
+            (m.group(1) for text in messages if (m := _TLS_ADDRESS.search(text))), where.split(",")[0]
+        )
         reason = self.tls_failure(address, timeout_s)
         precise = self.explain(reason, where, prefix) if reason else None
         return precise or found
@@ -342,20 +384,39 @@ class _TLSReason(NamedTuple):
 
 # The first match wins: a broker's alert is more specific than "ssl".
 _TLS_REASONS = (
-    _TLSReason(("hostname", "ip address mismatch", "doesn't match"),
-               "the certificate of Kafka at {where} does not match its host name: check the bootstrap address or "
-               "{ssl_check_hostname}", "ssl_check_hostname"),
-    _TLSReason(("certificate verify failed", "unable to get local issuer", "self-signed", "self signed", "untrusted"),
-               "the certificate of Kafka at {where} is not trusted: check {ssl_ca_file}", "ssl_ca_file"),
-    _TLSReason(("certificate required",),
-               "Kafka at {where} requires a client certificate (mutual TLS): set {ssl_cert_file} and {ssl_key_file}",
-               "ssl_cert_file", only_without_client_certificate=True),
-    _TLSReason(("certificate required", "unknown ca", "bad certificate", "alert"),
-               "Kafka at {where} refused the client certificate: check {ssl_cert_file} and {ssl_key_file}",
-               "ssl_cert_file"),
-    _TLSReason(("ssl", "tls", "handshake"),
-               "TLS with Kafka at {where} failed: check {security_protocol} and the {ssl_}* settings",
-               "security_protocol"),
+    _TLSReason(
+        ("hostname", "ip address mismatch", "doesn't match"),
+        "the certificate of Kafka at {where} does not match its host name: check the bootstrap address or "
+        "{ssl_check_hostname}",
+        "ssl_check_hostname",
+    ),
+    _TLSReason(
+        (
+            "certificate verify failed",
+            "unable to get local issuer",
+            "self-signed",
+            "self signed",
+            "untrusted",
+        ),
+        "the certificate of Kafka at {where} is not trusted: check {ssl_ca_file}",
+        "ssl_ca_file",
+    ),
+    _TLSReason(
+        ("certificate required",),
+        "Kafka at {where} requires a client certificate (mutual TLS): set {ssl_cert_file} and {ssl_key_file}",
+        "ssl_cert_file",
+        only_without_client_certificate=True,
+    ),
+    _TLSReason(
+        ("certificate required", "unknown ca", "bad certificate", "alert"),
+        "Kafka at {where} refused the client certificate: check {ssl_cert_file} and {ssl_key_file}",
+        "ssl_cert_file",
+    ),
+    _TLSReason(
+        ("ssl", "tls", "handshake"),
+        "TLS with Kafka at {where} failed: check {security_protocol} and the {ssl_}* settings",
+        "security_protocol",
+    ),
 )
 _TRANSPORT = re.compile(r"<Kafka\w*Transport\b[^>]*>")  # kafka-python's, e.g. <KafkaSSLTransport [none]>
 _TLS_ADDRESS = re.compile(r"ssl://([^/\s]+:\d+)/")  # librdkafka's broker name, e.g. ssl://b1:9093/bootstrap

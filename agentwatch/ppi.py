@@ -83,26 +83,56 @@ class PPIMoments:
         if ya.shape != fa.shape:
             raise ValueError(f"need one prediction per label, got {ya.size} labels and {fa.size} predictions")
         return cls(
-            n=int(ya.size), sum_y=float(ya.sum()), sum_f=float(fa.sum()), sum_yy=float(ya @ ya),
-            sum_ff=float(fa @ fa), sum_yf=float(ya @ fa), big_n=int(ua.size), sum_u=float(ua.sum()),
+            n=int(ya.size),
+            sum_y=float(ya.sum()),
+            sum_f=float(fa.sum()),
+            sum_yy=float(ya @ ya),
+            sum_ff=float(fa @ fa),
+            sum_yf=float(ya @ fa),
+            big_n=int(ua.size),
+            sum_u=float(ua.sum()),
             sum_uu=float(ua @ ua),
         )
 
     def __add__(self, other: PPIMoments) -> PPIMoments:
         """The sums of both (disjoint) sets of conversations."""
         return PPIMoments(
-            self.n + other.n, self.sum_y + other.sum_y, self.sum_f + other.sum_f, self.sum_yy + other.sum_yy,
-            self.sum_ff + other.sum_ff, self.sum_yf + other.sum_yf, self.big_n + other.big_n,
-            self.sum_u + other.sum_u, self.sum_uu + other.sum_uu,
+            self.n + other.n,
+            self.sum_y + other.sum_y,
+            self.sum_f + other.sum_f,
+            self.sum_yy + other.sum_yy,
+            self.sum_ff + other.sum_ff,
+            self.sum_yf + other.sum_yf,
+            self.big_n + other.big_n,
+            self.sum_u + other.sum_u,
+            self.sum_uu + other.sum_uu,
         )
 
     def add(self, y: float | None, f: float) -> PPIMoments:
         """These sums with one more conversation: labelled when `y` is not None."""
         if y is None:
-            return PPIMoments(self.n, self.sum_y, self.sum_f, self.sum_yy, self.sum_ff, self.sum_yf,
-                              self.big_n + 1, self.sum_u + f, self.sum_uu + f * f)
-        return PPIMoments(self.n + 1, self.sum_y + y, self.sum_f + f, self.sum_yy + y * y, self.sum_ff + f * f,
-                          self.sum_yf + y * f, self.big_n, self.sum_u, self.sum_uu)
+            return PPIMoments(
+                self.n,
+                self.sum_y,
+                self.sum_f,
+                self.sum_yy,
+                self.sum_ff,
+                self.sum_yf,
+                self.big_n + 1,
+                self.sum_u + f,
+                self.sum_uu + f * f,
+            )
+        return PPIMoments(
+            self.n + 1,
+            self.sum_y + y,
+            self.sum_f + f,
+            self.sum_yy + y * y,
+            self.sum_ff + f * f,
+            self.sum_yf + y * f,
+            self.big_n,
+            self.sum_u,
+            self.sum_uu,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,8 +206,18 @@ def _weighted(strata: Sequence[Stratum]) -> _Weighted:
         cov += v * (m.sum_yf - mean_y * m.sum_f - mean_fl * m.sum_y + mean_y * mean_fl * m.n)
         var += v * (m.sum_ff - 2.0 * mean_fl * m.sum_f + mean_fl * mean_fl * m.n)
     var_fa = max(0.0, ssa) / (va * va) * predictions / (predictions - 1) if predictions > 1 else 0.0
-    return _Weighted(labels, predictions, mean_y, mean_fl, mean_fa, var_fa, kish(va, va2),
-                     cov / vl if vl else 0.0, max(0.0, var / vl) if vl else 0.0, kish(vl, vl2))
+    return _Weighted(
+        labels,
+        predictions,
+        mean_y,
+        mean_fl,
+        mean_fa,
+        var_fa,
+        kish(va, va2),
+        cov / vl if vl else 0.0,
+        max(0.0, var / vl) if vl else 0.0,
+        kish(vl, vl2),
+    )
 
 
 def predictions_mean(m: PPIMoments | Sequence[Stratum]) -> tuple[float, float, float]:
@@ -282,8 +322,14 @@ def _post_stratified(
 
 
 def stratified_beta_interval(
-    n11: ArrayLike, n10: ArrayLike, n01: ArrayLike, n00: ArrayLike, f1: ArrayLike, f0: ArrayLike,
-    level: float = 0.95, prior: float = JEFFREYS,
+    n11: ArrayLike,
+    n10: ArrayLike,
+    n01: ArrayLike,
+    n00: ArrayLike,
+    f1: ArrayLike,
+    f0: ArrayLike,
+    level: float = 0.95,
+    prior: float = JEFFREYS,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Equal-tailed interval of θ = π·a + (1 − π)·b under independent Beta posteriors (element-wise).
 
@@ -292,6 +338,7 @@ def stratified_beta_interval(
     n10, prior + n00), π ~ Beta(prior + f1, prior + f0). θ's posterior mean and variance are exact; the
     interval is the equal-tailed one of the Beta distribution with that mean and variance.
     """
+
     def moments(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         mean = x / (x + y)
         return mean, mean * (1 - mean) / (x + y + 1)

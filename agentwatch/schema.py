@@ -126,7 +126,9 @@ class Expectation(_Model):
     """What a correct turn looks like. Every field is optional; graders apply only where it says something."""
 
     tools: list[ExpectedTool] = Field(default_factory=list, description="Tool calls expected, in order.")
-    sequence_matters: bool = Field(default=True, description="Whether the relative order of `tools` is graded.")
+    sequence_matters: bool = Field(
+        default=True, description="Whether the relative order of `tools` is graded."
+    )
     uses_tool_results: bool | None = Field(
         default=None,
         description="Whether the answer must use a tool result (utilization). Default: true when tools are expected.",
@@ -161,7 +163,9 @@ class Usage(_Model):
     model: str | None = Field(default=None, description="Model name (response model if known, else request).")
     input_tokens: int = Field(default=0, ge=0, description="Prompt/input tokens.")
     output_tokens: int = Field(default=0, ge=0, description="Completion/output tokens.")
-    cost_usd: float | None = Field(default=None, ge=0, description="Cost of this call if the source reported it.")
+    cost_usd: float | None = Field(
+        default=None, ge=0, description="Cost of this call if the source reported it."
+    )
 
 
 class Turn(_Model):
@@ -169,15 +173,23 @@ class Turn(_Model):
 
     input: str | None = Field(default=None, description="The user's input for this turn (text).")
     answer: str | None = Field(default=None, description="The agent's final answer; null or empty if none.")
-    tool_calls: list[ToolCall] = Field(default_factory=list, description="Tool calls made in this turn, in order.")
+    tool_calls: list[ToolCall] = Field(
+        default_factory=list, description="Tool calls made in this turn, in order."
+    )
     expected: Expectation | None = Field(default=None, description="Expectation for this turn, if any.")
     judge_score: float | None = Field(
         default=None, ge=0.0, le=1.0, description="Answer score in [0,1] from a person or an external judge."
     )
     usage: list[Usage] = Field(default_factory=list, description="Model calls' token usage.")
-    cost_usd: float | None = Field(default=None, ge=0, description="Cost of the turn; else computed from usage.")
-    duration_ms: float | None = Field(default=None, ge=0, description="Wall time of the turn in milliseconds.")
-    error: str | None = Field(default=None, description="Error that ended the turn (exception type or message).")
+    cost_usd: float | None = Field(
+        default=None, ge=0, description="Cost of the turn; else computed from usage."
+    )
+    duration_ms: float | None = Field(
+        default=None, ge=0, description="Wall time of the turn in milliseconds."
+    )
+    error: str | None = Field(
+        default=None, description="Error that ended the turn (exception type or message)."
+    )
     started_at: datetime | None = Field(default=None, description="Start time of the turn, if known.")
 
     @field_validator("input", "answer", mode="before")
@@ -212,7 +224,9 @@ class Conversation(_Model):
     )
     tags: dict[str, str] = Field(default_factory=dict, description="Free labels, e.g. difficulty, category.")
     budget_usd: float | None = Field(default=None, ge=0, description="Cost ceiling for this conversation.")
-    outcome: Outcome | None = Field(default=None, description="Outcome label from a person or feedback; wins.")
+    outcome: Outcome | None = Field(
+        default=None, description="Outcome label from a person or feedback; wins."
+    )
     system: str | None = Field(
         default=None, description="The agent's instructions (system prompt): a source for grounding."
     )
@@ -225,7 +239,8 @@ class Conversation(_Model):
         default=False, description="True when the collector had to finish it early (a cap was hit)."
     )
     notes: list[str] = Field(
-        default_factory=list, description="What could not be seen (e.g. content capture off), from the collector."
+        default_factory=list,
+        description="What could not be seen (e.g. content capture off), from the collector.",
     )
 
     @field_validator("outcome", mode="before")
@@ -259,8 +274,12 @@ class ToolScore(_Model):
 
     selection: float = Field(description="Jaccard similarity of unique expected and used tool names.")
     parameters: float = Field(description="Mean argument agreement of expected calls matched to used calls.")
-    sequence: float = Field(description="LCS of expected and used names / expected count (1 if order not graded).")
-    utilization: float | None = Field(description="1 if the answer uses a successful tool result; null if not graded.")
+    sequence: float = Field(
+        description="LCS of expected and used names / expected count (1 if order not graded)."
+    )
+    utilization: float | None = Field(
+        description="1 if the answer uses a successful tool result; null if not graded."
+    )
     overall: float = Field(description="Weighted mean of the graded dimensions (weights normalised).")
     binary: bool = Field(description="Set of used tool names equals the set expected (names normalised).")
     passed: bool = Field(description="overall >= tool threshold (with tolerance).")
@@ -270,13 +289,23 @@ class TurnScore(_Model):
     """Grades of one turn."""
 
     index: int = Field(description="Turn index, from 0.")
-    answer_score: float | None = Field(default=None, description="Answer correctness in [0,1]; null if ungraded.")
-    answer_passed: bool | None = Field(default=None, description="answer_score >= threshold; null if ungraded.")
-    tool: ToolScore | None = Field(default=None, description="Tool correctness; null when no tools are expected.")
-    loop: bool = Field(default=False, description="Same tool called with identical arguments >= loop threshold.")
+    answer_score: float | None = Field(
+        default=None, description="Answer correctness in [0,1]; null if ungraded."
+    )
+    answer_passed: bool | None = Field(
+        default=None, description="answer_score >= threshold; null if ungraded."
+    )
+    tool: ToolScore | None = Field(
+        default=None, description="Tool correctness; null when no tools are expected."
+    )
+    loop: bool = Field(
+        default=False, description="Same tool called with identical arguments >= loop threshold."
+    )
     forbidden_tools: list[str] = Field(default_factory=list, description="Forbidden tools that were called.")
     error: str | None = Field(default=None, description="Turn error, if any.")
-    passed: bool | None = Field(default=None, description="Turn passed every grader that applies; null if none.")
+    passed: bool | None = Field(
+        default=None, description="Turn passed every grader that applies; null if none."
+    )
     reasons: list[str] = Field(
         default_factory=list, description="Why this turn failed, as `code: text` (see docs/scoring.md)."
     )
@@ -311,10 +340,16 @@ class ConversationScore(_Model):
     passed: bool | None = Field(description="Every turn passed every applicable grader; null when unscored.")
     outcome: Outcome = Field(description="Outcome class.")
     outcome_source: OutcomeSource = Field(description="label, rules or judge.")
-    reasons: list[str] = Field(default_factory=list, description="Why it failed / why unscored, short codes + text.")
+    reasons: list[str] = Field(
+        default_factory=list, description="Why it failed / why unscored, short codes + text."
+    )
     turn_scores: list[TurnScore] = Field(default_factory=list, description="Per-turn grades.")
-    cost_usd: float | None = Field(default=None, description="Total cost; null if neither cost nor priced usage.")
-    budget_usd: float | None = Field(default=None, description="Cost ceiling applied (conversation, else task).")
+    cost_usd: float | None = Field(
+        default=None, description="Total cost; null if neither cost nor priced usage."
+    )
+    budget_usd: float | None = Field(
+        default=None, description="Cost ceiling applied (conversation, else task)."
+    )
     cost_penalty: float = Field(default=0.0, description="min(1, max(0, (cost - ceiling) / ceiling)).")
     asr_credit: float | None = Field(
         default=None, description="max(0, outcome credit - cost_penalty); null when unscored."
@@ -335,18 +370,24 @@ class ConversationScore(_Model):
         "graded or not: counted as rates over all conversations.",
     )
     policy: str | None = Field(default=None, description="`id@version` of the task policy that graded it.")
-    judge: str | None = Field(default=None, description="Id of the judge that graded it (name, model, prompt).")
+    judge: str | None = Field(
+        default=None, description="Id of the judge that graded it (name, model, prompt)."
+    )
     judge_score: float | None = Field(
         default=None, description="The judge's answer-correctness score in [0, 1], when a verdict graded it."
     )
     judge_explanation: str | None = Field(default=None, description="The judge's short explanation.")
     judge_outcome: Outcome | None = Field(
-        default=None, description="The outcome class the judge returned (before failure evidence or other graders "
-        "changed the conversation's outcome), when a verdict graded it."
+        default=None,
+        description="The outcome class the judge returned (before failure evidence or other graders "
+        "changed the conversation's outcome), when a verdict graded it.",
     )
-    judge_sampled: bool = Field(default=False, description="In the judge sample (sample_point(id) < judge rate).")
+    judge_sampled: bool = Field(
+        default=False, description="In the judge sample (sample_point(id) < judge rate)."
+    )
     review_sampled: bool = Field(
-        default=False, description="In the review sample: a label on it is its truth (sample_point(id) < rate)."
+        default=False,
+        description="In the review sample: a label on it is its truth (sample_point(id) < rate).",
     )
     label: Outcome | None = Field(
         default=None, description="Outcome label from a person or feedback, whether or not it graded."
@@ -361,7 +402,9 @@ class ConversationScore(_Model):
         "graded by a label alone or by nothing).",
     )
     judge_rate: float | None = Field(
-        default=None, ge=0, le=1,
+        default=None,
+        ge=0,
+        le=1,
         description="The judge sample rate in force when the conversation was sampled (judge_sampled: "
         "sample_point(id) < judge_rate); null in scores written before rates were recorded.",
     )

@@ -51,7 +51,7 @@ def require(package: str) -> None:
             found = False
         if not found:
             raise ServiceExtraMissing(
-                f"{package} needs {distribution}, which is not installed: {INSTALL}", name=module.partition(".")[0]
+                f"{package} needs {distribution}, which is not installed: {INSTALL}",
+                name=module.partition(".")[0],
             )
     _checked = True
-

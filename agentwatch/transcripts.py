@@ -151,8 +151,11 @@ def _document_items(doc: object, name: str) -> list[object]:
     other = _other_format(first) if first is not None else None
     if isinstance(doc, dict) and "turns" not in doc and "conversation_id" not in doc:
         other = other or "not a transcript"
-        return _refuse(name, f"holds one JSON document spread over lines ({other}), not one conversation per "
-                       f"line (a τ²-bench results file? `{IMPORT_TAU}`)")
+        return _refuse(
+            name,
+            f"holds one JSON document spread over lines ({other}), not one conversation per "
+            f"line (a τ²-bench results file? `{IMPORT_TAU}`)",
+        )
     if other is not None:
         return _refuse(name, f"holds a JSON array whose items are not transcripts ({other})")
     return items
@@ -172,7 +175,9 @@ def open_binary(path: str | Path) -> Iterator[io.BufferedIOBase]:
     with raw_fh:
         magic = raw_fh.read(2)
         raw_fh.seek(0)
-        stream: io.BufferedIOBase = gzip.GzipFile(fileobj=raw_fh, mode="rb") if magic == GZIP_MAGIC else raw_fh
+        stream: io.BufferedIOBase = (
+            gzip.GzipFile(fileobj=raw_fh, mode="rb") if magic == GZIP_MAGIC else raw_fh
+        )
         yield stream
 
 
@@ -210,7 +215,9 @@ def iter_conversations(
     with raw_fh:
         magic = raw_fh.read(2)
         raw_fh.seek(0)
-        stream: io.BufferedIOBase = gzip.GzipFile(fileobj=raw_fh, mode="rb") if magic == GZIP_MAGIC else raw_fh
+        stream: io.BufferedIOBase = (
+            gzip.GzipFile(fileobj=raw_fh, mode="rb") if magic == GZIP_MAGIC else raw_fh
+        )
         try:
             # both a plain file and a GzipFile can peek; their common base class does not declare it
             whole = _whole_document(stream.peek(4096)[:4096])  # type: ignore[attr-defined]
@@ -227,7 +234,9 @@ def iter_conversations(
                 if on_progress is not None and lineno % 256 == 0:
                     on_progress(raw_fh.tell())
                 if raw is None:
-                    errors.append(LineError(name, lineno, f"line longer than {MAX_LINE_BYTES} bytes; skipped"))
+                    errors.append(
+                        LineError(name, lineno, f"line longer than {MAX_LINE_BYTES} bytes; skipped")
+                    )
                     continue
                 if not raw.strip():
                     continue

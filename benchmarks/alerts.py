@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import argparse
 import copy
-import math
 import sys
 import threading
 import time
@@ -43,19 +42,25 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 import numpy as np
-from agentwatch.exporters.alert_rules import MONTH_S, RULES, AlertParams
-from agentwatch.exporters.cusum import design, information_bound, kl, on_grid
-from agentwatch.exporters.estimator import Estimator
 from scipy import stats
 
 from agentwatch.config import Settings
+from agentwatch.exporters.alert_rules import MONTH_S, AlertParams
+from agentwatch.exporters.cusum import design, information_bound, kl, on_grid
+from agentwatch.exporters.estimator import Estimator
 from agentwatch.schema import ConversationScore
 
 T0 = 1_800_000_000.0
 GRADED = 0.5
 RATE_RULES = ("abandoned", "error", "no_answer", "loop", "hallucination", "over_budget")
-RATE_RANGES = {"abandoned": (0.02, 0.08), "error": (0.01, 0.05), "no_answer": (0.01, 0.05),
-               "loop": (0.002, 0.02), "hallucination": (0.005, 0.03), "over_budget": (0.02, 0.1)}
+RATE_RANGES = {
+    "abandoned": (0.02, 0.08),
+    "error": (0.01, 0.05),
+    "no_answer": (0.01, 0.05),
+    "loop": (0.002, 0.02),
+    "hallucination": (0.005, 0.03),
+    "over_budget": (0.02, 0.1),
+}
 PARTIAL_CREDIT = 0.4
 
 
@@ -86,9 +91,13 @@ def _minutes(f: Fleet, rng: np.random.Generator, minutes: int) -> dict[str, np.n
     full = rng.binomial(graded, f.p)
     partial = rng.binomial(graded - full, 0.5)
     zero = graded - full - partial
-    out = {"n_pass": graded, "x_pass": partial + zero, "n_asr": graded,
-           "x_asr": rng.binomial(partial, 1 - PARTIAL_CREDIT) + zero,
-           "ref_asr": (1 - PARTIAL_CREDIT) * partial + zero}
+    out = {
+        "n_pass": graded,
+        "x_pass": partial + zero,
+        "n_asr": graded,
+        "x_asr": rng.binomial(partial, 1 - PARTIAL_CREDIT) + zero,
+        "ref_asr": (1 - PARTIAL_CREDIT) * partial + zero,
+    }
     for r in RATE_RULES:
         pop = graded if r == "abandoned" else total
         out[f"n_{r}"] = pop
@@ -96,8 +105,9 @@ def _minutes(f: Fleet, rng: np.random.Generator, minutes: int) -> dict[str, np.n
     return out
 
 
-def _designs(params: AlertParams, refs: np.ndarray, traffic: np.ndarray, covered_s: float,
-             plug_in: bool) -> list[list]:
+def _designs(
+    params: AlertParams, refs: np.ndarray, traffic: np.ndarray, covered_s: float, plug_in: bool
+) -> list[list]:
     """Designs per series and rule: the share and the posterior as `alert_rules.plan` makes them.
     refs: series × rules × (n, bad) of the references; traffic: series × rules observations over covered_s."""
     pairs = refs.shape[0] * refs.shape[1]
@@ -126,9 +136,18 @@ class FleetResult:
     h_nats: dict[str, list[float]] = field(default_factory=dict)
 
 
-def fleet(settings: Settings, n: int, months: float, mode: str, reference: int | None, plug_in: bool,
-          for_minutes: int, seed: int, redesign_hours: int = 6,
-          progress: Callable[[str], None] = lambda s: None) -> FleetResult:
+def fleet(
+    settings: Settings,
+    n: int,
+    months: float,
+    mode: str,
+    reference: int | None,
+    plug_in: bool,
+    for_minutes: int,
+    seed: int,
+    redesign_hours: int = 6,
+    progress: Callable[[str], None] = lambda s: None,
+) -> FleetResult:
     """Simulate `months` of the unchanged fleet; count the pages of every rule."""
     params = AlertParams.from_settings(settings)
     rules = list(params.rules)
@@ -145,8 +164,13 @@ def fleet(settings: Settings, n: int, months: float, mode: str, reference: int |
     total_hours = int(months * 30 * 24)
     for hour in range(-hours_7d, total_hours):
         c = _minutes(f, rng, 60)
-        own = np.stack([np.stack([c[f"n_{r}"].sum(0), c[f"ref_{r}" if r == "asr" else f"x_{r}"].sum(0)], -1)
-                        for r in rules], 1)
+        own = np.stack(
+            [
+                np.stack([c[f"n_{r}"].sum(0), c[f"ref_{r}" if r == "asr" else f"x_{r}"].sum(0)], -1)
+                for r in rules
+            ],
+            1,
+        )
         hourly[hour % hours_7d] = own
         if hour < 0:
             continue  # warm-up: seven days of history before the first evaluation
@@ -178,8 +202,9 @@ def fleet(settings: Settings, n: int, months: float, mode: str, reference: int |
     return FleetResult(pages, months, params.pages_per_month, n, h_nats)
 
 
-def _baseline(f: Fleet, rules: list[str], window: np.ndarray, reference: int | None,
-              rng: np.random.Generator) -> np.ndarray:
+def _baseline(
+    f: Fleet, rules: list[str], window: np.ndarray, reference: int | None, rng: np.random.Generator
+) -> np.ndarray:
     """References from an independent version with the same rates: (n, bad) per series and rule."""
     out = np.zeros_like(window)
     for j, r in enumerate(rules):
@@ -206,8 +231,16 @@ def _poisson_interval(k: int, level: float = 0.95) -> tuple[float, float]:
 # --------------------------------------------------------------------------- delays (real Estimator)
 
 
-BASE_RATES = {"p": 0.8, "partial": 0.1, "abandoned": 0.05, "error": 0.02, "no_answer": 0.03, "loop": 0.01,
-              "hallucination": 0.02, "over_budget": 0.05}
+BASE_RATES = {
+    "p": 0.8,
+    "partial": 0.1,
+    "abandoned": 0.05,
+    "error": 0.02,
+    "no_answer": 0.03,
+    "loop": 0.01,
+    "hallucination": 0.02,
+    "over_budget": 0.05,
+}
 
 
 @dataclass(frozen=True)
@@ -236,23 +269,44 @@ def scenarios() -> list[Scenario]:
     ]
 
 
-def _score(cid: str, version: str, t: float, rates: dict[str, float], rng: np.random.Generator
-           ) -> ConversationScore:
+def _score(
+    cid: str, version: str, t: float, rates: dict[str, float], rng: np.random.Generator
+) -> ConversationScore:
     graded = rng.random() < GRADED
-    evidence = [e for e in ("error", "no_answer", "loop", "hallucination", "over_budget") if rng.random() < rates[e]]
+    evidence = [
+        e for e in ("error", "no_answer", "loop", "hallucination", "over_budget") if rng.random() < rates[e]
+    ]
     if not graded:
-        return ConversationScore(conversation_id=cid, agent="bot", version=version, task="refund", turns=1,
-                                 passed=None, outcome="unscored", outcome_source="rules", evidence=evidence,
-                                 ended_at=datetime.fromtimestamp(t, UTC))
+        return ConversationScore(
+            conversation_id=cid,
+            agent="bot",
+            version=version,
+            task="refund",
+            turns=1,
+            passed=None,
+            outcome="unscored",
+            outcome_source="rules",
+            evidence=evidence,
+            ended_at=datetime.fromtimestamp(t, UTC),
+        )
     u = rng.random()
     credit = 1.0 if u < rates["p"] else PARTIAL_CREDIT if u < rates["p"] + rates["partial"] else 0.0
     outcome = {1.0: "complete", PARTIAL_CREDIT: "partial_correct"}.get(credit, "partial_incorrect")
     if rng.random() < rates["abandoned"]:
         outcome = "abandoned"
-    return ConversationScore(conversation_id=cid, agent="bot", version=version, task="refund", turns=1,
-                             passed=credit == 1.0 and outcome != "abandoned", outcome=outcome,
-                             outcome_source="rules", asr_credit=credit, evidence=evidence,
-                             ended_at=datetime.fromtimestamp(t, UTC))
+    return ConversationScore(
+        conversation_id=cid,
+        agent="bot",
+        version=version,
+        task="refund",
+        turns=1,
+        passed=credit == 1.0 and outcome != "abandoned",
+        outcome=outcome,
+        outcome_source="rules",
+        asr_credit=credit,
+        evidence=evidence,
+        ended_at=datetime.fromtimestamp(t, UTC),
+    )
 
 
 class Pair:
@@ -298,8 +352,15 @@ def _in_population(rule: str, s: ConversationScore) -> bool:
     return s.passed is not None if rule in ("pass", "asr", "abandoned") else True
 
 
-def delays(sc: Scenario, settings: Settings, runs: int, warm_days: float, for_minutes: int, seed: int,
-           max_minutes: int = 3 * 1440) -> dict:
+def delays(
+    sc: Scenario,
+    settings: Settings,
+    runs: int,
+    warm_days: float,
+    for_minutes: int,
+    seed: int,
+    max_minutes: int = 3 * 1440,
+) -> dict:
     """Delay from the canary's change to the first page of the scenario's rule, over `runs` runs."""
     base = Pair(settings, sc.rate, seed)
     for _ in range(int(warm_days * 1440)):
@@ -321,8 +382,13 @@ def delays(sc: Scenario, settings: Settings, runs: int, warm_days: float, for_mi
                 break
         else:
             missed += 1
-    return {"minutes": minutes, "observations": observations, "missed": missed, "runs": runs,
-            "design": designs[0] if designs else None}
+    return {
+        "minutes": minutes,
+        "observations": observations,
+        "missed": missed,
+        "runs": runs,
+        "design": designs[0] if designs else None,
+    }
 
 
 def _true_q(rule: str, rates: dict[str, float]) -> float:
@@ -351,44 +417,73 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, default=20, help="runs per delay scenario")
     ap.add_argument("--warm-days", type=float, default=2.0, help="history before a delay scenario's change")
     ap.add_argument("--for-minutes", type=int, default=2, help="`for` of the alert rules, minutes")
-    ap.add_argument("--budget", type=float, default=None, help="alerts.false_pages_per_month (default: config)")
+    ap.add_argument(
+        "--budget", type=float, default=None, help="alerts.false_pages_per_month (default: config)"
+    )
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--only", default="", help="`fleet`, or run the delay scenarios whose name contains this")
     args = ap.parse_args(argv)
     settings = Settings() if args.budget is None else Settings(alerts={"false_pages_per_month": args.budget})
     a = settings.alerts
     rules = list(a.rules)
-    print(f"budget {a.false_pages_per_month:g} false pages a month over {args.series} series x {len(rules)} rules; "
-          f"alert for {args.for_minutes}m; min reference {a.min_reference}; tuned for pass^{a.pass_k} "
-          f"-{a.pass_pow_drop:g}, ASR -{a.asr_drop:g}, rates: odds x{a.rate_ratio:g} (at least +{a.rate_min_increase:g})")
+    print(
+        f"budget {a.false_pages_per_month:g} false pages a month over {args.series} series x {len(rules)} rules; "
+        f"alert for {args.for_minutes}m; min reference {a.min_reference}; tuned for pass^{a.pass_k} "
+        f"-{a.pass_pow_drop:g}, ASR -{a.asr_drop:g}, rates: odds x{a.rate_ratio:g} (at least +{a.rate_min_increase:g})"
+    )
     if not args.only or args.only == "fleet":
         t = time.time()
-        r = fleet(settings, args.series, args.months, args.reference_mode, args.reference, args.plug_in,
-                  args.for_minutes, args.seed, args.redesign_hours, progress=lambda s: print(s, file=sys.stderr))
-        ref = args.reference_mode + (f", {args.reference} conversations" if args.reference else "") + (
-            ", plug-in" if args.plug_in else "")
-        print(f"\nfleet of {r.series} unchanged series, {r.months:g} months, references: {ref} "
-              f"({time.time() - t:.0f} s)")
-        print(f"{'rule':14} {'pages':>6} {'pages / month':>14} {'95% interval':>16} {'threshold h, nats (median)':>28}")
+        r = fleet(
+            settings,
+            args.series,
+            args.months,
+            args.reference_mode,
+            args.reference,
+            args.plug_in,
+            args.for_minutes,
+            args.seed,
+            args.redesign_hours,
+            progress=lambda s: print(s, file=sys.stderr),
+        )
+        ref = (
+            args.reference_mode
+            + (f", {args.reference} conversations" if args.reference else "")
+            + (", plug-in" if args.plug_in else "")
+        )
+        print(
+            f"\nfleet of {r.series} unchanged series, {r.months:g} months, references: {ref} "
+            f"({time.time() - t:.0f} s)"
+        )
+        print(
+            f"{'rule':14} {'pages':>6} {'pages / month':>14} {'95% interval':>16} {'threshold h, nats (median)':>28}"
+        )
         for rule in rules:
             k = r.pages[rule]
             lo, hi = _poisson_interval(k)
-            print(f"{rule:14} {k:>6} {k / r.months:>14.2f} {f'{lo / r.months:.2f}-{hi / r.months:.2f}':>16} "
-                  f"{np.median(r.h_nats[rule]):>28.2f}")
+            print(
+                f"{rule:14} {k:>6} {k / r.months:>14.2f} {f'{lo / r.months:.2f}-{hi / r.months:.2f}':>16} "
+                f"{np.median(r.h_nats[rule]):>28.2f}"
+            )
         k = sum(r.pages.values())
         lo, hi = _poisson_interval(k)
-        print(f"{'all':14} {k:>6} {k / r.months:>14.2f} {f'{lo / r.months:.2f}-{hi / r.months:.2f}':>16}   "
-              f"budget {r.budget:g} / month")
+        print(
+            f"{'all':14} {k:>6} {k / r.months:>14.2f} {f'{lo / r.months:.2f}-{hi / r.months:.2f}':>16}   "
+            f"budget {r.budget:g} / month"
+        )
         sys.stdout.flush()
     if args.only == "fleet":
         return 0
     pairs_here = 2 * len(rules)
     per_pair = a.false_pages_per_month / (args.series * len(rules))
     delay_settings = Settings(alerts={**a.model_dump(), "false_pages_per_month": per_pair * pairs_here})
-    print(f"\ndelays through the Estimator: canary vs baseline, {args.runs} runs, {args.warm_days:g} days of "
-          f"history; each pair's share {per_pair:.2e} pages a month (as in the fleet of {args.series})")
-    print(f"{'scenario':44} {'minutes median / p95':>21} {'observations median / p95':>27} {'bound':>7} "
-          f"{'h (nats)':>9} {'missed':>7}")
+    print(
+        f"\ndelays through the Estimator: canary vs baseline, {args.runs} runs, {args.warm_days:g} days of "
+        f"history; each pair's share {per_pair:.2e} pages a month (as in the fleet of {args.series})"
+    )
+    print(
+        f"{'scenario':44} {'minutes median / p95':>21} {'observations median / p95':>27} {'bound':>7} "
+        f"{'h (nats)':>9} {'missed':>7}"
+    )
     for i, sc in enumerate(scenarios()):
         if args.only and args.only not in sc.name:
             continue
@@ -399,11 +494,13 @@ def main(argv: list[str] | None = None) -> int:
         if d is not None:
             q0, q1 = _true_q(sc.rule, BASE_RATES), _true_q(sc.rule, {**BASE_RATES, **sc.change})
             bound = information_bound(d.arl0, q0, q1) if kl(q1, q0) > 0 else float("nan")
-        mins = f"{_q(r['minutes'], .5):.0f} / {_q(r['minutes'], .95):.0f}"
-        obs = f"{_q(r['observations'], .5):.0f} / {_q(r['observations'], .95):.0f}"
+        mins = f"{_q(r['minutes'], 0.5):.0f} / {_q(r['minutes'], 0.95):.0f}"
+        obs = f"{_q(r['observations'], 0.5):.0f} / {_q(r['observations'], 0.95):.0f}"
         h = f"{d.threshold:.2f}" if d is not None else ""
-        print(f"{sc.name:44} {mins:>21} {obs:>27} {bound:>7.0f} {h:>9} {r['missed']:>3}/{r['runs']:<3}  "
-              f"({time.time() - t:.0f} s)")
+        print(
+            f"{sc.name:44} {mins:>21} {obs:>27} {bound:>7.0f} {h:>9} {r['missed']:>3}/{r['runs']:<3}  "
+            f"({time.time() - t:.0f} s)"
+        )
         sys.stdout.flush()
     return 0
 

@@ -16,12 +16,12 @@ import tracemalloc
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from agentwatch.collector.assembler import Assembler
-from agentwatch.collector.decode import decode_message
-from agentwatch.collector.reconstruct import build_conversation
 from calibration import calibration_line, calibration_us
 from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
 
+from agentwatch.collector.assembler import Assembler
+from agentwatch.collector.decode import decode_message
+from agentwatch.collector.reconstruct import build_conversation
 from agentwatch.config import CollectorConfig, Settings
 
 TURNS = 2
@@ -322,7 +322,9 @@ def bench_open_memory(w: Workload) -> dict[str, float]:
 # --------------------------------------------------------------------------- through the broker
 
 
-def produce_spans(bootstrap_servers: str, messages: list[bytes], prefix: str, keyed: bool = True) -> tuple[Settings, float]:
+def produce_spans(
+    bootstrap_servers: str, messages: list[bytes], prefix: str, keyed: bool = True
+) -> tuple[Settings, float]:
     """Write `messages` to a fresh span topic as agents do (`keyed`: with the SDK's conversation-key header, else
     as the OTel Collector writes them); the settings of a collector reading it (topics and group named
     `prefix-…`, fast group join) and the seconds producing took."""
@@ -338,7 +340,9 @@ def produce_spans(bootstrap_servers: str, messages: list[bytes], prefix: str, ke
     admin = KafkaAdminClient(bootstrap_servers=bootstrap_servers)
     admin.create_topics([NewTopic(topic, 4, 1), NewTopic(f"{prefix}-rekey-{run}", 4, 1)])
     admin.close()
-    headers = [("content-type", b"application/x-protobuf"), ("agentwatch-key", b"conversation")] if keyed else None
+    headers = (
+        [("content-type", b"application/x-protobuf"), ("agentwatch-key", b"conversation")] if keyed else None
+    )
     producer = KafkaProducer(bootstrap_servers=bootstrap_servers, linger_ms=20, batch_size=1_000_000)
     start = time.perf_counter()
     for i, payload in enumerate(messages):
@@ -373,9 +377,8 @@ def bench_broker(w: Workload, bootstrap_servers: str | None = None, rekey: bool 
     """
     import threading
 
-    from agentwatch.collector.service import CollectorService
-
     from agentwatch.broker import EmbeddedBroker
+    from agentwatch.collector.service import CollectorService
 
     broker = None
     if bootstrap_servers is None:

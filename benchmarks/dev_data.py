@@ -16,11 +16,10 @@ import json
 import time
 from pathlib import Path
 
-from agentwatch.exporters.report.build import build_report
-from agentwatch.scorers import ConversationScorer
-
 from agentwatch.config import Settings
+from agentwatch.exporters.report.build import build_report
 from agentwatch.schema import Conversation
+from agentwatch.scorers import ConversationScorer
 
 DEV_DATA = (
     Path(__file__).resolve().parents[1]

@@ -23,11 +23,10 @@ import time
 import tracemalloc
 from datetime import UTC, datetime
 
+from agentwatch.config import load_settings
 from agentwatch.exporters.estimator import Estimator
 from agentwatch.exporters.exposition import Exposition
 from agentwatch.exporters.summary import over_units, summarise
-
-from agentwatch.config import load_settings
 from agentwatch.schema import ConversationScore
 
 NOW = 1_800_000_000.0
@@ -43,14 +42,25 @@ def judged(score: ConversationScore, i: int) -> ConversationScore:
     label = None
     if i % 10 == 0:
         label = verdict if i % 40 else ("partial_incorrect" if score.passed else "complete")
-    return ConversationScore.model_validate({
-        **score.model_dump(),
-        "graded_by": ["judge", "label"] if label else ["judge"], "judge": "openai:gpt-4o-mini:v1",
-        "judge_outcome": verdict, "judge_sampled": True, "judge_rate": 0.25, "review_rate": 0.025,
-        "review_sampled": label is not None, "label": label,
-        "automated": {"graded_by": ["judge"], "outcome": verdict, "passed": score.passed,
-                      "asr_credit": score.asr_credit},
-    })
+    return ConversationScore.model_validate(
+        {
+            **score.model_dump(),
+            "graded_by": ["judge", "label"] if label else ["judge"],
+            "judge": "openai:gpt-4o-mini:v1",
+            "judge_outcome": verdict,
+            "judge_sampled": True,
+            "judge_rate": 0.25,
+            "review_rate": 0.025,
+            "review_sampled": label is not None,
+            "label": label,
+            "automated": {
+                "graded_by": ["judge"],
+                "outcome": verdict,
+                "passed": score.passed,
+                "asr_credit": score.asr_credit,
+            },
+        }
+    )
 
 
 def scores(count: int, series: int, start: int = 0) -> list[ConversationScore]:
@@ -129,13 +139,17 @@ def repeated_attempts(series: int, count: int, attempts: int) -> None:
     est = Estimator(settings, clock=lambda: NOW)
     batch = with_attempts(scores(count, series), series, attempts)
     dt = ingest(est, batch)
-    print(f"repeated attempts ({attempts} per instance): estimator.add {len(batch) / dt:,.0f} scores/s "
-          f"({series} series)")
+    print(
+        f"repeated attempts ({attempts} per instance): estimator.add {len(batch) / dt:,.0f} scores/s "
+        f"({series} series)"
+    )
     t = time.perf_counter()
     snap = est.snapshot()
     tasks = sum(1 for e in snap if e.method == "tasks")
-    print(f"repeated attempts: first snapshot {len(snap)} series×windows ({tasks} over units) in "
-          f"{time.perf_counter() - t:.3f}s")
+    print(
+        f"repeated attempts: first snapshot {len(snap)} series×windows ({tasks} over units) in "
+        f"{time.perf_counter() - t:.3f}s"
+    )
     for s in with_attempts(scores(100, series, start=count), series, attempts):
         est.add(s)
     t = time.perf_counter()
@@ -144,14 +158,18 @@ def repeated_attempts(series: int, count: int, attempts: int) -> None:
     over_units.cache_clear()  # distinct histograms: what windows that share none cost
     count_w, dt = summarise_seconds(est)
     distinct = over_units.cache_info().currsize
-    print(f"repeated attempts: estimates of {count_w} series×windows without the memo ({distinct} distinct "
-          f"unit histograms): {dt:.3f}s = {dt / max(distinct, 1) * 1e3:.1f} ms per histogram")
+    print(
+        f"repeated attempts: estimates of {count_w} series×windows without the memo ({distinct} distinct "
+        f"unit histograms): {dt:.3f}s = {dt / max(distinct, 1) * 1e3:.1f} ms per histogram"
+    )
     fresh = Estimator(settings, clock=lambda: NOW)
     with_units = added_bytes(fresh, batch)
     without = added_bytes(Estimator(settings, clock=lambda: NOW), scores(count, series))
     units = sum(len(u) for u in fresh._units_seen.values())
-    print(f"repeated attempts: {units:,} units tracked, {(with_units - without) / units:,.0f} bytes per unit "
-          f"beyond the same scores without units")
+    print(
+        f"repeated attempts: {units:,} units tracked, {(with_units - without) / units:,.0f} bytes per unit "
+        f"beyond the same scores without units"
+    )
 
 
 def summarise_seconds(est: Estimator) -> tuple[int, float]:
@@ -182,13 +200,25 @@ def alert_tests(series: int, per_series: int = 2100) -> None:
     for i in range(series * per_series):
         s = i % series
         passed = (i * 7919) % 10 < 8
-        batch.append(ConversationScore(
-            conversation_id=f"a{i}", agent=f"agent{s // 10}", version="v1", task=f"task{s % 10}", turns=1,
-            passed=passed, outcome="complete" if passed else "partial_incorrect", outcome_source="rules",
-            asr_credit=1.0 if passed else 0.0, evidence=["error"] if i % 37 == 0 else [],
-            ended_at=datetime.fromtimestamp(NOW - 60 - (i % 20_000), UTC)))
+        batch.append(
+            ConversationScore(
+                conversation_id=f"a{i}",
+                agent=f"agent{s // 10}",
+                version="v1",
+                task=f"task{s % 10}",
+                turns=1,
+                passed=passed,
+                outcome="complete" if passed else "partial_incorrect",
+                outcome_source="rules",
+                asr_credit=1.0 if passed else 0.0,
+                evidence=["error"] if i % 37 == 0 else [],
+                ended_at=datetime.fromtimestamp(NOW - 60 - (i % 20_000), UTC),
+            )
+        )
     dt = ingest(est, batch)
-    print(f"alerts: {len(batch):,} scores into {series} series in {dt:.1f}s = {len(batch) / dt:,.0f} scores/s")
+    print(
+        f"alerts: {len(batch):,} scores into {series} series in {dt:.1f}s = {len(batch) / dt:,.0f} scores/s"
+    )
     clear_designs()
     t = time.perf_counter()
     snapshots, tests = 0, 0
@@ -199,25 +229,33 @@ def alert_tests(series: int, per_series: int = 2100) -> None:
         if got == tests:
             break
         tests = got
-    print(f"alerts: {tests} (series, rule) tests designed in {snapshots - 1} snapshot(s), "
-          f"{time.perf_counter() - t:.2f}s ({(time.perf_counter() - t) / max(tests, 1) * 1e3:.1f} ms per test)")
+    print(
+        f"alerts: {tests} (series, rule) tests designed in {snapshots - 1} snapshot(s), "
+        f"{time.perf_counter() - t:.2f}s ({(time.perf_counter() - t) / max(tests, 1) * 1e3:.1f} ms per test)"
+    )
     t = time.perf_counter()
     est.snapshot()
     print(f"alerts: snapshot with every design memoised: {time.perf_counter() - t:.3f}s")
     t = time.perf_counter()
     alerts = est.alerts()
-    print(f"alerts: Estimator.alerts() of {sum(len(v) for v in alerts.values())} tests: "
-          f"{time.perf_counter() - t:.3f}s")
+    print(
+        f"alerts: Estimator.alerts() of {sum(len(v) for v in alerts.values())} tests: "
+        f"{time.perf_counter() - t:.3f}s"
+    )
     _, _, samples = scrape(Exposition(lambda: est))
-    print(f"alerts: /metrics of {series} series: {samples:,} samples, {4 * tests:,} of them agentwatch_alert_* "
-          f"({4 * tests / series:.0f} per series)")
+    print(
+        f"alerts: /metrics of {series} series: {samples:,} samples, {4 * tests:,} of them agentwatch_alert_* "
+        f"({4 * tests / series:.0f} per series)"
+    )
     gc.collect()
     tracemalloc.start()
     rings = [Minutes(est.alert_params.minutes) for _ in range(100)]
     held = tracemalloc.get_traced_memory()[0]
     tracemalloc.stop()
-    print(f"alerts: per-minute counts of {est.alert_params.minutes} minutes: {held / len(rings):,.0f} bytes per "
-          "real series")
+    print(
+        f"alerts: per-minute counts of {est.alert_params.minutes} minutes: {held / len(rings):,.0f} bytes per "
+        "real series"
+    )
 
 
 def main() -> None:
@@ -239,11 +277,15 @@ def main() -> None:
     est = Estimator(settings, clock=lambda: NOW)
     batch = scores(max(args.scores, args.series), args.series)
     dt = ingest(est, batch)
-    print(f"estimator.add: {len(batch)} scores in {dt:.2f}s = {len(batch) / dt:,.0f} scores/s "
-          f"({args.series} series, {len(windows)} windows, aggregate task='*' included)")
+    print(
+        f"estimator.add: {len(batch)} scores in {dt:.2f}s = {len(batch) / dt:,.0f} scores/s "
+        f"({args.series} series, {len(windows)} windows, aggregate task='*' included)"
+    )
     t = time.perf_counter()
     snap = est.snapshot()
-    print(f"first snapshot (all windows computed): {len(snap)} series×windows in {time.perf_counter() - t:.3f}s")
+    print(
+        f"first snapshot (all windows computed): {len(snap)} series×windows in {time.perf_counter() - t:.3f}s"
+    )
     t = time.perf_counter()
     est.snapshot()
     print(f"unchanged snapshot (cached): {time.perf_counter() - t:.3f}s")
@@ -253,16 +295,20 @@ def main() -> None:
     exposition = Exposition(lambda: est)
     for label in ("first render", "unchanged"):
         dt, size, samples = scrape(exposition)
-        print(f"/metrics ({label}) of {len(snap)} series×windows: {samples:,} samples, {size / 1e6:.1f} MB "
-              f"in {dt:.3f}s")
+        print(
+            f"/metrics ({label}) of {len(snap)} series×windows: {samples:,} samples, {size / 1e6:.1f} MB "
+            f"in {dt:.3f}s"
+        )
     for s in scores(100, args.series, start=len(batch)):
         est.add(s)
     dt, _, samples = scrape(exposition)
     print(f"/metrics after 100 new scores: {dt:.3f}s")
 
     per_id = bytes_per_tracked_id()
-    print(f"memory per tracked conversation identity (for de-duplication and revisions): {per_id:,.0f} bytes "
-          f"(1M conversations in the longest window ≈ {per_id * 1e6 / 2**20:,.0f} MiB)")
+    print(
+        f"memory per tracked conversation identity (for de-duplication and revisions): {per_id:,.0f} bytes "
+        f"(1M conversations in the longest window ≈ {per_id * 1e6 / 2**20:,.0f} MiB)"
+    )
 
     # About 20,000 Prometheus samples: 190 estimator series (+ 19 task="*" aggregates), one window.
     small = Estimator(load_settings(exporter={"windows": ["1h"]}), clock=lambda: NOW)

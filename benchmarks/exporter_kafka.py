@@ -26,12 +26,24 @@ def score_records(count: int, series: int, now: float) -> list[bytes]:
     for i in range(count):
         s = i % series
         passed = (i * 7919) % 10 < 8
-        out.append(ConversationScore(
-            conversation_id=f"c{i}", agent=f"agent{s // 10}", version="v1", task=f"task{s % 10}", turns=1,
-            passed=passed, outcome="complete" if passed else "partial_incorrect", outcome_source="rules",
-            asr_credit=1.0 if passed else 0.0, cost_usd=0.001 * (i % 100), duration_s=float(i % 60),
-            ended_at=datetime.fromtimestamp(now - 60 - (i % 3000), UTC),
-        ).model_dump_json().encode())
+        out.append(
+            ConversationScore(
+                conversation_id=f"c{i}",
+                agent=f"agent{s // 10}",
+                version="v1",
+                task=f"task{s % 10}",
+                turns=1,
+                passed=passed,
+                outcome="complete" if passed else "partial_incorrect",
+                outcome_source="rules",
+                asr_credit=1.0 if passed else 0.0,
+                cost_usd=0.001 * (i % 100),
+                duration_s=float(i % 60),
+                ended_at=datetime.fromtimestamp(now - 60 - (i % 3000), UTC),
+            )
+            .model_dump_json()
+            .encode()
+        )
     return out
 
 
@@ -59,8 +71,13 @@ def consume_once(bootstrap: str, topic: str, count: int) -> float:
 
     settings = load_settings(
         kafka={"bootstrap_servers": bootstrap},
-        exporter={"scores_topic": topic, "group_id": f"bench-{uuid.uuid4().hex[:8]}", "poll_timeout_ms": 100,
-                  "session_timeout_ms": 2000, "heartbeat_interval_ms": 500},
+        exporter={
+            "scores_topic": topic,
+            "group_id": f"bench-{uuid.uuid4().hex[:8]}",
+            "poll_timeout_ms": 100,
+            "session_timeout_ms": 2000,
+            "heartbeat_interval_ms": 500,
+        },
     )
     service = ExporterService(settings)
     marks: list[float] = []
@@ -102,8 +119,10 @@ def main() -> None:
         produce(broker.bootstrap_servers, topic, records, args.partitions)
         times = [consume_once(broker.bootstrap_servers, topic, args.scores) for _ in range(args.runs)]
     rates = sorted(args.scores / t for t in times)
-    print(f"exporter from Kafka: {args.scores} scores, {args.series} series, {args.partitions} partitions: "
-          f"median {statistics.median(rates):,.0f} scores/s (runs: {', '.join(f'{r:,.0f}' for r in rates)})")
+    print(
+        f"exporter from Kafka: {args.scores} scores, {args.series} series, {args.partitions} partitions: "
+        f"median {statistics.median(rates):,.0f} scores/s (runs: {', '.join(f'{r:,.0f}' for r in rates)})"
+    )
 
 
 if __name__ == "__main__":

@@ -66,7 +66,9 @@ class JudgeServer:
     def __init__(self, latency_s: float) -> None:
         self._proc = subprocess.Popen(
             [sys.executable, __file__, "--serve-judge", str(latency_s)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
         )
         port = int(self._proc.stdout.readline())  # type: ignore[union-attr]
         self.base_url = f"http://127.0.0.1:{port}/v1"
@@ -87,8 +89,13 @@ def run_collector(
 
     settings, _ = _workload_module().produce_spans(bootstrap, messages, "bench-judge")
     settings.judge = JudgeConfig(
-        enabled=True, base_url=judge_url, model="gpt-4o-mini", api_key_env=KEY_ENV, concurrency=concurrency,
-        hourly_usd=None, daily_usd=None,
+        enabled=True,
+        base_url=judge_url,
+        model="gpt-4o-mini",
+        api_key_env=KEY_ENV,
+        concurrency=concurrency,
+        hourly_usd=None,
+        daily_usd=None,
     )
     settings.sampling = SamplingConfig(judge_rate=1.0)
     service = CollectorService(settings)
@@ -138,7 +145,10 @@ def main() -> None:
     parser.add_argument("--conversations", type=int, default=400, help="conversations per run")
     parser.add_argument("--latency-ms", type=float, default=200.0, help="the fake judge's latency")
     parser.add_argument(
-        "--concurrency", type=int, nargs="*", default=[16],
+        "--concurrency",
+        type=int,
+        nargs="*",
+        default=[16],
         help="judge concurrencies to compare with the default",
     )
     parser.add_argument("--bootstrap-servers", default=None, help="use this broker, not an embedded one")

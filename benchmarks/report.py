@@ -91,8 +91,11 @@ def html_report(n: int) -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         source = next(TAU_BENCH.glob("*.json.gz"))
-        subprocess.run([sys.executable, "-m", "agentwatch", "import", "tau-bench", str(source), "--out", tmp],
-                       check=True, capture_output=True)
+        subprocess.run(
+            [sys.executable, "-m", "agentwatch", "import", "tau-bench", str(source), "--out", tmp],
+            check=True,
+            capture_output=True,
+        )
         lines = [json.loads(line) for line in (Path(tmp) / "transcripts.jsonl").read_text().splitlines()]
         settings = load_settings(Path(tmp) / "policies.yaml")
     scorer = ConversationScorer(settings)
@@ -183,8 +186,10 @@ def main() -> None:
             for i in range(args.n):
                 line["conversation_id"] = str(i)
                 fh.write(json.dumps(line) + "\n")
-        for label, unknown in (("read gzip transcripts", None),
-                               ("read gzip transcripts, unknown keys checked (score)", UnknownKeys())):
+        for label, unknown in (
+            ("read gzip transcripts", None),
+            ("read gzip transcripts, unknown keys checked (score)", UnknownKeys()),
+        ):
             start = time.perf_counter()
             count = sum(1 for _ in iter_conversations(path, [], unknown=unknown))
             elapsed = time.perf_counter() - start

@@ -8,11 +8,11 @@ from __future__ import annotations
 import argparse
 import time
 
-from agentwatch.scorers import ConversationScorer
 from calibration import calibration_us
 
 from agentwatch.config import Settings
 from agentwatch.schema import Conversation
+from agentwatch.scorers import ConversationScorer
 
 
 def synthetic(i: int) -> Conversation:

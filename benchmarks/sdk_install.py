@@ -29,7 +29,9 @@ SOURCES = ("pyproject.toml", "README.md", "agentwatch", "collector", "scorers", 
 def site_packages_bytes(venv: Path) -> int:
     """Bytes under the venv's site-packages (du -sb)."""
     (site,) = venv.glob("lib/python*/site-packages")
-    return int(subprocess.run(["du", "-sb", str(site)], capture_output=True, text=True, check=True).stdout.split()[0])
+    return int(
+        subprocess.run(["du", "-sb", str(site)], capture_output=True, text=True, check=True).stdout.split()[0]
+    )
 
 
 def make_venv(path: Path) -> Path:
@@ -48,8 +50,13 @@ def sdk_only_venv(work: Path) -> Path:
         else:
             shutil.copy(ROOT / name, source / name)
     python = make_venv(work / "sdk")
-    subprocess.run([str(python), "-m", "pip", "install", "-q", str(source)], env=clean_env(),
-                   check=True, capture_output=True, timeout=900)
+    subprocess.run(
+        [str(python), "-m", "pip", "install", "-q", str(source)],
+        env=clean_env(),
+        check=True,
+        capture_output=True,
+        timeout=900,
+    )
     return python
 
 
@@ -74,8 +81,12 @@ def importtime_us(python: Path, module: str) -> int:
     """Cumulative µs `python -X importtime` reports for module (median of 5)."""
     found = []
     for _ in range(5):
-        err = subprocess.run([str(python), "-X", "importtime", "-c", f"import {module}"], capture_output=True,
-                             text=True, check=True).stderr
+        err = subprocess.run(
+            [str(python), "-X", "importtime", "-c", f"import {module}"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stderr
         lines = [ln for ln in err.splitlines() if re.search(rf"\|\s*{re.escape(module)}$", ln)]
         found.append(int(lines[-1].split("|")[1]))
     return int(statistics.median(found))
@@ -92,17 +103,22 @@ def main() -> None:
         python = sdk_only_venv(work)
         install_s = time.perf_counter() - t0
         size = site_packages_bytes(python.parents[1]) - site_packages_bytes(work / "bare")
-        listed = subprocess.run([str(python), "-m", "pip", "list", "--format=freeze"], capture_output=True, text=True,
-                                check=True).stdout.split()
+        listed = subprocess.run(
+            [str(python), "-m", "pip", "list", "--format=freeze"], capture_output=True, text=True, check=True
+        ).stdout.split()
         base = median_start_s(bare, "pass", args.imports)
         sdk = median_start_s(python, "import agentwatch.sdk", args.imports)
         print("SDK-only install (pip install agentwatch, no extras)")
         print(f"  pip install time: {install_s:.1f} s (pip cache warm or not, as it was)")
         print(f"  site-packages beyond a bare venv: {size / 1e6:.1f} MB")
         print(f"  distributions ({len(listed)}): {' '.join(sorted(listed, key=str.lower))}")
-        print(f"  import agentwatch.sdk: {1e3 * (sdk - base):.0f} ms over a bare interpreter start "
-              f"(median of {args.imports}: {1e3 * sdk:.0f} ms vs {1e3 * base:.0f} ms)")
-        print(f"  python -X importtime, agentwatch.sdk cumulative: {importtime_us(python, 'agentwatch.sdk') / 1e3:.0f} ms")
+        print(
+            f"  import agentwatch.sdk: {1e3 * (sdk - base):.0f} ms over a bare interpreter start "
+            f"(median of {args.imports}: {1e3 * sdk:.0f} ms vs {1e3 * base:.0f} ms)"
+        )
+        print(
+            f"  python -X importtime, agentwatch.sdk cumulative: {importtime_us(python, 'agentwatch.sdk') / 1e3:.0f} ms"
+        )
 
 
 if __name__ == "__main__":

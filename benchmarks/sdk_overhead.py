@@ -46,7 +46,9 @@ def lookup(city: str, units: str = "metric") -> dict[str, Any]:
 def time_once(fn: Callable[..., Any], calls: int, in_conv: bool) -> tuple[float, float]:
     """(wall, caller-thread CPU) µs per call over one run of `calls` calls."""
     gc.collect()
-    scope = conversation(task="bench", agent="bench-agent", user="u1") if in_conv else contextlib.nullcontext()
+    scope = (
+        conversation(task="bench", agent="bench-agent", user="u1") if in_conv else contextlib.nullcontext()
+    )
     with scope:
         t0, c0 = time.perf_counter(), time.thread_time()
         for _ in range(calls):
@@ -54,8 +56,9 @@ def time_once(fn: Callable[..., Any], calls: int, in_conv: bool) -> tuple[float,
         return (time.perf_counter() - t0) / calls * 1e6, (time.thread_time() - c0) / calls * 1e6
 
 
-def measure(variants: dict[str, Variant], calls: int, repeats: int,
-            between: Callable[[], None] = lambda: None) -> dict[str, tuple[float, float]]:
+def measure(
+    variants: dict[str, Variant], calls: int, repeats: int, between: Callable[[], None] = lambda: None
+) -> dict[str, tuple[float, float]]:
     """Median (wall, caller-thread CPU) µs per call of each variant, the variants taking turns every repeat."""
     for fn, in_conv in variants.values():  # warm-up
         time_once(fn, min(calls, 1000), in_conv)
@@ -120,8 +123,10 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=25, help="timed runs per variant (interleaved)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.CRITICAL)
-    print(f"agentwatch SDK overhead: {args.calls} calls x {args.repeats} interleaved runs, median µs per call "
-          "(wall clock; CPU time of the calling thread)")
+    print(
+        f"agentwatch SDK overhead: {args.calls} calls x {args.repeats} interleaved runs, median µs per call "
+        "(wall clock; CPU time of the calling thread)"
+    )
 
     memory = InMemorySpanExporter()
     provider = TracerProvider()
@@ -142,20 +147,32 @@ def main() -> None:
         from agentwatch.broker import EmbeddedBroker
 
         with EmbeddedBroker() as broker:
-            exporter = KafkaSpanExporter(broker.bootstrap_servers, topic="bench.spans", max_in_flight_spans=1_000_000)
+            exporter = KafkaSpanExporter(
+                broker.bootstrap_servers, topic="bench.spans", max_in_flight_spans=1_000_000
+            )
             kafka_provider = TracerProvider()
             # a queue that holds every span of a timed run: the figures time @trace, not the processor's drops
-            configure("none", tracer_provider=kafka_provider,
-                      extra_processors=[BatchSpanProcessor(exporter, max_queue_size=1_000_000)])
-            kafka = measure({"@trace, Kafka exporter": (traced, False),
-                             "@trace, Kafka exporter, inside conversation()": (traced, True)},
-                            args.calls, args.repeats)
+            configure(
+                "none",
+                tracer_provider=kafka_provider,
+                extra_processors=[BatchSpanProcessor(exporter, max_queue_size=1_000_000)],
+            )
+            kafka = measure(
+                {
+                    "@trace, Kafka exporter": (traced, False),
+                    "@trace, Kafka exporter, inside conversation()": (traced, True),
+                },
+                args.calls,
+                args.repeats,
+            )
             results.update(kafka)
             kafka_provider.force_flush()
             exporter.force_flush(60_000)
             stats = exporter.stats()
-            print(f"  Kafka exporter: sent {stats['sent_spans']} spans in {stats['sent_messages']} messages, "
-                  f"dropped {stats['dropped_spans']}")
+            print(
+                f"  Kafka exporter: sent {stats['sent_spans']} spans in {stats['sent_messages']} messages, "
+                f"dropped {stats['dropped_spans']}"
+            )
             sdk.shutdown()
             kafka_provider.shutdown()
     except RuntimeError as exc:
@@ -164,9 +181,16 @@ def main() -> None:
     configure(memory, tracer_provider=provider)
     found = peers()
     if found:
-        peer_results = measure({"raw OTel span (again, beside peers)": (raw, False),
-                                "@trace (again, beside peers)": (traced, False), **found},
-                               args.calls, args.repeats, between=memory.clear)
+        peer_results = measure(
+            {
+                "raw OTel span (again, beside peers)": (raw, False),
+                "@trace (again, beside peers)": (traced, False),
+                **found,
+            },
+            args.calls,
+            args.repeats,
+            between=memory.clear,
+        )
         results.update(peer_results)
 
     width = max(len(k) for k in results)
@@ -178,8 +202,10 @@ def main() -> None:
         return f"{results[a][0] / results[b][0]:.2f} wall, {results[a][1] / results[b][1]:.2f} CPU"
 
     print(f"ratio @trace / raw span: {ratio('@trace', 'raw OTel span')}  (target <= 1.25)")
-    print(f"ratio @trace / raw span, inside conversation(): "
-          f"{ratio('@trace, inside conversation()', 'raw OTel span, inside conversation()')}")
+    print(
+        f"ratio @trace / raw span, inside conversation(): "
+        f"{ratio('@trace, inside conversation()', 'raw OTel span, inside conversation()')}"
+    )
     if "@trace, Kafka exporter" in results:
         print(f"ratio @trace Kafka / raw span (memory): {ratio('@trace, Kafka exporter', 'raw OTel span')}")
     for name in found:

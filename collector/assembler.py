@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 
 from agentwatch.collector.conventions import END_KEYS
 from agentwatch.collector.decode import SpanRecord
-
 from agentwatch.config import CollectorConfig
 
 log = logging.getLogger(__name__)
@@ -290,7 +289,9 @@ class Assembler:
         by_reason = self.stats.finished_by_reason
         by_reason[reason] = by_reason.get(reason, 0) + 1
         self.stats.open_conversations = len(self._open)
-        return FinishedConversation(cid, partition, list(conv.spans.values()), reason, incomplete, conv.min_offset)
+        return FinishedConversation(
+            cid, partition, list(conv.spans.values()), reason, incomplete, conv.min_offset
+        )
 
 
 def _span_bytes(span: SpanRecord) -> int:

@@ -6,6 +6,9 @@ import base64
 import logging
 from typing import Any
 
+from google.protobuf.message import DecodeError as _PbDecodeError
+from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status, TracesData
+
 from agentwatch.collector.conventions import (
     CONVERSATION_KEYS,
     ERROR_TYPE_KEYS,
@@ -29,8 +32,6 @@ from agentwatch.collector.span_record import (
     truncate,
     with_conversations,
 )
-from google.protobuf.message import DecodeError as _PbDecodeError
-from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status, TracesData
 
 __all__ = ["TRUNCATION_MARKER", "DecodeError", "SpanRecord", "decode_message", "encode_spans_otlp"]
 

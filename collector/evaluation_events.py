@@ -25,11 +25,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags, set_span_in_context
+
 from agentwatch.collector.assembler import FinishedConversation
 from agentwatch.collector.reconstruct import _Forest
 from agentwatch.judge.verdict import FAILURE_CODES
-from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags, set_span_in_context
-
 from agentwatch.schema import ConversationScore, Outcome
 
 log = logging.getLogger(__name__)
@@ -223,7 +223,9 @@ class _CountingExporter:
         if not ok:
             log.warning(
                 "evaluation events: %d record(s) dropped, export to %s failed (%d dropped so far)",
-                len(batch), self._endpoint, self._stats.dropped,
+                len(batch),
+                self._endpoint,
+                self._stats.dropped,
             )
         return result
 

@@ -14,7 +14,6 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 
 from agentwatch.judge.verdict import JudgeVerdict
-
 from agentwatch.schema import Conversation
 
 
@@ -54,7 +53,9 @@ class PendingVerdicts:
             return []
         keep: list[_Waiting] = []
         done: list[_Waiting] = []
-        for w in self._waiting:  # one look at each future: one that completes meanwhile waits for the next call
+        for (
+            w
+        ) in self._waiting:  # one look at each future: one that completes meanwhile waits for the next call
             (done if w.verdict.done() else keep).append(w)
         self._waiting = keep
         return [(w.conversation, w.verdict.result(), w.ids) for w in done]

@@ -13,6 +13,7 @@ import sys
 from collections import OrderedDict
 from dataclasses import dataclass
 
+from agentwatch import wire
 from agentwatch.collector.conventions import (
     AGENT_KEYS,
     OPENINFERENCE_KIND_KEY,
@@ -22,8 +23,6 @@ from agentwatch.collector.conventions import (
     first,
 )
 from agentwatch.collector.decode import SpanRecord
-
-from agentwatch import wire
 from agentwatch.schema import ConversationScore, normalize_outcome
 
 FOUND, UNKNOWN, AMBIGUOUS = "found", "unknown", "ambiguous"
@@ -94,4 +93,6 @@ class ScoreMemory:
     def bytes_estimate(self) -> int:
         """Approximate memory held, in bytes."""
         per_entry = sys.getsizeof(("a", "b")) + 64  # key tuple and dict slot
-        return sum(len(p) + sys.getsizeof(b"") + per_entry + len(k[0]) + len(k[1]) for k, p in self._scores.items())
+        return sum(
+            len(p) + sys.getsizeof(b"") + per_entry + len(k[0]) + len(k[1]) for k, p in self._scores.items()
+        )

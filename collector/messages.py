@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from pydantic_core import from_json
+
 from agentwatch.collector import conventions as cv
 from agentwatch.collector.decode import SpanRecord
-from pydantic_core import from_json
 
 _loads = from_json  # Rust JSON parser shipped with pydantic; ~3x json.loads on short messages
 

@@ -77,7 +77,9 @@ def iter_records(data: bytes) -> Iterator[tuple[str, bytes, str]]:
         try:
             json.loads(data)
         except (ValueError, RecursionError):
-            if data[:1] == b"\n" and _is_protobuf(data):  # a tag byte 0x0a, then a length that reads "{" or "["
+            if data[:1] == b"\n" and _is_protobuf(
+                data
+            ):  # a tag byte 0x0a, then a length that reads "{" or "["
                 yield "message", data, PROTOBUF
                 return
             for number, line in enumerate(data.splitlines(), start=1):

@@ -47,7 +47,9 @@ def _field(
     return field
 
 
-def _message(name: str, fields: list[descriptor_pb2.FieldDescriptorProto], attributes_map: bool = False) -> descriptor_pb2.DescriptorProto:
+def _message(
+    name: str, fields: list[descriptor_pb2.FieldDescriptorProto], attributes_map: bool = False
+) -> descriptor_pb2.DescriptorProto:
     """A message declaration; with `attributes_map`, its nested `AttributesEntry` map entry type."""
     message = descriptor_pb2.DescriptorProto(name=name, field=fields)
     if attributes_map:

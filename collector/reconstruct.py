@@ -8,6 +8,10 @@ from datetime import UTC, datetime
 from operator import attrgetter
 from typing import Any
 
+from pydantic import ValidationError
+from pydantic_core import from_json
+
+from agentwatch import wire
 from agentwatch.collector import conventions as cv
 from agentwatch.collector.assembler import FinishedConversation
 from agentwatch.collector.decode import SpanRecord
@@ -21,10 +25,6 @@ from agentwatch.collector.messages import (
     system_text,
     tools_from_messages,
 )
-from pydantic import ValidationError
-from pydantic_core import from_json
-
-from agentwatch import wire
 from agentwatch.schema import Conversation, Expectation, Turn, instance_text, normalize_outcome
 
 log = logging.getLogger(__name__)
@@ -461,7 +461,11 @@ def split_by_agent(finished: FinishedConversation) -> list[FinishedConversation]
             groups[by_trace.get(span.trace_id, default)].append(span)
     return [
         FinishedConversation(
-            finished.conversation_id, finished.partition, group, finished.reason, finished.incomplete,
+            finished.conversation_id,
+            finished.partition,
+            group,
+            finished.reason,
+            finished.incomplete,
             finished.min_offset,
         )
         for group in groups.values()

@@ -12,11 +12,10 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
+from agentwatch import wire
 from agentwatch.collector.decode import SpanRecord, encode_spans_otlp
 from agentwatch.collector.span_record import conversation_of
 from agentwatch.collector.trace_join import KEY_TRACE, KEY_TRACE_CONVERSATION
-
-from agentwatch import wire
 
 log = logging.getLogger(__name__)
 
@@ -94,7 +93,12 @@ class Rekeyer:
             sent += 1
         if unknown:
             for tid, group in unknown.items():
-                send(self._topic, value=encode_spans_otlp(group), key=tid.encode("ascii"), headers=TRACE_HEADERS)
+                send(
+                    self._topic,
+                    value=encode_spans_otlp(group),
+                    key=tid.encode("ascii"),
+                    headers=TRACE_HEADERS,
+                )
             sent += len(unknown)
         return sent
 

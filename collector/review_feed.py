@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from agentwatch.review_records import Sample, TranscriptRecord, review_sample_of
@@ -48,7 +48,7 @@ class ReviewFeed:
             sample=sample,
             conversation=conv,
             score=score,
-            published_at=datetime.now(timezone.utc),
+            published_at=datetime.now(UTC),
         )
         payload = record.model_dump_json().encode()
         if len(payload) > self._max_bytes:
@@ -60,9 +60,7 @@ class ReviewFeed:
         sample = review_sample_of(score)
         if sample is None:
             return
-        record = TranscriptRecord(
-            kind="revision", sample=sample, score=score, published_at=datetime.now(timezone.utc)
-        )
+        record = TranscriptRecord(kind="revision", sample=sample, score=score, published_at=datetime.now(UTC))
         self._send(score, sample, record.model_dump_json().encode())
 
     def _send(self, score: ConversationScore, sample: Sample, payload: bytes) -> None:

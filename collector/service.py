@@ -18,6 +18,9 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
+
+from agentwatch import wire
 from agentwatch.collector.assembler import Assembler, FinishedConversation
 from agentwatch.collector.deadletter import DeadLetterPublisher
 from agentwatch.collector.decode import DecodeError, SpanRecord, decode_message
@@ -27,20 +30,17 @@ from agentwatch.collector.labels import AMBIGUOUS, FOUND, LateLabel, ScoreMemory
 from agentwatch.collector.metrics import PipelineStats
 from agentwatch.collector.producer import ProduceError, RecordProducer, producer_config
 from agentwatch.collector.reconstruct import build_conversation, split_by_agent
-from agentwatch.collector.review_feed import ReviewFeed
 from agentwatch.collector.rekey import CONTENT_TYPE_HEADER, Rekeyer, header, key_mode, keyed_by_conversation
+from agentwatch.collector.review_feed import ReviewFeed
 from agentwatch.collector.topics import ensure_pipeline_topics
 from agentwatch.collector.trace_join import KEY_TRACE, KEY_TRACE_CONVERSATION, TraceJoin
+from agentwatch.config import Settings
 from agentwatch.judge.runner import JudgeRunner
 from agentwatch.judge.verdict import JudgeVerdict
-from agentwatch.scorers import ConversationScorer, unscored
-from agentwatch.scorers.relabel import relabel
-from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
-
-from agentwatch import wire
-from agentwatch.config import Settings
 from agentwatch.kafka_security import service_settings
 from agentwatch.schema import Conversation, ConversationScore, Outcome
+from agentwatch.scorers import ConversationScorer, unscored
+from agentwatch.scorers.relabel import relabel
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +85,9 @@ class CollectorService:
         self._pending_settings: Settings | None = None
         self.stats = PipelineStats()
         self.assembler = Assembler(self.config)
-        self.join = TraceJoin(self.config.trace_join_timeout_s, self.config.max_held_spans, self.config.trace_memory)
+        self.join = TraceJoin(
+            self.config.trace_join_timeout_s, self.config.max_held_spans, self.config.trace_memory
+        )
         self.scores = ScoreMemory(self.config.label_memory)  # what a late label revises
         if judge_runner is None and settings.judge.enabled:
             judge_runner = JudgeRunner.from_settings(settings)
@@ -136,8 +138,9 @@ class CollectorService:
         rekeyer = Rekeyer(self._out, cfg.rekey_topic)
         dead = self._dead = DeadLetterPublisher(self._out, cfg.dead_letter_topic)
         if cfg.transcripts_topic:
-            self.review = ReviewFeed(self._out, cfg.transcripts_topic, cfg.max_transcript_bytes,
-                                     self._score_headers[1:])
+            self.review = ReviewFeed(
+                self._out, cfg.transcripts_topic, cfg.max_transcript_bytes, self._score_headers[1:]
+            )
         topics = list(dict.fromkeys([*cfg.input_topics, cfg.rekey_topic]))
         self._consumer = Consumer(
             {
@@ -232,8 +235,9 @@ class CollectorService:
         if hop == KEY_TRACE_CONVERSATION:  # the trace join: a trace's conversation, announced
             key, cid = record.key or b"", record.value or b""
             if key and cid:
-                released = self.join.announce(key.decode("ascii", "replace"), cid.decode("utf-8", "replace"), vp,
-                                              offset, now)
+                released = self.join.announce(
+                    key.decode("ascii", "replace"), cid.decode("utf-8", "replace"), vp, offset, now
+                )
                 self._rejoin(rekeyer, released)
             self.assembler.message_done(vp, offset)
             return
@@ -360,7 +364,9 @@ class CollectorService:
             log.warning("%d conversations still wait for the judge; they will be replayed", len(self.pending))
 
     def _publish(
-        self, score: ConversationScore, ids: tuple[str | None, str | None] = (None, None),
+        self,
+        score: ConversationScore,
+        ids: tuple[str | None, str | None] = (None, None),
         conv: Conversation | None = None,
     ) -> None:
         """Queue one score for the scores topic (and, with its transcript `conv` or as a revision, for
@@ -368,7 +374,9 @@ class CollectorService:
         `ids`, trace and span id) when configured."""
         assert self._out is not None
         payload = score.model_dump_json().encode()
-        self._out.send(self.config.scores_topic, value=payload, key=series_key(score), headers=self._score_headers)
+        self._out.send(
+            self.config.scores_topic, value=payload, key=series_key(score), headers=self._score_headers
+        )
         if self.review is not None and conv is not None:
             self.review.transcript(score, conv)
         elif self.review is not None:
@@ -390,7 +398,9 @@ class CollectorService:
                     keep.append(span)
                 continue
             status, _ = self.scores.find(label.conversation_id, label.agent)
-            if status != FOUND:  # may open a conversation; if it holds nothing but labels, `_emit` dead-letters it
+            if (
+                status != FOUND
+            ):  # may open a conversation; if it holds nothing but labels, `_emit` dead-letters it
                 if keep is not None:
                     keep.append(span)
                 continue
@@ -414,7 +424,10 @@ class CollectorService:
             return
         self.stats.count_label("revised")
         log.info(
-            "late label %s for %s (%s): revision %d", label.outcome, label.conversation_id, first_score.agent,
+            "late label %s for %s (%s): revision %d",
+            label.outcome,
+            label.conversation_id,
+            first_score.agent,
             revised.revision,
         )
         self._publish(revised)
@@ -423,16 +436,22 @@ class CollectorService:
         detail = f"label {label.outcome} for conversation {label.conversation_id!r}"
         if label.agent:
             detail += f" of agent {label.agent!r}"
-        detail += ": no score of it is remembered by this collector" if reason.endswith("unknown_conversation") else (
-            ": several agents used this id and the label does not name one"
+        detail += (
+            ": no score of it is remembered by this collector"
+            if reason.endswith("unknown_conversation")
+            else (": several agents used this id and the label does not name one")
         )
         self.stats.reject(reason)
         assert self._dead is not None
-        if record is None:  # the label spans were assembled as a conversation of their own: keep what they said
+        if (
+            record is None
+        ):  # the label spans were assembled as a conversation of their own: keep what they said
             value = json.dumps(
                 {"conversation_id": label.conversation_id, "agent": label.agent, "outcome": label.outcome}
             ).encode()
-            record = _Record("", -1, -1, label.conversation_id.encode(), value, [("content-type", b"application/json")])
+            record = _Record(
+                "", -1, -1, label.conversation_id.encode(), value, [("content-type", b"application/json")]
+            )
         self._dead.publish(record, reason, detail)
 
     # ----------------------------------------------------------------------------------------- offsets
@@ -444,8 +463,11 @@ class CollectorService:
         offsets: list[TopicPartition] = []
         for tp in tps:
             vp = self._vparts.get(tp)
-            offset = self.assembler.committable(vp, _lowest(self.pending.low_offset(vp), self.join.low_offset(vp))
-                                                ) if vp is not None else None
+            offset = (
+                self.assembler.committable(vp, _lowest(self.pending.low_offset(vp), self.join.low_offset(vp)))
+                if vp is not None
+                else None
+            )
             if offset is not None and offset != self._committed.get(tp):
                 offsets.append(TopicPartition(tp[0], tp[1], offset))
         return offsets
@@ -487,12 +509,17 @@ class CollectorService:
             metadata = consumer.list_topics(timeout=5)
             total = sum(len(metadata.topics[t].partitions) for t in topics if t in metadata.topics)
         except Exception:  # noqa: BLE001 - a guess of the share must never stop consuming
-            log.warning("could not read the partitions of %s: the adaptive judge rate assumes all traffic",
-                        topics)
+            log.warning(
+                "could not read the partitions of %s: the adaptive judge rate assumes all traffic", topics
+            )
             return 1.0
         share = min(1.0, len(assigned) / total) if total else 1.0
-        log.info("this collector reads %d of %d partitions: share %.3f of each series' traffic",
-                 len(assigned), total, share)
+        log.info(
+            "this collector reads %d of %d partitions: share %.3f of each series' traffic",
+            len(assigned),
+            total,
+            share,
+        )
         return share
 
     def _on_revoked(self, consumer: Consumer, revoked: list[TopicPartition]) -> None:
@@ -560,8 +587,12 @@ class CollectorService:
                 s.transcripts_published = dict(self.review.published)
                 s.transcripts_cut = self.review.trimmed
             j = self.join.stats
-            s.trace_join = {"held": j.held_spans, "joined": j.joined_spans, "timed_out": j.timed_out_spans,
-                            "evicted": j.evicted_spans}
+            s.trace_join = {
+                "held": j.held_spans,
+                "joined": j.joined_spans,
+                "timed_out": j.timed_out_spans,
+                "evicted": j.evicted_spans,
+            }
             if self._scorer is not None and time.monotonic() >= self._rates_refresh:
                 self._rates_refresh = time.monotonic() + 1.0
                 s.judge_rates = self._scorer.sampler.targets.current()
@@ -589,8 +620,16 @@ class _Record:
         if topic is None or partition is None or offset is None:
             raise ValueError("a consumer error event has no record")
         return cls(
-            topic, partition, offset, message.key(), message.value(),
-            [(k, v.encode() if isinstance(v, str) else v) for k, v in _header_pairs(message) if v is not None],
+            topic,
+            partition,
+            offset,
+            message.key(),
+            message.value(),
+            [
+                (k, v.encode() if isinstance(v, str) else v)
+                for k, v in _header_pairs(message)
+                if v is not None
+            ],
         )
 
 

@@ -52,14 +52,18 @@ def ensure_topics(
     return created
 
 
-
 def ensure_pipeline_topics(settings: Any) -> list[str]:
     """Create the topics the collector reads and writes (`Settings`: its `kafka` and `collector` sections)."""
     c, kafka = settings.collector, settings.kafka
     return ensure_topics(
         kafka.bootstrap_servers,
-        [*c.input_topics, c.rekey_topic, c.scores_topic, c.dead_letter_topic,  # consumed at once
-         *([c.transcripts_topic] if c.transcripts_topic else [])],
+        [
+            *c.input_topics,
+            c.rekey_topic,
+            c.scores_topic,
+            c.dead_letter_topic,  # consumed at once
+            *([c.transcripts_topic] if c.transcripts_topic else []),
+        ],
         partitions=c.topic_partitions,
         replication_factor=c.topic_replication_factor,
         client_id=kafka.client_id,

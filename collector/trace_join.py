@@ -71,7 +71,9 @@ class TraceJoin:
         self.stats = TraceJoinStats()
         self._window: OrderedDict[str, _Trace] = OrderedDict()  # by first seen (oldest first)
         self._known: OrderedDict[str, str] = OrderedDict()  # trace id -> conversation id, least recent first
-        self._held: dict[int, list[tuple[int, int, str]]] = {}  # partition -> heap of (offset, serial, trace id)
+        self._held: dict[
+            int, list[tuple[int, int, str]]
+        ] = {}  # partition -> heap of (offset, serial, trace id)
         self._serial = 0
 
     # ----------------------------------------------------------------------- records in

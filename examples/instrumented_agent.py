@@ -66,10 +66,13 @@ def answer(question: str) -> str:
 
 def run_conversation(conversation_id: str | None = None) -> str:
     """Two turns of one conversation, each with an expectation; returns the conversation id."""
-    with conversation(id=conversation_id or uuid.uuid4().hex, task="travel", agent=AGENT, version=VERSION,
-                      user="demo-user") as conv:
-        conversation.expect([("get_weather", {"city": "Paris"}), ("to_fahrenheit", None)],
-                            reference_answer="It is 64°F and cloudy in Paris.")
+    with conversation(
+        id=conversation_id or uuid.uuid4().hex, task="travel", agent=AGENT, version=VERSION, user="demo-user"
+    ) as conv:
+        conversation.expect(
+            [("get_weather", {"city": "Paris"}), ("to_fahrenheit", None)],
+            reference_answer="It is 64°F and cloudy in Paris.",
+        )
         print(answer("What's the weather in Paris, in Fahrenheit?"))
         conversation.expect(["book_flight"], forbidden_tools=["cancel_flight"])
         print(answer("Book me a flight to Paris."))
@@ -86,8 +89,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--conversation-id", default=None)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
-    configure(args.exporter, agent=AGENT, version=VERSION, bootstrap_servers=args.bootstrap_servers,
-              topic=args.topic)
+    configure(
+        args.exporter,
+        agent=AGENT,
+        version=VERSION,
+        bootstrap_servers=args.bootstrap_servers,
+        topic=args.topic,
+    )
     conversation_id = run_conversation(args.conversation_id)
     shutdown()
     print(f"conversation_id={conversation_id}")

@@ -43,18 +43,27 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import numpy as np
-from agentwatch.exporters.cusum import Design, cached_design, design, on_grid, statistic
-from agentwatch.exporters.windows import EVIDENCE, OUTCOMES, Bucket, Contribution
 
 from agentwatch.config import Settings, parse_duration
+from agentwatch.exporters.cusum import Design, cached_design, design, on_grid, statistic
+from agentwatch.exporters.windows import EVIDENCE, OUTCOMES, Bucket, Contribution
 
 MONTH_S = 30 * 86_400.0
 SeriesKey = tuple[str, str, str]
 
 # Per-minute channels: observation counts of the populations and of the bad observations.
 CHANNELS: tuple[str, ...] = (
-    "all", "graded", "failed", "credited", "credit_missed", "abandoned",
-    "error", "no_answer", "loop", "hallucination", "over_budget",
+    "all",
+    "graded",
+    "failed",
+    "credited",
+    "credit_missed",
+    "abandoned",
+    "error",
+    "no_answer",
+    "loop",
+    "hallucination",
+    "over_budget",
 )
 _CH = {name: i for i, name in enumerate(CHANNELS)}
 _EVIDENCE_CHANNELS = tuple((EVIDENCE.index(code), _CH[code]) for code in CHANNELS if code in EVIDENCE)
@@ -75,8 +84,10 @@ RULES: dict[str, Rule] = {
     "pass": Rule("pass", _CH["graded"], _CH["failed"], True),
     "asr": Rule("asr", _CH["credited"], _CH["credit_missed"], True),
     "abandoned": Rule("abandoned", _CH["graded"], _CH["abandoned"], False),
-    **{code: Rule(code, _CH["all"], _CH[code], False)
-       for code in ("error", "no_answer", "loop", "hallucination", "over_budget")},
+    **{
+        code: Rule(code, _CH["all"], _CH[code], False)
+        for code in ("error", "no_answer", "loop", "hallucination", "over_budget")
+    },
 }
 
 
@@ -146,9 +157,16 @@ class AlertParams:
                 alts.append(MeanDrop(a.asr_drop))
             else:
                 alts.append(OddsRatio(a.rate_ratios.get(name, a.rate_ratio), a.rate_min_increase))
-        return cls(tuple(a.rules), tuple(alts), a.false_pages_per_month / a.exporter_instances,
-                   parse_duration(a.window), a.min_reference, settings.exporter.regression_min_conversations,
-                   settings.stats.prior_alpha, settings.stats.prior_beta)
+        return cls(
+            tuple(a.rules),
+            tuple(alts),
+            a.false_pages_per_month / a.exporter_instances,
+            parse_duration(a.window),
+            a.min_reference,
+            settings.exporter.regression_min_conversations,
+            settings.stats.prior_alpha,
+            settings.stats.prior_beta,
+        )
 
     @property
     def minutes(self) -> int:
@@ -216,7 +234,9 @@ class Minutes:
 
     def __init__(self, minutes: int) -> None:
         self.minutes = minutes
-        self.minute = np.full(minutes, -1, dtype=np.int32)  # minutes since 1970: int32 lasts until the year 6053
+        self.minute = np.full(
+            minutes, -1, dtype=np.int32
+        )  # minutes since 1970: int32 lasts until the year 6053
         self.counts = np.zeros((minutes, len(CHANNELS)), dtype=np.uint16)
 
     def add(self, t: float, v: np.ndarray, sign: int, now: float) -> None:
@@ -266,8 +286,9 @@ class Planned:
     reference_version: str
 
 
-def plan(series: Iterable[SeriesInput], p: AlertParams,
-         may_design: Callable[[], bool] = lambda: True) -> dict[SeriesKey, list[Planned]]:
+def plan(
+    series: Iterable[SeriesInput], p: AlertParams, may_design: Callable[[], bool] = lambda: True
+) -> dict[SeriesKey, list[Planned]]:
     """The reference and design of every (series, rule) with a reference; they share the budget equally.
 
     A design not memoised yet is made only while `may_design()` holds (a snapshot's time budget: a new design
@@ -311,11 +332,21 @@ def alerts_of(planned: list[Planned], minutes: np.ndarray) -> tuple[Alert, ...]:
     """The alerts of one series from its plan and its per-minute counts (`Minutes.ordered`)."""
     ds = [x.design for x in planned]
     stat, alarm = statistic(
-        minutes[:, [x.rule.population for x in planned]], minutes[:, [x.rule.event for x in planned]],
-        np.array([d.up for d in ds]), np.array([d.down for d in ds]), np.array([d.h for d in ds]),
+        minutes[:, [x.rule.population for x in planned]],
+        minutes[:, [x.rule.event for x in planned]],
+        np.array([d.up for d in ds]),
+        np.array([d.down for d in ds]),
+        np.array([d.h for d in ds]),
     )
     return tuple(
-        Alert(x.rule.name, int(stat[i]) / x.design.scale, x.design.threshold, bool(alarm[i]),
-              1.0 - x.design.q0 if x.rule.success else x.design.q0, x.reference_version, x.design)
+        Alert(
+            x.rule.name,
+            int(stat[i]) / x.design.scale,
+            x.design.threshold,
+            bool(alarm[i]),
+            1.0 - x.design.q0 if x.rule.success else x.design.q0,
+            x.reference_version,
+            x.design,
+        )
         for i, x in enumerate(planned)
     )

@@ -33,9 +33,9 @@ the change (Lorden 1971), which `information_bound` returns.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 import threading
 from collections import OrderedDict
+from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
@@ -197,8 +197,9 @@ def _shift(a: float, b: float, up: int, down: int, h: int, observations: float) 
     return float(_SHIFTS[np.argmax(np.log(np.maximum(f, 1e-300)) - _SHIFTS**2 / 2)])
 
 
-def threshold(a: float, b: float, up: int, down: int, observations: float, share: float,
-              cap: int = 100_000) -> tuple[int, float]:
+def threshold(
+    a: float, b: float, up: int, down: int, observations: float, share: float, cap: int = 100_000
+) -> tuple[int, float]:
     """The smallest h (at most `cap`) whose expected false pages a month, averaged over q0 ~ Beta(a, b), are at
     most `share`; returns (h, those pages)."""
     if observations <= share:
@@ -215,8 +216,9 @@ def threshold(a: float, b: float, up: int, down: int, observations: float, share
     return h, value
 
 
-def _search(q: np.ndarray, w: np.ndarray, up: int, down: int, observations: float, target: float,
-            h: int, cap: int) -> tuple[int, float]:
+def _search(
+    q: np.ndarray, w: np.ndarray, up: int, down: int, observations: float, target: float, h: int, cap: int
+) -> tuple[int, float]:
     """Smallest h <= cap with ln expected_pages <= target (else cap), from a first guess: bracket by
     extrapolation, then interpolation in ln pages, bisecting whenever one side of the bracket moves twice."""
 
@@ -249,7 +251,9 @@ def _search(q: np.ndarray, w: np.ndarray, up: int, down: int, observations: floa
             lo, flo = x, vx
     moved = ""
     while hi - lo > 1:
-        guess = lo + (flo - target) / (flo - fhi) * (hi - lo) if moved[-2:] not in ("ll", "hh") else (lo + hi) / 2
+        guess = (
+            lo + (flo - target) / (flo - fhi) * (hi - lo) if moved[-2:] not in ("ll", "hh") else (lo + hi) / 2
+        )
         x = min(max(round(guess), lo + 1), hi - 1)
         vx = value(x)
         if vx <= target:
@@ -310,8 +314,9 @@ def design(mean: float, size: float, observations: float, share: float, alternat
         return found
     qd, q1 = tuning(mean, size, share, alternative)
     scale, up, down = increments(qd, q1)
-    h, expected = threshold(mean * size, (1.0 - mean) * size, up, down, observations, share,
-                            math.ceil(MAX_H_NATS * scale))
+    h, expected = threshold(
+        mean * size, (1.0 - mean) * size, up, down, observations, share, math.ceil(MAX_H_NATS * scale)
+    )
     made = Design(mean, qd, q1, scale, up, down, h, observations, share, expected, size)
     with _designs_lock:
         _DESIGNS[key] = made
@@ -320,8 +325,9 @@ def design(mean: float, size: float, observations: float, share: float, alternat
     return made
 
 
-def cached_design(mean: float, size: float, observations: float, share: float,
-                  alternative: Alternative) -> Design | None:
+def cached_design(
+    mean: float, size: float, observations: float, share: float, alternative: Alternative
+) -> Design | None:
     """The memoised design of these arguments, or None when it has not been made (or was dropped)."""
     key = (mean, size, observations, share, alternative)
     with _designs_lock:
@@ -337,8 +343,9 @@ def clear_designs() -> None:
         _DESIGNS.clear()
 
 
-def statistic(n: np.ndarray, x: np.ndarray, up: np.ndarray, down: np.ndarray,
-              h: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def statistic(
+    n: np.ndarray, x: np.ndarray, up: np.ndarray, down: np.ndarray, h: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """S at the last minute and whether the alarm is on, per column of per-minute counts (minutes × tests):
     n observations, x of them bad, oldest minute first, S = 0 before the first. The alarm is on when S has
     reached h since it was last 0."""

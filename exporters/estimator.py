@@ -40,9 +40,11 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TypeVar
 from datetime import UTC, datetime
+from typing import TypeVar
 
+from agentwatch.config import Settings
+from agentwatch.corrected import correction_point
 from agentwatch.exporters.alert_rules import (
     Alert,
     AlertParams,
@@ -69,9 +71,6 @@ from agentwatch.exporters.windows import (
     parse_duration,
     sketch_bin,
 )
-
-from agentwatch.config import Settings
-from agentwatch.corrected import correction_point
 from agentwatch.inclusion import automated_of, graded_probability, review_label
 from agentwatch.schema import ConversationScore
 
@@ -162,7 +161,9 @@ class SeriesCounters:
             dict(self.outcomes),
             dict(self.modes),
             Histogram(self.cost.bounds, list(self.cost.counts), self.cost.total, self.cost.count),
-            Histogram(self.duration.bounds, list(self.duration.counts), self.duration.total, self.duration.count),
+            Histogram(
+                self.duration.bounds, list(self.duration.counts), self.duration.total, self.duration.count
+            ),
             self.revision,
         )
 
@@ -190,7 +191,9 @@ class _Counted:
 
     __slots__ = ("contribution", "keys", "revision", "t")
 
-    def __init__(self, t: float, revision: int, contribution: Contribution, keys: tuple[SeriesKey, SeriesKey]):
+    def __init__(
+        self, t: float, revision: int, contribution: Contribution, keys: tuple[SeriesKey, SeriesKey]
+    ):
         self.t = t
         self.revision = revision
         self.contribution = contribution
@@ -250,7 +253,9 @@ class Estimator:
         self._series: dict[tuple[str, str, str], _Series] = {}
         self._seen: dict[tuple[str, str], _Counted] = {}  # identity -> what it contributed
         self._id_heap: list[tuple[float, tuple[str, str]]] = []
-        self._key_pairs: dict[SeriesKey, tuple[SeriesKey, SeriesKey]] = {}  # shared by the identities' records
+        self._key_pairs: dict[
+            SeriesKey, tuple[SeriesKey, SeriesKey]
+        ] = {}  # shared by the identities' records
         self._revisions = 0
         self._tasks_seen: dict[str, float] = {}  # task -> latest event time (for the cap when no list)
         self._agents_seen: dict[str, float] = {}  # agent -> latest event time
@@ -389,7 +394,9 @@ class Estimator:
 
     def _modes(self, reasons: list[str], t: float) -> tuple[str, ...]:
         codes = {failure_mode(r, self._max_label) for r in reasons} - INFORMATIONAL_CODES
-        return tuple(sorted({self._fold("mode", code, self._modes_seen, self._max_modes, t) for code in codes}))
+        return tuple(
+            sorted({self._fold("mode", code, self._modes_seen, self._max_modes, t) for code in codes})
+        )
 
     def _contribution(self, score: ConversationScore, t: float, unit: Unit | None) -> Contribution:
         sums = [0.0] * len(TOOL_DIMENSIONS)
@@ -398,13 +405,22 @@ class Estimator:
             tool = ts.tool
             if tool is None:
                 continue
-            values = (tool.selection, tool.parameters, tool.sequence, tool.utilization, tool.overall, tool.binary)
+            values = (
+                tool.selection,
+                tool.parameters,
+                tool.sequence,
+                tool.utilization,
+                tool.overall,
+                tool.binary,
+            )
             for i, v in enumerate(values):
                 if v is not None and math.isfinite(float(v)):
                     sums[i] += float(v)
                     counts[i] += 1
         cost = score.cost_usd if score.cost_usd is not None and math.isfinite(score.cost_usd) else None
-        duration = score.duration_s if score.duration_s is not None and math.isfinite(score.duration_s) else None
+        duration = (
+            score.duration_s if score.duration_s is not None and math.isfinite(score.duration_s) else None
+        )
         credit = score.asr_credit
         if credit is not None and not math.isfinite(credit):
             credit = None
@@ -542,14 +558,19 @@ class Estimator:
         window and the seconds they cover (since it was first seen, at most the longest window)."""
         longest = next(i for i, (name, _s) in enumerate(self._windows) if name == self._longest_name)
         return [
-            SeriesInput(key, s.first_seen, reference_counts(s.windows[longest].total),
-                        min(self._longest, max(60.0, now - s.first_seen)))
+            SeriesInput(
+                key,
+                s.first_seen,
+                reference_counts(s.windows[longest].total),
+                min(self._longest, max(60.0, now - s.first_seen)),
+            )
             for key, s in self._series.items()
             if s.counters is not None and s.minutes is not None and not s.windows[longest].empty
         ]
 
-    def _alerts(self, inputs: list[SeriesInput], now: float,
-                may_design: Callable[[], bool] = lambda: True) -> dict[SeriesKey, tuple[Alert, ...]]:
+    def _alerts(
+        self, inputs: list[SeriesInput], now: float, may_design: Callable[[], bool] = lambda: True
+    ) -> dict[SeriesKey, tuple[Alert, ...]]:
         """References and designs (outside the lock: a design not yet memoised takes milliseconds, and is made
         only while `may_design()` holds), then each series' statistics from its per-minute counts."""
         out: dict[SeriesKey, tuple[Alert, ...]] = {}
@@ -566,9 +587,14 @@ class Estimator:
         with self._lock:
             now = self._clock() if now is None else now
             self._housekeeping(now, force=True)
-            rows = [(w.name, judge, list(row)) for (_a, _v, task), s in self._series.items()
-                    if task != ALL_TASKS for w in s.windows if w.total.judges
-                    for judge, row in w.total.judges.items()]
+            rows = [
+                (w.name, judge, list(row))
+                for (_a, _v, task), s in self._series.items()
+                if task != ALL_TASKS
+                for w in s.windows
+                if w.total.judges
+                for judge, row in w.total.judges.items()
+            ]
         p = self.stats_params
         return agreements(rows, p.level, p.resamples, p.seed)
 
@@ -583,8 +609,14 @@ class Estimator:
                     s.counters_copy = s.counters.copy()  # shared by later calls while unchanged: read-only
                 series[key] = s.counters_copy
             return EstimatorCounters(
-                self._consumed, dict(self._rejected), self._clamped, dict(self._folded), self._last_ts, series,
-                self._revisions, self._units_folded,
+                self._consumed,
+                dict(self._rejected),
+                self._clamped,
+                dict(self._folded),
+                self._last_ts,
+                series,
+                self._revisions,
+                self._units_folded,
             )
 
 

@@ -14,6 +14,9 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from prometheus_client import CollectorRegistry
+from prometheus_client.utils import floatToGoString
+
 from agentwatch.exporters.estimator import SeriesCounters
 from agentwatch.exporters.prometheus import (
     COUNTERS,
@@ -27,9 +30,6 @@ from agentwatch.exporters.prometheus import (
     regression_samples,
 )
 from agentwatch.exporters.summary import SeriesEstimate
-from prometheus_client import CollectorRegistry
-from prometheus_client.utils import floatToGoString
-
 from agentwatch.metrics_http import header, labels_text, render_families
 
 
@@ -60,7 +60,9 @@ def _counter_lines(key: tuple[str, str, str], c: SeriesCounters) -> tuple[str, .
         if not h.count:
             hists.append("")
             continue
-        lines = [f'{name}_bucket{{{base},le="{le}"}} {floatToGoString(n)}\n' for le, n in histogram_buckets(h)]
+        lines = [
+            f'{name}_bucket{{{base},le="{le}"}} {floatToGoString(n)}\n' for le, n in histogram_buckets(h)
+        ]
         lines.append(f"{name}_count{{{base}}} {floatToGoString(h.count)}\n")
         lines.append(f"{name}_sum{{{base}}} {floatToGoString(h.total)}\n")
         hists.append("".join(lines))

@@ -15,6 +15,11 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from opentelemetry.metrics import CallbackOptions, Meter, Observation
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import MetricExporter, MetricReader, PeriodicExportingMetricReader
+
+from agentwatch.config import ExporterConfig
 from agentwatch.exporters.estimator import EstimatorCounters
 from agentwatch.exporters.prometheus import (
     COUNTERS,
@@ -24,11 +29,6 @@ from agentwatch.exporters.prometheus import (
     estimate_samples,
     health_families,
 )
-from opentelemetry.metrics import CallbackOptions, Meter, Observation
-from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.metrics.export import MetricExporter, MetricReader, PeriodicExportingMetricReader
-
-from agentwatch.config import ExporterConfig
 
 log = logging.getLogger(__name__)
 

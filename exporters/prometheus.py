@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from agentwatch.exporters.judge_agreement import JudgeAgreement
-from agentwatch.exporters.estimator import EstimatorCounters, Histogram, SeriesCounters
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+
 from agentwatch.corrected import Figure
+from agentwatch.exporters.estimator import EstimatorCounters, Histogram, SeriesCounters
+from agentwatch.exporters.judge_agreement import JudgeAgreement
 from agentwatch.exporters.summary import QUANTILES, SeriesEstimate
 from agentwatch.exporters.windows import CLASSES, OUTCOMES
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 SERIES = ("agent", "version", "task")
 STATS = ("mean", "lower", "upper")
@@ -22,16 +23,23 @@ STATS = ("mean", "lower", "upper")
 # (name, help, labels after agent/version/task/window) of the gauge families, in exposition order.
 GAUGES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("agentwatch_success_rate", "Posterior of the per-conversation pass probability.", ("stat",)),
-    ("agentwatch_pass_at_k",
-     "pass@k: over units with repeated attempts (method tasks) or 1-(1-p)^k of one pooled p (exchangeable).",
-     ("k", "method", "stat")),
-    ("agentwatch_pass_pow_k",
-     "pass^k: over units with repeated attempts (method tasks) or p^k of one pooled p (exchangeable).",
-     ("k", "method", "stat")),
+    (
+        "agentwatch_pass_at_k",
+        "pass@k: over units with repeated attempts (method tasks) or 1-(1-p)^k of one pooled p (exchangeable).",
+        ("k", "method", "stat"),
+    ),
+    (
+        "agentwatch_pass_pow_k",
+        "pass^k: over units with repeated attempts (method tasks) or p^k of one pooled p (exchangeable).",
+        ("k", "method", "stat"),
+    ),
     ("agentwatch_asr", "Agent Success Rate (mean credit) with bootstrap interval.", ("stat",)),
     ("agentwatch_tool_correctness", "Mean tool correctness over tool-graded turns.", ("dimension",)),
-    ("agentwatch_regression_probability", "P(pass^k of this version < pass^k of its baseline - margin).",
-     ("k", "baseline_version", "method")),
+    (
+        "agentwatch_regression_probability",
+        "P(pass^k of this version < pass^k of its baseline - margin).",
+        ("k", "baseline_version", "method"),
+    ),
     ("agentwatch_window_conversations", "Conversations in the window by outcome.", ("outcome",)),
     ("agentwatch_window_scored", "Scored conversations in the window (n).", ()),
     ("agentwatch_window_passed", "Passed conversations in the window (c).", ()),
@@ -43,37 +51,71 @@ GAUGES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("agentwatch_cost_usd", "Cost quantiles in the window (USD).", ("quantile",)),
     ("agentwatch_over_budget_ratio", "Share of conversations over their cost ceiling.", ()),
     ("agentwatch_duration_seconds", "Duration quantiles in the window (s).", ("quantile",)),
-    ("agentwatch_failure_evidence_rate",
-     "Share of all conversations (graded or not) with that failure evidence: Beta posterior.", ("evidence", "stat")),
+    (
+        "agentwatch_failure_evidence_rate",
+        "Share of all conversations (graded or not) with that failure evidence: Beta posterior.",
+        ("evidence", "stat"),
+    ),
     ("agentwatch_sampled_ratio", "Share of all conversations in the judge or review sample.", ("sample",)),
     ("agentwatch_label_ratio", "Share of all conversations carrying a label of that outcome.", ("outcome",)),
-    ("agentwatch_alert_statistic", "CUSUM statistic S of a quality alert rule (nats).", ("rule", "reference_version")),
-    ("agentwatch_alert_threshold", "Threshold h of a quality alert rule from the fleet's false-page budget (nats).",
-     ("rule", "reference_version")),
-    ("agentwatch_alert_alarm", "1 while the rule's alarm is on: S reached h and has not returned to 0 since.",
-     ("rule", "reference_version")),
-    ("agentwatch_alert_reference",
-     "Reference of a quality alert rule: success rate (pass), ASR (asr), else the rate of its bad observation.",
-     ("rule", "reference_version")),
+    (
+        "agentwatch_alert_statistic",
+        "CUSUM statistic S of a quality alert rule (nats).",
+        ("rule", "reference_version"),
+    ),
+    (
+        "agentwatch_alert_threshold",
+        "Threshold h of a quality alert rule from the fleet's false-page budget (nats).",
+        ("rule", "reference_version"),
+    ),
+    (
+        "agentwatch_alert_alarm",
+        "1 while the rule's alarm is on: S reached h and has not returned to 0 since.",
+        ("rule", "reference_version"),
+    ),
+    (
+        "agentwatch_alert_reference",
+        "Reference of a quality alert rule: success rate (pass), ASR (asr), else the rate of its bad observation.",
+        ("rule", "reference_version"),
+    ),
     # Corrected by people's labels (docs/metrics.md, "Corrected estimates"): estimate = corrected |
     # judge_only.
-    ("agentwatch_corrected_success_rate",
-     "Success rate corrected by review-sample labels (PPI++), beside the automated verdicts alone.",
-     ("estimate", "stat")),
-    ("agentwatch_corrected_pass_pow_k", "p^k under exchangeability of the corrected success rate.",
-     ("k", "estimate", "stat")),
-    ("agentwatch_corrected_pass_at_k", "1-(1-p)^k under exchangeability of the corrected success rate.",
-     ("k", "estimate", "stat")),
-    ("agentwatch_corrected_asr",
-     "ASR corrected by review-sample labels (PPI++), beside the automated credits.", ("estimate", "stat")),
-    ("agentwatch_corrected_outcome_ratio",
-     "Share of an outcome class corrected by review-sample labels, beside the automated verdicts alone.",
-     ("outcome", "estimate", "stat")),
-    ("agentwatch_correction_labels",
-     "Review-sample labels on automatically graded conversations, by the automated verdict.", ("verdict",)),
+    (
+        "agentwatch_corrected_success_rate",
+        "Success rate corrected by review-sample labels (PPI++), beside the automated verdicts alone.",
+        ("estimate", "stat"),
+    ),
+    (
+        "agentwatch_corrected_pass_pow_k",
+        "p^k under exchangeability of the corrected success rate.",
+        ("k", "estimate", "stat"),
+    ),
+    (
+        "agentwatch_corrected_pass_at_k",
+        "1-(1-p)^k under exchangeability of the corrected success rate.",
+        ("k", "estimate", "stat"),
+    ),
+    (
+        "agentwatch_corrected_asr",
+        "ASR corrected by review-sample labels (PPI++), beside the automated credits.",
+        ("estimate", "stat"),
+    ),
+    (
+        "agentwatch_corrected_outcome_ratio",
+        "Share of an outcome class corrected by review-sample labels, beside the automated verdicts alone.",
+        ("outcome", "estimate", "stat"),
+    ),
+    (
+        "agentwatch_correction_labels",
+        "Review-sample labels on automatically graded conversations, by the automated verdict.",
+        ("verdict",),
+    ),
     ("agentwatch_correction_predictions", "Conversations with an automated verdict.", ()),
-    ("agentwatch_correction_enough", "1 when the figure rests on enough labels to be called corrected.",
-     ("figure",)),
+    (
+        "agentwatch_correction_enough",
+        "1 when the figure rests on enough labels to be called corrected.",
+        ("figure",),
+    ),
     ("agentwatch_judged_conversations", "Conversations the judge graded.", ("judge",)),
 )
 # (name as exposed, help, labels after agent/version/task) of the per-series counters since start.
@@ -86,11 +128,41 @@ HISTOGRAMS: tuple[tuple[str, str], ...] = (
     ("agentwatch_conversation_cost_usd", "Cost per conversation (USD)."),
     ("agentwatch_conversation_duration_seconds", "Duration per conversation (s)."),
 )
-(SUCCESS, AT_K, POW_K, ASR, TOOL, REGRESSION, CONVERSATIONS, SCORED, PASSED, UNITS, REPEATED_UNITS,
- OUTCOME_RATIO, FAILURE_RATIO, SCORED_RATIO, COST, OVER_BUDGET, DURATION, EVIDENCE_RATE, SAMPLED_RATIO,
- LABEL_RATIO, ALERT_STATISTIC, ALERT_THRESHOLD, ALERT_ALARM, ALERT_REFERENCE, CORRECTED_SUCCESS, CORRECTED_POW_K,
- CORRECTED_AT_K, CORRECTED_ASR, CORRECTED_OUTCOME, CORRECTION_LABELS, CORRECTION_PREDICTIONS,
- CORRECTION_ENOUGH, JUDGED) = range(len(GAUGES))
+(
+    SUCCESS,
+    AT_K,
+    POW_K,
+    ASR,
+    TOOL,
+    REGRESSION,
+    CONVERSATIONS,
+    SCORED,
+    PASSED,
+    UNITS,
+    REPEATED_UNITS,
+    OUTCOME_RATIO,
+    FAILURE_RATIO,
+    SCORED_RATIO,
+    COST,
+    OVER_BUDGET,
+    DURATION,
+    EVIDENCE_RATE,
+    SAMPLED_RATIO,
+    LABEL_RATIO,
+    ALERT_STATISTIC,
+    ALERT_THRESHOLD,
+    ALERT_ALARM,
+    ALERT_REFERENCE,
+    CORRECTED_SUCCESS,
+    CORRECTED_POW_K,
+    CORRECTED_AT_K,
+    CORRECTED_ASR,
+    CORRECTED_OUTCOME,
+    CORRECTION_LABELS,
+    CORRECTION_PREDICTIONS,
+    CORRECTION_ENOUGH,
+    JUDGED,
+) = range(len(GAUGES))
 
 
 def _fmt(x: float) -> str:
@@ -229,12 +301,15 @@ def agreement_families(found: list[JudgeAgreement], min_kappa: float, min_labels
         labels=["judge", "window", "stat"],
     )
     labels = GaugeMetricFamily(
-        "agentwatch_judge_agreement_labels", "Review-sample labels on conversations the judge graded.",
+        "agentwatch_judge_agreement_labels",
+        "Review-sample labels on conversations the judge graded.",
         labels=["judge", "window"],
     )
-    confusion = GaugeMetricFamily("agentwatch_judge_confusion",
-                                  "Review-sample labels (label) against the judge's verdicts (verdict).",
-                                  labels=["judge", "window", "label", "verdict"])
+    confusion = GaugeMetricFamily(
+        "agentwatch_judge_confusion",
+        "Review-sample labels (label) against the judge's verdicts (verdict).",
+        labels=["judge", "window", "label", "verdict"],
+    )
     for a in found:
         labels.add_metric([a.judge, a.window], a.labels)
         if not a.labels:
@@ -244,35 +319,54 @@ def agreement_families(found: list[JudgeAgreement], min_kappa: float, min_labels
                 kappa.add_metric([a.judge, a.window, stat], v)
         for i, n in enumerate(a.cells):
             confusion.add_metric([a.judge, a.window, OUTCOMES[i // CLASSES], OUTCOMES[i % CLASSES]], n)
-    threshold = GaugeMetricFamily("agentwatch_judge_min_kappa", "judge.min_kappa: agreement below it alerts.",
-                                  value=min_kappa)
-    needed = GaugeMetricFamily("agentwatch_judge_min_kappa_labels",
-                               "judge.min_kappa_labels: labels the agreement alert needs.", value=min_labels)
+    threshold = GaugeMetricFamily(
+        "agentwatch_judge_min_kappa", "judge.min_kappa: agreement below it alerts.", value=min_kappa
+    )
+    needed = GaugeMetricFamily(
+        "agentwatch_judge_min_kappa_labels",
+        "judge.min_kappa_labels: labels the agreement alert needs.",
+        value=min_labels,
+    )
     return [kappa, labels, confusion, threshold, needed]
 
 
 def health_families(c: EstimatorCounters) -> list[Metric]:
     """Estimator health: consumed, rejected, clamped, folded, revisions, units folded, newest event time."""
-    folded = CounterMetricFamily("agentwatch_labels_folded",
-                                 "Label values folded into 'other' by the caps, by label.", labels=["label"])
+    folded = CounterMetricFamily(
+        "agentwatch_labels_folded",
+        "Label values folded into 'other' by the caps, by label.",
+        labels=["label"],
+    )
     for label, n in c.folded.items():
         folded.add_metric([label], n)
-    consumed = CounterMetricFamily("agentwatch_scores_consumed", "Scores read by the estimator.",
-                                   value=c.consumed)
-    rejected = CounterMetricFamily("agentwatch_scores_rejected", "Scores not counted, by reason.",
-                                   labels=["reason"])
+    consumed = CounterMetricFamily(
+        "agentwatch_scores_consumed", "Scores read by the estimator.", value=c.consumed
+    )
+    rejected = CounterMetricFamily(
+        "agentwatch_scores_rejected", "Scores not counted, by reason.", labels=["reason"]
+    )
     for reason, n in c.rejected.items():
         rejected.add_metric([reason], n)
-    clamped = CounterMetricFamily("agentwatch_scores_clamped", "Scores with a future timestamp, clamped to now.",
-                                  value=c.clamped)
-    revisions = CounterMetricFamily("agentwatch_score_revisions",
-                                    "Revised scores that replaced an earlier score of the same conversation.",
-                                    value=c.revisions)
-    units = CounterMetricFamily("agentwatch_units_folded",
-                                "Conversations of a unit beyond exporter.max_units, each a unit of its own.",
-                                value=c.units_folded)
+    clamped = CounterMetricFamily(
+        "agentwatch_scores_clamped", "Scores with a future timestamp, clamped to now.", value=c.clamped
+    )
+    revisions = CounterMetricFamily(
+        "agentwatch_score_revisions",
+        "Revised scores that replaced an earlier score of the same conversation.",
+        value=c.revisions,
+    )
+    units = CounterMetricFamily(
+        "agentwatch_units_folded",
+        "Conversations of a unit beyond exporter.max_units, each a unit of its own.",
+        value=c.units_folded,
+    )
     families: list[Metric] = [folded, consumed, rejected, clamped, revisions, units]
     if c.last_score_timestamp is not None:
-        families.append(GaugeMetricFamily("agentwatch_estimator_last_score_timestamp_seconds",
-                                          "Event time of the newest counted score.", value=c.last_score_timestamp))
+        families.append(
+            GaugeMetricFamily(
+                "agentwatch_estimator_last_score_timestamp_seconds",
+                "Event time of the newest counted score.",
+                value=c.last_score_timestamp,
+            )
+        )
     return families

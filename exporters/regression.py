@@ -16,9 +16,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 
-from agentwatch.exporters.summary import Regression, SeriesEstimate
-
 from agentwatch import task_stats
+from agentwatch.exporters.summary import Regression, SeriesEstimate
 from agentwatch.stats import BetaPosterior, regression_probability
 
 
@@ -39,7 +38,10 @@ def _probability(a_new: float, b_new: float, a_base: float, b_base: float, k: in
 
 
 def probability(
-    new: tuple[float, float], base: tuple[float, float], k: int, margin: float,
+    new: tuple[float, float],
+    base: tuple[float, float],
+    k: int,
+    margin: float,
     prior: tuple[float, float] = (1.0, 1.0),
 ) -> float:
     """P(pass^k_new < pass^k_base − margin) for (n, c) counts (or Kish's effective counts) under a Beta prior

@@ -16,13 +16,13 @@ import threading
 import time
 from collections.abc import Callable
 
-from agentwatch.exporters.estimator import Estimator
-from agentwatch.exporters.exposition import Exposition
 from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Consumer, KafkaError, KafkaException, TopicPartition
 from prometheus_client import CollectorRegistry
 from pydantic import ValidationError
 
 from agentwatch.config import Settings
+from agentwatch.exporters.estimator import Estimator
+from agentwatch.exporters.exposition import Exposition
 from agentwatch.kafka_admin import reach
 from agentwatch.kafka_security import KafkaSecurity, service_settings
 from agentwatch.metrics_http import MetricsServer
@@ -58,7 +58,9 @@ class ExporterService:
         self.port: int | None = None
         self._http: MetricsServer | None = None
         self._replaying: set[tuple[str, int]] = set()  # assigned partitions not yet read to their end
-        self.replayed = threading.Event()  # set once every assigned partition is read up to its high watermark
+        self.replayed = (
+            threading.Event()
+        )  # set once every assigned partition is read up to its high watermark
 
     # ------------------------------------------------------------------ HTTP
 
@@ -111,8 +113,9 @@ class ExporterService:
         if not assigned:
             return []
         try:
-            found = consumer.offsets_for_times([TopicPartition(tp.topic, tp.partition, since_ms) for tp in assigned],
-                                               timeout=10)
+            found = consumer.offsets_for_times(
+                [TopicPartition(tp.topic, tp.partition, since_ms) for tp in assigned], timeout=10
+            )
         except KafkaException as exc:  # broker without ListOffsets by time: replay from the beginning
             log.warning("offsets_for_times failed (%s); replaying from the beginning", exc)
             return [TopicPartition(tp.topic, tp.partition, OFFSET_BEGINNING) for tp in assigned]
@@ -156,8 +159,12 @@ class ExporterService:
         """Consume until `stop_event` is set (serves /metrics meanwhile if `start_http` was called)."""
         cfg = self.settings.exporter
         consumer = self._new_consumer()
-        consumer.subscribe([cfg.scores_topic], on_assign=self._on_assigned, on_revoke=self._on_revoked,
-                           on_lost=self._on_revoked)
+        consumer.subscribe(
+            [cfg.scores_topic],
+            on_assign=self._on_assigned,
+            on_revoke=self._on_revoked,
+            on_lost=self._on_revoked,
+        )
         log.info("consuming %s as group %s", cfg.scores_topic, cfg.group_id)
         timeout_s = cfg.poll_timeout_ms / 1000
         try:
@@ -165,8 +172,9 @@ class ExporterService:
                 for message in consumer.consume(cfg.max_poll_records, timeout_s):
                     error = message.error()
                     if error is None:
-                        self.feed(message.value(),
-                                  f"at {message.topic()}[{message.partition()}]@{message.offset()}")
+                        self.feed(
+                            message.value(), f"at {message.topic()}[{message.partition()}]@{message.offset()}"
+                        )
                     elif error.code() == KafkaError._PARTITION_EOF:  # an EOF event names its partition
                         topic, partition = message.topic(), message.partition()
                         if topic is not None and partition is not None:

@@ -27,6 +27,8 @@ from functools import lru_cache
 from typing import Any
 
 import numpy as np
+
+from agentwatch.corrected import Correction, correct
 from agentwatch.exporters.windows import (
     ASR_RESOLUTION,
     EVIDENCE,
@@ -38,8 +40,6 @@ from agentwatch.exporters.windows import (
     Bucket,
     sketch_quantile,
 )
-
-from agentwatch.corrected import Correction, correct
 from agentwatch.inclusion import effective_counts
 from agentwatch.stats import (
     beta_interval,
@@ -96,7 +96,9 @@ class SeriesEstimate:
     duration_quantiles: dict[float, float]
     evidence_rate: dict[str, Interval] = field(default_factory=dict)  # every code of EVIDENCE, over all
     sampled_ratio: dict[str, float] = field(default_factory=dict)  # judge / review sample share of all
-    label_ratio: dict[str, float] = field(default_factory=dict)  # share of all carrying a label of that outcome
+    label_ratio: dict[str, float] = field(
+        default_factory=dict
+    )  # share of all carrying a label of that outcome
     method: str = "exchangeable"  # pass@k / pass^k over units ("tasks") or of one pooled p ("exchangeable")
     units: int = 0  # units with a graded conversation in the window (a conversation without one counts alone)
     repeated_units: int = 0  # units with two or more graded conversations
@@ -106,7 +108,9 @@ class SeriesEstimate:
     correction_predictions: int = 0  # conversations with an automated verdict
     judged: dict[str, int] = field(default_factory=dict)  # judge -> conversations it graded in the window
     regression: list[Regression] = field(default_factory=list)
-    alerts: tuple[Any, ...] = ()  # exporters.alert_rules.Alert of a real series, on its longest-window estimate
+    alerts: tuple[
+        Any, ...
+    ] = ()  # exporters.alert_rules.Alert of a real series, on its longest-window estimate
     rendered: tuple[str, ...] | None = field(default=None, repr=False, compare=False)  # exposition cache
 
     @property
@@ -154,16 +158,20 @@ def over_units(
 
 
 def _intervals(found: dict[int, TaskEstimate]) -> dict[int, Interval]:
-    return {k: Interval(e.value, e.lower, e.upper) for k, e in found.items()
-            if e.value is not None and e.lower is not None and e.upper is not None}
+    return {
+        k: Interval(e.value, e.lower, e.upper)
+        for k, e in found.items()
+        if e.value is not None and e.lower is not None and e.upper is not None
+    }
 
 
 def summarise(items: list[tuple[tuple[str, str, str], str, Bucket]], p: StatsParams) -> list[SeriesEstimate]:
     """Estimates for each (series, window name, window total); Beta parts vectorised over all items."""
     if not items:
         return []
-    effective = [effective_counts(t.graded_by_probability()) if len(t.graded_p) > 1 else None
-                 for _, _, t in items]
+    effective = [
+        effective_counts(t.graded_by_probability()) if len(t.graded_p) > 1 else None for _, _, t in items
+    ]
     n = np.array([t.scored if e is None else e[0] for (_, _, t), e in zip(items, effective, strict=True)])
     c = np.array([t.passed if e is None else e[1] for (_, _, t), e in zip(items, effective, strict=True)])
     a = p.prior_alpha + c
@@ -184,10 +192,10 @@ def summarise(items: list[tuple[tuple[str, str, str], str, Bucket]], p: StatsPar
         at_k: dict[int, Interval] = {}
         pow_k: dict[int, Interval] = {}
         if t.scored > 0:
-            l, h = float(lo[j]), float(hi[j])
-            success = Interval(float(a[j] / (a[j] + b[j])), l, h)
+            low, high = float(lo[j]), float(hi[j])
+            success = Interval(float(a[j] / (a[j] + b[j])), low, high)
             for k in p.ks:
-                pow_k[k] = Interval(float(pow_means[k - 1, j]), l**k, h**k)
+                pow_k[k] = Interval(float(pow_means[k - 1, j]), low**k, high**k)
                 at_lo, at_hi = at_bounds[k]
                 at_k[k] = Interval(float(1.0 - fail_means[k - 1, j]), float(at_lo[j]), float(at_hi[j]))
         est = _one(key, window, t, success, at_k, pow_k, p)
@@ -199,7 +207,8 @@ def summarise(items: list[tuple[tuple[str, str, str], str, Bucket]], p: StatsPar
         est.units = len(t.units) + t.alone
         est.repeated_units = sum(m for packed, m in (t.pairs or {}).items() if packed >= 2 * ONE_ATTEMPT)
         est.evidence_rate = {
-            code: Interval(float(emean[j, i]), float(elo[j, i]), float(ehi[j, i])) for i, code in enumerate(EVIDENCE)
+            code: Interval(float(emean[j, i]), float(elo[j, i]), float(ehi[j, i]))
+            for i, code in enumerate(EVIDENCE)
         }
         est.effective = effective[j]
         if t.corrections:
@@ -227,7 +236,9 @@ def _one(
         else {}
     )
     tool = {
-        dim: t.tool_sums[i] / t.tool_counts[i] for i, dim in enumerate(TOOL_DIMENSIONS) if t.tool_counts[i] > 0
+        dim: t.tool_sums[i] / t.tool_counts[i]
+        for i, dim in enumerate(TOOL_DIMENSIONS)
+        if t.tool_counts[i] > 0
     }
     cost_q = {q: v for q in QUANTILES if (v := sketch_quantile(t.cost, q)) is not None}
     dur_q = {q: v for q in QUANTILES if (v := sketch_quantile(t.duration, q)) is not None}
@@ -251,6 +262,8 @@ def _one(
         cost_quantiles=cost_q,
         over_budget_ratio=t.over_budget / t.budgeted if t.budgeted else None,
         duration_quantiles=dur_q,
-        sampled_ratio=dict(zip(SAMPLES, (t.judge_sampled / t.total, t.review_sampled / t.total), strict=True)),
+        sampled_ratio=dict(
+            zip(SAMPLES, (t.judge_sampled / t.total, t.review_sampled / t.total), strict=True)
+        ),
         label_ratio={name: t.labels[i] / t.total for i, name in enumerate(OUTCOMES) if i != UNSCORED},
     )

@@ -60,7 +60,6 @@ CLASSES = len(OUTCOMES) - 1  # outcome classes of a verdict or a label (not unsc
 JUDGED = CLASSES * CLASSES
 
 
-
 def sketch_bin(x: float) -> int:
     """Log-spaced bin of a non-negative value (relative accuracy 1%)."""
     if x <= _MIN_POSITIVE:

@@ -12,7 +12,9 @@ from collections.abc import Callable
 class CircuitBreaker:
     """closed → open (after `failures` consecutive failures) → half-open (after `reset_s`, one trial) → ..."""
 
-    def __init__(self, failures: int = 5, reset_s: float = 30.0, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, failures: int = 5, reset_s: float = 30.0, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.failures = failures
         self.reset_s = reset_s
         self._clock = clock
@@ -24,7 +26,7 @@ class CircuitBreaker:
 
     @property
     def state(self) -> str:
-        """"closed", "open" or "half_open"."""
+        """ "closed", "open" or "half_open"."""
         with self._lock:
             if self._opened_at is None:
                 return "closed"
@@ -40,9 +42,8 @@ class CircuitBreaker:
                 self._trial = True
                 return None
             left = max(self.reset_s - waited, 0.0)
-            return (
-                f"circuit open after {self._consecutive} consecutive failures"
-                + (f"; next trial in {left:.0f} s" if left > 0 else "; a trial call is in flight")
+            return f"circuit open after {self._consecutive} consecutive failures" + (
+                f"; next trial in {left:.0f} s" if left > 0 else "; a trial call is in flight"
             )
 
     def success(self) -> None:

@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import replace
 import os
 import threading
 from collections import OrderedDict
+from dataclasses import replace
 from pathlib import Path
 
 from agentwatch.judge.verdict import JudgeVerdict
-
 from agentwatch.schema import Outcome
 
 log = logging.getLogger(__name__)

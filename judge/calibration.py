@@ -40,7 +40,11 @@ def cohen_kappa(a: list[str], b: list[str], classes: tuple[str, ...] = CLASSES) 
 
 
 def kappa_interval(
-    a: list[str], b: list[str], level: float = 0.95, resamples: int = 1000, seed: int = 0,
+    a: list[str],
+    b: list[str],
+    level: float = 0.95,
+    resamples: int = 1000,
+    seed: int = 0,
     classes: tuple[str, ...] = CLASSES,
 ) -> tuple[float, float]:
     """Percentile bootstrap interval of kappa (items resampled with replacement; seeded)."""
@@ -89,6 +93,7 @@ class CalibrationReport:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict (NaN as null)."""
+
         def clean(x: Any) -> Any:
             if isinstance(x, float) and math.isnan(x):
                 return None
@@ -103,11 +108,18 @@ class CalibrationReport:
         return {k: clean(v) for k, v in d.items()}
 
 
-def self_consistency(first: list[str | None], second: list[str | None],
-                     scores1: list[float | None], scores2: list[float | None]) -> dict[str, Any]:
+def self_consistency(
+    first: list[str | None],
+    second: list[str | None],
+    scores1: list[float | None],
+    scores2: list[float | None],
+) -> dict[str, Any]:
     """Agreement of two runs of the judge on the same conversations (items where both runs graded)."""
-    pairs = [(a, b, s, t) for a, b, s, t in zip(first, second, scores1, scores2, strict=True)
-             if a is not None and b is not None]
+    pairs = [
+        (a, b, s, t)
+        for a, b, s, t in zip(first, second, scores1, scores2, strict=True)
+        if a is not None and b is not None
+    ]
     if not pairs:
         return {"pairs": 0, "agreement": None, "kappa": None, "mean_abs_score_diff": None}
     a = [p[0] for p in pairs]

@@ -24,13 +24,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import httpx
-from agentwatch.scorers.cost import PriceLookup
-from agentwatch.judge.verdict import (
-    JUDGE_BAD_OUTPUT,
-    JUDGE_TIMEOUT,
-    JUDGE_UNAVAILABLE,
-    JudgeVerdict,
-)
+
+from agentwatch.config import JudgeConfig
 from agentwatch.judge.breaker import CircuitBreaker
 from agentwatch.judge.prompt import (
     VERDICT_SCHEMA,
@@ -39,9 +34,14 @@ from agentwatch.judge.prompt import (
     load_rubric,
     parse_verdict,
 )
-
-from agentwatch.config import JudgeConfig
+from agentwatch.judge.verdict import (
+    JUDGE_BAD_OUTPUT,
+    JUDGE_TIMEOUT,
+    JUDGE_UNAVAILABLE,
+    JudgeVerdict,
+)
 from agentwatch.schema import Conversation
+from agentwatch.scorers.cost import PriceLookup
 
 log = logging.getLogger(__name__)
 
@@ -110,7 +110,9 @@ class OpenAIJudge:
         self.backoff_s = backoff_s
         self.max_backoff_s = max_backoff_s
         if structured_outputs not in ("auto", *_MODES):
-            raise ValueError(f"structured_outputs must be auto, {', '.join(_MODES)}; got {structured_outputs!r}")
+            raise ValueError(
+                f"structured_outputs must be auto, {', '.join(_MODES)}; got {structured_outputs!r}"
+            )
         self._auto = structured_outputs == "auto"
         self._mode = "json_schema" if self._auto else structured_outputs
         self.max_input_tokens = max_input_tokens
@@ -127,7 +129,11 @@ class OpenAIJudge:
 
     @classmethod
     def from_config(
-        cls, cfg: JudgeConfig, prices: PriceLookup | None = None, environ: Mapping[str, str] | None = None, **kw: Any
+        cls,
+        cfg: JudgeConfig,
+        prices: PriceLookup | None = None,
+        environ: Mapping[str, str] | None = None,
+        **kw: Any,
     ) -> OpenAIJudge:
         """A judge from the `judge:` configuration section; the API key is read from `cfg.api_key_env`."""
         env = os.environ if environ is None else environ
@@ -199,10 +205,25 @@ class OpenAIJudge:
             cost = (usage[0] * price[0] + usage[1] * price[1]) / 1e6
         latency = max(self._clock() - start, 0.0)
         if fields.get("failure"):
-            return JudgeVerdict.failed(fields["failure"], fields["detail"], self.judge_id, input_tokens=usage[0],
-                                       output_tokens=usage[1], cost_usd=cost, latency_s=latency)
-        return JudgeVerdict.graded(fields["outcome"], fields["score"], fields["explanation"], self.judge_id,
-                                   input_tokens=usage[0], output_tokens=usage[1], cost_usd=cost, latency_s=latency)
+            return JudgeVerdict.failed(
+                fields["failure"],
+                fields["detail"],
+                self.judge_id,
+                input_tokens=usage[0],
+                output_tokens=usage[1],
+                cost_usd=cost,
+                latency_s=latency,
+            )
+        return JudgeVerdict.graded(
+            fields["outcome"],
+            fields["score"],
+            fields["explanation"],
+            self.judge_id,
+            input_tokens=usage[0],
+            output_tokens=usage[1],
+            cost_usd=cost,
+            latency_s=latency,
+        )
 
     def _ask(self, messages: list[dict[str, str]], usage: list[int]) -> tuple[str, float, str]:
         content = self._complete(messages, usage)
@@ -219,7 +240,9 @@ class OpenAIJudge:
         try:
             return parse_verdict(content)
         except ValueError as exc:
-            raise _CallFailed(JUDGE_BAD_OUTPUT, f"{exc} (after one repair attempt; first: {first_error})") from None
+            raise _CallFailed(
+                JUDGE_BAD_OUTPUT, f"{exc} (after one repair attempt; first: {first_error})"
+            ) from None
 
     def _body(self, messages: list[dict[str, str]]) -> dict[str, Any]:
         body: dict[str, Any] = {
@@ -246,7 +269,9 @@ class OpenAIJudge:
             try:
                 r = self._client.post(self.url, json=self._body(messages), headers=self._headers)
             except httpx.TimeoutException as exc:
-                raise _CallFailed(JUDGE_TIMEOUT, f"no response within {self.timeout_s:g} s ({type(exc).__name__})")
+                raise _CallFailed(
+                    JUDGE_TIMEOUT, f"no response within {self.timeout_s:g} s ({type(exc).__name__})"
+                ) from exc
             except httpx.TransportError as exc:
                 last = f"connection error: {type(exc).__name__}: {exc}"
             else:
@@ -268,7 +293,8 @@ class OpenAIJudge:
             if retry_after is not None:
                 if retry_after > self.max_backoff_s:
                     raise _CallFailed(
-                        JUDGE_UNAVAILABLE, f"{last}; Retry-After {retry_after:g} s exceeds {self.max_backoff_s:g} s"
+                        JUDGE_UNAVAILABLE,
+                        f"{last}; Retry-After {retry_after:g} s exceeds {self.max_backoff_s:g} s",
                     )
                 delay = retry_after + self._rng() * min(self.backoff_s, retry_after * 0.1 + 0.001)
             else:  # full jitter: uniform in [0, min(cap, base * 2^attempt)]
@@ -283,7 +309,9 @@ class OpenAIJudge:
             choice = data["choices"][0]
             message = choice.get("message") or {}
         except (ValueError, KeyError, IndexError, TypeError, AttributeError):
-            raise _CallFailed(JUDGE_BAD_OUTPUT, f"response is not a chat completion: {r.text[:200]!r}") from None
+            raise _CallFailed(
+                JUDGE_BAD_OUTPUT, f"response is not a chat completion: {r.text[:200]!r}"
+            ) from None
         u = data.get("usage") or {}
         try:
             usage[0] += int(u.get("prompt_tokens") or 0)

@@ -17,7 +17,6 @@ from importlib import resources
 from typing import Any
 
 from agentwatch.judge.verdict import JUDGE_OUTCOMES
-
 from agentwatch.schema import Conversation, Turn
 
 CHARS_PER_TOKEN = 4
@@ -64,7 +63,7 @@ def _cut(text: str, limit: int) -> str:
     keep = max(limit - 40, 20)
     head = keep * 2 // 3
     tail = keep - head
-    return f"{text[:head]} [truncated {len(text) - keep} chars] {text[len(text) - tail:]}"
+    return f"{text[:head]} [truncated {len(text) - keep} chars] {text[len(text) - tail :]}"
 
 
 def _turn_block(i: int, turn: Turn, limit: int | None) -> str:
@@ -88,9 +87,15 @@ def _turn_block(i: int, turn: Turn, limit: int | None) -> str:
         if exp.reference_answer is not None:
             parts.append(f"reference answer: {cut(exp.reference_answer)}")
         if exp.tools:
-            parts.append("expected tools: " + cut(", ".join(
-                t.name + (f"({_value(t.arguments)})" if t.arguments is not None else "") for t in exp.tools
-            )))
+            parts.append(
+                "expected tools: "
+                + cut(
+                    ", ".join(
+                        t.name + (f"({_value(t.arguments)})" if t.arguments is not None else "")
+                        for t in exp.tools
+                    )
+                )
+            )
         if exp.forbidden_tools:
             parts.append("forbidden tools: " + ", ".join(exp.forbidden_tools))
         if parts:

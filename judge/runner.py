@@ -14,18 +14,17 @@ grades.
 from __future__ import annotations
 
 import logging
-from dataclasses import replace
 import threading
 from collections.abc import Callable, Iterable
-from typing import Any
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import replace
+from typing import Any
 
-from agentwatch.judge.verdict import JUDGE_BUDGET_EXHAUSTED, Judge, JudgeVerdict, run_judge
+from agentwatch.config import JudgeConfig, Settings
 from agentwatch.judge.budget import SpendCap
 from agentwatch.judge.cache import JudgeCache, cache_key
 from agentwatch.judge.counters import JudgeStats
-
-from agentwatch.config import JudgeConfig, Settings
+from agentwatch.judge.verdict import JUDGE_BUDGET_EXHAUSTED, Judge, JudgeVerdict, run_judge
 from agentwatch.schema import Conversation
 
 log = logging.getLogger(__name__)

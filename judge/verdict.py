@@ -29,7 +29,9 @@ JUDGE_OUTCOMES: tuple[Outcome, ...] = (
 # Why a judge gave no verdict; each is the reason code of the unscored conversation.
 JUDGE_TIMEOUT = "judge_timeout"  # the request timed out
 JUDGE_BAD_OUTPUT = "judge_bad_output"  # not JSON of the verdict schema after one repair attempt; a refusal
-JUDGE_UNAVAILABLE = "judge_unavailable"  # 429/5xx after the retries, connection refused, breaker open, HTTP 4xx
+JUDGE_UNAVAILABLE = (
+    "judge_unavailable"  # 429/5xx after the retries, connection refused, breaker open, HTTP 4xx
+)
 JUDGE_BUDGET_EXHAUSTED = "judge_budget_exhausted"  # the hourly or daily spend cap is reached
 FAILURE_CODES: tuple[str, ...] = (JUDGE_TIMEOUT, JUDGE_BAD_OUTPUT, JUDGE_UNAVAILABLE, JUDGE_BUDGET_EXHAUSTED)
 
@@ -76,8 +78,16 @@ class JudgeVerdict:
         latency_s: float = 0.0,
     ) -> JudgeVerdict:
         """A verdict that grades."""
-        return cls(outcome=Outcome(outcome), score=float(score), explanation=explanation, judge_id=judge_id,
-                   input_tokens=input_tokens, output_tokens=output_tokens, cost_usd=cost_usd, latency_s=latency_s)
+        return cls(
+            outcome=Outcome(outcome),
+            score=float(score),
+            explanation=explanation,
+            judge_id=judge_id,
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            cost_usd=cost_usd,
+            latency_s=latency_s,
+        )
 
     @classmethod
     def failed(
@@ -94,8 +104,15 @@ class JudgeVerdict:
         """A verdict saying the judge could not grade; `failure` is one of `FAILURE_CODES`."""
         if failure not in FAILURE_CODES:
             raise ValueError(f"unknown judge failure {failure!r}; expected one of {FAILURE_CODES}")
-        return cls(failure=failure, detail=detail, judge_id=judge_id, input_tokens=input_tokens,
-                   output_tokens=output_tokens, cost_usd=cost_usd, latency_s=latency_s)
+        return cls(
+            failure=failure,
+            detail=detail,
+            judge_id=judge_id,
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            cost_usd=cost_usd,
+            latency_s=latency_s,
+        )
 
 
 @runtime_checkable
@@ -126,14 +143,29 @@ def validate_verdict(verdict: object, judge_id: str = "") -> JudgeVerdict:
         return verdict
     score = verdict.score
     if isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score):
-        return replace(verdict, failure=JUDGE_BAD_OUTPUT, detail=f"judge score {score!r} is not a number",
-                             outcome=None, score=None)
+        return replace(
+            verdict,
+            failure=JUDGE_BAD_OUTPUT,
+            detail=f"judge score {score!r} is not a number",
+            outcome=None,
+            score=None,
+        )
     if not 0.0 <= score <= 1.0:
-        return replace(verdict, failure=JUDGE_BAD_OUTPUT, detail=f"judge score {score!r} outside [0, 1]",
-                             outcome=None, score=None)
+        return replace(
+            verdict,
+            failure=JUDGE_BAD_OUTPUT,
+            detail=f"judge score {score!r} outside [0, 1]",
+            outcome=None,
+            score=None,
+        )
     if verdict.outcome not in JUDGE_OUTCOMES:
-        return replace(verdict, failure=JUDGE_BAD_OUTPUT, detail=f"judge outcome {verdict.outcome!r} is not a class",
-                             outcome=None, score=None)
+        return replace(
+            verdict,
+            failure=JUDGE_BAD_OUTPUT,
+            detail=f"judge outcome {verdict.outcome!r} is not a class",
+            outcome=None,
+            score=None,
+        )
     return verdict
 
 

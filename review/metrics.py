@@ -69,9 +69,12 @@ class ReviewMetrics(Collector):
         with s.lock:
             saved, ingested, published = dict(s.labels_saved), dict(s.ingested), dict(s.published)
             signins, refused = dict(s.signins), dict(s.refused)
-        queue = GaugeMetricFamily("agentwatch_review_queue", "Conversations waiting for a label, by series "
-                                  "and sample (review_sample: blind; flagged: by a person).",
-                                  labels=["agent", "version", "task", "sample"])
+        queue = GaugeMetricFamily(
+            "agentwatch_review_queue",
+            "Conversations waiting for a label, by series "
+            "and sample (review_sample: blind; flagged: by a person).",
+            labels=["agent", "version", "task", "sample"],
+        )
         try:
             for agent, version, task, sample, n in self._store.queue_sizes():
                 queue.add_metric([agent, version, task, sample], n)
@@ -83,37 +86,71 @@ class ReviewMetrics(Collector):
         yield queue
         if pairs is not None:
             yield from _agreement(pairs)
-        yield _by("agentwatch_review_labels_saved", "Labels saved by reviewers, by outcome class.", "outcome",
-                  saved, OUTCOMES)
-        yield _by("agentwatch_review_records", "Transcripts-topic records read, by result (stored, "
-                  "duplicate, revised, answered, unknown, expired, invalid).", "result", ingested,
-                  sorted(ingested))
-        yield _by("agentwatch_review_published", "Records Kafka acknowledged: revised scores and label "
-                  "records.", "topic", published, ("scores", "labels"))
+        yield _by(
+            "agentwatch_review_labels_saved",
+            "Labels saved by reviewers, by outcome class.",
+            "outcome",
+            saved,
+            OUTCOMES,
+        )
+        yield _by(
+            "agentwatch_review_records",
+            "Transcripts-topic records read, by result (stored, "
+            "duplicate, revised, answered, unknown, expired, invalid).",
+            "result",
+            ingested,
+            sorted(ingested),
+        )
+        yield _by(
+            "agentwatch_review_published",
+            "Records Kafka acknowledged: revised scores and label records.",
+            "topic",
+            published,
+            ("scores", "labels"),
+        )
         if pending is not None:
-            yield GaugeMetricFamily("agentwatch_review_publish_pending", "Revised scores and label records "
-                                    "saved but not yet acknowledged by Kafka.", value=pending)
-        yield CounterMetricFamily("agentwatch_review_publish_failures",
-                                  "Attempts to publish that Kafka did not acknowledge (retried).",
-                                  value=s.publish_failures)
-        yield CounterMetricFamily("agentwatch_review_expired",
-                                  "Conversations deleted by retention (review.retention_days).",
-                                  value=s.expired)
-        yield _by("agentwatch_review_signins", "Sign-in attempts, by result.", "result", signins,
-                  ("ok", "failed"))
-        yield _by("agentwatch_review_refused", "Requests refused: read (no sign-in) or write (no session or "
-                  "CSRF token).", "kind", refused, ("read", "write"))
+            yield GaugeMetricFamily(
+                "agentwatch_review_publish_pending",
+                "Revised scores and label records saved but not yet acknowledged by Kafka.",
+                value=pending,
+            )
+        yield CounterMetricFamily(
+            "agentwatch_review_publish_failures",
+            "Attempts to publish that Kafka did not acknowledge (retried).",
+            value=s.publish_failures,
+        )
+        yield CounterMetricFamily(
+            "agentwatch_review_expired",
+            "Conversations deleted by retention (review.retention_days).",
+            value=s.expired,
+        )
+        yield _by(
+            "agentwatch_review_signins", "Sign-in attempts, by result.", "result", signins, ("ok", "failed")
+        )
+        yield _by(
+            "agentwatch_review_refused",
+            "Requests refused: read (no sign-in) or write (no session or CSRF token).",
+            "kind",
+            refused,
+            ("read", "write"),
+        )
 
 
 def _agreement(pairs: list[tuple[str, str, str, str, int]]) -> Iterator[Metric]:
     """People against the judge, per judge and sample: labels that agree with its class, and Cohen's κ."""
     labelled = GaugeMetricFamily(
-        "agentwatch_review_judge_labels", "Labels in the store on conversations a judge graded, by whether "
+        "agentwatch_review_judge_labels",
+        "Labels in the store on conversations a judge graded, by whether "
         "the person's outcome class is the judge's (agree, disagree); sample=review_sample is the blind "
-        "random one.", labels=["judge", "sample", "agreement"])
+        "random one.",
+        labels=["judge", "sample", "agreement"],
+    )
     kappa = GaugeMetricFamily(
-        "agentwatch_review_judge_kappa", "Cohen's kappa between the people's and the judge's outcome classes "
-        "over those labels (absent while undefined).", labels=["judge", "sample"])
+        "agentwatch_review_judge_kappa",
+        "Cohen's kappa between the people's and the judge's outcome classes "
+        "over those labels (absent while undefined).",
+        labels=["judge", "sample"],
+    )
     index = {o: i for i, o in enumerate(OUTCOMES)}
     tables: dict[tuple[str, str], list[list[int]]] = {}
     for judge, sample, outcome, judged, n in pairs:

@@ -43,8 +43,12 @@ class ReviewService:
         self.settings = settings
         self.config = settings.review
         self._clock = clock
-        self.store = Store(self.config.database_url, scores_topic=self.config.scores_topic,
-                           labels_topic=self.config.labels_topic, credits=settings.scoring.credits)
+        self.store = Store(
+            self.config.database_url,
+            scores_topic=self.config.scores_topic,
+            labels_topic=self.config.labels_topic,
+            credits=settings.scoring.credits,
+        )
         self.stats = ReviewStats()
         self._wake = threading.Event()
         self.web = ReviewApp(self.store, self.config, self.stats, clock=clock, on_saved=self._wake.set)
@@ -62,10 +66,14 @@ class ReviewService:
         kafka = self.settings.kafka
         cfg = self.config
         topics = [cfg.transcripts_topic, cfg.scores_topic, *([cfg.labels_topic] if cfg.labels_topic else [])]
-        ensure_topics(kafka.bootstrap_servers, topics,
-                      partitions=self.settings.collector.topic_partitions,
-                      replication_factor=self.settings.collector.topic_replication_factor,
-                      client_id=kafka.client_id, security=KafkaSecurity.from_config(kafka))
+        ensure_topics(
+            kafka.bootstrap_servers,
+            topics,
+            partitions=self.settings.collector.topic_partitions,
+            replication_factor=self.settings.collector.topic_replication_factor,
+            client_id=kafka.client_id,
+            security=KafkaSecurity.from_config(kafka),
+        )
         sock = socket.socket(socket.AF_INET6 if ":" in cfg.host else socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((cfg.host, cfg.port))
@@ -75,16 +83,25 @@ class ReviewService:
             self.start_metrics(cfg.metrics_port)
         config = uvicorn.Config(self.web.app, log_level="warning", access_log=False, lifespan="off")
         server = self._server = uvicorn.Server(config)
-        loops = [("review-ingest", self._ingest), ("review-publish", self._publish),
-                 ("review-retention", self._retention)]
-        threads = [threading.Thread(target=self._guard, args=(name, target, stop), name=name, daemon=True)
-                   for name, target in loops]
+        loops = [
+            ("review-ingest", self._ingest),
+            ("review-publish", self._publish),
+            ("review-retention", self._retention),
+        ]
+        threads = [
+            threading.Thread(target=self._guard, args=(name, target, stop), name=name, daemon=True)
+            for name, target in loops
+        ]
         for thread in threads:
             thread.start()
         watcher = threading.Thread(target=self._stop_server_on, args=(stop,), daemon=True)
         watcher.start()
-        log.info("review page on %s (%d reviewers), store %s", where(cfg.host, self.port, "/"),
-                 len(self.web.reviewers), _safe_url(self.store))
+        log.info(
+            "review page on %s (%d reviewers), store %s",
+            where(cfg.host, self.port, "/"),
+            len(self.web.reviewers),
+            _safe_url(self.store),
+        )
         try:
             self.started.set()
             server.run(sockets=[sock])
@@ -104,8 +121,12 @@ class ReviewService:
         """Serve /metrics on `port` (0: any free port); the port."""
         registry = CollectorRegistry()
         registry.register(ReviewMetrics(self.store, self.stats))
-        self._metrics = MetricsServer(lambda: render_families(registry.collect()).encode(), port,
-                                      self.config.metrics_host, "agentwatch review")
+        self._metrics = MetricsServer(
+            lambda: render_families(registry.collect()).encode(),
+            port,
+            self.config.metrics_host,
+            "agentwatch review",
+        )
         self.metrics_port = self._metrics.port
         return self.metrics_port
 
@@ -126,15 +147,18 @@ class ReviewService:
 
     def _consumer(self) -> Consumer:
         cfg, kafka = self.config, self.settings.kafka
-        return Consumer({
-            **service_settings(kafka, "review"),
-            "group.id": cfg.group_id,
-            "enable.auto.commit": False,
-            "enable.auto.offset.store": False,  # an offset is stored once its record is in the store
-            "auto.offset.reset": "earliest",
-            "session.timeout.ms": cfg.session_timeout_ms,
-            "heartbeat.interval.ms": cfg.heartbeat_interval_ms,
-        }, logger=log)
+        return Consumer(
+            {
+                **service_settings(kafka, "review"),
+                "group.id": cfg.group_id,
+                "enable.auto.commit": False,
+                "enable.auto.offset.store": False,  # an offset is stored once its record is in the store
+                "auto.offset.reset": "earliest",
+                "session.timeout.ms": cfg.session_timeout_ms,
+                "heartbeat.interval.ms": cfg.heartbeat_interval_ms,
+            },
+            logger=log,
+        )
 
     def _ingest(self, stop: threading.Event) -> None:
         """Transcript records into the store; commit what is stored; on a store error, replay from there."""
@@ -167,8 +191,13 @@ class ReviewService:
                 record = TranscriptRecord.model_validate_json(message.value() or b"")
             except (ValidationError, ValueError) as exc:
                 self.stats.count_ingest("invalid")
-                log.warning("invalid transcript record at %s[%s]@%s: %s", message.topic(),
-                            message.partition(), message.offset(), str(exc)[:300])
+                log.warning(
+                    "invalid transcript record at %s[%s]@%s: %s",
+                    message.topic(),
+                    message.partition(),
+                    message.offset(),
+                    str(exc)[:300],
+                )
                 stored += _store_offset(consumer, message)
                 continue
             try:
@@ -192,8 +221,13 @@ class ReviewService:
         for message in messages:
             after = after or message is failed
             topic, partition, offset = message.topic(), message.partition(), message.offset()
-            if after and message.error() is None and topic is not None and partition is not None \
-                    and offset is not None:
+            if (
+                after
+                and message.error() is None
+                and topic is not None
+                and partition is not None
+                and offset is not None
+            ):
                 first.setdefault((topic, partition), offset)
         for (topic, partition), offset in first.items():
             consumer.seek(TopicPartition(topic, partition, offset))
@@ -201,8 +235,10 @@ class ReviewService:
     # ------------------------------------------------------------------ publisher
 
     def _producer(self) -> Producer:
-        config: dict[str, Any] = {**producer_config(service_settings(self.settings.kafka, "review")),
-                                  "delivery.report.only.error": False}  # acknowledgements mark the outbox
+        config: dict[str, Any] = {
+            **producer_config(service_settings(self.settings.kafka, "review")),
+            "delivery.report.only.error": False,
+        }  # acknowledgements mark the outbox
         return Producer(config, logger=log)
 
     def _publish(self, stop: threading.Event) -> None:
@@ -265,8 +301,9 @@ class ReviewService:
                 log.exception("retention failed")
             else:
                 if gone:
-                    log.info("retention: %d conversations older than %g days deleted", gone,
-                             cfg.retention_days)
+                    log.info(
+                        "retention: %d conversations older than %g days deleted", gone, cfg.retention_days
+                    )
                     with self.stats.lock:
                         self.stats.expired += gone
             stop.wait(cfg.retention_interval_s)
@@ -277,8 +314,9 @@ def _store_offset(consumer: Consumer, message: Message) -> int:
     try:
         consumer.store_offsets(message)
     except KafkaException as exc:  # revoked: the new owner reads it again, the store ignores the repeat
-        log.info("offset of %s[%s]@%s not stored: %s", message.topic(), message.partition(), message.offset(),
-                 exc)
+        log.info(
+            "offset of %s[%s]@%s not stored: %s", message.topic(), message.partition(), message.offset(), exc
+        )
         return 0
     return 1
 

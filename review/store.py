@@ -18,7 +18,7 @@ import logging
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import (
@@ -51,7 +51,12 @@ OUTCOMES: tuple[str, ...] = ("complete", "partial_correct", "partial_incorrect",
 
 # what `ingest` did with a record
 STORED, DUPLICATE, REVISED, ANSWERED, UNKNOWN, EXPIRED = (
-    "stored", "duplicate", "revised", "answered", "unknown", "expired",
+    "stored",
+    "duplicate",
+    "revised",
+    "answered",
+    "unknown",
+    "expired",
 )
 
 
@@ -132,8 +137,14 @@ def engine_url(url: str) -> str:
 class Store:
     """The review store on `url` (`sqlite:///PATH` or `postgresql://…`); tables are created when missing."""
 
-    def __init__(self, url: str, *, scores_topic: str = wire.SCORES_TOPIC,
-                 labels_topic: str | None = wire.LABELS_TOPIC, credits: OutcomeCredits | None = None) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        scores_topic: str = wire.SCORES_TOPIC,
+        labels_topic: str | None = wire.LABELS_TOPIC,
+        credits: OutcomeCredits | None = None,
+    ) -> None:
         self.url = url
         self.credits = credits or OutcomeCredits()  # ASR credits of a relabelled score (scoring.credits)
         self.scores_topic = scores_topic
@@ -158,24 +169,40 @@ class Store:
         t = conversations.c
         with self.engine.begin() as c:
             query = select(t.id, t.latest_score, t.latest_revision, t.transcript)
-            row = c.execute(query.where(t.agent == score.agent, t.conversation_id == score.conversation_id)
-                            ).one_or_none()
+            row = c.execute(
+                query.where(t.agent == score.agent, t.conversation_id == score.conversation_id)
+            ).one_or_none()
             if row is None:
                 if record.conversation is None:
                     return UNKNOWN  # a revision of a conversation this store never held (or has deleted)
                 conv = record.conversation
                 payload = score.model_dump_json()
                 first_input = next((t.input for t in conv.turns if t.input), "") or ""
-                c.execute(insert(conversations).values(
-                    agent=score.agent, conversation_id=score.conversation_id, version=score.version,
-                    task=score.task, sample=record.sample, at=at, received_at=now, turns=len(conv.turns),
-                    preview=first_input[:200], transcript=conv.model_dump_json(), first_score=payload,
-                    latest_score=payload, latest_revision=score.revision, labelled=False,
-                ))
+                c.execute(
+                    insert(conversations).values(
+                        agent=score.agent,
+                        conversation_id=score.conversation_id,
+                        version=score.version,
+                        task=score.task,
+                        sample=record.sample,
+                        at=at,
+                        received_at=now,
+                        turns=len(conv.turns),
+                        preview=first_input[:200],
+                        transcript=conv.model_dump_json(),
+                        first_score=payload,
+                        latest_score=payload,
+                        latest_revision=score.revision,
+                        labelled=False,
+                    )
+                )
                 return STORED
             if row.transcript is None and record.conversation is not None:
-                c.execute(update(conversations).where(t.id == row.id)
-                          .values(transcript=record.conversation.model_dump_json()))
+                c.execute(
+                    update(conversations)
+                    .where(t.id == row.id)
+                    .values(transcript=record.conversation.model_dump_json())
+                )
             latest = ConversationScore.model_validate_json(row.latest_score)
             return self._apply_revision(c, row.id, latest, score, now)
 
@@ -187,22 +214,37 @@ class Store:
             incoming.revision == latest.revision and incoming.label == latest.label
         ):
             return DUPLICATE
-        outcome = c.execute(select(labels.c.outcome).where(labels.c.conversation == row_id)
-                            .order_by(labels.c.id.desc()).limit(1)).scalar_one_or_none()
+        outcome = c.execute(
+            select(labels.c.outcome)
+            .where(labels.c.conversation == row_id)
+            .order_by(labels.c.id.desc())
+            .limit(1)
+        ).scalar_one_or_none()
         answer = relabel(incoming, Outcome(outcome), self.credits) if outcome is not None else None
         if answer is None:
             if incoming.revision > latest.revision:
-                c.execute(update(conversations).where(conversations.c.id == row_id)
-                          .values(latest_score=incoming.model_dump_json(), latest_revision=incoming.revision))
+                c.execute(
+                    update(conversations)
+                    .where(conversations.c.id == row_id)
+                    .values(latest_score=incoming.model_dump_json(), latest_revision=incoming.revision)
+                )
                 return REVISED
             return DUPLICATE
         answer = answer.model_copy(update={"revision": max(incoming.revision, latest.revision) + 1})
         payload = answer.model_dump_json()
-        c.execute(update(conversations).where(conversations.c.id == row_id)
-                  .values(latest_score=payload, latest_revision=answer.revision))
+        c.execute(
+            update(conversations)
+            .where(conversations.c.id == row_id)
+            .values(latest_score=payload, latest_revision=answer.revision)
+        )
         self._queue_score(c, row_id, answer, payload, now)
-        log.info("revision %d of %s came without the reviewer's label %s: answered with revision %d",
-                 incoming.revision, incoming.conversation_id, outcome, answer.revision)
+        log.info(
+            "revision %d of %s came without the reviewer's label %s: answered with revision %d",
+            incoming.revision,
+            incoming.conversation_id,
+            outcome,
+            answer.revision,
+        )
         return ANSWERED
 
     # ------------------------------------------------------------------ the queue
@@ -215,15 +257,21 @@ class Store:
                 clauses.append(column == value)
         return and_(*clauses)
 
-    def queue(self, filters: Filters = Filters(), limit: int = 100,
-              offset: int = 0) -> tuple[list[QueueItem], int]:
+    def queue(
+        self, filters: Filters = Filters(), limit: int = 100, offset: int = 0
+    ) -> tuple[list[QueueItem], int]:
         """Unlabelled conversations, oldest first, and how many there are in all."""
         t = conversations.c
         where = self._queue_where(filters)
         with self.engine.connect() as c:
             total = c.execute(select(func.count()).select_from(conversations).where(where)).scalar_one()
-            rows = c.execute(select(t.id, t.agent, t.version, t.task, t.sample, t.at, t.turns, t.preview)
-                             .where(where).order_by(t.at, t.id).limit(limit).offset(offset)).all()
+            rows = c.execute(
+                select(t.id, t.agent, t.version, t.task, t.sample, t.at, t.turns, t.preview)
+                .where(where)
+                .order_by(t.at, t.id)
+                .limit(limit)
+                .offset(offset)
+            ).all()
         return [QueueItem(*row) for row in rows], int(total)
 
     def choices(self) -> dict[str, list[str]]:
@@ -263,21 +311,40 @@ class Store:
         """A stored conversation with its labels, or None."""
         t = conversations.c
         with self.engine.connect() as c:
-            row = c.execute(select(t.id, t.agent, t.conversation_id, t.sample, t.at, t.transcript,
-                                   t.first_score, t.latest_score).where(t.id == row_id)).one_or_none()
+            row = c.execute(
+                select(
+                    t.id,
+                    t.agent,
+                    t.conversation_id,
+                    t.sample,
+                    t.at,
+                    t.transcript,
+                    t.first_score,
+                    t.latest_score,
+                ).where(t.id == row_id)
+            ).one_or_none()
             if row is None:
                 return None
             x = labels.c
             fields = (x.label_id, x.reviewer, x.labelled_at, x.outcome, x.note, x.sample, x.blind, x.revision)
             found = c.execute(select(*fields).where(x.conversation == row_id).order_by(x.id)).all()
-        return Stored(row.id, row.agent, row.conversation_id, row.sample, row.at, row.transcript,
-                      ConversationScore.model_validate_json(row.first_score),
-                      ConversationScore.model_validate_json(row.latest_score), [Label(*r) for r in found])
+        return Stored(
+            row.id,
+            row.agent,
+            row.conversation_id,
+            row.sample,
+            row.at,
+            row.transcript,
+            ConversationScore.model_validate_json(row.first_score),
+            ConversationScore.model_validate_json(row.latest_score),
+            [Label(*r) for r in found],
+        )
 
     # ------------------------------------------------------------------ labels
 
-    def save_label(self, row_id: int, reviewer: str, outcome: Outcome, note: str, blind: bool,
-                   now: float) -> LabelRecord:
+    def save_label(
+        self, row_id: int, reviewer: str, outcome: Outcome, note: str, blind: bool, now: float
+    ) -> LabelRecord:
         """Save a label and queue what it publishes (revised score, label record) in one transaction."""
         for _ in range(5):
             try:
@@ -286,12 +353,14 @@ class Store:
                 log.info("revision of conversation row %d changed while saving a label; trying again", row_id)
         raise RevisionConflict(f"conversation row {row_id}: the revision kept changing")
 
-    def _save_label(self, row_id: int, reviewer: str, outcome: Outcome, note: str, blind: bool,
-                    now: float) -> LabelRecord:
+    def _save_label(
+        self, row_id: int, reviewer: str, outcome: Outcome, note: str, blind: bool, now: float
+    ) -> LabelRecord:
         t = conversations.c
         with self.engine.begin() as c:
-            row = c.execute(select(t.sample, t.first_score, t.latest_score, t.latest_revision)
-                            .where(t.id == row_id)).one_or_none()
+            row = c.execute(
+                select(t.sample, t.first_score, t.latest_score, t.latest_revision).where(t.id == row_id)
+            ).one_or_none()
             if row is None:
                 raise KeyError(row_id)
             first = ConversationScore.model_validate_json(row.first_score)
@@ -304,32 +373,55 @@ class Store:
             if done.rowcount != 1:
                 raise RevisionConflict(str(row_id))
             record = LabelRecord.of(
-                first, outcome, note=note, reviewer=reviewer,
-                labelled_at=datetime.fromtimestamp(now, timezone.utc), sample=row.sample, blind=blind,
-                revision=revised.revision if revised is not None else None, label_id=str(uuid.uuid4()),
+                first,
+                outcome,
+                note=note,
+                reviewer=reviewer,
+                labelled_at=datetime.fromtimestamp(now, UTC),
+                sample=row.sample,
+                blind=blind,
+                revision=revised.revision if revised is not None else None,
+                label_id=str(uuid.uuid4()),
             )
             stored = record.model_dump(mode="json", exclude=_NOT_IN_LABELS)
             c.execute(insert(labels).values(conversation=row_id, labelled_at=now, **stored))
             if revised is not None:
                 self._queue_score(c, row_id, revised, revised.model_dump_json(), now)
             if self.labels_topic:
-                c.execute(insert(outbox).values(conversation=row_id, topic=self.labels_topic,
-                                                key=first.conversation_id.encode(),
-                                                value=record.model_dump_json().encode(), created_at=now))
+                c.execute(
+                    insert(outbox).values(
+                        conversation=row_id,
+                        topic=self.labels_topic,
+                        key=first.conversation_id.encode(),
+                        value=record.model_dump_json().encode(),
+                        created_at=now,
+                    )
+                )
         return record
 
-    def _queue_score(self, c: Connection, row_id: int, score: ConversationScore, payload: str,
-                     now: float) -> None:
-        c.execute(insert(outbox).values(conversation=row_id, topic=self.scores_topic,
-                                        key=wire.score_key(score.agent, score.version, score.task),
-                                        value=payload.encode(), created_at=now))
+    def _queue_score(
+        self, c: Connection, row_id: int, score: ConversationScore, payload: str, now: float
+    ) -> None:
+        c.execute(
+            insert(outbox).values(
+                conversation=row_id,
+                topic=self.scores_topic,
+                key=wire.score_key(score.agent, score.version, score.task),
+                value=payload.encode(),
+                created_at=now,
+            )
+        )
 
     def blind_labels(self, limit: int | None = None) -> list[tuple[Conversation, Outcome]]:
         """Conversations held with their transcript and a blind label (the latest one of each), most recently
         labelled first: the candidates of an anchor set (`agentwatch judge anchors freeze`)."""
         t, x = conversations.c, labels.c
-        query = (select(t.id, t.transcript, x.outcome).join(conversations, x.conversation == t.id)
-                 .where(x.blind.is_(True), t.transcript.is_not(None)).order_by(x.id.desc()))
+        query = (
+            select(t.id, t.transcript, x.outcome)
+            .join(conversations, x.conversation == t.id)
+            .where(x.blind.is_(True), t.transcript.is_not(None))
+            .order_by(x.id.desc())
+        )
         out: list[tuple[Conversation, Outcome]] = []
         seen: set[int] = set()
         with self.engine.connect() as c:
@@ -365,8 +457,9 @@ class Store:
         """Records not yet acknowledged by Kafka, oldest first."""
         o = outbox.c
         with self.engine.connect() as c:
-            rows = c.execute(select(o.id, o.topic, o.key, o.value).where(o.sent_at.is_(None))
-                             .order_by(o.id).limit(limit)).all()
+            rows = c.execute(
+                select(o.id, o.topic, o.key, o.value).where(o.sent_at.is_(None)).order_by(o.id).limit(limit)
+            ).all()
         return [OutboxRecord(r.id, r.topic, bytes(r.key), bytes(r.value)) for r in rows]
 
     def mark_sent(self, ids: list[int], now: float) -> None:
@@ -400,16 +493,21 @@ class Store:
         t = conversations.c
         with self.engine.connect() as c:
             stored = c.execute(select(func.count()).select_from(conversations)).scalar_one()
-            labelled = c.execute(select(func.count()).select_from(conversations)
-                                 .where(t.labelled.is_(True))).scalar_one()
+            labelled = c.execute(
+                select(func.count()).select_from(conversations).where(t.labelled.is_(True))
+            ).scalar_one()
             saved = c.execute(select(func.count()).select_from(labels)).scalar_one()
-        return {"conversations": int(stored), "labelled": int(labelled), "labels": int(saved),
-                "pending": self.pending()}
+        return {
+            "conversations": int(stored),
+            "labelled": int(labelled),
+            "labels": int(saved),
+            "pending": self.pending(),
+        }
 
 
 def _epoch(value: datetime) -> float:
     if value.tzinfo is None:
-        value = value.replace(tzinfo=timezone.utc)
+        value = value.replace(tzinfo=UTC)
     return value.timestamp()
 
 

@@ -15,7 +15,7 @@ import logging
 import secrets
 import time
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -50,7 +50,7 @@ OUTCOME_TEXT: tuple[tuple[str, str], ...] = (
 
 
 def _when(epoch: float) -> str:
-    return datetime.fromtimestamp(epoch, timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
 def _pretty(value: Any) -> str:
@@ -60,8 +60,15 @@ def _pretty(value: Any) -> str:
 class ReviewApp:
     """The pages over a `Store`; `app` is the ASGI application."""
 
-    def __init__(self, store: Store, config: ReviewConfig, stats: ReviewStats, *,
-                 clock: Callable[[], float] = time.time, on_saved: Callable[[], None] = lambda: None) -> None:
+    def __init__(
+        self,
+        store: Store,
+        config: ReviewConfig,
+        stats: ReviewStats,
+        *,
+        clock: Callable[[], float] = time.time,
+        on_saved: Callable[[], None] = lambda: None,
+    ) -> None:
         self.store = store
         self.config = config
         self.stats = stats
@@ -71,8 +78,11 @@ class ReviewApp:
         self.templates = Jinja2Templates(directory=str(TEMPLATES))
         self.templates.env.filters["when"] = _when
         self.templates.env.filters["pretty"] = _pretty
-        secret = (config.session_secret.get_secret_value() if config.session_secret is not None
-                  else secrets.token_urlsafe(32))
+        secret = (
+            config.session_secret.get_secret_value()
+            if config.session_secret is not None
+            else secrets.token_urlsafe(32)
+        )
         self.app = Starlette(
             routes=[
                 Route("/", self.queue_page),
@@ -83,17 +93,26 @@ class ReviewApp:
                 Route("/c/{row:int}/label", self.label, methods=["POST"]),
                 Route("/healthz", self.health),
             ],
-            middleware=[Middleware(SessionMiddleware, secret_key=secret, session_cookie="agentwatch_review",
-                                   max_age=config.session_max_age_s, same_site="lax",
-                                   https_only=config.secure_cookies)],
+            middleware=[
+                Middleware(
+                    SessionMiddleware,
+                    secret_key=secret,
+                    session_cookie="agentwatch_review",
+                    max_age=config.session_max_age_s,
+                    same_site="lax",
+                    https_only=config.secure_cookies,
+                )
+            ],
         )
 
     # ------------------------------------------------------------------ helpers
 
     def _page(self, request: Request, name: str, context: dict[str, Any], status: int = 200) -> Response:
         nonce = secrets.token_urlsafe(16)
-        policy = (f"default-src 'none'; script-src 'nonce-{nonce}'; style-src 'nonce-{nonce}'; "
-                  "form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+        policy = (
+            f"default-src 'none'; script-src 'nonce-{nonce}'; style-src 'nonce-{nonce}'; "
+            "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+        )
         headers = {
             "Content-Security-Policy": policy,
             "X-Content-Type-Options": "nosniff",
@@ -188,12 +207,20 @@ class ReviewApp:
         more = None
         if offset + size < total:
             more = "/?" + urlencode({**_filter_params(filters), "offset": offset + size})
-        return self._page(request, "queue.html", {
-            "items": items, "total": total, "choices": choices, "query": query, "more": more,
-            "page_size": size,
-            "filters": {"agent": filters.agent, "version": filters.version, "task": filters.task},
-            "filtered": any((filters.agent, filters.version, filters.task)),
-        })
+        return self._page(
+            request,
+            "queue.html",
+            {
+                "items": items,
+                "total": total,
+                "choices": choices,
+                "query": query,
+                "more": more,
+                "page_size": size,
+                "filters": {"agent": filters.agent, "version": filters.version, "task": filters.task},
+                "filtered": any((filters.agent, filters.version, filters.task)),
+            },
+        )
 
     async def conversation_page(self, request: Request) -> Response:
         """One conversation: its whole transcript, the label form, and — once labelled — the verdicts."""
@@ -215,11 +242,18 @@ class ReviewApp:
         relabel = request.query_params.get("relabel") == "1"
         decided = bool(stored.labels)
         context: dict[str, Any] = {
-            "stored": stored, "conv": conv, "score": stored.latest_score, "labels": stored.labels,
-            "show_form": not decided or relabel or error is not None, "error": error,
-            "saved": request.query_params.get("saved") == "1" and decided, "outcomes": OUTCOME_TEXT,
-            "query": query, "query_relabel": "?" + urlencode({**_filter_params(filters), "relabel": 1}),
-            "queue_url": "/" + query, "left": left,
+            "stored": stored,
+            "conv": conv,
+            "score": stored.latest_score,
+            "labels": stored.labels,
+            "show_form": not decided or relabel or error is not None,
+            "error": error,
+            "saved": request.query_params.get("saved") == "1" and decided,
+            "outcomes": OUTCOME_TEXT,
+            "query": query,
+            "query_relabel": "?" + urlencode({**_filter_params(filters), "relabel": 1}),
+            "queue_url": "/" + query,
+            "left": left,
             "prev_url": f"/c/{prev_id}{query}" if prev_id is not None else None,
             "next_url": f"/c/{next_id}{query}" if next_id is not None else None,
         }
@@ -246,8 +280,14 @@ class ReviewApp:
         )
         self.stats.count_label(outcome)
         self._on_saved()
-        log.info("%s labelled %s (%s) %s%s", reviewer, record.conversation_id, record.agent, outcome,
-                 f", revision {record.revision}" if record.revision is not None else ", no revision needed")
+        log.info(
+            "%s labelled %s (%s) %s%s",
+            reviewer,
+            record.conversation_id,
+            record.agent,
+            outcome,
+            f", revision {record.revision}" if record.revision is not None else ", no revision needed",
+        )
         params = {**_filter_params(_filters(request)), "saved": 1}
         return RedirectResponse(f"/c/{row}?{urlencode(params)}", 303)
 

@@ -4,7 +4,10 @@ from agentwatch.service_extra import require
 
 require(__name__)  # fails with the extra to install, before any service dependency is imported
 
+from agentwatch.judge.verdict import (  # the scorers take verdicts; the judge package obtains them
+    Judge,
+    JudgeVerdict,
+)
 from agentwatch.scorers.conversation import ConversationScorer, score_conversation, unscored
-from agentwatch.judge.verdict import Judge, JudgeVerdict  # the scorers take verdicts; the judge package obtains them
 
 __all__ = ["ConversationScorer", "Judge", "JudgeVerdict", "score_conversation", "unscored"]

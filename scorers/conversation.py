@@ -7,13 +7,22 @@ from datetime import UTC, datetime, timedelta
 from functools import cache
 from typing import Any, Literal
 
+from agentwatch.config import Settings
+from agentwatch.judge.verdict import JudgeVerdict, validate_verdict
+from agentwatch.schema import (
+    EVIDENCE,
+    Conversation,
+    ConversationScore,
+    Outcome,
+    OutcomeSource,
+    Turn,
+)
 from agentwatch.scorers.answer import grade_answer
 from agentwatch.scorers.cost import PriceLookup, budget_ceiling, conversation_cost, cost_penalty
 from agentwatch.scorers.endings import handed_off, unanswered_turn
 from agentwatch.scorers.expected_conversation import grade_expected, says_something
 from agentwatch.scorers.graders import forbidden_called, loops
 from agentwatch.scorers.hallucination import Evidence, find_hallucinations
-from agentwatch.judge.verdict import JudgeVerdict, validate_verdict
 from agentwatch.scorers.names import NameNormalizer
 from agentwatch.scorers.outcome import OutcomeFacts, asr_credit, decide_outcome
 from agentwatch.scorers.outputs import missing_outputs
@@ -23,16 +32,6 @@ from agentwatch.scorers.sampling import SampleDecision, Sampler
 from agentwatch.scorers.text import AnswerText
 from agentwatch.scorers.tool_correctness import ToolGrader
 from agentwatch.scorers.tool_kinds import ToolKinds
-
-from agentwatch.config import Settings
-from agentwatch.schema import (
-    EVIDENCE,
-    Conversation,
-    ConversationScore,
-    Outcome,
-    OutcomeSource,
-    Turn,
-)
 
 log = logging.getLogger(__name__)
 
@@ -354,7 +353,9 @@ class ConversationScorer:
         verdict_before_label = None
         if automated and passed is not None:  # the prediction a label corrects: kept apart from the label
             verdict_before_label = {
-                "graded_by": automated, "outcome": outcome, "passed": passed,
+                "graded_by": automated,
+                "outcome": outcome,
+                "passed": passed,
                 "asr_credit": asr_credit(outcome, penalty, sc.credits),
             }
         if label is not None and label_decides:
@@ -497,7 +498,9 @@ def _apply_verdict(
     return outcome
 
 
-def _judged_outcome(rules: Outcome, judged: Outcome | None, facts: OutcomeFacts, rules_failed: bool) -> Outcome:
+def _judged_outcome(
+    rules: Outcome, judged: Outcome | None, facts: OutcomeFacts, rules_failed: bool
+) -> Outcome:
     """Outcome of a judged conversation. Failure evidence found by the rules (abandoned: error, loop, no answer;
     hallucinated) wins over the judge. Otherwise the judge's class, except that when another grader failed the
     conversation (tools, policy, reference answer) a judge's `complete` becomes the rules' partial class and a

@@ -18,11 +18,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentwatch.schema import Conversation, ToolCall
 from agentwatch.scorers.matching import match_pairs
 from agentwatch.scorers.names import NameNormalizer
 from agentwatch.scorers.tool_kinds import EFFECT, ToolKinds
-
-from agentwatch.schema import Conversation, ToolCall
 
 
 @dataclass(slots=True)

@@ -15,11 +15,10 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from agentwatch.schema import Turn
 from agentwatch.scorers.effects import MadeCall
 from agentwatch.scorers.names import NameNormalizer
 from agentwatch.scorers.tool_kinds import HANDOFF, ToolKinds
-
-from agentwatch.schema import Turn
 
 MAX_CLOSING_WORDS = 25
 _STOP = re.compile(r"#{2,}\s*STOP\b", re.IGNORECASE)

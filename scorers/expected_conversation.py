@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from agentwatch.schema import Conversation, Expectation, ExpectedTool
 from agentwatch.scorers.answer import grade_answer
 from agentwatch.scorers.arguments import values_match
 from agentwatch.scorers.effects import MadeCall, WantedCall, check_calls, made_calls, wanted_calls
@@ -25,8 +26,6 @@ from agentwatch.scorers.names import NameNormalizer
 from agentwatch.scorers.outputs import outputs_reasons
 from agentwatch.scorers.tool_kinds import ToolKinds
 from agentwatch.scorers.utilization import conversation_uses_results
-
-from agentwatch.schema import Conversation, Expectation, ExpectedTool
 
 
 @dataclass(slots=True)

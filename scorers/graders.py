@@ -7,9 +7,8 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from agentwatch.scorers.names import NameNormalizer
-
 from agentwatch.schema import ToolCall
+from agentwatch.scorers.names import NameNormalizer
 
 
 def canonical_json(value: Any) -> str:

@@ -14,10 +14,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
+from agentwatch.schema import ToolCall
 from agentwatch.scorers.derived_numbers import Derivations
 from agentwatch.scorers.text import AnswerText, numbers_in, parse_number
-
-from agentwatch.schema import ToolCall
 
 _EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 _WORD_PUNCT = "\"'()[]{}<>.,;:!?"

@@ -10,9 +10,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from agentwatch.scorers.text import numbers_in, parse_number
-
 from agentwatch.schema import Conversation
+from agentwatch.scorers.text import numbers_in, parse_number
 
 _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}\b)")
 

@@ -17,6 +17,9 @@ from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from typing import Any
 
+from agentwatch.config import HANDOFF_TOOLS, READ_ONLY_TOOLS, PolicyTool, TaskPolicy
+from agentwatch.config.policies import is_constraint
+from agentwatch.schema import Conversation, ToolCall
 from agentwatch.scorers.arguments import DEFAULT_TOLERANCE, values_match
 from agentwatch.scorers.effects import check_calls, made_calls, wanted_calls
 from agentwatch.scorers.endings import ending_reasons
@@ -24,10 +27,6 @@ from agentwatch.scorers.graders import forbidden_called
 from agentwatch.scorers.names import NameNormalizer
 from agentwatch.scorers.outputs import outputs_reasons
 from agentwatch.scorers.tool_kinds import ToolKinds
-
-from agentwatch.config import HANDOFF_TOOLS, READ_ONLY_TOOLS, PolicyTool, TaskPolicy
-from agentwatch.schema import Conversation, ToolCall
-from agentwatch.config.policies import is_constraint
 
 RULES: tuple[str, ...] = (
     "policy_tools",

@@ -10,11 +10,10 @@ the score's own verdict when a score written before it existed is revised for th
 
 from __future__ import annotations
 
-from agentwatch.scorers.outcome import asr_credit
-
 from agentwatch.config import OutcomeCredits
 from agentwatch.inclusion import automated_of
 from agentwatch.schema import ConversationScore, Outcome, OutcomeSource
+from agentwatch.scorers.outcome import asr_credit
 
 
 def label_grades(review_sampled: bool, graded_by: list[str]) -> bool:
@@ -29,7 +28,9 @@ def relabel(score: ConversationScore, label: Outcome, credits: OutcomeCredits) -
     others = [g for g in score.graded_by if g != "label"]
     reasons = [r for r in score.reasons if not r.startswith("label:")]
     update: dict[str, object] = {
-        "label": label, "revision": score.revision + 1, "automated": automated_of(score),
+        "label": label,
+        "revision": score.revision + 1,
+        "automated": automated_of(score),
     }
     if label_grades(score.review_sampled, others) or score.outcome_source is OutcomeSource.LABEL:
         passed = None if label is Outcome.UNSCORED else label is Outcome.COMPLETE
@@ -43,6 +44,8 @@ def relabel(score: ConversationScore, label: Outcome, credits: OutcomeCredits) -
             asr_credit=asr_credit(label, score.cost_penalty, credits),
         )
     else:
-        reasons.insert(0, f"label: outcome {label.value} set by a label outside the graded sample (not graded)")
+        reasons.insert(
+            0, f"label: outcome {label.value} set by a label outside the graded sample (not graded)"
+        )
     update["reasons"] = reasons
     return score.model_copy(update=update)

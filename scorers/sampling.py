@@ -16,9 +16,8 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
-from agentwatch.scorers.target_rate import TargetRates
-
 from agentwatch.config import SamplingConfig
+from agentwatch.scorers.target_rate import TargetRates
 
 _SCALE = float(2**64)
 
@@ -77,8 +76,9 @@ class Sampler:
                 self._rates[key] = found
         return found
 
-    def decide(self, conversation_id: str, agent: str, task: str, version: str = "",
-               t: float | None = None) -> SampleDecision:
+    def decide(
+        self, conversation_id: str, agent: str, task: str, version: str = "", t: float | None = None
+    ) -> SampleDecision:
         """Whether the conversation (of `version`, ended at Unix time `t`) is in the two samples."""
         judge_rate, review_rate, target = self._rules(agent, task)
         if target is not None:

@@ -12,7 +12,9 @@ _NUM = r"[-+]?(?:(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|\.\d+)"
 NUMBER_RE = re.compile(r"(?=[-+.\d])(?<![\w.])" + _NUM + r"(?!\w|\.\d)")
 _PLAIN_NUMBER_RE = re.compile(_NUM + r"$")
 # Whitespace-separated words holding a digit: identifiers and amounts.
-_DIGIT_WORD = re.compile(r"(?<!\S)[^\s\d]*+\d\S*")  # possessive: the letters before the digit are never retried
+_DIGIT_WORD = re.compile(
+    r"(?<!\S)[^\s\d]*+\d\S*"
+)  # possessive: the letters before the digit are never retried
 
 
 def numbers_in(text: str) -> list[tuple[float, int]]:

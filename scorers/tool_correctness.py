@@ -28,15 +28,15 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
+from scipy.optimize import linear_sum_assignment
+
+from agentwatch.config import HANDOFF_TOOLS, READ_ONLY_TOOLS, ToolWeights
+from agentwatch.schema import Expectation, ExpectedTool, ToolCall, ToolScore
 from agentwatch.scorers.arguments import argument_agreement
 from agentwatch.scorers.names import NameNormalizer
 from agentwatch.scorers.text import AnswerText
 from agentwatch.scorers.tool_kinds import EFFECT, ToolKinds
 from agentwatch.scorers.utilization import uses_results
-from scipy.optimize import linear_sum_assignment
-
-from agentwatch.config import HANDOFF_TOOLS, READ_ONLY_TOOLS, ToolWeights
-from agentwatch.schema import Expectation, ExpectedTool, ToolCall, ToolScore
 
 
 def jaccard(a: set[str] | frozenset[str], b: set[str] | frozenset[str]) -> float:
@@ -219,7 +219,8 @@ class ToolGrader:
         with effects nobody expected; lookups and handoffs nobody expected are free."""
         kinds = self._kinds
         kept = [
-            (c, n) for c, n in zip(calls, names, strict=True)
+            (c, n)
+            for c, n in zip(calls, names, strict=True)
             if n in expected or (extra == "read_only" and kinds.of(c, n) == EFFECT)
         ]
         return [c for c, _ in kept], [n for _, n in kept]

@@ -11,9 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from fnmatch import fnmatchcase
 
-from agentwatch.scorers.names import NameNormalizer
-
 from agentwatch.schema import ToolCall
+from agentwatch.scorers.names import NameNormalizer
 
 READ_ONLY, HANDOFF, EFFECT = "read_only", "handoff", "effect"
 

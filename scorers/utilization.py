@@ -19,9 +19,8 @@ import json
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from agentwatch.scorers.text import AnswerText, is_number, number_values, parse_number, shown_matches
-
 from agentwatch.schema import Turn
+from agentwatch.scorers.text import AnswerText, is_number, number_values, parse_number, shown_matches
 
 MIN_STRING = 3
 _MAX_DEPTH = 32

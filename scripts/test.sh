@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Set up a virtualenv (.venv), install agentwatch with its test extras (which include the `service`, `review` and
 # `dev` extras), Debian's promtool, Alertmanager (its inhibit rule's test), Chromium (the review page's and the
-# HTML report's browser tests) and PostgreSQL server programs (the review store's tests), type-check the package,
-# then run the whole test suite. Arguments go to pytest.
+# HTML report's browser tests) and PostgreSQL server programs (the review store's tests), check the format, lint
+# and type-check, then run the whole test suite. Arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY="${PYTHON:-python3}"
@@ -21,6 +21,9 @@ if [ "${#missing[@]}" -gt 0 ]; then
   SUDO=""; if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
   $SUDO apt-get install -y -q "${missing[@]}" >/dev/null || { $SUDO apt-get update -q && $SUDO apt-get install -y -q "${missing[@]}"; }
 fi
-# Types first: a type error fails the run before the tests start (mypy's settings are in pyproject.toml).
+# Format, lint and types first: each fails the run before the tests start (settings in pyproject.toml; the
+# pre-commit hooks run the same three).
+.venv/bin/python -m ruff format --check --quiet .
+.venv/bin/python -m ruff check --quiet .
 .venv/bin/python -m mypy
 exec .venv/bin/python -m pytest -q "$@"

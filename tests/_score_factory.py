@@ -45,10 +45,6 @@ def make_score(
 
 def find(estimates: list, window: str = "1h", **series: str) -> Any:
     """The one estimate of `window` whose agent/version/task match `series`; None if absent."""
-    hits = [
-        e
-        for e in estimates
-        if e.window == window and all(getattr(e, k) == v for k, v in series.items())
-    ]
+    hits = [e for e in estimates if e.window == window and all(getattr(e, k) == v for k, v in series.items())]
     assert len(hits) <= 1, hits
     return hits[0] if hits else None

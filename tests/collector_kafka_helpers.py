@@ -270,8 +270,14 @@ class TopicReader:
     def __init__(self, bootstrap: str, topic: str, **config: Any) -> None:
         """`config`: more librdkafka settings, e.g. `KafkaSecurity.librdkafka()`."""
         self.topic = topic
-        self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": unique("reader"),
-                                  "enable.auto.commit": False, **config})
+        self.consumer = Consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": unique("reader"),
+                "enable.auto.commit": False,
+                **config,
+            }
+        )
         self.records: list[Record] = []
         self._assigned = False
 
@@ -279,7 +285,9 @@ class TopicReader:
         found = self.consumer.list_topics(self.topic, timeout=5).topics.get(self.topic)
         if found is None or found.error is not None or not found.partitions:
             return False
-        self.consumer.assign([TopicPartition(self.topic, p, OFFSET_BEGINNING) for p in sorted(found.partitions)])
+        self.consumer.assign(
+            [TopicPartition(self.topic, p, OFFSET_BEGINNING) for p in sorted(found.partitions)]
+        )
         self._assigned = True
         return True
 
@@ -288,13 +296,20 @@ class TopicReader:
         if not self._assigned and not self._assign():
             time.sleep(0.2)
             return []
-        new = [Record(m.topic(), m.partition(), m.offset(), m.key(), m.value(), m.headers() or [])
-               for m in self.consumer.consume(10_000, 0.2) if m.error() is None]
+        new = [
+            Record(m.topic(), m.partition(), m.offset(), m.key(), m.value(), m.headers() or [])
+            for m in self.consumer.consume(10_000, 0.2)
+            if m.error() is None
+        ]
         self.records.extend(new)
         return new
 
     def wait(
-        self, done: Callable[[list[Record]], bool], timeout_s: float, *, alive: Callable[[], None] | None = None
+        self,
+        done: Callable[[list[Record]], bool],
+        timeout_s: float,
+        *,
+        alive: Callable[[], None] | None = None,
     ) -> list[Record]:
         """Poll until `done(records)` or the timeout; returns the records read."""
         deadline = time.monotonic() + timeout_s
@@ -346,7 +361,9 @@ def price_per_mtok(model: str) -> tuple[float, float]:
 
     import agentwatch.config
 
-    table = yaml.safe_load((Path(agentwatch.config.__file__).parent.parent / "data" / "prices.yaml").read_text())
+    table = yaml.safe_load(
+        (Path(agentwatch.config.__file__).parent.parent / "data" / "prices.yaml").read_text()
+    )
     p = table["models"][model]
     return p["input_per_mtok"], p["output_per_mtok"]
 
@@ -358,8 +375,15 @@ def assert_refund_agent_score(s: dict, cid: str, *, duration_s: float, ended_at:
     (pi0, po0), (pi1, po1) = price_per_mtok("gpt-4o-mini"), price_per_mtok("gpt-4o")
     cost = (1200 * pi0 + 80 * po0 + 2000 * pi1 + 150 * po1) / 1e6
     assert cost < 0.05
-    full_marks = {"selection": 1.0, "parameters": 1.0, "sequence": 1.0, "utilization": 1.0, "overall": 1.0,
-                  "binary": True, "passed": True}
+    full_marks = {
+        "selection": 1.0,
+        "parameters": 1.0,
+        "sequence": 1.0,
+        "utilization": 1.0,
+        "overall": 1.0,
+        "binary": True,
+        "passed": True,
+    }
     assert s["schema_version"] == 1
     assert s["conversation_id"] == cid
     assert (s["agent"], s["version"], s["task"]) == ("support-bot", "1.2.0", "refunds")

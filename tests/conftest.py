@@ -40,7 +40,9 @@ def promtool() -> str:
     """Path of promtool; fails (not skips) when missing, since CI installs it."""
     path = shutil.which("promtool")
     if path is None:
-        pytest.fail("promtool not found: install Debian's `prometheus` package (apt-get install -y prometheus)")
+        pytest.fail(
+            "promtool not found: install Debian's `prometheus` package (apt-get install -y prometheus)"
+        )
     return path
 
 

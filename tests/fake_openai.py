@@ -40,11 +40,13 @@ def completion(request: dict[str, Any]) -> dict[str, Any]:
         message = {
             "role": "assistant",
             "content": None,
-            "tool_calls": [{
-                "id": TOOL_CALL_ID,
-                "type": "function",
-                "function": {"name": "get_weather", "arguments": json.dumps({"city": "Paris"})},
-            }],
+            "tool_calls": [
+                {
+                    "id": TOOL_CALL_ID,
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": json.dumps({"city": "Paris"})},
+                }
+            ],
         }
         finish, (prompt, completion_tokens) = "tool_calls", USAGE["tool_call"]
     return {
@@ -53,8 +55,11 @@ def completion(request: dict[str, Any]) -> dict[str, Any]:
         "created": 1_700_000_000,
         "model": RESPONSE_MODEL,
         "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-        "usage": {"prompt_tokens": prompt, "completion_tokens": completion_tokens,
-                  "total_tokens": prompt + completion_tokens},
+        "usage": {
+            "prompt_tokens": prompt,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt + completion_tokens,
+        },
     }
 
 
@@ -68,8 +73,9 @@ class Reply:
     delay_s: float = 0.0
 
 
-def text_reply(content: str | None, usage: tuple[int, int] = (120, 30), finish: str = "stop",
-               refusal: str | None = None) -> dict[str, Any]:
+def text_reply(
+    content: str | None, usage: tuple[int, int] = (120, 30), finish: str = "stop", refusal: str | None = None
+) -> dict[str, Any]:
     """A chat completion whose message content is `content`."""
     message: dict[str, Any] = {"role": "assistant", "content": content}
     if refusal is not None:
@@ -84,8 +90,12 @@ def text_reply(content: str | None, usage: tuple[int, int] = (120, 30), finish: 
     }
 
 
-def verdict_reply(outcome: str = "complete", score: float = 0.9, explanation: str = "correct",
-                  usage: tuple[int, int] = (120, 30)) -> dict[str, Any]:
+def verdict_reply(
+    outcome: str = "complete",
+    score: float = 0.9,
+    explanation: str = "correct",
+    usage: tuple[int, int] = (120, 30),
+) -> dict[str, Any]:
     """A chat completion carrying a verdict as JSON content."""
     return text_reply(json.dumps({"outcome": outcome, "score": score, "explanation": explanation}), usage)
 
@@ -126,8 +136,10 @@ class FakeOpenAI(ChatCompletionsServer):
             if reply.delay_s:
                 time.sleep(reply.delay_s)
             data = reply.body
-            payload = data if isinstance(data, bytes) else (
-                data.encode() if isinstance(data, str) else json.dumps(data).encode()
+            payload = (
+                data
+                if isinstance(data, bytes)
+                else (data.encode() if isinstance(data, str) else json.dumps(data).encode())
             )
             return reply.status, payload, reply.headers
 

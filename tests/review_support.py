@@ -6,17 +6,16 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from agentwatch.config import Settings, load_settings
 from agentwatch.judge.verdict import JudgeVerdict
 from agentwatch.review.auth import hash_password, token_hash
-from agentwatch.scorers import ConversationScorer
-
-from agentwatch.config import Settings, load_settings
 from agentwatch.review_records import TranscriptRecord, review_sample_of
 from agentwatch.schema import Conversation, ConversationScore
+from agentwatch.scorers import ConversationScorer
 
 PASSWORD = "correct horse battery"
 TOKEN = "t0ken-for-bob-0123456789abcdef"
@@ -28,10 +27,18 @@ def review_settings(bootstrap: str, tmp_path: Path, **review: Any) -> Settings:
     group, any free port, no /metrics unless asked), with an exporter on its scores topic."""
     prefix = f"review-{uuid.uuid4().hex[:12]}"
     fast = {"session_timeout_ms": 2000, "heartbeat_interval_ms": 500}
-    values = {"database_url": f"sqlite:///{tmp_path / 'review.db'}", "port": 0, "metrics_port": None,
-              "transcripts_topic": f"{prefix}-transcripts", "scores_topic": f"{prefix}-scores",
-              "labels_topic": f"{prefix}-labels", "group_id": f"{prefix}-group", "reviewers": reviewers(),
-              **fast, **review}
+    values = {
+        "database_url": f"sqlite:///{tmp_path / 'review.db'}",
+        "port": 0,
+        "metrics_port": None,
+        "transcripts_topic": f"{prefix}-transcripts",
+        "scores_topic": f"{prefix}-scores",
+        "labels_topic": f"{prefix}-labels",
+        "group_id": f"{prefix}-group",
+        "reviewers": reviewers(),
+        **fast,
+        **review,
+    }
     exporter = {"scores_topic": values["scores_topic"], "group_id": f"{prefix}-exporter", **fast}
     return load_settings(kafka={"bootstrap_servers": bootstrap}, review=values, exporter=exporter)
 
@@ -56,7 +63,7 @@ def conversation(
     outcome: str | None = None,
 ) -> Conversation:
     """A support conversation: each turn looks an order up and answers; the last turn promises a refund."""
-    ended = ended or datetime.now(timezone.utc)
+    ended = ended or datetime.now(UTC)
     start = ended - timedelta(seconds=5 * turns)
     items: list[dict[str, Any]] = []
     for i in range(turns):
@@ -119,7 +126,7 @@ def record(conv: Conversation, score: ConversationScore) -> TranscriptRecord:
         sample=sample,
         conversation=conv,
         score=score,
-        published_at=datetime.now(timezone.utc),
+        published_at=datetime.now(UTC),
     )
 
 

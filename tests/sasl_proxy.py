@@ -64,7 +64,7 @@ class Reader:
     def take(self, n: int) -> bytes:
         if n < 0 or self.pos + n > len(self.data):
             raise ProtocolError("truncated frame")
-        out = self.data[self.pos:self.pos + n]
+        out = self.data[self.pos : self.pos + n]
         self.pos += n
         return out
 
@@ -103,7 +103,7 @@ class Reader:
             self.take(self.uvarint())
 
     def rest(self) -> bytes:
-        return self.data[self.pos:]
+        return self.data[self.pos :]
 
 
 def uvarint(value: int) -> bytes:
@@ -179,7 +179,7 @@ def rewrite_api_versions(frame: bytes, version: int, supported: dict[int, tuple[
         if flexible:
             start = r.pos
             r.tagged_fields()
-            tags = frame[start:r.pos]
+            tags = frame[start : r.pos]
         entries.append((key, low, high, tags))
     tail = r.rest()  # throttle_time_ms (v1+) and the body's tagged fields (v3+), copied as they are
     empty_tags = uvarint(0) if flexible else b""
@@ -234,8 +234,15 @@ class ScramServer:
     message named one, `done` once the client proved it knows the password. A failure raises ValueError.
     """
 
-    def __init__(self, mechanism: str, users: dict[str, str], iterations: int = SCRAM_ITERATIONS, *,
-                 salt: bytes | None = None, server_nonce: str | None = None) -> None:
+    def __init__(
+        self,
+        mechanism: str,
+        users: dict[str, str],
+        iterations: int = SCRAM_ITERATIONS,
+        *,
+        salt: bytes | None = None,
+        server_nonce: str | None = None,
+    ) -> None:
         """`salt` and `server_nonce`: fixed values for known-answer tests (random by default)."""
         self.mechanism = mechanism
         self.hash = SCRAM_HASHES[mechanism]
@@ -354,9 +361,16 @@ class SASLProxy(LoopbackProxy):
 
     name = "sasl-proxy"
 
-    def __init__(self, port: int, upstream: tuple[str, int], users: dict[str, str], *,
-                 mechanisms: tuple[str, ...] = MECHANISMS, tls: Issued | None = None,
-                 failed_login_close_delay_s: float = 0.1) -> None:
+    def __init__(
+        self,
+        port: int,
+        upstream: tuple[str, int],
+        users: dict[str, str],
+        *,
+        mechanisms: tuple[str, ...] = MECHANISMS,
+        tls: Issued | None = None,
+        failed_login_close_delay_s: float = 0.1,
+    ) -> None:
         super().__init__(port, upstream)
         self.failed_login_close_delay_s = failed_login_close_delay_s
         self.users = dict(users)
@@ -365,7 +379,9 @@ class SASLProxy(LoopbackProxy):
         if tls is not None:
             self.context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
             self.context.load_cert_chain(tls.cert, tls.key)
-        self.requests: list[tuple[int, int, str | None]] = []  # (api key, version, client id) before the login
+        self.requests: list[
+            tuple[int, int, str | None]
+        ] = []  # (api key, version, client id) before the login
         self.logins: list[Outcome] = []
         self.failures: list[Outcome] = []
         self.refused: list[str] = []  # connections closed for a request before the login, or a protocol error
@@ -428,13 +444,20 @@ class SASLProxy(LoopbackProxy):
             request = parse_request(frame)
             with self._lock:
                 self.requests.append((request.api_key, request.api_version, request.client_id))
-            log.info("sasl proxy: request api_key=%d api_version=%d client_id=%r", request.api_key,
-                     request.api_version, request.client_id)
+            log.info(
+                "sasl proxy: request api_key=%d api_version=%d client_id=%r",
+                request.api_key,
+                request.api_version,
+                request.client_id,
+            )
             if request.api_key == API_VERSIONS:
                 upstream.sendall(struct.pack(">i", len(frame)) + frame)
                 answer = self._recv_frame(upstream)
-                answer = rewrite_api_versions(answer, request.api_version, {
-                    SASL_HANDSHAKE: HANDSHAKE_VERSIONS, SASL_AUTHENTICATE: AUTHENTICATE_VERSIONS})
+                answer = rewrite_api_versions(
+                    answer,
+                    request.api_version,
+                    {SASL_HANDSHAKE: HANDSHAKE_VERSIONS, SASL_AUTHENTICATE: AUTHENTICATE_VERSIONS},
+                )
                 client.sendall(struct.pack(">i", len(answer)) + answer)
             elif request.api_key == SASL_HANDSHAKE:
                 client.sendall(self._handshake(request, session))
@@ -463,8 +486,9 @@ class SASLProxy(LoopbackProxy):
             error = ILLEGAL_SASL_STATE
         elif mechanism in self.mechanisms:
             session.mechanism = mechanism
-            session.server = (ScramServer(mechanism, self.users) if mechanism in SCRAM_HASHES
-                              else PlainServer(self.users))
+            session.server = (
+                ScramServer(mechanism, self.users) if mechanism in SCRAM_HASHES else PlainServer(self.users)
+            )
         else:
             error = UNSUPPORTED_SASL_MECHANISM
             self.failures.append(Outcome(mechanism, None, "unsupported mechanism"))
@@ -485,19 +509,26 @@ class SASLProxy(LoopbackProxy):
                 reply = server.step(token)
             except (ValueError, KeyError, UnicodeDecodeError) as exc:
                 error = SASL_AUTHENTICATION_FAILED
-                message = (f"Authentication failed during authentication due to invalid credentials with SASL "
-                           f"mechanism {session.mechanism}")
+                message = (
+                    f"Authentication failed during authentication due to invalid credentials with SASL "
+                    f"mechanism {session.mechanism}"
+                )
                 self.failures.append(Outcome(session.mechanism or "", server.user, str(exc)))
             else:
                 if server.done:
                     session.authenticated = True
                     self.logins.append(Outcome(session.mechanism or "", server.user))
         if request.flexible:
-            body = (struct.pack(">h", error) + compact_nullable_string(message) + uvarint(len(reply) + 1) + reply
-                    + struct.pack(">q", 0) + uvarint(0))
+            body = (
+                struct.pack(">h", error)
+                + compact_nullable_string(message)
+                + uvarint(len(reply) + 1)
+                + reply
+                + struct.pack(">q", 0)
+                + uvarint(0)
+            )
         else:
             body = struct.pack(">h", error) + nullable_string(message) + struct.pack(">i", len(reply)) + reply
             if version >= 1:
                 body += struct.pack(">q", 0)  # session_lifetime_ms: no re-authentication
         return response_frame(request, body), error == 0
-

@@ -49,8 +49,9 @@ def attr_json(span: ReadableSpan, key: str) -> Any:
 
 def consume(bootstrap: str, topic: str, until, timeout_s: float = 30.0) -> list:
     """All records of topic (every partition, from the start) once until(records) holds, else on timeout."""
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=None, auto_offset_reset="earliest",
-                             enable_auto_commit=False)
+    consumer = KafkaConsumer(
+        bootstrap_servers=bootstrap, group_id=None, auto_offset_reset="earliest", enable_auto_commit=False
+    )
     records: list = []
     try:
         deadline = time.monotonic() + timeout_s

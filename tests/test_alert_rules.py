@@ -10,6 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 from _score_factory import T0, make_score
+from scipy import stats
+
+from agentwatch.config import Settings
 from agentwatch.exporters.alert_rules import (
     CHANNELS,
     MONTH_S,
@@ -19,9 +22,6 @@ from agentwatch.exporters.alert_rules import (
     observation,
 )
 from agentwatch.exporters.estimator import Estimator
-from scipy import stats
-
-from agentwatch.config import Settings
 from agentwatch.scorers.sampling import sample_point
 
 
@@ -38,8 +38,15 @@ def _stream(n: int = 600, seed: int = 3) -> list:
         version = "v2" if i % 2 else "v1"
         late = version == "v2" and i >= n // 2
         errors = ["error"] if rng.random() < (0.2 if late else 0.02) else []
-        out.append(make_score(f"c{i}", bool(rng.random() < (0.5 if late else 0.8)), version=version,
-                              ended_at=T0 + i * 12.0, evidence=errors))
+        out.append(
+            make_score(
+                f"c{i}",
+                bool(rng.random() < (0.5 if late else 0.8)),
+                version=version,
+                ended_at=T0 + i * 12.0,
+                evidence=errors,
+            )
+        )
     return out
 
 
@@ -59,7 +66,9 @@ def test_state_is_independent_of_arrival_order_and_follows_revisions() -> None:
     assert not any(x.alarm for x in da[("bot", "v1", "refund")])
     # A revision that flips a failure to a pass equals having had the pass in the first place.
     fail = next(s for s in scores if s.version == "v2" and s.passed is False)
-    fixed = make_score(fail.conversation_id, True, version="v2", ended_at=fail.ended_at.timestamp(), revision=1)
+    fixed = make_score(
+        fail.conversation_id, True, version="v2", ended_at=fail.ended_at.timestamp(), revision=1
+    )
     assert a.add(fixed)
     c = _estimator(now)
     for s in scores:
@@ -124,16 +133,16 @@ def test_the_budget_is_shared_equally_and_scaled_by_each_series_traffic() -> Non
         n = 300 if key[2] == "refund" else 150
         for x in found:
             d = x.design
-            assert d.share <= 4.0 / 2 / pairs and d.share > 4.0 / 2 / pairs / 10 ** 0.05
+            assert d.share <= 4.0 / 2 / pairs and d.share > 4.0 / 2 / pairs / 10**0.05
             assert d.observations >= n / covered * MONTH_S
-            assert d.observations < n / covered * MONTH_S * 10 ** 0.05 + 1e-6
+            assert d.observations < n / covered * MONTH_S * 10**0.05 + 1e-6
             assert d.pages <= d.share
     # Leaving a rule out gives its share to the others.
     fewer = _estimator(now, false_pages_per_month=4.0, exporter_instances=2, rules=["pass"])
     for i in range(300):
         fewer.add(make_score(f"a{i}", i % 5 != 0, version="v1", ended_at=T0 + i * 288.0))
     (only,) = fewer.alerts()[("bot", "v1", "refund")]
-    assert only.design.share > 4.0 / 2 / 1 / 10 ** 0.05
+    assert only.design.share > 4.0 / 2 / 1 / 10**0.05
 
 
 def test_credit_points_are_uniform_and_independent_of_the_sampling_point() -> None:
@@ -164,14 +173,32 @@ def test_binarised_credits_keep_the_mean_credit() -> None:
 
 def test_observation_channels() -> None:
     est = Estimator(Settings())
-    ungraded = observation(est._contribution(make_score("u", None, evidence=["error", "loop"]), T0, None), 0.5)
+    ungraded = observation(
+        est._contribution(make_score("u", None, evidence=["error", "loop"]), T0, None), 0.5
+    )
     assert dict(zip(CHANNELS, ungraded.tolist(), strict=True)) == {
-        "all": 1, "graded": 0, "failed": 0, "credited": 0, "credit_missed": 0, "abandoned": 0,
-        "error": 1, "no_answer": 0, "loop": 1, "hallucination": 0, "over_budget": 0}
+        "all": 1,
+        "graded": 0,
+        "failed": 0,
+        "credited": 0,
+        "credit_missed": 0,
+        "abandoned": 0,
+        "error": 1,
+        "no_answer": 0,
+        "loop": 1,
+        "hallucination": 0,
+        "over_budget": 0,
+    }
     abandoned = make_score("a", False, outcome="abandoned", evidence=["over_budget"])
     v = dict(zip(CHANNELS, observation(est._contribution(abandoned, T0, None), 0.5).tolist(), strict=True))
-    assert (v["graded"], v["failed"], v["abandoned"], v["credited"], v["credit_missed"], v["over_budget"]) == \
-        (1, 1, 1, 1, 1, 1)
+    assert (
+        v["graded"],
+        v["failed"],
+        v["abandoned"],
+        v["credited"],
+        v["credit_missed"],
+        v["over_budget"],
+    ) == (1, 1, 1, 1, 1, 1)
 
 
 def test_minutes_ring_forgets_old_minutes_and_widens_its_counts() -> None:

@@ -43,7 +43,10 @@ GRADED_RULES = ("pass", "asr", "abandoned")
 def _metrics_of(expr: str, recorded: dict[str, str]) -> set[str]:
     """The exporter metrics an expression reads, recording rules expanded."""
     names = set(re.findall(r"[a-z_]*:?agentwatch_[a-z0-9_:]+", expr))
-    names |= {f"agentwatch_alert_statistic:{r}" for r in re.findall(r'agentwatch_alert_statistic\{rule="(\w+)"', expr)}
+    names |= {
+        f"agentwatch_alert_statistic:{r}"
+        for r in re.findall(r'agentwatch_alert_statistic\{rule="(\w+)"', expr)
+    }
     out: set[str] = set()
     for name in names:
         out |= _metrics_of(recorded[name], recorded) if name in recorded else {name}

@@ -6,7 +6,6 @@ import random
 
 from agentwatch.collector.assembler import Assembler
 from agentwatch.collector.decode import SpanRecord
-
 from agentwatch.config import CollectorConfig
 
 

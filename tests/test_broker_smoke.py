@@ -12,6 +12,8 @@ def test_produce_consume_roundtrip(broker, topic):
     parts = [TopicPartition(topic, p) for p in consumer.partitions_for_topic(topic)]
     consumer.assign(parts)
     consumer.seek_to_beginning()
-    records = [r for r in consumer]
+    records = list(consumer)
     consumer.close()
-    assert [(r.key, r.value, r.headers) for r in records] == [(b"k", b"hello", [("content-type", b"text/plain")])]
+    assert [(r.key, r.value, r.headers) for r in records] == [
+        (b"k", b"hello", [("content-type", b"text/plain")])
+    ]

@@ -8,8 +8,13 @@ import sys
 
 
 def _agentwatch(*args: str, timeout: float = 90) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "agentwatch", *args], capture_output=True, text=True,
-                          timeout=timeout, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "agentwatch", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
 
 
 def _closed_port() -> int:
@@ -23,7 +28,9 @@ def test_serve_without_a_broker_fails_fast_with_one_line() -> None:
     assert run.returncode == 1
     assert "Traceback" not in run.stderr
     lines = [line for line in run.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error: Kafka at 127.0.0.1:") and "not reachable" in lines[0]
+    assert (
+        len(lines) == 1 and lines[0].startswith("error: Kafka at 127.0.0.1:") and "not reachable" in lines[0]
+    )
 
 
 def test_demo_with_its_metrics_port_taken_says_what_to_do() -> None:
@@ -37,8 +44,11 @@ def test_demo_with_its_metrics_port_taken_says_what_to_do() -> None:
 
 
 def test_serve_with_an_embedded_broker_prints_where_agents_connect() -> None:
-    proc = subprocess.Popen([sys.executable, "-m", "agentwatch", "serve", "--embedded-broker", "--metrics-port", "0"],
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "agentwatch", "serve", "--embedded-broker", "--metrics-port", "0"],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         line = ""
         for line in proc.stderr:  # type: ignore[union-attr]

@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from agentwatch.scorers.sampling import sample_point
 from typer.testing import CliRunner
 
 from agentwatch.cli import app
 from agentwatch.schema import ConversationScore
+from agentwatch.scorers.sampling import sample_point
 from tests.fake_openai import FakeOpenAI, Reply, verdict_reply
 
 runner = CliRunner()
@@ -21,8 +21,18 @@ def write(path: Path, n: int, **extra) -> list[str]:
         for i in range(n):
             cid = f"live-{i}"
             ids.append(cid)
-            fh.write(json.dumps({"conversation_id": cid, "agent": "bot", "version": "1",
-                                 "turns": [{"input": f"question {i}", "answer": f"answer {i}"}], **extra}) + "\n")
+            fh.write(
+                json.dumps(
+                    {
+                        "conversation_id": cid,
+                        "agent": "bot",
+                        "version": "1",
+                        "turns": [{"input": f"question {i}", "answer": f"answer {i}"}],
+                        **extra,
+                    }
+                )
+                + "\n"
+            )
     return ids
 
 
@@ -38,9 +48,24 @@ def test_score_with_judge_sample_and_disk_cache(tmp_path):
     ids = write(data, 40)
     details, cache = tmp_path / "details.jsonl", tmp_path / "cache.jsonl"
     with FakeOpenAI(by_answer) as server:
-        args = ["score", str(data), "--judge", "gpt-4o-mini", "--judge-url", server.base_url,
-                "--judge-sample", "0.5", "--judge-concurrency", "3", "--judge-cache", str(cache),
-                "--details", str(details), "--format", "json"]
+        args = [
+            "score",
+            str(data),
+            "--judge",
+            "gpt-4o-mini",
+            "--judge-url",
+            server.base_url,
+            "--judge-sample",
+            "0.5",
+            "--judge-concurrency",
+            "3",
+            "--judge-cache",
+            str(cache),
+            "--details",
+            str(details),
+            "--format",
+            "json",
+        ]
         first = runner.invoke(app, args)
         assert first.exit_code in (0, 1), first.output
         sampled = {cid for cid in ids if sample_point(cid) < 0.5}
@@ -65,8 +90,21 @@ def test_score_judge_failures_are_unscored(tmp_path):
     write(data, 6)
     details = tmp_path / "details.jsonl"
     with FakeOpenAI(lambda body: Reply(401, {"error": "no key"})) as server:
-        result = runner.invoke(app, ["score", str(data), "--judge", "gpt-4o-mini", "--judge-url", server.base_url,
-                                     "--details", str(details), "--format", "json"])
+        result = runner.invoke(
+            app,
+            [
+                "score",
+                str(data),
+                "--judge",
+                "gpt-4o-mini",
+                "--judge-url",
+                server.base_url,
+                "--details",
+                str(details),
+                "--format",
+                "json",
+            ],
+        )
     assert result.exit_code == 1, result.output  # nothing graded: the gate cannot pass
     scores = [ConversationScore.model_validate_json(line) for line in details.read_text().splitlines()]
     assert all(s.passed is None and s.reasons[0].startswith("judge_unavailable: HTTP 401") for s in scores)

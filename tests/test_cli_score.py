@@ -138,7 +138,9 @@ def test_mixed_file_report_field_by_field(mixed_file: Path, tmp_path: Path) -> N
     rd = report["readiness"]
     assert rd["scope"] == "core" and rd["verdict"] == "DO NOT SHIP"
     lower = sps.beta.ppf(0.025, 1 + c, 1 + n - c)  # the default gate compares the lower credible bound
-    assert rd["gates"][0]["value"] == pytest.approx(lower) and rd["gates"][1]["value"] == pytest.approx(lower**3)
+    assert rd["gates"][0]["value"] == pytest.approx(lower) and rd["gates"][1]["value"] == pytest.approx(
+        lower**3
+    )
     assert rd["gates"][0]["note"].startswith("not enough conversations: 20 graded")
     assert set(report["by_task"]) == {"task0", "task1", "task2"}
     assert sum(g["conversations"] for g in report["by_task"].values()) == len(KINDS)
@@ -232,8 +234,10 @@ def test_sdk_exporter_variable_does_not_break_the_cli(tmp_path: Path, monkeypatc
 def test_no_gate_writes_a_baseline_and_deltas_read_in_points(tmp_path: Path) -> None:
     """The README's first CI line exits 0 while the gate fails; a regression is shown in points and relative %."""
     good = write(tmp_path / "v1.jsonl", [conversation("good", i, version="1") for i in range(10)])
-    worse = write(tmp_path / "v2.jsonl",
-                  [conversation("good" if i % 2 else "hallucinated", i, version="2") for i in range(10)])
+    worse = write(
+        tmp_path / "v2.jsonl",
+        [conversation("good" if i % 2 else "hallucinated", i, version="2") for i in range(10)],
+    )
     base = tmp_path / "v1.json"
     assert run(good, "--format", "json", "--out", base)[0] == 1  # 10 conversations: not enough to ship on
     code, _, _ = run(good, "--format", "json", "--out", base, "--no-gate")

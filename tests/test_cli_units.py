@@ -105,7 +105,9 @@ def test_success_rate_with_repeats_is_pass_1_over_units(tmp_path: Path) -> None:
     code, out, _ = run(write(tmp_path / "dev.jsonl", lines), "--format", "json", "--no-gate")
     full = json.loads(out)
     assert (full["success_rate"]["lower"], full["success_rate"]["upper"]) == (
-        full["pass_pow_k"]["1"]["lower"], full["pass_pow_k"]["1"]["upper"])
+        full["pass_pow_k"]["1"]["lower"],
+        full["pass_pow_k"]["1"]["upper"],
+    )
 
 
 def test_no_labels_grades_by_expectations_alone(tmp_path: Path) -> None:

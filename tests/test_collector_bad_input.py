@@ -6,7 +6,6 @@ import json
 import os
 
 import pytest
-from agentwatch.collector.deadletter import OFFSET_HEADER, PARTITION_HEADER, REASON_HEADER, TOPIC_HEADER
 from collector_kafka_helpers import (
     SDK_HEADERS,
     ServiceThread,
@@ -24,6 +23,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span, TracesData
+
+from agentwatch.collector.deadletter import OFFSET_HEADER, PARTITION_HEADER, REASON_HEADER, TOPIC_HEADER
 
 pytestmark = pytest.mark.broker
 

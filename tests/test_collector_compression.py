@@ -55,14 +55,21 @@ def test_compressed_batches_are_scored(running, compression: str) -> None:
     p.flush()
     p.close()
     wanted = {proto_id, json_id} | {f"{proto_id}-filler{i}" for i in range(20)}
-    scores.wait(lambda r: wanted <= {s["conversation_id"] for s in scores_of(r)}, 60,
-                alive=lambda: None if svc.thread.is_alive() else pytest.fail(f"collector died: {svc.error}"))
+    scores.wait(
+        lambda r: wanted <= {s["conversation_id"] for s in scores_of(r)},
+        60,
+        alive=lambda: None if svc.thread.is_alive() else pytest.fail(f"collector died: {svc.error}"),
+    )
     by_id = {s["conversation_id"]: s for s in scores_of(scores.records)}
     assert wanted <= set(by_id), sorted(wanted - set(by_id))
     assert by_id[proto_id]["turns"] == 2 and by_id[json_id]["turns"] == 3
     for cid, turns in ((proto_id, 2), (json_id, 3)):  # what the spans say, read through the compressed batch
         s = by_id[cid]
         assert (s["agent"], s["version"], s["task"], s["turns"]) == ("support-bot", "1.2.0", "refunds", turns)
-        assert s["incomplete"] is False and s["input_tokens"] == 100 * turns and s["output_tokens"] == 20 * turns
+        assert (
+            s["incomplete"] is False and s["input_tokens"] == 100 * turns and s["output_tokens"] == 20 * turns
+        )
     dlq.poll()
-    assert not [r for r in dlq.records if r.value and (proto_id.encode() in r.value or json_id.encode() in r.value)]
+    assert not [
+        r for r in dlq.records if r.value and (proto_id.encode() in r.value or json_id.encode() in r.value)
+    ]

@@ -7,7 +7,6 @@ import random
 from datetime import UTC, datetime
 
 import pytest
-from agentwatch.collector.rekey import KEY_HEADER
 from collector_kafka_helpers import (
     SDK_HEADERS,
     ServiceThread,
@@ -27,6 +26,8 @@ from collector_kafka_helpers import (
     simple_conversation,
     unique,
 )
+
+from agentwatch.collector.rekey import KEY_HEADER
 
 pytestmark = pytest.mark.broker
 

@@ -11,9 +11,10 @@ import json
 import math
 
 import pytest
-from agentwatch.collector.decode import DecodeError, SpanRecord, decode_message
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+from agentwatch.collector.decode import DecodeError, SpanRecord, decode_message
 
 FAST = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 REASONS = {"empty", "not_otlp", "invalid_protobuf", "invalid_json", "invalid_span"}
@@ -33,8 +34,16 @@ def _decode(payload: bytes, content_type: str | None = None) -> list[SpanRecord]
 
 
 def _strings(r: SpanRecord):
-    stack: list = [r.trace_id, r.span_id, r.parent_span_id, r.name, r.status_error, r.conversation_id,
-                   r.attrs, r.resource]
+    stack: list = [
+        r.trace_id,
+        r.span_id,
+        r.parent_span_id,
+        r.name,
+        r.status_error,
+        r.conversation_id,
+        r.attrs,
+        r.resource,
+    ]
     while stack:
         v = stack.pop()
         if isinstance(v, str):
@@ -47,8 +56,14 @@ def _strings(r: SpanRecord):
 
 
 def _doc(span_fields: dict | None = None, attrs: list | None = None) -> dict:
-    span = {"traceId": TRACE, "spanId": SPAN, "name": "s", "startTimeUnixNano": "1", "endTimeUnixNano": "2",
-            "attributes": [{"key": "gen_ai.conversation.id", "value": {"stringValue": "c"}}, *(attrs or [])]}
+    span = {
+        "traceId": TRACE,
+        "spanId": SPAN,
+        "name": "s",
+        "startTimeUnixNano": "1",
+        "endTimeUnixNano": "2",
+        "attributes": [{"key": "gen_ai.conversation.id", "value": {"stringValue": "c"}}, *(attrs or [])],
+    }
     span.update(span_fields or {})
     return {"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]}
 
@@ -57,15 +72,21 @@ def _doc(span_fields: dict | None = None, attrs: list | None = None) -> dict:
 
 hostile_numbers = st.one_of(
     st.sampled_from([math.nan, math.inf, -math.inf, 10**400, -(10**400), 2**64, -1, 1e300, 0.5, True, None]),
-    st.integers(), st.floats(allow_nan=True, allow_infinity=True),
+    st.integers(),
+    st.floats(allow_nan=True, allow_infinity=True),
     st.sampled_from(["NaN", "Infinity", "-Infinity", "1e3", "0x10", "", " 7 ", "9" * 5000, "12", "1.5"]),
-    st.text(max_size=12), st.lists(st.integers(), max_size=2), st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
+    st.text(max_size=12),
+    st.lists(st.integers(), max_size=2),
+    st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
 )
 
 
 @FAST
-@given(value=hostile_numbers, kind=st.sampled_from(["intValue", "doubleValue", "stringValue", "boolValue"]),
-       field=st.sampled_from(["startTimeUnixNano", "endTimeUnixNano", None]))
+@given(
+    value=hostile_numbers,
+    kind=st.sampled_from(["intValue", "doubleValue", "stringValue", "boolValue"]),
+    field=st.sampled_from(["startTimeUnixNano", "endTimeUnixNano", None]),
+)
 def test_numbers_of_any_kind_in_otlp_json_decode_or_are_rejected_with_their_location(value, kind, field):
     fields = {field: value} if field else {}
     attrs = [{"key": "gen_ai.usage.input_tokens", "value": {kind: value}}]
@@ -78,10 +99,15 @@ def test_numbers_of_any_kind_in_otlp_json_decode_or_are_rejected_with_their_loca
         assert 0 <= result[0].start_ns < 2**64 and 0 <= result[0].end_ns < 2**64
 
 
-@pytest.mark.parametrize(("kind", "token"), [
-    ("doubleValue", "1" + "0" * 400),  # an integer too large for a float
-    ("intValue", "Infinity"), ("intValue", "-Infinity"), ("intValue", "NaN"),
-])
+@pytest.mark.parametrize(
+    ("kind", "token"),
+    [
+        ("doubleValue", "1" + "0" * 400),  # an integer too large for a float
+        ("intValue", "Infinity"),
+        ("intValue", "-Infinity"),
+        ("intValue", "NaN"),
+    ],
+)
 def test_overflowing_attribute_numbers_are_invalid_json_not_a_crash(kind: str, token: str) -> None:
     payload = json.dumps(_doc(attrs=[{"key": "llm.cost.total", "value": {kind: "PLACEHOLDER"}}]))
     payload = payload.replace('"PLACEHOLDER"', token).encode()
@@ -101,8 +127,10 @@ def test_non_integer_timestamps_are_rejected_with_their_field(token: str) -> Non
 
 
 def test_numbers_as_strings_are_read_as_numbers() -> None:
-    attrs = [{"key": "gen_ai.usage.input_tokens", "value": {"intValue": "12"}},
-             {"key": "llm.cost.total", "value": {"doubleValue": "0.25"}}]
+    attrs = [
+        {"key": "gen_ai.usage.input_tokens", "value": {"intValue": "12"}},
+        {"key": "llm.cost.total", "value": {"doubleValue": "0.25"}},
+    ]
     (rec,) = decode_message(json.dumps(_doc({"startTimeUnixNano": "1700000000000000000"}, attrs)).encode())
     assert rec.attrs["gen_ai.usage.input_tokens"] == 12
     assert rec.attrs["llm.cost.total"] == 0.25
@@ -113,11 +141,18 @@ def test_numbers_as_strings_are_read_as_numbers() -> None:
 
 
 @FAST
-@given(st.text(alphabet=st.characters(min_codepoint=0xD7F0, max_codepoint=0xE010), max_size=6)
-       | st.text(max_size=12))
+@given(
+    st.text(alphabet=st.characters(min_codepoint=0xD7F0, max_codepoint=0xE010), max_size=6)
+    | st.text(max_size=12)
+)
 def test_lone_surrogate_escapes_never_reach_the_records(text: str) -> None:
-    doc = _doc({"name": text}, [{"key": "gen_ai.conversation.id", "value": {"stringValue": text or "c"}},
-                                {"key": "gen_ai.tool.name", "value": {"stringValue": text}}])
+    doc = _doc(
+        {"name": text},
+        [
+            {"key": "gen_ai.conversation.id", "value": {"stringValue": text or "c"}},
+            {"key": "gen_ai.tool.name", "value": {"stringValue": text}},
+        ],
+    )
     result = _decode(json.dumps(doc).encode())  # ensure_ascii: lone surrogates become \udXXX escapes
     assert isinstance(result, list)  # a lone surrogate is replaced (U+FFFD), the span is kept
     parsed = json.loads(json.dumps(text))  # escaped pairs combine into one character, as in any JSON parser
@@ -154,8 +189,12 @@ def _ld(field: int, payload: bytes) -> bytes:
     return _varint(field << 3 | 2) + _varint(len(payload)) + payload
 
 
-def _pb_span(name: bytes = b"s", key: bytes = b"gen_ai.conversation.id", value: bytes = b"c",
-             any_value: bytes | None = None) -> bytes:
+def _pb_span(
+    name: bytes = b"s",
+    key: bytes = b"gen_ai.conversation.id",
+    value: bytes = b"c",
+    any_value: bytes | None = None,
+) -> bytes:
     """TracesData with one span, built by hand (the official classes refuse to write bad UTF-8)."""
     kv = _ld(1, key) + _ld(2, any_value if any_value is not None else _ld(1, value))
     span = _ld(1, bytes.fromhex(TRACE)) + _ld(2, bytes.fromhex(SPAN)) + _ld(5, name) + _ld(9, kv)
@@ -209,10 +248,14 @@ def test_any_depth_of_json_nesting_decodes_bounded_or_is_rejected(depth: int, ki
     if kind == "raw":
         payload = b"[" * depth + b"]" * depth
     else:
-        head, tail = {"kvlist": ('{"kvlistValue":{"values":[{"key":"k","value":', "}]}}"),
-                      "array": ('{"arrayValue":{"values":[', "]}}")}[kind]
+        head, tail = {
+            "kvlist": ('{"kvlistValue":{"values":[{"key":"k","value":', "}]}}"),
+            "array": ('{"arrayValue":{"values":[', "]}}"),
+        }[kind]
         doc = json.dumps(_doc(attrs=[{"key": "gen_ai.tool.call.arguments", "value": {"stringValue": "@"}}]))
-        payload = doc.replace('{"stringValue": "@"}', head * depth + '{"stringValue": "x"}' + tail * depth).encode()
+        payload = doc.replace(
+            '{"stringValue": "@"}', head * depth + '{"stringValue": "x"}' + tail * depth
+        ).encode()
     result = _decode(payload)
     if isinstance(result, DecodeError):
         assert result.reason in {"invalid_json", "not_otlp", "empty"}

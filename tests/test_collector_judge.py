@@ -15,8 +15,6 @@ import threading
 import time
 
 import pytest
-from agentwatch.collector.metrics import register
-from agentwatch.scorers.sampling import sample_point
 from collector_kafka_helpers import (
     ServiceThread,
     TopicReader,
@@ -28,8 +26,10 @@ from collector_kafka_helpers import (
 from fake_openai import FakeOpenAI, Reply, verdict_reply
 from prometheus_client import CollectorRegistry
 
+from agentwatch.collector.metrics import register
 from agentwatch.config import JudgeConfig, SamplingConfig
 from agentwatch.metrics_http import render_families
+from agentwatch.scorers.sampling import sample_point
 
 pytestmark = pytest.mark.broker
 
@@ -63,8 +63,11 @@ def _send(tmp_path, bs: str, topic: str, prefix: str, count: int, pause_s: float
     """Start an agent process sending `count` conversations, `pause_s` apart."""
     path = tmp_path / "agent.py"
     path.write_text(AGENT)
-    return subprocess.Popen([sys.executable, str(path), bs, topic, prefix, str(count), str(pause_s)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    return subprocess.Popen(
+        [sys.executable, str(path), bs, topic, prefix, str(count), str(pause_s)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
 
 
 def _finished(agent: subprocess.Popen) -> None:
@@ -85,8 +88,15 @@ def _judged_orders(server: FakeOpenAI) -> list[int]:
 
 def _settings(bs: str, topic: str, server: FakeOpenAI, cache, **collector):
     settings = collector_settings(bs, [topic], unique("judge"), **collector)
-    settings.judge = JudgeConfig(enabled=True, base_url=server.base_url, model="gpt-4o-mini", timeout_s=10,
-                                 concurrency=2, cache_path=str(cache), api_key_env="AGENTWATCH_TEST_JUDGE_KEY")
+    settings.judge = JudgeConfig(
+        enabled=True,
+        base_url=server.base_url,
+        model="gpt-4o-mini",
+        timeout_s=10,
+        concurrency=2,
+        cache_path=str(cache),
+        api_key_env="AGENTWATCH_TEST_JUDGE_KEY",
+    )
     settings.sampling = SamplingConfig(judge_rate=0.5)
     return settings
 
@@ -121,7 +131,9 @@ def test_judged_once_across_a_restart_none_lost(broker, topic, tmp_path, monkeyp
     assert set(ids) - scored_first, "the first run scored everything: the restart tested nothing"
     judged = _judged_orders(server)
     assert sorted(judged) == sorted(sampled), "a sampled conversation was judged twice or not at all"
-    assert stats["calls"] == 0 and stats["cache_hits"] >= 1  # the replay paid nothing: verdicts from the cache
+    assert (
+        stats["calls"] == 0 and stats["cache_hits"] >= 1
+    )  # the replay paid nothing: verdicts from the cache
     for s in scores:
         i = ids.index(s["conversation_id"])
         if i in sampled:
@@ -156,7 +168,9 @@ def test_slow_judge_pauses_the_consumer_and_metrics_report_it(broker, topic, tmp
 
             def watch() -> None:
                 while not done.is_set():
-                    samples.append((time.monotonic(), svc.service._paused, svc.service.stats.messages_consumed))
+                    samples.append(
+                        (time.monotonic(), svc.service._paused, svc.service.stats.messages_consumed)
+                    )
                     time.sleep(0.02)
 
             watcher = threading.Thread(target=watch, daemon=True)
@@ -202,22 +216,30 @@ def test_verdicts_reach_an_otel_backend_as_evaluation_events(broker, topic, tmp_
     prefix, count = unique("ev"), 3
     receiver = Receiver()
     try:
-        with FakeOpenAI(lambda body: Reply(body=verdict_reply("complete", 0.9, "quotes the order status"))) as server:
+        with FakeOpenAI(
+            lambda body: Reply(body=verdict_reply("complete", 0.9, "quotes the order status"))
+        ) as server:
             _finished(_send(tmp_path, bs, topic, prefix, count))
             settings = _settings(bs, topic, server, tmp_path / "v.jsonl")
             settings.sampling = SamplingConfig(judge_rate=1.0)
             settings.collector = settings.collector.model_copy(
-                update={"evaluation_events_endpoint": receiver.endpoint})
+                update={"evaluation_events_endpoint": receiver.endpoint}
+            )
             spans = TopicReader(bs, topic)
             turn_spans = {}
             for r in spans.wait(lambda r: len(r) >= 1, 20):
                 for rs in TracesData.FromString(r.value).resource_spans:
                     for ss in rs.scope_spans:
                         for span in ss.spans:
-                            if span.name == "bot" or any(a.key == "gen_ai.operation.name" and
-                                                         a.value.string_value == "invoke_agent" for a in span.attributes):
-                                cid = next(a.value.string_value for a in span.attributes
-                                           if a.key == "gen_ai.conversation.id")
+                            if span.name == "bot" or any(
+                                a.key == "gen_ai.operation.name" and a.value.string_value == "invoke_agent"
+                                for a in span.attributes
+                            ):
+                                cid = next(
+                                    a.value.string_value
+                                    for a in span.attributes
+                                    if a.key == "gen_ai.conversation.id"
+                                )
                                 turn_spans[cid] = (span.trace_id, span.span_id)
             spans.close()
             reader = TopicReader(bs, settings.collector.scores_topic)
@@ -232,7 +254,9 @@ def test_verdicts_reach_an_otel_backend_as_evaluation_events(broker, topic, tmp_
     finally:
         receiver.close()
     assert len(turn_spans) == count
-    outcome_records = [rec for _, rec in records if attrs(rec)["gen_ai.evaluation.name"] == "agentwatch.outcome"]
+    outcome_records = [
+        rec for _, rec in records if attrs(rec)["gen_ai.evaluation.name"] == "agentwatch.outcome"
+    ]
     assert len(outcome_records) == count
     for rec in outcome_records:
         a = attrs(rec)

@@ -7,14 +7,14 @@ import subprocess
 import sys
 
 import pytest
-from agentwatch.collector.deadletter import REASON_HEADER
-from agentwatch.collector.labels import ScoreMemory
-from agentwatch.scorers import ConversationScorer
-from agentwatch.scorers.relabel import relabel
 from collector_kafka_helpers import ServiceThread, TopicReader, collector_settings, scores_of, unique
 
+from agentwatch.collector.deadletter import REASON_HEADER
+from agentwatch.collector.labels import ScoreMemory
 from agentwatch.config import Settings
 from agentwatch.schema import ConversationScore, Outcome
+from agentwatch.scorers import ConversationScorer
+from agentwatch.scorers.relabel import relabel
 
 CONVERSATIONS = r"""
 import sys
@@ -89,17 +89,30 @@ def test_late_label_revises_the_score_and_unknown_labels_dead_letter(broker, top
     assert set(by_id) == {graded, ungraded}  # nothing is scored for the unknown id
     g0, g1 = sorted(by_id[graded], key=lambda s: s["revision"])
     assert (g0["revision"], g0["passed"], g0["outcome"], g0["graded_by"]) == (0, True, "complete", ["policy"])
-    assert (g1["revision"], g1["passed"], g1["outcome"], g1["outcome_source"]) == (1, False, "abandoned", "label")
+    assert (g1["revision"], g1["passed"], g1["outcome"], g1["outcome_source"]) == (
+        1,
+        False,
+        "abandoned",
+        "label",
+    )
     assert g1["graded_by"] == ["policy", "label"] and g1["label"] == "abandoned" and g1["asr_credit"] == 0.0
-    assert g1["policy"] == "orders@2" and g1["ended_at"] == g0["ended_at"]  # same event time: same window bucket
+    assert (
+        g1["policy"] == "orders@2" and g1["ended_at"] == g0["ended_at"]
+    )  # same event time: same window bucket
     u0, u1 = sorted(by_id[ungraded], key=lambda s: s["revision"])
     assert (u0["passed"], u0["graded_by"]) == (None, [])
     assert (u1["revision"], u1["passed"], u1["outcome"], u1["label"]) == (1, None, "unscored", "complete")
-    assert records[2].key == records[0].key or records[2].key in {r.key for r in records[:2]}  # same series key
+    assert records[2].key == records[0].key or records[2].key in {
+        r.key for r in records[:2]
+    }  # same series key
     assert len(letters) == 1
     headers = dict(letters[0].headers)
     assert headers[REASON_HEADER] == b"label_unknown_conversation"
-    assert json.loads(letters[0].value) == {"conversation_id": unknown, "agent": "support-bot", "outcome": "complete"}
+    assert json.loads(letters[0].value) == {
+        "conversation_id": unknown,
+        "agent": "support-bot",
+        "outcome": "complete",
+    }
     assert stats == {"revised": 2, "label_unknown_conversation": 1}
     _exported_counts_after_restarts(settings, graded, ungraded)
 
@@ -116,8 +129,12 @@ def _exported_counts_after_restarts(settings: Settings, graded: str, ungraded: s
     for attempt in range(2):
         exporter_settings = load_settings(
             kafka={"bootstrap_servers": settings.kafka.bootstrap_servers},
-            exporter={"scores_topic": settings.collector.scores_topic, "group_id": unique(f"exp{attempt}"),
-                      "session_timeout_ms": 2000, "heartbeat_interval_ms": 500},
+            exporter={
+                "scores_topic": settings.collector.scores_topic,
+                "group_id": unique(f"exp{attempt}"),
+                "session_timeout_ms": 2000,
+                "heartbeat_interval_ms": 500,
+            },
         )
         service, stop, thread, port = run_service(exporter_settings)
         try:
@@ -131,7 +148,10 @@ def _exported_counts_after_restarts(settings: Settings, graded: str, ungraded: s
         policed = {"task": "order_status"}
         assert value("agentwatch_window_conversations", outcome="abandoned", **policed) == 1
         assert value("agentwatch_window_conversations", outcome="complete", **policed) == 0
-        assert (value("agentwatch_window_scored", **policed), value("agentwatch_window_passed", **policed)) == (1, 0)
+        assert (
+            value("agentwatch_window_scored", **policed),
+            value("agentwatch_window_passed", **policed),
+        ) == (1, 0)
         free = {"task": "smalltalk"}
         assert value("agentwatch_window_conversations", outcome="unscored", **free) == 1
         assert value("agentwatch_window_scored", **free) == 0
@@ -146,8 +166,13 @@ def _exported_counts_after_restarts(settings: Settings, graded: str, ungraded: s
 def _score(cid: str, **conv) -> ConversationScore:
     from agentwatch.schema import Conversation
 
-    line = {"conversation_id": cid, "agent": "a", "task": "t",
-            "turns": [{"input": "q", "answer": "a", "tool_calls": [{"name": "x"}]}], **conv}
+    line = {
+        "conversation_id": cid,
+        "agent": "a",
+        "task": "t",
+        "turns": [{"input": "q", "answer": "a", "tool_calls": [{"name": "x"}]}],
+        **conv,
+    }
     return ConversationScorer(Settings(policies=[{"id": "p", "task": "t", "tools": [{"name": "x"}]}])).score(
         Conversation.model_validate(line)
     )
@@ -159,7 +184,12 @@ def test_relabel_rules() -> None:
     assert s.passed is True and s.graded_by == ["policy"]
     r = relabel(s, Outcome.PARTIAL_CORRECT, credits)
     assert (r.revision, r.passed, r.outcome, r.asr_credit, r.graded_by) == (
-        1, False, Outcome.PARTIAL_CORRECT, pytest.approx(0.4), ["policy", "label"])
+        1,
+        False,
+        Outcome.PARTIAL_CORRECT,
+        pytest.approx(0.4),
+        ["policy", "label"],
+    )
     assert relabel(r, Outcome.PARTIAL_CORRECT, credits) is None  # the same label again changes nothing
     back = relabel(r, Outcome.COMPLETE, credits)
     assert (back.revision, back.passed, back.graded_by) == (2, True, ["policy", "label"])
@@ -177,4 +207,8 @@ def test_score_memory_is_bounded_and_keyed_by_agent() -> None:
     memory.remember(b, b"B")
     assert memory.find("1", "a") == ("found", b"A") and memory.find("1", None) == ("ambiguous", None)
     memory.remember(ConversationScore.model_validate(_score("2").model_dump()), b"C")
-    assert len(memory) == 2 and memory.find("1", "a") == ("unknown", None) and memory.find("1", None) == ("found", b"B")
+    assert (
+        len(memory) == 2
+        and memory.find("1", "a") == ("unknown", None)
+        and memory.find("1", None) == ("found", b"B")
+    )

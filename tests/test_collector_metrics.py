@@ -81,13 +81,17 @@ def test_cli_options_and_pipeline_metrics(broker, tmp_path):
         reader.wait(lambda r: len(set(ids_of(r))) >= len(convs) + 1, 40, alive=lambda: proc.poll() is None)
         assert proc.poll() is None, (tmp_path / "collector.log").read_text()[-3000:]
         n = len(convs) + 1
-        m = _scrape_until(port, lambda m: (  # a commit cycle and a lag refresh: waited for, not slept
-            m.get(("agentwatch_scores_produced_total", ())) == n
-            and m.get(("agentwatch_last_commit_timestamp_seconds", ())) is not None
-            and m.get(("agentwatch_messages_rejected_total", (("reason", "not_otlp"),))) == 2
-            and any(k[0] == "agentwatch_consumer_lag" for k in m)
-            and all(v == 0 for k, v in m.items() if k[0] == "agentwatch_consumer_lag")
-        ), 30)
+        m = _scrape_until(
+            port,
+            lambda m: (  # a commit cycle and a lag refresh: waited for, not slept
+                m.get(("agentwatch_scores_produced_total", ())) == n
+                and m.get(("agentwatch_last_commit_timestamp_seconds", ())) is not None
+                and m.get(("agentwatch_messages_rejected_total", (("reason", "not_otlp"),))) == 2
+                and any(k[0] == "agentwatch_consumer_lag" for k in m)
+                and all(v == 0 for k, v in m.items() if k[0] == "agentwatch_consumer_lag")
+            ),
+            30,
+        )
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(20)

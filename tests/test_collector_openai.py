@@ -7,10 +7,11 @@ import subprocess
 import sys
 
 import pytest
-from agentwatch.collector.service import default_scorer
 from collector_kafka_helpers import ServiceThread, TopicReader, collector_settings, unique
 from fake_openai import FINAL_TEXT, RESPONSE_MODEL, TOOL_CALL_ID, FakeOpenAI
 from fake_openai import USAGE as USAGE_BY_STEP
+
+from agentwatch.collector.service import default_scorer
 
 pytestmark = pytest.mark.broker
 

@@ -6,14 +6,14 @@ import json
 import math
 import tracemalloc
 
-from agentwatch.collector.assembler import Assembler
-from agentwatch.collector.decode import DecodeError, SpanRecord, decode_message, encode_spans_otlp
-from agentwatch.collector.reconstruct import build_conversation
 from collector_span_helpers import SpanFactory, sdk_turn
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
 
+from agentwatch.collector.assembler import Assembler
+from agentwatch.collector.decode import DecodeError, SpanRecord, decode_message, encode_spans_otlp
+from agentwatch.collector.reconstruct import build_conversation
 from agentwatch.config import CollectorConfig
 from agentwatch.schema import Conversation
 

@@ -63,9 +63,14 @@ def test_sighup_reloads_policies(broker, topic, tmp_path) -> None:
     reader = TopicReader(bs, settings.collector.scores_topic)
     proc = start_collector_process(settings, str(log_path), "--config", str(config))
     try:
+
         def converse() -> None:
-            run = subprocess.run([sys.executable, str(agent), bs, topic, unique("c")],
-                                 check=False, capture_output=True, timeout=60)
+            run = subprocess.run(
+                [sys.executable, str(agent), bs, topic, unique("c")],
+                check=False,
+                capture_output=True,
+                timeout=60,
+            )
             assert run.returncode == 0, run.stderr.decode()[-2000:]
 
         converse()

@@ -13,8 +13,8 @@ import pytest
 from collector_kafka_helpers import (
     ServiceThread,
     ToolSpec,
-    TurnSpec,
     TopicReader,
+    TurnSpec,
     collector_settings,
     conversation_spans,
     otlp_bytes,

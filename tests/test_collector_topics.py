@@ -5,7 +5,6 @@ import logging
 import time
 
 import pytest
-from agentwatch.collector.topics import ensure_topics
 from collector_kafka_helpers import (
     SDK_HEADERS,
     ServiceThread,
@@ -17,6 +16,8 @@ from collector_kafka_helpers import (
     unique,
 )
 from kafka.admin import KafkaAdminClient
+
+from agentwatch.collector.topics import ensure_topics
 
 pytestmark = pytest.mark.broker
 

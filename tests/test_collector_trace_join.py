@@ -32,8 +32,15 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 pytestmark = pytest.mark.broker
 
-TOOLS = [{"type": "function", "function": {
-    "name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}]
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+        },
+    }
+]
 QUESTIONS = ["What is the weather in Paris?", "And tomorrow in Paris?"]
 
 
@@ -59,7 +66,9 @@ def conversation_spans(monkeypatch_module) -> tuple[str, list[ReadableSpan]]:
 
     cid = unique("join")
     memory = InMemorySpanExporter()
-    provider = TracerProvider(resource=Resource.create({"service.name": "weather-bot", "service.version": "0.3.0"}))
+    provider = TracerProvider(
+        resource=Resource.create({"service.name": "weather-bot", "service.version": "0.3.0"})
+    )
     provider.add_span_processor(_ConversationOnChatSpans(cid))
     provider.add_span_processor(SimpleSpanProcessor(memory))
     tracer = provider.get_tracer("weather-bot")
@@ -70,27 +79,44 @@ def conversation_spans(monkeypatch_module) -> tuple[str, list[ReadableSpan]]:
             client = OpenAI(base_url=server.base_url, api_key="test-key", max_retries=0)
             for question in QUESTIONS:
                 with tracer.start_as_current_span("invoke_agent weather-bot") as agent:
-                    agent.set_attributes({"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "weather-bot",
-                                          "gen_ai.conversation.id": cid, "agentwatch.task": "weather",
-                                          "agentwatch.expected": json.dumps(
-                                              {"tools": [{"name": "get_weather", "arguments": {"city": "Paris"}}]})})
+                    agent.set_attributes(
+                        {
+                            "gen_ai.operation.name": "invoke_agent",
+                            "gen_ai.agent.name": "weather-bot",
+                            "gen_ai.conversation.id": cid,
+                            "agentwatch.task": "weather",
+                            "agentwatch.expected": json.dumps(
+                                {"tools": [{"name": "get_weather", "arguments": {"city": "Paris"}}]}
+                            ),
+                        }
+                    )
                     messages = [{"role": "user", "content": question}]
                     first = client.chat.completions.create(model=MODEL, messages=messages, tools=TOOLS)
                     call = first.choices[0].message.tool_calls[0]
                     with tracer.start_as_current_span("execute_tool get_weather") as tool:
                         result = json.dumps({"temp_c": 18, "sky": "cloudy"})
-                        tool.set_attributes({
-                            "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "get_weather",
-                            "gen_ai.tool.call.id": call.id, "gen_ai.tool.call.arguments": call.function.arguments,
-                            "gen_ai.tool.call.result": result,
-                        })
+                        tool.set_attributes(
+                            {
+                                "gen_ai.operation.name": "execute_tool",
+                                "gen_ai.tool.name": "get_weather",
+                                "gen_ai.tool.call.id": call.id,
+                                "gen_ai.tool.call.arguments": call.function.arguments,
+                                "gen_ai.tool.call.result": result,
+                            }
+                        )
                     messages.append(first.choices[0].message.model_dump(exclude_none=True))
                     messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
                     client.chat.completions.create(model=MODEL, messages=messages, tools=TOOLS)
-                    agent.set_attribute("gen_ai.output.messages", json.dumps(
-                        [{"role": "assistant", "parts": [{"type": "text", "content": FINAL_TEXT}]}]))
-                    agent.set_attribute("gen_ai.input.messages", json.dumps(
-                        [{"role": "user", "parts": [{"type": "text", "content": question}]}]))
+                    agent.set_attribute(
+                        "gen_ai.output.messages",
+                        json.dumps(
+                            [{"role": "assistant", "parts": [{"type": "text", "content": FINAL_TEXT}]}]
+                        ),
+                    )
+                    agent.set_attribute(
+                        "gen_ai.input.messages",
+                        json.dumps([{"role": "user", "parts": [{"type": "text", "content": question}]}]),
+                    )
     finally:
         instrumentor.uninstrument()
         provider.shutdown()
@@ -117,7 +143,7 @@ def by_trace_batches(spans: list[ReadableSpan]) -> list[tuple[bytes | None, byte
     span, alone in its message, arrives before any span of its trace that names the conversation."""
     out, i, sizes = [], 0, [1, 1, 2]
     while i < len(spans):
-        batch = spans[i:i + sizes[0]]
+        batch = spans[i : i + sizes[0]]
         i += sizes[0]
         sizes = sizes[1:] + sizes[:1]
         for tid in dict.fromkeys(_trace_hex(s) for s in batch):
@@ -151,7 +177,9 @@ def _send(bs: str, topic: str, records: list[tuple[bytes | None, bytes]]) -> Non
 
 def _check_one_conversation(records: list[Any], cid: str) -> None:
     scores = scores_of(records)
-    assert [s["conversation_id"] for s in scores] == [cid], [(s["conversation_id"], s["turns"]) for s in scores]
+    assert [s["conversation_id"] for s in scores] == [cid], [
+        (s["conversation_id"], s["turns"]) for s in scores
+    ]
     s = scores[0]
     assert (s["agent"], s["version"], s["task"]) == ("weather-bot", "0.3.0", "weather")
     assert s["turns"] == 2
@@ -205,8 +233,9 @@ def _assigned(path) -> set[str]:
 
 
 @pytest.mark.parametrize("layout", sorted(LAYOUTS))
-def test_two_collector_processes_join_tool_spans_to_their_conversation(broker, conversation_spans, layout,
-                                                                       tmp_path):
+def test_two_collector_processes_join_tool_spans_to_their_conversation(
+    broker, conversation_spans, layout, tmp_path
+):
     cid, spans = conversation_spans
     bs = broker.bootstrap_servers
     topic = unique("otlp")
@@ -263,5 +292,8 @@ def test_two_agents_reusing_conversation_ids_are_scored_separately(broker):
         assert svc.error is None
     reader.close()
     assert sorted((s["agent"], s["conversation_id"], s["turns"]) for s in scores_of(reader.records)) == [
-        ("bot-a", "1", 1), ("bot-a", "2", 1), ("bot-b", "1", 1), ("bot-b", "2", 1)
+        ("bot-a", "1", 1),
+        ("bot-a", "2", 1),
+        ("bot-b", "1", 1),
+        ("bot-b", "2", 1),
     ]

@@ -52,8 +52,11 @@ def test_hostile_config_file_is_one_clear_error(tmp_path: Path, name: str) -> No
 def test_limits_leave_room_for_real_configurations(tmp_path: Path) -> None:
     tasks = [f"task-{i}" for i in range(2_000)]
     path = tmp_path / "big.yaml"
-    path.write_text("exporter:\n  windows: &w [1h, 24h]\n  tasks:\n" + "".join(f"    - {t}\n" for t in tasks)
-                    + "stats:\n  ks: [1, 3]\n")
+    path.write_text(
+        "exporter:\n  windows: &w [1h, 24h]\n  tasks:\n"
+        + "".join(f"    - {t}\n" for t in tasks)
+        + "stats:\n  ks: [1, 3]\n"
+    )
     settings = load_settings(path)
     assert settings.exporter.tasks == tasks and settings.exporter.windows == ["1h", "24h"]
     assert MAX_CONFIG_DEPTH >= 16 and MAX_CONFIG_NODES >= 100_000

@@ -8,10 +8,11 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from agentwatch.exporters import cusum
-from agentwatch.exporters.alert_rules import MeanDrop, OddsRatio, PassDrop
 from scipy import sparse, stats
 from scipy.sparse.linalg import spsolve
+
+from agentwatch.exporters import cusum
+from agentwatch.exporters.alert_rules import MeanDrop, OddsRatio, PassDrop
 
 
 def _arl_fraction(q: Fraction, up: int, down: int, h: int) -> Fraction:
@@ -31,10 +32,16 @@ def _arl_fraction(q: Fraction, up: int, down: int, h: int) -> Fraction:
     return a[0][h] / a[0][0]
 
 
-@pytest.mark.parametrize(("q", "up", "down", "h"), [
-    (Fraction(1, 5), 3, -1, 7), (Fraction(1, 10), 5, -2, 13), (Fraction(3, 10), 2, -3, 9),
-    (Fraction(1, 50), 11, -1, 30), (Fraction(1, 4), 20, -1, 6),  # a bad observation alarms at once
-])
+@pytest.mark.parametrize(
+    ("q", "up", "down", "h"),
+    [
+        (Fraction(1, 5), 3, -1, 7),
+        (Fraction(1, 10), 5, -2, 13),
+        (Fraction(3, 10), 2, -3, 9),
+        (Fraction(1, 50), 11, -1, 30),
+        (Fraction(1, 4), 20, -1, 6),  # a bad observation alarms at once
+    ],
+)
 def test_arl_equals_the_rational_solution_of_the_chain(q: Fraction, up: int, down: int, h: int) -> None:
     exact = _arl_fraction(q, up, down, h)
     assert cusum.arl(float(q), up, down, h) == pytest.approx(float(exact), rel=1e-11)
@@ -62,7 +69,9 @@ def test_arl_of_a_larger_chain_agrees_with_simulation() -> None:
     assert runs.mean() == pytest.approx(exact, rel=0.07)
 
 
-@pytest.mark.parametrize(("q0", "q1"), [(0.02, 0.06), (0.2, 0.287), (0.001, 0.011), (0.3, 0.5625), (0.6, 0.62)])
+@pytest.mark.parametrize(
+    ("q0", "q1"), [(0.02, 0.06), (0.2, 0.287), (0.001, 0.011), (0.3, 0.5625), (0.6, 0.62)]
+)
 def test_increments_are_the_log_likelihood_ratios_in_the_fewest_units(q0: float, q1: float) -> None:
     scale, up, down = cusum.increments(q0, q1)
     bad, good = math.log(q1 / q0), math.log((1 - q1) / (1 - q0))
@@ -70,8 +79,10 @@ def test_increments_are_the_log_likelihood_ratios_in_the_fewest_units(q0: float,
     assert up / scale == pytest.approx(bad, abs=0.5 / scale)  # rounded to the unit
     assert abs(up / -down - bad / -good) <= cusum.RATIO_TOLERANCE * bad / -good
     # No smaller number of units for a good observation keeps the ratio within the tolerance.
-    assert all(abs(max(1, round(bad / -good * d)) / d - bad / -good) > cusum.RATIO_TOLERANCE * bad / -good
-               for d in range(1, -down))
+    assert all(
+        abs(max(1, round(bad / -good * d)) / d - bad / -good) > cusum.RATIO_TOLERANCE * bad / -good
+        for d in range(1, -down)
+    )
 
 
 def test_kl_and_the_information_bound() -> None:
@@ -105,13 +116,17 @@ def _averaged_pages(d: cusum.Design, h: int) -> float:
     return float(np.trapezoid(np.array(f) * stats.norm.pdf(z), z))
 
 
-@pytest.mark.parametrize(("q0", "size", "observations", "alternative"), [
-    (0.2, 2000, 20_000, PassDrop(3, 0.15)),  # a small reference: the posterior matters
-    (0.03, 4000, 60_000, OddsRatio(3.0, 0.01)),
-    (0.25, 50_000, 100_000, MeanDrop(0.1)),  # a large one: close to the plug-in design
-])
-def test_threshold_is_the_smallest_within_the_share_averaged_over_the_posterior(q0, size, observations,
-                                                                                alternative) -> None:
+@pytest.mark.parametrize(
+    ("q0", "size", "observations", "alternative"),
+    [
+        (0.2, 2000, 20_000, PassDrop(3, 0.15)),  # a small reference: the posterior matters
+        (0.03, 4000, 60_000, OddsRatio(3.0, 0.01)),
+        (0.25, 50_000, 100_000, MeanDrop(0.1)),  # a large one: close to the plug-in design
+    ],
+)
+def test_threshold_is_the_smallest_within_the_share_averaged_over_the_posterior(
+    q0, size, observations, alternative
+) -> None:
     share = 0.01
     d = cusum.design(*cusum.on_grid(q0, size, observations, share), alternative)
     assert d.pages <= d.share
@@ -156,9 +171,9 @@ def test_tuning_moves_to_a_higher_quantile_when_the_reference_is_too_uncertain()
 def test_grid_rounds_towards_more_conservative_designs() -> None:
     mean, size, observations, share = cusum.on_grid(0.0312, 2345.0, 12_345.0, 0.0123)
     assert 0.0312 <= mean < 0.0312 * 1.0101
-    assert 2345.0 / 2 ** 0.25 < size <= 2345.0
-    assert 12_345.0 <= observations < 12_345.0 * 10 ** 0.05 + 1e-6
-    assert 0.0123 / 10 ** 0.05 < share <= 0.0123
+    assert 2345.0 / 2**0.25 < size <= 2345.0
+    assert 12_345.0 <= observations < 12_345.0 * 10**0.05 + 1e-6
+    assert 0.0123 / 10**0.05 < share <= 0.0123
 
 
 def _loop(n: np.ndarray, x: np.ndarray, up: int, down: int, h: int) -> tuple[int, bool]:
@@ -181,7 +196,9 @@ def test_statistic_and_alarm_episodes_match_a_plain_loop() -> None:
         up, down, h = np.array([5, 3, 2]), np.array([-1, -1, -2]), np.array([12, 9, 7])
         stat, alarm = cusum.statistic(n, x, up, down, h)
         for j in range(3):
-            assert (int(stat[j]), bool(alarm[j])) == _loop(n[:, j], x[:, j], int(up[j]), int(down[j]), int(h[j]))
+            assert (int(stat[j]), bool(alarm[j])) == _loop(
+                n[:, j], x[:, j], int(up[j]), int(down[j]), int(h[j])
+            )
 
 
 def test_an_alarm_stays_on_below_the_threshold_until_the_statistic_returns_to_zero() -> None:

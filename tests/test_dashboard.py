@@ -114,11 +114,22 @@ def test_required_panels(dashboard: dict) -> None:
         for name in _metric_names(target["expr"]):
             by_metric.setdefault(name, []).append(panel["title"])
     for metric in (
-        "agentwatch_pass_at_k", "agentwatch_pass_pow_k", "agentwatch_success_rate", "agentwatch_asr",
-        "agentwatch_outcome_ratio", "agentwatch_tool_correctness", "agentwatch_cost_usd",
-        "agentwatch_over_budget_ratio", "agentwatch_duration_seconds", "agentwatch_regression_probability",
-        "agentwatch_scored_ratio", "agentwatch_sampled_ratio", "agentwatch_label_ratio",
-        "agentwatch_failure_evidence_rate", "agentwatch_spans_consumed_total", "agentwatch_consumer_lag",
+        "agentwatch_pass_at_k",
+        "agentwatch_pass_pow_k",
+        "agentwatch_success_rate",
+        "agentwatch_asr",
+        "agentwatch_outcome_ratio",
+        "agentwatch_tool_correctness",
+        "agentwatch_cost_usd",
+        "agentwatch_over_budget_ratio",
+        "agentwatch_duration_seconds",
+        "agentwatch_regression_probability",
+        "agentwatch_scored_ratio",
+        "agentwatch_sampled_ratio",
+        "agentwatch_label_ratio",
+        "agentwatch_failure_evidence_rate",
+        "agentwatch_spans_consumed_total",
+        "agentwatch_consumer_lag",
         "agentwatch_messages_rejected_total",
     ):
         assert metric in by_metric, f"no panel reads {metric}"
@@ -143,22 +154,29 @@ def test_band_panels_fill_between_lower_and_upper(dashboard: dict, metric: str) 
     assert props["custom.fillOpacity"] > 0
 
 
-@pytest.mark.parametrize(("metric", "symbol"), [("agentwatch_pass_pow_k", "pass^"), ("agentwatch_pass_at_k", "pass@")])
+@pytest.mark.parametrize(
+    ("metric", "symbol"), [("agentwatch_pass_pow_k", "pass^"), ("agentwatch_pass_at_k", "pass@")]
+)
 def test_pass_k_panels_shade_every_k(dashboard: dict, metric: str, symbol: str) -> None:
     (panel,) = _panels_reading(dashboard, metric)
     assert all('k=~"$k"' in t["expr"] for t in panel["targets"])
     legends = {t["legendFormat"]: t["expr"] for t in panel["targets"]}
     assert legends.keys() == {f"{symbol}{{{{k}}}}", f"{symbol}{{{{k}}}} lower", f"{symbol}{{{{k}}}} upper"}
-    fills = {o["matcher"]["options"]: {p["id"]: p.get("value") for p in o["properties"]}
-             for o in panel["fieldConfig"]["overrides"]}
+    fills = {
+        o["matcher"]["options"]: {p["id"]: p.get("value") for p in o["properties"]}
+        for o in panel["fieldConfig"]["overrides"]
+    }
     for k in (1, 3, 5):  # the default stats.ks
         assert fills[f"{symbol}{k} upper"]["custom.fillBelowTo"] == f"{symbol}{k} lower"
 
 
 def test_band_panels_repeat_per_version_side_by_side(dashboard: dict) -> None:
     """Baseline and canary on one screen: each band panel is repeated for every chosen version."""
-    bands = [p for p in dashboard["panels"] if any("fillBelowTo" in str(o) for o in
-                                                   p.get("fieldConfig", {}).get("overrides", []))]
+    bands = [
+        p
+        for p in dashboard["panels"]
+        if any("fillBelowTo" in str(o) for o in p.get("fieldConfig", {}).get("overrides", []))
+    ]
     assert len(bands) == 8
     for panel in bands:
         assert (panel["repeat"], panel["repeatDirection"], panel["maxPerRow"]) == ("version", "h", 2)
@@ -169,8 +187,11 @@ def test_every_quality_rule_has_its_statistic_and_threshold(dashboard: dict) -> 
     from agentwatch.config import AlertsConfig
 
     for rule in AlertsConfig.RULES:
-        panels = [p for p in dashboard["panels"] if p.get("targets") and all(f'rule="{rule}"' in t["expr"]
-                                                                             for t in p["targets"])]
+        panels = [
+            p
+            for p in dashboard["panels"]
+            if p.get("targets") and all(f'rule="{rule}"' in t["expr"] for t in p["targets"])
+        ]
         assert len(panels) == 1, rule
         exprs = sorted(t["expr"].split("{")[0] for t in panels[0]["targets"])
         assert exprs == ["agentwatch_alert_statistic", "agentwatch_alert_threshold"]
@@ -182,9 +203,12 @@ def test_every_quality_rule_has_its_statistic_and_threshold(dashboard: dict) -> 
 def test_estimate_panels_select_one_series_and_window(dashboard: dict) -> None:
     for panel, target in _targets(dashboard):
         expr = target["expr"]
-        if re.search(r"agentwatch_(pass_|success_rate|asr|tool_corr|outcome_ratio|failure_ratio|scored_ratio|"
-                     r"failure_evidence_rate|sampled_ratio|label_ratio|"
-                     r"cost_usd|duration_seconds|over_budget|regression|window_)", expr):
+        if re.search(
+            r"agentwatch_(pass_|success_rate|asr|tool_corr|outcome_ratio|failure_ratio|scored_ratio|"
+            r"failure_evidence_rate|sampled_ratio|label_ratio|"
+            r"cost_usd|duration_seconds|over_budget|regression|window_)",
+            expr,
+        ):
             for label in ("agent", "task", "window"):
                 assert f'{label}="${label}"' in expr, (panel["title"], expr)
             # one version in a panel repeated per version, else every chosen version
@@ -195,15 +219,22 @@ def test_estimate_panels_select_one_series_and_window(dashboard: dict) -> None:
 def test_failure_evidence_bands_for_the_alerted_codes(dashboard: dict) -> None:
     """Error, no-answer and loop rates are shown with their credible interval, each code in its own band."""
     for code in ("error", "no_answer", "loop"):
-        panels = [p for p in dashboard["panels"]
-                  if p.get("targets") and all(f'evidence="{code}"' in t["expr"] for t in p["targets"])]
+        panels = [
+            p
+            for p in dashboard["panels"]
+            if p.get("targets") and all(f'evidence="{code}"' in t["expr"] for t in p["targets"])
+        ]
         assert len(panels) == 1, code
         legends = {t["legendFormat"]: t["expr"] for t in panels[0]["targets"]}
         assert set(legends) == {"mean", "lower", "upper"}
-        assert all("agentwatch_failure_evidence_rate{" in e and f'stat="{s}"' in e for s, e in legends.items())
+        assert all(
+            "agentwatch_failure_evidence_rate{" in e and f'stat="{s}"' in e for s, e in legends.items()
+        )
         upper = next(o for o in panels[0]["fieldConfig"]["overrides"] if o["matcher"]["options"] == "upper")
         assert {p["id"]: p.get("value") for p in upper["properties"]}["custom.fillBelowTo"] == "lower"
-        assert "max" not in panels[0]["fieldConfig"]["defaults"], "small rates: the y axis is not fixed at 100%"
+        assert "max" not in panels[0]["fieldConfig"]["defaults"], (
+            "small rates: the y axis is not fixed at 100%"
+        )
 
 
 def test_the_judge_row(dashboard: dict) -> None:
@@ -212,15 +243,23 @@ def test_the_judge_row(dashboard: dict) -> None:
     panels = dashboard["panels"]
     row = next(i for i, p in enumerate(panels) if p["type"] == "row" and p["title"].startswith("LLM judge"))
     end = next((i for i, p in enumerate(panels) if i > row and p["type"] == "row"), len(panels))
-    exprs = {p["title"]: [t["expr"] for t in p["targets"]] for p in panels[row + 1:end]}
+    exprs = {p["title"]: [t["expr"] for t in p["targets"]] for p in panels[row + 1 : end]}
     read = {n for es in exprs.values() for e in es for n in _metric_names(e)}
-    assert {"agentwatch_judge_calls_total", "agentwatch_judge_failures_total",
-            "agentwatch_judge_latency_seconds", "agentwatch_judge_spend_window_usd",
-            "agentwatch_judge_spend_cap_usd", "agentwatch_judge_pending",
-            "agentwatch_review_judge_labels", "agentwatch_review_judge_kappa"} <= read
-    assert "sum by (reason) (rate(agentwatch_judge_failures_total[$__rate_interval]))" in exprs[
-        "Judge failures by reason"]
-    share = next(p for p in panels[row + 1:end] if p["title"] == "Judge failure share of calls")
+    assert {
+        "agentwatch_judge_calls_total",
+        "agentwatch_judge_failures_total",
+        "agentwatch_judge_latency_seconds",
+        "agentwatch_judge_spend_window_usd",
+        "agentwatch_judge_spend_cap_usd",
+        "agentwatch_judge_pending",
+        "agentwatch_review_judge_labels",
+        "agentwatch_review_judge_kappa",
+    } <= read
+    assert (
+        "sum by (reason) (rate(agentwatch_judge_failures_total[$__rate_interval]))"
+        in exprs["Judge failures by reason"]
+    )
+    share = next(p for p in panels[row + 1 : end] if p["title"] == "Judge failure share of calls")
     steps = share["fieldConfig"]["defaults"]["thresholds"]["steps"]
     assert [s["value"] for s in steps] == [None, 0.2]  # AgentwatchJudgeFailing's threshold
     rules = (ROOT / "deploy" / "prometheus" / "alert_rules.yml").read_text()

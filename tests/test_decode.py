@@ -8,11 +8,12 @@ import subprocess
 import sys
 
 import pytest
-from agentwatch.collector.conventions import NEEDED_KEYS
-from agentwatch.collector.decode import TRUNCATION_MARKER, DecodeError, decode_message, encode_spans_otlp
 from collector_span_helpers import SpanFactory, sdk_turn
 from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
 from opentelemetry.trace import Status, StatusCode
+
+from agentwatch.collector.conventions import NEEDED_KEYS
+from agentwatch.collector.decode import TRUNCATION_MARKER, DecodeError, decode_message, encode_spans_otlp
 
 
 @pytest.fixture
@@ -285,12 +286,17 @@ def test_protobuf_file_whose_first_length_reads_as_json_is_read_as_protobuf() ->
 @pytest.mark.parametrize(
     ("module", "not_loaded"),
     [
-        ("agentwatch.collector.span_record", ["agentwatch.collector.decode", "agentwatch.collector.decode_json"]),
+        (
+            "agentwatch.collector.span_record",
+            ["agentwatch.collector.decode", "agentwatch.collector.decode_json"],
+        ),
         ("agentwatch.collector.decode_json", ["agentwatch.collector.decode"]),
     ],
 )
 def test_decoders_depend_one_way(module: str, not_loaded: list[str]) -> None:
     """decode → decode_json → span_record: loading a module in a fresh interpreter loads none above it."""
     code = f"import sys, {module}\nprint(sorted(m for m in {not_loaded!r} if m in sys.modules))"
-    run = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True, check=True, timeout=60)
+    run = subprocess.run(
+        [sys.executable, "-P", "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
     assert run.stdout.strip() == "[]", run.stdout

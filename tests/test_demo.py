@@ -8,7 +8,18 @@ import sys
 
 def test_demo_scores_every_conversation_it_sends():
     run = subprocess.run(
-        [sys.executable, "-m", "agentwatch", "demo", "--duration", "6", "--rate", "30", "--metrics-port", "0"],
+        [
+            sys.executable,
+            "-m",
+            "agentwatch",
+            "demo",
+            "--duration",
+            "6",
+            "--rate",
+            "30",
+            "--metrics-port",
+            "0",
+        ],
         capture_output=True,
         text=True,
         timeout=120,

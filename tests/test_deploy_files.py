@@ -74,7 +74,9 @@ def test_grafana_mounts_match_provisioning(compose: dict) -> None:
 
 
 def test_datasource_uid_is_the_dashboard_default() -> None:
-    datasource = _load(DEPLOY / "grafana" / "provisioning" / "datasources" / "prometheus.yml")["datasources"][0]
+    datasource = _load(DEPLOY / "grafana" / "provisioning" / "datasources" / "prometheus.yml")["datasources"][
+        0
+    ]
     assert datasource["type"] == "prometheus"
     assert datasource["url"] == "http://prometheus:9090"
     dashboard = json.loads((DEPLOY / "grafana" / "dashboards" / "agentwatch.json").read_text())
@@ -86,8 +88,13 @@ def test_datasource_uid_is_the_dashboard_default() -> None:
 
 
 def test_prometheus_config_passes_promtool(promtool: str) -> None:
-    result = subprocess.run([promtool, "check", "config", str(DEPLOY / "prometheus" / "prometheus.yml")],
-                            check=False, capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [promtool, "check", "config", str(DEPLOY / "prometheus" / "prometheus.yml")],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
 
 
@@ -124,8 +131,9 @@ def test_configmap_holds_a_valid_configuration(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- Kubernetes
 
 
-@pytest.mark.parametrize(("file", "port", "command"), [("collector.yaml", 9465, "collector"),
-                                                       ("exporter.yaml", 9464, "exporter")])
+@pytest.mark.parametrize(
+    ("file", "port", "command"), [("collector.yaml", 9465, "collector"), ("exporter.yaml", 9464, "exporter")]
+)
 def test_kubernetes_deployment_and_service(file: str, port: int, command: str) -> None:
     docs = _load_all(DEPLOY / "kubernetes" / file)
     kinds = {d["kind"]: d for d in docs}
@@ -172,7 +180,10 @@ def test_compose_kafka_is_reachable_from_the_host_and_the_network(compose: dict)
     listeners = dict(item.split("://") for item in env["KAFKA_ADVERTISED_LISTENERS"].split(","))
     assert listeners == {"INTERNAL": "kafka:19092", "HOST": "localhost:9092"}
     assert "9092:9092" in [str(p).split()[0] for p in compose["services"]["kafka"]["ports"]]
-    assert compose["services"]["agentwatch"]["environment"]["AGENTWATCH_KAFKA__BOOTSTRAP_SERVERS"] == "kafka:19092"
+    assert (
+        compose["services"]["agentwatch"]["environment"]["AGENTWATCH_KAFKA__BOOTSTRAP_SERVERS"]
+        == "kafka:19092"
+    )
 
 
 # --------------------------------------------------------------------------- the review service
@@ -192,7 +203,9 @@ def test_compose_review_service(compose: dict) -> None:
     assert settings.sampling.review_rate > 0
     assert settings.collector.transcripts_topic == review_cfg.transcripts_topic
     assert set(review["environment"]) == {
-        "AGENTWATCH_KAFKA__BOOTSTRAP_SERVERS", "AGENTWATCH_REVIEW__REVIEWERS", "AGENTWATCH_REVIEW__SESSION_SECRET",
+        "AGENTWATCH_KAFKA__BOOTSTRAP_SERVERS",
+        "AGENTWATCH_REVIEW__REVIEWERS",
+        "AGENTWATCH_REVIEW__SESSION_SECRET",
     }
     jobs = {j["job_name"]: j for j in _load(DEPLOY / "prometheus" / "prometheus.yml")["scrape_configs"]}
     assert jobs["agentwatch-review"]["static_configs"][0]["targets"] == ["review:9466"]

@@ -37,7 +37,11 @@ def _readme_anchors() -> set[str]:
 
 def test_promtool_check_rules(promtool: str) -> None:
     result = subprocess.run(
-        [promtool, "check", "rules", *map(str, RULE_FILES)], check=False, capture_output=True, text=True, timeout=60
+        [promtool, "check", "rules", *map(str, RULE_FILES)],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.count("SUCCESS") == len(RULE_FILES)
@@ -135,7 +139,9 @@ def test_runbook_url_points_at_a_section_of_the_readme(alert: dict) -> None:
 
 
 def test_every_metric_the_rules_read_is_documented() -> None:
-    documented = set(re.findall(r"agentwatch_[a-z0-9_]+", (DEPLOY.parent / "docs" / "metrics.md").read_text()))
+    documented = set(
+        re.findall(r"agentwatch_[a-z0-9_]+", (DEPLOY.parent / "docs" / "metrics.md").read_text())
+    )
     for path in RULE_FILES:
         for group in yaml.safe_load(path.read_text())["groups"]:
             for rule in group["rules"]:
@@ -145,9 +151,13 @@ def test_every_metric_the_rules_read_is_documented() -> None:
 
 
 QUALITY_ALERTS = {
-    "AgentwatchPass3Drift": "pass", "AgentwatchASRDrop": "asr", "AgentwatchAbandonmentSpike": "abandoned",
-    "AgentwatchHallucinationRate": "hallucination", "AgentwatchToolLoops": "loop",
-    "AgentwatchErrorRateAboveBaseline": "error", "AgentwatchNoAnswerRateAboveBaseline": "no_answer",
+    "AgentwatchPass3Drift": "pass",
+    "AgentwatchASRDrop": "asr",
+    "AgentwatchAbandonmentSpike": "abandoned",
+    "AgentwatchHallucinationRate": "hallucination",
+    "AgentwatchToolLoops": "loop",
+    "AgentwatchErrorRateAboveBaseline": "error",
+    "AgentwatchNoAnswerRateAboveBaseline": "no_answer",
     "AgentwatchOverBudgetRate": "over_budget",
 }
 
@@ -160,9 +170,13 @@ def test_every_quality_alert_is_its_rules_sequential_test() -> None:
     assert set(QUALITY_ALERTS.values()) == set(AlertsConfig.RULES)
     for name, rule in QUALITY_ALERTS.items():
         expr = " ".join(exprs[name]["expr"].split())
-        assert expr == (f'agentwatch_alert_statistic{{rule="{rule}"}} >= agentwatch_alert_threshold{{rule="{rule}"}} '
-                        f'or (agentwatch_alert_statistic{{rule="{rule}"}} and agentwatch_alert_alarm{{rule="{rule}"}} '
-                        "== 1)"), name
+        assert expr == (
+            f'agentwatch_alert_statistic{{rule="{rule}"}} >= agentwatch_alert_threshold{{rule="{rule}"}} '
+            f'or (agentwatch_alert_statistic{{rule="{rule}"}} and agentwatch_alert_alarm{{rule="{rule}"}} '
+            "== 1)"
+        ), name
         assert exprs[name]["for"] == "2m", name
-    fixed = [name for name, a in exprs.items() if name not in QUALITY_ALERTS and "agentwatch_alert_" in a["expr"]]
+    fixed = [
+        name for name, a in exprs.items() if name not in QUALITY_ALERTS and "agentwatch_alert_" in a["expr"]
+    ]
     assert not fixed

@@ -5,17 +5,18 @@ from __future__ import annotations
 import hashlib
 import random
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 import pytest
 from _score_factory import T0, find, make_score
-from agentwatch.exporters.estimator import Estimator, failure_mode, sanitize_label
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from metrics_reference import beta_bounds_by_bisection, exact_beta_moment
 from scipy import stats as sps
 
 from agentwatch.config import load_settings
+from agentwatch.exporters.estimator import Estimator, failure_mode, sanitize_label
 from agentwatch.schema import ToolScore, TurnScore
 
 
@@ -183,7 +184,9 @@ def test_label_values_sanitised_and_capped() -> None:
 
 
 def test_order_independent_state_replay() -> None:
-    scores = [make_score(f"c{i}", passed=i % 3 != 0, ended_at=T0 - i * 97.0, task=f"t{i % 4}") for i in range(300)]
+    scores = [
+        make_score(f"c{i}", passed=i % 3 != 0, ended_at=T0 - i * 97.0, task=f"t{i % 4}") for i in range(300)
+    ]
     a, _ = estimator()
     b, _ = estimator()
     for s in scores:
@@ -192,9 +195,14 @@ def test_order_independent_state_replay() -> None:
     random.Random(3).shuffle(shuffled)
     for s in shuffled + shuffled[:50]:  # replay with duplicates
         b.add(s)
-    key = lambda e: (e.task, e.window)
+
+    def key(e: Any) -> tuple[str, str]:
+        return (e.task, e.window)
+
     sa, sb = sorted(a.snapshot(), key=key), sorted(b.snapshot(), key=key)
-    assert [(e.task, e.window, e.scored, e.passed) for e in sa] == [(e.task, e.window, e.scored, e.passed) for e in sb]
+    assert [(e.task, e.window, e.scored, e.passed) for e in sa] == [
+        (e.task, e.window, e.scored, e.passed) for e in sb
+    ]
     assert [e.pass_pow_k[3] for e in sa] == [e.pass_pow_k[3] for e in sb]
     assert [e.asr for e in sa] == [e.asr for e in sb]
 
@@ -212,13 +220,36 @@ def test_window_aggregates_asr_tools_cost_duration_failures() -> None:
         credit = max(0.0, credit - penalty)
         dur = float(rng.uniform(0.1, 100))
         sel, par = float(rng.uniform()), float(rng.uniform())
-        turn = TurnScore(index=0, tool=ToolScore(selection=sel, parameters=par, sequence=1.0, utilization=None,
-                                                overall=(sel + par) / 2, binary=sel > 0.5, passed=False))
+        turn = TurnScore(
+            index=0,
+            tool=ToolScore(
+                selection=sel,
+                parameters=par,
+                sequence=1.0,
+                utilization=None,
+                overall=(sel + par) / 2,
+                binary=sel > 0.5,
+                passed=False,
+            ),
+        )
         tools.append((sel, par, sel > 0.5))
-        est.add(make_score(f"c{i}", passed=outcome == "complete", outcome=outcome, asr_credit=credit,
-                           cost_usd=cost, budget_usd=0.05, duration_s=dur, turn_scores=[turn],
-                           reasons=(["loop: again", "label: set by a person"] if i % 4 == 0
-                                    else ["hallucination: x", "loop: y"][: i % 2])))
+        est.add(
+            make_score(
+                f"c{i}",
+                passed=outcome == "complete",
+                outcome=outcome,
+                asr_credit=credit,
+                cost_usd=cost,
+                budget_usd=0.05,
+                duration_s=dur,
+                turn_scores=[turn],
+                reasons=(
+                    ["loop: again", "label: set by a person"]
+                    if i % 4 == 0
+                    else ["hallucination: x", "loop: y"][: i % 2]
+                ),
+            )
+        )
         credits.append(credit)
         costs.append(cost)
         durations.append(dur)
@@ -226,14 +257,17 @@ def test_window_aggregates_asr_tools_cost_duration_failures() -> None:
     e = find(est.snapshot(), "1h", task="refund")
     assert e.asr.mean == pytest.approx(np.mean(credits), abs=1e-12)
     # scipy's own percentile bootstrap over the conversations, an independent implementation
-    ref = sps.bootstrap((np.array(credits),), np.mean, n_resamples=4000, method="percentile",
-                        rng=np.random.default_rng(1)).confidence_interval
+    ref = sps.bootstrap(
+        (np.array(credits),), np.mean, n_resamples=4000, method="percentile", rng=np.random.default_rng(1)
+    ).confidence_interval
     assert e.asr.lower == pytest.approx(ref.low, abs=0.02)
     assert e.asr.upper == pytest.approx(ref.high, abs=0.02)
     assert e.asr.lower < e.asr.mean < e.asr.upper
     for q in (0.5, 0.9, 0.99):
         assert e.cost_quantiles[q] == pytest.approx(np.quantile(costs, q, method="inverted_cdf"), rel=0.0101)
-        assert e.duration_quantiles[q] == pytest.approx(np.quantile(durations, q, method="inverted_cdf"), rel=0.0101)
+        assert e.duration_quantiles[q] == pytest.approx(
+            np.quantile(durations, q, method="inverted_cdf"), rel=0.0101
+        )
     assert e.over_budget_ratio == pytest.approx(over / 200)
     assert e.tool["selection"] == pytest.approx(np.mean([t[0] for t in tools]), abs=1e-12)
     assert e.tool["parameters"] == pytest.approx(np.mean([t[1] for t in tools]), abs=1e-12)
@@ -250,7 +284,11 @@ def test_failure_modes_capped_fold_into_other() -> None:
     for i, reason in enumerate(["loop: a", "error: b", "no_answer: c", "judge_failed: d", "loop: e"]):
         est.add(make_score(str(i), passed=False, reasons=[reason]))
     e = find(est.snapshot(), "1h", task="refund")
-    assert e.failure_ratio == {"loop": pytest.approx(0.4), "error": pytest.approx(0.2), "other": pytest.approx(0.4)}
+    assert e.failure_ratio == {
+        "loop": pytest.approx(0.4),
+        "error": pytest.approx(0.2),
+        "other": pytest.approx(0.4),
+    }
 
 
 def test_sanitize_keeps_clean_values_and_suffixes_changed_ones() -> None:
@@ -289,12 +327,31 @@ def test_suffix_collision_attempts_stay_distinct() -> None:
 
 def test_agent_and_version_caps_fold_into_other_and_count() -> None:
     est, _ = estimator(exporter={"max_agents": 2, "max_versions_per_agent": 2})
-    for i, (agent, version) in enumerate([("a", "1"), ("b", "1"), ("c", "1"), ("a", "2"), ("a", "3"),
-                                          ("b", "2"), ("b", "9"), ("c", "2"), ("a", "1")]):
+    for i, (agent, version) in enumerate(
+        [
+            ("a", "1"),
+            ("b", "1"),
+            ("c", "1"),
+            ("a", "2"),
+            ("a", "3"),
+            ("b", "2"),
+            ("b", "9"),
+            ("c", "2"),
+            ("a", "1"),
+        ]
+    ):
         assert est.add(make_score(str(i), agent=agent, version=version))
     series = {(e.agent, e.version) for e in est.snapshot() if e.window == "1h" and e.task == "refund"}
-    assert series == {("a", "1"), ("a", "2"), ("a", "other"), ("b", "1"), ("b", "2"), ("b", "other"),
-                      ("other", "1"), ("other", "2")}
+    assert series == {
+        ("a", "1"),
+        ("a", "2"),
+        ("a", "other"),
+        ("b", "1"),
+        ("b", "2"),
+        ("b", "other"),
+        ("other", "1"),
+        ("other", "2"),
+    }
     assert est.counters().folded == {"agent": 2, "version": 2, "task": 0, "mode": 0}
     other = find(est.snapshot(), "1h", agent="other", version="1", task="refund")
     assert other.conversations == 1

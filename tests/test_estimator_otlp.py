@@ -6,12 +6,12 @@ from fractions import Fraction
 
 import pytest
 from _score_factory import T0, make_score
-from agentwatch.exporters.estimator import Estimator
-from agentwatch.exporters.otlp_metrics import meter_provider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from scipy import stats as sps
 
 from agentwatch.config import load_settings
+from agentwatch.exporters.estimator import Estimator
+from agentwatch.exporters.otlp_metrics import meter_provider
 
 
 def points(reader: InMemoryMetricReader) -> dict[str, list]:
@@ -45,7 +45,9 @@ def test_otlp_gauges_and_counters_equal_exact_values() -> None:
     assert by_stat["mean"] == pytest.approx(float(Fraction(25 * 26 * 27, 32 * 33 * 34)), abs=1e-12)
     assert by_stat["lower"] == pytest.approx(lo**3, abs=1e-12)
     assert by_stat["upper"] == pytest.approx(hi**3, abs=1e-12)
-    [dup] = [p.value for p in got["agentwatch_scores_rejected_total"] if p.attributes["reason"] == "duplicate"]
+    [dup] = [
+        p.value for p in got["agentwatch_scores_rejected_total"] if p.attributes["reason"] == "duplicate"
+    ]
     assert dup == 1
     [consumed] = [p.value for p in got["agentwatch_scores_consumed_total"]]
     assert consumed == 31

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from _score_factory import T0, find, make_score
-from agentwatch.exporters.estimator import Estimator
 
 from agentwatch.config import load_settings
+from agentwatch.exporters.estimator import Estimator
 
 
 def feed(est: Estimator, version: str, n: int, c: int, t: float, task: str = "refund") -> None:
@@ -15,7 +15,9 @@ def feed(est: Estimator, version: str, n: int, c: int, t: float, task: str = "re
         est.add(make_score(f"{version}-{task}-{i}", passed=i < c, version=version, ended_at=t, task=task))
 
 
-def monte_carlo(new: tuple[int, int], base: tuple[int, int], k: int, margin: float, draws: int = 2_000_000) -> float:
+def monte_carlo(
+    new: tuple[int, int], base: tuple[int, int], k: int, margin: float, draws: int = 2_000_000
+) -> float:
     rng = np.random.default_rng(5)
     p_new = rng.beta(1 + new[1], 1 + new[0] - new[1], draws)
     p_base = rng.beta(1 + base[1], 1 + base[0] - base[1], draws)

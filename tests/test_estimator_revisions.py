@@ -7,10 +7,10 @@ import random
 
 import pytest
 from _score_factory import T0, find, make_score
-from agentwatch.exporters.estimator import Estimator
 from metrics_reference import beta_bounds_by_bisection, beta_quantile_by_bisection
 
 from agentwatch.config import load_settings
+from agentwatch.exporters.estimator import Estimator
 from agentwatch.schema import EVIDENCE
 
 
@@ -29,10 +29,31 @@ def estimator(now: float = T0 + 60, **overrides) -> tuple[Estimator, Clock]:
 
 def _view(e) -> tuple:
     """Everything a window's estimate says (the exposition cache excluded)."""
-    return (e.agent, e.version, e.task, e.window, e.conversations, e.scored, e.passed, e.outcomes, e.success,
-            e.pass_at_k, e.pass_pow_k, e.asr, e.tool, e.outcome_ratio, e.failure_ratio, e.scored_ratio,
-            e.cost_quantiles, e.over_budget_ratio, e.duration_quantiles, e.evidence_rate, e.sampled_ratio,
-            e.label_ratio, [(r.k, r.baseline_version, r.probability) for r in e.regression])
+    return (
+        e.agent,
+        e.version,
+        e.task,
+        e.window,
+        e.conversations,
+        e.scored,
+        e.passed,
+        e.outcomes,
+        e.success,
+        e.pass_at_k,
+        e.pass_pow_k,
+        e.asr,
+        e.tool,
+        e.outcome_ratio,
+        e.failure_ratio,
+        e.scored_ratio,
+        e.cost_quantiles,
+        e.over_budget_ratio,
+        e.duration_quantiles,
+        e.evidence_rate,
+        e.sampled_ratio,
+        e.label_ratio,
+        [(r.k, r.baseline_version, r.probability) for r in e.regression],
+    )
 
 
 def _snapshot(est: Estimator) -> list[tuple]:
@@ -47,10 +68,24 @@ def test_revision_replaces_in_every_window_and_the_aggregate() -> None:
     other = [make_score(f"o{i}", passed=i % 2 == 0, task="billing", ended_at=T0 - 30) for i in range(5)]
     for s in other:
         assert est.add(s)
-    first = make_score("c1", passed=False, evidence=["error", "no_answer"], reasons=["error: boom"],
-                       cost_usd=0.5, duration_s=30.0)
-    revised = make_score("c1", passed=True, revision=1, label="complete", review_sampled=True,
-                         graded_by=["label"], cost_usd=0.5, duration_s=30.0)
+    first = make_score(
+        "c1",
+        passed=False,
+        evidence=["error", "no_answer"],
+        reasons=["error: boom"],
+        cost_usd=0.5,
+        duration_s=30.0,
+    )
+    revised = make_score(
+        "c1",
+        passed=True,
+        revision=1,
+        label="complete",
+        review_sampled=True,
+        graded_by=["label"],
+        cost_usd=0.5,
+        duration_s=30.0,
+    )
     assert est.add(first)
     assert est.add(revised)
     # The same windows as an estimator that only ever saw the revision.
@@ -160,11 +195,19 @@ def _topic(n: int = 240, seed: int = 5) -> list:
         agent = ("alpha", "beta")[i % 2]
         cid = str(i // 2)  # every id used by both agents
         evidence = rng.sample(list(EVIDENCE), rng.choice([0, 0, 1, 2]))
-        base = {"agent": agent, "task": rng.choice(["refund", "billing"]), "ended_at": ended, "evidence": evidence,
-                "judge_sampled": rng.random() < 0.3, "review_sampled": rng.random() < 0.2}
+        base = {
+            "agent": agent,
+            "task": rng.choice(["refund", "billing"]),
+            "ended_at": ended,
+            "evidence": evidence,
+            "judge_sampled": rng.random() < 0.3,
+            "review_sampled": rng.random() < 0.2,
+        }
         out.append(make_score(cid, passed=rng.choice([True, False, None]), **base))
         for rev in range(1, rng.choice([1, 1, 2, 3])):
-            later.append(make_score(cid, passed=rng.choice([True, False]), revision=rev, label="abandoned", **base))
+            later.append(
+                make_score(cid, passed=rng.choice([True, False]), revision=rev, label="abandoned", **base)
+            )
     return out + later  # revisions arrive hours after their originals
 
 
@@ -213,7 +256,14 @@ def test_failure_evidence_rates_over_all_conversations_with_zero_codes_present()
     e = find(est.snapshot(), "1h", task="refund")
     assert e.conversations == 10 and e.scored == 4
     assert set(e.evidence_rate) == set(EVIDENCE)
-    counts = {"error": 3, "no_answer": 1, "loop": 2, "hallucination": 0, "over_budget": 0, "forbidden_tool": 0}
+    counts = {
+        "error": 3,
+        "no_answer": 1,
+        "loop": 2,
+        "hallucination": 0,
+        "over_budget": 0,
+        "forbidden_tool": 0,
+    }
     for code, x in counts.items():
         a, b = 0.5 + x, 0.5 + 10 - x
         iv = e.evidence_rate[code]
@@ -246,7 +296,9 @@ def test_evidence_rates_are_vectorised_across_series_and_windows() -> None:
         x = rng.randint(0, n)
         truth[f"t{s}"] = (n, x)
         for i in range(n):
-            est.add(make_score(f"{s}-{i}", passed=None, task=f"t{s}", evidence=["over_budget"] if i < x else []))
+            est.add(
+                make_score(f"{s}-{i}", passed=None, task=f"t{s}", evidence=["over_budget"] if i < x else [])
+            )
     snap = est.snapshot()
     for task, (n, x) in truth.items():
         iv = find(snap, "24h", task=task).evidence_rate["over_budget"]
@@ -271,8 +323,13 @@ def test_sample_and_label_ratios_over_all_conversations() -> None:
         est.add(make_score(f"c{i}", passed=passed, judge_sampled=judge, review_sampled=review, label=label))
     e = find(est.snapshot(), "1h", task="refund")
     assert e.sampled_ratio == {"judge": 2 / 8, "review": 3 / 8}
-    assert e.label_ratio == {"complete": 1 / 8, "partial_correct": 0.0, "partial_incorrect": 0.0,
-                             "hallucinated": 0.0, "abandoned": 2 / 8}
+    assert e.label_ratio == {
+        "complete": 1 / 8,
+        "partial_correct": 0.0,
+        "partial_incorrect": 0.0,
+        "hallucinated": 0.0,
+        "abandoned": 2 / 8,
+    }
     assert e.scored_ratio == 3 / 8
     # A late label arrives as a revision: counted once, replacing the unlabelled score.
     est.add(make_score("c6", passed=None, label="abandoned", revision=1))

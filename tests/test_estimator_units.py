@@ -7,12 +7,12 @@ from fractions import Fraction
 
 import pytest
 from _score_factory import T0, find, make_score
-from agentwatch.exporters.estimator import Estimator
-from agentwatch.exporters.exposition import Exposition
-from agentwatch.exporters.report.build import build_report
 from metrics_reference import exact_beta_moment
 
 from agentwatch.config import Settings, load_settings
+from agentwatch.exporters.estimator import Estimator
+from agentwatch.exporters.exposition import Exposition
+from agentwatch.exporters.report.build import build_report
 
 # (task, instance) -> outcomes of its attempts, as in a replayed benchmark: tasks differ a lot.
 PLAN = {
@@ -123,7 +123,7 @@ def test_a_revision_moves_its_unit_counts_and_expiry_frees_units() -> None:
     )
     assert est.add(revised)
     after = find(est.snapshot(), "1h", task="refund")
-    assert dict(((n, c), m) for n, c, m in after.unit_pairs)[(4, 1)] == 1  # r2: 1 pass of 4 now
+    assert {(n, c): m for n, c, m in after.unit_pairs}[(4, 1)] == 1  # r2: 1 pass of 4 now
     assert after.pass_pow_k[3].mean == before  # C(1,3) = 0: pass^3 of r2 is still 0
     assert after.pass_pow_k[1].mean == pytest.approx(
         before_1 + 0.25 / 4

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+
 from agentwatch.exporters.windows import (
     Bucket,
     Contribution,
@@ -17,16 +18,29 @@ from agentwatch.exporters.windows import (
 
 def contribution(passed: bool, cost: float | None = None) -> Contribution:
     return Contribution(
-        scored=True, passed=passed, outcome=0 if passed else 2, modes=("loop",) if not passed else (),
-        tool_sums=(0.5, 1.0, 1.0, 0.0, 0.75, 1.0), tool_counts=(1, 1, 1, 0, 1, 1),
-        cost_bin=None if cost is None else sketch_bin(cost), duration_bin=None, budgeted=cost is not None,
-        over_budget=False, asr_bin=1000 if passed else 0, asr_credit=1.0 if passed else 0.0,
+        scored=True,
+        passed=passed,
+        outcome=0 if passed else 2,
+        modes=("loop",) if not passed else (),
+        tool_sums=(0.5, 1.0, 1.0, 0.0, 0.75, 1.0),
+        tool_counts=(1, 1, 1, 0, 1, 1),
+        cost_bin=None if cost is None else sketch_bin(cost),
+        duration_bin=None,
+        budgeted=cost is not None,
+        over_budget=False,
+        asr_bin=1000 if passed else 0,
+        asr_credit=1.0 if passed else 0.0,
     )
 
 
 def test_parse_duration() -> None:
     assert [parse_duration(w) for w in ("1h", "24h", "7d", "15m", "90s", "2w")] == [
-        3600, 86400, 604800, 900, 90, 1209600
+        3600,
+        86400,
+        604800,
+        900,
+        90,
+        1209600,
     ]
     for bad in ("", "1y", "-1h", "h", "0m"):
         with pytest.raises(ValueError, match="window"):

@@ -11,6 +11,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue
+
 from agentwatch.collector.assembler import FinishedConversation
 from agentwatch.collector.decode import SpanRecord
 from agentwatch.collector.evaluation_events import (
@@ -19,13 +22,10 @@ from agentwatch.collector.evaluation_events import (
     evaluation_attributes,
     last_turn_ids,
 )
-from agentwatch.scorers import score_conversation
-from agentwatch.judge.verdict import JudgeVerdict
-from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
-from opentelemetry.proto.common.v1.common_pb2 import AnyValue
-
 from agentwatch.config import CollectorConfig, Settings
+from agentwatch.judge.verdict import JudgeVerdict
 from agentwatch.schema import Conversation
+from agentwatch.scorers import score_conversation
 
 TRACE = "0af7651916cd43dd8448eb211c80319c"
 SPAN = "b7ad6b7169203331"
@@ -39,8 +39,13 @@ TURN = {
 
 def conversation(cid: str, **turn: Any) -> Conversation:
     return Conversation.model_validate(
-        {"conversation_id": cid, "agent": "shop-agent", "version": "2.1.0", "task": "orders",
-         "turns": [{**TURN, **turn}]}
+        {
+            "conversation_id": cid,
+            "agent": "shop-agent",
+            "version": "2.1.0",
+            "task": "orders",
+            "turns": [{**TURN, **turn}],
+        }
     )
 
 
@@ -138,7 +143,10 @@ def test_graded_score_is_an_evaluation_result_on_the_last_turn(receiver: Receive
     answer = attrs(got[1][1])
     assert answer["gen_ai.evaluation.name"] == "agentwatch.answer_correctness"
     assert answer["gen_ai.evaluation.score.value"] == pytest.approx(0.95)
-    assert answer["gen_ai.evaluation.score.label"] == "pass" and answer["gen_ai.evaluation.explanation"] == "right"
+    assert (
+        answer["gen_ai.evaluation.score.label"] == "pass"
+        and answer["gen_ai.evaluation.explanation"] == "right"
+    )
     service = {kv.key: _value(kv.value) for kv in resource_logs.resource.attributes}["service.name"]
     assert service == "agentwatch-collector"
     assert events.stats.emitted == events.stats.exported == 2 and events.stats.dropped == 0
@@ -257,8 +265,17 @@ def test_from_settings() -> None:
 
 def span(sid: str, parent: str | None, start: int, op: str | None = None, trace: str = TRACE) -> SpanRecord:
     attrs = {"gen_ai.operation.name": op} if op else {}
-    return SpanRecord(trace, sid * 8, parent * 8 if parent else None, op or "work", start, start + 10, None,
-                      attrs, conversation_id="c")
+    return SpanRecord(
+        trace,
+        sid * 8,
+        parent * 8 if parent else None,
+        op or "work",
+        start,
+        start + 10,
+        None,
+        attrs,
+        conversation_id="c",
+    )
 
 
 def finished(*spans: SpanRecord) -> FinishedConversation:
@@ -294,9 +311,10 @@ def test_last_turn_of_nothing() -> None:
 
 def test_decoded_conversation_end_to_end(receiver: Receiver) -> None:
     """As the service wires it: decode OTLP spans, rebuild, score, `emit(score, *last_turn_ids(finished))`."""
+    from collector_kafka_helpers import otlp_bytes, simple_conversation
+
     from agentwatch.collector.decode import decode_message
     from agentwatch.collector.reconstruct import build_conversation
-    from collector_kafka_helpers import otlp_bytes, simple_conversation
 
     spans = simple_conversation("conv-e2e", turns=3)
     last = max((s for s in spans if s.name.startswith("invoke_agent")), key=lambda s: s.start_time)

@@ -9,14 +9,14 @@ from fractions import Fraction
 
 import pytest
 from _score_factory import make_score
-from agentwatch.collector.topics import ensure_topics
-from agentwatch.exporters.service import ExporterService, replay_start
 from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Producer, TopicPartition
 from conftest import FAST_GROUP
 from metrics_reference import scrape
 from scipy import stats as sps
 
+from agentwatch.collector.topics import ensure_topics
 from agentwatch.config import load_settings
+from agentwatch.exporters.service import ExporterService, replay_start
 
 pytestmark = pytest.mark.broker
 
@@ -53,8 +53,16 @@ def test_consume_serve_and_restart_reproduces_values(broker, topic) -> None:
     ensure_topics(broker.bootstrap_servers, [topic], partitions=2)
     now = time.time()
     key = b"bot|v1|refund"
-    records = [(key, make_score(f"c{i}", passed=i < 24, ended_at=now - 60, cost_usd=0.01 * i)
-                .model_dump_json().encode(), None) for i in range(30)]
+    records = [
+        (
+            key,
+            make_score(f"c{i}", passed=i < 24, ended_at=now - 60, cost_usd=0.01 * i)
+            .model_dump_json()
+            .encode(),
+            None,
+        )
+        for i in range(30)
+    ]
     records += [
         (key, make_score("c3", passed=False, ended_at=now - 60).model_dump_json().encode(), None),
         (key, make_score("old", ended_at=now - 8 * 86400).model_dump_json().encode(), None),
@@ -65,8 +73,12 @@ def test_consume_serve_and_restart_reproduces_values(broker, topic) -> None:
 
     settings = load_settings(
         kafka={"bootstrap_servers": broker.bootstrap_servers},
-        exporter={"scores_topic": topic, "group_id": f"g-{uuid.uuid4().hex[:8]}", "poll_timeout_ms": 200,
-                  **FAST_GROUP},
+        exporter={
+            "scores_topic": topic,
+            "group_id": f"g-{uuid.uuid4().hex[:8]}",
+            "poll_timeout_ms": 200,
+            **FAST_GROUP,
+        },
     )
     service, stop, thread, port = run_service(settings)
     try:
@@ -132,15 +144,31 @@ def test_exporter_command_restart_as_new_process(broker, topic, tmp_path) -> Non
     from agentwatch.broker import free_port
 
     now = time.time()
-    produce_scores(broker.bootstrap_servers, topic, [
-        (b"s", make_score(f"p{i}", passed=i < 24, ended_at=now - 60).model_dump_json().encode(), None)
-        for i in range(30)
-    ])
+    produce_scores(
+        broker.bootstrap_servers,
+        topic,
+        [
+            (b"s", make_score(f"p{i}", passed=i < 24, ended_at=now - 60).model_dump_json().encode(), None)
+            for i in range(30)
+        ],
+    )
     cfg = tmp_path / "agentwatch.yaml"
     cfg.write_text(yaml.safe_dump({"exporter": {"group_id": f"g-{uuid.uuid4().hex[:8]}", **FAST_GROUP}}))
     port = free_port()
-    cmd = [sys.executable, "-m", "agentwatch", "exporter", "--bootstrap-servers", broker.bootstrap_servers,
-           "--scores-topic", topic, "--metrics-port", str(port), "--config", str(cfg)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "agentwatch",
+        "exporter",
+        "--bootstrap-servers",
+        broker.bootstrap_servers,
+        "--scores-topic",
+        topic,
+        "--metrics-port",
+        str(port),
+        "--config",
+        str(cfg),
+    ]
     runs = []
     for _ in range(2):
         proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -153,8 +181,15 @@ def test_exporter_command_restart_as_new_process(broker, topic, tmp_path) -> Non
         finally:
             _stop(proc)
         runs.append(values)
-    labels = (("agent", "bot"), ("k", "3"), ("method", "exchangeable"), ("stat", "mean"), ("task", "refund"),
-              ("version", "v1"), ("window", "1h"))
+    labels = (
+        ("agent", "bot"),
+        ("k", "3"),
+        ("method", "exchangeable"),
+        ("stat", "mean"),
+        ("task", "refund"),
+        ("version", "v1"),
+        ("window", "1h"),
+    )
     key = ("agentwatch_pass_pow_k", labels)
     assert abs(runs[0][key] - 25 * 26 * 27 / (32 * 33 * 34)) < 1e-9
     assert runs[0] == runs[1]
@@ -169,21 +204,48 @@ def test_serve_command_exposes_collector_and_estimator_metrics(broker, tmp_path)
     from agentwatch.broker import free_port
 
     scores, spans = f"scores-{uuid.uuid4().hex[:8]}", f"spans-{uuid.uuid4().hex[:8]}"
-    produce_scores(broker.bootstrap_servers, scores, [
-        (b"s", make_score("x1", ended_at=time.time() - 5).model_dump_json().encode(), None)
-    ])
-    produce_scores(broker.bootstrap_servers, spans, [(None, b"\x00garbage", None)])  # an agent's bad span message
+    produce_scores(
+        broker.bootstrap_servers,
+        scores,
+        [(b"s", make_score("x1", ended_at=time.time() - 5).model_dump_json().encode(), None)],
+    )
+    produce_scores(
+        broker.bootstrap_servers, spans, [(None, b"\x00garbage", None)]
+    )  # an agent's bad span message
     cfg = tmp_path / "agentwatch.yaml"
-    cfg.write_text(yaml.safe_dump({
-        "exporter": {"group_id": f"e-{uuid.uuid4().hex[:8]}", **FAST_GROUP},
-        "collector": {"group_id": f"c-{uuid.uuid4().hex[:8]}", "rekey_topic": f"rk-{uuid.uuid4().hex[:8]}",
-                      "dead_letter_topic": f"dl-{uuid.uuid4().hex[:8]}", **FAST_GROUP},
-    }))
+    cfg.write_text(
+        yaml.safe_dump(
+            {
+                "exporter": {"group_id": f"e-{uuid.uuid4().hex[:8]}", **FAST_GROUP},
+                "collector": {
+                    "group_id": f"c-{uuid.uuid4().hex[:8]}",
+                    "rekey_topic": f"rk-{uuid.uuid4().hex[:8]}",
+                    "dead_letter_topic": f"dl-{uuid.uuid4().hex[:8]}",
+                    **FAST_GROUP,
+                },
+            }
+        )
+    )
     port = free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "agentwatch", "serve", "--bootstrap-servers", broker.bootstrap_servers,
-         "--input-topic", spans, "--scores-topic", scores, "--metrics-port", str(port), "--config", str(cfg)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        [
+            sys.executable,
+            "-m",
+            "agentwatch",
+            "serve",
+            "--bootstrap-servers",
+            broker.bootstrap_servers,
+            "--input-topic",
+            spans,
+            "--scores-topic",
+            scores,
+            "--metrics-port",
+            str(port),
+            "--config",
+            str(cfg),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
     )
     try:
         values = _wait_for(port, "agentwatch_window_scored", proc)
@@ -200,14 +262,27 @@ def test_serve_command_exposes_collector_and_estimator_metrics(broker, tmp_path)
 def test_two_instances_split_the_series_by_partition(broker, topic) -> None:
     ensure_topics(broker.bootstrap_servers, [topic], partitions=2)
     now = time.time()
-    produce_scores(broker.bootstrap_servers, topic, [
-        (agent.encode(), make_score(f"{agent}{i}", agent=agent, ended_at=now - 10).model_dump_json().encode(), p)
-        for p, agent in enumerate(("alpha", "beta")) for i in range(5)
-    ])
+    produce_scores(
+        broker.bootstrap_servers,
+        topic,
+        [
+            (
+                agent.encode(),
+                make_score(f"{agent}{i}", agent=agent, ended_at=now - 10).model_dump_json().encode(),
+                p,
+            )
+            for p, agent in enumerate(("alpha", "beta"))
+            for i in range(5)
+        ],
+    )
     settings = load_settings(
         kafka={"bootstrap_servers": broker.bootstrap_servers},
-        exporter={"scores_topic": topic, "group_id": f"g-{uuid.uuid4().hex[:8]}", "poll_timeout_ms": 200,
-                  **FAST_GROUP},
+        exporter={
+            "scores_topic": topic,
+            "group_id": f"g-{uuid.uuid4().hex[:8]}",
+            "poll_timeout_ms": 200,
+            **FAST_GROUP,
+        },
     )
     first = run_service(settings)
     second = ExporterService(settings)
@@ -218,8 +293,11 @@ def test_two_instances_split_the_series_by_partition(broker, topic) -> None:
         deadline = time.monotonic() + 40
         while True:
             agents = [{e.agent for e in s.estimator.snapshot()} for s in (first[0], second)]
-            if (second.replayed.is_set() and first[0].replayed.is_set()
-                    and sorted(map(sorted, agents)) == [["alpha"], ["beta"]]):
+            if (
+                second.replayed.is_set()
+                and first[0].replayed.is_set()
+                and sorted(map(sorted, agents)) == [["alpha"], ["beta"]]
+            ):
                 break
             assert time.monotonic() < deadline, agents
             time.sleep(0.3)

@@ -8,7 +8,10 @@ import random
 
 import numpy as np
 import pytest
-from agentwatch.judge.verdict import JudgeVerdict
+from sklearn.metrics import cohen_kappa_score, confusion_matrix, precision_recall_fscore_support
+from typer.testing import CliRunner
+
+from agentwatch.cli import app
 from agentwatch.judge.calibration import (
     CLASSES,
     calibrate,
@@ -17,10 +20,7 @@ from agentwatch.judge.calibration import (
     kappa_interval,
     precision_recall,
 )
-from sklearn.metrics import cohen_kappa_score, confusion_matrix, precision_recall_fscore_support
-from typer.testing import CliRunner
-
-from agentwatch.cli import app
+from agentwatch.judge.verdict import JudgeVerdict
 from tests.fake_openai import FakeOpenAI, verdict_reply
 
 cli = CliRunner()
@@ -63,8 +63,11 @@ def test_perfect_and_undefined():
 
 def test_failures_are_excluded_and_counted():
     labels = ["complete", "abandoned", "complete"]
-    verdicts = [JudgeVerdict.graded("complete", 1), JudgeVerdict.failed("judge_timeout"),
-                JudgeVerdict.graded("partial_correct", 0.5)]
+    verdicts = [
+        JudgeVerdict.graded("complete", 1),
+        JudgeVerdict.failed("judge_timeout"),
+        JudgeVerdict.graded("partial_correct", 0.5),
+    ]
     report = calibrate("j", labels, verdicts, verdicts, min_kappa=0.5)
     assert report.judged == 2 and report.failures == {"judge_timeout": 1}
     assert report.consistency["pairs"] == 2 and report.consistency["agreement"] == 1.0
@@ -75,9 +78,20 @@ def write_labels(path, n: int, seed: int = 0) -> list[str]:
     rng = random.Random(seed)
     labels = [rng.choice(CLASSES) for _ in range(n)]
     with open(path, "w") as fh:
-        fh.writelines(json.dumps({"conversation_id": f"lab-{i}", "outcome": label,
-                                 "turns": [{"input": f"item {i}", "answer": f"answer {i}"}]}) + "\n" for i, label in enumerate(labels))
-        fh.write(json.dumps({"conversation_id": "unlabelled", "turns": [{"input": "x", "answer": "y"}]}) + "\n")
+        fh.writelines(
+            json.dumps(
+                {
+                    "conversation_id": f"lab-{i}",
+                    "outcome": label,
+                    "turns": [{"input": f"item {i}", "answer": f"answer {i}"}],
+                }
+            )
+            + "\n"
+            for i, label in enumerate(labels)
+        )
+        fh.write(
+            json.dumps({"conversation_id": "unlabelled", "turns": [{"input": "x", "answer": "y"}]}) + "\n"
+        )
     return labels
 
 
@@ -101,8 +115,19 @@ def test_calibrate_cli_reports_and_gates(tmp_path):
     path = tmp_path / "labels.jsonl"
     labels = write_labels(path, 60)
     with FakeOpenAI(responder_for(labels, 5, {1, 2, 3})) as server:
-        result = cli.invoke(app, ["judge", "calibrate", str(path), "--judge", "gpt-4o-mini",
-                                  "--judge-url", server.base_url, "--json"])
+        result = cli.invoke(
+            app,
+            [
+                "judge",
+                "calibrate",
+                str(path),
+                "--judge",
+                "gpt-4o-mini",
+                "--judge-url",
+                server.base_url,
+                "--json",
+            ],
+        )
         assert len(server.requests) == 120  # 60 labelled, judged twice; the unlabelled line skipped
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
@@ -112,8 +137,20 @@ def test_calibrate_cli_reports_and_gates(tmp_path):
     assert report["consistency"]["pairs"] == 60
     assert report["consistency"]["agreement"] == pytest.approx(57 / 60)
     with FakeOpenAI(responder_for(labels, 5, set())) as server:
-        text = cli.invoke(app, ["judge", "calibrate", str(path), "--judge-url", server.base_url,
-                                "--min-kappa", "0.95", "--repeats", "1"])
+        text = cli.invoke(
+            app,
+            [
+                "judge",
+                "calibrate",
+                str(path),
+                "--judge-url",
+                server.base_url,
+                "--min-kappa",
+                "0.95",
+                "--repeats",
+                "1",
+            ],
+        )
     assert text.exit_code == 1 and "FAIL" in text.stdout and "confusion" in text.stdout
 
 

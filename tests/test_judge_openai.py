@@ -5,27 +5,33 @@ from __future__ import annotations
 import json
 
 import pytest
-from agentwatch.scorers.cost import PriceLookup
+
+from agentwatch.config import JudgeConfig, Settings
 from agentwatch.judge.breaker import CircuitBreaker
 from agentwatch.judge.client import OpenAIJudge, parse_retry_after
 from agentwatch.judge.prompt import VERDICT_SCHEMA
-
-from agentwatch.config import JudgeConfig, Settings
 from agentwatch.schema import Conversation, Outcome
+from agentwatch.scorers.cost import PriceLookup
 from tests.fake_openai import FakeOpenAI, Reply, Script, refusal_reply, text_reply, verdict_reply
 
 
 def conv(cid: str = "c1", answer: str = "It is 18 degrees in Paris.") -> Conversation:
-    return Conversation.model_validate({
-        "conversation_id": cid,
-        "agent": "weather",
-        "turns": [{
-            "input": "Weather in Paris?",
-            "tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}, "result": {"temp_c": 18}}],
-            "answer": answer,
-            "expected": {"reference_answer": "18 degrees"},
-        }],
-    })
+    return Conversation.model_validate(
+        {
+            "conversation_id": cid,
+            "agent": "weather",
+            "turns": [
+                {
+                    "input": "Weather in Paris?",
+                    "tool_calls": [
+                        {"name": "get_weather", "arguments": {"city": "Paris"}, "result": {"temp_c": 18}}
+                    ],
+                    "answer": answer,
+                    "expected": {"reference_answer": "18 degrees"},
+                }
+            ],
+        }
+    )
 
 
 class Sleeps:
@@ -40,8 +46,15 @@ def make(server: FakeOpenAI, **kw) -> tuple[OpenAIJudge, Sleeps]:
     sleeps = Sleeps()
     prices = PriceLookup(Settings().cost.prices.models)
     kw.setdefault("timeout_s", 2.0)
-    judge = OpenAIJudge(base_url=server.base_url, model="gpt-4o-mini", api_key="sk-test", prices=prices,
-                        sleep=sleeps, rng=lambda: 0.5, **kw)
+    judge = OpenAIJudge(
+        base_url=server.base_url,
+        model="gpt-4o-mini",
+        api_key="sk-test",
+        prices=prices,
+        sleep=sleeps,
+        rng=lambda: 0.5,
+        **kw,
+    )
     return judge, sleeps
 
 
@@ -63,13 +76,21 @@ def test_verdict_request_shape_and_usage():
     assert body["response_format"]["json_schema"]["schema"] == VERDICT_SCHEMA
     system, user = body["messages"]
     assert "complete" in system["content"] and "abandoned" in system["content"]
-    for piece in ("Weather in Paris?", "get_weather", "temp_c", "It is 18 degrees", "reference answer: 18 degrees"):
+    for piece in (
+        "Weather in Paris?",
+        "get_weather",
+        "temp_c",
+        "It is 18 degrees",
+        "reference answer: 18 degrees",
+    ):
         assert piece in user["content"]
     assert server.headers[0]["Authorization"] == "Bearer sk-test"
 
 
 def test_fenced_json_and_prose_accepted():
-    with serve(text_reply('```json\n{"outcome": "complete", "score": 1, "explanation": "ok"}\n```')) as server:
+    with serve(
+        text_reply('```json\n{"outcome": "complete", "score": 1, "explanation": "ok"}\n```')
+    ) as server:
         assert make(server)[0].judge(conv()).outcome is Outcome.COMPLETE
 
 
@@ -150,8 +171,9 @@ def test_client_error_is_unavailable_without_retry():
 
 
 def test_connection_refused_is_unavailable():
-    judge = OpenAIJudge(base_url="http://127.0.0.1:9/v1", model="m", sleep=lambda s: None, max_retries=1,
-                        timeout_s=1.0)
+    judge = OpenAIJudge(
+        base_url="http://127.0.0.1:9/v1", model="m", sleep=lambda s: None, max_retries=1, timeout_s=1.0
+    )
     v = judge.judge(conv())
     assert v.failure == "judge_unavailable" and "connection error" in v.detail
 
@@ -169,7 +191,9 @@ def test_structured_outputs_fall_back_when_rejected():
         assert v.ok and judge.response_format_mode == "json_object"
         judge.judge(conv("c2"))
     assert [(r.get("response_format") or {}).get("type") for r in server.requests] == [
-        "json_schema", "json_object", "json_object"
+        "json_schema",
+        "json_object",
+        "json_object",
     ]
 
 
@@ -214,6 +238,10 @@ def test_parse_retry_after():
 
 def test_schema_matches_parser_classes():
     assert set(VERDICT_SCHEMA["properties"]["outcome"]["enum"]) == {
-        "complete", "partial_correct", "partial_incorrect", "hallucinated", "abandoned"
+        "complete",
+        "partial_correct",
+        "partial_incorrect",
+        "hallucinated",
+        "abandoned",
     }
     json.dumps(VERDICT_SCHEMA)

@@ -6,21 +6,23 @@ import threading
 import time
 
 import pytest
-from agentwatch.scorers import ConversationScorer
-from agentwatch.judge.verdict import JudgeVerdict
-from agentwatch.judge.budget import SpendCap
-from agentwatch.judge.cache import JudgeCache
-from agentwatch.judge.prompt import build_messages, load_rubric, render_transcript
-from agentwatch.judge.runner import JudgeRunner
-from agentwatch.judge.counters import JudgeStats
 
 from agentwatch.config import JudgeConfig, Settings
+from agentwatch.judge.budget import SpendCap
+from agentwatch.judge.cache import JudgeCache
+from agentwatch.judge.counters import JudgeStats
+from agentwatch.judge.prompt import build_messages, load_rubric, render_transcript
+from agentwatch.judge.runner import JudgeRunner
+from agentwatch.judge.verdict import JudgeVerdict
 from agentwatch.schema import Conversation, Outcome
+from agentwatch.scorers import ConversationScorer
 from tests.fake_openai import FakeOpenAI, Script, verdict_reply
 
 
 def conv(cid: str, answer: str = "done") -> Conversation:
-    return Conversation.model_validate({"conversation_id": cid, "turns": [{"input": "do it", "answer": answer}]})
+    return Conversation.model_validate(
+        {"conversation_id": cid, "turns": [{"input": "do it", "answer": answer}]}
+    )
 
 
 class CountingJudge:
@@ -47,8 +49,16 @@ class CountingJudge:
             self.active -= 1
         if self.fail:
             return JudgeVerdict.failed(self.fail, "scripted", self.judge_id, cost_usd=self.cost)
-        return JudgeVerdict.graded("complete", 0.9, "ok", self.judge_id, input_tokens=100, output_tokens=10,
-                                   cost_usd=self.cost, latency_s=0.3)
+        return JudgeVerdict.graded(
+            "complete",
+            0.9,
+            "ok",
+            self.judge_id,
+            input_tokens=100,
+            output_tokens=10,
+            cost_usd=self.cost,
+            latency_s=0.3,
+        )
 
 
 def test_cache_hits_never_pay_twice():
@@ -147,8 +157,14 @@ def test_stats_latency_histogram():
 
 
 def test_truncation_is_marked_and_keeps_first_and_last_turns():
-    turns = [{"input": f"question {i}", "answer": f"answer {i} " + "x" * 3000,
-              "tool_calls": [{"name": "search", "arguments": {"q": i}, "result": "r" * 5000}]} for i in range(30)]
+    turns = [
+        {
+            "input": f"question {i}",
+            "answer": f"answer {i} " + "x" * 3000,
+            "tool_calls": [{"name": "search", "arguments": {"q": i}, "result": "r" * 5000}],
+        }
+        for i in range(30)
+    ]
     c = Conversation.model_validate({"conversation_id": "long", "turns": turns})
     text, truncated = render_transcript(c, 2000)
     assert truncated and len(text) <= 2000 * 4

@@ -46,8 +46,10 @@ WRONG = "Wr0ng-Pa55word-77"
 def sasl_broker(log_dir: Path, tls: Issued | None = None) -> Iterator[SASLProxy]:
     """A Tansu broker reachable only through a SASL proxy (its metadata advertises the proxy's port)."""
     proxy_port = free_port()
-    with EmbeddedBroker(log_path=log_dir / "tansu.log", advertised_port=proxy_port) as broker, \
-            SASLProxy(proxy_port, ("127.0.0.1", broker.port), {USER: PASSWORD}, tls=tls) as proxy:
+    with (
+        EmbeddedBroker(log_path=log_dir / "tansu.log", advertised_port=proxy_port) as broker,
+        SASLProxy(proxy_port, ("127.0.0.1", broker.port), {USER: PASSWORD}, tls=tls) as proxy,
+    ):
         yield proxy
 
 
@@ -65,8 +67,12 @@ def sasl_ssl(pki: PKI, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SAS
 
 def _security(protocol: str, mechanism: str, pki: PKI, password: str = PASSWORD) -> dict[str, Any]:  # noqa: F811
     """The `kafka` section's SASL (and, for SASL_SSL, TLS) keys."""
-    keys: dict[str, Any] = {"security_protocol": protocol, "sasl_mechanism": mechanism, "sasl_username": USER,
-                            "sasl_password": password}
+    keys: dict[str, Any] = {
+        "security_protocol": protocol,
+        "sasl_mechanism": mechanism,
+        "sasl_username": USER,
+        "sasl_password": password,
+    }
     if protocol == "SASL_SSL":
         keys["ssl_ca_file"] = str(pki.ca.cert_file)
     return keys
@@ -75,14 +81,22 @@ def _security(protocol: str, mechanism: str, pki: PKI, password: str = PASSWORD)
 # --------------------------------------------------------------------------------------------- end to end
 
 
-@pytest.mark.parametrize(("protocol", "mechanism"), [
-    ("SASL_PLAINTEXT", "SCRAM-SHA-256"),
-    ("SASL_PLAINTEXT", "SCRAM-SHA-512"),
-    ("SASL_PLAINTEXT", "PLAIN"),
-    ("SASL_SSL", "SCRAM-SHA-256"),
-])
-def test_sdk_collector_exporter_log_in(request: pytest.FixtureRequest, pki: PKI, tmp_path: Path,  # noqa: F811
-                                       protocol: str, mechanism: str) -> None:
+@pytest.mark.parametrize(
+    ("protocol", "mechanism"),
+    [
+        ("SASL_PLAINTEXT", "SCRAM-SHA-256"),
+        ("SASL_PLAINTEXT", "SCRAM-SHA-512"),
+        ("SASL_PLAINTEXT", "PLAIN"),
+        ("SASL_SSL", "SCRAM-SHA-256"),
+    ],
+)
+def test_sdk_collector_exporter_log_in(
+    request: pytest.FixtureRequest,
+    pki: PKI,  # noqa: F811
+    tmp_path: Path,
+    protocol: str,
+    mechanism: str,
+) -> None:
     """SDK agent → SASL proxy → Tansu → collector → scores → exporter → /metrics, every client logged in.
 
     The SDK is configured by AGENTWATCH_KAFKA_* variables, the collector and the exporter by their `kafka` section.
@@ -91,21 +105,29 @@ def test_sdk_collector_exporter_log_in(request: pytest.FixtureRequest, pki: PKI,
     security = _security(protocol, mechanism, pki)
     bs = proxy.bootstrap_servers
     topic, cid = f"t-{uuid.uuid4().hex[:12]}", unique("sasl")
-    logins_before, failures_before, refused_before = len(proxy.logins), len(proxy.failures), len(proxy.refused)
+    logins_before, failures_before, refused_before = (
+        len(proxy.logins),
+        len(proxy.failures),
+        len(proxy.refused),
+    )
 
     # A logged-in client's metadata sends it to the proxy, never to the plaintext port.
     from confluent_kafka.admin import AdminClient
 
-    brokers = AdminClient({"bootstrap.servers": bs, **KafkaSecurity(**security).librdkafka()}).list_topics(
-        timeout=10).brokers
+    brokers = (
+        AdminClient({"bootstrap.servers": bs, **KafkaSecurity(**security).librdkafka()})
+        .list_topics(timeout=10)
+        .brokers
+    )
     assert [(b.host, b.port) for b in brokers.values()] == [("127.0.0.1", proxy.port)]
 
     script = tmp_path / "agent.py"
     script.write_text(AGENT_TLS)
     env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTWATCH_KAFKA")}
     env.update({f"AGENTWATCH_KAFKA_{k.upper()}": v for k, v in security.items()})
-    run = subprocess.run([sys.executable, str(script), bs, topic, cid], env=env, capture_output=True, timeout=60,
-                         check=False)
+    run = subprocess.run(
+        [sys.executable, str(script), bs, topic, cid], env=env, capture_output=True, timeout=60, check=False
+    )
     assert run.returncode == 0, run.stderr.decode()[-2000:]
 
     _score_and_export(bs, topic, cid, security, "sasl")
@@ -113,8 +135,10 @@ def test_sdk_collector_exporter_log_in(request: pytest.FixtureRequest, pki: PKI,
     # Every connection logged in with this mechanism, and no request reached Tansu before a login.
     logins = proxy.logins[logins_before:]
     assert logins and {(o.mechanism, o.user) for o in logins} == {(mechanism, USER)}, logins
-    assert proxy.failures[failures_before:] == [] and proxy.refused[refused_before:] == [], (proxy.failures,
-                                                                                            proxy.refused)
+    assert proxy.failures[failures_before:] == [] and proxy.refused[refused_before:] == [], (
+        proxy.failures,
+        proxy.refused,
+    )
 
 
 def test_clients_use_the_versions_the_proxy_implements(sasl: SASLProxy, pki: PKI) -> None:  # noqa: F811
@@ -125,10 +149,16 @@ def test_clients_use_the_versions_the_proxy_implements(sasl: SASLProxy, pki: PKI
 
     security = KafkaSecurity(**_security("SASL_PLAINTEXT", "SCRAM-SHA-512", pki))
     start = len(proxy_requests := sasl.requests)
-    AdminClient({"bootstrap.servers": sasl.bootstrap_servers, "client.id": "probe-librdkafka",
-                 **security.librdkafka()}).list_topics(timeout=10)
-    admin = KafkaAdminClient(bootstrap_servers=sasl.bootstrap_servers, client_id="probe-kafka-python",
-                             **security.kafka_python())
+    AdminClient(
+        {
+            "bootstrap.servers": sasl.bootstrap_servers,
+            "client.id": "probe-librdkafka",
+            **security.librdkafka(),
+        }
+    ).list_topics(timeout=10)
+    admin = KafkaAdminClient(
+        bootstrap_servers=sasl.bootstrap_servers, client_id="probe-kafka-python", **security.kafka_python()
+    )
     admin.list_topics()
     admin.close()
     sent: dict[str, set[tuple[int, int]]] = {}
@@ -147,20 +177,29 @@ def test_clients_use_the_versions_the_proxy_implements(sasl: SASLProxy, pki: PKI
 # --------------------------------------------------------------------------------------------- refusals
 
 
-@pytest.mark.parametrize(("command", "protocol", "mechanism", "close_delay_s"), [
-    ("collector", "SASL_PLAINTEXT", "SCRAM-SHA-256", 0.1),
-    ("exporter", "SASL_PLAINTEXT", "SCRAM-SHA-256", 0.1),
-    ("collector", "SASL_SSL", "SCRAM-SHA-512", 0.1),
-    ("exporter", "SASL_SSL", "SCRAM-SHA-512", 0.1),
-    ("exporter", "SASL_PLAINTEXT", "PLAIN", 0.1),
-    # A broker that closes at once after refusing (connection.failed.authentication.delay.ms=0): kafka-python
-    # then reports only a lost connection, which must still name the password, not TLS.
-    ("collector", "SASL_SSL", "SCRAM-SHA-256", 0.0),
-    ("exporter", "SASL_SSL", "SCRAM-SHA-256", 0.0),
-    ("exporter", "SASL_PLAINTEXT", "SCRAM-SHA-256", 0.0),
-])
-def test_wrong_password_stops_the_service(request: pytest.FixtureRequest, pki: PKI, command: str,  # noqa: F811
-                                          protocol: str, mechanism: str, close_delay_s: float) -> None:
+@pytest.mark.parametrize(
+    ("command", "protocol", "mechanism", "close_delay_s"),
+    [
+        ("collector", "SASL_PLAINTEXT", "SCRAM-SHA-256", 0.1),
+        ("exporter", "SASL_PLAINTEXT", "SCRAM-SHA-256", 0.1),
+        ("collector", "SASL_SSL", "SCRAM-SHA-512", 0.1),
+        ("exporter", "SASL_SSL", "SCRAM-SHA-512", 0.1),
+        ("exporter", "SASL_PLAINTEXT", "PLAIN", 0.1),
+        # A broker that closes at once after refusing (connection.failed.authentication.delay.ms=0): kafka-python
+        # then reports only a lost connection, which must still name the password, not TLS.
+        ("collector", "SASL_SSL", "SCRAM-SHA-256", 0.0),
+        ("exporter", "SASL_SSL", "SCRAM-SHA-256", 0.0),
+        ("exporter", "SASL_PLAINTEXT", "SCRAM-SHA-256", 0.0),
+    ],
+)
+def test_wrong_password_stops_the_service(
+    request: pytest.FixtureRequest,
+    pki: PKI,  # noqa: F811
+    command: str,
+    protocol: str,
+    mechanism: str,
+    close_delay_s: float,
+) -> None:
     proxy: SASLProxy = request.getfixturevalue("sasl_ssl" if protocol == "SASL_SSL" else "sasl")
     failures_before = len(proxy.failures)
     proxy.failed_login_close_delay_s = close_delay_s

@@ -71,8 +71,10 @@ def pki(tmp_path_factory: pytest.TempPathFactory) -> PKI:
 def tls_broker(log_dir: Path, server: Issued, client_ca: Path | None = None) -> Iterator[TLSProxy]:
     """A Tansu broker reachable only through a TLS proxy (its metadata advertises the proxy's port)."""
     proxy_port = free_port()
-    with EmbeddedBroker(log_path=log_dir / "tansu.log", advertised_port=proxy_port) as broker, \
-            TLSProxy(proxy_port, ("127.0.0.1", broker.port), server, client_ca=client_ca) as proxy:
+    with (
+        EmbeddedBroker(log_path=log_dir / "tansu.log", advertised_port=proxy_port) as broker,
+        TLSProxy(proxy_port, ("127.0.0.1", broker.port), server, client_ca=client_ca) as proxy,
+    ):
         yield proxy
 
 
@@ -94,8 +96,9 @@ def wrong_name(pki: PKI, tmp_path_factory: pytest.TempPathFactory) -> Iterator[T
         yield proxy
 
 
-def _ssl(pki: PKI, *, client: Issued | None = None, ca: CertificateAuthority | None = None,
-         **more: Any) -> dict[str, Any]:
+def _ssl(
+    pki: PKI, *, client: Issued | None = None, ca: CertificateAuthority | None = None, **more: Any
+) -> dict[str, Any]:
     """The `kafka` section's TLS keys."""
     keys: dict[str, Any] = {"security_protocol": "SSL", "ssl_ca_file": str((ca or pki.ca).cert_file), **more}
     if client is not None:
@@ -104,8 +107,9 @@ def _ssl(pki: PKI, *, client: Issued | None = None, ca: CertificateAuthority | N
 
 
 @pytest.mark.parametrize("mode", ["tls-env", "mtls-configure"])
-def test_sdk_collector_exporter_over_tls(request: pytest.FixtureRequest, pki: PKI, tmp_path: Path,
-                                         mode: str) -> None:
+def test_sdk_collector_exporter_over_tls(
+    request: pytest.FixtureRequest, pki: PKI, tmp_path: Path, mode: str
+) -> None:
     """SDK agent → TLS proxy → Tansu → collector → scores → exporter → /metrics, every client over TLS.
 
     `tls-env`: server TLS, the SDK configured by AGENTWATCH_KAFKA_* variables; `mtls-configure`: the proxy
@@ -120,8 +124,11 @@ def test_sdk_collector_exporter_over_tls(request: pytest.FixtureRequest, pki: PK
     # The broker's metadata sends clients to the proxy, never to the plaintext port.
     from confluent_kafka.admin import AdminClient
 
-    brokers = AdminClient({"bootstrap.servers": bs, **KafkaSecurity(**security).librdkafka()}).list_topics(
-        timeout=10).brokers
+    brokers = (
+        AdminClient({"bootstrap.servers": bs, **KafkaSecurity(**security).librdkafka()})
+        .list_topics(timeout=10)
+        .brokers
+    )
     assert [(b.host, b.port) for b in brokers.values()] == [("127.0.0.1", proxy.port)]
 
     script = tmp_path / "agent.py"
@@ -156,8 +163,10 @@ def _score_and_export(bs: str, topic: str, cid: str, security: dict[str, Any], g
     score = json.loads(records[0].value)
     assert (score["conversation_id"], score["turns"], score["passed"]) == (cid, 2, True), score
 
-    series = ("agentwatch_window_scored",
-              (("agent", "support-bot"), ("task", "refunds"), ("version", "1.2.0"), ("window", "1h")))
+    series = (
+        "agentwatch_window_scored",
+        (("agent", "support-bot"), ("task", "refunds"), ("version", "1.2.0"), ("window", "1h")),
+    )
     values = _run_exporter_until(bs, security, scores_topic, series)
     assert values.get(series) == 1, {k: v for k, v in values.items() if "scored" in k[0]}
     assert values[("agentwatch_scores_consumed_total", ())] == 1
@@ -169,8 +178,12 @@ def _run_exporter_until(bs: str, security: dict[str, Any], scores_topic: str, se
 
     exporter_settings = load_settings(
         kafka={"bootstrap_servers": bs, **security},
-        exporter={"scores_topic": scores_topic, "group_id": f"g-{uuid.uuid4().hex[:8]}", "poll_timeout_ms": 200,
-                  **FAST_GROUP},
+        exporter={
+            "scores_topic": scores_topic,
+            "group_id": f"g-{uuid.uuid4().hex[:8]}",
+            "poll_timeout_ms": 200,
+            **FAST_GROUP,
+        },
     )
     service = ExporterService(exporter_settings)
     port = service.start_http(port=0, host="127.0.0.1")
@@ -205,16 +218,26 @@ def _run_exporter_until(bs: str, security: dict[str, Any], scores_topic: str, se
 def _service_env(bootstrap: str, kafka: dict[str, Any]) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTWATCH_")}
     env["AGENTWATCH_KAFKA__BOOTSTRAP_SERVERS"] = bootstrap
-    env.update({f"AGENTWATCH_KAFKA__{k.upper()}": str(v).lower() if isinstance(v, bool) else str(v)
-                for k, v in kafka.items()})
+    env.update(
+        {
+            f"AGENTWATCH_KAFKA__{k.upper()}": str(v).lower() if isinstance(v, bool) else str(v)
+            for k, v in kafka.items()
+        }
+    )
     env["AGENTWATCH_EXPORTER__METRICS_PORT"] = "0"
     env["AGENTWATCH_COLLECTOR__GROUP_ID"] = unique("refused")
     return env
 
 
 def _run_service(command: str, bootstrap: str, kafka: dict[str, Any]) -> tuple[int, str]:
-    proc = subprocess.run([sys.executable, "-m", "agentwatch", command], env=_service_env(bootstrap, kafka),
-                          capture_output=True, text=True, timeout=60, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-m", "agentwatch", command],
+        env=_service_env(bootstrap, kafka),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     return proc.returncode, proc.stderr
 
 
@@ -226,7 +249,9 @@ def test_mutual_tls_without_a_client_certificate_is_refused(mtls: TLSProxy, pki:
 
 
 @pytest.mark.parametrize("command", ["collector", "exporter"])
-def test_mutual_tls_with_a_certificate_of_another_ca_is_refused(mtls: TLSProxy, pki: PKI, command: str) -> None:
+def test_mutual_tls_with_a_certificate_of_another_ca_is_refused(
+    mtls: TLSProxy, pki: PKI, command: str
+) -> None:
     code, err = _run_service(command, mtls.bootstrap_servers, _ssl(pki, client=pki.stranger))
     assert code == 1, err[-3000:]
     assert "refused the client certificate" in err and "kafka.ssl_cert_file" in err, err[-3000:]
@@ -249,23 +274,31 @@ def test_hostname_mismatch_is_refused(wrong_name: TLSProxy, pki: PKI, command: s
 
 def test_hostname_check_off_connects(wrong_name: TLSProxy, pki: PKI) -> None:
     """`ssl_check_hostname: false`: the certificate must still come from the CA, but may name another host."""
-    from agentwatch.collector.topics import ensure_topics
     from kafka.admin import KafkaAdminClient
+
+    from agentwatch.collector.topics import ensure_topics
 
     security = KafkaSecurity(**_ssl(pki, ssl_check_hostname=False))
     bs, topic = wrong_name.bootstrap_servers, f"t-{uuid.uuid4().hex[:12]}"
-    assert ensure_topics(bs, [topic], 1, security=security) == [topic]  # confluent-kafka, the services' client
+    assert ensure_topics(bs, [topic], 1, security=security) == [
+        topic
+    ]  # confluent-kafka, the services' client
     admin = KafkaAdminClient(**security.client_settings("kafka-python", bs, "sdk-like"))  # the SDK's client
     try:
         assert topic in admin.list_topics()
     finally:
         admin.close()
     assert security.tls_failure(bs) is None
-    assert KafkaSecurity(**_ssl(pki)).tls_failure(bs).startswith("certificate verify failed: IP address mismatch")
+    assert (
+        KafkaSecurity(**_ssl(pki))
+        .tls_failure(bs)
+        .startswith("certificate verify failed: IP address mismatch")
+    )
 
 
-def test_sdk_without_a_client_certificate_logs_one_clear_line(mtls: TLSProxy, pki: PKI,
-                                                             caplog: pytest.LogCaptureFixture) -> None:
+def test_sdk_without_a_client_certificate_logs_one_clear_line(
+    mtls: TLSProxy, pki: PKI, caplog: pytest.LogCaptureFixture
+) -> None:
     """The SDK never raises into the agent: one error line naming AGENTWATCH_KAFKA_SSL_CERT_FILE, counted drops."""
     import logging
 
@@ -275,12 +308,16 @@ def test_sdk_without_a_client_certificate_logs_one_clear_line(mtls: TLSProxy, pk
     from agentwatch.sdk.kafka_exporter import KafkaSpanExporter
 
     with caplog.at_level(logging.INFO):
-        exporter = KafkaSpanExporter(mtls.bootstrap_servers, topic="t", security=_ssl(pki), retry_interval_s=0.2)
+        exporter = KafkaSpanExporter(
+            mtls.bootstrap_servers, topic="t", security=_ssl(pki), retry_interval_s=0.2
+        )
         provider = TracerProvider()
         provider.add_span_processor(SimpleSpanProcessor(exporter))
         tracer = provider.get_tracer("test")
         deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and "AGENTWATCH_KAFKA_SSL_CERT_FILE" not in str(exporter.last_error):
+        while time.monotonic() < deadline and "AGENTWATCH_KAFKA_SSL_CERT_FILE" not in str(
+            exporter.last_error
+        ):
             with tracer.start_as_current_span("turn"):
                 pass
             time.sleep(0.3)

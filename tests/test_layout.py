@@ -112,8 +112,12 @@ def test_the_design_dependency_rules_hold() -> None:
         if _in(module, "agentwatch.sdk"):  # the SDK runs inside the agent: none of the service
             assert not [d for d in deps if _in(d, *stage.values())], module
         if _in(module, stage["scorers"]):  # pure graders: they take a verdict, never obtain one
-            bad = [d for d in deps if _in(d, stage["collector"], stage["exporters"], stage["review"])
-                   or (_in(d, stage["judge"]) and not _in(d, "agentwatch.judge.verdict", "agentwatch.judge"))]
+            bad = [
+                d
+                for d in deps
+                if _in(d, stage["collector"], stage["exporters"], stage["review"])
+                or (_in(d, stage["judge"]) and not _in(d, "agentwatch.judge.verdict", "agentwatch.judge"))
+            ]
             assert not bad, (module, bad)
         if _in(module, stage["collector"]):
             assert not [d for d in deps if _in(d, stage["exporters"])], module

@@ -22,7 +22,17 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from sdk_install import clean_env, sdk_only_venv
 
-HEAVY = ("scipy", "numpy", "pydantic", "confluent_kafka", "prometheus_client", "yaml", "typer", "rich", "httpx")
+HEAVY = (
+    "scipy",
+    "numpy",
+    "pydantic",
+    "confluent_kafka",
+    "prometheus_client",
+    "yaml",
+    "typer",
+    "rich",
+    "httpx",
+)
 
 AGENT = """
 import sys
@@ -62,8 +72,13 @@ def test_the_guard_checks_exactly_the_service_extra() -> None:
     service = {_name(r) for r in project["optional-dependencies"]["service"]}
     assert service == {d.lower() for d in SERVICE_MODULES.values()}
     base = {_name(r) for r in project["dependencies"]}
-    assert base == {"opentelemetry-api", "opentelemetry-sdk", "opentelemetry-exporter-otlp-proto-common",
-                    "kafka-python", "crc32c"}
+    assert base == {
+        "opentelemetry-api",
+        "opentelemetry-sdk",
+        "opentelemetry-exporter-otlp-proto-common",
+        "kafka-python",
+        "crc32c",
+    }
     assert "agentwatch[service]" in project["optional-dependencies"]["test"]
 
 
@@ -78,7 +93,8 @@ def test_the_review_guard_checks_exactly_the_review_extra() -> None:
     assert "agentwatch[review]" in project["optional-dependencies"]["test"]
     packages = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
     assert "agentwatch.review" in packages["packages"] and packages["package-data"]["agentwatch.review"] == [
-        "templates/*.html"]
+        "templates/*.html"
+    ]
     assert (ROOT / "agentwatch" / "review").resolve() == ROOT / "review"
 
 
@@ -87,16 +103,31 @@ def test_sdk_only_install_imports_exports_and_refuses_the_service(broker, topic,
     python = sdk_only_venv(tmp_path)
     venv = python.parents[1]
     env = clean_env()
-    listed = subprocess.run([str(python), "-m", "pip", "list", "--format=freeze"], env=env, capture_output=True,
-                            text=True, check=True, timeout=120).stdout.lower()
+    listed = subprocess.run(
+        [str(python), "-m", "pip", "list", "--format=freeze"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    ).stdout.lower()
     installed = {line.split("==")[0] for line in listed.split()}
     assert "agentwatch" in installed and "kafka-python" in installed and "crc32c" in installed
     # protobuf and opentelemetry-proto come with the SDK's OTLP encoder; the rest of the service must not
-    assert not installed & ({d.lower() for d in SERVICE_MODULES.values()} - {"protobuf", "opentelemetry-proto"})
+    assert not installed & (
+        {d.lower() for d in SERVICE_MODULES.values()} - {"protobuf", "opentelemetry-proto"}
+    )
 
     cid = f"pkg-{topic}"
-    run = subprocess.run([str(python), "-c", AGENT.format(heavy=HEAVY), broker.bootstrap_servers, topic, cid],
-                         env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False)
+    run = subprocess.run(
+        [str(python), "-c", AGENT.format(heavy=HEAVY), broker.bootstrap_servers, topic, cid],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert run.returncode == 0 and run.stdout.strip() == "sdk ok", run.stderr
     records = consume(broker.bootstrap_servers, topic, lambda rs: sum(len(decode(r)) for r in rs) >= 2)
     spans = [span for r in records for _, span in decode(r)]
@@ -104,14 +135,33 @@ def test_sdk_only_install_imports_exports_and_refuses_the_service(broker, topic,
     assert all(attrs_of(s)["gen_ai.conversation.id"] == cid for s in spans)
     assert {r.key for r in records} == {cid.encode()}
 
-    for module in ("agentwatch.collector", "agentwatch.scorers", "agentwatch.exporters", "agentwatch.judge",
-                   "agentwatch.cli"):
-        refused = subprocess.run([str(python), "-c", f"import {module}"], env=env, cwd=tmp_path,
-                                 capture_output=True, text=True, timeout=60, check=False)
+    for module in (
+        "agentwatch.collector",
+        "agentwatch.scorers",
+        "agentwatch.exporters",
+        "agentwatch.judge",
+        "agentwatch.cli",
+    ):
+        refused = subprocess.run(
+            [str(python), "-c", f"import {module}"],
+            env=env,
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
         assert refused.returncode == 1
-        assert f'{module} needs ' in refused.stderr and 'pip install "agentwatch[service]"' in refused.stderr
-    command = subprocess.run([str(venv / "bin" / "agentwatch"), "--help"], env=env, cwd=tmp_path,
-                             capture_output=True, text=True, timeout=60, check=False)
+        assert f"{module} needs " in refused.stderr and 'pip install "agentwatch[service]"' in refused.stderr
+    command = subprocess.run(
+        [str(venv / "bin" / "agentwatch"), "--help"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert command.returncode == 1 and command.stdout == ""
     assert "Traceback" not in command.stderr and len(command.stderr.strip().splitlines()) == 1
     assert command.stderr.startswith("agentwatch: agentwatch.cli needs ")

@@ -8,19 +8,21 @@ from pathlib import Path
 
 import pytest
 import yaml
-from agentwatch.scorers import ConversationScorer
-from agentwatch.scorers.names import NameNormalizer
-from agentwatch.scorers.policy import PolicyBook, grade_policy
 from production_traffic import POLICY, scenario
 from typer.testing import CliRunner
 
 from agentwatch.cli import app
 from agentwatch.config import ConfigError, Settings, TaskPolicy, load_settings
 from agentwatch.schema import Conversation, Outcome
+from agentwatch.scorers import ConversationScorer
+from agentwatch.scorers.names import NameNormalizer
+from agentwatch.scorers.policy import PolicyBook, grade_policy
 
 
 def conv(*turns: dict, task: str = "refund", agent: str = "support-bot") -> Conversation:
-    return Conversation.model_validate({"conversation_id": "c1", "agent": agent, "task": task, "turns": list(turns)})
+    return Conversation.model_validate(
+        {"conversation_id": "c1", "agent": agent, "task": task, "turns": list(turns)}
+    )
 
 
 def call(name: str, error: str | None = None, **arguments: object) -> dict:
@@ -51,7 +53,9 @@ TURN = {"input": "Refund order 4100 please, 25 USD", "answer": "Done."}
 )
 def test_argument_constraints(constraint: object, value: object, ok: bool) -> None:
     c = conv(dict(TURN, tool_calls=[{"name": "refund", "arguments": {"order": value}}]))
-    assert ("policy_tools" not in failures({"tools": [{"name": "refund", "arguments": {"order": constraint}}]}, c)) is ok
+    assert (
+        "policy_tools" not in failures({"tools": [{"name": "refund", "arguments": {"order": constraint}}]}, c)
+    ) is ok
 
 
 def test_missing_argument_and_normalised_names() -> None:
@@ -59,7 +63,9 @@ def test_missing_argument_and_normalised_names() -> None:
     assert failures({"tools": [{"name": "refund_order"}]}, c) == set()
     # the refund without an order is not the expected one, and it is a call with effects nobody expected
     assert failures({"tools": [{"name": "refund_order", "arguments": {"order": {"any": True}}}]}, c) == {
-        "policy_tools", "policy_effects"}
+        "policy_tools",
+        "policy_effects",
+    }
 
 
 @pytest.mark.parametrize(
@@ -90,13 +96,23 @@ def test_forbidden_grounding_and_caps() -> None:
     late = {"input": "ok", "answer": "done", "tool_calls": [call("lookup"), call("delete_account")]}
     c = conv(early, late)
     found = failures(
-        {"forbidden_tools": ["delete-account"], "grounding": ["lookup"], "max_tool_calls": 2, "max_turns": 1,
-         "max_cost_usd": 0.01},
+        {
+            "forbidden_tools": ["delete-account"],
+            "grounding": ["lookup"],
+            "max_tool_calls": 2,
+            "max_turns": 1,
+            "max_cost_usd": 0.01,
+        },
         c,
         cost=0.02,
     )
-    assert found == {"policy_forbidden", "policy_grounding", "policy_max_tool_calls", "policy_max_turns",
-                     "policy_max_cost"}
+    assert found == {
+        "policy_forbidden",
+        "policy_grounding",
+        "policy_max_tool_calls",
+        "policy_max_turns",
+        "policy_max_cost",
+    }
     assert failures({"max_cost_usd": 0.01}, c, cost=None) == set()  # unknown cost is not checked
     # a failed lookup does not ground the answer
     failed_lookup = conv({"input": "q", "answer": "a", "tool_calls": [call("lookup", error="Timeout")]})
@@ -104,23 +120,31 @@ def test_forbidden_grounding_and_caps() -> None:
 
 
 def test_policy_book_globs_and_first_match() -> None:
-    book = PolicyBook([
-        TaskPolicy(id="a", agent="support-*", task="refund*"),
-        TaskPolicy(id="b", task="refund"),
-    ])
+    book = PolicyBook(
+        [
+            TaskPolicy(id="a", agent="support-*", task="refund*"),
+            TaskPolicy(id="b", task="refund"),
+        ]
+    )
     assert book.match("support-bot", "refund_v2").id == "a"
     assert book.match("sales-bot", "refund").id == "b"
     assert book.match("sales-bot", "faq") is None
 
 
 def test_scorer_records_policy_and_forbidden_evidence_expectations_win() -> None:
-    settings = Settings(policies=[{"id": "refunds", "version": "7", "task": "refund", "forbidden_tools": ["delete"]}])
+    settings = Settings(
+        policies=[{"id": "refunds", "version": "7", "task": "refund", "forbidden_tools": ["delete"]}]
+    )
     scorer = ConversationScorer(settings)
     s = scorer.score(conv(dict(TURN, tool_calls=[call("delete")])))
     assert s.policy == "refunds@7" and s.graded_by == ["policy"] and s.passed is False
     assert s.evidence == ["forbidden_tool"] and s.outcome is Outcome.PARTIAL_INCORRECT
     # expectations on the transcript win over the policy
-    expected = dict(TURN, tool_calls=[call("delete")], expected={"tools": [{"name": "delete"}], "uses_tool_results": False})
+    expected = dict(
+        TURN,
+        tool_calls=[call("delete")],
+        expected={"tools": [{"name": "delete"}], "uses_tool_results": False},
+    )
     s2 = scorer.score(conv(expected))
     assert s2.policy is None and s2.graded_by == ["expectations"] and s2.passed is True
 
@@ -143,7 +167,9 @@ def test_bad_policy_config_names_the_key(tmp_path: Path) -> None:
 
 def test_policy_check_cli(tmp_path: Path) -> None:
     transcripts = tmp_path / "t.jsonl"
-    transcripts.write_text("".join(json.dumps(line) + "\n" for line in scenario(100, seed=random.randint(0, 99))))
+    transcripts.write_text(
+        "".join(json.dumps(line) + "\n" for line in scenario(100, seed=random.randint(0, 99)))
+    )
     policies = tmp_path / "policies.yaml"
     policies.write_text(yaml.safe_dump([POLICY]))
     result = CliRunner().invoke(app, ["policy", "check", str(policies), str(transcripts)])
@@ -151,6 +177,10 @@ def test_policy_check_cli(tmp_path: Path) -> None:
     row = next(line for line in result.output.splitlines() if "order_status" in line)
     assert "order-status@3" in row and "100" in row and "85 (85.0%)" in row
     assert "error 10" in row and "loop 5" in row
-    policies.write_text(yaml.safe_dump({"policies": [{"id": "x", "tools": [{"name": "a", "arguments": {"k": {"regex": "("}}}]}]}))
+    policies.write_text(
+        yaml.safe_dump(
+            {"policies": [{"id": "x", "tools": [{"name": "a", "arguments": {"k": {"regex": "("}}}]}]}
+        )
+    )
     bad = CliRunner().invoke(app, ["policy", "check", str(policies), str(transcripts)])
     assert bad.exit_code == 2 and "policies.0.tools.0.arguments" in bad.output

@@ -11,8 +11,9 @@ import pytest
 from agentwatch.ppi import PPIMoments, Stratum, binary_interval, power_interval, ppi_mean
 
 
-def _judged(rng: np.random.Generator, size: int, p: float, sensitivity: float, false_pass: float
-            ) -> tuple[np.ndarray, np.ndarray]:
+def _judged(
+    rng: np.random.Generator, size: int, p: float, sensitivity: float, false_pass: float
+) -> tuple[np.ndarray, np.ndarray]:
     """True outcomes y ~ Bernoulli(p) and a judge that passes `sensitivity` of successes, `false_pass` of failures."""
     y = rng.random(size) < p
     f = np.where(y, rng.random(size) < sensitivity, rng.random(size) < false_pass)
@@ -32,8 +33,9 @@ def test_estimate_equals_the_two_phase_ppi_formulas_computed_directly() -> None:
     value = y.mean() + lam * (every.mean() - f.mean())
     z = y - lam * f
     cov_zf = np.cov(z, f, bias=True)[0, 1]
-    se = math.sqrt(np.var(z, ddof=1) / n + lam**2 * np.var(every, ddof=1) / every.size
-                   + 2 * lam * cov_zf / every.size)
+    se = math.sqrt(
+        np.var(z, ddof=1) / n + lam**2 * np.var(every, ddof=1) / every.size + 2 * lam * cov_zf / every.size
+    )
     assert est.lam == pytest.approx(lam, rel=1e-12)
     assert est.value == pytest.approx(value, rel=1e-12)
     assert est.se == pytest.approx(se, rel=1e-9)

@@ -13,8 +13,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-from agentwatch.scorers import ConversationScorer
-from agentwatch.scorers.sampling import Sampler, sample_point
 from metrics_reference import beta_bounds_by_bisection
 from production_traffic import POLICY, conversation, scenario
 from scipy import stats as sps
@@ -23,6 +21,8 @@ from typer.testing import CliRunner
 from agentwatch.cli import app
 from agentwatch.config import Settings
 from agentwatch.schema import Conversation
+from agentwatch.scorers import ConversationScorer
+from agentwatch.scorers.sampling import Sampler, sample_point
 
 runner = CliRunner()
 
@@ -60,7 +60,9 @@ def test_scenario_with_a_policy_covers_the_true_success_rate(tmp_path: Path) -> 
     config = tmp_path / "agentwatch.yaml"
     config.write_text(yaml.safe_dump({"policies": [POLICY]}))
     out = tmp_path / "r.json"
-    result = runner.invoke(app, ["score", str(path), "--config", str(config), "--format", "json", "--out", str(out)])
+    result = runner.invoke(
+        app, ["score", str(path), "--config", str(config), "--format", "json", "--out", str(out)]
+    )
     assert result.exit_code in (0, 1), result.output
     report = json.loads(out.read_text())
     assert report["scored"] == 200 and report["passed"] == 170 and report["graded_by"] == {"policy": 200}
@@ -105,8 +107,10 @@ def test_sampler_rules_first_match_and_subset_property() -> None:
             sampling={
                 "judge_rate": 0.5,
                 "review_rate": 0.0,
-                "rules": [{"agent": "support-*", "task": "refund", "judge_rate": 0.1, "review_rate": 0.02},
-                          {"agent": "support-*", "review_rate": 0.05}],
+                "rules": [
+                    {"agent": "support-*", "task": "refund", "judge_rate": 0.1, "review_rate": 0.02},
+                    {"agent": "support-*", "review_rate": 0.05},
+                ],
             }
         ).sampling
     )
@@ -188,6 +192,8 @@ def test_two_agents_reusing_conversation_ids_are_two_conversations_offline(tmp_p
             lines.append(line)
     lines.append(dict(lines[0]))  # the same conversation again (a replayed export)
     out = tmp_path / "r.json"
-    runner.invoke(app, ["score", str(_write(tmp_path, lines)), "--format", "json", "--out", str(out), "--no-gate"])
+    runner.invoke(
+        app, ["score", str(_write(tmp_path, lines)), "--format", "json", "--out", str(out), "--no-gate"]
+    )
     report = json.loads(out.read_text())
     assert report["conversations"] == 6

@@ -72,8 +72,11 @@ def _kinds(n: int = 200) -> list[str]:
 
 def test_scenario_live_metrics(broker, topic, tmp_path) -> None:
     kinds = _kinds()
-    plan = [{"id": f"{task}-{i:04d}", "task": task, "kind": kind, "n": 10000 + i}
-            for task in ("triage", "order_status") for i, kind in enumerate(kinds)]
+    plan = [
+        {"id": f"{task}-{i:04d}", "task": task, "kind": kind, "n": 10000 + i}
+        for task in ("triage", "order_status")
+        for i, kind in enumerate(kinds)
+    ]
     run_agent(AGENT, broker.bootstrap_servers, topic, plan, tmp_path)
     settings = pipeline_settings(broker.bootstrap_servers, topic, "prodlive")
     settings.policies = Settings(policies=[POLICY]).policies

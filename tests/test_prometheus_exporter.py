@@ -7,16 +7,20 @@ from fractions import Fraction
 
 import pytest
 from _score_factory import T0, make_score
-from agentwatch.exporters.service import ExporterService
 from metrics_reference import beta_bounds_by_bisection
 from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 
 from agentwatch.config import load_settings
+from agentwatch.exporters.service import ExporterService
 from agentwatch.schema import AutomatedVerdict, ToolScore, TurnScore
 
-TOOL_TURN = TurnScore(index=0, tool=ToolScore(selection=1.0, parameters=0.5, sequence=1.0, utilization=1.0,
-                                              overall=0.875, binary=True, passed=False))
+TOOL_TURN = TurnScore(
+    index=0,
+    tool=ToolScore(
+        selection=1.0, parameters=0.5, sequence=1.0, utilization=1.0, overall=0.875, binary=True, passed=False
+    ),
+)
 
 
 class Clock:
@@ -72,8 +76,12 @@ def test_pass_pow_3_exact_through_http_scrape(served) -> None:
     assert value(m, "agentwatch_window_scored", **s) == 30
     assert value(m, "agentwatch_window_passed", **s) == 24
     assert value(m, "agentwatch_success_rate", stat="mean", **s) == pytest.approx(25 / 32, abs=1e-12)
-    assert value(m, "agentwatch_conversations_total", agent="bot", version="v1", task="refund",
-                 outcome="complete") == 24
+    assert (
+        value(
+            m, "agentwatch_conversations_total", agent="bot", version="v1", task="refund", outcome="complete"
+        )
+        == 24
+    )
     assert value(m, "agentwatch_scores_consumed_total") == 30
     assert value(m, "agentwatch_scores_rejected_total", reason="duplicate") == 0
     assert value(m, "agentwatch_window_scored", agent="bot", version="v1", task="*", window="7d") == 30
@@ -87,9 +95,19 @@ def test_every_documented_metric_is_exposed(served) -> None:
 
     service, port, _ = served
     for i in range(40):
-        service.estimator.add(make_score(f"a{i}", passed=i % 4 != 0, version="v1", ended_at=T0,
-                                         cost_usd=0.01 * i, budget_usd=0.2, duration_s=i,
-                                         reasons=["loop: x"] if i % 4 == 0 else [], turn_scores=[TOOL_TURN]))
+        service.estimator.add(
+            make_score(
+                f"a{i}",
+                passed=i % 4 != 0,
+                version="v1",
+                ended_at=T0,
+                cost_usd=0.01 * i,
+                budget_usd=0.2,
+                duration_s=i,
+                reasons=["loop: x"] if i % 4 == 0 else [],
+                turn_scores=[TOOL_TURN],
+            )
+        )
         service.estimator.add(make_score(f"b{i}", passed=i % 2 == 0, version="v2", ended_at=T0 + 30))
     for i in range(2000):  # an alert rule's reference needs alerts.min_reference conversations
         service.estimator.add(make_score(f"d{i}", passed=i % 5 != 0, agent="ref", version="v1", ended_at=T0))
@@ -98,14 +116,31 @@ def test_every_documented_metric_is_exposed(served) -> None:
         verdict = "complete" if i % 2 == 0 else "partial_incorrect"
         labelled = i < 36
         truth = "complete" if i % 3 else "partial_incorrect"
-        service.estimator.add(make_score(
-            f"j{i}", passed=truth == "complete", agent="judged", version="v1", ended_at=T0,
-            outcome=truth, outcome_source="label" if labelled else "judge",
-            graded_by=["judge", "label"] if labelled else ["judge"], judge="judge:model:1", judge_outcome=verdict,
-            judge_sampled=True, judge_rate=1.0, review_rate=0.9, review_sampled=labelled,
-            label=truth if labelled else None,
-            automated=AutomatedVerdict(graded_by=["judge"], outcome=verdict, passed=verdict == "complete",
-                                       asr_credit=1.0 if verdict == "complete" else 0.0)))
+        service.estimator.add(
+            make_score(
+                f"j{i}",
+                passed=truth == "complete",
+                agent="judged",
+                version="v1",
+                ended_at=T0,
+                outcome=truth,
+                outcome_source="label" if labelled else "judge",
+                graded_by=["judge", "label"] if labelled else ["judge"],
+                judge="judge:model:1",
+                judge_outcome=verdict,
+                judge_sampled=True,
+                judge_rate=1.0,
+                review_rate=0.9,
+                review_sampled=labelled,
+                label=truth if labelled else None,
+                automated=AutomatedVerdict(
+                    graded_by=["judge"],
+                    outcome=verdict,
+                    passed=verdict == "complete",
+                    asr_credit=1.0 if verdict == "complete" else 0.0,
+                ),
+            )
+        )
     service.estimator.reject_invalid()
     m = scrape(port)
     doc = (pathlib.Path(__file__).parents[1] / "docs" / "metrics.md").read_text()
@@ -114,15 +149,48 @@ def test_every_documented_metric_is_exposed(served) -> None:
     assert len(names) >= 24
     exposed = {n.removesuffix("_bucket").removesuffix("_count").removesuffix("_sum") for n in m}
     assert names <= exposed, names - exposed
-    assert value(m, "agentwatch_regression_probability", agent="bot", version="v2", task="refund",
-                 window="1h", k="3", baseline_version="v1") > 0.5
+    assert (
+        value(
+            m,
+            "agentwatch_regression_probability",
+            agent="bot",
+            version="v2",
+            task="refund",
+            window="1h",
+            k="3",
+            baseline_version="v1",
+        )
+        > 0.5
+    )
     assert value(m, "agentwatch_scores_rejected_total", reason="invalid") == 1
-    assert value(m, "agentwatch_alert_threshold", agent="ref", version="v2", task="refund", window="7d",
-                 rule="pass", reference_version="v1") > 0
-    assert value(m, "agentwatch_tool_correctness", agent="bot", version="v1", task="refund", window="24h",
-                 dimension="parameters") == 0.5
-    assert value(m, "agentwatch_failure_ratio", agent="bot", version="v1", task="refund", window="1h",
-                 mode="loop") == pytest.approx(0.25)
+    assert (
+        value(
+            m,
+            "agentwatch_alert_threshold",
+            agent="ref",
+            version="v2",
+            task="refund",
+            window="7d",
+            rule="pass",
+            reference_version="v1",
+        )
+        > 0
+    )
+    assert (
+        value(
+            m,
+            "agentwatch_tool_correctness",
+            agent="bot",
+            version="v1",
+            task="refund",
+            window="24h",
+            dimension="parameters",
+        )
+        == 0.5
+    )
+    assert value(
+        m, "agentwatch_failure_ratio", agent="bot", version="v1", task="refund", window="1h", mode="loop"
+    ) == pytest.approx(0.25)
 
 
 def test_vanished_series_vanish_from_the_next_scrape(served) -> None:
@@ -152,14 +220,30 @@ def _parsed(text: str) -> tuple[dict, dict]:
 def _feed(est, step: int) -> None:
     if step == 0:
         for i in range(120):
-            est.add(make_score(f"e{i}", passed=i % 3 != 0, version="v1" if i < 60 else "v2", task=f"t{i % 4}",
-                               ended_at=T0 - i * 400, cost_usd=0.003 * i, budget_usd=0.1, duration_s=i / 3,
-                               reasons=['loop: "quoted"'] if i % 5 == 0 else [], turn_scores=[TOOL_TURN],
-                               evidence=["error", "loop"][: i % 3], judge_sampled=i % 4 == 0,
-                               review_sampled=i % 6 == 0, label="abandoned" if i % 7 == 0 else None))
+            est.add(
+                make_score(
+                    f"e{i}",
+                    passed=i % 3 != 0,
+                    version="v1" if i < 60 else "v2",
+                    task=f"t{i % 4}",
+                    ended_at=T0 - i * 400,
+                    cost_usd=0.003 * i,
+                    budget_usd=0.1,
+                    duration_s=i / 3,
+                    reasons=['loop: "quoted"'] if i % 5 == 0 else [],
+                    turn_scores=[TOOL_TURN],
+                    evidence=["error", "loop"][: i % 3],
+                    judge_sampled=i % 4 == 0,
+                    review_sampled=i % 6 == 0,
+                    label="abandoned" if i % 7 == 0 else None,
+                )
+            )
         est.add(make_score("e1", passed=False))
-        est.add(make_score("e2", passed=True, version="v1", task="t2", ended_at=T0 - 800, revision=1,
-                           label="complete"))
+        est.add(
+            make_score(
+                "e2", passed=True, version="v1", task="t2", ended_at=T0 - 800, revision=1, label="complete"
+            )
+        )
     if step == 2:
         est.add(make_score("late", passed=False, version="v2", task="t1", ended_at=T0 + 30))
 
@@ -186,25 +270,42 @@ def test_kept_text_follows_every_change_and_is_valid_for_promtool(tmp_path) -> N
         ours, fresh = _parsed(text), _parsed(Exposition(lambda fe=fresh_est: fe).render().decode())
         assert ours == fresh
         assert any(k[0] == "agentwatch_regression_probability" for k in ours[1])
-        for family in ("agentwatch_failure_evidence_rate", "agentwatch_sampled_ratio", "agentwatch_label_ratio",
-                       "agentwatch_score_revisions_total", "agentwatch_conversation_cost_usd_bucket"):
+        for family in (
+            "agentwatch_failure_evidence_rate",
+            "agentwatch_sampled_ratio",
+            "agentwatch_label_ratio",
+            "agentwatch_score_revisions_total",
+            "agentwatch_conversation_cost_usd_bucket",
+        ):
             assert any(k[0] == family for k in ours[1]), family
         assert len(ours[1]) > 1000
     promtool = shutil.which("promtool") or "/usr/bin/promtool"
-    run = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True, text=True,
-                         timeout=60, check=False)
+    run = subprocess.run(
+        [promtool, "check", "metrics"], input=text, capture_output=True, text=True, timeout=60, check=False
+    )
     problems = set((run.stdout + run.stderr).splitlines())
     # Exit 3 is lint only; the one lint is the documented `quantile` label of the cost and duration gauges.
     assert run.returncode in (0, 3), problems
-    assert problems <= {f'{name} non-summary metrics should not have "quantile" label'
-                        for name in ("agentwatch_cost_usd", "agentwatch_duration_seconds")}, problems
+    assert problems <= {
+        f'{name} non-summary metrics should not have "quantile" label'
+        for name in ("agentwatch_cost_usd", "agentwatch_duration_seconds")
+    }, problems
 
 
 @pytest.mark.parametrize(
     "record",
-    [None, b"", b"{not json", b"[]", b'{"conversation_id": "x"}', (b'{"conversation_id": "x", "agent": "a", '
-     b'"version": "1", "task": "t", "turns": 1, "passed": true, "outcome": "great", "outcome_source": "rules"}'),
-     "\udcff".encode("utf-8", "surrogatepass")],
+    [
+        None,
+        b"",
+        b"{not json",
+        b"[]",
+        b'{"conversation_id": "x"}',
+        (
+            b'{"conversation_id": "x", "agent": "a", '
+            b'"version": "1", "task": "t", "turns": 1, "passed": true, "outcome": "great", "outcome_source": "rules"}'
+        ),
+        "\udcff".encode("utf-8", "surrogatepass"),
+    ],
 )
 def test_bad_score_records_are_counted_never_raised(record, caplog) -> None:
     service = ExporterService(load_settings(), registry=CollectorRegistry(), clock=Clock(T0))
@@ -219,19 +320,37 @@ def test_bad_score_records_are_counted_never_raised(record, caplog) -> None:
 def test_failure_evidence_sample_and_label_families_through_http_scrape(served) -> None:
     service, port, _ = served
     for i in range(20):  # 4 errors among 20 conversations, 5 of them graded
-        service.estimator.add(make_score(f"c{i}", passed=True if i < 5 else None, evidence=["error"] if i % 5 == 1 else [],
-                                         judge_sampled=i < 5, review_sampled=i < 2,
-                                         label="abandoned" if i in (3, 12) else None))
-    service.estimator.add(make_score("c12", passed=None, revision=1, label="abandoned", evidence=["no_answer"]))
+        service.estimator.add(
+            make_score(
+                f"c{i}",
+                passed=True if i < 5 else None,
+                evidence=["error"] if i % 5 == 1 else [],
+                judge_sampled=i < 5,
+                review_sampled=i < 2,
+                label="abandoned" if i in (3, 12) else None,
+            )
+        )
+    service.estimator.add(
+        make_score("c12", passed=None, revision=1, label="abandoned", evidence=["no_answer"])
+    )
     m = scrape(port)
     s = {"agent": "bot", "version": "v1", "task": "*", "window": "24h"}
     lo, hi = beta_bounds_by_bisection(4, 20)
-    assert value(m, "agentwatch_failure_evidence_rate", evidence="error", stat="mean", **s) == pytest.approx(5 / 22)
-    assert value(m, "agentwatch_failure_evidence_rate", evidence="error", stat="lower", **s) == pytest.approx(lo)
-    assert value(m, "agentwatch_failure_evidence_rate", evidence="error", stat="upper", **s) == pytest.approx(hi)
-    assert value(m, "agentwatch_failure_evidence_rate", evidence="no_answer", stat="mean", **s) == pytest.approx(2 / 22)
-    assert value(m, "agentwatch_failure_evidence_rate", evidence="forbidden_tool", stat="mean", **s) == \
-        pytest.approx(1 / 22)
+    assert value(m, "agentwatch_failure_evidence_rate", evidence="error", stat="mean", **s) == pytest.approx(
+        5 / 22
+    )
+    assert value(m, "agentwatch_failure_evidence_rate", evidence="error", stat="lower", **s) == pytest.approx(
+        lo
+    )
+    assert value(m, "agentwatch_failure_evidence_rate", evidence="error", stat="upper", **s) == pytest.approx(
+        hi
+    )
+    assert value(
+        m, "agentwatch_failure_evidence_rate", evidence="no_answer", stat="mean", **s
+    ) == pytest.approx(2 / 22)
+    assert value(
+        m, "agentwatch_failure_evidence_rate", evidence="forbidden_tool", stat="mean", **s
+    ) == pytest.approx(1 / 22)
     evidence = {x.labels["evidence"] for x in m["agentwatch_failure_evidence_rate"]}
     assert evidence == {"error", "no_answer", "loop", "hallucination", "over_budget", "forbidden_tool"}
     assert value(m, "agentwatch_sampled_ratio", sample="judge", **s) == 5 / 20
@@ -240,5 +359,9 @@ def test_failure_evidence_sample_and_label_families_through_http_scrape(served) 
     assert value(m, "agentwatch_label_ratio", outcome="complete", **s) == 0
     assert value(m, "agentwatch_scored_ratio", **s) == 5 / 20
     assert value(m, "agentwatch_score_revisions_total") == 1
-    assert value(m, "agentwatch_conversations_total", agent="bot", version="v1", task="refund",
-                 outcome="unscored") == 15
+    assert (
+        value(
+            m, "agentwatch_conversations_total", agent="bot", version="v1", task="refund", outcome="unscored"
+        )
+        == 15
+    )

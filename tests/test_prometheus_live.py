@@ -89,34 +89,70 @@ def _judged(score: ConversationScore, verdict: Outcome, label: bool) -> Conversa
     """`score` graded by the judge (its verdict `verdict`), with a person's label on the blind review sample
     when `label` (the label is the score's outcome: the truth decides passed)."""
     credit = {Outcome.COMPLETE: 1.0, Outcome.PARTIAL_CORRECT: 0.4}.get(verdict, 0.0)
-    return score.model_copy(update={
-        "graded_by": ["judge", "label"] if label else ["judge"], "judge": JUDGE, "judge_outcome": verdict,
-        "judge_sampled": True, "judge_rate": 1.0, "review_rate": 0.5, "review_sampled": label,
-        "label": score.outcome if label else None,
-        "outcome_source": OutcomeSource.LABEL if label else OutcomeSource.JUDGE,
-        "automated": AutomatedVerdict(graded_by=["judge"], outcome=verdict,
-                                      passed=verdict is Outcome.COMPLETE, asr_credit=credit),
-    })
+    return score.model_copy(
+        update={
+            "graded_by": ["judge", "label"] if label else ["judge"],
+            "judge": JUDGE,
+            "judge_outcome": verdict,
+            "judge_sampled": True,
+            "judge_rate": 1.0,
+            "review_rate": 0.5,
+            "review_sampled": label,
+            "label": score.outcome if label else None,
+            "outcome_source": OutcomeSource.LABEL if label else OutcomeSource.JUDGE,
+            "automated": AutomatedVerdict(
+                graded_by=["judge"], outcome=verdict, passed=verdict is Outcome.COMPLETE, asr_credit=credit
+            ),
+        }
+    )
 
 
-def _score(cid: str, version: str, task: str, ended: datetime, outcome: Outcome, passed: bool | None,
-           reasons: list[str] | None = None, evidence: list[str] | None = None) -> ConversationScore:
+def _score(
+    cid: str,
+    version: str,
+    task: str,
+    ended: datetime,
+    outcome: Outcome,
+    passed: bool | None,
+    reasons: list[str] | None = None,
+    evidence: list[str] | None = None,
+) -> ConversationScore:
     credit = {Outcome.COMPLETE: 1.0, Outcome.PARTIAL_CORRECT: 0.4}.get(outcome, 0.0)
     tool_ok = bool(passed)
-    tool = ToolScore(selection=1.0 if tool_ok else 0.5, parameters=1.0 if tool_ok else 0.5, sequence=1.0,
-                     utilization=1.0 if tool_ok else 0.0, overall=1.0 if tool_ok else 0.5, binary=tool_ok,
-                     passed=tool_ok)
+    tool = ToolScore(
+        selection=1.0 if tool_ok else 0.5,
+        parameters=1.0 if tool_ok else 0.5,
+        sequence=1.0,
+        utilization=1.0 if tool_ok else 0.0,
+        overall=1.0 if tool_ok else 0.5,
+        binary=tool_ok,
+        passed=tool_ok,
+    )
     scored = passed is not None
     return ConversationScore(
-        conversation_id=cid, agent=AGENT, version=version, task=task, turns=1, passed=passed, outcome=outcome,
-        outcome_source=OutcomeSource.RULES, reasons=reasons or [],
+        conversation_id=cid,
+        agent=AGENT,
+        version=version,
+        task=task,
+        turns=1,
+        passed=passed,
+        outcome=outcome,
+        outcome_source=OutcomeSource.RULES,
+        reasons=reasons or [],
         turn_scores=[TurnScore(index=0, tool=tool if scored else None, passed=passed)],
-        cost_usd=0.02 if tool_ok else 0.08, budget_usd=0.05, asr_credit=credit if scored else None,
-        duration_s=4.0 if tool_ok else 40.0, ended_at=ended,
-        evidence=(evidence or [r.split(":")[0] for r in reasons or [] if r.startswith(("loop", "hallucination"))])
+        cost_usd=0.02 if tool_ok else 0.08,
+        budget_usd=0.05,
+        asr_credit=credit if scored else None,
+        duration_s=4.0 if tool_ok else 40.0,
+        ended_at=ended,
+        evidence=(
+            evidence or [r.split(":")[0] for r in reasons or [] if r.startswith(("loop", "hallucination"))]
+        )
         + ([] if tool_ok else ["over_budget"]),
-        graded_by=["expectations"] if scored else [], judge_sampled=cid.endswith("0"),
-        review_sampled=cid.endswith("5"), label=Outcome.ABANDONED if outcome == Outcome.ABANDONED else None,
+        graded_by=["expectations"] if scored else [],
+        judge_sampled=cid.endswith("0"),
+        review_sampled=cid.endswith("5"),
+        label=Outcome.ABANDONED if outcome == Outcome.ABANDONED else None,
     )
 
 
@@ -131,25 +167,40 @@ class Counts:
 def _batches(now: datetime) -> tuple[list[ConversationScore], list[ConversationScore]]:
     """Scores fed before Prometheus starts, and scores fed once it scrapes (so that counters move)."""
     first: list[ConversationScore] = []
-    ago = lambda **kw: now - timedelta(**kw)
+
+    def ago(**kw: float) -> datetime:
+        return now - timedelta(**kw)
+
     # Baseline 1.3.0: 40 conversations 4 days ago and 40 twelve hours ago, 34 of each 40 passing (one in seven
     # fails: a steady version whose sequential tests stay quiet).
     for batch, when in (("a", ago(days=4)), ("b", ago(hours=12))):
         for i in range(40):
             ok = i % 7 != 3
-            first.append(_score(f"base-{batch}-{i}", BASE, "refund", when + timedelta(seconds=i),
-                                Outcome.COMPLETE if ok else Outcome.PARTIAL_INCORRECT, ok,
-                                None if ok else ["tool: wrong tool called"]))
+            first.append(
+                _score(
+                    f"base-{batch}-{i}",
+                    BASE,
+                    "refund",
+                    when + timedelta(seconds=i),
+                    Outcome.COMPLETE if ok else Outcome.PARTIAL_INCORRECT,
+                    ok,
+                    None if ok else ["tool: wrong tool called"],
+                )
+            )
     # 1.4.0 three days ago: 100 conversations, all passing (the good week).
     for i in range(100):
-        first.append(_score(f"old-{i}", NEW, "refund", ago(days=3) + timedelta(seconds=i), Outcome.COMPLETE, True))
+        first.append(
+            _score(f"old-{i}", NEW, "refund", ago(days=3) + timedelta(seconds=i), Outcome.COMPLETE, True)
+        )
     # 1.4.0 in the last half hour: 40 scored, 20 passing, and 60 no grader applied to.
-    recent = [(Outcome.COMPLETE, True, None)] * 20 + [
-        (Outcome.ABANDONED, False, ["abandoned: user left"])] * 6 + [
-        (Outcome.HALLUCINATED, False, ["hallucination: answer not supported by tool results"])] * 6 + [
-        (Outcome.PARTIAL_INCORRECT, False, ["loop: search called 3 times with identical arguments"])] * 4 + [
-        (Outcome.PARTIAL_CORRECT, False, ["answer: score 0.5 below threshold 0.7"])] * 4 + [
-        (Outcome.UNSCORED, None, ["unscored: no grader applies"])] * 60
+    recent = (
+        [(Outcome.COMPLETE, True, None)] * 20
+        + [(Outcome.ABANDONED, False, ["abandoned: user left"])] * 6
+        + [(Outcome.HALLUCINATED, False, ["hallucination: answer not supported by tool results"])] * 6
+        + [(Outcome.PARTIAL_INCORRECT, False, ["loop: search called 3 times with identical arguments"])] * 4
+        + [(Outcome.PARTIAL_CORRECT, False, ["answer: score 0.5 below threshold 0.7"])] * 4
+        + [(Outcome.UNSCORED, None, ["unscored: no grader applies"])] * 60
+    )
     # Of the 60 ungraded ones, 50 ended in an error without an answer and 10 of those looped and were flagged
     # as hallucinating: failure evidence over all traffic, far above the week before (no evidence on the 100
     # conversations three days ago). The 40 graded ones are graded by the judge; 36 of them are in the blind
@@ -157,9 +208,21 @@ def _batches(now: datetime) -> tuple[list[ConversationScore], list[ConversationS
     # even ones it passes, odd ones it fails (kappa about 0, below judge.min_kappa; corrected estimates rest on
     # 18 labels on each side).
     for i, (outcome, passed, reasons) in enumerate(recent):
-        evidence = (["error", "no_answer"] + (["loop", "hallucination"] if i >= 80 else [])) if 40 <= i < 90 else None
-        score = _score(f"new-{i}", NEW, "refund", ago(minutes=30) + timedelta(seconds=10 * i),
-                       outcome, passed, reasons, evidence)
+        evidence = (
+            (["error", "no_answer"] + (["loop", "hallucination"] if i >= 80 else []))
+            if 40 <= i < 90
+            else None
+        )
+        score = _score(
+            f"new-{i}",
+            NEW,
+            "refund",
+            ago(minutes=30) + timedelta(seconds=10 * i),
+            outcome,
+            passed,
+            reasons,
+            evidence,
+        )
         if i < 36:
             score = _judged(score, Outcome.COMPLETE if i % 2 == 0 else Outcome.PARTIAL_INCORRECT, label=True)
         elif i < 40:
@@ -167,15 +230,32 @@ def _batches(now: datetime) -> tuple[list[ConversationScore], list[ConversationS
         first.append(score)
     # 1.4.0, task billing, in the last 20 minutes: 6 scored, 3 passing.
     for i in range(6):
-        first.append(_score(f"billing-{i}", NEW, "billing", ago(minutes=20) + timedelta(seconds=i),
-                            Outcome.COMPLETE if i < 3 else Outcome.PARTIAL_INCORRECT, i < 3,
-                            None if i < 3 else ["tool: wrong tool called"]))
+        first.append(
+            _score(
+                f"billing-{i}",
+                NEW,
+                "billing",
+                ago(minutes=20) + timedelta(seconds=i),
+                Outcome.COMPLETE if i < 3 else Outcome.PARTIAL_INCORRECT,
+                i < 3,
+                None if i < 3 else ["tool: wrong tool called"],
+            )
+        )
     # Fed once Prometheus scrapes (existing series, so that rates are positive): 10 scored, 5 passing.
     second = [
-        _judged(_score(f"late-{i}", NEW, "refund", ago(minutes=2) + timedelta(seconds=i),
-                       Outcome.COMPLETE if i < 5 else Outcome.PARTIAL_INCORRECT, i < 5,
-                       None if i < 5 else ["tool: wrong tool called"]),
-                Outcome.COMPLETE if i < 5 else Outcome.PARTIAL_INCORRECT, label=False)
+        _judged(
+            _score(
+                f"late-{i}",
+                NEW,
+                "refund",
+                ago(minutes=2) + timedelta(seconds=i),
+                Outcome.COMPLETE if i < 5 else Outcome.PARTIAL_INCORRECT,
+                i < 5,
+                None if i < 5 else ["tool: wrong tool called"],
+            ),
+            Outcome.COMPLETE if i < 5 else Outcome.PARTIAL_INCORRECT,
+            label=False,
+        )
         for i in range(10)
     ]
     return first + _replays(now), second
@@ -183,15 +263,25 @@ def _batches(now: datetime) -> tuple[list[ConversationScore], list[ConversationS
 
 # A second agent replays task instances (instance, attempt): its pass^k is over instances (method tasks).
 REPLAY_AGENT = "replay-bot"
-REPLAYS = {("lookup", "q1"): [1, 1, 1, 1], ("lookup", "q2"): [0, 0, 1, 0], ("lookup", "q3"): [1, 1, 0, 1],
-           ("lookup", "q4"): [0, 0, 0, 0], ("lookup", "q5"): [1, 1, 1]}
+REPLAYS = {
+    ("lookup", "q1"): [1, 1, 1, 1],
+    ("lookup", "q2"): [0, 0, 1, 0],
+    ("lookup", "q3"): [1, 1, 0, 1],
+    ("lookup", "q4"): [0, 0, 0, 0],
+    ("lookup", "q5"): [1, 1, 1],
+}
 
 
 def _replays(now: datetime) -> list[ConversationScore]:
     return [
-        _score(f"replay-{inst}-{a}", NEW, task, now - timedelta(minutes=10),
-               Outcome.COMPLETE if ok else Outcome.PARTIAL_INCORRECT, bool(ok),
-               ).model_copy(update={"agent": REPLAY_AGENT, "instance": inst, "attempt": a})
+        _score(
+            f"replay-{inst}-{a}",
+            NEW,
+            task,
+            now - timedelta(minutes=10),
+            Outcome.COMPLETE if ok else Outcome.PARTIAL_INCORRECT,
+            bool(ok),
+        ).model_copy(update={"agent": REPLAY_AGENT, "instance": inst, "attempt": a})
         for (task, inst), outcomes in REPLAYS.items()
         for a, ok in enumerate(outcomes)
     ]
@@ -211,11 +301,17 @@ EXPECTED = {
 def _drifted_anchor_job(tmp: Path) -> AnchorJob:
     """An anchor job whose last run (4 hours ago) found the judge drifting: it passes all 12 anchors, of which
     it passed 6 when they were frozen (the metrics are the job's own; no judge is called here)."""
-    anchors = [Anchor(conversation=Conversation(conversation_id=f"anchor-{i}"),
-                      label=Outcome.COMPLETE if i % 3 else Outcome.ABANDONED,
-                      frozen=FrozenVerdict(judge=JUDGE, score=0.5,
-                                           outcome=Outcome.COMPLETE if i % 2 else Outcome.ABANDONED),
-                      frozen_at=datetime.now(UTC)) for i in range(12)]
+    anchors = [
+        Anchor(
+            conversation=Conversation(conversation_id=f"anchor-{i}"),
+            label=Outcome.COMPLETE if i % 3 else Outcome.ABANDONED,
+            frozen=FrozenVerdict(
+                judge=JUDGE, score=0.5, outcome=Outcome.COMPLETE if i % 2 else Outcome.ABANDONED
+            ),
+            frozen_at=datetime.now(UTC),
+        )
+        for i in range(12)
+    ]
     path = tmp / "anchors.jsonl"
     write_anchors(path, anchors)
     job = AnchorJob(Settings(anchors={"path": str(path)}))
@@ -245,8 +341,16 @@ class StandInJudge:
         self.calls += 1
         if self.calls % 10 == 0:
             return JudgeVerdict.failed("judge_timeout", "stand-in", self.judge_id, latency_s=30.0)
-        return JudgeVerdict.graded("complete", 0.9, "fine", self.judge_id, input_tokens=900, output_tokens=60,
-                                   cost_usd=0.002, latency_s=0.4 + 0.1 * (self.calls % 5))
+        return JudgeVerdict.graded(
+            "complete",
+            0.9,
+            "fine",
+            self.judge_id,
+            input_tokens=900,
+            output_tokens=60,
+            cost_usd=0.002,
+            latency_s=0.4 + 0.1 * (self.calls % 5),
+        )
 
 
 def _judge_metrics(pipeline: PipelineStats) -> tuple[JudgeRunner, JudgeMetrics]:
@@ -256,8 +360,11 @@ def _judge_metrics(pipeline: PipelineStats) -> tuple[JudgeRunner, JudgeMetrics]:
 
 
 def _judge_call(runner: JudgeRunner, n: int) -> None:
-    runner.judge_one(Conversation.model_validate({"conversation_id": f"judged-{n}",
-                                                  "turns": [{"input": "q", "answer": "a"}]}))
+    runner.judge_one(
+        Conversation.model_validate(
+            {"conversation_id": f"judged-{n}", "turns": [{"input": "q", "answer": "a"}]}
+        )
+    )
 
 
 def _review_metrics(tmp: Path) -> ReviewMetrics:
@@ -274,8 +381,12 @@ def _review_metrics(tmp: Path) -> ReviewMetrics:
 
 
 # (the judge's outcome, the person's) of six labelled conversations: four agree
-REVIEWED = [("partial_incorrect", "partial_incorrect")] * 2 + [("partial_incorrect", "complete")] + [
-    ("complete", "complete")] * 2 + [("complete", "partial_incorrect")]
+REVIEWED = (
+    [("partial_incorrect", "partial_incorrect")] * 2
+    + [("partial_incorrect", "complete")]
+    + [("complete", "complete")] * 2
+    + [("complete", "partial_incorrect")]
+)
 
 
 # --------------------------------------------------------------------------- Prometheus
@@ -342,7 +453,9 @@ class Live:
 def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
     """Exporter on a loopback port, Prometheus scraping it every second with the deploy rules loaded."""
     if not Path(PROMETHEUS).exists():
-        pytest.fail("prometheus not found: install Debian's `prometheus` package (apt-get install -y prometheus)")
+        pytest.fail(
+            "prometheus not found: install Debian's `prometheus` package (apt-get install -y prometheus)"
+        )
     tmp = tmp_path_factory.mktemp("prometheus")
     # References of 50 conversations and a budget of 2 false pages a month over this setup's 16 (series, rule)
     # pairs: thresholds of 3 to 7 nats, which every rule of the degraded 1.4.0 exceeds against 1.3.0 (20 of its 40
@@ -352,10 +465,16 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
     first, second = _batches(datetime.now(UTC))
     for s in first:
         assert estimator.add(s)
-    pipeline = PipelineStats(spans_consumed=1000, open_conversations=12, late_spans=3, duplicate_spans=2,
-                             finished_by_reason={"end": 180, "idle": 20}, scores_produced=200,
-                             lag={("otlp_spans", 0): 2500, ("otlp_spans", 1): 2500},
-                             last_commit_timestamp=time.time() - 3600)
+    pipeline = PipelineStats(
+        spans_consumed=1000,
+        open_conversations=12,
+        late_spans=3,
+        duplicate_spans=2,
+        finished_by_reason={"end": 180, "idle": 20},
+        scores_produced=200,
+        lag={("otlp_spans", 0): 2500, ("otlp_spans", 1): 2500},
+        last_commit_timestamp=time.time() - 3600,
+    )
     pipeline.reject("undecodable")
     registry = CollectorRegistry()
     register(pipeline, registry)
@@ -369,15 +488,22 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
     config = {
         "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
         "rule_files": [str(PROM_DIR / "recording_rules.yml"), str(_quick_quality_alerts(tmp))],
-        "scrape_configs": [{"job_name": "agentwatch", "static_configs": [{"targets": [f"127.0.0.1:{port}"]}]}],
+        "scrape_configs": [
+            {"job_name": "agentwatch", "static_configs": [{"targets": [f"127.0.0.1:{port}"]}]}
+        ],
     }
     (tmp / "prometheus.yml").write_text(yaml.safe_dump(config))
     web_port = free_port()
     log = open(tmp / "prometheus.log", "wb")  # noqa: SIM115
     proc = subprocess.Popen(
-        [PROMETHEUS, f"--config.file={tmp / 'prometheus.yml'}", f"--storage.tsdb.path={tmp / 'data'}",
-         f"--web.listen-address=127.0.0.1:{web_port}"],
-        stdout=log, stderr=subprocess.STDOUT,
+        [
+            PROMETHEUS,
+            f"--config.file={tmp / 'prometheus.yml'}",
+            f"--storage.tsdb.path={tmp / 'data'}",
+            f"--web.listen-address=127.0.0.1:{web_port}",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
     )
     api = PromAPI(f"http://127.0.0.1:{web_port}")
     stop = threading.Event()
@@ -397,6 +523,7 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
     mover = threading.Thread(target=traffic, daemon=True)
     mover.start()
     try:
+
         def scraped() -> bool:
             try:
                 return bool(api.vector('up{job="agentwatch"} == 1'))
@@ -409,9 +536,13 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
         pipeline.reject("undecodable")
         pipeline.reject("invalid")
         # Wait until the second batch has been scraped.
-        _wait(lambda: bool(api.vector(
-            f'agentwatch_window_scored{{version="{NEW}", task="refund", window="1h"}} == 50')), 15,
-              "the second batch")
+        _wait(
+            lambda: bool(
+                api.vector(f'agentwatch_window_scored{{version="{NEW}", task="refund", window="1h"}} == 50')
+            ),
+            15,
+            "the second batch",
+        )
         yield Live(api, estimator, pipeline)
     finally:
         stop.set()
@@ -448,15 +579,21 @@ def _targets(variables: dict[str, str]) -> list[tuple[str, str]]:
     out = []
     for panel in _dashboard()["panels"]:
         for target in panel.get("targets", []):
-            copies = [{**variables, n: v} for v in variables[n].split("|")] if (n := panel.get("repeat")) else [
-                variables]
-            out.extend((f"{panel['title']}/{target['refId']}/{c['version']}", _substitute(target["expr"], c))
-                       for c in copies)
+            copies = (
+                [{**variables, n: v} for v in variables[n].split("|")]
+                if (n := panel.get("repeat"))
+                else [variables]
+            )
+            out.extend(
+                (f"{panel['title']}/{target['refId']}/{c['version']}", _substitute(target["expr"], c))
+                for c in copies
+            )
     return out
 
 
-@pytest.mark.parametrize("variables", VARIABLE_SETS,
-                         ids=lambda v: f"version={v['version']},task={v['task']},window={v['window']}")
+@pytest.mark.parametrize(
+    "variables", VARIABLE_SETS, ids=lambda v: f"version={v['version']},task={v['task']},window={v['window']}"
+)
 def test_every_dashboard_expression_returns_data(live: Live, variables: dict[str, str]) -> None:
     targets = _targets(variables)
     assert len(targets) >= 30
@@ -535,9 +672,13 @@ def test_quiet_series_do_not_alert(live: Live) -> None:
 
 
 QUALITY_ALERTS = {
-    "AgentwatchPass3Drift": "pass", "AgentwatchASRDrop": "asr", "AgentwatchAbandonmentSpike": "abandoned",
-    "AgentwatchHallucinationRate": "hallucination", "AgentwatchToolLoops": "loop",
-    "AgentwatchErrorRateAboveBaseline": "error", "AgentwatchNoAnswerRateAboveBaseline": "no_answer",
+    "AgentwatchPass3Drift": "pass",
+    "AgentwatchASRDrop": "asr",
+    "AgentwatchAbandonmentSpike": "abandoned",
+    "AgentwatchHallucinationRate": "hallucination",
+    "AgentwatchToolLoops": "loop",
+    "AgentwatchErrorRateAboveBaseline": "error",
+    "AgentwatchNoAnswerRateAboveBaseline": "no_answer",
     "AgentwatchOverBudgetRate": "over_budget",
 }
 
@@ -547,26 +688,37 @@ def test_the_degraded_canary_fires_every_quality_alert_and_its_baseline_none(liv
     unchanged 1.3.0, tested against its own history, has every gauge and no alarm."""
 
     def firing() -> set[tuple[str, str, str]]:
-        return {(r["metric"]["alertname"], r["metric"]["version"], r["metric"]["reference_version"])
-                for r in live.api.vector('ALERTS{alertstate="firing"}') if "rule" in r["metric"]}
+        return {
+            (r["metric"]["alertname"], r["metric"]["version"], r["metric"]["reference_version"])
+            for r in live.api.vector('ALERTS{alertstate="firing"}')
+            if "rule" in r["metric"]
+        }
 
     want = {(name, NEW, BASE) for name in QUALITY_ALERTS}
     _wait(lambda: want <= firing(), 30, "every quality alert of the canary to fire")
     assert firing() == want
     for rule in QUALITY_ALERTS.values():
         selector = f'agent="{AGENT}", task="refund", rule="{rule}"'
-        stat = {r["metric"]["version"]: float(r["value"][1])
-                for r in live.api.vector(f"agentwatch_alert_statistic{{{selector}}}")}
-        h = {r["metric"]["version"]: float(r["value"][1])
-             for r in live.api.vector(f"agentwatch_alert_threshold{{{selector}}}")}
-        alarm = {r["metric"]["version"]: float(r["value"][1])
-                 for r in live.api.vector(f"agentwatch_alert_alarm{{{selector}}}")}
+        stat = {
+            r["metric"]["version"]: float(r["value"][1])
+            for r in live.api.vector(f"agentwatch_alert_statistic{{{selector}}}")
+        }
+        h = {
+            r["metric"]["version"]: float(r["value"][1])
+            for r in live.api.vector(f"agentwatch_alert_threshold{{{selector}}}")
+        }
+        alarm = {
+            r["metric"]["version"]: float(r["value"][1])
+            for r in live.api.vector(f"agentwatch_alert_alarm{{{selector}}}")
+        }
         assert stat.keys() == h.keys() == alarm.keys() == {NEW, BASE}, rule
         assert alarm == {NEW: 1.0, BASE: 0.0}, rule
         assert stat[BASE] < h[BASE], rule
     # The values Prometheus holds are the exporter's.
     mine = {a.rule: a for a in live.estimator.alerts()[(AGENT, NEW, "refund")]}
-    for r in live.api.vector(f'agentwatch_alert_threshold{{agent="{AGENT}", version="{NEW}", task="refund"}}'):
+    for r in live.api.vector(
+        f'agentwatch_alert_threshold{{agent="{AGENT}", version="{NEW}", task="refund"}}'
+    ):
         assert float(r["value"][1]) == pytest.approx(mine[r["metric"]["rule"]].threshold, rel=1e-12)
 
 
@@ -602,8 +754,10 @@ def test_pass_pow_k_over_task_instances_equals_the_offline_headline(live: Live) 
     selector = f'agent="{REPLAY_AGENT}", version="{NEW}", task="*", window="1h"'
     assert float(live.api.vector(f"agentwatch_window_repeated_units{{{selector}}}")[0]["value"][1]) == 5
     for k in ("1", "3"):
-        got = {r["metric"]["stat"]: float(r["value"][1])
-               for r in live.api.vector(f'agentwatch_pass_pow_k{{{selector}, k="{k}", method="tasks"}}')}
+        got = {
+            r["metric"]["stat"]: float(r["value"][1])
+            for r in live.api.vector(f'agentwatch_pass_pow_k{{{selector}, k="{k}", method="tasks"}}')
+        }
         head = offline.pass_pow_k[k]
         assert head.method == "tasks"
         assert got == pytest.approx({"mean": head.value, "lower": head.lower, "upper": head.upper}, abs=1e-12)
@@ -613,7 +767,8 @@ def test_pass_pow_k_over_task_instances_equals_the_offline_headline(live: Live) 
 def test_regression_probability_is_near_one_for_the_worse_version(live: Live) -> None:
     """1.4.0 passes 28/56 in the last day against 34/40 for 1.3.0: pass^3 0.13 vs 0.61, far beyond the margin."""
     result = live.api.vector(
-        f'agentwatch_regression_probability{{agent="{AGENT}", version="{NEW}", task="*", window="24h", k="3"}}')
+        f'agentwatch_regression_probability{{agent="{AGENT}", version="{NEW}", task="*", window="24h", k="3"}}'
+    )
     assert [r["metric"]["baseline_version"] for r in result] == [BASE]
     # Independent check by simulation from the two posteriors (margin 0.05, the default).
     rng = __import__("numpy").random.default_rng(7)
@@ -626,7 +781,9 @@ def test_regression_probability_is_near_one_for_the_worse_version(live: Live) ->
 
 def test_dashboard_module_is_importable_for_the_live_test() -> None:
     """The committed JSON used above is what dashboard.py builds (guards against testing a stale file)."""
-    spec = importlib.util.spec_from_file_location("aw_dashboard", ROOT / "deploy" / "grafana" / "dashboard.py")
+    spec = importlib.util.spec_from_file_location(
+        "aw_dashboard", ROOT / "deploy" / "grafana" / "dashboard.py"
+    )
     module = importlib.util.module_from_spec(spec)
     assert spec.loader is not None
     spec.loader.exec_module(module)
@@ -642,19 +799,24 @@ def test_judge_agreement_with_people_equals_the_counted_kappa(live: Live) -> Non
     n = len(REVIEWED)
     po = Fraction(sum(j == p for j, p in REVIEWED), n)
     classes = {c for pair in REVIEWED for c in pair}
-    pe = sum(Fraction(sum(j == c for j, _ in REVIEWED), n) * Fraction(sum(p == c for _, p in REVIEWED), n)
-             for c in classes)
+    pe = sum(
+        Fraction(sum(j == c for j, _ in REVIEWED), n) * Fraction(sum(p == c for _, p in REVIEWED), n)
+        for c in classes
+    )
     assert agreement["metric"]["judge"] == "stand-in:judge-model:v1"
     assert float(agreement["value"][1]) == pytest.approx(float(po))  # 4 of 6
     assert float(kappa["value"][1]) == pytest.approx(float((po - pe) / (1 - pe)))  # 1/3
 
 
 def test_judge_spend_against_the_cap(live: Live) -> None:
-    caps = {r["metric"]["period"]: float(r["value"][1])
-            for r in live.api.vector("agentwatch_judge_spend_cap_usd")}
+    caps = {
+        r["metric"]["period"]: float(r["value"][1]) for r in live.api.vector("agentwatch_judge_spend_cap_usd")
+    }
     assert caps == {"hour": 1.0, "day": 10.0}
-    spent = {r["metric"]["period"]: float(r["value"][1])
-             for r in live.api.vector("agentwatch_judge_spend_window_usd")}
+    spent = {
+        r["metric"]["period"]: float(r["value"][1])
+        for r in live.api.vector("agentwatch_judge_spend_window_usd")
+    }
     assert spent["hour"] == pytest.approx(spent["day"])  # all of it within the last hour
     assert 0 < spent["hour"] < caps["hour"]
 
@@ -675,18 +837,27 @@ def test_runbook_queries_run_and_return_data(live: Live) -> None:
     assert not empty, f"runbook queries without data: {empty}"
 
 
-@pytest.mark.parametrize(("task", "window", "x", "n"), [("refund", "1h", 50, 110), ("refund", "7d", 50, 210),
-                                                       ("*", "1h", 50, 116), ("billing", "1h", 0, 6)])
-def test_error_evidence_rate_equals_the_exact_posterior_over_all_traffic(live: Live, task: str, window: str,
-                                                                         x: int, n: int) -> None:
+@pytest.mark.parametrize(
+    ("task", "window", "x", "n"),
+    [("refund", "1h", 50, 110), ("refund", "7d", 50, 210), ("*", "1h", 50, 116), ("billing", "1h", 0, 6)],
+)
+def test_error_evidence_rate_equals_the_exact_posterior_over_all_traffic(
+    live: Live, task: str, window: str, x: int, n: int
+) -> None:
     """50 of the last half hour's ungraded conversations carry `error`: the rate is over all n, not the graded."""
     selector = f'agent="{AGENT}", version="{NEW}", task="{task}", window="{window}", evidence="error"'
-    got = {r["metric"]["stat"]: float(r["value"][1])
-           for r in live.api.vector(f"agentwatch_failure_evidence_rate{{{selector}}}")}
+    got = {
+        r["metric"]["stat"]: float(r["value"][1])
+        for r in live.api.vector(f"agentwatch_failure_evidence_rate{{{selector}}}")
+    }
     a, b = 1 + x, 1 + n - x
     lo, hi = beta_bounds_by_bisection(x, n)
     assert got == pytest.approx({"mean": a / (a + b), "lower": lo, "upper": hi}, rel=1e-9)
-    codes = {r["metric"]["evidence"] for r in live.api.vector(
-        f'agentwatch_failure_evidence_rate{{agent="{AGENT}", version="{NEW}", task="{task}", window="{window}", '
-        f'stat="mean"}}')}
+    codes = {
+        r["metric"]["evidence"]
+        for r in live.api.vector(
+            f'agentwatch_failure_evidence_rate{{agent="{AGENT}", version="{NEW}", task="{task}", window="{window}", '
+            f'stat="mean"}}'
+        )
+    }
     assert codes == {"error", "no_answer", "loop", "hallucination", "over_budget", "forbidden_tool"}

@@ -6,12 +6,12 @@ import re
 from pathlib import Path
 
 from _score_factory import T0, make_score
-from agentwatch.collector.metrics import PipelineStats, register
-from agentwatch.exporters.estimator import Estimator
-from agentwatch.exporters.exposition import Exposition
 from prometheus_client import CollectorRegistry
 
+from agentwatch.collector.metrics import PipelineStats, register
 from agentwatch.config import load_settings
+from agentwatch.exporters.estimator import Estimator
+from agentwatch.exporters.exposition import Exposition
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -20,10 +20,20 @@ def _exposed_families() -> set[str]:
     settings = load_settings()
     est = Estimator(settings, clock=lambda: T0 + 60)
     for i in range(40):
-        est.add(make_score(f"a{i}", i % 5 != 0, version="v1", cost_usd=0.01, duration_s=2.0,
-                           reasons=["loop: turn 0"] if i % 7 == 0 else []))
+        est.add(
+            make_score(
+                f"a{i}",
+                i % 5 != 0,
+                version="v1",
+                cost_usd=0.01,
+                duration_s=2.0,
+                reasons=["loop: turn 0"] if i % 7 == 0 else [],
+            )
+        )
     for i in range(40):
-        est.add(make_score(f"b{i}", i % 3 != 0, version="v2", ended_at=T0 + 30, cost_usd=0.02, budget_usd=0.015))
+        est.add(
+            make_score(f"b{i}", i % 3 != 0, version="v2", ended_at=T0 + 30, cost_usd=0.02, budget_usd=0.015)
+        )
     registry = CollectorRegistry()
     register(PipelineStats(), registry)
     registry.register(_review_metrics())
@@ -35,9 +45,10 @@ def _review_metrics() -> object:
     """The review service's families over an in-memory SQLite store with one conversation in the queue."""
     import time
 
+    from review_support import conversation, judged, record, scored
+
     from agentwatch.review.metrics import ReviewMetrics, ReviewStats
     from agentwatch.review.store import Store
-    from review_support import conversation, judged, record, scored
 
     store = Store("sqlite://")
     conv = conversation("in-queue")

@@ -10,13 +10,13 @@ from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from agentwatch.collector.assembler import FinishedConversation
-from agentwatch.collector.decode import decode_message
-from agentwatch.collector.reconstruct import build_conversation
 from collector_span_helpers import SpanFactory, assistant_msg, sdk_turn, user_msg
 from typer.testing import CliRunner
 
 from agentwatch.cli import app
+from agentwatch.collector.assembler import FinishedConversation
+from agentwatch.collector.decode import decode_message
+from agentwatch.collector.reconstruct import build_conversation
 from agentwatch.schema import Conversation, Outcome
 
 
@@ -459,15 +459,31 @@ def test_two_agents_reusing_conversation_ids_are_split_per_agent() -> None:
     from agentwatch.collector.reconstruct import split_by_agent
 
     a, b = SpanFactory(service="bot-a"), SpanFactory(service="bot-b")
-    sdk_turn(a.tracer, "1", "refund order 7", "done", [{"name": "refund", "arguments": {"order": 7}}], agent="bot-a")
+    sdk_turn(
+        a.tracer,
+        "1",
+        "refund order 7",
+        "done",
+        [{"name": "refund", "arguments": {"order": 7}}],
+        agent="bot-a",
+    )
     sdk_turn(b.tracer, "1", "weather?", "sunny", [], agent="bot-b")
-    sdk_turn(a.tracer, "1", "and order 8?", "done too", [{"name": "refund", "arguments": {"order": 8}}],
-             agent="bot-a")
+    sdk_turn(
+        a.tracer,
+        "1",
+        "and order 8?",
+        "done too",
+        [{"name": "refund", "arguments": {"order": 8}}],
+        agent="bot-a",
+    )
     spans = decode_message(a.protobuf()) + decode_message(b.protobuf())
     finished = FinishedConversation("1", 3, spans, "idle", False, 12)
     parts = split_by_agent(finished)
     convs = sorted((build_conversation(p) for p in parts), key=lambda c: c.agent)
-    assert [(c.agent, c.conversation_id, len(c.turns)) for c in convs] == [("bot-a", "1", 2), ("bot-b", "1", 1)]
+    assert [(c.agent, c.conversation_id, len(c.turns)) for c in convs] == [
+        ("bot-a", "1", 2),
+        ("bot-b", "1", 1),
+    ]
     assert [len(t.tool_calls) for t in convs[0].turns] == [1, 1] and convs[1].turns[0].tool_calls == []
     assert sum(len(p.spans) for p in parts) == len(spans)
     assert all((p.partition, p.min_offset) == (3, 12) for p in parts)
@@ -477,20 +493,53 @@ def test_two_agents_reusing_conversation_ids_are_split_per_agent() -> None:
 
 def test_instructions_conversation_expectation_and_read_only_flags_are_read() -> None:
     f = SpanFactory()
-    whole = {"tools": [{"name": "book", "arguments": {"flight": "HAT1"}, "match": {"flight": "exact"}}],
-             "outputs": ["HAT1"], "end": "handoff"}
+    whole = {
+        "tools": [{"name": "book", "arguments": {"flight": "HAT1"}, "match": {"flight": "exact"}}],
+        "outputs": ["HAT1"],
+        "end": "handoff",
+    }
     parts = [{"type": "text", "content": "You are the desk."}, {"type": "text", "content": "Fees: $25."}]
-    sdk_turn(f.tracer, "c-fx", "book HAT1", "booked HAT1",
-             [{"name": "find_flight", "id": "a", "arguments": {}, "result": {}, "attributes": {
-                 "agentwatch.tool.read_only": "true"}},
-              {"name": "book", "id": "b", "arguments": {"flight": "HAT1"}, "result": "ok", "attributes": {
-                  "agentwatch.tool.read_only": False}},
-              {"name": "note", "id": "c", "arguments": {}, "result": "ok", "attributes": {
-                  "agentwatch.tool.read_only": "perhaps"}}],
-             extra={"gen_ai.system_instructions": json.dumps(parts),
-                    "agentwatch.conversation.expected": json.dumps(whole)})
-    sdk_turn(f.tracer, "c-fx", "thanks", None, [],
-             extra={"agentwatch.conversation.expected": json.dumps({**whole, "end": "answer"})})
+    sdk_turn(
+        f.tracer,
+        "c-fx",
+        "book HAT1",
+        "booked HAT1",
+        [
+            {
+                "name": "find_flight",
+                "id": "a",
+                "arguments": {},
+                "result": {},
+                "attributes": {"agentwatch.tool.read_only": "true"},
+            },
+            {
+                "name": "book",
+                "id": "b",
+                "arguments": {"flight": "HAT1"},
+                "result": "ok",
+                "attributes": {"agentwatch.tool.read_only": False},
+            },
+            {
+                "name": "note",
+                "id": "c",
+                "arguments": {},
+                "result": "ok",
+                "attributes": {"agentwatch.tool.read_only": "perhaps"},
+            },
+        ],
+        extra={
+            "gen_ai.system_instructions": json.dumps(parts),
+            "agentwatch.conversation.expected": json.dumps(whole),
+        },
+    )
+    sdk_turn(
+        f.tracer,
+        "c-fx",
+        "thanks",
+        None,
+        [],
+        extra={"agentwatch.conversation.expected": json.dumps({**whole, "end": "answer"})},
+    )
     conv = _conversation(f)
     assert conv.system == "You are the desk.\nFees: $25."
     assert conv.expected is not None and conv.expected.end == "answer"  # the latest expectation wins
@@ -501,16 +550,30 @@ def test_instructions_conversation_expectation_and_read_only_flags_are_read() ->
 
 def test_instructions_from_the_system_message_of_a_model_call_and_a_bad_expectation_is_a_note() -> None:
     f = SpanFactory()
-    with f.tracer.start_as_current_span("invoke_agent a", attributes={
-        "gen_ai.conversation.id": "c-sys", "gen_ai.operation.name": "invoke_agent",
-        "agentwatch.conversation.expected": "{not json",
-    }), f.tracer.start_as_current_span("chat m", attributes={
-        "gen_ai.conversation.id": "c-sys", "gen_ai.operation.name": "chat",
-        "gen_ai.input.messages": json.dumps([
-            {"role": "system", "parts": [{"type": "text", "content": "Refunds take 5 days."}]},
-            {"role": "user", "parts": [{"type": "text", "content": "hi"}]}]),
-        "gen_ai.output.messages": assistant_msg("hello"),
-    }):
+    with (
+        f.tracer.start_as_current_span(
+            "invoke_agent a",
+            attributes={
+                "gen_ai.conversation.id": "c-sys",
+                "gen_ai.operation.name": "invoke_agent",
+                "agentwatch.conversation.expected": "{not json",
+            },
+        ),
+        f.tracer.start_as_current_span(
+            "chat m",
+            attributes={
+                "gen_ai.conversation.id": "c-sys",
+                "gen_ai.operation.name": "chat",
+                "gen_ai.input.messages": json.dumps(
+                    [
+                        {"role": "system", "parts": [{"type": "text", "content": "Refunds take 5 days."}]},
+                        {"role": "user", "parts": [{"type": "text", "content": "hi"}]},
+                    ]
+                ),
+                "gen_ai.output.messages": assistant_msg("hello"),
+            },
+        ),
+    ):
         pass
     conv = _conversation(f)
     assert conv.system == "Refunds take 5 days." and conv.turns[0].input == "hi"

@@ -51,8 +51,21 @@ ISSUE_KEYS = {
     "correction",
 }
 K_KEYS = {
-    "value", "lower", "upper", "method", "interval", "units", "widened", "pooled_unbiased", "pooled_plugin",
-    "pooled_mean", "pooled_lower", "pooled_upper", "task_mean", "corrected", "judge_only",
+    "value",
+    "lower",
+    "upper",
+    "method",
+    "interval",
+    "units",
+    "widened",
+    "pooled_unbiased",
+    "pooled_plugin",
+    "pooled_mean",
+    "pooled_lower",
+    "pooled_upper",
+    "task_mean",
+    "corrected",
+    "judge_only",
 }
 CREDIT = {
     "complete": 1.0,
@@ -147,19 +160,38 @@ def test_json_keys_are_exactly_the_documented_ones(report: Report) -> None:
     data = json.loads(report.model_dump_json())
     assert set(data) == ISSUE_KEYS
     assert set(data["success_rate"]) == {
-        "plugin", "mean", "lower", "upper", "method", "labels", "judge_only", "note",
+        "plugin",
+        "mean",
+        "lower",
+        "upper",
+        "method",
+        "labels",
+        "judge_only",
+        "note",
     }
     assert set(data["pass_at_k"]) == {"1", "2", "3", "5", "12"}
     assert set(data["pass_pow_k"]["3"]) == K_KEYS
     assert set(data["asr"]) == {"value", "lower", "upper", "method", "judge_only"}
     assert set(data["cost"]) == {"p50", "p90", "p99", "over_budget_ratio"}
-    assert set(data["failure_rates"]) == {"error", "no_answer", "loop", "hallucination", "over_budget", "forbidden_tool"}
+    assert set(data["failure_rates"]) == {
+        "error",
+        "no_answer",
+        "loop",
+        "hallucination",
+        "over_budget",
+        "forbidden_tool",
+    }
     assert set(data["failure_rates"]["loop"]) == {"count", "rate", "mean", "lower", "upper"}
     assert set(data["by_tag"]) == {"category", "difficulty"}
     top_only = {"by_task", "by_tag", "readiness", "baseline", "agent_version", "judge", "input", "versions"}
     assert set(data["by_task"]["t1"]) == ISSUE_KEYS - top_only
-    assert data["units"] == {"units": 11, "repeated": 0, "max_attempts": 1, "without_unit": 11,
-                             "pairs": [[1, 0, 4], [1, 1, 7]]}
+    assert data["units"] == {
+        "units": 11,
+        "repeated": 0,
+        "max_attempts": 1,
+        "without_unit": 11,
+        "pairs": [[1, 0, 4], [1, 1, 7]],
+    }
     # Round trip: a JSON report can be read back (as a baseline).
     assert Report.model_validate_json(report.model_dump_json()) == report
 
@@ -255,8 +287,10 @@ def test_asr_tool_cost_failure_modes(report: Report) -> None:
     # why one conversation was not graded is coverage, listed apart from the failure modes
     assert report.ungraded == {"no_grader": 1}
     # each mode lists its conversations in input order; groups below the report list none
-    assert [(f.mode, f.conversations) for f in report.failure_modes[:2]] == [("over_budget", ["c2", "c6"]),
-                                                                            ("answer", ["c10"])]
+    assert [(f.mode, f.conversations) for f in report.failure_modes[:2]] == [
+        ("over_budget", ["c2", "c6"]),
+        ("answer", ["c10"]),
+    ]
     assert all(not f.conversations for f in report.by_task["t1"].failure_modes)
     assert failure_code("Tool-Selection: turn 1") == "tool_selection" and failure_code("") == "unknown"
 
@@ -281,7 +315,10 @@ def test_readiness_on_core_tasks(report: Report) -> None:
     assert gates["pass@1"].value == pytest.approx(lower) and not gates["pass@1"].passed
     assert gates["pass^3"].value == pytest.approx(lower**3) and not gates["pass^3"].passed
     assert gates["pass^3"].method == gates["pass@1"].method == "exchangeable"
-    assert gates["pass@1"].note == "not enough conversations: 8 graded, at least 30 needed (gate.min_conversations)"
+    assert (
+        gates["pass@1"].note
+        == "not enough conversations: 8 graded, at least 30 needed (gate.min_conversations)"
+    )
     assert gates["loops"].value == 1 and not gates["loops"].passed
     assert (gates["pass@1"].threshold, gates["pass^3"].threshold) == (0.8, 0.5)
     assert rd.tier == "prototype"  # posterior mean 6/10 >= 0.5; below beta's 0.80

@@ -12,8 +12,16 @@ import pytest
 from collector_kafka_helpers import TopicReader, unique
 from confluent_kafka import Producer
 from metrics_reference import scrape
-from review_support import JUDGE_EXPLANATION, PASSWORD, ServiceThread, conversation, judged, record, \
-    review_settings, scored
+from review_support import (
+    JUDGE_EXPLANATION,
+    PASSWORD,
+    ServiceThread,
+    conversation,
+    judged,
+    record,
+    review_settings,
+    scored,
+)
 from test_exporter_service import run_service, stop_service
 
 from agentwatch import wire

@@ -4,19 +4,19 @@ from __future__ import annotations
 
 import json
 import threading
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
-from agentwatch.review.store import ANSWERED, DUPLICATE, EXPIRED, REVISED, STORED, UNKNOWN, Filters, Store
-from agentwatch.scorers.relabel import relabel
 from review_support import JUDGE_EXPLANATION, conversation, judged, record, scored
 
 from agentwatch import wire
 from agentwatch.config import OutcomeCredits
+from agentwatch.review.store import ANSWERED, DUPLICATE, EXPIRED, REVISED, STORED, UNKNOWN, Filters, Store
 from agentwatch.review_records import LabelRecord, TranscriptRecord
 from agentwatch.schema import ConversationScore, Outcome
+from agentwatch.scorers.relabel import relabel
 
-NOW = datetime(2026, 11, 25, 12, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
 DAY = 86400.0
 
 

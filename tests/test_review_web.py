@@ -5,12 +5,22 @@ from __future__ import annotations
 import base64
 import re
 import time
+from datetime import UTC
 
 import httpx
 import pytest
 from collector_kafka_helpers import unique
-from review_support import (JUDGE_EXPLANATION, PASSWORD, TOKEN, ServiceThread, conversation, judged, record,
-                            review_settings, scored)
+from review_support import (
+    JUDGE_EXPLANATION,
+    PASSWORD,
+    TOKEN,
+    ServiceThread,
+    conversation,
+    judged,
+    record,
+    review_settings,
+    scored,
+)
 
 
 def _csrf(html: str) -> str:
@@ -129,14 +139,20 @@ def test_a_bad_review_key_fails_at_start_naming_it(tmp_path) -> None:
     import sys
 
     config = tmp_path / "agentwatch.yaml"
-    for text, expected in (("databse_url: sqlite:///x.db", ["review.databse_url"]),
-                           ("reviewers: []", ["review.reviewers is empty"]),
-                           ("reviewers: [{name: eve, password_hash: plain}]",
-                            ["review.reviewers.0", "agentwatch review-hash"]),
-                           ("session_secret: short", ["review.session_secret", "at least 16 characters"])):
+    for text, expected in (
+        ("databse_url: sqlite:///x.db", ["review.databse_url"]),
+        ("reviewers: []", ["review.reviewers is empty"]),
+        ("reviewers: [{name: eve, password_hash: plain}]", ["review.reviewers.0", "agentwatch review-hash"]),
+        ("session_secret: short", ["review.session_secret", "at least 16 characters"]),
+    ):
         config.write_text(f"review:\n  {text}\n")
-        run = subprocess.run([sys.executable, "-m", "agentwatch", "review", "--config", str(config)],
-                             capture_output=True, text=True, timeout=60, check=False)
+        run = subprocess.run(
+            [sys.executable, "-m", "agentwatch", "review", "--config", str(config)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
         assert run.returncode == 2 and all(e in run.stderr for e in expected), run.stderr
 
 
@@ -145,9 +161,8 @@ def test_review_hash_prints_entries_that_sign_in() -> None:
     import subprocess
     import sys
 
-    from agentwatch.review.auth import Reviewers
-
     from agentwatch.config import Reviewer
+    from agentwatch.review.auth import Reviewers
 
     run = subprocess.run(
         [sys.executable, "-m", "agentwatch", "review-hash", "--name", "carol"],
@@ -181,13 +196,13 @@ def test_review_hash_prints_entries_that_sign_in() -> None:
 
 @pytest.mark.broker
 def test_retention_runs_on_its_schedule(broker, tmp_path) -> None:
-    from datetime import datetime, timedelta, timezone
+    from datetime import datetime, timedelta
 
     from agentwatch.review.store import Store
 
     settings = review_settings(broker.bootstrap_servers, tmp_path, retention_days=1, retention_interval_s=0.2)
     store = Store(settings.review.database_url)
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     for cid, ended in (("kept", now - timedelta(hours=2)), ("expired", now - timedelta(days=3))):
         conv = conversation(cid, ended=ended)
         rec = record(conv, scored(conv, verdict=judged()))
@@ -209,7 +224,6 @@ def test_the_publisher_keeps_what_kafka_did_not_acknowledge(tmp_path, monkeypatc
     import threading
 
     from agentwatch.review.service import ReviewService
-
     from agentwatch.schema import Outcome
 
     settings = review_settings("127.0.0.1:1", tmp_path, publish_retry_s=0.05)
@@ -276,8 +290,11 @@ def test_a_store_error_replays_the_record_instead_of_losing_it(broker, tmp_path,
         monkeypatch.setattr(store, "ingest", flaky)
         producer = Producer({"bootstrap.servers": broker.bootstrap_servers})
         for conv in convs:  # one key: one partition, in this order
-            producer.produce(settings.review.transcripts_topic, key=b"same",
-                             value=record(conv, scored(conv, verdict=judged())).model_dump_json().encode())
+            producer.produce(
+                settings.review.transcripts_topic,
+                key=b"same",
+                value=record(conv, scored(conv, verdict=judged())).model_dump_json().encode(),
+            )
         assert producer.flush(10) == 0
         del producer
         deadline = time.monotonic() + 20

@@ -11,12 +11,19 @@ from sasl_proxy import PlainServer, ScramServer, api_version_ranges, rewrite_api
 
 
 def test_scram_sha256_matches_rfc7677_example() -> None:
-    server = ScramServer("SCRAM-SHA-256", {"user": "pencil"}, 4096, salt=base64.b64decode("W22ZaJ0SNY7soEsUEjb6gQ=="),
-                         server_nonce="%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0")
+    server = ScramServer(
+        "SCRAM-SHA-256",
+        {"user": "pencil"},
+        4096,
+        salt=base64.b64decode("W22ZaJ0SNY7soEsUEjb6gQ=="),
+        server_nonce="%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0",
+    )
     first = server.step(b"n,,n=user,r=rOprNGfwEbeRWgbNEkqO")
     assert first == b"r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096"
-    final = server.step(b"c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,"
-                        b"p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ=")
+    final = server.step(
+        b"c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,"
+        b"p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ="
+    )
     assert final == b"v=6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4="
     assert server.done and server.user == "user"
 
@@ -48,17 +55,22 @@ def test_plain() -> None:
 
 def _response(version: int, entries: list[tuple[int, int, int]], tail: bytes) -> bytes:
     flexible = version >= 3
-    out = struct.pack(">ih", 7, 0) + (uvarint(len(entries) + 1) if flexible else struct.pack(">i", len(entries)))
+    out = struct.pack(">ih", 7, 0) + (
+        uvarint(len(entries) + 1) if flexible else struct.pack(">i", len(entries))
+    )
     for key, low, high in entries:
         out += struct.pack(">hhh", key, low, high) + (uvarint(0) if flexible else b"")
     return out + tail
 
 
-@pytest.mark.parametrize(("version", "tail"), [
-    (0, b""),
-    (2, struct.pack(">i", 0)),  # throttle_time_ms
-    (3, struct.pack(">i", 0) + uvarint(1) + uvarint(0) + uvarint(2) + b"\x01\x02"),  # and a tagged field
-])
+@pytest.mark.parametrize(
+    ("version", "tail"),
+    [
+        (0, b""),
+        (2, struct.pack(">i", 0)),  # throttle_time_ms
+        (3, struct.pack(">i", 0) + uvarint(1) + uvarint(0) + uvarint(2) + b"\x01\x02"),  # and a tagged field
+    ],
+)
 def test_rewrite_api_versions(version: int, tail: bytes) -> None:
     tansu = [(0, 0, 11), (17, 0, 1), (36, 0, 2), (18, 0, 4)]
     rewritten = rewrite_api_versions(_response(version, tansu, tail), version, {17: (1, 1), 36: (0, 2)})

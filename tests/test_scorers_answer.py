@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
+
+from agentwatch.judge.verdict import FAILURE_CODES, Judge, run_judge
+from agentwatch.schema import Conversation, Outcome, OutcomeSource
 from agentwatch.scorers import ConversationScorer, JudgeVerdict, score_conversation
 from agentwatch.scorers.answer import grade_answer, token_f1
-from agentwatch.judge.verdict import FAILURE_CODES, Judge, run_judge
-
-from agentwatch.schema import Conversation, Outcome, OutcomeSource
 
 
 def f1_reference(a: list[str], b: list[str]) -> float:
@@ -41,7 +41,11 @@ def test_token_f1_hand_computed():
     # answer tokens: cat sat on mat; reference: cat sat on hat ("the" removed) → 3 common, P = R = 3/4
     assert grade_answer("cat sat on mat", "the cat sat on the hat") == pytest.approx(0.75)
     a, b = ["x", "y", "y", "z"], ["y", "y", "w"]
-    assert token_f1(a, b) == pytest.approx(f1_reference(a, b)) == pytest.approx(2 * (2 / 4) * (2 / 3) / (2 / 4 + 2 / 3))
+    assert (
+        token_f1(a, b)
+        == pytest.approx(f1_reference(a, b))
+        == pytest.approx(2 * (2 / 4) * (2 / 3) / (2 / 4 + 2 / 3))
+    )
 
 
 def test_numeric_tolerance_is_relative():

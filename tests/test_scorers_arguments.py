@@ -5,11 +5,12 @@ from __future__ import annotations
 from fractions import Fraction
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from agentwatch.scorers import arithmetic
 from agentwatch.scorers.arguments import argument_agreement, exact_equal, values_match
 from agentwatch.scorers.arithmetic import MAX_DEPTH, MAX_LENGTH, evaluate, number_value
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 # --------------------------------------------------------------------------- arithmetic
 

@@ -6,12 +6,12 @@ from datetime import UTC, datetime, timedelta
 from fractions import Fraction
 
 import pytest
-from agentwatch.scorers import ConversationScorer, score_conversation
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentwatch.config import Settings
 from agentwatch.schema import Conversation, Outcome, OutcomeSource
+from agentwatch.scorers import ConversationScorer, score_conversation
 
 
 def make(*turns, **conv) -> Conversation:
@@ -25,8 +25,13 @@ def codes(score) -> set[str]:
 ORDER_TURN = {
     "input": "Where is order ORD-1234?",
     "answer": "Order ORD-1234 has shipped; the total was $42.50.",
-    "tool_calls": [{"name": "get_order", "arguments": {"id": "ORD-1234"}, "result": {"status": "shipped", "total": 42.5}}],
-    "expected": {"tools": [{"name": "get_order", "arguments": {"id": "ORD-1234"}}], "reference_answer": "shipped"},
+    "tool_calls": [
+        {"name": "get_order", "arguments": {"id": "ORD-1234"}, "result": {"status": "shipped", "total": 42.5}}
+    ],
+    "expected": {
+        "tools": [{"name": "get_order", "arguments": {"id": "ORD-1234"}}],
+        "reference_answer": "shipped",
+    },
 }
 
 
@@ -57,7 +62,11 @@ def test_identifier_hallucination(answer, hallucinated):
         "input": "Where is order ORD-1234?",
         "answer": answer,
         "tool_calls": [
-            {"name": "get_order", "arguments": {"id": "ORD-1234"}, "result": '{"total": "42.50", "email": "ann@shop.io"}'}
+            {
+                "name": "get_order",
+                "arguments": {"id": "ORD-1234"},
+                "result": '{"total": "42.50", "email": "ann@shop.io"}',
+            }
         ],
     }
     s = score_conversation(make(turn))
@@ -88,7 +97,11 @@ def test_identifier_check_skipped_when_results_not_captured():
     [
         ("I have cancelled your order.", [], True),
         ("I've gone ahead and refunded the payment.", [{"name": "get_order", "result": {"a": 1}}], True),
-        ("Your booking has been cancelled.", [{"name": "functions.Cancel-Booking", "result": {"ok": True}}], False),
+        (
+            "Your booking has been cancelled.",
+            [{"name": "functions.Cancel-Booking", "result": {"ok": True}}],
+            False,
+        ),
         ("I have cancelled your order.", [{"name": "cancel_order", "error": "permission denied"}], True),
         ("I have not cancelled anything yet.", [], False),
         ("I can cancel it if you want.", [], False),
@@ -109,8 +122,15 @@ def test_action_performed_in_earlier_turn_supports_later_claim():
 
 
 def loop_turn(n: int) -> dict:
-    calls = [{"name": "get_order", "arguments": {"id": 1, "x": [1, 2]}, "result": {"s": "ok"}} for _ in range(n)]
-    return {"input": "q", "answer": "It is okay.", "tool_calls": calls, "expected": {"tools": [{"name": "get_order"}]}}
+    calls = [
+        {"name": "get_order", "arguments": {"id": 1, "x": [1, 2]}, "result": {"s": "ok"}} for _ in range(n)
+    ]
+    return {
+        "input": "q",
+        "answer": "It is okay.",
+        "tool_calls": calls,
+        "expected": {"tools": [{"name": "get_order"}]},
+    }
 
 
 def test_loop_at_exactly_threshold():
@@ -130,7 +150,10 @@ def test_loop_needs_identical_arguments_in_canonical_form():
     s = score_conversation(make({"input": "q", "answer": "x", "tool_calls": calls}))
     assert s.turn_scores[0].loop is False
     calls[2]["arguments"] = {"b": 2, "a": 1}
-    assert score_conversation(make({"input": "q", "answer": "x", "tool_calls": calls})).turn_scores[0].loop is True
+    assert (
+        score_conversation(make({"input": "q", "answer": "x", "tool_calls": calls})).turn_scores[0].loop
+        is True
+    )
 
 
 def test_forbidden_tool():
@@ -171,9 +194,11 @@ def test_a_closing_left_unanswered_is_no_missing_answer(closing):
 
 
 def test_a_handoff_to_a_person_is_an_ending_not_a_missing_answer():
-    handoff = {"input": "I want a human.", "answer": None,
-               "tool_calls": [{"name": "transfer_to_human_agents", "arguments": {"summary": "x"},
-                               "result": "ok"}]}
+    handoff = {
+        "input": "I want a human.",
+        "answer": None,
+        "tool_calls": [{"name": "transfer_to_human_agents", "arguments": {"summary": "x"}, "result": "ok"}],
+    }
     assert "no_answer" not in codes(score_conversation(make(ORDER_TURN, handoff)))
     refused = dict(handoff, tool_calls=[dict(handoff["tool_calls"][0], error="unavailable")])
     # a refused handoff ended nothing
@@ -191,7 +216,9 @@ def test_error_alone_is_evidence_not_a_grade():
     policed = ConversationScorer(Settings(policies=[{"id": "p"}])).score(
         make({"input": "q", "answer": "a", "error": "RuntimeError"})
     )
-    assert policed.passed is False and policed.outcome is Outcome.ABANDONED and policed.graded_by == ["policy"]
+    assert (
+        policed.passed is False and policed.outcome is Outcome.ABANDONED and policed.graded_by == ["policy"]
+    )
     assert policed.policy == "p@1" and policed.evidence == ["error"]
 
 
@@ -218,7 +245,9 @@ def test_label_wins_over_rules():
     assert s.asr_credit == pytest.approx(0.4) and "label" in codes(s) and s.passed is False
     # a label on a conversation nothing else grades is its truth only on the review sample
     outside = score_conversation(make({"input": "q", "answer": "a"}, outcome="complete"))
-    assert outside.passed is None and outside.outcome is Outcome.UNSCORED and outside.label is Outcome.COMPLETE
+    assert (
+        outside.passed is None and outside.outcome is Outcome.UNSCORED and outside.label is Outcome.COMPLETE
+    )
     assert outside.review_sampled is False and "label" in codes(outside)
     reviewed = ConversationScorer(Settings(sampling={"review_rate": 1.0})).score(
         make({"input": "q", "answer": "a"}, outcome="complete")
@@ -228,7 +257,13 @@ def test_label_wins_over_rules():
 
 def test_partial_correct_and_partial_incorrect():
     # wrong parameters: tool overall = (1 + 0 + 1 + 1)/4 = 0.75 ≥ 0.5; answer exact → partial_correct
-    turn = dict(ORDER_TURN, expected={"tools": [{"name": "get_order", "arguments": {"id": "ORD-1"}}], "reference_answer": "shipped"})
+    turn = dict(
+        ORDER_TURN,
+        expected={
+            "tools": [{"name": "get_order", "arguments": {"id": "ORD-1"}}],
+            "reference_answer": "shipped",
+        },
+    )
     s = score_conversation(make(turn))
     assert s.turn_scores[0].tool.overall == pytest.approx(0.75)
     assert s.outcome is Outcome.PARTIAL_CORRECT and s.asr_credit == pytest.approx(0.4)
@@ -241,7 +276,12 @@ def test_partial_correct_and_partial_incorrect():
 
 
 def test_abandoned_beats_hallucinated():
-    t = {"input": "q", "answer": "I have refunded you.", "error": "crash", "expected": {"reference_answer": "done"}}
+    t = {
+        "input": "q",
+        "answer": "I have refunded you.",
+        "error": "crash",
+        "expected": {"reference_answer": "done"},
+    }
     assert score_conversation(make(t)).outcome is Outcome.ABANDONED
 
 
@@ -249,17 +289,30 @@ def test_abandoned_beats_hallucinated():
 
 
 def priced_settings(**cost) -> Settings:
-    prices = {"as_of": "2025-01-01", "models": {"m": {"input_per_mtok": 3, "output_per_mtok": 15},
-                                                   "m-large": {"input_per_mtok": 10, "output_per_mtok": 30}}}
+    prices = {
+        "as_of": "2025-01-01",
+        "models": {
+            "m": {"input_per_mtok": 3, "output_per_mtok": 15},
+            "m-large": {"input_per_mtok": 10, "output_per_mtok": 30},
+        },
+    }
     return Settings(cost={"prices": prices, **cost})
 
 
 def test_cost_from_tokens_exact_and_prefix_match():
-    turn = {"input": "q", "answer": "a", "usage": [
-        {"model": "m", "input_tokens": 1234, "output_tokens": 567},
-        {"model": "m-large-2025-01", "input_tokens": 1000, "output_tokens": 10},  # longest prefix: m-large
-        {"model": "m-x", "input_tokens": 7, "output_tokens": 0},  # prefix m
-    ]}
+    turn = {
+        "input": "q",
+        "answer": "a",
+        "usage": [
+            {"model": "m", "input_tokens": 1234, "output_tokens": 567},
+            {
+                "model": "m-large-2025-01",
+                "input_tokens": 1000,
+                "output_tokens": 10,
+            },  # longest prefix: m-large
+            {"model": "m-x", "input_tokens": 7, "output_tokens": 0},  # prefix m
+        ],
+    }
     s = ConversationScorer(priced_settings()).score(make(turn))
     exact = (Fraction(1234 * 3 + 567 * 15) + Fraction(1000 * 10 + 10 * 30) + Fraction(7 * 3)) / 1_000_000
     assert s.cost_usd == pytest.approx(float(exact), rel=1e-12)
@@ -268,18 +321,33 @@ def test_cost_from_tokens_exact_and_prefix_match():
 
 def test_reported_costs_win_and_unknown_models_are_named():
     t1 = {"input": "q", "answer": "a", "cost_usd": 0.5, "usage": [{"model": "m", "input_tokens": 10**6}]}
-    t2 = {"input": "q", "answer": "a", "usage": [{"model": "m", "cost_usd": 0.25, "input_tokens": 10**6},
-                                                 {"model": "mystery", "input_tokens": 5}]}
+    t2 = {
+        "input": "q",
+        "answer": "a",
+        "usage": [
+            {"model": "m", "cost_usd": 0.25, "input_tokens": 10**6},
+            {"model": "mystery", "input_tokens": 5},
+        ],
+    }
     s = ConversationScorer(priced_settings()).score(make(t1, t2))
     assert s.cost_usd == pytest.approx(0.75)
-    assert "cost_unknown: model mystery not in price table" in s.reasons  # "m" prefixes it, not at a separator
+    assert (
+        "cost_unknown: model mystery not in price table" in s.reasons
+    )  # "m" prefixes it, not at a separator
     none = ConversationScorer(priced_settings()).score(make({"input": "q", "answer": "a"}))
     assert none.cost_usd is None and none.cost_penalty == 0.0
 
 
 @pytest.mark.parametrize(
     ("cost", "ceiling", "penalty"),
-    [(0.05, 0.10, 0.0), (0.10, 0.10, 0.0), (0.15, 0.10, 0.5), (0.20, 0.10, 1.0), (0.50, 0.10, 1.0), (3.0, 2.0, 0.5)],
+    [
+        (0.05, 0.10, 0.0),
+        (0.10, 0.10, 0.0),
+        (0.15, 0.10, 0.5),
+        (0.20, 0.10, 1.0),
+        (0.50, 0.10, 1.0),
+        (3.0, 2.0, 0.5),
+    ],
 )
 def test_budget_penalty_examples_from_asr(cost, ceiling, penalty):
     # ASR: 1.5x ceiling = 0.5 penalty, 2x = 1.0 (max), 5x still 1.0; at or below the ceiling nothing.
@@ -292,7 +360,9 @@ def test_budget_penalty_examples_from_asr(cost, ceiling, penalty):
 
 
 def test_partial_credit_minus_penalty_floors_at_zero():
-    turn = dict(ORDER_TURN, expected={"tools": [{"name": "get_order", "arguments": {"id": "X"}}]}, cost_usd=0.12)
+    turn = dict(
+        ORDER_TURN, expected={"tools": [{"name": "get_order", "arguments": {"id": "X"}}]}, cost_usd=0.12
+    )
     s = score_conversation(make(turn, budget_usd=0.1))
     assert s.outcome is Outcome.PARTIAL_CORRECT
     assert s.asr_credit == pytest.approx(0.4 - 0.2)
@@ -315,8 +385,10 @@ def test_budget_ceiling_sources():
 
 def test_duration_and_ended_at():
     t0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
-    turns = [dict(ORDER_TURN, duration_ms=1500, started_at=t0.isoformat()),
-             dict(ORDER_TURN, duration_ms=500, started_at=(t0 + timedelta(seconds=5)).isoformat())]
+    turns = [
+        dict(ORDER_TURN, duration_ms=1500, started_at=t0.isoformat()),
+        dict(ORDER_TURN, duration_ms=500, started_at=(t0 + timedelta(seconds=5)).isoformat()),
+    ]
     s = score_conversation(make(*turns))
     assert s.duration_s == pytest.approx(2.0)
     assert s.ended_at == t0 + timedelta(seconds=5, milliseconds=500)
@@ -326,7 +398,9 @@ def test_duration_and_ended_at():
 
 
 def test_output_is_valid_and_round_trips_as_json():
-    s = score_conversation(make(ORDER_TURN, {"input": "x", "answer": "I have refunded $5.", "error": "e"}, tags={"k": "v"}))
+    s = score_conversation(
+        make(ORDER_TURN, {"input": "x", "answer": "I have refunded $5.", "error": "e"}, tags={"k": "v"})
+    )
     back = type(s).model_validate_json(s.model_dump_json())
     assert back == s and back.tags == {"k": "v"}
 
@@ -338,18 +412,28 @@ turn_st = st.fixed_dictionaries(
         "input": st.sampled_from(["order ORD-1234", "hi", None]),
         "answer": st.sampled_from(["shipped, $42.50", "I have cancelled it", "", None, "ORD-1234 shipped"]),
         "tool_calls": st.lists(
-            st.fixed_dictionaries({"name": st.sampled_from(["get_order", "cancel", "x"]),
-                                   "arguments": st.sampled_from([{}, {"id": 1}]),
-                                   "result": st.sampled_from([None, {"total": 42.5}, "ok"])}),
-            max_size=4),
+            st.fixed_dictionaries(
+                {
+                    "name": st.sampled_from(["get_order", "cancel", "x"]),
+                    "arguments": st.sampled_from([{}, {"id": 1}]),
+                    "result": st.sampled_from([None, {"total": 42.5}, "ok"]),
+                }
+            ),
+            max_size=4,
+        ),
     },
     optional={
-        "expected": st.fixed_dictionaries({}, optional={
-            "tools": st.lists(st.fixed_dictionaries({"name": st.sampled_from(["get_order", "cancel"])}), max_size=2),
-            "reference_answer": st.sampled_from(["shipped", "42.5"]),
-            "forbidden_tools": st.just(["x"]),
-            "sequence_matters": st.booleans(),
-        }),
+        "expected": st.fixed_dictionaries(
+            {},
+            optional={
+                "tools": st.lists(
+                    st.fixed_dictionaries({"name": st.sampled_from(["get_order", "cancel"])}), max_size=2
+                ),
+                "reference_answer": st.sampled_from(["shipped", "42.5"]),
+                "forbidden_tools": st.just(["x"]),
+                "sequence_matters": st.booleans(),
+            },
+        ),
         "judge_score": st.floats(0, 1),
         "error": st.just("boom"),
         "cost_usd": st.floats(0, 1),
@@ -398,7 +482,11 @@ def test_label_unscored_and_incomplete_flag():
 
 
 def test_hallucination_checks_can_be_turned_off():
-    turn = {"input": "q", "answer": "I have cancelled ORD-9999.", "expected": {"reference_answer": "cancelled"}}
+    turn = {
+        "input": "q",
+        "answer": "I have cancelled ORD-9999.",
+        "expected": {"reference_answer": "cancelled"},
+    }
     on = score_conversation(make(turn))
     assert on.outcome is Outcome.HALLUCINATED
     off = ConversationScorer(Settings(scoring={"hallucination_checks": False})).score(make(turn))
@@ -407,11 +495,22 @@ def test_hallucination_checks_can_be_turned_off():
 
 @pytest.mark.parametrize(
     ("result", "hallucinated"),
-    [({"total": 116.25}, True), ({"total": 16.3}, True), ({"total": 16.254}, False), ({"total": "1,016.25"}, True),
-     ({"total": 16.25}, False), ({"note": "total 16.250"}, False), ({"total": "16.25 EUR"}, False)],
+    [
+        ({"total": 116.25}, True),
+        ({"total": 16.3}, True),
+        ({"total": 16.254}, False),
+        ({"total": "1,016.25"}, True),
+        ({"total": 16.25}, False),
+        ({"note": "total 16.250"}, False),
+        ({"total": "16.25 EUR"}, False),
+    ],
 )
 def test_amount_must_match_a_whole_number(result, hallucinated):
-    turn = {"input": "total?", "answer": "The total is $16.25.", "tool_calls": [{"name": "get", "result": result}]}
+    turn = {
+        "input": "total?",
+        "answer": "The total is $16.25.",
+        "tool_calls": [{"name": "get", "result": result}],
+    }
     assert ("hallucination" in codes(score_conversation(make(turn)))) is hallucinated
 
 

@@ -4,6 +4,9 @@ endings (handoffs, goodbyes), required outputs, and the per-turn grader's free l
 from __future__ import annotations
 
 import pytest
+
+from agentwatch.config import HANDOFF_TOOLS, READ_ONLY_TOOLS, Settings, TaskPolicy
+from agentwatch.schema import Conversation, Expectation, ToolCall, Turn
 from agentwatch.scorers import ConversationScorer, score_conversation
 from agentwatch.scorers.endings import is_closing, unanswered_turn
 from agentwatch.scorers.names import NameNormalizer
@@ -11,9 +14,6 @@ from agentwatch.scorers.outputs import missing_outputs
 from agentwatch.scorers.policy import grade_policy
 from agentwatch.scorers.tool_correctness import ToolGrader
 from agentwatch.scorers.tool_kinds import EFFECT, HANDOFF, READ_ONLY, ToolKinds
-
-from agentwatch.config import HANDOFF_TOOLS, READ_ONLY_TOOLS, Settings, TaskPolicy
-from agentwatch.schema import Conversation, Expectation, ToolCall, Turn
 
 NAMES = NameNormalizer()
 KINDS = ToolKinds(NAMES, READ_ONLY_TOOLS, HANDOFF_TOOLS)
@@ -261,7 +261,9 @@ def test_conversation_expectation_answer_forbidden_end_and_utilization() -> None
     assert [r.split(":", 1)[0] for r in s.reasons] == ["forbidden_tool", "answer", "expected_end"]
     assert s.evidence == ["forbidden_tool"]
     unused = {**base, "turns": [dict(base["turns"][0], answer="Let me see."), base["turns"][1]]}
-    lookup = {"tools": [{"name": "get_order"}]}  # e.g. a lookup before a refusal: nothing it returned is quoted
+    lookup = {
+        "tools": [{"name": "get_order"}]
+    }  # e.g. a lookup before a refusal: nothing it returned is quoted
     assert score_conversation(Conversation.model_validate({**unused, "expected": lookup})).reasons == []
     s2 = score_conversation(
         Conversation.model_validate({**unused, "expected": {**lookup, "uses_tool_results": True}})

@@ -4,13 +4,13 @@ amounts, claims backed by the call that performs them, utilization of any answer
 from __future__ import annotations
 
 import pytest
+
+from agentwatch.schema import Conversation, Turn
 from agentwatch.scorers import score_conversation
 from agentwatch.scorers.derived_numbers import Derivations, list_totals
 from agentwatch.scorers.hallucination import Evidence, find_hallucinations
 from agentwatch.scorers.text import AnswerText
 from agentwatch.scorers.utilization import conversation_uses_results
-
-from agentwatch.schema import Conversation, Turn
 
 
 def flagged(

@@ -7,6 +7,11 @@ import random
 from fractions import Fraction
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agentwatch.config import NameNormalization, ToolWeights
+from agentwatch.schema import Expectation, ToolCall
 from agentwatch.scorers.names import NameNormalizer
 from agentwatch.scorers.tool_correctness import (
     ToolGrader,
@@ -15,16 +20,16 @@ from agentwatch.scorers.tool_correctness import (
     parameters_score,
 )
 from agentwatch.scorers.utilization import answer_uses
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
-from agentwatch.config import NameNormalization, ToolWeights
-from agentwatch.schema import Expectation, ToolCall
 
 
 def expect(*tools, **kw) -> Expectation:
     return Expectation.model_validate(
-        {"tools": [{"name": t} if isinstance(t, str) else {"name": t[0], "arguments": t[1]} for t in tools], **kw}
+        {
+            "tools": [
+                {"name": t} if isinstance(t, str) else {"name": t[0], "arguments": t[1]} for t in tools
+            ],
+            **kw,
+        }
     )
 
 
@@ -153,7 +158,9 @@ def test_expected_empty_means_no_tools():
 def test_weights_sum_with_rounding_error_still_passes_threshold_one():
     assert 0.4 + 0.3 + 0.2 + 0.1 < 1.0  # the float sum really is below 1
     grader = ToolGrader(weights=ToolWeights(selection=0.4, parameters=0.3, sequence=0.2, utilization=0.1))
-    s = grader.grade(expect(("get", {"id": 7})), calls(("get", {"id": 7}, {"status": "shipped"})), "It shipped.")
+    s = grader.grade(
+        expect(("get", {"id": 7})), calls(("get", {"id": 7}, {"status": "shipped"})), "It shipped."
+    )
     assert s.utilization == 1.0 and s.passed is True and s.overall == pytest.approx(1.0)
 
 
@@ -175,7 +182,9 @@ def test_weights_normalised_when_utilization_not_graded():
     exp = expect("a", "b", uses_tool_results=False)
     s = ToolGrader(weights=weights).grade(exp, calls("a"), "")
     # selection 1/2, parameters 1/2 (b missing), sequence 1/2 (LCS 1 of 2); weights over 0.9
-    expected = (Fraction(1, 2) * Fraction(5, 10) + Fraction(1, 2) * Fraction(2, 10) + Fraction(1, 2) * Fraction(2, 10))
+    expected = (
+        Fraction(1, 2) * Fraction(5, 10) + Fraction(1, 2) * Fraction(2, 10) + Fraction(1, 2) * Fraction(2, 10)
+    )
     assert s.overall == pytest.approx(float(expected / Fraction(9, 10)))
     graded = ToolGrader(weights=weights).grade(
         expect("a", "b", uses_tool_results=True), calls(("a", {}, {"v": "zzz"})), "no value here"
@@ -187,14 +196,18 @@ def test_weights_normalised_when_utilization_not_graded():
 # --------------------------------------------------------------------------- names
 
 
-@pytest.mark.parametrize("name", ["functions.Get-Order", "get_order", "Get Order", "tools.get.order", "GET_ORDER"])
+@pytest.mark.parametrize(
+    "name", ["functions.Get-Order", "get_order", "Get Order", "tools.get.order", "GET_ORDER"]
+)
 def test_name_normalisation(name):
     norm = NameNormalizer()
     assert norm(name) == norm("get_order") == "get_order"
 
 
 def test_name_normalisation_configurable():
-    strict = NameNormalizer(NameNormalization(case_insensitive=False, unify_separators=False, strip_prefixes=[]))
+    strict = NameNormalizer(
+        NameNormalization(case_insensitive=False, unify_separators=False, strip_prefixes=[])
+    )
     assert strict("Get-Order") != strict("get_order")
     s = ToolGrader(names=NameNormalizer()).grade(expect("get_order"), calls("functions.Get-Order"), "")
     assert s.binary is True and s.selection == 1.0
@@ -275,7 +288,10 @@ def test_parameters_brute_force_random():
             keys = e.keys() | u.keys()
             return Fraction(sum(1 for k in e if k in u and e[k] == u[k]), len(keys)) if keys else Fraction(1)
 
-        best = max(sum(agree(e, u) for (_, e), (_, u) in zip(exp, perm, strict=True)) for perm in itertools.permutations(used))
+        best = max(
+            sum(agree(e, u) for (_, e), (_, u) in zip(exp, perm, strict=True))
+            for perm in itertools.permutations(used)
+        )
         assert parameters_score(exp, used) == pytest.approx(float(best / 3))
 
 

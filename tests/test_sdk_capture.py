@@ -97,7 +97,12 @@ def test_objects_are_serialised_sensibly():
 
     c = Capture()
     got = json.loads(c.dumps({"p": Point(1, "s"), "m": Model(), "b": b"\x00\x01", "s": {3}}))
-    assert got == {"p": {"x": 1, "secret": REDACTED}, "m": {"a": 1, "token": REDACTED}, "b": "<2 bytes>", "s": [3]}
+    assert got == {
+        "p": {"x": 1, "secret": REDACTED},
+        "m": {"a": 1, "token": REDACTED},
+        "b": "<2 bytes>",
+        "s": [3],
+    }
     cyclic: list = []
     cyclic.append(cyclic)
     assert "too deep" in c.dumps(cyclic)
@@ -111,8 +116,13 @@ def test_objects_are_serialised_sensibly():
         ({"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "false"}, False),
         ({"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "SPAN_ONLY"}, True),
         ({"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "true"}, True),
-        ({"AGENTWATCH_CAPTURE_CONTENT": "off", "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "SPAN_ONLY"},
-         False),
+        (
+            {
+                "AGENTWATCH_CAPTURE_CONTENT": "off",
+                "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "SPAN_ONLY",
+            },
+            False,
+        ),
     ],
 )
 def test_content_capture_switch_from_environment(env, expected):
@@ -124,6 +134,7 @@ def test_content_capture_off_keeps_structure_and_drops_content(monkeypatch):
     exporter = InMemorySpanExporter()
     configure(exporter, tracer_provider=TracerProvider(), batch=False)
     try:
+
         @trace(kind="tool")
         def tool(x):
             return x
@@ -154,6 +165,7 @@ def test_configure_options_and_environment(monkeypatch):
     exporter = InMemorySpanExporter()
     configure(exporter, tracer_provider=TracerProvider(), batch=False, agent="env-agent", version="3")
     try:
+
         @trace(kind="tool")
         def pay(pin, note, password):
             return None
@@ -189,6 +201,7 @@ def test_configure_composes_with_a_provider_and_replaces_its_own_processors():
     first = configure("memory", tracer_provider=provider, batch=False)
     second = configure("memory", tracer_provider=provider, batch=False)
     try:
+
         @trace
         def f():
             return 1

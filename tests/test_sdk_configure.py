@@ -14,11 +14,19 @@ from agentwatch import configure, shutdown
 from agentwatch.broker import free_port
 
 
-def run_script(code: str, env: dict[str, str] | None = None, timeout: float = 60) -> subprocess.CompletedProcess:
+def run_script(
+    code: str, env: dict[str, str] | None = None, timeout: float = 60
+) -> subprocess.CompletedProcess:
     full_env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTWATCH_", "OTEL_"))}
     full_env.update(env or {})
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
-                          timeout=timeout, env=full_env, check=False)
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=full_env,
+        check=False,
+    )
 
 
 def test_configure_from_environment_sets_the_global_provider_once():
@@ -48,7 +56,11 @@ def test_configure_from_environment_sets_the_global_provider_once():
         assert span.attributes["gen_ai.conversation.id"] == "g"
         print("OK")
         """,
-        env={"AGENTWATCH_SPAN_EXPORTER": "memory", "AGENTWATCH_AGENT": "env-bot", "AGENTWATCH_AGENT_VERSION": "7"},
+        env={
+            "AGENTWATCH_SPAN_EXPORTER": "memory",
+            "AGENTWATCH_AGENT": "env-bot",
+            "AGENTWATCH_AGENT_VERSION": "7",
+        },
     )
     assert proc.returncode == 0 and "OK" in proc.stdout, proc.stderr
 
@@ -103,8 +115,11 @@ def test_kafka_from_environment_with_no_broker_never_blocks_the_agent():
         shutdown(timeout_s=1.0)
         print("OK", inst.exporter.dropped_spans, inst.exporter.topic)
         """,
-        env={"AGENTWATCH_SPAN_EXPORTER": "kafka", "AGENTWATCH_BOOTSTRAP_SERVERS": f"127.0.0.1:{free_port()}",
-             "AGENTWATCH_SPANS_TOPIC": "custom.topic"},
+        env={
+            "AGENTWATCH_SPAN_EXPORTER": "kafka",
+            "AGENTWATCH_BOOTSTRAP_SERVERS": f"127.0.0.1:{free_port()}",
+            "AGENTWATCH_SPANS_TOPIC": "custom.topic",
+        },
     )
     assert proc.returncode == 0 and "OK" in proc.stdout, proc.stderr
     _, dropped, topic = proc.stdout.split()
@@ -122,10 +137,16 @@ def test_otlp_and_console_exporters_are_built():
     t0 = time.perf_counter()
     try:
         assert isinstance(configure("otlp", tracer_provider=TracerProvider()).exporter, GRPC)
-        http = configure("otlp", otlp_protocol="http/protobuf", otlp_endpoint="http://127.0.0.1:1/v1/traces",
-                         tracer_provider=TracerProvider()).exporter
+        http = configure(
+            "otlp",
+            otlp_protocol="http/protobuf",
+            otlp_endpoint="http://127.0.0.1:1/v1/traces",
+            tracer_provider=TracerProvider(),
+        ).exporter
         assert isinstance(http, HTTP)
-        assert isinstance(configure("console", tracer_provider=TracerProvider()).exporter, ConsoleSpanExporter)
+        assert isinstance(
+            configure("console", tracer_provider=TracerProvider()).exporter, ConsoleSpanExporter
+        )
         assert configure("none", tracer_provider=TracerProvider()).exporter is None
     finally:
         shutdown()

@@ -17,7 +17,9 @@ CONV_KEYS = ("gen_ai.conversation.id", "agentwatch.task")
 
 
 def test_every_span_inside_is_stamped_including_other_instrumentations(spans, sdk_provider):  # noqa: F811
-    foreign = sdk_provider.get_tracer("another.instrumentation")  # any other instrumentation on the same provider
+    foreign = sdk_provider.get_tracer(
+        "another.instrumentation"
+    )  # any other instrumentation on the same provider
 
     @trace(kind="agent")
     def turn(q):
@@ -25,8 +27,15 @@ def test_every_span_inside_is_stamped_including_other_instrumentations(spans, sd
             pass
         return "ok"
 
-    with conversation(id="c-1", task="billing", agent="support", version="2.0", user="u-9", budget_usd=0.5,
-                      tags={"category": "core"}):
+    with conversation(
+        id="c-1",
+        task="billing",
+        agent="support",
+        version="2.0",
+        user="u-9",
+        budget_usd=0.5,
+        tags={"category": "core"},
+    ):
         turn("hi")
     turn("outside")
     finished = spans.get_finished_spans()
@@ -169,16 +178,24 @@ def test_expect_inside_turn_and_before_turn(spans):  # noqa: F811
         return q
 
     with conversation(id="e"):
-        conversation.expect(["search", {"name": "lookup", "arguments": {"id": 1, "api_key": "k"}}],
-                            sequence_matters=False, uses_tool_results=True)
+        conversation.expect(
+            ["search", {"name": "lookup", "arguments": {"id": 1, "api_key": "k"}}],
+            sequence_matters=False,
+            uses_tool_results=True,
+        )
         turn("first")
         turn("second", expect_inside=True)
         turn("third")
     first, second, third = spans.get_finished_spans()
     assert attr_json(first, "agentwatch.expected") == {
-        "tools": [{"name": "search", "arguments": None},
-                  {"name": "lookup", "arguments": {"id": 1, "api_key": "[REDACTED]"}}],
-        "sequence_matters": False, "uses_tool_results": True, "forbidden_tools": [], "reference_answer": None,
+        "tools": [
+            {"name": "search", "arguments": None},
+            {"name": "lookup", "arguments": {"id": 1, "api_key": "[REDACTED]"}},
+        ],
+        "sequence_matters": False,
+        "uses_tool_results": True,
+        "forbidden_tools": [],
+        "reference_answer": None,
     }
     exp2 = attr_json(second, "agentwatch.expected")
     assert exp2["tools"] == [{"name": "lookup", "arguments": {"id": 2}}]
@@ -265,9 +282,18 @@ def test_expect_for_the_whole_conversation_is_on_every_turn_after_it(spans):  # 
 
     with conversation(id="whole"):
         conversation.expect(
-            [{"name": "book", "arguments": {"summary": "x"}, "match": {"summary": "ignore"},
-              "required": True}],
-            scope="conversation", outputs=["HAT136"], end="handoff", extra_calls="none",
+            [
+                {
+                    "name": "book",
+                    "arguments": {"summary": "x"},
+                    "match": {"summary": "ignore"},
+                    "required": True,
+                }
+            ],
+            scope="conversation",
+            outputs=["HAT136"],
+            end="handoff",
+            extra_calls="none",
         )
         turn("first")
         turn("second", again=True)
@@ -278,8 +304,9 @@ def test_expect_for_the_whole_conversation_is_on_every_turn_after_it(spans):  # 
     later = attr_json(marker, "agentwatch.conversation.expected")
     assert later["tools"] == [{"name": "refund", "arguments": None}]
     whole = attr_json(first, "agentwatch.conversation.expected")
-    assert whole["tools"] == [{"name": "book", "arguments": {"summary": "x"}, "match": {"summary": "ignore"},
-                               "required": True}]
+    assert whole["tools"] == [
+        {"name": "book", "arguments": {"summary": "x"}, "match": {"summary": "ignore"}, "required": True}
+    ]
     assert (whole["outputs"], whole["end"], whole["extra_calls"]) == (["HAT136"], "handoff", "none")
     assert "agentwatch.expected" not in first.attributes  # not a turn's expectation
     revised = attr_json(second, "agentwatch.conversation.expected")

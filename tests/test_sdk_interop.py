@@ -17,9 +17,20 @@ from agentwatch.sdk import KafkaSpanExporter
 
 pytestmark = pytest.mark.broker
 
-TOOLS = [{"type": "function", "function": {
-    "name": "get_weather", "description": "weather of a city",
-    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "description": "weather of a city",
+            "parameters": {
+                "type": "object",
+                "properties": {"city": {"type": "string"}},
+                "required": ["city"],
+            },
+        },
+    }
+]
 
 
 def any_value(v):
@@ -75,7 +86,9 @@ def test_openai_instrumentation_spans_pass_through_unchanged(broker, topic, fake
     agent = next(s for s in made.values() if s.name == "invoke_agent weather-bot")
     tool = next(s for s in made.values() if s.name == "execute_tool get_weather")
     assert tool.attributes["gen_ai.tool.call.id"] == TOOL_CALL_ID
-    for chat, usage in zip(sorted(chats, key=lambda s: s.start_time), (USAGE["tool_call"], USAGE["final"])):
+    for chat, usage in zip(
+        sorted(chats, key=lambda s: s.start_time), (USAGE["tool_call"], USAGE["final"]), strict=True
+    ):
         a = chat.attributes
         assert chat.name == f"chat {MODEL}"
         assert a["gen_ai.conversation.id"] == "interop-1" and a["agentwatch.task"] == "weather"
@@ -87,7 +100,9 @@ def test_openai_instrumentation_spans_pass_through_unchanged(broker, topic, fake
     parts = [p for m in first_out for p in m["parts"]]
     assert any(p.get("type") == "tool_call" and p.get("id") == TOOL_CALL_ID for p in parts)
 
-    records = consume(broker.bootstrap_servers, topic, lambda rs: sum(len(decode(r)) for r in rs) >= len(made))
+    records = consume(
+        broker.bootstrap_servers, topic, lambda rs: sum(len(decode(r)) for r in rs) >= len(made)
+    )
     assert {r.key for r in records} == {b"interop-1"}
     received = {int.from_bytes(span.span_id, "big"): span for r in records for _, span in decode(r)}
     assert set(received) == set(made)

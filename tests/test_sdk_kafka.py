@@ -29,9 +29,20 @@ pytestmark = pytest.mark.broker
 def test_example_agent_end_to_end(broker, topic):
     cid = f"conv-{uuid.uuid4().hex[:8]}"
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "examples" / "instrumented_agent.py"), "--bootstrap-servers",
-         broker.bootstrap_servers, "--topic", topic, "--conversation-id", cid],
-        capture_output=True, text=True, timeout=90, check=False,
+        [
+            sys.executable,
+            str(ROOT / "examples" / "instrumented_agent.py"),
+            "--bootstrap-servers",
+            broker.bootstrap_servers,
+            "--topic",
+            topic,
+            "--conversation-id",
+            cid,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=90,
+        check=False,
     )
     assert proc.returncode == 0, proc.stderr
     assert f"conversation_id={cid}" in proc.stdout
@@ -40,15 +51,25 @@ def test_example_agent_end_to_end(broker, topic):
     assert records, "no message arrived"
     for r in records:
         assert r.key == cid.encode()
-        assert dict(r.headers) == {"content-type": b"application/x-protobuf", "agentwatch-key": b"conversation"}
+        assert dict(r.headers) == {
+            "content-type": b"application/x-protobuf",
+            "agentwatch-key": b"conversation",
+        }
     assert len({r.partition for r in records}) == 1  # one key, one partition
     pairs = [p for r in records for p in decode(r)]
     names = sorted(span.name for _, span in pairs)
-    assert names == sorted([
-        "invoke_agent travel-agent", "chat fake-model-1", "execute_tool get_weather", "execute_tool to_fahrenheit",
-        "invoke_agent travel-agent", "chat fake-model-1", "execute_tool book_flight",
-        "agentwatch.conversation.end",
-    ])
+    assert names == sorted(
+        [
+            "invoke_agent travel-agent",
+            "chat fake-model-1",
+            "execute_tool get_weather",
+            "execute_tool to_fahrenheit",
+            "invoke_agent travel-agent",
+            "chat fake-model-1",
+            "execute_tool book_flight",
+            "agentwatch.conversation.end",
+        ]
+    )
     for resource, span in pairs:
         a = attrs_of(span)
         assert resource["service.name"] == "travel-agent" and resource["service.version"] == "1.0.0"
@@ -61,8 +82,14 @@ def test_example_agent_end_to_end(broker, topic):
     turns = sorted(spans["invoke_agent travel-agent"], key=lambda s: s.start_time_unix_nano)
     t1, t2 = (attrs_of(t) for t in turns)
     assert json.loads(t1["gen_ai.input.messages"])[0]["parts"][0]["content"].startswith("What's the weather")
-    assert json.loads(t1["gen_ai.output.messages"])[0]["parts"][0]["content"] == "It is 64°F and cloudy in Paris."
-    assert json.loads(t1["agentwatch.expected"])["tools"][0] == {"name": "get_weather", "arguments": {"city": "Paris"}}
+    assert (
+        json.loads(t1["gen_ai.output.messages"])[0]["parts"][0]["content"]
+        == "It is 64°F and cloudy in Paris."
+    )
+    assert json.loads(t1["agentwatch.expected"])["tools"][0] == {
+        "name": "get_weather",
+        "arguments": {"city": "Paris"},
+    }
     assert json.loads(t2["agentwatch.expected"])["forbidden_tools"] == ["cancel_flight"]
     assert "agentwatch.conversation.end" not in t1 and "agentwatch.conversation.end" not in t2
 
@@ -91,6 +118,7 @@ def _one_span_per_conversation(n: int) -> list:
     provider = TracerProvider()
     configure(memory, tracer_provider=provider, batch=False)
     try:
+
         @trace
         def f(i):
             return i
@@ -130,12 +158,20 @@ def test_unreachable_broker_never_blocks_the_agent_counts_drops_and_says_so_once
     from agentwatch.sdk.kafka_exporter import error_text
 
     # kafka-python's errors already start with their class name
-    assert error_text(KafkaTimeoutError("Failed to update metadata")) == "KafkaTimeoutError: Failed to update metadata"
+    assert (
+        error_text(KafkaTimeoutError("Failed to update metadata"))
+        == "KafkaTimeoutError: Failed to update metadata"
+    )
     assert error_text(ValueError("bad")) == "ValueError: bad" and error_text(ValueError()) == "ValueError"
 
     again = _one_span_per_conversation(2)  # 3 spans, exported directly between connection attempts
-    exporter = KafkaSpanExporter(f"127.0.0.1:{free_port()}", topic="nowhere", retry_interval_s=0.5,
-                                 warn_interval_s=0.0, shutdown_timeout_s=1.0)
+    exporter = KafkaSpanExporter(
+        f"127.0.0.1:{free_port()}",
+        topic="nowhere",
+        retry_interval_s=0.5,
+        warn_interval_s=0.0,
+        shutdown_timeout_s=1.0,
+    )
     provider = TracerProvider()
     configure(exporter, tracer_provider=provider)
 
@@ -159,23 +195,36 @@ def test_unreachable_broker_never_blocks_the_agent_counts_drops_and_says_so_once
         finally:
             t0 = time.perf_counter()
             shutdown()
-            assert time.perf_counter() - t0 < 5.0  # bounded: the retry interval, at most one bootstrap, 1 s wait
+            assert (
+                time.perf_counter() - t0 < 5.0
+            )  # bounded: the retry interval, at most one bootstrap, 1 s wait
     assert exporter.export(again).name == "FAILURE" and exporter.dropped_spans == 56
     lines = [r.getMessage() for r in caplog.records]
     assert not any("dropped 0 spans" in line for line in lines), lines
-    assert not any(line.count("KafkaTimeoutError") > 1 or line.count("NoBrokersAvailable") > 1 for line in lines)
+    assert not any(
+        line.count("KafkaTimeoutError") > 1 or line.count("NoBrokersAvailable") > 1 for line in lines
+    )
     at_exit = [line for line in lines if "not sent" in line]
-    assert len(at_exit) == 1 and at_exit[0].startswith("agentwatch: 53 spans not sent: Kafka at 127.0.0.1:"), lines
+    assert len(at_exit) == 1 and at_exit[0].startswith(
+        "agentwatch: 53 spans not sent: Kafka at 127.0.0.1:"
+    ), lines
     assert "waited 1.0 s" in at_exit[0] and "shutdown_timeout_s" in at_exit[0]
 
 
 def test_broker_down_mid_run_agent_unaffected_drops_counted_then_recovers(fresh_broker, topic):
-    exporter = KafkaSpanExporter(fresh_broker.bootstrap_servers, topic=topic, max_in_flight_spans=300,
-                                 retry_interval_s=0.2, producer_config={"delivery_timeout_ms": 3000,
-                                                                        "request_timeout_ms": 1000})
+    exporter = KafkaSpanExporter(
+        fresh_broker.bootstrap_servers,
+        topic=topic,
+        max_in_flight_spans=300,
+        retry_interval_s=0.2,
+        producer_config={"delivery_timeout_ms": 3000, "request_timeout_ms": 1000},
+    )
     provider = TracerProvider()
-    configure("none", tracer_provider=provider,
-              extra_processors=[BatchSpanProcessor(exporter, schedule_delay_millis=50)])
+    configure(
+        "none",
+        tracer_provider=provider,
+        extra_processors=[BatchSpanProcessor(exporter, schedule_delay_millis=50)],
+    )
 
     @trace(kind="tool")
     def lookup(i):
@@ -207,7 +256,9 @@ def test_broker_down_mid_run_agent_unaffected_drops_counted_then_recovers(fresh_
         # the per-call figures depend on the machine: printed, not asserted (benchmarks/sdk_overhead.py times @trace)
         print(f"per call: broker up {1e3 * up:.3f} ms, broker down {1e3 * down:.3f} ms; {exporter.stats()}")
         assert exporter.dropped_spans > 0, exporter.stats()
-        assert exporter.stats()["in_flight_spans"] <= 300  # bounded by max_in_flight_spans, whatever was dropped
+        assert (
+            exporter.stats()["in_flight_spans"] <= 300
+        )  # bounded by max_in_flight_spans, whatever was dropped
 
         fresh_broker.start()
         deadline = time.monotonic() + 40
@@ -218,8 +269,12 @@ def test_broker_down_mid_run_agent_unaffected_drops_counted_then_recovers(fresh_
             after_ids.update(f"after{k}-{i}" for i in range(5))
             k += 1
             provider.force_flush()
-            records = consume(fresh_broker.bootstrap_servers, topic,
-                              lambda rs: any(r.key.decode() in after_ids for r in rs), timeout_s=3)
+            records = consume(
+                fresh_broker.bootstrap_servers,
+                topic,
+                lambda rs: any(r.key.decode() in after_ids for r in rs),
+                timeout_s=3,
+            )
             if any(r.key.decode() in after_ids for r in records):
                 break
         else:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-NO_CONFIGURE_AGENT = '''
+NO_CONFIGURE_AGENT = """
 import sys
 from opentelemetry import trace as otel_trace
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
@@ -47,7 +47,7 @@ with conversation(id="c-7", task="travel", user="u-1", tags={"tier": "gold"}):
     answer("And tomorrow?")
     assert conversation.end()
 open(sys.argv[1], "wb").write(encode_spans(memory.get_finished_spans()).SerializeToString())
-'''
+"""
 
 
 def test_two_turns_without_configure_rebuild_as_one_conversation_with_expectations(tmp_path: Path) -> None:
@@ -55,8 +55,13 @@ def test_two_turns_without_configure_rebuild_as_one_conversation_with_expectatio
     from agentwatch.collector.reconstruct import build_conversation
 
     out = tmp_path / "spans.pb"
-    run = subprocess.run([sys.executable, "-c", NO_CONFIGURE_AGENT, str(out)], capture_output=True, text=True,
-                         timeout=60, check=False)
+    run = subprocess.run(
+        [sys.executable, "-c", NO_CONFIGURE_AGENT, str(out)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert run.returncode == 0, run.stderr
     read = read_otlp_files([out])
     assert len(read.spans) == 5 and not read.problems  # 2 turns, 2 tools, 1 end marker
@@ -67,14 +72,18 @@ def test_two_turns_without_configure_rebuild_as_one_conversation_with_expectatio
     assert conv.agent == "travel-agent"
     assert [t.input for t in conv.turns] == ["Weather in Paris?", "And tomorrow?"]
     first, second = (t.expected for t in conv.turns)
-    assert first is not None and [(c.name, c.arguments) for c in first.tools] == [("get_weather", {"city": "Paris"})]
+    assert first is not None and [(c.name, c.arguments) for c in first.tools] == [
+        ("get_weather", {"city": "Paris"})
+    ]
     assert second is not None and second.reference_answer == "19 C" and second.tools == []
     assert conv.ended_at is not None  # the end marker was emitted, under the last turn
 
 
 def _docs_snippet() -> str:
     text = (ROOT / "docs" / "sdk.md").read_text(encoding="utf-8")
-    found = re.search(r"<!-- tests/test_sdk_own_provider.py runs this block -->\n```python\n(.*?)```", text, re.DOTALL)
+    found = re.search(
+        r"<!-- tests/test_sdk_own_provider.py runs this block -->\n```python\n(.*?)```", text, re.DOTALL
+    )
     assert found, "the 'Bring your own TracerProvider' snippet is missing from docs/sdk.md"
     return found.group(1)
 
@@ -89,21 +98,35 @@ def _console_spans(stdout: str) -> list[dict]:
 
 
 def test_bring_your_own_provider_snippet_in_the_docs_stamps_every_span() -> None:
-    run = subprocess.run([sys.executable, "-c", _docs_snippet()], capture_output=True, text=True, timeout=60,
-                         check=False)
+    run = subprocess.run(
+        [sys.executable, "-c", _docs_snippet()], capture_output=True, text=True, timeout=60, check=False
+    )
     assert run.returncode == 0, run.stderr
     spans = _console_spans(run.stdout)
     names = sorted(s["name"] for s in spans)
-    assert names == sorted(["invoke_agent travel-agent"] * 2 + ["execute_tool get_weather"] * 2
-                           + ["GET /weather"] * 2 + ["agentwatch.conversation.end"])
+    assert names == sorted(
+        ["invoke_agent travel-agent"] * 2
+        + ["execute_tool get_weather"] * 2
+        + ["GET /weather"] * 2
+        + ["agentwatch.conversation.end"]
+    )
     for s in spans:  # ours stamped by @trace itself, the foreign ones by ConversationSpanProcessor
         a = s["attributes"]
-        assert a["gen_ai.conversation.id"] == "c-42" and a["agentwatch.task"] == "travel" and a["user.id"] == "u-7"
-        if s["name"].startswith(("invoke_agent", "GET")):  # the turn names its agent; the processor knows it too
+        assert (
+            a["gen_ai.conversation.id"] == "c-42"
+            and a["agentwatch.task"] == "travel"
+            and a["user.id"] == "u-7"
+        )
+        if s["name"].startswith(
+            ("invoke_agent", "GET")
+        ):  # the turn names its agent; the processor knows it too
             assert a["gen_ai.agent.name"] == "travel-agent", s["name"]
-    turns = sorted((s for s in spans if s["name"] == "invoke_agent travel-agent"), key=lambda s: s["start_time"])
+    turns = sorted(
+        (s for s in spans if s["name"] == "invoke_agent travel-agent"), key=lambda s: s["start_time"]
+    )
     assert json.loads(turns[0]["attributes"]["agentwatch.expected"])["tools"] == [
-        {"name": "get_weather", "arguments": None}]
+        {"name": "get_weather", "arguments": None}
+    ]
     assert "agentwatch.expected" not in turns[1]["attributes"]
     (marker,) = (s for s in spans if s["name"] == "agentwatch.conversation.end")
     assert marker["parent_id"] == turns[1]["context"]["span_id"]

@@ -96,7 +96,9 @@ def test_llm_span_reads_openai_style_usage_from_object_and_dict(spans):  # noqa:
         return SimpleNamespace(
             model="gpt-4o-mini-2024-07-18",
             usage=SimpleNamespace(prompt_tokens=12, completion_tokens=5),
-            choices=[SimpleNamespace(message=SimpleNamespace(content="hi", tool_calls=None), finish_reason="stop")],
+            choices=[
+                SimpleNamespace(message=SimpleNamespace(content="hi", tool_calls=None), finish_reason="stop")
+            ],
         )
 
     @trace(kind="llm", model="claude-x")
@@ -132,7 +134,10 @@ def test_record_usage_inside_llm_span(spans):  # noqa: F811
     assert span.name == "chat m-1"
     a = span.attributes
     assert (a["gen_ai.response.model"], a["gen_ai.usage.input_tokens"], a["gen_ai.usage.output_tokens"]) == (
-        "m-1", 100, 20)
+        "m-1",
+        100,
+        20,
+    )
     assert a["agentwatch.cost.usd"] == pytest.approx(0.0015)
 
 
@@ -222,7 +227,10 @@ def test_coroutine(spans):  # noqa: F811
     finished = spans.get_finished_spans()
     root = next(s for s in finished if s.name == "invoke_agent async-agent")
     tools = [s for s in finished if s.name == "execute_tool fetch"]
-    assert [json.loads(t.attributes["gen_ai.tool.call.result"]) for t in tools] == [{"url": "a"}, {"url": "b"}]
+    assert [json.loads(t.attributes["gen_ai.tool.call.result"]) for t in tools] == [
+        {"url": "a"},
+        {"url": "b"},
+    ]
     assert all(t.parent.span_id == root.context.span_id for t in tools)
 
 

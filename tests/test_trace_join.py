@@ -106,8 +106,10 @@ def test_route_sends_known_spans_by_conversation_and_the_rest_by_trace():
     tool = span(T2, "2" * 16)
     assert conversation_known(chat) and not conversation_known(tool)
     assert rekeyer.route([chat, tool]) == 3
-    keys = {(key, tuple(headers) == tuple(ANNOUNCE_HEADERS), tuple(headers) == tuple(TRACE_HEADERS))
-            for _, key, _, headers in out.sent}
+    keys = {
+        (key, tuple(headers) == tuple(ANNOUNCE_HEADERS), tuple(headers) == tuple(TRACE_HEADERS))
+        for _, key, _, headers in out.sent
+    }
     assert keys == {(b"conv-1", False, False), (T1.encode(), True, False), (T2.encode(), False, True)}
     announce = [v for _, k, v, h in out.sent if tuple(h) == tuple(ANNOUNCE_HEADERS)]
     assert announce == [b"conv-1"]

@@ -134,6 +134,7 @@ def test_hostile_baseline_files_are_clear_errors(tmp_path) -> None:
     import gzip
 
     import pytest
+
     from agentwatch.exporters.report.baseline import BaselineError, load_baseline
 
     binary = tmp_path / "b.bin"

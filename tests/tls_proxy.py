@@ -60,9 +60,17 @@ class CertificateAuthority:
             .not_valid_after(now + dt.timedelta(days=2))
             .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
             .add_extension(
-                x509.KeyUsage(digital_signature=True, content_commitment=False, key_encipherment=False,
-                              data_encipherment=False, key_agreement=False, key_cert_sign=True, crl_sign=True,
-                              encipher_only=False, decipher_only=False),
+                x509.KeyUsage(
+                    digital_signature=True,
+                    content_commitment=False,
+                    key_encipherment=False,
+                    data_encipherment=False,
+                    key_agreement=False,
+                    key_cert_sign=True,
+                    crl_sign=True,
+                    encipher_only=False,
+                    decipher_only=False,
+                ),
                 critical=True,
             )
             .add_extension(x509.SubjectKeyIdentifier.from_public_key(self._key.public_key()), critical=False)
@@ -72,8 +80,9 @@ class CertificateAuthority:
         self.cert_file = self.directory / f"{slug}.pem"
         self.cert_file.write_bytes(self._cert.public_bytes(serialization.Encoding.PEM))
 
-    def issue(self, common_name: str, *, dns: tuple[str, ...] = (), ips: tuple[str, ...] = (),
-              client: bool = False) -> Issued:
+    def issue(
+        self, common_name: str, *, dns: tuple[str, ...] = (), ips: tuple[str, ...] = (), client: bool = False
+    ) -> Issued:
         """A certificate for a server (subjectAltName `dns` and `ips`) or, with `client`, for a TLS client."""
         key = ec.generate_private_key(ec.SECP256R1())
         now = dt.datetime.now(dt.UTC)
@@ -87,7 +96,9 @@ class CertificateAuthority:
             .not_valid_after(now + dt.timedelta(days=1))
             .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
             .add_extension(
-                x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH if client else ExtendedKeyUsageOID.SERVER_AUTH]),
+                x509.ExtendedKeyUsage(
+                    [ExtendedKeyUsageOID.CLIENT_AUTH if client else ExtendedKeyUsageOID.SERVER_AUTH]
+                ),
                 critical=False,
             )
             .add_extension(
@@ -102,8 +113,11 @@ class CertificateAuthority:
         slug = common_name.replace(" ", "-")
         issued = Issued(self.directory / f"{slug}.crt", self.directory / f"{slug}.key")
         issued.cert.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-        issued.key.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                                 serialization.NoEncryption()))
+        issued.key.write_bytes(
+            key.private_bytes(
+                serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+            )
+        )
         return issued
 
 
@@ -157,8 +171,9 @@ class LoopbackProxy(ABC):
     def __enter__(self) -> Self:
         return self.start()
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.stop()
 
     def _accept(self) -> None:
@@ -216,8 +231,9 @@ class TLSProxy(LoopbackProxy):
 
     name = "tls-proxy"
 
-    def __init__(self, port: int, upstream: tuple[str, int], server: Issued, *,
-                 client_ca: Path | None = None) -> None:
+    def __init__(
+        self, port: int, upstream: tuple[str, int], server: Issued, *, client_ca: Path | None = None
+    ) -> None:
         super().__init__(port, upstream)
         self.context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         self.context.load_cert_chain(server.cert, server.key)

@@ -76,7 +76,9 @@ def settings_from_options(
             settings.exporter = ExporterConfig.model_validate({**settings.exporter.model_dump(), **updates})
         updates = {k: v for k, v in (collector or {}).items() if v is not None}
         if updates:
-            settings.collector = CollectorConfig.model_validate({**settings.collector.model_dump(), **updates})
+            settings.collector = CollectorConfig.model_validate(
+                {**settings.collector.model_dump(), **updates}
+            )
         if bootstrap_servers:
             settings.kafka = settings.kafka.model_copy(update={"bootstrap_servers": bootstrap_servers})
     except (ConfigError, ValueError) as exc:
@@ -101,8 +103,11 @@ def reload_on_sighup(config: Path | None, apply: Any) -> None:
             log.error("SIGHUP: configuration not reloaded, the running one stays: %s", exc)
             return
         apply(settings)
-        log.info("SIGHUP: %d task policies and the sample rates reloaded from %s", len(settings.policies),
-                 config or "the environment")
+        log.info(
+            "SIGHUP: %d task policies and the sample rates reloaded from %s",
+            len(settings.policies),
+            config or "the environment",
+        )
 
     if hasattr(signal, "SIGHUP"):
         signal.signal(signal.SIGHUP, _on_hup)
@@ -119,7 +124,6 @@ def serve_metrics(start: Callable[[], int], port: int | None) -> int:
             err=True,
         )
         raise typer.Exit(2) from None
-
 
 
 def kafka_or_exit(call: Callable[[], object], bootstrap_servers: str) -> None:

@@ -42,19 +42,25 @@ POW3_NAMES = {"tasks": "pass^3", "exchangeable": "p^3 (exch.)"}
 def _rows(estimates: list, window: str) -> list[dict[str, str]]:
     """One row per (version, task) of the window, the all-tasks rows first; each names its pass^3 figure."""
     rows = []
-    for e in sorted((e for e in estimates if e.window == window), key=lambda e: (e.task != "*", e.task, e.version)):
-        regression = " ".join(f"{r.probability:.2f} vs {r.baseline_version}" for r in e.regression if r.k == 3)
+    for e in sorted(
+        (e for e in estimates if e.window == window), key=lambda e: (e.task != "*", e.task, e.version)
+    ):
+        regression = " ".join(
+            f"{r.probability:.2f} vs {r.baseline_version}" for r in e.regression if r.k == 3
+        )
         name = POW3_NAMES.get(e.method, "pass^3")
-        rows.append({
-            "version": e.version,
-            "task": "all tasks" if e.task == "*" else e.task,
-            "graded": f"{e.scored}/{e.conversations}",
-            "success": _fmt(e.success),
-            "pow3": f"{name} {_fmt(e.pass_pow_k.get(3))}",
-            "ASR": _fmt(e.asr),
-            "errors": f"{100 * e.failure_ratio.get('error', 0.0):.1f}%",
-            "regression": regression or "—",
-        })
+        rows.append(
+            {
+                "version": e.version,
+                "task": "all tasks" if e.task == "*" else e.task,
+                "graded": f"{e.scored}/{e.conversations}",
+                "success": _fmt(e.success),
+                "pow3": f"{name} {_fmt(e.pass_pow_k.get(3))}",
+                "ASR": _fmt(e.asr),
+                "errors": f"{100 * e.failure_ratio.get('error', 0.0):.1f}%",
+                "regression": regression or "—",
+            }
+        )
     return rows
 
 
@@ -89,7 +95,9 @@ class _Display:
         if not force and elapsed < self._next_lines:
             return
         self._next_lines = elapsed + LINE_EVERY_S
-        self.console.print(f"[{elapsed:5.1f}s] {sent} conversations sent; window {self.window}:", highlight=False)
+        self.console.print(
+            f"[{elapsed:5.1f}s] {sent} conversations sent; window {self.window}:", highlight=False
+        )
         for r in rows:
             self.console.print(
                 f"  {r['version']:>4} {r['task']:<13} graded {r['graded']:>9}  success {r['success']}  "
@@ -145,7 +153,9 @@ def demo(
     judge: Annotated[
         bool, typer.Option(help="Run a stand-in LLM judge (a local OpenAI-compatible server) on a sample.")
     ] = True,
-    judge_rate: Annotated[float, typer.Option(min=0, max=1, help="Share of conversations the judge grades.")] = 0.25,
+    judge_rate: Annotated[
+        float, typer.Option(min=0, max=1, help="Share of conversations the judge grades.")
+    ] = 0.25,
 ) -> None:
     """Run agent → Kafka → collector → scores → estimator → /metrics live on an embedded broker."""
     from rich.console import Console
@@ -160,13 +170,18 @@ def demo(
     console = Console(stderr=True)
     logging.getLogger().setLevel(logging.WARNING)
     fast = {"session_timeout_ms": 6000, "heartbeat_interval_ms": 1000}
-    with EmbeddedBroker() as broker, (DemoJudgeServer() if judge else contextlib.nullcontext()) as judge_server:
+    with EmbeddedBroker() as broker, DemoJudgeServer() if judge else contextlib.nullcontext() as judge_server:
         judge_settings: dict[str, Any] = {}
         if judge_server is not None:
             os.environ.setdefault("AGENTWATCH_DEMO_JUDGE_KEY", "demo")
             judge_settings = {
-                "judge": {"enabled": True, "name": "demo-judge", "base_url": judge_server.base_url, "model": MODEL,
-                          "api_key_env": "AGENTWATCH_DEMO_JUDGE_KEY"},
+                "judge": {
+                    "enabled": True,
+                    "name": "demo-judge",
+                    "base_url": judge_server.base_url,
+                    "model": MODEL,
+                    "api_key_env": "AGENTWATCH_DEMO_JUDGE_KEY",
+                },
                 "sampling": {"judge_rate": judge_rate},
             }
         settings = load_settings(
@@ -206,7 +221,9 @@ def demo(
                 run_conversation(agents[version], f"demo-{sent:06d}", TASKS[sent % len(TASKS)], synthetic)
                 sent += 1
                 if sent % 10 == 0:
-                    display.update(pipeline.exporter.estimator.snapshot(), sent, elapsed, pipeline.collector.judge)
+                    display.update(
+                        pipeline.exporter.estimator.snapshot(), sent, elapsed, pipeline.collector.judge
+                    )
                 time.sleep(max(0.0, sent / rate - (time.monotonic() - started)))
             sdk.shutdown()
             deadline = time.monotonic() + settings.collector.idle_timeout_s + 10
@@ -214,8 +231,13 @@ def demo(
                 if _exported(pipeline, window) >= sent:
                     break
                 time.sleep(0.25)
-            display.update(pipeline.exporter.estimator.snapshot(), sent, time.monotonic() - started,
-                           pipeline.collector.judge, force=True)
+            display.update(
+                pipeline.exporter.estimator.snapshot(),
+                sent,
+                time.monotonic() - started,
+                pipeline.collector.judge,
+                force=True,
+            )
         except KeyboardInterrupt:
             display.message("interrupted")
         finally:

@@ -45,7 +45,9 @@ def exporter(
 ) -> None:
     """Consume conversation scores and serve rolling pass@k / pass^k / ASR estimates on /metrics."""
     settings = settings_from_options(
-        config, bootstrap_servers, {"scores_topic": scores_topic, "metrics_port": metrics_port, "group_id": group_id}
+        config,
+        bootstrap_servers,
+        {"scores_topic": scores_topic, "metrics_port": metrics_port, "group_id": group_id},
     )
     from agentwatch.exporters.service import ExporterService
 
@@ -90,8 +92,11 @@ def serve(
     if embedded_broker:
         broker = EmbeddedBroker().start()
         settings.kafka = settings.kafka.model_copy(update={"bootstrap_servers": broker.bootstrap_servers})
-        typer.echo(f"embedded broker on {broker.bootstrap_servers} (memory only): point agents at it with "
-                   f"AGENTWATCH_BOOTSTRAP_SERVERS={broker.bootstrap_servers}", err=True)
+        typer.echo(
+            f"embedded broker on {broker.bootstrap_servers} (memory only): point agents at it with "
+            f"AGENTWATCH_BOOTSTRAP_SERVERS={broker.bootstrap_servers}",
+            err=True,
+        )
     try:
         pipeline = Pipeline(settings, stop_event=stop)
     except ValueError as exc:

@@ -18,8 +18,9 @@ if TYPE_CHECKING:  # the judge's modules load only when a judge command runs
     from agentwatch.schema import Conversation, Outcome
     from agentwatch.transcripts import LineError
 
-judge_app = typer.Typer(help="The LLM judge: calibrate it against human labels, watch it on anchors.",
-                        no_args_is_help=True)
+judge_app = typer.Typer(
+    help="The LLM judge: calibrate it against human labels, watch it on anchors.", no_args_is_help=True
+)
 app.add_typer(judge_app, name="judge")
 anchors_app = typer.Typer(
     help="A frozen set of labelled conversations that tells judge drift from agent drift.",
@@ -44,8 +45,11 @@ def render(report: CalibrationReport) -> str:
     lines = [
         f"Judge calibration — {report.judge_id}",
         f"labelled conversations: {report.labelled}; judged: {report.judged}"
-        + (f"; judge failures: {', '.join(f'{k} {v}' for k, v in report.failures.items())}"
-           if report.failures else ""),
+        + (
+            f"; judge failures: {', '.join(f'{k} {v}' for k, v in report.failures.items())}"
+            if report.failures
+            else ""
+        ),
         f"Cohen's kappa: {_num(report.kappa)} ({report.level:.0%} interval {_num(report.kappa_low)} to "
         f"{_num(report.kappa_high)}); accuracy {_num(report.accuracy)}; minimum {report.min_kappa:.3f}: "
         + ("PASS" if report.passed else "FAIL"),
@@ -64,14 +68,17 @@ def render(report: CalibrationReport) -> str:
         twice = report.consistency
         lines += [
             "",
-            (f"self-consistency (judged twice): {twice['pairs']} pair(s), agreement {_num(twice['agreement'])}, "
-             f"kappa {_num(twice['kappa'])}, mean |score difference| {_num(twice['mean_abs_score_diff'])}"),
+            (
+                f"self-consistency (judged twice): {twice['pairs']} pair(s), agreement {_num(twice['agreement'])}, "
+                f"kappa {_num(twice['kappa'])}, mean |score difference| {_num(twice['mean_abs_score_diff'])}"
+            ),
         ]
     return "\n".join(lines) + "\n"
 
 
-def _judge_settings(config: Path | None, judge: str | None, judge_url: str | None, concurrency: int | None
-                    ) -> Settings:
+def _judge_settings(
+    config: Path | None, judge: str | None, judge_url: str | None, concurrency: int | None
+) -> Settings:
     """The settings with the judge enabled, the options applied, and no cache file (every call is real)."""
     from agentwatch.config import ConfigError, JudgeConfig, load_settings
 
@@ -97,8 +104,11 @@ def _labelled_file(path: Path) -> list[tuple[Conversation, Outcome]]:
 
     errors: list[LineError] = []
     try:
-        found = [(c, c.outcome) for c in iter_conversations(path, errors)
-                 if c.outcome is not None and c.outcome is not Outcome.UNSCORED]
+        found = [
+            (c, c.outcome)
+            for c in iter_conversations(path, errors)
+            if c.outcome is not None and c.outcome is not Outcome.UNSCORED
+        ]
     except TranscriptFileError as exc:
         raise _fail(str(exc)) from None
     for err in errors[:20]:
@@ -219,8 +229,10 @@ def anchors_freeze(
     if not anchors:
         raise _fail(f"the judge graded none of the {len(labelled)} conversations")
     n = write_anchors(out, anchors)
-    typer.echo(f"{n} anchors frozen with the verdicts of {runner.judge_id} in {out}"
-               + (f" ({failed} left out: the judge failed on them)" if failed else ""))
+    typer.echo(
+        f"{n} anchors frozen with the verdicts of {runner.judge_id} in {out}"
+        + (f" ({failed} left out: the judge failed on them)" if failed else "")
+    )
 
 
 @anchors_app.command("run")

@@ -86,7 +86,15 @@ def check(
         typer.echo(f"malformed: {err}", err=True)
 
     table = Table(title=f"Policies of {policies} on {len(files)} file(s)")
-    for name in ("agent", "task", "policy", "conversations", "graded", "passed", "failing rules (conversations)"):
+    for name in (
+        "agent",
+        "task",
+        "policy",
+        "conversations",
+        "graded",
+        "passed",
+        "failing rules (conversations)",
+    ):
         table.add_column(name, overflow="fold")
     for (agent, task), row in sorted(rows.items()):
         ref = row.get("policy")
@@ -96,6 +104,12 @@ def check(
         rate = f" ({row['passed'] / row['graded']:.1%})" if row["graded"] else ""
         rules = ", ".join(f"{code} {n}" for code, n in row["rules"].most_common(5)) or "—"
         table.add_row(
-            agent, task, policy, str(row["conversations"]), str(row["graded"]), f"{row['passed']}{rate}", rules
+            agent,
+            task,
+            policy,
+            str(row["conversations"]),
+            str(row["graded"]),
+            f"{row['passed']}{rate}",
+            rules,
         )
     Console(width=160).print(table)

@@ -88,8 +88,11 @@ def review(
         kafka_or_exit(lambda: service.run(stop), settings.kafka.bootstrap_servers)
     except OSError as exc:
         where = f"{settings.review.host}:{settings.review.port}"
-        typer.echo(f"error: cannot serve the review page on {where}: {exc.strerror or exc}; choose another "
-                   "with --port", err=True)
+        typer.echo(
+            f"error: cannot serve the review page on {where}: {exc.strerror or exc}; choose another "
+            "with --port",
+            err=True,
+        )
         raise typer.Exit(2) from None
 
 

@@ -88,8 +88,12 @@ def _read_and_score(
     chunk: list[Conversation] = []
     chunk_size = max(64, 16 * (runner.concurrency if runner is not None else 1))
     with Progress(
-        TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TextColumn("{task.fields[judged]}"),
-        console=console, disable=not show,
+        TextColumn("{task.description}"),
+        BarColumn(),
+        DownloadColumn(),
+        TextColumn("{task.fields[judged]}"),
+        console=console,
+        disable=not show,
     ) as progress:
         counts = [0, 0]  # judged, to judge
 
@@ -151,7 +155,9 @@ def _judge_runner(
         updates["cache_path"] = str(cache)
     settings.judge = JudgeConfig.model_validate({**cfg.model_dump(), **updates})
     if sample is not None:
-        settings.sampling = SamplingConfig.model_validate({**settings.sampling.model_dump(), "judge_rate": sample})
+        settings.sampling = SamplingConfig.model_validate(
+            {**settings.sampling.model_dump(), "judge_rate": sample}
+        )
     if not settings.judge.enabled:
         return None
     from agentwatch.judge.runner import JudgeRunner
@@ -225,7 +231,8 @@ def score(
     examples: Annotated[
         int,
         typer.Option(
-            "--examples", min=0,
+            "--examples",
+            min=0,
             help="Conversations listed per failure mode (JSON; the HTML report carries their transcripts).",
         ),
     ] = 10,
@@ -251,7 +258,7 @@ def score(
     from agentwatch.exporters.report.pass_k import default_ks
     from agentwatch.exporters.report.versions import build_reports, colliding_ids, duplicate_ids
     from agentwatch.transcript_keys import UnknownKeys
-    from agentwatch.transcripts import LineError, TranscriptFileError
+    from agentwatch.transcripts import TranscriptFileError
 
     ks = parse_ks(k)
     try:
@@ -289,7 +296,8 @@ def score(
     if errors:
         graded = sum(1 for s in scores if s.scored)
         typer.echo(
-            f"{len(errors)} malformed line(s) skipped; {len(scores)} conversation(s) read, {graded} graded", err=True
+            f"{len(errors)} malformed line(s) skipped; {len(scores)} conversation(s) read, {graded} graded",
+            err=True,
         )
     for warning in unknown.warnings():
         typer.echo(f"warning: {warning}", err=True)
@@ -307,12 +315,23 @@ def score(
     _warn_collisions(shared)
     repeated, extra = duplicate_ids(scores)
     _warn_duplicates(repeated, extra)
-    report = build_reports(scores, settings, ks if ks is not None else default_ks(scores, settings.stats.ks),
-                           base, str(baseline), examples)
+    report = build_reports(
+        scores,
+        settings,
+        ks if ks is not None else default_ks(scores, settings.stats.ks),
+        base,
+        str(baseline),
+        examples,
+    )
     report.input = InputSummary(
-        files=[str(f) for f in files], records=len(scores), malformed=len(errors),
-        duplicate_ids=len(repeated), duplicate_records=extra, duplicate_examples=repeated[:MAX_IDS_SHOWN],
-        shared_ids=len(shared), unknown_keys=unknown.counts(),
+        files=[str(f) for f in files],
+        records=len(scores),
+        malformed=len(errors),
+        duplicate_ids=len(repeated),
+        duplicate_records=extra,
+        duplicate_examples=repeated[:MAX_IDS_SHOWN],
+        shared_ids=len(shared),
+        unknown_keys=unknown.counts(),
     )
     judge_id = runner.judge_id if runner is not None else None
     for section in (report, *report.versions):

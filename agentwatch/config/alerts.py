@@ -16,16 +16,32 @@ class AlertsConfig(Section):
     """
 
     RULES: ClassVar[tuple[str, ...]] = (
-        "pass", "asr", "abandoned", "error", "no_answer", "loop", "hallucination", "over_budget"
+        "pass",
+        "asr",
+        "abandoned",
+        "error",
+        "no_answer",
+        "loop",
+        "hallucination",
+        "over_budget",
     )
-    RATE_RULES: ClassVar[tuple[str, ...]] = ("abandoned", "error", "no_answer", "loop", "hallucination", "over_budget")
+    RATE_RULES: ClassVar[tuple[str, ...]] = (
+        "abandoned",
+        "error",
+        "no_answer",
+        "loop",
+        "hallucination",
+        "over_budget",
+    )
 
     false_pages_per_month: float = Field(
-        default=1.0, gt=0,
+        default=1.0,
+        gt=0,
         description="expected false pages a month over every series and rule of the fleet (unchanged series)",
     )
     exporter_instances: int = Field(
-        default=1, ge=1,
+        default=1,
+        ge=1,
         description="exporter processes that split the series (each takes false_pages_per_month / this)",
     )
     rules: list[str] = Field(
@@ -34,7 +50,8 @@ class AlertsConfig(Section):
     )
     window: str = Field(default="24h", description="evidence older than this leaves the statistics")
     min_reference: int = Field(
-        default=2000, ge=1,
+        default=2000,
+        ge=1,
         description="conversations of the rule's population the reference (baseline version, else the "
         "series itself, over the longest window) needs before the rule is evaluated",
     )
@@ -77,4 +94,3 @@ class AlertsConfig(Section):
         if parse_duration(v) < 60:
             raise ValueError("window must be at least 1m")
         return v
-

@@ -38,8 +38,10 @@ def _check_yaml_node(node: yaml.Node, path: object) -> None:
         if key in active:
             raise ConfigError(f"configuration file {path}: an alias refers to a node that contains it")
         if depth > MAX_CONFIG_DEPTH:
-            raise ConfigError(f"configuration file {path} is nested more than {MAX_CONFIG_DEPTH} levels deep "
-                              f"(line {n.start_mark.line + 1})")
+            raise ConfigError(
+                f"configuration file {path} is nested more than {MAX_CONFIG_DEPTH} levels deep "
+                f"(line {n.start_mark.line + 1})"
+            )
         active.add(key)
         total = 1
         if isinstance(n, yaml.SequenceNode):
@@ -51,8 +53,10 @@ def _check_yaml_node(node: yaml.Node, path: object) -> None:
         for child in children:
             total += size(child, depth + 1)
             if total > MAX_CONFIG_NODES:
-                raise ConfigError(f"configuration file {path} expands to more than {MAX_CONFIG_NODES:,} values "
-                                  "(aliases repeating aliases?)")
+                raise ConfigError(
+                    f"configuration file {path} expands to more than {MAX_CONFIG_NODES:,} values "
+                    "(aliases repeating aliases?)"
+                )
         active.discard(key)
         sizes[key] = total
         return total
@@ -68,13 +72,16 @@ def _read_yaml(path: str | Path) -> Any:
     except OSError as exc:
         raise ConfigError(f"cannot read configuration file {path}: {exc}") from exc
     if len(raw) > MAX_CONFIG_BYTES:
-        raise ConfigError(f"configuration file {path} is larger than {MAX_CONFIG_BYTES >> 20} MiB: "
-                          "not a configuration file?")
+        raise ConfigError(
+            f"configuration file {path} is larger than {MAX_CONFIG_BYTES >> 20} MiB: "
+            "not a configuration file?"
+        )
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise ConfigError(f"configuration file {path} is not UTF-8 text (byte {exc.start}): "
-                          "not a configuration file?") from None
+        raise ConfigError(
+            f"configuration file {path} is not UTF-8 text (byte {exc.start}): not a configuration file?"
+        ) from None
     try:
         loader = yaml.SafeLoader(text)
     except yaml.YAMLError as exc:
@@ -104,7 +111,9 @@ def load_settings(path: str | Path | None = None, **overrides: Any) -> Settings:
             raise ConfigError(f"configuration file {path} must hold a mapping at the top level")
         bad = [k for k in loaded if not isinstance(k, str)]
         if bad:
-            raise ConfigError(f"configuration file {path}: top-level keys must be section names, not {bad[0]!r}")
+            raise ConfigError(
+                f"configuration file {path}: top-level keys must be section names, not {bad[0]!r}"
+            )
         data.update(loaded)
     for dotted, value in overrides.items():
         if value is None:

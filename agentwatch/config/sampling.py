@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field
 
 from agentwatch.config.base import Section
 
@@ -35,7 +35,8 @@ class SamplingConfig(Section):
     judge_rate: float = Field(default=1.0, ge=0, le=1)
     review_rate: float = Field(default=0.0, ge=0, le=1)
     target_judged_per_hour: float | None = Field(
-        default=None, gt=0,
+        default=None,
+        gt=0,
         description="aim at this many judged conversations per series (agent, version, task) and hour: the "
         "judge rate of each series adapts to its traffic, at most judge_rate, at least the review rate and "
         "min_judge_rate (scorers/target_rate.py); null: the judge rate is fixed",
@@ -62,7 +63,9 @@ class JudgeConfig(Section):
     max_backoff_s: float = Field(default=60.0, gt=0, description="longest wait, Retry-After included")
     structured_outputs: Literal["auto", "json_schema", "json_object", "none"] = "auto"
     breaker_failures: int = Field(default=5, ge=1, description="consecutive failures that open the breaker")
-    breaker_reset_s: float = Field(default=30.0, gt=0, description="open breaker lets a trial call after this")
+    breaker_reset_s: float = Field(
+        default=30.0, gt=0, description="open breaker lets a trial call after this"
+    )
     concurrency: int = Field(default=4, ge=1, description="judge calls in flight")
     max_input_tokens: int = Field(default=12_000, ge=500, description="transcript budget (estimated tokens)")
     max_output_tokens: int = Field(default=400, ge=50)
@@ -71,7 +74,9 @@ class JudgeConfig(Section):
     cache_path: str | None = Field(default=None, description="keep the verdict cache in this JSONL file")
     cache_entries: int = Field(default=100_000, ge=0, description="verdicts kept in memory")
     min_kappa: float = Field(
-        default=0.6, ge=-1, le=1,
+        default=0.6,
+        ge=-1,
+        le=1,
         description="calibrate exits 1 below this Cohen's kappa; live, the agreement alert fires when the "
         "upper "
         "bound of kappa on the review sample is below it",
@@ -92,7 +97,9 @@ class AnchorsConfig(Section):
         default=30.0, gt=0, description="how often the configuration file is checked for a new judge id"
     )
     min_agreement: float = Field(
-        default=0.9, ge=0, le=1,
+        default=0.9,
+        ge=0,
+        le=1,
         description="judge drift when fewer anchors than this share keep their frozen verdict's class",
     )
     metrics_port: int | None = Field(default=9467, ge=0, le=65535, description="/metrics of the anchor job")

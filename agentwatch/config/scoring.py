@@ -65,7 +65,8 @@ class ScoringConfig(Section):
     partial_answer_min: float = Field(default=0.4, ge=0, le=1)
     credits: OutcomeCredits = Field(default_factory=OutcomeCredits)
     hallucination_checks: bool = Field(
-        default=True, description="flag unsupported identifiers and claimed actions (heuristic; see docs/scoring.md)"
+        default=True,
+        description="flag unsupported identifiers and claimed actions (heuristic; see docs/scoring.md)",
     )
     read_only_tools: list[str] = Field(
         default_factory=lambda: list(READ_ONLY_TOOLS),

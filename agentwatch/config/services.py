@@ -18,11 +18,17 @@ class KafkaConfig(Section):
     bootstrap_servers: str = "127.0.0.1:9092"
     client_id: str = "agentwatch"
     security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
-    ssl_ca_file: str | None = Field(default=None, description="CA bundle (PEM) that signed the brokers' certificates")
+    ssl_ca_file: str | None = Field(
+        default=None, description="CA bundle (PEM) that signed the brokers' certificates"
+    )
     ssl_cert_file: str | None = Field(default=None, description="client certificate (PEM), for mutual TLS")
     ssl_key_file: str | None = Field(default=None, description="private key (PEM) of ssl_cert_file")
-    ssl_key_password: SecretStr | None = Field(default=None, description="password of an encrypted ssl_key_file")
-    ssl_check_hostname: bool = Field(default=True, description="verify that the broker certificate names its host")
+    ssl_key_password: SecretStr | None = Field(
+        default=None, description="password of an encrypted ssl_key_file"
+    )
+    ssl_check_hostname: bool = Field(
+        default=True, description="verify that the broker certificate names its host"
+    )
     sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] = "PLAIN"
     sasl_username: str | None = None
     sasl_password: SecretStr | None = None
@@ -58,17 +64,23 @@ class CollectorConfig(Section):
     group_id: str = "agentwatch-collector"
     idle_timeout_s: float = Field(default=300.0, gt=0)
     end_grace_s: float = Field(default=2.0, ge=0)
-    topic_partitions: int = Field(default=8, ge=1, description="partitions of the topics the collector creates")
+    topic_partitions: int = Field(
+        default=8, ge=1, description="partitions of the topics the collector creates"
+    )
     topic_replication_factor: int = Field(default=-1, description="-1: the broker's default")
     max_open_conversations: int = Field(default=100_000, ge=1)
     max_spans_per_conversation: int = Field(default=10_000, ge=1)
     max_attribute_bytes: int = Field(default=65_536, ge=256)
     trace_join_timeout_s: float = Field(
-        default=60.0, gt=0, description="how long spans without a conversation key wait for their trace to name one"
+        default=60.0,
+        gt=0,
+        description="how long spans without a conversation key wait for their trace to name one",
     )
     max_held_spans: int = Field(default=100_000, ge=0, description="spans the trace join may hold at once")
     trace_memory: int = Field(
-        default=100_000, ge=1, description="traces in the join window, and trace → conversation mappings remembered"
+        default=100_000,
+        ge=1,
+        description="traces in the join window, and trace → conversation mappings remembered",
     )
     metrics_port: int | None = Field(default=None, ge=0, le=65535)
     session_timeout_ms: int = Field(default=45_000, ge=1, description="consumer group session timeout")
@@ -83,7 +95,9 @@ class CollectorConfig(Section):
         default=64, ge=1, description="conversations waiting for the judge before consumption pauses"
     )
     verdict_wait_on_shutdown_s: float = Field(
-        default=10.0, ge=0, description="how long shutdown waits for verdicts in flight (the rest is replayed)"
+        default=10.0,
+        ge=0,
+        description="how long shutdown waits for verdicts in flight (the rest is replayed)",
     )
     drain_on_shutdown: bool = Field(
         default=False, description="score open conversations on shutdown (else keep them uncommitted)"
@@ -103,16 +117,25 @@ class ExporterConfig(Section):
     metrics_port: int = Field(default=9464, ge=0, le=65535)
     windows: list[str] = Field(default_factory=lambda: ["1h", "24h", "7d"])
     tasks: list[str] = Field(default_factory=list, description="known tasks; others fold into 'other'")
-    max_tasks: int = Field(default=50, ge=1, description="distinct tasks when `tasks` is empty; rest -> other")
+    max_tasks: int = Field(
+        default=50, ge=1, description="distinct tasks when `tasks` is empty; rest -> other"
+    )
     max_agents: int = Field(default=100, ge=1, description="distinct agent labels; rest -> other")
-    max_versions_per_agent: int = Field(default=20, ge=1, description="distinct version labels per agent; rest -> other")
+    max_versions_per_agent: int = Field(
+        default=20, ge=1, description="distinct version labels per agent; rest -> other"
+    )
     regression_min_conversations: int = Field(default=30, ge=1)
     regression_ks: list[int] = Field(default_factory=lambda: [3], description="k of the regression gauge")
     buckets_per_window: int = Field(default=60, ge=1, description="time buckets per window (resolution W/n)")
-    max_label_length: int = Field(default=64, ge=16, description="longer label values are cut and hash-suffixed")
-    max_failure_modes: int = Field(default=32, ge=1, description="distinct failure-mode labels; rest -> other")
+    max_label_length: int = Field(
+        default=64, ge=16, description="longer label values are cut and hash-suffixed"
+    )
+    max_failure_modes: int = Field(
+        default=32, ge=1, description="distinct failure-mode labels; rest -> other"
+    )
     max_units: int = Field(
-        default=5_000, ge=1,
+        default=5_000,
+        ge=1,
         description="task instances with repeated attempts tracked per agent version in the longest window; "
         "a conversation of any other counts as a unit of its own (agentwatch_units_folded_total)",
     )
@@ -160,8 +183,9 @@ class Reviewer(Section):
         if (self.password_hash is None) == (self.token_sha256 is None):
             raise ValueError(f"reviewer {self.name!r}: give exactly one of password_hash and token_sha256")
         if self.password_hash is not None and not self.password_hash.get_secret_value().startswith("scrypt$"):
-            raise ValueError(f"reviewer {self.name!r}: password_hash must come from `agentwatch review-hash` "
-                             "(scrypt$...)")
+            raise ValueError(
+                f"reviewer {self.name!r}: password_hash must come from `agentwatch review-hash` (scrypt$...)"
+            )
         token = self.token_sha256.get_secret_value() if self.token_sha256 is not None else None
         if token is not None and not re.fullmatch(r"[0-9a-f]{64}", token.lower()):
             raise ValueError(f"reviewer {self.name!r}: token_sha256 must be 64 hex digits (its SHA-256)")

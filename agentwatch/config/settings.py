@@ -33,7 +33,12 @@ class _SectionEnvironment(EnvSettingsSource):
 
     def prepare_field_value(self, field_name: str, field: Any, value: Any, value_is_complex: bool) -> Any:
         if isinstance(value, str) and not value.lstrip().startswith(("{", "[")):
-            log.debug("AGENTWATCH_%s=%r is not JSON: not read as the %s section", field_name.upper(), value, field_name)
+            log.debug(
+                "AGENTWATCH_%s=%r is not JSON: not read as the %s section",
+                field_name.upper(),
+                value,
+                field_name,
+            )
             value = None
         return super().prepare_field_value(field_name, field, value, value_is_complex)
 
@@ -58,7 +63,9 @@ class Settings(BaseSettings):
     judge: JudgeConfig = Field(default_factory=JudgeConfig)
     anchors: AnchorsConfig = Field(default_factory=AnchorsConfig)
     review: ReviewConfig = Field(default_factory=ReviewConfig)
-    policies: list[TaskPolicy] = Field(default_factory=list, description="task policies; the first match wins")
+    policies: list[TaskPolicy] = Field(
+        default_factory=list, description="task policies; the first match wins"
+    )
 
     @field_validator("policies")
     @classmethod

@@ -146,7 +146,9 @@ class Capture:
             return None
         limit = self.max_bytes // 2
         while limit >= 32:
-            text = json.dumps(_cut_strings(clean, limit), ensure_ascii=False, separators=(",", ":"), default=str)
+            text = json.dumps(
+                _cut_strings(clean, limit), ensure_ascii=False, separators=(",", ":"), default=str
+            )
             if len(text.encode("utf-8")) <= self.max_bytes:
                 return text
             limit //= 2

@@ -52,9 +52,15 @@ def _env(name: str) -> str | None:
     return value.strip() if value and value.strip() else None
 
 
-def _make_exporter(kind: str, bootstrap_servers: str | None, topic: str | None, compression: str | None,
-                   otlp_endpoint: str | None, otlp_protocol: str | None,
-                   kafka_security: dict[str, Any] | None = None) -> SpanExporter | None:
+def _make_exporter(
+    kind: str,
+    bootstrap_servers: str | None,
+    topic: str | None,
+    compression: str | None,
+    otlp_endpoint: str | None,
+    otlp_protocol: str | None,
+    kafka_security: dict[str, Any] | None = None,
+) -> SpanExporter | None:
     if kind == "kafka":
         return KafkaSpanExporter(
             bootstrap_servers=bootstrap_servers or _env("AGENTWATCH_BOOTSTRAP_SERVERS") or "127.0.0.1:9092",
@@ -63,9 +69,16 @@ def _make_exporter(kind: str, bootstrap_servers: str | None, topic: str | None, 
             security=kafka_security,  # else AGENTWATCH_KAFKA_SECURITY_PROTOCOL, AGENTWATCH_KAFKA_SASL_USERNAME, ...
         )
     if kind == "otlp":
-        protocol = (otlp_protocol or _env("AGENTWATCH_OTLP_PROTOCOL")
-                    or _env("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL") or _env("OTEL_EXPORTER_OTLP_PROTOCOL") or "grpc")
-        endpoint = otlp_endpoint or None  # None: the exporter's own default and OTEL_EXPORTER_OTLP_* variables
+        protocol = (
+            otlp_protocol
+            or _env("AGENTWATCH_OTLP_PROTOCOL")
+            or _env("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
+            or _env("OTEL_EXPORTER_OTLP_PROTOCOL")
+            or "grpc"
+        )
+        endpoint = (
+            otlp_endpoint or None
+        )  # None: the exporter's own default and OTEL_EXPORTER_OTLP_* variables
         if protocol.startswith("http"):
             from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HTTPExporter
 
@@ -132,12 +145,18 @@ def configure(
         span_exporter: SpanExporter | None = exporter
     else:
         # AGENTWATCH_EXPORTER is also the service's `exporter` settings section: prefer AGENTWATCH_SPAN_EXPORTER.
-        kind = (exporter or _env("AGENTWATCH_SPAN_EXPORTER") or _env("AGENTWATCH_EXPORTER") or "kafka").lower()
-        span_exporter = _make_exporter(kind, bootstrap_servers, topic, compression, otlp_endpoint, otlp_protocol,
-                                       kafka_security)
+        kind = (
+            exporter or _env("AGENTWATCH_SPAN_EXPORTER") or _env("AGENTWATCH_EXPORTER") or "kafka"
+        ).lower()
+        span_exporter = _make_exporter(
+            kind, bootstrap_servers, topic, compression, otlp_endpoint, otlp_protocol, kafka_security
+        )
 
     provider, owns = _provider(tracer_provider, agent, version)
-    processors: list[SpanProcessor] = [ConversationSpanProcessor(agent=agent, version=version), *extra_processors]
+    processors: list[SpanProcessor] = [
+        ConversationSpanProcessor(agent=agent, version=version),
+        *extra_processors,
+    ]
     if span_exporter is not None:
         processors.append(BatchSpanProcessor(span_exporter) if batch else SimpleSpanProcessor(span_exporter))
     group = _GROUPS.get(provider)
@@ -155,7 +174,9 @@ def configure(
     return _ACTIVE
 
 
-def _provider(given: TracerProvider | None, agent: str | None, version: str | None) -> tuple[TracerProvider, bool]:
+def _provider(
+    given: TracerProvider | None, agent: str | None, version: str | None
+) -> tuple[TracerProvider, bool]:
     if given is not None:
         return given, False
     current = otel_trace.get_tracer_provider()

@@ -65,7 +65,9 @@ class ConversationState:
             attrs[f"agentwatch.tag.{key}"] = str(value)
         self.attributes = attrs
 
-    def stamp(self, attrs: Mapping[str, Any], agent: str | None, version: str | None) -> dict[str, AttributeValue]:
+    def stamp(
+        self, attrs: Mapping[str, Any], agent: str | None, version: str | None
+    ) -> dict[str, AttributeValue]:
         """The attributes this conversation adds to a span that has attrs: its own, plus agent and version."""
         out = dict(self.attributes)
         agent = self.agent or agent
@@ -258,7 +260,9 @@ class conversation:
         """Record a human or feedback outcome label (`complete`, `partial_correct`, ...) for a conversation."""
         value = str(outcome).strip().lower().replace("-", "_").replace(" ", "_")
         if value not in A.OUTCOMES:
-            log.warning("conversation.label(%r): unknown outcome, expected one of %s", outcome, sorted(A.OUTCOMES))
+            log.warning(
+                "conversation.label(%r): unknown outcome, expected one of %s", outcome, sorted(A.OUTCOMES)
+            )
             return False
         current = _CURRENT.get()
         if conversation_id is not None and (current is None or current.id != conversation_id):

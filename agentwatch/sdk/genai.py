@@ -110,8 +110,9 @@ def usage_of(result: Any) -> UsageInfo | None:
         if usage is not None:
             tokens_in = _first_int(usage, "prompt_tokens", "input_tokens")
             tokens_out = _first_int(usage, "completion_tokens", "output_tokens")
-        return UsageInfo(model=model if isinstance(model, str) else None, input_tokens=tokens_in,
-                         output_tokens=tokens_out)
+        return UsageInfo(
+            model=model if isinstance(model, str) else None, input_tokens=tokens_in, output_tokens=tokens_out
+        )
     except Exception:
         log.debug("could not read usage from %r", type(result), exc_info=True)
         return None

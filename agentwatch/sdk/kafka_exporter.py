@@ -39,7 +39,9 @@ def conversation_key(span: ReadableSpan) -> str:
     return f"{ctx.trace_id:032x}" if ctx is not None else "unknown"
 
 
-def encode_messages(spans: Sequence[ReadableSpan], max_bytes: int = _MAX_MESSAGE_BYTES) -> list[tuple[str, bytes, int]]:
+def encode_messages(
+    spans: Sequence[ReadableSpan], max_bytes: int = _MAX_MESSAGE_BYTES
+) -> list[tuple[str, bytes, int]]:
     """(key, OTLP TracesData bytes, span count) per conversation; a conversation too big for one message is split."""
     # imported here: protobuf and the OTLP classes are a sixth of `import agentwatch.sdk`, and only export needs them
     from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
@@ -85,7 +87,9 @@ class KafkaSpanExporter(SpanExporter):
         self.sent_messages = 0
         self.last_error: str | None = None
         # TLS/SASL: the arguments, else AGENTWATCH_KAFKA_* variables (docs/collector_service.md)
-        self._security = security if isinstance(security, KafkaSecurity) else KafkaSecurity.from_env(**(security or {}))
+        self._security = (
+            security if isinstance(security, KafkaSecurity) else KafkaSecurity.from_env(**(security or {}))
+        )
         self._refused: str | None = None  # why the settings cannot work; logged once, spans dropped
         self._explained: str | None = None  # the last refusal by the broker that was logged
         problems = self._security.problems()
@@ -164,8 +168,11 @@ class KafkaSpanExporter(SpanExporter):
         if self._closed:
             return
         self._closed = True
-        wait_s = self.shutdown_timeout_s if timeout_millis is None else min(self.shutdown_timeout_s,
-                                                                           timeout_millis / 1000)
+        wait_s = (
+            self.shutdown_timeout_s
+            if timeout_millis is None
+            else min(self.shutdown_timeout_s, timeout_millis / 1000)
+        )
         self.force_flush(int(wait_s * 1000))
         with self._lock:
             lost, self._in_flight = self._in_flight, 0
@@ -181,7 +188,10 @@ class KafkaSpanExporter(SpanExporter):
             log.warning(
                 "agentwatch: %d spans not sent: Kafka at %s was unreachable or refused them (at exit the exporter "
                 "waited %.1f s, its shutdown_timeout_s); last error: %s",
-                dropped, self._servers(), wait_s, self.last_error or "none",
+                dropped,
+                self._servers(),
+                wait_s,
+                self.last_error or "none",
             )
 
     def stats(self) -> dict[str, Any]:
@@ -205,9 +215,15 @@ class KafkaSpanExporter(SpanExporter):
         if now - self._last_warning < self._warn_interval_s:
             return
         self._last_warning = now
-        log.warning("agentwatch: dropped %d spans so far: Kafka at %s unreachable or slow (%d spans awaiting "
-                    "acknowledgement, limit %d); last error: %s", self.dropped_spans, self._servers(),
-                    self._in_flight, self.max_in_flight_spans, self.last_error)
+        log.warning(
+            "agentwatch: dropped %d spans so far: Kafka at %s unreachable or slow (%d spans awaiting "
+            "acknowledgement, limit %d); last error: %s",
+            self.dropped_spans,
+            self._servers(),
+            self._in_flight,
+            self.max_in_flight_spans,
+            self.last_error,
+        )
 
     def _connect(self) -> Any:
         """The producer; else None, after at most one connection attempt per `retry_interval_s`."""
@@ -241,11 +257,14 @@ class KafkaSpanExporter(SpanExporter):
                 metadata.add_topic(self.topic)
         except Exception as exc:  # noqa: BLE001 - broker down, bad config: keep the agent running
             self.last_error = error_text(exc)
-            found = self._security.diagnose_connection([*messages, self.last_error], self._servers(),
-                                                       prefix="AGENTWATCH_KAFKA_")
+            found = self._security.diagnose_connection(
+                [*messages, self.last_error], self._servers(), prefix="AGENTWATCH_KAFKA_"
+            )
             if found is not None:
                 self.last_error = str(found)
-                if self._explained != self.last_error:  # one clear line per distinct refusal, then counted drops
+                if (
+                    self._explained != self.last_error
+                ):  # one clear line per distinct refusal, then counted drops
                     log.error("agentwatch: %s; spans are dropped until it connects", self.last_error)
                 self._explained = self.last_error
             return None
@@ -299,4 +318,3 @@ def error_text(exc: BaseException | None) -> str:
     if not text:
         return name
     return text if text.startswith(name) else f"{name}: {text}"
-

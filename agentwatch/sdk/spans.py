@@ -45,8 +45,14 @@ class SpanSpec:
 
     @classmethod
     def of(
-        cls, fn: Callable[..., Any], kind: str, name: str | None, capture_input: bool, capture_output: bool,
-        model: str | None, read_only: bool | None = None,
+        cls,
+        fn: Callable[..., Any],
+        kind: str,
+        name: str | None,
+        capture_input: bool,
+        capture_output: bool,
+        model: str | None,
+        read_only: bool | None = None,
     ) -> SpanSpec:
         """Inspect fn once: span name, fixed attributes, and how to bind its arguments."""
         if kind not in KINDS:
@@ -77,14 +83,25 @@ class SpanSpec:
         elif kind == "agent":
             static = {A.OPERATION: A.INVOKE_AGENT}
             span_name = f"{A.INVOKE_AGENT} {label}"
-        return cls(kind, label, name is not None, capture_input, capture_output, model, positional,
-                   drop_first, signature, static, span_name)
+        return cls(
+            kind,
+            label,
+            name is not None,
+            capture_input,
+            capture_output,
+            model,
+            positional,
+            drop_first,
+            signature,
+            static,
+            span_name,
+        )
 
     def bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
         """The call's arguments by parameter name, without self/cls."""
         names = self.positional
         if len(args) <= len(names):
-            bound = dict(zip(names, args))
+            bound = dict(zip(names, args, strict=False))  # fewer arguments than parameters
             if kwargs:
                 bound.update(kwargs)
         elif self.signature is not None:
@@ -179,10 +196,16 @@ def finish(spec: SpanSpec, span: Span, result: Any, streamed: bool = False) -> N
             if kind == "tool":
                 span.set_attribute(A.TOOL_RESULT, capture.dumps(result))
             elif kind == "agent":
-                span.set_attribute(A.OUTPUT_MESSAGES, capture.dumps_plain(genai.assistant_message(result, capture.dumps)))
+                span.set_attribute(
+                    A.OUTPUT_MESSAGES, capture.dumps_plain(genai.assistant_message(result, capture.dumps))
+                )
             else:
-                span.set_attribute(A.OUTPUT_VALUE, genai.text_of(result, capture.dumps) if not isinstance(result, str)
-                                   else capture.text(result))
+                span.set_attribute(
+                    A.OUTPUT_VALUE,
+                    genai.text_of(result, capture.dumps)
+                    if not isinstance(result, str)
+                    else capture.text(result),
+                )
     except Exception:
         log.exception("agentwatch could not record the output of %s", spec.name)
     finally:

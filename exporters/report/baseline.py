@@ -7,6 +7,10 @@ import json
 import zlib
 from pathlib import Path
 
+from pydantic import ValidationError
+
+from agentwatch import task_stats
+from agentwatch.config import Settings
 from agentwatch.exporters.report.model import (
     BaselineComparison,
     Delta,
@@ -16,10 +20,6 @@ from agentwatch.exporters.report.model import (
     Report,
     UnitsSummary,
 )
-from pydantic import ValidationError
-
-from agentwatch import task_stats
-from agentwatch.config import Settings
 from agentwatch.schema import Outcome
 from agentwatch.stats import posterior, regression_probability
 
@@ -73,7 +73,11 @@ def load_baseline(path: str | Path) -> Report:
         held = _what_it_is(raw, None) if isinstance(exc, json.JSONDecodeError) else None
         if held is not None:
             raise BaselineError(f"baseline {path} holds {held}, not a report: {WRITE_ONE}") from exc
-        where = f": {exc.msg} at line {exc.lineno}" if isinstance(exc, json.JSONDecodeError) else ": nested too deeply"
+        where = (
+            f": {exc.msg} at line {exc.lineno}"
+            if isinstance(exc, json.JSONDecodeError)
+            else ": nested too deeply"
+        )
         raise BaselineError(f"baseline {path} is not JSON{where}; {WRITE_ONE}") from exc
     held = _what_it_is(raw, data)
     if held is not None:
@@ -136,8 +140,10 @@ def _check(
         post_base = posterior(n_base, c_base, st.prior_alpha, st.prior_beta)
         prob = regression_probability(post_new, post_base, REGRESSION_K, g.regression_margin)
         if _repeated(units_new) or _repeated(units_base):
-            note = (f"only one side has repeated attempts: p^{REGRESSION_K} of pooled success probabilities "
-                    "under exchangeability compared")
+            note = (
+                f"only one side has repeated attempts: p^{REGRESSION_K} of pooled success probabilities "
+                "under exchangeability compared"
+            )
     return RegressionCheck(
         scope=scope,
         k=REGRESSION_K,
@@ -165,13 +171,23 @@ def compare_baseline(report: Report, base: Report, settings: Settings, source: s
     """Deltas of `report` against `base` and the regression checks (overall, and the gate's core scope)."""
     ks = [k for k in report.pass_at_k if k in base.pass_at_k]
     checks = [
-        _check("all", (report.scored, report.passed, report.units), (base.scored, base.passed, base.units),
-               settings)
+        _check(
+            "all",
+            (report.scored, report.passed, report.units),
+            (base.scored, base.passed, base.units),
+            settings,
+        )
     ]
     r, b = report.readiness, base.readiness
     if r.scope == "core" and b.scope == "core":
-        checks.append(_check("core", (r.scope_scored, r.scope_passed, r.scope_units),
-                             (b.scope_scored, b.scope_passed, b.scope_units), settings))
+        checks.append(
+            _check(
+                "core",
+                (r.scope_scored, r.scope_passed, r.scope_units),
+                (b.scope_scored, b.scope_passed, b.scope_units),
+                settings,
+            )
+        )
     by_group: dict[str, dict[str, Delta]] = {}
     for task, group in report.by_task.items():
         if task in base.by_task:

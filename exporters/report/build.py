@@ -5,9 +5,12 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
+
+from agentwatch import corrected
+from agentwatch.config import Settings
 from agentwatch.exporters.report.model import (
     BootstrapEstimate,
     CorrectedFigure,
@@ -31,9 +34,6 @@ from agentwatch.exporters.report.pass_k import (
     per_task_counts,
     pick,
 )
-
-from agentwatch import corrected
-from agentwatch.config import Settings
 from agentwatch.inclusion import effective_counts, graded_by_probability
 from agentwatch.schema import EVIDENCE, GRADERS, ConversationScore, Outcome
 from agentwatch.stats import BetaPosterior, bootstrap_mean_interval, posterior
@@ -43,10 +43,16 @@ TOOL_DIMENSIONS = ("selection", "parameters", "sequence", "utilization", "overal
 # Reason codes that describe rather than fail (a person's label); not listed as failure modes.
 INFORMATIONAL_CODES = frozenset({"label"})
 # Why a conversation is outside the graded sample: coverage (reported under `ungraded`), not failure modes.
-COVERAGE_CODES = frozenset({
-    "no_grader", "judge_timeout", "judge_bad_output", "judge_unavailable", "judge_budget_exhausted",
-    "scorer_error",
-})
+COVERAGE_CODES = frozenset(
+    {
+        "no_grader",
+        "judge_timeout",
+        "judge_bad_output",
+        "judge_unavailable",
+        "judge_budget_exhausted",
+        "scorer_error",
+    }
+)
 EXAMPLES_PER_MODE = 10  # conversations listed per failure mode (--examples)
 __all__ = [
     "GATE_ESTIMATES",
@@ -78,13 +84,21 @@ def _judge_only(figure: corrected.Figure | None) -> JudgeOnly | None:
 
 def not_corrected_note(c: corrected.Correction) -> str:
     """Why a figure with labels is not called corrected."""
-    return (f"not corrected: {c.labels} review-sample labels ({c.labels_judge_passed} where the graders "
-            f"passed, {c.labels_judge_failed} where they failed); a correction needs {corrected.MIN_LABELS}, "
-            f"with labels on both sides")
+    return (
+        f"not corrected: {c.labels} review-sample labels ({c.labels_judge_passed} where the graders "
+        f"passed, {c.labels_judge_failed} where they failed); a correction needs {corrected.MIN_LABELS}, "
+        f"with labels on both sides"
+    )
 
 
-def _success_rate(n: int, c: int, settings: Settings, weighted: tuple[float, float] | None,
-                  correction: corrected.Correction | None, pass_1: KEstimate | None = None) -> Estimate:
+def _success_rate(
+    n: int,
+    c: int,
+    settings: Settings,
+    weighted: tuple[float, float] | None,
+    correction: corrected.Correction | None,
+    pass_1: KEstimate | None = None,
+) -> Estimate:
     """The success rate's headline; `pass_1`, pass^1 over units when there are repeated attempts."""
     if n == 0:
         return Estimate(plugin=None, mean=None, lower=None, upper=None)
@@ -93,32 +107,58 @@ def _success_rate(n: int, c: int, settings: Settings, weighted: tuple[float, flo
     judge = _judge_only(correction.success if correction is not None else None)
     if correction is not None and correction.enough and correction.success is not None:
         f = correction.success
-        return Estimate(plugin=f.value, mean=f.value, lower=f.lower, upper=f.upper, method="corrected",
-                        labels=labels, judge_only=judge)
+        return Estimate(
+            plugin=f.value,
+            mean=f.value,
+            lower=f.lower,
+            upper=f.upper,
+            method="corrected",
+            labels=labels,
+            judge_only=judge,
+        )
     note = not_corrected_note(correction) if correction is not None else None
     if pass_1 is not None and pass_1.method == "tasks" and weighted is None:
         # Attempts at one unit succeed together more often than independent draws would: the pooled Beta
         # interval would be too narrow, so the success rate is pass^1 over units (docs/scoring.md).
-        return Estimate(plugin=pass_1.value, mean=pass_1.value, lower=pass_1.lower, upper=pass_1.upper,
-                        method="tasks", labels=labels, judge_only=judge, note=note)
+        return Estimate(
+            plugin=pass_1.value,
+            mean=pass_1.value,
+            lower=pass_1.lower,
+            upper=pass_1.upper,
+            method="tasks",
+            labels=labels,
+            judge_only=judge,
+            note=note,
+        )
     if weighted is not None:
         n_eff, c_eff = weighted
         post = BetaPosterior(st.prior_alpha + c_eff, st.prior_beta + n_eff - c_eff)
         lo, hi = post.interval(st.level)
-        return Estimate(plugin=c_eff / n_eff, mean=post.mean(), lower=lo, upper=hi, method="weighted",
-                        labels=labels, judge_only=judge, note=note)
+        return Estimate(
+            plugin=c_eff / n_eff,
+            mean=post.mean(),
+            lower=lo,
+            upper=hi,
+            method="weighted",
+            labels=labels,
+            judge_only=judge,
+            note=note,
+        )
     post = posterior(n, c, st.prior_alpha, st.prior_beta)
     lo, hi = post.interval(st.level)
-    return Estimate(plugin=c / n, mean=post.mean(), lower=lo, upper=hi, labels=labels, judge_only=judge,
-                    note=note)
+    return Estimate(
+        plugin=c / n, mean=post.mean(), lower=lo, upper=hi, labels=labels, judge_only=judge, note=note
+    )
 
 
-def _asr(scores: Sequence[ConversationScore], settings: Settings,
-         correction: corrected.Correction | None) -> BootstrapEstimate:
+def _asr(
+    scores: Sequence[ConversationScore], settings: Settings, correction: corrected.Correction | None
+) -> BootstrapEstimate:
     if correction is not None and correction.asr_enough and correction.asr is not None:
         f = correction.asr
-        return BootstrapEstimate(value=f.value, lower=f.lower, upper=f.upper, method="corrected",
-                                 judge_only=_judge_only(f))
+        return BootstrapEstimate(
+            value=f.value, lower=f.lower, upper=f.upper, method="corrected", judge_only=_judge_only(f)
+        )
     credits = np.array([s.asr_credit for s in scores if s.scored and s.asr_credit is not None], dtype=float)
     if credits.size == 0:
         return BootstrapEstimate(value=None, lower=None, upper=None)
@@ -127,8 +167,9 @@ def _asr(scores: Sequence[ConversationScore], settings: Settings,
     return BootstrapEstimate(value=value, lower=lo, upper=hi)
 
 
-def correction_of(scores: Sequence[ConversationScore], settings: Settings, ks: Sequence[int] = ()
-                  ) -> corrected.Correction | None:
+def correction_of(
+    scores: Sequence[ConversationScore], settings: Settings, ks: Sequence[int] = ()
+) -> corrected.Correction | None:
     """The correction of `scores` by the labels of the blind review sample (None with fewer than two)."""
     st = settings.stats
     sums = corrected.sums_of(scores, settings.scoring.credits)
@@ -136,22 +177,37 @@ def correction_of(scores: Sequence[ConversationScore], settings: Settings, ks: S
 
 
 def _figure(f: corrected.Figure) -> CorrectedFigure:
-    return CorrectedFigure(value=f.value, lower=f.lower, upper=f.upper, judge_only=f.judge_only,
-                           judge_only_lower=f.judge_only_lower, judge_only_upper=f.judge_only_upper)
+    return CorrectedFigure(
+        value=f.value,
+        lower=f.lower,
+        upper=f.upper,
+        judge_only=f.judge_only,
+        judge_only_lower=f.judge_only_lower,
+        judge_only_upper=f.judge_only_upper,
+    )
 
 
 def _correction_summary(c: corrected.Correction) -> Correction:
     if c.enough:
-        note = (f"corrected by {c.labels} labels of the blind review sample ({c.labels_judge_passed} where "
-                f"the graders passed, {c.labels_judge_failed} where they failed) over {c.predictions} "
-                f"automated verdicts (PPI++)")
+        note = (
+            f"corrected by {c.labels} labels of the blind review sample ({c.labels_judge_passed} where "
+            f"the graders passed, {c.labels_judge_failed} where they failed) over {c.predictions} "
+            f"automated verdicts (PPI++)"
+        )
     else:
         note = not_corrected_note(c)
     return Correction(
-        labels=c.labels, predictions=c.predictions, labels_judge_passed=c.labels_judge_passed,
-        labels_judge_failed=c.labels_judge_failed, enough=c.enough, min_labels=corrected.MIN_LABELS,
-        asr_enough=c.asr_enough, min_asr_labels=corrected.MIN_ASR_LABELS,
-        lam=c.lam, note=note, success_rate=_figure(c.success) if c.success is not None else None,
+        labels=c.labels,
+        predictions=c.predictions,
+        labels_judge_passed=c.labels_judge_passed,
+        labels_judge_failed=c.labels_judge_failed,
+        enough=c.enough,
+        min_labels=corrected.MIN_LABELS,
+        asr_enough=c.asr_enough,
+        min_asr_labels=corrected.MIN_ASR_LABELS,
+        lam=c.lam,
+        note=note,
+        success_rate=_figure(c.success) if c.success is not None else None,
         asr=_figure(c.asr) if c.asr is not None else None,
         outcome_share={k: _figure(f) for k, f in c.outcome_share.items()},
     )
@@ -175,7 +231,9 @@ def _tool_correctness(scores: Sequence[ConversationScore]) -> dict[str, float | 
 
 def _cost(scores: Sequence[ConversationScore]) -> CostStats:
     costs = np.array([s.cost_usd for s in scores if s.cost_usd is not None], dtype=float)
-    budgeted = [(s.cost_usd, s.budget_usd) for s in scores if s.cost_usd is not None and s.budget_usd is not None]
+    budgeted = [
+        (s.cost_usd, s.budget_usd) for s in scores if s.cost_usd is not None and s.budget_usd is not None
+    ]
     ratio = sum(1 for cost, budget in budgeted if cost > budget) / len(budgeted) if budgeted else None
     if costs.size == 0:
         return CostStats(p50=None, p90=None, p99=None, over_budget_ratio=ratio)
@@ -192,8 +250,10 @@ def _failure_modes(scores: Sequence[ConversationScore], examples: int) -> list[F
         for code in codes:
             if len(listed[code]) < examples:
                 listed[code].append(s.conversation_id)
-    return [FailureMode(mode=m, count=n, conversations=listed.get(m, []))
-            for m, n in sorted(counter.items(), key=lambda kv: (-kv[1], kv[0]))]
+    return [
+        FailureMode(mode=m, count=n, conversations=listed.get(m, []))
+        for m, n in sorted(counter.items(), key=lambda kv: (-kv[1], kv[0]))
+    ]
 
 
 def _ungraded(scores: Sequence[ConversationScore]) -> dict[str, int]:

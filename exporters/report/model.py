@@ -134,8 +134,9 @@ class KEstimate(_Out):
         description="Mean over task families (`task`) with n >= k of the per-task unbiased estimate."
     )
     corrected: bool = Field(
-        default=False, description="exchangeable: value and bounds transform the success rate corrected by "
-        "people's labels (the pooled fields stay the graded counts')."
+        default=False,
+        description="exchangeable: value and bounds transform the success rate corrected by "
+        "people's labels (the pooled fields stay the graded counts').",
     )
     judge_only: JudgeOnly | None = Field(
         default=None, description="When corrected: the automated verdicts' figure."
@@ -148,11 +149,18 @@ class KEstimate(_Out):
         if isinstance(data, dict) and "method" not in data and "unbiased" in data:
             old = dict(data)
             return {
-                "value": old.get("mean"), "lower": old.get("lower"), "upper": old.get("upper"),
-                "method": "exchangeable", "interval": "beta", "units": None,
-                "pooled_unbiased": old.get("unbiased"), "pooled_plugin": old.get("plugin"),
-                "pooled_mean": old.get("mean"), "pooled_lower": old.get("lower"),
-                "pooled_upper": old.get("upper"), "task_mean": old.get("task_mean"),
+                "value": old.get("mean"),
+                "lower": old.get("lower"),
+                "upper": old.get("upper"),
+                "method": "exchangeable",
+                "interval": "beta",
+                "units": None,
+                "pooled_unbiased": old.get("unbiased"),
+                "pooled_plugin": old.get("plugin"),
+                "pooled_mean": old.get("mean"),
+                "pooled_lower": old.get("lower"),
+                "pooled_upper": old.get("upper"),
+                "task_mean": old.get("task_mean"),
             }
         return data
 
@@ -230,15 +238,17 @@ class GroupStats(_Out):
     failure_rates: dict[str, RateEstimate] = Field(
         default_factory=dict,
         description="Failure evidence (error, no_answer, loop, hallucination, over_budget, forbidden_tool) as "
-        "rates over ALL conversations, graded or not."
+        "rates over ALL conversations, graded or not.",
     )
     graded_by: dict[str, int] = Field(
-        default_factory=dict, description="Graded conversations per grader (one may have several).")
+        default_factory=dict, description="Graded conversations per grader (one may have several)."
+    )
     sampled: dict[str, int] = Field(
-        default_factory=dict, description="Conversations in the judge and in the review sample.")
+        default_factory=dict, description="Conversations in the judge and in the review sample."
+    )
     labels: dict[str, int] = Field(
         default_factory=dict,
-        description="Conversations per label outcome, graded or not (feedback is not a random sample)."
+        description="Conversations per label outcome, graded or not (feedback is not a random sample).",
     )
     success_rate: Estimate
     correction: Correction | None = Field(

@@ -17,10 +17,9 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from typing import Literal
 
-from agentwatch.exporters.report.model import JudgeOnly, KEstimate, UnitsSummary
-
 from agentwatch.config import Settings
 from agentwatch.corrected import Correction, Figure
+from agentwatch.exporters.report.model import JudgeOnly, KEstimate, UnitsSummary
 from agentwatch.schema import ConversationScore
 from agentwatch.stats import (
     BetaPosterior,
@@ -94,42 +93,78 @@ def unit_counts(scores: Iterable[ConversationScore]) -> tuple[UnitCounts, UnitsS
 def _pooled(n: int, c: int, k: int, kind: Kind, post: BetaPosterior, level: float) -> dict[str, float | None]:
     if kind == "at":
         lo, hi = post.pass_at_k_interval(k, level)
-        return {"pooled_unbiased": _num(pass_at_k_unbiased(n, c, k)),
-                "pooled_plugin": pass_at_k_plugin(c / n, k),
-                "pooled_mean": post.pass_at_k_mean(k), "pooled_lower": lo, "pooled_upper": hi}
+        return {
+            "pooled_unbiased": _num(pass_at_k_unbiased(n, c, k)),
+            "pooled_plugin": pass_at_k_plugin(c / n, k),
+            "pooled_mean": post.pass_at_k_mean(k),
+            "pooled_lower": lo,
+            "pooled_upper": hi,
+        }
     lo, hi = post.pass_pow_k_interval(k, level)
-    return {"pooled_unbiased": _num(pass_pow_k_unbiased(n, c, k)),
-            "pooled_plugin": pass_pow_k_plugin(c / n, k),
-            "pooled_mean": post.pass_pow_k_mean(k), "pooled_lower": lo, "pooled_upper": hi}
+    return {
+        "pooled_unbiased": _num(pass_pow_k_unbiased(n, c, k)),
+        "pooled_plugin": pass_pow_k_plugin(c / n, k),
+        "pooled_mean": post.pass_pow_k_mean(k),
+        "pooled_lower": lo,
+        "pooled_upper": hi,
+    }
 
 
 def _empty() -> KEstimate:
-    return KEstimate(value=None, lower=None, upper=None, method="exchangeable", interval=None, units=None,
-                     pooled_unbiased=None, pooled_plugin=None, pooled_mean=None, pooled_lower=None,
-                     pooled_upper=None, task_mean=None)
+    return KEstimate(
+        value=None,
+        lower=None,
+        upper=None,
+        method="exchangeable",
+        interval=None,
+        units=None,
+        pooled_unbiased=None,
+        pooled_plugin=None,
+        pooled_mean=None,
+        pooled_lower=None,
+        pooled_upper=None,
+        task_mean=None,
+    )
 
 
 def _headline(pooled: dict[str, float | None], over_units: TaskEstimate | None) -> dict[str, object]:
     """The headline fields: over units when there are repeats, else the pooled posterior's."""
     if over_units is not None:
-        return {"value": over_units.value, "lower": over_units.lower, "upper": over_units.upper,
-                "method": "tasks", "interval": over_units.interval if over_units.value is not None else None,
-                "units": over_units.units, "widened": over_units.widened}
+        return {
+            "value": over_units.value,
+            "lower": over_units.lower,
+            "upper": over_units.upper,
+            "method": "tasks",
+            "interval": over_units.interval if over_units.value is not None else None,
+            "units": over_units.units,
+            "widened": over_units.widened,
+        }
     value, lo, hi = pooled["pooled_mean"], pooled["pooled_lower"], pooled["pooled_upper"]
     assert value is not None and lo is not None and hi is not None
-    return {"value": value, "lower": min(lo, value), "upper": max(hi, value), "method": "exchangeable",
-            "interval": "beta", "units": None, "widened": not lo <= value <= hi}
+    return {
+        "value": value,
+        "lower": min(lo, value),
+        "upper": max(hi, value),
+        "method": "exchangeable",
+        "interval": "beta",
+        "units": None,
+        "widened": not lo <= value <= hi,
+    }
 
 
 def _corrected(estimate: KEstimate, figure: Figure) -> KEstimate:
     """The exchangeable headline replaced by the transform of the corrected success rate."""
     judge = JudgeOnly(mean=figure.judge_only, lower=figure.judge_only_lower, upper=figure.judge_only_upper)
-    return estimate.model_copy(update={
-        "value": figure.value,
-        "lower": min(figure.lower, figure.value),
-        "upper": max(figure.upper, figure.value),
-        "corrected": True, "judge_only": judge, "widened": not figure.lower <= figure.value <= figure.upper,
-    })
+    return estimate.model_copy(
+        update={
+            "value": figure.value,
+            "lower": min(figure.lower, figure.value),
+            "upper": max(figure.upper, figure.value),
+            "corrected": True,
+            "judge_only": judge,
+            "widened": not figure.lower <= figure.value <= figure.upper,
+        }
+    )
 
 
 def k_estimates(
@@ -164,8 +199,11 @@ def k_estimates(
             estimate = KEstimate.model_validate(
                 {**_headline(pooled, units), **pooled, "task_mean": task_mean(per_task, k, kind)}
             )
-            figures = None if correction is None or not correction.enough else (
-                correction.pass_at_k if kind == "at" else correction.pass_pow_k)
+            figures = (
+                None
+                if correction is None or not correction.enough
+                else (correction.pass_at_k if kind == "at" else correction.pass_pow_k)
+            )
             if figures is not None and units is None and k in figures:
                 estimate = _corrected(estimate, figures[k])
             out[kind][str(k)] = estimate
@@ -199,9 +237,14 @@ def latest_revisions(scores: Iterable[ConversationScore]) -> list[ConversationSc
 
 def pick(estimate: KEstimate, which: str) -> float | None:
     """The estimate `gate.estimate` names: value or lower of the headline, or a pooled detail."""
-    fields = {"value": estimate.value, "lower": estimate.lower, "plugin": estimate.pooled_plugin,
-              "unbiased": estimate.pooled_unbiased, "task_mean": estimate.task_mean,
-              "mean": estimate.pooled_mean}
+    fields = {
+        "value": estimate.value,
+        "lower": estimate.lower,
+        "plugin": estimate.pooled_plugin,
+        "unbiased": estimate.pooled_unbiased,
+        "task_mean": estimate.task_mean,
+        "mean": estimate.pooled_mean,
+    }
     if which not in fields:
         raise ValueError(f"unknown gate estimate {which!r}; choose one of {GATE_ESTIMATES}")
     return fields[which]

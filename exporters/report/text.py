@@ -5,6 +5,9 @@ from __future__ import annotations
 import io
 from collections.abc import Sequence
 
+from rich.console import Console
+from rich.text import Text
+
 from agentwatch.exporters.report.model import (
     Delta,
     Gate,
@@ -15,8 +18,6 @@ from agentwatch.exporters.report.model import (
     Report,
     UnitsSummary,
 )
-from rich.console import Console
-from rich.text import Text
 
 RULE = "=" * 60
 OK, BAD = "✓", "✗"
@@ -64,8 +65,10 @@ def input_lines(i: InputSummary) -> list[str]:
             f"{first_few(i.duplicate_examples, i.duplicate_ids)}; each counts once, its last record"
         )
     if i.shared_ids:
-        lines.append(f"Shared ids: {plural(i.shared_ids, 'conversation id')} under several versions of one "
-                     "agent: one conversation per version")
+        lines.append(
+            f"Shared ids: {plural(i.shared_ids, 'conversation id')} under several versions of one "
+            "agent: one conversation per version"
+        )
     if i.unknown_keys:
         keys = ", ".join(f"{k} ({plural(n, 'record')})" for k, n in i.unknown_keys.items())
         lines.append(f"Unknown keys ignored (not transcript fields): {keys}")
@@ -112,8 +115,10 @@ def _units_line(u: UnitsSummary) -> str:
     alone = ""
     if u.without_unit:
         alone = f"; {u.without_unit} graded conversations name no instance or attempt (a unit each)"
-    return (f"  units (a task, or a task instance): {u.units}, {u.repeated} attempted more than once, at "
-            f"most {u.max_attempts} attempts{alone}")
+    return (
+        f"  units (a task, or a task instance): {u.units}, {u.repeated} attempted more than once, at "
+        f"most {u.max_attempts} attempts{alone}"
+    )
 
 
 def _k_line(kind: str, k: str, e: KEstimate, u: UnitsSummary | None) -> str:
@@ -122,16 +127,22 @@ def _k_line(kind: str, k: str, e: KEstimate, u: UnitsSummary | None) -> str:
         most = u.max_attempts if u is not None else 0
         return f"  {name}: n/a (not identified: at most {most} graded attempts at one unit)"
     if e.method == "exchangeable" and e.corrected:
-        return (f"  {name}: {fmt(e.value)}{_interval(e.lower, e.upper)} (of the corrected success rate"
-                f"{_judge_only(e.judge_only)})")
+        return (
+            f"  {name}: {fmt(e.value)}{_interval(e.lower, e.upper)} (of the corrected success rate"
+            f"{_judge_only(e.judge_only)})"
+        )
     if e.method == "exchangeable":
-        return (f"  {name}: {fmt(e.value)}{_interval(e.lower, e.upper)} (pooled Beta posterior; plug-in "
-                f"{fmt(e.pooled_plugin)}, unbiased {fmt(e.pooled_unbiased)})")
+        return (
+            f"  {name}: {fmt(e.value)}{_interval(e.lower, e.upper)} (pooled Beta posterior; plug-in "
+            f"{fmt(e.pooled_plugin)}, unbiased {fmt(e.pooled_unbiased)})"
+        )
     pooled_name = f"p^{k}" if kind == "pow" else f"1-(1-p)^{k}"
     widened = ", widened to include the value" if e.widened else ""
-    return (f"  {name}: {fmt(e.value)}{_interval(e.lower, e.upper)} (mean over {e.units} units with >= {k} "
-            f"attempts; {e.interval} interval{widened}; pooled {pooled_name} under exchangeability "
-            f"{fmt(e.pooled_mean)})")
+    return (
+        f"  {name}: {fmt(e.value)}{_interval(e.lower, e.upper)} (mean over {e.units} units with >= {k} "
+        f"attempts; {e.interval} interval{widened}; pooled {pooled_name} under exchangeability "
+        f"{fmt(e.pooled_mean)})"
+    )
 
 
 def _overall_lines(r: GroupStats, level: float) -> list[str]:
@@ -144,23 +155,31 @@ def _overall_lines(r: GroupStats, level: float) -> list[str]:
     lines = [f"METRICS (graded sample, {level:.0%} credible intervals):"]
     sr = r.success_rate
     if sr.method == "corrected":
-        lines.append(f"  success rate: {fmt(sr.plugin)}{_interval(sr.lower, sr.upper)} corrected by "
-                     f"{sr.labels} labels of the blind review sample (PPI++){_judge_only(sr.judge_only)}")
+        lines.append(
+            f"  success rate: {fmt(sr.plugin)}{_interval(sr.lower, sr.upper)} corrected by "
+            f"{sr.labels} labels of the blind review sample (PPI++){_judge_only(sr.judge_only)}"
+        )
     elif sr.method == "tasks":
-        lines.append(f"  success rate: {fmt(sr.plugin)}{_interval(sr.lower, sr.upper)} over units (pass^1: the "
-                     f"mean of each unit's share of passing attempts; {r.passed}/{r.scored} graded passed)")
+        lines.append(
+            f"  success rate: {fmt(sr.plugin)}{_interval(sr.lower, sr.upper)} over units (pass^1: the "
+            f"mean of each unit's share of passing attempts; {r.passed}/{r.scored} graded passed)"
+        )
     else:
         weighted = " (Hájek-weighted: sampled at different rates)" if sr.method == "weighted" else ""
-        lines.append(f"  success rate: {fmt(sr.plugin)} ({r.passed}/{r.scored} graded passed)"
-                     f"{_interval(sr.lower, sr.upper)}{weighted}")
+        lines.append(
+            f"  success rate: {fmt(sr.plugin)} ({r.passed}/{r.scored} graded passed)"
+            f"{_interval(sr.lower, sr.upper)}{weighted}"
+        )
     if r.correction is not None:
         lines.extend(_correction_lines(r))
     over_units = repeats(r)
     if over_units:
         if r.units is not None:
             lines.append(_units_line(r.units))
-        lines.append("  pass^k, pass@k: mean over units of the unbiased C(c,k)/C(n,k) (τ-bench); intervals "
-                     "are for the population of units")
+        lines.append(
+            "  pass^k, pass@k: mean over units of the unbiased C(c,k)/C(n,k) (τ-bench); intervals "
+            "are for the population of units"
+        )
     else:
         lines.extend(EXCHANGEABLE_NOTE)
     for kind, table in (("pow", r.pass_pow_k), ("at", r.pass_at_k)):
@@ -170,8 +189,10 @@ def _overall_lines(r: GroupStats, level: float) -> list[str]:
             lines.append(_k_line(kind, k, e, r.units))
     a = r.asr
     if a.method == "corrected":
-        lines.append(f"  ASR: {fmt(a.value)}{_interval(a.lower, a.upper)} (corrected, PPI++ t interval)"
-                     f"{_judge_only(a.judge_only)}")
+        lines.append(
+            f"  ASR: {fmt(a.value)}{_interval(a.lower, a.upper)} (corrected, PPI++ t interval)"
+            f"{_judge_only(a.judge_only)}"
+        )
     else:
         lines.append(f"  ASR: {fmt(a.value)}{_interval(a.lower, a.upper)} (bootstrap)")
     return lines
@@ -187,13 +208,17 @@ def _correction_lines(r: GroupStats) -> list[str]:
     assert c is not None
     lines = [f"  people's labels: {c.note}"]
     if c.enough and c.outcome_share:
-        shares = ", ".join(f"{o} {fmt(f.value)}{_interval(f.lower, f.upper)} (judge only {fmt(f.judge_only)})"
-                           for o, f in c.outcome_share.items())
+        shares = ", ".join(
+            f"{o} {fmt(f.value)}{_interval(f.lower, f.upper)} (judge only {fmt(f.judge_only)})"
+            for o, f in c.outcome_share.items()
+        )
         lines.append(f"  outcome shares, corrected: {shares}")
     elif not c.enough and c.success_rate is not None:
         f = c.success_rate
-        lines.append(f"  (with so few labels: corrected {fmt(f.value)}{_interval(f.lower, f.upper)}, judge "
-                     f"only {fmt(f.judge_only)}{_interval(f.judge_only_lower, f.judge_only_upper)})")
+        lines.append(
+            f"  (with so few labels: corrected {fmt(f.value)}{_interval(f.lower, f.upper)}, judge "
+            f"only {fmt(f.judge_only)}{_interval(f.judge_only_lower, f.judge_only_upper)})"
+        )
     if c.enough and not c.asr_enough:
         lines.append(f"  ASR not corrected: its interval needs {c.min_asr_labels} labels")
     return lines
@@ -203,7 +228,9 @@ def _evidence_lines(r: GroupStats, level: float) -> list[str]:
     rates = [
         f"{e} {_pct(x.rate)}{_pct_interval(x.lower, x.upper)}" for e, x in r.failure_rates.items() if x.count
     ]
-    head = f"FAILURE EVIDENCE (rates over all {r.conversations} conversations, {level:.0%} credible intervals):"
+    head = (
+        f"FAILURE EVIDENCE (rates over all {r.conversations} conversations, {level:.0%} credible intervals):"
+    )
     if not rates:
         return [head, "  none found"]
     return [head, *(f"  {line}" for line in rates)]
@@ -270,7 +297,9 @@ def _baseline_lines(r: Report) -> list[str]:
     if b.asr_intervals_overlap is not None:
         lines.append(f"  ASR intervals {'overlap' if b.asr_intervals_overlap else 'do not overlap'}")
     shifts = [
-        f"{o} {100 * d.delta:+.1f} points" for o, d in b.outcome_share.items() if d.delta and abs(d.delta) > 0.02
+        f"{o} {100 * d.delta:+.1f} points"
+        for o, d in b.outcome_share.items()
+        if d.delta and abs(d.delta) > 0.02
     ]
     if shifts:
         lines.append("  outcome shifts above 2 points: " + ", ".join(shifts))
@@ -333,8 +362,10 @@ def _section_lines(r: Report, level: float) -> list[str]:
         lines += [_group_line(task, g) for task, g in r.by_task.items()]
     lines.append("TOP FAILURE MODES:")
     if r.failure_modes:
-        lines += [f"  {i}. {f.mode} ({plural(f.count, 'conversation')})"
-                  for i, f in enumerate(r.failure_modes[:5], 1)]
+        lines += [
+            f"  {i}. {f.mode} ({plural(f.count, 'conversation')})"
+            for i, f in enumerate(r.failure_modes[:5], 1)
+        ]
     else:
         lines.append("  none")
     not_graded = ungraded_line(r)
@@ -378,8 +409,12 @@ def report_lines(
     header = [*header, *(input_lines(report.input) if report.input is not None else [])]
     if not report.versions:
         return [RULE, title, *header, *_section_lines(report, level), final_verdict(report), RULE]
-    lines = [RULE, title, *header,
-             f"Versions: {len(report.versions)}, a section each (first seen first); the last one is gated"]
+    lines = [
+        RULE,
+        title,
+        *header,
+        f"Versions: {len(report.versions)}, a section each (first seen first); the last one is gated",
+    ]
     for section in report.versions:
         lines += [RULE, f"VERSION {section.agent_version}", *_section_lines(section, level)]
     return [*lines, RULE, *_versions_lines(report), final_verdict(report), RULE]

@@ -13,11 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from agentwatch.exporters.report.build import EXAMPLES_PER_MODE, build_report, latest_revisions
-from agentwatch.exporters.report.baseline import compare_baseline
-from agentwatch.exporters.report.model import Report
-
 from agentwatch.config import Settings
+from agentwatch.exporters.report.baseline import compare_baseline
+from agentwatch.exporters.report.build import EXAMPLES_PER_MODE, build_report, latest_revisions
+from agentwatch.exporters.report.model import Report
 from agentwatch.schema import ConversationScore
 
 
