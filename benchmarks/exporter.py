@@ -63,15 +63,25 @@ def judged(score: ConversationScore, i: int) -> ConversationScore:
     )
 
 
-def scores(count: int, series: int, start: int = 0) -> list[ConversationScore]:
-    """Scores spread over `series` series (agents × tasks), ending in the last 50 minutes."""
+def scores(
+    count: int,
+    series: int,
+    start: int = 0,
+    *,
+    prefix: str = "c",
+    spread_s: int = 3000,
+    now: float = NOW,
+    errors_every: int = 0,
+) -> list[ConversationScore]:
+    """Scores spread over `series` series (agents × tasks), ending in the `spread_s` seconds before a minute
+    before `now`; every `errors_every`-th with the failure evidence `error` (0: none)."""
     out = []
     for i in range(start, start + count):
         s = i % series
         passed = (i * 7919) % 10 < 8
         out.append(
             ConversationScore(
-                conversation_id=f"c{i}",
+                conversation_id=f"{prefix}{i}",
                 agent=f"agent{s // 10}",
                 version="v1",
                 task=f"task{s % 10}",
@@ -80,9 +90,10 @@ def scores(count: int, series: int, start: int = 0) -> list[ConversationScore]:
                 outcome="complete" if passed else "partial_incorrect",
                 outcome_source="rules",
                 asr_credit=1.0 if passed else 0.0,
+                evidence=["error"] if errors_every and i % errors_every == 0 else [],
                 cost_usd=0.001 * (i % 100),
                 duration_s=float(i % 60),
-                ended_at=datetime.fromtimestamp(NOW - 60 - (i % 3000), UTC),
+                ended_at=datetime.fromtimestamp(now - 60 - (i % spread_s), UTC),
             )
         )
         if JUDGED:
@@ -196,25 +207,7 @@ def alert_tests(series: int, per_series: int = 2100) -> None:
 
     settings = load_settings(exporter={"max_tasks": 1000})
     est = Estimator(settings, clock=lambda: NOW)
-    batch = []
-    for i in range(series * per_series):
-        s = i % series
-        passed = (i * 7919) % 10 < 8
-        batch.append(
-            ConversationScore(
-                conversation_id=f"a{i}",
-                agent=f"agent{s // 10}",
-                version="v1",
-                task=f"task{s % 10}",
-                turns=1,
-                passed=passed,
-                outcome="complete" if passed else "partial_incorrect",
-                outcome_source="rules",
-                asr_credit=1.0 if passed else 0.0,
-                evidence=["error"] if i % 37 == 0 else [],
-                ended_at=datetime.fromtimestamp(NOW - 60 - (i % 20_000), UTC),
-            )
-        )
+    batch = scores(series * per_series, series, prefix="a", spread_s=20_000, errors_every=37)
     dt = ingest(est, batch)
     print(
         f"alerts: {len(batch):,} scores into {series} series in {dt:.1f}s = {len(batch) / dt:,.0f} scores/s"

@@ -13,38 +13,16 @@ import statistics
 import threading
 import time
 import uuid
-from datetime import UTC, datetime
+
+from exporter import scores  # benchmarks/ is the script's folder, first on its path
 
 from agentwatch.broker import EmbeddedBroker
 from agentwatch.config import load_settings
-from agentwatch.schema import ConversationScore
 
 
 def score_records(count: int, series: int, now: float) -> list[bytes]:
     """JSON score records spread over `series` series, ending in the last 50 minutes before `now`."""
-    out = []
-    for i in range(count):
-        s = i % series
-        passed = (i * 7919) % 10 < 8
-        out.append(
-            ConversationScore(
-                conversation_id=f"c{i}",
-                agent=f"agent{s // 10}",
-                version="v1",
-                task=f"task{s % 10}",
-                turns=1,
-                passed=passed,
-                outcome="complete" if passed else "partial_incorrect",
-                outcome_source="rules",
-                asr_credit=1.0 if passed else 0.0,
-                cost_usd=0.001 * (i % 100),
-                duration_s=float(i % 60),
-                ended_at=datetime.fromtimestamp(now - 60 - (i % 3000), UTC),
-            )
-            .model_dump_json()
-            .encode()
-        )
-    return out
+    return [s.model_dump_json().encode() for s in scores(count, series, now=now)]
 
 
 def produce(bootstrap: str, topic: str, records: list[bytes], partitions: int) -> None:
