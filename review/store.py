@@ -346,7 +346,8 @@ class Store:
         self, row_id: int, reviewer: str, outcome: Outcome, note: str, blind: bool, now: float
     ) -> LabelRecord:
         """Save a label and queue what it publishes (revised score, label record) in one transaction."""
-        for _ in range(5):
+        # Each round one of the concurrent savers wins, so a saver retries at most once per other saver.
+        for _ in range(50):
             try:
                 return self._save_label(row_id, reviewer, outcome, note, blind, now)
             except RevisionConflict:
@@ -358,8 +359,12 @@ class Store:
     ) -> LabelRecord:
         t = conversations.c
         with self.engine.begin() as c:
+            # FOR UPDATE: on PostgreSQL concurrent savers of one conversation wait for each other instead of
+            # conflicting (SQLite writes one at a time; there the revision check below decides).
             row = c.execute(
-                select(t.sample, t.first_score, t.latest_score, t.latest_revision).where(t.id == row_id)
+                select(t.sample, t.first_score, t.latest_score, t.latest_revision)
+                .where(t.id == row_id)
+                .with_for_update()
             ).one_or_none()
             if row is None:
                 raise KeyError(row_id)

@@ -187,10 +187,16 @@ def test_concurrent_labels_get_distinct_increasing_revisions(url: str) -> None:
     row = store.queue()[0][0].id
     outcomes = [Outcome.COMPLETE, Outcome.ABANDONED] * 4
     results: list[int | None] = []
+    errors: list[Exception] = []
     lock = threading.Lock()
 
     def save(outcome: Outcome) -> None:
-        rev = store.save_label(row, "alice", outcome, "", False, NOW.timestamp()).revision
+        try:
+            rev = store.save_label(row, "alice", outcome, "", False, NOW.timestamp()).revision
+        except Exception as exc:  # a label lost: the assertion below names it
+            with lock:
+                errors.append(exc)
+            return
         with lock:
             results.append(rev)
 
@@ -199,6 +205,7 @@ def test_concurrent_labels_get_distinct_increasing_revisions(url: str) -> None:
         t.start()
     for t in threads:
         t.join()
+    assert not errors and len(results) == len(outcomes), errors  # every label saved
     published = sorted(r for r in results if r is not None)
     assert published == list(range(1, len(published) + 1))  # no revision published twice, none skipped
     assert store.get(row).latest_score.revision == published[-1]
