@@ -33,6 +33,7 @@ import pytest
 import yaml
 from metrics_reference import beta_bounds_by_bisection
 from prometheus_client import CollectorRegistry
+from test_deploy_rules import QUALITY_ALERTS  # the alert of each sequential-test rule, named once
 
 from agentwatch.broker import free_port
 from agentwatch.collector.metrics import JudgeMetrics, PipelineStats, register
@@ -671,18 +672,6 @@ def test_quiet_series_do_not_alert(live: Live) -> None:
     """The baseline version is healthy: no reliability alert names it."""
     active = live.api.vector(f'ALERTS{{version="{BASE}"}}')
     assert active == []
-
-
-QUALITY_ALERTS = {
-    "AgentwatchPass3Drift": "pass",
-    "AgentwatchASRDrop": "asr",
-    "AgentwatchAbandonmentSpike": "abandoned",
-    "AgentwatchHallucinationRate": "hallucination",
-    "AgentwatchToolLoops": "loop",
-    "AgentwatchErrorRateAboveBaseline": "error",
-    "AgentwatchNoAnswerRateAboveBaseline": "no_answer",
-    "AgentwatchOverBudgetRate": "over_budget",
-}
 
 
 def test_the_degraded_canary_fires_every_quality_alert_and_its_baseline_none(live: Live) -> None:
