@@ -13,7 +13,7 @@ import sys
 
 INSTALL = 'pip install "agentwatch[service]"'
 
-# Import name -> distribution of every package the `service` extra adds (pyproject.toml; tests/test_packaging.py
+# Import name -> distribution of every package the `service` extra adds (pyproject.toml; tests/unit/test_packaging.py
 # checks the two agree).
 SERVICE_MODULES = {
     "pydantic": "pydantic",

@@ -26,8 +26,8 @@ change of each scenario) and the delay to its first page is recorded, in minutes
 observations in the rule's population, beside the information bound ln(ARL0) / KL(q1 || q0) of that change.
 The budget is set so that each (series, rule) pair has the share it would have in the fleet of N series.
 
-    python benchmarks/alerts.py                          # fleet (3 months, own references) and delays
-    python benchmarks/alerts.py --months 12 --reference-mode baseline --reference 2000 --only fleet
+    python -m benchmarks.alerts                          # fleet (3 months, own references) and delays
+    python -m benchmarks.alerts --months 12 --reference-mode baseline --reference 2000 --only fleet
 """
 
 from __future__ import annotations
@@ -46,9 +46,9 @@ from scipy import stats
 
 from agentwatch.config import Settings
 from agentwatch.exporters.alert_rules import MONTH_S, AlertParams
-from agentwatch.exporters.cusum import design, information_bound, kl, on_grid
 from agentwatch.exporters.estimator import Estimator
-from agentwatch.schema import ConversationScore
+from agentwatch.stats.cusum import design, information_bound, kl, on_grid
+from agentwatch.wire.schema import ConversationScore
 
 T0 = 1_800_000_000.0
 GRADED = 0.5

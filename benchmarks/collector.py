@@ -1,6 +1,6 @@
 """Collector throughput: raw OTLP parse (ceiling), decode, decode → assemble → reconstruct → score, memory.
 
-Run: `python benchmarks/collector.py [--conversations N] [--broker [--rekey]]`. Prints figures; asserts
+Run: `python -m benchmarks.collector [--conversations N] [--broker [--rekey]]`. Prints figures; asserts
 nothing about timings. The pipeline is timed without scoring (the collector's own cost) and with it; in-process
 figures are CPU time (`time.process_time`) with wall time beside them, broker figures wall time with the
 process's CPU per conversation. Each section is a function taking the prepared messages (`SECTIONS`).
@@ -16,13 +16,13 @@ import tracemalloc
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from calibration import calibration_line, calibration_us
 from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
 
 from agentwatch.collector.assembler import Assembler
 from agentwatch.collector.decode import decode_message
 from agentwatch.collector.reconstruct import build_conversation
 from agentwatch.config import CollectorConfig, Settings
+from benchmarks.calibration import calibration_line, calibration_us
 
 TURNS = 2
 SPANS_PER_TURN = 5  # invoke_agent, chat, execute_tool, execute_tool, chat
@@ -377,8 +377,8 @@ def bench_broker(w: Workload, bootstrap_servers: str | None = None, rekey: bool 
     """
     import threading
 
-    from agentwatch.broker import EmbeddedBroker
     from agentwatch.collector.service import CollectorService
+    from agentwatch.kafka.broker import EmbeddedBroker
 
     broker = None
     if bootstrap_servers is None:

@@ -2,15 +2,15 @@
 
 Each repetition draws `units` success probabilities from a known distribution (Beta shapes, U-shaped and
 skewed ones, and two that no Beta fits), `attempts` Binomial attempts per unit (or an unequal number, 1 to 8),
-and computes the intervals exactly as the report and the exporter do (`agentwatch.task_stats.intervals_batch`,
+and computes the intervals exactly as the report and the exporter do (`agentwatch.stats.units.intervals_batch`,
 the vectorised form of `UnitsPosterior.estimates`). A 95% interval covers when it holds the population mean of
 p^k (or of 1 - (1-p)^k) of the distribution the units were drawn from. Prints one line per configuration:
 coverage of pass^k for every identified k and of pass@1, the mean interval width, and which interval the units
 got.
 
-    python benchmarks/coverage.py                       # the full grid, 2,000 repetitions each (~10 min)
-    python benchmarks/coverage.py --reps 500 --quick    # a smaller grid
-    python benchmarks/coverage.py --alternatives        # pass^k at the largest k by the intervals not chosen
+    python -m benchmarks.coverage                       # the full grid, 2,000 repetitions each (~10 min)
+    python -m benchmarks.coverage --reps 500 --quick    # a smaller grid
+    python -m benchmarks.coverage --alternatives        # pass^k at the largest k by the intervals not chosen
 
 `--alternatives` prints, for each configuration, the coverage of pass^k at its largest k by the hierarchical
 interval alone, by the nonparametric interval alone, and by a percentile bootstrap over units (1,000
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from agentwatch.task_stats import SMALL_UNITS, intervals_batch
+from agentwatch.stats.units import SMALL_UNITS, intervals_batch
 
 Draw = Callable[[np.random.Generator, tuple[int, int]], np.ndarray]
 

@@ -5,7 +5,7 @@ trial, the reward as the outcome label), scores them with `agentwatch score`'s s
 k = 1..4 the headline (τ-bench's estimator and its interval over tasks) beside p^k of the pooled success rate
 (what the report showed before it knew about repeated attempts).
 
-    python benchmarks/dev_data.py [--out transcripts.jsonl]
+    python -m benchmarks.dev_data [--out transcripts.jsonl]
 """
 
 from __future__ import annotations
@@ -17,23 +17,16 @@ import time
 from pathlib import Path
 
 from agentwatch.config import Settings
-from agentwatch.exporters.report.build import build_report
-from agentwatch.schema import Conversation
+from agentwatch.report.build import build_report
 from agentwatch.scorers import ConversationScorer
-
-DEV_DATA = (
-    Path(__file__).resolve().parents[1]
-    / "tests"
-    / "data"
-    / "agent-benchmark"
-    / "airline-gpt-4o-tasks-00-24.json.gz"
-)
+from agentwatch.wire.schema import Conversation
+from tests.support import published_runs
 
 
 def transcripts() -> list[dict]:
     """One transcript line per run of the dev data."""
     lines = []
-    for run in json.loads(gzip.decompress(DEV_DATA.read_bytes())):
+    for run in json.loads(gzip.decompress(published_runs.locate(published_runs.AIRLINE).read_bytes())):
         passed = abs(run["reward"] - 1.0) <= 1e-6
         lines.append(
             {

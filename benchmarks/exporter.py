@@ -11,7 +11,7 @@ they add, and the memory of the per-minute counts per series.
 With --judged every score is graded by a judge, with its automated verdict and sample rates, and one in ten is
 in the review sample with a person's label (corrected estimates, agreement per judge); the scores carry fields
 a build without corrections ignores, so the same script measures both builds (PYTHONPATH).
-Usage: python benchmarks/exporter.py [--series 10000] [--scores 50000] [--attempts 4] [--alert-series 100]
+Usage: python -m benchmarks.exporter [--series 10000] [--scores 50000] [--attempts 4] [--alert-series 100]
        [--judged]
 """
 
@@ -27,7 +27,7 @@ from agentwatch.config import load_settings
 from agentwatch.exporters.estimator import Estimator
 from agentwatch.exporters.exposition import Exposition
 from agentwatch.exporters.summary import over_units, summarise
-from agentwatch.schema import ConversationScore
+from agentwatch.wire.schema import ConversationScore
 
 NOW = 1_800_000_000.0
 
@@ -203,7 +203,7 @@ def scrape(target: Exposition) -> tuple[float, int, int]:
 def alert_tests(series: int, per_series: int = 2100) -> None:
     """The sequential tests of `series` series whose references hold alerts.min_reference conversations."""
     from agentwatch.exporters.alert_rules import Minutes
-    from agentwatch.exporters.cusum import clear_designs
+    from agentwatch.stats.cusum import clear_designs
 
     settings = load_settings(exporter={"max_tasks": 1000})
     est = Estimator(settings, clock=lambda: NOW)

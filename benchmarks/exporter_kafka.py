@@ -3,7 +3,7 @@
 Produces `--scores` score records to a fresh topic of an embedded Tansu broker, then runs `ExporterService`
 (consumer group, rewind on assignment, decode, estimator) until it has consumed them all. The clock starts at
 the first score consumed, so the group join is not counted. Prints figures, asserts nothing.
-Usage: python benchmarks/exporter_kafka.py [--scores 50000] [--series 1000] [--runs 3]
+Usage: python -m benchmarks.exporter_kafka [--scores 50000] [--series 1000] [--runs 3]
 """
 
 from __future__ import annotations
@@ -14,10 +14,9 @@ import threading
 import time
 import uuid
 
-from exporter import scores  # benchmarks/ is the script's folder, first on its path
-
-from agentwatch.broker import EmbeddedBroker
 from agentwatch.config import load_settings
+from agentwatch.kafka.broker import EmbeddedBroker
+from benchmarks.exporter import scores  # benchmarks/ is the script's folder, first on its path
 
 
 def score_records(count: int, series: int, now: float) -> list[bytes]:

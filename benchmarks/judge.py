@@ -1,6 +1,6 @@
 """Collector throughput with an LLM judge: conversations/s and the collector's CPU per judged conversation.
 
-Run: `python benchmarks/judge.py [--conversations N] [--latency-ms MS] [--concurrency C ...]`. Prints
+Run: `python -m benchmarks.judge [--conversations N] [--latency-ms MS] [--concurrency C ...]`. Prints
 figures; asserts nothing about timings. The collector service runs in this process as in production (consumer
 group on an embedded Tansu broker, manual commits, scores produced and flushed) with `judge.enabled` and
 `sampling.judge_rate: 1.0`, so every conversation waits for one verdict. The judge is a fake OpenAI-compatible
@@ -18,33 +18,20 @@ concurrency (`JudgeConfig.concurrency`) is run first, then the others given for 
 from __future__ import annotations
 
 import argparse
-import functools
-import importlib.util
 import os
 import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any
-
-from calibration import calibration_line, calibration_us
 
 from agentwatch.config import JudgeConfig, SamplingConfig
+from benchmarks import collector as collector_workload
+from benchmarks.calibration import calibration_line, calibration_us
 
-HERE = Path(__file__).resolve().parent
+ROOT = Path(__file__).resolve().parents[1]
 KEY_ENV = "AGENTWATCH_BENCH_JUDGE_KEY"
 IDLE_S = 1.0  # after the run: the process's CPU with nothing to consume (poll loops), per second
-
-
-@functools.cache
-def _workload_module() -> Any:
-    """benchmarks/collector.py, loaded by path (its name would clash with the `collector` folder)."""
-    spec = importlib.util.spec_from_file_location("bench_collector_workload", HERE / "collector.py")
-    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-    sys.modules[spec.name] = module  # type: ignore[union-attr]
-    spec.loader.exec_module(module)  # type: ignore[union-attr]
-    return module
 
 
 # --------------------------------------------------------------------------- the judge server (child process)
@@ -53,7 +40,7 @@ def _workload_module() -> Any:
 def serve_judge(latency_s: float) -> None:
     """The demo's stand-in OpenAI-compatible judge, answering after `latency_s`; prints its port, serves until
     stdin closes."""
-    from agentwatch.demo_judge import DemoJudgeServer
+    from agentwatch.demo.judge import DemoJudgeServer
 
     with DemoJudgeServer(latency_s) as server:
         print(server.base_url.rsplit(":", 1)[1].split("/")[0], flush=True)
@@ -65,7 +52,8 @@ class JudgeServer:
 
     def __init__(self, latency_s: float) -> None:
         self._proc = subprocess.Popen(
-            [sys.executable, __file__, "--serve-judge", str(latency_s)],
+            [sys.executable, "-m", "benchmarks.judge", "--serve-judge", str(latency_s)],
+            cwd=ROOT,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
@@ -87,7 +75,7 @@ def run_collector(
     """Produce the messages to a fresh topic, run the collector with the judge until every score is out."""
     from agentwatch.collector.service import CollectorService
 
-    settings, _ = _workload_module().produce_spans(bootstrap, messages, "bench-judge")
+    settings, _ = collector_workload.produce_spans(bootstrap, messages, "bench-judge")
     settings.judge = JudgeConfig(
         enabled=True,
         base_url=judge_url,
@@ -155,13 +143,13 @@ def main() -> None:
     args = parser.parse_args()
     before = calibration_us()
     os.environ.setdefault(KEY_ENV, "bench")
-    w = _workload_module().make_workload(args.conversations)
+    w = collector_workload.make_workload(args.conversations)
     default = JudgeConfig().concurrency
     print(
         f"workload: {w.conversations:,} conversations, {w.spans:,} spans, judge latency "
         f"{args.latency_ms:.0f} ms, judge_rate 1.0"
     )
-    from agentwatch.broker import EmbeddedBroker
+    from agentwatch.kafka.broker import EmbeddedBroker
 
     broker = None
     bootstrap = args.bootstrap_servers

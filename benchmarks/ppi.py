@@ -3,12 +3,12 @@
 Simulated: N conversations with true success probability p; a judge that passes `sensitivity` of the successes
 and `false_pass` of the failures grades all of them; a blind share (the label rate) also carries a person's
 label. For each configuration, `--reps` repetitions give the share of 95% intervals that hold p and their mean
-width, for: the corrected estimate (`agentwatch.ppi.ppi_mean(binary=True)`, what the report and the exporter
+width, for: the corrected estimate (`agentwatch.stats.ppi.ppi_mean(binary=True)`, what the report and the exporter
 show), the judge alone (Beta(1 + c, 1 + N − c) of the judge's verdicts, the figure reported before), and the
 labels alone (Beta(1 + c, 1 + n − c) of the n labels). Then ASR-like credits (0, 0.4, 1) with a judge that
 over-credits, and sampling rates that change within a window (Hájek weights). Prints tables; asserts nothing.
 
-    python benchmarks/ppi.py [--reps 2000] [--seed 0] [--part binary|asr|weighted|all]
+    python -m benchmarks.ppi [--reps 2000] [--seed 0] [--part binary|asr|weighted|all]
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import time
 import numpy as np
 from scipy.stats import beta
 
-from agentwatch.ppi import PPIMoments, Stratum, kish, ppi_mean
+from agentwatch.stats.ppi import PPIMoments, Stratum, kish, ppi_mean
 
 PROFILES = (
     (0.70, 0.95, 0.45),

@@ -1,7 +1,7 @@
 """Benchmark the statistics and the offline report: timings of each estimator, of `build_report`, and the size
 and render time of the HTML report.
 
-Usage: python benchmarks/report.py [--n 50000] [--html 2000]
+Usage: python -m benchmarks.report [--n 50000] [--html 2000]
 
 The HTML figures come from real agent conversations: the τ-bench run in tests/data (100 conversations,
 imported with its task policies) repeated to `--html` conversations with distinct ids and task instances,
@@ -22,19 +22,16 @@ from pathlib import Path
 import numpy as np
 
 from agentwatch.config import Settings, load_settings
-from agentwatch.exporters.report.build import build_report
-from agentwatch.exporters.report.cases import CaseKeeper
-from agentwatch.exporters.report.text import render_text
-from agentwatch.schema import Conversation, ConversationScore
-from agentwatch.stats import (
-    bootstrap_mean_interval,
-    pass_at_k_unbiased,
-    pass_pow_k_unbiased,
-    posterior,
-    regression_probability,
-)
-from agentwatch.transcript_keys import UnknownKeys
-from agentwatch.transcripts import iter_conversations
+from agentwatch.report.build import build_report
+from agentwatch.report.cases import CaseKeeper
+from agentwatch.report.text import render_text
+from agentwatch.stats.beta import posterior, regression_probability
+from agentwatch.stats.bootstrap import bootstrap_mean_interval
+from agentwatch.stats.pass_k import pass_at_k_unbiased, pass_pow_k_unbiased
+from agentwatch.wire.schema import Conversation, ConversationScore
+from agentwatch.wire.transcript_keys import UnknownKeys
+from agentwatch.wire.transcripts import iter_conversations
+from tests.support import published_runs
 
 OUTCOMES = ["complete"] * 6 + [
     "partial_correct",
@@ -81,16 +78,13 @@ def scores(n: int) -> list[ConversationScore]:
     return out
 
 
-TAU_BENCH = Path(__file__).resolve().parent.parent / "tests" / "data" / "agent-benchmark"
-
-
 def html_report(n: int) -> None:
     """Size and render time of the HTML report of `n` real conversations (the τ-bench run, repeated)."""
-    from agentwatch.exporters.report.html import render_html
+    from agentwatch.report.html import render_html
     from agentwatch.scorers import ConversationScorer
 
     with tempfile.TemporaryDirectory() as tmp:
-        source = next(TAU_BENCH.glob("*.json.gz"))
+        source = published_runs.locate(published_runs.AIRLINE)
         subprocess.run(
             [sys.executable, "-m", "agentwatch", "import", "tau-bench", str(source), "--out", tmp],
             check=True,

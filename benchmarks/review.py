@@ -3,7 +3,7 @@
 Prints figures, asserts nothing. Conversations are support conversations of `--turns` turns (one tool call per
 turn, realistic texts), scored by the real scorer with a judge's verdict. The page times are of the ASGI app
 in process (Starlette's test client: routing, store queries, template), without a network hop.
-Usage: python benchmarks/review.py [--conversations 500] [--turns 5] [--page-turns 50] [--database-url URL]
+Usage: python -m benchmarks.review [--conversations 500] [--turns 5] [--page-turns 50] [--database-url URL]
 """
 
 from __future__ import annotations
@@ -11,21 +11,18 @@ from __future__ import annotations
 import argparse
 import base64
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from starlette.testclient import TestClient
 
-from review_support import PASSWORD, conversation, judged, record, reviewers, scored  # noqa: E402
-from starlette.testclient import TestClient  # noqa: E402
-
-from agentwatch.config import load_settings  # noqa: E402
-from agentwatch.review.metrics import ReviewStats  # noqa: E402
-from agentwatch.review.store import Store  # noqa: E402
-from agentwatch.review.web import ReviewApp  # noqa: E402
-from agentwatch.schema import Outcome  # noqa: E402
+from agentwatch.config import load_settings
+from agentwatch.review.metrics import ReviewStats
+from agentwatch.review.store import Store
+from agentwatch.review.web import ReviewApp
+from agentwatch.wire.schema import Outcome
+from tests.support.review import PASSWORD, conversation, judged, record, reviewers, scored
 
 
 def calibration() -> float:

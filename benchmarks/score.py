@@ -1,6 +1,6 @@
 """Benchmark the scorers: conversations/s and turns/s over synthetic conversations (3 turns × 2 tool calls).
 
-Usage: python benchmarks/score.py [--n 100000]
+Usage: python -m benchmarks.score [--n 100000]
 """
 
 from __future__ import annotations
@@ -8,11 +8,10 @@ from __future__ import annotations
 import argparse
 import time
 
-from calibration import calibration_us
-
 from agentwatch.config import Settings
-from agentwatch.schema import Conversation
 from agentwatch.scorers import ConversationScorer
+from agentwatch.wire.schema import Conversation
+from benchmarks.calibration import calibration_us
 
 
 def synthetic(i: int) -> Conversation:

@@ -1,6 +1,6 @@
 """What `pip install agentwatch` (the SDK alone) weighs and how long `import agentwatch.sdk` takes.
 
-Run: python benchmarks/sdk_install.py [--imports N]
+Run: python -m benchmarks.sdk_install [--imports N]
 
 Builds a bare virtualenv and one with the project installed from a copy of this tree without extras, and
 prints the size of the install (du of site-packages minus the bare venv's), the installed distributions, and

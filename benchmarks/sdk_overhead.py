@@ -1,6 +1,6 @@
 """Cost per call of `@trace` next to a bare call, a hand-written OpenTelemetry span, and peers' decorators.
 
-Run: python benchmarks/sdk_overhead.py [--calls N] [--repeats R]
+Run: python -m benchmarks.sdk_overhead [--calls N] [--repeats R]
 
 Everything is timed on the caller's thread, in one process (each BatchSpanProcessor's worker thread exports
 in the background, as in production). The raw span and `@trace` share one TracerProvider with the same
@@ -144,7 +144,7 @@ def main() -> None:
     results = measure(variants, args.calls, args.repeats, between=memory.clear)
 
     try:
-        from agentwatch.broker import EmbeddedBroker
+        from agentwatch.kafka.broker import EmbeddedBroker
 
         with EmbeddedBroker() as broker:
             exporter = KafkaSpanExporter(

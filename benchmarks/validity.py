@@ -14,7 +14,7 @@ Every other check stays on (errors, loops, no answer, hallucinations, utilizatio
 matrix, agreement, Cohen's κ with a 95% interval (tasks resampled), the leading reasons of disagreement and
 the hallucination check's false-alarm rate on conversations that really succeeded.
 
-    python benchmarks/validity.py [RESULTS.json[.gz]] [--show 40]
+    python -m benchmarks.validity [RESULTS.json[.gz]] [--show 40]
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ from pathlib import Path
 
 from agentwatch.config import Settings
 from agentwatch.importers.tau_bench import import_results, load_document
-from agentwatch.schema import Conversation
-from agentwatch.validity import Agreement, agreement, blind, expectation_from_actions, grade
+from agentwatch.report.validity import Agreement, agreement, blind, expectation_from_actions, grade
+from agentwatch.wire.schema import Conversation
 
 DEV_DATA = (
     Path(__file__).resolve().parent.parent / "tests/data/agent-benchmark/airline-gpt-4o-tasks-00-24.json.gz"

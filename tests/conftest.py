@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from agentwatch.broker import EmbeddedBroker
+from agentwatch.kafka.broker import EmbeddedBroker
 
 # Consumer-group settings that make joins fast on Tansu (see PITFALLS.md); test-only values.
 FAST_GROUP = {"session_timeout_ms": 2000, "heartbeat_interval_ms": 500}
@@ -49,7 +49,7 @@ def promtool() -> str:
 @pytest.fixture(scope="session")
 def postgres() -> Iterator[str]:
     """A PostgreSQL server for the session (Debian's `postgresql` package; fails, not skips, when missing)."""
-    from postgres_server import postgres_server
+    from tests.support.postgres_server import postgres_server
 
     with postgres_server() as url:
         yield url

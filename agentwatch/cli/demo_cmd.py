@@ -161,10 +161,10 @@ def demo(
     from rich.console import Console
 
     from agentwatch import sdk
-    from agentwatch.broker import EmbeddedBroker
     from agentwatch.config import load_settings
-    from agentwatch.demo_agent import AGENT, POLICIES, SYNTHETIC_SHARE, TASKS, SupportAgent, run_conversation
-    from agentwatch.demo_judge import MODEL, DemoJudgeServer
+    from agentwatch.demo.agent import AGENT, POLICIES, SYNTHETIC_SHARE, TASKS, SupportAgent, run_conversation
+    from agentwatch.demo.judge import MODEL, DemoJudgeServer
+    from agentwatch.kafka.broker import EmbeddedBroker
     from agentwatch.pipeline import Pipeline
 
     console = Console(stderr=True)

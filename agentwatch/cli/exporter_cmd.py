@@ -83,8 +83,8 @@ def serve(
         {"scores_topic": scores_topic, "metrics_port": metrics_port},
         {"input_topics": input_topic or None, "scores_topic": scores_topic},
     )
-    from agentwatch.broker import EmbeddedBroker
-    from agentwatch.collector.topics import ensure_pipeline_topics
+    from agentwatch.kafka.broker import EmbeddedBroker
+    from agentwatch.kafka.topics import ensure_pipeline_topics
     from agentwatch.pipeline import Pipeline
 
     stop = stop_on_signals()

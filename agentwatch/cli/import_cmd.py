@@ -55,7 +55,7 @@ def tau_bench(
     from its ground-truth actions with effects and its required outputs."""
     from agentwatch.importers import POLICIES, TRANSCRIPTS, write_lines, write_policies
     from agentwatch.importers.tau_bench import TauBenchFormatError, import_results, load_document
-    from agentwatch.transcripts import TranscriptFileError, open_binary
+    from agentwatch.wire.transcripts import TranscriptFileError, open_binary
 
     stem = results.name.split(".")[0]
     try:
@@ -108,7 +108,7 @@ def openai_chat(
     calls by id (then by order), system messages are the agent's instructions."""
     from agentwatch.importers import TRANSCRIPTS, write_lines
     from agentwatch.importers.openai_chat import ERROR_PREFIXES, read_chat_lines
-    from agentwatch.transcripts import LineError, TranscriptFileError
+    from agentwatch.wire.transcripts import LineError, TranscriptFileError
 
     errors: list[LineError] = []
     prefixes = tuple(error_prefix) if error_prefix else ERROR_PREFIXES

@@ -15,8 +15,8 @@ if TYPE_CHECKING:  # the judge's modules load only when a judge command runs
     from agentwatch.config import Settings
     from agentwatch.judge.calibration import CalibrationReport
     from agentwatch.judge.runner import JudgeRunner
-    from agentwatch.schema import Conversation, Outcome
-    from agentwatch.transcripts import LineError
+    from agentwatch.wire.schema import Conversation, Outcome
+    from agentwatch.wire.transcripts import LineError
 
 judge_app = typer.Typer(
     help="The LLM judge: calibrate it against human labels, watch it on anchors.", no_args_is_help=True
@@ -99,8 +99,8 @@ def _judge_settings(
 
 def _labelled_file(path: Path) -> list[tuple[Conversation, Outcome]]:
     """The conversations of a transcript file that carry an outcome label; malformed lines are reported."""
-    from agentwatch.schema import Outcome
-    from agentwatch.transcripts import TranscriptFileError, iter_conversations
+    from agentwatch.wire.schema import Outcome
+    from agentwatch.wire.transcripts import TranscriptFileError, iter_conversations
 
     errors: list[LineError] = []
     try:

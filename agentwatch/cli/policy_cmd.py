@@ -52,7 +52,7 @@ def check(
 
     from agentwatch.config import ConfigError, load_settings
     from agentwatch.scorers import ConversationScorer
-    from agentwatch.transcripts import LineError, TranscriptFileError, iter_conversations
+    from agentwatch.wire.transcripts import LineError, TranscriptFileError, iter_conversations
 
     try:
         settings = load_settings(config)

@@ -19,6 +19,6 @@ def schema(
     kind: Annotated[SchemaKind, typer.Argument(help="conversation (transcript input) or score (result)")],
 ) -> None:
     """Print the JSON Schema of a transcript line or of a score record."""
-    from agentwatch.schema import json_schema
+    from agentwatch.wire.schema import json_schema
 
     typer.echo(json.dumps(json_schema(kind.value), indent=2))

@@ -16,13 +16,13 @@ if TYPE_CHECKING:  # the service modules load when a command runs, not when the 
     from rich.progress import Progress, TaskID
 
     from agentwatch.config import Settings
-    from agentwatch.exporters.report.cases import CaseKeeper
-    from agentwatch.exporters.report.model import Report
     from agentwatch.judge.runner import JudgeRunner
-    from agentwatch.schema import Conversation, ConversationScore
+    from agentwatch.report.cases import CaseKeeper
+    from agentwatch.report.model import Report
     from agentwatch.scorers.conversation import LabelRule
-    from agentwatch.transcript_keys import UnknownKeys
-    from agentwatch.transcripts import LineError
+    from agentwatch.wire.schema import Conversation, ConversationScore
+    from agentwatch.wire.transcript_keys import UnknownKeys
+    from agentwatch.wire.transcripts import LineError
 
 EXIT_OK, EXIT_GATE, EXIT_USAGE = 0, 1, 2
 MAX_ERRORS_SHOWN = 20
@@ -79,7 +79,7 @@ def _read_and_score(
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn
 
     from agentwatch.scorers import ConversationScorer
-    from agentwatch.transcripts import iter_conversations
+    from agentwatch.wire.transcripts import iter_conversations
 
     scorer = ConversationScorer(settings, labels=labels)
     scores: list[ConversationScore] = []
@@ -252,13 +252,13 @@ def score(
     regression, 2 usage error or unreadable input. Malformed lines are reported on stderr with their line numbers and skipped.
     """
     from agentwatch.config import ConfigError, load_settings
-    from agentwatch.exporters.report.baseline import BaselineError, load_baseline
-    from agentwatch.exporters.report.cases import CaseKeeper
-    from agentwatch.exporters.report.model import InputSummary
-    from agentwatch.exporters.report.pass_k import default_ks
-    from agentwatch.exporters.report.versions import build_reports, colliding_ids, duplicate_ids
-    from agentwatch.transcript_keys import UnknownKeys
-    from agentwatch.transcripts import TranscriptFileError
+    from agentwatch.report.baseline import BaselineError, load_baseline
+    from agentwatch.report.cases import CaseKeeper
+    from agentwatch.report.model import InputSummary
+    from agentwatch.report.pass_k import default_ks
+    from agentwatch.report.versions import build_reports, colliding_ids, duplicate_ids
+    from agentwatch.wire.transcript_keys import UnknownKeys
+    from agentwatch.wire.transcripts import TranscriptFileError
 
     ks = parse_ks(k)
     try:
@@ -349,7 +349,7 @@ MAX_IDS_SHOWN = 5
 
 def _warn_collisions(ids: list[str]) -> None:
     """Name the conversation ids used by several versions on stderr (each counts once per version)."""
-    from agentwatch.exporters.report.text import first_few
+    from agentwatch.report.text import first_few
 
     if ids:
         typer.echo(
@@ -361,7 +361,7 @@ def _warn_collisions(ids: list[str]) -> None:
 
 def _warn_duplicates(ids: list[str], extra: int) -> None:
     """Name the conversation ids read more than once for one agent version (each counts once: its last)."""
-    from agentwatch.exporters.report.text import first_few, plural
+    from agentwatch.report.text import first_few, plural
 
     if ids:
         typer.echo(
@@ -387,13 +387,13 @@ def _emit(
         body = report.model_dump_json(indent=2) + "\n"
     elif fmt is ReportFormat.html:
         try:
-            from agentwatch.exporters.report.html import render_html
+            from agentwatch.report.html import render_html
 
             body = render_html(report, settings, title=title, header=header, cases=keeper, base=base)
         except ImportError as exc:
             raise _fail(f"--format html needs matplotlib (pip install 'agentwatch[html]'): {exc}") from None
     else:
-        from agentwatch.exporters.report.text import print_report, render_text
+        from agentwatch.report.text import print_report, render_text
 
         if out is None:
             from rich.console import Console

@@ -12,7 +12,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator
 
 from agentwatch.config.base import Section
-from agentwatch.schema import ArgumentMode, Ending, ExtraCalls
+from agentwatch.wire.schema import ArgumentMode, Ending, ExtraCalls
 
 # The keys of a constraint object; any other object is a plain (nested) value the argument must match.
 CONSTRAINT_KEYS = frozenset({"regex", "from_input", "any"})

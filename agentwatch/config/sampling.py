@@ -39,7 +39,7 @@ class SamplingConfig(Section):
         gt=0,
         description="aim at this many judged conversations per series (agent, version, task) and hour: the "
         "judge rate of each series adapts to its traffic, at most judge_rate, at least the review rate and "
-        "min_judge_rate (scorers/target_rate.py); null: the judge rate is fixed",
+        "min_judge_rate (agentwatch/scorers/target_rate.py); null: the judge rate is fixed",
     )
     target_interval_s: float = Field(
         default=60.0, gt=0, description="how often a series' adaptive judge rate is decided again"

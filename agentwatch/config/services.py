@@ -40,7 +40,7 @@ class KafkaConfig(Section):
 
     @model_validator(mode="after")
     def _security(self) -> KafkaConfig:
-        from agentwatch.kafka_security import KafkaSecurity
+        from agentwatch.kafka.security import KafkaSecurity
 
         KafkaSecurity.from_config(self).check(prefix="kafka.")
         return self

@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from agentwatch.schema import Conversation
+from agentwatch.wire.schema import Conversation
 
 TRANSCRIPTS = "transcripts.jsonl"
 POLICIES = "policies.yaml"

@@ -23,8 +23,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from agentwatch.importers import transcript_line
-from agentwatch.schema import Conversation
-from agentwatch.transcripts import LineError, open_binary, validation_reason
+from agentwatch.wire.schema import Conversation
+from agentwatch.wire.transcripts import LineError, open_binary, validation_reason
 
 ERROR_PREFIXES: tuple[str, ...] = ("Error:", "error:", "ERROR:")
 _AGENT_ROLES = frozenset({"assistant", "model"})

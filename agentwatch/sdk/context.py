@@ -19,8 +19,8 @@ from typing import Any, ParamSpec, Self, TypeVar
 from opentelemetry import trace as otel_trace
 from opentelemetry.trace import NonRecordingSpan, Span, SpanContext
 
-from agentwatch.sdk import attributes as A
 from agentwatch.sdk.runtime import RUNTIME
+from agentwatch.wire import attributes as A
 
 log = logging.getLogger(__name__)
 

@@ -19,7 +19,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from agentwatch import wire
-from agentwatch.kafka_security import KafkaSecurity, kafka_python_messages
+from agentwatch.kafka.security import KafkaSecurity, kafka_python_messages
 
 log = logging.getLogger(__name__)
 

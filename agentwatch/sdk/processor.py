@@ -8,9 +8,9 @@ from collections.abc import Sequence
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
-from agentwatch.sdk import attributes as A
 from agentwatch.sdk.context import _CURRENT
 from agentwatch.sdk.runtime import TRACER_NAME
+from agentwatch.wire import attributes as A
 
 log = logging.getLogger(__name__)
 

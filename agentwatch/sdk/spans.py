@@ -14,10 +14,10 @@ from typing import Any
 
 from opentelemetry.trace import Span, Status, StatusCode
 
-from agentwatch.sdk import attributes as A
 from agentwatch.sdk import genai
 from agentwatch.sdk.context import _CURRENT
 from agentwatch.sdk.runtime import RUNTIME
+from agentwatch.wire import attributes as A
 
 log = logging.getLogger(__name__)
 

@@ -6,7 +6,7 @@ import logging
 
 from opentelemetry import trace as otel_trace
 
-from agentwatch.sdk import attributes as A
+from agentwatch.wire import attributes as A
 
 log = logging.getLogger(__name__)
 

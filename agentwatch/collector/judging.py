@@ -1,0 +1,73 @@
+"""Conversations waiting for the judge: verdicts come back on the judge's threads, scores leave on the consumer's.
+
+The consume thread hands a finished, judge-sampled conversation to the `JudgeRunner` and goes on consuming.
+Each waiting conversation holds back the offsets of its partition (from the lowest offset holding one of its
+spans), so nothing is committed past a conversation whose verdict is not flushed: a crash replays it, and the
+verdict cache makes the replay free. When too many are waiting, the service pauses its partitions instead of
+buffering without bound.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from concurrent.futures import Future
+from dataclasses import dataclass
+
+from agentwatch.judge.verdict import JudgeVerdict
+from agentwatch.wire.schema import Conversation
+
+
+@dataclass(slots=True)
+class _Waiting:
+    conversation: Conversation
+    partition: int
+    min_offset: int
+    verdict: Future[JudgeVerdict]
+    ids: tuple[str | None, str | None]  # trace and span id of its last turn
+
+
+class PendingVerdicts:
+    """Judge-sampled conversations whose verdict has not been scored yet, by partition."""
+
+    def __init__(self) -> None:
+        self._waiting: list[_Waiting] = []
+
+    def __len__(self) -> int:
+        return len(self._waiting)
+
+    def add(
+        self,
+        conv: Conversation,
+        partition: int,
+        min_offset: int,
+        verdict: Future[JudgeVerdict],
+        ids: tuple[str | None, str | None] = (None, None),
+    ) -> None:
+        """Hold `conv` (read from `partition` from `min_offset` on; `ids`: its last turn's trace and span id) until
+        `verdict` is done."""
+        self._waiting.append(_Waiting(conv, partition, min_offset, verdict, ids))
+
+    def ready(self) -> list[tuple[Conversation, JudgeVerdict, tuple[str | None, str | None]]]:
+        """The conversations whose verdict is done, released in the order they finished."""
+        if not self._waiting:
+            return []
+        keep: list[_Waiting] = []
+        done: list[_Waiting] = []
+        for (
+            w
+        ) in self._waiting:  # one look at each future: one that completes meanwhile waits for the next call
+            (done if w.verdict.done() else keep).append(w)
+        self._waiting = keep
+        return [(w.conversation, w.verdict.result(), w.ids) for w in done]
+
+    def low_offset(self, partition: int) -> int | None:
+        """The lowest offset a waiting conversation holds on `partition`, if any."""
+        offsets = [w.min_offset for w in self._waiting if w.partition == partition and w.min_offset >= 0]
+        return min(offsets) if offsets else None
+
+    def forget(self, partitions: Iterable[int]) -> int:
+        """Drop the conversations of revoked partitions (their new owner replays them); how many."""
+        gone = set(partitions)
+        before = len(self._waiting)
+        self._waiting = [w for w in self._waiting if w.partition not in gone]
+        return before - len(self._waiting)

@@ -1,0 +1,136 @@
+"""What the collector sends for review: transcripts of the review sample and of flagged conversations.
+
+A conversation in the review sample (`sampling.review_rate`, the shared hash) or carrying a person's label
+when it was scored is published to the transcripts topic with its first score, keyed by conversation id; a
+later revision of such a score (a late label) follows as a `revision` record, so the review service knows the
+latest revision. Records go through the collector's producer, which is flushed before every offset commit, as
+scores are: a crash replays them, never loses them. A transcript larger than `collector.max_transcript_bytes`
+is cut (long texts first, then turns) and says so in its notes: a record the broker refuses would stop the
+collector.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from agentwatch.wire.review_records import Sample, TranscriptRecord, review_sample_of
+from agentwatch.wire.schema import Conversation, ConversationScore
+
+log = logging.getLogger(__name__)
+
+_TEXT_CAPS = (4000, 1000, 200)  # characters kept per text, tried in turn until the record fits
+
+
+class ReviewFeed:
+    """Publishes transcript and revision records for review through `producer` (a `RecordProducer`)."""
+
+    def __init__(
+        self, producer: Any, topic: str, max_bytes: int, headers: Sequence[tuple[str, bytes]] = ()
+    ) -> None:
+        self._producer = producer
+        self._topic = topic
+        self._max_bytes = max_bytes
+        self._headers = [("content-type", b"application/json"), *headers]
+        self.published: dict[str, int] = {}  # sample -> records
+        self.trimmed = 0
+
+    def transcript(self, score: ConversationScore, conv: Conversation) -> None:
+        """Queue the transcript of `conv` with its first `score`, when it is to be reviewed."""
+        sample = review_sample_of(score)
+        if sample is None:
+            return
+        record = TranscriptRecord(
+            kind="transcript",
+            sample=sample,
+            conversation=conv,
+            score=score,
+            published_at=datetime.now(UTC),
+        )
+        payload = record.model_dump_json().encode()
+        if len(payload) > self._max_bytes:
+            payload = self._cut(record, conv, len(payload))
+        self._send(score, sample, payload)
+
+    def revision(self, score: ConversationScore) -> None:
+        """Queue a later revision of a score whose conversation was sent for review."""
+        sample = review_sample_of(score)
+        if sample is None:
+            return
+        record = TranscriptRecord(kind="revision", sample=sample, score=score, published_at=datetime.now(UTC))
+        self._send(score, sample, record.model_dump_json().encode())
+
+    def _send(self, score: ConversationScore, sample: Sample, payload: bytes) -> None:
+        self._producer.send(
+            self._topic, value=payload, key=score.conversation_id.encode(), headers=self._headers
+        )
+        self.published[sample] = self.published.get(sample, 0) + 1
+
+    def _cut(self, record: TranscriptRecord, conv: Conversation, size: int) -> bytes:
+        """The record with its transcript cut to fit `max_bytes` (texts shortened, then turns left out)."""
+        self.trimmed += 1
+        log.warning(
+            "transcript of %s is %d bytes, over collector.max_transcript_bytes (%d): cut for review",
+            conv.conversation_id,
+            size,
+            self._max_bytes,
+        )
+        payload = b""
+        for cap in _TEXT_CAPS:
+            cut = shortened(conv, cap, size, self._max_bytes)
+            payload = record.model_copy(update={"conversation": cut}).model_dump_json().encode()
+            if len(payload) <= self._max_bytes:
+                return payload
+        turns = list(cut.turns)
+        while turns and len(payload) > self._max_bytes:
+            turns = turns[: len(turns) // 2]
+            notes = [*cut.notes, f"review: only the first {len(turns)} of {len(conv.turns)} turns are kept"]
+            smaller = cut.model_copy(update={"turns": turns, "notes": notes})
+            payload = record.model_copy(update={"conversation": smaller}).model_dump_json().encode()
+        return payload
+
+
+def shortened(conv: Conversation, cap: int, size: int, limit: int) -> Conversation:
+    """`conv` with every input, answer, argument and result longer than `cap` characters cut, and a note."""
+    turns = []
+    for turn in conv.turns:
+        calls = [
+            call.model_copy(
+                update={"arguments": _cut_value(call.arguments, cap), "result": _cut_value(call.result, cap)}
+            )
+            for call in turn.tool_calls
+        ]
+        turns.append(
+            turn.model_copy(
+                update={
+                    "input": _cut_text(turn.input, cap),
+                    "answer": _cut_text(turn.answer, cap),
+                    "tool_calls": calls,
+                }
+            )
+        )
+    note = (
+        f"review: the transcript was {size:,} bytes, over the {limit:,}-byte limit; texts, arguments and "
+        f"results longer than {cap:,} characters are cut"
+    )
+    return conv.model_copy(update={"turns": turns, "notes": [*conv.notes, note]})
+
+
+def _cut_text(text: str | None, cap: int) -> str | None:
+    if text is None or len(text) <= cap:
+        return text
+    return f"{text[:cap]}… [{len(text) - cap:,} characters cut]"
+
+
+def _cut_value(value: Any, cap: int) -> Any:
+    """A JSON value left as it is when its text is short, else its JSON text cut (a string)."""
+    if value is None:
+        return None
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    if len(text) <= cap:
+        return value
+    cut = _cut_text(text, cap)
+    return {"cut": cut} if isinstance(value, dict) else cut

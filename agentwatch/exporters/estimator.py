@@ -1,0 +1,638 @@
+"""The rolling estimator: a fold of `ConversationScore`s into per-series sliding windows, read as estimates.
+
+- Series = (agent, version, task), plus (agent, version, "*") pooling all tasks of an agent version.
+- Event time = `score.ended_at` (naive datetimes are UTC; missing → now). Scores older than the longest window
+  are rejected (`too_old`), future ones are clamped to now and counted.
+- Identity = (agent, conversation id): two agents may reuse an id. An identity is remembered while its event time
+  is inside the longest window (ids expire with it), with what it contributed and the two series keys it was
+  added to ((agent, version, task) and (agent, version, "*")).
+- Revisions: a score with a higher `revision` than the one counted for its identity replaces the earlier
+  contribution in every window of both series, at the original event time (the same conversation, the same
+  bucket), so nothing is counted twice. Where that bucket has already left a window, the window is not changed
+  (the revision is applied only where the original still is). A score with an equal or lower revision is
+  rejected as `duplicate`. Since-start counters count a conversation once, at its first arrival; accepted
+  revisions are counted in `revisions`. Replaying the scores topic (revisions of one conversation are on one
+  partition, in order) gives the same windows: at any time, a window holds the latest revision of exactly
+  the conversations whose event time it covers.
+- Label values are bounded: agents beyond `exporter.max_agents`, versions beyond `exporter.max_versions_per_agent`
+  (per agent), tasks outside `exporter.tasks` or, with no list, beyond `exporter.max_tasks`, and failure modes
+  beyond `exporter.max_failure_modes` fold into `other` (first come, first kept among the values seen in the
+  longest window); every fold is counted per label. Values are sanitised without merging distinct names
+  (`sanitize_label`).
+- Units: a score naming an instance or an attempt belongs to the unit (task, instance) of its agent version;
+  each window counts the graded conversations per unit, which the estimates over units read (`summary`). At
+  most `exporter.max_units` units per agent version are tracked (first come, first kept among those seen in
+  the longest window); a conversation of any other unit counts as a unit of its own, and `units_folded` counts
+  it.
+- A series whose windows are all empty is forgotten (its estimates and counters vanish).
+- Thread-safe: `add` and `snapshot` take one lock. Snapshots reuse the estimates of unchanged windows.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import heapq
+import logging
+import math
+import re
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import TypeVar
+
+from agentwatch.config import Settings
+from agentwatch.exporters.alert_rules import (
+    Alert,
+    AlertParams,
+    Minutes,
+    SeriesInput,
+    alerts_of,
+    credit_point,
+    observation,
+    plan,
+    reference_counts,
+)
+from agentwatch.exporters.judge_agreement import JudgeAgreement, agreements
+from agentwatch.exporters.regression import RegressionParams, attach_regressions
+from agentwatch.exporters.summary import SeriesEstimate, StatsParams, summarise
+from agentwatch.exporters.windows import (
+    ASR_RESOLUTION,
+    CLASSES,
+    EVIDENCE,
+    OUTCOMES,
+    TOOL_DIMENSIONS,
+    Contribution,
+    SlidingWindow,
+    Unit,
+    parse_duration,
+    sketch_bin,
+)
+from agentwatch.stats.corrected import correction_point
+from agentwatch.stats.inclusion import automated_of, graded_probability, review_label
+from agentwatch.wire.schema import ConversationScore
+
+log = logging.getLogger(__name__)
+
+ALL_TASKS = "*"
+OTHER = "other"
+COST_BUCKETS: tuple[float, ...] = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+DURATION_BUCKETS: tuple[float, ...] = (0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0)
+REJECT_REASONS: tuple[str, ...] = ("duplicate", "too_old", "invalid")
+# New alert designs made per snapshot at most for this long (after a restart, the first scrapes may lack some
+# alert gauges rather than time out); `Estimator.alerts` makes them all.
+DESIGN_SECONDS_PER_SNAPSHOT = 2.0
+FOLDED_LABELS: tuple[str, ...] = ("agent", "version", "task", "mode")
+# Reason codes that describe rather than fail (a person's label): not failure modes (as in the report).
+INFORMATIONAL_CODES = frozenset({"label"})
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.:/@+\-]")
+_MODE_UNSAFE = re.compile(r"[^a-z0-9_]")
+
+
+_HASH_HEX = 8
+_SUFFIXED = re.compile(rf"_[0-9a-f]{{{_HASH_HEX}}}\Z")
+RESERVED = frozenset({OTHER, ALL_TASKS})
+
+
+def sanitize_label(value: object, max_length: int = 64) -> str:
+    """A label value that never silently merges two distinct names.
+
+    A value made only of [A-Za-z0-9_.:/@+-], at most `max_length` long, is kept as it is. Any other value
+    (non-ASCII or illegal characters, too long, the reserved `other`, or one that already ends like a hash
+    suffix) has its illegal characters replaced by `_`, is cut to leave room, and gets `_` + 8 hex digits of
+    the SHA-256 of the original appended: `café` → `caf__<hash>` and `cafè` → `caf__<other hash>`. The
+    empty value reads `unknown` (the schema's default). Stable across processes and restarts.
+    """
+    text = str(value)
+    if not text:
+        return "unknown"
+    clean = _UNSAFE.sub("_", text)
+    if clean == text and len(text) <= max_length and text not in RESERVED and not _SUFFIXED.search(text):
+        return text
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:_HASH_HEX]
+    return f"{clean[: max(0, max_length - _HASH_HEX - 1)]}_{digest}"
+
+
+def failure_mode(reason: str, max_length: int = 64) -> str:
+    """The code of a reason such as `loop: search called 3 times` → `loop` (lower-case, [a-z0-9_])."""
+    head = reason.split(":", 1)[0].strip().lower()
+    head = head.split()[0] if head.split() else ""
+    return _MODE_UNSAFE.sub("_", head.replace("-", "_"))[:max_length] or "unknown"
+
+
+@dataclass(slots=True)
+class Histogram:
+    """A cumulative Prometheus histogram: counts per upper bound (+Inf last), sum and count."""
+
+    bounds: tuple[float, ...]
+    counts: list[int]
+    total: float = 0.0
+    count: int = 0
+
+    @classmethod
+    def with_bounds(cls, bounds: tuple[float, ...]) -> Histogram:
+        """An empty histogram with these finite upper bounds."""
+        return cls(bounds, [0] * (len(bounds) + 1))
+
+    def observe(self, x: float) -> None:
+        """Count one value."""
+        i = next((i for i, ub in enumerate(self.bounds) if x <= ub), len(self.bounds))
+        self.counts[i] += 1
+        self.total += x
+        self.count += 1
+
+
+@dataclass(slots=True)
+class SeriesCounters:
+    """Counters since start of one real series (no aggregate)."""
+
+    outcomes: dict[str, int] = field(default_factory=dict)
+    modes: dict[str, int] = field(default_factory=dict)
+    cost: Histogram = field(default_factory=lambda: Histogram.with_bounds(COST_BUCKETS))
+    duration: Histogram = field(default_factory=lambda: Histogram.with_bounds(DURATION_BUCKETS))
+    revision: int = 0  # changes whenever a counter does
+
+    def copy(self) -> SeriesCounters:
+        """An independent copy."""
+        return SeriesCounters(
+            dict(self.outcomes),
+            dict(self.modes),
+            Histogram(self.cost.bounds, list(self.cost.counts), self.cost.total, self.cost.count),
+            Histogram(
+                self.duration.bounds, list(self.duration.counts), self.duration.total, self.duration.count
+            ),
+            self.revision,
+        )
+
+
+@dataclass(slots=True)
+class EstimatorCounters:
+    """Estimator health and per-series counters, copied under the lock."""
+
+    consumed: int
+    rejected: dict[str, int]
+    clamped: int
+    folded: dict[str, int]
+    last_score_timestamp: float | None
+    series: dict[tuple[str, str, str], SeriesCounters]
+    revisions: int = 0
+    units_folded: int = 0
+
+
+SeriesKey = tuple[str, str, str]
+_T = TypeVar("_T")
+
+
+class _Counted:
+    """What one identity contributed: enough to take it back when a revision arrives."""
+
+    __slots__ = ("contribution", "keys", "revision", "t")
+
+    def __init__(
+        self, t: float, revision: int, contribution: Contribution, keys: tuple[SeriesKey, SeriesKey]
+    ):
+        self.t = t
+        self.revision = revision
+        self.contribution = contribution
+        self.keys = keys
+
+
+_EVIDENCE_INDEX = {code: i for i, code in enumerate(EVIDENCE)}
+_OUTCOME_INDEX = {name: i for i, name in enumerate(OUTCOMES)}
+
+
+class _Series:
+    __slots__ = ("cache", "cache_gen", "counters", "counters_copy", "first_seen", "minutes", "windows")
+
+    def __init__(self, windows: list[SlidingWindow], t: float, counted: bool) -> None:
+        self.windows = windows
+        self.first_seen = t
+        self.counters = SeriesCounters() if counted else None
+        self.counters_copy: SeriesCounters | None = None
+        self.cache: list[SeriesEstimate | None] = [None] * len(windows)
+        self.cache_gen: list[int] = [-1] * len(windows)
+        self.minutes: Minutes | None = None  # per-minute counts of the alert rules (real series)
+
+
+class Estimator:
+    """Rolling Bayesian estimates per series and window, from a stream of conversation scores."""
+
+    def __init__(self, settings: Settings, clock: Callable[[], float] = time.time) -> None:
+        cfg = settings.exporter
+        self._clock = clock
+        self._windows = [(w, parse_duration(w)) for w in cfg.windows]
+        self._longest = max(s for _, s in self._windows)
+        self._buckets = cfg.buckets_per_window
+        self._housekeeping_every = min(s for _, s in self._windows) / self._buckets
+        self._max_label = cfg.max_label_length
+        self._known_tasks = {sanitize_label(t, cfg.max_label_length) for t in cfg.tasks}
+        self._max_tasks = cfg.max_tasks
+        self._max_agents = cfg.max_agents
+        self._max_versions = cfg.max_versions_per_agent
+        self._max_modes = cfg.max_failure_modes
+        self._max_units = cfg.max_units
+        self._credits = settings.scoring.credits
+        self.min_kappa, self.min_kappa_labels = settings.judge.min_kappa, settings.judge.min_kappa_labels
+        st = settings.stats
+        self.stats_params = StatsParams(
+            st.prior_alpha, st.prior_beta, st.level, tuple(st.ks), st.bootstrap_resamples, st.seed
+        )
+        self.regression_params = RegressionParams(
+            tuple(cfg.regression_ks),
+            settings.gate.regression_margin,
+            cfg.regression_min_conversations,
+            st.prior_alpha,
+            st.prior_beta,
+        )
+        self.alert_params = AlertParams.from_settings(settings)
+        self._longest_name = max(self._windows, key=lambda w: w[1])[0]
+        self._lock = threading.Lock()
+        self._series: dict[tuple[str, str, str], _Series] = {}
+        self._seen: dict[tuple[str, str], _Counted] = {}  # identity -> what it contributed
+        self._id_heap: list[tuple[float, tuple[str, str]]] = []
+        self._key_pairs: dict[
+            SeriesKey, tuple[SeriesKey, SeriesKey]
+        ] = {}  # shared by the identities' records
+        self._revisions = 0
+        self._tasks_seen: dict[str, float] = {}  # task -> latest event time (for the cap when no list)
+        self._agents_seen: dict[str, float] = {}  # agent -> latest event time
+        self._versions_seen: dict[str, dict[str, float]] = {}  # agent -> version -> latest event time
+        self._modes_seen: dict[str, float] = {}
+        self._units_seen: dict[tuple[str, str], dict[Unit, float]] = {}  # agent version -> unit -> last time
+        self._units_folded = 0
+        self._judge_labels: dict[str, str] = {}
+        self._shared: dict[object, object] = {}  # the few distinct correction points and probabilities
+        self._next_housekeeping = -math.inf
+        self._consumed = 0
+        self._rejected = dict.fromkeys(REJECT_REASONS, 0)
+        self._clamped = 0
+        self._folded = dict.fromkeys(FOLDED_LABELS, 0)
+        self._last_ts: float | None = None
+
+    @property
+    def longest_window_s(self) -> float:
+        """Width of the longest window in seconds (the replay and de-duplication horizon)."""
+        return self._longest
+
+    # ------------------------------------------------------------------ input
+
+    def add(self, score: ConversationScore) -> bool:
+        """Count one score; False when it is a duplicate or older than the longest window."""
+        with self._lock:
+            now = self._clock()
+            self._consumed += 1
+            t = now if score.ended_at is None else _epoch(score.ended_at)
+            if t > now:
+                t = now
+                self._clamped += 1
+            if t < now - self._longest:
+                self._rejected["too_old"] += 1
+                return False
+            self._housekeeping(now)
+            identity = (sys.intern(score.agent), score.conversation_id)  # one agent string for all its ids
+            counted = self._seen.get(identity)
+            if counted is not None:
+                if score.revision <= counted.revision:
+                    self._rejected["duplicate"] += 1
+                    return False
+                self._revise(counted, score, now)
+                return True
+            agent = self._fold_agent(sanitize_label(score.agent, self._max_label), t)
+            version = self._fold_version(agent, sanitize_label(score.version, self._max_label), t)
+            task = self._fold_task(sanitize_label(score.task, self._max_label), t)
+            key = (agent, version, task)
+            keys = self._key_pairs.get(key)
+            if keys is None:
+                keys = self._key_pairs[key] = (key, (agent, version, ALL_TASKS))
+            unit = None
+            if score.instance is not None or score.attempt is not None:
+                unit = self._unit(agent, version, score, t)
+            contribution = self._contribution(score, t, unit)
+            self._seen[identity] = _Counted(t, score.revision, contribution, keys)
+            heapq.heappush(self._id_heap, (t, identity))
+            for k, counted_here in ((keys[0], True), (keys[1], False)):
+                s = self._series.get(k)
+                if s is None:
+                    s = self._series[k] = _Series(self._new_windows(), t, counted_here)
+                s.first_seen = min(s.first_seen, t)
+                for w in s.windows:
+                    w.add(t, contribution, now)
+                if s.counters is not None:
+                    _count(s.counters, score, contribution)
+                    if s.minutes is None:
+                        s.minutes = Minutes(self.alert_params.minutes)
+                    s.minutes.add(t, observation(contribution, credit_point(score.conversation_id)), 1, now)
+            self._last_ts = t if self._last_ts is None else max(self._last_ts, t)
+            return True
+
+    def _revise(self, counted: _Counted, score: ConversationScore, now: float) -> None:
+        """Replace an identity's contribution by its revision wherever the original is still counted."""
+        # the same conversation: the same unit
+        new = self._contribution(score, counted.t, counted.contribution.unit)
+        for k in counted.keys:
+            s = self._series.get(k)
+            if s is None:
+                continue
+            for w in s.windows:
+                w.replace(counted.t, counted.contribution, new, now)
+            if s.minutes is not None and k is counted.keys[0]:
+                point = credit_point(score.conversation_id)
+                s.minutes.add(counted.t, observation(counted.contribution, point), -1, now)
+                s.minutes.add(counted.t, observation(new, point), 1, now)
+        counted.contribution = new
+        counted.revision = score.revision
+        self._revisions += 1
+
+    def reject_invalid(self) -> None:
+        """Count one record that could not be read as a score."""
+        with self._lock:
+            self._consumed += 1
+            self._rejected["invalid"] += 1
+
+    def _new_windows(self) -> list[SlidingWindow]:
+        return [SlidingWindow(name, s, self._buckets) for name, s in self._windows]
+
+    def _fold(self, label: str, value: str, seen: dict[str, float], cap: int, t: float) -> str:
+        """`value`, or `other` once `cap` other values are in `seen` (first come, first kept); counted."""
+        last = seen.get(value)
+        if last is None and len(seen) >= cap:
+            self._folded[label] += 1
+            return OTHER
+        seen[value] = t if last is None else max(t, last)
+        return value
+
+    def _fold_agent(self, agent: str, t: float) -> str:
+        return self._fold("agent", agent, self._agents_seen, self._max_agents, t)
+
+    def _fold_version(self, agent: str, version: str, t: float) -> str:
+        seen = self._versions_seen.setdefault(agent, {})
+        return self._fold("version", version, seen, self._max_versions, t)
+
+    def _fold_task(self, task: str, t: float) -> str:
+        if self._known_tasks:
+            if task not in self._known_tasks:
+                self._folded["task"] += 1
+                task = OTHER
+            self._tasks_seen[task] = max(t, self._tasks_seen.get(task, t))
+            return task
+        return self._fold("task", task, self._tasks_seen, self._max_tasks, t)
+
+    def _unit(self, agent: str, version: str, score: ConversationScore, t: float) -> Unit | None:
+        """The unit of a score naming an instance or an attempt; None (a unit of its own) when the bound is
+        reached (counted)."""
+        unit = (sys.intern(score.task), score.instance)
+        seen = self._units_seen.setdefault((agent, version), {})
+        last = seen.get(unit)
+        if last is None and len(seen) >= self._max_units:
+            self._units_folded += 1
+            return None
+        seen[unit] = t if last is None else max(t, last)
+        return unit
+
+    def _modes(self, reasons: list[str], t: float) -> tuple[str, ...]:
+        codes = {failure_mode(r, self._max_label) for r in reasons} - INFORMATIONAL_CODES
+        return tuple(
+            sorted({self._fold("mode", code, self._modes_seen, self._max_modes, t) for code in codes})
+        )
+
+    def _contribution(self, score: ConversationScore, t: float, unit: Unit | None) -> Contribution:
+        sums = [0.0] * len(TOOL_DIMENSIONS)
+        counts = [0] * len(TOOL_DIMENSIONS)
+        for ts in score.turn_scores:
+            tool = ts.tool
+            if tool is None:
+                continue
+            values = (
+                tool.selection,
+                tool.parameters,
+                tool.sequence,
+                tool.utilization,
+                tool.overall,
+                tool.binary,
+            )
+            for i, v in enumerate(values):
+                if v is not None and math.isfinite(float(v)):
+                    sums[i] += float(v)
+                    counts[i] += 1
+        cost = score.cost_usd if score.cost_usd is not None and math.isfinite(score.cost_usd) else None
+        duration = (
+            score.duration_s if score.duration_s is not None and math.isfinite(score.duration_s) else None
+        )
+        credit = score.asr_credit
+        if credit is not None and not math.isfinite(credit):
+            credit = None
+        if credit is not None:
+            credit = min(1.0, max(0.0, credit))
+        budget = score.budget_usd
+        budgeted = cost is not None and budget is not None
+        automated = automated_of(score)
+        judge = agreement = None
+        if automated is not None and "judge" in automated.graded_by and score.judge:
+            judge = self._judge_label(score.judge)
+            label, verdict = review_label(score), score.judge_outcome
+            if label is not None and verdict is not None and verdict.value != "unscored":
+                agreement = _OUTCOME_INDEX[label.value] * CLASSES + _OUTCOME_INDEX[verdict.value]
+        return Contribution(
+            scored=score.passed is not None,
+            passed=bool(score.passed),
+            outcome=OUTCOMES.index(score.outcome.value),
+            modes=self._modes(score.reasons, t) if score.reasons else (),
+            tool_sums=tuple(sums) if any(counts) else (),
+            tool_counts=tuple(counts) if any(counts) else (),
+            cost_bin=sketch_bin(max(0.0, cost)) if cost is not None else None,
+            duration_bin=sketch_bin(max(0.0, duration)) if duration is not None else None,
+            budgeted=budgeted,
+            over_budget=cost is not None and budget is not None and cost > budget,
+            asr_bin=round(credit * ASR_RESOLUTION) if credit is not None else None,
+            asr_credit=credit,
+            evidence=tuple(sorted({_EVIDENCE_INDEX[e] for e in score.evidence if e in _EVIDENCE_INDEX})),
+            judge_sampled=score.judge_sampled,
+            review_sampled=score.review_sampled,
+            label=_OUTCOME_INDEX[score.label.value] if score.label is not None else None,
+            unit=unit,
+            graded_p=self._one(graded_probability(score)) if score.passed is not None else 1.0,
+            correction=self._one(correction_point(score, self._credits)) if automated is not None else None,
+            judge=judge,
+            agreement=agreement,
+        )
+
+    def _one(self, value: _T) -> _T:
+        """One shared object per distinct value: identities keep few distinct points and probabilities, and
+        sharing them saves about 150 bytes per remembered conversation."""
+        found = self._shared.get(value)
+        if found is None:
+            if len(self._shared) >= 100_000:
+                return value
+            self._shared[value] = found = value
+        return found  # type: ignore[return-value]
+
+    def _judge_label(self, judge: str) -> str:
+        """A judge id as a label value (interned: one string per judge)."""
+        found = self._judge_labels.get(judge)
+        if found is None:
+            found = sys.intern(sanitize_label(judge, self._max_label))
+            if len(self._judge_labels) < 10_000:
+                self._judge_labels[judge] = found
+        return found
+
+    # ------------------------------------------------------------------ expiry
+
+    def _housekeeping(self, now: float, force: bool = False) -> None:
+        if not force and now < self._next_housekeeping:
+            return
+        self._next_housekeeping = now + self._housekeeping_every
+        horizon = now - self._longest
+        while self._id_heap and self._id_heap[0][0] < horizon:
+            _, identity = heapq.heappop(self._id_heap)
+            counted = self._seen.get(identity)
+            if counted is not None and counted.t < horizon:
+                del self._seen[identity]
+        for seen in (self._tasks_seen, self._modes_seen, self._agents_seen, *self._versions_seen.values()):
+            for name in [n for n, last in seen.items() if last < horizon]:
+                del seen[name]
+        for agent in [a for a, versions in self._versions_seen.items() if not versions]:
+            del self._versions_seen[agent]
+        for agent_version, units in list(self._units_seen.items()):
+            for unit in [u for u, last in units.items() if last < horizon]:
+                del units[unit]
+            if not units:
+                del self._units_seen[agent_version]
+        gone = []
+        for key, s in self._series.items():
+            for w in s.windows:
+                w.advance(now)
+            if all(w.empty for w in s.windows):
+                gone.append(key)
+        for key in gone:
+            del self._series[key]
+            self._key_pairs.pop(key, None)
+
+    # ------------------------------------------------------------------ output
+
+    def snapshot(self, now: float | None = None) -> list[SeriesEstimate]:
+        """Estimates of every series and window holding at least one conversation at `now` (default: clock)."""
+        with self._lock:
+            now = self._clock() if now is None else now
+            self._housekeeping(now, force=True)
+            out: list[SeriesEstimate | None] = []
+            pending: list[tuple[_Series, int, int]] = []
+            items = []
+            for key, s in self._series.items():
+                for i, w in enumerate(s.windows):
+                    if w.empty:
+                        continue
+                    if s.cache_gen[i] == w.generation and s.cache[i] is not None:
+                        out.append(s.cache[i])
+                    else:
+                        pending.append((s, i, len(out)))
+                        items.append((key, w.name, w.total))
+                        out.append(None)
+            for (s, i, pos), est in zip(pending, summarise(items, self.stats_params), strict=True):
+                s.cache[i] = est
+                s.cache_gen[i] = s.windows[i].generation
+                out[pos] = est
+            result = [e for e in out if e is not None]
+            first_seen = {key: s.first_seen for key, s in self._series.items()}
+            inputs = self._alert_inputs(now)
+        attach_regressions(result, first_seen, self.regression_params)
+        deadline = time.monotonic() + DESIGN_SECONDS_PER_SNAPSHOT
+        alerts = self._alerts(inputs, now, lambda: time.monotonic() < deadline)
+        for e in result:
+            e.alerts = alerts.get(e.series, ()) if e.window == self._longest_name else ()
+        return result
+
+    def alerts(self, now: float | None = None) -> dict[SeriesKey, tuple[Alert, ...]]:
+        """The quality alert rules of every real series (no `task="*"`) with a reference, at `now` (default:
+        clock)."""
+        with self._lock:
+            now = self._clock() if now is None else now
+            self._housekeeping(now, force=True)
+            inputs = self._alert_inputs(now)
+        return self._alerts(inputs, now)
+
+    def _alert_inputs(self, now: float) -> list[SeriesInput]:
+        """What the rules need to choose references and designs: each real series' counts over the longest
+        window and the seconds they cover (since it was first seen, at most the longest window)."""
+        longest = next(i for i, (name, _s) in enumerate(self._windows) if name == self._longest_name)
+        return [
+            SeriesInput(
+                key,
+                s.first_seen,
+                reference_counts(s.windows[longest].total),
+                min(self._longest, max(60.0, now - s.first_seen)),
+            )
+            for key, s in self._series.items()
+            if s.counters is not None and s.minutes is not None and not s.windows[longest].empty
+        ]
+
+    def _alerts(
+        self, inputs: list[SeriesInput], now: float, may_design: Callable[[], bool] = lambda: True
+    ) -> dict[SeriesKey, tuple[Alert, ...]]:
+        """References and designs (outside the lock: a design not yet memoised takes milliseconds, and is made
+        only while `may_design()` holds), then each series' statistics from its per-minute counts."""
+        out: dict[SeriesKey, tuple[Alert, ...]] = {}
+        for key, planned in plan(inputs, self.alert_params, may_design).items():
+            with self._lock:
+                s = self._series.get(key)
+                minutes = s.minutes.ordered(now) if s is not None and s.minutes is not None else None
+            if minutes is not None:
+                out[key] = alerts_of(planned, minutes)
+        return out
+
+    def agreement(self, now: float | None = None) -> list[JudgeAgreement]:
+        """Judge–human agreement per judge id and window over the real series (`judge_agreement`)."""
+        with self._lock:
+            now = self._clock() if now is None else now
+            self._housekeeping(now, force=True)
+            rows = [
+                (w.name, judge, list(row))
+                for (_a, _v, task), s in self._series.items()
+                if task != ALL_TASKS
+                for w in s.windows
+                if w.total.judges
+                for judge, row in w.total.judges.items()
+            ]
+        p = self.stats_params
+        return agreements(rows, p.level, p.resamples, p.seed)
+
+    def counters(self) -> EstimatorCounters:
+        """Health counters and per-series counters since start (read-only copies, reused while unchanged)."""
+        with self._lock:
+            series = {}
+            for key, s in self._series.items():
+                if s.counters is None:
+                    continue
+                if s.counters_copy is None or s.counters_copy.revision != s.counters.revision:
+                    s.counters_copy = s.counters.copy()  # shared by later calls while unchanged: read-only
+                series[key] = s.counters_copy
+            return EstimatorCounters(
+                self._consumed,
+                dict(self._rejected),
+                self._clamped,
+                dict(self._folded),
+                self._last_ts,
+                series,
+                self._revisions,
+                self._units_folded,
+            )
+
+
+def _count(c: SeriesCounters, score: ConversationScore, contribution: Contribution) -> None:
+    c.revision += 1
+    outcome = OUTCOMES[contribution.outcome]
+    c.outcomes[outcome] = c.outcomes.get(outcome, 0) + 1
+    for m in contribution.modes:
+        c.modes[m] = c.modes.get(m, 0) + 1
+    if score.cost_usd is not None and math.isfinite(score.cost_usd):
+        c.cost.observe(max(0.0, score.cost_usd))
+    if score.duration_s is not None and math.isfinite(score.duration_s):
+        c.duration.observe(max(0.0, score.duration_s))
+
+
+def _epoch(dt: datetime) -> float:
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=UTC)
+    return dt.timestamp()

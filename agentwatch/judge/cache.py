@@ -1,0 +1,126 @@
+"""Verdict cache keyed by judge id and a canonical hash of what the judge sees (`Judge.fingerprint`).
+
+A conversation delivered twice, or the same conversation in two runs, is judged once. Only verdicts that grade
+are kept (a failure is retried next time). In memory it is an LRU of `max_entries`; with a `path` every new
+verdict is appended as one JSON line and the file is read back on open, so the offline CLI keeps its cache
+between runs (the last line of a key wins; a torn last line is skipped). Thread-safe.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+from collections import OrderedDict
+from dataclasses import replace
+from pathlib import Path
+
+from agentwatch.judge.verdict import JudgeVerdict
+from agentwatch.wire.schema import Outcome
+
+log = logging.getLogger(__name__)
+
+
+def cache_key(judge_id: str, fingerprint: str) -> str:
+    """The key of a verdict: judge id and fingerprint."""
+    return f"{judge_id}\x1f{fingerprint}"
+
+
+def _to_json(key: str, v: JudgeVerdict) -> str:
+    return json.dumps(
+        {
+            "key": key,
+            "outcome": v.outcome.value if v.outcome is not None else None,
+            "score": v.score,
+            "explanation": v.explanation,
+            "judge_id": v.judge_id,
+            "input_tokens": v.input_tokens,
+            "output_tokens": v.output_tokens,
+            "cost_usd": v.cost_usd,
+        },
+        ensure_ascii=False,
+        separators=(",", ":"),
+    )
+
+
+def _from_json(d: dict) -> tuple[str, JudgeVerdict]:
+    v = JudgeVerdict(
+        outcome=Outcome(d["outcome"]),
+        score=float(d["score"]),
+        explanation=str(d.get("explanation") or ""),
+        judge_id=str(d.get("judge_id") or ""),
+        input_tokens=int(d.get("input_tokens") or 0),
+        output_tokens=int(d.get("output_tokens") or 0),
+        cost_usd=d.get("cost_usd"),
+    )
+    return str(d["key"]), v
+
+
+class JudgeCache:
+    """Verdicts by key; `get` returns a copy marked `cached=True`."""
+
+    def __init__(self, max_entries: int = 100_000, path: str | os.PathLike[str] | None = None) -> None:
+        self.max_entries = max_entries
+        self.path = Path(path) if path is not None else None
+        self._lock = threading.Lock()
+        self._entries: OrderedDict[str, JudgeVerdict] = OrderedDict()
+        self._fh = None
+        if self.path is not None:
+            self._load()
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._fh = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 — closed in close()
+
+    def _load(self) -> None:
+        assert self.path is not None
+        if not self.path.exists():
+            return
+        bad = 0
+        with open(self.path, encoding="utf-8") as fh:
+            for line in fh:
+                try:
+                    key, verdict = _from_json(json.loads(line))
+                except (ValueError, KeyError, TypeError):
+                    bad += 1
+                    continue
+                self._put(key, verdict)
+        if bad:
+            log.warning("judge cache %s: %d unreadable line(s) skipped", self.path, bad)
+
+    def _put(self, key: str, verdict: JudgeVerdict) -> None:
+        if self.max_entries <= 0:
+            return
+        self._entries[key] = verdict
+        self._entries.move_to_end(key)
+        while len(self._entries) > self.max_entries:
+            self._entries.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def get(self, key: str) -> JudgeVerdict | None:
+        """The cached verdict (marked cached, no latency) or None."""
+        with self._lock:
+            v = self._entries.get(key)
+            if v is None:
+                return None
+            self._entries.move_to_end(key)
+        return replace(v, cached=True, latency_s=0.0)
+
+    def put(self, key: str, verdict: JudgeVerdict) -> None:
+        """Keep a verdict that grades (failures are not cached)."""
+        if not verdict.ok or verdict.cached:
+            return
+        verdict = replace(verdict, latency_s=0.0)
+        with self._lock:
+            self._put(key, verdict)
+            if self._fh is not None:
+                self._fh.write(_to_json(key, verdict) + "\n")
+                self._fh.flush()
+
+    def close(self) -> None:
+        """Close the file (if any)."""
+        with self._lock:
+            if self._fh is not None:
+                self._fh.close()
+                self._fh = None

@@ -1,0 +1,334 @@
+"""`OpenAIJudge`: grades a conversation with one call to an OpenAI-compatible chat completions endpoint.
+
+Plain `httpx` rather than the `openai` package: the judge needs exact control of what the SDK hides — its own
+retries (the SDK retries by itself, which would multiply ours and bypass the circuit breaker and the spend
+cap), the `Retry-After` header, the HTTP status that decides between retry and give-up, and falling back from
+structured outputs on servers that reject `response_format` — and it sends one small request shape. httpx is
+small, thread-safe with a shared connection pool, and has separate connect/read timeouts.
+
+One request per conversation at temperature 0: the versioned rubric and the transcript (`agentwatch.judge.prompt`). The
+reply must be JSON of `VERDICT_SCHEMA`; with `structured_outputs="auto"` the schema is sent as
+`response_format: json_schema` and the judge falls back to `json_object`, then to no `response_format`, when the
+server answers 400/422 about it. A reply that does not parse gets one repair request (the bad reply and the
+error, asking for the JSON object only). Failures never raise: they come back as failed verdicts.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import logging
+import os
+import random
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import httpx
+
+from agentwatch.config import JudgeConfig
+from agentwatch.config.prices import PriceLookup
+from agentwatch.judge.breaker import CircuitBreaker
+from agentwatch.judge.prompt import (
+    VERDICT_SCHEMA,
+    build_messages,
+    fingerprint,
+    load_rubric,
+    parse_verdict,
+)
+from agentwatch.judge.verdict import (
+    JUDGE_BAD_OUTPUT,
+    JUDGE_TIMEOUT,
+    JUDGE_UNAVAILABLE,
+    JudgeVerdict,
+)
+from agentwatch.wire.schema import Conversation
+
+log = logging.getLogger(__name__)
+
+_MODES = ("json_schema", "json_object", "none")
+REPAIR_PROMPT = (
+    "Your reply could not be used: {error}. Reply again with only the JSON object "
+    '{{"outcome": one of complete, partial_correct, partial_incorrect, hallucinated, abandoned; '
+    '"score": a number from 0 to 1; "explanation": a short string}} and nothing else.'
+)
+
+
+class _CallFailed(Exception):
+    def __init__(self, code: str, detail: str) -> None:
+        super().__init__(detail)
+        self.code = code
+        self.detail = detail
+
+
+def parse_retry_after(value: str | None, now: float | None = None) -> float | None:
+    """Seconds to wait from a `Retry-After` header (delta-seconds or an HTTP date); None if absent or invalid."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return max(float(value), 0.0)
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(when.timestamp() - (time.time() if now is None else now), 0.0)
+
+
+class OpenAIJudge:
+    """The judge; `judge(conv)` never raises. Share one instance between threads."""
+
+    def __init__(
+        self,
+        *,
+        base_url: str,
+        model: str,
+        api_key: str | None = None,
+        name: str = "openai",
+        prompt_version: str = "v1",
+        timeout_s: float = 60.0,
+        max_retries: int = 3,
+        backoff_s: float = 1.0,
+        max_backoff_s: float = 60.0,
+        structured_outputs: str = "auto",
+        max_input_tokens: int = 12_000,
+        max_output_tokens: int = 400,
+        prices: PriceLookup | None = None,
+        breaker: CircuitBreaker | None = None,
+        client: httpx.Client | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.monotonic,
+        rng: Callable[[], float] = random.random,
+    ) -> None:
+        self.model = model
+        self.judge_id = f"{name}:{model}:{prompt_version}"
+        self.rubric = load_rubric(prompt_version)
+        self.url = base_url.rstrip("/") + "/chat/completions"
+        self.timeout_s = timeout_s
+        self.max_retries = max_retries
+        self.backoff_s = backoff_s
+        self.max_backoff_s = max_backoff_s
+        if structured_outputs not in ("auto", *_MODES):
+            raise ValueError(
+                f"structured_outputs must be auto, {', '.join(_MODES)}; got {structured_outputs!r}"
+            )
+        self._auto = structured_outputs == "auto"
+        self._mode = "json_schema" if self._auto else structured_outputs
+        self.max_input_tokens = max_input_tokens
+        self.max_output_tokens = max_output_tokens
+        self.prices = prices
+        self.breaker = breaker or CircuitBreaker()
+        self._headers = {"Content-Type": "application/json"}
+        if api_key:
+            self._headers["Authorization"] = f"Bearer {api_key}"
+        self._client = client or httpx.Client(timeout=httpx.Timeout(timeout_s), follow_redirects=False)
+        self._sleep = sleep
+        self._clock = clock
+        self._rng = rng
+
+    @classmethod
+    def from_config(
+        cls,
+        cfg: JudgeConfig,
+        prices: PriceLookup | None = None,
+        environ: Mapping[str, str] | None = None,
+        **kw: Any,
+    ) -> OpenAIJudge:
+        """A judge from the `judge:` configuration section; the API key is read from `cfg.api_key_env`."""
+        env = os.environ if environ is None else environ
+        key = env.get(cfg.api_key_env)
+        if not key:
+            log.warning("judge: %s is not set; calling %s without an API key", cfg.api_key_env, cfg.base_url)
+        return cls(
+            base_url=cfg.base_url,
+            model=cfg.model,
+            api_key=key,
+            name=cfg.name,
+            prompt_version=cfg.prompt_version,
+            timeout_s=cfg.timeout_s,
+            max_retries=cfg.max_retries,
+            backoff_s=cfg.backoff_s,
+            max_backoff_s=cfg.max_backoff_s,
+            structured_outputs=cfg.structured_outputs,
+            max_input_tokens=cfg.max_input_tokens,
+            max_output_tokens=cfg.max_output_tokens,
+            prices=prices,
+            breaker=CircuitBreaker(cfg.breaker_failures, cfg.breaker_reset_s),
+            **kw,
+        )
+
+    @property
+    def response_format_mode(self) -> str:
+        """The `response_format` in use: json_schema, json_object or none (auto may have fallen back)."""
+        return self._mode
+
+    def close(self) -> None:
+        """Close the HTTP connection pool."""
+        self._client.close()
+
+    # ------------------------------------------------------------------ protocol
+
+    def messages(self, conv: Conversation) -> list[dict[str, str]]:
+        """The chat messages sent for `conv`."""
+        return build_messages(conv, self.rubric, self.max_input_tokens)
+
+    def fingerprint(self, conv: Conversation) -> str:
+        """Canonical hash of what the judge sees for `conv`."""
+        return fingerprint(self.judge_id, self.messages(conv))
+
+    def judge(self, conv: Conversation) -> JudgeVerdict:
+        """One verdict for `conv` (one request, plus one repair request if the reply does not parse)."""
+        start = self._clock()
+        usage = [0, 0]
+        blocked = self.breaker.allow()
+        if blocked is not None:
+            return JudgeVerdict.failed(JUDGE_UNAVAILABLE, blocked, self.judge_id)
+        messages = self.messages(conv)
+        try:
+            outcome, score, explanation = self._ask(messages, usage)
+        except _CallFailed as exc:
+            if exc.code != JUDGE_BAD_OUTPUT:
+                self.breaker.failure()
+            else:
+                self.breaker.success()  # the judge answered: it is up, even if the answer is unusable
+            return self._verdict(start, usage, failure=exc.code, detail=exc.detail)
+        self.breaker.success()
+        return self._verdict(start, usage, outcome=outcome, score=score, explanation=explanation)
+
+    # ------------------------------------------------------------------ internals
+
+    def _verdict(self, start: float, usage: list[int], **fields: Any) -> JudgeVerdict:
+        cost = None
+        price = self.prices(self.model) if self.prices is not None else None
+        if price is not None:
+            cost = (usage[0] * price[0] + usage[1] * price[1]) / 1e6
+        latency = max(self._clock() - start, 0.0)
+        if fields.get("failure"):
+            return JudgeVerdict.failed(
+                fields["failure"],
+                fields["detail"],
+                self.judge_id,
+                input_tokens=usage[0],
+                output_tokens=usage[1],
+                cost_usd=cost,
+                latency_s=latency,
+            )
+        return JudgeVerdict.graded(
+            fields["outcome"],
+            fields["score"],
+            fields["explanation"],
+            self.judge_id,
+            input_tokens=usage[0],
+            output_tokens=usage[1],
+            cost_usd=cost,
+            latency_s=latency,
+        )
+
+    def _ask(self, messages: list[dict[str, str]], usage: list[int]) -> tuple[str, float, str]:
+        content = self._complete(messages, usage)
+        try:
+            return parse_verdict(content)
+        except ValueError as exc:
+            first_error = str(exc)
+        repair = [
+            *messages,
+            {"role": "assistant", "content": content or ""},
+            {"role": "user", "content": REPAIR_PROMPT.format(error=first_error)},
+        ]
+        content = self._complete(repair, usage)
+        try:
+            return parse_verdict(content)
+        except ValueError as exc:
+            raise _CallFailed(
+                JUDGE_BAD_OUTPUT, f"{exc} (after one repair attempt; first: {first_error})"
+            ) from None
+
+    def _body(self, messages: list[dict[str, str]]) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": messages,
+            "temperature": 0,
+            "max_tokens": self.max_output_tokens,
+        }
+        if self._mode == "json_schema":
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "verdict", "strict": True, "schema": VERDICT_SCHEMA},
+            }
+        elif self._mode == "json_object":
+            body["response_format"] = {"type": "json_object"}
+        return body
+
+    def _complete(self, messages: list[dict[str, str]], usage: list[int]) -> str | None:
+        """The reply's text content; raise _CallFailed on timeouts, unavailability, refusals and bad bodies."""
+        last = "no attempt"
+        attempt = 0
+        while True:
+            retry_after: float | None = None
+            try:
+                r = self._client.post(self.url, json=self._body(messages), headers=self._headers)
+            except httpx.TimeoutException as exc:
+                raise _CallFailed(
+                    JUDGE_TIMEOUT, f"no response within {self.timeout_s:g} s ({type(exc).__name__})"
+                ) from exc
+            except httpx.TransportError as exc:
+                last = f"connection error: {type(exc).__name__}: {exc}"
+            else:
+                status = r.status_code
+                if status == 200:
+                    return self._content(r, usage)
+                text = r.text[:300]
+                if status in (400, 422) and self._auto and self._mode != "none" and _about_format(text):
+                    fallback = _MODES[_MODES.index(self._mode) + 1]
+                    log.info("judge: server rejects response_format %s; using %s", self._mode, fallback)
+                    self._mode = fallback
+                    continue  # not a retry: the same request in a form the server accepts
+                if status != 429 and status < 500:
+                    raise _CallFailed(JUDGE_UNAVAILABLE, f"HTTP {status}: {text}")
+                last = f"HTTP {status}"
+                retry_after = parse_retry_after(r.headers.get("Retry-After"))
+            if attempt >= self.max_retries:
+                break
+            if retry_after is not None:
+                if retry_after > self.max_backoff_s:
+                    raise _CallFailed(
+                        JUDGE_UNAVAILABLE,
+                        f"{last}; Retry-After {retry_after:g} s exceeds {self.max_backoff_s:g} s",
+                    )
+                delay = retry_after + self._rng() * min(self.backoff_s, retry_after * 0.1 + 0.001)
+            else:  # full jitter: uniform in [0, min(cap, base * 2^attempt)]
+                delay = self._rng() * min(self.max_backoff_s, self.backoff_s * 2**attempt)
+            self._sleep(delay)
+            attempt += 1
+        raise _CallFailed(JUDGE_UNAVAILABLE, f"{last} after {self.max_retries} retries")
+
+    def _content(self, r: httpx.Response, usage: list[int]) -> str | None:
+        try:
+            data = r.json()
+            choice = data["choices"][0]
+            message = choice.get("message") or {}
+        except (ValueError, KeyError, IndexError, TypeError, AttributeError):
+            raise _CallFailed(
+                JUDGE_BAD_OUTPUT, f"response is not a chat completion: {r.text[:200]!r}"
+            ) from None
+        u = data.get("usage") or {}
+        try:
+            usage[0] += int(u.get("prompt_tokens") or 0)
+            usage[1] += int(u.get("completion_tokens") or 0)
+        except (TypeError, ValueError):
+            pass
+        refusal = message.get("refusal")
+        if refusal:
+            raise _CallFailed(JUDGE_BAD_OUTPUT, f"refusal: {str(refusal)[:200]}")
+        content = message.get("content")
+        if choice.get("finish_reason") == "content_filter":
+            raise _CallFailed(JUDGE_BAD_OUTPUT, "refusal: content filter")
+        if content is not None and not isinstance(content, str):
+            content = str(content)
+        return content
+
+
+def _about_format(text: str) -> bool:
+    low = text.lower()
+    return "response_format" in low or "json_schema" in low or "structured" in low

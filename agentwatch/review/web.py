@@ -1,0 +1,340 @@
+"""The review pages: sign-in, the queue, and a conversation to label (Starlette, Jinja2 templates).
+
+Everything is rendered on the server; the only script is the keyboard handling, inline under a per-response
+nonce (Content-Security-Policy allows nothing else, and nothing from another origin). Reads need a signed-in
+session or an `Authorization` header (Bearer token, or Basic name:password); writes need a signed-in session
+and the session's CSRF token. Anonymous reads get 401 (the sign-in page), anonymous or forged writes 403.
+The judge's verdict, score and explanation are rendered only once the conversation has a label (no anchoring).
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+import secrets
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.middleware import Middleware
+from starlette.middleware.sessions import SessionMiddleware
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, RedirectResponse, Response
+from starlette.routing import Route
+from starlette.templating import Jinja2Templates
+
+from agentwatch.config import ReviewConfig
+from agentwatch.review.auth import Reviewers
+from agentwatch.review.metrics import ReviewStats
+from agentwatch.review.store import Filters, Store
+from agentwatch.wire.review_records import judge_outcome
+from agentwatch.wire.schema import Conversation, Outcome
+
+log = logging.getLogger(__name__)
+
+TEMPLATES = Path(__file__).parent / "templates"
+MAX_NOTE = 2000
+OUTCOME_TEXT: tuple[tuple[str, str], ...] = (
+    ("complete", "the task was done and everything the agent said is right"),
+    ("partial_correct", "part of the task was done; what the agent said is right"),
+    ("partial_incorrect", "part of the task was done, or something the agent said is wrong"),
+    ("hallucinated", "the agent claims facts or actions that the transcript does not support"),
+    ("abandoned", "no answer, an error, a loop, or the agent gave up"),
+)
+
+
+def _when(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def _pretty(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, indent=2, ensure_ascii=False, default=str)
+
+
+class ReviewApp:
+    """The pages over a `Store`; `app` is the ASGI application."""
+
+    def __init__(
+        self,
+        store: Store,
+        config: ReviewConfig,
+        stats: ReviewStats,
+        *,
+        clock: Callable[[], float] = time.time,
+        on_saved: Callable[[], None] = lambda: None,
+    ) -> None:
+        self.store = store
+        self.config = config
+        self.stats = stats
+        self.reviewers = Reviewers(config.reviewers)
+        self._clock = clock
+        self._on_saved = on_saved
+        self.templates = Jinja2Templates(directory=str(TEMPLATES))
+        self.templates.env.filters["when"] = _when
+        self.templates.env.filters["pretty"] = _pretty
+        secret = (
+            config.session_secret.get_secret_value()
+            if config.session_secret is not None
+            else secrets.token_urlsafe(32)
+        )
+        self.app = Starlette(
+            routes=[
+                Route("/", self.queue_page),
+                Route("/login", self.login_page, methods=["GET"]),
+                Route("/login", self.login, methods=["POST"]),
+                Route("/logout", self.logout, methods=["POST"]),
+                Route("/c/{row:int}", self.conversation_page),
+                Route("/c/{row:int}/label", self.label, methods=["POST"]),
+                Route("/healthz", self.health),
+            ],
+            middleware=[
+                Middleware(
+                    SessionMiddleware,
+                    secret_key=secret,
+                    session_cookie="agentwatch_review",
+                    max_age=config.session_max_age_s,
+                    same_site="lax",
+                    https_only=config.secure_cookies,
+                )
+            ],
+        )
+
+    # ------------------------------------------------------------------ helpers
+
+    def _page(self, request: Request, name: str, context: dict[str, Any], status: int = 200) -> Response:
+        nonce = secrets.token_urlsafe(16)
+        policy = (
+            f"default-src 'none'; script-src 'nonce-{nonce}'; style-src 'nonce-{nonce}'; "
+            "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+        )
+        headers = {
+            "Content-Security-Policy": policy,
+            "X-Content-Type-Options": "nosniff",
+            "Referrer-Policy": "same-origin",
+            "Cache-Control": "no-store",
+        }
+        if status == 401:
+            headers["WWW-Authenticate"] = 'Bearer realm="agentwatch review"'
+        context = {"nonce": nonce, "csrf": _csrf(request), "reviewer": self._signed_in(request), **context}
+        return self.templates.TemplateResponse(request, name, context, status_code=status, headers=headers)
+
+    def _signed_in(self, request: Request) -> str | None:
+        name = request.session.get("reviewer")
+        return name if isinstance(name, str) and name in self.reviewers.names else None
+
+    async def _reader(self, request: Request) -> str | None:
+        """Who is reading: the signed-in reviewer, or the one an Authorization header names."""
+        name = self._signed_in(request)
+        header = request.headers.get("authorization")
+        if name is None and header:
+            name = await run_in_threadpool(self.reviewers.from_header, header)
+        return name
+
+    def _refuse(self, request: Request) -> Response:
+        self.stats.count_refused("read")
+        target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+        return self._page(request, "login.html", {"next": target, "error": None}, 401)
+
+    async def _writer(self, request: Request) -> tuple[str | None, Any]:
+        """The signed-in reviewer of a form post with the session's CSRF token (else None), and the form."""
+        form = await request.form()
+        name = self._signed_in(request)
+        if name is None or not _csrf_ok(request, form):
+            self.stats.count_refused("write")
+            return None, form
+        return name, form
+
+    # ------------------------------------------------------------------ sign-in
+
+    async def login_page(self, request: Request) -> Response:
+        """The sign-in form."""
+        if self._signed_in(request):
+            return RedirectResponse("/", 303)
+        return self._page(
+            request, "login.html", {"next": _local(request.query_params.get("next")), "error": None}
+        )
+
+    async def login(self, request: Request) -> Response:
+        """Check the name and secret; on success a new session (and CSRF token)."""
+        form = await request.form()
+        if not _csrf_ok(request, form):
+            self.stats.count_refused("write")
+            return PlainTextResponse("forbidden: the sign-in form expired; reload the page", 403)
+        name, secret = str(form.get("name", "")).strip(), str(form.get("secret", ""))
+        next_url = _local(str(form.get("next", "")))
+        reviewer = await run_in_threadpool(self.reviewers.check, name, secret) if name and secret else None
+        if reviewer is None:
+            self.stats.count_signin(False)
+            log.warning("failed sign-in as %r", name[:64])
+            return self._page(
+                request, "login.html", {"next": next_url, "error": "Wrong name or secret."}, 401
+            )
+        request.session.clear()
+        request.session.update(reviewer=reviewer, csrf=secrets.token_urlsafe(24))
+        self.stats.count_signin(True)
+        log.info("%s signed in", reviewer)
+        return RedirectResponse(next_url or "/", 303)
+
+    async def logout(self, request: Request) -> Response:
+        """End the session."""
+        name, _ = await self._writer(request)
+        if name is None:
+            return PlainTextResponse("forbidden", 403)
+        request.session.clear()
+        return RedirectResponse("/login", 303)
+
+    # ------------------------------------------------------------------ pages
+
+    async def queue_page(self, request: Request) -> Response:
+        """The unlabelled conversations, oldest first, with filters and the count of what is left."""
+        if await self._reader(request) is None:
+            return self._refuse(request)
+        filters = _filters(request)
+        try:
+            offset = max(0, int(request.query_params.get("offset", "0")))
+        except ValueError:
+            offset = 0
+        size = self.config.page_size
+        items, total = await run_in_threadpool(self.store.queue, filters, size, offset)
+        choices = await run_in_threadpool(self.store.choices)
+        query = _query(filters)
+        more = None
+        if offset + size < total:
+            more = "/?" + urlencode({**_filter_params(filters), "offset": offset + size})
+        return self._page(
+            request,
+            "queue.html",
+            {
+                "items": items,
+                "total": total,
+                "choices": choices,
+                "query": query,
+                "more": more,
+                "page_size": size,
+                "filters": {"agent": filters.agent, "version": filters.version, "task": filters.task},
+                "filtered": any((filters.agent, filters.version, filters.task)),
+            },
+        )
+
+    async def conversation_page(self, request: Request) -> Response:
+        """One conversation: its whole transcript, the label form, and — once labelled — the verdicts."""
+        if await self._reader(request) is None:
+            return self._refuse(request)
+        return await self._conversation(request, int(request.path_params["row"]))
+
+    async def _conversation(
+        self, request: Request, row: int, error: str | None = None, status: int = 200
+    ) -> Response:
+        stored = await run_in_threadpool(self.store.get, row)
+        if stored is None:
+            return PlainTextResponse("no such conversation (deleted by retention?)", 404)
+        filters = _filters(request)
+        prev_id, next_id = await run_in_threadpool(self.store.neighbours, row, filters)
+        _, left = await run_in_threadpool(self.store.queue, filters, 0, 0)
+        query = _query(filters)
+        conv = Conversation.model_validate_json(stored.transcript) if stored.transcript else None
+        relabel = request.query_params.get("relabel") == "1"
+        decided = bool(stored.labels)
+        context: dict[str, Any] = {
+            "stored": stored,
+            "conv": conv,
+            "score": stored.latest_score,
+            "labels": stored.labels,
+            "show_form": not decided or relabel or error is not None,
+            "error": error,
+            "saved": request.query_params.get("saved") == "1" and decided,
+            "outcomes": OUTCOME_TEXT,
+            "query": query,
+            "query_relabel": "?" + urlencode({**_filter_params(filters), "relabel": 1}),
+            "queue_url": "/" + query,
+            "left": left,
+            "prev_url": f"/c/{prev_id}{query}" if prev_id is not None else None,
+            "next_url": f"/c/{next_id}{query}" if next_id is not None else None,
+        }
+        if decided:  # only now: what the judge and the rules said (no anchoring before the decision)
+            context.update(first=stored.first_score, judge_outcome=_value(judge_outcome(stored.first_score)))
+        return self._page(request, "conversation.html", context, status)
+
+    async def label(self, request: Request) -> Response:
+        """Save a label (signed-in reviewer, CSRF token), then show the conversation with the verdicts."""
+        reviewer, form = await self._writer(request)
+        if reviewer is None:
+            return PlainTextResponse("forbidden: sign in, and send the form from the page", 403)
+        row = int(request.path_params["row"])
+        outcome = str(form.get("outcome", ""))
+        if outcome not in {value for value, _ in OUTCOME_TEXT}:
+            return await self._conversation(request, row, "Pick one of the five outcome classes.", 400)
+        note = str(form.get("note", "")).strip()[:MAX_NOTE]
+        stored = await run_in_threadpool(self.store.get, row)
+        if stored is None:
+            return PlainTextResponse("no such conversation (deleted by retention?)", 404)
+        blind = form.get("blind") == "1" and not stored.labels
+        record = await run_in_threadpool(
+            self.store.save_label, row, reviewer, Outcome(outcome), note, blind, self._clock()
+        )
+        self.stats.count_label(outcome)
+        self._on_saved()
+        log.info(
+            "%s labelled %s (%s) %s%s",
+            reviewer,
+            record.conversation_id,
+            record.agent,
+            outcome,
+            f", revision {record.revision}" if record.revision is not None else ", no revision needed",
+        )
+        params = {**_filter_params(_filters(request)), "saved": 1}
+        return RedirectResponse(f"/c/{row}?{urlencode(params)}", 303)
+
+    async def health(self, request: Request) -> Response:
+        """200 when the store answers (for readiness probes; no sign-in needed, nothing shown)."""
+        try:
+            await run_in_threadpool(self.store.pending)
+        except Exception as exc:  # noqa: BLE001 - any database error means not ready
+            log.warning("health check: store unreachable: %s", exc)
+            return PlainTextResponse("store unreachable\n", 503)
+        return PlainTextResponse("ok\n")
+
+
+def _value(outcome: Outcome | None) -> str | None:
+    return None if outcome is None else str(outcome.value)
+
+
+def _csrf_ok(request: Request, form: Any) -> bool:
+    """Whether a form post carries the session's CSRF token."""
+    token, sent = request.session.get("csrf"), form.get("csrf")
+    return isinstance(token, str) and isinstance(sent, str) and hmac.compare_digest(token, sent)
+
+
+def _csrf(request: Request) -> str:
+    token = request.session.get("csrf")
+    if not isinstance(token, str):
+        token = request.session["csrf"] = secrets.token_urlsafe(24)
+    return token
+
+
+def _filters(request: Request) -> Filters:
+    q = request.query_params
+    return Filters(q.get("agent") or None, q.get("version") or None, q.get("task") or None)
+
+
+def _filter_params(filters: Filters) -> dict[str, str]:
+    pairs = (("agent", filters.agent), ("version", filters.version), ("task", filters.task))
+    return {k: v for k, v in pairs if v}
+
+
+def _query(filters: Filters) -> str:
+    params = _filter_params(filters)
+    return "?" + urlencode(params) if params else ""
+
+
+def _local(target: str | None) -> str:
+    """`target` if it is a path on this site, else "" (no open redirect)."""
+    if target and target.startswith("/") and not target.startswith("//") and "\\" not in target:
+        return target
+    return ""

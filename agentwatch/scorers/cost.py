@@ -1,0 +1,86 @@
+"""Cost of a conversation (reported, or tokens × price table), its budget ceiling and the ASR cost penalty."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from agentwatch.config import CostConfig
+from agentwatch.config.prices import PriceLookup
+from agentwatch.wire.schema import Conversation, Turn
+
+_NO_MODEL = "cost_unknown: a model call reported tokens but no model name"
+_NO_TOKENS = "cost_unknown: a model call reported no token usage"
+
+
+@dataclass(slots=True)
+class CostResult:
+    """A conversation's cost: the known total (None if nothing known), why parts are unknown, and its tokens."""
+
+    cost_usd: float | None = None
+    reasons: list[str] = field(default_factory=list)
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+def conversation_cost(turns: Sequence[Turn], prices: PriceLookup) -> CostResult:
+    """Sum of known turn costs (unknown parts are left out and named in `reasons`) and of the tokens used.
+
+    A turn's cost is `turn.cost_usd`, else the sum over its model calls of the reported or priced cost; None
+    if nothing is known.
+    """
+    reasons: list[str] = []
+    total: float | None = None
+    input_tokens = output_tokens = 0
+    for turn in turns:
+        turn_total = turn.cost_usd
+        priced = turn_total is None  # a reported turn cost wins over its model calls
+        for usage in turn.usage:
+            inp = usage.input_tokens
+            out = usage.output_tokens
+            input_tokens += inp
+            output_tokens += out
+            if not priced:
+                continue
+            cost = usage.cost_usd
+            if cost is None:
+                if inp == 0 and out == 0:  # a call that reported no usage is unknown, not free
+                    if _NO_TOKENS not in reasons:
+                        reasons.append(_NO_TOKENS)
+                    continue
+                else:
+                    model = usage.model
+                    if model is None:
+                        if _NO_MODEL not in reasons:
+                            reasons.append(_NO_MODEL)
+                        continue
+                    price = prices(model)
+                    if price is None:
+                        reason = f"cost_unknown: model {model} not in price table"
+                        if reason not in reasons:
+                            reasons.append(reason)
+                        continue
+                    cost = (inp * price[0] + out * price[1]) / 1_000_000
+            turn_total = cost if turn_total is None else turn_total + cost
+        if turn_total is not None:
+            total = turn_total if total is None else total + turn_total
+    return CostResult(total, reasons, input_tokens, output_tokens)
+
+
+def budget_ceiling(conv: Conversation, config: CostConfig) -> float | None:
+    """Ceiling: the conversation's own budget, else the task's, else the default; None if none."""
+    if conv.budget_usd is not None:
+        return conv.budget_usd
+    ceiling = config.budgets.get(conv.task)
+    if ceiling is not None:
+        return ceiling
+    return config.default_budget_usd
+
+
+def cost_penalty(cost: float | None, ceiling: float | None) -> float:
+    """min(1, max(0, (cost − ceiling) / ceiling)); 0 without a cost or a ceiling; 1 over a zero ceiling."""
+    if cost is None or ceiling is None:
+        return 0.0
+    if ceiling <= 0:
+        return 1.0 if cost > 0 else 0.0
+    return min(1.0, max(0.0, (cost - ceiling) / ceiling))

@@ -1,0 +1,162 @@
+"""Expected calls against the calls a conversation made, by their effects rather than their keystrokes.
+
+Shared by task policies and conversation-level expectations:
+- each expected call is paired with a distinct *successful* call of the same (normalised) name whose arguments
+  fit; a call that returned an error changed nothing, so it neither satisfies an expectation nor counts as an
+  unexpected effect (agents retry a refused booking);
+- an expected call must happen when it is `required`, which by default means the tool has effects: an
+  expected lookup or handoff the agent skipped is no failure;
+- calls nobody expected are checked as `extra_calls` says: `read_only` (default) fails a successful call with
+  effects, `none` fails any successful call, `any` fails none;
+- `order`: `relative` — the paired calls happen in the expected order (others may come between); `strict` —
+  exactly the expected calls, in order, and nothing else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentwatch.scorers.matching import match_pairs
+from agentwatch.scorers.names import NameNormalizer
+from agentwatch.scorers.tool_kinds import EFFECT, ToolKinds
+from agentwatch.wire.schema import Conversation, ToolCall
+
+
+@dataclass(slots=True)
+class MadeCall:
+    """A call of the conversation as the effects grader sees it."""
+
+    call: ToolCall
+    name: str  # normalised
+    kind: str  # read_only, handoff or effect
+    turn: int
+
+    @property
+    def ok(self) -> bool:
+        """The call did not return an error (so it did what it does)."""
+        return self.call.error is None
+
+
+@dataclass(slots=True)
+class WantedCall:
+    """An expected call: its normalised name, how to describe it, whether it must happen, what it carries."""
+
+    name: str
+    label: str
+    required: bool
+    spec: Any  # the PolicyTool or ExpectedTool it came from, handed back to the argument check
+
+
+@dataclass(slots=True)
+class CallsFound:
+    """What the comparison found: expected calls not made, calls nobody expected, a broken order."""
+
+    missing: list[WantedCall] = field(default_factory=list)
+    unexpected: list[MadeCall] = field(default_factory=list)
+    order: str | None = None
+
+    def reasons(self, prefix: str, extra_calls: str) -> list[str]:
+        """Reason entries `<prefix>_tools`, `<prefix>_effects` and `<prefix>_order` of what was found."""
+        out = [f"{prefix}_tools: no successful call matches {w.label}" for w in self.missing]
+        if self.unexpected:
+            what = (
+                "call(s) nobody expected" if extra_calls == "none" else "call(s) with effects nobody expected"
+            )
+            out.append(f"{prefix}_effects: {what}: {', '.join(describe(m.call) for m in self.unexpected)}")
+        if self.order:
+            out.append(f"{prefix}_order: {self.order}")
+        return out
+
+
+def made_calls(conv: Conversation, names: NameNormalizer, kinds: ToolKinds) -> list[MadeCall]:
+    """Every call of the conversation, in order, with its normalised name and kind."""
+    out: list[MadeCall] = []
+    for i, turn in enumerate(conv.turns):
+        for call in turn.tool_calls:
+            name = names(call.name)
+            out.append(MadeCall(call, name, kinds.of(call, name), i))
+    return out
+
+
+def wanted_calls(
+    specs: Sequence[Any], names: NameNormalizer, kinds: ToolKinds, made: Sequence[MadeCall]
+) -> list[WantedCall]:
+    """The expected calls of `specs` (objects with `name` and `required`); `required: null` means "when the
+    tool has effects" — judged by name, or by the calls of that name the agent flagged read-only."""
+    flagged = {m.name for m in made if m.call.read_only}
+    out = []
+    for spec in specs:
+        name = names(spec.name)
+        required = spec.required
+        if required is None:
+            required = name not in flagged and kinds.of_name(name) == EFFECT
+        out.append(WantedCall(name, describe(spec), required, spec))
+    return out
+
+
+def describe(spec: Any) -> str:
+    """`name(key=value, ...)` of an expected call, values shortened."""
+    args = getattr(spec, "arguments", None)
+    if not args:
+        return str(spec.name)
+    shown = ", ".join(f"{k}={_short(v)}" for k, v in args.items())
+    return f"{spec.name}({shown})"
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def check_calls(
+    wanted: Sequence[WantedCall],
+    made: Sequence[MadeCall],
+    fits: Callable[[WantedCall, MadeCall], bool],
+    order: str = "any",
+    extra_calls: str = "read_only",
+) -> CallsFound:
+    """Compare expected calls with the calls made (see the module docstring)."""
+    found = CallsFound()
+    done = [m for m in made if m.ok]
+
+    def fit(i: int, j: int) -> bool:
+        return wanted[i].name == done[j].name and fits(wanted[i], done[j])
+
+    first = sorted(range(len(wanted)), key=lambda i: not wanted[i].required)  # required ones pair first
+    pairs = match_pairs(first, len(done), fit)
+    found.missing = [w for i, w in enumerate(wanted) if w.required and i not in pairs]
+    taken = set(pairs.values())
+    if extra_calls != "any":
+        found.unexpected = [
+            m for j, m in enumerate(done) if j not in taken and (extra_calls == "none" or m.kind == EFFECT)
+        ]
+    if not found.missing and order != "any" and wanted:
+        found.order = _order_broken(wanted, pairs, done, made, fits, order)
+    return found
+
+
+def _order_broken(
+    wanted: Sequence[WantedCall],
+    pairs: dict[int, int],
+    done: Sequence[MadeCall],
+    made: Sequence[MadeCall],
+    fits: Callable[[WantedCall, MadeCall], bool],
+    order: str,
+) -> str | None:
+    """Why the order is broken, or None: the paired expected calls must occur as a subsequence, in order, of
+    the successful calls (`strict`: and they must be every call made)."""
+    sequence = [w for i, w in enumerate(wanted) if i in pairs]
+    k = 0
+    for m in done:
+        if k < len(sequence) and sequence[k].name == m.name and fits(sequence[k], m):
+            k += 1
+    in_order = k == len(sequence)
+    if order == "strict" and (not in_order or len(made) != len(wanted)):
+        expected = " → ".join(w.label.split("(", 1)[0] for w in wanted)
+        return f"expected exactly {expected}, got {' → '.join(m.call.name for m in made) or 'no call'}"
+    if order == "relative" and not in_order and len(sequence) > 1:
+        expected = " → ".join(w.label.split("(", 1)[0] for w in sequence)
+        return f"expected {expected} in this order, got {' → '.join(m.call.name for m in done)}"
+    return None

@@ -1,0 +1,164 @@
+"""Task policies: expectations kept in configuration that grade every conversation of a task.
+
+A policy matches conversations by agent and task (exact name or shell-style glob; the first matching policy
+wins) and checks the whole conversation: expected tool calls with argument constraints and an order, compared
+by their effects (`scorers.effects`: lookups are free, a refused call changed nothing, an unexpected call with
+effects fails), forbidden tools, tools required before the first answer (grounding), required outputs, how the
+conversation ends (a handoff or not), and caps on tool calls, turns and cost. Each broken rule is a reason
+`policy_<rule>: ...`; a conversation passes the policy when no rule is broken.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
+from typing import Any
+
+from agentwatch.config import HANDOFF_TOOLS, READ_ONLY_TOOLS, PolicyTool, TaskPolicy
+from agentwatch.config.policies import is_constraint
+from agentwatch.scorers.arguments import DEFAULT_TOLERANCE, values_match
+from agentwatch.scorers.effects import check_calls, made_calls, wanted_calls
+from agentwatch.scorers.endings import ending_reasons
+from agentwatch.scorers.graders import forbidden_called
+from agentwatch.scorers.names import NameNormalizer
+from agentwatch.scorers.outputs import outputs_reasons
+from agentwatch.scorers.tool_kinds import ToolKinds
+from agentwatch.wire.schema import Conversation, ToolCall
+
+RULES: tuple[str, ...] = (
+    "policy_tools",
+    "policy_effects",
+    "policy_order",
+    "policy_forbidden",
+    "policy_grounding",
+    "policy_outputs",
+    "policy_end",
+    "policy_max_tool_calls",
+    "policy_max_turns",
+    "policy_max_cost",
+)
+
+
+@dataclass(slots=True)
+class PolicyResult:
+    """What one policy found in one conversation."""
+
+    ref: str  # id@version
+    failures: list[str] = field(default_factory=list)  # reasons, `policy_<rule>: text`
+    forbidden: list[str] = field(default_factory=list)  # forbidden tools called, as called
+
+    @property
+    def passed(self) -> bool:
+        """No rule of the policy is broken."""
+        return not self.failures
+
+
+class PolicyBook:
+    """The configured policies, matched by agent and task (first match wins; matches are cached)."""
+
+    def __init__(self, policies: Sequence[TaskPolicy]) -> None:
+        self.policies = list(policies)
+        self._matches: dict[tuple[str, str], TaskPolicy | None] = {}
+
+    def match(self, agent: str, task: str) -> TaskPolicy | None:
+        """The policy grading conversations of `agent` and `task`, if any."""
+        key = (agent, task)
+        if key in self._matches:
+            return self._matches[key]
+        found = next(
+            (p for p in self.policies if fnmatchcase(agent, p.agent) and fnmatchcase(task, p.task)), None
+        )
+        if len(self._matches) < 10_000:
+            self._matches[key] = found
+        return found
+
+
+def _scalar_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+
+
+def _satisfies(value: Any, constraint: Any, mode: str | None, user_text: str, tolerance: float) -> bool:
+    """Whether an argument value meets a policy constraint ({regex}, {from_input}, {any}) or a value."""
+    if mode != "exact" and is_constraint(constraint):
+        if "any" in constraint:
+            return True
+        if "regex" in constraint:
+            return re.fullmatch(str(constraint["regex"]), _scalar_text(value)) is not None
+        text = _scalar_text(value).strip().casefold()
+        return bool(text) and text in user_text
+    return values_match(constraint, value, mode, tolerance)
+
+
+def tool_fits(tool: PolicyTool, call: ToolCall, user_text: str, tolerance: float) -> bool:
+    """Whether a call's arguments meet every argument constraint of a policy tool (extra arguments allowed;
+    an argument in `ignore` mode may be absent)."""
+    args = call.arguments
+    match = tool.match
+    for key, constraint in tool.arguments.items():
+        mode = match.get(key)
+        if mode == "ignore":
+            continue
+        if key not in args or not _satisfies(args[key], constraint, mode, user_text, tolerance):
+            return False
+    return True
+
+
+def grade_policy(
+    policy: TaskPolicy,
+    conv: Conversation,
+    cost_usd: float | None,
+    names: NameNormalizer,
+    kinds: ToolKinds | None = None,
+    tolerance: float = DEFAULT_TOLERANCE,
+) -> PolicyResult:
+    """Check every rule of `policy` against `conv` (`cost_usd`: the conversation's cost, if known; `kinds`:
+    how tools are classified, by default `scoring.read_only_tools` and `scoring.handoff_tools` as shipped)."""
+    result = PolicyResult(policy.ref)
+    fail = result.failures.append
+    kinds = (kinds or ToolKinds(names, READ_ONLY_TOOLS, HANDOFF_TOOLS)).extended(policy.read_only_tools)
+    made = made_calls(conv, names, kinds)
+    user_text = "\n".join(t.input for t in conv.turns if t.input).casefold()
+
+    if policy.grades_calls:
+        wanted = wanted_calls(policy.tools, names, kinds, made)
+        found = check_calls(
+            wanted,
+            made,
+            lambda w, m: tool_fits(w.spec, m.call, user_text, tolerance),
+            policy.order,
+            "any" if policy.order == "strict" else policy.extra_calls,  # strict order covers extra calls
+        )
+        result.failures.extend(found.reasons("policy", policy.extra_calls))
+
+    if policy.forbidden_tools:
+        result.forbidden = forbidden_called(
+            [m.call for m in made], policy.forbidden_tools, names, [m.name for m in made]
+        )
+        if result.forbidden:
+            fail(f"policy_forbidden: called {', '.join(result.forbidden)}")
+
+    if policy.grounding:
+        before: set[str] = set()
+        for turn in conv.turns:
+            before.update(names(c.name) for c in turn.tool_calls if c.error is None)
+            if turn.answer and turn.answer.strip():
+                break
+        absent = [g for g in policy.grounding if names(g) not in before]
+        if absent:
+            fail(f"policy_grounding: answered before a successful call to {', '.join(absent)}")
+
+    result.failures.extend(outputs_reasons("policy", policy.outputs, conv))
+    result.failures.extend(ending_reasons("policy", policy.end, made))
+
+    if policy.max_tool_calls is not None and len(made) > policy.max_tool_calls:
+        fail(f"policy_max_tool_calls: {len(made)} tool calls, at most {policy.max_tool_calls} allowed")
+    if policy.max_turns is not None and len(conv.turns) > policy.max_turns:
+        fail(f"policy_max_turns: {len(conv.turns)} turns, at most {policy.max_turns} allowed")
+    if policy.max_cost_usd is not None and cost_usd is not None and cost_usd > policy.max_cost_usd:
+        fail(f"policy_max_cost: cost ${cost_usd:.4g} above ${policy.max_cost_usd:.4g}")
+    return result

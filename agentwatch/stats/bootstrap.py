@@ -1,0 +1,78 @@
+"""Percentile-bootstrap intervals of a mean: seeded, vectorised, memory-bounded; no global random state."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from agentwatch.stats.checks import check_level
+
+__all__ = ["bootstrap_counts_interval", "bootstrap_mean_interval"]
+
+# Memory bound of one bootstrap chunk (number of int64 indices drawn at once).
+_BOOTSTRAP_CHUNK_CELLS = 4_000_000
+# Up to this many distinct values, the bootstrap draws multinomial counts instead of indices.
+_BOOTSTRAP_DISTINCT_MAX = 64
+
+
+def bootstrap_mean_interval(
+    values: ArrayLike, level: float = 0.95, resamples: int = 1000, seed: int = 0
+) -> tuple[float, float, float]:
+    """Mean of `values` and its percentile-bootstrap interval: (value, lower, upper); NaNs when empty."""
+    _check_bootstrap(level, resamples)
+    x = np.asarray(values, dtype=np.float64).ravel()
+    if x.size == 0:
+        return math.nan, math.nan, math.nan
+    if not np.all(np.isfinite(x)):
+        raise ValueError("values must be finite")
+    uniq, freq = np.unique(x, return_counts=True)
+    if uniq.size <= _BOOTSTRAP_DISTINCT_MAX:
+        lo, hi = bootstrap_counts_interval(uniq, freq, level, resamples, seed)
+    else:
+        means = _resampled_means(x, np.random.default_rng(seed), resamples)
+        lo, hi = _percentile_interval(means, level)
+    return float(x.mean()), lo, hi
+
+
+def bootstrap_counts_interval(
+    values: ArrayLike, counts: ArrayLike, level: float = 0.95, resamples: int = 1000, seed: int = 0
+) -> tuple[float, float]:
+    """Percentile-bootstrap interval of the mean of a multiset given as distinct values and their counts."""
+    _check_bootstrap(level, resamples)
+    v = np.asarray(values, dtype=np.float64).ravel()
+    w = np.asarray(counts, dtype=np.float64).ravel()
+    if v.size == 0 or v.size != w.size or (w < 0).any() or not np.isfinite(v).all():
+        raise ValueError("need as many non-negative counts as finite values, and at least one value")
+    if v.size == 1:
+        return float(v[0]), float(v[0])
+    # Resampling n values with replacement is the same distribution as multinomial counts over the distinct
+    # values, at a cost independent of n.
+    n = int(w.sum())
+    means = np.random.default_rng(seed).multinomial(n, w / n, size=resamples) @ v / n
+    return _percentile_interval(means, level)
+
+
+def _check_bootstrap(level: float, resamples: int) -> None:
+    check_level(level)
+    if resamples < 1:
+        raise ValueError(f"resamples must be >= 1, got {resamples}")
+
+
+def _percentile_interval(means: np.ndarray, level: float) -> tuple[float, float]:
+    tail = (1.0 - level) / 2.0
+    lo, hi = np.quantile(means, [tail, 1.0 - tail])
+    return float(lo), float(hi)
+
+
+def _resampled_means(x: np.ndarray, rng: np.random.Generator, resamples: int) -> np.ndarray:
+    """Means of `resamples` resamples of x with replacement, drawn in memory-bounded chunks."""
+    n = x.size
+    means = np.empty(resamples, dtype=np.float64)
+    chunk = max(1, _BOOTSTRAP_CHUNK_CELLS // n)
+    for start in range(0, resamples, chunk):
+        stop = min(resamples, start + chunk)
+        idx = rng.integers(0, n, size=(stop - start, n))
+        means[start:stop] = x[idx].mean(axis=1)
+    return means

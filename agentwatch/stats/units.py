@@ -1,0 +1,314 @@
+"""pass^k and pass@k over units that differ: τ-bench's estimator, with an interval that holds when they do.
+
+A *unit* is what repeated attempts are attempts at (a task instance, or a task). Unit u has its own success
+probability p_u; its pass^k is p_u^k and its pass@k 1 - (1 - p_u)^k. Pure functions over counts: no I/O, no
+clocks, no randomness.
+
+- **Counts.** A group of units is a histogram of its distinct (n, c) pairs — n graded attempts, c passed — and
+  how many units have each (`UnitCounts`): every cost here grows with the distinct pairs, not with the units.
+- **Value** (τ-bench's estimator, kept exact): per unit the unbiased C(c, k)/C(n, k) (pass^k) or
+  1 - C(n-c, k)/C(n, k) (pass@k), averaged over the m units with n >= k; None when no unit has k attempts.
+- **Estimand** of the interval: the mean of p^k (or of 1 - (1-p)^k) over the population of units the observed
+  ones are a sample from — the same units again would be a narrower question; a benchmark's tasks and a
+  replayed sample of requests both stand for more like them.
+- **Interval**, equal-tailed at `level`:
+  - with fewer than `SMALL_UNITS` units having k attempts: the hierarchical Beta-binomial posterior
+    (`agentwatch.stats.units_grid`), which pools the units through the Beta model — small samples need it (a
+    percentile bootstrap over 10 units covers 70–92%);
+  - from `SMALL_UNITS` units on: the nonparametric interval — Jeffreys' Beta(½ + m·v̄·d, ½ + m·(1-v̄)·d)
+    around the value v̄, with the design effect d = v̄(1 - v̄)/s² ≥ 1 measured on the units' values (s² their
+    variance):
+    it needs no model of how units differ, while a Beta model that does not fit biases the hierarchical
+    interval as the units grow (docs/scoring.md has the figures).
+- Units with fewer than k attempts inform the hierarchical model but not the value at k, and so not the
+  nonparametric interval. Unequal numbers of attempts need nothing else: each unit's likelihood uses its own
+  n.
+- A value outside its interval (every unit passed every attempt: value 1, a posterior bound just below 1)
+  widens the interval to include it, and `widened` says so.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+from scipy.special import betaincinv
+
+from agentwatch.stats.pass_k import pass_at_k_unbiased, pass_pow_k_unbiased
+from agentwatch.stats.units_grid import GridPosterior, Kind, fit_batch
+
+__all__ = [
+    "SMALL_UNITS",
+    "Distribution",
+    "IntervalKind",
+    "Kind",
+    "TaskEstimate",
+    "UnitCounts",
+    "UnitsPosterior",
+    "intervals_batch",
+    "regression_probability",
+    "unbiased_mean",
+]
+
+IntervalKind = Literal["hierarchical", "nonparametric"]
+SMALL_UNITS = 50  # below this many units with k attempts the hierarchical interval, from it the nonparametric
+_BETA_POINTS = 1025  # quantiles describing a nonparametric (Beta) distribution for regression probabilities
+_CHUNK = 64  # groups fitted at once in a batch (memory: about 3 MB a group)
+
+
+@dataclass(frozen=True, slots=True)
+class UnitCounts:
+    """Graded attempts of a group of units: `pairs` holds (n, c, units) for each distinct (n, c), sorted."""
+
+    pairs: tuple[tuple[int, int, int], ...]
+
+    @classmethod
+    def from_units(cls, units: Iterable[tuple[int, int]]) -> UnitCounts:
+        """From one (n, c) per unit; units with n = 0 are left out."""
+        return cls.from_histogram(Counter((int(n), int(c)) for n, c in units))
+
+    @classmethod
+    def from_pairs(cls, pairs: Iterable[Sequence[int]]) -> UnitCounts:
+        """From [n, c, units] triples (the report's `units.pairs`)."""
+        return cls.from_histogram({(int(n), int(c)): int(m) for n, c, m in pairs})
+
+    @classmethod
+    def from_histogram(cls, histogram: Mapping[tuple[int, int], int]) -> UnitCounts:
+        """From {(n, c): number of units}; zero entries and n = 0 are left out."""
+        pairs = []
+        for (n, c), m in sorted(histogram.items()):
+            if n < 0 or c < 0 or c > n or m < 0:
+                raise ValueError(f"need 0 <= c <= n and units >= 0, got n={n}, c={c}, units={m}")
+            if n > 0 and m > 0:
+                pairs.append((n, c, m))
+        return cls(tuple(pairs))
+
+    @property
+    def units(self) -> int:
+        """Units with at least one graded attempt."""
+        return sum(m for _, _, m in self.pairs)
+
+    @property
+    def max_attempts(self) -> int:
+        """The most graded attempts at one unit (0 when empty)."""
+        return max((n for n, _, _ in self.pairs), default=0)
+
+    @property
+    def repeated(self) -> bool:
+        """Whether some unit has two or more graded attempts: pass^k of the same unit is then identified."""
+        return self.max_attempts >= 2
+
+    def units_with(self, k: int) -> int:
+        """Units with at least k graded attempts."""
+        return sum(m for n, _, m in self.pairs if n >= k)
+
+
+def _unit_values(n: np.ndarray, c: np.ndarray, k: int, kind: Kind) -> np.ndarray:
+    """Each pair's unbiased value at k (NaN where n < k)."""
+    fn = pass_pow_k_unbiased if kind == "pow" else pass_at_k_unbiased
+    return np.array([fn(int(a), int(b), k) for a, b in zip(n, c, strict=True)], dtype=np.float64)
+
+
+def unbiased_mean(counts: UnitCounts, k: int, kind: Kind) -> float | None:
+    """τ-bench's estimator: mean over units with n >= k of C(c,k)/C(n,k) (pow) or 1 - C(n-c,k)/C(n,k) (at)."""
+    fn = pass_pow_k_unbiased if kind == "pow" else pass_at_k_unbiased
+    parts = [(m, m * fn(n, c, k)) for n, c, m in counts.pairs if n >= k]
+    total = sum(m for m, _ in parts)
+    return math.fsum(v for _, v in parts) / total if total else None
+
+
+def _nonparametric(value: np.ndarray, m: np.ndarray, s2: np.ndarray, tail: float) -> tuple[np.ndarray, ...]:
+    """Jeffreys Beta parameters with the design effect, and its equal-tailed bounds (element-wise)."""
+    spread = value * (1.0 - value)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        effect = np.where((s2 > 0) & (spread > 0), spread / s2, 1.0)
+    n_eff = m * np.maximum(effect, 1.0)  # a [0, 1] variable varies at most like a Bernoulli one
+    a = 0.5 + value * n_eff
+    b = 0.5 + (1.0 - value) * n_eff
+    lower = np.where(value <= 0.0, 0.0, betaincinv(a, b, tail))
+    upper = np.where(value >= 1.0, 1.0, betaincinv(a, b, 1.0 - tail))
+    return a, b, lower, upper
+
+
+@dataclass(frozen=True, slots=True)
+class IntervalBatch:
+    """Values and intervals of many groups at one k (NaN where no unit has k attempts)."""
+
+    value: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+    hierarchical: np.ndarray  # bool: the interval is the hierarchical posterior's
+
+
+def intervals_batch(
+    ns: Iterable[int],
+    cs: Iterable[int],
+    units: np.ndarray,
+    ks: Iterable[int],
+    level: float,
+    at_ks: Iterable[int] | None = None,
+    small_units: float = SMALL_UNITS,
+) -> dict[tuple[Kind, int], IntervalBatch]:
+    """Value and interval of pass^k for every k in `ks` and of pass@k for every k in `at_ks` (default: `ks`)
+    of many groups sharing their distinct pairs.
+
+    `units[i, j]`: units of group i with the pair (ns[j], cs[j]). The one-group case is `UnitsPosterior`; the
+    coverage simulations use this directly. Each group's hierarchical posterior is fitted once for all k.
+    `small_units`: below this many units with k attempts the interval is the hierarchical one (the coverage
+    benchmark sets 0 or infinity to measure either interval alone).
+    """
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must be in (0, 1), got {level!r}")
+    n = np.asarray(list(ns), dtype=np.int64)
+    c = np.asarray(list(cs), dtype=np.int64)
+    m = np.atleast_2d(np.asarray(units, dtype=np.float64))
+    ks = sorted(set(ks))
+    wanted: list[tuple[Kind, int]] = [("pow", k) for k in ks]
+    wanted += [("at", k) for k in sorted(set(ks if at_ks is None else at_ks))]
+    tail = (1.0 - level) / 2.0
+    out: dict[tuple[Kind, int], IntervalBatch] = {}
+    small = np.zeros(m.shape[0], dtype=bool)
+    for kind, k in wanted:
+        m_k = m[:, n >= k].sum(axis=1)
+        hierarchical = (m_k > 0) & (m_k < small_units)
+        small |= hierarchical
+        v = np.nan_to_num(_unit_values(n, c, k, kind))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            weights = np.where(n >= k, m, 0.0)
+            value = (weights @ v) / m_k
+            s2 = (weights @ v**2 - m_k * value**2) / (m_k - 1)
+        s2 = np.maximum(np.where(m_k > 1, s2, 0.0), 0.0)
+        _a, _b, lower, upper = _nonparametric(np.nan_to_num(value), m_k, s2, tail)
+        out[(kind, k)] = IntervalBatch(value, lower, upper, hierarchical)
+    rows = np.flatnonzero(small)
+    for start in range(0, rows.size, _CHUNK):
+        chunk = rows[start : start + _CHUNK]
+        grid = fit_batch(n, c, m[chunk])
+        for (kind, k), batch in out.items():
+            use = batch.hierarchical[chunk]
+            if use.any():
+                bounds = _quantiles(grid, k, kind, (tail, 1.0 - tail))
+                batch.lower[chunk[use]] = bounds[0][use]
+                batch.upper[chunk[use]] = bounds[1][use]
+    for batch in out.values():
+        empty = np.isnan(batch.value)
+        batch.lower[empty] = np.nan
+        batch.upper[empty] = np.nan
+        np.minimum(batch.lower, batch.value, out=batch.lower, where=~empty)
+        np.maximum(batch.upper, batch.value, out=batch.upper, where=~empty)
+    return out
+
+
+def _quantiles(grid: GridPosterior, k: int, kind: Kind, probs: Iterable[float]) -> list[np.ndarray]:
+    """Quantiles of the estimand per group, by inverting its piecewise linear CDF."""
+    points, cdf = grid.cdf_points(k, kind)
+    rows = np.arange(points.shape[0])
+    out = []
+    for q in probs:
+        j = np.clip(np.sum(cdf < q, axis=1), 1, points.shape[1] - 1)  # cdf[j-1] < q <= cdf[j]
+        f0, f1 = cdf[rows, j - 1], cdf[rows, j]
+        t = np.where(f1 > f0, (q - f0) / np.where(f1 > f0, f1 - f0, 1.0), 0.0)
+        out.append(np.clip(points[rows, j - 1] + t * (points[rows, j] - points[rows, j - 1]), 0.0, 1.0))
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class TaskEstimate:
+    """The value over units and its interval at one k; all None when no unit has k attempts."""
+
+    value: float | None
+    lower: float | None
+    upper: float | None
+    units: int  # units with at least k attempts: those the value averages
+    interval: IntervalKind | None
+    widened: bool = False  # the interval was widened to include the value
+
+
+@dataclass(frozen=True, slots=True)
+class Distribution:
+    """The distribution of an estimand: a piecewise linear CDF through (points, cdf)."""
+
+    points: np.ndarray
+    cdf: np.ndarray
+
+
+class UnitsPosterior:
+    """Estimates and distributions of one group of units; the hierarchical grid is fitted on first use."""
+
+    __slots__ = ("_grid", "counts")
+
+    def __init__(self, counts: UnitCounts) -> None:
+        if not counts.pairs:
+            raise ValueError("no unit has a graded attempt")
+        self.counts = counts
+        self._grid: GridPosterior | None = None
+
+    def _arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        n, c, m = zip(*self.counts.pairs, strict=True)
+        return np.array(n), np.array(c), np.array([m], dtype=np.float64)
+
+    @property
+    def grid(self) -> GridPosterior:
+        """The hierarchical posterior (fitted once)."""
+        if self._grid is None:
+            self._grid = fit_batch(*self._arrays())
+        return self._grid
+
+    def estimates(self, ks: Iterable[int], level: float) -> dict[Kind, dict[int, TaskEstimate]]:
+        """pass^k ("pow") and pass@k ("at") for each k: value, interval at `level`, which interval."""
+        if not 0.0 < level < 1.0:
+            raise ValueError(f"level must be in (0, 1), got {level!r}")
+        tail = (1.0 - level) / 2.0
+        out: dict[Kind, dict[int, TaskEstimate]] = {"pow": {}, "at": {}}
+        for k in sorted(set(ks)):
+            units = self.counts.units_with(k)
+            for kind in ("pow", "at"):
+                value = unbiased_mean(self.counts, k, kind)
+                if value is None:
+                    out[kind][k] = TaskEstimate(None, None, None, 0, None)
+                    continue
+                if units < SMALL_UNITS:
+                    lo, hi = (float(q[0]) for q in _quantiles(self.grid, k, kind, (tail, 1.0 - tail)))
+                    interval: IntervalKind = "hierarchical"
+                else:
+                    _a, _b, lo_a, hi_a = self._beta(k, kind, tail)
+                    lo, hi, interval = float(lo_a), float(hi_a), "nonparametric"
+                widened = value < lo or value > hi
+                out[kind][k] = TaskEstimate(value, min(lo, value), max(hi, value), units, interval, widened)
+        return out
+
+    def _beta(self, k: int, kind: Kind, tail: float) -> tuple[np.ndarray, ...]:
+        """The nonparametric interval's Beta parameters and bounds at k."""
+        n, c, m = self._arrays()
+        v = np.nan_to_num(_unit_values(n, c, k, kind))
+        weights = np.where(n >= k, m[0], 0.0)
+        m_k = weights.sum()
+        value = float(weights @ v) / m_k
+        s2 = float(weights @ (v - value) ** 2) / (m_k - 1) if m_k > 1 else 0.0
+        return _nonparametric(np.array(value), np.array(m_k), np.array(s2), tail)
+
+    def distribution(self, k: int, kind: Kind) -> Distribution | None:
+        """The distribution the interval at k comes from (None when no unit has k attempts)."""
+        units = self.counts.units_with(k)
+        if units == 0:
+            return None
+        if units < SMALL_UNITS:
+            points, cdf = self.grid.cdf_points(k, kind)
+            return Distribution(points[0], cdf[0])
+        a, b, _lo, _hi = self._beta(k, kind, 0.025)
+        probs = np.linspace(0.0, 1.0, _BETA_POINTS)
+        return Distribution(np.asarray(betaincinv(a, b, probs), dtype=np.float64), probs)
+
+
+def regression_probability(new: Distribution, base: Distribution, margin: float) -> float:
+    """P(X_new < X_base - margin) for independent X_new, X_base with these distributions."""
+    if not 0.0 <= margin < 1.0:
+        raise ValueError(f"margin must be in [0, 1), got {margin!r}")
+    mass = np.diff(base.cdf)
+    mids = (base.points[:-1] + base.points[1:]) / 2
+    below = np.interp(mids - margin, new.points, new.cdf, left=0.0, right=1.0)
+    return float(min(1.0, max(0.0, np.sum(mass * below) / np.sum(mass))))

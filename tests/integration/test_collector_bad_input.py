@@ -1,0 +1,210 @@
+"""Bad input through the real broker: dead letters with reasons, caps that bound memory, a collector that keeps going."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span, TracesData
+
+from agentwatch.collector.deadletter import OFFSET_HEADER, PARTITION_HEADER, REASON_HEADER, TOPIC_HEADER
+from tests.support.collector_kafka import (
+    SDK_HEADERS,
+    ServiceThread,
+    TopicReader,
+    collector_settings,
+    create_topic,
+    ids_of,
+    otlp_bytes,
+    producer,
+    scores_of,
+    simple_conversation,
+    unique,
+)
+
+pytestmark = pytest.mark.broker
+
+MAX_SPANS = 500
+MAX_ATTR = 4096
+
+
+def _kv(key: str, value: object) -> KeyValue:
+    if isinstance(value, bool):
+        return KeyValue(key=key, value=AnyValue(bool_value=value))
+    if isinstance(value, int):
+        return KeyValue(key=key, value=AnyValue(int_value=value))
+    if isinstance(value, float):
+        return KeyValue(key=key, value=AnyValue(double_value=value))
+    return KeyValue(key=key, value=AnyValue(string_value=str(value)))
+
+
+def _raw_spans(cid: str, n: int, *, parent=lambda i: None, attrs=None, trace=b"\x01" * 16) -> TracesData:
+    """TracesData of `n` spans of conversation `cid`, built directly in protobuf (fast, any values)."""
+    spans = []
+    for i in range(n):
+        p = parent(i)
+        a = {"gen_ai.conversation.id": cid, **((attrs or {}) if i == 0 else {})}
+        spans.append(
+            Span(
+                trace_id=trace,
+                span_id=(i + 1).to_bytes(8, "big"),
+                parent_span_id=b"" if p is None else (p + 1).to_bytes(8, "big"),
+                name=f"span {i}",
+                start_time_unix_nano=1_700_000_000_000_000_000 + i,
+                end_time_unix_nano=1_700_000_000_000_000_000 + i + 1,
+                attributes=[_kv(k, v) for k, v in a.items()],
+            )
+        )
+    return TracesData(resource_spans=[ResourceSpans(scope_spans=[ScopeSpans(spans=spans)])])
+
+
+@pytest.fixture(scope="module")
+def running(broker):
+    """One collector for the module, on a 1-partition topic so that order is total."""
+    bs = broker.bootstrap_servers
+    topic = unique("bad")
+    create_topic(bs, topic, 1)
+    cfg = collector_settings(
+        bs, [topic], unique("bad"), max_spans_per_conversation=MAX_SPANS, max_attribute_bytes=MAX_ATTR
+    )
+    scores = TopicReader(bs, cfg.collector.scores_topic)
+    dlq = TopicReader(bs, cfg.collector.dead_letter_topic)
+    with ServiceThread(cfg) as svc:
+        yield bs, topic, svc, scores, dlq
+        assert svc.error is None
+    scores.close()
+    dlq.close()
+
+
+def _send_then_sentinel(bs: str, topic: str, items: list[tuple[bytes, bytes, list | None]], scores) -> str:
+    """Send (key, value, headers) items then a good conversation; return once the good one is scored."""
+    p = producer(bs)
+    for key, value, headers in items:
+        p.send(topic, value=value, key=key, headers=headers)
+    sentinel = unique("sentinel")
+    p.send(topic, value=otlp_bytes(simple_conversation(sentinel)), key=sentinel.encode(), headers=SDK_HEADERS)
+    p.flush()
+    p.close()
+    scores.wait(lambda r: sentinel in ids_of(r), 30)
+    assert sentinel in ids_of(scores.records), "the collector stopped scoring after bad input"
+    return sentinel
+
+
+def _dead_letters(dlq, keys: set[bytes], timeout_s: float = 10) -> dict[bytes, dict[str, bytes]]:
+    dlq.wait(lambda r: keys <= {x.key for x in r}, timeout_s)
+    return {r.key: dict(r.headers) for r in dlq.records if r.key in keys}
+
+
+def test_undecodable_messages_reach_the_dead_letter_topic(running):
+    bs, topic, svc, scores, dlq = running
+    good = otlp_bytes(simple_conversation(unique("g"), turns=2))
+    cases = {
+        b"random": (os.urandom(4096), None),
+        b"truncated": (good[: len(good) // 2], SDK_HEADERS),
+        b"bad-json": (b'{"resourceSpans": [{"scopeSpans": 7', [("content-type", b"application/json")]),
+        b"not-otlp-json": (json.dumps({"hello": "world"}).encode(), None),
+        b"empty": (b"", SDK_HEADERS),
+        b"no-ids": (_raw_spans("x", 1, trace=b"").SerializeToString(), SDK_HEADERS),
+    }
+    prefix = unique("k").encode()
+    keys = {prefix + b"/" + name for name in cases}
+    items = [(k, *cases[k.split(b"/", 1)[1]]) for k in keys]
+    _send_then_sentinel(bs, topic, items, scores)
+    letters = _dead_letters(dlq, keys)
+    assert set(letters) == keys
+    originals = {k: v for k, v, _ in items}
+    by_key = {r.key: r for r in dlq.records}
+    for key, headers in letters.items():
+        assert headers[REASON_HEADER].decode() in {
+            "empty",
+            "not_otlp",
+            "invalid_protobuf",
+            "invalid_json",
+            "invalid_span",
+        }, headers
+        assert headers[TOPIC_HEADER].decode() == topic
+        assert int(headers[PARTITION_HEADER]) == 0 and int(headers[OFFSET_HEADER]) >= 0
+        assert (by_key[key].value or b"") == originals[key]  # the original payload, unchanged
+    reasons = {k.split(b"/", 1)[1]: h[REASON_HEADER] for k, h in letters.items()}
+    assert reasons[b"empty"] == b"empty"
+    assert reasons[b"bad-json"] == b"invalid_json"
+    assert sum(svc.service.stats.rejected_by_reason.values()) >= len(cases)
+
+
+def test_absurd_values_are_bounded(running):
+    """10 MB attribute, 100k spans in one conversation, a 5k-deep parent chain, a parent cycle."""
+    bs, topic, svc, scores, _ = running
+    huge, many, deep, cycle = (unique(x) for x in ("huge", "many", "deep", "cycle"))
+    items = [
+        (
+            huge.encode(),
+            _raw_spans(huge, 1, attrs={"gen_ai.output.messages": "x" * 10_000_000}).SerializeToString(),
+            SDK_HEADERS,
+        )
+    ]
+    for chunk in range(10):  # 100,000 spans of one conversation, 10 messages of 10,000
+        data = _raw_spans(many, 10_000, trace=b"\x02" * 16)
+        for i, span in enumerate(data.resource_spans[0].scope_spans[0].spans):
+            span.span_id = (chunk * 10_000 + i + 1).to_bytes(8, "big")
+        items.append((many.encode(), data.SerializeToString(), SDK_HEADERS))
+    items.append(
+        (
+            deep.encode(),
+            _raw_spans(deep, 400, parent=lambda i: i - 1 if i else None).SerializeToString(),
+            SDK_HEADERS,
+        )
+    )
+    items.append(
+        (cycle.encode(), _raw_spans(cycle, 3, parent=lambda i: (i + 1) % 3).SerializeToString(), SDK_HEADERS)
+    )
+    a = svc.service.assembler.stats
+    before = a.dropped_spans + a.late_spans
+    _send_then_sentinel(bs, topic, items, scores)
+    scores.wait(lambda r: {huge, many, deep, cycle} <= set(ids_of(r)), 15)
+    by_id = {s["conversation_id"]: s for s in scores_of(scores.records)}
+    assert {huge, many, deep, cycle} <= set(by_id)
+    assert by_id[many]["incomplete"] is True
+    # spans past the cap are dropped (or, once the capped conversation went idle, counted late) — never kept
+    assert a.dropped_spans + a.late_spans - before == 100_000 - MAX_SPANS
+    assert all(
+        len(r.value) < 100_000 for r in scores.records if json.loads(r.value)["conversation_id"] == huge
+    )
+    assert svc.service.assembler.stats.open_conversations == 0
+    assert svc.thread.is_alive()
+
+
+def _must_be_rejected(payload: bytes) -> bool:
+    """Independent oracle: not JSON and no protobuf span with well-formed ids → must be dead-lettered."""
+    try:
+        json.loads(payload)
+        return False
+    except ValueError:
+        pass
+    try:
+        data = TracesData.FromString(payload)
+    except Exception:  # noqa: BLE001 - any parse failure
+        return True
+    for rs in data.resource_spans:
+        for ss in rs.scope_spans:
+            for span in ss.spans:
+                if len(span.trace_id) == 16 and len(span.span_id) == 8:
+                    return False
+    return True
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck))
+@given(payloads=st.lists(st.binary(max_size=2048), min_size=1, max_size=20))
+def test_random_payloads_never_stop_the_collector(running, payloads):
+    bs, topic, _, scores, dlq = running
+    prefix = unique("h").encode()
+    items = [(prefix + b"-%d" % i, p, None) for i, p in enumerate(payloads)]
+    _send_then_sentinel(bs, topic, items, scores)
+    must = {k for k, v, _ in items if _must_be_rejected(v)}
+    letters = _dead_letters(dlq, must, timeout_s=5)
+    assert must <= set(letters)
+    for headers in letters.values():
+        assert headers[REASON_HEADER]

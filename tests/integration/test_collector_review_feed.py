@@ -1,0 +1,135 @@
+"""The collector publishes transcripts for review on a real broker: the review sample and flagged
+conversations (with their first score, keyed by conversation id), revisions after late labels, nothing else;
+an oversized transcript is cut, not refused."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+
+import pytest
+
+from agentwatch.config import SamplingConfig, SamplingRule
+from agentwatch.wire.review_records import TranscriptRecord
+from tests.support.collector_kafka import (
+    ServiceThread,
+    ToolSpec,
+    TopicReader,
+    TurnSpec,
+    collector_settings,
+    conversation_spans,
+    otlp_bytes,
+    producer,
+    simple_conversation,
+    unique,
+)
+
+SDK_HEADERS = [("content-type", b"application/x-protobuf"), ("agentwatch-key", b"conversation")]
+
+LATE_LABEL = r"""
+import sys
+from agentwatch.sdk import configure, conversation, shutdown
+
+bootstrap, topic, cid = sys.argv[1:4]
+configure("kafka", agent="support-bot", version="1.2.0", bootstrap_servers=bootstrap, topic=topic)
+conversation.label("abandoned", conversation_id=cid)
+shutdown()
+"""
+
+
+@pytest.mark.broker
+def test_review_sample_and_flagged_transcripts_reach_the_topic(broker, topic, tmp_path) -> None:
+    bs = broker.bootstrap_servers
+    prefix = unique("feed")
+    settings = collector_settings(
+        bs, [topic], prefix, transcripts_topic=f"{prefix}-transcripts", max_transcript_bytes=20_000
+    )
+    # refunds: every conversation in the review sample; smalltalk: none
+    settings.sampling = SamplingConfig(rules=[SamplingRule(task="refunds", review_rate=1.0)])
+    sampled, flagged, plain, big = unique("sampled"), unique("flagged"), unique("plain"), unique("big")
+    spans = [
+        *simple_conversation(sampled, turns=2, task="refunds"),
+        *simple_conversation(flagged, task="smalltalk", extra={"agentwatch.outcome": "abandoned"}),
+        *simple_conversation(plain, task="smalltalk"),
+        *conversation_spans(
+            big,
+            [
+                TurnSpec(
+                    user="x" * 30_000,
+                    answer="ok",
+                    tools=[ToolSpec("search", {"q": "y" * 100}, {"hits": ["z" * 20_000]})],
+                )
+            ],
+            task="refunds",
+        ),
+    ]
+    out = producer(bs)
+    out.send(topic, otlp_bytes(spans), key=b"batch", headers=SDK_HEADERS)
+    out.flush()
+    reader = TopicReader(bs, settings.collector.transcripts_topic)
+    with ServiceThread(settings) as svc:
+        records = reader.wait(lambda r: len(r) >= 3, 30)
+        assert len(records) == 3, [r.key for r in records]
+        run = subprocess.run(
+            [sys.executable, "-c", LATE_LABEL, bs, topic, sampled],
+            capture_output=True,
+            timeout=60,
+            check=False,
+        )
+        assert run.returncode == 0, run.stderr.decode()[-2000:]
+        records = reader.wait(lambda r: len(r) >= 4, 30)
+        assert svc.error is None
+        stats = svc.service.stats
+    reader.close()
+    by_key = {}
+    for r in records:
+        by_key.setdefault(r.key.decode(), []).append(TranscriptRecord.model_validate_json(r.value))
+    assert set(by_key) == {sampled, flagged, big}  # the conversation outside both is not published
+    first, revision = by_key[sampled]
+    assert (first.kind, first.sample, first.score.revision, first.score.review_sampled) == (
+        "transcript",
+        "review_sample",
+        0,
+        True,
+    )
+    assert [t.input for t in first.conversation.turns] == ["question 0", "question 1"]
+    call = first.conversation.turns[0].tool_calls[0]
+    assert (call.name, call.arguments, call.result) == (
+        "lookup_order",
+        {"order_id": 42},
+        {"status": "refunded"},
+    )
+    assert (revision.kind, revision.conversation, revision.score.revision, revision.score.label.value) == (
+        "revision",
+        None,
+        1,
+        "abandoned",
+    )
+    (f,) = by_key[flagged]
+    assert (f.kind, f.sample, f.score.label.value, f.score.review_sampled) == (
+        "transcript",
+        "flagged",
+        "abandoned",
+        False,
+    )
+    (b,) = by_key[big]
+    size = len(next(r.value for r in records if r.key.decode() == big))
+    assert size <= 20_000
+    turn = b.conversation.turns[0]
+    assert turn.input.startswith("x" * 4000) and "characters cut" in turn.input and len(turn.input) < 4100
+    assert any("over the 20,000-byte limit" in n for n in b.conversation.notes)
+    assert json.loads(json.dumps(turn.tool_calls[0].result))  # still a JSON value
+    assert stats.transcripts_published == {"review_sample": 3, "flagged": 1} and stats.transcripts_cut == 1
+    # the review store takes the collector's records as they come: three transcripts, then the revision (the
+    # spans ended in 2023: no retention here)
+    from agentwatch.review.store import Store
+
+    store = Store(f"sqlite:///{tmp_path / 'review.db'}")
+    parsed = [TranscriptRecord.model_validate_json(r.value) for r in records]
+    results = [store.ingest(record, time.time(), 1e10) for record in parsed]
+    assert sorted(results) == ["revised", "stored", "stored", "stored"]
+    stored = [store.get(i.id) for i in store.queue()[0]]
+    latest = {c.conversation_id: c.latest_score for c in stored}
+    assert (latest[sampled].revision, latest[sampled].label.value) == (1, "abandoned")

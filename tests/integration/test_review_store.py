@@ -1,0 +1,251 @@
+"""The review store on real SQLite files and a real PostgreSQL server: queue, labels, revisions, retention."""
+
+from __future__ import annotations
+
+import json
+import threading
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from agentwatch import wire
+from agentwatch.config import OutcomeCredits
+from agentwatch.review.store import ANSWERED, DUPLICATE, EXPIRED, REVISED, STORED, UNKNOWN, Filters, Store
+from agentwatch.scorers.relabel import relabel
+from agentwatch.wire.review_records import LabelRecord, TranscriptRecord
+from agentwatch.wire.schema import ConversationScore, Outcome
+from tests.support.review import JUDGE_EXPLANATION, conversation, judged, record, scored
+
+NOW = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
+DAY = 86400.0
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def url(request: pytest.FixtureRequest, tmp_path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'review.db'}"
+    return request.getfixturevalue("postgres_db")
+
+
+def _store(url: str) -> Store:
+    return Store(url, scores_topic="s", labels_topic="l")
+
+
+def _fill(store: Store) -> dict[str, int]:
+    """Four conversations of two agents, ended 4, 3, 2 and 1 hours ago; their row ids by conversation id."""
+    for i, (agent, task) in enumerate(
+        [("a", "refunds"), ("b", "refunds"), ("a", "orders"), ("a", "refunds")]
+    ):
+        conv = conversation(f"c{i}", agent=agent, task=task, ended=NOW - timedelta(hours=4 - i))
+        assert store.ingest(record(conv, scored(conv, verdict=judged())), NOW.timestamp(), 30 * DAY) == STORED
+    items, _ = store.queue(limit=10)
+    return {store.get(item.id).conversation_id: item.id for item in items}
+
+
+def test_queue_is_oldest_first_filtered_and_counted(url: str) -> None:
+    store = _store(url)
+    ids = _fill(store)
+    items, total = store.queue()
+    assert total == 4 and [ids[c] for c in ("c0", "c1", "c2", "c3")] == [i.id for i in items]
+    assert [i.agent for i in items] == ["a", "b", "a", "a"] and items[
+        0
+    ].preview == "Where is my order ORD-1000?"
+    items, total = store.queue(Filters(agent="a", task="refunds"))
+    assert (total, [i.id for i in items]) == (2, [ids["c0"], ids["c3"]])
+    items, total = store.queue(limit=2, offset=2)
+    assert (total, [i.id for i in items]) == (4, [ids["c2"], ids["c3"]])
+    assert store.choices() == {"agent": ["a", "b"], "version": ["2.0"], "task": ["orders", "refunds"]}
+    assert store.neighbours(ids["c1"]) == (ids["c0"], ids["c2"])
+    assert store.neighbours(ids["c0"], Filters(agent="a")) == (None, ids["c2"])
+    assert sorted(store.queue_sizes()) == [
+        ("a", "2.0", "orders", "review_sample", 1),
+        ("a", "2.0", "refunds", "review_sample", 2),
+        ("b", "2.0", "refunds", "review_sample", 1),
+    ]
+    # the same record again (a replay) changes nothing
+    conv = conversation("c1", agent="b", ended=NOW - timedelta(hours=3))
+    assert store.ingest(record(conv, scored(conv, verdict=judged())), NOW.timestamp(), 30 * DAY) == DUPLICATE
+    assert store.queue()[1] == 4
+
+
+def test_a_label_publishes_revision_plus_one_and_a_label_record(url: str) -> None:
+    store = _store(url)
+    ids = _fill(store)
+    first = store.get(ids["c0"]).first_score
+    assert (first.outcome, first.outcome_source.value, first.passed) == (
+        Outcome.PARTIAL_INCORRECT,
+        "judge",
+        False,
+    )
+    saved = store.save_label(
+        ids["c0"], "alice", Outcome.COMPLETE, "the refund tool is not needed here", True, NOW.timestamp() + 60
+    )
+    assert saved.revision == 1
+    stored = store.get(ids["c0"])
+    assert (stored.latest_score.revision, stored.latest_score.outcome, stored.latest_score.passed) == (
+        1,
+        Outcome.COMPLETE,
+        True,
+    )
+    assert (
+        stored.latest_score.graded_by == ["judge", "label"] and stored.latest_score.label is Outcome.COMPLETE
+    )
+    assert [(lb.reviewer, lb.outcome, lb.blind, lb.revision) for lb in stored.labels] == [
+        ("alice", "complete", True, 1)
+    ]
+    assert store.queue()[1] == 3 and ids["c0"] not in [i.id for i in store.queue()[0]]
+    # the outbox: the revised score keyed by series (scores topic), then the label record by conversation id
+    out = store.unsent()
+    assert [(r.topic, r.key) for r in out] == [("s", wire.score_key("a", "2.0", "refunds")), ("l", b"c0")]
+    revised = ConversationScore.model_validate_json(out[0].value)
+    assert revised == relabel(first, Outcome.COMPLETE, OutcomeCredits())  # the collector's rule, revision + 1
+    label = LabelRecord.model_validate_json(out[1].value)
+    assert (label.outcome, label.reviewer, label.sample, label.blind, label.revision) == (
+        Outcome.COMPLETE,
+        "alice",
+        "review_sample",
+        True,
+        1,
+    )
+    assert (label.judge, label.judge_outcome, label.judge_score, label.judge_explanation) == (
+        "stand-in:judge-model:v1",
+        Outcome.PARTIAL_INCORRECT,
+        0.35,
+        JUDGE_EXPLANATION,
+    )
+    assert (label.first_outcome, label.first_passed, label.note) == (
+        Outcome.PARTIAL_INCORRECT,
+        False,
+        "the refund tool is not needed here",
+    )
+    store.mark_sent([out[0].id], NOW.timestamp())
+    assert [r.id for r in store.unsent()] == [out[1].id] and store.pending() == 1
+    # a second label revises the latest revision again; the same label once more changes nothing
+    assert (
+        store.save_label(ids["c0"], "bob", Outcome.ABANDONED, "", False, NOW.timestamp() + 120).revision == 2
+    )
+    assert (
+        store.save_label(ids["c0"], "bob", Outcome.ABANDONED, "", False, NOW.timestamp() + 180).revision
+        is None
+    )
+    assert [r.topic for r in store.unsent()] == ["l", "s", "l", "l"]
+    assert [row["reviewer"] for row in store.labels_of()] == ["alice", "bob", "bob"]
+
+
+def test_revisions_made_elsewhere_stay_below_the_reviewers_label(url: str) -> None:
+    store = _store(url)
+    conv = conversation("x", ended=NOW)
+    first = scored(conv, verdict=judged("complete", 0.9))
+    assert store.ingest(record(conv, first), NOW.timestamp(), DAY) == STORED
+    row = store.queue()[0][0].id
+    credits = OutcomeCredits()
+    # the collector revises it first (a late feedback label): the store follows
+    feedback = relabel(first, Outcome.ABANDONED, credits)
+    revision = TranscriptRecord(kind="revision", sample="review_sample", score=feedback, published_at=NOW)
+    assert store.ingest(revision, NOW.timestamp(), DAY) == REVISED
+    assert store.ingest(revision, NOW.timestamp(), DAY) == DUPLICATE
+    # the reviewer's label revises the latest revision (2)
+    assert store.save_label(row, "alice", Outcome.PARTIAL_CORRECT, "", True, NOW.timestamp()).revision == 2
+    # the collector, which remembers only revision 1, revises again from it: the store answers with the
+    # reviewer's label on top, so the person's decision stays the latest revision
+    late = relabel(feedback, Outcome.COMPLETE, credits)
+    assert late.revision == 2
+    store.mark_sent([r.id for r in store.unsent()], NOW.timestamp())
+    assert (
+        store.ingest(
+            TranscriptRecord(kind="revision", sample="review_sample", score=late, published_at=NOW),
+            NOW.timestamp(),
+            DAY,
+        )
+        == ANSWERED
+    )
+    (answer,) = store.unsent()
+    score = ConversationScore.model_validate_json(answer.value)
+    assert (score.revision, score.label, score.outcome, score.passed) == (
+        3,
+        Outcome.PARTIAL_CORRECT,
+        Outcome.PARTIAL_CORRECT,
+        False,
+    )
+    assert store.get(row).latest_score == score
+    # a revision of a conversation the store never held is ignored
+    other = scored(conversation("never", ended=NOW), verdict=judged())
+    assert (
+        store.ingest(
+            TranscriptRecord(kind="revision", sample="review_sample", score=other, published_at=NOW),
+            NOW.timestamp(),
+            DAY,
+        )
+        == UNKNOWN
+    )
+
+
+def test_concurrent_labels_get_distinct_increasing_revisions(url: str) -> None:
+    store = _store(url)
+    conv = conversation("busy", ended=NOW)
+    store.ingest(record(conv, scored(conv, verdict=judged())), NOW.timestamp(), DAY)
+    row = store.queue()[0][0].id
+    outcomes = [Outcome.COMPLETE, Outcome.ABANDONED] * 4
+    results: list[int | None] = []
+    errors: list[Exception] = []
+    lock = threading.Lock()
+
+    def save(outcome: Outcome) -> None:
+        try:
+            rev = store.save_label(row, "alice", outcome, "", False, NOW.timestamp()).revision
+        except Exception as exc:  # a label lost: the assertion below names it
+            with lock:
+                errors.append(exc)
+            return
+        with lock:
+            results.append(rev)
+
+    threads = [threading.Thread(target=save, args=(o,)) for o in outcomes]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and len(results) == len(outcomes), errors  # every label saved
+    published = sorted(r for r in results if r is not None)
+    assert published == list(range(1, len(published) + 1))  # no revision published twice, none skipped
+    assert store.get(row).latest_score.revision == published[-1]
+    scores = [ConversationScore.model_validate_json(r.value) for r in store.unsent() if r.topic == "s"]
+    assert sorted(s.revision for s in scores) == published
+
+
+def test_retention_deletes_what_is_old_and_refuses_old_records(url: str) -> None:
+    store = _store(url)
+    old = conversation("old", ended=NOW - timedelta(days=10))
+    new = conversation("new", ended=NOW - timedelta(days=1))
+    for conv in (old, new):
+        assert store.ingest(record(conv, scored(conv, verdict=judged())), NOW.timestamp(), 30 * DAY) == STORED
+    old_row = next(i.id for i in store.queue()[0] if i.at < (NOW - timedelta(days=5)).timestamp())
+    store.save_label(old_row, "alice", Outcome.COMPLETE, "", True, NOW.timestamp())
+    store.mark_sent([r.id for r in store.unsent()], NOW.timestamp() - 8 * DAY)
+    assert store.counts() == {"conversations": 2, "labelled": 1, "labels": 1, "pending": 0}
+    assert store.expire(NOW.timestamp(), 7 * DAY) == 1
+    assert store.get(old_row) is None and store.counts() == {
+        "conversations": 1,
+        "labelled": 0,
+        "labels": 0,
+        "pending": 0,
+    }
+    assert [store.get(i.id).conversation_id for i in store.queue()[0]] == ["new"]
+    assert store.ingest(record(old, scored(old, verdict=judged())), NOW.timestamp(), 7 * DAY) == EXPIRED
+    assert store.counts()["conversations"] == 1
+
+
+def test_the_store_survives_a_restart(url: str) -> None:
+    store = _store(url)
+    ids = _fill(store)
+    store.save_label(
+        ids["c2"], "bob", Outcome.HALLUCINATED, "made up a tracking number", True, NOW.timestamp()
+    )
+    store.close()
+    again = _store(url)
+    stored = again.get(ids["c2"])
+    assert [(lb.reviewer, lb.outcome, lb.note) for lb in stored.labels] == [
+        ("bob", "hallucinated", "made up a tracking number")
+    ]
+    assert json.loads(stored.transcript)["conversation_id"] == "c2" and again.queue()[1] == 3
+    assert len(again.unsent()) == 2  # what was not yet sent is still to send

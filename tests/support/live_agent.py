@@ -1,0 +1,68 @@
+"""Steps the live tests share: an SDK agent script sends spans to the broker; the collector and the exporter
+run in one process (`Pipeline`) until the estimates hold what was sent; /metrics is read."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from agentwatch.config import Settings
+from agentwatch.pipeline import Pipeline
+from tests.support.collector_kafka import collector_settings, unique
+from tests.support.metrics_reference import scrape
+
+
+def run_agent(script: str, bootstrap: str, topic: str, plan: list[dict], tmp_path: Path) -> None:
+    """Run `script` (argv: bootstrap, topic, plan file) in a fresh interpreter; fail with its stderr."""
+    (tmp_path / "plan.json").write_text(json.dumps(plan))
+    (tmp_path / "agent.py").write_text(script)
+    run = subprocess.run(
+        [sys.executable, str(tmp_path / "agent.py"), bootstrap, topic, str(tmp_path / "plan.json")],
+        check=False,
+        capture_output=True,
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stderr.decode()[-2000:]
+
+
+def pipeline_settings(bootstrap: str, topic: str, prefix: str) -> Settings:
+    """Collector reading `topic`, exporter reading its scores; unique topics and groups, fast group joins."""
+    settings = collector_settings(bootstrap, [topic], unique(prefix))
+    scores = settings.collector.scores_topic
+    settings.exporter = settings.exporter.model_copy(
+        update={
+            "scores_topic": scores,
+            "group_id": f"{scores}-exp",
+            "metrics_port": 0,
+            "session_timeout_ms": 2000,
+            "heartbeat_interval_ms": 500,
+        }
+    )
+    return settings
+
+
+def metrics_when(settings: Settings, done: Callable[[Pipeline], bool], timeout_s: float = 90) -> dict:
+    """Run the pipeline until `done(pipeline)` (or the timeout) and return every /metrics sample then."""
+    pipeline = Pipeline(settings)
+    port = pipeline.exporter.start_http(port=0, host="127.0.0.1")
+    pipeline.start()
+    try:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline and not done(pipeline) and not pipeline.errors:
+            time.sleep(0.5)
+        assert not pipeline.errors, pipeline.errors
+        return scrape(port)
+    finally:
+        pipeline.close()
+
+
+def one_sample(samples: dict, name: str, **labels: str) -> float | None:
+    """The value of the one sample of `name` whose labels include `labels`; None when there is none."""
+    want = set(labels.items())
+    found = [v for (n, ls), v in samples.items() if n == name and want <= set(ls)]
+    assert len(found) <= 1, (name, labels, found)
+    return found[0] if found else None

@@ -1,0 +1,366 @@
+"""Importers: τ-bench results (real excerpts of the dev data), τ²-bench results, chat-format logs, the CLI."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from agentwatch.cli import app
+from agentwatch.config import load_settings
+from agentwatch.importers.openai_chat import ChatFormatError, conversation_from_record, read_chat_lines
+from agentwatch.importers.tau_bench import TauBenchFormatError, detect, import_results
+from agentwatch.wire.schema import Conversation, Outcome
+from agentwatch.wire.transcripts import TranscriptFileError, iter_conversations
+from tests.support import published_runs
+
+
+@pytest.fixture(scope="module")
+def dev() -> list[dict[str, Any]]:
+    return json.loads(gzip.decompress(published_runs.require(published_runs.AIRLINE).read_bytes()))
+
+
+def entries(dev: list[dict[str, Any]], *keys: tuple[int, int]) -> list[dict[str, Any]]:
+    return [e for e in dev if (e["task_id"], e["trial"]) in keys]
+
+
+# --------------------------------------------------------------------------- τ-bench, real excerpts
+
+
+def test_tau_bench_round_trip_keeps_every_message(dev: list[dict[str, Any]]) -> None:
+    picked = entries(dev, (2, 1), (13, 1), (18, 0), (0, 0))
+    out = import_results(picked, "tau-airline", "gpt-4o", "airline")
+    assert out.format == "tau-bench" and out.errors == []
+    assert len(out.lines) == 4
+    for entry, line in zip(picked, out.lines, strict=True):
+        conv = Conversation.model_validate(line)
+        traj = entry["traj"]
+        assert conv.conversation_id == f"airline/task-{entry['task_id']}/trial-{entry['trial']}"
+        assert (conv.task, line["attempt"], conv.agent, conv.version) == (
+            str(entry["task_id"]),
+            entry["trial"],
+            "tau-airline",
+            "gpt-4o",
+        )
+        assert conv.outcome is (Outcome.COMPLETE if entry["reward"] == 1 else Outcome.PARTIAL_INCORRECT)
+        assert conv.system == traj[0]["content"]
+        users = [m["content"] for m in traj if m["role"] == "user"]
+        assert [t.input for t in conv.turns] == users  # one turn per user message (none follow each other)
+        calls = [c for t in conv.turns for c in t.tool_calls]
+        made = [tc for m in traj if m["role"] == "assistant" for tc in m.get("tool_calls") or []]
+        assert [c.name for c in calls] == [tc["function"]["name"] for tc in made]
+        assert [c.arguments for c in calls] == [json.loads(tc["function"]["arguments"]) for tc in made]
+        results = [m["content"] for m in traj if m["role"] == "tool"]
+        assert sum(c.error is not None for c in calls) == sum(r.startswith("Error") for r in results)
+        assert all(c.result is not None or c.error is not None or c.name == "think" for c in calls)
+        answers = [m["content"] for m in traj if m["role"] == "assistant" and m.get("content")]
+        assert all(a in "\n\n".join(t.answer or "" for t in conv.turns) for a in answers[:-1])
+    by_id = {line["conversation_id"]: Conversation.model_validate(line) for line in out.lines}
+    # task 2 trial 1 stops on a tool call: its last turn has no answer, so the run's crash is visible
+    assert by_id["airline/task-2/trial-1"].turns[-1].answer is None
+    # task 13 trial 1: the refused upgrade is an error, the text kept
+    refused = [c for t in by_id["airline/task-13/trial-1"].turns for c in t.tool_calls if c.error]
+    assert [c.error for c in refused] == ["Error: flight HAT030 not available on date 2024-05-13"]
+    # task 18 trial 0 hands off: the last call is the transfer, with its result
+    last = by_id["airline/task-18/trial-0"].turns[-1].tool_calls[-1]
+    assert (last.name, last.result) == ("transfer_to_human_agents", "Transfer successful")
+
+
+def test_tau_bench_policies_hold_the_effects_and_outputs_of_the_ground_truth(
+    dev: list[dict[str, Any]],
+) -> None:
+    out = import_results(entries(dev, (0, 0), (2, 0), (13, 0), (14, 0), (16, 0)), "a", "v", "air")
+    policies = {p["task"]: p for p in out.policies}
+    assert list(policies) == ["0", "2", "13", "14", "16"]  # one per task, in task order
+    assert [t["name"] for t in policies["0"]["tools"]] == ["book_reservation"]
+    assert policies["0"]["tools"][0]["arguments"]["payment_methods"] == [
+        {"payment_id": "certificate_7504069", "amount": 250},
+        {"payment_id": "credit_card_4421486", "amount": 5},
+    ]
+    assert [t["name"] for t in policies["2"]["tools"]] == ["update_reservation_flights"] * 5
+    assert policies["2"]["outputs"] == ["23553"]
+    assert policies["13"]["tools"] == []  # only a handoff in the ground truth: no call with effects allowed
+    # task 14's ground truth also looks things up and calculates: only the baggage change is expected
+    assert [t["name"] for t in policies["14"]["tools"]] == ["update_reservation_baggages"]
+    assert [t["name"] for t in policies["16"]["tools"]] == ["send_certificate"]
+    assert all(p["order"] == "any" and p["agent"] == "a" for p in policies.values())
+    assert all("reward" not in json.dumps(p) for p in policies.values())
+
+
+def test_free_text_arguments_are_ignored_in_generated_policies() -> None:
+    entry = {
+        "task_id": 7,
+        "trial": 0,
+        "reward": 0.0,
+        "traj": [{"role": "user", "content": "hi"}],
+        "info": {
+            "task": {
+                "actions": [
+                    {
+                        "name": "escalate_case",
+                        "kwargs": {"case_id": "C1", "note": "customer wants the fee waived now"},
+                    }
+                ],
+                "outputs": [],
+            }
+        },
+    }
+    (policy,) = import_results([entry], "a", "v", "p").policies
+    assert policy["tools"] == [
+        {
+            "name": "escalate_case",
+            "arguments": {"case_id": "C1", "note": "customer wants the fee waived now"},
+            "match": {"note": "ignore"},
+        }
+    ]
+
+
+def test_bad_records_are_reported_and_the_rest_imported(dev: list[dict[str, Any]]) -> None:
+    good = entries(dev, (1, 1))
+    out = import_results([{"task_id": 5}, *good, {"task_id": 6, "traj": [{"role": "wizard"}]}], "a", "v", "p")
+    assert len(out.lines) == 1
+    assert out.errors == [
+        ("entry 0", "no `traj` list"),
+        ("entry 2", "ChatFormatError: message 0 has an unknown role 'wizard'"),
+    ]
+    with pytest.raises(TauBenchFormatError):
+        detect({"something": "else"})
+
+
+# --------------------------------------------------------------------------- τ²-bench (its documented shape)
+
+TAU2 = {
+    "info": {"environment_info": {"domain_name": "airline", "policy": "# Airline policy\nFees: $25."}},
+    "tasks": [
+        {
+            "id": "t-1",
+            "evaluation_criteria": {
+                "actions": [
+                    {
+                        "action_id": "a1",
+                        "requestor": "assistant",
+                        "name": "get_user_details",
+                        "arguments": {"user_id": "u1"},
+                    },
+                    {
+                        "action_id": "a2",
+                        "requestor": "assistant",
+                        "name": "cancel_reservation",
+                        "arguments": {"reservation_id": "R1", "reason": "change of plan"},
+                        "compare_args": ["reservation_id"],
+                    },
+                    {"action_id": "a3", "requestor": "user", "name": "toggle_airplane_mode", "arguments": {}},
+                ],
+                "communicate_info": ["R1"],
+            },
+        },
+    ],
+    "simulations": [
+        {
+            "id": "s1",
+            "task_id": "t-1",
+            "trial": 2,
+            "reward_info": {"reward": 1.0},
+            "messages": [
+                {"role": "assistant", "content": "Hi! How can I help?"},
+                {
+                    "role": "user",
+                    "content": "Cancel R1, I am u1.",
+                    "tool_calls": [
+                        {"id": "u", "name": "toggle_airplane_mode", "arguments": {}, "requestor": "user"}
+                    ],
+                },
+                {"role": "tool", "id": "u", "content": "done", "requestor": "user"},
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {
+                            "id": "x",
+                            "name": "cancel_reservation",
+                            "arguments": {"reservation_id": "R1"},
+                            "requestor": "assistant",
+                        }
+                    ],
+                },
+                {"role": "tool", "id": "x", "content": "not allowed", "error": True},
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {
+                            "id": "x",
+                            "name": "cancel_reservation",
+                            "arguments": {"reservation_id": "R1", "reason": "other"},
+                            "requestor": "assistant",
+                        }
+                    ],
+                },
+                {"role": "tool", "id": "x", "content": '{"status": "cancelled"}'},
+                {"role": "assistant", "content": "R1 is cancelled."},
+            ],
+        },
+        {"id": "s2", "task_id": "t-1", "trial": 3, "ticks": []},
+    ],
+}
+
+
+def test_tau2_bench_results_are_detected_and_imported() -> None:
+    out = import_results(TAU2, "a", "v", "t2")
+    assert out.format == "tau2-bench"
+    assert out.errors == [("simulation 1", "no `messages` list (full-duplex runs keep only ticks)")]
+    (line,) = out.lines
+    conv = Conversation.model_validate(line)
+    assert (conv.task, line["attempt"], conv.outcome, conv.system) == (
+        "t-1",
+        2,
+        Outcome.COMPLETE,
+        "# Airline policy\nFees: $25.",
+    )
+    assert [t.input for t in conv.turns] == ["", "Cancel R1, I am u1."]  # the agent spoke first
+    (first, second) = conv.turns[1].tool_calls  # the user's own call is left out, with a note
+    assert (first.error, second.result) == ("not allowed", {"status": "cancelled"})
+    assert conv.turns[1].answer == "R1 is cancelled."
+    assert any("made by the user" in n for n in conv.notes)
+    (policy,) = out.policies
+    assert policy["tools"] == [
+        {
+            "name": "cancel_reservation",
+            "arguments": {"reservation_id": "R1", "reason": "change of plan"},
+            "match": {"reason": "ignore"},
+        }
+    ]
+    assert policy["outputs"] == ["R1"]
+
+
+# --------------------------------------------------------------------------- chat-format logs
+
+
+def test_chat_results_pair_with_waiting_calls_by_id_then_by_order() -> None:
+    messages = [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": [{"type": "text", "text": "Look up A and B."}]},
+        {
+            "role": "assistant",
+            "content": "On it.",
+            "tool_calls": [
+                {"id": "call_1", "type": "function", "function": {"name": "get", "arguments": '{"k": "A"}'}},
+                {"id": "call_1", "type": "function", "function": {"name": "get", "arguments": '{"k": "B"}'}},
+            ],
+        },
+        {"role": "tool", "tool_call_id": "call_1", "content": '{"v": 1}'},  # the first waiting call_1
+        {"role": "tool", "tool_call_id": "call_9", "content": '{"v": 2}'},  # no such id: the oldest waiting
+        {"role": "assistant", "content": None, "function_call": {"name": "put", "arguments": "not json"}},
+        {"role": "function", "name": "put", "content": "Error: refused"},
+        {"role": "assistant", "content": "A is 1, B is 2; the update was refused."},
+        {"role": "tool", "tool_call_id": "call_x", "content": "late"},  # nothing waits for it
+    ]
+    conv = conversation_from_record({"messages": messages, "id": "chat-1", "task": "lookup"}, "default")
+    assert (conv.conversation_id, conv.task, conv.system) == ("chat-1", "lookup", "Be brief.")
+    (turn,) = conv.turns
+    assert turn.input == "Look up A and B."
+    assert [(c.arguments, c.result, c.error) for c in turn.tool_calls] == [
+        ({"k": "A"}, {"v": 1}, None),
+        ({"k": "B"}, {"v": 2}, None),
+        ({"value": "not json"}, None, "Error: refused"),
+    ]
+    assert turn.answer == "On it.\n\nA is 1, B is 2; the update was refused."
+    assert any("no call waiting" in n for n in conv.notes) and any(
+        "not a JSON object" in n for n in conv.notes
+    )
+
+
+def test_chat_file_lines_malformed_ones_reported_with_their_number(tmp_path: Path) -> None:
+    path = tmp_path / "logs.jsonl"
+    good = {
+        "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}],
+        "attempt": 3,
+    }
+    path.write_text(
+        "\n".join(
+            [
+                json.dumps(good),
+                "{oops",
+                json.dumps({"turns": []}),
+                json.dumps([{"role": "user", "content": "bare list"}]),
+            ]
+        )
+        + "\n"
+    )
+    errors: list = []
+    lines = list(read_chat_lines(path, errors, agent="bot"))
+    assert [(line["conversation_id"], line.get("attempt"), line["agent"]) for line in lines] == [
+        ("logs-1", 3, "bot"),
+        ("logs-4", None, "bot"),
+    ]
+    assert [(e.line, e.reason.split(":")[0]) for e in errors] == [
+        (2, "Expecting property name enclosed in double quotes"),
+        (3, "expected an object with a `messages` list (or a list of messages)"),
+    ]
+    with pytest.raises(ChatFormatError):
+        conversation_from_record({"messages": ["not an object"]}, "x")
+
+
+# --------------------------------------------------------------------------- the command line and `score`
+
+
+def test_import_tau_bench_cli_then_score_with_the_generated_policies(
+    tmp_path: Path, dev: list[dict[str, Any]]
+) -> None:
+    results = tmp_path / "airline-run.json"
+    results.write_text(json.dumps(entries(dev, (1, 0), (1, 1), (12, 0))))
+    out = tmp_path / "imported"
+    run = CliRunner().invoke(app, ["import", "tau-bench", str(results), "--out", str(out), "--agent", "air"])
+    assert run.exit_code == 0, run.output
+    assert "3 conversation(s)" in run.output and "2 task policies" in run.output
+    settings = load_settings(out / "policies.yaml")  # a configuration file with a `policies:` section
+    assert [p.id for p in settings.policies] == ["airline-run-task-1", "airline-run-task-12"]
+    errors: list = []
+    convs = list(iter_conversations(out / "transcripts.jsonl", errors))
+    assert errors == [] and [c.version for c in convs] == ["airline-run"] * 3
+    scored = CliRunner().invoke(
+        app,
+        [
+            "score",
+            str(out / "transcripts.jsonl"),
+            "--config",
+            str(out / "policies.yaml"),
+            "--format",
+            "json",
+            "--no-gate",
+        ],
+    )
+    assert scored.exit_code == 0, scored.output
+    assert json.loads(scored.stdout)["conversations"] == 3
+    assert yaml.safe_load((out / "policies.yaml").read_text())["policies"][1]["tools"] == []
+
+
+def test_import_cli_errors(tmp_path: Path) -> None:
+    bad = tmp_path / "x.json"
+    bad.write_text('{"not": "a benchmark"}')
+    run = CliRunner().invoke(app, ["import", "tau-bench", str(bad), "--out", str(tmp_path / "o")])
+    assert run.exit_code == 2 and "neither" not in run.output and "not a τ-bench results file" in run.output
+    chat = tmp_path / "c.jsonl"
+    chat.write_text('{"messages": [{"role": "user", "content": "hi"}]}\n{bad\n')
+    ok = CliRunner().invoke(app, ["import", "openai-chat", str(chat), "--out", str(tmp_path / "o2")])
+    assert ok.exit_code == 0 and "1 conversation(s)" in ok.output and "c.jsonl:2" in ok.output
+
+
+def test_score_names_the_importer_for_other_formats(tmp_path: Path, dev: list[dict[str, Any]]) -> None:
+    chat = tmp_path / "chat.jsonl"
+    chat.write_text(json.dumps({"messages": [{"role": "user", "content": "hi"}]}) + "\n")
+    run = CliRunner().invoke(app, ["score", str(chat), "--no-gate"])
+    assert "agentwatch import openai-chat" in run.output
+    array = tmp_path / "run.json"
+    array.write_text(json.dumps(entries(dev, (1, 0))))
+    with pytest.raises(TranscriptFileError, match="agentwatch import tau-bench"):
+        list(iter_conversations(array, []))
+    pretty = tmp_path / "tau2.json"
+    pretty.write_text(json.dumps(TAU2, indent=2))
+    with pytest.raises(TranscriptFileError, match="τ²-bench"):
+        list(iter_conversations(pretty, []))

@@ -1,0 +1,186 @@
+"""Task policies: every rule, argument constraints, matching, validation, and `agentwatch policy check`."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from agentwatch.cli import app
+from agentwatch.config import ConfigError, Settings, TaskPolicy, load_settings
+from agentwatch.scorers import ConversationScorer
+from agentwatch.scorers.names import NameNormalizer
+from agentwatch.scorers.policy import PolicyBook, grade_policy
+from agentwatch.wire.schema import Conversation, Outcome
+from tests.support.production_traffic import POLICY, scenario
+
+
+def conv(*turns: dict, task: str = "refund", agent: str = "support-bot") -> Conversation:
+    return Conversation.model_validate(
+        {"conversation_id": "c1", "agent": agent, "task": task, "turns": list(turns)}
+    )
+
+
+def call(name: str, error: str | None = None, **arguments: object) -> dict:
+    return {"name": name, "arguments": arguments, "result": {"ok": True}, "error": error}
+
+
+def failures(policy: dict, c: Conversation, cost: float | None = None) -> set[str]:
+    result = grade_policy(TaskPolicy.model_validate({"id": "p", **policy}), c, cost, NameNormalizer())
+    return {r.split(":", 1)[0] for r in result.failures}
+
+
+TURN = {"input": "Refund order 4100 please, 25 USD", "answer": "Done."}
+
+
+@pytest.mark.parametrize(
+    ("constraint", "value", "ok"),
+    [
+        ("4100", "4100", True),
+        ("4100", 4100, True),  # a number and its text are the same argument
+        ("4100", "4101", False),
+        ({"regex": r"\d{4}"}, "4100", True),
+        ({"regex": r"\d{4}"}, "41000", False),  # full match, not search
+        ({"from_input": True}, "4100", True),
+        ({"from_input": True}, "9999", False),
+        ({"from_input": True}, "", False),
+        ({"any": True}, {"deep": [1]}, True),
+    ],
+)
+def test_argument_constraints(constraint: object, value: object, ok: bool) -> None:
+    c = conv(dict(TURN, tool_calls=[{"name": "refund", "arguments": {"order": value}}]))
+    assert (
+        "policy_tools" not in failures({"tools": [{"name": "refund", "arguments": {"order": constraint}}]}, c)
+    ) is ok
+
+
+def test_missing_argument_and_normalised_names() -> None:
+    c = conv(dict(TURN, tool_calls=[call("functions.Refund-Order")]))
+    assert failures({"tools": [{"name": "refund_order"}]}, c) == set()
+    # the refund without an order is not the expected one, and it is a call with effects nobody expected
+    assert failures({"tools": [{"name": "refund_order", "arguments": {"order": {"any": True}}}]}, c) == {
+        "policy_tools",
+        "policy_effects",
+    }
+
+
+@pytest.mark.parametrize(
+    ("order", "calls", "expected"),
+    [
+        ("any", ["refund", "lookup"], set()),
+        ("relative", ["refund", "lookup"], {"policy_order"}),
+        ("relative", ["lookup", "get_note", "refund"], set()),  # a lookup between them is free
+        ("relative", ["lookup", "note", "refund"], {"policy_effects"}),  # a call with effects nobody expected
+        ("strict", ["lookup", "note", "refund"], {"policy_order"}),
+        ("strict", ["lookup", "get_note", "refund"], {"policy_order"}),
+        ("strict", ["lookup", "refund"], set()),
+        ("strict", ["lookup"], {"policy_tools"}),
+    ],
+)
+def test_order(order: str, calls: list[str], expected: set[str]) -> None:
+    c = conv(dict(TURN, tool_calls=[call(n) for n in calls]))
+    assert failures({"tools": [{"name": "lookup"}, {"name": "refund"}], "order": order}, c) == expected
+
+
+def test_strict_order_with_one_tool_counts_extra_calls() -> None:
+    c = conv(dict(TURN, tool_calls=[call("lookup"), call("lookup", order="1")]))
+    assert failures({"tools": [{"name": "lookup"}], "order": "strict"}, c) == {"policy_order"}
+
+
+def test_forbidden_grounding_and_caps() -> None:
+    early = {"input": "hi", "answer": "Refunded!", "tool_calls": [call("refund")]}
+    late = {"input": "ok", "answer": "done", "tool_calls": [call("lookup"), call("delete_account")]}
+    c = conv(early, late)
+    found = failures(
+        {
+            "forbidden_tools": ["delete-account"],
+            "grounding": ["lookup"],
+            "max_tool_calls": 2,
+            "max_turns": 1,
+            "max_cost_usd": 0.01,
+        },
+        c,
+        cost=0.02,
+    )
+    assert found == {
+        "policy_forbidden",
+        "policy_grounding",
+        "policy_max_tool_calls",
+        "policy_max_turns",
+        "policy_max_cost",
+    }
+    assert failures({"max_cost_usd": 0.01}, c, cost=None) == set()  # unknown cost is not checked
+    # a failed lookup does not ground the answer
+    failed_lookup = conv({"input": "q", "answer": "a", "tool_calls": [call("lookup", error="Timeout")]})
+    assert failures({"grounding": ["lookup"]}, failed_lookup) == {"policy_grounding"}
+
+
+def test_policy_book_globs_and_first_match() -> None:
+    book = PolicyBook(
+        [
+            TaskPolicy(id="a", agent="support-*", task="refund*"),
+            TaskPolicy(id="b", task="refund"),
+        ]
+    )
+    assert book.match("support-bot", "refund_v2").id == "a"
+    assert book.match("sales-bot", "refund").id == "b"
+    assert book.match("sales-bot", "faq") is None
+
+
+def test_scorer_records_policy_and_forbidden_evidence_expectations_win() -> None:
+    settings = Settings(
+        policies=[{"id": "refunds", "version": "7", "task": "refund", "forbidden_tools": ["delete"]}]
+    )
+    scorer = ConversationScorer(settings)
+    s = scorer.score(conv(dict(TURN, tool_calls=[call("delete")])))
+    assert s.policy == "refunds@7" and s.graded_by == ["policy"] and s.passed is False
+    assert s.evidence == ["forbidden_tool"] and s.outcome is Outcome.PARTIAL_INCORRECT
+    # expectations on the transcript win over the policy
+    expected = dict(
+        TURN,
+        tool_calls=[call("delete")],
+        expected={"tools": [{"name": "delete"}], "uses_tool_results": False},
+    )
+    s2 = scorer.score(conv(expected))
+    assert s2.policy is None and s2.graded_by == ["expectations"] and s2.passed is True
+
+
+def test_bad_policy_config_names_the_key(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump({"policies": [{"id": "p", "ordr": "strict"}]}))
+    with pytest.raises(ConfigError, match=r"policies\.0\.ordr"):
+        load_settings(path)
+    path.write_text(yaml.safe_dump({"policies": [{"id": "p", "order": "sometimes"}]}))
+    with pytest.raises(ConfigError, match=r"policies\.0\.order"):
+        load_settings(path)
+    path.write_text(yaml.safe_dump({"policies": [{"id": "p"}, {"id": "p"}]}))
+    with pytest.raises(ConfigError, match="used twice"):
+        load_settings(path)
+    path.write_text(yaml.safe_dump({"sampling": {"judge_rate": 2}}))
+    with pytest.raises(ConfigError, match=r"sampling\.judge_rate"):
+        load_settings(path)
+
+
+def test_policy_check_cli(tmp_path: Path) -> None:
+    transcripts = tmp_path / "t.jsonl"
+    transcripts.write_text(
+        "".join(json.dumps(line) + "\n" for line in scenario(100, seed=random.randint(0, 99)))
+    )
+    policies = tmp_path / "policies.yaml"
+    policies.write_text(yaml.safe_dump([POLICY]))
+    result = CliRunner().invoke(app, ["policy", "check", str(policies), str(transcripts)])
+    assert result.exit_code == 0, result.output
+    row = next(line for line in result.output.splitlines() if "order_status" in line)
+    assert "order-status@3" in row and "100" in row and "85 (85.0%)" in row
+    assert "error 10" in row and "loop 5" in row
+    policies.write_text(
+        yaml.safe_dump(
+            {"policies": [{"id": "x", "tools": [{"name": "a", "arguments": {"k": {"regex": "("}}}]}]}
+        )
+    )
+    bad = CliRunner().invoke(app, ["policy", "check", str(policies), str(transcripts)])
+    assert bad.exit_code == 2 and "policies.0.tools.0.arguments" in bad.output

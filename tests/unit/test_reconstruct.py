@@ -1,0 +1,581 @@
+"""Rebuilding `Conversation` transcripts from real OTel spans (SDK conventions, OpenInference, official instrumentation)."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+from typer.testing import CliRunner
+
+from agentwatch.cli import app
+from agentwatch.collector.assembler import FinishedConversation
+from agentwatch.collector.decode import decode_message
+from agentwatch.collector.reconstruct import build_conversation
+from agentwatch.wire.schema import Conversation, Outcome
+from tests.support.spans import SpanFactory, assistant_msg, sdk_turn, user_msg
+
+
+def _conversation(factory: SpanFactory, **kw) -> Conversation:
+    return build_conversation(decode_message(factory.protobuf()), **kw)
+
+
+def test_sdk_conversation_every_field() -> None:
+    f = SpanFactory(service="svc-name", version="9.9")
+    expected = {
+        "tools": [{"name": "lookup_order", "arguments": {"order": 7}}],
+        "reference_answer": "refunded",
+    }
+    sdk_turn(
+        f.tracer,
+        "conv-42",
+        "where is order 7?",
+        "it ships tomorrow",
+        [{"name": "lookup_order", "id": "call_a", "arguments": {"order": 7}, "result": {"eta": "tomorrow"}}],
+        tokens=(120, 30),
+        extra={
+            "gen_ai.agent.version": "1.4.0",
+            "agentwatch.tag.difficulty": "easy",
+            "agentwatch.budget.usd": 0.05,
+            "agentwatch.task.instance": "order-7",
+            "agentwatch.attempt": 2,
+        },
+    )
+    sdk_turn(
+        f.tracer,
+        "conv-42",
+        "refund it",
+        "refunded",
+        [
+            {"name": "refund", "id": "call_b", "arguments": {"order": 7, "amount": 12.5}, "result": "ok"},
+            {"name": "notify", "id": "call_c", "arguments": {}, "error": "smtp down"},
+        ],
+        tokens=(200, 40),
+        extra={
+            "agentwatch.expected": json.dumps(expected),
+            "agentwatch.conversation.end": True,
+            "agentwatch.outcome": "Partial-Correct",
+            "agentwatch.cost.usd": 0.01,
+            "agentwatch.tag.channel": "chat",
+        },
+        fail="TimeoutError",
+    )
+    spans = {s.name + str(i): s for i, s in enumerate(f.spans())}
+    turn_spans = sorted(
+        (s for s in spans.values() if s.name.startswith("invoke_agent")), key=lambda s: s.start_time
+    )
+    conv = _conversation(f)
+    assert conv.conversation_id == "conv-42"
+    assert (conv.agent, conv.version, conv.task) == ("shop-agent", "1.4.0", "refunds")
+    assert conv.tags == {"difficulty": "easy", "channel": "chat"}
+    assert (conv.instance, conv.attempt) == ("order-7", 2)
+    assert conv.budget_usd == 0.05
+    assert conv.outcome is Outcome.PARTIAL_CORRECT
+    assert conv.incomplete is False
+    assert conv.ended_at == datetime.fromtimestamp(max(s.end_time for s in spans.values()) / 1e9, tz=UTC)
+    assert [t.input for t in conv.turns] == ["where is order 7?", "refund it"]
+    assert [t.answer for t in conv.turns] == ["it ships tomorrow", "refunded"]
+    t0, t1 = conv.turns
+    assert [(c.name, c.call_id, c.arguments, c.result, c.error) for c in t0.tool_calls] == [
+        ("lookup_order", "call_a", {"order": 7}, {"eta": "tomorrow"}, None)
+    ]
+    assert [(c.name, c.call_id, c.arguments, c.result, c.error) for c in t1.tool_calls] == [
+        ("refund", "call_b", {"order": 7, "amount": 12.5}, "ok", None),
+        ("notify", "call_c", {}, None, "smtp down"),
+    ]
+    assert [(u.model, u.input_tokens, u.output_tokens) for u in t0.usage] == [("gpt-4o-mini", 120, 30)]
+    assert [(u.model, u.input_tokens, u.output_tokens) for u in t1.usage] == [("gpt-4o-mini", 200, 40)]
+    assert t0.expected is None
+    assert t1.expected is not None and t1.expected.reference_answer == "refunded"
+    assert [(e.name, e.arguments) for e in t1.expected.tools] == [("lookup_order", {"order": 7})]
+    assert (t0.cost_usd, t1.cost_usd) == (None, 0.01)
+    assert (t0.error, t1.error) == (None, "TimeoutError")
+    for turn, span in zip(conv.turns, turn_spans, strict=True):
+        assert turn.duration_ms == pytest.approx((span.end_time - span.start_time) / 1e6)
+        assert turn.started_at == datetime.fromtimestamp(span.start_time / 1e9, tz=UTC)
+    assert conv.notes == []
+
+
+def test_content_capture_off_still_gives_tool_names_and_ids() -> None:
+    f = SpanFactory()
+    sdk_turn(
+        f.tracer, "c", "q", None, [{"name": "search", "id": "call_1"}, {"name": "fetch", "id": "call_2"}]
+    )
+    with f.tracer.start_as_current_span(
+        "invoke_agent shop-agent",
+        attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.conversation.id": "c"},
+    ):
+        pass
+    conv = _conversation(f)
+    assert [(c.name, c.call_id, c.arguments, c.result) for c in conv.turns[0].tool_calls] == [
+        ("search", "call_1", {}, None),
+        ("fetch", "call_2", {}, None),
+    ]
+    assert conv.turns[1].input is None and conv.turns[1].answer is None
+    assert "no answer text captured (content capture off?) for turn(s) 0, 1" in conv.notes
+    assert "no user input captured for turn(s) 1" in conv.notes
+    assert "tool arguments not captured (content capture off?) for 2 tool call(s)" in conv.notes
+    assert "tool result not captured for 2 tool call(s)" in conv.notes
+
+
+def test_tool_calls_from_model_messages_when_no_tool_spans() -> None:
+    f = SpanFactory()
+    call = {"type": "tool_call", "id": "call_9", "name": "get_weather", "arguments": {"city": "Paris"}}
+    attrs = {
+        "gen_ai.conversation.id": "w",
+        "gen_ai.operation.name": "invoke_agent",
+        "gen_ai.input.messages": user_msg("weather?"),
+    }
+    with f.tracer.start_as_current_span(
+        "invoke_agent", attributes={**attrs, "gen_ai.output.messages": assistant_msg("21C")}
+    ):
+        with f.tracer.start_as_current_span(
+            "chat",
+            attributes={
+                "gen_ai.operation.name": "chat",
+                "gen_ai.output.messages": json.dumps([{"role": "assistant", "parts": [call]}]),
+            },
+        ):
+            pass
+        response = {
+            "role": "tool",
+            "parts": [{"type": "tool_call_response", "id": "call_9", "response": {"temp": 21}}],
+        }
+        with f.tracer.start_as_current_span(
+            "chat",
+            attributes={"gen_ai.operation.name": "chat", "gen_ai.input.messages": json.dumps([response])},
+        ):
+            pass
+    (turn,) = _conversation(f).turns
+    assert [(c.name, c.call_id, c.arguments, c.result) for c in turn.tool_calls] == [
+        ("get_weather", "call_9", {"city": "Paris"}, {"temp": 21})
+    ]
+    assert (turn.input, turn.answer) == ("weather?", "21C")
+
+
+def test_openinference_spans() -> None:
+    f = SpanFactory()
+    with f.tracer.start_as_current_span(
+        "agent",
+        attributes={
+            "openinference.span.kind": "AGENT",
+            "session.id": "s1",
+            "agent.name": "oi-agent",
+            "input.value": "hi",
+            "output.value": "hello",
+        },
+    ):
+        with f.tracer.start_as_current_span(
+            "llm",
+            attributes={
+                "openinference.span.kind": "LLM",
+                "llm.model_name": "m1",
+                "llm.token_count.prompt": 10,
+                "llm.token_count.completion": 3,
+                "llm.cost.total": 0.002,
+            },
+        ):
+            pass
+        with f.tracer.start_as_current_span(
+            "tool",
+            attributes={
+                "openinference.span.kind": "TOOL",
+                "tool.name": "calc",
+                "input.value": '{"x": 1}',
+                "output.value": "2",
+            },
+        ):
+            pass
+    conv = _conversation(f)
+    assert (conv.conversation_id, conv.agent) == ("s1", "oi-agent")
+    (turn,) = conv.turns
+    assert (turn.input, turn.answer) == ("hi", "hello")
+    assert [(c.name, c.arguments, c.result) for c in turn.tool_calls] == [("calc", {"x": 1}, 2)]
+    assert [(u.model, u.input_tokens, u.output_tokens, u.cost_usd) for u in turn.usage] == [
+        ("m1", 10, 3, 0.002)
+    ]
+
+
+def test_trace_roots_are_turns_without_agent_spans_and_bad_values_become_notes() -> None:
+    f = SpanFactory()
+    for q in ("first", "second"):
+        with f.tracer.start_as_current_span(
+            "root",
+            attributes={
+                "session.id": "s",
+                "input.value": q,
+                "agentwatch.expected": "{not json",
+                "agentwatch.outcome": "great",
+                "agentwatch.attempt": "second",
+                "agentwatch.task.instance": 17,
+            },
+        ):
+            pass
+    conv = _conversation(f)
+    assert [t.input for t in conv.turns] == ["first", "second"]
+    assert all(t.expected is None for t in conv.turns)
+    assert conv.outcome is None
+    assert any(n.startswith("turn 0: agentwatch.expected ignored") for n in conv.notes)
+    assert "agentwatch.outcome 'great' ignored: not an outcome class" in conv.notes
+    assert "agentwatch.attempt 'second' ignored: not an integer >= 0" in conv.notes
+    assert (conv.attempt, conv.instance) == (None, "17")  # an integer instance id reads as text
+
+
+def test_missing_parents_cycles_and_deep_chains_terminate() -> None:
+    f = SpanFactory()
+    sdk_turn(f.tracer, "c", "q", "a", [{"name": "t", "id": "1", "arguments": {}, "result": 1}])
+    records = decode_message(f.protobuf())
+    chat = next(r for r in records if r.name.startswith("chat"))
+    chat.parent_span_id = "00000000000000ff"  # parent never seen
+    conv = build_conversation(records)
+    assert len(conv.turns) == 2  # the orphan is a root; no agent span in its tree, so it is a turn
+    assert "1 span(s) whose parent was not seen treated as roots" in conv.notes
+    # a cycle a -> b -> c -> a, and a deep chain of 50,000 spans
+    base = records[0]
+    cyc = [
+        type(base)(
+            base.trace_id, f"{i + 1:016x}", f"{(i + 1) % 3 + 1:016x}", f"s{i}", i, i + 1, None, {}, {}, "cy"
+        )
+        for i in range(3)
+    ]
+    conv = build_conversation(cyc)
+    assert len(conv.turns) == 1 and "parent-id cycle(s) broken at 1 span(s)" in conv.notes
+    chain = [
+        type(base)(
+            base.trace_id, f"{i + 1:016x}", f"{i:016x}" if i else None, "x", i, i + 1, None, {}, {}, "d"
+        )
+        for i in range(50_000)
+    ]
+    conv = build_conversation(chain)
+    assert len(conv.turns) == 1
+
+
+def test_finished_conversation_flags_and_empty_input() -> None:
+    f = SpanFactory()
+    sdk_turn(f.tracer, "c", "q", "a", [])
+    fin = FinishedConversation("c", 3, decode_message(f.protobuf()), "cap", True)
+    conv = build_conversation(fin)
+    assert conv.incomplete and "finished early: open-conversation cap reached" in conv.notes
+    assert build_conversation([]).notes == ["no spans"]
+
+
+# --------------------------------------------------------------------------- official GenAI instrumentation
+
+_RESPONSES = [
+    {
+        "id": "r1",
+        "object": "chat.completion",
+        "created": 1,
+        "model": "gpt-4o-mini-2024-07-18",
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": "tool_calls",
+                "message": {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {
+                            "id": "call_w",
+                            "type": "function",
+                            "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+                        }
+                    ],
+                },
+            }
+        ],
+        "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18},
+    },
+    {
+        "id": "r2",
+        "object": "chat.completion",
+        "created": 1,
+        "model": "gpt-4o-mini-2024-07-18",
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": "stop",
+                "message": {"role": "assistant", "content": "It is 21C in Paris."},
+            }
+        ],
+        "usage": {"prompt_tokens": 30, "completion_tokens": 9, "total_tokens": 39},
+    },
+]
+
+
+@pytest.fixture
+def fake_openai() -> Iterator[str]:
+    """A local OpenAI-compatible server answering chat completions from `_RESPONSES` in turn."""
+    calls = {"n": 0}
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers["content-length"]))
+            body = json.dumps(_RESPONSES[calls["n"] % len(_RESPONSES)]).encode()
+            calls["n"] += 1
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_port}/v1"
+    server.shutdown()
+
+
+def _run_instrumented_agent(base_url: str, capture: str) -> SpanFactory:
+    from openai import OpenAI
+    from opentelemetry.instrumentation.genai.openai import OpenAIInstrumentor
+
+    f = SpanFactory()
+    saved = {
+        k: os.environ.get(k)
+        for k in ("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "OTEL_SEMCONV_STABILITY_OPT_IN")
+    }
+    os.environ["OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"] = capture
+    os.environ["OTEL_SEMCONV_STABILITY_OPT_IN"] = "gen_ai_latest_experimental"
+    instrumentor = OpenAIInstrumentor()
+    instrumentor.instrument(tracer_provider=f.provider)
+    try:
+        client = OpenAI(base_url=base_url, api_key="test")
+        tools = [
+            {
+                "type": "function",
+                "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {}}},
+            }
+        ]
+        with f.tracer.start_as_current_span("weather-agent", attributes={"gen_ai.conversation.id": "oai-1"}):
+            messages: list = [{"role": "user", "content": "Weather in Paris?"}]
+            first = client.chat.completions.create(model="gpt-4o-mini", messages=messages, tools=tools)
+            tc = first.choices[0].message.tool_calls[0]
+            messages.append(
+                {
+                    "role": "assistant",
+                    "tool_calls": [
+                        {
+                            "id": tc.id,
+                            "type": "function",
+                            "function": {"name": tc.function.name, "arguments": tc.function.arguments},
+                        }
+                    ],
+                }
+            )
+            messages.append({"role": "tool", "tool_call_id": tc.id, "content": "21C"})
+            client.chat.completions.create(model="gpt-4o-mini", messages=messages)
+    finally:
+        instrumentor.uninstrument()
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+    return f
+
+
+def test_official_openai_instrumentation_with_content(fake_openai: str) -> None:
+    f = _run_instrumented_agent(fake_openai, "SPAN_ONLY")
+    assert sum(s.attributes.get("gen_ai.operation.name") == "chat" for s in f.spans()) == 2
+    conv = _conversation(f)
+    assert conv.conversation_id == "oai-1"
+    (turn,) = conv.turns
+    assert turn.input == "Weather in Paris?"
+    assert turn.answer == "It is 21C in Paris."
+    assert [(c.name, c.call_id, c.arguments, c.result) for c in turn.tool_calls] == [
+        ("get_weather", "call_w", {"city": "Paris"}, "21C")
+    ]
+    assert [(u.model, u.input_tokens, u.output_tokens) for u in turn.usage] == [
+        ("gpt-4o-mini-2024-07-18", 11, 7),
+        ("gpt-4o-mini-2024-07-18", 30, 9),
+    ]
+
+
+def test_official_openai_instrumentation_without_content(fake_openai: str) -> None:
+    f = _run_instrumented_agent(fake_openai, "NO_CONTENT")
+    conv = _conversation(f)
+    (turn,) = conv.turns
+    assert (turn.input, turn.answer, turn.tool_calls) == (None, None, [])
+    assert [(u.input_tokens, u.output_tokens) for u in turn.usage] == [(11, 7), (30, 9)]
+    assert "no answer text captured (content capture off?) for turn(s) 0" in conv.notes
+
+
+# --------------------------------------------------------------------------- CLI
+
+
+def test_reconstruct_command_reads_protobuf_json_and_json_lines(tmp_path) -> None:
+    f = SpanFactory()
+    sdk_turn(f.tracer, "c1", "q1", "a1", [{"name": "t", "id": "x", "arguments": {"k": 1}, "result": 2}])
+    (tmp_path / "a.pb").write_bytes(f.protobuf())
+    g = SpanFactory()
+    sdk_turn(g.tracer, "c2", "q2", "a2", [])
+    (tmp_path / "b.json").write_bytes(g.json())
+    h = SpanFactory()
+    sdk_turn(h.tracer, "c3", "q3", "a3", [])
+    (tmp_path / "c.jsonl").write_bytes(h.json(indent=None) + b"\n" + b"this is not json\n")
+    out = tmp_path / "out.jsonl"
+    result = CliRunner().invoke(
+        app,
+        [
+            "reconstruct",
+            str(tmp_path / "a.pb"),
+            str(tmp_path / "b.json"),
+            str(tmp_path / "c.jsonl"),
+            "--out",
+            str(out),
+        ],
+    )
+    assert result.exit_code == 1  # one line of c.jsonl is unreadable; the rest is still written
+    convs = [Conversation.model_validate_json(line) for line in out.read_text().splitlines()]
+    assert sorted((c.conversation_id, c.turns[0].input, c.turns[0].answer) for c in convs) == [
+        ("c1", "q1", "a1"),
+        ("c2", "q2", "a2"),
+        ("c3", "q3", "a3"),
+    ]
+    assert "c.jsonl:line 2: invalid_json" in result.output
+    assert "3 conversation(s)" in result.output
+    ok = CliRunner().invoke(app, ["reconstruct", str(tmp_path / "a.pb")])
+    assert ok.exit_code == 0
+    (line,) = [x for x in ok.stdout.splitlines() if x.startswith("{")]
+    assert json.loads(line)["turns"][0]["tool_calls"][0] == {
+        "name": "t",
+        "arguments": {"k": 1},
+        "result": 2,
+        "error": None,
+        "call_id": "x",
+        "read_only": None,  # no agentwatch.tool.read_only on the span: decided by the tool-name patterns
+    }
+
+
+def test_two_agents_reusing_conversation_ids_are_split_per_agent() -> None:
+    from agentwatch.collector.reconstruct import split_by_agent
+
+    a, b = SpanFactory(service="bot-a"), SpanFactory(service="bot-b")
+    sdk_turn(
+        a.tracer,
+        "1",
+        "refund order 7",
+        "done",
+        [{"name": "refund", "arguments": {"order": 7}}],
+        agent="bot-a",
+    )
+    sdk_turn(b.tracer, "1", "weather?", "sunny", [], agent="bot-b")
+    sdk_turn(
+        a.tracer,
+        "1",
+        "and order 8?",
+        "done too",
+        [{"name": "refund", "arguments": {"order": 8}}],
+        agent="bot-a",
+    )
+    spans = decode_message(a.protobuf()) + decode_message(b.protobuf())
+    finished = FinishedConversation("1", 3, spans, "idle", False, 12)
+    parts = split_by_agent(finished)
+    convs = sorted((build_conversation(p) for p in parts), key=lambda c: c.agent)
+    assert [(c.agent, c.conversation_id, len(c.turns)) for c in convs] == [
+        ("bot-a", "1", 2),
+        ("bot-b", "1", 1),
+    ]
+    assert [len(t.tool_calls) for t in convs[0].turns] == [1, 1] and convs[1].turns[0].tool_calls == []
+    assert sum(len(p.spans) for p in parts) == len(spans)
+    assert all((p.partition, p.min_offset) == (3, 12) for p in parts)
+    one = FinishedConversation("2", 0, decode_message(b.protobuf()), "idle", False)
+    assert split_by_agent(one) == [one]
+
+
+def test_instructions_conversation_expectation_and_read_only_flags_are_read() -> None:
+    f = SpanFactory()
+    whole = {
+        "tools": [{"name": "book", "arguments": {"flight": "HAT1"}, "match": {"flight": "exact"}}],
+        "outputs": ["HAT1"],
+        "end": "handoff",
+    }
+    parts = [{"type": "text", "content": "You are the desk."}, {"type": "text", "content": "Fees: $25."}]
+    sdk_turn(
+        f.tracer,
+        "c-fx",
+        "book HAT1",
+        "booked HAT1",
+        [
+            {
+                "name": "find_flight",
+                "id": "a",
+                "arguments": {},
+                "result": {},
+                "attributes": {"agentwatch.tool.read_only": "true"},
+            },
+            {
+                "name": "book",
+                "id": "b",
+                "arguments": {"flight": "HAT1"},
+                "result": "ok",
+                "attributes": {"agentwatch.tool.read_only": False},
+            },
+            {
+                "name": "note",
+                "id": "c",
+                "arguments": {},
+                "result": "ok",
+                "attributes": {"agentwatch.tool.read_only": "perhaps"},
+            },
+        ],
+        extra={
+            "gen_ai.system_instructions": json.dumps(parts),
+            "agentwatch.conversation.expected": json.dumps(whole),
+        },
+    )
+    sdk_turn(
+        f.tracer,
+        "c-fx",
+        "thanks",
+        None,
+        [],
+        extra={"agentwatch.conversation.expected": json.dumps({**whole, "end": "answer"})},
+    )
+    conv = _conversation(f)
+    assert conv.system == "You are the desk.\nFees: $25."
+    assert conv.expected is not None and conv.expected.end == "answer"  # the latest expectation wins
+    assert conv.expected.tools[0].match == {"flight": "exact"} and conv.expected.outputs == ["HAT1"]
+    assert [c.read_only for c in conv.turns[0].tool_calls] == [True, False, None]
+    assert conv.turns[0].expected is None  # a conversation's expectation is not a turn's
+
+
+def test_instructions_from_the_system_message_of_a_model_call_and_a_bad_expectation_is_a_note() -> None:
+    f = SpanFactory()
+    with (
+        f.tracer.start_as_current_span(
+            "invoke_agent a",
+            attributes={
+                "gen_ai.conversation.id": "c-sys",
+                "gen_ai.operation.name": "invoke_agent",
+                "agentwatch.conversation.expected": "{not json",
+            },
+        ),
+        f.tracer.start_as_current_span(
+            "chat m",
+            attributes={
+                "gen_ai.conversation.id": "c-sys",
+                "gen_ai.operation.name": "chat",
+                "gen_ai.input.messages": json.dumps(
+                    [
+                        {"role": "system", "parts": [{"type": "text", "content": "Refunds take 5 days."}]},
+                        {"role": "user", "parts": [{"type": "text", "content": "hi"}]},
+                    ]
+                ),
+                "gen_ai.output.messages": assistant_msg("hello"),
+            },
+        ),
+    ):
+        pass
+    conv = _conversation(f)
+    assert conv.system == "Refunds take 5 days." and conv.turns[0].input == "hi"
+    assert conv.expected is None
+    assert any(n.startswith("agentwatch.conversation.expected ignored") for n in conv.notes)

@@ -1,0 +1,150 @@
+"""Grounding over the whole conversation: instructions as a source, amounts the agent derived from grounded
+amounts, claims backed by the call that performs them, utilization of any answer of the conversation."""
+
+from __future__ import annotations
+
+import pytest
+
+from agentwatch.scorers import score_conversation
+from agentwatch.scorers.derived_numbers import Derivations, list_totals
+from agentwatch.scorers.hallucination import Evidence, find_hallucinations
+from agentwatch.scorers.text import AnswerText
+from agentwatch.scorers.utilization import conversation_uses_results
+from agentwatch.wire.schema import Conversation, Turn
+
+
+def flagged(
+    answer: str, *results: object, system: str | None = None, question: str = "Help me."
+) -> list[str]:
+    """Hallucination reasons for one answer after one turn that called a tool per result."""
+    evidence = Evidence()
+    evidence.add(system)
+    calls = [{"name": "get_info", "arguments": {}, "result": r} for r in results]
+    turn = Turn.model_validate({"input": question, "answer": answer, "tool_calls": calls})
+    evidence.add_turn(turn.input, turn.tool_calls, ["get_info"] * len(calls))
+    return find_hallucinations(answer, evidence)
+
+
+def test_the_instructions_are_a_source() -> None:
+    assert flagged("The change fee is $25.") != []
+    assert flagged("The change fee is $25.", system="Changing a flight costs a $25 fee.") == []
+
+
+@pytest.mark.parametrize(
+    ("answer", "results"),
+    [
+        ("The total is $329. With your $500 certificate, $171 will remain.", [{"amount": 500}, "329.0"]),
+        ("Option 1: $105 + $190 = $295.", [{"prices": [105, 190]}]),
+        ("$50 per passenger, 3 passengers: $150 in total.", [{"compensation": 50}]),
+        ("IAH-JFK: $177\nJFK-SFO: $146\nSFO-IAH: $180\nTotal: $503", [{"p": [177, 146, 180]}]),
+        (
+            "Old: $503. New: $725. You pay $725 - $503 = $222.",
+            [
+                {
+                    "old": [{"price": 177}, {"price": 146}, {"price": 180}],
+                    "new": [{"price": 282}, {"price": 443}],
+                }
+            ],
+        ),
+        ("Refund: $2580.", ["-2580.0"]),  # a negative result stated as a positive amount
+        ("The itinerary costs $255.", [[[{"price": 136}, {"price": 119}], [{"price": 90}, {"price": 95}]]]),
+        ("Your reservation cost $3,538.", [{"flights": [{"price": 1859}, {"price": 1679}]}]),
+        ("Of the $500 you paid, 2 shares of $250 each.", [{"paid": 500}]),
+    ],
+)
+def test_derived_amounts_are_not_hallucinations(answer: str, results: list[object]) -> None:
+    assert flagged(answer, *results) == [], answer
+
+
+@pytest.mark.parametrize(
+    ("answer", "results"),
+    [
+        ("The total is $329. You will have $172 remaining.", [{"amount": 500}, "329.0"]),  # off by one dollar
+        ("The fare is $241.", [{"prices": [105, 136, 90, 55]}]),  # 105 + 136, but neither was stated
+        ("You saved $999.", [{"a": 10, "b": 20}]),
+        ("$50 per passenger, 13 passengers: $650.", [{"compensation": 50}]),  # 13 is not a small count
+    ],
+)
+def test_made_up_amounts_are_still_flagged(answer: str, results: list[object]) -> None:
+    assert flagged(answer, *results) != [], answer
+
+
+def test_list_totals_sum_one_field_over_the_items_of_a_list() -> None:
+    value = {
+        "flights": [{"price": 10, "seats": {"economy": 2}}, {"price": 15, "seats": {"economy": 3}}],
+        "single": [{"price": 7}],
+        "legs": [[{"p": 1}, {"p": 2}]],
+    }
+    assert sorted(list_totals(value)) == [3.0, 5.0, 25.0]
+
+
+def test_derived_amounts_carry_over_to_later_answers() -> None:
+    d = Derivations()
+    d.begin(AnswerText("$10 and $20, total $30"))
+    for v in (10.0, 20.0):
+        d.take(v)
+    assert d.explains(30.0)
+    d.take(30.0)
+    d.begin(AnswerText("Again: $40 with the $10 fee."))
+    assert d.explains(40.0)  # 30 + 10, both stated before
+    assert not d.explains(41.0)
+
+
+@pytest.mark.parametrize(
+    ("claim", "tool", "flagged_expected"),
+    [
+        ("Your booking has been cancelled and the amount refunded.", "cancel_reservation", False),
+        ("The difference has been refunded to your card.", "update_reservation_flights", False),
+        ("The certificate has been issued to your account.", "send_certificate", False),
+        ("I have refunded 55.00 USD.", "get_order", True),
+    ],
+)
+def test_claims_are_backed_by_the_call_that_performs_them(
+    claim: str, tool: str, flagged_expected: bool
+) -> None:
+    evidence = Evidence()
+    turn = Turn.model_validate(
+        {
+            "input": "55.00 USD please",
+            "answer": claim,
+            "tool_calls": [{"name": tool, "arguments": {}, "result": "ok"}],
+        }
+    )
+    evidence.add_turn(turn.input, turn.tool_calls, [tool])
+    assert bool(find_hallucinations(claim, evidence)) is flagged_expected
+
+
+def test_utilization_over_the_conversation_and_a_closing_thanks() -> None:
+    turns = [
+        Turn.model_validate(t)
+        for t in (
+            {
+                "input": "Where is my order?",
+                "answer": "It ships on Tuesday with DHL.",
+                "tool_calls": [{"name": "get_order", "arguments": {"id": 1}, "result": {"carrier": "DHL"}}],
+            },
+            {"input": "Thanks!", "answer": "You're welcome!"},
+        )
+    ]
+    assert conversation_uses_results(turns) is True
+    assert conversation_uses_results(turns[1:]) is False  # no tool was called
+    failed = [
+        Turn.model_validate(
+            {"input": "q", "answer": "It is down.", "tool_calls": [{"name": "get_order", "error": "timeout"}]}
+        )
+    ]
+    assert conversation_uses_results(failed) is None  # nothing could be used
+
+
+def test_a_system_prompt_on_the_transcript_grounds_a_fee_in_an_answer() -> None:
+    turn = {
+        "input": "How much is a change?",
+        "answer": "A change costs $25.",
+        "tool_calls": [{"name": "get_rules", "arguments": {}, "result": {"ok": True}}],
+        "expected": {"tools": [{"name": "get_rules"}], "uses_tool_results": False},
+    }
+    bare = Conversation.model_validate({"conversation_id": "c", "turns": [turn]})
+    assert "hallucination" in score_conversation(bare).evidence
+    told = bare.model_copy(update={"system": "Policy: a change of flight costs $25."})
+    s = score_conversation(told)
+    assert s.evidence == [] and s.passed is True

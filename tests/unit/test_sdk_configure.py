@@ -1,0 +1,182 @@
+"""`configure` with the global TracerProvider (in fresh processes, since it can be set only once per process)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import time
+
+from opentelemetry.sdk.trace import TracerProvider
+
+from agentwatch import configure, shutdown
+from agentwatch.kafka.broker import free_port
+
+
+def run_script(
+    code: str, env: dict[str, str] | None = None, timeout: float = 60
+) -> subprocess.CompletedProcess:
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTWATCH_", "OTEL_"))}
+    full_env.update(env or {})
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=full_env,
+        check=False,
+    )
+
+
+def test_configure_from_environment_sets_the_global_provider_once():
+    proc = run_script(
+        """
+        from opentelemetry import trace as otel_trace
+        from agentwatch import configure, shutdown, trace, conversation
+
+        first = configure()
+        assert first.owns_provider and otel_trace.get_tracer_provider() is first.tracer_provider
+        res = first.tracer_provider.resource.attributes
+        assert res["service.name"] == "env-bot" and res["service.version"] == "7", dict(res)
+        second = configure()  # again: composes with the provider it set, replacing its own processors
+        assert second.tracer_provider is first.tracer_provider and not second.owns_provider
+
+        @trace(kind="agent")
+        def turn(q):
+            return q
+
+        with conversation(id="g"):
+            turn("x")
+        assert first.exporter.get_finished_spans() == ()
+        shutdown()
+        (span,) = second.exporter.get_finished_spans()
+        assert span.name == "invoke_agent env-bot", span.name
+        assert span.attributes["gen_ai.agent.version"] == "7"
+        assert span.attributes["gen_ai.conversation.id"] == "g"
+        print("OK")
+        """,
+        env={
+            "AGENTWATCH_SPAN_EXPORTER": "memory",
+            "AGENTWATCH_AGENT": "env-bot",
+            "AGENTWATCH_AGENT_VERSION": "7",
+        },
+    )
+    assert proc.returncode == 0 and "OK" in proc.stdout, proc.stderr
+
+
+def test_configure_adds_to_an_application_provider_already_set_globally():
+    proc = run_script(
+        """
+        from opentelemetry import trace as otel_trace
+        from opentelemetry.sdk.resources import Resource
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+        from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+        from agentwatch import configure, shutdown, trace, conversation
+
+        theirs = InMemorySpanExporter()
+        app_provider = TracerProvider(resource=Resource.create({"service.name": "app"}))
+        app_provider.add_span_processor(SimpleSpanProcessor(theirs))
+        otel_trace.set_tracer_provider(app_provider)
+        ours = configure("memory", agent="bot", batch=False)
+        assert ours.tracer_provider is app_provider and not ours.owns_provider
+
+        @trace
+        def f():
+            otel_trace.get_tracer("app").start_span("app work").end()
+
+        with conversation(id="c"):
+            f()
+        shutdown()
+        for exporter in (theirs, ours.exporter):
+            spans = exporter.get_finished_spans()
+            assert sorted(s.name for s in spans) == ["app work", "f"], spans
+            assert all(s.attributes["gen_ai.conversation.id"] == "c" for s in spans)
+            assert all(s.resource.attributes["service.name"] == "app" for s in spans)
+        print("OK")
+        """
+    )
+    assert proc.returncode == 0 and "OK" in proc.stdout, proc.stderr
+
+
+def test_kafka_from_environment_with_no_broker_never_blocks_the_agent():
+    proc = run_script(
+        """
+        import time
+        from agentwatch import configure, shutdown, trace
+
+        inst = configure()
+        @trace(kind="tool")
+        def t(i):
+            return i
+        for i in range(2000):
+            t(i)
+        shutdown(timeout_s=1.0)
+        print("OK", inst.exporter.dropped_spans, inst.exporter.topic)
+        """,
+        env={
+            "AGENTWATCH_SPAN_EXPORTER": "kafka",
+            "AGENTWATCH_BOOTSTRAP_SERVERS": f"127.0.0.1:{free_port()}",
+            "AGENTWATCH_SPANS_TOPIC": "custom.topic",
+        },
+    )
+    assert proc.returncode == 0 and "OK" in proc.stdout, proc.stderr
+    _, dropped, topic = proc.stdout.split()
+    assert topic == "custom.topic"
+    # never blocked: had one call waited for the unreachable broker (max_block_ms), the 2,000 calls would not have
+    # finished within the script's timeout; every span was kept until shutdown, then counted as dropped
+    assert int(dropped) == 2000
+
+
+def test_otlp_and_console_exporters_are_built():
+    from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GRPC
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HTTP
+    from opentelemetry.sdk.trace.export import ConsoleSpanExporter
+
+    t0 = time.perf_counter()
+    try:
+        assert isinstance(configure("otlp", tracer_provider=TracerProvider()).exporter, GRPC)
+        http = configure(
+            "otlp",
+            otlp_protocol="http/protobuf",
+            otlp_endpoint="http://127.0.0.1:1/v1/traces",
+            tracer_provider=TracerProvider(),
+        ).exporter
+        assert isinstance(http, HTTP)
+        assert isinstance(
+            configure("console", tracer_provider=TracerProvider()).exporter, ConsoleSpanExporter
+        )
+        assert configure("none", tracer_provider=TracerProvider()).exporter is None
+    finally:
+        shutdown()
+    assert time.perf_counter() - t0 < 10
+
+
+def test_the_sdk_imports_nothing_of_the_services() -> None:
+    """`import agentwatch.sdk` in an agent loads no pydantic, numpy, scipy, confluent-kafka, collector, scorers or
+    exporters (the dependency rule that keeps the SDK light)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, agentwatch.sdk, agentwatch.wire\n"
+        "heavy = ('pydantic', 'numpy', 'scipy', 'confluent_kafka', 'agentwatch.collector', 'agentwatch.scorers',"
+        " 'agentwatch.exporters', 'agentwatch.config')\n"
+        "print(sorted(m for m in sys.modules if m.startswith(heavy)))\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
+    assert run.stdout.strip() == "[]", run.stdout
+
+
+def test_the_collector_imports_nothing_of_the_exporters() -> None:
+    """The collector and the exporters meet through the scores topic only: loading one never loads the other."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, agentwatch.collector.service, agentwatch.config\n"
+        "print(sorted(m for m in sys.modules if m.startswith('agentwatch.exporters')))\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
+    assert run.stdout.strip() == "[]", run.stdout

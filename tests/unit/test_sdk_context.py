@@ -1,0 +1,344 @@
+"""`conversation`: stamping every span (ours and others'), propagation across tasks and threads, end/expect/label."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from agentwatch import conversation, trace
+from agentwatch.sdk import bind_context, current_conversation
+from tests.support.sdk import attr_json, by_name, sdk_provider, spans  # noqa: F401
+
+CONV_KEYS = ("gen_ai.conversation.id", "agentwatch.task")
+
+
+def test_every_span_inside_is_stamped_including_other_instrumentations(spans, sdk_provider):  # noqa: F811
+    foreign = sdk_provider.get_tracer(
+        "another.instrumentation"
+    )  # any other instrumentation on the same provider
+
+    @trace(kind="agent")
+    def turn(q):
+        with foreign.start_as_current_span("http GET"):
+            pass
+        return "ok"
+
+    with conversation(
+        id="c-1",
+        task="billing",
+        agent="support",
+        version="2.0",
+        user="u-9",
+        budget_usd=0.5,
+        tags={"category": "core"},
+    ):
+        turn("hi")
+    turn("outside")
+    finished = spans.get_finished_spans()
+    inside = [s for s in finished if s.attributes.get("gen_ai.conversation.id") == "c-1"]
+    assert {s.name for s in inside} == {"http GET", "invoke_agent support"}
+    for s in inside:
+        a = s.attributes
+        assert a["agentwatch.task"] == "billing"
+        assert a["user.id"] == "u-9"
+        assert a["agentwatch.budget.usd"] == 0.5
+        assert a["agentwatch.tag.category"] == "core"
+        assert a["gen_ai.agent.name"] == "support" and a["gen_ai.agent.version"] == "2.0"
+    outside = [s for s in finished if "gen_ai.conversation.id" not in s.attributes]
+    # No conversation: nothing stamped, and the agent is named after the function.
+    assert sorted(s.name for s in outside) == ["http GET", "invoke_agent turn"]
+
+
+def test_instance_and_attempt_are_stamped_and_a_bad_attempt_is_left_out(spans, caplog):  # noqa: F811
+    @trace(kind="agent")
+    def turn(q):
+        return "ok"
+
+    with conversation(id="r-1", task="refund", instance=417, attempt=3):
+        turn("again")
+    with conversation(id="r-2", task="refund", instance="req-9", attempt=-1):  # never raised into the agent
+        turn("again")
+    first, second = spans.get_finished_spans()
+    assert first.attributes["agentwatch.task.instance"] == "417"
+    assert first.attributes["agentwatch.attempt"] == 3
+    assert second.attributes["agentwatch.task.instance"] == "req-9"
+    assert "agentwatch.attempt" not in second.attributes
+    assert "attempt=-1 ignored" in caplog.text
+
+
+def test_explicit_agent_name_wins_over_conversation_agent(spans):  # noqa: F811
+    @trace(kind="agent", name="researcher")
+    def sub():
+        return 1
+
+    with conversation(agent="supervisor"):
+        sub()
+    (span,) = spans.get_finished_spans()
+    assert span.name == "invoke_agent researcher"
+    assert span.attributes["gen_ai.agent.name"] == "researcher"
+
+
+def test_generated_ids_are_unique_and_nesting_restores_outer(spans):  # noqa: F811
+    @trace
+    def f(tag):
+        return tag
+
+    with conversation(task="t") as outer:
+        f("a")
+        with conversation(task="t") as inner:
+            f("b")
+        f("c")
+    assert outer.id != inner.id and len(outer.id) == 32
+    ids = [s.attributes["gen_ai.conversation.id"] for s in spans.get_finished_spans()]
+    assert ids == [outer.id, inner.id, outer.id]
+    assert current_conversation() is None
+
+
+def test_async_conversation_propagates_to_tasks(spans):  # noqa: F811
+    @trace(kind="tool")
+    async def tool(i):
+        await asyncio.sleep(0.001 * (3 - i))
+        return i
+
+    @trace(kind="agent", name="a")
+    async def turn():
+        return await asyncio.gather(*(asyncio.create_task(tool(i)) for i in range(3)))
+
+    async def main():
+        async with conversation(id="async-c", task="t"):
+            return await turn()
+
+    assert asyncio.run(main()) == [0, 1, 2]
+    finished = spans.get_finished_spans()
+    root = next(s for s in finished if s.name == "invoke_agent a")
+    tools = [s for s in finished if s.name == "execute_tool tool"]
+    assert len(tools) == 3
+    for t in tools:
+        assert t.attributes["gen_ai.conversation.id"] == "async-c"
+        assert t.parent.span_id == root.context.span_id
+
+
+def test_two_concurrent_async_conversations_do_not_mix(spans):  # noqa: F811
+    @trace
+    async def step(i):
+        await asyncio.sleep(0)
+        return i
+
+    async def one(cid):
+        async with conversation(id=cid):
+            for i in range(5):
+                await step(i)
+
+    async def main():
+        await asyncio.gather(one("x"), one("y"))
+
+    asyncio.run(main())
+    finished = spans.get_finished_spans()
+    assert sorted(s.attributes["gen_ai.conversation.id"] for s in finished) == ["x"] * 5 + ["y"] * 5
+
+
+def test_threads_need_bind_context(spans):  # noqa: F811
+    @trace(kind="tool")
+    def work(i):
+        return i
+
+    @trace(kind="agent", name="threaded")
+    def turn():
+        with ThreadPoolExecutor(2) as pool:
+            bound = list(pool.map(bind_context(work), range(4)))
+        plain = threading.Thread(target=work, args=(99,))
+        plain.start()
+        plain.join()
+        return bound
+
+    with conversation(id="thr"):
+        assert turn() == [0, 1, 2, 3]
+    finished = spans.get_finished_spans()
+    root = next(s for s in finished if s.name == "invoke_agent threaded")
+    tools = [s for s in finished if s.name == "execute_tool work"]
+    bound = [t for t in tools if json.loads(t.attributes["gen_ai.tool.call.arguments"])["i"] != 99]
+    unbound = [t for t in tools if json.loads(t.attributes["gen_ai.tool.call.arguments"])["i"] == 99]
+    assert len(bound) == 4 and len(unbound) == 1
+    for t in bound:
+        assert t.attributes["gen_ai.conversation.id"] == "thr"
+        assert t.parent.span_id == root.context.span_id
+    # A plain thread starts with an empty context: no conversation, no parent (documented).
+    assert "gen_ai.conversation.id" not in unbound[0].attributes and unbound[0].parent is None
+
+
+def test_expect_inside_turn_and_before_turn(spans):  # noqa: F811
+    @trace(kind="agent", name="ag")
+    def turn(q, expect_inside=False):
+        if expect_inside:
+            conversation.expect([("lookup", {"id": 2})], forbidden_tools=["delete"], reference_answer="two")
+        return q
+
+    with conversation(id="e"):
+        conversation.expect(
+            ["search", {"name": "lookup", "arguments": {"id": 1, "api_key": "k"}}],
+            sequence_matters=False,
+            uses_tool_results=True,
+        )
+        turn("first")
+        turn("second", expect_inside=True)
+        turn("third")
+    first, second, third = spans.get_finished_spans()
+    assert attr_json(first, "agentwatch.expected") == {
+        "tools": [
+            {"name": "search", "arguments": None},
+            {"name": "lookup", "arguments": {"id": 1, "api_key": "[REDACTED]"}},
+        ],
+        "sequence_matters": False,
+        "uses_tool_results": True,
+        "forbidden_tools": [],
+        "reference_answer": None,
+    }
+    exp2 = attr_json(second, "agentwatch.expected")
+    assert exp2["tools"] == [{"name": "lookup", "arguments": {"id": 2}}]
+    assert exp2["forbidden_tools"] == ["delete"] and exp2["reference_answer"] == "two"
+    assert second.attributes["agentwatch.reference_answer"] == "two"
+    assert "agentwatch.expected" not in third.attributes  # an expectation applies to one turn only
+
+
+def test_end_inside_turn_sets_flag_on_the_turn(spans):  # noqa: F811
+    @trace(kind="agent", name="ag")
+    def turn(last):
+        if last:
+            conversation.end()
+        return "x"
+
+    with conversation(id="end-in"):
+        turn(False)
+        turn(True)
+    first, second = spans.get_finished_spans()
+    assert "agentwatch.conversation.end" not in first.attributes
+    assert second.attributes["agentwatch.conversation.end"] is True
+
+
+def test_end_between_turns_emits_marker_under_last_turn(spans):  # noqa: F811
+    @trace(kind="agent", name="ag")
+    def turn():
+        return "x"
+
+    with conversation(id="end-after", task="t"):
+        turn()
+        turn()
+        assert conversation.end()
+    *turns, marker = spans.get_finished_spans()
+    assert marker.name == "agentwatch.conversation.end"
+    assert marker.attributes["agentwatch.conversation.end"] is True
+    assert marker.attributes["gen_ai.conversation.id"] == "end-after"
+    assert "gen_ai.operation.name" not in marker.attributes  # never mistaken for a turn
+    assert marker.parent.span_id == turns[-1].context.span_id
+    assert marker.context.trace_id == turns[-1].context.trace_id
+    assert not conversation.end()  # outside a conversation: ignored, no error
+
+
+def test_label_on_turn_between_turns_and_by_id(spans):  # noqa: F811
+    @trace(kind="agent", name="ag")
+    def turn(label=None):
+        if label:
+            conversation.label(label)
+        return "x"
+
+    with conversation(id="lab"):
+        turn("Partial-Correct")
+        assert conversation.label("complete")
+        assert not conversation.label("brilliant")  # unknown outcome: warned and ignored
+    assert conversation.label("abandoned", conversation_id="old-conv")
+    t, between, by_id = spans.get_finished_spans()
+    assert t.attributes["agentwatch.outcome"] == "partial_correct"
+    assert between.name == "agentwatch.label" and between.attributes["agentwatch.outcome"] == "complete"
+    assert between.attributes["gen_ai.conversation.id"] == "lab"
+    assert by_id.attributes["gen_ai.conversation.id"] == "old-conv"
+    assert by_id.attributes["agentwatch.outcome"] == "abandoned"
+    assert by_id.parent is None
+
+
+def test_label_by_id_inside_another_conversation_keeps_given_id(spans):  # noqa: F811
+    with conversation(id="current"):
+        conversation.label("complete", conversation_id="other")
+    (span,) = spans.get_finished_spans()
+    assert span.attributes["gen_ai.conversation.id"] == "other"
+
+
+def test_invalid_expectation_is_ignored_without_error(spans):  # noqa: F811
+    with conversation(id="bad"):
+        assert not conversation.expect([42])
+        assert not conversation.expect([{"arguments": {}}])
+    assert by_name(spans) == {}
+
+
+def test_expect_for_the_whole_conversation_is_on_every_turn_after_it(spans):  # noqa: F811
+    @trace(kind="agent", name="ag")
+    def turn(q, again=False):
+        if again:  # a revised expectation, set inside a turn, replaces the first from there on
+            conversation.expect(["cancel"], scope="conversation", end="answer")
+        return q
+
+    with conversation(id="whole"):
+        conversation.expect(
+            [
+                {
+                    "name": "book",
+                    "arguments": {"summary": "x"},
+                    "match": {"summary": "ignore"},
+                    "required": True,
+                }
+            ],
+            scope="conversation",
+            outputs=["HAT136"],
+            end="handoff",
+            extra_calls="none",
+        )
+        turn("first")
+        turn("second", again=True)
+        turn("third")
+        conversation.expect(["refund"], scope="conversation")  # after the last turn: on a marker under it
+    first, second, third, marker = spans.get_finished_spans()
+    assert marker.name == "agentwatch.expect" and marker.parent.span_id == third.context.span_id
+    later = attr_json(marker, "agentwatch.conversation.expected")
+    assert later["tools"] == [{"name": "refund", "arguments": None}]
+    whole = attr_json(first, "agentwatch.conversation.expected")
+    assert whole["tools"] == [
+        {"name": "book", "arguments": {"summary": "x"}, "match": {"summary": "ignore"}, "required": True}
+    ]
+    assert (whole["outputs"], whole["end"], whole["extra_calls"]) == (["HAT136"], "handoff", "none")
+    assert "agentwatch.expected" not in first.attributes  # not a turn's expectation
+    revised = attr_json(second, "agentwatch.conversation.expected")
+    assert revised["tools"] == [{"name": "cancel", "arguments": None}]
+    assert attr_json(third, "agentwatch.conversation.expected")["end"] == "answer"
+
+
+def test_expect_rejects_what_it_cannot_mean_without_raising(spans, caplog):  # noqa: F811
+    with conversation(id="bad"):
+        assert conversation.expect(["x"], scope="session") is False
+        assert conversation.expect(["x"], end="maybe", scope="conversation") is False
+    assert not spans.get_finished_spans()
+    assert "invalid expectation ignored" in caplog.text
+
+
+def test_read_only_tools_say_so_on_their_spans(spans):  # noqa: F811
+    @trace(kind="tool", read_only=True)
+    def lookup(order_id: str) -> str:
+        return "shipped"
+
+    @trace(kind="tool", read_only=False)
+    def get_refund(order_id: str) -> str:  # named like a lookup, but it pays out
+        return "ok"
+
+    @trace(kind="tool")
+    def plain() -> None:
+        return None
+
+    lookup("1"), get_refund("1"), plain()
+    got = by_name(spans)
+    assert got["execute_tool lookup"].attributes["agentwatch.tool.read_only"] is True
+    assert got["execute_tool get_refund"].attributes["agentwatch.tool.read_only"] is False
+    assert "agentwatch.tool.read_only" not in got["execute_tool plain"].attributes
+    with pytest.raises(ValueError, match="read_only"):
+        trace(kind="agent", read_only=True)(lambda: None)

@@ -1,0 +1,280 @@
+"""pass^k over units: τ-bench's estimator by exact fractions, the intervals against independent computations.
+
+References used here and nowhere in the code: `fractions.Fraction` and `math.comb` for the estimator, scipy's
+`betabinom` likelihood on a fine grid of its own for the hierarchical posterior, `scipy.special.beta` for the
+Beta moments, bisection on `betainc` for the nonparametric interval, numerical integration for regressions.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+from collections import Counter, defaultdict
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from scipy import integrate
+from scipy import stats as sps
+from scipy.special import betaln
+
+from agentwatch.stats.units import (
+    SMALL_UNITS,
+    UnitCounts,
+    UnitsPosterior,
+    intervals_batch,
+    regression_probability,
+    unbiased_mean,
+)
+from agentwatch.stats.units_grid import GridPosterior
+from tests.support import published_runs
+from tests.support.metrics_reference import beta_quantile_by_bisection, exact_beta_moment
+
+
+def tau_bench_units() -> dict[int, tuple[int, int]]:
+    """task id -> (trials, successes) of the dev data, success as τ-bench counts it (reward 1 within 1e-6)."""
+    runs = json.loads(gzip.decompress(published_runs.require(published_runs.AIRLINE).read_bytes()))
+    out: dict[int, list[int]] = defaultdict(lambda: [0, 0])
+    for run in runs:
+        out[run["task_id"]][0] += 1
+        out[run["task_id"]][1] += int(abs(run["reward"] - 1.0) <= 1e-6)
+    return {task: (n, c) for task, (n, c) in out.items()}
+
+
+def exact_mean(units: list[tuple[int, int]], k: int, kind: str) -> Fraction:
+    """τ-bench's estimator in exact fractions: mean over units with n >= k."""
+    vals = [
+        Fraction(math.comb(c, k), math.comb(n, k))
+        if kind == "pow"
+        else 1 - Fraction(math.comb(n - c, k), math.comb(n, k))
+        for n, c in units
+        if n >= k
+    ]
+    return sum(vals, Fraction(0)) / len(vals)
+
+
+def test_unbiased_mean_equals_exact_fractions_on_random_groups() -> None:
+    rng = np.random.default_rng(3)
+    for _ in range(50):
+        units = [
+            (int(n), int(rng.integers(0, n + 1))) for n in rng.integers(1, 9, size=int(rng.integers(1, 30)))
+        ]
+        counts = UnitCounts.from_units(units)
+        for k in range(1, 9):
+            for kind in ("pow", "at"):
+                got = unbiased_mean(counts, k, kind)
+                if all(n < k for n, _ in units):
+                    assert got is None
+                else:
+                    assert got == pytest.approx(float(exact_mean(units, k, kind)), abs=1e-14)
+
+
+def test_the_per_unit_value_is_unbiased_by_enumeration() -> None:
+    """Σ_c P(c | n, p) C(c,k)/C(n,k) = p^k exactly, for rational p (the estimator's defining property)."""
+    for p in (Fraction(1, 3), Fraction(7, 10), Fraction(1, 1)):
+        for n in range(1, 7):
+            for k in range(1, n + 1):
+                expect = sum(
+                    math.comb(n, c) * p**c * (1 - p) ** (n - c) * Fraction(math.comb(c, k), math.comb(n, k))
+                    for c in range(n + 1)
+                )
+                assert expect == p**k
+                units = UnitCounts.from_units([(n, c) for c in range(n + 1)])
+                weights = [math.comb(n, c) * p**c * (1 - p) ** (n - c) for c in range(n + 1)]
+                one = [UnitCounts.from_units([(n, c)]) for n, c, _m in units.pairs]
+                values = [unbiased_mean(u, k, "pow") for u in one]
+                got = sum(float(w) * float(v) for w, v in zip(weights, values, strict=True) if v is not None)
+                assert got == pytest.approx(float(p**k), abs=1e-12)
+
+
+def test_dev_data_tasks_0_to_24_equal_the_benchmarks_formula() -> None:
+    units = tau_bench_units()
+    assert len(units) == 25 and all(n == 4 for n, _ in units.values())
+    counts = UnitCounts.from_units(units.values())
+    found = UnitsPosterior(counts).estimates([1, 2, 3, 4, 5], 0.95)
+    for k in (1, 2, 3, 4):
+        # τ-bench: pass^k = mean over tasks of comb(c, k) / comb(n, k)
+        expected = sum(Fraction(math.comb(c, k), math.comb(n, k)) for n, c in units.values()) / len(units)
+        e = found["pow"][k]
+        assert e.value == pytest.approx(float(expected), abs=1e-15)
+        assert e.units == 25 and e.interval == "hierarchical"
+        assert e.lower is not None and e.upper is not None and e.lower < e.value < e.upper
+    assert [found["pow"][k].value for k in (1, 2, 3, 4)] == pytest.approx([0.31, 29 / 150, 0.17, 0.16])
+    assert found["pow"][5].value is None and found["pow"][5].lower is None  # 4 trials identify k <= 4 only
+
+
+def _independent_posterior(
+    units: list[tuple[int, int]], grid: int = 400
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(α, β, weight) atoms of the hierarchical posterior: uniform μ and ρ, scipy's Beta-binomial."""
+    t = (np.arange(grid) + 0.5) / grid
+    mu, rho = np.meshgrid(t, t, indexing="ij")
+    kappa = 1 / rho - 1
+    a, b = mu * kappa, (1 - mu) * kappa
+    loglik = np.zeros_like(mu)
+    for (n, c), m in Counter(units).items():
+        loglik += m * sps.betabinom.logpmf(c, n, a, b)
+    w = np.exp(loglik - loglik.max())
+    return a.ravel(), b.ravel(), (w / w.sum()).ravel()
+
+
+def _moment(a: np.ndarray, b: np.ndarray, k: int) -> np.ndarray:
+    """E[p^k] under Beta(a, b) = B(a + k, b) / B(a, b)."""
+    return np.exp(betaln(a + k, b) - betaln(a, b))
+
+
+def _atom_quantile(values: np.ndarray, w: np.ndarray, q: float) -> float:
+    order = np.argsort(values)
+    cdf = np.cumsum(w[order])
+    return float(values[order][np.searchsorted(cdf, q)])
+
+
+@pytest.mark.parametrize(
+    "units",
+    [
+        [(4, 0)] * 10 + [(4, 1)] * 8 + [(4, 2)] * 2 + [(4, 3)] + [(4, 4)] * 4,  # the dev data
+        [(2, 0)] * 4 + [(2, 2)] * 5 + [(2, 1)],
+        [(8, 8)] * 4 + [(8, 7)] * 3 + [(8, 5)] * 2 + [(8, 2)] + [(3, 1)] * 3 + [(1, 1)] * 2,
+    ],
+    ids=["dev-shape", "10x2", "unequal"],
+)
+def test_hierarchical_bounds_match_an_independent_fine_grid(units: list[tuple[int, int]]) -> None:
+    model = UnitsPosterior(UnitCounts.from_units(units))
+    found = model.estimates([1, 2, 3], 0.95)
+    a, b, w = _independent_posterior(units)
+    for k in range(1, min(3, max(n for n, _ in units)) + 1):
+        pow_k = _moment(a, b, k)
+        at_k = 1 - _moment(b, a, k)  # 1 - E[(1-p)^k]
+        for kind, values in (("pow", pow_k), ("at", at_k)):
+            e = found[kind][k]
+            lo, hi = _atom_quantile(values, w, 0.025), _atom_quantile(values, w, 0.975)
+            assert e.lower == pytest.approx(min(lo, e.value), abs=3e-3), (kind, k)
+            assert e.upper == pytest.approx(max(hi, e.value), abs=3e-3), (kind, k)
+            assert float(model.grid.mean(k, kind)[0]) == pytest.approx(float(values @ w), abs=2e-3)
+
+
+def test_grid_estimand_is_the_exact_beta_moment() -> None:
+    a = np.array([[[1.0, 2.0], [3.0, 5.0]]])
+    b = np.array([[[1.0, 4.0], [2.0, 1.0]]])
+    grid = GridPosterior(a, b, np.full((1, 2, 2), 0.25))
+    for k in (1, 2, 5):
+        got = grid.values(k, "pow")
+        for i in range(2):
+            for j in range(2):
+                assert got[0, i, j] == pytest.approx(
+                    float(exact_beta_moment(int(a[0, i, j]), int(b[0, i, j]), k)), rel=1e-12
+                )
+        at = grid.values(k, "at")[0, 1, 1]  # Beta(5, 1): 1 - E[(1-p)^k] = 1 - B(5, 1+k)/B(5, 1)
+        assert at == pytest.approx(1 - float(exact_beta_moment(1, 5, k)), rel=1e-12)
+
+
+def test_nonparametric_interval_from_fifty_units_by_bisection() -> None:
+    units = [(4, 0)] * 20 + [(4, 1)] * 10 + [(4, 3)] * 12 + [(4, 4)] * 18 + [(2, 1)] * 5
+    found = UnitsPosterior(UnitCounts.from_units(units)).estimates([1, 3], 0.95)
+    for k in (1, 3):
+        values = [float(Fraction(math.comb(c, k), math.comb(n, k))) for n, c in units if n >= k]
+        m = len(values)
+        assert m >= SMALL_UNITS
+        mean = sum(values) / m
+        s2 = sum((v - mean) ** 2 for v in values) / (m - 1)
+        n_eff = m * max(1.0, mean * (1 - mean) / s2)
+        lo = beta_quantile_by_bisection(0.5 + mean * n_eff, 0.5 + (1 - mean) * n_eff, 0.025)
+        hi = beta_quantile_by_bisection(0.5 + mean * n_eff, 0.5 + (1 - mean) * n_eff, 0.975)
+        e = found["pow"][k]
+        assert e.interval == "nonparametric" and e.units == m
+        assert (e.value, e.lower, e.upper) == pytest.approx((mean, lo, hi), abs=1e-9)
+
+
+def test_every_unit_passing_widens_the_interval_to_the_value() -> None:
+    few = UnitsPosterior(UnitCounts.from_units([(3, 3)] * 12)).estimates([1, 2, 3], 0.95)
+    for k in (1, 2, 3):
+        e = few["pow"][k]
+        assert e.value == 1.0 and e.upper == 1.0 and e.widened and e.interval == "hierarchical"
+        assert 0.5 < e.lower < 1.0
+    many = UnitsPosterior(UnitCounts.from_units([(2, 0)] * 80)).estimates([2], 0.95)["pow"][2]
+    assert (many.value, many.lower, many.interval, many.widened) == (0.0, 0.0, "nonparametric", False)
+    assert 0 < many.upper < 0.05
+
+
+def test_a_million_units_cost_what_their_distinct_pairs_cost() -> None:
+    """The hierarchical fit reads the histogram: a million units in four pairs resolve a narrow posterior."""
+    pairs = {(2, 2): 400_000, (2, 0): 300_000, (2, 1): 300_000, (1, 1): 9}
+    counts = UnitCounts.from_histogram(pairs)
+    assert counts.units == 1_000_009 and len(counts.pairs) == 4
+    model = UnitsPosterior(counts)
+    post = model.grid
+    e = model.estimates([2], 0.95)["pow"][2]
+    assert e.interval == "nonparametric" and e.value == pytest.approx(0.4, abs=1e-6)
+    assert e.upper - e.lower == pytest.approx(2 * 1.96 * math.sqrt(0.4 * 0.6 / 1_000_000), rel=0.02)
+    # the hierarchical posterior of the same data is as narrow: its zoomed grid resolved it
+    mean = float(post.mean(2, "pow")[0])
+    assert mean == pytest.approx(0.4, abs=2e-3)
+
+
+def test_batch_and_single_group_give_the_same_intervals() -> None:
+    rng = np.random.default_rng(11)
+    pairs = [(n, c) for n in range(1, 6) for c in range(n + 1)]
+    m = rng.integers(0, 4, size=(6, len(pairs))).astype(float)
+    m[0] *= 0
+    m[0, -1] = 60  # one group large enough for the nonparametric interval
+    ns, cs = zip(*pairs, strict=True)
+    batch = intervals_batch(ns, cs, m, [1, 2, 3, 5], 0.95)
+    for i in range(m.shape[0]):
+        counts = UnitCounts.from_histogram({p: int(x) for p, x in zip(pairs, m[i], strict=True)})
+        single = UnitsPosterior(counts).estimates([1, 2, 3, 5], 0.95)
+        for (kind, k), b in batch.items():
+            e = single[kind][k]
+            if e.value is None:
+                assert math.isnan(b.value[i])
+                continue
+            assert (b.value[i], b.lower[i], b.upper[i]) == pytest.approx(
+                (e.value, e.lower, e.upper), abs=1e-12
+            )
+            assert bool(b.hierarchical[i]) == (e.interval == "hierarchical")
+
+
+def test_regression_probability_of_two_nonparametric_distributions_by_integration() -> None:
+    new = UnitsPosterior(UnitCounts.from_units([(3, 3)] * 25 + [(3, 0)] * 35))
+    base = UnitsPosterior(UnitCounts.from_units([(3, 3)] * 40 + [(3, 1)] * 20))
+    d_new, d_base = new.distribution(3, "pow"), base.distribution(3, "pow")
+    assert d_new is not None and d_base is not None
+    (a1, b1, *_), (a2, b2, *_) = new._beta(3, "pow", 0.025), base._beta(3, "pow", 0.025)
+    exact, _err = integrate.quad(
+        lambda x: sps.beta.pdf(x, float(a2), float(b2)) * sps.beta.cdf(x - 0.05, float(a1), float(b1)),
+        0,
+        1,
+        limit=200,
+    )
+    assert regression_probability(d_new, d_base, 0.05) == pytest.approx(exact, abs=3e-3)
+    assert regression_probability(d_base, d_base, 0.0) == pytest.approx(0.5, abs=2e-3)
+
+
+def test_regression_probability_of_two_hierarchical_posteriors_against_independent_atoms() -> None:
+    new_units = [(4, 0)] * 12 + [(4, 2)] * 5 + [(4, 4)] * 3
+    base_units = [(4, 4)] * 10 + [(4, 3)] * 6 + [(4, 0)] * 4
+    got = regression_probability(
+        UnitsPosterior(UnitCounts.from_units(new_units)).distribution(3, "pow"),  # type: ignore[arg-type]
+        UnitsPosterior(UnitCounts.from_units(base_units)).distribution(3, "pow"),  # type: ignore[arg-type]
+        0.05,
+    )
+    atoms = []
+    for units in (new_units, base_units):
+        a, b, w = _independent_posterior(units, grid=200)
+        atoms.append((_moment(a, b, 3), w))
+    (x_new, w_new), (x_base, w_base) = atoms
+    order = np.argsort(x_new)
+    cdf_new = np.cumsum(w_new[order])
+    below = np.searchsorted(x_new[order], x_base - 0.05)
+    expected = float(np.sum(w_base * np.where(below > 0, cdf_new[np.maximum(below - 1, 0)], 0.0)))
+    assert got == pytest.approx(expected, abs=0.01)
+    assert got > 0.9
+
+
+def test_bad_input_is_refused() -> None:
+    with pytest.raises(ValueError, match="0 <= c <= n"):
+        UnitCounts.from_units([(2, 3)])
+    with pytest.raises(ValueError, match="level"):
+        UnitsPosterior(UnitCounts.from_units([(2, 1)])).estimates([1], 1.5)
+    with pytest.raises(ValueError, match="no unit"):
+        UnitsPosterior(UnitCounts.from_units([]))
