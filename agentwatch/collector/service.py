@@ -28,6 +28,7 @@ from agentwatch.collector.evaluation_events import EvaluationEvents, last_turn_i
 from agentwatch.collector.judging import PendingVerdicts
 from agentwatch.collector.labels import AMBIGUOUS, FOUND, LateLabel, ScoreMemory, label_of
 from agentwatch.collector.metrics import PipelineStats
+from agentwatch.collector.offsets import OffsetBook, Partition, lowest
 from agentwatch.collector.reconstruct import build_conversation, split_by_agent
 from agentwatch.collector.rekey import CONTENT_TYPE_HEADER, Rekeyer, header, key_mode, keyed_by_conversation
 from agentwatch.collector.review_feed import ReviewFeed
@@ -45,7 +46,7 @@ from agentwatch.wire.schema import Conversation, ConversationScore, Outcome
 log = logging.getLogger(__name__)
 
 Scorer = Callable[[Conversation], ConversationScore]
-Partition = tuple[str, int]  # (topic, partition)
+
 
 __all__ = ["CollectorService", "ProduceError", "default_scorer", "series_key"]
 
@@ -99,9 +100,7 @@ class CollectorService:
         self._paused = False
         self._dead: DeadLetterPublisher | None = None
         self._stop = threading.Event()
-        self._vparts: dict[Partition, int] = {}
-        self._committed: dict[Partition, int] = {}
-        self._consumed: dict[Partition, int] = {}
+        self.offsets = OffsetBook()
         self._consumer: Consumer | None = None
         self._out: RecordProducer | None = None
         self.review: ReviewFeed | None = None  # transcripts of the review sample and flagged conversations
@@ -209,13 +208,6 @@ class CollectorService:
 
     # ----------------------------------------------------------------------------------------- records
 
-    def _vpart(self, tp: Partition) -> int:
-        """The assembler's partition number of a topic-partition (stable for the life of the process)."""
-        vp = self._vparts.get(tp)
-        if vp is None:
-            vp = self._vparts[tp] = len(self._vparts)
-        return vp
-
     def _handle(self, message: Message, now: float, rekeyer: Rekeyer, dead: DeadLetterPublisher) -> None:
         """Decode one record and assemble, re-key or dead-letter it; never raises on bad input."""
         error = message.error()
@@ -228,9 +220,9 @@ class CollectorService:
         record = _Record.of(message)
         topic, offset, headers = record.topic, record.offset, record.headers
         tp = (topic, record.partition)
-        vp = self._vpart(tp)
+        vp = self.offsets.vpart(tp)
         self.stats.messages_consumed += 1
-        self._consumed[tp] = offset
+        self.offsets.consumed(tp, offset)
         hop = key_mode(headers) if topic == self.config.rekey_topic else None
         if hop == KEY_TRACE_CONVERSATION:  # the trace join: a trace's conversation, announced
             key, cid = record.key or b"", record.value or b""
@@ -460,17 +452,11 @@ class CollectorService:
         """Flush, then the offsets below which nothing is held by an open conversation (new ones only)."""
         assert self._out is not None
         self._out.flush()  # raises ProduceError if a record was lost: then nothing is committed
-        offsets: list[TopicPartition] = []
-        for tp in tps:
-            vp = self._vparts.get(tp)
-            offset = (
-                self.assembler.committable(vp, _lowest(self.pending.low_offset(vp), self.join.low_offset(vp)))
-                if vp is not None
-                else None
-            )
-            if offset is not None and offset != self._committed.get(tp):
-                offsets.append(TopicPartition(tp[0], tp[1], offset))
-        return offsets
+        return self.offsets.to_commit(tps, self._lowest_held)
+
+    def _lowest_held(self, vp: int) -> int | None:
+        """The offset to commit on a partition: below every record still held (open, joining, judged)."""
+        return self.assembler.committable(vp, lowest(self.pending.low_offset(vp), self.join.low_offset(vp)))
 
     def _commit_offsets(self, tps: Iterable[Partition]) -> list[TopicPartition]:
         """Flush, then commit (synchronously) what no open conversation holds on `tps`; the offsets committed."""
@@ -483,8 +469,7 @@ class CollectorService:
         except KafkaException as exc:  # e.g. a rebalance; the new owner replays
             log.warning("offset commit failed (the records will be replayed): %s", exc)
             return []
-        for tp in offsets:
-            self._committed[(tp.topic, tp.partition)] = tp.offset
+        self.offsets.committed(offsets)
         with self.stats.lock:
             self.stats.last_commit_timestamp = time.time()
         return offsets
@@ -546,32 +531,31 @@ class CollectorService:
         self._forget(gone)
 
     def _forget(self, gone: list[Partition]) -> None:
-        vps = [self._vparts[tp] for tp in gone if tp in self._vparts]
+        vps = self.offsets.forget(gone)
         self.assembler.revoke(vps)
         self.join.revoke(vps)
         self.pending.forget(vps)
-        for tp in gone:
-            self._committed.pop(tp, None)
-            self._consumed.pop(tp, None)
-            with self.stats.lock:
+        with self.stats.lock:
+            for tp in gone:
                 self.stats.lag.pop(tp, None)
 
     # ----------------------------------------------------------------------------------------- stats
 
     def _refresh_lag(self) -> None:
         """Consumer lag per partition from the high watermark of the last fetch (ListOffsets is wrong on Tansu)."""
-        assert self._consumer is not None
-        lag: dict[tuple[str, int], int] = {}
-        for (topic, partition), last in list(self._consumed.items()):
-            try:
-                _, high = self._consumer.get_watermark_offsets(TopicPartition(topic, partition), cached=True)
-            except KafkaException as exc:
-                log.debug("no high watermark for %s[%d]: %s", topic, partition, exc)
-                continue
-            if high >= 0:
-                lag[(topic, partition)] = max(0, high - last - 1)
+        lag = self.offsets.lag(self._high_watermark)
         with self.stats.lock:
             self.stats.lag = lag
+
+    def _high_watermark(self, tp: Partition) -> int | None:
+        """The high watermark of the last fetch of `tp` (cached by the client), or None when unknown."""
+        assert self._consumer is not None
+        try:
+            _, high = self._consumer.get_watermark_offsets(TopicPartition(tp[0], tp[1]), cached=True)
+        except KafkaException as exc:
+            log.debug("no high watermark for %s[%d]: %s", tp[0], tp[1], exc)
+            return None
+        return int(high)
 
     def _refresh_stats(self) -> None:
         a = self.assembler.stats
@@ -596,10 +580,6 @@ class CollectorService:
             if self._scorer is not None and time.monotonic() >= self._rates_refresh:
                 self._rates_refresh = time.monotonic() + 1.0
                 s.judge_rates = self._scorer.sampler.targets.current()
-
-
-def _lowest(a: int | None, b: int | None) -> int | None:
-    return b if a is None else a if b is None else min(a, b)
 
 
 @dataclass(frozen=True, slots=True)

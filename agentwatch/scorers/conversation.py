@@ -3,35 +3,34 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from functools import cache
 from typing import Any, Literal
 
 from agentwatch.config import Settings
+from agentwatch.config.policies import TaskPolicy
 from agentwatch.config.prices import PriceLookup
 from agentwatch.judge.verdict import JudgeVerdict, validate_verdict
-from agentwatch.scorers.answer import grade_answer
-from agentwatch.scorers.cost import budget_ceiling, conversation_cost, cost_penalty
-from agentwatch.scorers.endings import handed_off, unanswered_turn
+from agentwatch.scorers.cost import CostResult, budget_ceiling, conversation_cost, cost_penalty
+from agentwatch.scorers.endings import unanswered_turn
 from agentwatch.scorers.expected_conversation import grade_expected, says_something
-from agentwatch.scorers.graders import forbidden_called, loops
-from agentwatch.scorers.hallucination import Evidence, find_hallucinations
+from agentwatch.scorers.hallucination import Evidence
+from agentwatch.scorers.judged import apply_verdict, judged_outcome
 from agentwatch.scorers.names import NameNormalizer
 from agentwatch.scorers.outcome import OutcomeFacts, asr_credit, decide_outcome
-from agentwatch.scorers.outputs import missing_outputs
 from agentwatch.scorers.policy import PolicyBook, grade_policy
 from agentwatch.scorers.relabel import label_grades
 from agentwatch.scorers.sampling import SampleDecision, Sampler
-from agentwatch.scorers.text import AnswerText
-from agentwatch.scorers.tool_correctness import ToolGrader
 from agentwatch.scorers.tool_kinds import ToolKinds
+from agentwatch.scorers.turn import TurnGrader
 from agentwatch.wire.schema import (
     EVIDENCE,
     Conversation,
     ConversationScore,
+    Expectation,
     Outcome,
     OutcomeSource,
-    Turn,
 )
 
 log = logging.getLogger(__name__)
@@ -41,10 +40,6 @@ log = logging.getLogger(__name__)
 def default_settings() -> Settings:
     """Settings from defaults and `AGENTWATCH_*` variables, built once."""
     return Settings()
-
-
-def _fmt(x: float) -> str:
-    return f"{x:.3g}"
 
 
 def unscored(conv: Conversation, reason: str) -> ConversationScore:
@@ -90,7 +85,7 @@ class ConversationScorer:
         self._cost = settings.cost
         self._names = NameNormalizer(sc.names)
         self._kinds = ToolKinds(self._names, sc.read_only_tools, sc.handoff_tools)
-        self._tools = ToolGrader(self._names, sc.tool_weights, sc.tool_threshold, sc.tolerance, self._kinds)
+        self._turns = TurnGrader(sc, self._names, self._kinds)
         self._prices = PriceLookup(settings.cost.prices.models)
         self._answer_min = sc.answer_threshold - sc.tolerance
         self._sampler = Sampler(settings.sampling)
@@ -127,136 +122,25 @@ class ConversationScorer:
             log.exception("scoring conversation %r failed", getattr(conv, "conversation_id", None))
             return unscored(conv, f"scorer_error: {type(exc).__name__}: {exc}")
 
-    # ------------------------------------------------------------------ turns
-
-    def _turn(
-        self,
-        i: int,
-        turn: Turn,
-        conv: Conversation,
-        unanswered: bool,
-        evidence: Evidence,
-        facts: OutcomeFacts,
-        found: set[str],
-    ) -> tuple[dict[str, Any], float | None, float | None]:
-        """Grade one turn; returns its `TurnScore` fields, answer score and tool overall. Failure evidence is added to `found` and fails the turn (`passed` is False);
-        whether that counts is the conversation's business (only graded conversations have a verdict)."""
-        sc = self._scoring
-        names = self._names
-        exp = turn.expected
-        reasons: list[str] = []
-        applied = False
-        failed = False
-
-        calls = turn.tool_calls
-        turn_input = turn.input
-        error = turn.error
-        used_names = names.of(calls) if calls else []  # shared by every grader of the turn
-        evidence.add_turn(turn_input, calls, used_names)
-
-        answer = turn.answer
-        has_answer = bool(answer and answer.strip())
-        text = AnswerText(answer) if answer else None  # shared by the tool and hallucination graders
-        reference = exp.reference_answer if exp is not None else None
-
-        # answer correctness: judge_score > reference grader (a judge verdict grades the whole conversation)
-        answer_score: float | None = None
-        if turn.judge_score is not None:
-            answer_score = turn.judge_score
-        elif reference is not None:
-            answer_score = grade_answer(answer, reference, sc.numeric_tolerance)
-        answer_passed: bool | None = None
-        if answer_score is not None:
-            applied = True
-            answer_passed = answer_score >= self._answer_min
-            if not answer_passed:
-                failed = True
-                reasons.append(
-                    f"answer: turn {i}: score {_fmt(answer_score)} below threshold {_fmt(sc.answer_threshold)}"
-                )
-
-        # tool correctness
-        tool = None
-        if exp is not None and (exp.tools or "tools" in exp.model_fields_set):
-            applied = True
-            tool = self._tools.grade_fields(
-                exp, calls, answer, turn_input, used_names=used_names, answer_text=text
-            )
-            if not tool["passed"]:
-                failed = True
-                reasons.extend(_tool_reasons(i, tool, exp.sequence_matters))
-
-        # required outputs and the turn's ending
-        if exp is not None and exp.outputs:
-            applied = True
-            absent = missing_outputs(exp.outputs, [answer] if answer is not None and has_answer else [])
-            if absent:
-                failed = True
-                stated = ", ".join(map(repr, absent))
-                reasons.append(f"expected_outputs: turn {i}: the answer does not state {stated}")
-        if exp is not None and exp.end is not None:
-            applied = True
-            if (exp.end == "handoff") != handed_off(turn, names, self._kinds):
-                failed = True
-                wanted = "a" if exp.end == "handoff" else "no"
-                reasons.append(f"expected_end: turn {i}: expected {wanted} handoff")
-
-        # forbidden tools
-        forbidden: list[str] = []
-        if exp is not None and exp.forbidden_tools:
-            applied = True
-            forbidden = forbidden_called(calls, exp.forbidden_tools, names, used_names)
-            if forbidden:
-                failed = True
-                facts.forbidden = True
-                found.add("forbidden_tool")
-                reasons.append(f"forbidden_tool: turn {i}: called {', '.join(forbidden)}")
-
-        # failure evidence, looked for on every conversation: loops, errors, missing final answer, hallucinations
-        looped = loops(calls, sc.loop_threshold, names, used_names) if len(calls) >= sc.loop_threshold else ()
-        if looped:
-            failed = facts.abandoned = True
-            found.add("loop")
-            for name, count in looped:
-                reasons.append(f"loop: turn {i}: {name} called {count} times with identical arguments")
-        if error:
-            failed = facts.abandoned = True
-            found.add("error")
-            reasons.append(f"error: turn {i}: {error}")
-        if unanswered:
-            failed = facts.abandoned = True
-            found.add("no_answer")
-            reasons.append(f"no_answer: turn {i}: the conversation ends without an answer or a handoff")
-        if text is not None and sc.hallucination_checks:
-            for claim in find_hallucinations(text, evidence, reference):
-                failed = facts.hallucinated = True
-                found.add("hallucination")
-                reasons.append(f"hallucination: turn {i}: {claim}")
-
-        passed = False if failed else (True if applied else None)
-        score = {
-            "index": i,
-            "answer_score": answer_score,
-            "answer_passed": answer_passed,
-            "tool": tool,
-            "loop": bool(looped),
-            "forbidden_tools": forbidden,
-            "error": error,
-            "passed": passed,
-            "reasons": reasons,
-        }
-        return score, answer_score, (tool["overall"] if tool is not None else None)
-
-    # ------------------------------------------------------------------ conversation
+    # ------------------------------------------------------------------ the phases of one score
 
     def _score(self, conv: Conversation, verdict: JudgeVerdict | None) -> ConversationScore:
-        sc = self._scoring
-        turns = conv.turns
-        n = len(turns)
         sample = self._sample(conv)
-        # which graders decide success, chosen before looking at the outcome
+        graders = self._choose_graders(conv, sample, verdict)
+        found = self._grade_turns(conv)
+        cost = self._price(conv, found)
+        self._grade_whole(conv, graders, cost.cost_usd, found)
+        judged = self._weigh_judge(graders, found)
+        decision = self._decide(conv, graders, sample, found, judged, cost.penalty)
+        return self._result(conv, sample, graders, found, cost, decision)
+
+    def _choose_graders(
+        self, conv: Conversation, sample: SampleDecision, verdict: JudgeVerdict | None
+    ) -> _Graders:
+        """Which graders decide success: chosen before looking at the outcome."""
         graded_by: list[str] = []
         expected = conv.expected if conv.expected is not None and says_something(conv.expected) else None
+        turns = conv.turns
         if expected is not None or any(t.expected is not None and says_something(t.expected) for t in turns):
             graded_by.append("expectations")
         if any(t.judge_score is not None for t in turns):
@@ -265,74 +149,97 @@ class ConversationScorer:
         if policy is not None:
             graded_by.append("policy")
         if verdict is not None:
-            verdict = validate_verdict(verdict) if sample.judge and n else None
+            verdict = validate_verdict(verdict) if sample.judge and turns else None
+        return _Graders(graded_by, expected, policy, verdict)
 
-        evidence = Evidence()
-        evidence.add(conv.system)  # the agent's instructions are a source (fees, rules)
-        facts = OutcomeFacts()
-        found: set[str] = set()  # failure evidence codes
-        turn_scores: list[dict[str, Any]] = []  # TurnScore fields, validated once with the whole result
-        reasons: list[str] = []
-        answers: list[float] = []
-        tools: list[float] = []
-        duration_ms: float | None = None
-        any_failed = False
+    def _grade_turns(self, conv: Conversation) -> _Findings:
+        """Every turn through every grader that applies to it, and the failure evidence on each."""
+        found = _Findings()
+        found.evidence.add(conv.system)  # the agent's instructions are a source (fees, rules)
+        turns = conv.turns
         unanswered = unanswered_turn(turns, self._names, self._kinds)
         for i, turn in enumerate(turns):
-            ts, answer_score, tool_overall = self._turn(
-                i, turn, conv, i == unanswered, evidence, facts, found
+            ts, answer_score, tool_overall = self._turns.grade(
+                i, turn, i == unanswered, found.evidence, found.facts, found.codes
             )
-            turn_scores.append(ts)
-            reasons.extend(ts["reasons"])
-            any_failed = any_failed or ts["passed"] is False
+            found.turn_scores.append(ts)
+            found.reasons.extend(ts["reasons"])
+            found.failed = found.failed or ts["passed"] is False
             if answer_score is not None:
-                answers.append(answer_score)
+                found.answers.append(answer_score)
             if tool_overall is not None:
-                tools.append(tool_overall)
+                found.tools.append(tool_overall)
             turn_ms = turn.duration_ms
             if turn_ms is not None:
-                duration_ms = turn_ms if duration_ms is None else duration_ms + turn_ms
+                found.duration_ms = turn_ms if found.duration_ms is None else found.duration_ms + turn_ms
+        return found
 
-        cost = conversation_cost(turns, self._prices)
-        reasons.extend(cost.reasons)
+    def _price(self, conv: Conversation, found: _Findings) -> _Cost:
+        """The conversation's cost, its budget ceiling and the ASR penalty above it (over budget is evidence)."""
+        cost = conversation_cost(conv.turns, self._prices)
+        found.reasons.extend(cost.reasons)
         ceiling = budget_ceiling(conv, self._cost)
         penalty = cost_penalty(cost.cost_usd, ceiling)
         if penalty > 0:
-            found.add("over_budget")
-            reasons.append(
+            found.codes.add("over_budget")
+            found.reasons.append(
                 f"over_budget: cost ${cost.cost_usd:.4g} above ceiling ${ceiling:.4g} (penalty {penalty:.3g})"
             )
-        if expected is not None:
+        return _Cost(cost, ceiling, penalty)
+
+    def _grade_whole(
+        self, conv: Conversation, graders: _Graders, cost_usd: float | None, found: _Findings
+    ) -> None:
+        """The conversation-level graders: its own expectation, or the task policy that matched."""
+        sc = self._scoring
+        if graders.expected is not None:
             whole = grade_expected(
-                expected, conv, self._names, self._kinds, sc.numeric_tolerance, self._answer_min
+                graders.expected, conv, self._names, self._kinds, sc.numeric_tolerance, self._answer_min
             )
-            reasons.extend(whole.failures)
-            any_failed = any_failed or bool(whole.failures)
+            found.reasons.extend(whole.failures)
+            found.failed = found.failed or bool(whole.failures)
             if whole.answer_score is not None:
-                answers.append(whole.answer_score)
+                found.answers.append(whole.answer_score)
             if whole.forbidden:
-                facts.forbidden = True
-                found.add("forbidden_tool")
-        if policy is not None:
+                found.facts.forbidden = True
+                found.codes.add("forbidden_tool")
+        if graders.policy is not None:
             checked = grade_policy(
-                policy, conv, cost.cost_usd, self._names, self._kinds, sc.numeric_tolerance
+                graders.policy, conv, cost_usd, self._names, self._kinds, sc.numeric_tolerance
             )
-            reasons.extend(checked.failures)
-            any_failed = any_failed or not checked.passed
+            found.reasons.extend(checked.failures)
+            found.failed = found.failed or not checked.passed
             if checked.forbidden:
-                facts.forbidden = True
-                found.add("forbidden_tool")
+                found.facts.forbidden = True
+                found.codes.add("forbidden_tool")
 
-        judge_failed = verdict is not None and not verdict.ok
-        judged = verdict if verdict is not None and verdict.ok else None  # a verdict that grades
-        used_judge = judged is not None
-        judged_outcome: Outcome | None = None
-        rules_failed = any_failed
+    def _weigh_judge(self, graders: _Graders, found: _Findings) -> _Judged:
+        """The judge's verdict added to what the rules found: the class it grants, and whether the rules had
+        failed the conversation before it."""
+        verdict = graders.verdict
+        judged = _Judged(rules_failed=found.failed)
         if verdict is not None:
-            graded_by.append("judge")
-            judged_outcome = _apply_verdict(verdict, sc, self._answer_min, answers, reasons)
-            any_failed = any_failed or judged_outcome is not Outcome.COMPLETE
+            graders.graded_by.append("judge")
+            judged.outcome = apply_verdict(
+                verdict, self._scoring, self._answer_min, found.answers, found.reasons
+            )
+            found.failed = found.failed or judged.outcome is not Outcome.COMPLETE
+        return judged
 
+    def _decide(
+        self,
+        conv: Conversation,
+        graders: _Graders,
+        sample: SampleDecision,
+        found: _Findings,
+        judged: _Judged,
+        penalty: float,
+    ) -> _Decision:
+        """Verdict, outcome class and its source: rules, the judge, or a label that grades."""
+        sc = self._scoring
+        verdict, graded_by, facts, reasons = graders.verdict, graders.graded_by, found.facts, found.reasons
+        judge_failed = verdict is not None and not verdict.ok
+        used_judge = verdict is not None and verdict.ok
         label = conv.outcome
         label_decides = label is not None and (
             self._labels == "truth"
@@ -342,18 +249,18 @@ class ConversationScorer:
             graded_by.append("label")
         # a verdict only for the graded sample; failure evidence fails it but never puts a conversation in it
         graded = bool(graded_by)
-        passed: bool | None = None if judge_failed or not graded else not any_failed
+        passed: bool | None = None if judge_failed or not graded else not found.failed
         facts.passed = passed
         facts.judge_failed = judge_failed
-        facts.answer_score = sum(answers) / len(answers) if answers else None
-        facts.tool_overall = sum(tools) / len(tools) if tools else None
+        facts.answer_score = sum(found.answers) / len(found.answers) if found.answers else None
+        facts.tool_overall = sum(found.tools) / len(found.tools) if found.tools else None
         outcome = decide_outcome(facts, None, sc.partial_tool_min, sc.partial_answer_min)
         if used_judge and outcome is not Outcome.UNSCORED:
-            outcome = _judged_outcome(outcome, judged_outcome, facts, rules_failed)
+            outcome = judged_outcome(outcome, judged.outcome, facts, judged.rules_failed)
         automated = [g for g in graded_by if g != "label"]
-        verdict_before_label = None
+        before_label = None
         if automated and passed is not None:  # the prediction a label corrects: kept apart from the label
-            verdict_before_label = {
+            before_label = {
                 "graded_by": automated,
                 "outcome": outcome,
                 "passed": passed,
@@ -369,23 +276,37 @@ class ConversationScorer:
         else:
             source = OutcomeSource.RULES
         if label is not None and not label_decides:
-            ignored = self._labels == "ignore"
-            why = "labels do not grade in this run" if ignored else "outside the graded sample"
+            why = (
+                "labels do not grade in this run" if self._labels == "ignore" else "outside the graded sample"
+            )
             reasons.insert(0, f"label: outcome {label.value} set by a label {why} (not graded)")
         if not graded:
-            for ts in turn_scores:
+            for ts in found.turn_scores:
                 ts["passed"] = None  # evidence is in the reasons; a verdict is for graded conversations only
-            if not n:
+            if not conv.turns:
                 reasons.append("no_grader: the conversation has no turns")
             else:
                 reasons.append(
                     "no_grader: no expectation, task policy, judge sample or review-sample label applies"
                 )
-        incomplete = conv.incomplete
-        if incomplete:
+        if conv.incomplete:
             reasons.append("incomplete: the collector finished this conversation early (a cap was hit)")
+        return _Decision(passed, outcome, source, label, before_label)
 
-        # the turn and tool scores are plain dicts, validated with the whole result
+    def _result(
+        self,
+        conv: Conversation,
+        sample: SampleDecision,
+        graders: _Graders,
+        found: _Findings,
+        cost: _Cost,
+        decision: _Decision,
+    ) -> ConversationScore:
+        """The score record; its turn and tool scores are plain dicts, validated with the whole result."""
+        verdict = graders.verdict
+        judged = verdict if verdict is not None and verdict.ok else None
+        passed, outcome = decision.passed, decision.outcome
+        duration_ms = found.duration_ms
         return ConversationScore.model_validate(
             {
                 "schema_version": conv.schema_version,
@@ -396,52 +317,96 @@ class ConversationScorer:
                 "instance": conv.instance,
                 "attempt": conv.attempt,
                 "tags": dict(conv.tags),
-                "turns": n,
+                "turns": len(conv.turns),
                 "passed": passed,
                 "outcome": outcome,
-                "outcome_source": source,
-                "reasons": reasons,
-                "turn_scores": turn_scores,
-                "cost_usd": cost.cost_usd,
-                "budget_usd": ceiling,
-                "cost_penalty": penalty,
-                "asr_credit": asr_credit(outcome, penalty, sc.credits),
+                "outcome_source": decision.source,
+                "reasons": found.reasons,
+                "turn_scores": found.turn_scores,
+                "cost_usd": cost.result.cost_usd,
+                "budget_usd": cost.ceiling,
+                "cost_penalty": cost.penalty,
+                "asr_credit": asr_credit(outcome, cost.penalty, self._scoring.credits),
                 "duration_s": duration_ms / 1000 if duration_ms is not None else None,
-                "input_tokens": cost.input_tokens,
-                "output_tokens": cost.output_tokens,
+                "input_tokens": cost.result.input_tokens,
+                "output_tokens": cost.result.output_tokens,
                 "ended_at": _ended_at(conv),
-                "incomplete": incomplete,
-                "graded_by": graded_by if passed is not None else [],
-                "evidence": [e for e in EVIDENCE if e in found],
-                "policy": policy.ref if policy is not None else None,
+                "incomplete": conv.incomplete,
+                "graded_by": graders.graded_by if passed is not None else [],
+                "evidence": [e for e in EVIDENCE if e in found.codes],
+                "policy": graders.policy.ref if graders.policy is not None else None,
                 "judge": verdict.judge_id or None if verdict is not None else None,
                 "judge_score": judged.score if judged is not None else None,
                 "judge_explanation": (judged.explanation or None) if judged is not None else None,
                 "judge_outcome": judged.outcome if judged is not None else None,
                 "judge_sampled": sample.judge,
                 "review_sampled": sample.review,
-                "label": label,
-                "automated": verdict_before_label,
+                "label": decision.label,
+                "automated": decision.before_label,
                 "judge_rate": sample.judge_rate,
                 "review_rate": sample.review_rate,
             }
         )
 
 
-def _tool_reasons(i: int, tool: dict[str, Any], sequence_matters: bool) -> list[str]:
-    """Reason entries of a failed tool grading (`tool`: the fields of a `ToolScore`)."""
-    out = []
-    if tool["selection"] < 1.0 - 1e-9:
-        out.append(f"tool_selection: turn {i}: selection {_fmt(tool['selection'])} (tools missing or extra)")
-    if tool["parameters"] < 1.0 - 1e-9:
-        out.append(f"tool_parameters: turn {i}: parameters {_fmt(tool['parameters'])} (arguments differ)")
-    if sequence_matters and tool["sequence"] < 1.0 - 1e-9:
-        out.append(f"tool_sequence: turn {i}: sequence {_fmt(tool['sequence'])} (order differs)")
-    if tool["utilization"] is not None and tool["utilization"] < 1.0:
-        out.append(f"tool_utilization: turn {i}: the answer uses no value from a successful tool result")
-    if not out:
-        out.append(f"tool_overall: turn {i}: overall {_fmt(tool['overall'])} below the tool threshold")
-    return out
+@dataclass(slots=True)
+class _Graders:
+    """The graders that decide a conversation's success, chosen before its outcome is looked at."""
+
+    graded_by: list[str]
+    expected: Expectation | None  # the conversation's own expectation, when it says something
+    policy: TaskPolicy | None  # the task policy that matched
+    verdict: JudgeVerdict | None  # the judge's verdict, when the conversation is in the judge sample
+
+
+@dataclass(slots=True)
+class _Findings:
+    """What the graders found so far: evidence, reasons, scores, and whether any grader failed."""
+
+    evidence: Evidence = field(default_factory=Evidence)
+    facts: OutcomeFacts = field(default_factory=OutcomeFacts)
+    codes: set[str] = field(default_factory=set)  # failure evidence codes
+    turn_scores: list[dict[str, Any]] = field(default_factory=list)  # TurnScore fields
+    reasons: list[str] = field(default_factory=list)
+    answers: list[float] = field(default_factory=list)
+    tools: list[float] = field(default_factory=list)
+    duration_ms: float | None = None
+    failed: bool = False
+
+
+@dataclass(slots=True)
+class _Cost:
+    """The cost of a conversation, its budget ceiling and the ASR cost penalty."""
+
+    result: CostResult
+    ceiling: float | None
+    penalty: float
+
+    @property
+    def cost_usd(self) -> float | None:
+        """The known total cost (None if nothing is known)."""
+        return self.result.cost_usd
+
+
+@dataclass(slots=True)
+class _Judged:
+    """The class a judge's verdict grants (None: no verdict, or a failed one) and whether the rules had failed
+    the conversation before the judge was weighed."""
+
+    rules_failed: bool
+    outcome: Outcome | None = None
+
+
+@dataclass(slots=True)
+class _Decision:
+    """The verdict and outcome class of a conversation, their source, and the automated verdict a label
+    replaced."""
+
+    passed: bool | None
+    outcome: Outcome
+    source: OutcomeSource
+    label: Outcome | None
+    before_label: dict[str, Any] | None
 
 
 def _epoch(dt: datetime) -> float:
@@ -472,44 +437,3 @@ def score_conversation(
     """Score one conversation (builds a `ConversationScorer`; reuse one for many conversations)."""
     scorer = _default_scorer() if settings is None else ConversationScorer(settings)
     return scorer.score(conv, verdict)
-
-
-def _apply_verdict(
-    verdict: JudgeVerdict, sc: Any, answer_min: float, answers: list[float], reasons: list[str]
-) -> Outcome | None:
-    """Record a judge verdict: the outcome class it grants, or None when the judge failed (its reason code, e.g.
-    `judge_timeout`, leads the reasons). COMPLETE needs a score at the answer threshold; a lower score turns it
-    into partial_correct or partial_incorrect (by `partial_answer_min`)."""
-    threshold = sc.answer_threshold
-    if not verdict.ok:
-        reasons.insert(0, verdict.reason)
-        return None
-    if verdict.score is None or verdict.outcome is None:  # validate_verdict: a verdict that grades has both
-        raise ValueError(f"judge verdict without a score or class: {verdict!r}")
-    score = float(verdict.score)
-    answers.append(score)
-    outcome = verdict.outcome
-    why = f": {verdict.explanation}" if verdict.explanation else ""
-    if outcome is Outcome.COMPLETE and score < answer_min:
-        partial_ok = score >= sc.partial_answer_min - 1e-9
-        outcome = Outcome.PARTIAL_CORRECT if partial_ok else Outcome.PARTIAL_INCORRECT
-        reasons.append(f"judge: score {_fmt(score)} below threshold {_fmt(threshold)}{why}")
-    elif outcome is not Outcome.COMPLETE:
-        reasons.append(f"judge: outcome {outcome.value}, score {_fmt(score)}{why}")
-    return outcome
-
-
-def _judged_outcome(
-    rules: Outcome, judged: Outcome | None, facts: OutcomeFacts, rules_failed: bool
-) -> Outcome:
-    """Outcome of a judged conversation. Failure evidence found by the rules (abandoned: error, loop, no answer;
-    hallucinated) wins over the judge. Otherwise the judge's class, except that when another grader failed the
-    conversation (tools, policy, reference answer) a judge's `complete` becomes the rules' partial class and a
-    judge's partial class is the worse of the two."""
-    if facts.abandoned or facts.hallucinated or judged is None:
-        return rules
-    if not rules_failed or judged in (Outcome.ABANDONED, Outcome.HALLUCINATED):
-        return judged
-    if judged is Outcome.COMPLETE:
-        return rules
-    return Outcome.PARTIAL_INCORRECT if Outcome.PARTIAL_INCORRECT in (rules, judged) else judged

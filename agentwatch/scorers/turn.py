@@ -1,0 +1,171 @@
+"""Grade one turn: answer, tools, required outputs, ending, forbidden tools, and the failure evidence on it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agentwatch.config import ScoringConfig
+from agentwatch.scorers.answer import grade_answer
+from agentwatch.scorers.endings import handed_off
+from agentwatch.scorers.graders import forbidden_called, loops
+from agentwatch.scorers.hallucination import Evidence, find_hallucinations
+from agentwatch.scorers.names import NameNormalizer
+from agentwatch.scorers.outcome import OutcomeFacts
+from agentwatch.scorers.outputs import missing_outputs
+from agentwatch.scorers.text import AnswerText
+from agentwatch.scorers.tool_correctness import ToolGrader
+from agentwatch.scorers.tool_kinds import ToolKinds
+from agentwatch.wire.schema import Turn
+
+
+def fmt(x: float) -> str:
+    """A score as reasons print it: three significant digits."""
+    return f"{x:.3g}"
+
+
+class TurnGrader:
+    """Grades the turns of conversations with graders built once from the scoring configuration."""
+
+    def __init__(self, scoring: ScoringConfig, names: NameNormalizer, kinds: ToolKinds) -> None:
+        self._scoring = scoring
+        self._names = names
+        self._kinds = kinds
+        self._tools = ToolGrader(
+            names, scoring.tool_weights, scoring.tool_threshold, scoring.tolerance, kinds
+        )
+        self._answer_min = scoring.answer_threshold - scoring.tolerance
+
+    def grade(
+        self,
+        i: int,
+        turn: Turn,
+        unanswered: bool,
+        evidence: Evidence,
+        facts: OutcomeFacts,
+        found: set[str],
+    ) -> tuple[dict[str, Any], float | None, float | None]:
+        """Grade turn `i`: its `TurnScore` fields, answer score and tool overall.
+
+        Failure evidence is added to `found` and fails the turn (`passed` is False); whether that counts is the
+        conversation's business (only graded conversations have a verdict)."""
+        sc = self._scoring
+        names = self._names
+        exp = turn.expected
+        reasons: list[str] = []
+        applied = False
+        failed = False
+
+        calls = turn.tool_calls
+        turn_input = turn.input
+        error = turn.error
+        used_names = names.of(calls) if calls else []  # shared by every grader of the turn
+        evidence.add_turn(turn_input, calls, used_names)
+
+        answer = turn.answer
+        has_answer = bool(answer and answer.strip())
+        text = AnswerText(answer) if answer else None  # shared by the tool and hallucination graders
+        reference = exp.reference_answer if exp is not None else None
+
+        # answer correctness: judge_score > reference grader (a judge verdict grades the whole conversation)
+        answer_score: float | None = None
+        if turn.judge_score is not None:
+            answer_score = turn.judge_score
+        elif reference is not None:
+            answer_score = grade_answer(answer, reference, sc.numeric_tolerance)
+        answer_passed: bool | None = None
+        if answer_score is not None:
+            applied = True
+            answer_passed = answer_score >= self._answer_min
+            if not answer_passed:
+                failed = True
+                reasons.append(
+                    f"answer: turn {i}: score {fmt(answer_score)} below threshold {fmt(sc.answer_threshold)}"
+                )
+
+        # tool correctness
+        tool = None
+        if exp is not None and (exp.tools or "tools" in exp.model_fields_set):
+            applied = True
+            tool = self._tools.grade_fields(
+                exp, calls, answer, turn_input, used_names=used_names, answer_text=text
+            )
+            if not tool["passed"]:
+                failed = True
+                reasons.extend(_tool_reasons(i, tool, exp.sequence_matters))
+
+        # required outputs and the turn's ending
+        if exp is not None and exp.outputs:
+            applied = True
+            absent = missing_outputs(exp.outputs, [answer] if answer is not None and has_answer else [])
+            if absent:
+                failed = True
+                stated = ", ".join(map(repr, absent))
+                reasons.append(f"expected_outputs: turn {i}: the answer does not state {stated}")
+        if exp is not None and exp.end is not None:
+            applied = True
+            if (exp.end == "handoff") != handed_off(turn, names, self._kinds):
+                failed = True
+                wanted = "a" if exp.end == "handoff" else "no"
+                reasons.append(f"expected_end: turn {i}: expected {wanted} handoff")
+
+        # forbidden tools
+        forbidden: list[str] = []
+        if exp is not None and exp.forbidden_tools:
+            applied = True
+            forbidden = forbidden_called(calls, exp.forbidden_tools, names, used_names)
+            if forbidden:
+                failed = True
+                facts.forbidden = True
+                found.add("forbidden_tool")
+                reasons.append(f"forbidden_tool: turn {i}: called {', '.join(forbidden)}")
+
+        # failure evidence, looked for on every conversation: loops, errors, missing final answer, hallucinations
+        looped = loops(calls, sc.loop_threshold, names, used_names) if len(calls) >= sc.loop_threshold else ()
+        if looped:
+            failed = facts.abandoned = True
+            found.add("loop")
+            for name, count in looped:
+                reasons.append(f"loop: turn {i}: {name} called {count} times with identical arguments")
+        if error:
+            failed = facts.abandoned = True
+            found.add("error")
+            reasons.append(f"error: turn {i}: {error}")
+        if unanswered:
+            failed = facts.abandoned = True
+            found.add("no_answer")
+            reasons.append(f"no_answer: turn {i}: the conversation ends without an answer or a handoff")
+        if text is not None and sc.hallucination_checks:
+            for claim in find_hallucinations(text, evidence, reference):
+                failed = facts.hallucinated = True
+                found.add("hallucination")
+                reasons.append(f"hallucination: turn {i}: {claim}")
+
+        passed = False if failed else (True if applied else None)
+        score = {
+            "index": i,
+            "answer_score": answer_score,
+            "answer_passed": answer_passed,
+            "tool": tool,
+            "loop": bool(looped),
+            "forbidden_tools": forbidden,
+            "error": error,
+            "passed": passed,
+            "reasons": reasons,
+        }
+        return score, answer_score, (tool["overall"] if tool is not None else None)
+
+
+def _tool_reasons(i: int, tool: dict[str, Any], sequence_matters: bool) -> list[str]:
+    """Reason entries of a failed tool grading (`tool`: the fields of a `ToolScore`)."""
+    out = []
+    if tool["selection"] < 1.0 - 1e-9:
+        out.append(f"tool_selection: turn {i}: selection {fmt(tool['selection'])} (tools missing or extra)")
+    if tool["parameters"] < 1.0 - 1e-9:
+        out.append(f"tool_parameters: turn {i}: parameters {fmt(tool['parameters'])} (arguments differ)")
+    if sequence_matters and tool["sequence"] < 1.0 - 1e-9:
+        out.append(f"tool_sequence: turn {i}: sequence {fmt(tool['sequence'])} (order differs)")
+    if tool["utilization"] is not None and tool["utilization"] < 1.0:
+        out.append(f"tool_utilization: turn {i}: the answer uses no value from a successful tool result")
+    if not out:
+        out.append(f"tool_overall: turn {i}: overall {fmt(tool['overall'])} below the tool threshold")
+    return out
