@@ -2,7 +2,7 @@
 
 Run: python -m benchmarks.sdk_install [--imports N]
 
-Builds a bare virtualenv and one with the project installed from a copy of this tree without extras, and
+Builds a bare virtualenv and one with the built wheel installed (pip, no extras), and
 prints the size of the install (du of site-packages minus the bare venv's), the installed distributions, and
 the median wall time of N fresh `python -c "import agentwatch.sdk"` processes minus that of `python -c pass`,
 plus the cumulative import time `python -X importtime` reports for agentwatch.sdk. Needs PyPI or a pip cache.
@@ -12,9 +12,7 @@ Prints figures; asserts nothing.
 from __future__ import annotations
 
 import argparse
-import os
 import re
-import shutil
 import statistics
 import subprocess
 import sys
@@ -22,8 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-SOURCES = ("pyproject.toml", "README.md", "agentwatch", "collector", "scorers", "exporters")
+from tests.support.wheel import build_wheel, clean_env
 
 
 def site_packages_bytes(venv: Path) -> int:
@@ -41,30 +38,17 @@ def make_venv(path: Path) -> Path:
 
 
 def sdk_only_venv(work: Path) -> Path:
-    """A virtualenv under work with the project installed from a copy of this tree, no extras; returns its python."""
-    source = work / "src"
-    source.mkdir()
-    for name in SOURCES:
-        if (ROOT / name).is_dir():
-            shutil.copytree(ROOT / name, source / name, ignore=shutil.ignore_patterns("__pycache__"))
-        else:
-            shutil.copy(ROOT / name, source / name)
+    """A virtualenv under work with the built wheel installed by pip, no extras; returns its python."""
+    wheel = build_wheel(work / "wheel")
     python = make_venv(work / "sdk")
     subprocess.run(
-        [str(python), "-m", "pip", "install", "-q", str(source)],
+        [str(python), "-m", "pip", "install", "-q", str(wheel)],
         env=clean_env(),
         check=True,
         capture_output=True,
         timeout=900,
     )
     return python
-
-
-def clean_env() -> dict[str, str]:
-    """The environment for the venv's processes: no PYTHONPATH from the outer one."""
-    env = {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
-    env.pop("PYTHONPATH", None)
-    return env
 
 
 def median_start_s(python: Path, code: str, n: int) -> float:

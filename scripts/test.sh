@@ -2,7 +2,7 @@
 # Set up a virtualenv (.venv), install agentwatch with its test extras (which include the `service`, `review` and
 # `dev` extras), Debian's promtool, Alertmanager (its inhibit rule's test), Chromium (the review page's and the
 # HTML report's browser tests) and PostgreSQL server programs (the review store's tests), check the format, lint
-# and type-check, then run the whole test suite. Arguments go to pytest.
+# and type-check, then run the whole test suite (tests/unit, then tests/integration). Arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY="${PYTHON:-python3}"
@@ -26,4 +26,8 @@ fi
 .venv/bin/python -m ruff format --check --quiet .
 .venv/bin/python -m ruff check --quiet .
 .venv/bin/python -m mypy
-exec .venv/bin/python -m pytest -q "$@"
+# With arguments: pytest on exactly those. Without: the unit tests on every core (pytest-xdist), then the
+# integration tests one at a time (they share one broker and measure what they wait for).
+if [ "$#" -gt 0 ]; then exec .venv/bin/python -m pytest -q "$@"; fi
+.venv/bin/python -m pytest -q -n auto tests/unit
+exec .venv/bin/python -m pytest -q tests/integration
