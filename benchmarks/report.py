@@ -3,7 +3,7 @@ and render time of the HTML report.
 
 Usage: python -m benchmarks.report [--n 50000] [--html 2000]
 
-The HTML figures come from real agent conversations: the τ-bench run in tests/data (100 conversations,
+The HTML figures come from real agent conversations: the τ-bench airline run in ../shared/data/agent-benchmark (100 conversations,
 imported with its task policies) repeated to `--html` conversations with distinct ids and task instances,
 scored, and rendered with its transcripts (10 per failure mode). Prints figures; asserts nothing about time.
 """

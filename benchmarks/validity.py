@@ -28,10 +28,8 @@ from agentwatch.config import Settings
 from agentwatch.importers.tau_bench import import_results, load_document
 from agentwatch.report.validity import Agreement, agreement, blind, expectation_from_actions, grade
 from agentwatch.wire.schema import Conversation
+from tests.support import published_runs
 
-DEV_DATA = (
-    Path(__file__).resolve().parent.parent / "tests/data/agent-benchmark/airline-gpt-4o-tasks-00-24.json.gz"
-)
 
 
 def load(path: Path) -> tuple[list[Conversation], list[dict], dict[str, tuple[list[dict], list[str]]]]:
@@ -90,9 +88,11 @@ def report(title: str, result: Agreement, show: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("results", nargs="?", type=Path, default=DEV_DATA)
+    parser.add_argument("results", nargs="?", type=Path, default=None)
     parser.add_argument("--show", type=int, default=40, help="disagreements listed per variant")
     args = parser.parse_args()
+    if args.results is None:
+        args.results = published_runs.locate(published_runs.AIRLINE)
 
     conversations, policies, truth = load(args.results)
     unlabelled, real = blind(conversations)
