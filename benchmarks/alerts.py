@@ -44,11 +44,11 @@ from datetime import UTC, datetime
 import numpy as np
 from scipy import stats
 
-from agentwatch.config import Settings
+from agentwatch.config import AlertsConfig, Settings
 from agentwatch.exporters.alert_rules import MONTH_S, AlertParams
 from agentwatch.exporters.estimator import Estimator
 from agentwatch.stats.cusum import design, information_bound, kl, on_grid
-from agentwatch.wire.schema import ConversationScore
+from agentwatch.wire.schema import ConversationScore, Outcome, OutcomeSource
 
 T0 = 1_800_000_000.0
 GRADED = 0.5
@@ -195,8 +195,8 @@ def fleet(
             s = np.maximum(0.0, s + up * xbad[m] + down * (nobs[m] - xbad[m]))
             alarm = (alarm | (s >= h - 1e-9)) & (s > 1e-9)
             held = np.where(alarm, held + 1, 0)
-            for j in np.flatnonzero((held == for_minutes + 1).any(0)):
-                pages[rules[j]] += int((held[:, j] == for_minutes + 1).sum())
+            for col in np.flatnonzero((held == for_minutes + 1).any(0)):
+                pages[rules[col]] += int((held[:, col] == for_minutes + 1).sum())
         if hour % 168 == 0:
             progress(f"  fleet: hour {hour}/{total_hours}, pages so far {sum(pages.values())}")
     return FleetResult(pages, months, params.pages_per_month, n, h_nats)
@@ -210,6 +210,7 @@ def _baseline(
     for j, r in enumerate(rules):
         n = window[:, j, 0] if reference is None else np.full(len(f.rate), float(reference))
         n = np.maximum(n.round(), 1).astype(np.int64)
+        bad: np.ndarray
         if r == "pass":
             bad = rng.binomial(n, 1 - f.p)
         elif r == "asr":
@@ -284,25 +285,27 @@ def _score(
             task="refund",
             turns=1,
             passed=None,
-            outcome="unscored",
-            outcome_source="rules",
+            outcome=Outcome.UNSCORED,
+            outcome_source=OutcomeSource.RULES,
             evidence=evidence,
             ended_at=datetime.fromtimestamp(t, UTC),
         )
     u = rng.random()
     credit = 1.0 if u < rates["p"] else PARTIAL_CREDIT if u < rates["p"] + rates["partial"] else 0.0
-    outcome = {1.0: "complete", PARTIAL_CREDIT: "partial_correct"}.get(credit, "partial_incorrect")
+    outcome = {1.0: Outcome.COMPLETE, PARTIAL_CREDIT: Outcome.PARTIAL_CORRECT}.get(
+        credit, Outcome.PARTIAL_INCORRECT
+    )
     if rng.random() < rates["abandoned"]:
-        outcome = "abandoned"
+        outcome = Outcome.ABANDONED
     return ConversationScore(
         conversation_id=cid,
         agent="bot",
         version=version,
         task="refund",
         turns=1,
-        passed=credit == 1.0 and outcome != "abandoned",
+        passed=credit == 1.0 and outcome != Outcome.ABANDONED,
         outcome=outcome,
-        outcome_source="rules",
+        outcome_source=OutcomeSource.RULES,
         asr_credit=credit,
         evidence=evidence,
         ended_at=datetime.fromtimestamp(t, UTC),
@@ -376,6 +379,7 @@ def delays(
             a = found.get(sc.rule)
             held = held + 1 if a is not None and a.alarm else 0
             if held == for_minutes + 1:
+                assert a is not None  # held > 0: the rule was found, in alarm
                 minutes.append(m + 1)
                 observations.append(seen)
                 designs.append(a.design)
@@ -423,7 +427,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--only", default="", help="`fleet`, or run the delay scenarios whose name contains this")
     args = ap.parse_args(argv)
-    settings = Settings() if args.budget is None else Settings(alerts={"false_pages_per_month": args.budget})
+    settings = (
+        Settings()
+        if args.budget is None
+        else Settings(alerts=AlertsConfig(false_pages_per_month=args.budget))
+    )
     a = settings.alerts
     rules = list(a.rules)
     print(
@@ -475,7 +483,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     pairs_here = 2 * len(rules)
     per_pair = a.false_pages_per_month / (args.series * len(rules))
-    delay_settings = Settings(alerts={**a.model_dump(), "false_pages_per_month": per_pair * pairs_here})
+    delay_settings = Settings(
+        alerts=AlertsConfig.model_validate({**a.model_dump(), "false_pages_per_month": per_pair * pairs_here})
+    )
     print(
         f"\ndelays through the Estimator: canary vs baseline, {args.runs} runs, {args.warm_days:g} days of "
         f"history; each pair's share {per_pair:.2e} pages a month (as in the fleet of {args.series})"
@@ -488,17 +498,17 @@ def main(argv: list[str] | None = None) -> int:
         if args.only and args.only not in sc.name:
             continue
         t = time.time()
-        r = delays(sc, delay_settings, args.runs, args.warm_days, args.for_minutes, args.seed + i)
-        d = r["design"]
+        res = delays(sc, delay_settings, args.runs, args.warm_days, args.for_minutes, args.seed + i)
+        d = res["design"]
         bound = float("nan")
         if d is not None:
             q0, q1 = _true_q(sc.rule, BASE_RATES), _true_q(sc.rule, {**BASE_RATES, **sc.change})
             bound = information_bound(d.arl0, q0, q1) if kl(q1, q0) > 0 else float("nan")
-        mins = f"{_q(r['minutes'], 0.5):.0f} / {_q(r['minutes'], 0.95):.0f}"
-        obs = f"{_q(r['observations'], 0.5):.0f} / {_q(r['observations'], 0.95):.0f}"
+        mins = f"{_q(res['minutes'], 0.5):.0f} / {_q(res['minutes'], 0.95):.0f}"
+        obs = f"{_q(res['observations'], 0.5):.0f} / {_q(res['observations'], 0.95):.0f}"
         h = f"{d.threshold:.2f}" if d is not None else ""
         print(
-            f"{sc.name:44} {mins:>21} {obs:>27} {bound:>7.0f} {h:>9} {r['missed']:>3}/{r['runs']:<3}  "
+            f"{sc.name:44} {mins:>21} {obs:>27} {bound:>7.0f} {h:>9} {res['missed']:>3}/{res['runs']:<3}  "
             f"({time.time() - t:.0f} s)"
         )
         sys.stdout.flush()

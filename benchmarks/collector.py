@@ -16,7 +16,7 @@ import tracemalloc
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
+from opentelemetry.proto.trace.v1.trace_pb2 import Span, TracesData
 
 from agentwatch.collector.assembler import Assembler
 from agentwatch.collector.decode import decode_message
@@ -80,7 +80,7 @@ def _conversation_message(i: int) -> tuple[bytes, int]:
         if parent:
             sp.parent_span_id = parent
         sp.name = name
-        sp.kind = 1
+        sp.kind = Span.SPAN_KIND_INTERNAL
         sp.start_time_unix_nano = t
         t += 1_000_000
         sp.end_time_unix_nano = t + 50_000_000

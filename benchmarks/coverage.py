@@ -42,7 +42,9 @@ class Truth:
 
     def at_mean(self, k: int) -> float:
         """E[1 - (1-p)^k] = 1 - Σ_j C(k,j) (-1)^j E[p^j]."""
-        return 1.0 - sum(math.comb(k, j) * (-1) ** j * (self.pow_mean(j) if j else 1.0) for j in range(k + 1))
+        return 1.0 - sum(
+            math.comb(k, j) * (-1.0) ** j * (self.pow_mean(j) if j else 1.0) for j in range(k + 1)
+        )
 
 
 def beta_truth(a: float, b: float) -> Truth:
@@ -108,7 +110,7 @@ def simulate(
     wanted = [k for k in ks if k <= top]
     at_wanted = None if at_ks is None else [k for k in at_ks if k <= top]
     batches = intervals_batch(ns, cs, hist, wanted, level, at_wanted, small_units)
-    out = {}
+    out: dict[tuple[str, int], Cell] = {}
     for (kind, k), b in batches.items():
         truth_k = truth.pow_mean(k) if kind == "pow" else truth.at_mean(k)
         known = ~np.isnan(b.value)

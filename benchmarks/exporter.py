@@ -27,7 +27,7 @@ from agentwatch.config import load_settings
 from agentwatch.exporters.estimator import Estimator
 from agentwatch.exporters.exposition import Exposition
 from agentwatch.exporters.summary import over_units, summarise
-from agentwatch.wire.schema import ConversationScore
+from agentwatch.wire.schema import ConversationScore, Outcome, OutcomeSource
 
 NOW = 1_800_000_000.0
 
@@ -87,8 +87,8 @@ def scores(
                 task=f"task{s % 10}",
                 turns=1,
                 passed=passed,
-                outcome="complete" if passed else "partial_incorrect",
-                outcome_source="rules",
+                outcome=Outcome.COMPLETE if passed else Outcome.PARTIAL_INCORRECT,
+                outcome_source=OutcomeSource.RULES,
                 asr_credit=1.0 if passed else 0.0,
                 evidence=["error"] if errors_every and i % errors_every == 0 else [],
                 cost_usd=0.001 * (i % 100),

@@ -28,7 +28,7 @@ from agentwatch.report.text import render_text
 from agentwatch.stats.beta import posterior, regression_probability
 from agentwatch.stats.bootstrap import bootstrap_mean_interval
 from agentwatch.stats.pass_k import pass_at_k_unbiased, pass_pow_k_unbiased
-from agentwatch.wire.schema import Conversation, ConversationScore
+from agentwatch.wire.schema import Conversation, ConversationScore, Outcome, OutcomeSource
 from agentwatch.wire.transcript_keys import UnknownKeys
 from agentwatch.wire.transcripts import iter_conversations
 from tests.support import published_runs
@@ -67,8 +67,8 @@ def scores(n: int) -> list[ConversationScore]:
                 tags={"category": ["core", "edge"][i % 2], "difficulty": ["easy", "medium", "hard"][i % 3]},
                 turns=2,
                 passed=passed,
-                outcome=outcome,
-                outcome_source="rules",
+                outcome=Outcome(outcome),
+                outcome_source=OutcomeSource.RULES,
                 reasons=[] if passed else ["answer: turn 0: low"],
                 cost_usd=float(rng.gamma(2.0, 0.05)),
                 budget_usd=0.2,
@@ -161,7 +161,9 @@ def main() -> None:
         report = build_report(data, settings)
 
     timed(f"build_report({args.n} scores, 20 tasks, 5 tag groups)", build)
-    timed("render_text", lambda: render_text(report))
+    built = report
+    assert built is not None
+    timed("render_text", lambda: render_text(built))
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "t.jsonl.gz"

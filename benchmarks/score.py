@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from agentwatch.config import Settings
+from agentwatch.config import ScoringConfig, Settings
 from agentwatch.scorers import ConversationScorer
 from agentwatch.wire.schema import Conversation
 from benchmarks.calibration import calibration_us
@@ -67,7 +67,7 @@ def main() -> None:
     args = parser.parse_args()
     distinct = min(args.n, 1000)
     convs = [synthetic(i) for i in range(distinct)]
-    settings = Settings(scoring={"hallucination_checks": not args.no_hallucination_checks})
+    settings = Settings(scoring=ScoringConfig(hallucination_checks=not args.no_hallucination_checks))
     scorer = ConversationScorer(settings)
     for c in convs[:50]:  # warm caches
         scorer.score(c)

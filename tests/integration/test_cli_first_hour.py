@@ -20,7 +20,7 @@ def _agentwatch(*args: str, timeout: float = 90) -> subprocess.CompletedProcess[
 def _closed_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]  # nothing listens once the socket is closed
+        return int(s.getsockname()[1])  # nothing listens once the socket is closed
 
 
 def test_serve_without_a_broker_fails_fast_with_one_line() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -80,7 +81,9 @@ def running(broker):
     dlq.close()
 
 
-def _send_then_sentinel(bs: str, topic: str, items: list[tuple[bytes, bytes, list | None]], scores) -> str:
+def _send_then_sentinel(
+    bs: str, topic: str, items: Sequence[tuple[bytes, bytes, list | None]], scores
+) -> str:
     """Send (key, value, headers) items then a good conversation; return once the good one is scored."""
     p = producer(bs)
     for key, value, headers in items:

@@ -131,11 +131,11 @@ def test_otel_collector_format_is_rekeyed_and_reassembled(broker):
     assert set(by_id) == set(convs)
     assert len(records) == len(convs)  # each conversation once: one consumer assembled it whole
     for cid, n in convs.items():
-        s = by_id[cid]
-        assert s["turns"] == n
-        assert s["input_tokens"] == 100 * n
-        assert s["output_tokens"] == 20 * n
-        assert s["incomplete"] is False
+        score = by_id[cid]
+        assert score["turns"] == n
+        assert score["input_tokens"] == 100 * n
+        assert score["output_tokens"] == 20 * n
+        assert score["incomplete"] is False
     stats = svc.service.stats
     assert stats.spans_rekeyed == sent_spans
     assert stats.spans_consumed == 2 * sent_spans  # once from the input, once from the rekey topic
@@ -149,6 +149,7 @@ def test_otel_collector_format_is_rekeyed_and_reassembled(broker):
     modes = {dict(r.headers)[KEY_HEADER] for r in recs}
     assert modes == {b"conversation", b"trace-conversation"}
     for r in recs:
+        assert r.key is not None
         if dict(r.headers)[KEY_HEADER] == b"conversation":
             assert r.key.decode() in convs
         else:

@@ -74,7 +74,8 @@ def _score(broker, topic, tmp_path, flag: str) -> dict:
         [sys.executable, str(script), bs, topic, cid, flag], check=False, capture_output=True, timeout=60
     )
     assert run.returncode == 0, run.stderr.decode()[-2000:]
-    return json.loads(collect_one_score(bs, topic, "effects")[0].value)
+    score: dict = json.loads(collect_one_score(bs, topic, "effects")[0].value)
+    return score
 
 
 def test_conversation_expectation_read_only_flag_instructions_and_handoff_reach_the_score(

@@ -10,7 +10,7 @@ import pytest
 
 from agentwatch.collector.deadletter import REASON_HEADER
 from agentwatch.collector.labels import ScoreMemory
-from agentwatch.config import Settings
+from agentwatch.config import Settings, TaskPolicy
 from agentwatch.scorers import ConversationScorer
 from agentwatch.scorers.relabel import relabel
 from agentwatch.wire.schema import ConversationScore, Outcome
@@ -70,7 +70,7 @@ def test_late_label_revises_the_score_and_unknown_labels_dead_letter(broker, top
     graded, ungraded, unknown = unique("graded"), unique("free"), unique("nobody")
     _run(CONVERSATIONS, tmp_path, bs, topic, graded, ungraded)
     settings = collector_settings(bs, [topic], unique("labels"))
-    settings.policies = Settings(policies=[POLICY]).policies
+    settings.policies = Settings(policies=[TaskPolicy.model_validate(POLICY)]).policies
     scores = TopicReader(bs, settings.collector.scores_topic)
     dead = TopicReader(bs, settings.collector.dead_letter_topic)
     with ServiceThread(settings) as svc:
@@ -141,7 +141,7 @@ def _exported_counts_after_restarts(settings: Settings, graded: str, ungraded: s
         finally:
             stop_service(service, stop, thread)
 
-        def value(name: str, samples: dict = samples, **labels: str) -> float | None:
+        def value(name: str, samples: dict = samples, /, **labels: str) -> float | None:
             return samples.get((name, tuple(sorted({**base, **labels}.items()))))
 
         policed = {"task": "order_status"}
@@ -172,9 +172,8 @@ def _score(cid: str, **conv) -> ConversationScore:
         "turns": [{"input": "q", "answer": "a", "tool_calls": [{"name": "x"}]}],
         **conv,
     }
-    return ConversationScorer(Settings(policies=[{"id": "p", "task": "t", "tools": [{"name": "x"}]}])).score(
-        Conversation.model_validate(line)
-    )
+    policy = TaskPolicy.model_validate({"id": "p", "task": "t", "tools": [{"name": "x"}]})
+    return ConversationScorer(Settings(policies=[policy])).score(Conversation.model_validate(line))
 
 
 def test_relabel_rules() -> None:
@@ -182,15 +181,17 @@ def test_relabel_rules() -> None:
     s = _score("c1")
     assert s.passed is True and s.graded_by == ["policy"]
     r = relabel(s, Outcome.PARTIAL_CORRECT, credits)
-    assert (r.revision, r.passed, r.outcome, r.asr_credit, r.graded_by) == (
+    assert r is not None
+    assert (r.revision, r.passed, r.outcome, r.graded_by) == (
         1,
         False,
         Outcome.PARTIAL_CORRECT,
-        pytest.approx(0.4),
         ["policy", "label"],
     )
+    assert r.asr_credit == pytest.approx(0.4)
     assert relabel(r, Outcome.PARTIAL_CORRECT, credits) is None  # the same label again changes nothing
     back = relabel(r, Outcome.COMPLETE, credits)
+    assert back is not None
     assert (back.revision, back.passed, back.graded_by) == (2, True, ["policy", "label"])
     assert sum(x.startswith("label:") for x in back.reasons) == 1
     # the same label applied at scoring time gives the same verdict as applied late

@@ -120,7 +120,8 @@ def test_a_lost_record_stops_the_service_without_committing(broker):
         deadline = time.monotonic() + 10
         while svc.service.stats.last_commit_timestamp is None and time.monotonic() < deadline:
             time.sleep(0.05)
-        svc.service._out.errors.append(RuntimeError("simulated delivery failure"))  # as a failed send reports
+        assert svc.service._out is not None
+        svc.service._out.errors.append("simulated delivery failure")  # as a failed send reports
         p.send(topic, value=otlp_bytes(simple_conversation(second)), key=second.encode(), headers=SDK_HEADERS)
         p.flush()
         svc.thread.join(20)

@@ -25,6 +25,7 @@ from tests.support.collector_kafka import (
     simple_conversation,
     unique,
 )
+from tests.support.review import get_stored
 
 SDK_HEADERS = [("content-type", b"application/x-protobuf"), ("agentwatch-key", b"conversation")]
 
@@ -68,6 +69,7 @@ def test_review_sample_and_flagged_transcripts_reach_the_topic(broker, topic, tm
     out = producer(bs)
     out.send(topic, otlp_bytes(spans), key=b"batch", headers=SDK_HEADERS)
     out.flush()
+    assert settings.collector.transcripts_topic is not None
     reader = TopicReader(bs, settings.collector.transcripts_topic)
     with ServiceThread(settings) as svc:
         records = reader.wait(lambda r: len(r) >= 3, 30)
@@ -83,8 +85,9 @@ def test_review_sample_and_flagged_transcripts_reach_the_topic(broker, topic, tm
         assert svc.error is None
         stats = svc.service.stats
     reader.close()
-    by_key = {}
+    by_key: dict[str, list[TranscriptRecord]] = {}
     for r in records:
+        assert r.key is not None
         by_key.setdefault(r.key.decode(), []).append(TranscriptRecord.model_validate_json(r.value))
     assert set(by_key) == {sampled, flagged, big}  # the conversation outside both is not published
     first, revision = by_key[sampled]
@@ -94,6 +97,7 @@ def test_review_sample_and_flagged_transcripts_reach_the_topic(broker, topic, tm
         0,
         True,
     )
+    assert first.conversation is not None
     assert [t.input for t in first.conversation.turns] == ["question 0", "question 1"]
     call = first.conversation.turns[0].tool_calls[0]
     assert (call.name, call.arguments, call.result) == (
@@ -101,6 +105,7 @@ def test_review_sample_and_flagged_transcripts_reach_the_topic(broker, topic, tm
         {"order_id": 42},
         {"status": "refunded"},
     )
+    assert revision.score.label is not None
     assert (revision.kind, revision.conversation, revision.score.revision, revision.score.label.value) == (
         "revision",
         None,
@@ -108,6 +113,7 @@ def test_review_sample_and_flagged_transcripts_reach_the_topic(broker, topic, tm
         "abandoned",
     )
     (f,) = by_key[flagged]
+    assert f.score.label is not None
     assert (f.kind, f.sample, f.score.label.value, f.score.review_sampled) == (
         "transcript",
         "flagged",
@@ -115,9 +121,11 @@ def test_review_sample_and_flagged_transcripts_reach_the_topic(broker, topic, tm
         False,
     )
     (b,) = by_key[big]
-    size = len(next(r.value for r in records if r.key.decode() == big))
+    size = len(next(r.value for r in records if r.key is not None and r.key.decode() == big))
     assert size <= 20_000
+    assert b.conversation is not None
     turn = b.conversation.turns[0]
+    assert turn.input is not None
     assert turn.input.startswith("x" * 4000) and "characters cut" in turn.input and len(turn.input) < 4100
     assert any("over the 20,000-byte limit" in n for n in b.conversation.notes)
     assert json.loads(json.dumps(turn.tool_calls[0].result))  # still a JSON value
@@ -130,6 +138,7 @@ def test_review_sample_and_flagged_transcripts_reach_the_topic(broker, topic, tm
     parsed = [TranscriptRecord.model_validate_json(r.value) for r in records]
     results = [store.ingest(record, time.time(), 1e10) for record in parsed]
     assert sorted(results) == ["revised", "stored", "stored", "stored"]
-    stored = [store.get(i.id) for i in store.queue()[0]]
+    stored = [get_stored(store, i.id) for i in store.queue()[0]]
     latest = {c.conversation_id: c.latest_score for c in stored}
-    assert (latest[sampled].revision, latest[sampled].label.value) == (1, "abandoned")
+    label = latest[sampled].label
+    assert label is not None and (latest[sampled].revision, label.value) == (1, "abandoned")

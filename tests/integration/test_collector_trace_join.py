@@ -10,7 +10,7 @@ import random
 import re
 import signal
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from opentelemetry.sdk.resources import Resource
@@ -30,10 +30,14 @@ from tests.support.collector_kafka import (
 )
 from tests.support.collector_kafka import collector_settings as _collector_settings
 from tests.support.fake_openai import FINAL_TEXT, MODEL, TOOL_CALL_ID, USAGE, FakeOpenAI
+from tests.support.spans import attrs
+
+if TYPE_CHECKING:
+    from openai.types.chat import ChatCompletionFunctionToolParam
 
 pytestmark = pytest.mark.broker
 
-TOOLS = [
+TOOLS: list[ChatCompletionFunctionToolParam] = [
     {
         "type": "function",
         "function": {
@@ -91,9 +95,12 @@ def conversation_spans(monkeypatch_module) -> tuple[str, list[ReadableSpan]]:
                             ),
                         }
                     )
-                    messages = [{"role": "user", "content": question}]
+                    messages: list = [{"role": "user", "content": question}]
                     first = client.chat.completions.create(model=MODEL, messages=messages, tools=TOOLS)
-                    call = first.choices[0].message.tool_calls[0]
+                    calls = first.choices[0].message.tool_calls
+                    assert calls is not None
+                    call = calls[0]
+                    assert call.type == "function"
                     with tracer.start_as_current_span("execute_tool get_weather") as tool:
                         result = json.dumps({"temp_c": 18, "sky": "cloudy"})
                         tool.set_attributes(
@@ -123,7 +130,7 @@ def conversation_spans(monkeypatch_module) -> tuple[str, list[ReadableSpan]]:
         provider.shutdown()
     spans = list(memory.get_finished_spans())  # in end order: chat, tool, chat, agent per trace
     assert len(spans) == 8
-    assert sum("gen_ai.conversation.id" not in s.attributes for s in spans) == 2  # the tool spans
+    assert sum("gen_ai.conversation.id" not in attrs(s) for s in spans) == 2  # the tool spans
     return cid, spans
 
 
@@ -142,7 +149,8 @@ def by_trace_batches(spans: list[ReadableSpan]) -> list[tuple[bytes | None, byte
     """`partition_traces_by_id`: one trace per message keyed by hex trace id, one message per export batch. The
     batches (in end order: chat | tool | chat, invoke_agent) split each trace over three messages, and the tool
     span, alone in its message, arrives before any span of its trace that names the conversation."""
-    out, i, sizes = [], 0, [1, 1, 2]
+    out: list[tuple[bytes | None, bytes]] = []
+    i, sizes = 0, [1, 1, 2]
     while i < len(spans):
         batch = spans[i : i + sizes[0]]
         i += sizes[0]
@@ -154,7 +162,7 @@ def by_trace_batches(spans: list[ReadableSpan]) -> list[tuple[bytes | None, byte
 
 def single_spans_shuffled(spans: list[ReadableSpan]) -> list[tuple[bytes | None, bytes]]:
     """One span per message, no key, in shuffled order."""
-    out = [(None, otlp_bytes([s])) for s in spans]
+    out: list[tuple[bytes | None, bytes]] = [(None, otlp_bytes([s])) for s in spans]
     random.Random(7).shuffle(out)
     return out
 

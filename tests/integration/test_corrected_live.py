@@ -145,6 +145,7 @@ def test_corrected_estimates_on_metrics_equal_the_offline_report(broker, topic, 
     ) == pytest.approx(pow3.value, abs=1e-12)
     # the judge alone is biased upwards; the correction moves the figure towards the plan's truth
     truth = np.mean([p["right"] for p in plan])
+    assert c.success_rate is not None
     assert c.success_rate.judge_only - truth > 0.05
     assert abs(c.success_rate.value - truth) < abs(c.success_rate.judge_only - truth)
 

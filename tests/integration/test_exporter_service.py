@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid
+from collections.abc import Sequence
 from fractions import Fraction
 
 import pytest
@@ -22,7 +23,9 @@ from tests.support.scores import make_score
 pytestmark = pytest.mark.broker
 
 
-def produce_scores(bootstrap: str, topic: str, records: list[tuple[bytes, bytes, int | None]]) -> None:
+def produce_scores(
+    bootstrap: str, topic: str, records: Sequence[tuple[bytes | None, bytes, int | None]]
+) -> None:
     """Write (key, value, partition or None) records as the collector writes scores (confluent-kafka)."""
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "partitioner": "murmur2_random"})
     for key, value, partition in records:
@@ -72,11 +75,11 @@ def test_consume_serve_and_restart_reproduces_values(broker, topic) -> None:
 
     series = (("agent", "bot"), ("task", "refund"), ("version", "v1"))
 
-    def g(values: dict, name: str, *extra: tuple[str, str]) -> float:
+    def g(values: dict[tuple[str, tuple], float], name: str, *extra: tuple[str, str]) -> float:
         return values[(name, tuple(sorted(series + extra)))]
 
     exact = Fraction(25 * 26 * 27, 32 * 33 * 34)
-    lo, hi = sps.beta.ppf([0.025, 0.975], 25, 7)
+    lo, hi = sps.beta.ppf(0.025, 25, 7), sps.beta.ppf(0.975, 25, 7)
     k3 = (("k", "3"), ("method", "exchangeable"))  # no repeated attempts: p^3 of the pooled posterior
     for window in ("1h", "24h", "7d"):
         w = ("window", window)

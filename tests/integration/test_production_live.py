@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from agentwatch.config import Settings
+from agentwatch.config import Settings, TaskPolicy
 from agentwatch.pipeline import Pipeline
 from tests.support.live_agent import metrics_when, one_sample, pipeline_settings, run_agent
 from tests.support.metrics_reference import beta_bounds_by_bisection
@@ -79,7 +79,7 @@ def test_scenario_live_metrics(broker, topic, tmp_path) -> None:
     ]
     run_agent(AGENT, broker.bootstrap_servers, topic, plan, tmp_path)
     settings = pipeline_settings(broker.bootstrap_servers, topic, "prodlive")
-    settings.policies = Settings(policies=[POLICY]).policies
+    settings.policies = Settings(policies=[TaskPolicy.model_validate(POLICY)]).policies
 
     def all_counted(pipeline: Pipeline) -> bool:
         est = [e for e in pipeline.exporter.estimator.snapshot() if e.window == "1h" and e.task != "*"]
@@ -108,7 +108,8 @@ def test_scenario_live_metrics(broker, topic, tmp_path) -> None:
     lo, hi = beta_bounds_by_bisection(170, 200)
     lower = one_sample(samples, "agentwatch_success_rate", stat="lower", **policed)
     upper = one_sample(samples, "agentwatch_success_rate", stat="upper", **policed)
-    assert (lower, upper) == (pytest.approx(lo, abs=1e-9), pytest.approx(hi, abs=1e-9))
+    assert lower is not None and upper is not None
+    assert lower == pytest.approx(lo, abs=1e-9) and upper == pytest.approx(hi, abs=1e-9)
     assert lower < 0.85 < upper
     error_rate = one_sample(samples, rate, evidence="error", stat="mean", **policed)
     assert error_rate == pytest.approx(21 / 202, abs=1e-9)

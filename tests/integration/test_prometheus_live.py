@@ -34,7 +34,7 @@ import yaml
 from prometheus_client import CollectorRegistry
 
 from agentwatch.collector.metrics import JudgeMetrics, PipelineStats, register
-from agentwatch.config import Settings
+from agentwatch.config import AlertsConfig, AnchorsConfig, Settings
 from agentwatch.exporters.estimator import Estimator, sanitize_label
 from agentwatch.exporters.exposition import Exposition
 from agentwatch.judge.anchor_service import AnchorJob, AnchorMetrics
@@ -315,7 +315,7 @@ def _drifted_anchor_job(tmp: Path) -> AnchorJob:
     ]
     path = tmp / "anchors.jsonl"
     write_anchors(path, anchors)
-    job = AnchorJob(Settings(anchors={"path": str(path)}))
+    job = AnchorJob(Settings(anchors=AnchorsConfig(path=str(path))))
     job.state.latest = compare(anchors, [JudgeVerdict.graded("complete", 0.9, judge_id=JUDGE)] * 12, JUDGE)
     job.state.finished_at = time.time() - 4 * 3600
     job.state.runs["ok"] = 1
@@ -402,11 +402,13 @@ class PromAPI:
     def get(self, path: str, **params: str) -> dict:
         """GET a JSON API path; returns the decoded body (status success or error)."""
         url = f"{self.base}{path}?{urllib.parse.urlencode(params)}"
+        body: dict
         try:
             with urllib.request.urlopen(url, timeout=10) as resp:
-                return json.load(resp)
+                body = json.load(resp)
         except urllib.error.HTTPError as exc:  # 400/422 carry a JSON error body
-            return json.load(exc)
+            body = json.load(exc)
+        return body
 
     def query(self, expr: str) -> dict:
         """Instant query at now."""
@@ -416,7 +418,8 @@ class PromAPI:
         """Instant query that must succeed; its result vector."""
         body = self.query(expr)
         assert body["status"] == "success", f"{expr}: {body.get('error')}"
-        return body["data"]["result"]
+        result: list[dict] = body["data"]["result"]
+        return result
 
 
 def _wait(predicate, timeout: float, what: str) -> None:
@@ -462,7 +465,7 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
     # pairs: thresholds of 3 to 7 nats, which every rule of the degraded 1.4.0 exceeds against 1.3.0 (20 of its 40
     # graded conversations fail, half of all its conversations end in an error, ...) while the steady 1.3.0,
     # tested against its own history, stays at 0.
-    estimator = Estimator(Settings(alerts={"min_reference": 50, "false_pages_per_month": 2}))
+    estimator = Estimator(Settings(alerts=AlertsConfig(min_reference=50, false_pages_per_month=2)))
     first, second = _batches(datetime.now(UTC))
     for s in first:
         assert estimator.add(s)
@@ -564,7 +567,8 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
 
 def _dashboard() -> dict:
     path = ROOT / "deploy" / "grafana" / "dashboards" / "agentwatch.json"
-    return json.loads(path.read_text())
+    dashboard: dict = json.loads(path.read_text())
+    return dashboard
 
 
 def _substitute(expr: str, variables: dict[str, str]) -> str:
@@ -577,7 +581,7 @@ def _substitute(expr: str, variables: dict[str, str]) -> str:
 
 def _targets(variables: dict[str, str]) -> list[tuple[str, str]]:
     """(panel/ref, expression with the variables substituted): one per version for a panel repeated per version."""
-    out = []
+    out: list[tuple[str, str]] = []
     for panel in _dashboard()["panels"]:
         for target in panel.get("targets", []):
             copies = (
@@ -775,6 +779,7 @@ def test_dashboard_module_is_importable_for_the_live_test() -> None:
     spec = importlib.util.spec_from_file_location(
         "aw_dashboard", ROOT / "deploy" / "grafana" / "dashboard.py"
     )
+    assert spec is not None
     module = importlib.util.module_from_spec(spec)
     assert spec.loader is not None
     spec.loader.exec_module(module)

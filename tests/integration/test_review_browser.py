@@ -21,6 +21,7 @@ from tests.support.review import (
     PASSWORD,
     ServiceThread,
     conversation,
+    get_stored,
     judged,
     record,
     review_settings,
@@ -94,7 +95,8 @@ def test_label_with_the_keyboard_revises_the_score_in_metrics(broker, tmp_path) 
             with sync_playwright() as p:
                 browser = p.chromium.launch(executable_path=_chromium(), args=["--no-sandbox"])
                 page = browser.new_page(viewport={"width": 1200, "height": 900})
-                assert page.goto(svc.url + "/").status == 401  # anonymous: the sign-in page
+                response = page.goto(svc.url + "/")
+                assert response is not None and response.status == 401  # anonymous: the sign-in page
                 page.fill("input[name=name]", "alice")
                 page.fill("input[name=secret]", PASSWORD)
                 page.click("button[type=submit]")
@@ -142,6 +144,7 @@ def test_label_with_the_keyboard_revises_the_score_in_metrics(broker, tmp_path) 
                 page.wait_for_selector("#label-form")
                 assert fine.conversation_id in page.content()
                 browser.close()
+            assert svc.service.metrics_port is not None
             review_metrics = scrape(svc.service.metrics_port)
         assert svc.error is None
         assert review_metrics[("agentwatch_review_labels_saved_total", (("outcome", "complete"),))] == 1
@@ -166,11 +169,12 @@ def test_label_with_the_keyboard_revises_the_score_in_metrics(broker, tmp_path) 
         # a restart of the service on the same SQLite file: the label and the queue are still there
         with ServiceThread(settings) as again:
             stored = again.service.store
-            labelled = next(c for c in (stored.get(i) for i in range(1, 4)) if c.labels)
+            labelled = next(c for c in (get_stored(stored, i) for i in range(1, 4)) if c.labels)
             assert (
                 labelled.conversation_id == wrong.conversation_id and labelled.labels[0].outcome == "complete"
             )
             assert stored.queue()[1] == 2 and stored.pending() == 0
+        assert settings.review.labels_topic is not None
         labels = TopicReader(bs, settings.review.labels_topic)
         (label,) = [LabelRecord.model_validate_json(r.value) for r in labels.wait(lambda r: len(r) >= 1, 20)]
         labels.close()

@@ -14,7 +14,7 @@ from agentwatch.review.store import ANSWERED, DUPLICATE, EXPIRED, REVISED, STORE
 from agentwatch.scorers.relabel import relabel
 from agentwatch.wire.review_records import LabelRecord, TranscriptRecord
 from agentwatch.wire.schema import ConversationScore, Outcome
-from tests.support.review import JUDGE_EXPLANATION, conversation, judged, record, scored
+from tests.support.review import JUDGE_EXPLANATION, conversation, get_stored, judged, record, scored
 
 NOW = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
 DAY = 86400.0
@@ -24,7 +24,8 @@ DAY = 86400.0
 def url(request: pytest.FixtureRequest, tmp_path) -> str:
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'review.db'}"
-    return request.getfixturevalue("postgres_db")
+    db_url: str = request.getfixturevalue("postgres_db")
+    return db_url
 
 
 def _store(url: str) -> Store:
@@ -39,7 +40,7 @@ def _fill(store: Store) -> dict[str, int]:
         conv = conversation(f"c{i}", agent=agent, task=task, ended=NOW - timedelta(hours=4 - i))
         assert store.ingest(record(conv, scored(conv, verdict=judged())), NOW.timestamp(), 30 * DAY) == STORED
     items, _ = store.queue(limit=10)
-    return {store.get(item.id).conversation_id: item.id for item in items}
+    return {get_stored(store, item.id).conversation_id: item.id for item in items}
 
 
 def test_queue_is_oldest_first_filtered_and_counted(url: str) -> None:
@@ -71,7 +72,7 @@ def test_queue_is_oldest_first_filtered_and_counted(url: str) -> None:
 def test_a_label_publishes_revision_plus_one_and_a_label_record(url: str) -> None:
     store = _store(url)
     ids = _fill(store)
-    first = store.get(ids["c0"]).first_score
+    first = get_stored(store, ids["c0"]).first_score
     assert (first.outcome, first.outcome_source.value, first.passed) == (
         Outcome.PARTIAL_INCORRECT,
         "judge",
@@ -81,7 +82,7 @@ def test_a_label_publishes_revision_plus_one_and_a_label_record(url: str) -> Non
         ids["c0"], "alice", Outcome.COMPLETE, "the refund tool is not needed here", True, NOW.timestamp() + 60
     )
     assert saved.revision == 1
-    stored = store.get(ids["c0"])
+    stored = get_stored(store, ids["c0"])
     assert (stored.latest_score.revision, stored.latest_score.outcome, stored.latest_score.passed) == (
         1,
         Outcome.COMPLETE,
@@ -141,6 +142,7 @@ def test_revisions_made_elsewhere_stay_below_the_reviewers_label(url: str) -> No
     credits = OutcomeCredits()
     # the collector revises it first (a late feedback label): the store follows
     feedback = relabel(first, Outcome.ABANDONED, credits)
+    assert feedback is not None
     revision = TranscriptRecord(kind="revision", sample="review_sample", score=feedback, published_at=NOW)
     assert store.ingest(revision, NOW.timestamp(), DAY) == REVISED
     assert store.ingest(revision, NOW.timestamp(), DAY) == DUPLICATE
@@ -149,7 +151,7 @@ def test_revisions_made_elsewhere_stay_below_the_reviewers_label(url: str) -> No
     # the collector, which remembers only revision 1, revises again from it: the store answers with the
     # reviewer's label on top, so the person's decision stays the latest revision
     late = relabel(feedback, Outcome.COMPLETE, credits)
-    assert late.revision == 2
+    assert late is not None and late.revision == 2
     store.mark_sent([r.id for r in store.unsent()], NOW.timestamp())
     assert (
         store.ingest(
@@ -167,7 +169,7 @@ def test_revisions_made_elsewhere_stay_below_the_reviewers_label(url: str) -> No
         Outcome.PARTIAL_CORRECT,
         False,
     )
-    assert store.get(row).latest_score == score
+    assert get_stored(store, row).latest_score == score
     # a revision of a conversation the store never held is ignored
     other = scored(conversation("never", ended=NOW), verdict=judged())
     assert (
@@ -208,7 +210,7 @@ def test_concurrent_labels_get_distinct_increasing_revisions(url: str) -> None:
     assert not errors and len(results) == len(outcomes), errors  # every label saved
     published = sorted(r for r in results if r is not None)
     assert published == list(range(1, len(published) + 1))  # no revision published twice, none skipped
-    assert store.get(row).latest_score.revision == published[-1]
+    assert get_stored(store, row).latest_score.revision == published[-1]
     scores = [ConversationScore.model_validate_json(r.value) for r in store.unsent() if r.topic == "s"]
     assert sorted(s.revision for s in scores) == published
 
@@ -230,7 +232,7 @@ def test_retention_deletes_what_is_old_and_refuses_old_records(url: str) -> None
         "labels": 0,
         "pending": 0,
     }
-    assert [store.get(i.id).conversation_id for i in store.queue()[0]] == ["new"]
+    assert [get_stored(store, i.id).conversation_id for i in store.queue()[0]] == ["new"]
     assert store.ingest(record(old, scored(old, verdict=judged())), NOW.timestamp(), 7 * DAY) == EXPIRED
     assert store.counts()["conversations"] == 1
 
@@ -243,9 +245,10 @@ def test_the_store_survives_a_restart(url: str) -> None:
     )
     store.close()
     again = _store(url)
-    stored = again.get(ids["c2"])
+    stored = get_stored(again, ids["c2"])
     assert [(lb.reviewer, lb.outcome, lb.note) for lb in stored.labels] == [
         ("bob", "hallucinated", "made up a tracking number")
     ]
+    assert stored.transcript is not None
     assert json.loads(stored.transcript)["conversation_id"] == "c2" and again.queue()[1] == 3
     assert len(again.unsent()) == 2  # what was not yet sent is still to send

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import re
 import time
+from collections.abc import Callable
 from datetime import UTC
 
 import httpx
@@ -17,6 +18,7 @@ from tests.support.review import (
     TOKEN,
     ServiceThread,
     conversation,
+    get_stored,
     judged,
     record,
     review_settings,
@@ -25,7 +27,9 @@ from tests.support.review import (
 
 
 def _csrf(html: str) -> str:
-    return re.search(r'name="csrf" value="([^"]+)"', html).group(1)
+    found = re.search(r'name="csrf" value="([^"]+)"', html)
+    assert found is not None, "no CSRF field on the page"
+    return found.group(1)
 
 
 def _sign_in(client: httpx.Client, name: str = "alice", secret: str = PASSWORD) -> httpx.Response:
@@ -97,7 +101,7 @@ def test_refusals_sign_in_and_no_anchoring(broker, tmp_path) -> None:
             )
             bad = client.post(f"/c/{row}/label", data={"outcome": "great", "csrf": token})
             assert bad.status_code == 400 and "Pick one of the five outcome classes" in bad.text
-            assert svc.service.store.get(row).labels == []
+            assert get_stored(svc.service.store, row).labels == []
             saved = client.post(
                 f"/c/{row}/label?agent=support-bot",
                 data={"outcome": "complete", "note": "fine <b>really</b>", "csrf": token, "blind": "1"},
@@ -114,7 +118,7 @@ def test_refusals_sign_in_and_no_anchoring(broker, tmp_path) -> None:
             )
             assert "fine &lt;b&gt;really&lt;/b&gt;" in after.text  # escaped
             assert re.search(r"<strong>0</strong> conversations left", client.get("/").text)
-            (label,) = svc.service.store.get(row).labels
+            (label,) = get_stored(svc.service.store, row).labels
             assert (label.reviewer, label.outcome, label.blind, label.revision) == (
                 "alice",
                 "complete",
@@ -125,7 +129,7 @@ def test_refusals_sign_in_and_no_anchoring(broker, tmp_path) -> None:
             relabel = client.get(f"/c/{row}?relabel=1")
             assert 'id="label-form"' in relabel.text and 'name="blind" value="0"' in relabel.text
             client.post(f"/c/{row}/label", data={"outcome": "abandoned", "csrf": token, "blind": "1"})
-            assert [lb.blind for lb in svc.service.store.get(row).labels] == [True, False]
+            assert [lb.blind for lb in get_stored(svc.service.store, row).labels] == [True, False]
             # signing out ends the session
             client.post("/logout", data={"csrf": token})
             assert client.get("/").status_code == 401
@@ -217,7 +221,7 @@ def test_retention_runs_on_its_schedule(broker, tmp_path) -> None:
         expired = svc.service.stats.expired
     assert (total, len(items), expired) == (1, 1, 1)
     again = Store(settings.review.database_url)
-    assert [again.get(i.id).conversation_id for i in again.queue()[0]] == ["kept"]
+    assert [get_stored(again, i.id).conversation_id for i in again.queue()[0]] == ["kept"]
 
 
 def test_the_publisher_keeps_what_kafka_did_not_acknowledge(tmp_path, monkeypatch) -> None:
@@ -239,9 +243,11 @@ def test_the_publisher_keeps_what_kafka_did_not_acknowledge(tmp_path, monkeypatc
         """librdkafka's producer as the publisher uses it: produce with a delivery callback, then flush."""
 
         def __init__(self) -> None:
-            self.waiting: list[tuple[str, bytes, object]] = []
+            self.waiting: list[tuple[str, bytes, Callable[[str | None, object], None]]] = []
 
-        def produce(self, topic: str, value: bytes, key: bytes, on_delivery: object) -> None:
+        def produce(
+            self, topic: str, value: bytes, key: bytes, on_delivery: Callable[[str | None, object], None]
+        ) -> None:
             self.waiting.append((topic, key, on_delivery))
 
         def flush(self, timeout: float = 0) -> int:
@@ -267,6 +273,7 @@ def test_the_publisher_keeps_what_kafka_did_not_acknowledge(tmp_path, monkeypatc
     thread.join(10)
     assert service.store.pending() == 0
     review = settings.review
+    assert review.labels_topic is not None
     assert sorted(topic for topic, _ in sent) == sorted([review.scores_topic, review.labels_topic])
     assert service.stats.publish_failures >= 2 and service.stats.published == {"scores": 1, "labels": 1}
 

@@ -4,9 +4,10 @@ carry our conversation id (stamped by our processor)."""
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 import pytest
-from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
@@ -20,11 +21,15 @@ from tests.support.fake_openai import (  # noqa: F401
     USAGE,
     fake_openai_server,
 )
-from tests.support.sdk import consume, decode
+from tests.support.sdk import attr_json, consume, decode
+from tests.support.spans import attrs, start_of
+
+if TYPE_CHECKING:
+    from openai.types.chat import ChatCompletionFunctionToolParam
 
 pytestmark = pytest.mark.broker
 
-TOOLS = [
+TOOLS: list[ChatCompletionFunctionToolParam] = [
     {
         "type": "function",
         "function": {
@@ -38,6 +43,12 @@ TOOLS = [
         },
     }
 ]
+
+
+def _scope(span: ReadableSpan) -> str:
+    """The name of the instrumentation scope of a span (the SDK always sets one)."""
+    assert span.instrumentation_scope is not None
+    return span.instrumentation_scope.name
 
 
 def any_value(v):
@@ -67,10 +78,13 @@ def test_openai_instrumentation_spans_pass_through_unchanged(broker, topic, fake
             return {"city": city, "celsius": 18}
 
         @trace(kind="agent", name="weather-bot")
-        def bot(question: str) -> str:
-            messages = [{"role": "user", "content": question}]
+        def bot(question: str) -> str | None:
+            messages: list = [{"role": "user", "content": question}]
             first = client.chat.completions.create(model=MODEL, messages=messages, tools=TOOLS)
-            call = first.choices[0].message.tool_calls[0]
+            calls = first.choices[0].message.tool_calls
+            assert calls is not None
+            call = calls[0]
+            assert call.type == "function"
             result = get_weather(**json.loads(call.function.arguments), tool_call_id=call.id)
             messages.append(first.choices[0].message.model_dump(exclude_none=True))
             messages.append({"role": "tool", "tool_call_id": call.id, "content": json.dumps(result)})
@@ -88,22 +102,20 @@ def test_openai_instrumentation_spans_pass_through_unchanged(broker, topic, fake
 
     made = {s.context.span_id: s for s in memory.get_finished_spans()}
     assert len(fake_openai_server.requests) == 2
-    chats = [s for s in made.values() if s.instrumentation_scope.name != "agentwatch"]
+    chats = [s for s in made.values() if _scope(s) != "agentwatch"]
     assert len(chats) == 2, [s.name for s in made.values()]
     agent = next(s for s in made.values() if s.name == "invoke_agent weather-bot")
     tool = next(s for s in made.values() if s.name == "execute_tool get_weather")
-    assert tool.attributes["gen_ai.tool.call.id"] == TOOL_CALL_ID
-    for chat, usage in zip(
-        sorted(chats, key=lambda s: s.start_time), (USAGE["tool_call"], USAGE["final"]), strict=True
-    ):
-        a = chat.attributes
+    assert attrs(tool)["gen_ai.tool.call.id"] == TOOL_CALL_ID
+    for chat, usage in zip(sorted(chats, key=start_of), (USAGE["tool_call"], USAGE["final"]), strict=True):
+        a = attrs(chat)
         assert chat.name == f"chat {MODEL}"
         assert a["gen_ai.conversation.id"] == "interop-1" and a["agentwatch.task"] == "weather"
-        assert chat.parent.span_id == agent.context.span_id
+        assert chat.parent is not None and chat.parent.span_id == agent.context.span_id
         assert a["gen_ai.response.model"] == RESPONSE_MODEL
         assert (a["gen_ai.usage.input_tokens"], a["gen_ai.usage.output_tokens"]) == usage
         assert "gen_ai.output.messages" in a  # content captured by the instrumentation (SPAN_ONLY)
-    first_out = json.loads(min(chats, key=lambda s: s.start_time).attributes["gen_ai.output.messages"])
+    first_out = attr_json(min(chats, key=start_of), "gen_ai.output.messages")
     parts = [p for m in first_out for p in m["parts"]]
     assert any(p.get("type") == "tool_call" and p.get("id") == TOOL_CALL_ID for p in parts)
 
@@ -118,5 +130,5 @@ def test_openai_instrumentation_spans_pass_through_unchanged(broker, topic, fake
         assert got.name == original.name
         assert got.start_time_unix_nano == original.start_time and got.end_time_unix_nano == original.end_time
         assert {kv.key: any_value(kv.value) for kv in got.attributes} == {
-            k: tuple(v) if isinstance(v, (list, tuple)) else v for k, v in original.attributes.items()
+            k: tuple(v) if isinstance(v, (list, tuple)) else v for k, v in attrs(original).items()
         }

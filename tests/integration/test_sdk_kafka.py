@@ -11,7 +11,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from opentelemetry.proto.trace.v1.trace_pb2 import Status, TracesData
+from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status, TracesData
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -76,7 +76,7 @@ def test_example_agent_end_to_end(broker, topic):
         assert a["gen_ai.conversation.id"] == cid and a["agentwatch.task"] == "travel"
         assert a["user.id"] == "demo-user"
 
-    spans = {}
+    spans: dict[str, list[Span]] = {}
     for _, span in pairs:
         spans.setdefault(span.name, []).append(span)
     turns = sorted(spans["invoke_agent travel-agent"], key=lambda s: s.start_time_unix_nano)

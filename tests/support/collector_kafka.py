@@ -12,9 +12,9 @@ import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, Message, TopicPartition
 from kafka import KafkaProducer
 from kafka.admin import KafkaAdminClient, NewTopic
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
@@ -260,8 +260,16 @@ class Record:
     partition: int
     offset: int
     key: bytes | None
-    value: bytes | None
+    value: bytes  # the topics read carry no tombstones
     headers: list[tuple[str, bytes]]
+
+    @classmethod
+    def of(cls, m: Message) -> Record:
+        """A consumed message (no error): topic, partition, offset and value are set, headers a list."""
+        topic, partition, offset, value = m.topic(), m.partition(), m.offset(), m.value()
+        assert topic is not None and partition is not None and offset is not None, m
+        assert value is not None, f"a tombstone at {topic}[{partition}]@{offset}"
+        return cls(topic, partition, offset, m.key(), value, cast(list[tuple[str, bytes]], m.headers() or []))
 
 
 class TopicReader:
@@ -296,11 +304,7 @@ class TopicReader:
         if not self._assigned and not self._assign():
             time.sleep(0.2)
             return []
-        new = [
-            Record(m.topic(), m.partition(), m.offset(), m.key(), m.value(), m.headers() or [])
-            for m in self.consumer.consume(10_000, 0.2)
-            if m.error() is None
-        ]
+        new = [Record.of(m) for m in self.consumer.consume(10_000, 0.2) if m.error() is None]
         self.records.extend(new)
         return new
 
@@ -309,7 +313,7 @@ class TopicReader:
         done: Callable[[list[Record]], bool],
         timeout_s: float,
         *,
-        alive: Callable[[], None] | None = None,
+        alive: Callable[[], object] | None = None,
     ) -> list[Record]:
         """Poll until `done(records)` or the timeout; returns the records read."""
         deadline = time.monotonic() + timeout_s

@@ -8,14 +8,17 @@ import time
 import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from agentwatch.config import Settings, load_settings
+from agentwatch.config import SamplingConfig, Settings, load_settings
 from agentwatch.judge.verdict import JudgeVerdict
 from agentwatch.review.auth import hash_password, token_hash
 from agentwatch.scorers import ConversationScorer
 from agentwatch.wire.review_records import TranscriptRecord, review_sample_of
 from agentwatch.wire.schema import Conversation, ConversationScore
+
+if TYPE_CHECKING:
+    from agentwatch.review.store import Store, Stored
 
 PASSWORD = "correct horse battery"
 TOKEN = "t0ken-for-bob-0123456789abcdef"
@@ -108,7 +111,7 @@ def scored(
 ) -> ConversationScore:
     """`conv` scored by the real scorer; every conversation is in the judge sample, `review_rate` of them in
     the review sample."""
-    settings = Settings(sampling={"judge_rate": 1.0, "review_rate": review_rate})
+    settings = Settings(sampling=SamplingConfig(judge_rate=1.0, review_rate=review_rate))
     return ConversationScorer(settings).score(conv, verdict)
 
 
@@ -128,6 +131,13 @@ def record(conv: Conversation, score: ConversationScore) -> TranscriptRecord:
         score=score,
         published_at=datetime.now(UTC),
     )
+
+
+def get_stored(store: Store, row: int) -> Stored:
+    """The stored conversation of a row the test knows is there (`Store.get` returns None for a missing one)."""
+    found = store.get(row)
+    assert found is not None, f"no conversation at row {row}"
+    return found
 
 
 class ServiceThread:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from kafka import KafkaConsumer, TopicPartition
-from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
+from opentelemetry.proto.trace.v1.trace_pb2 import Span, TracesData
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
@@ -73,11 +73,11 @@ def consume(bootstrap: str, topic: str, until, timeout_s: float = 30.0) -> list:
     return records
 
 
-def decode(record) -> list[tuple[dict, object]]:
+def decode(record) -> list[tuple[dict[str, str], Span]]:
     """(resource attributes, span) pairs of one OTLP TracesData message."""
     data = TracesData()
     data.ParseFromString(record.value)
-    out = []
+    out: list[tuple[dict[str, str], Span]] = []
     for rs in data.resource_spans:
         resource = {kv.key: kv.value.string_value for kv in rs.resource.attributes}
         for ss in rs.scope_spans:

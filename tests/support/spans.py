@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from google.protobuf.json_format import MessageToJson
@@ -12,6 +13,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import Status, StatusCode
+from opentelemetry.util.types import AttributeValue
 
 
 class SpanFactory:
@@ -36,6 +38,24 @@ class SpanFactory:
     def json(self, **kwargs: Any) -> bytes:
         """Finished spans as OTLP/JSON (protobuf's official JSON mapping)."""
         return MessageToJson(encode_spans(self.spans()), **kwargs).encode()
+
+
+def attrs(span: ReadableSpan) -> Mapping[str, AttributeValue]:
+    """A finished span's attributes (the SDK's spans always have them; `ReadableSpan` types them Optional)."""
+    assert span.attributes is not None
+    return span.attributes
+
+
+def start_of(span: ReadableSpan) -> int:
+    """A finished span's start time, ns (`ReadableSpan` types it Optional)."""
+    assert span.start_time is not None
+    return span.start_time
+
+
+def end_of(span: ReadableSpan) -> int:
+    """A finished span's end time, ns (`ReadableSpan` types it Optional)."""
+    assert span.end_time is not None
+    return span.end_time
 
 
 def user_msg(text: str) -> str:

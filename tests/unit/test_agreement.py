@@ -20,7 +20,7 @@ def test_kappa_equals_the_definition_in_exact_fractions_and_sklearn() -> None:
     assert kappa(m) == pytest.approx(float((po - pe) / (1 - pe)), abs=1e-15)
     truth = np.repeat(np.arange(3), m.sum(axis=1))
     rated = np.concatenate([np.repeat(np.arange(3), row) for row in m])
-    assert (confusion(truth, rated, 3) == m).all()
+    assert (confusion(truth.tolist(), rated.tolist(), 3) == m).all()
     assert kappa(m) == pytest.approx(cohen_kappa_score(truth, rated))
 
 
@@ -36,15 +36,15 @@ def test_item_interval_matches_a_direct_resampling_of_the_items() -> None:
     rng = np.random.default_rng(4)
     truth = rng.integers(0, 3, 600)
     rated = np.where(rng.random(600) < 0.7, truth, rng.integers(0, 3, 600))
-    lo, hi = kappa_interval(truth, rated, 3, resamples=4000, seed=1)
+    lo, hi = kappa_interval(truth.tolist(), rated.tolist(), 3, resamples=4000, seed=1)
     direct = []
     for _ in range(4000):  # the textbook bootstrap, one index draw per resample
         idx = rng.integers(0, 600, 600)
         direct.append(cohen_kappa_score(truth[idx], rated[idx]))
     d_lo, d_hi = np.quantile(direct, [0.025, 0.975])
     assert lo == pytest.approx(d_lo, abs=0.01) and hi == pytest.approx(d_hi, abs=0.01)
-    assert lo < kappa(confusion(truth, rated, 3)) < hi
-    assert kappa_interval(truth, rated, 3, resamples=4000, seed=1) == (lo, hi)  # seeded
+    assert lo < kappa(confusion(truth.tolist(), rated.tolist(), 3)) < hi
+    assert kappa_interval(truth.tolist(), rated.tolist(), 3, resamples=4000, seed=1) == (lo, hi)  # seeded
 
 
 def test_groups_are_resampled_whole() -> None:
@@ -55,9 +55,11 @@ def test_groups_are_resampled_whole() -> None:
     groups = np.repeat(np.arange(10), 60)
     right = np.isin(groups, [0, 1, 2, 3, 4, 5, 6])
     rated = np.where(right, truth, 1 - truth)
-    g_lo, g_hi = kappa_interval(truth, rated, 2, groups.tolist(), seed=3)
-    i_lo, i_hi = kappa_interval(truth, rated, 2, seed=3)
+    g_lo, g_hi = kappa_interval(truth.tolist(), rated.tolist(), 2, groups.tolist(), seed=3)
+    i_lo, i_hi = kappa_interval(truth.tolist(), rated.tolist(), 2, seed=3)
     assert (g_hi - g_lo) > 3 * (i_hi - i_lo)
-    one_each = kappa_interval(truth, rated, 2, list(range(600)), resamples=4000, seed=5)
-    assert one_each == pytest.approx(kappa_interval(truth, rated, 2, resamples=4000, seed=6), abs=0.02)
+    one_each = kappa_interval(truth.tolist(), rated.tolist(), 2, list(range(600)), resamples=4000, seed=5)
+    assert one_each == pytest.approx(
+        kappa_interval(truth.tolist(), rated.tolist(), 2, resamples=4000, seed=6), abs=0.02
+    )
     assert all(math.isnan(x) for x in kappa_interval([], [], 2))

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from agentwatch.config import Settings
+from agentwatch.config import AlertsConfig, Settings
 from agentwatch.exporters.alert_rules import (
     CHANNELS,
     MONTH_S,
@@ -25,7 +25,7 @@ from tests.support.scores import T0, make_score
 
 
 def _estimator(now: list[float], **alerts) -> Estimator:
-    settings = Settings(alerts={"min_reference": 100, **alerts})
+    settings = Settings(alerts=AlertsConfig.model_validate({"min_reference": 100, **alerts}))
     return Estimator(settings, clock=lambda: now[0])
 
 
@@ -216,7 +216,7 @@ def test_minutes_ring_forgets_old_minutes_and_widens_its_counts() -> None:
 
 
 def test_params_from_settings() -> None:
-    p = AlertParams.from_settings(Settings(alerts={"rate_ratios": {"error": 2}, "window": "2h"}))
+    p = AlertParams.from_settings(Settings(alerts=AlertsConfig(rate_ratios={"error": 2}, window="2h")))
     assert p.minutes == 120
     named = dict(zip(p.rules, p.alternatives, strict=True))
     assert named["error"](0.1) == pytest.approx(2 * 0.1 / (0.9 + 2 * 0.1))
@@ -238,7 +238,7 @@ def test_a_short_fleet_simulation_pages_within_the_budget() -> None:
     three Poisson standard deviations); the same fleet designed as if its 2,000-conversation references were
     exact pages well above the estimated-reference design (why the threshold averages over the posterior)."""
     alerts = _benchmark()
-    settings = Settings(alerts={"false_pages_per_month": 3000})
+    settings = Settings(alerts=AlertsConfig(false_pages_per_month=3000))
     months = 0.05
     budget = 3000 * months
     own = sum(alerts.fleet(settings, 40, months, "own", None, False, 2, 3).pages.values())
@@ -252,6 +252,8 @@ def test_a_short_fleet_simulation_pages_within_the_budget() -> None:
 def test_the_delay_simulation_detects_a_tripled_error_rate() -> None:
     alerts = _benchmark()
     sc = next(s for s in alerts.scenarios() if s.rule == "error")
-    settings = Settings(alerts={"false_pages_per_month": 1 / 50})  # the share of a pair in a fleet of 100
+    settings = Settings(
+        alerts=AlertsConfig(false_pages_per_month=1 / 50)
+    )  # the share of a pair in a fleet of 100
     r = alerts.delays(sc, settings, runs=2, warm_days=0.5, for_minutes=2, seed=1, max_minutes=1440)
     assert r["missed"] == 0 and all(0 < m < 1440 for m in r["minutes"])

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -124,7 +125,7 @@ def test_comparison_statistics_against_sklearn_and_counts() -> None:
             conversation=Conversation(conversation_id=f"a{i}"),
             label=Outcome(label),
             frozen=FrozenVerdict(judge="j:old:v1", outcome=Outcome(f), score=0.5),
-            frozen_at="2026-01-01T00:00:00Z",
+            frozen_at=datetime(2026, 1, 1, tzinfo=UTC),
         )
         for i, (label, f) in enumerate(zip(labels, frozen, strict=True))
     ]
@@ -243,7 +244,7 @@ def test_anchors_frozen_from_the_review_store_take_its_blind_labels(tmp_path: Pa
                     sample="review_sample",
                     conversation=conv,
                     score=scorer.score(conv),
-                    published_at="2026-01-01T00:00:00Z",
+                    published_at=datetime(2026, 1, 1, tzinfo=UTC),
                 )
                 store.ingest(record, now=time.time(), retention_s=86_400.0)
             rows = [item.id for item in store.queue()[0]]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from typing import Any
 
 from agentwatch.collector.assembler import Assembler
 from agentwatch.collector.decode import SpanRecord
@@ -10,7 +11,7 @@ from agentwatch.config import CollectorConfig
 
 
 def span(conv: str, n: int, *, end: bool = False, start: int | None = None) -> SpanRecord:
-    attrs = {"gen_ai.conversation.id": conv}
+    attrs: dict[str, Any] = {"gen_ai.conversation.id": conv}
     if end:
         attrs["agentwatch.conversation.end"] = True
     return SpanRecord(
@@ -28,7 +29,7 @@ def span(conv: str, n: int, *, end: bool = False, start: int | None = None) -> S
 
 
 def config(**kw) -> CollectorConfig:
-    base = {"idle_timeout_s": 10.0, "end_grace_s": 1.0}
+    base: dict[str, Any] = {"idle_timeout_s": 10.0, "end_grace_s": 1.0}
     base.update(kw)
     return CollectorConfig(**base)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import gzip
 import json
 import math
+from collections.abc import Collection
 from fractions import Fraction
 from pathlib import Path
 
@@ -21,7 +22,7 @@ from tests.support import published_runs
 runner = CliRunner()
 
 
-def dev_lines(version: str = "gpt-4o", flip: set[int] = frozenset()) -> list[dict]:
+def dev_lines(version: str = "gpt-4o", flip: Collection[int] = frozenset()) -> list[dict]:
     """One transcript line per run; tasks in `flip` have every trial failing instead."""
     out = []
     for run in json.loads(gzip.decompress(published_runs.require(published_runs.AIRLINE).read_bytes())):

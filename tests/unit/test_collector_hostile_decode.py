@@ -109,8 +109,8 @@ def test_numbers_of_any_kind_in_otlp_json_decode_or_are_rejected_with_their_loca
     ],
 )
 def test_overflowing_attribute_numbers_are_invalid_json_not_a_crash(kind: str, token: str) -> None:
-    payload = json.dumps(_doc(attrs=[{"key": "llm.cost.total", "value": {kind: "PLACEHOLDER"}}]))
-    payload = payload.replace('"PLACEHOLDER"', token).encode()
+    doc = json.dumps(_doc(attrs=[{"key": "llm.cost.total", "value": {kind: "PLACEHOLDER"}}]))
+    payload = doc.replace('"PLACEHOLDER"', token).encode()
     with pytest.raises(DecodeError) as err:
         decode_message(payload)
     assert err.value.reason == "invalid_json"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from fractions import Fraction
+from typing import cast
 
 import numpy as np
 import pytest
@@ -110,11 +111,12 @@ def test_issue_scenario_corrected_estimate_equals_the_post_stratified_counts_and
     report = build_report(scores, settings)
     # independent computation from the raw facts: π from every verdict, a and b from the labelled ones
     reviewed = np.array([sample_point(c.conversation_id) < 0.10 for c in convs])
-    verdict = np.array([c.turns[0].judge_score > 0.5 for c in convs])
+    verdict = np.array([cast(float, c.turns[0].judge_score) > 0.5 for c in convs])  # every turn is judged
     pi = Fraction(int(verdict.sum()), len(convs))
     a = Fraction(int((truth & verdict & reviewed).sum()), int((verdict & reviewed).sum()))
     b = Fraction(int((truth & ~verdict & reviewed).sum()), int((~verdict & reviewed).sum()))
     sr = report.success_rate
+    assert sr.plugin is not None and sr.lower is not None and sr.upper is not None
     assert sr.method == "corrected" and sr.labels == int(reviewed.sum())
     assert sr.plugin == pytest.approx(float(pi * a + (1 - pi) * b), rel=1e-12)
     assert sr.lower <= 0.70 <= sr.upper  # this seed covers; the rate of covering is measured below
@@ -194,7 +196,7 @@ def test_asr_is_corrected_from_its_own_minimum_of_labels() -> None:
     assert report.asr.method == "corrected" and report.asr.judge_only is not None
     # the labels' credits (1 or 0) corrected by the verdicts' credits: the same post-stratification here
     assert report.asr.value == pytest.approx(report.success_rate.plugin, abs=0.03)
-    assert report.asr.lower <= float(truth.mean()) + 0.03
+    assert report.asr.lower is not None and report.asr.lower <= float(truth.mean()) + 0.03
 
 
 def test_flagged_labels_never_correct() -> None:
@@ -240,6 +242,7 @@ def test_the_estimator_revised_by_late_labels_equals_the_offline_report() -> Non
     window = _window(est)
     offline = build_report(latest, settings, settings.stats.ks)
     assert window.correction is not None and offline.correction is not None
+    assert offline.success_rate.judge_only is not None
     assert window.correction.labels == offline.correction.labels > MIN_LABELS
     assert window.correction.success.value == pytest.approx(offline.success_rate.plugin, abs=1e-12)
     assert window.correction.success.lower == pytest.approx(offline.success_rate.lower, abs=1e-12)
@@ -259,7 +262,7 @@ def test_windows_sampled_at_two_rates_are_hajek_weighted_like_the_report() -> No
     import time as _time
 
     from agentwatch.exporters.estimator import Estimator
-    from agentwatch.wire.schema import AutomatedVerdict, ConversationScore
+    from agentwatch.wire.schema import AutomatedVerdict, ConversationScore, OutcomeSource
 
     def score(i: int, rate: float, passed: bool) -> ConversationScore:
         outcome = Outcome.COMPLETE if passed else Outcome.ABANDONED
@@ -271,7 +274,7 @@ def test_windows_sampled_at_two_rates_are_hajek_weighted_like_the_report() -> No
             turns=1,
             passed=passed,
             outcome=outcome,
-            outcome_source="judge",
+            outcome_source=OutcomeSource.JUDGE,
             graded_by=["judge"],
             asr_credit=float(passed),
             judge="j",

@@ -29,7 +29,8 @@ def _module() -> ModuleType:
 
 @pytest.fixture(scope="module")
 def dashboard() -> dict:
-    return json.loads(COMMITTED.read_text())
+    data: dict = json.loads(COMMITTED.read_text())
+    return data
 
 
 def _targets(dashboard: dict) -> list[tuple[dict, dict]]:

@@ -13,7 +13,7 @@ from opentelemetry.trace import Status, StatusCode
 
 from agentwatch.collector.conventions import NEEDED_KEYS
 from agentwatch.collector.decode import TRUNCATION_MARKER, DecodeError, decode_message, encode_spans_otlp
-from tests.support.spans import SpanFactory, sdk_turn
+from tests.support.spans import SpanFactory, attrs, sdk_turn
 
 
 @pytest.fixture
@@ -48,7 +48,7 @@ def test_protobuf_fields_match_the_sdk_spans(factory: SpanFactory) -> None:
         assert rec.parent_span_id == (format(span.parent.span_id, "016x") if span.parent else None)
         assert rec.name == span.name
         assert (rec.start_ns, rec.end_ns) == (span.start_time, span.end_time)
-        expected = {k: (list(v) if isinstance(v, tuple) else v) for k, v in span.attributes.items()}
+        expected = {k: (list(v) if isinstance(v, tuple) else v) for k, v in attrs(span).items()}
         expected = {k: v for k, v in expected.items() if k in NEEDED_KEYS or k.startswith("agentwatch.tag.")}
         assert rec.attrs == expected
         assert "http.noise" not in rec.attrs
@@ -151,7 +151,7 @@ def test_conversation_id_inherited_within_the_trace_else_trace_id() -> None:
     records = {r.name: r for r in decode_message(f.protobuf())}
     assert records["root"].conversation_id == "sess-9"
     assert records["child"].conversation_id == "sess-9"
-    assert records["other-trace"].conversation_id == format(other.context.trace_id, "032x")
+    assert records["other-trace"].conversation_id == format(other.get_span_context().trace_id, "032x")
 
 
 def test_long_attributes_are_truncated_with_a_marker() -> None:

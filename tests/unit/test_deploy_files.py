@@ -16,7 +16,8 @@ DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 
 
 def _load(path: Path) -> dict:
-    return yaml.safe_load(path.read_text())
+    data: dict = yaml.safe_load(path.read_text())
+    return data
 
 
 def _load_all(path: Path) -> list[dict]:

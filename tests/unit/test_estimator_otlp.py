@@ -16,6 +16,7 @@ from tests.support.scores import T0, make_score
 
 def points(reader: InMemoryMetricReader) -> dict[str, list]:
     data = reader.get_metrics_data()
+    assert data is not None
     out: dict[str, list] = {}
     for rm in data.resource_metrics:
         for sm in rm.scope_metrics:
@@ -41,7 +42,7 @@ def test_otlp_gauges_and_counters_equal_exact_values() -> None:
         for p in got["agentwatch_pass_pow_k"]
         if all(p.attributes.get(k) == v for k, v in want.items())
     }
-    lo, hi = sps.beta.ppf([0.025, 0.975], 25, 7)
+    lo, hi = sps.beta.ppf(0.025, 25, 7), sps.beta.ppf(0.975, 25, 7)
     assert by_stat["mean"] == pytest.approx(float(Fraction(25 * 26 * 27, 32 * 33 * 34)), abs=1e-12)
     assert by_stat["lower"] == pytest.approx(lo**3, abs=1e-12)
     assert by_stat["upper"] == pytest.approx(hi**3, abs=1e-12)

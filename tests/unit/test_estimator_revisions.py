@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import random
+from typing import Any
 
 import pytest
 
@@ -195,7 +196,7 @@ def _topic(n: int = 240, seed: int = 5) -> list:
         agent = ("alpha", "beta")[i % 2]
         cid = str(i // 2)  # every id used by both agents
         evidence = rng.sample(list(EVIDENCE), rng.choice([0, 0, 1, 2]))
-        base = {
+        base: dict[str, Any] = {
             "agent": agent,
             "task": rng.choice(["refund", "billing"]),
             "ended_at": ended,

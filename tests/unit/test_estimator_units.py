@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
+from typing import Any
 
 import pytest
 
@@ -25,7 +26,7 @@ PLAN = {
 }
 
 
-def plan_scores(version: str = "v1", t: float = T0, **extra: object) -> list:
+def plan_scores(version: str = "v1", t: float = T0, **extra: Any) -> list:
     return [
         make_score(
             f"{version}-{task}-{inst}-{a}",
@@ -42,7 +43,7 @@ def plan_scores(version: str = "v1", t: float = T0, **extra: object) -> list:
     ]
 
 
-def estimator(**overrides: object) -> Estimator:
+def estimator(**overrides: Any) -> Estimator:
     return Estimator(load_settings(**overrides), clock=lambda: T0 + 60)
 
 

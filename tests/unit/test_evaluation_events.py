@@ -169,7 +169,7 @@ def test_explanation_is_short() -> None:
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        return int(s.getsockname()[1])
 
 
 def test_unreachable_endpoint_never_raises_and_counts_the_drop(caplog: pytest.LogCaptureFixture) -> None:
@@ -257,9 +257,10 @@ def test_decoded_conversation_end_to_end(receiver: Receiver) -> None:
     from agentwatch.collector.decode import decode_message
     from agentwatch.collector.reconstruct import build_conversation
     from tests.support.collector_kafka import otlp_bytes, simple_conversation
+    from tests.support.spans import start_of
 
     spans = simple_conversation("conv-e2e", turns=3)
-    last = max((s for s in spans if s.name.startswith("invoke_agent")), key=lambda s: s.start_time)
+    last = max((s for s in spans if s.name.startswith("invoke_agent")), key=start_of)
     records = decode_message(otlp_bytes(spans), "application/x-protobuf")
     fin = FinishedConversation("conv-e2e", 0, records, "end", False)
     verdict = JudgeVerdict.failed("judge_unavailable", "503")

@@ -22,7 +22,10 @@ from tests.support import published_runs
 
 @pytest.fixture(scope="module")
 def dev() -> list[dict[str, Any]]:
-    return json.loads(gzip.decompress(published_runs.require(published_runs.AIRLINE).read_bytes()))
+    runs: list[dict[str, Any]] = json.loads(
+        gzip.decompress(published_runs.require(published_runs.AIRLINE).read_bytes())
+    )
+    return runs
 
 
 def entries(dev: list[dict[str, Any]], *keys: tuple[int, int]) -> list[dict[str, Any]]:

@@ -84,7 +84,7 @@ def test_duplicates_in_flight_share_one_call():
 def test_concurrency_is_bounded_and_order_kept():
     judge = CountingJudge(delay=0.05)
     runner = JudgeRunner(judge, concurrency=3)
-    done = []
+    done: list[JudgeVerdict] = []
     convs = [conv(f"c{i}", f"answer {i}") for i in range(12)]
     verdicts = runner.judge_many(convs, on_done=done.append)
     assert len(verdicts) == 12 and len(done) == 12 and judge.peak <= 3 and runner.pending == 0
@@ -111,9 +111,12 @@ def test_daily_cap_is_sliding():
     cap.record(0.6)
     now[0] = 7200.0
     cap.record(0.5)
-    assert cap.check() is not None and "daily" in cap.check()
+    reason = cap.check()
+    assert reason is not None and "daily" in reason
     now[0] = 86_401.0  # the first spend left the window
-    assert cap.check() is None and cap.spent() == (0.0, pytest.approx(0.5))
+    assert cap.check() is None
+    hour, day = cap.spent()
+    assert hour == 0.0 and day == pytest.approx(0.5)
 
 
 def test_failures_are_counted_not_cached():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 import pytest
 
@@ -207,7 +208,7 @@ def test_explain(error: str, setting: str) -> None:
     ],
 )
 def test_explain_client_certificate(client_cert: bool, error: str, words: str) -> None:
-    files = {"ssl_cert_file": __file__, "ssl_key_file": __file__} if client_cert else {}
+    files: dict[str, Any] = {"ssl_cert_file": __file__, "ssl_key_file": __file__} if client_cert else {}
     found = KafkaSecurity(security_protocol="SSL", **files).explain(error, "b:9093")
     assert found is not None and found.setting == "kafka.ssl_cert_file"
     assert words in str(found) and "kafka.ssl_key_file" in str(found)
@@ -238,9 +239,8 @@ def test_lost_sasl_ssl_connection_names_the_password_not_tls() -> None:
     found = sec.diagnose(messages, "b:9093")
     assert found is not None and found.setting == "kafka.sasl_password", found
     assert sec.explain("<KafkaSSLTransport [none]>: socket disconnected", "b:9093") is None
-    assert sec.explain("<KafkaSSLTransport [none]>: SSL handshake failed", "b:9093").setting == (
-        "kafka.security_protocol"
-    )
+    handshake = sec.explain("<KafkaSSLTransport [none]>: SSL handshake failed", "b:9093")
+    assert handshake is not None and handshake.setting == "kafka.security_protocol"
 
 
 def test_the_services_load_one_kafka_client() -> None:

@@ -126,14 +126,15 @@ def test_policy_book_globs_and_first_match() -> None:
             TaskPolicy(id="b", task="refund"),
         ]
     )
-    assert book.match("support-bot", "refund_v2").id == "a"
-    assert book.match("sales-bot", "refund").id == "b"
+    a, b = book.match("support-bot", "refund_v2"), book.match("sales-bot", "refund")
+    assert a is not None and a.id == "a"
+    assert b is not None and b.id == "b"
     assert book.match("sales-bot", "faq") is None
 
 
 def test_scorer_records_policy_and_forbidden_evidence_expectations_win() -> None:
     settings = Settings(
-        policies=[{"id": "refunds", "version": "7", "task": "refund", "forbidden_tools": ["delete"]}]
+        policies=[TaskPolicy(id="refunds", version="7", task="refund", forbidden_tools=["delete"])]
     )
     scorer = ConversationScorer(settings)
     s = scorer.score(conv(dict(TURN, tool_calls=[call("delete")])))

@@ -17,7 +17,7 @@ from scipy import stats as sps
 from typer.testing import CliRunner
 
 from agentwatch.cli import app
-from agentwatch.config import Settings
+from agentwatch.config import SamplingConfig, Settings, TaskPolicy
 from agentwatch.scorers import ConversationScorer
 from agentwatch.scorers.sampling import Sampler, sample_point
 from agentwatch.wire.schema import Conversation
@@ -79,7 +79,7 @@ def test_evidence_never_grades_and_silent_failures_stay_ungraded() -> None:
     for kind in ("fine", "error", "loop", "silent"):
         s = scorer.score(Conversation.model_validate(conversation(f"k-{kind}", kind, rng)))
         assert s.passed is None and s.graded_by == [] and s.asr_credit is None
-    policed = ConversationScorer(Settings(policies=[POLICY]))
+    policed = ConversationScorer(Settings(policies=[TaskPolicy.model_validate(POLICY)]))
     verdicts = {
         kind: policed.score(Conversation.model_validate(conversation(f"p-{kind}", kind, rng))).passed
         for kind in ("fine", "error", "loop", "silent")
@@ -104,14 +104,16 @@ def test_sample_point_is_the_documented_sha256_rule() -> None:
 def test_sampler_rules_first_match_and_subset_property() -> None:
     sampler = Sampler(
         Settings(
-            sampling={
-                "judge_rate": 0.5,
-                "review_rate": 0.0,
-                "rules": [
-                    {"agent": "support-*", "task": "refund", "judge_rate": 0.1, "review_rate": 0.02},
-                    {"agent": "support-*", "review_rate": 0.05},
-                ],
-            }
+            sampling=SamplingConfig.model_validate(
+                {
+                    "judge_rate": 0.5,
+                    "review_rate": 0.0,
+                    "rules": [
+                        {"agent": "support-*", "task": "refund", "judge_rate": 0.1, "review_rate": 0.02},
+                        {"agent": "support-*", "review_rate": 0.05},
+                    ],
+                }
+            )
         ).sampling
     )
     assert sampler.rates("support-bot", "refund") == (0.1, 0.02)
@@ -128,7 +130,7 @@ def test_sampler_rules_first_match_and_subset_property() -> None:
 
 def _verdict_table(review_rate: float) -> dict[tuple[str, bool], bool | None]:
     """The real scorer's verdict for each kind of conversation, in and out of the review sample."""
-    scorer = ConversationScorer(Settings(sampling={"review_rate": review_rate}))
+    scorer = ConversationScorer(Settings(sampling=SamplingConfig(review_rate=review_rate)))
     rng = random.Random(0)
     table: dict[tuple[str, bool], bool | None] = {}
     i = 0
@@ -166,7 +168,10 @@ def _coverage(review_rate: float, scheme: str, reps: int, n: int, p: float, seed
         if not graded:
             continue
         x = sum(graded)
-        lo, hi = sps.beta.ppf([0.025, 0.975], 1 + x, 1 + len(graded) - x)
+        lo, hi = (
+            sps.beta.ppf(0.025, 1 + x, 1 + len(graded) - x),
+            sps.beta.ppf(0.975, 1 + x, 1 + len(graded) - x),
+        )
         covered += lo <= p <= hi
     return covered / reps
 

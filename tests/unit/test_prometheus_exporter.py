@@ -11,7 +11,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from agentwatch.config import load_settings
 from agentwatch.exporters.service import ExporterService
-from agentwatch.wire.schema import AutomatedVerdict, ToolScore, TurnScore
+from agentwatch.wire.schema import AutomatedVerdict, Outcome, ToolScore, TurnScore
 from tests.support.metrics_reference import beta_bounds_by_bisection
 from tests.support.scores import T0, make_score
 
@@ -42,7 +42,9 @@ def scrape(port: int) -> dict[str, list]:
 
 
 def value(samples: dict, name: str, **labels: str) -> float:
-    hits = [s.value for s in samples.get(name, []) if all(s.labels.get(k) == v for k, v in labels.items())]
+    hits: list[float] = [
+        s.value for s in samples.get(name, []) if all(s.labels.get(k) == v for k, v in labels.items())
+    ]
     assert len(hits) == 1, (name, labels, hits)
     return hits[0]
 
@@ -135,7 +137,7 @@ def test_every_documented_metric_is_exposed(served) -> None:
                 label=truth if labelled else None,
                 automated=AutomatedVerdict(
                     graded_by=["judge"],
-                    outcome=verdict,
+                    outcome=Outcome(verdict),
                     passed=verdict == "complete",
                     asr_credit=1.0 if verdict == "complete" else 0.0,
                 ),
@@ -267,7 +269,11 @@ def test_kept_text_follows_every_change_and_is_valid_for_promtool(tmp_path) -> N
         fresh_est = Estimator(load_settings(), clock=clock)
         for earlier in range(step + 1):
             _feed(fresh_est, earlier)
-        ours, fresh = _parsed(text), _parsed(Exposition(lambda fe=fresh_est: fe).render().decode())
+
+        def fresh_source(fe: Estimator = fresh_est) -> Estimator:
+            return fe
+
+        ours, fresh = _parsed(text), _parsed(Exposition(fresh_source).render().decode())
         assert ours == fresh
         assert any(k[0] == "agentwatch_regression_probability" for k in ours[1])
         for family in (

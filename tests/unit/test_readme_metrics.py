@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 from prometheus_client import CollectorRegistry
+from prometheus_client.registry import Collector
 
 from agentwatch.collector.metrics import PipelineStats, register
 from agentwatch.config import load_settings
@@ -41,7 +42,7 @@ def _exposed_families() -> set[str]:
     return set(re.findall(r"^# TYPE (agentwatch_\w+) ", text, re.MULTILINE))
 
 
-def _review_metrics() -> object:
+def _review_metrics() -> Collector:
     """The review service's families over an in-memory SQLite store with one conversation in the queue."""
     import time
 

@@ -17,7 +17,7 @@ from agentwatch.collector.assembler import FinishedConversation
 from agentwatch.collector.decode import decode_message
 from agentwatch.collector.reconstruct import build_conversation
 from agentwatch.wire.schema import Conversation, Outcome
-from tests.support.spans import SpanFactory, assistant_msg, sdk_turn, user_msg
+from tests.support.spans import SpanFactory, assistant_msg, attrs, end_of, sdk_turn, start_of, user_msg
 
 
 def _conversation(factory: SpanFactory, **kw) -> Conversation:
@@ -65,9 +65,7 @@ def test_sdk_conversation_every_field() -> None:
         fail="TimeoutError",
     )
     spans = {s.name + str(i): s for i, s in enumerate(f.spans())}
-    turn_spans = sorted(
-        (s for s in spans.values() if s.name.startswith("invoke_agent")), key=lambda s: s.start_time
-    )
+    turn_spans = sorted((s for s in spans.values() if s.name.startswith("invoke_agent")), key=start_of)
     conv = _conversation(f)
     assert conv.conversation_id == "conv-42"
     assert (conv.agent, conv.version, conv.task) == ("shop-agent", "1.4.0", "refunds")
@@ -76,7 +74,7 @@ def test_sdk_conversation_every_field() -> None:
     assert conv.budget_usd == 0.05
     assert conv.outcome is Outcome.PARTIAL_CORRECT
     assert conv.incomplete is False
-    assert conv.ended_at == datetime.fromtimestamp(max(s.end_time for s in spans.values()) / 1e9, tz=UTC)
+    assert conv.ended_at == datetime.fromtimestamp(max(end_of(s) for s in spans.values()) / 1e9, tz=UTC)
     assert [t.input for t in conv.turns] == ["where is order 7?", "refund it"]
     assert [t.answer for t in conv.turns] == ["it ships tomorrow", "refunded"]
     t0, t1 = conv.turns
@@ -95,8 +93,8 @@ def test_sdk_conversation_every_field() -> None:
     assert (t0.cost_usd, t1.cost_usd) == (None, 0.01)
     assert (t0.error, t1.error) == (None, "TimeoutError")
     for turn, span in zip(conv.turns, turn_spans, strict=True):
-        assert turn.duration_ms == pytest.approx((span.end_time - span.start_time) / 1e6)
-        assert turn.started_at == datetime.fromtimestamp(span.start_time / 1e9, tz=UTC)
+        assert turn.duration_ms == pytest.approx((end_of(span) - start_of(span)) / 1e6)
+        assert turn.started_at == datetime.fromtimestamp(start_of(span) / 1e9, tz=UTC)
     assert conv.notes == []
 
 
@@ -335,6 +333,7 @@ def fake_openai() -> Iterator[str]:
 
 def _run_instrumented_agent(base_url: str, capture: str) -> SpanFactory:
     from openai import OpenAI
+    from openai.types.chat import ChatCompletionFunctionToolParam
     from opentelemetry.instrumentation.genai.openai import OpenAIInstrumentor
 
     f = SpanFactory()
@@ -348,7 +347,7 @@ def _run_instrumented_agent(base_url: str, capture: str) -> SpanFactory:
     instrumentor.instrument(tracer_provider=f.provider)
     try:
         client = OpenAI(base_url=base_url, api_key="test")
-        tools = [
+        tools: list[ChatCompletionFunctionToolParam] = [
             {
                 "type": "function",
                 "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {}}},
@@ -357,7 +356,10 @@ def _run_instrumented_agent(base_url: str, capture: str) -> SpanFactory:
         with f.tracer.start_as_current_span("weather-agent", attributes={"gen_ai.conversation.id": "oai-1"}):
             messages: list = [{"role": "user", "content": "Weather in Paris?"}]
             first = client.chat.completions.create(model="gpt-4o-mini", messages=messages, tools=tools)
-            tc = first.choices[0].message.tool_calls[0]
+            calls = first.choices[0].message.tool_calls
+            assert calls is not None
+            tc = calls[0]
+            assert tc.type == "function"
             messages.append(
                 {
                     "role": "assistant",
@@ -384,7 +386,7 @@ def _run_instrumented_agent(base_url: str, capture: str) -> SpanFactory:
 
 def test_official_openai_instrumentation_with_content(fake_openai: str) -> None:
     f = _run_instrumented_agent(fake_openai, "SPAN_ONLY")
-    assert sum(s.attributes.get("gen_ai.operation.name") == "chat" for s in f.spans()) == 2
+    assert sum(attrs(s).get("gen_ai.operation.name") == "chat" for s in f.spans()) == 2
     conv = _conversation(f)
     assert conv.conversation_id == "oai-1"
     (turn,) = conv.turns

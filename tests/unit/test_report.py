@@ -20,7 +20,7 @@ from agentwatch.report.html import render_html
 from agentwatch.report.model import Report
 from agentwatch.report.text import render_text
 from agentwatch.stats.beta import posterior, regression_probability
-from agentwatch.wire.schema import ConversationScore, ToolScore, TurnScore
+from agentwatch.wire.schema import ConversationScore, Outcome, OutcomeSource, ToolScore, TurnScore
 
 ISSUE_KEYS = {
     "conversations",
@@ -114,8 +114,8 @@ def make(
         tags={"category": category, "difficulty": "hard" if i % 2 else "easy"},
         turns=1,
         passed=passed,
-        outcome=outcome,
-        outcome_source="rules",
+        outcome=Outcome(outcome),
+        outcome_source=OutcomeSource.RULES,
         reasons=list(reasons),
         turn_scores=[turn],
         cost_usd=cost,
@@ -234,7 +234,7 @@ def test_pass_at_k_and_pass_pow_k_fields(report: Report) -> None:
         a, b = 1 + c, 1 + n - c
         assert pw.pooled_mean == pytest.approx(float(_rising(a, b, k)), rel=1e-12)
         assert at.pooled_mean == pytest.approx(float(1 - _rising(b, a, k)), rel=1e-12)
-        qlo, qhi = sps.beta.ppf([0.025, 0.975], a, b)
+        qlo, qhi = sps.beta.ppf(0.025, a, b), sps.beta.ppf(0.975, a, b)
         assert (pw.pooled_lower, pw.pooled_upper) == pytest.approx((qlo**k, qhi**k), rel=1e-9)
         at_bounds = (1 - (1 - qlo) ** k, 1 - (1 - qhi) ** k)
         assert (at.pooled_lower, at.pooled_upper) == pytest.approx(at_bounds, rel=1e-9)
@@ -258,6 +258,7 @@ def test_asr_tool_cost_failure_modes(report: Report) -> None:
     value = math.fsum(credits) / len(credits)
     assert report.asr.value == pytest.approx(value)
     half = 1.96 * np.std(credits) / math.sqrt(len(credits))
+    assert report.asr.lower is not None and report.asr.upper is not None
     assert report.asr.lower < value < report.asr.upper
     assert (report.asr.upper - report.asr.lower) / 2 == pytest.approx(half, rel=0.25)
     tc = report.tool_correctness
@@ -338,7 +339,8 @@ def test_gate_on_all_when_nothing_is_core_and_safe_to_ship() -> None:
     assert "SAFE TO SHIP." in render_text(build_report(scores, Settings()))
     # the same share of passes on one conversation in ten is not evidence enough
     few = build_report(scores[50:], Settings()).readiness
-    assert not few.safe_to_ship and "not enough conversations: 10 graded" in few.gates[0].note
+    note = few.gates[0].note
+    assert not few.safe_to_ship and note is not None and "not enough conversations: 10 graded" in note
 
 
 def _gate_passes(n: int, c: int, settings: Settings) -> bool:

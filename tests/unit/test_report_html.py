@@ -20,7 +20,7 @@ from agentwatch.report.figures import figures
 from agentwatch.report.html import group_table, render_html
 from agentwatch.report.model import BootstrapEstimate, GroupStats
 from agentwatch.scorers import ConversationScorer
-from agentwatch.wire.schema import Conversation, ConversationScore
+from agentwatch.wire.schema import Conversation, ConversationScore, Outcome, OutcomeSource
 
 EVIL = "</details></pre><script>alert(1)</script><img src=x onerror=alert(2)>\"'"
 
@@ -164,8 +164,8 @@ def _repeated_attempts() -> list[ConversationScore]:
                     attempt=attempt,
                     turns=1,
                     passed=passed,
-                    outcome="complete" if passed else "partial_incorrect",
-                    outcome_source="rules",
+                    outcome=Outcome.COMPLETE if passed else Outcome.PARTIAL_INCORRECT,
+                    outcome_source=OutcomeSource.RULES,
                     graded_by=["expectations"],
                     asr_credit=float(passed),
                 )

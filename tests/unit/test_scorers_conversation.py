@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 from fractions import Fraction
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentwatch.config import Settings
+from agentwatch.config import CostConfig, SamplingConfig, ScoringConfig, Settings, TaskPolicy
 from agentwatch.scorers import ConversationScorer, score_conversation
 from agentwatch.wire.schema import Conversation, Outcome, OutcomeSource
 
@@ -39,7 +40,8 @@ def test_complete_conversation():
     s = score_conversation(make(ORDER_TURN))
     assert s.passed is True and s.outcome is Outcome.COMPLETE and s.outcome_source is OutcomeSource.RULES
     assert s.asr_credit == 1.0 and s.reasons == []
-    assert s.turn_scores[0].tool.overall == 1.0 and s.turn_scores[0].passed is True
+    tool = s.turn_scores[0].tool
+    assert tool is not None and tool.overall == 1.0 and s.turn_scores[0].passed is True
 
 
 # --------------------------------------------------------------------------- hallucinations
@@ -194,7 +196,7 @@ def test_a_closing_left_unanswered_is_no_missing_answer(closing):
 
 
 def test_a_handoff_to_a_person_is_an_ending_not_a_missing_answer():
-    handoff = {
+    handoff: dict[str, Any] = {
         "input": "I want a human.",
         "answer": None,
         "tool_calls": [{"name": "transfer_to_human_agents", "arguments": {"summary": "x"}, "result": "ok"}],
@@ -213,7 +215,7 @@ def test_error_alone_is_evidence_not_a_grade():
     assert s.evidence == ["error"] and s.graded_by == [] and "error" in codes(s)
     assert s.turn_scores[0].passed is None and s.turn_scores[0].error == "RuntimeError"
     # the same conversation graded by a policy: the evidence fails it
-    policed = ConversationScorer(Settings(policies=[{"id": "p"}])).score(
+    policed = ConversationScorer(Settings(policies=[TaskPolicy(id="p")])).score(
         make({"input": "q", "answer": "a", "error": "RuntimeError"})
     )
     assert (
@@ -249,7 +251,7 @@ def test_label_wins_over_rules():
         outside.passed is None and outside.outcome is Outcome.UNSCORED and outside.label is Outcome.COMPLETE
     )
     assert outside.review_sampled is False and "label" in codes(outside)
-    reviewed = ConversationScorer(Settings(sampling={"review_rate": 1.0})).score(
+    reviewed = ConversationScorer(Settings(sampling=SamplingConfig(review_rate=1.0))).score(
         make({"input": "q", "answer": "a"}, outcome="complete")
     )
     assert reviewed.passed is True and reviewed.asr_credit == 1.0 and reviewed.graded_by == ["label"]
@@ -265,7 +267,8 @@ def test_partial_correct_and_partial_incorrect():
         },
     )
     s = score_conversation(make(turn))
-    assert s.turn_scores[0].tool.overall == pytest.approx(0.75)
+    tool = s.turn_scores[0].tool
+    assert tool is not None and tool.overall == pytest.approx(0.75)
     assert s.outcome is Outcome.PARTIAL_CORRECT and s.asr_credit == pytest.approx(0.4)
     assert "tool_parameters" in codes(s)
     # wrong tool and wrong answer → partial_incorrect
@@ -296,7 +299,7 @@ def priced_settings(**cost) -> Settings:
             "m-large": {"input_per_mtok": 10, "output_per_mtok": 30},
         },
     }
-    return Settings(cost={"prices": prices, **cost})
+    return Settings(cost=CostConfig.model_validate({"prices": prices, **cost}))
 
 
 def test_cost_from_tokens_exact_and_prefix_match():
@@ -489,7 +492,7 @@ def test_hallucination_checks_can_be_turned_off():
     }
     on = score_conversation(make(turn))
     assert on.outcome is Outcome.HALLUCINATED
-    off = ConversationScorer(Settings(scoring={"hallucination_checks": False})).score(make(turn))
+    off = ConversationScorer(Settings(scoring=ScoringConfig(hallucination_checks=False))).score(make(turn))
     assert off.outcome is Outcome.COMPLETE and off.passed is True
 
 
@@ -532,7 +535,8 @@ def test_utilization_needs_a_result_value_not_in_the_input(answer, utilized):
         "expected": {"tools": [{"name": "lookup_order", "arguments": {"order_id": "ORD-52459"}}]},
     }
     s = score_conversation(make(turn))
-    assert s.turn_scores[0].tool.utilization == (1.0 if utilized else 0.0)
+    tool = s.turn_scores[0].tool
+    assert tool is not None and tool.utilization == (1.0 if utilized else 0.0)
     assert s.passed is utilized
     assert ("tool_utilization" in codes(s)) is not utilized
 

@@ -3,6 +3,8 @@ endings (handoffs, goodbyes), required outputs, and the per-turn grader's free l
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from agentwatch.config import HANDOFF_TOOLS, READ_ONLY_TOOLS, Settings, TaskPolicy
@@ -103,7 +105,7 @@ def test_an_unexpected_call_with_effects_fails_as_extra_calls_says() -> None:
 
 
 def test_no_call_with_effects_is_expressible_and_lookups_still_pass() -> None:
-    refuse = {"tools": []}
+    refuse: dict[str, list] = {"tools": []}
     assert policy_codes(refuse, conv(call("get_reservation"), call("transfer_to_human_agents"))) == set()
     assert policy_codes(refuse, conv(call("cancel_reservation"))) == {"policy_effects"}
     assert (
@@ -238,7 +240,7 @@ def test_a_conversation_expectation_is_matched_anywhere_and_graded() -> None:
 
 
 def test_conversation_expectation_answer_forbidden_end_and_utilization() -> None:
-    base = {
+    base: dict[str, Any] = {
         "conversation_id": "c",
         "turns": [
             {
@@ -272,7 +274,11 @@ def test_conversation_expectation_answer_forbidden_end_and_utilization() -> None
 
 
 def test_transcript_expectations_win_over_policies_and_a_conversation_expectation_counts() -> None:
-    settings = Settings(policies=[{"id": "p", "task": "t", "tools": [{"name": "cancel_reservation"}]}])
+    settings = Settings(
+        policies=[
+            TaskPolicy.model_validate({"id": "p", "task": "t", "tools": [{"name": "cancel_reservation"}]})
+        ]
+    )
     scorer = ConversationScorer(settings)
     c = conv(
         call("update_reservation", reservation_id="R1", cabin="economy"),

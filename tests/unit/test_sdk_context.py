@@ -12,6 +12,7 @@ import pytest
 from agentwatch import conversation, trace
 from agentwatch.sdk import bind_context, current_conversation
 from tests.support.sdk import attr_json, by_name, sdk_provider, spans  # noqa: F401
+from tests.support.spans import attrs
 
 CONV_KEYS = ("gen_ai.conversation.id", "agentwatch.task")
 
@@ -337,8 +338,8 @@ def test_read_only_tools_say_so_on_their_spans(spans):  # noqa: F811
 
     lookup("1"), get_refund("1"), plain()
     got = by_name(spans)
-    assert got["execute_tool lookup"].attributes["agentwatch.tool.read_only"] is True
-    assert got["execute_tool get_refund"].attributes["agentwatch.tool.read_only"] is False
-    assert "agentwatch.tool.read_only" not in got["execute_tool plain"].attributes
+    assert attrs(got["execute_tool lookup"])["agentwatch.tool.read_only"] is True
+    assert attrs(got["execute_tool get_refund"])["agentwatch.tool.read_only"] is False
+    assert "agentwatch.tool.read_only" not in attrs(got["execute_tool plain"])
     with pytest.raises(ValueError, match="read_only"):
         trace(kind="agent", read_only=True)(lambda: None)

@@ -11,6 +11,7 @@ from opentelemetry.trace import StatusCode
 
 from agentwatch import record_usage, trace
 from tests.support.sdk import attr_json, by_name, sdk_provider, spans  # noqa: F401
+from tests.support.spans import attrs
 
 
 def test_bare_decorator_makes_a_chain_span_with_input_and_output(spans):  # noqa: F811
@@ -39,8 +40,8 @@ def test_decorator_with_arguments_and_positional_name(spans):  # noqa: F811
     f(1), g(2)
     got = by_name(spans)
     assert set(got) == {"renamed", "short"}
-    assert "output.value" not in got["renamed"].attributes
-    assert got["short"].attributes["output.value"] == "2"
+    assert "output.value" not in attrs(got["renamed"])
+    assert attrs(got["short"])["output.value"] == "2"
 
 
 def test_tool_span_follows_genai_conventions(spans):  # noqa: F811
@@ -108,17 +109,17 @@ def test_llm_span_reads_openai_style_usage_from_object_and_dict(spans):  # noqa:
     call_object([{"role": "user", "content": "hello"}])
     call_dict("hey")
     got = by_name(spans)
-    a = got["chat gpt-4o-mini"].attributes
+    a = attrs(got["chat gpt-4o-mini"])
     assert a["gen_ai.operation.name"] == "chat"
     assert a["gen_ai.request.model"] == "gpt-4o-mini"
     assert a["gen_ai.response.model"] == "gpt-4o-mini-2024-07-18"
     assert (a["gen_ai.usage.input_tokens"], a["gen_ai.usage.output_tokens"]) == (12, 5)
-    assert json.loads(a["gen_ai.input.messages"]) == [
+    assert attr_json(got["chat gpt-4o-mini"], "gen_ai.input.messages") == [
         {"role": "user", "parts": [{"type": "text", "content": "hello"}]}
     ]
-    out = json.loads(a["gen_ai.output.messages"])
+    out = attr_json(got["chat gpt-4o-mini"], "gen_ai.output.messages")
     assert out[0]["parts"] == [{"type": "text", "content": "hi"}] and out[0]["finish_reason"] == "stop"
-    b = got["chat claude-x"].attributes
+    b = attrs(got["chat claude-x"])
     assert (b["gen_ai.usage.input_tokens"], b["gen_ai.usage.output_tokens"]) == (7, 3)
 
 
@@ -199,8 +200,8 @@ def test_methods_do_not_capture_self_or_cls(spans):  # noqa: F811
     Agent().scale(2)
     Agent.make(5)
     got = by_name(spans)
-    assert json.loads(got["execute_tool scale"].attributes["gen_ai.tool.call.arguments"]) == {"x": 2}
-    assert json.loads(got["execute_tool make"].attributes["gen_ai.tool.call.arguments"]) == {"n": 5}
+    assert attr_json(got["execute_tool scale"], "gen_ai.tool.call.arguments") == {"x": 2}
+    assert attr_json(got["execute_tool make"], "gen_ai.tool.call.arguments") == {"n": 5}
 
 
 def test_varargs_and_kwargs_are_bound(spans):  # noqa: F811
@@ -287,7 +288,7 @@ def test_generator_span_is_not_current_between_yields(spans):  # noqa: F811
     list(gen)
     got = by_name(spans)
     assert got["unrelated"].parent is None
-    assert json.loads(got["numbers"].attributes["output.value"]) == [1, 2]
+    assert attr_json(got["numbers"], "output.value") == [1, 2]
 
 
 def test_generator_closed_early_ends_span_with_partial_output(spans):  # noqa: F811
@@ -312,7 +313,7 @@ def test_generator_closed_early_ends_span_with_partial_output(spans):  # noqa: F
 def test_generator_send_and_throw_pass_through(spans):  # noqa: F811
     @trace
     def echo():
-        received = []
+        received: list[object] = []
         try:
             while True:
                 received.append((yield len(received)))

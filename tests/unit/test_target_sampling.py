@@ -65,7 +65,7 @@ def test_sampler_decides_once_and_keeps_the_review_sample_inside_the_judge_sampl
     assert first == later[5]  # asked again: the same decision, not counted twice
 
 
-def _simulate(rng: np.random.Generator, target: float) -> tuple[float, tuple, tuple, int]:
+def _simulate(rng: np.random.Generator, target: float) -> tuple[float, tuple, tuple, tuple, int]:
     """One hour of one series: 20 minutes at 20 conversations a minute with success 0.9, then 40 minutes at
     200 a minute with success 0.6; a judge rate aiming at `target` judged an hour; a person's label on a 2%
     review sample; a judge passing 95% of successes and 45% of failures. Returns the truth, the Hájek-weighted
@@ -101,7 +101,9 @@ def _simulate(rng: np.random.Generator, target: float) -> tuple[float, tuple, tu
                     None if label is None else float(ok[i]),
                 )
             )
-    n_eff, c_eff = effective_counts({r: (n, c) for r, (n, c) in by_rate.items()})
+    effective = effective_counts({r: (n, c) for r, (n, c) in by_rate.items()})
+    assert effective is not None  # two judge rates in the hour
+    n_eff, c_eff = effective
     lo, hi = beta_interval(np.array([1 + c_eff]), np.array([1 + n_eff - c_eff]), 0.95)
     n, c = sum(v[0] for v in by_rate.values()), sum(v[1] for v in by_rate.values())
     ulo, uhi = beta_interval(np.array([1 + c]), np.array([1 + n - c]), 0.95)

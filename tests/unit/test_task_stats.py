@@ -27,7 +27,7 @@ from agentwatch.stats.units import (
     regression_probability,
     unbiased_mean,
 )
-from agentwatch.stats.units_grid import GridPosterior
+from agentwatch.stats.units_grid import GridPosterior, Kind
 from tests.support import published_runs
 from tests.support.metrics_reference import beta_quantile_by_bisection, exact_beta_moment
 
@@ -99,7 +99,8 @@ def test_dev_data_tasks_0_to_24_equal_the_benchmarks_formula() -> None:
         e = found["pow"][k]
         assert e.value == pytest.approx(float(expected), abs=1e-15)
         assert e.units == 25 and e.interval == "hierarchical"
-        assert e.lower is not None and e.upper is not None and e.lower < e.value < e.upper
+        assert e.value is not None and e.lower is not None and e.upper is not None
+        assert e.lower < e.value < e.upper
     assert [found["pow"][k].value for k in (1, 2, 3, 4)] == pytest.approx([0.31, 29 / 150, 0.17, 0.16])
     assert found["pow"][5].value is None and found["pow"][5].lower is None  # 4 trials identify k <= 4 only
 
@@ -121,7 +122,8 @@ def _independent_posterior(
 
 def _moment(a: np.ndarray, b: np.ndarray, k: int) -> np.ndarray:
     """E[p^k] under Beta(a, b) = B(a + k, b) / B(a, b)."""
-    return np.exp(betaln(a + k, b) - betaln(a, b))
+    moment: np.ndarray = np.exp(betaln(a + k, b) - betaln(a, b))
+    return moment
 
 
 def _atom_quantile(values: np.ndarray, w: np.ndarray, q: float) -> float:
@@ -146,8 +148,10 @@ def test_hierarchical_bounds_match_an_independent_fine_grid(units: list[tuple[in
     for k in range(1, min(3, max(n for n, _ in units)) + 1):
         pow_k = _moment(a, b, k)
         at_k = 1 - _moment(b, a, k)  # 1 - E[(1-p)^k]
-        for kind, values in (("pow", pow_k), ("at", at_k)):
+        kinds: list[tuple[Kind, np.ndarray]] = [("pow", pow_k), ("at", at_k)]
+        for kind, values in kinds:
             e = found[kind][k]
+            assert e.value is not None
             lo, hi = _atom_quantile(values, w, 0.025), _atom_quantile(values, w, 0.975)
             assert e.lower == pytest.approx(min(lo, e.value), abs=3e-3), (kind, k)
             assert e.upper == pytest.approx(max(hi, e.value), abs=3e-3), (kind, k)
@@ -191,10 +195,10 @@ def test_every_unit_passing_widens_the_interval_to_the_value() -> None:
     for k in (1, 2, 3):
         e = few["pow"][k]
         assert e.value == 1.0 and e.upper == 1.0 and e.widened and e.interval == "hierarchical"
-        assert 0.5 < e.lower < 1.0
+        assert e.lower is not None and 0.5 < e.lower < 1.0
     many = UnitsPosterior(UnitCounts.from_units([(2, 0)] * 80)).estimates([2], 0.95)["pow"][2]
     assert (many.value, many.lower, many.interval, many.widened) == (0.0, 0.0, "nonparametric", False)
-    assert 0 < many.upper < 0.05
+    assert many.upper is not None and 0 < many.upper < 0.05
 
 
 def test_a_million_units_cost_what_their_distinct_pairs_cost() -> None:
@@ -206,6 +210,7 @@ def test_a_million_units_cost_what_their_distinct_pairs_cost() -> None:
     post = model.grid
     e = model.estimates([2], 0.95)["pow"][2]
     assert e.interval == "nonparametric" and e.value == pytest.approx(0.4, abs=1e-6)
+    assert e.upper is not None and e.lower is not None
     assert e.upper - e.lower == pytest.approx(2 * 1.96 * math.sqrt(0.4 * 0.6 / 1_000_000), rel=0.02)
     # the hierarchical posterior of the same data is as narrow: its zoomed grid resolved it
     mean = float(post.mean(2, "pow")[0])

@@ -48,7 +48,10 @@ def dev() -> tuple[list[Conversation], list[dict], list[dict]]:
 def _variant(name: str, dev: tuple[list[Conversation], list[dict], list[dict]], flip_labels: bool = False):
     conversations, policies, document = dev
     if flip_labels:  # a grader that read the labels would follow them
-        flipped = {Outcome.COMPLETE: Outcome.PARTIAL_INCORRECT, Outcome.PARTIAL_INCORRECT: Outcome.COMPLETE}
+        flipped: dict[Outcome | None, Outcome] = {
+            Outcome.COMPLETE: Outcome.PARTIAL_INCORRECT,
+            Outcome.PARTIAL_INCORRECT: Outcome.COMPLETE,
+        }
         conversations = [c.model_copy(update={"outcome": flipped[c.outcome]}) for c in conversations]
     unlabelled, truth = blind(conversations)
     assert all(c.outcome is None for c in unlabelled)
