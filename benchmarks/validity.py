@@ -31,7 +31,6 @@ from agentwatch.wire.schema import Conversation
 from tests.support import published_runs
 
 
-
 def load(path: Path) -> tuple[list[Conversation], list[dict], dict[str, tuple[list[dict], list[str]]]]:
     """Conversations (with their labels), the generated policies, and each task's raw ground truth."""
     with open(path, "rb") as fh:

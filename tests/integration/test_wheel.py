@@ -184,7 +184,7 @@ def test_every_module_imports_where_its_extra_is_installed(
         needs = _guard(module)
         if needs in have or (needs is None and have & {"service", "review"}):
             assert error is None, (module, error)
-        elif needs is not None and error is not None:  # the review service names `service` first when both miss
+        elif needs is not None and error is not None:  # the review service names `service` first if both miss
             named = {f'pip install "agentwatch[{extra}]"' for extra in (needs, "service")}
             assert any(n in error for n in named), (module, error)
     for module in SDK_MODULES:
