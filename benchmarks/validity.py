@@ -1,118 +1,108 @@
-"""Do agentwatch's verdicts agree with real outcomes? A published benchmark run, graded blind.
+"""Do agentwatch's verdicts agree with real outcomes? Published benchmark runs, graded blind.
 
-Imports a τ-bench (or τ²-bench) results file as `agentwatch import tau-bench` does, takes the outcome
-labels (the benchmark's reward) off the conversations, grades them, and compares the verdicts with the
-rewards, twice:
+Each file (τ-bench or τ²-bench results, gzip or not, any number of them) is imported as `agentwatch import
+tau-bench` does and graded as `agentwatch score --config policies.yaml --no-labels` does: the outcome labels
+(the benchmark's reward) are taken off, the conversations graded by the generated task policies with every
+detector on, the verdicts compared with the rewards. Printed per run and pooled: the confusion matrix,
+agreement, Cohen's κ with a 95% interval (tasks resampled whole), pass^k from the rewards beside pass^k from the
+verdicts, each detector's false-fail rate on real successes (exact 95% interval) and catch rate on real
+failures — which decides `scoring.failing_evidence` (at most 1% pooled) — and the leading reasons of
+disagreement.
 
-- defaults: each conversation carries the task's ground truth as it is — every action as an expected call,
-  plain argument values, the required outputs — as a conversation-level expectation, scored with the default
-  settings (lookups free, expected lookups optional, nested objects as subsets, handoffs and goodbyes are
-  endings);
-- policies: the task policies the importer writes (`policies.yaml`), scored with the default settings.
+    python -m benchmarks.validity [RESULTS.json[.gz] ...] [--show 20]
 
-Every other check stays on (errors, loops, no answer, hallucinations, utilization). Prints the confusion
-matrix, agreement, Cohen's κ with a 95% interval (tasks resampled), the leading reasons of disagreement and
-the hallucination check's false-alarm rate on conversations that really succeeded.
-
-    python -m benchmarks.validity [RESULTS.json[.gz]] [--show 40]
+Without files: the dev runs under ../shared/data/agent-benchmark/ (tests.support.published_runs).
 """
 
 from __future__ import annotations
 
 import argparse
-import gzip
 import time
 from pathlib import Path
 
 from agentwatch.config import Settings
-from agentwatch.importers.tau_bench import import_results, load_document
-from agentwatch.report.validity import Agreement, agreement, blind, expectation_from_actions, grade
-from agentwatch.wire.schema import Conversation
+from agentwatch.report.validity import Agreement, RunValidity, pooled, validate_run
 from tests.support import published_runs
 
-
-def load(path: Path) -> tuple[list[Conversation], list[dict], dict[str, tuple[list[dict], list[str]]]]:
-    """Conversations (with their labels), the generated policies, and each task's raw ground truth."""
-    with open(path, "rb") as fh:
-        raw = fh.read()
-    if raw[:2] == b"\x1f\x8b":
-        raw = gzip.decompress(raw)
-    document = load_document(raw)
-    imported = import_results(document, "agent", path.name.split(".")[0], "dev")
-    conversations = [Conversation.model_validate(line) for line in imported.lines]
-    truth: dict[str, tuple[list[dict], list[str]]] = {}
-    for entry in document if isinstance(document, list) else []:
-        task = entry["info"]["task"]
-        truth.setdefault(
-            str(entry["task_id"]),
-            (
-                [{"name": a["name"], "arguments": a["kwargs"]} for a in task["actions"]],
-                task.get("outputs") or [],
-            ),
-        )
-    return conversations, imported.policies, truth
+FALSE_FAIL_LIMIT = 0.01  # a detector may fail conversations by default up to this false-fail rate, pooled
 
 
-def report(title: str, result: Agreement, show: int) -> None:
-    """Print one variant's figures."""
-    lo, hi = result.kappa_interval
-    fa_lo, fa_hi = result.false_alarm_interval()
+def _agreement(title: str, a: Agreement, show: int) -> None:
+    lo, hi = a.kappa_interval
     print(f"\n== {title}")
-    print(f"   {'':>22} {'real success':>13} {'real failure':>13}")
-    print(f"   {'verdict pass':>22} {result.true_pass:>13} {result.false_pass:>13}")
-    print(f"   {'verdict fail':>22} {result.false_fail:>13} {result.true_fail:>13}")
-    if result.unscored:
-        print(f"   unscored (left out): {result.unscored}")
+    print(f"   {'':>14} {'real success':>13} {'real failure':>13}")
+    print(f"   {'verdict pass':>14} {a.true_pass:>13} {a.false_pass:>13}")
+    print(f"   {'verdict fail':>14} {a.false_fail:>13} {a.true_fail:>13}")
+    if a.unscored:
+        print(f"   unscored (left out): {a.unscored}")
     print(
-        f"   agreement {result.agreement:.1%} ({result.true_pass + result.true_fail}/{result.n}); "
-        f"Cohen's kappa {result.kappa:.3f}, 95% interval [{lo:.3f}, {hi:.3f}] (tasks resampled)"
+        f"   agreement {a.agreement:.1%} ({a.true_pass + a.true_fail}/{a.n}); Cohen's kappa {a.kappa:.3f}, "
+        f"95% interval [{lo:.3f}, {hi:.3f}] (tasks resampled)"
     )
-    print(
-        f"   hallucination flagged on {result.hallucination_on_success}/{result.successes} real successes "
-        f"(false-alarm rate {result.hallucination_on_success / max(1, result.successes):.1%}, "
-        f"95% interval [{fa_lo:.1%}, {fa_hi:.1%}]) and on {result.hallucination_on_failure} real failures"
-    )
-    if result.true_fail_reasons:
-        caught = ", ".join(f"{code} {n}" for code, n in result.true_fail_reasons.most_common(8))
-        print(f"   real failures were failed for (conversations): {caught}")
-    if result.false_fail_reasons:
-        leading = ", ".join(f"{code} {n}" for code, n in result.false_fail_reasons.most_common(8))
-        print(f"   failed but really succeeded — reasons (conversations): {leading}")
-    if result.false_pass_tasks:
-        tasks = ", ".join(f"task {t} ×{n}" for t, n in sorted(result.false_pass_tasks.items()))
-        print(f"   passed but really failed: {tasks}")
-    for cid, kind, codes in result.disagreements[:show]:
+    if a.false_fail_reasons:
+        leading = ", ".join(f"{code} {n}" for code, n in a.false_fail_reasons.most_common(6))
+        print(f"   failed but really succeeded, reasons (conversations): {leading}")
+    if a.false_pass_tasks:
+        print(
+            f"   passed but really failed: {', '.join(f'task {t} ×{n}' for t, n in sorted(a.false_pass_tasks.items()))}"
+        )
+    for cid, kind, codes in a.disagreements[:show]:
         print(f"     {cid}: {kind}: {', '.join(codes) or '—'}")
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("results", nargs="?", type=Path, default=None)
-    parser.add_argument("--show", type=int, default=40, help="disagreements listed per variant")
-    args = parser.parse_args()
-    if args.results is None:
-        args.results = published_runs.locate(published_runs.AIRLINE)
-
-    conversations, policies, truth = load(args.results)
-    unlabelled, real = blind(conversations)
+def _detectors(a: Agreement, failing: set[str]) -> None:
     print(
-        f"{args.results.name}: {len(conversations)} conversations, {sum(real)} real successes, "
-        f"{len(policies)} tasks; graded without labels"
+        f"   {'detector':<14} {'fails':>6} {'fired on real successes (false-fail rate, 95%)':>48} {'on real failures':>17}"
     )
+    for name, r in a.detectors.items():
+        lo, hi = r.false_fail_interval()
+        share = f"{r.on_success}/{r.successes} = {r.false_fail_rate:.1%} [{lo:.1%}, {hi:.1%}]"
+        catches = f"{r.on_failure}/{r.failures} = {r.catch_rate:.1%}"
+        print(f"   {name:<14} {'yes' if name in failing else 'no':>6} {share:>48} {catches:>17}")
+
+
+def _pass_k(run: RunValidity) -> None:
+    for k in range(1, min(run.max_attempts, 4) + 1):
+        reward, verdict = run.pass_pow_k(k)
+        if reward.value is None or verdict.value is None:
+            continue
+        print(
+            f"   pass^{k} over {reward.units} tasks: rewards {reward.value:.3f} [{reward.lower:.3f}, {reward.upper:.3f}]"
+            f", verdicts {verdict.value:.3f} [{verdict.lower:.3f}, {verdict.upper:.3f}]"
+        )
+
+
+def main() -> None:
+    """Grade every run, print per run and pooled."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("results", nargs="*", type=Path, help="τ-bench / τ²-bench results files")
+    parser.add_argument("--show", type=int, default=20, help="disagreements listed per run")
+    args = parser.parse_args()
+    files = args.results or [published_runs.locate(name) for name in published_runs.ALL]
+    settings = Settings()
+    failing = set(settings.scoring.failing_evidence)
 
     started = time.perf_counter()
-    with_truth = [
-        c.model_copy(update={"expected": expectation_from_actions(*truth[c.task])}) if c.task in truth else c
-        for c in unlabelled
-    ]
-    report(
-        "defaults: ground truth as a conversation expectation", agreement(grade(with_truth), real), args.show
+    runs = [validate_run(path, settings) for path in files]
+    seconds = time.perf_counter() - started
+    for run in runs:
+        successes = sum(run.truth)
+        print(
+            f"\n# {run.name} ({run.format}): {len(run.scores)} conversations, {successes} real successes, "
+            f"{len({s.task for s in run.scores})} tasks"
+            + (f", {run.skipped} records skipped" if run.skipped else "")
+        )
+        _agreement(run.name, run.agreement, args.show)
+        _pass_k(run)
+        _detectors(run.agreement, failing)
+    every = pooled(runs)
+    _agreement(f"pooled over {len(runs)} runs", every, 0)
+    _detectors(every, failing)
+    over = [n for n in failing if every.detectors[n].false_fail_rate > FALSE_FAIL_LIMIT]
+    print(
+        f"\n   default detectors above a {FALSE_FAIL_LIMIT:.0%} false-fail rate pooled: {', '.join(over) or 'none'}"
+        f"\n(graded {sum(len(r.scores) for r in runs)} conversations of {len(runs)} runs in {seconds:.1f} s)"
     )
-    policy_settings = Settings.model_validate({"policies": policies})
-    report(
-        "policies: generated by the importer", agreement(grade(unlabelled, policy_settings), real), args.show
-    )
-    print(f"\n(graded {2 * len(conversations)} conversations in {time.perf_counter() - started:.1f} s)")
 
 
 if __name__ == "__main__":

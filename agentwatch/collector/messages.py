@@ -9,6 +9,7 @@ from pydantic_core import from_json
 
 from agentwatch.collector import conventions as cv
 from agentwatch.collector.decode import SpanRecord
+from agentwatch.wire.values import read_structured
 
 _loads = from_json  # Rust JSON parser shipped with pydantic; ~3x json.loads on short messages
 
@@ -21,12 +22,13 @@ def as_text(value: Any) -> str | None:
 
 
 def json_or_text(value: Any) -> Any:
-    """Parse a JSON attribute value if it is JSON, else keep the value as is."""
+    """Parse an attribute value that is JSON (or an object or array logged as a Python literal, read safely by
+    `agentwatch.wire.values`), else keep the value as is."""
     if isinstance(value, str):
         try:
             return _loads(value)
         except (ValueError, RecursionError):
-            return value
+            return read_structured(value)[0]
     return value
 
 

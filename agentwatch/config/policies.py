@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
-from agentwatch.config.base import Section
+from agentwatch.config.base import Detectors, Section
 from agentwatch.wire.schema import ArgumentMode, Ending, ExtraCalls
 
 # The keys of a constraint object; any other object is a plain (nested) value the argument must match.
@@ -43,6 +43,17 @@ class PolicyTool(Section):
         default=None,
         description="whether the call must happen; null: only when the tool has effects (lookups and "
         "handoffs may be skipped)",
+    )
+    alternatives: list[str] = Field(
+        default_factory=list,
+        description="other tools whose call with these arguments also meets the expectation (the ground "
+        "truth held the same arguments on several tools, of which the environment accepts one)",
+    )
+    replacements: list[tuple[str, str]] = Field(
+        default_factory=list,
+        description="pairs of list arguments read in parallel as replacements from -> to (item_ids, "
+        "new_item_ids): compared as a multiset of pairs, a replacement of an element by itself left out "
+        "(it changes nothing)",
     )
 
     @field_validator("arguments")
@@ -92,6 +103,11 @@ class TaskPolicy(Section):
     )
     end: Ending | None = Field(
         default=None, description="handoff: the conversation must hand off to a person; answer: it must not"
+    )
+    fail_on: Detectors = Field(
+        default_factory=list,
+        description="detectors whose finding fails a conversation this policy grades, beside "
+        "scoring.failing_evidence (error, no_answer, loop, hallucination)",
     )
     max_tool_calls: int | None = Field(default=None, ge=0)
     max_turns: int | None = Field(default=None, ge=1)

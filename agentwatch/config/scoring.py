@@ -9,7 +9,7 @@ from typing import Literal
 import yaml
 from pydantic import Field, field_validator, model_validator
 
-from agentwatch.config.base import Section
+from agentwatch.config.base import Detectors, Section
 
 _DATA = Path(__file__).resolve().parent.parent / "data"
 
@@ -47,6 +47,12 @@ class OutcomeCredits(Section):
     abandoned: float = Field(default=0.0, ge=0, le=1)
 
 
+# Detectors that fail a conversation by default: each measured at a false-fail rate of 1% or less on the real
+# successes of every run in `benchmarks/validity.py` (docs/scoring.md, Precision first).
+FAILING_DETECTORS = ("error", "no_answer", "loop", "hallucination")
+# The simulated users of τ-bench and τ²-bench end a conversation with these tokens in their last message
+# (`###STOP###`, sometimes cut to `###STOP`; `###TRANSFER###`, `###OUT-OF-SCOPE###`).
+END_MARKERS = {"###STOP": "stop", "###TRANSFER": "transfer", "###OUT-OF-SCOPE": "out_of_scope"}
 READ_ONLY_TOOLS = ("get_*", "list_*", "search_*", "find_*", "calculate", "think")
 HANDOFF_TOOLS = ("transfer_to_human*", "handoff_to_human*", "escalate_to_human*")
 
@@ -77,6 +83,18 @@ class ScoringConfig(Section):
     handoff_tools: list[str] = Field(
         default_factory=lambda: list(HANDOFF_TOOLS),
         description="tools that hand the conversation to a person: a legitimate ending, not a missing answer",
+    )
+    failing_evidence: Detectors = Field(
+        default_factory=lambda: list(FAILING_DETECTORS),
+        description="detectors whose finding fails a graded conversation (error, no_answer, loop, "
+        "hallucination); the others' findings are evidence: shown, counted and exported, never a verdict. "
+        "The default holds the detectors whose false-fail rate on real successes is measured at 1% or less "
+        "(docs/scoring.md, Precision first)",
+    )
+    end_markers: dict[str, str] = Field(
+        default_factory=lambda: dict(END_MARKERS),
+        description="marker -> kind (stop, transfer, out_of_scope, ...): a trailing user message holding one "
+        "(case-insensitive) ends the conversation; no answer is missing after it",
     )
 
 

@@ -72,6 +72,7 @@ from agentwatch.exporters.windows import (
 )
 from agentwatch.stats.corrected import correction_point
 from agentwatch.stats.inclusion import automated_of, graded_probability, review_label
+from agentwatch.wire.contract import INFORMATIONAL_REASONS
 from agentwatch.wire.schema import ConversationScore
 
 log = logging.getLogger(__name__)
@@ -85,8 +86,6 @@ REJECT_REASONS: tuple[str, ...] = ("duplicate", "too_old", "invalid")
 # alert gauges rather than time out); `Estimator.alerts` makes them all.
 DESIGN_SECONDS_PER_SNAPSHOT = 2.0
 FOLDED_LABELS: tuple[str, ...] = ("agent", "version", "task", "mode")
-# Reason codes that describe rather than fail (a person's label): not failure modes (as in the report).
-INFORMATIONAL_CODES = frozenset({"label"})
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.:/@+\-]")
 _MODE_UNSAFE = re.compile(r"[^a-z0-9_]")
@@ -393,7 +392,7 @@ class Estimator:
         return unit
 
     def _modes(self, reasons: list[str], t: float) -> tuple[str, ...]:
-        codes = {failure_mode(r, self._max_label) for r in reasons} - INFORMATIONAL_CODES
+        codes = {failure_mode(r, self._max_label) for r in reasons} - INFORMATIONAL_REASONS
         return tuple(
             sorted({self._fold("mode", code, self._modes_seen, self._max_modes, t) for code in codes})
         )

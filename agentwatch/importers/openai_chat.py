@@ -25,6 +25,7 @@ from pydantic import ValidationError
 from agentwatch.importers import transcript_line
 from agentwatch.wire.schema import Conversation
 from agentwatch.wire.transcripts import LineError, open_binary, validation_reason
+from agentwatch.wire.values import ReadAs, read_structured
 
 ERROR_PREFIXES: tuple[str, ...] = ("Error:", "error:", "ERROR:")
 _AGENT_ROLES = frozenset({"assistant", "model"})
@@ -55,16 +56,12 @@ def content_text(content: Any) -> str | None:
     return json.dumps(content, ensure_ascii=False, default=str)
 
 
-def _json_value(text: Any) -> Any:
-    """A tool result or argument string holding a JSON object or array, parsed; anything else unchanged."""
+def _json_value(text: Any) -> tuple[Any, ReadAs]:
+    """A tool result or argument string holding a JSON (or Python-literal) object or array, parsed, and how it
+    was read; anything else unchanged."""
     if isinstance(text, str):
-        stripped = text.strip()
-        if stripped[:1] in ("{", "["):
-            try:
-                return json.loads(stripped)
-            except (ValueError, RecursionError):
-                return text
-    return text
+        return read_structured(text)
+    return text, "json"
 
 
 @dataclass(slots=True)
@@ -91,6 +88,7 @@ class _Builder:
     waiting: list[tuple[str | None, dict[str, Any]]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     user_calls: int = 0
+    python_literals: int = 0  # arguments and results logged as Python reprs, read as literals
 
     def turn(self) -> _Turn:
         if not self.turns:
@@ -124,9 +122,11 @@ class _Builder:
             fn: dict[str, Any] = function if isinstance(function, dict) else raw
             name = fn.get("name")
             args = fn.get("arguments")
-            parsed = _json_value(args) if isinstance(args, str) else args
+            parsed, read_as = _json_value(args) if isinstance(args, str) else (args, "json")
             if isinstance(args, str) and args.strip() and not isinstance(parsed, dict):
                 self.notes.append(f"arguments of a {name} call are not a JSON object: kept as text")
+            elif read_as == "python":
+                self.python_literals += 1
             call_id = None if raw.get("id") in (None, "") else str(raw.get("id"))
             call: dict[str, Any] = {
                 "name": str(name) if name else "unknown",
@@ -153,7 +153,9 @@ class _Builder:
         if failed:
             call["error"] = (text or "error").strip()[:2000]
         else:
-            call["result"] = _json_value(text)
+            call["result"], read_as = _json_value(text)
+            if read_as == "python":
+                self.python_literals += 1
 
     def _take(self, call_id: str | None, name: Any) -> dict[str, Any] | None:
         """The waiting call this result answers: same id, else (legacy `function` results) same name, else the
@@ -199,6 +201,11 @@ def conversation_from_messages(
         builder.notes.append(f"{len(builder.waiting)} tool call(s) without a result")
     if builder.user_calls:
         builder.notes.append(f"{builder.user_calls} tool call(s) made by the user (not the agent) left out")
+    if builder.python_literals:
+        builder.notes.append(
+            f"{builder.python_literals} tool argument(s) or result(s) logged as Python literals, read with "
+            "ast.literal_eval"
+        )
     record = {
         "conversation_id": conversation_id,
         "system": "\n\n".join(builder.system) or None,

@@ -79,6 +79,23 @@ def _free_text(value: Any) -> bool:
     return isinstance(value, str) and len(_WORD.findall(value)) >= FREE_TEXT_WORDS
 
 
+def _plain_list(value: Any) -> bool:
+    """A list of scalars: which order the environment keeps it in, the ground truth cannot say."""
+    return isinstance(value, list) and all(not isinstance(v, (dict, list)) for v in value)
+
+
+def _replacements(arguments: dict[str, Any]) -> list[tuple[str, str]]:
+    """Pairs (X, new_X) of list arguments of equal length: replacements read in parallel."""
+    return [
+        (k[4:], k)
+        for k, v in arguments.items()
+        if k.startswith("new_")
+        and isinstance(v, list)
+        and isinstance(arguments.get(k[4:]), list)
+        and len(arguments[k[4:]]) == len(v)
+    ]
+
+
 class PolicyWriter:
     """Builds one task policy from ground-truth actions, tools classified by the default scoring settings."""
 
@@ -95,19 +112,38 @@ class PolicyWriter:
     ) -> dict[str, Any]:
         """The policy of one task: `actions` as {name, arguments}; `compare[i]`: the only arguments of
         action i that count (others ignored), when the benchmark says so."""
-        tools = []
+        tools: list[dict[str, Any]] = []
+        by_arguments: dict[str, dict[str, Any]] = {}  # canonical arguments -> the tool expecting them
         for i, action in enumerate(actions):
             name = str(action["name"])
             if self._kinds.of_name(self._names(name)) != EFFECT:
                 continue
             arguments = dict(action.get("arguments") or {})
+            key = json.dumps(arguments, sort_keys=True, default=str)
+            same = by_arguments.get(key) if arguments else None
+            if same is not None and same["name"] != name:  # the same write on another tool: one of them
+                if name not in same.setdefault("alternatives", []):
+                    same["alternatives"].append(name)
+                continue
             match = {k: "ignore" for k, v in arguments.items() if _free_text(v)}
             if i in compare:
                 match.update({k: "ignore" for k in arguments if k not in compare[i]})
+            replacements = _replacements(arguments)
+            paired = {k for pair in replacements for k in pair}
+            match.update(
+                {
+                    k: "unordered"
+                    for k, v in arguments.items()
+                    if k not in match and k not in paired and _plain_list(v)
+                }
+            )
             tool: dict[str, Any] = {"name": name, "arguments": arguments}
             if match:
                 tool["match"] = dict(sorted(match.items()))
+            if replacements:
+                tool["replacements"] = [list(pair) for pair in replacements]
             tools.append(tool)
+            by_arguments.setdefault(key, tool)
         policy: dict[str, Any] = {
             "id": f"{self.prefix}-task-{task}",
             "agent": self.agent,

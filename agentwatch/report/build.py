@@ -37,12 +37,12 @@ from agentwatch.stats import corrected
 from agentwatch.stats.beta import BetaPosterior, posterior
 from agentwatch.stats.bootstrap import bootstrap_mean_interval
 from agentwatch.stats.inclusion import effective_counts, graded_by_probability
+from agentwatch.wire.contract import INFORMATIONAL_REASONS
 from agentwatch.wire.schema import EVIDENCE, GRADERS, ConversationScore, Outcome
 
 _UNSAFE = re.compile(r"[^a-z0-9_]")
 TOOL_DIMENSIONS = ("selection", "parameters", "sequence", "utilization", "overall", "binary")
-# Reason codes that describe rather than fail (a person's label); not listed as failure modes.
-INFORMATIONAL_CODES = frozenset({"label"})
+INFORMATIONAL_CODES = INFORMATIONAL_REASONS
 # Why a conversation is outside the graded sample: coverage (reported under `ungraded`), not failure modes.
 COVERAGE_CODES = frozenset(
     {

@@ -1,12 +1,15 @@
-"""Validity: how often agentwatch's verdicts agree with real outcomes, on conversations whose outcome is
-known.
+"""Validity: how often agentwatch's verdicts agree with real outcomes, on conversations whose outcome is known.
 
-Grading is blind: the outcome labels are taken off the conversations before they are scored (a label would
-decide the verdict), then the verdicts (`passed`) are compared with the labels (`complete` = success).
-Reported: the confusion matrix, agreement, Cohen's κ with a bootstrap interval over tasks (conversations of
-one task are correlated, so tasks are resampled, not conversations), the reason codes behind each kind of
-disagreement, and how often the hallucination check fires on conversations that really succeeded (its
-false-alarm rate, an upper bound: a successful conversation may still state something made up).
+A published benchmark run (τ-bench, τ²-bench) is imported as `agentwatch import tau-bench` does and graded as
+`agentwatch score --config policies.yaml --no-labels` does: blind (the outcome labels, the benchmark's reward,
+are taken off before scoring), by the task policies the importer wrote from the ground truth. The verdicts
+(`passed`) are compared with the rewards (`complete` = success).
+
+Reported per run and pooled over runs: the confusion matrix, agreement, Cohen's κ with a bootstrap interval
+over tasks (conversations of one task are correlated, so tasks are resampled whole, not conversations), the
+reason codes behind each kind of disagreement, pass^k from the rewards beside pass^k from the verdicts, and for
+each detector how often it fired on real successes (its false-fail rate, were its finding to fail a
+conversation: what `scoring.failing_evidence` is decided by) and on real failures (its catch rate).
 """
 
 from __future__ import annotations
@@ -15,14 +18,18 @@ import math
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
 
 import numpy as np
+from scipy.special import betaincinv
 
-from agentwatch.config import Settings
+from agentwatch.config import Settings, TaskPolicy
+from agentwatch.importers.tau_bench import import_results, load_document
 from agentwatch.stats import agreement as agreement_stats
-from agentwatch.stats.beta import beta_interval
-from agentwatch.wire.schema import Conversation, ConversationScore, Expectation, Outcome
+from agentwatch.stats.units import TaskEstimate, UnitCounts, UnitsPosterior
+from agentwatch.wire.contract import DETECTORS
+from agentwatch.wire.schema import Conversation, ConversationScore, Outcome
+from agentwatch.wire.transcripts import open_binary
 
 
 def blind(conversations: Sequence[Conversation]) -> tuple[list[Conversation], list[bool]]:
@@ -31,23 +38,51 @@ def blind(conversations: Sequence[Conversation]) -> tuple[list[Conversation], li
     return [c.model_copy(update={"outcome": None}) for c in conversations], truth
 
 
-def expectation_from_actions(actions: Sequence[dict[str, Any]], outputs: Sequence[str]) -> Expectation:
-    """A conversation-level expectation holding ground-truth actions as they are (every action, plain argument
-    values, default matching) and the required outputs: what a user gets without writing any rule."""
-    return Expectation.model_validate(
-        {
-            "tools": [{"name": a["name"], "arguments": a.get("arguments") or {}} for a in actions],
-            "outputs": list(outputs),
-        }
-    )
-
-
 def grade(conversations: Sequence[Conversation], settings: Settings | None = None) -> list[ConversationScore]:
     """Score every conversation (blind: their labels must already be off)."""
     from agentwatch.scorers import ConversationScorer
 
     scorer = ConversationScorer(settings or Settings())
     return [scorer.score(c) for c in conversations]
+
+
+def exact_interval(hits: int, n: int, level: float = 0.95) -> tuple[float, float]:
+    """Clopper–Pearson interval of a rate of `hits` in `n` (exact: the Beta quantiles of the binomial tails)."""
+    tail = (1.0 - level) / 2.0
+    lo = 0.0 if hits == 0 else float(betaincinv(hits, n - hits + 1, tail))
+    hi = 1.0 if hits == n else float(betaincinv(hits + 1, n - hits, 1.0 - tail))
+    return lo, hi
+
+
+@dataclass(slots=True)
+class DetectorRates:
+    """How often one detector fired on real successes and on real failures (graded conversations)."""
+
+    on_success: int = 0
+    successes: int = 0
+    on_failure: int = 0
+    failures: int = 0
+
+    @property
+    def false_fail_rate(self) -> float:
+        """Share of real successes it fired on: the conversations its finding would fail wrongly."""
+        return self.on_success / self.successes if self.successes else math.nan
+
+    @property
+    def catch_rate(self) -> float:
+        """Share of real failures it fired on."""
+        return self.on_failure / self.failures if self.failures else math.nan
+
+    def false_fail_interval(self, level: float = 0.95) -> tuple[float, float]:
+        """Exact interval of the false-fail rate."""
+        return exact_interval(self.on_success, self.successes, level)
+
+    def add(self, other: DetectorRates) -> None:
+        """Add another run's counts."""
+        self.on_success += other.on_success
+        self.successes += other.successes
+        self.on_failure += other.on_failure
+        self.failures += other.failures
 
 
 @dataclass(slots=True)
@@ -65,8 +100,9 @@ class Agreement:
     true_fail_reasons: Counter[str] = field(default_factory=Counter)
     false_pass_tasks: Counter[str] = field(default_factory=Counter)
     disagreements: list[tuple[str, str, list[str]]] = field(default_factory=list)  # (id, kind, reasons)
-    hallucination_on_success: int = 0
-    hallucination_on_failure: int = 0
+    detectors: dict[str, DetectorRates] = field(
+        default_factory=lambda: {d: DetectorRates() for d in DETECTORS}
+    )
 
     @property
     def n(self) -> int:
@@ -83,11 +119,6 @@ class Agreement:
         """Conversations that really succeeded (with a verdict)."""
         return self.true_pass + self.false_fail
 
-    def false_alarm_interval(self, level: float = 0.95) -> tuple[float, float]:
-        """Equal-tailed interval of the hallucination false-alarm rate: Beta(1 + flagged, 1 + the others)."""
-        flagged = self.hallucination_on_success
-        return beta_interval(1 + flagged, 1 + self.successes - flagged, level)
-
 
 def kappa(true_pass: int, false_pass: int, false_fail: int, true_fail: int) -> float:
     """Cohen's κ of a 2×2 table of verdicts against the truth; NaN when chance agreement is 1 or nothing is rated."""
@@ -100,22 +131,27 @@ def agreement(
     level: float = 0.95,
     resamples: int = 2000,
     seed: int = 0,
+    groups: Sequence[str] | None = None,
 ) -> Agreement:
-    """Compare verdicts with the truth (see the module docstring)."""
+    """Compare verdicts with the truth (see the module docstring); `groups`: the unit resampled whole, one per
+    score (default: its task)."""
     out = Agreement()
     real_fail: list[int] = []  # class 0: passed / really succeeded, 1: failed
     verdict_fail: list[int] = []
-    groups: list[str] = []
-    for score, real in zip(scores, truth, strict=True):
+    resampled: list[str] = []
+    for i, (score, real) in enumerate(zip(scores, truth, strict=True)):
         if score.passed is None:
             out.unscored += 1
             continue
         codes = sorted({r.split(":", 1)[0] for r in score.reasons})
-        hallucinated = "hallucination" in score.evidence
-        if real:
-            out.hallucination_on_success += hallucinated
-        else:
-            out.hallucination_on_failure += hallucinated
+        for name, rates in out.detectors.items():
+            fired = name in score.evidence
+            if real:
+                rates.successes += 1
+                rates.on_success += fired
+            else:
+                rates.failures += 1
+                rates.on_failure += fired
         if score.passed and real:
             out.true_pass += 1
         elif score.passed:
@@ -131,10 +167,74 @@ def agreement(
             out.true_fail_reasons.update(codes)
         real_fail.append(0 if real else 1)
         verdict_fail.append(0 if score.passed else 1)
-        groups.append(score.task)
+        resampled.append(groups[i] if groups is not None else score.task)
     out.kappa = kappa(out.true_pass, out.false_pass, out.false_fail, out.true_fail)
-    if groups:  # tasks resampled whole: a task's conversations are not independent
+    if resampled:  # tasks resampled whole: a task's conversations are not independent
         out.kappa_interval = agreement_stats.kappa_interval(
-            real_fail, verdict_fail, 2, groups, level=level, resamples=resamples, seed=seed
+            real_fail, verdict_fail, 2, resampled, level=level, resamples=resamples, seed=seed
         )
     return out
+
+
+@dataclass(slots=True)
+class RunValidity:
+    """One published run graded blind: what was read, the scores, the truth, and their agreement."""
+
+    name: str
+    format: str
+    scores: list[ConversationScore]
+    truth: list[bool]
+    agreement: Agreement
+    skipped: int  # records the importer could not read
+
+    def pass_pow_k(self, k: int, level: float = 0.95) -> tuple[TaskEstimate, TaskEstimate]:
+        """pass^k over tasks from the rewards and from the verdicts (graded conversations only)."""
+        return (
+            _over_tasks([(s.task, real) for s, real in zip(self.scores, self.truth, strict=True)], k, level),
+            _over_tasks([(s.task, s.passed) for s in self.scores if s.passed is not None], k, level),
+        )
+
+    @property
+    def max_attempts(self) -> int:
+        """The most conversations of one task."""
+        return max(Counter(s.task for s in self.scores).values(), default=0)
+
+
+def _over_tasks(outcomes: Sequence[tuple[str, bool]], k: int, level: float) -> TaskEstimate:
+    per_task: dict[str, list[int]] = {}
+    for task, ok in outcomes:
+        per_task.setdefault(task, [0, 0])
+        per_task[task][0] += 1
+        per_task[task][1] += int(ok)
+    counts = UnitCounts.from_units((n, c) for n, c in per_task.values())
+    if not counts.pairs:
+        return TaskEstimate(None, None, None, 0, None)
+    return UnitsPosterior(counts).estimates([k], level)["pow"][k]
+
+
+def validate_run(path: Path, settings: Settings | None = None, resamples: int = 2000) -> RunValidity:
+    """Import a τ-bench or τ²-bench results file, grade it blind by its generated policies, compare."""
+    with open_binary(path) as stream:
+        document = load_document(stream.read())
+    name = path.name.split(".")[0]
+    imported = import_results(document, "agent", name, name)
+    conversations = [Conversation.model_validate(line) for line in imported.lines]
+    unlabelled, truth = blind(conversations)
+    policies = [TaskPolicy.model_validate(p) for p in imported.policies]
+    graded = grade(unlabelled, (settings or Settings()).model_copy(update={"policies": policies}))
+    return RunValidity(
+        name,
+        imported.format,
+        graded,
+        truth,
+        agreement(graded, truth, resamples=resamples),
+        len(imported.errors),
+    )
+
+
+def pooled(runs: Sequence[RunValidity], resamples: int = 2000) -> Agreement:
+    """The agreement of every run's verdicts together, tasks of different runs kept apart in the bootstrap."""
+    scores = [s for run in runs for s in run.scores]
+    truth = [t for run in runs for t in run.truth]
+    groups = [f"{run.name}/{s.task}" for run in runs for s in run.scores]
+    return agreement(scores, truth, resamples=resamples, groups=groups)

@@ -13,7 +13,7 @@ from agentwatch.config.policies import TaskPolicy
 from agentwatch.config.prices import PriceLookup
 from agentwatch.judge.verdict import JudgeVerdict, validate_verdict
 from agentwatch.scorers.cost import CostResult, budget_ceiling, conversation_cost, cost_penalty
-from agentwatch.scorers.endings import unanswered_turn
+from agentwatch.scorers.endings import EndMarkers, ending
 from agentwatch.scorers.expected_conversation import grade_expected, says_something
 from agentwatch.scorers.hallucination import Evidence
 from agentwatch.scorers.judged import apply_verdict, judged_outcome
@@ -86,6 +86,8 @@ class ConversationScorer:
         self._names = NameNormalizer(sc.names)
         self._kinds = ToolKinds(self._names, sc.read_only_tools, sc.handoff_tools)
         self._turns = TurnGrader(sc, self._names, self._kinds)
+        self._markers = EndMarkers(sc.end_markers)
+        self._failing = frozenset(sc.failing_evidence)
         self._prices = PriceLookup(settings.cost.prices.models)
         self._answer_min = sc.answer_threshold - sc.tolerance
         self._sampler = Sampler(settings.sampling)
@@ -127,7 +129,7 @@ class ConversationScorer:
     def _score(self, conv: Conversation, verdict: JudgeVerdict | None) -> ConversationScore:
         sample = self._sample(conv)
         graders = self._choose_graders(conv, sample, verdict)
-        found = self._grade_turns(conv)
+        found = self._grade_turns(conv, graders.failing)
         cost = self._price(conv, found)
         self._grade_whole(conv, graders, cost.cost_usd, found)
         judged = self._weigh_judge(graders, found)
@@ -150,17 +152,19 @@ class ConversationScorer:
             graded_by.append("policy")
         if verdict is not None:
             verdict = validate_verdict(verdict) if sample.judge and turns else None
-        return _Graders(graded_by, expected, policy, verdict)
+        failing = self._failing | frozenset(policy.fail_on) if policy is not None else self._failing
+        return _Graders(graded_by, expected, policy, verdict, failing)
 
-    def _grade_turns(self, conv: Conversation) -> _Findings:
-        """Every turn through every grader that applies to it, and the failure evidence on each."""
+    def _grade_turns(self, conv: Conversation, failing: frozenset[str]) -> _Findings:
+        """Every turn through every grader that applies to it, and the failure evidence on each (the detectors
+        in `failing` fail the turn)."""
         found = _Findings()
         found.evidence.add(conv.system)  # the agent's instructions are a source (fees, rules)
         turns = conv.turns
-        unanswered = unanswered_turn(turns, self._names, self._kinds)
+        ended = ending(turns, self._names, self._kinds, self._markers)
         for i, turn in enumerate(turns):
             ts, answer_score, tool_overall = self._turns.grade(
-                i, turn, i == unanswered, found.evidence, found.facts, found.codes
+                i, turn, i == ended.unanswered, found.evidence, found.facts, found.codes, failing
             )
             found.turn_scores.append(ts)
             found.reasons.extend(ts["reasons"])
@@ -172,6 +176,9 @@ class ConversationScorer:
             turn_ms = turn.duration_ms
             if turn_ms is not None:
                 found.duration_ms = turn_ms if found.duration_ms is None else found.duration_ms + turn_ms
+        if ended.marker is not None:
+            marker, kind, at = ended.marker
+            found.reasons.append(f"ending: turn {at}: the user ended the conversation with {marker} ({kind})")
         return found
 
     def _price(self, conv: Conversation, found: _Findings) -> _Cost:
@@ -196,7 +203,7 @@ class ConversationScorer:
             whole = grade_expected(
                 graders.expected, conv, self._names, self._kinds, sc.numeric_tolerance, self._answer_min
             )
-            found.reasons.extend(whole.failures)
+            found.reasons.extend([*whole.notes, *whole.failures])
             found.failed = found.failed or bool(whole.failures)
             if whole.answer_score is not None:
                 found.answers.append(whole.answer_score)
@@ -207,7 +214,7 @@ class ConversationScorer:
             checked = grade_policy(
                 graders.policy, conv, cost_usd, self._names, self._kinds, sc.numeric_tolerance
             )
-            found.reasons.extend(checked.failures)
+            found.reasons.extend([*checked.notes, *checked.failures])
             found.failed = found.failed or not checked.passed
             if checked.forbidden:
                 found.facts.forbidden = True
@@ -357,6 +364,7 @@ class _Graders:
     expected: Expectation | None  # the conversation's own expectation, when it says something
     policy: TaskPolicy | None  # the task policy that matched
     verdict: JudgeVerdict | None  # the judge's verdict, when the conversation is in the judge sample
+    failing: frozenset[str]  # the detectors whose finding fails the conversation
 
 
 @dataclass(slots=True)

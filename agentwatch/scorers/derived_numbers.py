@@ -1,30 +1,44 @@
-"""Amounts an agent computed from grounded amounts: "$725 − $503 = $222", a total under itemised prices.
+"""Amounts an agent computed from grounded numbers: a price difference, a total, a rounded value.
 
 An amount in an answer that no input, tool call or instruction holds is still no hallucination when the agent
-derived it from amounts it had put on the table. The operands are the amounts the agent stated so far in the
-conversation that were grounded or themselves derived (the last `MAX_OPERANDS`), and the small whole numbers
-(1–12: passengers, bags, nights) written in the same answer. An amount is derived when it is
-- a + b, |a − b|, a × b or a ÷ b of two operands, within half a cent; or
-- the sum of a run of two or more amounts stated just before it in the same answer (a total under its
-  items); or
-- the total of one field over the items of a list in a tool result (the legs of an itinerary, the flights of a
-  reservation: `price` summed over `flights`), within half a cent.
+derived it. Real agents compute: differences of two looked-up prices, sums of legs, a refund after a fee,
+rounding. Precision comes first (a finding that fails real successes is worse than one that misses a made-up
+amount), so an amount is *derived* when it is, within half a cent:
+- a + b, |a − b|, a × b or a ÷ b of two grounded numbers — the numbers of the evidence (inputs, tool
+  arguments and results, the instructions) and the amounts the agent already stated that were grounded or
+  derived — or of one of them and a small whole number (1–12: passengers, bags, nights) written in the answer;
+- a grounded number rounded (to whole units or tenths, up or down);
+- the sum of a run of two or more amounts stated just before it in the same answer (a total under its items);
+- the result of an arithmetic expression the answer writes out (`(126 + 139) * 3 = $795`) whose numbers are all
+  grounded or small counts;
+- the total of one field over the items of a list in a tool result (`price` summed over `flights`).
 
-Operands come from what the agent wrote, not from every number of every tool result: with hundreds of prices
-in search results nearly any amount is the sum of two of them, and the check would never fire.
+Every check is one arithmetic step from grounded numbers: an amount two unexplained steps away is still found.
+The pairwise checks search a sorted array of the operands, so they cost O(n log n) per amount, not O(n²).
 """
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+import numpy as np
+
+from agentwatch.scorers.arithmetic import evaluate
 from agentwatch.scorers.text import AnswerText, is_number
 
-MAX_OPERANDS = 64
+MAX_OPERANDS = 20_000  # grounded numbers kept as operands (the most recent); the rest grounds by value only
 _MAX_DEPTH = 16
 SMALL_COUNTS = range(1, 13)
 _CENT = 0.005
+# "(126 + 139) * 3 = $795": an expression of numbers, operators and parentheses written before "=" (looked for
+# in the `_EXPRESSION_REACH` characters before it), and the amount after it.
+_EXPRESSION_REACH = 160
+_EXPRESSION = re.compile(r"[\d.,+\-*/×÷()x$\s]*$")
+_RESULT = re.compile(r"\s*\$?\s*(\d[\d,]*(?:\.\d+)?)")
+_EXPRESSION_NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
 
 
 class Derivations:
@@ -55,11 +69,14 @@ class Derivations:
         """Record an amount of the current answer that was grounded or derived."""
         self.stated.append(value)
 
-    def explains(self, value: float) -> bool:
-        """Whether `value` is derived from the operands (see the module docstring)."""
+    def explains(self, value: float, grounded: Sequence[float]) -> bool:
+        """Whether `value` is derived (see the module docstring); `grounded`: the numbers of the evidence."""
+        operands = _operands([*grounded[-MAX_OPERANDS:], *self.stated, *self._counts()])
         return (
             self._sums_a_run(value)
-            or _combines(value, [*self.stated[-MAX_OPERANDS:], *self._counts()])
+            or _one_step(value, operands)
+            or _rounds(value, operands)
+            or self._written_out(value, operands)
             or any(abs(t - value) <= _CENT for t in self._list_totals())
         )
 
@@ -80,21 +97,84 @@ class Derivations:
                 return True
         return False
 
-
-def _combines(value: float, operands: Sequence[float]) -> bool:
-    """Whether `value` is a + b, |a − b|, a × b or a ÷ b of two of `operands`, within half a cent."""
-    n = len(operands)
-    for i in range(n):
-        a = operands[i]
-        for j in range(i, n):
-            b = operands[j]
+    def _written_out(self, value: float, operands: np.ndarray) -> bool:
+        """Whether the answer writes `value` as the result of an expression of grounded numbers."""
+        if self._answer is None or "=" not in self._answer.text:
+            return False
+        text = self._answer.text
+        at = text.find("=")
+        while at >= 0:
+            before, after = text[max(0, at - _EXPRESSION_REACH) : at], _RESULT.match(text, at + 1)
+            at = text.find("=", at + 1)
+            if after is None or abs(float(after.group(1).replace(",", "")) - value) > _CENT:
+                continue
+            expression = _EXPRESSION.search(before)
+            if expression is None:
+                continue
+            written = expression.group(0).replace("$", "").replace("x", "*").strip()
+            computed = evaluate(written) if written else None
+            numbers = [float(n.replace(",", "")) for n in _EXPRESSION_NUMBER.findall(written)]
             if (
-                abs(a + b - value) <= _CENT
-                or abs(abs(a - b) - value) <= _CENT
-                or abs(a * b - value) <= _CENT
-                or (b and abs(a / b - value) <= _CENT)
-                or (a and abs(b / a - value) <= _CENT)
+                computed is not None
+                and abs(computed - value) <= _CENT
+                and len(numbers) >= 2
+                and all(_has(operands, n) for n in numbers)
             ):
+                return True
+        return False
+
+
+def _operands(values: Sequence[float]) -> np.ndarray:
+    """The distinct finite operands, sorted."""
+    arr = np.asarray(values, dtype=np.float64)
+    return np.unique(arr[np.isfinite(arr)])
+
+
+def _has(sorted_values: np.ndarray, x: float) -> bool:
+    """Whether `x` is in `sorted_values` within half a cent."""
+    i = int(np.searchsorted(sorted_values, x - _CENT))
+    return i < len(sorted_values) and sorted_values[i] <= x + _CENT
+
+
+def _found_near(sorted_values: np.ndarray, targets: np.ndarray, tolerance: np.ndarray | float) -> bool:
+    """Whether some target has a value of `sorted_values` within its tolerance."""
+    if not len(sorted_values) or not len(targets):
+        return False
+    lo = np.searchsorted(sorted_values, targets - tolerance)
+    inside = lo < len(sorted_values)
+    return bool(
+        np.any(sorted_values[np.minimum(lo, len(sorted_values) - 1)][inside] <= (targets + tolerance)[inside])
+    )
+
+
+def _one_step(value: float, operands: np.ndarray) -> bool:
+    """Whether `value` is a + b, |a − b|, a × b or a ÷ b of two operands (either may be used twice)."""
+    if not len(operands):
+        return False
+    if _found_near(operands, value - operands, _CENT):  # a + b
+        return True
+    if _found_near(operands, operands + value, _CENT) or _found_near(operands, operands - value, _CENT):
+        return True  # |a − b|
+    nonzero = operands[operands != 0]
+    if not len(nonzero):
+        return False
+    size = np.abs(nonzero)
+    # a × b = value: b within half a cent of value / a, scaled by |a|
+    if _found_near(operands, value / nonzero, _CENT / size):
+        return True
+    # a ÷ b = value: a within half a cent times |b| of value × b
+    return _found_near(operands, value * nonzero, _CENT * size)
+
+
+def _rounds(value: float, operands: np.ndarray) -> bool:
+    """Whether `value` is an operand rounded to whole units or tenths, either way."""
+    if not math.isclose(value, round(value, 1), abs_tol=1e-9):
+        return False
+    near = operands[np.abs(operands - value) < 1.0]
+    for a in near:
+        for digits in (0, 1):
+            scale = 10.0**digits
+            if value in (round(a, digits), math.floor(a * scale) / scale, math.ceil(a * scale) / scale):
                 return True
     return False
 

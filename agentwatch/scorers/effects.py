@@ -1,19 +1,24 @@
 """Expected calls against the calls a conversation made, by their effects rather than their keystrokes.
 
 Shared by task policies and conversation-level expectations:
-- each expected call is paired with a distinct *successful* call of the same (normalised) name whose arguments
-  fit; a call that returned an error changed nothing, so it neither satisfies an expectation nor counts as an
-  unexpected effect (agents retry a refused booking);
+- each expected call is paired with a distinct *successful* call of the same (normalised) name — or of one of
+  its `alternatives` — whose arguments fit; a call that returned an error changed nothing, so it neither
+  satisfies an expectation nor counts as an unexpected effect (agents retry a refused booking);
 - an expected call must happen when it is `required`, which by default means the tool has effects: an
-  expected lookup or handoff the agent skipped is no failure;
+  expected lookup or handoff the agent skipped is no failure. An expected call the agent made exactly, that the
+  environment refused (it returned an error), is not missing when another expected call of the same tool was
+  made: the ground truth itself held a write the environment does not accept beside the valid one, and the
+  agent did the valid one; a note says so;
 - calls nobody expected are checked as `extra_calls` says: `read_only` (default) fails a successful call with
-  effects, `none` fails any successful call, `any` fails none;
+  effects, `none` fails any successful call, `any` fails none. A call that leaves the state as it was — every
+  `new_X` argument equal to its `X` — has no effect, expected or not;
 - `order`: `relative` — the paired calls happen in the expected order (others may come between); `strict` —
   exactly the expected calls, in order, and nothing else.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,12 +46,14 @@ class MadeCall:
 
 @dataclass(slots=True)
 class WantedCall:
-    """An expected call: its normalised name, how to describe it, whether it must happen, what it carries."""
+    """An expected call: its normalised name (and its alternatives'), how to describe it, whether it must
+    happen, what it carries."""
 
     name: str
     label: str
     required: bool
     spec: Any  # the PolicyTool or ExpectedTool it came from, handed back to the argument check
+    names: frozenset[str] = frozenset()  # the name and its alternatives, normalised
 
 
 @dataclass(slots=True)
@@ -56,6 +63,15 @@ class CallsFound:
     missing: list[WantedCall] = field(default_factory=list)
     unexpected: list[MadeCall] = field(default_factory=list)
     order: str | None = None
+    refused: list[tuple[WantedCall, MadeCall]] = field(default_factory=list)  # expected, made, refused
+
+    def notes(self, prefix: str) -> list[str]:
+        """A `note` for each expected call the environment refused (informational: it fails nothing)."""
+        return [
+            f"note: {prefix}: the expected {w.label} was refused in this run ({_short(m.call.error)}): not "
+            "required"
+            for w, m in self.refused
+        ]
 
     def reasons(self, prefix: str, extra_calls: str) -> list[str]:
         """Reason entries `<prefix>_tools`, `<prefix>_effects` and `<prefix>_order` of what was found."""
@@ -92,7 +108,8 @@ def wanted_calls(
         required = spec.required
         if required is None:
             required = name not in flagged and kinds.of_name(name) == EFFECT
-        out.append(WantedCall(name, describe(spec), required, spec))
+        alternatives = frozenset(names(a) for a in getattr(spec, "alternatives", ()))
+        out.append(WantedCall(name, describe(spec), required, spec, alternatives | {name}))
     return out
 
 
@@ -103,6 +120,39 @@ def describe(spec: Any) -> str:
         return str(spec.name)
     shown = ", ".join(f"{k}={_short(v)}" for k, v in args.items())
     return f"{spec.name}({shown})"
+
+
+def _pairs(args: Any, source: str, target: str) -> list[tuple[str, str]] | None:
+    """The replacements `source[i] -> target[i]` of two parallel list arguments, each side as canonical JSON,
+    the ones that replace an element by itself left out; None when they are not two lists of equal length."""
+    if not isinstance(args, dict):
+        return None
+    a, b = args.get(source), args.get(target)
+    if not isinstance(a, list) or not isinstance(b, list) or len(a) != len(b):
+        return None
+    return sorted(
+        (_canonical(x), _canonical(y)) for x, y in zip(a, b, strict=True) if _canonical(x) != _canonical(y)
+    )
+
+
+def same_replacements(expected: Any, used: Any, source: str, target: str) -> bool:
+    """Whether two calls make the same replacements `source -> target`, in any order (see `_pairs`)."""
+    want, have = _pairs(expected, source, target), _pairs(used, source, target)
+    return want is not None and want == have
+
+
+def changes_nothing(call: ToolCall) -> bool:
+    """Whether a call leaves the state as it was: it has `new_X` arguments and each equals its `X` (for lists,
+    position by position)."""
+    args = call.arguments
+    if not isinstance(args, dict):
+        return False
+    news = [k for k in args if k.startswith("new_") and k[4:] in args]
+    return bool(news) and all(_canonical(args[k]) == _canonical(args[k[4:]]) for k in news)
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
 
 
 def _short(value: Any) -> str:
@@ -122,15 +172,27 @@ def check_calls(
     done = [m for m in made if m.ok]
 
     def fit(i: int, j: int) -> bool:
-        return wanted[i].name == done[j].name and fits(wanted[i], done[j])
+        return done[j].name in wanted[i].names and fits(wanted[i], done[j])
 
     first = sorted(range(len(wanted)), key=lambda i: not wanted[i].required)  # required ones pair first
     pairs = match_pairs(first, len(done), fit)
-    found.missing = [w for i, w in enumerate(wanted) if w.required and i not in pairs]
+    for i, w in enumerate(wanted):
+        if not w.required or i in pairs:
+            continue
+        refused = next((m for m in made if not m.ok and m.name in w.names and fits(w, m)), None)
+        # Excused only beside the valid one: another expected call of the same tool that was made.
+        done_instead = any(k in pairs and wanted[k].names & w.names for k in range(len(wanted)) if k != i)
+        if refused is not None and done_instead:
+            found.refused.append((w, refused))
+        else:
+            found.missing.append(w)
     taken = set(pairs.values())
     if extra_calls != "any":
         found.unexpected = [
-            m for j, m in enumerate(done) if j not in taken and (extra_calls == "none" or m.kind == EFFECT)
+            m
+            for j, m in enumerate(done)
+            if j not in taken
+            and (extra_calls == "none" or (m.kind == EFFECT and not changes_nothing(m.call)))
         ]
     if not found.missing and order != "any" and wanted:
         found.order = _order_broken(wanted, pairs, done, made, fits, order)
@@ -150,7 +212,7 @@ def _order_broken(
     sequence = [w for i, w in enumerate(wanted) if i in pairs]
     k = 0
     for m in done:
-        if k < len(sequence) and sequence[k].name == m.name and fits(sequence[k], m):
+        if k < len(sequence) and m.name in sequence[k].names and fits(sequence[k], m):
             k += 1
     in_order = k == len(sequence)
     if order == "strict" and (not in_order or len(made) != len(wanted)):

@@ -1,19 +1,20 @@
-"""How a conversation ends: an answer, a handoff to a person, or a user's goodbye that needs no answer.
+"""How a conversation ends: an answer, a handoff to a person, a user's goodbye, or an end marker of the user's.
 
 The "no answer" evidence is about the last turn that asked the agent something. A trailing turn whose input
-is a closing ("Thanks, that's all!", "bye", a simulated user's `###STOP###`), with no tool call and no answer,
-asked nothing; and a turn that handed the conversation to a person (a successful call of a `handoff_tools`
-tool) ended it legitimately, answer or not.
+is a closing ("Thanks, that's all!", "bye") or holds an end marker (`scoring.end_markers`: by default the
+simulated users' `###STOP###` of τ-bench and τ²-bench, τ²-bench's `###TRANSFER###` and `###OUT-OF-SCOPE###`),
+with no tool call and no answer, asked nothing: the user ended the conversation. A turn that handed the
+conversation to a person (a successful call of a `handoff_tools` tool) ended it legitimately, answer or not.
 
 A closing is a short message (at most 25 words) without a question mark that thanks or says goodbye and asks
-for nothing ("please", "can you", "I'd like", "but" …), or any message holding the `###STOP###` token of
-τ-bench's simulated users.
+for nothing ("please", "can you", "I'd like", "but" …).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from agentwatch.scorers.effects import MadeCall
 from agentwatch.scorers.names import NameNormalizer
@@ -21,7 +22,6 @@ from agentwatch.scorers.tool_kinds import HANDOFF, ToolKinds
 from agentwatch.wire.schema import Turn
 
 MAX_CLOSING_WORDS = 25
-_STOP = re.compile(r"#{2,}\s*STOP\b", re.IGNORECASE)
 _CLOSING = re.compile(
     r"\b(?:thanks?|thank\s+you|thx|ty|bye|goodbye|good\s+bye|cheers|take\s+care|all\s+set|you\s+too|will\s+do"
     r"|appreciate|that(?:'s|\s+is|\s+would\s+be|\s+will\s+be|\s+should\s+be)\s+(?:all|it)"
@@ -37,13 +37,37 @@ _REQUEST = re.compile(
 
 def is_closing(text: str | None) -> bool:
     """Whether a user message only closes the conversation (see the module docstring)."""
-    if not text:
-        return False
-    if _STOP.search(text):
-        return True
-    if "?" in text or len(text.split()) > MAX_CLOSING_WORDS:
+    if not text or "?" in text or len(text.split()) > MAX_CLOSING_WORDS:
         return False
     return _CLOSING.search(text) is not None and _REQUEST.search(text) is None
+
+
+class EndMarkers:
+    """The end markers a user's message may hold (matched case-insensitively anywhere in it)."""
+
+    __slots__ = ("_folded",)
+
+    def __init__(self, markers: dict[str, str]) -> None:
+        self._folded = [(m.casefold(), m, kind) for m, kind in markers.items() if m]
+
+    def find(self, text: str | None) -> tuple[str, str] | None:
+        """(marker, kind) of the first end marker in `text`, or None."""
+        if not text or not self._folded:
+            return None
+        folded = text.casefold()
+        for key, marker, kind in self._folded:
+            if key in folded:
+                return marker, kind
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class Ending:
+    """How a conversation ended: the turn that asked and got no answer (None: none), and the user's end marker
+    on a trailing turn when there was one (marker, kind, turn)."""
+
+    unanswered: int | None
+    marker: tuple[str, str, int] | None = None
 
 
 def handed_off(turn: Turn, names: NameNormalizer, kinds: ToolKinds) -> bool:
@@ -51,18 +75,25 @@ def handed_off(turn: Turn, names: NameNormalizer, kinds: ToolKinds) -> bool:
     return any(c.error is None and kinds.of(c, names(c.name)) == HANDOFF for c in turn.tool_calls)
 
 
-def unanswered_turn(turns: Sequence[Turn], names: NameNormalizer, kinds: ToolKinds) -> int | None:
-    """Index of the last turn that asked something and got neither an answer nor a handoff, else None.
-    Trailing closings with no call and no answer are skipped."""
+def ending(turns: Sequence[Turn], names: NameNormalizer, kinds: ToolKinds, markers: EndMarkers) -> Ending:
+    """How the conversation ended: the last turn that asked something and got neither an answer nor a
+    handoff (trailing closings and end markers with no call and no answer are skipped), and the user's end
+    marker, if one ended it."""
+    marker: tuple[str, str, int] | None = None
     for i in range(len(turns) - 1, -1, -1):
         turn = turns[i]
         answered = bool(turn.answer and turn.answer.strip())
-        if not answered and not turn.tool_calls and is_closing(turn.input):
-            continue
+        if not answered and not turn.tool_calls:
+            found = markers.find(turn.input)
+            if found is not None:
+                marker = marker or (*found, i)
+                continue
+            if is_closing(turn.input):
+                continue
         if answered or handed_off(turn, names, kinds):
-            return None
-        return i
-    return None
+            return Ending(None, marker)
+        return Ending(i, marker)
+    return Ending(None, marker)
 
 
 def wrong_ending(end: str, made: Sequence[MadeCall]) -> str | None:

@@ -34,6 +34,7 @@ class ExpectedResult:
 
     failures: list[str] = field(default_factory=list)  # reasons, `code: text`
     forbidden: list[str] = field(default_factory=list)  # forbidden tools called, as called
+    notes: list[str] = field(default_factory=list)  # informational reasons, `note: text`
     answer_score: float | None = None  # best answer score against the reference, when one is given
 
 
@@ -87,6 +88,7 @@ def grade_expected(
         order = "relative" if exp.sequence_matters else "any"
         found = check_calls(wanted, made, fits, order, exp.extra_calls)
         result.failures.extend(found.reasons("expected", exp.extra_calls))
+        result.notes.extend(found.notes("expected"))
     if exp.forbidden_tools:
         result.forbidden = forbidden_called(
             [m.call for m in made], exp.forbidden_tools, names, [m.name for m in made]

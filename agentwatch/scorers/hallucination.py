@@ -1,18 +1,22 @@
-"""Hallucination evidence in an answer: made-up identifiers and claimed actions no tool performed.
+"""Hallucination evidence in an answer: made-up identifiers and amounts, and actions claimed while none was taken.
 
 - Identifiers — e-mail addresses, ids such as `ORD-1234` / `#48213`, numbers of five or more digits and
   currency amounts — that appear in the answer but in none of the conversation's inputs so far, the
   arguments and results (or error texts) of its tool calls so far, or the turn's reference answer.
-  Amounts compare by value (`$42.5` matches a result of `42.50`). The check is skipped when an input or a
-  successful tool result was not captured (content capture off): absence cannot be told from not seen.
-- Claimed actions — "I have cancelled…", "your order has been refunded" — when no successful tool call so far
-  has a name containing the action's stem (cancel, refund, book, send, update, …).
+  Amounts compare by value (`$42.5` matches a result of `42.50`), and an amount one arithmetic step or a
+  rounding away from grounded numbers is grounded (`scorers.derived_numbers`). The check is skipped when an
+  input or a successful tool result was not captured (content capture off): absence cannot be told from not
+  seen.
+- Claimed actions — "I have cancelled…", "your order has been refunded" — when the conversation so far holds no
+  successful call with effects (or handoff) at all. Any such call grounds a claim: which tool performs which
+  verb is the agent's business (a return is "submitted", an exchange "issued"), not a word list's. A verb a
+  tool result states ("status": "cancelled") is a status read back, not a claim.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
 from agentwatch.scorers.derived_numbers import Derivations
 from agentwatch.scorers.text import AnswerText, numbers_in, parse_number
@@ -31,29 +35,32 @@ _CURRENCY_WORDS = ("usd", "eur", "gbp", "dollar", "euro", "pound")  # what _UNIT
 # Numbers in the evidence: a plain scan (JSON numbers, numbers in texts, digits inside ids all count as seen).
 _EVIDENCE_NUMBER = re.compile(r"\d+(?:,\d{3})*(?:\.\d+)?")
 
-# Past-tense action verb → stems of tool names that perform it.
-ACTION_STEMS: dict[str, tuple[str, ...]] = {
-    "cancelled": ("cancel",),
-    "canceled": ("cancel",),
-    # a refund follows a cancellation, a return or a change of a paid booking as often as a refund call
-    "refunded": ("refund", "cancel", "return", "exchange", "update", "modify", "change"),
-    "booked": ("book", "reserv", "schedul"),
-    "reserved": ("reserv", "book"),
-    "scheduled": ("schedul", "book", "calendar", "event"),
-    "sent": ("send", "email", "mail", "message", "notify", "sms"),
-    "emailed": ("email", "mail", "send"),
-    "updated": ("update", "change", "modify", "edit", "set", "patch"),
-    "changed": ("change", "update", "modify", "edit", "set", "patch"),
-    "modified": ("modify", "update", "change", "edit", "patch"),
-    "created": ("create", "add", "new", "open", "insert"),
-    "deleted": ("delete", "remove"),
-    "removed": ("remove", "delete"),
-    "transferred": ("transfer",),
-    "submitted": ("submit", "create", "file"),
-    "issued": ("issue", "refund", "create", "send"),
-    "reset": ("reset",),
-}
-_VERBS = "|".join(sorted(ACTION_STEMS, key=len, reverse=True))
+# Past-tense verbs of an action claim ("I have cancelled", "has been refunded"): what the claim detector looks
+# for. Grounding does not use them: any successful call with effects grounds a claim.
+CLAIM_VERBS: tuple[str, ...] = (
+    "cancelled",
+    "canceled",
+    "refunded",
+    "booked",
+    "reserved",
+    "scheduled",
+    "sent",
+    "emailed",
+    "updated",
+    "changed",
+    "modified",
+    "created",
+    "deleted",
+    "removed",
+    "transferred",
+    "submitted",
+    "issued",
+    "reset",
+    "processed",
+    "exchanged",
+    "returned",
+)
+_VERBS = "|".join(sorted(CLAIM_VERBS, key=len, reverse=True))
 _ADVERBS = r"(?:(?:just|now|already|successfully|also|gone\s+ahead\s+and)\s+)*"
 _CLAIM = re.compile(
     rf"\b(?:I|we)(?:'ve|\s+have)?\s+{_ADVERBS}({_VERBS})\b"
@@ -71,7 +78,7 @@ class Evidence:
     turned into text (their `repr` is the costly part of a check).
     """
 
-    __slots__ = ("_numbered", "_numbers", "_texts", "_values", "complete", "derived", "tool_names")
+    __slots__ = ("_numbered", "_numbers", "_results", "_texts", "_values", "acted", "complete", "derived")
 
     def __init__(self) -> None:
         self._values: list[object] = []  # every value added, in order
@@ -79,7 +86,8 @@ class Evidence:
         self._numbers: list[float] = []
         self._numbered = 0  # texts whose numbers are in _numbers
         self.complete = True  # False once an input or a successful tool result was not captured
-        self.tool_names: list[str] = []  # normalised names of successful tool calls so far
+        self.acted = False  # a successful call with effects (or a handoff) was made so far
+        self._results: list[str] = []  # case-folded texts of successful tool results, read on demand
         self.derived = Derivations()  # amounts the agent stated, to derive further amounts from
 
     def add(self, value: object) -> None:
@@ -87,14 +95,14 @@ class Evidence:
         if value is not None and value != "":
             self._values.append(value)
 
-    def add_turn(self, turn_input: str | None, calls: Sequence[ToolCall], names: Sequence[str]) -> None:
+    def add_turn(self, turn_input: str | None, calls: Sequence[ToolCall], acts: Sequence[bool]) -> None:
         """Add what one turn showed the agent: its input, then each call's arguments and result or error text
-        (`names[i]`: the normalised name of `calls[i]`)."""
+        (`acts[i]`: whether `calls[i]` is a call with effects or a handoff, not a lookup)."""
         if turn_input is None:
             self.complete = False
         else:
             self.add(turn_input)
-        for call, name in zip(calls, names, strict=True):
+        for call, acts_ in zip(calls, acts, strict=True):
             if call.error is None:
                 self.add(call.arguments)
                 if call.result is None:
@@ -102,9 +110,16 @@ class Evidence:
                 else:
                     self.derived.results.append(call.result)
                 self.add(call.result)
-                self.tool_names.append(name)
+                self.acted = self.acted or acts_
             else:
                 self.add(call.error)
+
+    def results_state(self, word: str) -> bool:
+        """Whether a successful tool result so far holds `word` (case-folded) as a word: a status read back."""
+        results = self.derived.results
+        for value in results[len(self._results) :]:
+            self._results.append((value if isinstance(value, str) else repr(value)).casefold())
+        return any(_word_in(text, word) for text in self._results)
 
     def _read(self) -> str | None:
         """Case-folded text of the next unread value (JSON values as their Python repr); None once all are read."""
@@ -165,16 +180,26 @@ def claimed_actions(answer: str, folded: str | None = None) -> list[str]:
 
 def _mentions_action(folded: str) -> bool:
     """Whether the case-folded answer contains one of the action verbs (most answers claim nothing)."""
-    return any(verb in folded for verb in ACTION_STEMS)
+    return any(verb in folded for verb in CLAIM_VERBS)
 
 
-def unsupported_claims(answer: str, tool_names: Iterable[str], folded: str | None = None) -> list[str]:
-    """Claimed actions with no successful tool call whose (normalised) name contains the action's stem."""
-    verbs = claimed_actions(answer, folded)
-    if not verbs:
+def _word_in(text: str, word: str) -> bool:
+    """Whether `word` occurs in `text` with no letter glued to either side."""
+    start = text.find(word)
+    while start >= 0:
+        end = start + len(word)
+        if (not start or not text[start - 1].isalpha()) and (end >= len(text) or not text[end].isalpha()):
+            return True
+        start = text.find(word, start + 1)
+    return False
+
+
+def unsupported_claims(answer: str, evidence: Evidence, folded: str | None = None) -> list[str]:
+    """Claimed actions when no successful call with effects was made so far, statuses read back left out."""
+    if evidence.acted:
         return []
-    names = list(tool_names)
-    return [verb for verb in verbs if not any(stem in name for stem in ACTION_STEMS[verb] for name in names)]
+    verbs = claimed_actions(answer, folded)
+    return [verb for verb in verbs if not evidence.results_state(verb)]
 
 
 def _number_forms(value: float) -> tuple[str, ...]:
@@ -251,7 +276,7 @@ def unsupported_identifiers(
                 if known is None:
                     known = evidence.numbers() + ([v for v, _ in numbers_in(reference)] if reference else [])
                 grounded = any(abs(value - k) <= 0.005 for k in known)
-            if grounded or derived.explains(value):
+            if grounded or derived.explains(value, known if known is not None else evidence.numbers()):
                 derived.take(value)
                 continue
         else:
@@ -272,8 +297,8 @@ def find_hallucinations(
         return []
     text = answer if isinstance(answer, AnswerText) else AnswerText(answer)
     reasons: list[str] = []  # loops, not comprehensions: usually nothing is found
-    for verb in unsupported_claims(text.text, evidence.tool_names, text.folded):
-        reasons.append(f"claims the action '{verb}' but no successful tool call performed it")
+    for verb in unsupported_claims(text.text, evidence, text.folded):
+        reasons.append(f"claims the action '{verb}' but no call with effects was made")
     if evidence.complete:
         for token in unsupported_identifiers(text, evidence, reference):
             reasons.append(f"'{token}' appears in neither the inputs, the tool calls nor the reference")

@@ -20,7 +20,7 @@ from typing import Any
 from agentwatch.config import HANDOFF_TOOLS, READ_ONLY_TOOLS, PolicyTool, TaskPolicy
 from agentwatch.config.policies import is_constraint
 from agentwatch.scorers.arguments import DEFAULT_TOLERANCE, values_match
-from agentwatch.scorers.effects import check_calls, made_calls, wanted_calls
+from agentwatch.scorers.effects import check_calls, made_calls, same_replacements, wanted_calls
 from agentwatch.scorers.endings import ending_reasons
 from agentwatch.scorers.graders import forbidden_called
 from agentwatch.scorers.names import NameNormalizer
@@ -49,6 +49,7 @@ class PolicyResult:
     ref: str  # id@version
     failures: list[str] = field(default_factory=list)  # reasons, `policy_<rule>: text`
     forbidden: list[str] = field(default_factory=list)  # forbidden tools called, as called
+    notes: list[str] = field(default_factory=list)  # informational reasons, `note: text`
 
     @property
     def passed(self) -> bool:
@@ -96,12 +97,17 @@ def _satisfies(value: Any, constraint: Any, mode: str | None, user_text: str, to
 
 def tool_fits(tool: PolicyTool, call: ToolCall, user_text: str, tolerance: float) -> bool:
     """Whether a call's arguments meet every argument constraint of a policy tool (extra arguments allowed;
-    an argument in `ignore` mode may be absent)."""
+    an argument in `ignore` mode may be absent; `replacements` compared as pairs)."""
     args = call.arguments
     match = tool.match
+    paired: set[str] = set()
+    for source, target in tool.replacements:
+        paired.update((source, target))
+        if not same_replacements(tool.arguments, args, source, target):
+            return False
     for key, constraint in tool.arguments.items():
         mode = match.get(key)
-        if mode == "ignore":
+        if mode == "ignore" or key in paired:
             continue
         if key not in args or not _satisfies(args[key], constraint, mode, user_text, tolerance):
             return False
@@ -134,6 +140,7 @@ def grade_policy(
             "any" if policy.order == "strict" else policy.extra_calls,  # strict order covers extra calls
         )
         result.failures.extend(found.reasons("policy", policy.extra_calls))
+        result.notes.extend(found.notes("policy"))
 
     if policy.forbidden_tools:
         result.forbidden = forbidden_called(

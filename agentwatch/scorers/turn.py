@@ -14,7 +14,7 @@ from agentwatch.scorers.outcome import OutcomeFacts
 from agentwatch.scorers.outputs import missing_outputs
 from agentwatch.scorers.text import AnswerText
 from agentwatch.scorers.tool_correctness import ToolGrader
-from agentwatch.scorers.tool_kinds import ToolKinds
+from agentwatch.scorers.tool_kinds import READ_ONLY, ToolKinds
 from agentwatch.wire.schema import Turn
 
 
@@ -43,11 +43,12 @@ class TurnGrader:
         evidence: Evidence,
         facts: OutcomeFacts,
         found: set[str],
+        failing: frozenset[str],
     ) -> tuple[dict[str, Any], float | None, float | None]:
         """Grade turn `i`: its `TurnScore` fields, answer score and tool overall.
 
-        Failure evidence is added to `found` and fails the turn (`passed` is False); whether that counts is the
-        conversation's business (only graded conversations have a verdict)."""
+        Failure evidence is added to `found`; a detector in `failing` also fails the turn (`passed` is False),
+        and whether that counts is the conversation's business (only graded conversations have a verdict)."""
         sc = self._scoring
         names = self._names
         exp = turn.expected
@@ -59,7 +60,11 @@ class TurnGrader:
         turn_input = turn.input
         error = turn.error
         used_names = names.of(calls) if calls else []  # shared by every grader of the turn
-        evidence.add_turn(turn_input, calls, used_names)
+        evidence.add_turn(
+            turn_input,
+            calls,
+            [self._kinds.of(c, n) != READ_ONLY for c, n in zip(calls, used_names, strict=True)],
+        )
 
         answer = turn.answer
         has_answer = bool(answer and answer.strip())
@@ -119,26 +124,32 @@ class TurnGrader:
                 found.add("forbidden_tool")
                 reasons.append(f"forbidden_tool: turn {i}: called {', '.join(forbidden)}")
 
-        # failure evidence, looked for on every conversation: loops, errors, missing final answer, hallucinations
+        # failure evidence, looked for on every conversation: loops, errors, missing final answer, hallucinations.
+        # A detector in `failing` fails the turn; any other's finding is evidence only (reason `evidence: ...`).
+        found_here: list[tuple[str, str]] = []  # (code, reason text)
         looped = loops(calls, sc.loop_threshold, names, used_names) if len(calls) >= sc.loop_threshold else ()
-        if looped:
-            failed = facts.abandoned = True
-            found.add("loop")
-            for name, count in looped:
-                reasons.append(f"loop: turn {i}: {name} called {count} times with identical arguments")
+        for name, count in looped:
+            found_here.append(("loop", f"turn {i}: {name} called {count} times with identical arguments"))
         if error:
-            failed = facts.abandoned = True
-            found.add("error")
-            reasons.append(f"error: turn {i}: {error}")
+            found_here.append(("error", f"turn {i}: {error}"))
         if unanswered:
-            failed = facts.abandoned = True
-            found.add("no_answer")
-            reasons.append(f"no_answer: turn {i}: the conversation ends without an answer or a handoff")
+            found_here.append(
+                ("no_answer", f"turn {i}: the conversation ends without an answer or a handoff")
+            )
         if text is not None and sc.hallucination_checks:
             for claim in find_hallucinations(text, evidence, reference):
-                failed = facts.hallucinated = True
-                found.add("hallucination")
-                reasons.append(f"hallucination: turn {i}: {claim}")
+                found_here.append(("hallucination", f"turn {i}: {claim}"))
+        for code, why in found_here:
+            found.add(code)
+            if code in failing:
+                failed = True
+                if code == "hallucination":
+                    facts.hallucinated = True
+                else:
+                    facts.abandoned = True
+                reasons.append(f"{code}: {why}")
+            else:
+                reasons.append(f"evidence: {code}: {why}")
 
         passed = False if failed else (True if applied else None)
         score = {

@@ -14,8 +14,10 @@ library.
 from agentwatch.wire.contract import (
     CONTENT_TYPE_HEADER,
     DEAD_LETTER_TOPIC,
+    DETECTORS,
     EVIDENCE,
     FLAGGED,
+    INFORMATIONAL_REASONS,
     KEY_CONVERSATION,
     KEY_HEADER,
     LABEL_OUTCOMES,
@@ -36,8 +38,10 @@ from agentwatch.wire.contract import (
 __all__ = [
     "CONTENT_TYPE_HEADER",
     "DEAD_LETTER_TOPIC",
+    "DETECTORS",
     "EVIDENCE",
     "FLAGGED",
+    "INFORMATIONAL_REASONS",
     "KEY_CONVERSATION",
     "KEY_HEADER",
     "LABELS_TOPIC",

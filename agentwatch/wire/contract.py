@@ -15,6 +15,12 @@ SCORE_OUTCOMES: frozenset[str] = LABEL_OUTCOMES | {UNSCORED}
 
 # Failure evidence, found on any conversation and reported as rates over all of them.
 EVIDENCE: tuple[str, ...] = ("error", "no_answer", "loop", "hallucination", "over_budget", "forbidden_tool")
+# The evidence found by deterministic detectors (the rest comes from rules a person configured, or the cost):
+# each fails a graded conversation only where `scoring.failing_evidence` (or its policy's `fail_on`) says so.
+DETECTORS: tuple[str, ...] = ("error", "no_answer", "loop", "hallucination")
+# Reason codes that describe rather than fail, never failure modes: a person's label, how the user ended the
+# conversation, a detector's finding that does not fail it, a note on the ground truth.
+INFORMATIONAL_REASONS: frozenset[str] = frozenset({"label", "ending", "evidence", "note"})
 
 # Kafka record headers of span messages.
 CONTENT_TYPE_HEADER = "content-type"

@@ -12,9 +12,10 @@ import yaml
 from typer.testing import CliRunner
 
 from agentwatch.cli import app
-from agentwatch.config import load_settings
+from agentwatch.config import Settings, load_settings
 from agentwatch.importers.openai_chat import ChatFormatError, conversation_from_record, read_chat_lines
 from agentwatch.importers.tau_bench import TauBenchFormatError, detect, import_results
+from agentwatch.scorers import ConversationScorer
 from agentwatch.wire.schema import Conversation, Outcome
 from agentwatch.wire.transcripts import TranscriptFileError, iter_conversations
 from tests.support import published_runs
@@ -239,6 +240,122 @@ def test_tau2_bench_results_are_detected_and_imported() -> None:
         }
     ]
     assert policy["outputs"] == ["R1"]
+
+
+def test_a_published_tau2_bench_run_imports_with_its_trials_and_endings() -> None:
+    """τ²-bench's published airline run: every simulation imported with its trial as the attempt, each ending
+    with the user's marker, which no longer reads as a missing answer."""
+    document = json.loads(gzip.decompress(published_runs.require(published_runs.TAU2_AIRLINE).read_bytes()))
+    out = import_results(document, "a", "v", "t2")
+    assert out.format == "tau2-bench" and out.errors == [] and len(out.lines) == len(document["simulations"])
+    assert [line["attempt"] for line in out.lines] == [s["trial"] for s in document["simulations"]]
+    scores = [
+        ConversationScorer(Settings(), labels="ignore").score(Conversation.model_validate(x))
+        for x in out.lines
+    ]
+    endings = [next(r for r in s.reasons if r.startswith("ending:")) for s in scores]
+    assert all(("###STOP" in e) != ("###TRANSFER" in e) or "###OUT-OF-SCOPE" in e for e in endings)
+    assert not any("no_answer" in s.evidence for s in scores)
+
+
+def test_a_multi_trial_tau2_run_sets_the_attempt_of_each_trial() -> None:
+    sim = dict(TAU2["simulations"][0])
+    document = {**TAU2, "simulations": [{**sim, "id": f"s{t}", "trial": t} for t in range(3)]}
+    out = import_results(document, "a", "v", "t2")
+    assert [(line["task"], line["attempt"]) for line in out.lines] == [("t-1", 0), ("t-1", 1), ("t-1", 2)]
+    assert len({line["conversation_id"] for line in out.lines}) == 3
+
+
+def _python_repr(document: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The run as a logger that writes `str(kwargs)` leaves it: tool arguments and results as Python reprs."""
+    out = json.loads(json.dumps(document))
+    for entry in out:
+        for message in entry["traj"]:
+            for call in message.get("tool_calls") or []:
+                call["function"]["arguments"] = repr(json.loads(call["function"]["arguments"]))
+            if message.get("role") == "tool" and str(message.get("content", "")).startswith("{"):
+                message["content"] = repr(json.loads(message["content"]))
+    return out
+
+
+def test_arguments_logged_as_python_reprs_read_as_values(dev: list[dict[str, Any]]) -> None:
+    """`"{'order_id': '#W1'}"` is read with ast.literal_eval (never eval), with a note; the conversations equal
+    the ones of the JSON log."""
+    picked = entries(dev, (2, 1), (13, 1), (18, 0))
+    plain = import_results(picked, "a", "v", "x")
+    reprs = import_results(_python_repr(picked), "a", "v", "x")
+    for a, b in zip(plain.lines, reprs.lines, strict=True):
+        ca, cb = Conversation.model_validate(a), Conversation.model_validate(b)
+        assert [t.tool_calls for t in ca.turns] == [t.tool_calls for t in cb.turns]
+        assert any("Python literals, read with ast.literal_eval" in n for n in cb.notes)
+        assert not any("Python literal" in n for n in ca.notes)
+
+
+@pytest.mark.parametrize(
+    ("text", "value", "how"),
+    [
+        (
+            "{'order_id': '#W1', 'item_ids': ['1', '2']}",
+            {"order_id": "#W1", "item_ids": ["1", "2"]},
+            "python",
+        ),
+        ('{"a": 1}', {"a": 1}, "json"),
+        ("{'a': (1, 2), 'b': None, 'c': True}", {"a": [1, 2], "b": None, "c": True}, "python"),
+        ("{'x': __import__('os').system('true')}", None, "text"),  # a call: never evaluated
+        ("{'x': 1 + 1}", None, "text"),  # an operator: not a literal
+        ("[" + "(" * 200 + ")" * 200 + "]", None, "text"),  # too deep to parse
+        ("order 4100", None, "text"),
+    ],
+)
+def test_python_literals_are_read_safely(text: str, value: object, how: str) -> None:
+    from agentwatch.wire.values import read_structured
+
+    got, read_as = read_structured(text)
+    assert read_as == how and got == (text if value is None else value)
+
+
+def test_generated_policies_compare_lists_unordered_and_replacements_as_pairs() -> None:
+    """The importer cannot know whether a list's order matters: item lists compare as multisets, X/new_X as
+    replacements; the same write on two tools becomes one expectation with an alternative."""
+    actions = [
+        {"name": "get_order_details", "kwargs": {"order_id": "#W1"}},
+        {"name": "return_delivered_order_items", "kwargs": {"order_id": "#W1", "item_ids": ["2", "1"]}},
+        {
+            "name": "exchange_delivered_order_items",
+            "kwargs": {"order_id": "#W2", "item_ids": ["3"], "new_item_ids": ["4"], "payment_method_id": "p"},
+        },
+        {
+            "name": "modify_pending_order_items",
+            "kwargs": {"order_id": "#W2", "item_ids": ["3"], "new_item_ids": ["4"], "payment_method_id": "p"},
+        },
+    ]
+    entry = {
+        "task_id": 7,
+        "trial": 0,
+        "reward": 1.0,
+        "info": {"task": {"actions": actions, "outputs": []}},
+        "traj": [],
+    }
+    (policy,) = import_results([entry], "a", "v", "x").policies
+    assert policy["tools"] == [
+        {
+            "name": "return_delivered_order_items",
+            "arguments": {"order_id": "#W1", "item_ids": ["2", "1"]},
+            "match": {"item_ids": "unordered"},
+        },
+        {
+            "name": "exchange_delivered_order_items",
+            "arguments": {
+                "order_id": "#W2",
+                "item_ids": ["3"],
+                "new_item_ids": ["4"],
+                "payment_method_id": "p",
+            },
+            "replacements": [["item_ids", "new_item_ids"]],
+            "alternatives": ["modify_pending_order_items"],
+        },
+    ]
+    Settings.model_validate({"policies": [policy]})  # what the importer writes, the configuration reads
 
 
 # --------------------------------------------------------------------------- chat-format logs

@@ -185,3 +185,125 @@ def test_policy_check_cli(tmp_path: Path) -> None:
     )
     bad = CliRunner().invoke(app, ["policy", "check", str(policies), str(transcripts)])
     assert bad.exit_code == 2 and "policies.0.tools.0.arguments" in bad.output
+
+
+# --------------------------------------------------------------------------- effects, not keystrokes
+
+
+def _write(name: str, error: str | None = None, **arguments: object) -> dict:
+    return {"name": name, "arguments": arguments, "result": None if error else {"ok": True}, "error": error}
+
+
+MODIFY = {
+    "name": "modify_pending_order_items",
+    "arguments": {"order_id": "#W9", "item_ids": ["a", "b"], "new_item_ids": ["a2", "b2"], "pay": "card_1"},
+    "replacements": [["item_ids", "new_item_ids"]],
+}
+
+
+@pytest.mark.parametrize(
+    ("items", "new_items", "ok"),
+    [
+        (["a", "b"], ["a2", "b2"], True),
+        (["b", "a"], ["b2", "a2"], True),  # the same replacements in another order
+        (["a", "x", "b"], ["a2", "x", "b2"], True),  # x replaced by itself changes nothing
+        (["a", "b"], ["b2", "a2"], False),  # a -> b2: another replacement
+        (["a"], ["a2"], False),  # one missing
+        (["a", "b", "c"], ["a2", "b2", "c2"], False),  # one more
+    ],
+)
+def test_replacements_compare_as_pairs_in_any_order(items: list[str], new_items: list[str], ok: bool) -> None:
+    made = _write(
+        "modify_pending_order_items", order_id="#W9", item_ids=items, new_item_ids=new_items, pay="card_1"
+    )
+    found = failures({"tools": [MODIFY]}, conv(dict(TURN, tool_calls=[made])))
+    assert (found == set()) is ok, found
+
+
+def test_unordered_lists_and_a_call_that_changes_nothing() -> None:
+    """Items in another order where the environment sorts them are the same state; a write replacing every
+    element by itself is no unexpected effect."""
+    policy = {
+        "tools": [
+            {
+                "name": "return_items",
+                "arguments": {"order_id": "#W1", "item_ids": ["1", "2"]},
+                "match": {"item_ids": "unordered"},
+            }
+        ]
+    }
+    done = _write("return_items", order_id="#W1", item_ids=["2", "1"])
+    assert failures(policy, conv(dict(TURN, tool_calls=[done]))) == set()
+    noop = _write("modify_items", order_id="#W1", item_ids=["3"], new_item_ids=["3"])
+    assert failures(policy, conv(dict(TURN, tool_calls=[done, noop]))) == set()
+    real = _write("modify_items", order_id="#W1", item_ids=["3"], new_item_ids=["4"])
+    assert failures(policy, conv(dict(TURN, tool_calls=[done, real]))) == {"policy_effects"}
+
+
+def test_alternatives_meet_the_expectation_with_the_same_arguments() -> None:
+    policy = {
+        "tools": [
+            {"name": "exchange_delivered", "alternatives": ["modify_pending"], "arguments": {"order": "#W7"}}
+        ]
+    }
+    assert failures(policy, conv(dict(TURN, tool_calls=[_write("modify_pending", order="#W7")]))) == set()
+    assert failures(policy, conv(dict(TURN, tool_calls=[_write("modify_pending", order="#W8")]))) == {
+        "policy_tools",
+        "policy_effects",
+    }
+
+
+def test_an_expected_write_refused_beside_the_valid_one_is_a_note() -> None:
+    """The ground truth held a write the environment refuses and the valid one; the agent made both: the refused
+    one is not missing, and a note says so. Refused alone, it is still missing."""
+    policy = {
+        "tools": [
+            {"name": "return_items", "arguments": {"order": "#W5", "pay": "paypal_1"}},
+            {"name": "return_items", "arguments": {"order": "#W5", "pay": "card_2"}},
+        ]
+    }
+    refused = _write(
+        "return_items", error="Error: payment method should be the original one", order="#W5", pay="paypal_1"
+    )
+    valid = _write("return_items", order="#W5", pay="card_2")
+    result = grade_policy(
+        TaskPolicy.model_validate({"id": "p", **policy}),
+        conv(dict(TURN, tool_calls=[refused, valid])),
+        None,
+        NameNormalizer(),
+    )
+    assert result.passed and len(result.notes) == 1 and "refused in this run" in result.notes[0]
+    alone = {"tools": [{"name": "modify_address", "arguments": {"order": "#W6", "zip": "10093"}}]}
+    c = conv(
+        dict(
+            TURN,
+            tool_calls=[_write("modify_address", error="Error: non-pending order", order="#W6", zip="10093")],
+        )
+    )
+    assert failures(alone, c) == {"policy_tools"}
+
+
+def test_evidence_fails_only_where_configured_or_asked_by_the_policy() -> None:
+    """A detector outside scoring.failing_evidence leaves its finding as evidence; a policy may ask for it."""
+    loop = [_write("search_flights", q="x")] * 3  # a lookup, repeated
+    c = conv(dict(TURN, tool_calls=loop))
+    base = {"id": "p", "tools": []}
+    on = ConversationScorer(Settings.model_validate({"policies": [base]}))
+    off = ConversationScorer(
+        Settings.model_validate({"policies": [base], "scoring": {"failing_evidence": ["error", "no_answer"]}})
+    )
+    asked = ConversationScorer(
+        Settings.model_validate(
+            {
+                "policies": [{**base, "fail_on": ["loop"]}],
+                "scoring": {"failing_evidence": ["error", "no_answer"]},
+            }
+        )
+    )
+    s_on, s_off, s_asked = on.score(c), off.score(c), asked.score(c)
+    assert s_on.passed is False and s_on.outcome is Outcome.ABANDONED and s_on.evidence == ["loop"]
+    assert s_off.passed is True and s_off.outcome is Outcome.COMPLETE and s_off.evidence == ["loop"]
+    assert any(r.startswith("evidence: loop: turn 0:") for r in s_off.reasons)
+    assert s_asked.passed is False and s_asked.evidence == ["loop"]
+    with pytest.raises(ValueError, match="unknown detector"):
+        Settings.model_validate({"scoring": {"failing_evidence": ["hallucinations"]}})

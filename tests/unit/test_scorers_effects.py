@@ -8,8 +8,9 @@ from typing import Any
 import pytest
 
 from agentwatch.config import HANDOFF_TOOLS, READ_ONLY_TOOLS, Settings, TaskPolicy
+from agentwatch.config.scoring import END_MARKERS
 from agentwatch.scorers import ConversationScorer, score_conversation
-from agentwatch.scorers.endings import is_closing, unanswered_turn
+from agentwatch.scorers.endings import EndMarkers, ending, is_closing
 from agentwatch.scorers.names import NameNormalizer
 from agentwatch.scorers.outputs import missing_outputs
 from agentwatch.scorers.policy import grade_policy
@@ -319,8 +320,6 @@ def test_per_turn_lookups_nobody_expected_are_free_effects_are_not() -> None:
     [
         ("Thanks, bye!", True),
         ("Thank you so much for your help. That's all I needed.", True),
-        ("You too! ###STOP###", True),
-        ("I'll reach out once I have the reservation ID.###STOP", True),
         ("Great, have a good day", True),
         ("Thanks! Can you also add a bag?", False),
         ("Thank you, but the date is wrong.", False),
@@ -335,16 +334,51 @@ def test_closings(text: str | None, closing: bool) -> None:
     assert is_closing(text) is closing
 
 
-def test_the_unanswered_turn_skips_trailing_closings_and_handoffs_end_it() -> None:
-    def t(inp: str, answer: str | None = None, calls: list[dict] | None = None) -> Turn:
-        return Turn.model_validate({"input": inp, "answer": answer, "tool_calls": calls or []})
+MARKERS = EndMarkers(END_MARKERS)
 
-    assert unanswered_turn([t("q", "a"), t("thanks"), t("###STOP###")], NAMES, KINDS) is None
-    assert unanswered_turn([t("q"), t("thanks")], NAMES, KINDS) == 0
+
+def _t(inp: str, answer: str | None = None, calls: list[dict] | None = None) -> Turn:
+    return Turn.model_validate({"input": inp, "answer": answer, "tool_calls": calls or []})
+
+
+def _unanswered(turns: list[Turn]) -> int | None:
+    return ending(turns, NAMES, KINDS, MARKERS).unanswered
+
+
+def test_the_unanswered_turn_skips_trailing_closings_and_handoffs_end_it() -> None:
+    assert _unanswered([_t("q", "a"), _t("thanks"), _t("###STOP###")]) is None
+    assert _unanswered([_t("q"), _t("thanks")]) == 0
     handoff = [{"name": "transfer_to_human_agents", "result": "ok"}]
-    assert unanswered_turn([t("q", None, handoff)], NAMES, KINDS) is None
-    assert unanswered_turn([t("q", None, [{"name": "book", "result": "ok"}])], NAMES, KINDS) == 0
-    assert unanswered_turn([t("thanks")], NAMES, KINDS) is None  # nothing was asked
+    assert _unanswered([_t("q", None, handoff)]) is None
+    assert _unanswered([_t("q", None, [{"name": "book", "result": "ok"}])]) == 0
+    assert _unanswered([_t("thanks")]) is None  # nothing was asked
+
+
+@pytest.mark.parametrize(
+    ("text", "marker", "kind"),
+    [
+        ("You too! ###STOP###", "###STOP", "stop"),
+        ("I'll reach out once I have the reservation ID.###STOP", "###STOP", "stop"),
+        ("Thanks for your help!###STOP###", "###STOP", "stop"),
+        ("###TRANSFER###", "###TRANSFER", "transfer"),
+        ("I understand, thanks for the information.###TRANSFER###", "###TRANSFER", "transfer"),
+        ("###out-of-scope###", "###OUT-OF-SCOPE", "out_of_scope"),  # case does not matter
+    ],
+)
+def test_an_end_marker_of_the_user_ends_the_conversation(text: str, marker: str, kind: str) -> None:
+    """τ-bench's and τ²-bench's simulated users end with a marker: not a missing answer, and it is named."""
+    asked = _t("Can you change my flight?")  # asked, got no answer, then the user ended it
+    ended = ending([_t("q", "a"), asked, _t(text)], NAMES, KINDS, MARKERS)
+    assert ended.unanswered == 1 and ended.marker == (marker, kind, 2)
+    ended = ending([_t("q", "a"), _t(text)], NAMES, KINDS, MARKERS)
+    assert ended.unanswered is None and ended.marker == (marker, kind, 1)
+    assert ending([_t("q", "a"), _t(text)], NAMES, KINDS, EndMarkers({})).marker is None  # markers off
+
+
+def test_a_marker_the_agent_answered_is_no_ending() -> None:
+    """The marker ends only a trailing turn left without answer or call."""
+    ended = ending([_t("###STOP### and also?", "Sure, here it is.")], NAMES, KINDS, MARKERS)
+    assert ended == ending([_t("x", "y")], NAMES, KINDS, MARKERS) and ended.marker is None
 
 
 def test_outputs() -> None:

@@ -1,14 +1,18 @@
-"""Grounding over the whole conversation: instructions as a source, amounts the agent derived from grounded
-amounts, claims backed by the call that performs them, utilization of any answer of the conversation."""
+"""Grounding over the whole conversation: instructions as a source, amounts one arithmetic step or a rounding
+away from grounded numbers, claims grounded by any call with effects, statuses read back, utilization of any
+answer of the conversation."""
 
 from __future__ import annotations
 
 import pytest
 
+from agentwatch.config import HANDOFF_TOOLS, READ_ONLY_TOOLS, NameNormalization
 from agentwatch.scorers import score_conversation
 from agentwatch.scorers.derived_numbers import Derivations, list_totals
 from agentwatch.scorers.hallucination import Evidence, find_hallucinations
+from agentwatch.scorers.names import NameNormalizer
 from agentwatch.scorers.text import AnswerText
+from agentwatch.scorers.tool_kinds import READ_ONLY, ToolKinds
 from agentwatch.scorers.utilization import conversation_uses_results
 from agentwatch.wire.schema import Conversation, Turn
 
@@ -21,7 +25,7 @@ def flagged(
     evidence.add(system)
     calls = [{"name": "get_info", "arguments": {}, "result": r} for r in results]
     turn = Turn.model_validate({"input": question, "answer": answer, "tool_calls": calls})
-    evidence.add_turn(turn.input, turn.tool_calls, ["get_info"] * len(calls))
+    evidence.add_turn(turn.input, turn.tool_calls, [False] * len(calls))  # lookups
     return find_hallucinations(answer, evidence)
 
 
@@ -50,6 +54,12 @@ def test_the_instructions_are_a_source() -> None:
         ("The itinerary costs $255.", [[[{"price": 136}, {"price": 119}], [{"price": 90}, {"price": 95}]]]),
         ("Your reservation cost $3,538.", [{"flights": [{"price": 1859}, {"price": 1679}]}]),
         ("Of the $500 you paid, 2 shares of $250 each.", [{"paid": 500}]),
+        # one step from numbers of the results, neither of them stated (real retail and airline answers)
+        ("The price difference is $5.08, refunded to PayPal.", [{"old": 59.91, "new": 54.83}]),
+        ("The fare is $241.", [{"prices": [105, 136, 90, 55]}]),  # 105 + 136
+        ("Each night costs $33.33.", [{"total": 99.99}, {"nights": 3}]),  # 99.99 / 3
+        ("That is about $18 a month.", [{"monthly": 17.96}]),  # rounded
+        ("(126 + 139) * 3 = $795 for the three of you.", [{"a": 126, "b": 139}]),  # written out
     ],
 )
 def test_derived_amounts_are_not_hallucinations(answer: str, results: list[object]) -> None:
@@ -60,7 +70,9 @@ def test_derived_amounts_are_not_hallucinations(answer: str, results: list[objec
     ("answer", "results"),
     [
         ("The total is $329. You will have $172 remaining.", [{"amount": 500}, "329.0"]),  # off by one dollar
-        ("The fare is $241.", [{"prices": [105, 136, 90, 55]}]),  # 105 + 136, but neither was stated
+        ("The fare is $795.", [{"a": 126, "b": 139}]),  # (126 + 139) × 3: two steps, none written out
+        ("(126 + 139) * 3 = $796 in total.", [{"a": 126, "b": 139}]),  # written out, wrong
+        ("(126 + 130) * 3 = $768 in total.", [{"a": 126, "b": 139}]),  # written out, 130 not grounded
         ("You saved $999.", [{"a": 10, "b": 20}]),
         ("$50 per passenger, 13 passengers: $650.", [{"compensation": 50}]),  # 13 is not a small count
     ],
@@ -83,11 +95,12 @@ def test_derived_amounts_carry_over_to_later_answers() -> None:
     d.begin(AnswerText("$10 and $20, total $30"))
     for v in (10.0, 20.0):
         d.take(v)
-    assert d.explains(30.0)
+    assert d.explains(30.0, [])
     d.take(30.0)
     d.begin(AnswerText("Again: $40 with the $10 fee."))
-    assert d.explains(40.0)  # 30 + 10, both stated before
-    assert not d.explains(41.0)
+    assert d.explains(40.0, [])  # 30 + 10, both stated before
+    assert not d.explains(41.0, [])
+    assert d.explains(41.0, [11.0])  # 30 + 11 once 11 is grounded
 
 
 @pytest.mark.parametrize(
@@ -96,12 +109,17 @@ def test_derived_amounts_carry_over_to_later_answers() -> None:
         ("Your booking has been cancelled and the amount refunded.", "cancel_reservation", False),
         ("The difference has been refunded to your card.", "update_reservation_flights", False),
         ("The certificate has been issued to your account.", "send_certificate", False),
-        ("I have refunded 55.00 USD.", "get_order", True),
+        # any call with effects grounds a claim: the verb is the agent's, not a word list's (real retail runs)
+        ("Your return has been submitted.", "return_delivered_order_items", False),
+        ("The exchange has been issued.", "modify_pending_order_items", False),
+        ("I have transferred you to a human agent.", "transfer_to_human_agents", False),  # a handoff acts too
+        ("I have refunded 55.00 USD.", "get_order", True),  # a lookup changes nothing
+        ("I have cancelled your order.", "search_orders", True),
     ],
 )
-def test_claims_are_backed_by_the_call_that_performs_them(
-    claim: str, tool: str, flagged_expected: bool
-) -> None:
+def test_claims_are_grounded_by_any_call_with_effects(claim: str, tool: str, flagged_expected: bool) -> None:
+    names = NameNormalizer(NameNormalization())
+    kinds = ToolKinds(names, READ_ONLY_TOOLS, HANDOFF_TOOLS)
     evidence = Evidence()
     turn = Turn.model_validate(
         {
@@ -110,8 +128,45 @@ def test_claims_are_backed_by_the_call_that_performs_them(
             "tool_calls": [{"name": tool, "arguments": {}, "result": "ok"}],
         }
     )
-    evidence.add_turn(turn.input, turn.tool_calls, [tool])
+    evidence.add_turn(
+        turn.input, turn.tool_calls, [kinds.of(c, names(c.name)) != READ_ONLY for c in turn.tool_calls]
+    )
     assert bool(find_hallucinations(claim, evidence)) is flagged_expected
+
+
+def test_a_failed_call_grounds_no_claim() -> None:
+    evidence = Evidence()
+    turn = Turn.model_validate(
+        {
+            "input": "cancel it",
+            "tool_calls": [{"name": "cancel_order", "arguments": {}, "error": "not allowed"}],
+        }
+    )
+    evidence.add_turn(turn.input, turn.tool_calls, [True])
+    assert find_hallucinations("I have cancelled your order.", evidence) != []
+
+
+@pytest.mark.parametrize(
+    ("answer", "result", "flagged_expected"),
+    [
+        ("Your order has been cancelled.", {"order_id": "#W1", "status": "cancelled"}, False),
+        ("Your order has been cancelled.", {"order_id": "#W1", "status": "pending"}, True),
+        ("Your order has been cancelled.", {"note": "uncancelled"}, True),  # not the word itself
+    ],
+)
+def test_a_status_read_back_from_a_tool_is_not_a_claim(
+    answer: str, result: object, flagged_expected: bool
+) -> None:
+    """Describing a state a lookup returned ("status": "cancelled") claims no action."""
+    evidence = Evidence()
+    turn = Turn.model_validate(
+        {
+            "input": "what about #W1?",
+            "tool_calls": [{"name": "get_order_details", "arguments": {}, "result": result}],
+        }
+    )
+    evidence.add_turn(turn.input, turn.tool_calls, [False])
+    assert bool(find_hallucinations(answer, evidence)) is flagged_expected
 
 
 def test_utilization_over_the_conversation_and_a_closing_thanks() -> None:

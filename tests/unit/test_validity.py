@@ -1,5 +1,7 @@
-"""Validity on real outcomes: agentwatch's verdicts on a published benchmark run, graded blind, must agree
-with the benchmark's rewards at least as well as they do today (a quality floor), and κ is computed right."""
+"""Validity on real outcomes: agentwatch's verdicts on published benchmark runs of three agents, graded blind,
+must agree with the benchmarks' rewards at least as well as they do today (a floor per run), every detector that
+fails conversations by default must keep its false-fail rate on real successes at 1% or less pooled (precision
+first), and κ and the intervals are computed right."""
 
 from __future__ import annotations
 
@@ -13,15 +15,26 @@ from hypothesis import strategies as st
 
 from agentwatch.config import Settings
 from agentwatch.importers.tau_bench import import_results
-from agentwatch.report.validity import agreement, blind, expectation_from_actions, grade, kappa
+from agentwatch.report.validity import (
+    RunValidity,
+    agreement,
+    blind,
+    exact_interval,
+    grade,
+    kappa,
+    pooled,
+    validate_run,
+)
 from agentwatch.wire.schema import Conversation, Outcome
 from tests.support import published_runs
 
-# What the graders reach on the dev data today (`python -m benchmarks.validity`); lowering one fails.
+# What the graders reach on each dev run today (`python -m benchmarks.validity`, 2026-11-27); lowering one fails.
 FLOOR = {
-    "policies": {"agreement": 1.00, "kappa": 1.000},
-    "defaults": {"agreement": 0.99, "kappa": 0.976},
+    published_runs.AIRLINE: {"n": 100, "successes": 31, "agreement": 1.00, "kappa": 1.000},
+    published_runs.RETAIL: {"n": 100, "successes": 73, "agreement": 1.00, "kappa": 1.000},
+    published_runs.TAU2_AIRLINE: {"n": 50, "successes": 28, "agreement": 1.00, "kappa": 1.000},
 }
+FALSE_FAIL_LIMIT = 0.01  # a detector fails conversations by default only up to this rate on real successes
 
 
 @given(st.integers(0, 40), st.integers(0, 40), st.integers(0, 40), st.integers(0, 40))
@@ -39,71 +52,99 @@ def test_kappa_against_exact_fractions(tp: int, fp: int, fn: int, tn: int) -> No
 
 
 @pytest.fixture(scope="module")
-def dev() -> tuple[list[Conversation], list[dict], list[dict]]:
-    document = json.loads(gzip.decompress(published_runs.require(published_runs.AIRLINE).read_bytes()))
-    imported = import_results(document, "agent", "gpt-4o", "dev")
-    return [Conversation.model_validate(line) for line in imported.lines], imported.policies, document
+def runs() -> dict[str, RunValidity]:
+    return {name: validate_run(published_runs.require(name)) for name in published_runs.ALL}
 
 
-def _variant(name: str, dev: tuple[list[Conversation], list[dict], list[dict]], flip_labels: bool = False):
-    conversations, policies, document = dev
-    if flip_labels:  # a grader that read the labels would follow them
-        flipped: dict[Outcome | None, Outcome] = {
-            Outcome.COMPLETE: Outcome.PARTIAL_INCORRECT,
-            Outcome.PARTIAL_INCORRECT: Outcome.COMPLETE,
-        }
-        conversations = [c.model_copy(update={"outcome": flipped[c.outcome]}) for c in conversations]
-    unlabelled, truth = blind(conversations)
-    assert all(c.outcome is None for c in unlabelled)
-    if name == "policies":
-        return grade(unlabelled, Settings.model_validate({"policies": policies})), truth
-    ground = {
-        str(e["task_id"]): (
-            [{"name": a["name"], "arguments": a["kwargs"]} for a in e["info"]["task"]["actions"]],
-            e["info"]["task"]["outputs"],
-        )
-        for e in document
-    }
-    with_truth = [
-        c.model_copy(update={"expected": expectation_from_actions(*ground[c.task])}) for c in unlabelled
-    ]
-    return grade(with_truth), truth
-
-
-@pytest.mark.parametrize("name", ["policies", "defaults"])
-def test_verdicts_agree_with_real_outcomes_at_least_as_well_as_today(name: str, dev) -> None:
-    scores, truth = _variant(name, dev)
-    result = agreement(scores, truth)
-    assert result.unscored == 0 and result.n == 100 and result.successes == 31
-    assert result.agreement >= FLOOR[name]["agreement"] - 1e-9, result.disagreements
-    assert result.kappa >= FLOOR[name]["kappa"] - 5e-4, result.disagreements
+@pytest.mark.parametrize("name", list(FLOOR))
+def test_verdicts_agree_with_real_outcomes_at_least_as_well_as_today(name: str, runs) -> None:
+    run, floor = runs[name], FLOOR[name]
+    result = run.agreement
+    assert result.unscored == 0 and result.n == floor["n"] and result.successes == floor["successes"]
+    assert result.agreement >= floor["agreement"] - 1e-9, result.disagreements
+    assert result.kappa >= floor["kappa"] - 5e-4, result.disagreements
     lo, hi = result.kappa_interval
     assert -1 <= lo <= result.kappa <= hi <= 1
-    # the hallucination check raises no alarm on a conversation that really succeeded
-    assert result.hallucination_on_success == 0
+    reward, verdict = run.pass_pow_k(1)
+    assert reward.value is not None and verdict.value is not None
+    assert abs(reward.value - verdict.value) <= 1 - floor["agreement"] + 1e-9
+
+
+def test_every_default_detector_fails_at_most_one_percent_of_real_successes(runs) -> None:
+    """Precision first: `scoring.failing_evidence` holds only detectors measured at a false-fail rate of 1% or
+    less on every real run together; each still catches something somewhere or is cheap to keep."""
+    every = pooled(list(runs.values()))
+    assert every.n == sum(f["n"] for f in FLOOR.values())
+    for name in Settings().scoring.failing_evidence:
+        rates = every.detectors[name]
+        assert rates.successes == sum(f["successes"] for f in FLOOR.values())
+        assert rates.false_fail_rate <= FALSE_FAIL_LIMIT, (name, rates)
     # every check stays on: the real failures are failed for their effects, outputs or failure evidence
-    failed_for = {
-        code
-        for s, real in zip(scores, truth, strict=True)
-        if not real
-        for code in (r.split(":", 1)[0] for r in s.reasons)
+    assert every.detectors["no_answer"].on_failure > 0 and every.detectors["loop"].on_failure > 0
+    assert every.true_fail_reasons["policy_tools"] > 0 and every.true_fail_reasons["policy_effects"] > 0
+
+
+def test_grading_is_blind_to_the_labels() -> None:
+    document = json.loads(gzip.decompress(published_runs.require(published_runs.AIRLINE).read_bytes()))
+    imported = import_results(document, "agent", "gpt-4o", "dev")
+    conversations = [Conversation.model_validate(line) for line in imported.lines]
+    flipped_outcome = {
+        Outcome.COMPLETE: Outcome.PARTIAL_INCORRECT,
+        Outcome.PARTIAL_INCORRECT: Outcome.COMPLETE,
     }
-    assert failed_for & {"policy_tools", "expected_tools"} and "no_answer" in failed_for
-
-
-def test_grading_is_blind_to_the_labels(dev) -> None:
-    scores, _ = _variant("policies", dev)
-    flipped, _ = _variant("policies", dev, flip_labels=True)
-    assert [s.passed for s in scores] == [s.passed for s in flipped]
+    flipped = [c.model_copy(update={"outcome": flipped_outcome[c.outcome]}) for c in conversations]  # type: ignore[index]
+    settings = Settings.model_validate({"policies": imported.policies})
+    a, _ = blind(conversations)
+    b, _ = blind(flipped)
+    assert all(c.outcome is None for c in a + b)
+    scores, scores_flipped = grade(a, settings), grade(b, settings)
+    assert [s.passed for s in scores] == [s.passed for s in scores_flipped]
     assert all(s.label is None and "label" not in s.graded_by for s in scores)
 
 
-def test_the_interval_resamples_tasks_and_is_reproducible(dev) -> None:
-    scores, truth = _variant("defaults", dev)
-    a, b = agreement(scores, truth, seed=7), agreement(scores, truth, seed=7)
+def test_the_interval_resamples_tasks_and_is_reproducible(runs) -> None:
+    run = runs[published_runs.RETAIL]
+    a, b = agreement(run.scores, run.truth, seed=7), agreement(run.scores, run.truth, seed=7)
     assert a.kappa_interval == b.kappa_interval
     # a verdict flipped on one conversation moves κ; its interval still holds the point estimate
-    flipped = list(truth)
+    flipped = list(run.truth)
     flipped[0] = not flipped[0]
-    c = agreement(scores, flipped)
+    c = agreement(run.scores, flipped)
     assert c.kappa < a.kappa and c.kappa_interval[0] <= c.kappa <= c.kappa_interval[1]
+
+
+def test_pooled_agreement_keeps_the_tasks_of_different_runs_apart(runs) -> None:
+    """Task "5" of one run and task "5" of another are different tasks: resampled apart."""
+    both = [runs[published_runs.RETAIL], runs[published_runs.TAU2_AIRLINE]]
+    merged = agreement([s for r in both for s in r.scores], [t for r in both for t in r.truth])
+    apart = pooled(both)
+    assert (merged.true_pass, merged.false_fail) == (apart.true_pass, apart.false_fail)
+    shared = {s.task for s in both[0].scores} & {s.task for s in both[1].scores}
+    assert shared  # the test means something: the two runs share task ids
+
+
+@pytest.mark.parametrize(("hits", "n"), [(0, 132), (1, 132), (5, 20), (20, 20)])
+def test_the_false_fail_interval_is_clopper_pearson(hits: int, n: int) -> None:
+    """Checked by bisection on the exact binomial tails (independent of the Beta quantiles the code uses)."""
+    from math import comb
+
+    def tail_at_least(p: float) -> float:
+        return sum(comb(n, j) * p**j * (1 - p) ** (n - j) for j in range(hits, n + 1))
+
+    def tail_at_most(p: float) -> float:
+        return sum(comb(n, j) * p**j * (1 - p) ** (n - j) for j in range(0, hits + 1))
+
+    def bisect(f, target: float, increasing: bool) -> float:
+        lo, hi = 0.0, 1.0
+        for _ in range(80):
+            mid = (lo + hi) / 2
+            if (f(mid) < target) == increasing:
+                lo = mid
+            else:
+                hi = mid
+        return (lo + hi) / 2
+
+    lo, hi = exact_interval(hits, n)
+    want_lo = 0.0 if hits == 0 else bisect(tail_at_least, 0.025, increasing=True)
+    want_hi = 1.0 if hits == n else bisect(tail_at_most, 0.025, increasing=False)
+    assert lo == pytest.approx(want_lo, abs=1e-9) and hi == pytest.approx(want_hi, abs=1e-9)

@@ -1,0 +1,65 @@
+"""Structured values as logs carry them: JSON, or a Python literal where a logger wrote `repr(dict)`.
+
+Some agents log tool arguments with `str(kwargs)` (`"{'order_id': '#W1', 'item_ids': ['1']}"`) rather than
+JSON. Such text is read with `ast.literal_eval` — literals only: no names, calls or operators are evaluated,
+never `eval` — after JSON failed, and only when it looks like an object or an array, is not too long and not too
+deeply nested. The caller is told which way it was read, so it can say so in a note.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from typing import Any, Literal
+
+MAX_LITERAL_CHARS = 1_000_000  # longer text stays text: parsing it is not worth the memory
+MAX_LITERAL_DEPTH = 64  # brackets nested deeper stay text (the parser recurses)
+
+ReadAs = Literal["json", "python", "text"]
+
+
+def read_structured(text: str) -> tuple[Any, ReadAs]:
+    """`text` parsed as a JSON or Python-literal object or array, and how; the text itself when it is neither."""
+    stripped = text.strip()
+    if stripped[:1] not in ("{", "["):
+        return text, "text"
+    try:
+        return json.loads(stripped), "json"
+    except (ValueError, RecursionError):
+        pass
+    if len(stripped) > MAX_LITERAL_CHARS or _depth(stripped) > MAX_LITERAL_DEPTH:
+        return text, "text"
+    try:
+        value = ast.literal_eval(stripped)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return text, "text"
+    if not isinstance(value, (dict, list, tuple)):
+        return text, "text"
+    return _jsonable(value), "python"
+
+
+def _depth(text: str) -> int:
+    """The deepest nesting of brackets in `text` (quotes not parsed: an upper bound is what is needed)."""
+    depth = deepest = 0
+    for ch in text:
+        if ch in "[{(":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in "]})":
+            depth -= 1
+    return deepest
+
+
+def _jsonable(value: Any) -> Any:
+    """A Python literal as the JSON value it stands for: tuples and sets as lists, keys as text."""
+    if isinstance(value, dict):
+        return {k if isinstance(k, str) else str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (set, frozenset)):  # no order of its own: a stable one
+        return [_jsonable(v) for v in sorted(value, key=repr)]
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    if isinstance(value, complex):
+        return str(value)
+    return value
