@@ -41,7 +41,7 @@ def test_missing_input_topic_is_created_at_start_and_consumed(broker, topic, cap
     bs = broker.bootstrap_servers
     settings = collector_settings(bs, [topic], unique("late-topic"))
     reader = TopicReader(bs, settings.collector.scores_topic)
-    with caplog.at_level(logging.INFO, logger="agentwatch.collector"), ServiceThread(settings) as svc:
+    with caplog.at_level(logging.INFO, logger="agentwatch"), ServiceThread(settings) as svc:
         deadline = time.monotonic() + 30
         while f"'{topic}'" not in caplog.text and time.monotonic() < deadline:
             time.sleep(0.1)
@@ -58,6 +58,6 @@ def test_missing_input_topic_is_created_at_start_and_consumed(broker, topic, cap
         assert svc.error is None
     reader.close()
     assert [json.loads(r.value)["conversation_id"] for r in records] == [cid]
-    lines = [r for r in caplog.records if r.name.startswith("agentwatch.collector")]
+    lines = [r for r in caplog.records if r.name.startswith(("agentwatch.collector", "agentwatch.kafka"))]
     assert any("created topics" in r.getMessage() and topic in r.getMessage() for r in lines)
     assert [r.getMessage() for r in lines if r.levelno >= logging.WARNING] == []
