@@ -31,6 +31,7 @@ from agentwatch.collector.assembler import FinishedConversation
 from agentwatch.collector.reconstruct import _Forest
 from agentwatch.judge.verdict import FAILURE_CODES
 from agentwatch.wire import attributes as A
+from agentwatch.wire.contract import INFORMATIONAL_REASONS
 from agentwatch.wire.schema import ConversationScore, Outcome
 
 log = logging.getLogger(__name__)
@@ -147,7 +148,9 @@ def evaluation_attributes(score: ConversationScore, answer_threshold: float = 0.
         first[SCORE_VALUE] = float(score.asr_credit)
     if failure is not None:
         first[ERROR_TYPE] = failure
-    explanation = judge_why if judge_why and failure is None else "; ".join(score.reasons[:FIRST_REASONS])
+    failing = [r for r in score.reasons if r.split(":", 1)[0].strip() not in INFORMATIONAL_REASONS]
+    why = failing or score.reasons  # what failed first; what describes only when nothing failed
+    explanation = judge_why if judge_why and failure is None else "; ".join(why[:FIRST_REASONS])
     if explanation:
         first[EXPLANATION] = _clip(explanation)
     records = [first]

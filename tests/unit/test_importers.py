@@ -259,8 +259,8 @@ def test_a_published_tau2_bench_run_imports_with_its_trials_and_endings() -> Non
 
 
 def test_a_multi_trial_tau2_run_sets_the_attempt_of_each_trial() -> None:
-    sim = dict(TAU2["simulations"][0])
-    document = {**TAU2, "simulations": [{**sim, "id": f"s{t}", "trial": t} for t in range(3)]}
+    sims: list[dict[str, Any]] = json.loads(json.dumps(TAU2["simulations"]))
+    document = {**TAU2, "simulations": [{**sims[0], "id": f"s{t}", "trial": t} for t in range(3)]}
     out = import_results(document, "a", "v", "t2")
     assert [(line["task"], line["attempt"]) for line in out.lines] == [("t-1", 0), ("t-1", 1), ("t-1", 2)]
     assert len({line["conversation_id"] for line in out.lines}) == 3
@@ -268,7 +268,7 @@ def test_a_multi_trial_tau2_run_sets_the_attempt_of_each_trial() -> None:
 
 def _python_repr(document: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The run as a logger that writes `str(kwargs)` leaves it: tool arguments and results as Python reprs."""
-    out = json.loads(json.dumps(document))
+    out: list[dict[str, Any]] = json.loads(json.dumps(document))
     for entry in out:
         for message in entry["traj"]:
             for call in message.get("tool_calls") or []:
