@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from agentwatch.config.base import Section
+from agentwatch.config.base import Detectors, Section
 
 
 class SamplingRule(Section):
@@ -46,6 +46,12 @@ class SamplingConfig(Section):
     )
     min_judge_rate: float = Field(default=0.0, ge=0, le=1, description="the adaptive judge rate's floor")
     rules: list[SamplingRule] = Field(default_factory=list)
+    review_evidence: Detectors = Field(
+        default_factory=list,
+        description="detectors whose finding sends a conversation to the review queue as `evidence` (not a "
+        "random sample: its labels feed label metrics, never the estimates); e.g. a detector kept as evidence "
+        "only, to have people look at what it finds",
+    )
 
 
 class JudgeConfig(Section):

@@ -1,7 +1,7 @@
 """The review store's tables (SQLAlchemy Core): one schema for SQLite and PostgreSQL, created when missing.
 
 - `review_conversations`: one row per (agent, conversation id): the transcript, the first score, the latest
-  score known (revision), why it is reviewed (`review_sample` or `flagged`) and whether it is labelled.
+  score known (revision), why it is reviewed (`review_sample`, `flagged` or `evidence`) and whether it is labelled.
 - `review_labels`: every label saved (who, when, outcome class, note, blind or not), with the judge's verdict,
   score and explanation and the first score's outcome beside it, and the revision it published.
 - `review_outbox`: records to write to Kafka (revised scores, label records), marked once Kafka has them.
