@@ -234,14 +234,18 @@ def _cost(scores: Sequence[ConversationScore]) -> CostStats:
 def _failure_modes(scores: Sequence[ConversationScore], examples: int) -> list[FailureMode]:
     counter: Counter[str] = Counter()
     listed: dict[str, list[str]] = defaultdict(list)
+    first: dict[str, str] = {}  # the first reason of each mode, with its conversation
     for s in scores:
         codes = {failure_code(r) for r in s.reasons} - INFORMATIONAL_CODES - COVERAGE_CODES
         counter.update(codes)
         for code in codes:
             if len(listed[code]) < examples:
                 listed[code].append(s.conversation_id)
+            if code not in first:
+                reason = next(r for r in s.reasons if failure_code(r) == code)
+                first[code] = f"{s.conversation_id}: {reason}"
     return [
-        FailureMode(mode=m, count=n, conversations=listed.get(m, []))
+        FailureMode(mode=m, count=n, conversations=listed.get(m, []), example=first.get(m))
         for m, n in sorted(counter.items(), key=lambda kv: (-kv[1], kv[0]))
     ]
 

@@ -216,6 +216,11 @@ class FailureMode(_Out):
         description="Ids of the first conversations with this mode, in input order (at most --examples; "
         "listed in the report and its sections, not in by_task / by_tag groups).",
     )
+    example: str | None = Field(
+        default=None,
+        description="The first conversation with this mode and its reason, `id: code: text` (a failing "
+        "comparison names the differing value's path and both values).",
+    )
 
 
 class GroupStats(_Out):

@@ -38,6 +38,11 @@ def _pct(x: float | None) -> str:
     return "n/a" if x is None else f"{100 * x:.1f}%"
 
 
+def _clip(text: str, head: int = 100, tail: int = 220) -> str:
+    """A long reason cut in its middle: its start says what failed, its end where it differs."""
+    return text if len(text) <= head + tail + 3 else f"{text[:head]} … {text[-tail:]}"
+
+
 def plural(n: int, noun: str, many: str | None = None) -> str:
     """`1 conversation`, `2 conversations` (thousands separated)."""
     return f"{n:,} {noun if n == 1 else (many or noun + 's')}"
@@ -362,10 +367,10 @@ def _section_lines(r: Report, level: float) -> list[str]:
         lines += [_group_line(task, g) for task, g in r.by_task.items()]
     lines.append("TOP FAILURE MODES:")
     if r.failure_modes:
-        lines += [
-            f"  {i}. {f.mode} ({plural(f.count, 'conversation')})"
-            for i, f in enumerate(r.failure_modes[:5], 1)
-        ]
+        for i, f in enumerate(r.failure_modes[:5], 1):
+            lines.append(f"  {i}. {f.mode} ({plural(f.count, 'conversation')})")
+            if f.example:
+                lines.append(f"     e.g. {_clip(f.example)}")
     else:
         lines.append("  none")
     not_graded = ungraded_line(r)

@@ -26,6 +26,7 @@ from agentwatch.scorers.tool_kinds import ToolKinds
 from agentwatch.scorers.turn import TurnGrader
 from agentwatch.wire.schema import (
     EVIDENCE,
+    ArgumentDifference,
     Conversation,
     ConversationScore,
     Expectation,
@@ -204,6 +205,7 @@ class ConversationScorer:
                 graders.expected, conv, self._names, self._kinds, sc.numeric_tolerance, self._answer_min
             )
             found.reasons.extend([*whole.notes, *whole.failures])
+            found.differences.extend(whole.differences)
             found.failed = found.failed or bool(whole.failures)
             if whole.answer_score is not None:
                 found.answers.append(whole.answer_score)
@@ -215,6 +217,7 @@ class ConversationScorer:
                 graders.policy, conv, cost_usd, self._names, self._kinds, sc.numeric_tolerance
             )
             found.reasons.extend([*checked.notes, *checked.failures])
+            found.differences.extend(checked.differences)
             found.failed = found.failed or not checked.passed
             if checked.forbidden:
                 found.facts.forbidden = True
@@ -330,6 +333,7 @@ class ConversationScorer:
                 "outcome_source": decision.source,
                 "reasons": found.reasons,
                 "turn_scores": found.turn_scores,
+                "differences": found.differences,
                 "cost_usd": cost.result.cost_usd,
                 "budget_usd": cost.ceiling,
                 "cost_penalty": cost.penalty,
@@ -376,6 +380,7 @@ class _Findings:
     codes: set[str] = field(default_factory=set)  # failure evidence codes
     turn_scores: list[dict[str, Any]] = field(default_factory=list)  # TurnScore fields
     reasons: list[str] = field(default_factory=list)
+    differences: list[ArgumentDifference] = field(default_factory=list)  # where expected calls were missed
     answers: list[float] = field(default_factory=list)
     tools: list[float] = field(default_factory=list)
     duration_ms: float | None = None

@@ -23,10 +23,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentwatch.scorers.differences import ABSENT, Difference, closest, shown
 from agentwatch.scorers.matching import match_pairs
 from agentwatch.scorers.names import NameNormalizer
 from agentwatch.scorers.tool_kinds import EFFECT, ToolKinds
-from agentwatch.wire.schema import Conversation, ToolCall
+from agentwatch.wire.schema import ArgumentDifference, Conversation, ToolCall
 
 
 @dataclass(slots=True)
@@ -57,13 +58,56 @@ class WantedCall:
 
 
 @dataclass(slots=True)
+class Missing:
+    """An expected call that did not happen, and the closest call of its tool that was made (if any) with
+    where it differs."""
+
+    wanted: WantedCall
+    closest: MadeCall | None = None
+    differences: list[Difference] = field(default_factory=list)
+
+    def detail(self) -> str:
+        """What the reason adds after "no successful call matches ...": why the closest call does not."""
+        if self.closest is None:
+            return f"no call of {self.wanted.spec.name} was made"
+        call = self.closest.call
+        where = f"the closest call {call.name} (turn {self.closest.turn})"
+        if call.error is not None:
+            head = f"{where} returned an error ({shown(call.error)})"
+            return head + (
+                f" and differs at {'; '.join(d.text() for d in self.differences)}" if self.differences else ""
+            )
+        if not self.differences:
+            return f"{where} differs in a way no argument shows"
+        return f"{where} differs at {'; '.join(d.text() for d in self.differences)}"
+
+
+@dataclass(slots=True)
 class CallsFound:
     """What the comparison found: expected calls not made, calls nobody expected, a broken order."""
 
-    missing: list[WantedCall] = field(default_factory=list)
+    missing: list[Missing] = field(default_factory=list)
     unexpected: list[MadeCall] = field(default_factory=list)
     order: str | None = None
     refused: list[tuple[WantedCall, MadeCall]] = field(default_factory=list)  # expected, made, refused
+
+    def differences(self, prefix: str) -> list[ArgumentDifference]:
+        """The structured form of the `<prefix>_tools` reasons: one record per differing value."""
+        out = []
+        for m in self.missing:
+            tool = str(m.wanted.spec.name)
+            if m.closest is None:
+                out.append(
+                    ArgumentDifference(reason=f"{prefix}_tools", tool=tool, path="(call)", expected=tool)
+                )
+            for d in m.differences:
+                got = None if d.got is ABSENT else d.got
+                out.append(
+                    ArgumentDifference(
+                        reason=f"{prefix}_tools", tool=tool, path=d.path, expected=d.expected, got=got
+                    )
+                )
+        return out
 
     def notes(self, prefix: str) -> list[str]:
         """A `note` for each expected call the environment refused (informational: it fails nothing)."""
@@ -75,7 +119,9 @@ class CallsFound:
 
     def reasons(self, prefix: str, extra_calls: str) -> list[str]:
         """Reason entries `<prefix>_tools`, `<prefix>_effects` and `<prefix>_order` of what was found."""
-        out = [f"{prefix}_tools: no successful call matches {w.label}" for w in self.missing]
+        out = [
+            f"{prefix}_tools: no successful call matches {m.wanted.label}: {m.detail()}" for m in self.missing
+        ]
         if self.unexpected:
             what = (
                 "call(s) nobody expected" if extra_calls == "none" else "call(s) with effects nobody expected"
@@ -122,7 +168,29 @@ def describe(spec: Any) -> str:
     return f"{spec.name}({shown})"
 
 
-def _pairs(args: Any, source: str, target: str) -> list[tuple[str, str]] | None:
+def _missing(
+    w: WantedCall,
+    made: Sequence[MadeCall],
+    taken: set[int],
+    done: Sequence[MadeCall],
+    differ: Callable[[WantedCall, MadeCall], list[Difference]],
+) -> Missing:
+    """An expected call that did not happen, with the closest call of its tool: among the successful calls no
+    other expectation took, else the successful ones, else the refused ones."""
+    free = {id(m) for j, m in enumerate(done) if j not in taken}
+    of_tool = [m for m in made if m.name in w.names]
+    for group in (
+        [m for m in of_tool if id(m) in free],
+        [m for m in of_tool if m.ok],
+        [m for m in of_tool if not m.ok],
+    ):
+        found = closest(group, lambda m: differ(w, m))
+        if found is not None:
+            return Missing(w, found[0], found[1])
+    return Missing(w)
+
+
+def replacement_pairs(args: Any, source: str, target: str) -> list[tuple[str, str]] | None:
     """The replacements `source[i] -> target[i]` of two parallel list arguments, each side as canonical JSON,
     the ones that replace an element by itself left out; None when they are not two lists of equal length."""
     if not isinstance(args, dict):
@@ -136,8 +204,8 @@ def _pairs(args: Any, source: str, target: str) -> list[tuple[str, str]] | None:
 
 
 def same_replacements(expected: Any, used: Any, source: str, target: str) -> bool:
-    """Whether two calls make the same replacements `source -> target`, in any order (see `_pairs`)."""
-    want, have = _pairs(expected, source, target), _pairs(used, source, target)
+    """Whether two calls make the same replacements `source -> target`, in any order (`replacement_pairs`)."""
+    want, have = replacement_pairs(expected, source, target), replacement_pairs(used, source, target)
     return want is not None and want == have
 
 
@@ -164,10 +232,12 @@ def check_calls(
     wanted: Sequence[WantedCall],
     made: Sequence[MadeCall],
     fits: Callable[[WantedCall, MadeCall], bool],
+    differ: Callable[[WantedCall, MadeCall], list[Difference]],
     order: str = "any",
     extra_calls: str = "read_only",
 ) -> CallsFound:
-    """Compare expected calls with the calls made (see the module docstring)."""
+    """Compare expected calls with the calls made (see the module docstring); `differ` says where a call made
+    differs from an expected one (for the reasons of the expected calls that did not happen)."""
     found = CallsFound()
     done = [m for m in made if m.ok]
 
@@ -185,7 +255,7 @@ def check_calls(
         if refused is not None and done_instead:
             found.refused.append((w, refused))
         else:
-            found.missing.append(w)
+            found.missing.append(_missing(w, made, set(pairs.values()), done, differ))
     taken = set(pairs.values())
     if extra_calls != "any":
         found.unexpected = [

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from agentwatch.scorers.answer import grade_answer
 from agentwatch.scorers.arguments import values_match
+from agentwatch.scorers.differences import Difference, argument_differences
 from agentwatch.scorers.effects import MadeCall, WantedCall, check_calls, made_calls, wanted_calls
 from agentwatch.scorers.endings import ending_reasons
 from agentwatch.scorers.graders import forbidden_called
@@ -25,7 +26,7 @@ from agentwatch.scorers.names import NameNormalizer
 from agentwatch.scorers.outputs import outputs_reasons
 from agentwatch.scorers.tool_kinds import ToolKinds
 from agentwatch.scorers.utilization import conversation_uses_results
-from agentwatch.wire.schema import Conversation, Expectation, ExpectedTool
+from agentwatch.wire.schema import ArgumentDifference, Conversation, Expectation, ExpectedTool
 
 
 @dataclass(slots=True)
@@ -35,6 +36,7 @@ class ExpectedResult:
     failures: list[str] = field(default_factory=list)  # reasons, `code: text`
     forbidden: list[str] = field(default_factory=list)  # forbidden tools called, as called
     notes: list[str] = field(default_factory=list)  # informational reasons, `note: text`
+    differences: list[ArgumentDifference] = field(default_factory=list)  # of the expected calls not made
     answer_score: float | None = None  # best answer score against the reference, when one is given
 
 
@@ -85,10 +87,14 @@ def grade_expected(
         def fits(w: WantedCall, m: MadeCall) -> bool:
             return expected_tool_fits(w.spec, m, tolerance)
 
+        def differ(w: WantedCall, m: MadeCall) -> list[Difference]:
+            return argument_differences(w.spec.arguments or {}, m.call.arguments, w.spec.match, tolerance)
+
         order = "relative" if exp.sequence_matters else "any"
-        found = check_calls(wanted, made, fits, order, exp.extra_calls)
+        found = check_calls(wanted, made, fits, differ, order, exp.extra_calls)
         result.failures.extend(found.reasons("expected", exp.extra_calls))
         result.notes.extend(found.notes("expected"))
+        result.differences.extend(found.differences("expected"))
     if exp.forbidden_tools:
         result.forbidden = forbidden_called(
             [m.call for m in made], exp.forbidden_tools, names, [m.name for m in made]

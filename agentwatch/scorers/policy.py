@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
@@ -20,13 +21,20 @@ from typing import Any
 from agentwatch.config import HANDOFF_TOOLS, READ_ONLY_TOOLS, PolicyTool, TaskPolicy
 from agentwatch.config.policies import is_constraint
 from agentwatch.scorers.arguments import DEFAULT_TOLERANCE, values_match
-from agentwatch.scorers.effects import check_calls, made_calls, same_replacements, wanted_calls
+from agentwatch.scorers.differences import Difference, argument_differences
+from agentwatch.scorers.effects import (
+    check_calls,
+    made_calls,
+    replacement_pairs,
+    same_replacements,
+    wanted_calls,
+)
 from agentwatch.scorers.endings import ending_reasons
 from agentwatch.scorers.graders import forbidden_called
 from agentwatch.scorers.names import NameNormalizer
 from agentwatch.scorers.outputs import outputs_reasons
 from agentwatch.scorers.tool_kinds import ToolKinds
-from agentwatch.wire.schema import Conversation, ToolCall
+from agentwatch.wire.schema import ArgumentDifference, Conversation, ToolCall
 
 RULES: tuple[str, ...] = (
     "policy_tools",
@@ -50,6 +58,7 @@ class PolicyResult:
     failures: list[str] = field(default_factory=list)  # reasons, `policy_<rule>: text`
     forbidden: list[str] = field(default_factory=list)  # forbidden tools called, as called
     notes: list[str] = field(default_factory=list)  # informational reasons, `note: text`
+    differences: list[ArgumentDifference] = field(default_factory=list)  # of the expected calls not made
 
     @property
     def passed(self) -> bool:
@@ -114,6 +123,35 @@ def tool_fits(tool: PolicyTool, call: ToolCall, user_text: str, tolerance: float
     return True
 
 
+def tool_differences(tool: PolicyTool, call: ToolCall, user_text: str, tolerance: float) -> list[Difference]:
+    """Where a call's arguments differ from a policy tool's (see `scorers.differences`)."""
+    out = [
+        d for source, target in tool.replacements if (d := _replacements_differ(tool, call, source, target))
+    ]
+    paired = {k for pair in tool.replacements for k in pair}
+    plain = {k: v for k, v in tool.arguments.items() if k not in paired}
+    return out + argument_differences(
+        plain,
+        call.arguments,
+        tool.match,
+        tolerance,
+        lambda v, c, mode: _satisfies(v, c, mode, user_text, tolerance),
+    )
+
+
+def _replacements_differ(tool: PolicyTool, call: ToolCall, source: str, target: str) -> Difference | None:
+    """The replacements expected and not made, and made and not expected, as `from -> to` (None if equal)."""
+    want = Counter(replacement_pairs(tool.arguments, source, target) or ())
+    have = Counter(replacement_pairs(call.arguments, source, target) or ())
+    if want == have and replacement_pairs(call.arguments, source, target) is not None:
+        return None
+
+    def shown_pairs(pairs: Counter[tuple[str, str]]) -> list[str]:
+        return [f"{json.loads(a)} -> {json.loads(b)}" for a, b in sorted(pairs.elements())]
+
+    return Difference(f"{source} -> {target} (any order)", shown_pairs(want - have), shown_pairs(have - want))
+
+
 def grade_policy(
     policy: TaskPolicy,
     conv: Conversation,
@@ -136,11 +174,13 @@ def grade_policy(
             wanted,
             made,
             lambda w, m: tool_fits(w.spec, m.call, user_text, tolerance),
+            lambda w, m: tool_differences(w.spec, m.call, user_text, tolerance),
             policy.order,
             "any" if policy.order == "strict" else policy.extra_calls,  # strict order covers extra calls
         )
         result.failures.extend(found.reasons("policy", policy.extra_calls))
         result.notes.extend(found.notes("policy"))
+        result.differences.extend(found.differences("policy"))
 
     if policy.forbidden_tools:
         result.forbidden = forbidden_called(

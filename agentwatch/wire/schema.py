@@ -311,6 +311,22 @@ class TurnScore(_Model):
     )
 
 
+class ArgumentDifference(_Model):
+    """Where an expected call and the closest call the agent made differ: one value's path and both values."""
+
+    reason: str = Field(description="The code of the reason it explains (policy_tools, expected_tools).")
+    tool: str = Field(description="The expected tool, as the expectation names it.")
+    path: str = Field(
+        description="Where the values differ: `flights[1].flight_number`, `item_ids (any order)`."
+    )
+    expected: Any = Field(default=None, description="The expected value (or constraint).")
+    got: Any = Field(
+        default=None,
+        description="The value of the closest call (`<absent>` when the call lacks the argument; null when "
+        "no call of the tool was made).",
+    )
+
+
 class AutomatedVerdict(_Model):
     """What the automated graders decided about a conversation, before any label: the prediction a person's
     label corrects (a label never changes it)."""
@@ -344,6 +360,10 @@ class ConversationScore(_Model):
         default_factory=list, description="Why it failed / why unscored, short codes + text."
     )
     turn_scores: list[TurnScore] = Field(default_factory=list, description="Per-turn grades.")
+    differences: list[ArgumentDifference] = Field(
+        default_factory=list,
+        description="For each expected call that did not happen: where the closest call made differs from it.",
+    )
     cost_usd: float | None = Field(
         default=None, description="Total cost; null if neither cost nor priced usage."
     )

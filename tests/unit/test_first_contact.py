@@ -143,7 +143,9 @@ def test_text_report_wording(tmp_path: Path) -> None:
     assert "NOT GRADED (2 conversations; coverage, not failures): no_grader 2" in text
     single = write(tmp_path / "one.jsonl", [conversation("hallucinated", 1), conversation("good", 2)])
     _, text, _ = run(single, "--no-gate")
-    assert "1. answer (1 conversation)\n  2. hallucination (1 conversation)\n" in text
+    assert "1. answer (1 conversation)\n" in text and "  2. hallucination (1 conversation)\n" in text
+    # under each mode, its first conversation and what failed there
+    assert "     e.g. hallucinated-1: hallucination: turn 0:" in text
 
 
 def test_score_help_names_its_files() -> None:
