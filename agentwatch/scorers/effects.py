@@ -83,6 +83,23 @@ class Missing:
 
 
 @dataclass(slots=True)
+class Graded:
+    """What a policy or a conversation's expectation found: failing reasons, forbidden tools called, notes, and
+    where the expected calls that did not happen differ from the closest calls made."""
+
+    failures: list[str] = field(default_factory=list)  # reasons, `code: text`
+    forbidden: list[str] = field(default_factory=list)  # forbidden tools called, as called
+    notes: list[str] = field(default_factory=list)  # informational reasons, `note: text`
+    differences: list[ArgumentDifference] = field(default_factory=list)
+
+    def add_calls(self, found: CallsFound, prefix: str, extra_calls: str) -> None:
+        """Add what comparing the expected calls with the calls made found."""
+        self.failures.extend(found.reasons(prefix, extra_calls))
+        self.notes.extend(found.notes(prefix))
+        self.differences.extend(found.differences(prefix))
+
+
+@dataclass(slots=True)
 class CallsFound:
     """What the comparison found: expected calls not made, calls nobody expected, a broken order."""
 

@@ -14,29 +14,25 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from agentwatch.scorers.answer import grade_answer
 from agentwatch.scorers.arguments import values_match
 from agentwatch.scorers.differences import Difference, argument_differences
-from agentwatch.scorers.effects import MadeCall, WantedCall, check_calls, made_calls, wanted_calls
+from agentwatch.scorers.effects import Graded, MadeCall, WantedCall, check_calls, made_calls, wanted_calls
 from agentwatch.scorers.endings import ending_reasons
 from agentwatch.scorers.graders import forbidden_called
 from agentwatch.scorers.names import NameNormalizer
 from agentwatch.scorers.outputs import outputs_reasons
 from agentwatch.scorers.tool_kinds import ToolKinds
 from agentwatch.scorers.utilization import conversation_uses_results
-from agentwatch.wire.schema import ArgumentDifference, Conversation, Expectation, ExpectedTool
+from agentwatch.wire.schema import Conversation, Expectation, ExpectedTool
 
 
 @dataclass(slots=True)
-class ExpectedResult:
+class ExpectedResult(Graded):
     """What a conversation-level expectation found."""
 
-    failures: list[str] = field(default_factory=list)  # reasons, `code: text`
-    forbidden: list[str] = field(default_factory=list)  # forbidden tools called, as called
-    notes: list[str] = field(default_factory=list)  # informational reasons, `note: text`
-    differences: list[ArgumentDifference] = field(default_factory=list)  # of the expected calls not made
     answer_score: float | None = None  # best answer score against the reference, when one is given
 
 
@@ -92,9 +88,7 @@ def grade_expected(
 
         order = "relative" if exp.sequence_matters else "any"
         found = check_calls(wanted, made, fits, differ, order, exp.extra_calls)
-        result.failures.extend(found.reasons("expected", exp.extra_calls))
-        result.notes.extend(found.notes("expected"))
-        result.differences.extend(found.differences("expected"))
+        result.add_calls(found, "expected", exp.extra_calls)
     if exp.forbidden_tools:
         result.forbidden = forbidden_called(
             [m.call for m in made], exp.forbidden_tools, names, [m.name for m in made]

@@ -14,7 +14,7 @@ import json
 import re
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any
 
@@ -23,6 +23,7 @@ from agentwatch.config.policies import is_constraint
 from agentwatch.scorers.arguments import DEFAULT_TOLERANCE, values_match
 from agentwatch.scorers.differences import Difference, argument_differences
 from agentwatch.scorers.effects import (
+    Graded,
     check_calls,
     made_calls,
     replacement_pairs,
@@ -34,7 +35,7 @@ from agentwatch.scorers.graders import forbidden_called
 from agentwatch.scorers.names import NameNormalizer
 from agentwatch.scorers.outputs import outputs_reasons
 from agentwatch.scorers.tool_kinds import ToolKinds
-from agentwatch.wire.schema import ArgumentDifference, Conversation, ToolCall
+from agentwatch.wire.schema import Conversation, ToolCall
 
 RULES: tuple[str, ...] = (
     "policy_tools",
@@ -51,14 +52,10 @@ RULES: tuple[str, ...] = (
 
 
 @dataclass(slots=True)
-class PolicyResult:
-    """What one policy found in one conversation."""
+class PolicyResult(Graded):
+    """What one policy found in one conversation (failures read `policy_<rule>: text`)."""
 
-    ref: str  # id@version
-    failures: list[str] = field(default_factory=list)  # reasons, `policy_<rule>: text`
-    forbidden: list[str] = field(default_factory=list)  # forbidden tools called, as called
-    notes: list[str] = field(default_factory=list)  # informational reasons, `note: text`
-    differences: list[ArgumentDifference] = field(default_factory=list)  # of the expected calls not made
+    ref: str = ""  # id@version
 
     @property
     def passed(self) -> bool:
@@ -162,7 +159,7 @@ def grade_policy(
 ) -> PolicyResult:
     """Check every rule of `policy` against `conv` (`cost_usd`: the conversation's cost, if known; `kinds`:
     how tools are classified, by default `scoring.read_only_tools` and `scoring.handoff_tools` as shipped)."""
-    result = PolicyResult(policy.ref)
+    result = PolicyResult(ref=policy.ref)
     fail = result.failures.append
     kinds = (kinds or ToolKinds(names, READ_ONLY_TOOLS, HANDOFF_TOOLS)).extended(policy.read_only_tools)
     made = made_calls(conv, names, kinds)
@@ -178,9 +175,7 @@ def grade_policy(
             policy.order,
             "any" if policy.order == "strict" else policy.extra_calls,  # strict order covers extra calls
         )
-        result.failures.extend(found.reasons("policy", policy.extra_calls))
-        result.notes.extend(found.notes("policy"))
-        result.differences.extend(found.differences("policy"))
+        result.add_calls(found, "policy", policy.extra_calls)
 
     if policy.forbidden_tools:
         result.forbidden = forbidden_called(
