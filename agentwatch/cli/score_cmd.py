@@ -70,11 +70,14 @@ def _read_and_score(
     labels: LabelRule = "truth",
     unknown: UnknownKeys | None = None,
     keeper: CaseKeeper | None = None,
+    notes: list[str] | None = None,
+    per_file: dict[Path, int] | None = None,
 ) -> list[ConversationScore]:
     """Read every file (progress bar on a terminal) and score each conversation; with a `JudgeRunner`, the
     judge-sampled conversations are judged first, a chunk at a time, `runner.concurrency` calls in flight.
     `labels`: how outcome labels in the files grade (`ConversationScorer`'s rule; "truth" by default).
-    Keys no field reads go to `unknown`; `keeper` is offered every transcript (for the HTML report)."""
+    Keys no field reads go to `unknown`, how a file that is not JSON Lines was read to `notes`, conversations
+    read per file to `per_file`; `keeper` is offered every transcript (for the HTML report)."""
     from rich.console import Console
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn
 
@@ -118,7 +121,9 @@ def _read_and_score(
         for path in files:
             size = path.stat().st_size if path.exists() else None
             task = progress.add_task(path.name, total=size, judged="")
-            for conv in iter_conversations(path, errors, partial(_advance, progress, task), unknown):
+            for conv in iter_conversations(path, errors, partial(_advance, progress, task), unknown, notes):
+                if per_file is not None:
+                    per_file[path] = per_file.get(path, 0) + 1
                 if runner is None:
                     keep(conv, scorer.score(conv))
                     continue
@@ -279,9 +284,11 @@ def score(
     errors: list[LineError] = []
     unknown = UnknownKeys()
     keeper = CaseKeeper(examples) if fmt is ReportFormat.html else None
+    notes: list[str] = []
+    per_file: dict[Path, int] = {}
     try:
         rule: LabelRule = "truth" if labels else "ignore"
-        scores = _read_and_score(files, settings, errors, runner, rule, unknown, keeper)
+        scores = _read_and_score(files, settings, errors, runner, rule, unknown, keeper, notes, per_file)
     except TranscriptFileError as exc:
         raise _fail(str(exc)) from None
     finally:
@@ -289,6 +296,8 @@ def score(
             runner.close()
     if runner is not None:
         typer.echo(_judge_summary(runner), err=True)
+    for note in notes:
+        typer.echo(f"note: {note}", err=True)
     for err in errors[:MAX_ERRORS_SHOWN]:
         typer.echo(f"malformed: {err}", err=True)
     if len(errors) > MAX_ERRORS_SHOWN:
@@ -302,7 +311,7 @@ def score(
     for warning in unknown.warnings():
         typer.echo(f"warning: {warning}", err=True)
     if not scores:
-        raise _fail("no conversation could be read from the input")
+        raise _fail(f"no conversation could be read from {_why_nothing(files, errors)}")
 
     if details is not None:
         try:
@@ -338,10 +347,59 @@ def score(
         section.judge = judge_id
     _emit(report, settings, fmt, out, _title(scores), keeper, base)
 
-    failed = (gate and not report.readiness.safe_to_ship) or (
-        report.baseline is not None and report.baseline.regression
-    )
-    raise typer.Exit(EXIT_GATE if failed else EXIT_OK)
+    regression = report.baseline is not None and report.baseline.regression
+    failed = (gate and not report.readiness.safe_to_ship) or regression
+    code = EXIT_GATE if failed else EXIT_OK
+    typer.echo(verdict_line(report, gate, code, out), err=True)
+    raise typer.Exit(code)
+
+
+def _why_nothing(files: list[Path], errors: list[LineError]) -> str:
+    """The files read, each with why it gave no conversation: empty, or its malformed lines."""
+    bad: dict[str, int] = {}
+    for e in errors:
+        bad[e.path] = bad.get(e.path, 0) + 1
+    parts = []
+    for f in files:
+        n = bad.get(str(f), 0)
+        parts.append(
+            f"{f} ({n} malformed line(s) skipped)" if n else f"{f} (empty: no line holds a conversation)"
+        )
+    return ", ".join(parts)
+
+
+def verdict_line(report: Report, gate: bool, code: int, out: Path | None) -> str:
+    """The verdict in one line for stderr (a CI log): the gates that failed with their values, the regression
+    checks that found one, where the report went and the exit status — whatever the format."""
+    from agentwatch.report.text import final_verdict, gate_name
+
+    rd = report.readiness
+    failed: list[str] = []
+    notes: list[str] = []
+    for g in rd.gates:
+        if g.passed:
+            continue
+        value = "n/a" if g.value is None else (f"{g.value:.0f}" if g.name == "loops" else f"{g.value:.3f}")
+        which = "" if g.name == "loops" else (" lower bound" if rd.estimate == "lower" else f" {rd.estimate}")
+        failed.append(f"{gate_name(g)}{which} {value} (needs {g.op} {g.threshold:g})")
+        if g.note and g.note not in notes:
+            notes.append(g.note)
+    b = report.baseline
+    if b is not None and b.regression:
+        failed += [
+            f"[{c.scope}] P(pass^{c.k} dropped by more than {c.margin:g}) = {c.probability:.3f}"
+            for c in b.checks
+            if c.regressed and c.probability is not None
+        ]
+    parts = [f"verdict: {final_verdict(report).rstrip('.')}"]
+    if failed:
+        parts.append(", ".join(failed))
+    parts += notes
+    if out is not None:
+        parts.append(f"report in {out}")
+    ungated = " (--no-gate: the gate does not set it)" if not gate and code == EXIT_OK and failed else ""
+    parts.append(f"exit {code}{ungated}")
+    return "; ".join(parts)
 
 
 MAX_IDS_SHOWN = 5

@@ -25,6 +25,7 @@ from agentwatch.report.model import (
     Readiness,
     Report,
 )
+from agentwatch.report.ordering import natural_key
 from agentwatch.report.pass_k import (
     GATE_ESTIMATES,
     counts,
@@ -411,9 +412,11 @@ def build_report(
             by_tag_groups[key][value].append(s)
     return Report(
         **overall.model_dump(),
-        by_task={t: group_stats(g, settings, ks) for t, g in sorted(by_task_groups.items())},
+        by_task={
+            t: group_stats(by_task_groups[t], settings, ks) for t in sorted(by_task_groups, key=natural_key)
+        },
         by_tag={
-            key: {v: group_stats(g, settings, ks) for v, g in sorted(values.items())}
+            key: {v: group_stats(values[v], settings, ks) for v in sorted(values, key=natural_key)}
             for key, values in sorted(by_tag_groups.items())
         },
         readiness=readiness(scores, settings),
