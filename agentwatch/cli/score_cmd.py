@@ -283,7 +283,7 @@ def score(
         raise _fail(f"judge: {exc}") from None
     errors: list[LineError] = []
     unknown = UnknownKeys()
-    keeper = CaseKeeper(examples) if fmt is ReportFormat.html else None
+    keeper = CaseKeeper() if fmt is ReportFormat.html else None
     notes: list[str] = []
     per_file: dict[Path, int] = {}
     try:
