@@ -35,7 +35,8 @@ def _scored(lines: list[dict]) -> tuple[list, CaseKeeper]:
 def _index(page: str, section: str = "") -> dict:
     found = re.search(rf'<script type="application/json" id="{section}failing">([^<]*)</script>', page)
     assert found is not None
-    return json.loads(found.group(1))
+    index: dict = json.loads(found.group(1))
+    return index
 
 
 def _bodies(page: str) -> list[list[str]]:
