@@ -132,10 +132,11 @@ class PipelineMetrics(Collector):
         fam = CounterMetricFamily(
             "agentwatch_transcripts_published",
             "Transcript and revision records sent to the transcripts topic for review, by sample "
-            "(review_sample: the blind review sample; flagged: labelled by a person when scored).",
+            "(review_sample: the blind review sample; flagged: labelled by a person when scored; failing: "
+            "failed, for the list of its series' failing conversations).",
             labels=["sample"],
         )
-        for sample in ("review_sample", "flagged"):
+        for sample in ("review_sample", "flagged", "failing"):
             fam.add_metric([sample], transcripts.get(sample, 0))
         yield fam
         yield _counter(

@@ -138,7 +138,11 @@ class CollectorService:
         dead = self._dead = DeadLetterPublisher(self._out, cfg.dead_letter_topic)
         if cfg.transcripts_topic:
             self.review = ReviewFeed(
-                self._out, cfg.transcripts_topic, cfg.max_transcript_bytes, self._score_headers[1:]
+                self._out,
+                cfg.transcripts_topic,
+                cfg.max_transcript_bytes,
+                self._score_headers[1:],
+                failing=cfg.failing_transcripts,
             )
         topics = list(dict.fromkeys([*cfg.input_topics, cfg.rekey_topic]))
         self._consumer = Consumer(
