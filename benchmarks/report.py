@@ -125,7 +125,8 @@ def html_report(n: int, browser: bool = True) -> None:
     print(f"{'render_html (2 plots)':<58} {elapsed * 1e3:10.1f} ms")
     print(
         f"{'failing conversations listed / transcripts carried':<58} {failing:>6,} / {carried:,} "
-        f"({len(keeper.chunks)} chunks, {keeper.carried_bytes / 1024:,.0f} KiB compressed)"
+        f"({len(keeper.chunks)} chunks, {keeper.carried_bytes / 1024:,.0f} KiB compressed, "
+        f"{keeper.rendered_bytes / 1024:,.0f} KiB as HTML)"
     )
     print(f"{'HTML report size':<58} {len(page.encode()) / 1024:10.0f} KiB")
     if browser:

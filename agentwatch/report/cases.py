@@ -57,6 +57,7 @@ class CaseKeeper:
     entries: dict[tuple[str, str, str], Entry] = field(default_factory=dict)
     chunks: list[bytes] = field(default_factory=list)
     carried_bytes: int = 0
+    rendered_bytes: int = 0  # the carried transcripts' HTML before compression (what the page saves)
     _open: list[str] = field(default_factory=list)
     _open_bytes: int = 0
 
@@ -73,6 +74,7 @@ class CaseKeeper:
         entry.chunk, entry.position = len(self.chunks), len(self._open)
         self._open.append(body)
         self._open_bytes += len(body)
+        self.rendered_bytes += len(body.encode("utf-8"))
         if self._open_bytes >= self.chunk_bytes:
             self._close_chunk()
 

@@ -39,3 +39,10 @@ def test_the_deploy_readme_says_what_compose_runs() -> None:
     prometheus = yaml.safe_load((ROOT / "deploy" / "prometheus" / "prometheus.yml").read_text())
     targets = prometheus["alerting"]["alertmanagers"][0]["static_configs"][0]["targets"]
     assert targets == ["alertmanager:9093"]  # and Prometheus sends it the alerts, as the README says
+
+
+def test_scoring_your_own_logs_is_on_the_readmes_first_screen() -> None:
+    first_screen = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()[:30]
+    text = "\n".join(first_screen)
+    assert "## Score your own logs" in text
+    assert "agentwatch import openai-chat" in text and "agentwatch score" in text
