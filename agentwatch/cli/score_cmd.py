@@ -238,7 +238,8 @@ def score(
         typer.Option(
             "--examples",
             min=0,
-            help="Conversations listed per failure mode (JSON; the HTML report carries their transcripts).",
+            help="Conversations listed per failure mode in the JSON report (the HTML report lists every failing "
+            "conversation, with its transcript).",
         ),
     ] = 10,
     labels: Annotated[
