@@ -211,3 +211,18 @@ def test_the_conversation_page_shows_tool_names_as_written_and_errors_under_thei
     call = page.split('<div class="tool">')[1].split("</div>\n  {% endfor %}")[0]
     assert "OrderServiceTimeout: no answer in 5 s" in call and "no result captured" not in call
     assert 'id="why"' not in page  # the blind review sample: why it failed only after the label
+
+
+def test_the_filters_list_task_ids_as_numbers(tmp_path: Path) -> None:
+    store = Store(f"sqlite:///{tmp_path / 'r.db'}")
+    for task in ("10", "2", "1", "task-10", "task-2"):
+        for failing_too in (False, True):
+            record = _record(
+                f"{task}-{failing_too}",
+                task=task,
+                fail="judge" if failing_too else "none",
+                review_rate=0.0 if failing_too else 1.0,
+            )
+            store.ingest(record, NOW, 30 * 86400)
+    assert store.choices()["task"] == ["1", "2", "10", "task-2", "task-10"]
+    assert store.failing_choices()["task"] == ["1", "2", "10", "task-2", "task-10"]
