@@ -262,6 +262,7 @@ def score(
     from agentwatch.report.cases import CaseKeeper
     from agentwatch.report.model import InputSummary
     from agentwatch.report.pass_k import default_ks
+    from agentwatch.cli.score_messages import verdict_line, why_nothing
     from agentwatch.report.versions import build_reports, colliding_ids, duplicate_ids
     from agentwatch.wire.transcript_keys import UnknownKeys
     from agentwatch.wire.transcripts import TranscriptFileError
@@ -312,7 +313,7 @@ def score(
     for warning in unknown.warnings():
         typer.echo(f"warning: {warning}", err=True)
     if not scores:
-        raise _fail(f"no conversation could be read from {_why_nothing(files, errors)}")
+        raise _fail(f"no conversation could be read from {why_nothing(files, errors)}")
 
     if details is not None:
         try:
@@ -353,54 +354,6 @@ def score(
     code = EXIT_GATE if failed else EXIT_OK
     typer.echo(verdict_line(report, gate, code, out), err=True)
     raise typer.Exit(code)
-
-
-def _why_nothing(files: list[Path], errors: list[LineError]) -> str:
-    """The files read, each with why it gave no conversation: empty, or its malformed lines."""
-    bad: dict[str, int] = {}
-    for e in errors:
-        bad[e.path] = bad.get(e.path, 0) + 1
-    parts = []
-    for f in files:
-        n = bad.get(str(f), 0)
-        parts.append(
-            f"{f} ({n} malformed line(s) skipped)" if n else f"{f} (empty: no line holds a conversation)"
-        )
-    return ", ".join(parts)
-
-
-def verdict_line(report: Report, gate: bool, code: int, out: Path | None) -> str:
-    """The verdict in one line for stderr (a CI log): the gates that failed with their values, the regression
-    checks that found one, where the report went and the exit status — whatever the format."""
-    from agentwatch.report.text import final_verdict, gate_name
-
-    rd = report.readiness
-    failed: list[str] = []
-    notes: list[str] = []
-    for g in rd.gates:
-        if g.passed:
-            continue
-        value = "n/a" if g.value is None else (f"{g.value:.0f}" if g.name == "loops" else f"{g.value:.3f}")
-        which = "" if g.name == "loops" else (" lower bound" if rd.estimate == "lower" else f" {rd.estimate}")
-        failed.append(f"{gate_name(g)}{which} {value} (needs {g.op} {g.threshold:g})")
-        if g.note and g.note not in notes:
-            notes.append(g.note)
-    b = report.baseline
-    if b is not None and b.regression:
-        failed += [
-            f"[{c.scope}] P(pass^{c.k} dropped by more than {c.margin:g}) = {c.probability:.3f}"
-            for c in b.checks
-            if c.regressed and c.probability is not None
-        ]
-    parts = [f"verdict: {final_verdict(report).rstrip('.')}"]
-    if failed:
-        parts.append(", ".join(failed))
-    parts += notes
-    if out is not None:
-        parts.append(f"report in {out}")
-    ungated = " (--no-gate: the gate does not set it)" if not gate and code == EXIT_OK and failed else ""
-    parts.append(f"exit {code}{ungated}")
-    return "; ".join(parts)
 
 
 MAX_IDS_SHOWN = 5
