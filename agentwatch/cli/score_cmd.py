@@ -257,12 +257,12 @@ def score(
     Exit status: 0 ok, 1 the release gate fails (unless --no-gate) or the baseline comparison finds a
     regression, 2 usage error or unreadable input. Malformed lines are reported on stderr with their line numbers and skipped.
     """
+    from agentwatch.cli.score_messages import verdict_line, why_nothing
     from agentwatch.config import ConfigError, load_settings
     from agentwatch.report.baseline import BaselineError, load_baseline
     from agentwatch.report.cases import CaseKeeper
     from agentwatch.report.model import InputSummary
     from agentwatch.report.pass_k import default_ks
-    from agentwatch.cli.score_messages import verdict_line, why_nothing
     from agentwatch.report.versions import build_reports, colliding_ids, duplicate_ids
     from agentwatch.wire.transcript_keys import UnknownKeys
     from agentwatch.wire.transcripts import TranscriptFileError
