@@ -175,9 +175,10 @@ def _asr(
         )
     st = settings.stats
     per_unit = unit_credit_means(scores)
-    if per_unit is not None:
+    if per_unit is not None and len(per_unit) >= 2:
         # Attempts at one unit are correlated: resample units, as pass^k's interval is over units; the value
-        # is the mean over units of their mean credit, as the success rate is pass^1 over units then.
+        # is the mean over units of their mean credit, as the success rate is pass^1 over units then. (One
+        # unit alone, e.g. a task's line: its attempts are draws of that unit, resampled below.)
         value, lo, hi = bootstrap_units_interval(per_unit, st.level, st.bootstrap_resamples, st.seed)
         return BootstrapEstimate(
             value=value,

@@ -134,6 +134,9 @@ def test_the_report_gives_asr_over_units_when_attempts_repeat() -> None:
     alone = [_score(f"c{i}", f"t{i}", None, 1.0 if i % 3 == 0 else 0.0) for i in range(120)]
     plain = build_report(alone, Settings()).asr
     assert plain.method == "bootstrap" and plain.units is None
+    # one task's own line: its attempts are draws of that one unit, resampled as conversations
+    one = build_report(scores, Settings()).by_task["t3"].asr
+    assert one.method == "bootstrap" and one.value == 1.0 and one.lower == one.upper == 1.0
     # unequal attempts: the value weighs every unit once
     uneven = [_score("x-0", "x", 0, 1.0), *(_score(f"y-{i}", "y", i, 0.0) for i in range(3))]
     assert build_report(uneven, Settings()).asr.value == pytest.approx(0.5)
