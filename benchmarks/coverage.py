@@ -11,6 +11,7 @@ got.
     python -m benchmarks.coverage                       # the full grid, 2,000 repetitions each (~10 min)
     python -m benchmarks.coverage --reps 500 --quick    # a smaller grid
     python -m benchmarks.coverage --alternatives        # pass^k at the largest k by the intervals not chosen
+    python -m benchmarks.coverage --asr --reps 1000     # ASR's bootstrap over units (the report's)
 
 `--alternatives` prints, for each configuration, the coverage of pass^k at its largest k by the hierarchical
 interval alone, by the nonparametric interval alone, and by a percentile bootstrap over units (1,000
@@ -207,9 +208,13 @@ def main() -> None:
     parser.add_argument("--units", type=int, nargs="*", default=None, help="unit counts (default 10 40 200)")
     parser.add_argument("--truth", action="append", default=None, help="only these truths (names as printed)")
     parser.add_argument("--alternatives", action="store_true", help="coverage of the intervals not chosen")
+    parser.add_argument("--asr", action="store_true", help="coverage of ASR's bootstrap over units")
     args = parser.parse_args()
     if args.alternatives:
         _alternatives(args)
+        return
+    if args.asr:
+        _asr(args)
         return
     units_list = args.units or ([10, 200] if args.quick else [10, 40, 200])
     truths = [TRUTHS[t] for t in args.truth] if args.truth else list(TRUTHS.values())
@@ -272,6 +277,46 @@ def _alternatives(args: argparse.Namespace) -> None:
             f"| {truth.name} | {units} | {attempts} | {attempts} | {' | '.join(row)} | {boot:.3f} |",
             flush=True,
         )
+
+
+def _asr(args: argparse.Namespace) -> None:
+    """ASR over units: credits 1 for a success and 0.4 for a third of the failures (partial_correct), the
+    report's expanded percentile bootstrap over units beside the plain one. The truth is the mean credit over
+    the population of units, E[p] + 0.4 (1 - E[p]) / 3."""
+    from agentwatch.stats.bootstrap import bootstrap_units_interval
+
+    print(f"# {args.reps} repetitions per configuration, 1,000 resamples, 95% intervals, seed {args.seed}")
+    print("| units drawn from | units | attempts | expanded (the report's) | plain percentile | width |")
+    print("|---|---|---|---|---|---|")
+    seed = args.seed
+    for truth in TRUTHS.values():
+        mean_p = truth.pow_mean(1)
+        target = mean_p + 0.4 * (1 - mean_p) / 3
+        for units in args.units or [10, 25, 50, 200]:
+            for attempts in (2, 4, UNEQUAL):
+                seed += 1
+                rng = np.random.default_rng(seed)
+                hits = [0, 0]
+                width = 0.0
+                for rep in range(args.reps):
+                    p = truth.draw(rng, (1, units))[0]
+                    n = rng.integers(1, 9, size=units) if attempts == UNEQUAL else np.full(units, attempts)
+                    c = rng.binomial(n, p)
+                    partial = rng.binomial(n - c, 1 / 3)
+                    means = (c + 0.4 * partial) / n
+                    _v, lo, hi = bootstrap_units_interval(means, 0.95, 1000, rep)
+                    hits[0] += lo <= target <= hi
+                    width += hi - lo
+                    plain = np.quantile(
+                        means[rng.integers(0, units, size=(1000, units))].mean(axis=1), [0.025, 0.975]
+                    )
+                    hits[1] += plain[0] <= target <= plain[1]
+                label = "1-8" if attempts == UNEQUAL else str(attempts)
+                print(
+                    f"| {truth.name} | {units} | {label} | {hits[0] / args.reps:.3f} | {hits[1] / args.reps:.3f} "
+                    f"| {width / args.reps:.3f} |",
+                    flush=True,
+                )
 
 
 if __name__ == "__main__":

@@ -77,6 +77,19 @@ def main() -> None:
             f"| {k} | {e.value:.4f} | [{e.lower:.3f}, {e.upper:.3f}] | {e.interval} | {a.value:.4f} "
             f"| {e.pooled_mean:.4f} | [{e.pooled_lower:.3f}, {e.pooled_upper:.3f}] |"
         )
+    # ASR beside them: over units (the report's figure) and, as it was shown before, over conversations
+    from agentwatch.stats.bootstrap import bootstrap_mean_interval
+
+    asr = report.asr
+    st = settings.stats
+    credits = [s.asr_credit for s in scores if s.scored and s.asr_credit is not None]
+    _value, lo, hi = bootstrap_mean_interval(credits, st.level, st.bootstrap_resamples, st.seed)
+    print(
+        f"success rate {report.success_rate.mean:.3f} [{report.success_rate.lower:.3f}, "
+        f"{report.success_rate.upper:.3f}] ({report.success_rate.method}); ASR {asr.value:.3f} "
+        f"[{asr.lower:.3f}, {asr.upper:.3f}] ({asr.method}, {asr.units} units); over conversations it would read "
+        f"[{lo:.3f}, {hi:.3f}]"
+    )
 
 
 if __name__ == "__main__":

@@ -1,11 +1,13 @@
 """Benchmark the statistics and the offline report: timings of each estimator, of `build_report`, and the size
 and render time of the HTML report.
 
-Usage: python -m benchmarks.report [--n 50000] [--html 2000]
+Usage: python -m benchmarks.report [--n 50000] [--html 2000] [--no-browser]
 
 The HTML figures come from real agent conversations: the τ-bench airline run in ../shared/data/agent-benchmark (100 conversations,
 imported with its task policies) repeated to `--html` conversations with distinct ids and task instances,
-scored, and rendered with its transcripts (10 per failure mode). Prints figures; asserts nothing about time.
+scored, and rendered with every failing conversation listed and its transcript carried; the page is then opened
+in Chromium (Playwright, Debian's chromium) and the time to its load event, to a task's list and to a
+conversation's reasons is measured. Prints figures; asserts nothing about time.
 """
 
 from __future__ import annotations
@@ -78,8 +80,9 @@ def scores(n: int) -> list[ConversationScore]:
     return out
 
 
-def html_report(n: int) -> None:
-    """Size and render time of the HTML report of `n` real conversations (the τ-bench run, repeated)."""
+def html_report(n: int, browser: bool = True) -> None:
+    """Size, render time and opening time in Chromium of the HTML report of `n` real conversations (the
+    τ-bench run, repeated), every failing conversation listed and carried."""
     from agentwatch.report.html import render_html
     from agentwatch.scorers import ConversationScorer
 
@@ -93,8 +96,9 @@ def html_report(n: int) -> None:
         lines = [json.loads(line) for line in (Path(tmp) / "transcripts.jsonl").read_text().splitlines()]
         settings = load_settings(Path(tmp) / "policies.yaml")
     scorer = ConversationScorer(settings)
-    keeper = CaseKeeper(10)
+    keeper = CaseKeeper()
     scores = []
+    offer = 0.0
     start = time.perf_counter()
     for i in range(n):
         line = dict(lines[i % len(lines)])
@@ -103,29 +107,87 @@ def html_report(n: int) -> None:
         line["instance"] = f"{line.get('instance')}/rep-{rep}"
         conv = Conversation.model_validate(line)
         score = scorer.score(conv)
+        t = time.perf_counter()
         keeper.offer(conv, score)
+        offer += time.perf_counter() - t
         scores.append(score)
     elapsed = time.perf_counter() - start
     print(f"{'score ' + str(n) + ' τ-bench conversations':<58} {elapsed * 1e3:10.1f} ms")
+    print(f"{'  of which keeping the failing transcripts (render, gzip)':<58} {offer * 1e3:10.1f} ms")
     start = time.perf_counter()
     report = build_report(scores, settings)
     print(f"{'build_report':<58} {(time.perf_counter() - start) * 1e3:10.1f} ms")
     start = time.perf_counter()
     page = render_html(report, settings, cases=keeper)
     elapsed = time.perf_counter() - start
-    listed = sum(len(m.conversations) for m in report.failure_modes)
-    print(f"{'render_html (2 plots, ' + str(listed) + ' transcripts)':<58} {elapsed * 1e3:10.1f} ms")
+    failing = len(keeper.entries)
+    carried = failing - keeper.not_carried
+    print(f"{'render_html (2 plots)':<58} {elapsed * 1e3:10.1f} ms")
+    print(
+        f"{'failing conversations listed / transcripts carried':<58} {failing:>6,} / {carried:,} "
+        f"({len(keeper.chunks)} chunks, {keeper.carried_bytes / 1024:,.0f} KiB compressed, "
+        f"{keeper.rendered_bytes / 1024:,.0f} KiB as HTML)"
+    )
     print(f"{'HTML report size':<58} {len(page.encode()) / 1024:10.0f} KiB")
+    if browser:
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "report.html"
+            path.write_text(page, encoding="utf-8")
+            open_in_chromium(path)
+
+
+def open_in_chromium(path: Path, runs: int = 3) -> None:
+    """Open the page in Chromium (Playwright, Debian's chromium): the load event, then a task's list of failing
+    conversations, then its first conversation's reasons (its chunk decompressed). Medians of `runs`."""
+    import shutil
+    import statistics
+
+    from playwright.sync_api import sync_playwright
+
+    loads, lists, opens = [], [], []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=shutil.which("chromium"), args=["--no-sandbox"])
+        try:
+            for _ in range(runs):
+                page = browser.new_page(viewport={"width": 1280, "height": 900})
+                page.goto(path.as_uri())
+                loads.append(page.evaluate("performance.getEntriesByType('navigation')[0].loadEventEnd"))
+                link = page.locator("#by-task a.failing").first
+                start = time.perf_counter()
+                href = link.get_attribute("href") or "#"
+                link.click()
+                target = page.locator(f"[id='{href[1:]}']")
+                conv = target.locator("details.conv").first
+                conv.wait_for()
+                lists.append(time.perf_counter() - start)
+                start = time.perf_counter()
+                conv.locator("summary").click()
+                conv.locator("ul.reasons").first.wait_for(state="visible")
+                opens.append(time.perf_counter() - start)
+                page.close()
+        finally:
+            browser.close()
+    print(
+        f"{'Chromium: page loaded (load event, median of ' + str(runs) + ')':<58} {statistics.median(loads):10.0f} ms"
+    )
+    print(f"{'Chromium: a task row clicked to its list shown':<58} {statistics.median(lists) * 1e3:10.0f} ms")
+    print(
+        f"{'Chromium: a conversation clicked to its reasons shown':<58} {statistics.median(opens) * 1e3:10.0f} ms"
+    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--n", type=int, default=50_000)
     parser.add_argument("--html", type=int, default=2_000, help="conversations in the HTML report (0: skip)")
+    parser.add_argument("--no-browser", action="store_true", help="do not open the HTML report in Chromium")
+    parser.add_argument("--html-only", action="store_true", help="only the HTML report's figures")
     args = parser.parse_args()
     timed("calibration: sum(range(1000)) (this machine's speed swings)", lambda: sum(range(1000)), 1000)
     if args.html:
-        html_report(args.html)
+        html_report(args.html, browser=not args.no_browser)
+    if args.html_only:
+        return
 
     timed("pass_at_k_unbiased(n=1e6, c=5e5, k=10)", lambda: pass_at_k_unbiased(10**6, 500_000, 10), 1000)
     timed(

@@ -25,7 +25,7 @@ from agentwatch.cli.app import app, serve_metrics
 
 log = logging.getLogger(__name__)
 
-WIDE = 130  # columns the live table needs
+WIDE = 140  # columns the live table needs (checked again on every update: `_Display.fits`)
 LINE_EVERY_S = 5.0
 
 
@@ -90,8 +90,17 @@ class _Display:
     def update(self, estimates: list, sent: int, elapsed: float, judge: Any, *, force: bool = False) -> None:
         rows = _rows(estimates, self.window)
         if self.live is not None:
-            self.live.update(self._table(rows, sent, elapsed, judge))
-            return
+            table = self._table(rows, sent, elapsed, judge)
+            if self.fits(table):
+                self.live.update(table)
+                return
+            # a table wider or taller than the terminal is cut (its last columns, its footer): lines instead
+            self.live.stop()
+            self.live = None
+            self.console.print(
+                "the live table does not fit this terminal: one line per version and task instead",
+                highlight=False,
+            )
         if not force and elapsed < self._next_lines:
             return
         self._next_lines = elapsed + LINE_EVERY_S
@@ -108,6 +117,17 @@ class _Display:
         line = _judge_line(judge)
         if line:
             self.console.print(f"  {line}", highlight=False)
+
+    def fits(self, table: Any) -> bool:
+        """Whether `table` is shown whole: no wider than the terminal, and no taller (Live crops the bottom)."""
+        from rich.measure import Measurement
+
+        unbounded = self.console.options.update(max_width=10 * self.console.width)
+        width = Measurement.get(self.console, unbounded, table).maximum
+        if width > self.console.width:
+            return False
+        lines = self.console.render_lines(table, self.console.options.update(width=width), pad=False)
+        return bool(len(lines) < self.console.height)
 
     def _table(self, rows: list[dict[str, str]], sent: int, elapsed: float, judge: Any) -> Any:
         from rich.table import Table

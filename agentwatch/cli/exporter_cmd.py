@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from pathlib import Path
 from typing import Annotated, Any
@@ -84,35 +85,39 @@ def serve(
         {"input_topics": input_topic or None, "scores_topic": scores_topic},
     )
     from agentwatch.kafka.broker import EmbeddedBroker
+
+    stop = stop_on_signals()
+    # Everything started here is stopped on the way out, whichever error ends the command (a busy metrics
+    # port, Kafka out of reach, a bad setting): an embedded broker left behind would outlive the command.
+    with contextlib.ExitStack() as started:
+        if embedded_broker:
+            broker = started.enter_context(EmbeddedBroker())
+            settings.kafka = settings.kafka.model_copy(update={"bootstrap_servers": broker.bootstrap_servers})
+            typer.echo(
+                f"embedded broker on {broker.bootstrap_servers} (memory only): point agents at it with "
+                f"AGENTWATCH_BOOTSTRAP_SERVERS={broker.bootstrap_servers}",
+                err=True,
+            )
+        _serve(settings, config, stop, started)
+
+
+def _serve(settings: Any, config: Path | None, stop: Any, started: contextlib.ExitStack) -> None:
+    """Run the pipeline until `stop`; what it starts is closed by `started`."""
     from agentwatch.kafka.topics import ensure_pipeline_topics
     from agentwatch.pipeline import Pipeline
 
-    stop = stop_on_signals()
-    broker = None
-    if embedded_broker:
-        broker = EmbeddedBroker().start()
-        settings.kafka = settings.kafka.model_copy(update={"bootstrap_servers": broker.bootstrap_servers})
-        typer.echo(
-            f"embedded broker on {broker.bootstrap_servers} (memory only): point agents at it with "
-            f"AGENTWATCH_BOOTSTRAP_SERVERS={broker.bootstrap_servers}",
-            err=True,
-        )
     try:
         pipeline = Pipeline(settings, stop_event=stop)
     except ValueError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from exc
+    started.callback(pipeline.close)
     # reach Kafka (and create the pipeline's topics) before serving anything
     kafka_or_exit(lambda: ensure_pipeline_topics(settings), settings.kafka.bootstrap_servers)
     reload_on_sighup(config, pipeline.collector.reload)
     serve_metrics(pipeline.start_http, settings.exporter.metrics_port)
     otlp = _start_otlp(settings, pipeline.exporter)
+    if otlp is not None:
+        started.callback(otlp.shutdown)
     pipeline.start(exporter_in_thread=False)
-    try:
-        kafka_or_exit(lambda: pipeline.exporter.run(stop), settings.kafka.bootstrap_servers)
-    finally:
-        pipeline.close()
-        if otlp is not None:
-            otlp.shutdown()
-        if broker is not None:
-            broker.stop()
+    kafka_or_exit(lambda: pipeline.exporter.run(stop), settings.kafka.bootstrap_servers)

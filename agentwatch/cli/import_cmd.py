@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from agentwatch.cli.app import app
+
+if TYPE_CHECKING:
+    from agentwatch.importers.formats import Kind, Layout
 
 import_app = typer.Typer(
     help="Import benchmark results or chat logs as transcripts (and task policies from ground truth).",
@@ -32,6 +36,36 @@ def _out_dir(out: Path) -> Path:
     return out
 
 
+def _refuse_other_formats(path: Path, reads: tuple[Kind, ...], layout: Layout | None) -> None:
+    """Exit 2 with the command to use when `path` holds a format this command does not read."""
+    from agentwatch.importers.formats import sniff, wrong_format
+    from agentwatch.wire.transcripts import TranscriptFileError
+
+    try:
+        why = wrong_format(path, sniff(path), reads, layout)
+    except (TranscriptFileError, OSError, EOFError) as exc:
+        why = f"{path}: {exc}"
+    if why is not None:
+        typer.echo(f"error: {why}", err=True)
+        raise typer.Exit(EXIT_USAGE)
+
+
+def _write_transcripts(directory: Path, lines: Iterable[dict[str, Any]]) -> int:
+    """Write the transcript lines to DIR/transcripts.jsonl through a temporary file: an import that yields
+    no conversation leaves an earlier transcripts.jsonl as it was."""
+    from agentwatch.importers import TRANSCRIPTS, write_lines
+
+    target = directory / TRANSCRIPTS
+    partial = target.with_name(f".{TRANSCRIPTS}.partial")
+    try:
+        n = write_lines(partial, lines)
+        if n:
+            partial.replace(target)
+    finally:
+        partial.unlink(missing_ok=True)
+    return n
+
+
 def _report_errors(errors: list[str]) -> None:
     for line in errors[:MAX_ERRORS_SHOWN]:
         typer.echo(f"skipped: {line}", err=True)
@@ -53,21 +87,29 @@ def tau_bench(
 ) -> None:
     """Transcripts (task, attempt, system prompt, the reward as the outcome label) and one policy per task
     from its ground-truth actions with effects and its required outputs."""
-    from agentwatch.importers import POLICIES, TRANSCRIPTS, write_lines, write_policies
+    from agentwatch.importers import POLICIES, TRANSCRIPTS, write_policies
+    from agentwatch.importers.formats import sniff_bytes, wrong_format
     from agentwatch.importers.tau_bench import TauBenchFormatError, import_results, load_document
     from agentwatch.wire.transcripts import TranscriptFileError, open_binary
 
     stem = results.name.split(".")[0]
     try:
         with open_binary(results) as stream:
-            document = load_document(stream.read())
-        imported = import_results(document, agent, version or stem, stem)
+            raw = stream.read()
+        why = wrong_format(results, sniff_bytes(raw), ("tau-bench", "tau2-bench"), None)
+        if why is not None:
+            typer.echo(f"error: {why}", err=True)
+            raise typer.Exit(EXIT_USAGE)
+        imported = import_results(load_document(raw), agent, version or stem, stem)
     except (TranscriptFileError, TauBenchFormatError, OSError, EOFError) as exc:
         typer.echo(f"error: {results}: {exc}", err=True)
         raise typer.Exit(EXIT_USAGE) from None
     directory = _out_dir(out)
     _report_errors([f"{results}: {where}: {why}" for where, why in imported.errors])
-    n = write_lines(directory / TRANSCRIPTS, imported.lines)
+    n = _write_transcripts(directory, imported.lines)
+    if n == 0:
+        typer.echo(f"error: no conversation could be imported from {results}", err=True)
+        raise typer.Exit(EXIT_USAGE)
     header = (
         f"Task policies of {results.name} ({imported.format}), written by `agentwatch import tau-bench`:\n"
         "the ground-truth actions with effects (lookups and handoffs left out), free-text arguments\n"
@@ -106,20 +148,24 @@ def openai_chat(
 ) -> None:
     """Transcripts from chat-format logs: a user message opens a turn, tool results are paired with waiting
     calls by id (then by order), system messages are the agent's instructions."""
-    from agentwatch.importers import TRANSCRIPTS, write_lines
+    from agentwatch.importers import TRANSCRIPTS
     from agentwatch.importers.openai_chat import ERROR_PREFIXES, read_chat_lines
     from agentwatch.wire.transcripts import LineError, TranscriptFileError
 
+    _refuse_other_formats(file, ("chat",), "lines")
     errors: list[LineError] = []
     prefixes = tuple(error_prefix) if error_prefix else ERROR_PREFIXES
     directory = _out_dir(out)
     try:
         lines = read_chat_lines(file, errors, prefixes, agent=agent, version=version, task=task)
-        n = write_lines(directory / TRANSCRIPTS, lines)
+        n = _write_transcripts(directory, lines)
     except (TranscriptFileError, OSError, EOFError) as exc:
         typer.echo(f"error: {file}: {exc}", err=True)
         raise typer.Exit(EXIT_USAGE) from None
     _report_errors([str(e) for e in errors])
+    if n == 0:
+        typer.echo(f"error: no conversation could be imported from {file}", err=True)
+        raise typer.Exit(EXIT_USAGE)
     typer.echo(
         f"openai-chat: {n} conversation(s) → {directory / TRANSCRIPTS}"
         + (f"; {len(errors)} line(s) skipped" if errors else "")

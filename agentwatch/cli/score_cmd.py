@@ -70,11 +70,14 @@ def _read_and_score(
     labels: LabelRule = "truth",
     unknown: UnknownKeys | None = None,
     keeper: CaseKeeper | None = None,
+    notes: list[str] | None = None,
+    per_file: dict[Path, int] | None = None,
 ) -> list[ConversationScore]:
     """Read every file (progress bar on a terminal) and score each conversation; with a `JudgeRunner`, the
     judge-sampled conversations are judged first, a chunk at a time, `runner.concurrency` calls in flight.
     `labels`: how outcome labels in the files grade (`ConversationScorer`'s rule; "truth" by default).
-    Keys no field reads go to `unknown`; `keeper` is offered every transcript (for the HTML report)."""
+    Keys no field reads go to `unknown`, how a file that is not JSON Lines was read to `notes`, conversations
+    read per file to `per_file`; `keeper` is offered every transcript (for the HTML report)."""
     from rich.console import Console
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn
 
@@ -118,7 +121,9 @@ def _read_and_score(
         for path in files:
             size = path.stat().st_size if path.exists() else None
             task = progress.add_task(path.name, total=size, judged="")
-            for conv in iter_conversations(path, errors, partial(_advance, progress, task), unknown):
+            for conv in iter_conversations(path, errors, partial(_advance, progress, task), unknown, notes):
+                if per_file is not None:
+                    per_file[path] = per_file.get(path, 0) + 1
                 if runner is None:
                     keep(conv, scorer.score(conv))
                     continue
@@ -233,7 +238,8 @@ def score(
         typer.Option(
             "--examples",
             min=0,
-            help="Conversations listed per failure mode (JSON; the HTML report carries their transcripts).",
+            help="Conversations listed per failure mode in the JSON report (the HTML report lists every failing "
+            "conversation, with its transcript).",
         ),
     ] = 10,
     labels: Annotated[
@@ -251,6 +257,7 @@ def score(
     Exit status: 0 ok, 1 the release gate fails (unless --no-gate) or the baseline comparison finds a
     regression, 2 usage error or unreadable input. Malformed lines are reported on stderr with their line numbers and skipped.
     """
+    from agentwatch.cli.score_messages import verdict_line, why_nothing
     from agentwatch.config import ConfigError, load_settings
     from agentwatch.report.baseline import BaselineError, load_baseline
     from agentwatch.report.cases import CaseKeeper
@@ -278,10 +285,12 @@ def score(
         raise _fail(f"judge: {exc}") from None
     errors: list[LineError] = []
     unknown = UnknownKeys()
-    keeper = CaseKeeper(examples) if fmt is ReportFormat.html else None
+    keeper = CaseKeeper() if fmt is ReportFormat.html else None
+    notes: list[str] = []
+    per_file: dict[Path, int] = {}
     try:
         rule: LabelRule = "truth" if labels else "ignore"
-        scores = _read_and_score(files, settings, errors, runner, rule, unknown, keeper)
+        scores = _read_and_score(files, settings, errors, runner, rule, unknown, keeper, notes, per_file)
     except TranscriptFileError as exc:
         raise _fail(str(exc)) from None
     finally:
@@ -289,6 +298,8 @@ def score(
             runner.close()
     if runner is not None:
         typer.echo(_judge_summary(runner), err=True)
+    for note in notes:
+        typer.echo(f"note: {note}", err=True)
     for err in errors[:MAX_ERRORS_SHOWN]:
         typer.echo(f"malformed: {err}", err=True)
     if len(errors) > MAX_ERRORS_SHOWN:
@@ -302,7 +313,7 @@ def score(
     for warning in unknown.warnings():
         typer.echo(f"warning: {warning}", err=True)
     if not scores:
-        raise _fail("no conversation could be read from the input")
+        raise _fail(f"no conversation could be read from {why_nothing(files, errors)}")
 
     if details is not None:
         try:
@@ -338,10 +349,11 @@ def score(
         section.judge = judge_id
     _emit(report, settings, fmt, out, _title(scores), keeper, base)
 
-    failed = (gate and not report.readiness.safe_to_ship) or (
-        report.baseline is not None and report.baseline.regression
-    )
-    raise typer.Exit(EXIT_GATE if failed else EXIT_OK)
+    regression = report.baseline is not None and report.baseline.regression
+    failed = (gate and not report.readiness.safe_to_ship) or regression
+    code = EXIT_GATE if failed else EXIT_OK
+    typer.echo(verdict_line(report, gate, code, out), err=True)
+    raise typer.Exit(code)
 
 
 MAX_IDS_SHOWN = 5

@@ -133,10 +133,11 @@ class PipelineMetrics(Collector):
             "agentwatch_transcripts_published",
             "Transcript and revision records sent to the transcripts topic for review, by sample "
             "(review_sample: the blind review sample; flagged: labelled by a person when scored; evidence: a "
-            "detector of sampling.review_evidence found something).",
+            "detector of sampling.review_evidence found something; failing: failed, for the list of its series' "
+            "failing conversations).",
             labels=["sample"],
         )
-        for sample in ("review_sample", "flagged", "evidence"):
+        for sample in ("review_sample", "flagged", "evidence", "failing"):
             fam.add_metric([sample], transcripts.get(sample, 0))
         yield fam
         yield _counter(

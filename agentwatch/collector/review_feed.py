@@ -1,8 +1,10 @@
-"""What the collector sends for review: transcripts of the review sample, of flagged conversations, and of
-conversations a detector of `sampling.review_evidence` found something in.
+"""What the collector sends for review: transcripts of the review sample, of flagged conversations, of
+conversations a detector of `sampling.review_evidence` found something in, and of failing conversations.
 
 A conversation in the review sample (`sampling.review_rate`, the shared hash), carrying a person's label
-when it was scored, or with evidence of a detector people should look at is published to the transcripts topic with its first score, keyed by conversation id; a
+when it was scored, or with evidence of a detector people should look at — and, with
+`collector.failing_transcripts`, one that failed (a failed verdict or failure evidence: what an alert about its
+series is about) — is published to the transcripts topic with its first score, keyed by conversation id; a
 later revision of such a score (a late label) follows as a `revision` record, so the review service knows the
 latest revision. Records go through the collector's producer, which is flushed before every offset commit, as
 scores are: a crash replays them, never loses them. A transcript larger than `collector.max_transcript_bytes`
@@ -36,9 +38,13 @@ class ReviewFeed:
         max_bytes: int,
         headers: Sequence[tuple[str, bytes]] = (),
         evidence: frozenset[str] = frozenset(),
+        failing: bool = False,
     ) -> None:
         self._producer = producer
         self._evidence = evidence  # detectors whose findings are sent for review (sampling.review_evidence)
+        self._failing = (
+            failing  # also the transcripts of failing conversations (`collector.failing_transcripts`)
+        )
         self._topic = topic
         self._max_bytes = max_bytes
         self._headers = [("content-type", b"application/json"), *headers]
@@ -46,8 +52,8 @@ class ReviewFeed:
         self.trimmed = 0
 
     def transcript(self, score: ConversationScore, conv: Conversation) -> None:
-        """Queue the transcript of `conv` with its first `score`, when it is to be reviewed."""
-        sample = review_sample_of(score, self._evidence)
+        """Queue the transcript of `conv` with its first `score`, when it is to be reviewed (or failed)."""
+        sample = review_sample_of(score, self._evidence, self._failing)
         if sample is None:
             return
         record = TranscriptRecord(
@@ -64,7 +70,7 @@ class ReviewFeed:
 
     def revision(self, score: ConversationScore) -> None:
         """Queue a later revision of a score whose conversation was sent for review."""
-        sample = review_sample_of(score, self._evidence)
+        sample = review_sample_of(score, self._evidence, self._failing)
         if sample is None:
             return
         record = TranscriptRecord(kind="revision", sample=sample, score=score, published_at=datetime.now(UTC))

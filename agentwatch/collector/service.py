@@ -143,6 +143,7 @@ class CollectorService:
                 cfg.max_transcript_bytes,
                 self._score_headers[1:],
                 frozenset(self.settings.sampling.review_evidence),
+                failing=cfg.failing_transcripts,
             )
         topics = list(dict.fromkeys([*cfg.input_topics, cfg.rekey_topic]))
         self._consumer = Consumer(

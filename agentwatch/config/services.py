@@ -61,6 +61,12 @@ class CollectorConfig(Section):
     max_transcript_bytes: int = Field(
         default=1_000_000, ge=10_000, description="a longer transcript record is cut (texts, then turns)"
     )
+    failing_transcripts: bool = Field(
+        default=True,
+        description="also publish the transcripts of failing conversations (a failed verdict or failure "
+        "evidence), so that the review service lists a series' failing conversations (an alert's link); "
+        "they are not queued for labelling",
+    )
     group_id: str = "agentwatch-collector"
     idle_timeout_s: float = Field(default=300.0, gt=0)
     end_grace_s: float = Field(default=2.0, ge=0)
@@ -215,6 +221,12 @@ class ReviewConfig(Section):
     session_max_age_s: int = Field(default=12 * 3600, ge=60, description="a sign-in lasts this long")
     secure_cookies: bool = Field(default=False, description="send the session cookie over HTTPS only")
     retention_days: float = Field(default=30.0, gt=0, description="conversations older than this are deleted")
+    failing_retention_days: float = Field(
+        default=7.0,
+        gt=0,
+        description="failing conversations held only to be listed (not in the review sample, not flagged, "
+        "not labelled) are deleted after this long (at most retention_days)",
+    )
     retention_interval_s: float = Field(default=3600.0, gt=0, description="how often old rows are deleted")
     publish_retry_s: float = Field(default=5.0, gt=0, description="pause before resending what Kafka refused")
     page_size: int = Field(default=100, ge=1, le=1000, description="conversations listed per queue page")

@@ -25,6 +25,7 @@ from agentwatch.report.model import (
     Readiness,
     Report,
 )
+from agentwatch.report.ordering import natural_key
 from agentwatch.report.pass_k import (
     GATE_ESTIMATES,
     counts,
@@ -32,10 +33,11 @@ from agentwatch.report.pass_k import (
     latest_revisions,
     per_task_counts,
     pick,
+    unit_credit_means,
 )
 from agentwatch.stats import corrected
 from agentwatch.stats.beta import BetaPosterior, posterior
-from agentwatch.stats.bootstrap import bootstrap_mean_interval
+from agentwatch.stats.bootstrap import bootstrap_mean_interval, bootstrap_units_interval
 from agentwatch.stats.inclusion import effective_counts, graded_by_probability
 from agentwatch.wire.contract import INFORMATIONAL_REASONS
 from agentwatch.wire.schema import EVIDENCE, GRADERS, ConversationScore, Outcome
@@ -70,6 +72,17 @@ def failure_code(reason: str) -> str:
     """The failure mode of a reason: the short code before the first colon ("loop: ..." -> "loop")."""
     head = reason.split(":", 1)[0].strip().lower().split()
     return _UNSAFE.sub("_", head[0].replace("-", "_"))[:64] if head else "unknown"
+
+
+def failure_modes_of(score: ConversationScore) -> set[str]:
+    """The failure modes of a conversation: the codes of its reasons that fail (not a label's, not why it was
+    not graded); a conversation that failed with none of them failed by its label (`label`), or for no
+    reason given (`failed`)."""
+    codes = {failure_code(r) for r in score.reasons} - INFORMATIONAL_CODES - COVERAGE_CODES
+    if not codes and score.passed is False:
+        by_label = any(failure_code(r) in INFORMATIONAL_CODES for r in score.reasons)
+        return {"label"} if by_label else {"failed"}
+    return codes
 
 
 def has_loop(score: ConversationScore) -> bool:
@@ -160,10 +173,23 @@ def _asr(
         return BootstrapEstimate(
             value=f.value, lower=f.lower, upper=f.upper, method="corrected", judge_only=_judge_only(f)
         )
+    st = settings.stats
+    per_unit = unit_credit_means(scores)
+    if per_unit is not None and len(per_unit) >= 2:
+        # Attempts at one unit are correlated: resample units, as pass^k's interval is over units; the value
+        # is the mean over units of their mean credit, as the success rate is pass^1 over units then. (One
+        # unit alone, e.g. a task's line: its attempts are draws of that unit, resampled below.)
+        value, lo, hi = bootstrap_units_interval(per_unit, st.level, st.bootstrap_resamples, st.seed)
+        return BootstrapEstimate(
+            value=value,
+            lower=None if math.isnan(lo) else lo,
+            upper=None if math.isnan(hi) else hi,
+            method="units",
+            units=len(per_unit),
+        )
     credits = np.array([s.asr_credit for s in scores if s.scored and s.asr_credit is not None], dtype=float)
     if credits.size == 0:
         return BootstrapEstimate(value=None, lower=None, upper=None)
-    st = settings.stats
     value, lo, hi = bootstrap_mean_interval(credits, st.level, st.bootstrap_resamples, st.seed)
     return BootstrapEstimate(value=value, lower=lo, upper=hi)
 
@@ -236,7 +262,7 @@ def _failure_modes(scores: Sequence[ConversationScore], examples: int) -> list[F
     listed: dict[str, list[str]] = defaultdict(list)
     first: dict[str, str] = {}  # the first reason of each mode, with its conversation
     for s in scores:
-        codes = {failure_code(r) for r in s.reasons} - INFORMATIONAL_CODES - COVERAGE_CODES
+        codes = failure_modes_of(s)
         counter.update(codes)
         for code in codes:
             if len(listed[code]) < examples:
@@ -415,9 +441,11 @@ def build_report(
             by_tag_groups[key][value].append(s)
     return Report(
         **overall.model_dump(),
-        by_task={t: group_stats(g, settings, ks) for t, g in sorted(by_task_groups.items())},
+        by_task={
+            t: group_stats(by_task_groups[t], settings, ks) for t in sorted(by_task_groups, key=natural_key)
+        },
         by_tag={
-            key: {v: group_stats(g, settings, ks) for v, g in sorted(values.items())}
+            key: {v: group_stats(values[v], settings, ks) for v in sorted(values, key=natural_key)}
             for key, values in sorted(by_tag_groups.items())
         },
         readiness=readiness(scores, settings),

@@ -17,10 +17,12 @@ from collections.abc import Sequence
 from html import escape
 
 from agentwatch.config import Settings
-from agentwatch.report.cases import CaseKeeper
+from agentwatch.report.cases import CaseKeeper, Entry
 from agentwatch.report.charts import charts
 from agentwatch.report.figures import Figure, by_key, columns, figures
-from agentwatch.report.html_conversation import MAX_CHARS, MAX_TURNS, conversation_html
+from agentwatch.report.html_conversation import MAX_CHARS, MAX_TURNS
+from agentwatch.report.html_failures import chunk_blocks, failures_html, task_links
+from agentwatch.report.html_script import SCRIPT
 from agentwatch.report.model import GroupStats, Report
 from agentwatch.report.text import (
     EXCHANGEABLE_NOTE,
@@ -51,35 +53,9 @@ details.conv[open]{background:#fcfcfc} summary{cursor:pointer} pre{white-space:p
 margin:.2em 0;background:#f6f6f6;padding:.3em} .calls pre{max-width:32em} .code{font-family:monospace}
 .grader{color:#555} blockquote{margin:.3em 0 .3em 1em;border-left:3px solid #999;padding-left:.6em}
 ol.turns>li{margin:.5em 0;border-top:1px dashed #ccc} .who{color:#777;margin:.2em 0} figure{margin:1em 0}
-img{max-width:100%}
-"""
-
-# Click a header to sort by that column (numbers by their value, missing values last); click again to reverse.
-SCRIPT = """
-document.querySelectorAll('table.sortable').forEach(function (table) {
-  table.querySelectorAll('thead th').forEach(function (th) {
-    th.addEventListener('click', function () {
-      var body = table.tBodies[0], i = th.cellIndex;
-      var asc = th.getAttribute('aria-sort') !== 'ascending';
-      table.querySelectorAll('thead th').forEach(function (h) { h.removeAttribute('aria-sort'); });
-      th.setAttribute('aria-sort', asc ? 'ascending' : 'descending');
-      function key(row) {
-        var cell = row.cells[i], v = cell.getAttribute('data-v');
-        if (v === null) { return cell.textContent.trim(); }
-        return v === '' ? null : parseFloat(v);
-      }
-      var rows = Array.prototype.slice.call(body.rows);
-      rows.sort(function (a, b) {
-        var x = key(a), y = key(b);
-        if (x === null || y === null) { return x === y ? 0 : (x === null ? 1 : -1); }
-        var d = (typeof x === 'number' && typeof y === 'number') ? x - y
-          : String(x).localeCompare(String(y), undefined, {numeric: true});
-        return asc ? d : -d;
-      });
-      rows.forEach(function (row) { body.appendChild(row); });
-    });
-  });
-});
+img{max-width:100%} details.list{margin:.2em 0} details.list>summary{padding:.15em 0}
+details.list .rows{margin:.3em 0 .3em 1em} .pager button{font:inherit;margin:0 .3em}
+td a.failing{color:#b3261e;font-weight:600}
 """
 
 
@@ -124,10 +100,15 @@ def _delta_row(old: GroupStats, new: GroupStats, cols: list[tuple[str, str, str]
 
 
 def group_table(
-    rows: Sequence[tuple[str, GroupStats]], first: str, table_id: str, delta: bool = False
+    rows: Sequence[tuple[str, GroupStats]],
+    first: str,
+    table_id: str,
+    delta: bool = False,
+    links: dict[str, tuple[str, int]] | None = None,
 ) -> str:
     """A sortable table: one row per group, a column per figure of the model (and per evidence seen); with
-    `delta`, a last row with the change from the first group to the second."""
+    `delta`, a last row with the change from the first group to the second; with `links` (group → id of its
+    list of failing conversations, how many), a column of links to them."""
     groups = [g for _name, g in rows]
     cols = columns(groups) + columns(groups, evidence=True)
     methods: dict[str, str | None] = {}
@@ -139,7 +120,18 @@ def group_table(
     for name, g in rows:
         found = by_key(g)
         cells = "".join(_cell(found.get(key), methods.get(key)) for key, _name, _about in cols)
-        body.append(f"<tr><td>{escape(name)}</td>{_count(g.conversations)}{_count(g.scored)}{cells}</tr>")
+        failing = ""
+        if links is not None:
+            target, n = links.get(name, ("", 0))
+            failing = (
+                f'<td class="num" data-v="{n}"><a class="failing" href="#{escape(target)}" '
+                f'title="open the failing conversations of {escape(name)}">{n:,} failing</a></td>'
+                if n
+                else '<td class="num" data-v="0">0</td>'
+            )
+        body.append(
+            f"<tr><td>{escape(name)}</td>{_count(g.conversations)}{_count(g.scored)}{failing}{cells}</tr>"
+        )
     if delta and len(groups) == 2:
         body.append(_delta_row(groups[0], groups[1], cols))
     dagger = any(
@@ -151,10 +143,15 @@ def group_table(
         else ""
     )
     sortable = "" if delta else ' class="sortable"'
+    failing_head = (
+        '<th title="conversations with a failure mode; the link opens their list">failing</th>'
+        if links is not None
+        else ""
+    )
     return (
         f'<div class="wide"><table{sortable} id="{escape(table_id)}"><thead><tr><th>{escape(first)}'
-        f"</th><th>conversations</th><th>graded</th>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
-        f"</div>{note}"
+        f"</th><th>conversations</th><th>graded</th>{failing_head}{head}</tr></thead>"
+        f"<tbody>{''.join(body)}</tbody></table></div>{note}"
     )
 
 
@@ -269,50 +266,25 @@ def _baseline(section: Report, base: Report | None, sid: str) -> str:
     return "".join(out)
 
 
-def _failure_modes(section: Report, cases: CaseKeeper | None, sid: str) -> str:
-    out = ["<h3>Failure modes</h3>"]
-    if not section.failure_modes:
-        out.append("<p>none</p>")
-    for i, mode in enumerate(section.failure_modes):
-        listed = "".join(
-            conversation_html(
-                cid, next(iter(cases.find(cid, section.agent_version)), None) if cases else None
-            )
-            for cid in mode.conversations
-        )
-        shown = (
-            f"the first {len(mode.conversations)} shown"
-            if len(mode.conversations) < mode.count
-            else "all shown"
-        )
-        out.append(
-            f'<details class="mode" id="{sid}mode-{i}"{" open" if i == 0 else ""}><summary><b>'
-            f"{escape(mode.mode)}</b> — {plural(mode.count, 'conversation')} ({shown})</summary>"
-            f"{listed}</details>"
-        )
-    if section.ungraded:
-        why = ", ".join(f"{escape(code)} {n:,}" for code, n in section.ungraded.items())
-        out.append(
-            f"<p>Not graded ({plural(section.conversations - section.scored, 'conversation')}; coverage, "
-            f"not failures): {why}</p>"
-        )
-    return "".join(out)
-
-
 def _section(
-    section: Report, settings: Settings, cases: CaseKeeper | None, base: Report | None, sid: str = ""
+    section: Report, settings: Settings, failing: list[Entry] | None, base: Report | None, sid: str = ""
 ) -> str:
-    """Everything about one set of conversations (the report, or one version); `sid` prefixes element ids."""
+    """Everything about one set of conversations (the report, or one version); `sid` prefixes element ids;
+    `failing`: its failing conversations (None: only the ids the report lists are known)."""
     out = [_cards(section), _exchangeable(section)]
     out += [
         f'<figure><img alt="{escape(alt)}" src="data:image/png;base64,{img}"></figure>'
         for alt, img in charts(section, settings)
     ]
     out.append(_baseline(section, base, sid))
-    out.append(_failure_modes(section, cases, sid))
+    out.append(failures_html(section, failing, sid))
     out.append(_evidence(section))
-    if len(section.by_task) > 1:
-        out.append("<h3>By task</h3>" + group_table(list(section.by_task.items()), "task", f"{sid}by-task"))
+    if len(section.by_task) > 1 or failing:
+        links = task_links(section, failing, sid)
+        out.append(
+            "<h3>By task</h3>"
+            + group_table(list(section.by_task.items()), "task", f"{sid}by-task", links=links)
+        )
     for key, values in section.by_tag.items():
         out.append(
             f"<h3>By tag {escape(key)}</h3>" + group_table(list(values.items()), key, f"{sid}by-tag-{key}")
@@ -362,17 +334,20 @@ def render_html(
     cases: CaseKeeper | None = None,
     base: Report | None = None,
 ) -> str:
-    """The report as one self-contained HTML page; `cases` are the transcripts of the listed conversations,
-    `base` the --baseline report (for its intervals beside the new ones)."""
+    """The report as one self-contained HTML page; `cases`: every failing conversation and the transcripts
+    carried (else only the ids the report lists), `base` the --baseline report (its intervals beside the new
+    ones)."""
     csp = (
         f"default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src 'sha256-{_script_hash()}'"
     )
     notes = [*header, *(input_lines(report.input) if report.input is not None else [])]
-    per_mode = (
-        cases.per_mode
-        if cases is not None
-        else max((len(m.conversations) for m in report.failure_modes), default=0)
-    )
+    chunks = cases.finish() if cases is not None else []
+
+    def failing(section: Report) -> list[Entry] | None:
+        if cases is None:
+            return None
+        return cases.failing(section.agent_version if report.versions else None)
+
     parts = [_banner(report)]
     if notes:
         parts.append('<ul class="input">' + "".join(f"<li>{escape(n)}</li>" for n in notes) + "</ul>")
@@ -388,17 +363,18 @@ def render_html(
             parts.append(
                 f'<details class="version"{" open" if is_last else ""}><summary><h2 style="display:inline">'
                 f"Version {escape(s.agent_version or '')}</h2></summary>"
-                f"{_section(s, settings, cases, _base_of(s, report, base), f'v{i}-')}</details>"
+                f"{_section(s, settings, failing(s), _base_of(s, report, base), f'v{i}-')}</details>"
             )
     else:
-        parts.append(f"<h2>Results</h2>{_section(report, settings, cases, _base_of(report, report, base))}")
+        parts.append(
+            f"<h2>Results</h2>{_section(report, settings, failing(report), _base_of(report, report, base))}"
+        )
     text = "\n".join(report_lines(report, title=title, header=header, level=settings.stats.level))
     parts.append(f"<details><summary>The text report</summary><pre>{escape(text)}</pre></details>")
     parts.append(
-        f'<p class="ci">This page lists at most {per_mode} conversations per failure mode and carries '
-        f"their transcripts only; values longer than {MAX_CHARS:,} characters and conversations longer "
-        f"than {MAX_TURNS} turns are cut where shown. Intervals are {settings.stats.level:.0%} credible "
-        "intervals (bootstrap for ASR). Click a column header to sort.</p>"
+        f'<p class="ci">{escape(_carried_note(cases))} Values longer than {MAX_CHARS:,} characters '
+        f"and conversations longer than {MAX_TURNS} turns are cut where shown. Intervals are "
+        f"{settings.stats.level:.0%} credible intervals (bootstrap for ASR). Click a column header to sort.</p>"
     )
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
@@ -407,5 +383,22 @@ def render_html(
         f"<title>{escape(title)}</title><style>{STYLE}</style></head>"
         f"<body><h1>{escape(title)}</h1>\n"
         + "\n".join(p for p in parts if p)
-        + f"\n<script>{SCRIPT}</script>\n</body></html>\n"
+        + f"\n{chunk_blocks(chunks)}\n<script>{SCRIPT}</script>\n</body></html>\n"
     )
+
+
+def _carried_note(cases: CaseKeeper | None) -> str:
+    """What the page carries of the failing conversations, in words."""
+    if cases is None:
+        return "This page lists the first conversations of each failure mode, without their transcripts."
+    n = len(cases.entries)
+    note = (
+        f"This page lists every failing conversation ({n:,}), by failure mode and by task, and carries "
+        "their transcripts compressed (a conversation is decompressed when it is opened)."
+    )
+    if cases.not_carried:
+        note += (
+            f" {cases.not_carried:,} of them are listed without their transcript: the page carries at most "
+            f"{cases.max_bytes >> 20} MiB of compressed transcripts."
+        )
+    return note

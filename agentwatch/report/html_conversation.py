@@ -1,6 +1,8 @@
 """One conversation in the HTML report, openable in place: why it failed, the judge's word, the transcript.
 
-Everything that comes from a transcript is escaped. Long values are cut (`MAX_CHARS`, the cut is said where it
+`conversation_body` is the HTML shown when a conversation is opened (the page carries it compressed,
+`report.cases`); the line that names it in a list is built in the page from its id, task, outcome and first
+reason. Everything that comes from a transcript is escaped. Long values are cut (`MAX_CHARS`, the cut is said where it
 happens), as are very long conversations (`MAX_TURNS` turns, `MAX_CALLS` tool calls a turn).
 """
 
@@ -10,8 +12,7 @@ import json
 from html import escape
 
 from agentwatch.report.build import failure_code
-from agentwatch.report.cases import Case
-from agentwatch.wire.schema import ConversationScore, ToolCall, Turn, TurnScore
+from agentwatch.wire.schema import Conversation, ConversationScore, ToolCall, Turn, TurnScore
 
 MAX_CHARS = 2_000
 MAX_TURNS = 60
@@ -52,10 +53,23 @@ def cut(text: str, limit: int = MAX_CHARS) -> str:
     return escape(text[:limit]) + f'<span class="cut"> … {len(text) - limit:,} more characters cut</span>'
 
 
+_ENCODER = json.JSONEncoder(ensure_ascii=False, sort_keys=True, default=str)
+
+
+def _compact(value: object) -> str:
+    return _ENCODER.encode(value)
+
+
 def _json(value: object) -> str:
+    """A value as JSON: an object one key a line (each value compact), anything else compact. Made by the C
+    encoder (an indented dump is pure Python, ten times slower: the HTML report renders every failing
+    conversation); a long value is cut anyway, and the compact form shows more of it."""
     if isinstance(value, str):
         return value
-    return json.dumps(value, ensure_ascii=False, indent=1, sort_keys=True, default=str)
+    if isinstance(value, dict) and value and all(isinstance(k, str) for k in value):
+        lines = (f" {_compact(k)}: {_compact(v)}" for k, v in sorted(value.items()))
+        return "{\n" + ",\n".join(lines) + "\n}"
+    return _compact(value)
 
 
 def _reason(text: str) -> str:
@@ -174,20 +188,8 @@ def _turn(i: int, turn: Turn, ts: TurnScore | None) -> str:
     return "".join(out) + "</li>"
 
 
-def conversation_html(cid: str, case: Case | None) -> str:
-    """A `<details>` element for one conversation: meta, why it failed, the judge, the transcript."""
-    if case is None:
-        return (
-            f'<details class="conv"><summary><code>{escape(cid)}</code> · transcript not included'
-            "</summary><p>Only the conversations listed under a failure mode are carried in the page.</p>"
-            "</details>"
-        )
-    conv, score = case.conversation, case.score
-    first = next((failure_code(r) for r in score.reasons if failure_code(r) != "label"), "")
-    summary = (
-        f"<code>{escape(cid)}</code> · task {escape(score.task)} · {escape(score.outcome.value)} · "
-        f"{_verdict(score)}{' · ' + escape(first) if first else ''}"
-    )
+def conversation_body(conv: Conversation, score: ConversationScore) -> str:
+    """What one conversation shows when it is opened: meta, why it failed, the judge, the transcript."""
     body = [
         _meta(score),
         "<h4>Why</h4>",
@@ -210,4 +212,14 @@ def conversation_html(cid: str, case: Case | None) -> str:
         body.append(f'<p class="cut">{len(conv.turns) - len(turns)} more turns not shown</p>')
     if conv.notes:
         body.append('<p class="notes">' + escape("; ".join(conv.notes)) + "</p>")
-    return f'<details class="conv"><summary>{summary}</summary>{"".join(body)}</details>'
+    return "".join(body)
+
+
+def first_reason(score: ConversationScore) -> str:
+    """The code of a conversation's first failing reason ('' when none), as its one-line summary names it."""
+    return next((failure_code(r) for r in score.reasons if failure_code(r) != "label"), "")
+
+
+def verdict_word(score: ConversationScore) -> str:
+    """passed, failed or not graded."""
+    return "not graded" if score.passed is None else ("passed" if score.passed else "failed")

@@ -176,9 +176,15 @@ class BootstrapEstimate(_Out):
     value: float | None
     lower: float | None
     upper: float | None
-    method: Literal["bootstrap", "corrected"] = Field(
+    method: Literal["bootstrap", "units", "corrected"] = Field(
         default="bootstrap",
-        description="bootstrap: over the graded credits; corrected: PPI++ with a t interval.",
+        description="bootstrap: over the graded credits; units: with repeated attempts at task instances, the "
+        "mean over units of each unit's mean credit, with a bootstrap over units (expanded percentile "
+        "interval); corrected: PPI++ with a t interval.",
+    )
+    units: int | None = Field(
+        default=None,
+        description="method units: the units resampled (a graded conversation naming none is one).",
     )
     judge_only: JudgeOnly | None = Field(
         default=None, description="When corrected: the automated credits' mean."

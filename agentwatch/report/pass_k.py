@@ -89,6 +89,25 @@ def unit_counts(scores: Iterable[ConversationScore]) -> tuple[UnitCounts, UnitsS
     return unit_set, summary
 
 
+def unit_credit_means(scores: Iterable[ConversationScore]) -> list[float] | None:
+    """Each unit's mean ASR credit over its graded conversations with a credit (units as in `unit_counts`: a
+    conversation naming neither instance nor attempt is a unit of its own); None when no unit has two such
+    conversations (ASR is then over conversations)."""
+    per_unit: dict[tuple[str, str, str, str | None], list[float]] = {}
+    alone: list[float] = []
+    for s in scores:
+        if s.passed is None or s.asr_credit is None:
+            continue
+        unit = s.unit
+        if unit is None:
+            alone.append(s.asr_credit)
+        else:
+            per_unit.setdefault((s.agent, s.version, *unit), []).append(s.asr_credit)
+    if not any(len(credits) >= 2 for credits in per_unit.values()):
+        return None
+    return [math.fsum(c) / len(c) for c in per_unit.values()] + alone
+
+
 def _pooled(n: int, c: int, k: int, kind: Kind, post: BetaPosterior, level: float) -> dict[str, float | None]:
     if kind == "at":
         lo, hi = post.pass_at_k_interval(k, level)

@@ -198,6 +198,11 @@ def _overall_lines(r: GroupStats, level: float) -> list[str]:
             f"  ASR: {fmt(a.value)}{_interval(a.lower, a.upper)} (corrected, PPI++ t interval)"
             f"{_judge_only(a.judge_only)}"
         )
+    elif a.method == "units":
+        lines.append(
+            f"  ASR: {fmt(a.value)}{_interval(a.lower, a.upper)} (mean over {a.units} units of their mean "
+            "credit; bootstrap over units, as attempts at one unit are not independent)"
+        )
     else:
         lines.append(f"  ASR: {fmt(a.value)}{_interval(a.lower, a.upper)} (bootstrap)")
     return lines

@@ -201,7 +201,9 @@ class ReviewService:
                 stored += _store_offset(consumer, message)
                 continue
             try:
-                result = self.store.ingest(record, self._clock(), retention_s)
+                result = self.store.ingest(
+                    record, self._clock(), retention_s, self.config.failing_retention_days * 86400
+                )
             except Exception:  # the database is away: replay from this record once it is back
                 log.exception("storing a transcript failed; retrying in %g s", self.config.publish_retry_s)
                 self._seek_back(consumer, messages, message)
@@ -296,7 +298,9 @@ class ReviewService:
         cfg = self.config
         while not stop.is_set():
             try:
-                gone = self.store.expire(self._clock(), cfg.retention_days * 86400)
+                gone = self.store.expire(
+                    self._clock(), cfg.retention_days * 86400, cfg.failing_retention_days * 86400
+                )
             except Exception:  # noqa: BLE001 - the database may be away; try at the next interval
                 log.exception("retention failed")
             else:

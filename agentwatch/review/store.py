@@ -37,6 +37,15 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from agentwatch import wire
 from agentwatch.config import OutcomeCredits
+from agentwatch.report.ordering import natural_key
+from agentwatch.review.failing import (
+    FailingItem,
+    FailingQuery,
+    ensure_failures_column,
+    failing,
+    failures_of,
+    series_choices,
+)
 from agentwatch.review.tables import conversations, labels, metadata, outbox
 from agentwatch.scorers.relabel import relabel
 from agentwatch.wire.review_records import LabelRecord, TranscriptRecord
@@ -153,6 +162,7 @@ class Store:
         if self.engine.dialect.name == "sqlite":
             event.listen(self.engine, "connect", _sqlite_pragmas)
         metadata.create_all(self.engine)
+        ensure_failures_column(self.engine)
 
     def close(self) -> None:
         """Release the connections."""
@@ -160,10 +170,19 @@ class Store:
 
     # ------------------------------------------------------------------ ingest
 
-    def ingest(self, record: TranscriptRecord, now: float, retention_s: float) -> str:
-        """Store a transcript record, or apply a revision record; what was done (STORED, DUPLICATE, …)."""
+    def ingest(
+        self,
+        record: TranscriptRecord,
+        now: float,
+        retention_s: float,
+        failing_retention_s: float | None = None,
+    ) -> str:
+        """Store a transcript record, or apply a revision record; what was done (STORED, DUPLICATE, …). A
+        conversation held only because it failed expires after `failing_retention_s` (when given)."""
         score = record.score
         at = _epoch(score.ended_at) if score.ended_at is not None else now
+        if record.sample == wire.FAILING and failing_retention_s is not None:
+            retention_s = min(retention_s, failing_retention_s)
         if at < now - retention_s:
             return EXPIRED
         t = conversations.c
@@ -194,6 +213,7 @@ class Store:
                         latest_score=payload,
                         latest_revision=score.revision,
                         labelled=False,
+                        failures=failures_of(score),
                     )
                 )
                 return STORED
@@ -226,7 +246,11 @@ class Store:
                 c.execute(
                     update(conversations)
                     .where(conversations.c.id == row_id)
-                    .values(latest_score=incoming.model_dump_json(), latest_revision=incoming.revision)
+                    .values(
+                        latest_score=incoming.model_dump_json(),
+                        latest_revision=incoming.revision,
+                        failures=failures_of(incoming),
+                    )
                 )
                 return REVISED
             return DUPLICATE
@@ -235,7 +259,7 @@ class Store:
         c.execute(
             update(conversations)
             .where(conversations.c.id == row_id)
-            .values(latest_score=payload, latest_revision=answer.revision)
+            .values(latest_score=payload, latest_revision=answer.revision, failures=failures_of(answer))
         )
         self._queue_score(c, row_id, answer, payload, now)
         log.info(
@@ -251,7 +275,8 @@ class Store:
 
     def _queue_where(self, filters: Filters) -> Any:
         t = conversations.c
-        clauses: list[ColumnElement[bool]] = [t.labelled.is_(False)]
+        # failing conversations are listed with their series (`failing`), not queued: not a sample to label
+        clauses: list[ColumnElement[bool]] = [t.labelled.is_(False), t.sample != wire.FAILING]
         for column, value in ((t.agent, filters.agent), (t.version, filters.version), (t.task, filters.task)):
             if value:
                 clauses.append(column == value)
@@ -275,14 +300,26 @@ class Store:
         return [QueueItem(*row) for row in rows], int(total)
 
     def choices(self) -> dict[str, list[str]]:
-        """The agents, versions and tasks of the conversations in the queue (for the filters)."""
+        """The agents, versions and tasks of the conversations in the queue (for the filters; numbers in
+        their order: task 2 before task 10)."""
         t = conversations.c
         out: dict[str, list[str]] = {}
+        queued = (t.labelled.is_(False), t.sample != wire.FAILING)
         with self.engine.connect() as c:
             for name, column in (("agent", t.agent), ("version", t.version), ("task", t.task)):
-                query = select(column).where(t.labelled.is_(False)).distinct().order_by(column)
-                out[name] = list(c.execute(query).scalars())
+                query = select(column).where(*queued).distinct()
+                out[name] = sorted(c.execute(query).scalars(), key=natural_key)
         return out
+
+    def failing(
+        self, query: FailingQuery, limit: int = 100, offset: int = 0
+    ) -> tuple[list[FailingItem], int]:
+        """The failing conversations of a series in a window, the latest first, and how many in all."""
+        return failing(self.engine, query, limit, offset)
+
+    def failing_choices(self) -> dict[str, list[str]]:
+        """The agents, versions and tasks that have failing conversations held (numbers in their order)."""
+        return {k: sorted(v, key=natural_key) for k, v in series_choices(self.engine).items()}
 
     def neighbours(self, row_id: int, filters: Filters = Filters()) -> tuple[int | None, int | None]:
         """The unlabelled conversations before and after `row_id` in queue order (previous, next)."""
@@ -303,7 +340,8 @@ class Store:
         t = conversations.c
         with self.engine.connect() as c:
             series = (t.agent, t.version, t.task, t.sample)
-            query = select(*series, func.count()).where(t.labelled.is_(False)).group_by(*series)
+            queued = (t.labelled.is_(False), t.sample != wire.FAILING)
+            query = select(*series, func.count()).where(*queued).group_by(*series)
             rows = c.execute(query).all()
         return [(a, v, k, s, int(n)) for a, v, k, s, n in rows]
 
@@ -372,7 +410,11 @@ class Store:
             revised = relabel(ConversationScore.model_validate_json(row.latest_score), outcome, self.credits)
             values: dict[str, Any] = {"labelled": True}
             if revised is not None:
-                values.update(latest_score=revised.model_dump_json(), latest_revision=revised.revision)
+                values.update(
+                    latest_score=revised.model_dump_json(),
+                    latest_revision=revised.revision,
+                    failures=failures_of(revised),
+                )
             unchanged = (t.id == row_id) & (t.latest_revision == row.latest_revision)
             done = c.execute(update(conversations).where(unchanged).values(**values))
             if done.rowcount != 1:
@@ -481,15 +523,22 @@ class Store:
 
     # ------------------------------------------------------------------ retention
 
-    def expire(self, now: float, retention_s: float) -> int:
-        """Delete conversations older than `retention_s`, their labels, and sent outbox records; how many
-        conversations. Unsent records stay until Kafka has them."""
+    def expire(self, now: float, retention_s: float, failing_retention_s: float | None = None) -> int:
+        """Delete conversations older than `retention_s` (those held only because they failed, unlabelled,
+        older than `failing_retention_s`), their labels, and sent outbox records; how many conversations.
+        Unsent records stay until Kafka has them."""
         cutoff = now - retention_s
         t = conversations.c
+        old_rows = t.at < cutoff
+        if failing_retention_s is not None:
+            listed_only = and_(
+                t.sample == wire.FAILING, t.labelled.is_(False), t.at < now - failing_retention_s
+            )
+            old_rows = or_(old_rows, listed_only)
         with self.engine.begin() as c:
-            old = select(t.id).where(t.at < cutoff).scalar_subquery()
+            old = select(t.id).where(old_rows).scalar_subquery()
             c.execute(delete(labels).where(labels.c.conversation.in_(old)))
-            gone = c.execute(delete(conversations).where(t.at < cutoff)).rowcount
+            gone = c.execute(delete(conversations).where(old_rows)).rowcount
             c.execute(delete(outbox).where(outbox.c.sent_at.is_not(None), outbox.c.sent_at < cutoff))
         return int(gone or 0)
 

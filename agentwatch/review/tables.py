@@ -1,7 +1,8 @@
 """The review store's tables (SQLAlchemy Core): one schema for SQLite and PostgreSQL, created when missing.
 
 - `review_conversations`: one row per (agent, conversation id): the transcript, the first score, the latest
-  score known (revision), why it is reviewed (`review_sample`, `flagged` or `evidence`) and whether it is labelled.
+  score known (revision), why it is held (`review_sample`, `flagged`, `evidence`, or `failing`: listed, not
+  queued), whether it is labelled, and why its latest score failed (`failures`).
 - `review_labels`: every label saved (who, when, outcome class, note, blind or not), with the judge's verdict,
   score and explanation and the first score's outcome beside it, and the revision it published.
 - `review_outbox`: records to write to Kafka (revised scores, label records), marked once Kafka has them.
@@ -44,8 +45,11 @@ conversations = Table(
     Column("latest_score", Text, nullable=False),
     Column("latest_revision", Integer, nullable=False),
     Column("labelled", Boolean, nullable=False),
+    # why the latest score failed, words between spaces (' failed error '), '' when it did not (review.failing)
+    Column("failures", String(160), nullable=True),
     UniqueConstraint("agent", "conversation_id", name="uq_review_conversation"),
     Index("ix_review_queue", "labelled", "at", "id"),
+    Index("ix_review_failing", "agent", "version", "task", "at"),
 )
 
 labels = Table(

@@ -1,4 +1,5 @@
-"""The review pages: sign-in, the queue, and a conversation to label (Starlette, Jinja2 templates).
+"""The review pages: sign-in, the queue, a series' failing conversations, and a conversation to label
+(Starlette, Jinja2 templates).
 
 Everything is rendered on the server; the only script is the keyboard handling, inline under a per-response
 nonce (Content-Security-Policy allows nothing else, and nothing from another origin). Reads need a signed-in
@@ -33,6 +34,7 @@ from agentwatch.config import ReviewConfig
 from agentwatch.review.auth import Reviewers
 from agentwatch.review.metrics import ReviewStats
 from agentwatch.review.store import Filters, Store
+from agentwatch.review.web_failing import failing_context
 from agentwatch.wire.review_records import judge_outcome
 from agentwatch.wire.schema import Conversation, Outcome
 
@@ -89,6 +91,7 @@ class ReviewApp:
                 Route("/login", self.login_page, methods=["GET"]),
                 Route("/login", self.login, methods=["POST"]),
                 Route("/logout", self.logout, methods=["POST"]),
+                Route("/failing", self.failing_page),
                 Route("/c/{row:int}", self.conversation_page),
                 Route("/c/{row:int}/label", self.label, methods=["POST"]),
                 Route("/healthz", self.health),
@@ -222,6 +225,17 @@ class ReviewApp:
             },
         )
 
+    async def failing_page(self, request: Request) -> Response:
+        """The failing conversations of a series in a window (what an alert's link opens)."""
+        if await self._reader(request) is None:
+            return self._refuse(request)
+        params = dict(request.query_params)
+        context = await run_in_threadpool(
+            failing_context, self.store, params, self.config.page_size, self._clock()
+        )
+        context["failing_days"] = min(self.config.failing_retention_days, self.config.retention_days)
+        return self._page(request, "failing.html", context)
+
     async def conversation_page(self, request: Request) -> Response:
         """One conversation: its whole transcript, the label form, and — once labelled — the verdicts."""
         if await self._reader(request) is None:
@@ -256,7 +270,12 @@ class ReviewApp:
             "left": left,
             "prev_url": f"/c/{prev_id}{query}" if prev_id is not None else None,
             "next_url": f"/c/{next_id}{query}" if next_id is not None else None,
+            "back_url": _local(request.query_params.get("back"))
+            or None,  # e.g. the failing list it came from
         }
+        # Opened from a failing list (or held only because it failed): the reader has seen why it failed, so
+        # the page says it at once, and a label saved here is not blind.
+        context["seen_why"] = stored.sample == "failing" or context["back_url"] is not None
         if decided:  # only now: what the judge and the rules said (no anchoring before the decision)
             context.update(first=stored.first_score, judge_outcome=_value(judge_outcome(stored.first_score)))
         return self._page(request, "conversation.html", context, status)

@@ -1,4 +1,12 @@
-"""Percentile-bootstrap intervals of a mean: seeded, vectorised, memory-bounded; no global random state."""
+"""Percentile-bootstrap intervals of a mean: seeded, vectorised, memory-bounded; no global random state.
+
+`bootstrap_units_interval` resamples *units* (a task, or a task instance, attempted several times) instead
+of conversations: attempts at one unit succeed or fail together more often than independent draws, and the
+estimand is the mean over the population of units the observed ones stand for — the resampling pass^k's
+interval is about (`agentwatch.stats.units`). Few units make a percentile interval too narrow (it ignores the
+variance of the variance estimate), so its tail probability is expanded as in Hesterberg (2015): the normal
+quantile of the tail is replaced by sqrt(m / (m − 1)) times Student's t quantile with m − 1 degrees of freedom.
+"""
 
 from __future__ import annotations
 
@@ -6,10 +14,11 @@ import math
 
 import numpy as np
 from numpy.typing import ArrayLike
+from scipy.special import ndtr, stdtrit
 
 from agentwatch.stats.checks import check_level
 
-__all__ = ["bootstrap_counts_interval", "bootstrap_mean_interval"]
+__all__ = ["bootstrap_counts_interval", "bootstrap_mean_interval", "bootstrap_units_interval"]
 
 # Memory bound of one bootstrap chunk (number of int64 indices drawn at once).
 _BOOTSTRAP_CHUNK_CELLS = 4_000_000
@@ -34,6 +43,39 @@ def bootstrap_mean_interval(
         means = _resampled_means(x, np.random.default_rng(seed), resamples)
         lo, hi = _percentile_interval(means, level)
     return float(x.mean()), lo, hi
+
+
+def bootstrap_units_interval(
+    unit_means: ArrayLike, level: float = 0.95, resamples: int = 1000, seed: int = 0
+) -> tuple[float, float, float]:
+    """The mean over units of each unit's mean, and its expanded percentile-bootstrap interval over units:
+    (value, lower, upper). Units are resampled with replacement, each keeping all its attempts; with one unit
+    the bounds are NaN (one unit says nothing about how units differ); NaNs when empty."""
+    _check_bootstrap(level, resamples)
+    x = np.asarray(unit_means, dtype=np.float64).ravel()
+    if x.size == 0:
+        return math.nan, math.nan, math.nan
+    if not np.all(np.isfinite(x)):
+        raise ValueError("unit means must be finite")
+    m = x.size
+    value = float(x.mean())
+    if m == 1:
+        return value, math.nan, math.nan
+    tail = (1.0 - level) / 2.0
+    wider = math.sqrt(m / (m - 1)) * float(stdtrit(m - 1, 1.0 - tail))
+    means = _resampled_means(x, np.random.default_rng(seed), resamples)
+    lo, hi = np.quantile(means, [float(ndtr(-wider)), float(ndtr(wider))])
+    return value, float(min(lo, value)), float(max(hi, value))
+
+
+def expanded_tail(m: int, level: float) -> float:
+    """The tail probability the expanded percentile interval of `m` units reads at each end (below
+    (1 - level) / 2, approaching it as m grows)."""
+    check_level(level)
+    if m < 2:
+        raise ValueError("the expanded tail needs at least two units")
+    tail = (1.0 - level) / 2.0
+    return float(ndtr(-math.sqrt(m / (m - 1)) * float(stdtrit(m - 1, 1.0 - tail))))
 
 
 def bootstrap_counts_interval(

@@ -40,6 +40,9 @@ LABELS_TOPIC = "agentwatch.labels"  # labels people saved in the review service,
 # whose labels may estimate success), or a person's label/flag when it was scored (not a random sample).
 REVIEW_SAMPLE = "review_sample"
 FLAGGED = "flagged"
+# Not for the queue: a conversation that failed (a failed verdict or failure evidence), kept so that a page about
+# its series leads to it (`collector.failing_transcripts`); labels on it are not a random sample either.
+FAILING = "failing"
 
 SCORE_FORMAT_VERSION = 1  # `schema_version` of ConversationScore records
 REVIEW_FORMAT_VERSION = 1  # `format_version` of transcript and label records

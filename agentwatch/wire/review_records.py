@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from agentwatch import wire
 from agentwatch.wire.schema import Conversation, ConversationScore, Outcome, OutcomeSource
 
-Sample = Literal["review_sample", "flagged", "evidence"]
+Sample = Literal["review_sample", "flagged", "evidence", "failing"]
 
 
 class _Record(BaseModel):
@@ -34,15 +34,26 @@ def judge_outcome(score: ConversationScore) -> Outcome | None:
     return None
 
 
-def review_sample_of(score: ConversationScore, evidence: frozenset[str] = frozenset()) -> Sample | None:
-    """Why `score`'s conversation is reviewed: in the blind review sample, flagged by a label, found by one of
-    the detectors of `evidence` (`sampling.review_evidence`), or not."""
+def failed(score: ConversationScore) -> bool:
+    """Whether a conversation failed: a failed verdict, or failure evidence (graded or not)."""
+    return score.passed is False or bool(score.evidence)
+
+
+def review_sample_of(
+    score: ConversationScore, evidence: frozenset[str] = frozenset(), failing: bool = False
+) -> Sample | None:
+    """Why `score`'s conversation goes to the review service: in the blind review sample, flagged by a label,
+    found by one of the detectors of `evidence` (`sampling.review_evidence`; queued, not random), or (with
+    `failing`) because it failed — kept for the list of a series' failing conversations, not queued; None when
+    none of these."""
     if score.review_sampled:
         return "review_sample"
     if score.label is not None:
         return "flagged"
     if evidence and evidence.intersection(score.evidence):
         return "evidence"
+    if failing and failed(score):
+        return "failing"
     return None
 
 
@@ -52,8 +63,9 @@ class TranscriptRecord(_Record):
     format_version: int = Field(default=wire.REVIEW_FORMAT_VERSION, description="Format of this record.")
     kind: Literal["transcript", "revision"] = Field(description="A transcript with its score, or a revision.")
     sample: Sample = Field(
-        description="review_sample (blind, random), flagged (a person's label; not random) or evidence (a "
-        "detector's finding; not random)."
+        description="review_sample (blind, random), flagged (a person's label; not random), evidence (a "
+        "detector's finding; not random) or failing (it failed; listed with its series' failing conversations, "
+        "not queued)."
     )
     conversation: Conversation | None = Field(
         default=None, description="The transcript as the collector rebuilt it (null on a revision)."
@@ -76,7 +88,7 @@ class LabelRecord(_Record):
     reviewer: str = Field(description="Name of the signed-in reviewer.")
     labelled_at: datetime
     sample: Sample = Field(
-        description="review_sample: blind random sample; flagged, evidence: not a random sample."
+        description="review_sample: blind random sample; flagged, evidence, failing: not a random sample."
     )
     blind: bool = Field(
         description="The reviewer decided without seeing the judge's verdict or another label."

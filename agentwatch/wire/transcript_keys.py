@@ -95,6 +95,25 @@ def suggestion(path: str, model: type[BaseModel] = Conversation) -> str | None:
     return close[0] if close else None
 
 
+def misspelt_required(obj: object, loc: tuple[int | str, ...]) -> str | None:
+    """The key of `obj` that probably meant the required field at `loc`, which is missing
+    (`converstion_id` for `conversation_id`); None when no key there is close to it."""
+    *parents, name = loc
+    node = obj
+    for part in parents:
+        if isinstance(node, dict) and isinstance(part, str):
+            node = node.get(part)
+        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+            node = node[part]
+        else:
+            return None
+    if not isinstance(node, dict) or not isinstance(name, str):
+        return None
+    keys = [k for k in node if isinstance(k, str) and k != name]
+    close = difflib.get_close_matches(name, keys, n=1, cutoff=0.75)
+    return close[0] if close else None
+
+
 @dataclass(slots=True)
 class KeySeen:
     """Where an unknown key (pattern) was found: how many lines, and the first few (`file:line`)."""

@@ -21,7 +21,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from agentwatch.wire.schema import Conversation
-from agentwatch.wire.transcript_keys import UnknownKeys, unknown_keys
+from agentwatch.wire.transcript_keys import UnknownKeys, misspelt_required, unknown_keys
 
 log = logging.getLogger(__name__)
 
@@ -56,12 +56,15 @@ def is_gzip(path: str | Path) -> bool:
         return fh.read(2) == GZIP_MAGIC
 
 
-def validation_reason(exc: ValidationError) -> str:
-    """The first errors of a validation as one line: `field.path: message; ...`."""
+def validation_reason(exc: ValidationError, obj: object = None) -> str:
+    """The first errors of a validation as one line: `field.path: message; ...`; a required field that is
+    missing names the key of `obj` that probably meant it (`did you mean`)."""
     parts = []
     for err in exc.errors()[:5]:
         loc = ".".join(str(p) for p in err["loc"]) or "<root>"
-        parts.append(f"{loc}: {err['msg']}")
+        hint = misspelt_required(obj, tuple(err["loc"])) if err["type"] == "missing" else None
+        meant = f" (the line has `{hint}`: did you mean `{err['loc'][-1]}`?)" if hint else ""
+        parts.append(f"{loc}: {err['msg']}{meant}")
     more = exc.error_count() - len(parts)
     return "invalid conversation: " + "; ".join(parts) + (f" (+{more} more)" if more > 0 else "")
 
@@ -96,7 +99,7 @@ def parse_object(obj: object, unknown: list[str] | None = None) -> Conversation:
     try:
         return Conversation.model_validate(obj)
     except ValidationError as exc:
-        raise ValueError(validation_reason(exc)) from exc
+        raise ValueError(validation_reason(exc, obj)) from exc
     except RecursionError:
         raise ValueError("invalid conversation: nested too deeply") from None
 
@@ -204,9 +207,10 @@ def iter_conversations(
     errors: list[LineError],
     on_progress: Callable[[int], None] | None = None,
     unknown: UnknownKeys | None = None,
+    notes: list[str] | None = None,
 ) -> Iterator[Conversation]:
     """Yield the conversations of one file; append malformed lines to `errors`, keys no field reads to
-    `unknown`; report bytes read (raw file)."""
+    `unknown`, how the file was read when it is not JSON Lines to `notes`; report bytes read (raw file)."""
     name = str(path)
     try:
         raw_fh = open(path, "rb")  # noqa: SIM115 - closed below
@@ -224,6 +228,8 @@ def iter_conversations(
         except (OSError, EOFError, zlib.error):
             whole = None  # not readable: reported by the read below
         if whole is not None:
+            if notes is not None:
+                notes.append(f"{name} holds one JSON {whole}: read item by item")
             yield from _document_conversations(stream, name, whole, errors, unknown)
             if on_progress is not None:
                 on_progress(raw_fh.tell())
@@ -271,7 +277,7 @@ def _document_conversations(
         doc = _read_document(stream, name, kind)
     except (OSError, EOFError, zlib.error) as exc:
         raise TranscriptFileError(f"cannot decode {name}: {exc}") from exc
-    log.info("%s holds one JSON %s: read item by item", name, kind)
+    log.debug("%s holds one JSON %s: read item by item", name, kind)
     for position, obj in enumerate(_document_items(doc, name), start=1):
         keys: list[str] | None = [] if unknown is not None else None
         try:

@@ -58,3 +58,32 @@ def test_serve_with_an_embedded_broker_prints_where_agents_connect() -> None:
     finally:
         proc.terminate()
         proc.wait(timeout=60)
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as s:
+        s.settimeout(0.5)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+def test_serve_stops_its_embedded_broker_when_it_cannot_serve_metrics() -> None:
+    """A busy metrics port ends `serve` with exit 2 after the broker started: the broker is stopped too."""
+    import re
+    import time
+
+    with socket.socket() as busy:
+        busy.bind(("0.0.0.0", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        run = _agentwatch("serve", "--embedded-broker", "--metrics-port", str(port))
+    assert run.returncode == 2 and "Traceback" not in run.stderr
+    assert f"cannot serve /metrics on port {port}" in run.stderr
+    found = re.search(r"embedded broker on 127\.0\.0\.1:(\d+)", run.stderr)
+    assert found, run.stderr[-2000:]
+    broker_port = int(found.group(1))
+    deadline = time.monotonic() + 10
+    while _listening(broker_port) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _listening(broker_port), "the embedded broker outlived the command"
+    ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True, check=True).stdout
+    assert f"tcp://127.0.0.1:{broker_port}" not in ps

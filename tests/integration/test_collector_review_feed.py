@@ -50,6 +50,9 @@ def test_review_sample_and_flagged_transcripts_reach_the_topic(broker, topic, tm
     # refunds: every conversation in the review sample; smalltalk: none
     settings.sampling = SamplingConfig(rules=[SamplingRule(task="refunds", review_rate=1.0)])
     sampled, flagged, plain, big = unique("sampled"), unique("flagged"), unique("plain"), unique("big")
+    failing = unique(
+        "failing"
+    )  # outside the review sample, not flagged: it failed (a refund expected, none made)
     spans = [
         *simple_conversation(sampled, turns=2, task="refunds"),
         *simple_conversation(flagged, task="smalltalk", extra={"agentwatch.outcome": "abandoned"}),
@@ -65,6 +68,18 @@ def test_review_sample_and_flagged_transcripts_reach_the_topic(broker, topic, tm
             ],
             task="refunds",
         ),
+        *conversation_spans(
+            failing,
+            [
+                TurnSpec(
+                    user="refund order 42",
+                    answer="done",
+                    tools=[ToolSpec("lookup_order", {"order_id": 42}, {"status": "shipped"})],
+                    expected={"tools": [{"name": "refund_order", "arguments": {"order_id": 42}}]},
+                )
+            ],
+            task="smalltalk",
+        ),
     ]
     out = producer(bs)
     out.send(topic, otlp_bytes(spans), key=b"batch", headers=SDK_HEADERS)
@@ -72,8 +87,8 @@ def test_review_sample_and_flagged_transcripts_reach_the_topic(broker, topic, tm
     assert settings.collector.transcripts_topic is not None
     reader = TopicReader(bs, settings.collector.transcripts_topic)
     with ServiceThread(settings) as svc:
-        records = reader.wait(lambda r: len(r) >= 3, 30)
-        assert len(records) == 3, [r.key for r in records]
+        records = reader.wait(lambda r: len(r) >= 4, 30)
+        assert len(records) == 4, [r.key for r in records]
         run = subprocess.run(
             [sys.executable, "-c", LATE_LABEL, bs, topic, sampled],
             capture_output=True,
@@ -81,7 +96,7 @@ def test_review_sample_and_flagged_transcripts_reach_the_topic(broker, topic, tm
             check=False,
         )
         assert run.returncode == 0, run.stderr.decode()[-2000:]
-        records = reader.wait(lambda r: len(r) >= 4, 30)
+        records = reader.wait(lambda r: len(r) >= 5, 30)
         assert svc.error is None
         stats = svc.service.stats
     reader.close()
@@ -89,7 +104,14 @@ def test_review_sample_and_flagged_transcripts_reach_the_topic(broker, topic, tm
     for r in records:
         assert r.key is not None
         by_key.setdefault(r.key.decode(), []).append(TranscriptRecord.model_validate_json(r.value))
-    assert set(by_key) == {sampled, flagged, big}  # the conversation outside both is not published
+    assert set(by_key) == {
+        sampled,
+        flagged,
+        big,
+        failing,
+    }  # the one that passed outside both is not published
+    (f_rec,) = by_key[failing]
+    assert (f_rec.kind, f_rec.sample, f_rec.score.passed) == ("transcript", "failing", False)
     first, revision = by_key[sampled]
     assert (first.kind, first.sample, first.score.revision, first.score.review_sampled) == (
         "transcript",
@@ -129,7 +151,8 @@ def test_review_sample_and_flagged_transcripts_reach_the_topic(broker, topic, tm
     assert turn.input.startswith("x" * 4000) and "characters cut" in turn.input and len(turn.input) < 4100
     assert any("over the 20,000-byte limit" in n for n in b.conversation.notes)
     assert json.loads(json.dumps(turn.tool_calls[0].result))  # still a JSON value
-    assert stats.transcripts_published == {"review_sample": 3, "flagged": 1} and stats.transcripts_cut == 1
+    assert stats.transcripts_published == {"review_sample": 3, "flagged": 1, "failing": 1}
+    assert stats.transcripts_cut == 1
     # the review store takes the collector's records as they come: three transcripts, then the revision (the
     # spans ended in 2023: no retention here)
     from agentwatch.review.store import Store
@@ -137,7 +160,7 @@ def test_review_sample_and_flagged_transcripts_reach_the_topic(broker, topic, tm
     store = Store(f"sqlite:///{tmp_path / 'review.db'}")
     parsed = [TranscriptRecord.model_validate_json(r.value) for r in records]
     results = [store.ingest(record, time.time(), 1e10) for record in parsed]
-    assert sorted(results) == ["revised", "stored", "stored", "stored"]
+    assert sorted(results) == ["revised", "stored", "stored", "stored", "stored"]
     stored = [get_stored(store, i.id) for i in store.queue()[0]]
     latest = {c.conversation_id: c.latest_score for c in stored}
     label = latest[sampled].label

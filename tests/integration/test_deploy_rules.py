@@ -133,11 +133,51 @@ def test_alert_has_for_severity_and_annotations(alert: dict) -> None:
 
 @pytest.mark.parametrize("alert", _alerts(), ids=[a["alert"] for a in _alerts()])
 def test_runbook_url_points_at_a_section_of_the_readme(alert: dict) -> None:
+    """The base comes from the configuration (Prometheus' external label `runbook_url`), the anchor from here."""
     url = alert["annotations"]["runbook_url"]
-    assert url.split("#")[0].endswith("deploy/README.md"), url
-    anchor = url.split("#", 1)[1]
+    base, anchor = url.split("#", 1)
+    assert base == "{{ $externalLabels.runbook_url }}", url
     assert anchor in _readme_anchors(), f"{anchor!r} is not a heading of deploy/README.md"
     assert anchor == _github_anchor(alert["alert"]), "the runbook section is named after the alert"
+
+
+def test_the_shipped_prometheus_configuration_sets_the_links_bases() -> None:
+    labels = yaml.safe_load((PROM / "prometheus.yml").read_text())["global"]["external_labels"]
+    assert labels["runbook_url"].endswith("deploy/README.md")
+    assert labels["review_url"].startswith("http") and not labels["review_url"].endswith("/")
+
+
+# Alerts about one series and the kind of failure (`why`) their link to the review service lists.
+SERIES_ALERTS = {
+    "AgentwatchPass3Drift": "failed",
+    "AgentwatchPass3Regression": "failed",
+    "AgentwatchASRDrop": "failed",
+    "AgentwatchAbandonmentSpike": "abandoned",
+    "AgentwatchHallucinationRate": "hallucination",
+    "AgentwatchToolLoops": "loop",
+    "AgentwatchErrorRateAboveBaseline": "error",
+    "AgentwatchNoAnswerRateAboveBaseline": "no_answer",
+    "AgentwatchOverBudgetRate": "over_budget",
+}
+
+
+def test_every_series_alert_links_to_its_failing_conversations() -> None:
+    from agentwatch.review.failing import WHY
+
+    assert set(QUALITY_ALERTS) <= set(SERIES_ALERTS) and set(SERIES_ALERTS.values()) <= set(WHY)
+    for alert in _alerts():
+        link = alert["annotations"].get("review_url")
+        if alert["alert"] not in SERIES_ALERTS:
+            assert link is None, alert["alert"]
+            continue
+        assert link is not None, alert["alert"]
+        base, _, query = " ".join(link.split()).partition("/failing?")
+        assert base == "{{ $externalLabels.review_url }}"
+        params = dict(part.split("=", 1) for part in query.split("&"))
+        assert params["alert"] == alert["alert"] and params["why"] == SERIES_ALERTS[alert["alert"]]
+        for label in ("agent", "version", "task"):
+            assert params[label] == f"{{{{ $labels.{label} | urlquery }}}}"
+        assert params["window"] == "24h"  # alerts.window: the evidence the statistic holds
 
 
 def test_every_metric_the_rules_read_is_documented() -> None:

@@ -252,3 +252,39 @@ def test_the_store_survives_a_restart(url: str) -> None:
     assert stored.transcript is not None
     assert json.loads(stored.transcript)["conversation_id"] == "c2" and again.queue()[1] == 3
     assert len(again.unsent()) == 2  # what was not yet sent is still to send
+
+
+def test_the_failing_list_and_the_column_added_to_an_older_store(url: str) -> None:
+    """Both databases: failing conversations held (not queued) and listed by series, window and why; a store
+    made before the `failures` column gets it, filled from each row's latest score."""
+    from sqlalchemy import text
+
+    from agentwatch.review.failing import FailingQuery
+    from agentwatch.wire.review_records import review_sample_of
+
+    store = _store(url)
+    for i, task in enumerate(["refunds", "refunds", "orders"]):
+        conv = conversation(f"f{i}", task=task, ended=NOW - timedelta(hours=i + 1))
+        if i == 1:
+            conv.turns[-1].error = "RateLimitError: 429"
+        first = scored(conv, verdict=judged(), review_rate=0.0)
+        sample = review_sample_of(first, failing=True)
+        assert sample == "failing"
+        held = TranscriptRecord(
+            kind="transcript", sample=sample, conversation=conv, score=first, published_at=NOW
+        )
+        assert store.ingest(held, NOW.timestamp(), 30 * DAY, 7 * DAY) == STORED
+    assert store.queue()[1] == 0  # held, not queued
+    series = FailingQuery(agent="support-bot", task="refunds", since=NOW.timestamp() - DAY)
+    items, total = store.failing(series, 10)
+    assert total == 2 and [get_stored(store, i.id).conversation_id for i in items] == ["f0", "f1"]
+    only_errors, n = store.failing(FailingQuery(task="refunds", why="error"), 10)
+    assert n == 1 and get_stored(store, only_errors[0].id).conversation_id == "f1"
+    with store.engine.begin() as c:  # as a store written before the column existed
+        c.execute(text("DROP INDEX ix_review_failing"))
+        c.execute(text("ALTER TABLE review_conversations DROP COLUMN failures"))
+    store.close()
+    reopened = _store(url)
+    assert reopened.failing(series, 10)[1] == 2
+    assert reopened.failing(FailingQuery(why="error"), 10)[1] == 1
+    reopened.close()

@@ -289,11 +289,11 @@ def test_a_store_error_replays_the_record_instead_of_losing_it(broker, tmp_path,
         store = svc.service.store
         real, calls = store.ingest, []
 
-        def flaky(record, now, retention_s):  # noqa: ANN001, ANN202 - the store's signature
+        def flaky(record, now, retention_s, failing_retention_s=None):  # noqa: ANN001, ANN202 - the store's
             calls.append(record.score.conversation_id)
             if len(calls) == 2:
                 raise ConnectionError("database went away")
-            return real(record, now, retention_s)
+            return real(record, now, retention_s, failing_retention_s)
 
         monkeypatch.setattr(store, "ingest", flaky)
         producer = Producer({"bootstrap.servers": broker.bootstrap_servers})

@@ -165,7 +165,7 @@ def test_the_wheel_ships_every_package_of_the_tree(wheel: Path) -> None:
         "agentwatch/py.typed",
     } <= names
     assert {
-        f"agentwatch/review/templates/{t}.html" for t in ("base", "conversation", "login", "queue")
+        f"agentwatch/review/templates/{t}.html" for t in ("base", "conversation", "failing", "login", "queue")
     } <= names
 
 

@@ -171,7 +171,7 @@ def test_json_keys_are_exactly_the_documented_ones(report: Report) -> None:
     }
     assert set(data["pass_at_k"]) == {"1", "2", "3", "5", "12"}
     assert set(data["pass_pow_k"]["3"]) == K_KEYS
-    assert set(data["asr"]) == {"value", "lower", "upper", "method", "judge_only"}
+    assert set(data["asr"]) == {"value", "lower", "upper", "method", "units", "judge_only"}
     assert set(data["cost"]) == {"p50", "p90", "p99", "over_budget_ratio"}
     assert set(data["failure_rates"]) == {
         "error",

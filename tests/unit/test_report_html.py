@@ -4,7 +4,9 @@ plots."""
 from __future__ import annotations
 
 import base64
+import gzip
 import hashlib
+import json
 import re
 from html.parser import HTMLParser
 
@@ -55,16 +57,22 @@ def _hostile(i: int, long_result: bool = False) -> Conversation:
 
 
 class _Tags(HTMLParser):
-    """Counts start and end tags, and collects the text of script elements."""
+    """Counts start and end tags, and collects the text of script elements that run (data blocks apart)."""
 
     def __init__(self) -> None:
         super().__init__()
         self.starts: dict[str, int] = {}
         self.ends: dict[str, int] = {}
         self.scripts: list[str] = []
+        self.data_blocks: list[str] = []
         self._in_script = False
 
     def handle_starttag(self, tag: str, attrs: list) -> None:
+        kind = dict(attrs).get("type") if tag == "script" else None
+        if tag == "script" and kind is not None:
+            assert kind in ("application/json", "application/octet-stream"), kind  # data, never run
+            self.data_blocks.append(kind)
+            tag = "data-block"
         self.starts[tag] = self.starts.get(tag, 0) + 1
         self._in_script = tag == "script"
         if any(name.startswith("on") for name, _ in attrs):
@@ -79,12 +87,18 @@ class _Tags(HTMLParser):
             self.scripts.append(data)
 
 
+def carried(page: str) -> list[str]:
+    """The transcripts the page carries, decompressed as the page's script does (base64, gzip, JSON list)."""
+    blocks = re.findall(r'<script type="application/octet-stream" id="aw-chunk-\d+">([^<]*)</script>', page)
+    return [body for b in blocks for body in json.loads(gzip.decompress(base64.b64decode(b)))]
+
+
 @pytest.fixture(scope="module")
 def hostile_page() -> str:
     settings = Settings()
     scorer = ConversationScorer(settings)
     convs = [_hostile(i, long_result=i == 0) for i in range(3)]
-    keeper = CaseKeeper(10)
+    keeper = CaseKeeper()
     scores = []
     for conv in convs:
         score = scorer.score(conv)
@@ -98,8 +112,22 @@ def test_everything_from_a_transcript_is_text(hostile_page: str) -> None:
     tags.feed(hostile_page)
     assert tags.starts.get("script") == 1 and tags.starts.get("img", 0) == 2  # the two plots, nothing else
     assert "event-handler" not in tags.starts
-    assert tags.starts["details"] == tags.ends["details"] and tags.starts["pre"] == tags.ends["pre"]
-    assert hostile_page.count("&lt;script&gt;alert(1)&lt;/script&gt;") > 10  # shown, many times, as text
+    assert tags.starts["details"] == tags.ends["details"]
+    assert hostile_page.count("&lt;script&gt;alert(1)&lt;/script&gt;") > 5  # shown, many times, as text
+    bodies = carried(hostile_page)
+    assert len(bodies) == 3  # every failing conversation is carried
+    for body in bodies:  # what the page inserts when a conversation is opened: escaped as well
+        inside = _Tags()
+        inside.feed(body)
+        assert not inside.scripts and "script" not in inside.starts and "img" not in inside.starts
+        assert "event-handler" not in inside.starts
+        assert inside.starts["pre"] == inside.ends["pre"] and inside.starts.get("details") == inside.ends.get(
+            "details"
+        )
+        assert body.count("&lt;script&gt;alert(1)&lt;/script&gt;") > 5
+    # the lists are data: no transcript text can end their block
+    for block in re.findall(r'<script type="application/json" id="[^"]*">([^<]*)</script>', hostile_page):
+        assert json.loads(block)["rows"][0][0].startswith(EVIL)
 
 
 def test_only_the_pages_own_script_may_run_and_nothing_is_fetched(hostile_page: str) -> None:
@@ -113,14 +141,15 @@ def test_only_the_pages_own_script_may_run_and_nothing_is_fetched(hostile_page: 
         csp.group(1)
         == f"default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src 'sha256-{digest}'"
     )
-    assert not re.search(r'(src|href)="(?!data:)', hostile_page)  # no URL but data: ones
+    assert not re.search(r'(src|href)="(?!data:|#)', hostile_page)  # no URL but data: ones and the page's own
 
 
 def test_long_values_are_cut_and_the_page_says_so(hostile_page: str) -> None:
-    assert "x" * 2_000 + '<span class="cut"> … 8,000 more characters cut</span>' in hostile_page
-    assert "x" * 2_001 not in hostile_page
-    assert "values longer than 2,000 characters" in hostile_page
-    assert "transcript not included" not in hostile_page  # every listed conversation can be opened
+    bodies = "".join(carried(hostile_page))
+    assert "x" * 2_000 + '<span class="cut"> … 8,000 more characters cut</span>' in bodies
+    assert "x" * 2_001 not in bodies
+    assert "Values longer than 2,000 characters" in hostile_page
+    assert "every failing conversation (3)" in hostile_page and "without their transcript" not in hostile_page
 
 
 class _WithNewFigure(GroupStats):

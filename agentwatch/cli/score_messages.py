@@ -1,0 +1,59 @@
+"""What `agentwatch score` says on stderr about how it ended: the verdict line every run ends with, and why
+nothing could be read."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from agentwatch.report.model import Report
+    from agentwatch.wire.transcripts import LineError
+
+
+def why_nothing(files: list[Path], errors: list[LineError]) -> str:
+    """The files read, each with why it gave no conversation: empty, or its malformed lines."""
+    bad: dict[str, int] = {}
+    for e in errors:
+        bad[e.path] = bad.get(e.path, 0) + 1
+    parts = []
+    for f in files:
+        n = bad.get(str(f), 0)
+        parts.append(
+            f"{f} ({n} malformed line(s) skipped)" if n else f"{f} (empty: no line holds a conversation)"
+        )
+    return ", ".join(parts)
+
+
+def verdict_line(report: Report, gate: bool, code: int, out: Path | None) -> str:
+    """The verdict in one line for stderr (a CI log): the gates that failed with their values, the regression
+    checks that found one, where the report went and the exit status — whatever the format."""
+    from agentwatch.report.text import final_verdict, gate_name
+
+    rd = report.readiness
+    failed: list[str] = []
+    notes: list[str] = []
+    for g in rd.gates:
+        if g.passed:
+            continue
+        value = "n/a" if g.value is None else (f"{g.value:.0f}" if g.name == "loops" else f"{g.value:.3f}")
+        which = "" if g.name == "loops" else (" lower bound" if rd.estimate == "lower" else f" {rd.estimate}")
+        failed.append(f"{gate_name(g)}{which} {value} (needs {g.op} {g.threshold:g})")
+        if g.note and g.note not in notes:
+            notes.append(g.note)
+    b = report.baseline
+    if b is not None and b.regression:
+        failed += [
+            f"[{c.scope}] P(pass^{c.k} dropped by more than {c.margin:g}) = {c.probability:.3f}"
+            for c in b.checks
+            if c.regressed and c.probability is not None
+        ]
+    parts = [f"verdict: {final_verdict(report).rstrip('.')}"]
+    if failed:
+        parts.append(", ".join(failed))
+    parts += notes
+    if out is not None:
+        parts.append(f"report in {out}")
+    ungated = " (--no-gate: the gate does not set it)" if not gate and code == 0 and failed else ""
+    parts.append(f"exit {code}{ungated}")
+    return "; ".join(parts)

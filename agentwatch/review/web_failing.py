@@ -1,0 +1,101 @@
+"""The page of a series' failing conversations: what a quality alert links to (`/failing?agent=…&window=24h`).
+
+Query parameters, all optional: `agent`, `version`, `task` (the series), `window` (a duration, default 24h)
+ending at `until` (Unix seconds, default now), `why` (one word of `review.failing.WHY`: the alert's kind of
+failure; none: any), `alert` (the alert's name, shown as the page's reason), `offset` (paging). A wrong value is
+said on the page, which then lists with the default. The reader opens a conversation from the list; its page
+links back here.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import urlencode
+
+from agentwatch.config import parse_duration
+from agentwatch.review.failing import WHY, FailingQuery
+from agentwatch.review.store import Store
+
+DEFAULT_WINDOW = "24h"
+MAX_REASONS = 3  # reasons shown per conversation in the list (the conversation page has them all)
+
+
+def _when(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def failing_context(
+    store: Store, params: Mapping[str, str], page_size: int, now: float | None = None
+) -> dict[str, Any]:
+    """The template context of the failing list for these query parameters."""
+    now = time.time() if now is None else now
+    problems: list[str] = []
+    window = params.get("window") or DEFAULT_WINDOW
+    try:
+        window_s = parse_duration(window)
+    except ValueError as exc:
+        problems.append(str(exc))
+        window, window_s = DEFAULT_WINDOW, parse_duration(DEFAULT_WINDOW)
+    until = now
+    if params.get("until"):
+        try:
+            until = float(params["until"])
+        except ValueError:
+            problems.append(f"until {params['until']!r} is not a time in Unix seconds: the window ends now")
+    why = params.get("why") or None
+    if why is not None and why not in WHY:
+        problems.append(f"why {why!r} is not one of {', '.join(WHY)}: every failing conversation is listed")
+        why = None
+    try:
+        offset = max(0, int(params.get("offset", "0")))
+    except ValueError:
+        offset = 0
+    query = FailingQuery(
+        agent=params.get("agent") or None,
+        version=params.get("version") or None,
+        task=params.get("task") or None,
+        since=until - window_s,
+        until=until,
+        why=why,
+    )
+    items, total = store.failing(query, page_size, offset)
+    kept = {
+        k: v
+        for k, v in params.items()
+        if k in ("agent", "version", "task", "window", "until", "why", "alert")
+    }
+    if not params.get("until"):
+        kept["until"] = f"{until:.0f}"  # a link to this page shows the same window later
+    here = "/failing?" + urlencode({**kept, "offset": offset} if offset else kept)
+    more = None
+    if offset + page_size < total:
+        more = "/failing?" + urlencode({**kept, "offset": offset + page_size})
+    previous = None
+    if offset:
+        previous = "/failing?" + urlencode({**kept, "offset": max(0, offset - page_size)})
+    series = " ".join(v for v in (query.agent, query.version) if v) or "every agent"
+    return {
+        "items": items,
+        "total": total,
+        "first": offset + 1,
+        "last": offset + len(items),
+        "series": series,
+        "task": query.task,
+        "why": why,
+        "whys": WHY,
+        "alert": params.get("alert") or None,
+        "window": window,
+        "since": _when(until - window_s),
+        "until": _when(until),
+        "problems": problems,
+        "choices": store.failing_choices(),
+        "filters": {"agent": query.agent, "version": query.version, "task": query.task},
+        "here": here,
+        "back": urlencode({"back": here}),
+        "more": more,
+        "previous": previous,
+        "max_reasons": MAX_REASONS,
+    }

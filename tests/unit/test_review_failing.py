@@ -1,0 +1,228 @@
+"""The review service's list of a series' failing conversations (what an alert links to), on a real SQLite
+store, its pages served in process; and the smaller points of the conversation page."""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from starlette.testclient import TestClient
+
+from agentwatch.config import ReviewConfig
+from agentwatch.review.failing import FailingQuery, failures_of
+from agentwatch.review.metrics import ReviewStats
+from agentwatch.review.store import Store
+from agentwatch.review.web import ReviewApp
+from agentwatch.wire.review_records import TranscriptRecord, review_sample_of
+from tests.support.review import TOKEN, conversation, judged, reviewers, scored
+
+NOW = time.time()
+
+
+def _record(
+    cid: str,
+    *,
+    task: str = "refunds",
+    version: str = "2.0",
+    minutes_ago: float = 10,
+    fail: str = "judge",
+    review_rate: float = 0.0,
+) -> TranscriptRecord:
+    """A conversation that failed (the judge's verdict, or an error), held as the collector sends it."""
+    ended = datetime.fromtimestamp(NOW, UTC) - timedelta(minutes=minutes_ago)
+    conv = conversation(cid, task=task, version=version, ended=ended)
+    if fail == "error":
+        conv.turns[-1].error = "RateLimitError: 429 from the model"
+    if fail == "none":
+        score = scored(conv, verdict=judged("complete", 0.95), review_rate=review_rate)
+    else:
+        score = scored(conv, verdict=judged(), review_rate=review_rate)
+    sample = review_sample_of(score, failing=True)
+    assert sample is not None
+    return TranscriptRecord(
+        kind="transcript", sample=sample, conversation=conv, score=score, published_at=datetime.now(UTC)
+    )
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Store:
+    s = Store(f"sqlite:///{tmp_path / 'review.db'}")
+    records = [
+        _record("a-old", minutes_ago=60 * 30),  # outside a 24h window
+        _record("a-1", minutes_ago=50),
+        _record("a-2", minutes_ago=20, fail="error"),
+        _record("a-3", minutes_ago=5),
+        _record("other-task", task="lookup", minutes_ago=5),
+        _record("other-version", version="1.9", minutes_ago=5),
+        _record("sampled-ok", minutes_ago=5, fail="none", review_rate=1.0),  # in the review sample, passed
+    ]
+    for r in records:
+        assert s.ingest(r, NOW, 30 * 86400) == "stored"
+    return s
+
+
+def _client(store: Store) -> TestClient:
+    app = ReviewApp(
+        store,
+        ReviewConfig.model_validate({"reviewers": reviewers(), "page_size": 2}),
+        ReviewStats(),
+        clock=lambda: NOW,
+    )
+    return TestClient(app.app, headers={"Authorization": f"Bearer {TOKEN}"})
+
+
+def test_the_words_of_a_failure() -> None:
+    rec = _record("x", fail="error")
+    assert failures_of(rec.score).split() == ["failed", "error", "abandoned"]  # an error abandons
+    assert failures_of(_record("y", fail="none", review_rate=1.0).score) == ""
+    assert failures_of(rec.score).startswith(" ") and failures_of(rec.score).endswith(" ")
+
+
+def test_a_series_failing_conversations_in_a_window_latest_first(store: Store) -> None:
+    series = FailingQuery(agent="support-bot", version="2.0", task="refunds", since=NOW - 86400, until=NOW)
+    items, total = store.failing(series, 10)
+    assert total == 3 and [i.preview for i in items] == [items[0].preview] * 3
+    ids = [store.get(i.id).conversation_id for i in items]  # type: ignore[union-attr]
+    assert ids == ["a-3", "a-2", "a-1"]  # not the one outside the window, nor other series, nor a pass
+    assert all(i.sample == "failing" and not i.labelled and i.reasons for i in items)
+    errors, n = store.failing(FailingQuery(agent="support-bot", why="error", since=NOW - 86400), 10)
+    assert n == 1 and store.get(errors[0].id).conversation_id == "a-2"  # type: ignore[union-attr]
+    _, every = store.failing(FailingQuery(), 10)
+    assert every == 6
+    # failing conversations are not queued for labelling: only the review sample and flagged ones are
+    queued, left = store.queue()
+    assert left == 1 and store.get(queued[0].id).conversation_id == "sampled-ok"  # type: ignore[union-attr]
+    assert store.choices()["task"] == ["refunds"] and store.failing_choices()["task"] == ["lookup", "refunds"]
+    assert [q[3] for q in store.queue_sizes()] == ["review_sample"]
+
+
+def test_a_label_that_passes_it_takes_it_off_the_list(store: Store) -> None:
+    items, _ = store.failing(FailingQuery(task="refunds", version="2.0", since=NOW - 86400), 10)
+    from agentwatch.wire.schema import Outcome
+
+    store.save_label(items[0].id, "alice", Outcome.COMPLETE, "fine after all", False, NOW)
+    _, total = store.failing(FailingQuery(task="refunds", version="2.0", since=NOW - 86400), 10)
+    assert total == 2
+
+
+def test_failing_rows_expire_sooner_unless_labelled(store: Store) -> None:
+    later = NOW + 8 * 86400  # past the 7 days of failing_retention_days, within the 30 of retention_days
+    gone = store.expire(later, 30 * 86400, 7 * 86400)
+    assert gone == 6 and store.counts()["conversations"] == 1  # the review-sample one stays
+    assert store.ingest(_record("late", minutes_ago=60 * 24 * 8), NOW, 30 * 86400, 7 * 86400) == "expired"
+
+
+def test_a_store_made_before_the_column_gets_it_filled(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    old = Store(f"sqlite:///{path}")
+    for r in (_record("a", fail="error"), _record("b", fail="none", review_rate=1.0)):
+        old.ingest(r, NOW, 30 * 86400)
+    old.close()
+    with sqlite3.connect(path) as db:  # as a store written before the column existed
+        db.execute("DROP INDEX ix_review_failing")
+        db.execute("ALTER TABLE review_conversations DROP COLUMN failures")
+    reopened = Store(f"sqlite:///{path}")
+    items, total = reopened.failing(FailingQuery(), 10)
+    assert total == 1 and items[0].failures.split() == ["failed", "error", "abandoned"]
+    with sqlite3.connect(path) as db:
+        assert db.execute(
+            "SELECT count(*) FROM sqlite_master WHERE name = 'ix_review_failing'"
+        ).fetchone() == (1,)
+
+
+def test_the_failing_page_lists_pages_and_links_back(store: Store) -> None:
+    client = _client(store)
+    r = client.get(
+        "/failing",
+        params={
+            "agent": "support-bot",
+            "version": "2.0",
+            "task": "refunds",
+            "window": "24h",
+            "alert": "AgentwatchPass3Drift",
+        },
+    )
+    assert r.status_code == 200
+    assert "Opened from the alert <strong>AgentwatchPass3Drift</strong>" in r.text
+    assert re.search(r"<strong>3</strong> failing conversations", r.text)
+    rows = re.findall(r'<a class="open" href="(/c/\d+\?back=[^"]+)"', r.text)
+    assert len(rows) == 2 and 'id="more"' in r.text  # page size 2
+    more = re.search(r'id="more" href="([^"]+)"', r.text)
+    assert more is not None
+    second = client.get(more.group(1).replace("&amp;", "&"))
+    assert len(re.findall(r'class="open"', second.text)) == 1 and 'id="previous"' in second.text
+    assert "judge: " in r.text or "partial_incorrect" in r.text  # why, in the list already
+    page = client.get(rows[0].replace("&amp;", "&"))
+    assert page.status_code == 200 and 'id="back-link" href="/failing?' in page.text
+    assert 'id="why"' in page.text and "Why it failed" in page.text  # said at once: not a blind sample
+    assert '<input type="hidden" name="blind" value="0">' in page.text
+    errors = client.get("/failing", params={"why": "error", "task": "refunds", "version": "2.0"})
+    assert re.search(r"<strong>1</strong> failing conversation with <strong>error</strong>", errors.text)
+
+
+def test_wrong_parameters_are_said_and_the_defaults_used(store: Store) -> None:
+    r = _client(store).get("/failing", params={"window": "forever", "why": "sadness", "until": "noon"})
+    assert r.status_code == 200
+    assert "window &#39;forever&#39; is not a positive duration" in r.text
+    assert "why &#39;sadness&#39; is not one of failed, abandoned, error" in r.text
+    assert "until &#39;noon&#39; is not a time in Unix seconds" in r.text
+    assert re.search(r"<strong>\d+</strong> failing conversations", r.text)
+
+
+def test_the_failing_page_needs_a_reader(store: Store) -> None:
+    app = ReviewApp(
+        store, ReviewConfig.model_validate({"reviewers": reviewers()}), ReviewStats(), clock=lambda: NOW
+    )
+    r = TestClient(app.app).get("/failing?agent=support-bot&window=24h")
+    assert r.status_code == 401 and 'action="/login"' in r.text
+    assert (
+        'name="next" value="/failing?agent=support-bot&amp;window=24h"' in r.text
+    )  # back here after sign-in
+    assert "a-3" not in r.text
+
+
+def test_the_conversation_page_shows_tool_names_as_written_and_errors_under_their_call(
+    tmp_path: Path,
+) -> None:
+    store = Store(f"sqlite:///{tmp_path / 'r.db'}")
+    conv = conversation("tools", ended=datetime.fromtimestamp(NOW, UTC))
+    conv.turns[0].tool_calls[0].name = "lookupOrder_V2"
+    conv.turns[0].tool_calls[0].result = None
+    conv.turns[0].tool_calls[0].error = "OrderServiceTimeout: no answer in 5 s"
+    score = scored(conv, verdict=judged(), review_rate=1.0)
+    store.ingest(
+        TranscriptRecord(
+            kind="transcript",
+            sample="review_sample",
+            conversation=conv,
+            score=score,
+            published_at=datetime.now(UTC),
+        ),
+        NOW,
+        86400,
+    )
+    page = _client(store).get("/c/1").text
+    assert '<strong class="tool-name">lookupOrder_V2</strong>' in page
+    assert ".role .tool-name" in page and "text-transform: none" in page  # not restyled to upper case
+    call = page.split('<div class="tool">')[1].split("</div>\n  {% endfor %}")[0]
+    assert "OrderServiceTimeout: no answer in 5 s" in call and "no result captured" not in call
+    assert 'id="why"' not in page  # the blind review sample: why it failed only after the label
+
+
+def test_the_filters_list_task_ids_as_numbers(tmp_path: Path) -> None:
+    store = Store(f"sqlite:///{tmp_path / 'r.db'}")
+    for task in ("10", "2", "1", "task-10", "task-2"):
+        for failing_too in (False, True):
+            record = _record(
+                f"{task}-{failing_too}",
+                task=task,
+                fail="judge" if failing_too else "none",
+                review_rate=0.0 if failing_too else 1.0,
+            )
+            store.ingest(record, NOW, 30 * 86400)
+    assert store.choices()["task"] == ["1", "2", "10", "task-2", "task-10"]
+    assert store.failing_choices()["task"] == ["1", "2", "10", "task-2", "task-10"]

@@ -1,0 +1,218 @@
+"""A file given to the wrong command, an empty file, a misspelt key, a verdict in a CI log: each message names
+the file and says what to do instead."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from agentwatch.cli import app
+from tests.support import published_runs
+from tests.support.score_cli import KINDS, conversation, run, write
+
+runner = CliRunner()
+
+
+def _import(*args: str | Path) -> tuple[int, str]:
+    result = runner.invoke(app, ["import", *map(str, args)])
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return result.exit_code, result.stderr
+
+
+@pytest.fixture(scope="module")
+def tau_file() -> Path:
+    return published_runs.require(published_runs.AIRLINE)
+
+
+def _chat(path: Path) -> Path:
+    line = {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]}
+    path.write_text(json.dumps(line) + "\n" + json.dumps(line) + "\n", encoding="utf-8")
+    return path
+
+
+# --------------------------------------------------------------------------- importers
+
+
+def test_openai_chat_given_a_benchmark_run_names_the_tau_bench_importer(
+    tau_file: Path, tmp_path: Path
+) -> None:
+    code, err = _import("openai-chat", tau_file, "--out", tmp_path / "out")
+    assert code == 2
+    assert f"{tau_file} holds a τ-bench results file" in err
+    assert f"use `agentwatch import tau-bench {tau_file} --out DIR`" in err
+    assert not (tmp_path / "out" / "transcripts.jsonl").exists()  # no empty transcripts file left behind
+    pretty = tmp_path / "tau2.json"  # a τ²-bench document spread over lines, gzipped
+    pretty.write_bytes(gzip.compress(json.dumps({"simulations": [], "tasks": []}, indent=2).encode()))
+    code, err = _import("openai-chat", pretty, "--out", tmp_path / "out")
+    assert code == 2 and "a τ²-bench results file" in err and "agentwatch import tau-bench" in err
+
+
+def test_tau_bench_given_chat_logs_names_the_chat_importer(tmp_path: Path) -> None:
+    chat = _chat(tmp_path / "chats.jsonl")
+    code, err = _import("tau-bench", chat, "--out", tmp_path / "out")
+    assert code == 2 and "Extra data" not in err
+    assert f"{chat} holds chat-format logs" in err
+    assert f"use `agentwatch import openai-chat {chat} --out DIR`" in err
+
+
+def test_either_importer_given_transcripts_names_score(tmp_path: Path) -> None:
+    transcripts = write(tmp_path / "t.jsonl", [conversation(k, i) for i, k in enumerate(KINDS[:3])])
+    for command in ("tau-bench", "openai-chat"):
+        code, err = _import(command, transcripts, "--out", tmp_path / "out")
+        assert code == 2 and "holds agentwatch transcripts" in err
+        assert f"use `agentwatch score {transcripts}`" in err
+
+
+def test_an_empty_file_is_named_empty_by_every_command(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n\n", encoding="utf-8")
+    for command in ("tau-bench", "openai-chat"):
+        code, err = _import(command, empty, "--out", tmp_path / "out")
+        assert code == 2 and "not JSON" not in err
+        assert f"error: {empty} is empty: there is nothing to import" in err
+    code, _, err = run(empty)
+    assert code == 2
+    assert f"error: no conversation could be read from {empty} (empty: no line holds a conversation)" in err
+
+
+def test_an_import_that_yields_nothing_leaves_the_earlier_transcripts(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    code, _ = _import("openai-chat", _chat(tmp_path / "good.jsonl"), "--out", out)
+    assert code == 0
+    before = (out / "transcripts.jsonl").read_text(encoding="utf-8")
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text('{"messages": [{"role": "robot"}]}\n{"messages": 3}\n', encoding="utf-8")
+    code, err = _import("openai-chat", broken, "--out", out)
+    assert code == 2 and f"no conversation could be imported from {broken}" in err
+    assert "skipped: " in err  # each line says why
+    assert (out / "transcripts.jsonl").read_text(encoding="utf-8") == before
+    assert [p.name for p in out.iterdir()] == ["transcripts.jsonl"]
+
+
+def test_a_chat_log_and_a_benchmark_run_still_import(tau_file: Path, tmp_path: Path) -> None:
+    code, _ = _import("openai-chat", _chat(tmp_path / "c.jsonl"), "--out", tmp_path / "a")
+    assert code == 0 and len((tmp_path / "a" / "transcripts.jsonl").read_text().splitlines()) == 2
+    code, _ = _import("tau-bench", tau_file, "--out", tmp_path / "b")
+    assert code == 0 and len((tmp_path / "b" / "transcripts.jsonl").read_text().splitlines()) == 100
+
+
+# --------------------------------------------------------------------------- score
+
+
+def _mixed(tmp_path: Path) -> Path:
+    return write(tmp_path / "m.jsonl", [conversation(k, i) for i, k in enumerate(KINDS)])
+
+
+def _passing(tmp_path: Path) -> Path:
+    return write(tmp_path / "good.jsonl", [conversation("good", i) for i in range(200)])
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "html"])
+def test_every_score_exit_states_the_verdict_on_stderr(tmp_path: Path, fmt: str) -> None:
+    out = tmp_path / f"report.{fmt}"
+    code, stdout, err = run(_mixed(tmp_path), "--format", fmt, "--out", out)
+    assert code == 1 and stdout == ""
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("verdict: DO NOT SHIP (pass@1, p^3 (exchangeable) failed); pass@1 lower bound 0.")
+    assert "(needs >= 0.8)" in last and f"report in {out}; exit 1" in last
+    code, _, err = run(_passing(tmp_path), "--format", fmt, "--out", out)
+    assert code == 0 and err.strip().splitlines()[-1] == f"verdict: SAFE TO SHIP; report in {out}; exit 0"
+    code, _, err = run(_mixed(tmp_path), "--format", fmt, "--out", out, "--no-gate")
+    assert code == 0 and err.strip().endswith("exit 0 (--no-gate: the gate does not set it)")
+
+
+def test_the_verdict_names_a_baseline_regression(tmp_path: Path) -> None:
+    base = tmp_path / "base.json"
+    assert run(_passing(tmp_path), "--format", "json", "--out", base)[0] == 0
+    worse = [conversation("good" if i % 3 else "partial", i) for i in range(200)]
+    code, _, err = run(write(tmp_path / "w.jsonl", worse), "--baseline", base, "--format", "json")
+    last = err.strip().splitlines()[-1]
+    assert (
+        code == 1 and "baseline regression" in last and "[all] P(pass^3 dropped by more than 0.05) = " in last
+    )
+
+
+def test_a_json_array_is_noted_like_every_other_message(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    array = tmp_path / "array.json"
+    array.write_text(json.dumps([conversation(k, i) for i, k in enumerate(KINDS)]), encoding="utf-8")
+    with caplog.at_level(logging.INFO):
+        code, _, err = run(array, "--no-gate")
+    assert code == 0
+    assert f"note: {array} holds one JSON array: read item by item" in err.splitlines()
+    assert not [r for r in caplog.records if r.levelno >= logging.INFO and "JSON array" in r.getMessage()]
+
+
+def test_a_misspelt_required_key_gets_a_did_you_mean(tmp_path: Path) -> None:
+    line: dict[str, Any] = conversation("good", 1)
+    line["converstion_id"] = line.pop("conversation_id")
+    line["turns"][0]["tool_calls"][0]["nmae"] = line["turns"][0]["tool_calls"][0].pop("name")
+    code, _, err = run(write(tmp_path / "typo.jsonl", [line]))
+    assert code == 2
+    assert (
+        "conversation_id: Field required (the line has `converstion_id`: did you mean `conversation_id`?)"
+        in err
+    )
+    assert "turns.0.tool_calls.0.name: Field required (the line has `nmae`: did you mean `name`?)" in err
+
+
+def test_task_ids_sort_as_numbers(tmp_path: Path) -> None:
+    lines = []
+    for i, task in enumerate(["10", "2", "0", "1", "task-10", "task-2"] * 3):
+        line = conversation("good", i)
+        line["task"] = task
+        lines.append(line)
+    code, stdout, _ = run(write(tmp_path / "t.jsonl", lines), "--format", "json", "--no-gate")
+    assert code == 0
+    assert list(json.loads(stdout)["by_task"]) == ["0", "1", "2", "10", "task-2", "task-10"]
+    _, text, _ = run(tmp_path / "t.jsonl", "--no-gate")
+    per_task = text.split("METRICS (by task):")[1].splitlines()[1:7]
+    assert [line.split()[0] for line in per_task] == ["0", "1", "2", "10", "task-2", "task-10"]
+
+
+# --------------------------------------------------------------------------- the live demo
+
+
+def _rows(tasks: int) -> list[dict[str, str]]:
+    return [
+        {
+            "version": v,
+            "task": f"order_status_{t}",  # the demo's longest task name
+            "graded": "1234/5678",
+            "success": "0.85 [0.80, 0.90]",
+            "pow3": "p^3 (exch.) 0.61 [0.55, 0.70]",
+            "ASR": "0.85 [0.80, 0.90]",
+            "errors": "1.2%",
+            "regression": "0.99 vs 1.0",
+        }
+        for t in range(tasks)
+        for v in ("1.0", "1.1")
+    ]
+
+
+@pytest.mark.parametrize(
+    ("width", "height", "tasks", "fits"), [(200, 40, 4, True), (130, 40, 4, False), (200, 20, 8, False)]
+)
+def test_the_live_table_is_shown_whole_or_not_at_all(width: int, height: int, tasks: int, fits: bool) -> None:
+    """A table wider or taller than the terminal would lose its last columns or its footer: lines instead."""
+    from rich.console import Console
+
+    from agentwatch.cli import demo_cmd
+
+    console = Console(width=width, height=height, force_terminal=True, record=True, color_system=None)
+    display = demo_cmd._Display(console, "1h", 9464)
+    table = display._table(_rows(tasks), 1000, 30.0, None)
+    assert display.fits(table) is fits
+    if fits:
+        console.print(table)
+        shown = console.export_text()
+        assert "Ctrl-C to stop" in shown and "P(regression)" in shown and "…" not in shown
+        assert max(len(line) for line in shown.splitlines()) <= width
