@@ -268,7 +268,9 @@ def _failure_modes(scores: Sequence[ConversationScore], examples: int) -> list[F
             if len(listed[code]) < examples:
                 listed[code].append(s.conversation_id)
             if code not in first:
-                reason = next(r for r in s.reasons if failure_code(r) == code)
+                reason = next(
+                    (r for r in s.reasons if failure_code(r) == code), code
+                )  # label: no reason of its own
                 first[code] = f"{s.conversation_id}: {reason}"
     return [
         FailureMode(mode=m, count=n, conversations=listed.get(m, []), example=first.get(m))
