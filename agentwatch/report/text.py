@@ -18,6 +18,7 @@ from agentwatch.report.model import (
     Report,
     UnitsSummary,
 )
+from agentwatch.scorers.differences import clip_reason
 
 RULE = "=" * 60
 OK, BAD = "✓", "✗"
@@ -36,11 +37,6 @@ def _interval(lo: float | None, hi: float | None) -> str:
 
 def _pct(x: float | None) -> str:
     return "n/a" if x is None else f"{100 * x:.1f}%"
-
-
-def _clip(text: str, head: int = 100, tail: int = 220) -> str:
-    """A long reason cut in its middle: its start says what failed, its end where it differs."""
-    return text if len(text) <= head + tail + 3 else f"{text[:head]} … {text[-tail:]}"
 
 
 def plural(n: int, noun: str, many: str | None = None) -> str:
@@ -375,7 +371,7 @@ def _section_lines(r: Report, level: float) -> list[str]:
         for i, f in enumerate(r.failure_modes[:5], 1):
             lines.append(f"  {i}. {f.mode} ({plural(f.count, 'conversation')})")
             if f.example:
-                lines.append(f"     e.g. {_clip(f.example)}")
+                lines.append(f"     e.g. {clip_reason(f.example)}")
     else:
         lines.append("  none")
     not_graded = ungraded_line(r)

@@ -35,6 +35,7 @@ from agentwatch.review.auth import Reviewers
 from agentwatch.review.metrics import ReviewStats
 from agentwatch.review.store import Filters, Store
 from agentwatch.review.web_failing import failing_context
+from agentwatch.scorers.differences import clip_reason
 from agentwatch.wire.review_records import judge_outcome
 from agentwatch.wire.schema import Conversation, Outcome
 
@@ -80,6 +81,7 @@ class ReviewApp:
         self.templates = Jinja2Templates(directory=str(TEMPLATES))
         self.templates.env.filters["when"] = _when
         self.templates.env.filters["pretty"] = _pretty
+        self.templates.env.filters["clip"] = clip_reason
         secret = (
             config.session_secret.get_secret_value()
             if config.session_secret is not None

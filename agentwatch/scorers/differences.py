@@ -35,6 +35,11 @@ class Difference:
         return f"{self.path}: expected {shown(self.expected)}, got {shown(self.got)}"
 
 
+def clip_reason(text: str, head: int = 100, tail: int = 220) -> str:
+    """A long reason cut in its middle: its start says what failed, its end where the values differ."""
+    return text if len(text) <= head + tail + 3 else f"{text[:head]} … {text[-tail:]}"
+
+
 def shown(value: Any) -> str:
     """A value as a reason prints it: its repr, cut to `MAX_SHOWN` characters."""
     text = value if value is ABSENT else repr(value)

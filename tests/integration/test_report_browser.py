@@ -280,3 +280,68 @@ def test_long_lists_page_through_every_failing_conversation(tmp_path: Path) -> N
             assert "outcome partial_correct set by a label" in row.locator("ul.reasons").inner_text()
         finally:
             browser.close()
+
+
+def test_a_red_task_row_leads_to_the_differing_value_in_two_clicks(tmp_path: Path) -> None:
+    """The τ-bench task-19 case: the expected flights and the call differ in the second flight only; the page
+    shows that flight's number and date, expected and got, two clicks from the per-task table."""
+    from playwright.sync_api import sync_playwright
+
+    flights = [
+        {"flight_number": "HAT169", "date": "2024-05-17"},
+        {"flight_number": "HAT033", "date": "2024-05-19"},
+    ]
+    sent = [flights[0], {"flight_number": "HAT212", "date": "2024-05-20"}]
+    lines = []
+    for i in range(4):
+        call = {
+            "name": "update_reservation_flights",
+            "arguments": {"reservation_id": "VA5SGQ", "flights": sent if i else flights},
+            "result": {"ok": True},
+        }
+        lines.append(
+            {
+                "conversation_id": f"c{i}",
+                "agent": "airline",
+                "task": "19",
+                "expected": {
+                    "tools": [
+                        {
+                            "name": "update_reservation_flights",
+                            "arguments": {"reservation_id": "VA5SGQ", "flights": flights},
+                        }
+                    ]
+                },
+                "turns": [
+                    {
+                        "input": "Change my flights",
+                        "answer": "Your flights are changed.",
+                        "tool_calls": [call],
+                    }
+                ],
+            }
+        )
+    source = tmp_path / "t.jsonl"
+    source.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    out = tmp_path / "report.html"
+    done = CliRunner().invoke(app, ["score", str(source), "--format", "html", "--out", str(out), "--no-gate"])
+    assert done.exit_code == 0, done.output
+    with sync_playwright() as p:
+        browser = _browser(p)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.set_default_timeout(5_000)
+            page.goto(out.as_uri())
+            link = page.locator("#by-task tbody tr", has_text="19").locator("a.failing")
+            assert link.inner_text().split()[0] == "3"
+            href = link.get_attribute("href") or "#"
+            link.click()  # click 1: the task's failing conversations
+            first = page.locator(f"[id='{href[1:]}']").locator("details.conv").first
+            first.locator("summary").click()  # click 2: why it failed
+            reasons = first.locator("ul.reasons").first
+            reasons.wait_for(state="visible")
+            text = reasons.inner_text()
+            assert "flights[1].flight_number: expected 'HAT033', got 'HAT212'" in text, text
+            assert "flights[1].date: expected '2024-05-19', got '2024-05-20'" in text, text
+        finally:
+            browser.close()

@@ -226,3 +226,57 @@ def test_the_filters_list_task_ids_as_numbers(tmp_path: Path) -> None:
             store.ingest(record, NOW, 30 * 86400)
     assert store.choices()["task"] == ["1", "2", "10", "task-2", "task-10"]
     assert store.failing_choices()["task"] == ["1", "2", "10", "task-2", "task-10"]
+
+
+def test_the_failing_list_and_the_page_show_where_an_expected_call_differs(tmp_path: Path) -> None:
+    """A long policy reason keeps its end, where the differing value is, in the list; the page shows it whole."""
+    from agentwatch.config import Settings
+    from agentwatch.scorers import ConversationScorer
+
+    flights = [
+        {"flight_number": "HAT169", "date": "2024-05-17"},
+        {"flight_number": "HAT033", "date": "2024-05-19"},
+    ]
+    sent = [flights[0], {"flight_number": "HAT212", "date": "2024-05-20"}]
+    policy = {
+        "id": "p",
+        "agent": "support-bot",
+        "tools": [
+            {
+                "name": "update_reservation_flights",
+                "arguments": {"reservation_id": "VA5SGQ" * 20, "flights": flights},
+            }
+        ],
+    }
+    conv = conversation("diff-1", ended=datetime.fromtimestamp(NOW, UTC) - timedelta(minutes=5))
+    conv = conv.model_validate(
+        {
+            **conv.model_dump(),
+            "turns": [
+                {
+                    **conv.turns[-1].model_dump(),
+                    "tool_calls": [
+                        {
+                            "name": "update_reservation_flights",
+                            "arguments": {"reservation_id": "VA5SGQ" * 20, "flights": sent},
+                            "result": {"ok": True},
+                        }
+                    ],
+                }
+            ],
+        }
+    )
+    score = ConversationScorer(Settings.model_validate({"policies": [policy]})).score(conv)
+    (reason,) = [r for r in score.reasons if r.startswith("policy_tools")]
+    assert len(reason) > 330 and reason.endswith("got '2024-05-20'")  # longer than the list shows whole
+    s = Store(f"sqlite:///{tmp_path / 'review.db'}")
+    record = TranscriptRecord(
+        kind="transcript", sample="failing", conversation=conv, score=score, published_at=datetime.now(UTC)
+    )
+    assert s.ingest(record, NOW, 30 * 86400) == "stored"
+    client = _client(s)
+    listed = client.get("/failing", params={"agent": "support-bot", "task": conv.task, "window": "24h"})
+    assert "flights[1].flight_number: expected &#39;HAT033&#39;, got &#39;HAT212&#39;" in listed.text
+    (row,) = re.findall(r'<a class="open" href="(/c/\d+\?back=[^"]+)"', listed.text)
+    page = client.get(row.replace("&amp;", "&"))
+    assert "flights[1].date: expected &#39;2024-05-19&#39;, got &#39;2024-05-20&#39;" in page.text
