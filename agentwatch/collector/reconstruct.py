@@ -515,6 +515,8 @@ def _build(
         conversation_id = finished.conversation_id
         early = {
             "cap": "finished early: open-conversation cap reached",
+            "budget": "finished early: open conversations over the collector's byte budget",
+            "age": "finished early: open longer than the collector's maximum age",
             "shutdown": "finished early: shutdown",
         }
         notes = [early[finished.reason]] if finished.reason in early else []

@@ -84,10 +84,13 @@ class CollectorService:
         self._scorer = scorer if isinstance(scorer, ConversationScorer) else None
         self._score: Scorer = scorer.score if isinstance(scorer, ConversationScorer) else scorer
         self._pending_settings: Settings | None = None
-        self.stats = PipelineStats()
+        self.stats = PipelineStats(open_bytes_limit=self.config.max_open_bytes)
         self.assembler = Assembler(self.config)
         self.join = TraceJoin(
-            self.config.trace_join_timeout_s, self.config.max_held_spans, self.config.trace_memory
+            self.config.trace_join_timeout_s,
+            self.config.max_held_spans,
+            self.config.trace_memory,
+            self.config.max_held_bytes,
         )
         self.scores = ScoreMemory(self.config.label_memory)  # what a late label revises
         if judge_runner is None and settings.judge.enabled:
@@ -151,6 +154,7 @@ class CollectorService:
                 "heartbeat.interval.ms": cfg.heartbeat_interval_ms,
                 "max.poll.interval.ms": max(cfg.max_poll_interval_ms, cfg.session_timeout_ms),
                 "max.partition.fetch.bytes": _PARTITION_FETCH_BYTES,
+                "queued.max.messages.kbytes": cfg.fetch_queue_kbytes,
                 "topic.metadata.refresh.interval.ms": 10_000,  # input topics created later are found quickly
             },
             logger=log,
@@ -562,6 +566,8 @@ class CollectorService:
         s = self.stats
         with s.lock:
             s.open_conversations = a.open_conversations
+            s.open_bytes = a.open_bytes
+            s.oldest_open_s = self.assembler.oldest_open_age(time.monotonic())
             s.late_spans = a.late_spans
             s.duplicate_spans = a.duplicate_spans
             s.dropped_spans = a.dropped_spans
@@ -573,6 +579,7 @@ class CollectorService:
             j = self.join.stats
             s.trace_join = {
                 "held": j.held_spans,
+                "held_bytes": j.held_bytes,
                 "joined": j.joined_spans,
                 "timed_out": j.timed_out_spans,
                 "evicted": j.evicted_spans,

@@ -70,6 +70,18 @@ class CollectorConfig(Section):
     topic_replication_factor: int = Field(default=-1, description="-1: the broker's default")
     max_open_conversations: int = Field(default=100_000, ge=1)
     max_spans_per_conversation: int = Field(default=10_000, ge=1)
+    max_open_bytes: int = Field(
+        default=256 * 1024 * 1024,
+        ge=1024 * 1024,
+        description="byte budget of the open conversations' decoded spans; over it the least recently active "
+        "are finished early (`budget`, incomplete)",
+    )
+    max_open_age_s: float = Field(
+        default=3600.0,
+        gt=0,
+        description="a conversation open this long is finished (`age`, incomplete), so its partition's "
+        "offsets move and a restart replays at most this much",
+    )
     max_attribute_bytes: int = Field(default=65_536, ge=256)
     trace_join_timeout_s: float = Field(
         default=60.0,
@@ -77,12 +89,26 @@ class CollectorConfig(Section):
         description="how long spans without a conversation key wait for their trace to name one",
     )
     max_held_spans: int = Field(default=100_000, ge=0, description="spans the trace join may hold at once")
+    max_held_bytes: int = Field(
+        default=64 * 1024 * 1024,
+        ge=0,
+        description="bytes of the spans the trace join may hold at once (counted like max_open_bytes)",
+    )
     trace_memory: int = Field(
         default=100_000,
         ge=1,
         description="traces in the join window, and trace → conversation mappings remembered",
     )
     metrics_port: int | None = Field(default=None, ge=0, le=65535)
+    metrics_host: str = Field(
+        default="0.0.0.0", description="address /metrics listens on (every interface: Prometheus scrapes it)"
+    )
+    fetch_queue_kbytes: int = Field(
+        default=32_768,
+        ge=1024,
+        description="records the consumer fetches ahead, in KiB (librdkafka queued.max.messages.kbytes): part "
+        "of the memory beside max_open_bytes",
+    )
     session_timeout_ms: int = Field(default=45_000, ge=1, description="consumer group session timeout")
     heartbeat_interval_ms: int = Field(default=3_000, ge=1, description="consumer group heartbeat interval")
     max_poll_interval_ms: int = Field(default=300_000, ge=1)
