@@ -231,7 +231,11 @@ class ReviewConfig(Section):
     group_id: str = "agentwatch-review"
     host: str = Field(default="127.0.0.1", description="address the page is served on")
     port: int = Field(default=8080, ge=0, le=65535, description="port of the page (0: any free port)")
-    metrics_host: str = "0.0.0.0"
+    metrics_host: str = Field(
+        default="127.0.0.1",
+        description="address /metrics listens on (loopback, like the page; 0.0.0.0 where Prometheus scrapes "
+        "it from another host, as in deploy/)",
+    )
     metrics_port: int | None = Field(default=9466, ge=0, le=65535, description="/metrics; null: not served")
     reviewers: list[Reviewer] = Field(default_factory=list, description="who may sign in (none: nobody can)")
     session_secret: SecretStr | None = Field(
@@ -239,6 +243,36 @@ class ReviewConfig(Section):
         description="key that signs session cookies; unset: a random one (sign-ins end at restart)",
     )
     session_max_age_s: int = Field(default=12 * 3600, ge=60, description="a sign-in lasts this long")
+    session_idle_s: int = Field(
+        default=2 * 3600, ge=60, description="a session unused this long ends (sessions live in the store)"
+    )
+    signin_free_failures: int = Field(
+        default=5, ge=1, description="consecutive failed sign-ins of a client or name before backoff starts"
+    )
+    signin_backoff_s: float = Field(
+        default=1.0, gt=0, description="first wait after the free failures; doubles with each further one"
+    )
+    signin_max_backoff_s: float = Field(default=900.0, gt=0, description="longest wait between sign-in tries")
+    max_concurrent_hashes: int = Field(
+        default=1,
+        ge=1,
+        description="password checks (scrypt, 32 MiB and a core for ~0.1 s each) running at once; one leaves "
+        "the other cores to the pages",
+    )
+    max_waiting_hashes: int = Field(
+        default=8, ge=0, description="password checks queued for a slot; more are refused at once (503)"
+    )
+    forwarded_allow_ips: list[str] = Field(
+        default_factory=list,
+        description="addresses of reverse proxies whose X-Forwarded-For names the client (for per-client "
+        "sign-in limits); empty: the peer address is the client",
+    )
+    max_body_bytes: int = Field(default=65_536, ge=4096, description="larger request bodies get 413")
+    max_connections: int = Field(
+        default=256,
+        ge=8,
+        description="concurrent connections served; more get 503 (uvicorn limit_concurrency)",
+    )
     secure_cookies: bool = Field(default=False, description="send the session cookie over HTTPS only")
     retention_days: float = Field(default=30.0, gt=0, description="conversations older than this are deleted")
     retention_interval_s: float = Field(default=3600.0, gt=0, description="how often old rows are deleted")
