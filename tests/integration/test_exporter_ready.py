@@ -20,6 +20,7 @@ import time
 import urllib.parse
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -52,7 +53,7 @@ class SlowExporter(ExporterService):
 
 def _scores(now: float) -> list[bytes]:
     rng = random.Random(3)
-    graded = {"graded_by": ["expectations"]}
+    graded: dict[str, Any] = {"graded_by": ["expectations"]}
     out = [  # the baseline: 95% pass, 5 to 3 hours ago
         make_score(f"b{i}", rng.random() < 0.95, version="1.0", ended_at=now - 5 * 3600 + i * 18, **graded)
         for i in range(400)
