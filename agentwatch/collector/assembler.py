@@ -42,6 +42,7 @@ class FinishedConversation:
     reason: str  # "end" | "idle" | "cap" | "budget" | "age" | "shutdown"
     incomplete: bool
     min_offset: int = -1  # lowest offset of its partition holding one of its spans (-1: unknown)
+    nbytes: int = 0  # estimated bytes of its spans (`span_size.span_bytes`)
 
 
 @dataclass(slots=True)
@@ -359,5 +360,5 @@ class Assembler:
         by_reason[reason] = by_reason.get(reason, 0) + 1
         self.stats.open_conversations = len(self._open)
         return FinishedConversation(
-            cid, partition, list(conv.spans.values()), reason, incomplete, conv.min_offset
+            cid, partition, list(conv.spans.values()), reason, incomplete, conv.min_offset, conv.nbytes
         )

@@ -510,6 +510,7 @@ def split_by_agent(finished: FinishedConversation) -> list[FinishedConversation]
             finished.reason,
             finished.incomplete,
             finished.min_offset,
+            finished.nbytes * len(group) // max(1, len(spans)),
         )
         for group in groups.values()
     ]

@@ -305,7 +305,14 @@ class CollectorService:
         else:
             if self.judge is not None and self._wants_judge(conv):
                 ids = last_turn_ids(finished) if self.events is not None else (None, None)
-                self.pending.add(conv, finished.partition, finished.min_offset, self.judge.submit(conv), ids)
+                self.pending.add(
+                    conv,
+                    finished.partition,
+                    finished.min_offset,
+                    self.judge.submit(conv),
+                    ids,
+                    finished.nbytes,
+                )
                 self._pause_if_full()
                 return
             score = self._score_safely(conv)
@@ -329,11 +336,17 @@ class CollectorService:
         """Score and queue the conversations whose verdict came back; resume consuming when below the limit."""
         for conv, verdict, ids in self.pending.ready():
             self._publish(self._score_safely(conv, verdict), ids, conv)
-        if self._paused and len(self.pending) <= self._max_pending // 2:
+        max_bytes = self.config.max_pending_bytes
+        if (
+            self._paused
+            and len(self.pending) <= self._max_pending // 2
+            and self.pending.nbytes <= max_bytes // 2
+        ):
             self._set_paused(False)
 
     def _pause_if_full(self) -> None:
-        if not self._paused and len(self.pending) >= self._max_pending:
+        full = len(self.pending) >= self._max_pending or self.pending.nbytes >= self.config.max_pending_bytes
+        if not self._paused and full:
             self._set_paused(True)
 
     def _set_paused(self, paused: bool) -> None:

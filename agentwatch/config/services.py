@@ -120,6 +120,12 @@ class CollectorConfig(Section):
     max_pending_verdicts: int = Field(
         default=64, ge=1, description="conversations waiting for the judge before consumption pauses"
     )
+    max_pending_bytes: int = Field(
+        default=64 * 1024 * 1024,
+        ge=1024 * 1024,
+        description="bytes of the conversations waiting for the judge (counted like max_open_bytes) before "
+        "consumption pauses",
+    )
     verdict_wait_on_shutdown_s: float = Field(
         default=10.0,
         ge=0,

@@ -189,3 +189,25 @@ def test_the_trace_join_holds_at_most_max_held_bytes() -> None:
     released = join.announce(fat_span("t5", 5).trace_id, "conv-5", 0, 10, now=10.0)
     assert [s.conversation_id for s in released] == ["conv-5"]
     assert join.stats.held_bytes == span_bytes(fat_span("t4", 4, 64 * 1024))  # t4 waits; t0-t3 went early
+
+
+def test_waiting_for_the_judge_counts_bytes_too() -> None:
+    from concurrent.futures import Future
+
+    from agentwatch.collector.judging import PendingVerdicts
+    from agentwatch.judge.verdict import JudgeVerdict
+    from agentwatch.wire.schema import Conversation
+
+    a = Assembler(config(max_open_bytes=64 * MIB))
+    a.add(fat_span("c", 1, 64 * 1024), 0, 0, now=0.0)
+    (fin,) = a.drain()
+    assert fin.nbytes == span_bytes(fat_span("c", 1, 64 * 1024)) > 6 * 64 * 1024
+    pending = PendingVerdicts()
+    futures: list[Future[JudgeVerdict]] = [Future(), Future()]
+    for i, future in enumerate(futures):
+        pending.add(Conversation(conversation_id=f"c{i}"), i, 0, future, nbytes=fin.nbytes)
+    assert pending.nbytes == 2 * fin.nbytes
+    futures[0].set_result(JudgeVerdict.failed("judge_timeout", "x"))
+    assert len(pending.ready()) == 1 and pending.nbytes == fin.nbytes
+    pending.forget([1])
+    assert pending.nbytes == 0
