@@ -318,15 +318,19 @@ def forever(bootstrap: str, logdir: str, max_age_s: float) -> None:
     p.flush()
     p.close()
     group = f"{run}-group"
-    wait_for(lambda: c.metrics().get("agentwatch_scores_produced_total", 0) >= 200, 60, c)
-    time.sleep(3)
+    peak = [0.0]
+    wait_for(lambda: c.metrics().get("agentwatch_scores_produced_total", 0) >= 200, 60, c, peak)
+    wait_for(lambda: False, 3, c, peak)
     before = committed(bootstrap, group, topic, 1)[0]
     oldest = c.metrics().get("agentwatch_oldest_open_conversation_seconds", 0)
+    first_peak = max(peak[0], c.rss()[1])
     c.kill()
     c = start_collector(bootstrap, topic, run, log, **settings)
-    wait_for(lambda: bool(c.metrics()), 60, c)
-    wait_for(lag_zero(c), 60, c)
-    time.sleep(3)
+    peak = [0.0]
+    wait_for(lambda: bool(c.metrics()), 60, c, peak)
+    wait_for(lag_zero(c), 60, c, peak)
+    wait_for(lambda: False, 3, c, peak)
+    replay_peak = max(peak[0], c.rss()[1])
     stop.set()
     dripper.join(5)
     c.proc.send_signal(signal.SIGTERM)
@@ -340,7 +344,8 @@ def forever(bootstrap: str, logdir: str, max_age_s: float) -> None:
     print(
         f"  max_open_age_s {max_age_s:g}: committed offset before SIGKILL {before} (of ~{200 + 60} records);"
         f" oldest open conversation {oldest:.0f} s; after restart {again} of 200 scored again, {lost} lost;"
-        f" the never-ending one scored {per_id.get('forever', 0)} time(s)"
+        f" the never-ending one scored {per_id.get('forever', 0)} time(s); peak RSS {first_peak:,.0f} MiB, after"
+        f" SIGKILL {replay_peak:,.0f} MiB"
     )
 
 
