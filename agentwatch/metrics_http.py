@@ -76,12 +76,18 @@ def where(host: str, port: int, path: str = "/metrics") -> str:
 
 
 class MetricsServer:
-    """Serves `render()` on http://host:port/metrics from a daemon thread (port 0 picks a free one)."""
+    """Serves `render()` on http://host:port/metrics from a daemon thread (port 0 picks a free one); with
+    `ready`, also /ready (200 when it says so, else 503, for readiness probes)."""
 
     def __init__(
-        self, render: Callable[[], bytes], port: int, host: str = "0.0.0.0", name: str = "agentwatch"
+        self,
+        render: Callable[[], bytes],
+        port: int,
+        host: str = "0.0.0.0",
+        name: str = "agentwatch",
+        ready: Callable[[], bool] | None = None,
     ) -> None:
-        self._server = ThreadingHTTPServer((host, port), _handler(render, name))
+        self._server = ThreadingHTTPServer((host, port), _handler(render, name, ready))
         self._server.daemon_threads = True
         self.port = int(self._server.server_address[1])
         threading.Thread(target=self._server.serve_forever, name="metrics-http", daemon=True).start()
@@ -93,10 +99,17 @@ class MetricsServer:
         self._server.server_close()
 
 
-def _handler(render: Callable[[], bytes], name: str) -> type[BaseHTTPRequestHandler]:
+def _handler(
+    render: Callable[[], bytes], name: str, ready: Callable[[], bool] | None
+) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
-            if self.path.split("?", 1)[0] != "/metrics":
+            path = self.path.split("?", 1)[0]
+            if path == "/ready" and ready is not None:
+                ok = ready()
+                status, ctype = (200, "text/plain") if ok else (503, "text/plain")
+                body = b"ready\n" if ok else b"replaying: estimates are partial\n"
+            elif path != "/metrics":
                 status = 200 if self.path == "/" else 404
                 body, ctype = f"{name}: see /metrics\n".encode(), "text/plain"
             else:

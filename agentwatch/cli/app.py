@@ -35,10 +35,12 @@ def _root(
     """Reliability monitoring for AI agents."""
     import logging
 
-    logging.basicConfig(
-        level=logging.DEBUG if verbose else logging.INFO,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    from agentwatch.safe_text import OneLineFormatter
+
+    handler = logging.StreamHandler()
+    # a conversation id or a name with a newline in it must not start a forged log line
+    handler.setFormatter(OneLineFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO, handlers=[handler])
     # httpx logs every request at INFO: one line per judge call would bury what matters
     for name in ("httpx", "httpcore"):
         logging.getLogger(name).setLevel(logging.DEBUG if verbose else logging.WARNING)

@@ -27,6 +27,9 @@ def collector(
     ] = None,
     config: Annotated[Path | None, typer.Option(help="YAML configuration file.")] = None,
     metrics_port: Annotated[int | None, typer.Option(help="Serve /metrics on this port.")] = None,
+    metrics_host: Annotated[
+        str | None, typer.Option(help="Address /metrics listens on (default collector.metrics_host).")
+    ] = None,
 ) -> None:
     """Consume span topics, assemble conversations, score them and write the scores (runs until SIGTERM)."""
     settings = settings_from_options(
@@ -38,6 +41,7 @@ def collector(
             "group_id": group_id,
             "idle_timeout_s": idle_timeout,
             "metrics_port": metrics_port,
+            "metrics_host": metrics_host,
         },
     )
     from agentwatch.collector.service import CollectorService
@@ -50,11 +54,11 @@ def collector(
     stop = stop_on_signals()
     reload_on_sighup(config, service.reload)
 
-    port = settings.collector.metrics_port
+    port, host = settings.collector.metrics_port, settings.collector.metrics_host
     if port is not None:
         from agentwatch.collector.metrics import serve
 
-        serve_metrics(lambda: serve(service.stats, service, port).port, port)
+        serve_metrics(lambda: serve(service.stats, service, port, host).port, port)
     from agentwatch.cli.app import kafka_or_exit
 
     kafka_or_exit(lambda: service.run(stop), settings.kafka.bootstrap_servers)

@@ -25,6 +25,9 @@ BootstrapOpt = Annotated[
 ]
 ScoresTopicOpt = Annotated[str | None, typer.Option(help="Topic of the conversation scores.")]
 MetricsPortOpt = Annotated[int | None, typer.Option(help="Serve /metrics on this port (default 9464).")]
+MetricsHostOpt = Annotated[
+    str | None, typer.Option(help="Address /metrics listens on (default exporter.metrics_host, 0.0.0.0).")
+]
 ConfigOpt = Annotated[Path | None, typer.Option(help="YAML configuration file.")]
 
 
@@ -43,12 +46,18 @@ def exporter(
     metrics_port: MetricsPortOpt = None,
     group_id: Annotated[str | None, typer.Option(help="Consumer group of the exporter instances.")] = None,
     config: ConfigOpt = None,
+    metrics_host: MetricsHostOpt = None,
 ) -> None:
     """Consume conversation scores and serve rolling pass@k / pass^k / ASR estimates on /metrics."""
     settings = settings_from_options(
         config,
         bootstrap_servers,
-        {"scores_topic": scores_topic, "metrics_port": metrics_port, "group_id": group_id},
+        {
+            "scores_topic": scores_topic,
+            "metrics_port": metrics_port,
+            "group_id": group_id,
+            "metrics_host": metrics_host,
+        },
     )
     from agentwatch.exporters.service import ExporterService
 
@@ -76,12 +85,13 @@ def serve(
         bool, typer.Option(help="Start an embedded Tansu broker (memory only) and use it.")
     ] = False,
     config: ConfigOpt = None,
+    metrics_host: MetricsHostOpt = None,
 ) -> None:
     """Collector + estimator + exporter in one process, with pipeline health and estimates on one /metrics."""
     settings = settings_from_options(
         config,
         bootstrap_servers,
-        {"scores_topic": scores_topic, "metrics_port": metrics_port},
+        {"scores_topic": scores_topic, "metrics_port": metrics_port, "metrics_host": metrics_host},
         {"input_topics": input_topic or None, "scores_topic": scores_topic},
     )
     from agentwatch.kafka.broker import EmbeddedBroker

@@ -59,12 +59,21 @@ def review(
     metrics_port: Annotated[
         int | None, typer.Option(help="Serve /metrics on this port (default 9466).")
     ] = None,
+    metrics_host: Annotated[
+        str | None, typer.Option(help="Address /metrics listens on (default 127.0.0.1).")
+    ] = None,
 ) -> None:
     """Serve the review queue: people label the review sample and flagged conversations, revising scores."""
     settings = _review_settings(
         config,
         bootstrap_servers,
-        {"database_url": database_url, "host": host, "port": port, "metrics_port": metrics_port},
+        {
+            "database_url": database_url,
+            "host": host,
+            "port": port,
+            "metrics_port": metrics_port,
+            "metrics_host": metrics_host,
+        },
     )
     try:
         from agentwatch.review.service import ReviewService

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from agentwatch.cli.app import app
+from agentwatch.safe_text import one_line
 
 if TYPE_CHECKING:  # the service modules load when a command runs, not when the CLI starts
     from rich.progress import Progress, TaskID
@@ -301,7 +302,7 @@ def score(
     for note in notes:
         typer.echo(f"note: {note}", err=True)
     for err in errors[:MAX_ERRORS_SHOWN]:
-        typer.echo(f"malformed: {err}", err=True)
+        typer.echo(one_line(f"malformed: {err}"), err=True)
     if len(errors) > MAX_ERRORS_SHOWN:
         typer.echo(f"malformed: … and {len(errors) - MAX_ERRORS_SHOWN} more", err=True)
     if errors:
@@ -311,7 +312,7 @@ def score(
             err=True,
         )
     for warning in unknown.warnings():
-        typer.echo(f"warning: {warning}", err=True)
+        typer.echo(one_line(f"warning: {warning}"), err=True)
     if not scores:
         raise _fail(f"no conversation could be read from {why_nothing(files, errors)}")
 

@@ -1,22 +1,29 @@
-"""Open conversations per partition: de-duplication, completion (end flag, idle, caps) and offset bookkeeping.
+"""Open conversations per partition: de-duplication, completion (end flag, idle, age, caps, byte budget) and
+offset bookkeeping.
 
 Call order for at-least-once delivery: `add_message` (or `add` every span, then `message_done`); `poll` returns
 finished conversations; score them and write (flush) the scores; only then ask `committable` and commit.
 `committable` never passes an offset still held by an open conversation on that partition. `now` is a
 monotonic clock (`time.monotonic()`) that never goes backwards; conversations are kept in order of last activity.
+
+Memory is bounded in bytes, not only in counts: every span added is counted (`span_size.span_bytes`, from its
+decoded content) and over `max_open_bytes` the least recently active conversations are finished early
+(`budget`, incomplete) until the open ones fit. Time is bounded too: a conversation open for `max_open_age_s`
+is finished (`age`, incomplete), so that no conversation holds its partition's offsets for longer (a restart
+replays at most that much).
 """
 
 from __future__ import annotations
 
 import heapq
 import logging
-import sys
 from collections import OrderedDict, deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from agentwatch.collector.conventions import END_KEYS
 from agentwatch.collector.decode import SpanRecord
+from agentwatch.collector.span_size import span_bytes
 from agentwatch.config import CollectorConfig
 
 log = logging.getLogger(__name__)
@@ -32,9 +39,10 @@ class FinishedConversation:
     conversation_id: str
     partition: int
     spans: list[SpanRecord]
-    reason: str  # "end" | "idle" | "cap" | "shutdown"
+    reason: str  # "end" | "idle" | "cap" | "budget" | "age" | "shutdown"
     incomplete: bool
     min_offset: int = -1  # lowest offset of its partition holding one of its spans (-1: unknown)
+    nbytes: int = 0  # estimated bytes of its spans (`span_size.span_bytes`)
 
 
 @dataclass(slots=True)
@@ -42,11 +50,14 @@ class AssemblerStats:
     """Counters of the assembler (cumulative except `open_conversations`)."""
 
     open_conversations: int = 0
+    open_bytes: int = 0  # estimated bytes of the open conversations' spans (now)
     spans_added: int = 0
     duplicate_spans: int = 0
     late_spans: int = 0
     dropped_spans: int = 0
     capped_conversations: int = 0
+    budget_conversations: int = 0  # finished early over max_open_bytes
+    aged_conversations: int = 0  # finished early at max_open_age_s
     finished_by_reason: dict[str, int] = field(default_factory=dict)
 
 
@@ -58,8 +69,10 @@ class _Open:
     spans: dict[str, SpanRecord]
     min_offset: int
     last_seen: float
+    opened_at: float
     end_at: float | None = None
     incomplete: bool = False
+    nbytes: int = 0
 
 
 def _is_end(span: SpanRecord) -> bool:
@@ -80,7 +93,10 @@ class Assembler:
         self._open: OrderedDict[tuple[int, str], _Open] = OrderedDict()  # least recently active first
         self._ends: deque[tuple[float, tuple[int, str], int]] = deque()  # (end seen at, key, serial)
         self._held: dict[int, list[tuple[int, int, str]]] = {}  # partition -> heap of (offset, serial, id)
-        self._pending: list[tuple[FinishedConversation, int]] = []  # finished by cap, not yet polled
+        self._pending: list[tuple[FinishedConversation, int]] = []  # finished early, not yet polled
+        self._opened: deque[tuple[float, tuple[int, str], int]] = (
+            deque()
+        )  # (opened at, key, serial), in order
         self._done: dict[int, int] = {}  # partition -> highest offset whose message is done
         self._returned: dict[int, int] = {}  # partition -> last offset handed out by committable
         self._recent: dict[int, OrderedDict[str, bool]] = {}  # partition -> recently finished ids (LRU)
@@ -96,6 +112,8 @@ class Assembler:
         status = self._put(conv, span, now)
         if status is ADDED and not new:
             self._touch(conv, offset)
+        if self._bytes_over():
+            self._finish_for_budget()
         return status
 
     def is_open(self, partition: int, conversation_id: str) -> bool:
@@ -122,6 +140,8 @@ class Assembler:
                 if added and not new:
                     self._touch(conv, offset)
             i = j
+        if self._bytes_over():
+            self._finish_for_budget()
         self.message_done(partition, offset)
 
     def _open_for(
@@ -143,8 +163,11 @@ class Assembler:
         if len(self._open) >= self.config.max_open_conversations:
             self._finish_oldest_for_cap()
         self._serial += 1
-        conv = _Open(self._serial, cid, partition, {}, offset, now)
+        conv = _Open(self._serial, cid, partition, {}, offset, now, now)
         self._open[key] = conv
+        self._opened.append((now, key, conv.serial))
+        if len(self._opened) > 2 * len(self._open) + 1024:  # entries of finished conversations: drop them
+            self._opened = deque(e for e in self._opened if self._is_current(e[1], e[2]))
         heapq.heappush(self._held.setdefault(partition, []), (offset, conv.serial, cid))
         self.stats.open_conversations = len(self._open)
         return conv, True
@@ -173,6 +196,9 @@ class Assembler:
             self.stats.dropped_spans += 1
             return DROPPED
         spans[span.span_id] = span
+        size = span_bytes(span)
+        conv.nbytes += size
+        self.stats.open_bytes += size
         conv.last_seen = now
         if conv.end_at is None and _is_end(span):
             conv.end_at = now
@@ -188,9 +214,20 @@ class Assembler:
     # ----------------------------------------------------------------------- conversations out
 
     def poll(self, now: float) -> list[FinishedConversation]:
-        """Conversations complete by end flag + grace, idle timeout, or caps."""
+        """Conversations complete by end flag + grace, idle timeout, maximum age, or caps and budget."""
         out = [fin for fin, _ in self._pending]
         self._pending = []
+        max_age = self.config.max_open_age_s
+        opened = self._opened
+        while opened and opened[0][0] + max_age <= now:
+            _, key, serial = opened.popleft()
+            conv = self._open.get(key)
+            if conv is not None and conv.serial == serial:
+                self.stats.aged_conversations += 1
+                log.warning(
+                    "conversation %s open for more than %gs; finished early (incomplete)", key[1], max_age
+                )
+                out.append(self._finish(key, "age", True))
         grace = self.config.end_grace_s
         ends = self._ends
         while ends and ends[0][0] + grace <= now:
@@ -225,7 +262,7 @@ class Assembler:
         """Forget open conversations and offsets of revoked partitions (they will be replayed)."""
         gone = set(partitions)
         for key in [k for k in self._open if k[0] in gone]:
-            del self._open[key]
+            self.stats.open_bytes -= self._open.pop(key).nbytes
         self._pending = [(fin, off) for fin, off in self._pending if fin.partition not in gone]
         for p in gone:
             self._held.pop(p, None)
@@ -259,15 +296,47 @@ class Assembler:
         return candidate
 
     def open_bytes_estimate(self) -> int:
-        """Rough size in bytes of the open conversations' spans (for the memory benchmark)."""
-        total = 0
-        for conv in self._open.values():
-            total += 200 + sys.getsizeof(conv.spans)
-            for span in conv.spans.values():
-                total += _span_bytes(span)
-        return total
+        """Estimated bytes of the open conversations' spans (what `max_open_bytes` bounds)."""
+        return self.stats.open_bytes
+
+    def oldest_open_age(self, now: float) -> float:
+        """Seconds the oldest open conversation has been open (0 when none is)."""
+        opened = self._opened
+        while opened:  # entries of conversations finished otherwise are dropped on the way (once each)
+            opened_at, key, serial = opened[0]
+            if self._is_current(key, serial):
+                return max(0.0, now - opened_at)
+            opened.popleft()
+        return 0.0
 
     # ----------------------------------------------------------------------- internals
+
+    def _is_current(self, key: tuple[int, str], serial: int) -> bool:
+        conv = self._open.get(key)
+        return conv is not None and conv.serial == serial
+
+    def _bytes_over(self) -> bool:
+        return self.stats.open_bytes > self.config.max_open_bytes
+
+    def _finish_for_budget(self) -> None:
+        """Over `max_open_bytes`: finish the least recently active conversations early until the rest fit."""
+        budget = self.config.max_open_bytes
+        first = True
+        while self._open and self.stats.open_bytes > budget:
+            key, conv = next(iter(self._open.items()))
+            self.stats.budget_conversations += 1
+            if first:
+                log.warning(
+                    "open conversations hold %d bytes, over collector.max_open_bytes %d; finishing %s "
+                    "(%d bytes) and others early (incomplete)",
+                    self.stats.open_bytes,
+                    budget,
+                    key[1],
+                    conv.nbytes,
+                )
+                first = False
+            offset = conv.min_offset
+            self._pending.append((self._finish(key, "budget", True), offset))
 
     def _finish_oldest_for_cap(self) -> None:
         key, conv = next(iter(self._open.items()))
@@ -280,6 +349,7 @@ class Assembler:
 
     def _finish(self, key: tuple[int, str], reason: str, incomplete: bool) -> FinishedConversation:
         conv = self._open.pop(key)
+        self.stats.open_bytes -= conv.nbytes
         partition, cid = key
         recent = self._recent.setdefault(partition, OrderedDict())
         recent[cid] = False
@@ -290,13 +360,5 @@ class Assembler:
         by_reason[reason] = by_reason.get(reason, 0) + 1
         self.stats.open_conversations = len(self._open)
         return FinishedConversation(
-            cid, partition, list(conv.spans.values()), reason, incomplete, conv.min_offset
+            cid, partition, list(conv.spans.values()), reason, incomplete, conv.min_offset, conv.nbytes
         )
-
-
-def _span_bytes(span: SpanRecord) -> int:
-    size = sys.getsizeof(span) + sys.getsizeof(span.trace_id) + sys.getsizeof(span.span_id)
-    size += sys.getsizeof(span.name) + sys.getsizeof(span.attrs) + 64
-    for value in span.attrs.values():
-        size += sys.getsizeof(value)
-    return size

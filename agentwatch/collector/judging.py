@@ -4,7 +4,8 @@ The consume thread hands a finished, judge-sampled conversation to the `JudgeRun
 Each waiting conversation holds back the offsets of its partition (from the lowest offset holding one of its
 spans), so nothing is committed past a conversation whose verdict is not flushed: a crash replays it, and the
 verdict cache makes the replay free. When too many are waiting, the service pauses its partitions instead of
-buffering without bound.
+buffering without bound: too many conversations (`collector.max_pending_verdicts`) or too many bytes of them
+(`collector.max_pending_bytes`, counted as the assembler counts them).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ class _Waiting:
     min_offset: int
     verdict: Future[JudgeVerdict]
     ids: tuple[str | None, str | None]  # trace and span id of its last turn
+    nbytes: int = 0
 
 
 class PendingVerdicts:
@@ -31,6 +33,7 @@ class PendingVerdicts:
 
     def __init__(self) -> None:
         self._waiting: list[_Waiting] = []
+        self.nbytes = 0  # estimated bytes of the waiting conversations
 
     def __len__(self) -> int:
         return len(self._waiting)
@@ -42,10 +45,12 @@ class PendingVerdicts:
         min_offset: int,
         verdict: Future[JudgeVerdict],
         ids: tuple[str | None, str | None] = (None, None),
+        nbytes: int = 0,
     ) -> None:
-        """Hold `conv` (read from `partition` from `min_offset` on; `ids`: its last turn's trace and span id) until
-        `verdict` is done."""
-        self._waiting.append(_Waiting(conv, partition, min_offset, verdict, ids))
+        """Hold `conv` (read from `partition` from `min_offset` on; `ids`: its last turn's trace and span id;
+        `nbytes` its estimated size) until `verdict` is done."""
+        self._waiting.append(_Waiting(conv, partition, min_offset, verdict, ids, nbytes))
+        self.nbytes += nbytes
 
     def ready(self) -> list[tuple[Conversation, JudgeVerdict, tuple[str | None, str | None]]]:
         """The conversations whose verdict is done, released in the order they finished."""
@@ -58,6 +63,7 @@ class PendingVerdicts:
         ) in self._waiting:  # one look at each future: one that completes meanwhile waits for the next call
             (done if w.verdict.done() else keep).append(w)
         self._waiting = keep
+        self.nbytes -= sum(w.nbytes for w in done)
         return [(w.conversation, w.verdict.result(), w.ids) for w in done]
 
     def low_offset(self, partition: int) -> int | None:
@@ -70,4 +76,5 @@ class PendingVerdicts:
         gone = set(partitions)
         before = len(self._waiting)
         self._waiting = [w for w in self._waiting if w.partition not in gone]
+        self.nbytes = sum(w.nbytes for w in self._waiting)
         return before - len(self._waiting)

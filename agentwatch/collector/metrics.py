@@ -23,6 +23,9 @@ class PipelineStats:
     spans_consumed: int = 0
     rejected_by_reason: dict[str, int] = field(default_factory=dict)
     open_conversations: int = 0
+    open_bytes: int = 0  # estimated bytes of the open conversations' spans
+    open_bytes_limit: int | None = None  # collector.max_open_bytes
+    oldest_open_s: float = 0.0  # how long the oldest open conversation has been open
     late_spans: int = 0
     duplicate_spans: int = 0
     dropped_spans: int = 0
@@ -30,7 +33,7 @@ class PipelineStats:
     lag: dict[tuple[str, int], int] = field(default_factory=dict)
     scores_produced: int = 0
     spans_rekeyed: int = 0
-    trace_join: dict[str, int] = field(default_factory=dict)  # held, joined, timed_out, evicted
+    trace_join: dict[str, int] = field(default_factory=dict)  # held, held_bytes, joined, timed_out, evicted
     last_commit_timestamp: float | None = None
     late_labels: dict[str, int] = field(default_factory=dict)  # result -> count
     judge_pauses: int = 0
@@ -78,6 +81,22 @@ class PipelineMetrics(Collector):
         yield GaugeMetricFamily(
             "agentwatch_open_conversations", "Conversations being assembled.", value=s.open_conversations
         )
+        yield GaugeMetricFamily(
+            "agentwatch_open_conversation_bytes",
+            "Estimated bytes of the decoded spans of the conversations being assembled.",
+            value=s.open_bytes,
+        )
+        if s.open_bytes_limit is not None:
+            yield GaugeMetricFamily(
+                "agentwatch_open_conversation_bytes_limit",
+                "Byte budget of the open conversations (collector.max_open_bytes).",
+                value=s.open_bytes_limit,
+            )
+        yield GaugeMetricFamily(
+            "agentwatch_oldest_open_conversation_seconds",
+            "How long the oldest conversation being assembled has been open (at most collector.max_open_age_s).",
+            value=s.oldest_open_s,
+        )
         yield _counter(
             "agentwatch_late_spans", "Spans that arrived after their conversation finished.", s.late_spans
         )
@@ -89,7 +108,7 @@ class PipelineMetrics(Collector):
         )
         fam = CounterMetricFamily(
             "agentwatch_conversations_finished",
-            "Conversations finished, by reason (end, idle, cap, shutdown).",
+            "Conversations finished, by reason (end, idle, age, cap, budget, shutdown).",
             labels=["reason"],
         )
         for reason, n in sorted(finished.items()):
@@ -110,6 +129,11 @@ class PipelineMetrics(Collector):
             "agentwatch_trace_join_held_spans",
             "Spans without a conversation key waiting for their trace to name one.",
             value=join.get("held", 0),
+        )
+        yield GaugeMetricFamily(
+            "agentwatch_trace_join_held_bytes",
+            "Estimated bytes of the spans the trace join holds (at most collector.max_held_bytes).",
+            value=join.get("held_bytes", 0),
         )
         fam = CounterMetricFamily(
             "agentwatch_trace_join_spans",
@@ -259,7 +283,7 @@ def register(stats: PipelineStats, registry: CollectorRegistry, service: Any = N
     return collector
 
 
-def serve(stats: PipelineStats, service: Any, port: int, host: str = "0.0.0.0") -> MetricsServer:
+def serve(stats: PipelineStats, service: Any, port: int, host: str = "127.0.0.1") -> MetricsServer:
     """Serve the pipeline metrics of `stats` and `service`'s judge on http://host:port/metrics."""
     registry = CollectorRegistry()
     register(stats, registry, service)

@@ -26,7 +26,17 @@ from agentwatch.collector.messages import (
     tools_from_messages,
 )
 from agentwatch.wire import attributes as A
-from agentwatch.wire.schema import Conversation, Expectation, Turn, instance_text, normalize_outcome
+from agentwatch.wire.schema import (
+    MAX_ATTEMPT,
+    MAX_COST_USD_PER_CALL,
+    MAX_COST_USD_PER_TURN,
+    MAX_TOKENS_PER_CALL,
+    Conversation,
+    Expectation,
+    Turn,
+    instance_text,
+    normalize_outcome,
+)
 
 log = logging.getLogger(__name__)
 
@@ -247,8 +257,9 @@ def _flag(value: Any) -> bool | None:
     return True if text == "true" else False if text == "false" else None
 
 
-def _usage(span: SpanRecord) -> dict[str, Any] | None:
-    """The `Usage` fields of a model span, None if it reports nothing."""
+def _usage(span: SpanRecord, index: int, gaps: _Gaps) -> dict[str, Any] | None:
+    """The `Usage` fields of a model span, None if it reports nothing. Counts and costs past the plausibility
+    caps are dropped with a note (the call's cost is then unknown, never absurd)."""
     attrs = span.attrs
     first = cv.first
     model = first(attrs, cv.MODEL_KEYS)
@@ -257,12 +268,30 @@ def _usage(span: SpanRecord) -> dict[str, Any] | None:
     cost = _nonneg_float(first(attrs, cv.COST_KEYS))
     if model is None and tin is None and tout is None and cost is None:
         return None
+    tokens_in, tokens_out = _nonneg_int(tin), _nonneg_int(tout)
+    if tokens_in > MAX_TOKENS_PER_CALL or tokens_out > MAX_TOKENS_PER_CALL:
+        gaps.turns[f"token counts over {MAX_TOKENS_PER_CALL:,} a call ignored (implausible)"].append(index)
+        tokens_in = tokens_out = 0
+    if cost is not None and cost > MAX_COST_USD_PER_CALL:
+        gaps.turns[f"a model call's cost over {MAX_COST_USD_PER_CALL:,.0f} USD ignored (implausible)"].append(
+            index
+        )
+        cost = None
     return {
         "model": None if model is None else str(model),
-        "input_tokens": _nonneg_int(tin),
-        "output_tokens": _nonneg_int(tout),
+        "input_tokens": tokens_in,
+        "output_tokens": tokens_out,
         "cost_usd": cost,
     }
+
+
+def _turn_cost(span: SpanRecord, index: int, gaps: _Gaps) -> float | None:
+    """`agentwatch.cost.usd` of a turn span, None past the plausibility cap (noted)."""
+    cost = _nonneg_float(span.attrs.get(A.COST_USD))
+    if cost is not None and cost > MAX_COST_USD_PER_TURN:
+        gaps.turns[f"a turn's cost over {MAX_COST_USD_PER_TURN:,.0f} USD ignored (implausible)"].append(index)
+        return None
+    return cost
 
 
 def _expectation(span: SpanRecord, members: list[SpanRecord], index: int, gaps: _Gaps) -> Expectation | None:
@@ -330,7 +359,7 @@ def _turn(
             gaps.counts["tool result not captured"] += missing
         if tool_calls:
             gaps.turns["tool calls taken from model output messages (no execute_tool spans)"].append(index)
-    usage = [u for u in (_usage(m) for m in models) if u is not None]
+    usage = [u for u in (_usage(m, index, gaps) for m in models) if u is not None]
     duration = (span.end_ns - span.start_ns) / 1e6 if span.end_ns >= span.start_ns > 0 else None
     return {
         "input": user,
@@ -338,7 +367,7 @@ def _turn(
         "tool_calls": tool_calls,
         "expected": _expectation(span, members, index, gaps),
         "usage": usage,
-        "cost_usd": _nonneg_float(attrs.get(A.COST_USD)) if own_role != MODEL else None,
+        "cost_usd": _turn_cost(span, index, gaps) if own_role != MODEL else None,
         "duration_ms": duration,
         "error": span.status_error,
         "started_at": _time(span.start_ns),
@@ -403,15 +432,28 @@ def _conversation_attributes(
 
 
 def _attempt(value: Any, notes: list[str]) -> int | None:
-    """`agentwatch.attempt` as an integer >= 0; anything else is noted and ignored."""
+    """`agentwatch.attempt` as an integer from 0 to MAX_ATTEMPT (ASCII digits when a string); anything else is
+    noted and ignored, never an error: the conversation keeps its identity (agent, version, task)."""
     if value is None:
         return None
-    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_ATTEMPT:
         return value
-    if isinstance(value, str) and value.strip().isdigit():
-        return int(value)
-    notes.append(f"{cv.ATTEMPT_KEYS[0]} {str(value)[:40]!r} ignored: not an integer >= 0")
+    if isinstance(value, str):
+        text = value.strip()
+        if text.isascii() and text.isdigit() and len(text) <= 7 and int(text) <= MAX_ATTEMPT:
+            return int(text)
+    notes.append(
+        f"{cv.ATTEMPT_KEYS[0]} {_shown(value)} ignored: not an integer from 0 to {MAX_ATTEMPT:,} in ASCII digits"
+    )
     return None
+
+
+def _shown(value: Any) -> str:
+    """A short repr of an attribute value for a note (an integer too long to print is described instead)."""
+    if isinstance(value, int) and value.bit_length() > 128:
+        return f"<an integer of {value.bit_length()} bits>"
+    text = value if isinstance(value, str) else str(value)
+    return repr(text[:40] + ("…" if len(text) > 40 else ""))
 
 
 def _agent_of(span: SpanRecord) -> str | None:
@@ -468,6 +510,7 @@ def split_by_agent(finished: FinishedConversation) -> list[FinishedConversation]
             finished.reason,
             finished.incomplete,
             finished.min_offset,
+            finished.nbytes * len(group) // max(1, len(spans)),
         )
         for group in groups.values()
     ]
@@ -515,6 +558,8 @@ def _build(
         conversation_id = finished.conversation_id
         early = {
             "cap": "finished early: open-conversation cap reached",
+            "budget": "finished early: open conversations over the collector's byte budget",
+            "age": "finished early: open longer than the collector's maximum age",
             "shutdown": "finished early: shutdown",
         }
         notes = [early[finished.reason]] if finished.reason in early else []

@@ -84,10 +84,13 @@ class CollectorService:
         self._scorer = scorer if isinstance(scorer, ConversationScorer) else None
         self._score: Scorer = scorer.score if isinstance(scorer, ConversationScorer) else scorer
         self._pending_settings: Settings | None = None
-        self.stats = PipelineStats()
+        self.stats = PipelineStats(open_bytes_limit=self.config.max_open_bytes)
         self.assembler = Assembler(self.config)
         self.join = TraceJoin(
-            self.config.trace_join_timeout_s, self.config.max_held_spans, self.config.trace_memory
+            self.config.trace_join_timeout_s,
+            self.config.max_held_spans,
+            self.config.trace_memory,
+            self.config.max_held_bytes,
         )
         self.scores = ScoreMemory(self.config.label_memory)  # what a late label revises
         if judge_runner is None and settings.judge.enabled:
@@ -156,6 +159,7 @@ class CollectorService:
                 "heartbeat.interval.ms": cfg.heartbeat_interval_ms,
                 "max.poll.interval.ms": max(cfg.max_poll_interval_ms, cfg.session_timeout_ms),
                 "max.partition.fetch.bytes": _PARTITION_FETCH_BYTES,
+                "queued.max.messages.kbytes": cfg.fetch_queue_kbytes,
                 "topic.metadata.refresh.interval.ms": 10_000,  # input topics created later are found quickly
             },
             logger=log,
@@ -306,7 +310,14 @@ class CollectorService:
         else:
             if self.judge is not None and self._wants_judge(conv):
                 ids = last_turn_ids(finished) if self.events is not None else (None, None)
-                self.pending.add(conv, finished.partition, finished.min_offset, self.judge.submit(conv), ids)
+                self.pending.add(
+                    conv,
+                    finished.partition,
+                    finished.min_offset,
+                    self.judge.submit(conv),
+                    ids,
+                    finished.nbytes,
+                )
                 self._pause_if_full()
                 return
             score = self._score_safely(conv)
@@ -330,11 +341,17 @@ class CollectorService:
         """Score and queue the conversations whose verdict came back; resume consuming when below the limit."""
         for conv, verdict, ids in self.pending.ready():
             self._publish(self._score_safely(conv, verdict), ids, conv)
-        if self._paused and len(self.pending) <= self._max_pending // 2:
+        max_bytes = self.config.max_pending_bytes
+        if (
+            self._paused
+            and len(self.pending) <= self._max_pending // 2
+            and self.pending.nbytes <= max_bytes // 2
+        ):
             self._set_paused(False)
 
     def _pause_if_full(self) -> None:
-        if not self._paused and len(self.pending) >= self._max_pending:
+        full = len(self.pending) >= self._max_pending or self.pending.nbytes >= self.config.max_pending_bytes
+        if not self._paused and full:
             self._set_paused(True)
 
     def _set_paused(self, paused: bool) -> None:
@@ -567,6 +584,8 @@ class CollectorService:
         s = self.stats
         with s.lock:
             s.open_conversations = a.open_conversations
+            s.open_bytes = a.open_bytes
+            s.oldest_open_s = self.assembler.oldest_open_age(time.monotonic())
             s.late_spans = a.late_spans
             s.duplicate_spans = a.duplicate_spans
             s.dropped_spans = a.dropped_spans
@@ -578,6 +597,7 @@ class CollectorService:
             j = self.join.stats
             s.trace_join = {
                 "held": j.held_spans,
+                "held_bytes": j.held_bytes,
                 "joined": j.joined_spans,
                 "timed_out": j.timed_out_spans,
                 "evicted": j.evicted_spans,

@@ -16,7 +16,8 @@ conversation keyed by the trace id. A trace stays in the join window for `trace_
 conversation is known, and keeps the offset of its first record held (a crash replays the announcement with
 the spans it must join); after that the trace → conversation mapping stays in a bounded LRU so that late spans
 of a known trace still go to their conversation. Held spans are bounded by `max_held_spans`, traces in the
-window and in the LRU by `trace_memory`: over a bound, the oldest trace leaves the window early.
+window and in the LRU by `trace_memory`, the bytes of held spans by `max_held_bytes` (counted like the
+assembler's budget, `span_size.span_bytes`): over a bound, the oldest trace leaves the window early.
 
 Callers republish what is released (by conversation id) and commit a rekey-topic offset only below
 `low_offset(partition)` and after flushing the producer.
@@ -30,6 +31,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from agentwatch.collector.decode import SpanRecord
+from agentwatch.collector.span_size import span_bytes
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +44,7 @@ class TraceJoinStats:
     """Counters of the join (cumulative except `held_spans` and `open_traces`)."""
 
     held_spans: int = 0  # spans waiting for their trace's conversation now
+    held_bytes: int = 0  # their estimated bytes
     open_traces: int = 0  # traces in the join window now
     joined_spans: int = 0  # spans given the conversation of their trace
     timed_out_spans: int = 0  # spans whose trace never named a conversation: keyed by trace id
@@ -59,14 +62,18 @@ class _Trace:
     first_seen: float
     conversation_id: str | None = None
     spans: list[SpanRecord] = field(default_factory=list)
+    nbytes: int = 0
 
 
 class TraceJoin:
     """Traces in the join window of the rekey partitions this process owns, plus a bounded LRU of known traces."""
 
-    def __init__(self, timeout_s: float, max_held_spans: int, trace_memory: int) -> None:
+    def __init__(
+        self, timeout_s: float, max_held_spans: int, trace_memory: int, max_held_bytes: int = 64 << 20
+    ) -> None:
         self.timeout_s = timeout_s
         self.max_held_spans = max(0, max_held_spans)
+        self.max_held_bytes = max(0, max_held_bytes)
         self.trace_memory = max(1, trace_memory)
         self.stats = TraceJoinStats()
         self._window: OrderedDict[str, _Trace] = OrderedDict()  # by first seen (oldest first)
@@ -107,6 +114,8 @@ class TraceJoin:
             released = entry.spans
             entry.spans = []
             self.stats.held_spans -= len(released)
+            self.stats.held_bytes -= entry.nbytes
+            entry.nbytes = 0
             self.stats.joined_spans += len(released)
             for span in released:
                 span.conversation_id = conversation_id
@@ -139,8 +148,11 @@ class TraceJoin:
                 released.append(span)
             else:
                 entry.spans.append(span)
+                size = span_bytes(span)
+                entry.nbytes += size
+                self.stats.held_bytes += size
                 self.stats.held_spans += 1
-        if self.stats.held_spans > self.max_held_spans:
+        if self.stats.held_spans > self.max_held_spans or self.stats.held_bytes > self.max_held_bytes:
             released.extend(self._evict_held())
         return released
 
@@ -159,15 +171,20 @@ class TraceJoin:
         return released
 
     def _evict_held(self) -> list[SpanRecord]:
-        """Over `max_held_spans`: close the oldest traces that hold spans until under the bound."""
+        """Over `max_held_spans` or `max_held_bytes`: close the oldest traces that hold spans until under both."""
         released: list[SpanRecord] = []
+        stats = self.stats
         for entry in list(self._window.values()):
-            if self.stats.held_spans <= self.max_held_spans:
+            if stats.held_spans <= self.max_held_spans and stats.held_bytes <= self.max_held_bytes:
                 break
             if entry.spans:
                 log.warning(
-                    "trace join holds more than %d spans; trace %s released without a conversation",
+                    "trace join holds %d spans, %d bytes (bounds %d, %d); trace %s released without a "
+                    "conversation",
+                    stats.held_spans,
+                    stats.held_bytes,
                     self.max_held_spans,
+                    self.max_held_bytes,
                     entry.trace_id,
                 )
                 released.extend(self._close(entry, timed_out=False))
@@ -191,6 +208,7 @@ class TraceJoin:
         for tid in [t for t, e in self._window.items() if e.partition in gone]:
             entry = self._window.pop(tid)
             self.stats.held_spans -= len(entry.spans)
+            self.stats.held_bytes -= entry.nbytes
         for p in gone:
             self._held.pop(p, None)
         self.stats.open_traces = len(self._window)
@@ -224,6 +242,8 @@ class TraceJoin:
         if conversation is None:
             conversation = entry.trace_id
             self.stats.held_spans -= len(released)
+            self.stats.held_bytes -= entry.nbytes
+            entry.nbytes = 0
             if timed_out:
                 self.stats.timed_out_spans += len(released)
             else:

@@ -60,6 +60,11 @@ class JudgeConfig(Section):
     enabled: bool = Field(default=False, description="judge the judge sample (offline: also --judge)")
     name: str = Field(default="openai", min_length=1, description="judge name, part of the judge id")
     base_url: str = Field(default="https://api.openai.com/v1", description="OpenAI-compatible API root")
+    allow_insecure_http: bool = Field(
+        default=False,
+        description="allow an http:// base_url off loopback with an API key (sent in clear text); only behind "
+        "something that encrypts the hop, e.g. a service-mesh sidecar",
+    )
     model: str = Field(default="gpt-4o-mini", min_length=1)
     api_key_env: str = Field(default="OPENAI_API_KEY", description="environment variable holding the API key")
     prompt_version: str = Field(default="v1", description="rubric file agentwatch/data/judge_rubric_<v>.md")

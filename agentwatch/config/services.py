@@ -76,6 +76,18 @@ class CollectorConfig(Section):
     topic_replication_factor: int = Field(default=-1, description="-1: the broker's default")
     max_open_conversations: int = Field(default=100_000, ge=1)
     max_spans_per_conversation: int = Field(default=10_000, ge=1)
+    max_open_bytes: int = Field(
+        default=256 * 1024 * 1024,
+        ge=1024 * 1024,
+        description="byte budget of the open conversations' decoded spans; over it the least recently active "
+        "are finished early (`budget`, incomplete)",
+    )
+    max_open_age_s: float = Field(
+        default=3600.0,
+        gt=0,
+        description="a conversation open this long is finished (`age`, incomplete), so its partition's "
+        "offsets move and a restart replays at most this much",
+    )
     max_attribute_bytes: int = Field(default=65_536, ge=256)
     trace_join_timeout_s: float = Field(
         default=60.0,
@@ -83,12 +95,26 @@ class CollectorConfig(Section):
         description="how long spans without a conversation key wait for their trace to name one",
     )
     max_held_spans: int = Field(default=100_000, ge=0, description="spans the trace join may hold at once")
+    max_held_bytes: int = Field(
+        default=64 * 1024 * 1024,
+        ge=0,
+        description="bytes of the spans the trace join may hold at once (counted like max_open_bytes)",
+    )
     trace_memory: int = Field(
         default=100_000,
         ge=1,
         description="traces in the join window, and trace → conversation mappings remembered",
     )
     metrics_port: int | None = Field(default=None, ge=0, le=65535)
+    metrics_host: str = Field(
+        default="0.0.0.0", description="address /metrics listens on (every interface: Prometheus scrapes it)"
+    )
+    fetch_queue_kbytes: int = Field(
+        default=32_768,
+        ge=1024,
+        description="records the consumer fetches ahead, in KiB (librdkafka queued.max.messages.kbytes): part "
+        "of the memory beside max_open_bytes",
+    )
     session_timeout_ms: int = Field(default=45_000, ge=1, description="consumer group session timeout")
     heartbeat_interval_ms: int = Field(default=3_000, ge=1, description="consumer group heartbeat interval")
     max_poll_interval_ms: int = Field(default=300_000, ge=1)
@@ -99,6 +125,12 @@ class CollectorConfig(Section):
     )
     max_pending_verdicts: int = Field(
         default=64, ge=1, description="conversations waiting for the judge before consumption pauses"
+    )
+    max_pending_bytes: int = Field(
+        default=64 * 1024 * 1024,
+        ge=1024 * 1024,
+        description="bytes of the conversations waiting for the judge (counted like max_open_bytes) before "
+        "consumption pauses",
     )
     verdict_wait_on_shutdown_s: float = Field(
         default=10.0,
@@ -211,7 +243,11 @@ class ReviewConfig(Section):
     group_id: str = "agentwatch-review"
     host: str = Field(default="127.0.0.1", description="address the page is served on")
     port: int = Field(default=8080, ge=0, le=65535, description="port of the page (0: any free port)")
-    metrics_host: str = "0.0.0.0"
+    metrics_host: str = Field(
+        default="127.0.0.1",
+        description="address /metrics listens on (loopback, like the page; 0.0.0.0 where Prometheus scrapes "
+        "it from another host, as in deploy/)",
+    )
     metrics_port: int | None = Field(default=9466, ge=0, le=65535, description="/metrics; null: not served")
     reviewers: list[Reviewer] = Field(default_factory=list, description="who may sign in (none: nobody can)")
     session_secret: SecretStr | None = Field(
@@ -219,6 +255,36 @@ class ReviewConfig(Section):
         description="key that signs session cookies; unset: a random one (sign-ins end at restart)",
     )
     session_max_age_s: int = Field(default=12 * 3600, ge=60, description="a sign-in lasts this long")
+    session_idle_s: int = Field(
+        default=2 * 3600, ge=60, description="a session unused this long ends (sessions live in the store)"
+    )
+    signin_free_failures: int = Field(
+        default=5, ge=1, description="consecutive failed sign-ins of a client or name before backoff starts"
+    )
+    signin_backoff_s: float = Field(
+        default=1.0, gt=0, description="first wait after the free failures; doubles with each further one"
+    )
+    signin_max_backoff_s: float = Field(default=900.0, gt=0, description="longest wait between sign-in tries")
+    max_concurrent_hashes: int = Field(
+        default=1,
+        ge=1,
+        description="password checks (scrypt, 32 MiB and a core for ~0.1 s each) running at once; one leaves "
+        "the other cores to the pages",
+    )
+    max_waiting_hashes: int = Field(
+        default=8, ge=0, description="password checks queued for a slot; more are refused at once (503)"
+    )
+    forwarded_allow_ips: list[str] = Field(
+        default_factory=list,
+        description="addresses of reverse proxies whose X-Forwarded-For names the client (for per-client "
+        "sign-in limits); empty: the peer address is the client",
+    )
+    max_body_bytes: int = Field(default=65_536, ge=4096, description="larger request bodies get 413")
+    max_connections: int = Field(
+        default=256,
+        ge=8,
+        description="concurrent connections served; more get 503 (uvicorn limit_concurrency)",
+    )
     secure_cookies: bool = Field(default=False, description="send the session cookie over HTTPS only")
     retention_days: float = Field(default=30.0, gt=0, description="conversations older than this are deleted")
     failing_retention_days: float = Field(

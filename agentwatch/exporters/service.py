@@ -6,7 +6,8 @@ fresh estimator and replays each assigned partition from the first record whose 
 `now − longest window` (`consumer.offsets_for_times`). Tansu 0.6 answers ListOffsets-by-time with the
 partition's first offset whatever the time asked, so on Tansu the replay starts at the beginning; it stays
 correct because the estimator drops too-old scores. No offsets are committed: the group only decides which
-instance owns which partition.
+instance owns which partition. Until every assigned partition has been replayed to its end, the windows are
+partial: `agentwatch_exporter_ready` is 0 and `/ready` answers 503 (`readiness`).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from pydantic import ValidationError
 from agentwatch.config import Settings
 from agentwatch.exporters.estimator import Estimator
 from agentwatch.exporters.exposition import Exposition
+from agentwatch.exporters.readiness import Readiness
 from agentwatch.kafka.admin import reach
 from agentwatch.kafka.security import KafkaSecurity, service_settings
 from agentwatch.metrics_http import MetricsServer
@@ -53,14 +55,14 @@ class ExporterService:
         self.registry = registry if registry is not None else CollectorRegistry()
         self._clock = clock
         self.estimator = Estimator(settings, clock)
+        self.readiness = Readiness()
+        self.registry.register(self.readiness)
         # /metrics: the estimator, then whatever else is registered on `registry`
         self.exposition = Exposition(lambda: self.estimator, self.registry)
         self.port: int | None = None
         self._http: MetricsServer | None = None
-        self._replaying: set[tuple[str, int]] = set()  # assigned partitions not yet read to their end
-        self.replayed = (
-            threading.Event()
-        )  # set once every assigned partition is read up to its high watermark
+        # set once every assigned partition is read up to its high watermark
+        self.replayed: threading.Event = self.readiness.replayed
 
     # ------------------------------------------------------------------ HTTP
 
@@ -69,7 +71,9 @@ class ExporterService:
         cfg = self.settings.exporter
         port = cfg.metrics_port if port is None else port
         host = host or cfg.metrics_host
-        self._http = MetricsServer(self.exposition.render, port, host, "agentwatch exporter")
+        self._http = MetricsServer(
+            self.exposition.render, port, host, "agentwatch exporter", ready=lambda: self.readiness.ready
+        )
         self.port = self._http.port
         return self.port
 
@@ -102,8 +106,7 @@ class ExporterService:
         """Fresh estimator; start every assigned partition at the beginning of the longest window."""
         estimator = Estimator(self.settings, self._clock)
         self.estimator = estimator
-        self.replayed.clear()
-        self._replaying = {(tp.topic, tp.partition) for tp in assigned}
+        self.readiness.assigned((tp.topic, tp.partition) for tp in assigned)
         consumer.assign(self._rewind(consumer, assigned))
 
     def _rewind(self, consumer: Consumer, assigned: list[TopicPartition]) -> list[TopicPartition]:
@@ -123,6 +126,7 @@ class ExporterService:
 
     def _on_revoked(self, consumer: Consumer, revoked: list[TopicPartition]) -> None:
         log.info("partitions revoked: %s", sorted((tp.topic, tp.partition) for tp in revoked))
+        self.readiness.revoked()
         consumer.unassign()
 
     def feed(self, value: bytes | None, where: str = "") -> bool:
@@ -143,9 +147,10 @@ class ExporterService:
 
     def _check_replayed(self, topic: str, partition: int) -> None:
         """Note that a partition was read to its end; `replayed` once all assigned partitions were."""
-        self._replaying.discard((topic, partition))
-        if not self._replaying and not self.replayed.is_set():
-            self.replayed.set()
+        was = self.readiness.ready
+        self.readiness.reached_end(topic, partition)
+        if self.readiness.ready and not was:
+            log.info("replay done: every assigned partition read to its end; estimates complete")
 
     def _consumer_event(self, error: KafkaError, topic: str | None) -> None:
         if error.fatal():
@@ -182,6 +187,6 @@ class ExporterService:
                     else:
                         self._consumer_event(error, message.topic())
         finally:
-            self._replaying = set()
+            self.readiness.revoked()
             consumer.close()
             log.info("exporter consumer closed")

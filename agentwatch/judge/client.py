@@ -16,12 +16,14 @@ error, asking for the JSON object only). Failures never raise: they come back as
 from __future__ import annotations
 
 import email.utils
+import ipaddress
 import logging
 import os
 import random
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -76,6 +78,26 @@ def parse_retry_after(value: str | None, now: float | None = None) -> float | No
     return max(when.timestamp() - (time.time() if now is None else now), 0.0)
 
 
+def refuse_plain_http_with_key(base_url: str) -> None:
+    """ValueError when `base_url` would send an API key in clear text: `http://` to a host not on loopback."""
+    parsed = urlsplit(base_url.strip())
+    if parsed.scheme.lower() != "http":
+        return
+    host = (parsed.hostname or "").lower()
+    if host == "localhost" or host.endswith(".localhost"):
+        return
+    try:
+        if ipaddress.ip_address(host).is_loopback:
+            return
+    except ValueError:
+        pass
+    raise ValueError(
+        f"judge.base_url {base_url!r} is plain http to {host or 'an unknown host'}: the API key would cross the "
+        "network in clear text. Use https://, a loopback address, or set judge.allow_insecure_http: true "
+        "(e.g. behind a sidecar that encrypts)"
+    )
+
+
 class OpenAIJudge:
     """The judge; `judge(conv)` never raises. Share one instance between threads."""
 
@@ -100,7 +122,10 @@ class OpenAIJudge:
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.monotonic,
         rng: Callable[[], float] = random.random,
+        allow_insecure_http: bool = False,
     ) -> None:
+        if api_key and not allow_insecure_http:
+            refuse_plain_http_with_key(base_url)
         self.model = model
         self.judge_id = f"{name}:{model}:{prompt_version}"
         self.rubric = load_rubric(prompt_version)
@@ -155,6 +180,7 @@ class OpenAIJudge:
             max_output_tokens=cfg.max_output_tokens,
             prices=prices,
             breaker=CircuitBreaker(cfg.breaker_failures, cfg.breaker_reset_s),
+            allow_insecure_http=cfg.allow_insecure_http,
             **kw,
         )
 

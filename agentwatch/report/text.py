@@ -18,6 +18,7 @@ from agentwatch.report.model import (
     Report,
     UnitsSummary,
 )
+from agentwatch.safe_text import one_line
 from agentwatch.scorers.differences import clip_reason
 
 RULE = "=" * 60
@@ -411,7 +412,12 @@ def _versions_lines(report: Report) -> list[str]:
 def report_lines(
     report: Report, title: str = "Agent Evaluation Report", header: Sequence[str] = (), level: float = 0.95
 ) -> list[str]:
-    """The report as plain text lines: one section, or a section per version and their comparison."""
+    """The report as plain text lines: one section, or a section per version and their comparison. Names from the
+    data (agents, versions, tasks, ids) cannot break a line or reach the terminal as control sequences."""
+    return [one_line(line) for line in _report_lines(report, title, header, level)]
+
+
+def _report_lines(report: Report, title: str, header: Sequence[str], level: float) -> list[str]:
     header = [*header, *(input_lines(report.input) if report.input is not None else [])]
     if not report.versions:
         return [RULE, title, *header, *_section_lines(report, level), final_verdict(report), RULE]

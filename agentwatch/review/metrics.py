@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import math
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -27,7 +27,7 @@ class ReviewStats:
     published: dict[str, int] = field(default_factory=dict)  # topic kind (scores, labels) -> records
     publish_failures: int = 0
     expired: int = 0
-    signins: dict[str, int] = field(default_factory=dict)  # ok / failed
+    signins: dict[tuple[str, str], int] = field(default_factory=dict)  # (method, result) -> attempts
     refused: dict[str, int] = field(default_factory=dict)  # read / write
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -47,9 +47,12 @@ class ReviewStats:
         """Records Kafka acknowledged."""
         self._add(self.published, kind, n)
 
-    def count_signin(self, ok: bool) -> None:
-        """One sign-in attempt."""
-        self._add(self.signins, "ok" if ok else "failed")
+    def count_signin(self, method: str, result: str) -> None:
+        """One sign-in attempt by `method` (form, basic, bearer, header) and its `result` (ok, failed,
+        throttled: refused before any check; busy: no password-check slot)."""
+        with self.lock:
+            key = (method, result)
+            self.signins[key] = self.signins.get(key, 0) + 1
 
     def count_refused(self, what: str) -> None:
         """One request refused for want of a sign-in (read) or of a session with its CSRF token (write)."""
@@ -59,9 +62,10 @@ class ReviewStats:
 class ReviewMetrics(Collector):
     """Yields the `agentwatch_review_*` families: store counts read at each scrape, and `ReviewStats`."""
 
-    def __init__(self, store: Store, stats: ReviewStats) -> None:
+    def __init__(self, store: Store, stats: ReviewStats, sessions: Callable[[], int] | None = None) -> None:
         self._store = store
         self._stats = stats
+        self._sessions = sessions  # sessions alive now (read from the store at each scrape)
 
     def collect(self) -> Iterator[Metric]:
         """Fresh families."""
@@ -80,9 +84,10 @@ class ReviewMetrics(Collector):
                 queue.add_metric([agent, version, task, sample], n)
             pending = self._store.pending()
             pairs = self._store.judge_pairs()
+            alive = self._sessions() if self._sessions is not None else None
         except Exception:  # noqa: BLE001 - a scrape must not fail because the database is away
             log.exception("review store unreachable while collecting metrics")
-            pending, pairs = None, None
+            pending, pairs, alive = None, None, None
         yield queue
         if pairs is not None:
             yield from _agreement(pairs)
@@ -124,9 +129,24 @@ class ReviewMetrics(Collector):
             "Conversations deleted by retention (review.retention_days).",
             value=s.expired,
         )
-        yield _by(
-            "agentwatch_review_signins", "Sign-in attempts, by result.", "result", signins, ("ok", "failed")
+        attempts = CounterMetricFamily(
+            "agentwatch_review_signins",
+            "Sign-in attempts by method (form, basic, bearer, header) and result (ok; failed: wrong name or "
+            "secret; throttled: refused before any check, the client or name backs off; busy: no "
+            "password-check slot free).",
+            labels=["method", "result"],
         )
+        for method in ("form", "basic", "bearer"):
+            for result in ("ok", "failed", "throttled", "busy"):
+                attempts.add_metric([method, result], signins.get((method, result), 0))
+        for (method, result), n in sorted(signins.items()):
+            if method not in ("form", "basic", "bearer"):
+                attempts.add_metric([method, result], n)
+        yield attempts
+        if alive is not None:
+            yield GaugeMetricFamily(
+                "agentwatch_review_sessions", "Signed-in sessions alive in the store.", value=alive
+            )
         yield _by(
             "agentwatch_review_refused",
             "Requests refused: read (no sign-in) or write (no session or CSRF token).",

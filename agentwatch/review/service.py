@@ -81,7 +81,15 @@ class ReviewService:
         self.port = int(sock.getsockname()[1])
         if cfg.metrics_port is not None:
             self.start_metrics(cfg.metrics_port)
-        config = uvicorn.Config(self.web.app, log_level="warning", access_log=False, lifespan="off")
+        config = uvicorn.Config(
+            self.web.app,
+            log_level="warning",
+            access_log=False,
+            lifespan="off",
+            proxy_headers=bool(cfg.forwarded_allow_ips),
+            forwarded_allow_ips=cfg.forwarded_allow_ips or None,
+            limit_concurrency=cfg.max_connections,
+        )
         server = self._server = uvicorn.Server(config)
         loops = [
             ("review-ingest", self._ingest),
@@ -120,7 +128,7 @@ class ReviewService:
     def start_metrics(self, port: int) -> int:
         """Serve /metrics on `port` (0: any free port); the port."""
         registry = CollectorRegistry()
-        registry.register(ReviewMetrics(self.store, self.stats))
+        registry.register(ReviewMetrics(self.store, self.stats, self.web.sessions.active))
         self._metrics = MetricsServer(
             lambda: render_families(registry.collect()).encode(),
             port,
@@ -301,9 +309,12 @@ class ReviewService:
                 gone = self.store.expire(
                     self._clock(), cfg.retention_days * 86400, cfg.failing_retention_days * 86400
                 )
+                ended = self.web.sessions.expire()
             except Exception:  # noqa: BLE001 - the database may be away; try at the next interval
                 log.exception("retention failed")
             else:
+                if ended:
+                    log.info("retention: %d expired sessions deleted", ended)
                 if gone:
                     log.info(
                         "retention: %d conversations older than %g days deleted", gone, cfg.retention_days

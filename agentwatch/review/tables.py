@@ -6,6 +6,7 @@
 - `review_labels`: every label saved (who, when, outcome class, note, blind or not), with the judge's verdict,
   score and explanation and the first score's outcome beside it, and the revision it published.
 - `review_outbox`: records to write to Kafka (revised scores, label records), marked once Kafka has them.
+- `review_sessions`: the signed-in sessions (`review.sessions`).
 """
 
 from __future__ import annotations
@@ -85,4 +86,16 @@ outbox = Table(
     Column("created_at", Float, nullable=False),
     Column("sent_at", Float, nullable=True),
     Index("ix_review_outbox_unsent", "sent_at", "id"),
+)
+
+# Server-side sessions of signed-in reviewers: the cookie carries a random token, the table its SHA-256. Signing
+# out deletes the row, so a copied cookie stops working; rows past their expiry are refused and deleted.
+sessions = Table(
+    "review_sessions",
+    metadata,
+    Column("id", String(64), primary_key=True),  # hex SHA-256 of the session token
+    Column("reviewer", String(64), nullable=False, index=True),
+    Column("created_at", Float, nullable=False),
+    Column("last_seen", Float, nullable=False),
+    Column("expires_at", Float, nullable=False, index=True),
 )

@@ -5,6 +5,9 @@ Everything is rendered on the server; the only script is the keyboard handling, 
 nonce (Content-Security-Policy allows nothing else, and nothing from another origin). Reads need a signed-in
 session or an `Authorization` header (Bearer token, or Basic name:password); writes need a signed-in session
 and the session's CSRF token. Anonymous reads get 401 (the sign-in page), anonymous or forged writes 403.
+Sessions live in the store (`review.sessions`): the signed cookie only carries a random token, and signing out
+deletes its row. Sign-in checks are throttled before any hashing (`review.signin`); path and query integers
+are validated (404 or 400, never an error of the database). Request bodies over `max_body_bytes` get 413.
 The judge's verdict, score and explanation are rendered only once the conversation has a label (no anchoring).
 """
 
@@ -32,8 +35,12 @@ from starlette.templating import Jinja2Templates
 
 from agentwatch.config import ReviewConfig
 from agentwatch.review.auth import Reviewers
+from agentwatch.review.body_limit import BodyLimit
 from agentwatch.review.metrics import ReviewStats
+from agentwatch.review.sessions import Sessions
+from agentwatch.review.signin import SignIn
 from agentwatch.review.store import Filters, Store
+from agentwatch.review.throttle import Refused
 from agentwatch.review.web_failing import failing_context
 from agentwatch.scorers.differences import clip_reason
 from agentwatch.wire.review_records import judge_outcome
@@ -43,6 +50,8 @@ log = logging.getLogger(__name__)
 
 TEMPLATES = Path(__file__).parent / "templates"
 MAX_NOTE = 2000
+MAX_ROW = 2**63 - 1  # the largest id a row can have (64-bit integer columns)
+MAX_OFFSET = 10**9
 OUTCOME_TEXT: tuple[tuple[str, str], ...] = (
     ("complete", "the task was done and everything the agent said is right"),
     ("partial_correct", "part of the task was done; what the agent said is right"),
@@ -76,6 +85,8 @@ class ReviewApp:
         self.config = config
         self.stats = stats
         self.reviewers = Reviewers(config.reviewers)
+        self.sessions = Sessions(store.engine, config.session_max_age_s, config.session_idle_s, clock)
+        self.signin = SignIn(self.reviewers, self.sessions, stats, config)
         self._clock = clock
         self._on_saved = on_saved
         self.templates = Jinja2Templates(directory=str(TEMPLATES))
@@ -94,11 +105,12 @@ class ReviewApp:
                 Route("/login", self.login, methods=["POST"]),
                 Route("/logout", self.logout, methods=["POST"]),
                 Route("/failing", self.failing_page),
-                Route("/c/{row:int}", self.conversation_page),
-                Route("/c/{row:int}/label", self.label, methods=["POST"]),
+                Route("/c/{row}", self.conversation_page),
+                Route("/c/{row}/label", self.label, methods=["POST"]),
                 Route("/healthz", self.health),
             ],
             middleware=[
+                Middleware(BodyLimit, max_bytes=config.max_body_bytes),
                 Middleware(
                     SessionMiddleware,
                     secret_key=secret,
@@ -106,7 +118,7 @@ class ReviewApp:
                     max_age=config.session_max_age_s,
                     same_site="lax",
                     https_only=config.secure_cookies,
-                )
+                ),
             ],
         )
 
@@ -126,20 +138,28 @@ class ReviewApp:
         }
         if status == 401:
             headers["WWW-Authenticate"] = 'Bearer realm="agentwatch review"'
-        context = {"nonce": nonce, "csrf": _csrf(request), "reviewer": self._signed_in(request), **context}
+        reviewer = getattr(request.state, "reviewer", None)
+        context = {"nonce": nonce, "csrf": _csrf(request), "reviewer": reviewer, **context}
         return self.templates.TemplateResponse(request, name, context, status_code=status, headers=headers)
 
-    def _signed_in(self, request: Request) -> str | None:
-        name = request.session.get("reviewer")
-        return name if isinstance(name, str) and name in self.reviewers.names else None
+    async def _signed_in(self, request: Request) -> str | None:
+        """The reviewer of the request's live server-side session, else None (kept on `request.state`)."""
+        token = request.session.get("sid")
+        name = await run_in_threadpool(self.sessions.reviewer, token) if token else None
+        name = name if name in self.reviewers.names else None  # a reviewer removed from the configuration
+        request.state.reviewer = name
+        return name
 
-    async def _reader(self, request: Request) -> str | None:
-        """Who is reading: the signed-in reviewer, or the one an Authorization header names."""
-        name = self._signed_in(request)
+    async def _reader(self, request: Request) -> str | Response:
+        """Who is reading: the signed-in reviewer, or the one an Authorization header names; else the refusal."""
+        name = await self._signed_in(request)
         header = request.headers.get("authorization")
         if name is None and header:
-            name = await run_in_threadpool(self.reviewers.from_header, header)
-        return name
+            try:
+                name = await self.signin.from_header(_client(request), header)
+            except Refused as refused:
+                return _refused(refused)
+        return name if name is not None else self._refuse(request)
 
     def _refuse(self, request: Request) -> Response:
         self.stats.count_refused("read")
@@ -149,7 +169,7 @@ class ReviewApp:
     async def _writer(self, request: Request) -> tuple[str | None, Any]:
         """The signed-in reviewer of a form post with the session's CSRF token (else None), and the form."""
         form = await request.form()
-        name = self._signed_in(request)
+        name = await self._signed_in(request)
         if name is None or not _csrf_ok(request, form):
             self.stats.count_refused("write")
             return None, form
@@ -159,7 +179,7 @@ class ReviewApp:
 
     async def login_page(self, request: Request) -> Response:
         """The sign-in form."""
-        if self._signed_in(request):
+        if await self._signed_in(request):
             return RedirectResponse("/", 303)
         return self._page(
             request, "login.html", {"next": _local(request.query_params.get("next")), "error": None}
@@ -171,40 +191,48 @@ class ReviewApp:
         if not _csrf_ok(request, form):
             self.stats.count_refused("write")
             return PlainTextResponse("forbidden: the sign-in form expired; reload the page", 403)
-        name, secret = str(form.get("name", "")).strip(), str(form.get("secret", ""))
+        name, secret = str(form.get("name", "")).strip()[:256], str(form.get("secret", ""))[:1024]
         next_url = _local(str(form.get("next", "")))
-        reviewer = await run_in_threadpool(self.reviewers.check, name, secret) if name and secret else None
+        try:
+            reviewer = await self.signin.check(_client(request), name, secret) if name and secret else None
+        except Refused as refused:
+            wait = f"{refused.retry_after_s:.0f} s" if refused.reason == "throttled" else "a moment"
+            context = {"next": next_url, "error": f"Too many sign-in attempts: try again in {wait}."}
+            page = self._page(request, "login.html", context, 429 if refused.reason == "throttled" else 503)
+            page.headers["Retry-After"] = str(max(1, round(refused.retry_after_s)))
+            return page
         if reviewer is None:
-            self.stats.count_signin(False)
-            log.warning("failed sign-in as %r", name[:64])
+            if not (name and secret):
+                self.stats.count_signin("form", "failed")
             return self._page(
                 request, "login.html", {"next": next_url, "error": "Wrong name or secret."}, 401
             )
-        request.session.clear()
-        request.session.update(reviewer=reviewer, csrf=secrets.token_urlsafe(24))
-        self.stats.count_signin(True)
-        log.info("%s signed in", reviewer)
+        token = await run_in_threadpool(self.sessions.create, reviewer)
+        request.session.clear()  # a new session (and CSRF token) at every sign-in: no fixation
+        request.session.update(sid=token, csrf=secrets.token_urlsafe(24))
         return RedirectResponse(next_url or "/", 303)
 
     async def logout(self, request: Request) -> Response:
-        """End the session."""
+        """End the session: its row leaves the store, so a copy of the cookie signs nothing in any more."""
         name, _ = await self._writer(request)
         if name is None:
             return PlainTextResponse("forbidden", 403)
+        await run_in_threadpool(self.sessions.revoke, request.session.get("sid"))
         request.session.clear()
+        log.info("%s signed out", name)
         return RedirectResponse("/login", 303)
 
     # ------------------------------------------------------------------ pages
 
     async def queue_page(self, request: Request) -> Response:
         """The unlabelled conversations, oldest first, with filters and the count of what is left."""
-        if await self._reader(request) is None:
-            return self._refuse(request)
+        reader = await self._reader(request)
+        if isinstance(reader, Response):
+            return reader
         filters = _filters(request)
-        try:
-            offset = max(0, int(request.query_params.get("offset", "0")))
-        except ValueError:
-            offset = 0
+        offset = _integer(request.query_params.get("offset", "0"), MAX_OFFSET)
+        if offset is None:
+            return PlainTextResponse(f"offset must be an integer from 0 to {MAX_OFFSET:,}\n", 400)
         size = self.config.page_size
         items, total = await run_in_threadpool(self.store.queue, filters, size, offset)
         choices = await run_in_threadpool(self.store.choices)
@@ -229,8 +257,9 @@ class ReviewApp:
 
     async def failing_page(self, request: Request) -> Response:
         """The failing conversations of a series in a window (what an alert's link opens)."""
-        if await self._reader(request) is None:
-            return self._refuse(request)
+        reader = await self._reader(request)
+        if isinstance(reader, Response):
+            return reader
         params = dict(request.query_params)
         context = await run_in_threadpool(
             failing_context, self.store, params, self.config.page_size, self._clock()
@@ -240,9 +269,13 @@ class ReviewApp:
 
     async def conversation_page(self, request: Request) -> Response:
         """One conversation: its whole transcript, the label form, and — once labelled — the verdicts."""
-        if await self._reader(request) is None:
-            return self._refuse(request)
-        return await self._conversation(request, int(request.path_params["row"]))
+        reader = await self._reader(request)
+        if isinstance(reader, Response):
+            return reader
+        row = _integer(request.path_params["row"], MAX_ROW)
+        if row is None:
+            return PlainTextResponse("no such conversation\n", 404)
+        return await self._conversation(request, row)
 
     async def _conversation(
         self, request: Request, row: int, error: str | None = None, status: int = 200
@@ -287,7 +320,9 @@ class ReviewApp:
         reviewer, form = await self._writer(request)
         if reviewer is None:
             return PlainTextResponse("forbidden: sign in, and send the form from the page", 403)
-        row = int(request.path_params["row"])
+        row = _integer(request.path_params["row"], MAX_ROW)
+        if row is None:
+            return PlainTextResponse("no such conversation\n", 404)
         outcome = str(form.get("outcome", ""))
         if outcome not in {value for value, _ in OUTCOME_TEXT}:
             return await self._conversation(request, row, "Pick one of the five outcome classes.", 400)
@@ -320,6 +355,28 @@ class ReviewApp:
             log.warning("health check: store unreachable: %s", exc)
             return PlainTextResponse("store unreachable\n", 503)
         return PlainTextResponse("ok\n")
+
+
+def _integer(text: str, highest: int) -> int | None:
+    """`text` as an integer from 0 to `highest` (ASCII digits only, no sign), else None."""
+    if not text or len(text) > 19 or not text.isascii() or not text.isdigit():
+        return None
+    value = int(text)
+    return value if value <= highest else None
+
+
+def _client(request: Request) -> str:
+    """The client's address (behind trusted proxies, the one X-Forwarded-For names: `forwarded_allow_ips`)."""
+    return request.client.host if request.client is not None else "unknown"
+
+
+def _refused(refused: Refused) -> Response:
+    status = 429 if refused.reason == "throttled" else 503
+    return PlainTextResponse(
+        f"too many sign-in attempts: try again in {refused.retry_after_s:.0f} s\n",
+        status,
+        headers={"Retry-After": str(max(1, round(refused.retry_after_s)))},
+    )
 
 
 def _value(outcome: Outcome | None) -> str | None:

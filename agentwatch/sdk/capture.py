@@ -1,7 +1,9 @@
 """What leaves the process: JSON serialisation of captured values, secret redaction, size cap, capture switch.
 
 Everything here is on the agent's hot path and must never raise: a value that cannot be serialised becomes a
-short placeholder string instead.
+short placeholder string instead. Secrets are redacted twice over (`redaction`): a value under a secret key
+name is replaced whole, and every string is searched for secrets by their shape (bearer tokens, JWTs, cloud
+keys, private key blocks, credentials in URLs, `password=…`), which are replaced in place.
 """
 
 from __future__ import annotations
@@ -14,16 +16,24 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from agentwatch.sdk.redaction import (
+    DEFAULT_REDACT_KEYS,
+    DEFAULT_VALUE_PATTERNS,
+    REDACTED,
+    ValueRedactor,
+    compile_patterns,
+)
+
+__all__ = ["DEFAULT_REDACT_KEYS", "DEFAULT_VALUE_PATTERNS", "REDACTED", "Capture", "content_capture_from_env"]
+
 log = logging.getLogger(__name__)
 
 DEFAULT_MAX_ATTRIBUTE_BYTES = 8192
-DEFAULT_REDACT_KEYS = ("password", "token", "api_key", "authorization", "secret")
-REDACTED = "[REDACTED]"
 TRUNCATION_MARKER = "…[truncated]"
 _MAX_DEPTH = 32
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _SEPARATORS = str.maketrans({"-": "_", " ": "_", ".": "_"})
-_SCALARS = frozenset({str, int, float, bool, type(None)})
+_PLAIN = frozenset({int, float, bool, type(None)})  # kept as they are (strings are searched for secrets)
 _OFF_VALUES = {"no_content", "false", "0", "no", "off", "none"}
 
 
@@ -44,20 +54,34 @@ def _normalise_key(key: str) -> str:
 
 
 class Capture:
-    """Turns captured Python values into bounded, redacted JSON strings."""
+    """Turns captured Python values into bounded, redacted JSON strings.
 
-    __slots__ = ("_decisions", "_patterns", "enabled", "max_bytes")
+    `redact_keys`: key names whose values are replaced whole; `redact_values`: search strings for secrets by
+    their shape, with `value_patterns` (default `DEFAULT_VALUE_PATTERNS`; a dict of named regular expressions, or
+    a list; a group named `secret` limits the replacement to it). A bad pattern is a ValueError here, at setup.
+    """
+
+    __slots__ = ("_decisions", "_patterns", "_values", "enabled", "max_bytes")
 
     def __init__(
         self,
         enabled: bool = True,
         max_bytes: int = DEFAULT_MAX_ATTRIBUTE_BYTES,
         redact_keys: Iterable[str] = DEFAULT_REDACT_KEYS,
+        redact_values: bool = True,
+        value_patterns: dict[str, str] | Iterable[str | re.Pattern[str]] | None = None,
     ) -> None:
         self.enabled = enabled
         self.max_bytes = max(64, int(max_bytes))
         self._patterns = tuple(_normalise_key(k) for k in redact_keys if k)
         self._decisions: dict[str, bool] = {}
+        patterns = compile_patterns(DEFAULT_VALUE_PATTERNS if value_patterns is None else value_patterns)
+        # a secret cut by the size bound is still found: the scan covers a margin beyond what is kept
+        self._values = ValueRedactor(patterns, self.max_bytes + 1024) if redact_values else None
+
+    def redact_text(self, text: str) -> str:
+        """`text` with the secrets its patterns find replaced (cut beyond what the size bound keeps)."""
+        return self._values(text) if self._values is not None else text
 
     def is_secret(self, key: str) -> bool:
         """Whether a key names a secret: one of the redaction words as a whole word of the key."""
@@ -70,8 +94,10 @@ class Capture:
         return decided
 
     def sanitize(self, value: Any, depth: int = 0) -> Any:
-        """A JSON-ready copy of value with secrets redacted (containers are copied, scalars kept)."""
-        if value is None or isinstance(value, (str, bool, int, float)):
+        """A JSON-ready copy of value with secrets redacted (containers are copied, numbers kept)."""
+        if isinstance(value, str):
+            return self._values(value) if self._values is not None else value
+        if value is None or isinstance(value, (bool, int, float)):
             return value
         if depth > _MAX_DEPTH:
             return "[too deep]"
@@ -82,10 +108,10 @@ class Capture:
                 if self.is_secret(key):
                     out[key] = REDACTED
                 else:
-                    out[key] = v if type(v) in _SCALARS else self.sanitize(v, depth + 1)
+                    out[key] = v if type(v) in _PLAIN else self.sanitize(v, depth + 1)
             return out
         if isinstance(value, (list, tuple, set, frozenset)):
-            return [v if type(v) in _SCALARS else self.sanitize(v, depth + 1) for v in value]
+            return [v if type(v) in _PLAIN else self.sanitize(v, depth + 1) for v in value]
         if isinstance(value, (bytes, bytearray, memoryview)):
             return f"<{len(value)} bytes>"
         dump = getattr(value, "model_dump", None)
@@ -117,15 +143,18 @@ class Capture:
         return self.bound(text, value)
 
     def dumps_plain(self, value: Any) -> str:
-        """JSON of a value built from already-redacted parts (no redaction walk), bounded to max_bytes."""
+        """JSON of a message list built by the SDK, redacted (texts taken as they came, tool-call arguments of
+        a chat: their secrets are found here), bounded to max_bytes."""
         try:
-            text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+            text = json.dumps(self.sanitize(value), ensure_ascii=False, separators=(",", ":"), default=str)
         except Exception as exc:  # noqa: BLE001
             return f"<unserialisable: {type(exc).__name__}>"
         return self.bound(text, value)
 
     def text(self, value: str) -> str:
-        """A plain string bounded to max_bytes (truncation is marked)."""
+        """A plain string, its secrets redacted, bounded to max_bytes (truncation is marked)."""
+        if self._values is not None:
+            value = self._values(value)
         return self.bound(value, None) if len(value) * 4 > self.max_bytes else value
 
     def bound(self, text: str, original: Any) -> str:

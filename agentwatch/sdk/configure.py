@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -113,6 +114,8 @@ def configure(
     capture_content: bool | None = None,
     max_attribute_bytes: int | None = None,
     redact_keys: Iterable[str] | None = None,
+    redact_values: bool | None = None,
+    redact_patterns: dict[str, str] | Iterable[str | re.Pattern[str]] | None = None,
     tracer_provider: TracerProvider | None = None,
     batch: bool = True,
     extra_processors: Iterable[SpanProcessor] = (),
@@ -125,6 +128,10 @@ def configure(
     kafka_security: TLS/SASL of the Kafka exporter, e.g. {"security_protocol": "SASL_SSL", "sasl_mechanism":
     "SCRAM-SHA-512", "sasl_username": ..., "sasl_password": ..., "ssl_ca_file": ...}; unset keys come from
     `AGENTWATCH_KAFKA_<KEY>` variables.
+    redact_keys: key names whose values are redacted whole (default `DEFAULT_REDACT_KEYS`; the variable
+    AGENTWATCH_REDACT_KEYS, comma-separated, replaces them, or adds to them when it starts with `+`).
+    redact_values: search every captured string for secrets by their shape (default on; AGENTWATCH_REDACT_VALUES=0
+    turns it off); redact_patterns: the regular expressions of that search (default `DEFAULT_VALUE_PATTERNS`).
     """
     global _ACTIVE
     agent = agent or _env("AGENTWATCH_AGENT") or _env("OTEL_SERVICE_NAME")
@@ -138,8 +145,16 @@ def configure(
         except ValueError as exc:
             raise ValueError(f"AGENTWATCH_MAX_ATTRIBUTE_BYTES must be an integer, got {raw!r}") from exc
     if redact_keys is None:
-        raw = _env("AGENTWATCH_REDACT_KEYS")
-        redact_keys = [k.strip() for k in raw.split(",") if k.strip()] if raw else DEFAULT_REDACT_KEYS
+        raw = _env("AGENTWATCH_REDACT_KEYS") or ""
+        keys = [k.strip() for k in raw.lstrip("+").split(",") if k.strip()]
+        redact_keys = [*DEFAULT_REDACT_KEYS, *keys] if raw.startswith("+") or not keys else keys
+    if redact_values is None:
+        redact_values = (_env("AGENTWATCH_REDACT_VALUES") or "1").strip().lower() not in (
+            "0",
+            "false",
+            "no",
+            "off",
+        )
 
     if isinstance(exporter, SpanExporter):
         span_exporter: SpanExporter | None = exporter
@@ -167,7 +182,13 @@ def configure(
         group.replace(processors)
 
     RUNTIME.tracer = provider.get_tracer(TRACER_NAME)
-    RUNTIME.capture = Capture(enabled=capture_content, max_bytes=max_attribute_bytes, redact_keys=redact_keys)
+    RUNTIME.capture = Capture(
+        enabled=capture_content,
+        max_bytes=max_attribute_bytes,
+        redact_keys=redact_keys,
+        redact_values=redact_values,
+        value_patterns=redact_patterns,
+    )
     RUNTIME.agent = agent
     RUNTIME.version = version
     _ACTIVE = Instrumentation(tracer_provider=provider, exporter=span_exporter, owns_provider=owns)

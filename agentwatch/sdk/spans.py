@@ -8,6 +8,7 @@ from __future__ import annotations
 import inspect
 import logging
 import random
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -215,9 +216,14 @@ def finish(spec: SpanSpec, span: Span, result: Any, streamed: bool = False) -> N
 def fail(spec: SpanSpec, span: Span, exc: BaseException) -> None:
     """Mark the span as failed by exc (status ERROR, error.type, one exception event) and end it."""
     try:
-        span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"[:1024]))
+        redact = RUNTIME.capture.redact_text  # an exception's text may carry a secret (a URL with a password)
+        message = redact(str(exc))
+        span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {message}"[:1024]))
         span.set_attribute(A.ERROR_TYPE, type(exc).__name__)
-        span.record_exception(exc)
+        stack = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+        span.record_exception(
+            exc, attributes={"exception.message": message, "exception.stacktrace": redact(stack)}
+        )
     except Exception:
         log.exception("agentwatch could not record an exception")
     finally:

@@ -157,14 +157,29 @@ class Expectation(_Model):
         return self.uses_tool_results
 
 
+# Plausibility caps (docs/collector.md, "Plausibility caps"): a value past them is a bug or an attack, not a
+# measurement. Model context windows are ~2M tokens at most; the dearest price per million tokens is ~$150.
+MAX_TOKENS_PER_CALL = 10_000_000
+MAX_COST_USD_PER_CALL = 10_000.0
+MAX_COST_USD_PER_TURN = 100_000.0
+MAX_ATTEMPT = 1_000_000
+
+
 class Usage(_Model):
     """Token usage of one model call."""
 
     model: str | None = Field(default=None, description="Model name (response model if known, else request).")
-    input_tokens: int = Field(default=0, ge=0, description="Prompt/input tokens.")
-    output_tokens: int = Field(default=0, ge=0, description="Completion/output tokens.")
+    input_tokens: int = Field(
+        default=0, ge=0, le=MAX_TOKENS_PER_CALL, description="Prompt/input tokens (at most 10,000,000)."
+    )
+    output_tokens: int = Field(
+        default=0, ge=0, le=MAX_TOKENS_PER_CALL, description="Completion/output tokens (at most 10,000,000)."
+    )
     cost_usd: float | None = Field(
-        default=None, ge=0, description="Cost of this call if the source reported it."
+        default=None,
+        ge=0,
+        le=MAX_COST_USD_PER_CALL,
+        description="Cost of this call if the source reported it (at most 10,000 USD).",
     )
 
 
@@ -182,7 +197,10 @@ class Turn(_Model):
     )
     usage: list[Usage] = Field(default_factory=list, description="Model calls' token usage.")
     cost_usd: float | None = Field(
-        default=None, ge=0, description="Cost of the turn; else computed from usage."
+        default=None,
+        ge=0,
+        le=MAX_COST_USD_PER_TURN,
+        description="Cost of the turn; else computed from usage (at most 100,000 USD).",
     )
     duration_ms: float | None = Field(
         default=None, ge=0, description="Wall time of the turn in milliseconds."
@@ -219,6 +237,7 @@ class Conversation(_Model):
     attempt: int | None = Field(
         default=None,
         ge=0,
+        le=MAX_ATTEMPT,
         description="Which attempt at that instance this is, from 0 (agentwatch.attempt; a benchmark's "
         "trial). With an attempt but no instance, the task itself is the unit that is attempted repeatedly.",
     )

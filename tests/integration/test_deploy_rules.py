@@ -201,12 +201,23 @@ def test_every_quality_alert_is_its_rules_sequential_test() -> None:
     for name, rule in QUALITY_ALERTS.items():
         expr = " ".join(exprs[name]["expr"].split())
         assert expr == (
-            f'agentwatch_alert_statistic{{rule="{rule}"}} >= agentwatch_alert_threshold{{rule="{rule}"}} '
+            f'( agentwatch_alert_statistic{{rule="{rule}"}} >= agentwatch_alert_threshold{{rule="{rule}"}} '
             f'or (agentwatch_alert_statistic{{rule="{rule}"}} and agentwatch_alert_alarm{{rule="{rule}"}} '
-            "== 1)"
+            "== 1) ) and on (job, instance) agentwatch_exporter_ready == 1"
         ), name
         assert exprs[name]["for"] == "2m", name
     fixed = [
         name for name, a in exprs.items() if name not in QUALITY_ALERTS and "agentwatch_alert_" in a["expr"]
     ]
     assert not fixed
+
+
+def test_every_alert_on_the_exporters_estimates_waits_for_its_replay() -> None:
+    """An alert reading an estimate of the exporter evaluates only where that exporter is ready (replay done);
+    deploy/prometheus/tests/exporter_ready.yml checks that a partial window does not fire."""
+    estimates = ("agentwatch_alert_", "series:agentwatch_", "agentwatch_judge_agreement_")
+    gated = "and on (job, instance) agentwatch_exporter_ready == 1"
+    reading = [a for a in _alerts() if any(m in a["expr"] for m in estimates)]
+    assert len(reading) >= len(QUALITY_ALERTS) + 3
+    for alert in reading:
+        assert " ".join(alert["expr"].split()).endswith(gated), alert["alert"]

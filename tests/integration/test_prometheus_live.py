@@ -37,6 +37,7 @@ from agentwatch.collector.metrics import JudgeMetrics, PipelineStats, register
 from agentwatch.config import AlertsConfig, AnchorsConfig, Settings
 from agentwatch.exporters.estimator import Estimator, sanitize_label
 from agentwatch.exporters.exposition import Exposition
+from agentwatch.exporters.readiness import Readiness
 from agentwatch.judge.anchor_service import AnchorJob, AnchorMetrics
 from agentwatch.judge.anchors import Anchor, FrozenVerdict, compare, write_anchors
 from agentwatch.judge.budget import SpendCap
@@ -486,6 +487,11 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
     registry.register(judge_metrics)
     registry.register(_review_metrics(tmp))
     registry.register(AnchorMetrics(_drifted_anchor_job(tmp), sanitize_label))
+    readiness = (
+        Readiness()
+    )  # the alerts on estimates wait for the exporter's replay: done here (nothing assigned)
+    readiness.assigned([])
+    registry.register(readiness)
     server = MetricsServer(Exposition(lambda: estimator, registry).render, 0, "127.0.0.1")
     port = server.port
 

@@ -210,6 +210,8 @@ def collector_env(settings: Settings) -> dict[str, str]:
             "AGENTWATCH_COLLECTOR__COMMIT_INTERVAL_S": str(c.commit_interval_s),
             "AGENTWATCH_COLLECTOR__SESSION_TIMEOUT_MS": str(c.session_timeout_ms),
             "AGENTWATCH_COLLECTOR__HEARTBEAT_INTERVAL_MS": str(c.heartbeat_interval_ms),
+            "AGENTWATCH_COLLECTOR__MAX_OPEN_BYTES": str(c.max_open_bytes),
+            "AGENTWATCH_COLLECTOR__MAX_OPEN_AGE_S": str(c.max_open_age_s),
         }
     )
     return env

@@ -53,7 +53,7 @@ def _review_metrics() -> Collector:
     store = Store("sqlite://")
     conv = conversation("in-queue")
     store.ingest(record(conv, scored(conv, verdict=judged())), time.time(), 86400)
-    return ReviewMetrics(store, ReviewStats())
+    return ReviewMetrics(store, ReviewStats(), lambda: 0)
 
 
 def test_every_exposed_metric_is_documented():

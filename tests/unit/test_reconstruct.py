@@ -219,7 +219,10 @@ def test_trace_roots_are_turns_without_agent_spans_and_bad_values_become_notes()
     assert conv.outcome is None
     assert any(n.startswith("turn 0: agentwatch.expected ignored") for n in conv.notes)
     assert "agentwatch.outcome 'great' ignored: not an outcome class" in conv.notes
-    assert "agentwatch.attempt 'second' ignored: not an integer >= 0" in conv.notes
+    assert (
+        "agentwatch.attempt 'second' ignored: not an integer from 0 to 1,000,000 in ASCII digits"
+        in conv.notes
+    )
     assert (conv.attempt, conv.instance) == (None, "17")  # an integer instance id reads as text
 
 

@@ -1,0 +1,174 @@
+"""The review service under attack, over real HTTP (uvicorn on loopback) with real SQLite and PostgreSQL stores:
+a flood of wrong passwords, password guessing, a session cookie copied before sign-out, integers past 64 bits,
+oversized bodies, names that would forge log lines."""
+
+from __future__ import annotations
+
+import base64
+import logging
+import math
+import re
+import time
+
+import httpx
+import pytest
+
+from tests.support.collector_kafka import unique
+from tests.support.review import (
+    PASSWORD,
+    ServiceThread,
+    conversation,
+    get_stored,
+    record,
+    review_settings,
+    scored,
+)
+from tests.support.review_flood import flood, start_review
+
+pytestmark = pytest.mark.broker
+
+
+def _csrf(html: str) -> str:
+    found = re.search(r'name="csrf" value="([^"]+)"', html)
+    assert found is not None, "no CSRF field on the page"
+    return found.group(1)
+
+
+def _sign_in(client: httpx.Client, name: str = "alice", secret: str = PASSWORD) -> httpx.Response:
+    page = client.get("/login")
+    return client.post("/login", data={"csrf": _csrf(page.text), "name": name, "secret": secret, "next": "/"})
+
+
+def _sample(metrics: str, name: str, **labels: str) -> float:
+    want = ",".join(f'{k}="{v}"' for k, v in sorted(labels.items()))
+    for line in metrics.splitlines():
+        if line.startswith(f"{name}{{{want}}} ") or (not labels and line.startswith(f"{name} ")):
+            return float(line.rsplit(" ", 1)[1])
+    raise AssertionError(f"no sample {name}{{{want}}}")
+
+
+def test_a_flood_of_wrong_basic_passwords_is_refused_before_hashing_and_memory_stays_bounded(
+    broker, tmp_path
+):
+    """200 GET / with a wrong Basic password, 64 at a time, against `agentwatch review` with a production-cost
+    scrypt hash: a handful are checked, the rest refused at once (429); RSS grows by a bounded amount
+    (each check is a 32 MiB scrypt; before the bound, this flood took the service from 134 to 1,339 MiB)."""
+    service = start_review(broker.bootstrap_servers, tmp_path)
+    try:
+        result = flood(service, requests=200, concurrency=64)
+        metrics = service.metrics()
+        log = service.log.read_text()
+    finally:
+        service.stop()
+    print(
+        f"\nflood: {dict(result.statuses)} in {result.seconds:.1f} s; RSS {result.rss_before:.0f} -> peak "
+        f"{result.rss_peak:.0f} MiB, after {result.rss_after:.0f} MiB; /healthz {result.health_summary()}"
+    )
+    assert set(result.statuses) <= {401, 429, 503} and sum(result.statuses.values()) == 200
+    checked = _sample(metrics, "agentwatch_review_signins_total", method="basic", result="failed")
+    throttled = _sample(metrics, "agentwatch_review_signins_total", method="basic", result="throttled")
+    # the free failures, those in flight when the backoff began, then one per backoff (1 s, 2 s, 4 s, …) ended
+    # during the flood
+    assert checked == result.statuses[401]
+    assert checked <= 5 + 2 + math.ceil(math.log2(result.seconds + 1)), checked
+    assert throttled + _sample(metrics, "agentwatch_review_signins_total", method="basic", result="busy") == (
+        200 - checked
+    )
+    assert result.rss_peak - result.rss_before < 200, "memory grew as if every request ran scrypt"
+    assert result.health_ms and max(result.health_ms) < float("inf"), (
+        "/healthz did not answer during the flood"
+    )
+    assert log.count("failed sign-in (basic) as 'alice' from 127.0.0.1") == checked
+
+
+@pytest.mark.parametrize("store", ["sqlite", "postgresql"])
+def test_a_cookie_copied_before_sign_out_reads_and_writes_nothing_after_it(broker, tmp_path, store, request):
+    extra = {"database_url": request.getfixturevalue("postgres_db")} if store == "postgresql" else {}
+    settings = review_settings(broker.bootstrap_servers, tmp_path, **extra)
+    conv = conversation(unique("c"))
+    with ServiceThread(settings) as svc:
+        svc.service.store.ingest(record(conv, scored(conv)), time.time(), 86400)
+        row = svc.service.store.queue()[0][0].id
+        with httpx.Client(base_url=svc.url) as alice, httpx.Client(base_url=svc.url) as thief:
+            assert _sign_in(alice).status_code == 303
+            thief.cookies.update(alice.cookies)  # the cookie, copied
+            page = thief.get(f"/c/{row}")
+            assert page.status_code == 200 and conv.conversation_id in page.text
+            token = _csrf(page.text)
+            assert alice.post("/logout", data={"csrf": token}).status_code == 303
+            assert thief.get("/").status_code == 401
+            assert thief.get(f"/c/{row}").status_code == 401
+            label = thief.post(f"/c/{row}/label", data={"outcome": "complete", "csrf": token})
+            assert label.status_code == 403
+            assert get_stored(svc.service.store, row).labels == []
+            assert svc.service.web.sessions.active() == 0
+            # signing in again makes a new session; the old cookie stays dead
+            assert _sign_in(alice).status_code == 303 and alice.get("/").status_code == 200
+            assert thief.get("/").status_code == 401
+
+
+def test_password_guessing_backs_off_is_counted_and_logged(broker, tmp_path, caplog):
+    settings = review_settings(broker.bootstrap_servers, tmp_path, signin_free_failures=3)
+    caplog.set_level(logging.INFO, logger="agentwatch.review")
+    with ServiceThread(settings) as svc, httpx.Client(base_url=svc.url) as client:
+        # a name with a newline is logged as its repr: one line, no forged second one
+        forged = _sign_in(client, "mallory\nINFO agentwatch: admin signed in", "x")
+        assert forged.status_code == 401
+        statuses = [_sign_in(client, "alice", f"guess {i}").status_code for i in range(6)]
+        # this client's third failure starts the backoff: the rest are refused before any hashing
+        assert statuses == [401, 401, 429, 429, 429, 429]
+        refused = _sign_in(client, "alice", PASSWORD)  # even the right password waits out the backoff
+        assert refused.status_code == 429 and int(refused.headers["retry-after"]) >= 1
+        assert "Too many sign-in attempts" in refused.text
+        with httpx.Client(base_url=svc.url, headers={"Authorization": "Bearer wrong"}) as api:
+            assert api.get("/").status_code == 429
+        stats = svc.service.stats
+        assert stats.signins[("form", "failed")] == 3 and stats.signins[("form", "throttled")] == 5
+        assert stats.signins[("bearer", "throttled")] == 1
+        time.sleep(1.1)  # the first backoff (1 s) is over: a right password signs in and clears the count
+        assert _sign_in(client, "alice", PASSWORD).status_code == 303
+    messages = [r.getMessage() for r in caplog.records]
+    assert sum("failed sign-in (form) as 'alice' from 127.0.0.1" in m for m in messages) == 2
+    assert any("backs off" in m for m in messages)
+    assert not any(m.startswith("INFO agentwatch: admin") or "\nINFO" in m for m in messages)
+    assert any(r"'mallory\nINFO agentwatch: admin signed in'" in m for m in messages)
+
+
+def test_integers_past_64_bits_give_404_or_400_never_500(broker, tmp_path):
+    settings = review_settings(broker.bootstrap_servers, tmp_path)
+    conv = conversation(unique("c"))
+    with ServiceThread(settings) as svc, httpx.Client(base_url=svc.url) as client:
+        svc.service.store.ingest(record(conv, scored(conv)), time.time(), 86400)
+        assert _sign_in(client).status_code == 303
+        token = _csrf(client.get("/").text)
+        huge = "9" * 30
+        for path in (f"/c/{huge}", f"/c/{2**63}", "/c/-1", "/c/abc", "/c/%C2%B2", f"/c/{2**63 - 1}"):
+            assert client.get(path).status_code == 404, path
+            assert (
+                client.post(f"{path}/label", data={"outcome": "complete", "csrf": token}).status_code == 404
+            )
+        for offset in (huge, str(2**63), "-1", "abc", "²", "١٢"):
+            r = client.get("/", params={"offset": offset})
+            assert r.status_code == 400 and "offset must be an integer" in r.text, offset
+        assert client.get("/", params={"offset": "1000000000"}).status_code == 200
+        basic = base64.b64encode(f"alice:{PASSWORD}".encode()).decode()
+        with httpx.Client(base_url=svc.url, headers={"Authorization": f"Basic {basic}"}) as api:
+            assert api.get(f"/c/{huge}").status_code == 404
+
+
+def test_a_request_body_over_the_limit_gets_413(broker, tmp_path):
+    settings = review_settings(broker.bootstrap_servers, tmp_path, max_body_bytes=8192)
+    with ServiceThread(settings) as svc, httpx.Client(base_url=svc.url) as client:
+        page = client.get("/login")
+        big = {"csrf": _csrf(page.text), "name": "alice", "secret": "x" * 20_000}
+        assert client.post("/login", data=big).status_code == 413
+
+        def chunks():
+            for _ in range(10):
+                yield b"secret=" + b"x" * 4096  # streamed, no Content-Length
+
+        streamed = client.post(
+            "/login", content=chunks(), headers={"Content-Type": "application/x-www-form-urlencoded"}
+        )
+        assert streamed.status_code == 413
+        assert client.get("/healthz").status_code == 200
