@@ -41,6 +41,8 @@ agentwatch_alert_statistic{{{SERIES}}} 21.5
 agentwatch_alert_threshold{{{SERIES}}} 14.2
 # TYPE agentwatch_alert_alarm gauge
 agentwatch_alert_alarm{{{SERIES}}} 1
+# TYPE agentwatch_exporter_ready gauge
+agentwatch_exporter_ready 1
 """
 
 

@@ -162,7 +162,10 @@ def test_exporter_command_restart_as_new_process(broker, topic, tmp_path) -> Non
         try:
             values = _wait_for(port, "agentwatch_window_scored", proc)
             deadline = time.monotonic() + 20
-            while values[("agentwatch_scores_consumed_total", ())] < 30 and time.monotonic() < deadline:
+            while time.monotonic() < deadline and (
+                values[("agentwatch_scores_consumed_total", ())] < 30
+                or values.get(("agentwatch_exporter_ready", ())) != 1  # the replay done: the state is whole
+            ):
                 time.sleep(0.3)
                 values = scrape(port)
         finally:
