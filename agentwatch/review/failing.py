@@ -18,6 +18,7 @@ from typing import Any
 from sqlalchemy import String, and_, func, inspect, select, text, update
 from sqlalchemy.engine import Engine
 
+from agentwatch.review.rows import FailingItem
 from agentwatch.review.tables import conversations
 from agentwatch.wire.schema import EVIDENCE, ConversationScore, Outcome
 
@@ -46,23 +47,6 @@ class FailingQuery:
     since: float | None = None
     until: float | None = None
     why: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class FailingItem:
-    """One failing conversation as listed."""
-
-    id: int
-    agent: str
-    version: str
-    task: str
-    sample: str
-    at: float
-    turns: int
-    preview: str
-    failures: str
-    labelled: bool
-    reasons: list[str]
 
 
 def _where(q: FailingQuery) -> Any:

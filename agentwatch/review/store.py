@@ -46,6 +46,7 @@ from agentwatch.review.failing import (
     failures_of,
     series_choices,
 )
+from agentwatch.review.rows import QueueItem
 from agentwatch.review.tables import conversations, labels, metadata, outbox
 from agentwatch.scorers.relabel import relabel
 from agentwatch.wire.review_records import LabelRecord, TranscriptRecord
@@ -80,20 +81,6 @@ class Filters:
     agent: str | None = None
     version: str | None = None
     task: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class QueueItem:
-    """One conversation in the queue."""
-
-    id: int
-    agent: str
-    version: str
-    task: str
-    sample: str
-    at: float
-    turns: int
-    preview: str
 
 
 @dataclass(frozen=True, slots=True)
