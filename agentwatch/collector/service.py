@@ -9,14 +9,12 @@ duplicates are scores written after the last commit (downstream de-duplicates by
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import socket
 import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
@@ -26,10 +24,12 @@ from agentwatch.collector.deadletter import DeadLetterPublisher
 from agentwatch.collector.decode import DecodeError, SpanRecord, decode_message
 from agentwatch.collector.evaluation_events import EvaluationEvents, last_turn_ids
 from agentwatch.collector.judging import PendingVerdicts
-from agentwatch.collector.labels import AMBIGUOUS, FOUND, LateLabel, ScoreMemory, label_of
+from agentwatch.collector.labels import ScoreMemory, label_of
+from agentwatch.collector.late_labels import LateLabels
 from agentwatch.collector.metrics import PipelineStats
 from agentwatch.collector.offsets import OffsetBook, Partition, lowest
 from agentwatch.collector.reconstruct import build_conversation, split_by_agent
+from agentwatch.collector.record import Record
 from agentwatch.collector.rekey import CONTENT_TYPE_HEADER, Rekeyer, header, key_mode, keyed_by_conversation
 from agentwatch.collector.review_feed import ReviewFeed
 from agentwatch.collector.trace_join import KEY_TRACE, KEY_TRACE_CONVERSATION, TraceJoin
@@ -40,8 +40,7 @@ from agentwatch.kafka.producer import ProduceError, RecordProducer, producer_con
 from agentwatch.kafka.security import service_settings
 from agentwatch.kafka.topics import ensure_pipeline_topics
 from agentwatch.scorers import ConversationScorer, unscored
-from agentwatch.scorers.relabel import relabel
-from agentwatch.wire.schema import Conversation, ConversationScore, Outcome
+from agentwatch.wire.schema import Conversation, ConversationScore
 
 log = logging.getLogger(__name__)
 
@@ -92,7 +91,15 @@ class CollectorService:
             self.config.trace_memory,
             self.config.max_held_bytes,
         )
-        self.scores = ScoreMemory(self.config.label_memory)  # what a late label revises
+        # what a late label revises: the scores remembered, a revision published, unknown labels dead-lettered
+        self.labels = LateLabels(
+            ScoreMemory(self.config.label_memory),
+            settings.scoring.credits,
+            self.stats,
+            self.assembler.is_open,
+            self._publish,
+            self._dead_letter_record,
+        )
         if judge_runner is None and settings.judge.enabled:
             judge_runner = JudgeRunner.from_settings(settings)
         self.judge = judge_runner  # a JudgeRunner, or None: no judge
@@ -226,7 +233,7 @@ class CollectorService:
             else:
                 log.warning("consumer: %s", error)
             return
-        record = _Record.of(message)
+        record = Record.of(message)
         topic, offset, headers = record.topic, record.offset, record.headers
         tp = (topic, record.partition)
         vp = self.offsets.vpart(tp)
@@ -259,7 +266,7 @@ class CollectorService:
             if hop == KEY_TRACE:  # spans whose trace had not named its conversation: join, then re-key
                 self._rejoin(rekeyer, self.join.add(spans, vp, offset, now))
             elif topic == self.config.rekey_topic or keyed_by_conversation(headers):
-                self.assembler.add_message(self._take_late_labels(spans, vp, record), vp, offset, now)
+                self.assembler.add_message(self.labels.take(spans, vp, record), vp, offset, now)
                 return
             else:
                 rekeyer.route(spans)
@@ -272,7 +279,12 @@ class CollectorService:
             rekeyer.republish(released)
             self.stats.spans_rekeyed += len(released)
 
-    def _dead_letter(self, dead: DeadLetterPublisher, record: _Record, reason: str, detail: str) -> None:
+    def _dead_letter_record(self, record: Record, reason: str, detail: str) -> None:
+        """Send `record` to the dead-letter topic with its reason (once the service runs)."""
+        assert self._dead is not None
+        self._dead.publish(record, reason, detail)
+
+    def _dead_letter(self, dead: DeadLetterPublisher, record: Record, reason: str, detail: str) -> None:
         self.stats.reject(reason)
         try:
             dead.publish(record, reason, detail)
@@ -284,7 +296,7 @@ class CollectorService:
                 record.offset,
                 exc,
             )
-            stub = _Record(record.topic, record.partition, record.offset, record.key, None, record.headers)
+            stub = Record(record.topic, record.partition, record.offset, record.key, None, record.headers)
             dead.publish(stub, reason, f"{detail} (value of {len(record.value or b'')} bytes not forwarded)")
 
     def _emit(self, finished: FinishedConversation) -> None:
@@ -299,7 +311,7 @@ class CollectorService:
         if spans and all(label_of(span) is not None for span in spans):
             last = label_of(max(spans, key=lambda span: span.end_ns))
             if last is not None:  # always: every span is a label
-                self._apply_label(last, None)
+                self.labels.apply(last, None)
             return
         try:
             conv = build_conversation(finished)
@@ -395,78 +407,10 @@ class CollectorService:
             self.review.transcript(score, conv)
         elif self.review is not None:
             self.review.revision(score)
-        self.scores.remember(score, payload)
+        self.labels.remember(score, payload)
         self.stats.scores_produced += 1
         if self.events is not None:
             self.events.emit(score, *ids)
-
-    # ----------------------------------------------------------------------------------------- late labels
-
-    def _take_late_labels(self, spans: list[SpanRecord], vp: int, record: _Record) -> list[SpanRecord]:
-        """Apply the label spans of conversations already scored and remembered; the other spans, to assemble."""
-        keep: list[SpanRecord] | None = None
-        for i, span in enumerate(spans):
-            label = label_of(span) if span.attrs else None
-            if label is None or self.assembler.is_open(vp, span.conversation_id):
-                if keep is not None:
-                    keep.append(span)
-                continue
-            status, _ = self.scores.find(label.conversation_id, label.agent)
-            if (
-                status != FOUND
-            ):  # may open a conversation; if it holds nothing but labels, `_emit` dead-letters it
-                if keep is not None:
-                    keep.append(span)
-                continue
-            if keep is None:
-                keep = spans[:i]
-            self._apply_label(label, record)
-        return spans if keep is None else keep
-
-    def _apply_label(self, label: LateLabel, record: _Record | None) -> None:
-        """Publish the revision a late label makes, or dead-letter the label when its score is not remembered."""
-        status, payload = self.scores.find(label.conversation_id, label.agent)
-        if status != FOUND or payload is None:
-            reason = "label_ambiguous_conversation" if status == AMBIGUOUS else "label_unknown_conversation"
-            self.stats.count_label(reason)
-            self._dead_letter_label(label, record, reason)
-            return
-        first_score = ConversationScore.model_validate_json(payload)
-        revised = relabel(first_score, Outcome(label.outcome), self.settings.scoring.credits)
-        if revised is None:
-            self.stats.count_label("unchanged")
-            return
-        self.stats.count_label("revised")
-        log.info(
-            "late label %s for %s (%s): revision %d",
-            label.outcome,
-            label.conversation_id,
-            first_score.agent,
-            revised.revision,
-        )
-        self._publish(revised)
-
-    def _dead_letter_label(self, label: LateLabel, record: _Record | None, reason: str) -> None:
-        detail = f"label {label.outcome} for conversation {label.conversation_id!r}"
-        if label.agent:
-            detail += f" of agent {label.agent!r}"
-        detail += (
-            ": no score of it is remembered by this collector"
-            if reason.endswith("unknown_conversation")
-            else (": several agents used this id and the label does not name one")
-        )
-        self.stats.reject(reason)
-        assert self._dead is not None
-        if (
-            record is None
-        ):  # the label spans were assembled as a conversation of their own: keep what they said
-            value = json.dumps(
-                {"conversation_id": label.conversation_id, "agent": label.agent, "outcome": label.outcome}
-            ).encode()
-            record = _Record(
-                "", -1, -1, label.conversation_id.encode(), value, [("content-type", b"application/json")]
-            )
-        self._dead.publish(record, reason, detail)
 
     # ----------------------------------------------------------------------------------------- offsets
 
@@ -605,41 +549,3 @@ class CollectorService:
             if self._scorer is not None and time.monotonic() >= self._rates_refresh:
                 self._rates_refresh = time.monotonic() + 1.0
                 s.judge_rates = self._scorer.sampler.targets.current()
-
-
-@dataclass(frozen=True, slots=True)
-class _Record:
-    """A consumed record's parts, read once from confluent-kafka's `Message` (whose getters may return None)."""
-
-    topic: str
-    partition: int
-    offset: int
-    key: bytes | None
-    value: bytes | None
-    headers: list[tuple[str, bytes]]
-
-    @classmethod
-    def of(cls, message: Message) -> _Record:
-        """The record of a message that is not an error event (its position is then always set)."""
-        topic, partition, offset = message.topic(), message.partition(), message.offset()
-        if topic is None or partition is None or offset is None:
-            raise ValueError("a consumer error event has no record")
-        return cls(
-            topic,
-            partition,
-            offset,
-            message.key(),
-            message.value(),
-            [
-                (k, v.encode() if isinstance(v, str) else v)
-                for k, v in _header_pairs(message)
-                if v is not None
-            ],
-        )
-
-
-def _header_pairs(message: Message) -> list[tuple[str, str | bytes | None]]:
-    headers = message.headers()
-    if headers is None:
-        return []
-    return list(headers.items()) if isinstance(headers, dict) else headers
