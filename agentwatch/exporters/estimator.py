@@ -38,6 +38,7 @@ import re
 import sys
 import threading
 import time
+from bisect import bisect_left
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -138,8 +139,7 @@ class Histogram:
 
     def observe(self, x: float) -> None:
         """Count one value."""
-        i = next((i for i, ub in enumerate(self.bounds) if x <= ub), len(self.bounds))
-        self.counts[i] += 1
+        self.counts[bisect_left(self.bounds, x)] += 1  # the first bound >= x; past the last: +Inf
         self.total += x
         self.count += 1
 
@@ -437,7 +437,7 @@ class Estimator:
         return Contribution(
             scored=score.passed is not None,
             passed=bool(score.passed),
-            outcome=OUTCOMES.index(score.outcome.value),
+            outcome=_OUTCOME_INDEX[score.outcome.value],
             modes=self._modes(score.reasons, t) if score.reasons else (),
             tool_sums=tuple(sums) if any(counts) else (),
             tool_counts=tuple(counts) if any(counts) else (),
@@ -452,8 +452,12 @@ class Estimator:
             review_sampled=score.review_sampled,
             label=_OUTCOME_INDEX[score.label.value] if score.label is not None else None,
             unit=unit,
-            graded_p=self._one(graded_probability(score)) if score.passed is not None else 1.0,
-            correction=self._one(correction_point(score, self._credits)) if automated is not None else None,
+            graded_p=self._one(graded_probability(score, automated)) if score.passed is not None else 1.0,
+            correction=(
+                self._one(correction_point(score, self._credits, automated))
+                if automated is not None
+                else None
+            ),
             judge=judge,
             agreement=agreement,
         )

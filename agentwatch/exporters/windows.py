@@ -194,9 +194,13 @@ class Bucket:
 
     def add(self, c: Contribution, sign: int = 1) -> None:
         """Count one conversation (sign=1), or take back one counted before (sign=-1)."""
+        # _bump inlined for the sketches every conversation touches: this runs for every window of two series
         self.total += sign
-        self.scored += sign * c.scored
-        self.passed += sign * c.passed
+        scored = c.scored
+        if scored:
+            self.scored += sign
+        if c.passed:
+            self.passed += sign
         self.outcomes[c.outcome] += sign
         for m in c.modes:
             _bump(self.modes, m, sign)
@@ -204,24 +208,46 @@ class Bucket:
             for i, (s, n) in enumerate(zip(c.tool_sums, c.tool_counts, strict=True)):
                 self.tool_sums[i] += sign * s
                 self.tool_counts[i] += sign * n
-        if c.cost_bin is not None:
-            _bump(self.cost, c.cost_bin, sign)
-        if c.duration_bin is not None:
-            _bump(self.duration, c.duration_bin, sign)
-        self.budgeted += sign * c.budgeted
-        self.over_budget += sign * c.over_budget
-        if c.asr_bin is not None and c.asr_credit is not None:
-            _bump(self.asr, c.asr_bin, sign)
+        key = c.cost_bin
+        if key is not None:
+            sketch = self.cost
+            v = sketch.get(key, 0) + sign
+            if v:
+                sketch[key] = v
+            else:
+                del sketch[key]
+        key = c.duration_bin
+        if key is not None:
+            sketch = self.duration
+            v = sketch.get(key, 0) + sign
+            if v:
+                sketch[key] = v
+            else:
+                del sketch[key]
+        if c.budgeted:
+            self.budgeted += sign
+        if c.over_budget:
+            self.over_budget += sign
+        key = c.asr_bin
+        if key is not None and c.asr_credit is not None:
+            sketch = self.asr
+            v = sketch.get(key, 0) + sign
+            if v:
+                sketch[key] = v
+            else:
+                del sketch[key]
             self.asr_sum += sign * c.asr_credit
         for i in c.evidence:
             self.evidence[i] += sign
-        self.judge_sampled += sign * c.judge_sampled
-        self.review_sampled += sign * c.review_sampled
+        if c.judge_sampled:
+            self.judge_sampled += sign
+        if c.review_sampled:
+            self.review_sampled += sign
         if c.label is not None:
             self.labels[c.label] += sign
-        if c.unit is not None and c.scored:
-            self._unit(c.unit, sign, sign * c.passed)
-        if c.scored:
+        if scored:
+            if c.unit is not None:
+                self._unit(c.unit, sign, sign * c.passed)
             _bump(self.graded_p, c.graded_p, sign * (ONE_ATTEMPT + c.passed))
         if c.correction is not None:
             if self.corrections is None:
