@@ -25,6 +25,9 @@ _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _SEPARATORS = str.maketrans({"-": "_", " ": "_", ".": "_"})
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 _OFF_VALUES = {"no_content", "false", "0", "no", "off", "none"}
+# What `json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)` does, with the encoder made
+# once: json.dumps builds a new one per call when given options (5.6 vs 2.3 µs for a two-key dict, timeit).
+_ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str).encode
 
 
 def content_capture_from_env(environ: Mapping[str, str] | None = None) -> bool:
@@ -111,7 +114,7 @@ class Capture:
     def dumps(self, value: Any) -> str:
         """value as redacted JSON, at most max_bytes UTF-8 bytes (truncation is marked)."""
         try:
-            text = json.dumps(self.sanitize(value), ensure_ascii=False, separators=(",", ":"), default=str)
+            text = _ENCODE(self.sanitize(value))
         except Exception as exc:  # noqa: BLE001 - never raise into the agent
             return f"<unserialisable: {type(exc).__name__}>"
         return self.bound(text, value)
@@ -119,7 +122,7 @@ class Capture:
     def dumps_plain(self, value: Any) -> str:
         """JSON of a value built from already-redacted parts (no redaction walk), bounded to max_bytes."""
         try:
-            text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+            text = _ENCODE(value)
         except Exception as exc:  # noqa: BLE001
             return f"<unserialisable: {type(exc).__name__}>"
         return self.bound(text, value)
@@ -146,9 +149,7 @@ class Capture:
             return None
         limit = self.max_bytes // 2
         while limit >= 32:
-            text = json.dumps(
-                _cut_strings(clean, limit), ensure_ascii=False, separators=(",", ":"), default=str
-            )
+            text = _ENCODE(_cut_strings(clean, limit))
             if len(text.encode("utf-8")) <= self.max_bytes:
                 return text
             limit //= 2
