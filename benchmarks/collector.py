@@ -432,6 +432,18 @@ SECTIONS: list[Callable[[Workload], dict[str, float]]] = [
 ]
 
 
+def print_shares(figures: dict[str, float]) -> None:
+    """Decode and the whole pipeline as shares of the raw parse measured in the same run."""
+    raw = figures.get("raw_parse_spans_per_s")
+    if not raw:
+        return
+    shares = [("decode", "decode_spans_per_s"), ("decode → score", "pipeline_spans_per_s")]
+    print(
+        "share of the raw protobuf parse: "
+        + ", ".join(f"{label} {figures[key] / raw:.1%}" for label, key in shares if key in figures)
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--conversations", type=int, default=5000, help="conversations in the workload")
@@ -454,8 +466,10 @@ def main() -> None:
         f"{size / len(w.messages):,.0f} B/message"
     )
     if not args.broker_only:
+        figures: dict[str, float] = {}
         for section in SECTIONS:
-            section(w)
+            figures.update(section(w))
+        print_shares(figures)
     if args.broker or args.broker_only:
         bench_broker(w, args.bootstrap_servers)
         if args.rekey:

@@ -82,11 +82,11 @@ def fair_forge_runner(convs: list[Conversation]) -> Any:
         return None
     datasets = fair_forge_datasets(convs)
 
-    class Conversations(Retriever):  # type: ignore[misc]
+    class Conversations(Retriever):
         def load_dataset(self) -> list[Any]:
             return datasets
 
-    class InstantJudge(FakeListChatModel):  # type: ignore[misc]
+    class InstantJudge(FakeListChatModel):
         """Replies at once; accepts the structured-output binding Fair Forge's judge asks for."""
 
         def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
