@@ -260,14 +260,17 @@ class Minutes:
         if m <= now_m - self.minutes:
             return
         i = m % self.minutes
+        fresh = False
         if self.minute[i] != m:
             if self.minute[i] > m or sign < 0:  # a newer minute holds the slot, or nothing to take back
                 return
             self.minute[i] = m
             self.counts[i] = 0
+            fresh = True
         if sign > 0:
             counts = self.counts
-            if counts.dtype == np.uint16 and int(counts[i].max()) >= _WIDEST_SMALL:
+            # a minute just emptied holds no count near the limit: its maximum need not be looked for
+            if not fresh and counts.dtype == np.uint16 and int(counts[i].max()) >= _WIDEST_SMALL:
                 counts = self.counts = counts.astype(np.int32)  # a minute with more than 65,535: wider counts
             counts[i] += v if v.dtype == counts.dtype else v.astype(counts.dtype)
         else:

@@ -447,7 +447,11 @@ class Estimator:
             over_budget=cost is not None and budget is not None and cost > budget,
             asr_bin=round(credit * ASR_RESOLUTION) if credit is not None else None,
             asr_credit=credit,
-            evidence=tuple(sorted({_EVIDENCE_INDEX[e] for e in score.evidence if e in _EVIDENCE_INDEX})),
+            evidence=(
+                tuple(sorted({_EVIDENCE_INDEX[e] for e in score.evidence if e in _EVIDENCE_INDEX}))
+                if score.evidence
+                else ()
+            ),
             judge_sampled=score.judge_sampled,
             review_sampled=score.review_sampled,
             label=_OUTCOME_INDEX[score.label.value] if score.label is not None else None,

@@ -329,7 +329,17 @@ class Bucket:
 class SlidingWindow:
     """The last `buckets` buckets of width `width_s / buckets`, with a running total of their contents."""
 
-    __slots__ = ("_buckets", "_current", "bucket_s", "generation", "n_buckets", "name", "total", "width_s")
+    __slots__ = (
+        "_buckets",
+        "_current",
+        "_first",
+        "bucket_s",
+        "generation",
+        "n_buckets",
+        "name",
+        "total",
+        "width_s",
+    )
 
     def __init__(self, name: str, width_s: float, buckets: int = 60) -> None:
         self.name = name
@@ -340,6 +350,7 @@ class SlidingWindow:
         self.total = Bucket.window_total()
         self.generation = 0  # changes whenever the window's contents change
         self._current: int | None = None
+        self._first = 0  # first_index at the last `advance`
 
     def first_index(self, now: float) -> int:
         """Index of the oldest bucket still inside the window at `now`."""
@@ -349,7 +360,7 @@ class SlidingWindow:
         """Count a conversation that ended at `t`; False when `t` is already outside the window at `now`."""
         self.advance(now)
         i = math.floor(t / self.bucket_s)
-        if i < self.first_index(now):
+        if i < self._first:  # first_index(now), worked out by advance
             return False
         bucket = self._buckets.get(i)
         if bucket is None:
@@ -380,7 +391,7 @@ class SlidingWindow:
         if cur == self._current:
             return
         self._current = cur
-        first = cur - self.n_buckets + 1
+        first = self._first = cur - self.n_buckets + 1
         old = [i for i in self._buckets if i < first]
         if not old:
             return
