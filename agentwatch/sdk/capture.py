@@ -78,11 +78,17 @@ class Capture:
             return value
         if depth > _MAX_DEPTH:
             return "[too deep]"
-        if isinstance(value, Mapping):
+        # A plain dict (what arguments and most results are) is a Mapping: checked first by its type, as the
+        # abstract class's isinstance check costs more than the copy of a small dict.
+        if type(value) is dict or isinstance(value, Mapping):
             out = {}
+            decisions = self._decisions
             for k, v in value.items():
                 key = k if type(k) is str else str(k)
-                if self.is_secret(key):
+                secret = decisions.get(key)  # is_secret's cache, read here first: one call saved per key
+                if secret is None:
+                    secret = self.is_secret(key)
+                if secret:
                     out[key] = REDACTED
                 else:
                     out[key] = v if type(v) in _SCALARS else self.sanitize(v, depth + 1)

@@ -218,3 +218,16 @@ _JSON = st.recursive(
 def test_captured_json_is_what_json_dumps_writes(value) -> None:
     expected = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
     assert Capture(max_bytes=1 << 20).dumps_plain(value) == expected
+
+
+@given(value=_JSON, secret=st.sampled_from(["password", "api_key", "Authorization", "note"]))
+def test_a_plain_dict_is_redacted_as_any_mapping_is(value, secret) -> None:
+    from types import MappingProxyType
+
+    capture = Capture()
+    plain = {secret: "s3cr3t", "nested": {secret: 1, "v": value}, "v": value}
+    as_mapping = MappingProxyType(
+        {secret: "s3cr3t", "nested": MappingProxyType({secret: 1, "v": value}), "v": value}
+    )
+    assert capture.sanitize(plain) == capture.sanitize(as_mapping)
+    assert (capture.sanitize(plain)[secret] == "[REDACTED]") == (secret != "note")
