@@ -264,6 +264,7 @@ class Estimator:
         self._units_folded = 0
         self._judge_labels: dict[str, str] = {}
         self._shared: dict[object, object] = {}  # the few distinct correction points and probabilities
+        self._labels: dict[str, str] = {}  # sanitize_label of the agents, versions and tasks seen (bounded)
         self._next_housekeeping = -math.inf
         self._consumed = 0
         self._rejected = dict.fromkeys(REJECT_REASONS, 0)
@@ -299,9 +300,9 @@ class Estimator:
                     return False
                 self._revise(counted, score, now)
                 return True
-            agent = self._fold_agent(sanitize_label(score.agent, self._max_label), t)
-            version = self._fold_version(agent, sanitize_label(score.version, self._max_label), t)
-            task = self._fold_task(sanitize_label(score.task, self._max_label), t)
+            agent = self._fold_agent(self._label(score.agent), t)
+            version = self._fold_version(agent, self._label(score.version), t)
+            task = self._fold_task(self._label(score.task), t)
             key = (agent, version, task)
             keys = self._key_pairs.get(key)
             if keys is None:
@@ -465,6 +466,15 @@ class Estimator:
             judge=judge,
             agreement=agreement,
         )
+
+    def _label(self, value: str) -> str:
+        """`sanitize_label(value)`, remembered for the few distinct names scores carry."""
+        label = self._labels.get(value)
+        if label is None:
+            label = sanitize_label(value, self._max_label)
+            if len(self._labels) < 65_536:
+                self._labels[value] = label
+        return label
 
     def _one(self, value: _T) -> _T:
         """One shared object per distinct value: identities keep few distinct points and probabilities, and

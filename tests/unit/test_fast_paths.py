@@ -231,3 +231,12 @@ def test_a_plain_dict_is_redacted_as_any_mapping_is(value, secret) -> None:
     )
     assert capture.sanitize(plain) == capture.sanitize(as_mapping)
     assert (capture.sanitize(plain)[secret] == "[REDACTED]") == (secret != "note")
+
+
+@given(names=st.lists(st.text(max_size=80), min_size=1, max_size=6))
+def test_remembered_labels_are_the_sanitised_names(names) -> None:
+    from agentwatch.exporters.estimator import sanitize_label
+
+    est = Estimator(Settings())
+    for name in names + names:  # the second time from memory
+        assert est._label(name) == sanitize_label(name, Settings().exporter.max_label_length)
