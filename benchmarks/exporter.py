@@ -11,8 +11,10 @@ they add, and the memory of the per-minute counts per series.
 With --judged every score is graded by a judge, with its automated verdict and sample rates, and one in ten is
 in the review sample with a person's label (corrected estimates, agreement per judge); the scores carry fields
 a build without corrections ignores, so the same script measures both builds (PYTHONPATH).
+The ingest is also timed in CPU seconds and set beside the collector's decode → score pipeline timed in the same
+run (`--beside-collector`, conversations; 0 skips it): how many collector cores one exporter core keeps up with.
 Usage: python -m benchmarks.exporter [--series 10000] [--scores 50000] [--attempts 4] [--alert-series 100]
-       [--judged]
+       [--judged] [--beside-collector 1000]
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import time
 import tracemalloc
 from datetime import UTC, datetime
 
-from agentwatch.config import load_settings
+from agentwatch.config import Settings, load_settings
 from agentwatch.exporters.estimator import Estimator
 from agentwatch.exporters.exposition import Exposition
 from agentwatch.exporters.summary import over_units, summarise
@@ -125,10 +127,36 @@ def with_attempts(batch: list[ConversationScore], series: int, attempts: int) ->
 
 def ingest(est: Estimator, batch: list[ConversationScore]) -> float:
     """Seconds to add `batch` to `est`."""
-    t = time.perf_counter()
+    return ingest_times(est, batch)[0]
+
+
+def ingest_times(est: Estimator, batch: list[ConversationScore]) -> tuple[float, float]:
+    """(wall, CPU) seconds to add `batch` to `est`."""
+    t, c = time.perf_counter(), time.process_time()
     for s in batch:
         est.add(s)
-    return time.perf_counter() - t
+    return time.perf_counter() - t, time.process_time() - c
+
+
+def beside_collector(conversations: int, settings: Settings, batch: list[ConversationScore]) -> None:
+    """The collector's decode → assemble → rebuild → score over `conversations` ten-span conversations
+    (`benchmarks.collector`) and the estimator's ingest of `batch` into fresh estimators, both CPU time, best of
+    3, taking turns: how many collector cores one exporter core keeps up with."""
+    from benchmarks.collector import _run_pipeline, _scorer, make_workload
+
+    workload = make_workload(conversations)
+    score = _scorer()
+    collector, exporter = [], []
+    for _ in range(3):
+        spans, done, cpu, _ = _run_pipeline(workload, score)
+        collector.append(done / cpu)
+        exporter.append(len(batch) / ingest_times(Estimator(settings, clock=lambda: NOW), batch)[1])
+    per_s, ingest_s = max(collector), max(exporter)
+    print(
+        f"beside the collector (CPU, best of 3 each, taking turns): decode → assemble → rebuild → score "
+        f"{per_s:,.0f} conversations/s ({conversations} conversations), estimator ingest {ingest_s:,.0f} "
+        f"scores/s = {ingest_s / per_s:.1f}× the collector per core"
+    )
 
 
 def added_bytes(est: Estimator, batch: list[ConversationScore]) -> int:
@@ -259,6 +287,12 @@ def main() -> None:
     parser.add_argument("--attempts", type=int, default=4, help="attempts per instance (repeated attempts)")
     parser.add_argument("--alert-series", type=int, default=100, help="series of the sequential tests' part")
     parser.add_argument("--judged", action="store_true", help="judge-graded scores, 10%% with review labels")
+    parser.add_argument(
+        "--beside-collector",
+        type=int,
+        default=1000,
+        help="time the collector pipeline on this many conversations too and print the ratio (0: do not)",
+    )
     args = parser.parse_args()
     global JUDGED
     JUDGED = args.judged
@@ -269,11 +303,14 @@ def main() -> None:
     settings = load_settings(exporter={"windows": windows, "max_tasks": 1000})
     est = Estimator(settings, clock=lambda: NOW)
     batch = scores(max(args.scores, args.series), args.series)
-    dt = ingest(est, batch)
+    dt, cpu = ingest_times(est, batch)
     print(
         f"estimator.add: {len(batch)} scores in {dt:.2f}s = {len(batch) / dt:,.0f} scores/s "
-        f"({args.series} series, {len(windows)} windows, aggregate task='*' included)"
+        f"({args.series} series, {len(windows)} windows, aggregate task='*' included; "
+        f"{len(batch) / cpu:,.0f} scores/s of CPU)"
     )
+    if args.beside_collector:
+        beside_collector(args.beside_collector, settings, batch)
     t = time.perf_counter()
     snap = est.snapshot()
     print(

@@ -201,7 +201,7 @@ def main() -> None:
     def ratio(a: str, b: str) -> str:
         return f"{results[a][0] / results[b][0]:.2f} wall, {results[a][1] / results[b][1]:.2f} CPU"
 
-    print(f"ratio @trace / raw span: {ratio('@trace', 'raw OTel span')}  (target <= 1.25)")
+    print(f"ratio @trace / raw span: {ratio('@trace', 'raw OTel span')}  (target <= 1.10)")
     print(
         f"ratio @trace / raw span, inside conversation(): "
         f"{ratio('@trace, inside conversation()', 'raw OTel span, inside conversation()')}"

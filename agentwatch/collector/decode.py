@@ -80,18 +80,25 @@ def _pb_exception_type(events: Any, limit: int) -> str | None:
     return exc_type
 
 
-def _pb_attributes(attributes: Any, limit: int) -> dict[str, Any]:
-    """The needed keys and the `agentwatch.tag.*` keys of a span's attribute map."""
+_NEEDED = set(NEEDED_KEYS)  # a set: its intersection with a map walks the map's keys in C and returns a set
+_TAG_BYTES = TAG_PREFIX.encode()
+
+
+def _pb_attributes(attributes: Any, limit: int, tags: bool) -> dict[str, Any]:
+    """The needed keys and (`tags`: the message may hold some) the `agentwatch.tag.*` keys of a span's
+    attribute map."""
     attrs = {}
-    for key in attributes:
-        if key not in NEEDED_KEYS and not key.startswith(TAG_PREFIX):
-            continue
+    for key in _NEEDED.intersection(attributes):
         value = attributes[key]
         text = value.string_value  # most values are strings: a non-empty one needs no WhichOneof
         if text:
-            attrs[key] = truncate(text, limit)
+            attrs[key] = text if len(text) <= limit else truncate(text, limit)
         else:
             attrs[key] = _pb_value(value, limit)
+    if tags:
+        for key in attributes:
+            if key.startswith(TAG_PREFIX):
+                attrs[key] = _pb_value(attributes[key], limit)
     return attrs
 
 
@@ -102,6 +109,9 @@ def _decode_protobuf(payload: bytes, limit: int) -> list[SpanRecord]:
     except (_PbDecodeError, RuntimeError, ValueError) as exc:
         raise DecodeError("invalid_protobuf", str(exc)[:200]) from None
     records: list[SpanRecord] = []
+    # A key starting with the tag prefix holds its bytes: a message without them has no tag on any span, and
+    # its spans' keys need not be walked for one.
+    tags = _TAG_BYTES in payload
     for rs in data.resource_spans:
         rattrs = rs.resource.attributes
         resource = {key: _pb_value(rattrs[key], limit) for key in _RESOURCE_KEY_ORDER if key in rattrs}
@@ -114,7 +124,7 @@ def _decode_protobuf(payload: bytes, limit: int) -> list[SpanRecord]:
                         "invalid_span", f"span {len(records)}: trace id or span id missing or malformed"
                     )
                 pid = sp.parent_span_id
-                attrs = _pb_attributes(sp.attributes, limit)
+                attrs = _pb_attributes(sp.attributes, limit, tags)
                 # most spans carry no error: the error text is only worked out when something signals one
                 exc_type = _pb_exception_type(sp.events, limit) if sp.events else None
                 status = sp.status
@@ -128,7 +138,7 @@ def _decode_protobuf(payload: bytes, limit: int) -> list[SpanRecord]:
                         tid.hex(),
                         sid.hex(),
                         pid.hex() if len(pid) == 8 and pid != _ZERO_SPAN else None,
-                        truncate(sp.name, limit),
+                        name if len(name := sp.name) <= limit else truncate(name, limit),
                         sp.start_time_unix_nano,
                         sp.end_time_unix_nano,
                         error,

@@ -194,20 +194,34 @@ def credit_point(conversation_id: str) -> float:
 
 
 def observation(c: Contribution, point: float) -> np.ndarray:
-    """What one conversation adds to each channel (0 or 1), `point` its `credit_point`."""
-    v = np.zeros(len(CHANNELS), dtype=np.int32)
-    v[0] = 1
-    if c.scored:
-        v[1] = 1
-        v[2] = not c.passed
-        v[5] = c.outcome == _ABANDONED
-        if c.asr_credit is not None:
-            v[3] = 1
-            v[4] = point >= c.asr_credit
-    for evidence, channel in _EVIDENCE_CHANNELS:
-        if evidence in c.evidence:
-            v[channel] = 1
+    """What one conversation adds to each channel (0 or 1), `point` its `credit_point` (read-only: conversations
+    with the same channels share one vector)."""
+    scored = c.scored
+    credited = scored and c.asr_credit is not None
+    key = (
+        scored,
+        scored and not c.passed,
+        credited,
+        credited and point >= c.asr_credit,  # type: ignore[operator]
+        scored and c.outcome == _ABANDONED,
+        c.evidence,
+    )
+    v = _OBSERVATIONS.get(key)
+    if v is None:
+        v = np.zeros(len(CHANNELS), dtype=np.uint16)
+        v[0] = 1
+        v[1], v[2], v[3], v[4], v[5] = key[:5]
+        for evidence, channel in _EVIDENCE_CHANNELS:
+            if evidence in c.evidence:
+                v[channel] = 1
+        v.flags.writeable = False
+        if len(_OBSERVATIONS) < 4096:  # distinct evidence sets are few; bounded all the same
+            _OBSERVATIONS[key] = v
     return v
+
+
+_OBSERVATIONS: dict[tuple[bool, bool, bool, bool, bool, tuple[int, ...]], np.ndarray] = {}
+_WIDEST_SMALL = int(np.iinfo(np.uint16).max)
 
 
 def reference_counts(total: Bucket) -> np.ndarray:
@@ -246,15 +260,19 @@ class Minutes:
         if m <= now_m - self.minutes:
             return
         i = m % self.minutes
+        fresh = False
         if self.minute[i] != m:
             if self.minute[i] > m or sign < 0:  # a newer minute holds the slot, or nothing to take back
                 return
             self.minute[i] = m
             self.counts[i] = 0
+            fresh = True
         if sign > 0:
-            if self.counts.dtype == np.uint16 and int(self.counts[i].max()) >= np.iinfo(np.uint16).max:
-                self.counts = self.counts.astype(np.int32)  # a minute with more than 65,535: wider counts
-            self.counts[i] += v.astype(self.counts.dtype)
+            counts = self.counts
+            # a minute just emptied holds no count near the limit: its maximum need not be looked for
+            if not fresh and counts.dtype == np.uint16 and int(counts[i].max()) >= _WIDEST_SMALL:
+                counts = self.counts = counts.astype(np.int32)  # a minute with more than 65,535: wider counts
+            counts[i] += v if v.dtype == counts.dtype else v.astype(counts.dtype)
         else:
             self.counts[i] = np.maximum(self.counts[i].astype(np.int64) - v, 0).astype(self.counts.dtype)
 

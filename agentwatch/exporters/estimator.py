@@ -38,6 +38,7 @@ import re
 import sys
 import threading
 import time
+from bisect import bisect_left
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -138,8 +139,7 @@ class Histogram:
 
     def observe(self, x: float) -> None:
         """Count one value."""
-        i = next((i for i, ub in enumerate(self.bounds) if x <= ub), len(self.bounds))
-        self.counts[i] += 1
+        self.counts[bisect_left(self.bounds, x)] += 1  # the first bound >= x; past the last: +Inf
         self.total += x
         self.count += 1
 
@@ -264,6 +264,7 @@ class Estimator:
         self._units_folded = 0
         self._judge_labels: dict[str, str] = {}
         self._shared: dict[object, object] = {}  # the few distinct correction points and probabilities
+        self._labels: dict[str, str] = {}  # sanitize_label of the agents, versions and tasks seen (bounded)
         self._next_housekeeping = -math.inf
         self._consumed = 0
         self._rejected = dict.fromkeys(REJECT_REASONS, 0)
@@ -299,9 +300,9 @@ class Estimator:
                     return False
                 self._revise(counted, score, now)
                 return True
-            agent = self._fold_agent(sanitize_label(score.agent, self._max_label), t)
-            version = self._fold_version(agent, sanitize_label(score.version, self._max_label), t)
-            task = self._fold_task(sanitize_label(score.task, self._max_label), t)
+            agent = self._fold_agent(self._label(score.agent), t)
+            version = self._fold_version(agent, self._label(score.version), t)
+            task = self._fold_task(self._label(score.task), t)
             key = (agent, version, task)
             keys = self._key_pairs.get(key)
             if keys is None:
@@ -437,7 +438,7 @@ class Estimator:
         return Contribution(
             scored=score.passed is not None,
             passed=bool(score.passed),
-            outcome=OUTCOMES.index(score.outcome.value),
+            outcome=_OUTCOME_INDEX[score.outcome.value],
             modes=self._modes(score.reasons, t) if score.reasons else (),
             tool_sums=tuple(sums) if any(counts) else (),
             tool_counts=tuple(counts) if any(counts) else (),
@@ -447,16 +448,33 @@ class Estimator:
             over_budget=cost is not None and budget is not None and cost > budget,
             asr_bin=round(credit * ASR_RESOLUTION) if credit is not None else None,
             asr_credit=credit,
-            evidence=tuple(sorted({_EVIDENCE_INDEX[e] for e in score.evidence if e in _EVIDENCE_INDEX})),
+            evidence=(
+                tuple(sorted({_EVIDENCE_INDEX[e] for e in score.evidence if e in _EVIDENCE_INDEX}))
+                if score.evidence
+                else ()
+            ),
             judge_sampled=score.judge_sampled,
             review_sampled=score.review_sampled,
             label=_OUTCOME_INDEX[score.label.value] if score.label is not None else None,
             unit=unit,
-            graded_p=self._one(graded_probability(score)) if score.passed is not None else 1.0,
-            correction=self._one(correction_point(score, self._credits)) if automated is not None else None,
+            graded_p=self._one(graded_probability(score, automated)) if score.passed is not None else 1.0,
+            correction=(
+                self._one(correction_point(score, self._credits, automated))
+                if automated is not None
+                else None
+            ),
             judge=judge,
             agreement=agreement,
         )
+
+    def _label(self, value: str) -> str:
+        """`sanitize_label(value)`, remembered for the few distinct names scores carry."""
+        label = self._labels.get(value)
+        if label is None:
+            label = sanitize_label(value, self._max_label)
+            if len(self._labels) < 65_536:
+                self._labels[value] = label
+        return label
 
     def _one(self, value: _T) -> _T:
         """One shared object per distinct value: identities keep few distinct points and probabilities, and

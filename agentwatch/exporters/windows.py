@@ -194,9 +194,13 @@ class Bucket:
 
     def add(self, c: Contribution, sign: int = 1) -> None:
         """Count one conversation (sign=1), or take back one counted before (sign=-1)."""
+        # _bump inlined for the sketches every conversation touches: this runs for every window of two series
         self.total += sign
-        self.scored += sign * c.scored
-        self.passed += sign * c.passed
+        scored = c.scored
+        if scored:
+            self.scored += sign
+        if c.passed:
+            self.passed += sign
         self.outcomes[c.outcome] += sign
         for m in c.modes:
             _bump(self.modes, m, sign)
@@ -204,24 +208,46 @@ class Bucket:
             for i, (s, n) in enumerate(zip(c.tool_sums, c.tool_counts, strict=True)):
                 self.tool_sums[i] += sign * s
                 self.tool_counts[i] += sign * n
-        if c.cost_bin is not None:
-            _bump(self.cost, c.cost_bin, sign)
-        if c.duration_bin is not None:
-            _bump(self.duration, c.duration_bin, sign)
-        self.budgeted += sign * c.budgeted
-        self.over_budget += sign * c.over_budget
-        if c.asr_bin is not None and c.asr_credit is not None:
-            _bump(self.asr, c.asr_bin, sign)
+        key = c.cost_bin
+        if key is not None:
+            sketch = self.cost
+            v = sketch.get(key, 0) + sign
+            if v:
+                sketch[key] = v
+            else:
+                del sketch[key]
+        key = c.duration_bin
+        if key is not None:
+            sketch = self.duration
+            v = sketch.get(key, 0) + sign
+            if v:
+                sketch[key] = v
+            else:
+                del sketch[key]
+        if c.budgeted:
+            self.budgeted += sign
+        if c.over_budget:
+            self.over_budget += sign
+        key = c.asr_bin
+        if key is not None and c.asr_credit is not None:
+            sketch = self.asr
+            v = sketch.get(key, 0) + sign
+            if v:
+                sketch[key] = v
+            else:
+                del sketch[key]
             self.asr_sum += sign * c.asr_credit
         for i in c.evidence:
             self.evidence[i] += sign
-        self.judge_sampled += sign * c.judge_sampled
-        self.review_sampled += sign * c.review_sampled
+        if c.judge_sampled:
+            self.judge_sampled += sign
+        if c.review_sampled:
+            self.review_sampled += sign
         if c.label is not None:
             self.labels[c.label] += sign
-        if c.unit is not None and c.scored:
-            self._unit(c.unit, sign, sign * c.passed)
-        if c.scored:
+        if scored:
+            if c.unit is not None:
+                self._unit(c.unit, sign, sign * c.passed)
             _bump(self.graded_p, c.graded_p, sign * (ONE_ATTEMPT + c.passed))
         if c.correction is not None:
             if self.corrections is None:
@@ -303,7 +329,17 @@ class Bucket:
 class SlidingWindow:
     """The last `buckets` buckets of width `width_s / buckets`, with a running total of their contents."""
 
-    __slots__ = ("_buckets", "_current", "bucket_s", "generation", "n_buckets", "name", "total", "width_s")
+    __slots__ = (
+        "_buckets",
+        "_current",
+        "_first",
+        "bucket_s",
+        "generation",
+        "n_buckets",
+        "name",
+        "total",
+        "width_s",
+    )
 
     def __init__(self, name: str, width_s: float, buckets: int = 60) -> None:
         self.name = name
@@ -314,6 +350,7 @@ class SlidingWindow:
         self.total = Bucket.window_total()
         self.generation = 0  # changes whenever the window's contents change
         self._current: int | None = None
+        self._first = 0  # first_index at the last `advance`
 
     def first_index(self, now: float) -> int:
         """Index of the oldest bucket still inside the window at `now`."""
@@ -323,7 +360,7 @@ class SlidingWindow:
         """Count a conversation that ended at `t`; False when `t` is already outside the window at `now`."""
         self.advance(now)
         i = math.floor(t / self.bucket_s)
-        if i < self.first_index(now):
+        if i < self._first:  # first_index(now), worked out by advance
             return False
         bucket = self._buckets.get(i)
         if bucket is None:
@@ -354,7 +391,7 @@ class SlidingWindow:
         if cur == self._current:
             return
         self._current = cur
-        first = cur - self.n_buckets + 1
+        first = self._first = cur - self.n_buckets + 1
         old = [i for i in self._buckets if i < first]
         if not old:
             return

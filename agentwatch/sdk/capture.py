@@ -35,6 +35,9 @@ _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _SEPARATORS = str.maketrans({"-": "_", " ": "_", ".": "_"})
 _PLAIN = frozenset({int, float, bool, type(None)})  # kept as they are (strings are searched for secrets)
 _OFF_VALUES = {"no_content", "false", "0", "no", "off", "none"}
+# What `json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)` does, with the encoder made
+# once: json.dumps builds a new one per call when given options (5.6 vs 2.3 µs for a two-key dict, timeit).
+_ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str).encode
 
 
 def content_capture_from_env(environ: Mapping[str, str] | None = None) -> bool:
@@ -101,11 +104,17 @@ class Capture:
             return value
         if depth > _MAX_DEPTH:
             return "[too deep]"
-        if isinstance(value, Mapping):
+        # A plain dict (what arguments and most results are) is a Mapping: checked first by its type, as the
+        # abstract class's isinstance check costs more than the copy of a small dict.
+        if type(value) is dict or isinstance(value, Mapping):
             out = {}
+            decisions = self._decisions
             for k, v in value.items():
                 key = k if type(k) is str else str(k)
-                if self.is_secret(key):
+                secret = decisions.get(key)  # is_secret's cache, read here first: one call saved per key
+                if secret is None:
+                    secret = self.is_secret(key)
+                if secret:
                     out[key] = REDACTED
                 else:
                     out[key] = v if type(v) in _PLAIN else self.sanitize(v, depth + 1)
@@ -137,7 +146,7 @@ class Capture:
     def dumps(self, value: Any) -> str:
         """value as redacted JSON, at most max_bytes UTF-8 bytes (truncation is marked)."""
         try:
-            text = json.dumps(self.sanitize(value), ensure_ascii=False, separators=(",", ":"), default=str)
+            text = _ENCODE(self.sanitize(value))
         except Exception as exc:  # noqa: BLE001 - never raise into the agent
             return f"<unserialisable: {type(exc).__name__}>"
         return self.bound(text, value)
@@ -146,7 +155,7 @@ class Capture:
         """JSON of a message list built by the SDK, redacted (texts taken as they came, tool-call arguments of
         a chat: their secrets are found here), bounded to max_bytes."""
         try:
-            text = json.dumps(self.sanitize(value), ensure_ascii=False, separators=(",", ":"), default=str)
+            text = _ENCODE(self.sanitize(value))
         except Exception as exc:  # noqa: BLE001
             return f"<unserialisable: {type(exc).__name__}>"
         return self.bound(text, value)
@@ -175,9 +184,7 @@ class Capture:
             return None
         limit = self.max_bytes // 2
         while limit >= 32:
-            text = json.dumps(
-                _cut_strings(clean, limit), ensure_ascii=False, separators=(",", ":"), default=str
-            )
+            text = _ENCODE(_cut_strings(clean, limit))
             if len(text.encode("utf-8")) <= self.max_bytes:
                 return text
             limit //= 2

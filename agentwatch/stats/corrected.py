@@ -36,10 +36,16 @@ from scipy.stats import t as student_t
 
 from agentwatch.config import OutcomeCredits
 from agentwatch.stats.beta import beta_interval, beta_power_means
-from agentwatch.stats.inclusion import automated_of, labelled_probability, predicted_probability, review_label
+from agentwatch.stats.inclusion import (
+    NOT_GIVEN,
+    automated_of,
+    labelled_probability,
+    predicted_probability,
+    review_label,
+)
 from agentwatch.stats.pass_k import pass_at_k_plugin
 from agentwatch.stats.ppi import PPIEstimate, PPIMoments, Stratum, ppi_mean, predictions_mean
-from agentwatch.wire.schema import ConversationScore, Outcome
+from agentwatch.wire.schema import AutomatedVerdict, ConversationScore, Outcome
 
 __all__ = [
     "CLASSES",
@@ -85,9 +91,13 @@ class CorrectionPoint:
     label_credit: float | None = None
 
 
-def correction_point(score: ConversationScore, credits: OutcomeCredits) -> CorrectionPoint | None:
-    """The point of `score`, or None when no automated grader decided it."""
-    automated = automated_of(score)
+def correction_point(
+    score: ConversationScore, credits: OutcomeCredits, automated: AutomatedVerdict | None = NOT_GIVEN
+) -> CorrectionPoint | None:
+    """The point of `score`, or None when no automated grader decided it (`automated`: `automated_of(score)`
+    when the caller has it already)."""
+    if automated is NOT_GIVEN:
+        automated = automated_of(score)
     if automated is None or automated.outcome is Outcome.UNSCORED:
         return None
     p = predicted_probability(score, automated)

@@ -19,6 +19,8 @@ Pure: reads scores, nothing else.
 
 from __future__ import annotations
 
+from typing import Any
+
 from agentwatch.wire.schema import (
     EVERY_CONVERSATION_GRADERS,
     AutomatedVerdict,
@@ -28,6 +30,7 @@ from agentwatch.wire.schema import (
 )
 
 __all__ = [
+    "NOT_GIVEN",
     "automated_of",
     "effective_counts",
     "graded_by_probability",
@@ -67,9 +70,14 @@ def labelled_probability(score: ConversationScore, predicted: float) -> float:
     return min(predicted, _rate(score.review_rate))
 
 
-def graded_probability(score: ConversationScore) -> float:
-    """P(the conversation is in the graded sample), for the Hájek success rate."""
-    automated = automated_of(score)
+NOT_GIVEN: Any = object()  # an argument not given
+
+
+def graded_probability(score: ConversationScore, automated: AutomatedVerdict | None = NOT_GIVEN) -> float:
+    """P(the conversation is in the graded sample), for the Hájek success rate (`automated`: `automated_of(score)`
+    when the caller has it already)."""
+    if automated is NOT_GIVEN:
+        automated = automated_of(score)
     if automated is not None:
         return predicted_probability(score, automated)
     if score.review_sampled and "label" in score.graded_by:
