@@ -208,34 +208,16 @@ class Bucket:
             for i, (s, n) in enumerate(zip(c.tool_sums, c.tool_counts, strict=True)):
                 self.tool_sums[i] += sign * s
                 self.tool_counts[i] += sign * n
-        key = c.cost_bin
-        if key is not None:
-            sketch = self.cost
-            v = sketch.get(key, 0) + sign
-            if v:
-                sketch[key] = v
-            else:
-                del sketch[key]
-        key = c.duration_bin
-        if key is not None:
-            sketch = self.duration
-            v = sketch.get(key, 0) + sign
-            if v:
-                sketch[key] = v
-            else:
-                del sketch[key]
+        if c.cost_bin is not None:
+            _bump(self.cost, c.cost_bin, sign)
+        if c.duration_bin is not None:
+            _bump(self.duration, c.duration_bin, sign)
         if c.budgeted:
             self.budgeted += sign
         if c.over_budget:
             self.over_budget += sign
-        key = c.asr_bin
-        if key is not None and c.asr_credit is not None:
-            sketch = self.asr
-            v = sketch.get(key, 0) + sign
-            if v:
-                sketch[key] = v
-            else:
-                del sketch[key]
+        if c.asr_bin is not None and c.asr_credit is not None:
+            _bump(self.asr, c.asr_bin, sign)
             self.asr_sum += sign * c.asr_credit
         for i in c.evidence:
             self.evidence[i] += sign

@@ -36,7 +36,7 @@ _SEPARATORS = str.maketrans({"-": "_", " ": "_", ".": "_"})
 _PLAIN = frozenset({int, float, bool, type(None)})  # kept as they are (strings are searched for secrets)
 _OFF_VALUES = {"no_content", "false", "0", "no", "off", "none"}
 # What `json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)` does, with the encoder made
-# once: json.dumps builds a new one per call when given options (5.6 vs 2.3 µs for a two-key dict, timeit).
+# once: json.dumps builds a new encoder on every call that passes options, and this runs on every span.
 _ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str).encode
 
 
@@ -111,7 +111,7 @@ class Capture:
             decisions = self._decisions
             for k, v in value.items():
                 key = k if type(k) is str else str(k)
-                secret = decisions.get(key)  # is_secret's cache, read here first: one call saved per key
+                secret = decisions.get(key)  # is_secret's own cache: most keys were decided before
                 if secret is None:
                     secret = self.is_secret(key)
                 if secret:
