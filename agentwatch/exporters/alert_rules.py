@@ -244,7 +244,7 @@ _RULE_INDEX = {name: i for i, name in enumerate(RULES)}
 class Minutes:
     """Counts per channel for each minute of event time over the last `minutes` minutes (a ring)."""
 
-    __slots__ = ("counts", "minute", "minutes")
+    __slots__ = ("added", "counts", "minute", "minutes")
 
     def __init__(self, minutes: int) -> None:
         self.minutes = minutes
@@ -252,6 +252,9 @@ class Minutes:
             minutes, -1, dtype=np.int32
         )  # minutes since 1970: int32 lasts until the year 6053
         self.counts = np.zeros((minutes, len(CHANNELS)), dtype=np.uint16)
+        # observations added to each slot's minute: a bound on every channel's count there (each adds 0 or 1),
+        # so the narrow counts are widened before they could wrap without reading them
+        self.added = [0] * minutes
 
     def add(self, t: float, v: np.ndarray, sign: int, now: float) -> None:
         """Add (sign 1) or take back (sign -1) one observation vector at event time t (ignored once t's minute
@@ -260,17 +263,16 @@ class Minutes:
         if m <= now_m - self.minutes:
             return
         i = m % self.minutes
-        fresh = False
         if self.minute[i] != m:
             if self.minute[i] > m or sign < 0:  # a newer minute holds the slot, or nothing to take back
                 return
             self.minute[i] = m
             self.counts[i] = 0
-            fresh = True
+            self.added[i] = 0
         if sign > 0:
             counts = self.counts
-            # a minute just emptied holds no count near the limit: its maximum need not be looked for
-            if not fresh and counts.dtype == np.uint16 and int(counts[i].max()) >= _WIDEST_SMALL:
+            added = self.added[i] = self.added[i] + 1
+            if added > _WIDEST_SMALL and counts.dtype == np.uint16:
                 counts = self.counts = counts.astype(np.int32)  # a minute with more than 65,535: wider counts
             counts[i] += v if v.dtype == counts.dtype else v.astype(counts.dtype)
         else:

@@ -313,6 +313,7 @@ class Estimator:
             contribution = self._contribution(score, t, unit)
             self._seen[identity] = _Counted(t, score.revision, contribution, keys)
             heapq.heappush(self._id_heap, (t, identity))
+            observed = None  # what the score adds to the alert counts: the same for both series
             for k, counted_here in ((keys[0], True), (keys[1], False)):
                 s = self._series.get(k)
                 if s is None:
@@ -324,7 +325,9 @@ class Estimator:
                     _count(s.counters, score, contribution)
                     if s.minutes is None:
                         s.minutes = Minutes(self.alert_params.minutes)
-                    s.minutes.add(t, observation(contribution, credit_point(score.conversation_id)), 1, now)
+                    if observed is None:
+                        observed = observation(contribution, credit_point(score.conversation_id))
+                    s.minutes.add(t, observed, 1, now)
             self._last_ts = t if self._last_ts is None else max(self._last_ts, t)
             return True
 

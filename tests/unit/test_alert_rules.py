@@ -210,7 +210,9 @@ def test_minutes_ring_forgets_old_minutes_and_widens_its_counts() -> None:
     ring.add(T0 - 600, one, 1, T0 + 60)  # too old: ignored
     ring.add(T0 + 60, one, -1, T0 + 60)
     assert ring.ordered(T0 + 60)[:, 0].tolist() == [0, 1, 0]
-    ring.counts[int(T0 // 60) % 3, 0] = 65_535  # a minute holding the most 16 bits can count
+    full = int(T0 // 60) % 3
+    ring.counts[full, 0] = 65_535  # a minute holding the most 16 bits can count
+    ring.added[full] = 65_535
     ring.add(T0, one, 1, T0 + 60)
     assert ring.counts.dtype == np.int32 and int(ring.ordered(T0 + 60)[1, 0]) == 65_536
 
