@@ -204,7 +204,7 @@ def repeated_attempts(series: int, count: int, attempts: int) -> None:
     fresh = Estimator(settings, clock=lambda: NOW)
     with_units = added_bytes(fresh, batch)
     without = added_bytes(Estimator(settings, clock=lambda: NOW), scores(count, series))
-    units = sum(len(u) for u in fresh._units_seen.values())
+    units = sum(len(u) for u in fresh._caps.units_seen.values())
     print(
         f"repeated attempts: {units:,} units tracked, {(with_units - without) / units:,.0f} bytes per unit "
         f"beyond the same scores without units"

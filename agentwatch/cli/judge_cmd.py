@@ -281,7 +281,7 @@ def _serve_anchors(job: object, settings: Settings, metrics_port: int | None, se
     import signal
     import threading
 
-    from agentwatch.exporters.estimator import sanitize_label
+    from agentwatch.exporters.labels import sanitize_label
 
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):

@@ -30,17 +30,13 @@
 
 from __future__ import annotations
 
-import hashlib
 import heapq
 import logging
 import math
-import re
 import sys
 import threading
 import time
-from bisect import bisect_left
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TypeVar
 
@@ -56,7 +52,9 @@ from agentwatch.exporters.alert_rules import (
     plan,
     reference_counts,
 )
+from agentwatch.exporters.counters import EstimatorCounters, SeriesCounters
 from agentwatch.exporters.judge_agreement import JudgeAgreement, agreements
+from agentwatch.exporters.labels import ALL_TASKS, LabelCaps
 from agentwatch.exporters.regression import RegressionParams, attach_regressions
 from agentwatch.exporters.summary import SeriesEstimate, StatsParams, summarise
 from agentwatch.exporters.windows import (
@@ -73,114 +71,14 @@ from agentwatch.exporters.windows import (
 )
 from agentwatch.stats.corrected import correction_point
 from agentwatch.stats.inclusion import automated_of, graded_probability, review_label
-from agentwatch.wire.contract import INFORMATIONAL_REASONS
 from agentwatch.wire.schema import ConversationScore
 
 log = logging.getLogger(__name__)
 
-ALL_TASKS = "*"
-OTHER = "other"
-COST_BUCKETS: tuple[float, ...] = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
-DURATION_BUCKETS: tuple[float, ...] = (0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0)
 REJECT_REASONS: tuple[str, ...] = ("duplicate", "too_old", "invalid")
 # New alert designs made per snapshot at most for this long (after a restart, the first scrapes may lack some
 # alert gauges rather than time out); `Estimator.alerts` makes them all.
 DESIGN_SECONDS_PER_SNAPSHOT = 2.0
-FOLDED_LABELS: tuple[str, ...] = ("agent", "version", "task", "mode")
-
-_UNSAFE = re.compile(r"[^A-Za-z0-9_.:/@+\-]")
-_MODE_UNSAFE = re.compile(r"[^a-z0-9_]")
-
-
-_HASH_HEX = 8
-_SUFFIXED = re.compile(rf"_[0-9a-f]{{{_HASH_HEX}}}\Z")
-RESERVED = frozenset({OTHER, ALL_TASKS})
-
-
-def sanitize_label(value: object, max_length: int = 64) -> str:
-    """A label value that never silently merges two distinct names.
-
-    A value made only of [A-Za-z0-9_.:/@+-], at most `max_length` long, is kept as it is. Any other value
-    (non-ASCII or illegal characters, too long, the reserved `other`, or one that already ends like a hash
-    suffix) has its illegal characters replaced by `_`, is cut to leave room, and gets `_` + 8 hex digits of
-    the SHA-256 of the original appended: `café` → `caf__<hash>` and `cafè` → `caf__<other hash>`. The
-    empty value reads `unknown` (the schema's default). Stable across processes and restarts.
-    """
-    text = str(value)
-    if not text:
-        return "unknown"
-    clean = _UNSAFE.sub("_", text)
-    if clean == text and len(text) <= max_length and text not in RESERVED and not _SUFFIXED.search(text):
-        return text
-    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:_HASH_HEX]
-    return f"{clean[: max(0, max_length - _HASH_HEX - 1)]}_{digest}"
-
-
-def failure_mode(reason: str, max_length: int = 64) -> str:
-    """The code of a reason such as `loop: search called 3 times` → `loop` (lower-case, [a-z0-9_])."""
-    head = reason.split(":", 1)[0].strip().lower()
-    head = head.split()[0] if head.split() else ""
-    return _MODE_UNSAFE.sub("_", head.replace("-", "_"))[:max_length] or "unknown"
-
-
-@dataclass(slots=True)
-class Histogram:
-    """A cumulative Prometheus histogram: counts per upper bound (+Inf last), sum and count."""
-
-    bounds: tuple[float, ...]
-    counts: list[int]
-    total: float = 0.0
-    count: int = 0
-
-    @classmethod
-    def with_bounds(cls, bounds: tuple[float, ...]) -> Histogram:
-        """An empty histogram with these finite upper bounds."""
-        return cls(bounds, [0] * (len(bounds) + 1))
-
-    def observe(self, x: float) -> None:
-        """Count one value."""
-        self.counts[bisect_left(self.bounds, x)] += 1  # the first bound >= x; past the last: +Inf
-        self.total += x
-        self.count += 1
-
-
-@dataclass(slots=True)
-class SeriesCounters:
-    """Counters since start of one real series (no aggregate)."""
-
-    outcomes: dict[str, int] = field(default_factory=dict)
-    modes: dict[str, int] = field(default_factory=dict)
-    cost: Histogram = field(default_factory=lambda: Histogram.with_bounds(COST_BUCKETS))
-    duration: Histogram = field(default_factory=lambda: Histogram.with_bounds(DURATION_BUCKETS))
-    revision: int = 0  # changes whenever a counter does
-
-    def copy(self) -> SeriesCounters:
-        """An independent copy."""
-        return SeriesCounters(
-            dict(self.outcomes),
-            dict(self.modes),
-            Histogram(self.cost.bounds, list(self.cost.counts), self.cost.total, self.cost.count),
-            Histogram(
-                self.duration.bounds, list(self.duration.counts), self.duration.total, self.duration.count
-            ),
-            self.revision,
-        )
-
-
-@dataclass(slots=True)
-class EstimatorCounters:
-    """Estimator health and per-series counters, copied under the lock."""
-
-    consumed: int
-    rejected: dict[str, int]
-    clamped: int
-    folded: dict[str, int]
-    last_score_timestamp: float | None
-    series: dict[tuple[str, str, str], SeriesCounters]
-    revisions: int = 0
-    units_folded: int = 0
-
-
 SeriesKey = tuple[str, str, str]
 _T = TypeVar("_T")
 
@@ -226,13 +124,7 @@ class Estimator:
         self._longest = max(s for _, s in self._windows)
         self._buckets = cfg.buckets_per_window
         self._housekeeping_every = min(s for _, s in self._windows) / self._buckets
-        self._max_label = cfg.max_label_length
-        self._known_tasks = {sanitize_label(t, cfg.max_label_length) for t in cfg.tasks}
-        self._max_tasks = cfg.max_tasks
-        self._max_agents = cfg.max_agents
-        self._max_versions = cfg.max_versions_per_agent
-        self._max_modes = cfg.max_failure_modes
-        self._max_units = cfg.max_units
+        self._caps = LabelCaps(cfg)
         self._credits = settings.scoring.credits
         self.min_kappa, self.min_kappa_labels = settings.judge.min_kappa, settings.judge.min_kappa_labels
         st = settings.stats
@@ -256,20 +148,11 @@ class Estimator:
             SeriesKey, tuple[SeriesKey, SeriesKey]
         ] = {}  # shared by the identities' records
         self._revisions = 0
-        self._tasks_seen: dict[str, float] = {}  # task -> latest event time (for the cap when no list)
-        self._agents_seen: dict[str, float] = {}  # agent -> latest event time
-        self._versions_seen: dict[str, dict[str, float]] = {}  # agent -> version -> latest event time
-        self._modes_seen: dict[str, float] = {}
-        self._units_seen: dict[tuple[str, str], dict[Unit, float]] = {}  # agent version -> unit -> last time
-        self._units_folded = 0
-        self._judge_labels: dict[str, str] = {}
         self._shared: dict[object, object] = {}  # the few distinct correction points and probabilities
-        self._labels: dict[str, str] = {}  # sanitize_label of the agents, versions and tasks seen (bounded)
         self._next_housekeeping = -math.inf
         self._consumed = 0
         self._rejected = dict.fromkeys(REJECT_REASONS, 0)
         self._clamped = 0
-        self._folded = dict.fromkeys(FOLDED_LABELS, 0)
         self._last_ts: float | None = None
 
     @property
@@ -300,16 +183,17 @@ class Estimator:
                     return False
                 self._revise(counted, score, now)
                 return True
-            agent = self._fold_agent(self._label(score.agent), t)
-            version = self._fold_version(agent, self._label(score.version), t)
-            task = self._fold_task(self._label(score.task), t)
+            caps = self._caps
+            agent = caps.agent(score.agent, t)
+            version = caps.version(agent, score.version, t)
+            task = caps.task(score.task, t)
             key = (agent, version, task)
             keys = self._key_pairs.get(key)
             if keys is None:
                 keys = self._key_pairs[key] = (key, (agent, version, ALL_TASKS))
             unit = None
             if score.instance is not None or score.attempt is not None:
-                unit = self._unit(agent, version, score, t)
+                unit = caps.unit(agent, version, score.task, score.instance, t)
             contribution = self._contribution(score, t, unit)
             self._seen[identity] = _Counted(t, score.revision, contribution, keys)
             heapq.heappush(self._id_heap, (t, identity))
@@ -322,7 +206,7 @@ class Estimator:
                 for w in s.windows:
                     w.add(t, contribution, now)
                 if s.counters is not None:
-                    _count(s.counters, score, contribution)
+                    s.counters.count(score, contribution)
                     if s.minutes is None:
                         s.minutes = Minutes(self.alert_params.minutes)
                     if observed is None:
@@ -358,49 +242,6 @@ class Estimator:
     def _new_windows(self) -> list[SlidingWindow]:
         return [SlidingWindow(name, s, self._buckets) for name, s in self._windows]
 
-    def _fold(self, label: str, value: str, seen: dict[str, float], cap: int, t: float) -> str:
-        """`value`, or `other` once `cap` other values are in `seen` (first come, first kept); counted."""
-        last = seen.get(value)
-        if last is None and len(seen) >= cap:
-            self._folded[label] += 1
-            return OTHER
-        seen[value] = t if last is None else max(t, last)
-        return value
-
-    def _fold_agent(self, agent: str, t: float) -> str:
-        return self._fold("agent", agent, self._agents_seen, self._max_agents, t)
-
-    def _fold_version(self, agent: str, version: str, t: float) -> str:
-        seen = self._versions_seen.setdefault(agent, {})
-        return self._fold("version", version, seen, self._max_versions, t)
-
-    def _fold_task(self, task: str, t: float) -> str:
-        if self._known_tasks:
-            if task not in self._known_tasks:
-                self._folded["task"] += 1
-                task = OTHER
-            self._tasks_seen[task] = max(t, self._tasks_seen.get(task, t))
-            return task
-        return self._fold("task", task, self._tasks_seen, self._max_tasks, t)
-
-    def _unit(self, agent: str, version: str, score: ConversationScore, t: float) -> Unit | None:
-        """The unit of a score naming an instance or an attempt; None (a unit of its own) when the bound is
-        reached (counted)."""
-        unit = (sys.intern(score.task), score.instance)
-        seen = self._units_seen.setdefault((agent, version), {})
-        last = seen.get(unit)
-        if last is None and len(seen) >= self._max_units:
-            self._units_folded += 1
-            return None
-        seen[unit] = t if last is None else max(t, last)
-        return unit
-
-    def _modes(self, reasons: list[str], t: float) -> tuple[str, ...]:
-        codes = {failure_mode(r, self._max_label) for r in reasons} - INFORMATIONAL_REASONS
-        return tuple(
-            sorted({self._fold("mode", code, self._modes_seen, self._max_modes, t) for code in codes})
-        )
-
     def _contribution(self, score: ConversationScore, t: float, unit: Unit | None) -> Contribution:
         sums = [0.0] * len(TOOL_DIMENSIONS)
         counts = [0] * len(TOOL_DIMENSIONS)
@@ -434,7 +275,7 @@ class Estimator:
         automated = automated_of(score)
         judge = agreement = None
         if automated is not None and "judge" in automated.graded_by and score.judge:
-            judge = self._judge_label(score.judge)
+            judge = self._caps.judge(score.judge)
             label, verdict = review_label(score), score.judge_outcome
             if label is not None and verdict is not None and verdict.value != "unscored":
                 agreement = _OUTCOME_INDEX[label.value] * CLASSES + _OUTCOME_INDEX[verdict.value]
@@ -442,7 +283,7 @@ class Estimator:
             scored=score.passed is not None,
             passed=bool(score.passed),
             outcome=_OUTCOME_INDEX[score.outcome.value],
-            modes=self._modes(score.reasons, t) if score.reasons else (),
+            modes=self._caps.modes(score.reasons, t) if score.reasons else (),
             tool_sums=tuple(sums) if any(counts) else (),
             tool_counts=tuple(counts) if any(counts) else (),
             cost_bin=sketch_bin(max(0.0, cost)) if cost is not None else None,
@@ -470,15 +311,6 @@ class Estimator:
             agreement=agreement,
         )
 
-    def _label(self, value: str) -> str:
-        """`sanitize_label(value)`, remembered for the few distinct names scores carry."""
-        label = self._labels.get(value)
-        if label is None:
-            label = sanitize_label(value, self._max_label)
-            if len(self._labels) < 65_536:
-                self._labels[value] = label
-        return label
-
     def _one(self, value: _T) -> _T:
         """One shared object per distinct value: identities keep few distinct points and probabilities, and
         sharing them saves about 150 bytes per remembered conversation."""
@@ -488,15 +320,6 @@ class Estimator:
                 return value
             self._shared[value] = found = value
         return found  # type: ignore[return-value]
-
-    def _judge_label(self, judge: str) -> str:
-        """A judge id as a label value (interned: one string per judge)."""
-        found = self._judge_labels.get(judge)
-        if found is None:
-            found = sys.intern(sanitize_label(judge, self._max_label))
-            if len(self._judge_labels) < 10_000:
-                self._judge_labels[judge] = found
-        return found
 
     # ------------------------------------------------------------------ expiry
 
@@ -510,16 +333,7 @@ class Estimator:
             counted = self._seen.get(identity)
             if counted is not None and counted.t < horizon:
                 del self._seen[identity]
-        for seen in (self._tasks_seen, self._modes_seen, self._agents_seen, *self._versions_seen.values()):
-            for name in [n for n, last in seen.items() if last < horizon]:
-                del seen[name]
-        for agent in [a for a, versions in self._versions_seen.items() if not versions]:
-            del self._versions_seen[agent]
-        for agent_version, units in list(self._units_seen.items()):
-            for unit in [u for u, last in units.items() if last < horizon]:
-                del units[unit]
-            if not units:
-                del self._units_seen[agent_version]
+        self._caps.expire(horizon)
         gone = []
         for key, s in self._series.items():
             for w in s.windows:
@@ -632,24 +446,12 @@ class Estimator:
                 self._consumed,
                 dict(self._rejected),
                 self._clamped,
-                dict(self._folded),
+                dict(self._caps.folded),
                 self._last_ts,
                 series,
                 self._revisions,
-                self._units_folded,
+                self._caps.units_folded,
             )
-
-
-def _count(c: SeriesCounters, score: ConversationScore, contribution: Contribution) -> None:
-    c.revision += 1
-    outcome = OUTCOMES[contribution.outcome]
-    c.outcomes[outcome] = c.outcomes.get(outcome, 0) + 1
-    for m in contribution.modes:
-        c.modes[m] = c.modes.get(m, 0) + 1
-    if score.cost_usd is not None and math.isfinite(score.cost_usd):
-        c.cost.observe(max(0.0, score.cost_usd))
-    if score.duration_s is not None and math.isfinite(score.duration_s):
-        c.duration.observe(max(0.0, score.duration_s))
 
 
 def _epoch(dt: datetime) -> float:

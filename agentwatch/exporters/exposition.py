@@ -17,7 +17,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 from prometheus_client.utils import floatToGoString
 
-from agentwatch.exporters.estimator import SeriesCounters
+from agentwatch.exporters.counters import SeriesCounters
 from agentwatch.exporters.prometheus import (
     COUNTERS,
     GAUGES,

@@ -20,7 +20,7 @@ from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import MetricExporter, MetricReader, PeriodicExportingMetricReader
 
 from agentwatch.config import ExporterConfig
-from agentwatch.exporters.estimator import EstimatorCounters
+from agentwatch.exporters.counters import EstimatorCounters
 from agentwatch.exporters.prometheus import (
     COUNTERS,
     GAUGES,

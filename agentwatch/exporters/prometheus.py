@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
-from agentwatch.exporters.estimator import EstimatorCounters, Histogram, SeriesCounters
+from agentwatch.exporters.counters import EstimatorCounters, Histogram, SeriesCounters
 from agentwatch.exporters.judge_agreement import JudgeAgreement
 from agentwatch.exporters.summary import QUANTILES, SeriesEstimate
 from agentwatch.exporters.windows import CLASSES, OUTCOMES

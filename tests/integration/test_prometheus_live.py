@@ -35,8 +35,9 @@ from prometheus_client import CollectorRegistry
 
 from agentwatch.collector.metrics import JudgeMetrics, PipelineStats, register
 from agentwatch.config import AlertsConfig, AnchorsConfig, Settings
-from agentwatch.exporters.estimator import Estimator, sanitize_label
+from agentwatch.exporters.estimator import Estimator
 from agentwatch.exporters.exposition import Exposition
+from agentwatch.exporters.labels import sanitize_label
 from agentwatch.exporters.readiness import Readiness
 from agentwatch.judge.anchor_service import AnchorJob, AnchorMetrics
 from agentwatch.judge.anchors import Anchor, FrozenVerdict, compare, write_anchors

@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 from scipy import stats as sps
 
 from agentwatch.config import load_settings
-from agentwatch.exporters.estimator import Estimator, failure_mode, sanitize_label
+from agentwatch.exporters.estimator import Estimator
+from agentwatch.exporters.labels import failure_mode, sanitize_label
 from agentwatch.wire.schema import ToolScore, TurnScore
 from tests.support.metrics_reference import beta_bounds_by_bisection, exact_beta_moment
 from tests.support.scores import T0, find, make_score

@@ -133,4 +133,4 @@ def test_a_revision_moves_its_unit_counts_and_expiry_frees_units() -> None:
     est.add(make_score("late", True, ended_at=clock[0], instance="x", attempt=0))
     e = find(est.snapshot(), "1h", task="refund")
     assert e.units == 1 and e.method == "exchangeable"  # the old units left the window with their buckets
-    assert est._units_seen == {("bot", "v1"): {("refund", "x"): clock[0]}}
+    assert est._caps.units_seen == {("bot", "v1"): {("refund", "x"): clock[0]}}

@@ -20,7 +20,8 @@ from agentwatch.collector.conventions import NEEDED_KEYS, TAG_PREFIX
 from agentwatch.collector.decode import decode_message
 from agentwatch.config import Settings
 from agentwatch.exporters.alert_rules import CHANNELS, Minutes, observation
-from agentwatch.exporters.estimator import COST_BUCKETS, Estimator, Histogram
+from agentwatch.exporters.counters import COST_BUCKETS, Histogram
+from agentwatch.exporters.estimator import Estimator
 from agentwatch.exporters.windows import Bucket, Contribution
 from agentwatch.sdk.capture import Capture
 from agentwatch.stats.corrected import correction_point
@@ -235,8 +236,8 @@ def test_a_plain_dict_is_redacted_as_any_mapping_is(value, secret) -> None:
 
 @given(names=st.lists(st.text(max_size=80), min_size=1, max_size=6))
 def test_remembered_labels_are_the_sanitised_names(names) -> None:
-    from agentwatch.exporters.estimator import sanitize_label
+    from agentwatch.exporters.labels import sanitize_label
 
     est = Estimator(Settings())
     for name in names + names:  # the second time from memory
-        assert est._label(name) == sanitize_label(name, Settings().exporter.max_label_length)
+        assert est._caps.label(name) == sanitize_label(name, Settings().exporter.max_label_length)
