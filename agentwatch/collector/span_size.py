@@ -17,6 +17,10 @@ from agentwatch.collector.span_record import SpanRecord
 # the SpanRecord (slots), its attrs dict, the ids' and name's str headers and the assembler's entry for it
 SPAN_OVERHEAD = 640
 _getsizeof = sys.getsizeof
+# An ASCII string is stored compactly: one fixed header, then a byte a character (and a terminating NUL, counted
+# in the header). `getsizeof` gives exactly this, but costs a method lookup per call: for the keys and string
+# values of a span (most of what it holds), the sum is worked out from the lengths.
+_ASCII_HEADER = _getsizeof("")
 
 
 def value_bytes(value: Any, depth: int = 0) -> int:
@@ -38,10 +42,12 @@ def span_bytes(span: SpanRecord) -> int:
     size = SPAN_OVERHEAD + len(span.name) + len(span.trace_id) + len(span.span_id)
     if span.status_error is not None:
         size += _getsizeof(span.status_error)
-    for key, value in span.attrs.items():
-        size += _getsizeof(key)
-        if type(value) is str:  # most values: one call, no dispatch
-            size += _getsizeof(value)
+    attrs = span.attrs
+    keys = "".join(attrs)
+    size += len(keys) + _ASCII_HEADER * len(attrs) if keys.isascii() else sum(map(_getsizeof, attrs))
+    for value in attrs.values():
+        if type(value) is str and value.isascii():  # most values
+            size += _ASCII_HEADER + len(value)
         else:
             size += value_bytes(value)
     return size
