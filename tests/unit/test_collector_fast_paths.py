@@ -38,3 +38,8 @@ def test_span_bytes_is_the_sum_of_the_sizes_of_keys_and_values(
 ) -> None:
     span = SpanRecord("t" * 32, "s" * 16, None, "chat", 1, 2, error, attrs)
     assert span_bytes(span) == _plain_span_bytes(span)
+
+
+def test_span_bytes_takes_keys_that_are_not_strings() -> None:
+    span = SpanRecord("t" * 32, "s" * 16, None, "chat", 1, 2, None, {7: "x", "k": [1, {"a": None}]})  # type: ignore[dict-item]
+    assert span_bytes(span) == _plain_span_bytes(span)
