@@ -20,6 +20,8 @@ import logging
 from collections import OrderedDict, deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from itertools import groupby
+from operator import attrgetter
 
 from agentwatch.collector.conventions import END_KEYS
 from agentwatch.collector.decode import SpanRecord
@@ -30,6 +32,7 @@ log = logging.getLogger(__name__)
 
 ADDED, DUPLICATE, LATE, DROPPED = "added", "duplicate", "late", "dropped"
 _RECENT_PER_PARTITION = 10_000
+_CONVERSATION_ID = attrgetter("conversation_id")
 
 
 @dataclass(slots=True)
@@ -109,8 +112,9 @@ class Assembler:
         conv, new = self._open_for(span.conversation_id, partition, offset, now, 1)
         if conv is None:
             return LATE
-        status = self._put(conv, span, now)
-        if status is ADDED and not new:
+        added, duplicates, _ = self._put([span], conv, now)
+        status = ADDED if added else DUPLICATE if duplicates else DROPPED
+        if added and not new:
             self._touch(conv, offset)
         if self._bytes_over():
             self._finish_for_budget()
@@ -125,21 +129,11 @@ class Assembler:
 
         Spans of one conversation usually come together: the conversation is looked up once per run of them.
         """
-        i, n = 0, len(spans)
-        while i < n:
-            cid = spans[i].conversation_id
-            j = i + 1
-            while j < n and spans[j].conversation_id == cid:
-                j += 1
-            conv, new = self._open_for(cid, partition, offset, now, j - i)
-            if conv is not None:
-                put = self._put
-                added = False
-                for k in range(i, j):
-                    added = put(conv, spans[k], now) is ADDED or added
-                if added and not new:
-                    self._touch(conv, offset)
-            i = j
+        for cid, group in groupby(spans, _CONVERSATION_ID):
+            run = list(group)
+            conv, new = self._open_for(cid, partition, offset, now, len(run))
+            if conv is not None and self._put(run, conv, now)[0] and not new:
+                self._touch(conv, offset)
         if self._bytes_over():
             self._finish_for_budget()
         self.message_done(partition, offset)
@@ -181,30 +175,40 @@ class Assembler:
                 self._held.setdefault(conv.partition, []), (offset, conv.serial, conv.conversation_id)
             )
 
-    def _put(self, conv: _Open, span: SpanRecord, now: float) -> str:
-        """Store one span in its open conversation (de-duplicated, capped) and note an end flag."""
-        spans = conv.spans
-        if span.span_id in spans:
-            self.stats.duplicate_spans += 1
-            return DUPLICATE
-        if len(spans) >= self.config.max_spans_per_conversation:
-            if not conv.incomplete:
-                log.warning(
-                    "conversation %s exceeds %d spans; extra spans dropped", conv.conversation_id, len(spans)
-                )
-            conv.incomplete = True
-            self.stats.dropped_spans += 1
-            return DROPPED
-        spans[span.span_id] = span
-        size = span_bytes(span)
-        conv.nbytes += size
-        self.stats.open_bytes += size
-        conv.last_seen = now
-        if conv.end_at is None and _is_end(span):
-            conv.end_at = now
-            self._ends.append((now, (conv.partition, conv.conversation_id), conv.serial))
-        self.stats.spans_added += 1
-        return ADDED
+    def _put(self, run: list[SpanRecord], conv: _Open, now: float) -> tuple[int, int, int]:
+        """Store spans of one open conversation (de-duplicated, capped) and note an end flag; (added,
+        duplicate, dropped) counts. The counters of the run are summed once (a message's spans come in runs)."""
+        stored = conv.spans
+        cap = self.config.max_spans_per_conversation
+        added = size = duplicates = dropped = 0
+        for span in run:
+            if span.span_id in stored:
+                duplicates += 1
+            elif len(stored) >= cap:
+                if not conv.incomplete:
+                    log.warning(
+                        "conversation %s exceeds %d spans; extra spans dropped",
+                        conv.conversation_id,
+                        len(stored),
+                    )
+                conv.incomplete = True
+                dropped += 1
+            else:
+                stored[span.span_id] = span
+                size += span_bytes(span)
+                added += 1
+                if conv.end_at is None and _is_end(span):
+                    conv.end_at = now
+                    self._ends.append((now, (conv.partition, conv.conversation_id), conv.serial))
+        stats = self.stats
+        stats.duplicate_spans += duplicates
+        stats.dropped_spans += dropped
+        if added:
+            conv.nbytes += size
+            stats.open_bytes += size
+            stats.spans_added += added
+            conv.last_seen = now
+        return added, duplicates, dropped
 
     def message_done(self, partition: int, offset: int) -> None:
         """Every span of the message at (partition, offset) was added, or the message was dead-lettered."""
