@@ -28,7 +28,7 @@ from typing import Any
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags, set_span_in_context
 
 from agentwatch.collector.assembler import FinishedConversation
-from agentwatch.collector.reconstruct import _Forest
+from agentwatch.collector.span_tree import SpanForest
 from agentwatch.judge.verdict import FAILURE_CODES
 from agentwatch.wire import attributes as A
 from agentwatch.wire.contract import INFORMATIONAL_REASONS
@@ -75,7 +75,7 @@ def last_turn_ids(finished: FinishedConversation) -> tuple[str | None, str | Non
     if not spans:
         return None, None
     try:
-        turns = _Forest(spans, []).turns
+        turns = SpanForest(spans, []).turns
     except Exception:  # never fail the caller over an event's parent
         log.exception("could not find the last turn of conversation %s", finished.conversation_id)
         turns = []

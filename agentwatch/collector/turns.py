@@ -1,0 +1,237 @@
+"""One turn of a rebuilt conversation from its spans: the agent span, its tool calls, model usage and cost,
+the expectation it carries, and the capture gaps noted on the way."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from datetime import UTC, datetime
+from operator import attrgetter
+from typing import Any
+
+from pydantic_core import from_json
+
+from agentwatch.collector import conventions as cv
+from agentwatch.collector.decode import SpanRecord
+from agentwatch.collector.messages import (
+    as_text,
+    json_or_text,
+    last_user_text,
+    messages,
+    output_text,
+    tools_from_messages,
+)
+from agentwatch.wire import attributes as A
+from agentwatch.wire.schema import (
+    MAX_COST_USD_PER_CALL,
+    MAX_COST_USD_PER_TURN,
+    MAX_TOKENS_PER_CALL,
+    Expectation,
+)
+
+AGENT, TOOL, MODEL, OTHER = "agent", "tool", "model", "other"  # the roles of spans
+START_ORDER = attrgetter("start_ns", "span_id")  # spans in start order, ties by id
+_EXACT = 2**53  # integers a float holds exactly
+
+
+def _nonneg_int(value: Any) -> int:
+    """A token count: a number, truncated, not below 0; 0 when absent or not a number."""
+    if value is None:  # the common absent case, without raising
+        return 0
+    if type(value) is int and -_EXACT < value < _EXACT:  # exactly what int(float(value)) gives
+        return max(0, value)
+    try:
+        number = int(float(value))
+    except (TypeError, ValueError, OverflowError):
+        return 0
+    return max(0, number)
+
+
+def nonneg_float(value: Any) -> float | None:
+    """A finite non-negative number, else None."""
+    if value is None:  # the common absent case, without raising
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return number if 0 <= number < float("inf") else None
+
+
+def to_time(ns: int) -> datetime | None:
+    """A span time (Unix nanoseconds) as a UTC datetime; None when unset or out of range."""
+    if ns <= 0:
+        return None
+    try:
+        return datetime.fromtimestamp(ns / 1e9, tz=UTC)
+    except (OverflowError, OSError, ValueError):
+        return None
+
+
+class Gaps:
+    """What could not be seen, counted per kind, turned into notes at the end."""
+
+    def __init__(self) -> None:
+        self.turns: dict[str, list[int]] = defaultdict(list)
+        self.counts: dict[str, int] = defaultdict(int)
+        self.other: list[str] = []
+
+    def notes(self) -> list[str]:
+        """The gaps as notes: per kind, the turns or the number of tool calls it concerns."""
+        out = []
+        for what, turns in self.turns.items():
+            listed = ", ".join(str(t) for t in turns[:20]) + (", …" if len(turns) > 20 else "")
+            out.append(f"{what} for turn(s) {listed}")
+        out.extend(f"{what} for {n} tool call(s)" for what, n in self.counts.items())
+        return out + self.other
+
+
+def _tool_from_span(span: SpanRecord, gaps: Gaps) -> dict[str, Any]:
+    """The `ToolCall` fields of an execute_tool / TOOL span."""
+    attrs = span.attrs
+    first = cv.first
+    name = first(attrs, cv.TOOL_NAME_KEYS)
+    if name is None:
+        name = span.name.removeprefix("execute_tool ")
+    args = first(attrs, cv.TOOL_ARGUMENTS_KEYS)
+    result = first(attrs, cv.TOOL_RESULT_KEYS)
+    if cv.OPENINFERENCE_KIND_KEY in attrs and attrs[cv.OPENINFERENCE_KIND_KEY] is not None:
+        args = args if args is not None else first(attrs, cv.INPUT_VALUE_KEYS)
+        result = result if result is not None else first(attrs, cv.OUTPUT_VALUE_KEYS)
+    if args is None:
+        gaps.counts["tool arguments not captured (content capture off?)"] += 1
+    if result is None and span.status_error is None:
+        gaps.counts["tool result not captured"] += 1
+    call_id = first(attrs, cv.TOOL_CALL_ID_KEYS)
+    return {
+        "name": (name if type(name) is str else str(name)) or "unknown",
+        "arguments": json_or_text(args),
+        "result": json_or_text(result),
+        "error": span.status_error,
+        "call_id": None if call_id is None else str(call_id),
+        "read_only": _flag(first(attrs, cv.TOOL_READ_ONLY_KEYS)),
+    }
+
+
+def _flag(value: Any) -> bool | None:
+    """A boolean attribute (also written as "true"/"false"); None when absent or not a boolean."""
+    if isinstance(value, bool) or value is None:
+        return value
+    text = str(value).strip().lower()
+    return True if text == "true" else False if text == "false" else None
+
+
+def _usage(span: SpanRecord, index: int, gaps: Gaps) -> dict[str, Any] | None:
+    """The `Usage` fields of a model span, None if it reports nothing. Counts and costs past the plausibility
+    caps are dropped with a note (the call's cost is then unknown, never absurd)."""
+    attrs = span.attrs
+    first = cv.first
+    model = first(attrs, cv.MODEL_KEYS)
+    tin = first(attrs, cv.INPUT_TOKEN_KEYS)
+    tout = first(attrs, cv.OUTPUT_TOKEN_KEYS)
+    cost = nonneg_float(first(attrs, cv.COST_KEYS))
+    if model is None and tin is None and tout is None and cost is None:
+        return None
+    tokens_in, tokens_out = _nonneg_int(tin), _nonneg_int(tout)
+    if tokens_in > MAX_TOKENS_PER_CALL or tokens_out > MAX_TOKENS_PER_CALL:
+        gaps.turns[f"token counts over {MAX_TOKENS_PER_CALL:,} a call ignored (implausible)"].append(index)
+        tokens_in = tokens_out = 0
+    if cost is not None and cost > MAX_COST_USD_PER_CALL:
+        gaps.turns[f"a model call's cost over {MAX_COST_USD_PER_CALL:,.0f} USD ignored (implausible)"].append(
+            index
+        )
+        cost = None
+    return {
+        "model": None if model is None else str(model),
+        "input_tokens": tokens_in,
+        "output_tokens": tokens_out,
+        "cost_usd": cost,
+    }
+
+
+def _turn_cost(span: SpanRecord, index: int, gaps: Gaps) -> float | None:
+    """`agentwatch.cost.usd` of a turn span, None past the plausibility cap (noted)."""
+    cost = nonneg_float(span.attrs.get(A.COST_USD))
+    if cost is not None and cost > MAX_COST_USD_PER_TURN:
+        gaps.turns[f"a turn's cost over {MAX_COST_USD_PER_TURN:,.0f} USD ignored (implausible)"].append(index)
+        return None
+    return cost
+
+
+def _expectation(span: SpanRecord, members: list[SpanRecord], index: int, gaps: Gaps) -> Expectation | None:
+    raw = cv.first(span.attrs, cv.EXPECTED_KEYS)
+    reference = cv.first(span.attrs, cv.REFERENCE_ANSWER_KEYS)
+    if raw is None and reference is None:  # else look below the turn span (trace roots without agent spans)
+        for s in members:
+            raw = raw if raw is not None else cv.first(s.attrs, cv.EXPECTED_KEYS)
+            reference = reference if reference is not None else cv.first(s.attrs, cv.REFERENCE_ANSWER_KEYS)
+    expected = None
+    if raw is not None:
+        try:
+            value = from_json(raw) if isinstance(raw, str) else raw
+            expected = Expectation.model_validate(value)
+        except (ValueError, RecursionError) as exc:  # ValidationError is a ValueError
+            first_line = str(exc).splitlines()[0][:160]
+            gaps.other.append(
+                f"turn {index}: agentwatch.expected ignored, not a valid expectation ({first_line})"
+            )
+    if reference is not None:
+        expected = expected or Expectation()
+        if expected.reference_answer is None:
+            expected.reference_answer = as_text(reference)
+    return expected
+
+
+def build_turn(
+    span: SpanRecord, members: list[SpanRecord], roles: dict[str, str], index: int, gaps: Gaps
+) -> dict[str, Any]:
+    """The `Turn` fields of one turn span and the spans below it."""
+    members.sort(key=START_ORDER)
+    tools: list[SpanRecord] = []
+    models: list[SpanRecord] = []
+    for member in members:
+        role = roles[member.span_id]
+        if role == TOOL:
+            tools.append(member)
+        elif role == MODEL:
+            models.append(member)
+    own_role = roles[span.span_id]
+    if own_role == MODEL:
+        models.insert(0, span)
+    attrs = span.attrs
+    user = last_user_text(messages(cv.first(attrs, cv.INPUT_MESSAGES_KEYS))) or as_text(
+        cv.first(attrs, cv.INPUT_VALUE_KEYS)
+    )
+    for model in models:
+        if user is not None:
+            break
+        user = last_user_text(messages(cv.first(model.attrs, cv.INPUT_MESSAGES_KEYS)))
+    answer = output_text(messages(cv.first(attrs, cv.OUTPUT_MESSAGES_KEYS))) or as_text(
+        cv.first(attrs, cv.OUTPUT_VALUE_KEYS)
+    )
+    if answer is None and models:
+        answer = output_text(messages(cv.first(models[-1].attrs, cv.OUTPUT_MESSAGES_KEYS)))
+    if user is None:
+        gaps.turns["no user input captured"].append(index)
+    if answer is None:
+        gaps.turns["no answer text captured (content capture off?)"].append(index)
+    if tools:
+        tool_calls = [_tool_from_span(s, gaps) for s in tools]
+    else:
+        tool_calls, missing = tools_from_messages(models)
+        if missing:
+            gaps.counts["tool result not captured"] += missing
+        if tool_calls:
+            gaps.turns["tool calls taken from model output messages (no execute_tool spans)"].append(index)
+    usage = [u for u in (_usage(m, index, gaps) for m in models) if u is not None]
+    duration = (span.end_ns - span.start_ns) / 1e6 if span.end_ns >= span.start_ns > 0 else None
+    return {
+        "input": user,
+        "answer": answer,
+        "tool_calls": tool_calls,
+        "expected": _expectation(span, members, index, gaps),
+        "usage": usage,
+        "cost_usd": _turn_cost(span, index, gaps) if own_role != MODEL else None,
+        "duration_ms": duration,
+        "error": span.status_error,
+        "started_at": to_time(span.start_ns),
+    }
