@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
-from scipy.stats import norm
+from scipy.special import ndtri
 
 from agentwatch.judge.calibration import CLASSES, confusion, kappa_from_confusion
 from agentwatch.judge.verdict import JudgeVerdict
@@ -140,7 +140,7 @@ def paired_shift(up: int, down: int, n: int, level: float = 0.95) -> tuple[float
         return math.nan, math.nan, math.nan
     p12, p21 = (up + 1) / (n + 2), (down + 1) / (n + 2)
     diff = p12 - p21
-    half = float(norm.ppf(0.5 + level / 2)) * math.sqrt(max(0.0, p12 + p21 - diff * diff) / (n + 2))
+    half = float(ndtri(0.5 + level / 2)) * math.sqrt(max(0.0, p12 + p21 - diff * diff) / (n + 2))
     return (up - down) / n, max(-1.0, diff - half), min(1.0, diff + half)
 
 

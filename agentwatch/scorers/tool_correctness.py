@@ -28,7 +28,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
-from scipy.optimize import linear_sum_assignment
 
 from agentwatch.config import HANDOFF_TOOLS, READ_ONLY_TOOLS, ToolWeights
 from agentwatch.scorers.arguments import argument_agreement
@@ -83,6 +82,9 @@ def parameters_score(
             e, m = exp_args[0]
             total += max(argument_agreement(e, u, m) for u in candidates)
             continue
+        # scipy.optimize takes a fifth of a second to import, and most turns never get here
+        from scipy.optimize import linear_sum_assignment
+
         matrix = np.array([[argument_agreement(e, u, m) for u in candidates] for e, m in exp_args])
         rows, cols = linear_sum_assignment(matrix, maximize=True)
         total += float(matrix[rows, cols].sum())

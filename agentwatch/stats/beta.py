@@ -16,8 +16,6 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy import integrate
-from scipy import stats as sps
 from scipy.special import betaincinv
 
 from agentwatch.stats.checks import check_counts, check_k, check_level, scalar_or_array
@@ -57,7 +55,9 @@ class BetaPosterior:
     @property
     def dist(self) -> Any:
         """The frozen scipy distribution (`scipy.stats.beta(alpha, beta)`)."""
-        return sps.beta(self.alpha, self.beta)
+        from scipy import stats  # about a second to import: the command line must not pay it at start
+
+        return stats.beta(self.alpha, self.beta)
 
     def mean(self) -> float:
         """Posterior mean of p."""
@@ -97,6 +97,10 @@ def regression_probability(new: BetaPosterior, base: BetaPosterior, k: int, marg
     check_k(k)
     if not 0.0 <= margin < 1.0:
         raise ValueError(f"margin must be in [0, 1), got {margin!r}")
+    # scipy.stats and scipy.integrate take about a second to import: only a regression test needs them
+    from scipy import integrate
+    from scipy import stats as sps
+
     # P = ∫ f_base(x) · F_new((x^k - margin)^(1/k)) dx over x^k > margin.
     # Integrate only where the base density has mass (quad would otherwise step over a narrow peak).
     mass = sps.beta.ppf(np.array([1e-14, 1.0 - 1e-14]), base.alpha, base.beta)

@@ -32,7 +32,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.stats import t as student_t
+from scipy.special import stdtrit
 
 from agentwatch.config import OutcomeCredits
 from agentwatch.stats.beta import beta_interval, beta_power_means
@@ -246,7 +246,7 @@ def _judge_share(
 def _judge_mean(strata: Sequence[Stratum], level: float) -> tuple[float, float, float]:
     """Hájek mean of the automated credits with a t interval (linearised variance, Kish's degrees)."""
     mean, var, ne = predictions_mean(strata)
-    half = float(student_t.ppf(0.5 + level / 2.0, max(1.0, ne - 1.0))) * math.sqrt(var)
+    half = float(stdtrit(max(1.0, ne - 1.0), 0.5 + level / 2.0)) * math.sqrt(var)  # Student t quantile
     return mean, max(0.0, mean - half), min(1.0, mean + half)
 
 

@@ -42,8 +42,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy.special import betaincinv
-from scipy.stats import t as student_t
+from scipy.special import betaincinv, stdtrit
 
 __all__ = [
     "PPIEstimate",
@@ -275,7 +274,7 @@ def ppi_mean(
     if binary:
         value, lower, upper, lam = _post_stratified(strata, w, level)
     else:
-        q = float(student_t.ppf(0.5 + level / 2.0, max(1.0, w.ne_l - 1.0)))
+        q = float(stdtrit(max(1.0, w.ne_l - 1.0), 0.5 + level / 2.0))  # Student t quantile
         lower, upper = value - q * se, value + q * se
     if bounds is not None:  # a rate outside [0, 1] is an artefact of the correction at the edges
         value = min(bounds[1], max(bounds[0], value))
