@@ -222,23 +222,14 @@ class Assembler:
         out = [fin for fin, _ in self._pending]
         self._pending = []
         max_age = self.config.max_open_age_s
-        opened = self._opened
-        while opened and opened[0][0] + max_age <= now:
-            _, key, serial = opened.popleft()
-            conv = self._open.get(key)
-            if conv is not None and conv.serial == serial:
-                self.stats.aged_conversations += 1
-                log.warning(
-                    "conversation %s open for more than %gs; finished early (incomplete)", key[1], max_age
-                )
-                out.append(self._finish(key, "age", True))
-        grace = self.config.end_grace_s
-        ends = self._ends
-        while ends and ends[0][0] + grace <= now:
-            _, key, serial = ends.popleft()
-            conv = self._open.get(key)
-            if conv is not None and conv.serial == serial:
-                out.append(self._finish(key, "end", conv.incomplete))
+        for key, _conv in self._due(self._opened, max_age, now):
+            self.stats.aged_conversations += 1
+            log.warning(
+                "conversation %s open for more than %gs; finished early (incomplete)", key[1], max_age
+            )
+            out.append(self._finish(key, "age", True))
+        for key, conv in self._due(self._ends, self.config.end_grace_s, now):
+            out.append(self._finish(key, "end", conv.incomplete))
         idle = self.config.idle_timeout_s
         while self._open:
             key, conv = next(iter(self._open.items()))
@@ -246,6 +237,18 @@ class Assembler:
                 break
             out.append(self._finish(key, "idle", conv.incomplete))
         return out
+
+    def _due(
+        self, queue: deque[tuple[float, tuple[int, str], int]], delay: float, now: float
+    ) -> list[tuple[tuple[int, str], _Open]]:
+        """The conversations still open whose entry in `queue` (time, key, serial) is `delay` old at `now`,
+        taken off it; an entry of a conversation finished since (or reopened: another serial) is dropped."""
+        due = []
+        while queue and queue[0][0] + delay <= now:
+            _, key, serial = queue.popleft()
+            if self._is_current(key, serial):
+                due.append((key, self._open[key]))
+        return due
 
     def drain(self, partitions: Iterable[int] | None = None) -> list[FinishedConversation]:
         """Finish everything open (of `partitions`, default all), e.g. at shutdown."""

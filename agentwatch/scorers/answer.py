@@ -32,7 +32,7 @@ def _canonical_number(token: str) -> str:
     """A token that starts with a digit, as its number written canonically; unchanged if it is not a number."""
     if len(token) <= 15 and token.isdigit() and token.isascii():
         # A plain integer (exact in a float) is its own canonical form less leading zeros; reference answers are
-        # full of them (benchmarks/score.py: 3% of the scoring stage).
+        # full of them, so they skip the general parse.
         return str(int(token))
     value = parse_number(token)
     if value is None:

@@ -82,7 +82,7 @@ def parameters_score(
             e, m = exp_args[0]
             total += max(argument_agreement(e, u, m) for u in candidates)
             continue
-        # scipy.optimize takes a fifth of a second to import, and most turns never get here
+        # imported here: scipy.optimize is slow to import (the `score` command's start), and most turns never get here
         from scipy.optimize import linear_sum_assignment
 
         matrix = np.array([[argument_agreement(e, u, m) for u in candidates] for e, m in exp_args])

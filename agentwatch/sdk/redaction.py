@@ -69,7 +69,8 @@ DEFAULT_VALUE_PATTERNS: dict[str, str] = {
     "google_api_key": r"AIza[0-9A-Za-z_\-]{35}",
     "gitlab_token": r"glpat-[A-Za-z0-9_\-]{20,}",
     # `password=…`, `"api_key": "…"`, `PGPASSWORD=…`: a secret word just before `=` or `:` (the default set runs
-    # it as `assignment_secret`, which finds the words with `str.find`: the same matches, ~20x faster)
+    # it as `assignment_secret`, which finds the words with `str.find`: the same matches, without trying the pattern
+    # at every position)
     "assignment": (
         r"(?i)(?:password|passwd|passphrase|pwd|secret|api[_-]?key|apikey|token|private[_-]?key)[\"']?\s*[:=]"
         r"\s*[\"']?(?P<secret>[^\s\"',;&}{]{6,})"

@@ -55,7 +55,9 @@ class BetaPosterior:
     @property
     def dist(self) -> Any:
         """The frozen scipy distribution (`scipy.stats.beta(alpha, beta)`)."""
-        from scipy import stats  # about a second to import: the command line must not pay it at start
+        from scipy import (
+            stats,
+        )  # imported here: slow to import, and the command line must not pay it at start
 
         return stats.beta(self.alpha, self.beta)
 
@@ -97,7 +99,7 @@ def regression_probability(new: BetaPosterior, base: BetaPosterior, k: int, marg
     check_k(k)
     if not 0.0 <= margin < 1.0:
         raise ValueError(f"margin must be in [0, 1), got {margin!r}")
-    # scipy.stats and scipy.integrate take about a second to import: only a regression test needs them
+    # imported here: scipy.stats and scipy.integrate are slow to import, and only a regression test needs them
     from scipy import integrate
     from scipy import stats as sps
 

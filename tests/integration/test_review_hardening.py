@@ -7,7 +7,6 @@ from __future__ import annotations
 import base64
 import logging
 import math
-import re
 import time
 
 import httpx
@@ -18,25 +17,16 @@ from tests.support.review import (
     PASSWORD,
     ServiceThread,
     conversation,
+    csrf,
     get_stored,
     record,
     review_settings,
     scored,
+    sign_in,
 )
 from tests.support.review_flood import flood, start_review
 
 pytestmark = pytest.mark.broker
-
-
-def _csrf(html: str) -> str:
-    found = re.search(r'name="csrf" value="([^"]+)"', html)
-    assert found is not None, "no CSRF field on the page"
-    return found.group(1)
-
-
-def _sign_in(client: httpx.Client, name: str = "alice", secret: str = PASSWORD) -> httpx.Response:
-    page = client.get("/login")
-    return client.post("/login", data={"csrf": _csrf(page.text), "name": name, "secret": secret, "next": "/"})
 
 
 def _sample(metrics: str, name: str, **labels: str) -> float:
@@ -90,11 +80,11 @@ def test_a_cookie_copied_before_sign_out_reads_and_writes_nothing_after_it(broke
         svc.service.store.ingest(record(conv, scored(conv)), time.time(), 86400)
         row = svc.service.store.queue()[0][0].id
         with httpx.Client(base_url=svc.url) as alice, httpx.Client(base_url=svc.url) as thief:
-            assert _sign_in(alice).status_code == 303
+            assert sign_in(alice).status_code == 303
             thief.cookies.update(alice.cookies)  # the cookie, copied
             page = thief.get(f"/c/{row}")
             assert page.status_code == 200 and conv.conversation_id in page.text
-            token = _csrf(page.text)
+            token = csrf(page.text)
             assert alice.post("/logout", data={"csrf": token}).status_code == 303
             assert thief.get("/").status_code == 401
             assert thief.get(f"/c/{row}").status_code == 401
@@ -103,7 +93,7 @@ def test_a_cookie_copied_before_sign_out_reads_and_writes_nothing_after_it(broke
             assert get_stored(svc.service.store, row).labels == []
             assert svc.service.web.sessions.active() == 0
             # signing in again makes a new session; the old cookie stays dead
-            assert _sign_in(alice).status_code == 303 and alice.get("/").status_code == 200
+            assert sign_in(alice).status_code == 303 and alice.get("/").status_code == 200
             assert thief.get("/").status_code == 401
 
 
@@ -112,12 +102,12 @@ def test_password_guessing_backs_off_is_counted_and_logged(broker, tmp_path, cap
     caplog.set_level(logging.INFO, logger="agentwatch.review")
     with ServiceThread(settings) as svc, httpx.Client(base_url=svc.url) as client:
         # a name with a newline is logged as its repr: one line, no forged second one
-        forged = _sign_in(client, "mallory\nINFO agentwatch: admin signed in", "x")
+        forged = sign_in(client, "mallory\nINFO agentwatch: admin signed in", "x")
         assert forged.status_code == 401
-        statuses = [_sign_in(client, "alice", f"guess {i}").status_code for i in range(6)]
+        statuses = [sign_in(client, "alice", f"guess {i}").status_code for i in range(6)]
         # this client's third failure starts the backoff: the rest are refused before any hashing
         assert statuses == [401, 401, 429, 429, 429, 429]
-        refused = _sign_in(client, "alice", PASSWORD)  # even the right password waits out the backoff
+        refused = sign_in(client, "alice", PASSWORD)  # even the right password waits out the backoff
         assert refused.status_code == 429 and int(refused.headers["retry-after"]) >= 1
         assert "Too many sign-in attempts" in refused.text
         with httpx.Client(base_url=svc.url, headers={"Authorization": "Bearer wrong"}) as api:
@@ -126,7 +116,7 @@ def test_password_guessing_backs_off_is_counted_and_logged(broker, tmp_path, cap
         assert stats.signins[("form", "failed")] == 3 and stats.signins[("form", "throttled")] == 5
         assert stats.signins[("bearer", "throttled")] == 1
         time.sleep(1.1)  # the first backoff (1 s) is over: a right password signs in and clears the count
-        assert _sign_in(client, "alice", PASSWORD).status_code == 303
+        assert sign_in(client, "alice", PASSWORD).status_code == 303
     messages = [r.getMessage() for r in caplog.records]
     assert sum("failed sign-in (form) as 'alice' from 127.0.0.1" in m for m in messages) == 2
     assert any("backs off" in m for m in messages)
@@ -139,8 +129,8 @@ def test_integers_past_64_bits_give_404_or_400_never_500(broker, tmp_path):
     conv = conversation(unique("c"))
     with ServiceThread(settings) as svc, httpx.Client(base_url=svc.url) as client:
         svc.service.store.ingest(record(conv, scored(conv)), time.time(), 86400)
-        assert _sign_in(client).status_code == 303
-        token = _csrf(client.get("/").text)
+        assert sign_in(client).status_code == 303
+        token = csrf(client.get("/").text)
         huge = "9" * 30
         for path in (f"/c/{huge}", f"/c/{2**63}", "/c/-1", "/c/abc", "/c/%C2%B2", f"/c/{2**63 - 1}"):
             assert client.get(path).status_code == 404, path
@@ -160,7 +150,7 @@ def test_a_request_body_over_the_limit_gets_413(broker, tmp_path):
     settings = review_settings(broker.bootstrap_servers, tmp_path, max_body_bytes=8192)
     with ServiceThread(settings) as svc, httpx.Client(base_url=svc.url) as client:
         page = client.get("/login")
-        big = {"csrf": _csrf(page.text), "name": "alice", "secret": "x" * 20_000}
+        big = {"csrf": csrf(page.text), "name": "alice", "secret": "x" * 20_000}
         assert client.post("/login", data=big).status_code == 413
 
         def chunks():

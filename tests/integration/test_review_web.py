@@ -18,23 +18,14 @@ from tests.support.review import (
     TOKEN,
     ServiceThread,
     conversation,
+    csrf,
     get_stored,
     judged,
     record,
     review_settings,
     scored,
+    sign_in,
 )
-
-
-def _csrf(html: str) -> str:
-    found = re.search(r'name="csrf" value="([^"]+)"', html)
-    assert found is not None, "no CSRF field on the page"
-    return found.group(1)
-
-
-def _sign_in(client: httpx.Client, name: str = "alice", secret: str = PASSWORD) -> httpx.Response:
-    page = client.get("/login")
-    return client.post("/login", data={"csrf": _csrf(page.text), "name": name, "secret": secret, "next": "/"})
 
 
 @pytest.mark.broker
@@ -59,8 +50,8 @@ def test_refusals_sign_in_and_no_anchoring(broker, tmp_path) -> None:
             assert r.status_code == 403
             assert anon.get("/healthz").text == "ok\n"
             # a wrong password and an unknown reviewer are refused alike
-            assert _sign_in(anon, "alice", "wrong password").status_code == 401
-            assert _sign_in(anon, "mallory", PASSWORD).status_code == 401
+            assert sign_in(anon, "alice", "wrong password").status_code == 401
+            assert sign_in(anon, "mallory", PASSWORD).status_code == 401
             # the sign-in form itself needs the CSRF token of its page
             assert anon.post("/login", data={"name": "alice", "secret": PASSWORD}).status_code == 403
         # reads with an Authorization header: bob's token (Bearer), alice's password (Basic); no writes
@@ -72,7 +63,7 @@ def test_refusals_sign_in_and_no_anchoring(broker, tmp_path) -> None:
         with httpx.Client(base_url=svc.url, headers={"Authorization": "Bearer not-a-token"}) as api:
             assert api.get("/").status_code == 401
         with httpx.Client(base_url=svc.url) as client:
-            r = _sign_in(client)
+            r = sign_in(client)
             assert r.status_code == 303 and r.headers["location"] == "/"
             queue = client.get("/")
             assert queue.status_code == 200 and re.search(r"<strong>1</strong> conversation left", queue.text)
@@ -92,7 +83,7 @@ def test_refusals_sign_in_and_no_anchoring(broker, tmp_path) -> None:
                 *first.reasons,
             ):
                 assert hidden not in page.text, hidden
-            token = _csrf(page.text)
+            token = csrf(page.text)
             # a write without the CSRF token, or with another one, is refused and saves nothing
             assert client.post(f"/c/{row}/label", data={"outcome": "complete"}).status_code == 403
             assert (

@@ -3,12 +3,15 @@ records, reviewers, and a review service running on a thread."""
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import httpx
 
 from agentwatch.config import SamplingConfig, Settings, load_settings
 from agentwatch.judge.verdict import JudgeVerdict
@@ -170,3 +173,16 @@ class ServiceThread:
     def __exit__(self, *exc: object) -> None:
         self.stop.set()
         self.thread.join(timeout=30)
+
+
+def csrf(html: str) -> str:
+    """The CSRF token of a review page's form."""
+    found = re.search(r'name="csrf" value="([^"]+)"', html)
+    assert found is not None, "no CSRF field on the page"
+    return found.group(1)
+
+
+def sign_in(client: httpx.Client, name: str = "alice", secret: str = PASSWORD) -> httpx.Response:
+    """Sign in through the review service's form."""
+    page = client.get("/login")
+    return client.post("/login", data={"csrf": csrf(page.text), "name": name, "secret": secret, "next": "/"})

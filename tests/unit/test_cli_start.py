@@ -1,5 +1,5 @@
 """`agentwatch score` starts without the scipy modules it needs only on rare paths (scipy.stats, scipy.integrate
-and scipy.optimize take about a second to import; `benchmarks/cli_start.py` times the start)."""
+and scipy.optimize are slow to import; `benchmarks/cli_start.py` times the start)."""
 
 from __future__ import annotations
 
