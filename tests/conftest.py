@@ -7,8 +7,14 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import settings
 
 from agentwatch.kafka.broker import EmbeddedBroker
+
+# Property tests assert properties, not timings: Hypothesis's default 200 ms deadline per example fails them
+# on a loaded machine (seen on 2 cores while other work ran), so no deadline.
+settings.register_profile("agentwatch", deadline=None)
+settings.load_profile("agentwatch")
 
 # Consumer-group settings that make joins fast on Tansu (see PITFALLS.md); test-only values.
 FAST_GROUP = {"session_timeout_ms": 2000, "heartbeat_interval_ms": 500}

@@ -34,6 +34,11 @@ GAUGES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
         ("k", "method", "stat"),
     ),
     ("agentwatch_asr", "Agent Success Rate (mean credit) with bootstrap interval.", ("stat",)),
+    (
+        "agentwatch_asr_units",
+        "Units the ASR interval resamples when attempts repeat (its value the mean over units); 0: conversations.",
+        (),
+    ),
     ("agentwatch_tool_correctness", "Mean tool correctness over tool-graded turns.", ("dimension",)),
     (
         "agentwatch_regression_probability",
@@ -133,6 +138,7 @@ HISTOGRAMS: tuple[tuple[str, str], ...] = (
     AT_K,
     POW_K,
     ASR,
+    ASR_UNITS,
     TOOL,
     REGRESSION,
     CONVERSATIONS,
@@ -189,6 +195,7 @@ def estimate_samples(e: SeriesEstimate, with_regression: bool = True) -> Iterato
     if e.asr is not None:
         iv = e.asr
         yield from ((ASR, (s,), v) for s, v in zip(STATS, (iv.mean, iv.lower, iv.upper), strict=True))
+        yield ASR_UNITS, (), e.asr_units
     for dim, v in e.tool.items():
         yield TOOL, (dim,), v
     if with_regression:

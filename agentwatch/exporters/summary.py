@@ -2,7 +2,10 @@
 
 The Beta quantiles and posterior means of all series come from one call each of `agentwatch.stats`, vectorised
 over the series. The ASR interval is `agentwatch.stats.bootstrap.bootstrap_counts_interval` over the window's distinct
-(rounded) credit values and their counts: the same distribution as resampling the conversations.
+(rounded) credit values and their counts: the same distribution as resampling the conversations. When some unit
+has two or more credited attempts, ASR is the offline report's over units instead: the mean over units of each
+unit's mean credit, its interval the expanded bootstrap over units (`bootstrap_units_interval`, drawn as
+multinomial counts over the distinct unit means).
 
 Failure evidence rates are over all conversations in the window (graded or not): for x conversations with a code
 among n, the posterior Beta(α + x, β + n − x) with the stats prior, every code of `EVIDENCE` (zeros included),
@@ -40,7 +43,7 @@ from agentwatch.exporters.windows import (
     sketch_quantile,
 )
 from agentwatch.stats.beta import beta_interval, beta_power_means
-from agentwatch.stats.bootstrap import bootstrap_counts_interval
+from agentwatch.stats.bootstrap import bootstrap_counts_interval, bootstrap_units_interval
 from agentwatch.stats.corrected import CorrectedEstimates, correct
 from agentwatch.stats.inclusion import effective_counts
 from agentwatch.stats.pass_k import pass_at_k_plugin
@@ -99,6 +102,7 @@ class SeriesEstimate:
     method: str = "exchangeable"  # pass@k / pass^k over units ("tasks") or of one pooled p ("exchangeable")
     units: int = 0  # units with a graded conversation in the window (a conversation without one counts alone)
     repeated_units: int = 0  # units with two or more graded conversations
+    asr_units: int = 0  # units the ASR interval resamples (0: it resamples conversations)
     unit_pairs: tuple[tuple[int, int, int], ...] = ()  # (n, c, units) histogram, when method is "tasks"
     effective: tuple[float, float] | None = None  # Kish's (n, c) when sampled at different probabilities
     correction: CorrectedEstimates | None = (
@@ -135,9 +139,18 @@ class StatsParams:
     seed: int = 0
 
 
-def _asr(total: Bucket, p: StatsParams) -> Interval | None:
+def _asr(total: Bucket, p: StatsParams) -> tuple[Interval | None, int]:
+    """ASR and its interval, and the units that interval resamples (0: over conversations). Attempts at one unit
+    are correlated, so with repeated attempts the value is the mean over units of their mean credit and the
+    interval resamples units, as the offline report's (`report.build`)."""
     if not total.asr:
-        return None
+        return None, 0
+    per_unit = total.unit_credit_means()
+    if per_unit is not None and sum(per_unit.values()) >= 2:
+        means = np.fromiter(per_unit.keys(), dtype=np.float64, count=len(per_unit))
+        units = np.fromiter(per_unit.values(), dtype=np.float64, count=len(per_unit))
+        value, lo, hi = bootstrap_units_interval(means, p.level, p.resamples, p.seed, counts=units)
+        return Interval(value, lo, hi), int(units.sum())
     keys = np.fromiter(total.asr.keys(), dtype=np.float64, count=len(total.asr))
     counts = np.fromiter(total.asr.values(), dtype=np.float64, count=len(total.asr))
     n = float(counts.sum())
@@ -145,7 +158,7 @@ def _asr(total: Bucket, p: StatsParams) -> Interval | None:
     values = keys / ASR_RESOLUTION
     lo, hi = bootstrap_counts_interval(values, counts, p.level, p.resamples, p.seed)
     shift = mean - float(values @ counts / n)  # undo the rounding of credits in the bounds
-    return Interval(mean, min(1.0, max(0.0, lo + shift)), min(1.0, max(0.0, hi + shift)))
+    return Interval(mean, min(1.0, max(0.0, lo + shift)), min(1.0, max(0.0, hi + shift))), 0
 
 
 @lru_cache(maxsize=4096)
@@ -241,6 +254,7 @@ def _one(
     }
     cost_q = {q: v for q in QUANTILES if (v := sketch_quantile(t.cost, q)) is not None}
     dur_q = {q: v for q in QUANTILES if (v := sketch_quantile(t.duration, q)) is not None}
+    asr, asr_units = _asr(t, p)
     return SeriesEstimate(
         agent=key[0],
         version=key[1],
@@ -253,7 +267,8 @@ def _one(
         success=success,
         pass_at_k=at_k,
         pass_pow_k=pow_k,
-        asr=_asr(t, p),
+        asr=asr,
+        asr_units=asr_units,
         tool=tool,
         outcome_ratio=outcome_ratio,
         failure_ratio={m: n / t.total for m, n in sorted(t.modes.items())},

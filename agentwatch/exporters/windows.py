@@ -9,8 +9,9 @@ Each bucket holds exact counts (conversations, scored, passed, outcomes, failure
 judge and review samples, labels by outcome, over-budget), exact sums of the tool-correctness dimensions, two
 bounded sketches: cost and duration in log-spaced bins with ≤ 1% relative error (DDSketch-style, bin i holds
 (γ^(i−1), γ^i], γ = 1.01/0.99), and ASR credits rounded to 0.001, and the graded conversations per unit (the
-task instance repeated attempts are at: n and c packed in one integer, n·2^32 + c), with the graded
-conversations that have no unit counted apart. The window keeps a running total of its buckets (added on
+task instance repeated attempts are at: n and c packed in one integer, n·2^32 + c) with each unit's ASR credits
+(credited attempts and the sum of their rounded credits, packed the same way), with the graded conversations
+that have no unit counted apart. The window keeps a running total of its buckets (added on
 insert, subtracted when a bucket expires), so reading a window costs O(bins), not O(buckets); the total also
 keeps the histogram of its units' (n, c) pairs, updated as units change, which the estimates over units read.
 
@@ -154,6 +155,9 @@ class Bucket:
     review_sampled: int = 0
     labels: list[int] = field(default_factory=lambda: [0] * len(OUTCOMES))
     units: dict[Unit, int] = field(default_factory=dict)  # unit -> n * ONE_ATTEMPT + c (graded only)
+    # unit -> credited attempts * ONE_ATTEMPT + the sum of their ASR bins, and the ASR bins of those attempts
+    unit_credits: dict[Unit, int] = field(default_factory=dict)
+    unit_asr: dict[int, int] = field(default_factory=dict)
     unit_attempts: int = 0  # graded conversations with a unit (the others, `alone`, are units of their own)
     unit_passes: int = 0
     pairs: dict[int, int] | None = None  # a window total's histogram: n * ONE_ATTEMPT + c -> units
@@ -228,8 +232,12 @@ class Bucket:
         if c.label is not None:
             self.labels[c.label] += sign
         if scored:
-            if c.unit is not None:
-                self._unit(c.unit, sign, sign * c.passed)
+            unit = c.unit
+            if unit is not None:
+                self._unit(unit, sign, sign * c.passed)
+                if c.asr_bin is not None and c.asr_credit is not None:
+                    _bump(self.unit_credits, unit, sign * (ONE_ATTEMPT + c.asr_bin))
+                    _bump(self.unit_asr, c.asr_bin, sign)
             _bump(self.graded_p, c.graded_p, sign * (ONE_ATTEMPT + c.passed))
         if c.correction is not None:
             if self.corrections is None:
@@ -274,6 +282,8 @@ class Bucket:
             self.labels[i] += sign * n
         for unit, packed in other.units.items():
             self._unit(unit, sign * (packed // ONE_ATTEMPT), sign * (packed % ONE_ATTEMPT))
+        _add_counts(self.unit_credits, other.unit_credits, sign)
+        _add_counts(self.unit_asr, other.unit_asr, sign)
         _add_counts(self.graded_p, other.graded_p, sign)
         if other.corrections:
             if self.corrections is None:
@@ -299,6 +309,23 @@ class Bucket:
         for passed, m in ((1, self.alone_passed), (0, self.alone - self.alone_passed)):
             if m:
                 out[(1, passed)] = out.get((1, passed), 0) + m
+        return out
+
+    def unit_credit_means(self) -> dict[float, int] | None:
+        """{a unit's mean ASR credit: units}, a credited conversation without a unit counting as a unit of its
+        own (credits at the sketch's 0.001); None when no unit has two credited conversations."""
+        if not any(packed >= 2 * ONE_ATTEMPT for packed in self.unit_credits.values()):
+            return None
+        out: dict[float, int] = {}
+        for packed in self.unit_credits.values():
+            attempts, bins = divmod(packed, ONE_ATTEMPT)
+            mean = bins / (attempts * ASR_RESOLUTION)
+            out[mean] = out.get(mean, 0) + 1
+        for b, n in self.asr.items():
+            alone = n - self.unit_asr.get(b, 0)
+            if alone:
+                mean = b / ASR_RESOLUTION
+                out[mean] = out.get(mean, 0) + alone
         return out
 
     @property

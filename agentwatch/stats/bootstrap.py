@@ -46,24 +46,33 @@ def bootstrap_mean_interval(
 
 
 def bootstrap_units_interval(
-    unit_means: ArrayLike, level: float = 0.95, resamples: int = 1000, seed: int = 0
+    unit_means: ArrayLike,
+    level: float = 0.95,
+    resamples: int = 1000,
+    seed: int = 0,
+    counts: ArrayLike | None = None,
 ) -> tuple[float, float, float]:
     """The mean over units of each unit's mean, and its expanded percentile-bootstrap interval over units:
     (value, lower, upper). Units are resampled with replacement, each keeping all its attempts; with one unit
-    the bounds are NaN (one unit says nothing about how units differ); NaNs when empty."""
+    the bounds are NaN (one unit says nothing about how units differ); NaNs when empty. `counts`, when given,
+    says how many units have each of the (distinct) `unit_means`."""
     _check_bootstrap(level, resamples)
     x = np.asarray(unit_means, dtype=np.float64).ravel()
-    if x.size == 0:
+    w = None if counts is None else np.asarray(counts, dtype=np.float64).ravel()
+    if w is not None and (w.size != x.size or (w < 0).any() or not np.all(w == np.floor(w))):
+        raise ValueError("need a non-negative whole count for each unit mean")
+    if x.size == 0 or (w is not None and w.sum() == 0):
         return math.nan, math.nan, math.nan
     if not np.all(np.isfinite(x)):
         raise ValueError("unit means must be finite")
-    m = x.size
-    value = float(x.mean())
+    m = x.size if w is None else int(w.sum())
+    value = float(x.mean()) if w is None else float(x @ w / m)
     if m == 1:
         return value, math.nan, math.nan
     tail = (1.0 - level) / 2.0
     wider = math.sqrt(m / (m - 1)) * float(stdtrit(m - 1, 1.0 - tail))
-    means = _resampled_means(x, np.random.default_rng(seed), resamples)
+    rng = np.random.default_rng(seed)
+    means = _resampled_means(x, rng, resamples) if w is None else _multinomial_means(x, w, rng, resamples)
     lo, hi = np.quantile(means, [float(ndtr(-wider)), float(ndtr(wider))])
     return value, float(min(lo, value)), float(max(hi, value))
 
@@ -89,11 +98,7 @@ def bootstrap_counts_interval(
         raise ValueError("need as many non-negative counts as finite values, and at least one value")
     if v.size == 1:
         return float(v[0]), float(v[0])
-    # Resampling n values with replacement is the same distribution as multinomial counts over the distinct
-    # values, at a cost independent of n.
-    n = int(w.sum())
-    means = np.random.default_rng(seed).multinomial(n, w / n, size=resamples) @ v / n
-    return _percentile_interval(means, level)
+    return _percentile_interval(_multinomial_means(v, w, np.random.default_rng(seed), resamples), level)
 
 
 def _check_bootstrap(level: float, resamples: int) -> None:
@@ -117,4 +122,18 @@ def _resampled_means(x: np.ndarray, rng: np.random.Generator, resamples: int) ->
         stop = min(resamples, start + chunk)
         idx = rng.integers(0, n, size=(stop - start, n))
         means[start:stop] = x[idx].mean(axis=1)
+    return means
+
+
+def _multinomial_means(v: np.ndarray, w: np.ndarray, rng: np.random.Generator, resamples: int) -> np.ndarray:
+    """Means of `resamples` resamples with replacement of the multiset (values `v`, counts `w`), drawn as
+    multinomial counts over the distinct values (a cost independent of the multiset's size) in memory-bounded
+    chunks."""
+    n = int(w.sum())
+    p = w / n
+    means = np.empty(resamples, dtype=np.float64)
+    chunk = max(1, _BOOTSTRAP_CHUNK_CELLS // v.size)
+    for start in range(0, resamples, chunk):
+        stop = min(resamples, start + chunk)
+        means[start:stop] = rng.multinomial(n, p, size=stop - start) @ v / n
     return means

@@ -1,18 +1,24 @@
 """ASR over units when attempts repeat: the bootstrap over units against a direct cluster bootstrap written
-here, its coverage at fixed truths, and the report that uses it."""
+here, its coverage at fixed truths, and the report and the live estimator that use it."""
 
 from __future__ import annotations
 
 import math
+from fractions import Fraction
+from typing import Any
 
 import numpy as np
 import pytest
 from scipy import stats
 
-from agentwatch.config import Settings
+from agentwatch.config import Settings, load_settings
+from agentwatch.exporters.estimator import Estimator
+from agentwatch.exporters.exposition import Exposition
+from agentwatch.exporters.windows import ONE_ATTEMPT
 from agentwatch.report.build import build_report
 from agentwatch.stats.bootstrap import bootstrap_mean_interval, bootstrap_units_interval, expanded_tail
 from agentwatch.wire.schema import ConversationScore, Outcome, OutcomeSource
+from tests.support.scores import T0, find, make_score
 
 
 def _direct_cluster_bootstrap(
@@ -140,3 +146,109 @@ def test_the_report_gives_asr_over_units_when_attempts_repeat() -> None:
     # unequal attempts: the value weighs every unit once
     uneven = [_score("x-0", "x", 0, 1.0), *(_score(f"y-{i}", "y", i, 0.0) for i in range(3))]
     assert build_report(uneven, Settings()).asr.value == pytest.approx(0.5)
+
+
+def test_unit_means_given_with_counts_are_the_same_bootstrap() -> None:
+    conversations = _attempts(np.random.default_rng(7), 40, 3, 0.8, 1.2)
+    means = _unit_means(conversations)
+    distinct, counts = np.unique(np.round(means, 12), return_counts=True)
+    assert distinct.size < len(means)  # some units share a mean: the counts path has work to do
+    value, lo, hi = bootstrap_units_interval(distinct, 0.95, 20_000, seed=4, counts=counts)
+    ref_value, ref_lo, ref_hi = _direct_cluster_bootstrap(conversations, 0.95, 20_000, seed=5)
+    assert value == pytest.approx(ref_value, abs=1e-12)
+    assert lo == pytest.approx(ref_lo, abs=0.012) and hi == pytest.approx(ref_hi, abs=0.012)
+    assert bootstrap_units_interval([0.5], 0.95, 10, counts=[1])[0] == 0.5
+    assert math.isnan(bootstrap_units_interval([0.5], 0.95, 10, counts=[1])[1])
+    assert all(math.isnan(x) for x in bootstrap_units_interval([0.5], 0.95, 10, counts=[0]))
+    for bad in ([1, 2], [-1], [0.5]):
+        with pytest.raises(ValueError, match="count"):
+            bootstrap_units_interval([0.2], 0.95, 10, counts=bad)
+
+
+def _live_scores(rng: np.random.Generator) -> list[ConversationScore]:
+    """Two tasks of 12 instances attempted 1–4 times with credits 0, 0.4 and 1, and 15 conversations naming no
+    instance (units of their own), all ended a minute before the estimator's clock."""
+    out = []
+    for task, inst in ((t, i) for t in ("refund", "billing") for i in range(12)):
+        p = rng.beta(0.8, 1.2)
+        for a in range(int(rng.integers(1, 5))):
+            credit = 1.0 if rng.random() < p else (0.4 if rng.random() < 1 / 3 else 0.0)
+            out.append(_live_score(f"{task}-{inst}-{a}", task, credit, instance=f"i{inst}", attempt=a))
+    for i in range(15):
+        out.append(_live_score(f"alone-{i}", "refund", 1.0 if i % 2 else 0.4))
+    return out
+
+
+def _live_score(cid: str, task: str, credit: float, **unit: Any) -> ConversationScore:
+    return make_score(
+        cid,
+        credit == 1.0,
+        task=task,
+        outcome="complete" if credit == 1.0 else "partial_incorrect",
+        asr_credit=credit,
+        **unit,
+    )
+
+
+def test_the_live_asr_is_over_units_when_attempts_repeat() -> None:
+    scores = _live_scores(np.random.default_rng(11))
+    settings = load_settings(stats={"bootstrap_resamples": 20_000})
+    est = Estimator(settings, clock=lambda: T0 + 60)
+    for s in scores:
+        assert est.add(s)
+    snap = est.snapshot()
+    live = find(snap, "1h", task="*")
+    # the value, exactly: every unit's mean credit (a conversation without an instance is a unit of its own),
+    # then their mean
+    units: dict[str, list[Fraction]] = {}
+    for s in scores:
+        key = f"{s.task}/{s.instance}" if s.instance is not None else s.conversation_id
+        units.setdefault(key, []).append(Fraction(str(s.asr_credit)))
+    exact = sum(sum(c) / len(c) for c in units.values()) / len(units)
+    assert live.asr_units == len(units) == 39
+    assert live.asr.mean == pytest.approx(float(exact), abs=1e-12)
+    # the interval: a cluster bootstrap written out (tests above), to within the two bootstraps' noise
+    keyed = {k: j for j, k in enumerate(units)}
+    pairs = [
+        (
+            keyed[f"{s.task}/{s.instance}" if s.instance is not None else s.conversation_id],
+            s.asr_credit or 0.0,
+        )
+        for s in scores
+    ]
+    _, ref_lo, ref_hi = _direct_cluster_bootstrap(pairs, 0.95, 20_000, seed=6)
+    assert (live.asr.lower, live.asr.upper) == pytest.approx((ref_lo, ref_hi), abs=0.012)
+    # the offline report says the same of the same scores
+    offline = build_report(scores, settings).asr
+    assert offline.method == "units" and offline.units == live.asr_units
+    assert offline.value == pytest.approx(live.asr.mean, abs=1e-12)
+    text = Exposition(lambda: est).render().decode()
+    assert 'agentwatch_asr_units{agent="bot",version="v1",task="*",window="1h"} 39' in text
+
+
+def test_the_live_asr_without_repeats_stays_over_conversations() -> None:
+    est = Estimator(load_settings(), clock=lambda: T0 + 60)
+    credits = [1.0, 0.4, 0.0, 1.0, 1.0, 0.4]
+    for i, c in enumerate(credits):  # one attempt each: units, but none repeated
+        est.add(_live_score(f"c{i}", "refund", c, instance=f"i{i}", attempt=0))
+    e = find(est.snapshot(), "1h", task="refund")
+    assert e.asr_units == 0 and e.asr.mean == pytest.approx(sum(credits) / len(credits), abs=1e-12)
+
+
+def test_revisions_and_expiry_move_the_units_credits() -> None:
+    clock = [T0 + 60]
+    est = Estimator(load_settings(exporter={"windows": ["1h"]}), clock=lambda: clock[0])
+    for a, c in enumerate((1.0, 0.0)):
+        est.add(_live_score(f"x-{a}", "refund", c, instance="x", attempt=a))
+    est.add(_live_score("y-0", "refund", 0.4, instance="y", attempt=0))
+    before = find(est.snapshot(), "1h", task="refund").asr
+    assert before.mean == pytest.approx((0.5 + 0.4) / 2, abs=1e-12)
+    # x-1 revised from 0 to 0.4: x's mean 0.7
+    est.add(make_score("x-1", False, instance="x", attempt=1, asr_credit=0.4, revision=1))
+    assert find(est.snapshot(), "1h", task="refund").asr.mean == pytest.approx((0.7 + 0.4) / 2, abs=1e-12)
+    clock[0] = T0 + 2 * 3600  # everything leaves the window with its bucket
+    assert est.add(_live_score("late", "refund", 1.0, instance="z", attempt=0, ended_at=clock[0]))
+    window = est._series[("bot", "v1", "refund")].windows[0].total
+    assert window.unit_credits == {("refund", "z"): 1 * ONE_ATTEMPT + 1000}
+    assert window.unit_asr == {1000: 1}
+    assert find(est.snapshot(), "1h", task="refund").asr_units == 0
