@@ -37,7 +37,7 @@ _SEND_TIMEOUT_S = 15.0
 
 
 class ReviewService:
-    """The review service over `settings` (`review`, `kafka` and `scoring.credits` sections)."""
+    """The review service over `settings` (`review`, `kafka`, `scoring.credits` and `alerts.window` sections)."""
 
     def __init__(self, settings: Settings, clock: Callable[[], float] = time.time) -> None:
         self.settings = settings
@@ -51,7 +51,14 @@ class ReviewService:
         )
         self.stats = ReviewStats()
         self._wake = threading.Event()
-        self.web = ReviewApp(self.store, self.config, self.stats, clock=clock, on_saved=self._wake.set)
+        self.web = ReviewApp(
+            self.store,
+            self.config,
+            self.stats,
+            clock=clock,
+            on_saved=self._wake.set,
+            failing_window=settings.alerts.window,  # the alerts' links name no window: it is theirs
+        )
         self.port: int | None = None
         self.metrics_port: int | None = None
         self.started = threading.Event()  # the page is served

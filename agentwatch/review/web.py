@@ -41,7 +41,7 @@ from agentwatch.review.sessions import Sessions
 from agentwatch.review.signin import SignIn
 from agentwatch.review.store import Filters, Store
 from agentwatch.review.throttle import Refused
-from agentwatch.review.web_failing import failing_context
+from agentwatch.review.web_failing import DEFAULT_WINDOW, failing_context
 from agentwatch.scorers.differences import clip_reason
 from agentwatch.wire.review_records import judge_outcome
 from agentwatch.wire.schema import Conversation, Outcome
@@ -80,8 +80,10 @@ class ReviewApp:
         *,
         clock: Callable[[], float] = time.time,
         on_saved: Callable[[], None] = lambda: None,
+        failing_window: str = DEFAULT_WINDOW,
     ) -> None:
         self.store = store
+        self.failing_window = failing_window  # the failing list's window when a link names none
         self.config = config
         self.stats = stats
         self.reviewers = Reviewers(config.reviewers)
@@ -262,7 +264,7 @@ class ReviewApp:
             return reader
         params = dict(request.query_params)
         context = await run_in_threadpool(
-            failing_context, self.store, params, self.config.page_size, self._clock()
+            failing_context, self.store, params, self.config.page_size, self._clock(), self.failing_window
         )
         context["failing_days"] = min(self.config.failing_retention_days, self.config.retention_days)
         return self._page(request, "failing.html", context)

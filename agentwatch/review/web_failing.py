@@ -1,7 +1,7 @@
-"""The page of a series' failing conversations: what a quality alert links to (`/failing?agent=…&window=24h`).
+"""The page of a series' failing conversations: what a quality alert links to (`/failing?agent=…&why=…`).
 
-Query parameters, all optional: `agent`, `version`, `task` (the series), `window` (a duration, default 24h)
-ending at `until` (Unix seconds, default now), `why` (one word of `review.failing.WHY`: the alert's kind of
+Query parameters, all optional: `agent`, `version`, `task` (the series), `window` (a duration; default the
+service's, `alerts.window`, the evidence the quality alerts weigh) ending at `until` (Unix seconds, default now), `why` (one word of `review.failing.WHY`: the alert's kind of
 failure; none: any), `alert` (the alert's name, shown as the page's reason), `offset` (paging). A wrong value is
 said on the page, which then lists with the default. The reader opens a conversation from the list; its page
 links back here.
@@ -28,17 +28,21 @@ def _when(epoch: float) -> str:
 
 
 def failing_context(
-    store: Store, params: Mapping[str, str], page_size: int, now: float | None = None
+    store: Store,
+    params: Mapping[str, str],
+    page_size: int,
+    now: float | None = None,
+    default_window: str = DEFAULT_WINDOW,
 ) -> dict[str, Any]:
     """The template context of the failing list for these query parameters."""
     now = time.time() if now is None else now
     problems: list[str] = []
-    window = params.get("window") or DEFAULT_WINDOW
+    window = params.get("window") or default_window
     try:
         window_s = parse_duration(window)
     except ValueError as exc:
         problems.append(str(exc))
-        window, window_s = DEFAULT_WINDOW, parse_duration(DEFAULT_WINDOW)
+        window, window_s = default_window, parse_duration(default_window)
     until = now
     if params.get("until"):
         try:

@@ -12,9 +12,10 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
-from agentwatch.config import ReviewConfig
+from agentwatch.config import ReviewConfig, load_settings
 from agentwatch.review.failing import FailingQuery, failures_of
 from agentwatch.review.metrics import ReviewStats
+from agentwatch.review.service import ReviewService
 from agentwatch.review.store import Store
 from agentwatch.review.web import ReviewApp
 from agentwatch.wire.review_records import TranscriptRecord, review_sample_of
@@ -65,12 +66,13 @@ def store(tmp_path: Path) -> Store:
     return s
 
 
-def _client(store: Store) -> TestClient:
+def _client(store: Store, failing_window: str = "24h") -> TestClient:
     app = ReviewApp(
         store,
         ReviewConfig.model_validate({"reviewers": reviewers(), "page_size": 2}),
         ReviewStats(),
         clock=lambda: NOW,
+        failing_window=failing_window,
     )
     return TestClient(app.app, headers={"Authorization": f"Bearer {TOKEN}"})
 
@@ -171,6 +173,21 @@ def test_wrong_parameters_are_said_and_the_defaults_used(store: Store) -> None:
     assert "why &#39;sadness&#39; is not one of failed, abandoned, error" in r.text
     assert "until &#39;noon&#39; is not a time in Unix seconds" in r.text
     assert re.search(r"<strong>\d+</strong> failing conversations", r.text)
+
+
+def test_a_link_without_a_window_lists_the_services_alert_window(store: Store) -> None:
+    """The alerts' links name no window: the list is over the review service's `alerts.window`."""
+    total = re.compile(r"<strong>(\d+)</strong> failing conversation")
+    day = _client(store).get("/failing", params={"agent": "support-bot", "version": "2.0", "task": "refunds"})
+    assert total.search(day.text).group(1) == "3"  # type: ignore[union-attr]  # a-old is 30 hours old
+    half_hour = _client(store, failing_window="30m").get(
+        "/failing", params={"agent": "support-bot", "version": "2.0", "task": "refunds"}
+    )
+    assert total.search(half_hour.text).group(1) == "2"  # type: ignore[union-attr]  # a-1 ended 50 minutes ago
+    named = _client(store, failing_window="30m").get(
+        "/failing", params={"agent": "support-bot", "version": "2.0", "task": "refunds", "window": "2h"}
+    )
+    assert total.search(named.text).group(1) == "3"  # type: ignore[union-attr]  # a window in the link wins
 
 
 def test_the_failing_page_needs_a_reader(store: Store) -> None:
@@ -280,3 +297,11 @@ def test_the_failing_list_and_the_page_show_where_an_expected_call_differs(tmp_p
     (row,) = re.findall(r'<a class="open" href="(/c/\d+\?back=[^"]+)"', listed.text)
     page = client.get(row.replace("&amp;", "&"))
     assert "flights[1].date: expected &#39;2024-05-19&#39;, got &#39;2024-05-20&#39;" in page.text
+
+
+def test_the_review_service_lists_the_alerts_window_of_its_configuration(tmp_path: Path) -> None:
+    settings = load_settings(
+        review={"database_url": f"sqlite:///{tmp_path / 'r.db'}", "reviewers": reviewers()},
+        alerts={"window": "6h"},
+    )
+    assert ReviewService(settings).web.failing_window == "6h"
