@@ -147,10 +147,8 @@ def _asr(total: Bucket, p: StatsParams) -> tuple[Interval | None, int]:
         return None, 0
     per_unit = total.unit_credit_means()
     if per_unit is not None and sum(per_unit.values()) >= 2:
-        means = np.fromiter(per_unit.keys(), dtype=np.float64, count=len(per_unit))
-        units = np.fromiter(per_unit.values(), dtype=np.float64, count=len(per_unit))
-        value, lo, hi = bootstrap_units_interval(means, p.level, p.resamples, p.seed, counts=units)
-        return Interval(value, lo, hi), int(units.sum())
+        histogram = tuple(sorted(per_unit.items()))
+        return _asr_over_units(histogram, p.level, p.resamples, p.seed), sum(per_unit.values())
     keys = np.fromiter(total.asr.keys(), dtype=np.float64, count=len(total.asr))
     counts = np.fromiter(total.asr.values(), dtype=np.float64, count=len(total.asr))
     n = float(counts.sum())
@@ -159,6 +157,16 @@ def _asr(total: Bucket, p: StatsParams) -> tuple[Interval | None, int]:
     lo, hi = bootstrap_counts_interval(values, counts, p.level, p.resamples, p.seed)
     shift = mean - float(values @ counts / n)  # undo the rounding of credits in the bounds
     return Interval(mean, min(1.0, max(0.0, lo + shift)), min(1.0, max(0.0, hi + shift))), 0
+
+
+@lru_cache(maxsize=4096)
+def _asr_over_units(
+    histogram: tuple[tuple[float, int], ...], level: float, resamples: int, seed: int
+) -> Interval:
+    """ASR over the units of a histogram {unit mean credit: units} (memoised: windows share histograms)."""
+    means = np.fromiter((m for m, _ in histogram), dtype=np.float64, count=len(histogram))
+    units = np.fromiter((n for _, n in histogram), dtype=np.float64, count=len(histogram))
+    return Interval(*bootstrap_units_interval(means, level, resamples, seed, counts=units))
 
 
 @lru_cache(maxsize=4096)

@@ -218,7 +218,10 @@ _JSON = st.recursive(
 @given(value=_JSON)
 def test_captured_json_is_what_json_dumps_writes(value) -> None:
     expected = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
-    assert Capture(max_bytes=1 << 20).dumps_plain(value) == expected
+    # redaction off: a generated key such as "DSN" is a secret's name, redacted by design (tested below)
+    assert Capture(max_bytes=1 << 20, redact_keys=(), redact_values=False).dumps_plain(value) == expected
+    redacting = Capture(max_bytes=1 << 20).dumps_plain(value)
+    assert redacting == expected or "[REDACTED]" in redacting
 
 
 @given(value=_JSON, secret=st.sampled_from(["password", "api_key", "Authorization", "note"]))
