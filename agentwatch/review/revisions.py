@@ -161,7 +161,7 @@ def _apply_revision(
 # ---------------------------------------------------------------------- labels people save
 
 
-def save_label(
+def save_label_once(
     engine: Engine,
     row_id: int,
     reviewer: str,
@@ -174,30 +174,8 @@ def save_label(
     labels_topic: str | None,
     credits: OutcomeCredits,
 ) -> LabelRecord:
-    """Save a label and queue what it publishes (revised score, label record) in one transaction."""
-    # Each round one of the concurrent savers wins, so a saver retries at most once per other saver.
-    for _ in range(50):
-        try:
-            return _save_label(
-                engine, row_id, reviewer, outcome, note, blind, now, scores_topic, labels_topic, credits
-            )
-        except RevisionConflict:
-            log.info("revision of conversation row %d changed while saving a label; trying again", row_id)
-    raise RevisionConflict(f"conversation row {row_id}: the revision kept changing")
-
-
-def _save_label(
-    engine: Engine,
-    row_id: int,
-    reviewer: str,
-    outcome: Outcome,
-    note: str,
-    blind: bool,
-    now: float,
-    scores_topic: str,
-    labels_topic: str | None,
-    credits: OutcomeCredits,
-) -> LabelRecord:
+    """Save a label and queue what it publishes (revised score, label record) in one transaction; raises
+    RevisionConflict when the latest revision changed meanwhile (the caller tries again)."""
     t = conversations.c
     with engine.begin() as c:
         # FOR UPDATE: on PostgreSQL concurrent savers of one conversation wait for each other instead of

@@ -13,6 +13,7 @@ to publish in `review.outbox`.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from typing import Any
 
@@ -33,10 +34,13 @@ from agentwatch.review.failing import (
 )
 from agentwatch.review.outbox import OutboxRecord
 from agentwatch.review.queries import NO_FILTERS, Filters, Stored
+from agentwatch.review.revisions import RevisionConflict
 from agentwatch.review.rows import QueueItem
 from agentwatch.review.tables import conversations, labels, metadata, outbox
 from agentwatch.wire.review_records import LabelRecord, TranscriptRecord
 from agentwatch.wire.schema import Conversation, Outcome
+
+log = logging.getLogger(__name__)
 
 
 def engine_url(url: str) -> str:
@@ -97,18 +101,24 @@ class Store:
         self, row_id: int, reviewer: str, outcome: Outcome, note: str, blind: bool, now: float
     ) -> LabelRecord:
         """Save a label and queue what it publishes (revised score, label record) in one transaction."""
-        return revisions.save_label(
-            self.engine,
-            row_id,
-            reviewer,
-            outcome,
-            note,
-            blind,
-            now,
-            scores_topic=self.scores_topic,
-            labels_topic=self.labels_topic,
-            credits=self.credits,
-        )
+        # Each round one of the concurrent savers wins, so a saver retries at most once per other saver.
+        for _ in range(50):
+            try:
+                return revisions.save_label_once(
+                    self.engine,
+                    row_id,
+                    reviewer,
+                    outcome,
+                    note,
+                    blind,
+                    now,
+                    scores_topic=self.scores_topic,
+                    labels_topic=self.labels_topic,
+                    credits=self.credits,
+                )
+            except RevisionConflict:
+                log.info("revision of conversation row %d changed while saving a label; trying again", row_id)
+        raise RevisionConflict(f"conversation row {row_id}: the revision kept changing")
 
     # ------------------------------------------------------------------ the queue (review.queries)
 
