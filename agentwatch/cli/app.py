@@ -132,7 +132,7 @@ def kafka_or_exit(call: Callable[[], object], bootstrap_servers: str) -> None:
     """Run `call`; Kafka refusing the settings or out of reach ends the command with one line, exit 1."""
     from confluent_kafka import KafkaException
 
-    from agentwatch.kafka.security import KafkaSecurityError
+    from agentwatch.kafka.refusals import KafkaSecurityError
 
     try:
         call()

@@ -12,7 +12,8 @@ import numpy as np
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from agentwatch.review.store import OUTCOMES, Store
+from agentwatch.review.queries import OUTCOMES
+from agentwatch.review.store import Store
 from agentwatch.stats.agreement import kappa as cohen_kappa
 
 log = logging.getLogger(__name__)

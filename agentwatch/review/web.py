@@ -37,9 +37,10 @@ from agentwatch.config import ReviewConfig
 from agentwatch.review.auth import Reviewers
 from agentwatch.review.body_limit import BodyLimit
 from agentwatch.review.metrics import ReviewStats
+from agentwatch.review.queries import Filters
 from agentwatch.review.sessions import Sessions
 from agentwatch.review.signin import SignIn
-from agentwatch.review.store import Filters, Store
+from agentwatch.review.store import Store
 from agentwatch.review.throttle import Refused
 from agentwatch.review.web_failing import DEFAULT_WINDOW, failing_context
 from agentwatch.scorers.differences import clip_reason

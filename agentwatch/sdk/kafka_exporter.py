@@ -19,7 +19,8 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from agentwatch import wire
-from agentwatch.kafka.security import KafkaSecurity, kafka_python_messages
+from agentwatch.kafka.refusals import kafka_python_messages
+from agentwatch.kafka.security import KafkaSecurity
 
 log = logging.getLogger(__name__)
 

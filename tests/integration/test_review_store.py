@@ -10,7 +10,9 @@ import pytest
 
 from agentwatch import wire
 from agentwatch.config import OutcomeCredits
-from agentwatch.review.store import ANSWERED, DUPLICATE, EXPIRED, REVISED, STORED, UNKNOWN, Filters, Store
+from agentwatch.review.queries import Filters
+from agentwatch.review.revisions import ANSWERED, DUPLICATE, EXPIRED, REVISED, STORED, UNKNOWN
+from agentwatch.review.store import Store
 from agentwatch.scorers.relabel import relabel
 from agentwatch.wire.review_records import LabelRecord, TranscriptRecord
 from agentwatch.wire.schema import ConversationScore, Outcome

@@ -21,7 +21,8 @@ from agentwatch.wire.review_records import TranscriptRecord, review_sample_of
 from agentwatch.wire.schema import Conversation, ConversationScore
 
 if TYPE_CHECKING:
-    from agentwatch.review.store import Store, Stored
+    from agentwatch.review.queries import Stored
+    from agentwatch.review.store import Store
 
 PASSWORD = "correct horse battery"
 TOKEN = "t0ken-for-bob-0123456789abcdef"

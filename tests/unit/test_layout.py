@@ -145,7 +145,7 @@ def _in(module: str, *packages: str) -> bool:
 
 
 # Modules of service rooms the SDK may use: standard library only (checked below).
-SDK_MAY_USE = ("agentwatch.kafka", "agentwatch.kafka.security")
+SDK_MAY_USE = ("agentwatch.kafka", "agentwatch.kafka.security", "agentwatch.kafka.refusals")
 SERVICE = (
     "collector",
     "scorers",
