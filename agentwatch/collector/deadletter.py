@@ -6,6 +6,8 @@ import logging
 from collections import Counter
 from typing import Any
 
+from agentwatch.collector.record import Record
+
 log = logging.getLogger(__name__)
 
 REASON_HEADER = "agentwatch-error-reason"
@@ -41,3 +43,19 @@ class DeadLetterPublisher:
             "dead letter %s[%d]@%d: %s %s", message.topic, message.partition, message.offset, reason, detail
         )
         self._producer.send(self._topic, value=message.value, key=message.key, headers=headers)
+
+    def publish_or_stub(self, record: Record, reason: str, detail: str) -> None:
+        """Queue `record` for the dead-letter topic; when the producer refuses it (e.g. a value larger than it
+        accepts), queue it without its value, the detail saying so."""
+        try:
+            self.publish(record, reason, detail)
+        except Exception as exc:  # noqa: BLE001 - e.g. a value larger than the producer accepts
+            log.warning(
+                "dead letter of %s[%d]@%d sent without its value: %s",
+                record.topic,
+                record.partition,
+                record.offset,
+                exc,
+            )
+            stub = Record(record.topic, record.partition, record.offset, record.key, None, record.headers)
+            self.publish(stub, reason, f"{detail} (value of {len(record.value or b'')} bytes not forwarded)")

@@ -3,19 +3,25 @@
 The consume thread hands a finished, judge-sampled conversation to the `JudgeRunner` and goes on consuming.
 Each waiting conversation holds back the offsets of its partition (from the lowest offset holding one of its
 spans), so nothing is committed past a conversation whose verdict is not flushed: a crash replays it, and the
-verdict cache makes the replay free. When too many are waiting, the service pauses its partitions instead of
-buffering without bound: too many conversations (`collector.max_pending_verdicts`) or too many bytes of them
-(`collector.max_pending_bytes`, counted as the assembler counts them).
+verdict cache makes the replay free. When too many are waiting, `JudgeBackpressure` pauses the service's
+partitions instead of buffering without bound: too many conversations (`collector.max_pending_verdicts`) or too
+many bytes of them (`collector.max_pending_bytes`, counted as the assembler counts them).
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 from concurrent.futures import Future
 from dataclasses import dataclass
 
+from confluent_kafka import Consumer
+
+from agentwatch.collector.metrics import PipelineStats
 from agentwatch.judge.verdict import JudgeVerdict
 from agentwatch.wire.schema import Conversation
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(slots=True)
@@ -78,3 +84,45 @@ class PendingVerdicts:
         self._waiting = [w for w in self._waiting if w.partition not in gone]
         self.nbytes = sum(w.nbytes for w in self._waiting)
         return before - len(self._waiting)
+
+
+class JudgeBackpressure:
+    """Pauses every assigned partition while too many conversations, or too many bytes of them, wait for the
+    judge, and resumes once both are at most half their limit."""
+
+    def __init__(
+        self, pending: PendingVerdicts, max_pending: int, max_bytes: int, stats: PipelineStats
+    ) -> None:
+        self.pending = pending
+        self.max_pending = max(1, max_pending)
+        self.max_bytes = max_bytes
+        self.stats = stats
+        self.paused = False
+
+    def pause_if_full(self, consumer: Consumer | None) -> None:
+        """Pause consuming when the waiting conversations reach either limit."""
+        full = len(self.pending) >= self.max_pending or self.pending.nbytes >= self.max_bytes
+        if not self.paused and full:
+            self._set_paused(consumer, True)
+
+    def resume_if_drained(self, consumer: Consumer | None) -> None:
+        """Resume consuming once the waiting conversations are at most half of both limits."""
+        if (
+            self.paused
+            and len(self.pending) <= self.max_pending // 2
+            and self.pending.nbytes <= self.max_bytes // 2
+        ):
+            self._set_paused(consumer, False)
+
+    def _set_paused(self, consumer: Consumer | None, paused: bool) -> None:
+        """Pause (or resume) every assigned partition: the judge is the bottleneck, memory must not grow."""
+        assert consumer is not None
+        assignment = consumer.assignment()
+        if paused:
+            consumer.pause(assignment)
+            self.stats.judge_pauses += 1
+            log.info("%d conversations wait for the judge: consumption paused", len(self.pending))
+        else:
+            consumer.resume(assignment)
+            log.info("consumption resumed (%d conversations wait for the judge)", len(self.pending))
+        self.paused = paused

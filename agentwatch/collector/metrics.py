@@ -5,12 +5,17 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector, CollectorRegistry
 
 from agentwatch.metrics_http import MetricsServer, render_families
+
+if TYPE_CHECKING:
+    from agentwatch.collector.assembler import Assembler
+    from agentwatch.collector.review_feed import ReviewFeed
+    from agentwatch.collector.trace_join import TraceJoinStats
 
 MAX_RATE_SERIES = 1000  # series shown by agentwatch_judge_series_rate (first by agent, version, task)
 
@@ -52,6 +57,40 @@ class PipelineStats:
         """Count one message rejected (dead-lettered) for `reason`."""
         with self.lock:
             self.rejected_by_reason[reason] = self.rejected_by_reason.get(reason, 0) + 1
+
+    def copy_state(
+        self,
+        assembler: Assembler,
+        join: TraceJoinStats,
+        judge_pending: int,
+        review: ReviewFeed | None,
+        judge_rates: dict[tuple[str, str, str], float] | None,
+        now: float,
+    ) -> None:
+        """Copy what a scrape reads of the assembler, the trace join, the judge queue and the review feed (and
+        the judge rates, when given), under the lock."""
+        a = assembler.stats
+        with self.lock:
+            self.open_conversations = a.open_conversations
+            self.open_bytes = a.open_bytes
+            self.oldest_open_s = assembler.oldest_open_age(now)
+            self.late_spans = a.late_spans
+            self.duplicate_spans = a.duplicate_spans
+            self.dropped_spans = a.dropped_spans
+            self.finished_by_reason = dict(a.finished_by_reason)
+            self.judge_pending = judge_pending
+            if review is not None:
+                self.transcripts_published = dict(review.published)
+                self.transcripts_cut = review.trimmed
+            self.trace_join = {
+                "held": join.held_spans,
+                "held_bytes": join.held_bytes,
+                "joined": join.joined_spans,
+                "timed_out": join.timed_out_spans,
+                "evicted": join.evicted_spans,
+            }
+            if judge_rates is not None:
+                self.judge_rates = judge_rates
 
 
 class PipelineMetrics(Collector):

@@ -4,7 +4,8 @@ One thread, one consumer, one producer. Poll → decode → (re-key | assemble) 
 reconstruct → score → produce. Every `commit_interval_s`, and before partitions are given away, the producer
 is flushed and only then are offsets committed, each below the lowest offset still held by an open
 conversation on its partition. A crash therefore replays what was not yet scored: nothing is lost, and
-duplicates are scores written after the last commit (downstream de-duplicates by conversation id).
+duplicates are scores written after the last commit (downstream de-duplicates by conversation id). The
+commits and rebalances are `consumer_group.Committer`'s; pausing while the judge is behind `JudgeBackpressure`'s.
 """
 
 from __future__ import annotations
@@ -14,20 +15,21 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
+from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
 
 from agentwatch import wire
 from agentwatch.collector.assembler import Assembler, FinishedConversation
+from agentwatch.collector.consumer_group import Committer, consumer_config, traffic_share
 from agentwatch.collector.deadletter import DeadLetterPublisher
 from agentwatch.collector.decode import DecodeError, SpanRecord, decode_message
 from agentwatch.collector.evaluation_events import EvaluationEvents, last_turn_ids
-from agentwatch.collector.judging import PendingVerdicts
+from agentwatch.collector.judging import JudgeBackpressure, PendingVerdicts
 from agentwatch.collector.labels import ScoreMemory, label_of
 from agentwatch.collector.late_labels import LateLabels
 from agentwatch.collector.metrics import PipelineStats
-from agentwatch.collector.offsets import OffsetBook, Partition, lowest
+from agentwatch.collector.offsets import OffsetBook
 from agentwatch.collector.reconstruct import build_conversation, split_by_agent
 from agentwatch.collector.record import Record
 from agentwatch.collector.rekey import CONTENT_TYPE_HEADER, Rekeyer, header, key_mode, keyed_by_conversation
@@ -49,8 +51,6 @@ Scorer = Callable[[Conversation], ConversationScore]
 
 __all__ = ["CollectorService", "ProduceError", "default_scorer", "series_key"]
 
-# per partition and fetch; ~1,400 SDK messages of a conversation each
-_PARTITION_FETCH_BYTES = 8 * 1024 * 1024
 _POLL_TIMEOUT_S = 0.2
 
 
@@ -104,17 +104,18 @@ class CollectorService:
             judge_runner = JudgeRunner.from_settings(settings)
         self.judge = judge_runner  # a JudgeRunner, or None: no judge
         self.pending = PendingVerdicts()
+        self.backpressure = JudgeBackpressure(
+            self.pending, self.config.max_pending_verdicts, self.config.max_pending_bytes, self.stats
+        )
         self.events = EvaluationEvents.from_settings(settings)  # verdicts as OTel log records, if configured
-        self._max_pending = max(1, self.config.max_pending_verdicts)
         self._rates_refresh = 0.0  # next refresh of the adaptive judge rates in the stats
-        self._paused = False
         self._dead: DeadLetterPublisher | None = None
         self._stop = threading.Event()
         self.offsets = OffsetBook()
+        self.commits: Committer | None = None  # offset commits and rebalances, once the consumer exists
         self._consumer: Consumer | None = None
         self._out: RecordProducer | None = None
         self.review: ReviewFeed | None = None  # transcripts of the review sample and flagged conversations
-        self._closing = False
         self.instance = f"{socket.gethostname()}:{os.getpid()}"
         self._score_headers = [
             ("content-type", b"application/json"),
@@ -156,23 +157,12 @@ class CollectorService:
                 failing=cfg.failing_transcripts,
             )
         topics = list(dict.fromkeys([*cfg.input_topics, cfg.rekey_topic]))
-        self._consumer = Consumer(
-            {
-                **connection,
-                "group.id": cfg.group_id,
-                "enable.auto.commit": False,
-                "auto.offset.reset": "earliest",
-                "session.timeout.ms": cfg.session_timeout_ms,
-                "heartbeat.interval.ms": cfg.heartbeat_interval_ms,
-                "max.poll.interval.ms": max(cfg.max_poll_interval_ms, cfg.session_timeout_ms),
-                "max.partition.fetch.bytes": _PARTITION_FETCH_BYTES,
-                "queued.max.messages.kbytes": cfg.fetch_queue_kbytes,
-                "topic.metadata.refresh.interval.ms": 10_000,  # input topics created later are found quickly
-            },
-            logger=log,
+        self._consumer = Consumer(consumer_config(connection, cfg), logger=log)
+        commits = self.commits = Committer(
+            self._consumer, self._out, self.offsets, self.assembler, self.join, self.pending, self.stats
         )
         self._consumer.subscribe(
-            topics, on_assign=self._on_assigned, on_revoke=self._on_revoked, on_lost=self._on_lost
+            topics, on_assign=self._on_assigned, on_revoke=commits.on_revoked, on_lost=commits.on_lost
         )
         log.info("collector consuming %s in group %s", topics, cfg.group_id)
         last_commit = time.monotonic()
@@ -192,20 +182,21 @@ class CollectorService:
                 self._out.poll()
                 self._refresh_stats()
                 if time.monotonic() - last_commit >= cfg.commit_interval_s:
-                    self._commit()
-                    self._refresh_lag()
+                    commits.commit()
+                    commits.refresh_lag()
                     last_commit = time.monotonic()
             if cfg.drain_on_shutdown:
                 for finished in self.assembler.drain():
                     self._emit(finished)
             self._wait_for_verdicts(cfg.verdict_wait_on_shutdown_s)
-            self._commit()
+            commits.commit()
             clean = True
         finally:
             self._close(clean)
 
     def _close(self, clean: bool) -> None:
-        self._closing = True  # the revoke callback run by close() must not flush or commit again
+        if self.commits is not None:  # the revoke callback run by close() must not flush or commit again
+            self.commits.closing = True
         if self.judge is not None:
             self.judge.close()
         if self.events is not None:
@@ -286,18 +277,7 @@ class CollectorService:
 
     def _dead_letter(self, dead: DeadLetterPublisher, record: Record, reason: str, detail: str) -> None:
         self.stats.reject(reason)
-        try:
-            dead.publish(record, reason, detail)
-        except Exception as exc:  # noqa: BLE001 - e.g. a value larger than the producer accepts
-            log.warning(
-                "dead letter of %s[%d]@%d sent without its value: %s",
-                record.topic,
-                record.partition,
-                record.offset,
-                exc,
-            )
-            stub = Record(record.topic, record.partition, record.offset, record.key, None, record.headers)
-            dead.publish(stub, reason, f"{detail} (value of {len(record.value or b'')} bytes not forwarded)")
+        dead.publish_or_stub(record, reason, detail)
 
     def _emit(self, finished: FinishedConversation) -> None:
         """Reconstruct, score and queue the score of one finished conversation."""
@@ -330,7 +310,7 @@ class CollectorService:
                     ids,
                     finished.nbytes,
                 )
-                self._pause_if_full()
+                self.backpressure.pause_if_full(self._consumer)
                 return
             score = self._score_safely(conv)
         self._publish(score, last_turn_ids(finished) if self.events is not None else (None, None), conv)
@@ -353,31 +333,7 @@ class CollectorService:
         """Score and queue the conversations whose verdict came back; resume consuming when below the limit."""
         for conv, verdict, ids in self.pending.ready():
             self._publish(self._score_safely(conv, verdict), ids, conv)
-        max_bytes = self.config.max_pending_bytes
-        if (
-            self._paused
-            and len(self.pending) <= self._max_pending // 2
-            and self.pending.nbytes <= max_bytes // 2
-        ):
-            self._set_paused(False)
-
-    def _pause_if_full(self) -> None:
-        full = len(self.pending) >= self._max_pending or self.pending.nbytes >= self.config.max_pending_bytes
-        if not self._paused and full:
-            self._set_paused(True)
-
-    def _set_paused(self, paused: bool) -> None:
-        """Pause (or resume) every assigned partition: the judge is the bottleneck, memory must not grow."""
-        assert self._consumer is not None
-        assignment = self._consumer.assignment()
-        if paused:
-            self._consumer.pause(assignment)
-            self.stats.judge_pauses += 1
-            log.info("%d conversations wait for the judge: consumption paused", len(self.pending))
-        else:
-            self._consumer.resume(assignment)
-            log.info("consumption resumed (%d conversations wait for the judge)", len(self.pending))
-        self._paused = paused
+        self.backpressure.resume_if_drained(self._consumer)
 
     def _wait_for_verdicts(self, timeout_s: float) -> None:
         """At shutdown: score what the judge returns within `timeout_s`; the rest stays uncommitted (replayed)."""
@@ -412,140 +368,21 @@ class CollectorService:
         if self.events is not None:
             self.events.emit(score, *ids)
 
-    # ----------------------------------------------------------------------------------------- offsets
-
-    def _safe_offsets(self, tps: Iterable[Partition]) -> list[TopicPartition]:
-        """Flush, then the offsets below which nothing is held by an open conversation (new ones only)."""
-        assert self._out is not None
-        self._out.flush()  # raises ProduceError if a record was lost: then nothing is committed
-        return self.offsets.to_commit(tps, self._lowest_held)
-
-    def _lowest_held(self, vp: int) -> int | None:
-        """The offset to commit on a partition: below every record still held (open, joining, judged)."""
-        return self.assembler.committable(vp, lowest(self.pending.low_offset(vp), self.join.low_offset(vp)))
-
-    def _commit_offsets(self, tps: Iterable[Partition]) -> list[TopicPartition]:
-        """Flush, then commit (synchronously) what no open conversation holds on `tps`; the offsets committed."""
-        assert self._consumer is not None
-        offsets = self._safe_offsets(tps)
-        if not offsets:
-            return []
-        try:
-            self._consumer.commit(offsets=offsets, asynchronous=False)
-        except KafkaException as exc:  # e.g. a rebalance; the new owner replays
-            log.warning("offset commit failed (the records will be replayed): %s", exc)
-            return []
-        self.offsets.committed(offsets)
-        with self.stats.lock:
-            self.stats.last_commit_timestamp = time.time()
-        return offsets
-
-    def _commit(self) -> None:
-        """Flush, then commit what no open conversation holds on the assigned partitions."""
-        assert self._consumer is not None
-        self._commit_offsets((tp.topic, tp.partition) for tp in self._consumer.assignment())
+    # ----------------------------------------------------------------------------------------- partitions
 
     def _on_assigned(self, consumer: Consumer, assigned: list[TopicPartition]) -> None:
         log.info("assigned %s", sorted(f"{tp.topic}[{tp.partition}]" for tp in assigned))
-        if self._paused and assigned:  # still waiting for the judge: new partitions wait too
+        if self.backpressure.paused and assigned:  # still waiting for the judge: new partitions wait too
             consumer.pause(assigned)
         if assigned and self._scorer is not None:
-            self._scorer.sampler.targets.share = self._traffic_share(consumer, assigned)
-
-    def _traffic_share(self, consumer: Consumer, assigned: list[TopicPartition]) -> float:
-        """This instance's share of the conversations: its partitions over those of the topics it reads
-        (conversations are keyed by id, so they spread evenly); 1 when the metadata cannot be read."""
-        topics = {tp.topic for tp in assigned}
-        try:
-            metadata = consumer.list_topics(timeout=5)
-            total = sum(len(metadata.topics[t].partitions) for t in topics if t in metadata.topics)
-        except Exception:  # noqa: BLE001 - a guess of the share must never stop consuming
-            log.warning(
-                "could not read the partitions of %s: the adaptive judge rate assumes all traffic", topics
-            )
-            return 1.0
-        share = min(1.0, len(assigned) / total) if total else 1.0
-        log.info(
-            "this collector reads %d of %d partitions: share %.3f of each series' traffic",
-            len(assigned),
-            total,
-            share,
-        )
-        return share
-
-    def _on_revoked(self, consumer: Consumer, revoked: list[TopicPartition]) -> None:
-        """Before partitions go (called inside `consume`, on the service's thread): flush, commit what is safe,
-        forget their open conversations. A ProduceError propagates out of `consume`: nothing is committed."""
-        gone = [(tp.topic, tp.partition) for tp in revoked]
-        log.info("revoked %s", sorted(f"{t}[{p}]" for t, p in gone))
-        if self._closing:
-            return
-        committed = self._commit_offsets(gone)
-        if committed:
-            log.info(
-                "committed %s before the rebalance",
-                {f"{t.topic}[{t.partition}]": t.offset for t in committed},
-            )
-        self._forget(gone)
-
-    def _on_lost(self, consumer: Consumer, lost: list[TopicPartition]) -> None:
-        """Partitions taken away without a revoke (session lost): forget them, commit nothing."""
-        gone = [(tp.topic, tp.partition) for tp in lost]
-        log.warning(
-            "lost %s; their records will be replayed by the new owner", sorted(f"{t}[{p}]" for t, p in gone)
-        )
-        self._forget(gone)
-
-    def _forget(self, gone: list[Partition]) -> None:
-        vps = self.offsets.forget(gone)
-        self.assembler.revoke(vps)
-        self.join.revoke(vps)
-        self.pending.forget(vps)
-        with self.stats.lock:
-            for tp in gone:
-                self.stats.lag.pop(tp, None)
+            self._scorer.sampler.targets.share = traffic_share(consumer, assigned)
 
     # ----------------------------------------------------------------------------------------- stats
 
-    def _refresh_lag(self) -> None:
-        """Consumer lag per partition from the high watermark of the last fetch (ListOffsets is wrong on Tansu)."""
-        lag = self.offsets.lag(self._high_watermark)
-        with self.stats.lock:
-            self.stats.lag = lag
-
-    def _high_watermark(self, tp: Partition) -> int | None:
-        """The high watermark of the last fetch of `tp` (cached by the client), or None when unknown."""
-        assert self._consumer is not None
-        try:
-            _, high = self._consumer.get_watermark_offsets(TopicPartition(tp[0], tp[1]), cached=True)
-        except KafkaException as exc:
-            log.debug("no high watermark for %s[%d]: %s", tp[0], tp[1], exc)
-            return None
-        return int(high)
-
     def _refresh_stats(self) -> None:
-        a = self.assembler.stats
-        s = self.stats
-        with s.lock:
-            s.open_conversations = a.open_conversations
-            s.open_bytes = a.open_bytes
-            s.oldest_open_s = self.assembler.oldest_open_age(time.monotonic())
-            s.late_spans = a.late_spans
-            s.duplicate_spans = a.duplicate_spans
-            s.dropped_spans = a.dropped_spans
-            s.finished_by_reason = dict(a.finished_by_reason)
-            s.judge_pending = len(self.pending)
-            if self.review is not None:
-                s.transcripts_published = dict(self.review.published)
-                s.transcripts_cut = self.review.trimmed
-            j = self.join.stats
-            s.trace_join = {
-                "held": j.held_spans,
-                "held_bytes": j.held_bytes,
-                "joined": j.joined_spans,
-                "timed_out": j.timed_out_spans,
-                "evicted": j.evicted_spans,
-            }
-            if self._scorer is not None and time.monotonic() >= self._rates_refresh:
-                self._rates_refresh = time.monotonic() + 1.0
-                s.judge_rates = self._scorer.sampler.targets.current()
+        now = time.monotonic()
+        rates = None
+        if self._scorer is not None and now >= self._rates_refresh:
+            self._rates_refresh = now + 1.0
+            rates = self._scorer.sampler.targets.current()
+        self.stats.copy_state(self.assembler, self.join.stats, len(self.pending), self.review, rates, now)

@@ -3,9 +3,9 @@
 - `agentwatch.wire.attributes`: every span attribute name the SDK writes and the collector reads first;
 - `agentwatch.wire.contract` (re-exported here): outcome values, failure-evidence codes, Kafka header names,
   topic defaults, format versions, the score key;
-- `agentwatch.wire.schema` (pydantic, service side): transcripts (`Conversation`) and results
-  (`ConversationScore`); `transcripts`, `transcript_keys`: reading transcript files; `review_records`: the
-  records of the review path.
+- `agentwatch.wire.schema` (pydantic, service side): transcripts (`Conversation`, defined in `conversation`)
+  and results (`ConversationScore`, defined in `scores`); `transcripts`, `transcript_keys`: reading transcript
+  files; `review_records`: the records of the review path.
 
 The SDK imports `agentwatch.wire` and `agentwatch.wire.attributes` only: both load nothing but the standard
 library.

@@ -169,7 +169,11 @@ def test_slow_judge_pauses_the_consumer_and_metrics_report_it(broker, topic, tmp
             def watch() -> None:
                 while not done.is_set():
                     samples.append(
-                        (time.monotonic(), svc.service._paused, svc.service.stats.messages_consumed)
+                        (
+                            time.monotonic(),
+                            svc.service.backpressure.paused,
+                            svc.service.stats.messages_consumed,
+                        )
                     )
                     time.sleep(0.02)
 
