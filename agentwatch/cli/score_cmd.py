@@ -20,7 +20,7 @@ if TYPE_CHECKING:  # the service modules load when a command runs, not when the 
     from agentwatch.judge.runner import JudgeRunner
     from agentwatch.report.cases import CaseKeeper
     from agentwatch.report.model import Report
-    from agentwatch.scorers.conversation import LabelRule
+    from agentwatch.scorers.decision import LabelRule
     from agentwatch.wire.schema import Conversation, ConversationScore
     from agentwatch.wire.transcript_keys import UnknownKeys
     from agentwatch.wire.transcripts import LineError
