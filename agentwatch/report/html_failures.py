@@ -16,8 +16,8 @@ from collections.abc import Sequence
 from html import escape
 from typing import Any
 
-from agentwatch.report.build import failure_modes_of
 from agentwatch.report.cases import Entry
+from agentwatch.report.failure_modes import failure_modes_of
 from agentwatch.report.html_conversation import first_reason, verdict_word
 from agentwatch.report.model import Report
 from agentwatch.report.ordering import natural_key
