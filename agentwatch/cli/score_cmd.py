@@ -362,7 +362,7 @@ MAX_IDS_SHOWN = 5
 
 def _warn_collisions(ids: list[str]) -> None:
     """Name the conversation ids used by several versions on stderr (each counts once per version)."""
-    from agentwatch.report.text import first_few
+    from agentwatch.report.wording import first_few
 
     if ids:
         typer.echo(
@@ -374,7 +374,7 @@ def _warn_collisions(ids: list[str]) -> None:
 
 def _warn_duplicates(ids: list[str], extra: int) -> None:
     """Name the conversation ids read more than once for one agent version (each counts once: its last)."""
-    from agentwatch.report.text import first_few, plural
+    from agentwatch.report.wording import first_few, plural
 
     if ids:
         typer.echo(
