@@ -20,7 +20,7 @@ if TYPE_CHECKING:  # the service modules load when a command runs, not when the 
     from agentwatch.judge.runner import JudgeRunner
     from agentwatch.report.cases import CaseKeeper
     from agentwatch.report.model import Report
-    from agentwatch.scorers.conversation import LabelRule
+    from agentwatch.scorers.decision import LabelRule
     from agentwatch.wire.schema import Conversation, ConversationScore
     from agentwatch.wire.transcript_keys import UnknownKeys
     from agentwatch.wire.transcripts import LineError
@@ -362,7 +362,7 @@ MAX_IDS_SHOWN = 5
 
 def _warn_collisions(ids: list[str]) -> None:
     """Name the conversation ids used by several versions on stderr (each counts once per version)."""
-    from agentwatch.report.text import first_few
+    from agentwatch.report.wording import first_few
 
     if ids:
         typer.echo(
@@ -374,7 +374,7 @@ def _warn_collisions(ids: list[str]) -> None:
 
 def _warn_duplicates(ids: list[str], extra: int) -> None:
     """Name the conversation ids read more than once for one agent version (each counts once: its last)."""
-    from agentwatch.report.text import first_few, plural
+    from agentwatch.report.wording import first_few, plural
 
     if ids:
         typer.echo(

@@ -18,7 +18,7 @@ import gzip
 import json
 from dataclasses import dataclass, field
 
-from agentwatch.report.build import failure_modes_of
+from agentwatch.report.failure_modes import failure_modes_of
 from agentwatch.report.html_conversation import conversation_body
 from agentwatch.wire.schema import Conversation, ConversationScore
 

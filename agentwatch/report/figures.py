@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pydantic import BaseModel
 
 from agentwatch.report.model import GroupStats, KEstimate
-from agentwatch.report.text import figure_name
+from agentwatch.report.text_metrics import figure_name
 
 # Which attribute of an estimate is the figure to read, in order of preference.
 VALUE_FIELDS = ("value", "plugin", "rate", "mean")

@@ -24,15 +24,9 @@ from agentwatch.report.html_conversation import MAX_CHARS, MAX_TURNS
 from agentwatch.report.html_failures import chunk_blocks, failures_html, task_links
 from agentwatch.report.html_script import SCRIPT
 from agentwatch.report.model import GroupStats, Report
-from agentwatch.report.text import (
-    EXCHANGEABLE_NOTE,
-    final_verdict,
-    first_few,
-    gate_name,
-    input_lines,
-    plural,
-    report_lines,
-)
+from agentwatch.report.text import final_verdict, gate_name, input_lines, report_lines
+from agentwatch.report.text_metrics import EXCHANGEABLE_NOTE
+from agentwatch.report.wording import first_few, plural
 
 STYLE = """
 body{font-family:system-ui,sans-serif;margin:1.5em auto;max-width:1200px;padding:0 1em;color:#222}

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from html import escape
 
-from agentwatch.report.build import failure_code
+from agentwatch.report.failure_modes import failure_code
 from agentwatch.wire.schema import Conversation, ConversationScore, ToolCall, Turn, TurnScore
 
 MAX_CHARS = 2_000

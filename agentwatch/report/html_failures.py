@@ -16,12 +16,12 @@ from collections.abc import Sequence
 from html import escape
 from typing import Any
 
-from agentwatch.report.build import failure_modes_of
 from agentwatch.report.cases import Entry
+from agentwatch.report.failure_modes import failure_modes_of
 from agentwatch.report.html_conversation import first_reason, verdict_word
 from agentwatch.report.model import Report
 from agentwatch.report.ordering import natural_key
-from agentwatch.report.text import plural
+from agentwatch.report.wording import plural
 
 PAGE_ROWS = 25  # rows a list shows at a time (the page's script reads it from the data block)
 

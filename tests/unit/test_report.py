@@ -14,8 +14,9 @@ from scipy import stats as sps
 
 from agentwatch.config import Settings, load_settings
 from agentwatch.report.baseline import BaselineError, compare_baseline, load_baseline
-from agentwatch.report.build import build_report, failure_code
+from agentwatch.report.build import build_report
 from agentwatch.report.charts import curves
+from agentwatch.report.failure_modes import failure_code
 from agentwatch.report.html import render_html
 from agentwatch.report.model import Report
 from agentwatch.report.text import render_text

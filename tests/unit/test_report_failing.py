@@ -10,8 +10,9 @@ import re
 from pathlib import Path
 
 from agentwatch.config import Settings
-from agentwatch.report.build import build_report, failure_modes_of
+from agentwatch.report.build import build_report
 from agentwatch.report.cases import CaseKeeper
+from agentwatch.report.failure_modes import failure_modes_of
 from agentwatch.report.html import render_html
 from agentwatch.scorers import ConversationScorer
 from agentwatch.wire.schema import Conversation
