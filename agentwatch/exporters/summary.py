@@ -142,7 +142,7 @@ class StatsParams:
 def _asr(total: Bucket, p: StatsParams) -> tuple[Interval | None, int]:
     """ASR and its interval, and the units that interval resamples (0: over conversations). Attempts at one unit
     are correlated, so with repeated attempts the value is the mean over units of their mean credit and the
-    interval resamples units, as the offline report's (`report.build`)."""
+    interval resamples units, as the offline report's (`report.group_stats`)."""
     if not total.asr:
         return None, 0
     per_unit = total.unit_credit_means()
