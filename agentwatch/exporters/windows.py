@@ -9,8 +9,8 @@ Each bucket holds exact counts (conversations, scored, passed, outcomes, failure
 judge and review samples, labels by outcome, over-budget), exact sums of the tool-correctness dimensions, two
 bounded sketches: cost and duration in log-spaced bins with ≤ 1% relative error (DDSketch-style, bin i holds
 (γ^(i−1), γ^i], γ = 1.01/0.99), and ASR credits rounded to 0.001, and the graded conversations per unit (the
-task instance repeated attempts are at: n and c packed in one integer, n·2^32 + c) with each unit's ASR credits
-(credited attempts and the sum of their rounded credits, packed the same way), with the graded conversations
+task instance repeated attempts are at) with their ASR credits — n, c, the credited attempts k and the sum s of
+their rounded credits packed in one integer, (n·2^32 + c)·2^64 + k·2^32 + s —, with the graded conversations
 that have no unit counted apart. The window keeps a running total of its buckets (added on
 insert, subtracted when a bucket expires), so reading a window costs O(bins), not O(buckets); the total also
 keeps the histogram of its units' (n, c) pairs, updated as units change, which the estimates over units read.
@@ -55,6 +55,9 @@ _ZERO_BIN = -(10**9)  # values <= 1e-12 (zero cost) share one bin, read back as 
 _MIN_POSITIVE = 1e-12
 ASR_RESOLUTION = 1000  # ASR credits kept as round(credit * 1000)
 ONE_ATTEMPT = 1 << 32  # a unit's graded attempts n and passes c are kept as n * ONE_ATTEMPT + c
+# A unit's counts in one int: (n * ONE_ATTEMPT + c) * UNIT_CREDITS + k * ONE_ATTEMPT + s, with k its credited
+# attempts and s the sum of their ASR bins (one dict entry per unit: a second dict nearly doubled a unit's bytes)
+UNIT_CREDITS = 1 << 64
 Unit = tuple[str, str | None]  # (task, instance): what repeated attempts are attempts at
 CLASSES = len(OUTCOMES) - 1  # outcome classes of a verdict or a label (not unscored)
 # A judge's row of counts: the confusion (label * CLASSES + verdict), then the conversations it graded.
@@ -154,10 +157,10 @@ class Bucket:
     judge_sampled: int = 0
     review_sampled: int = 0
     labels: list[int] = field(default_factory=lambda: [0] * len(OUTCOMES))
-    units: dict[Unit, int] = field(default_factory=dict)  # unit -> n * ONE_ATTEMPT + c (graded only)
-    # unit -> credited attempts * ONE_ATTEMPT + the sum of their ASR bins, and the ASR bins of those attempts
-    unit_credits: dict[Unit, int] = field(default_factory=dict)
-    unit_asr: dict[int, int] = field(default_factory=dict)
+    units: dict[Unit, int] = field(
+        default_factory=dict
+    )  # unit -> its counts, packed (UNIT_CREDITS; graded only)
+    unit_asr: dict[int, int] = field(default_factory=dict)  # ASR bin -> credited conversations with a unit
     unit_attempts: int = 0  # graded conversations with a unit (the others, `alone`, are units of their own)
     unit_passes: int = 0
     pairs: dict[int, int] | None = None  # a window total's histogram: n * ONE_ATTEMPT + c -> units
@@ -180,21 +183,22 @@ class Bucket:
         """Passed conversations without a unit."""
         return self.passed - self.unit_passes
 
-    def _unit(self, unit: Unit, attempts: int, passes: int) -> None:
-        """Add attempts and passes (negative to take back) to a unit's counts, and to the histogram."""
-        self.unit_attempts += attempts
-        self.unit_passes += passes
+    def _unit(self, unit: Unit, packed: int, sign: int) -> None:
+        """Add a unit's packed counts (sign=-1: take them back) to its counts, and to the histogram."""
+        pair = packed // UNIT_CREDITS
+        self.unit_attempts += sign * (pair // ONE_ATTEMPT)
+        self.unit_passes += sign * (pair % ONE_ATTEMPT)
         old = self.units.get(unit, 0)
-        new = old + attempts * ONE_ATTEMPT + passes
+        new = old + sign * packed
         if new:
             self.units[unit] = new
         else:
             self.units.pop(unit, None)
         if self.pairs is not None:
             if old:
-                _bump(self.pairs, old, -1)
+                _bump(self.pairs, old // UNIT_CREDITS, -1)
             if new:
-                _bump(self.pairs, new, 1)
+                _bump(self.pairs, new // UNIT_CREDITS, 1)
 
     def add(self, c: Contribution, sign: int = 1) -> None:
         """Count one conversation (sign=1), or take back one counted before (sign=-1)."""
@@ -234,10 +238,11 @@ class Bucket:
         if scored:
             unit = c.unit
             if unit is not None:
-                self._unit(unit, sign, sign * c.passed)
+                packed = (ONE_ATTEMPT + c.passed) * UNIT_CREDITS
                 if c.asr_bin is not None and c.asr_credit is not None:
-                    _bump(self.unit_credits, unit, sign * (ONE_ATTEMPT + c.asr_bin))
+                    packed += ONE_ATTEMPT + c.asr_bin
                     _bump(self.unit_asr, c.asr_bin, sign)
+                self._unit(unit, packed, sign)
             _bump(self.graded_p, c.graded_p, sign * (ONE_ATTEMPT + c.passed))
         if c.correction is not None:
             if self.corrections is None:
@@ -281,8 +286,7 @@ class Bucket:
         for i, n in enumerate(other.labels):
             self.labels[i] += sign * n
         for unit, packed in other.units.items():
-            self._unit(unit, sign * (packed // ONE_ATTEMPT), sign * (packed % ONE_ATTEMPT))
-        _add_counts(self.unit_credits, other.unit_credits, sign)
+            self._unit(unit, packed, sign)
         _add_counts(self.unit_asr, other.unit_asr, sign)
         _add_counts(self.graded_p, other.graded_p, sign)
         if other.corrections:
@@ -314,13 +318,15 @@ class Bucket:
     def unit_credit_means(self) -> dict[float, int] | None:
         """{a unit's mean ASR credit: units}, a credited conversation without a unit counting as a unit of its
         own (credits at the sketch's 0.001); None when no unit has two credited conversations."""
-        if not any(packed >= 2 * ONE_ATTEMPT for packed in self.unit_credits.values()):
+        credits = [packed % UNIT_CREDITS for packed in self.units.values()]
+        if not any(credit >= 2 * ONE_ATTEMPT for credit in credits):
             return None
         out: dict[float, int] = {}
-        for packed in self.unit_credits.values():
-            attempts, bins = divmod(packed, ONE_ATTEMPT)
-            mean = bins / (attempts * ASR_RESOLUTION)
-            out[mean] = out.get(mean, 0) + 1
+        for credit in credits:
+            attempts, bins = divmod(credit, ONE_ATTEMPT)
+            if attempts:
+                mean = bins / (attempts * ASR_RESOLUTION)
+                out[mean] = out.get(mean, 0) + 1
         for b, n in self.asr.items():
             alone = n - self.unit_asr.get(b, 0)
             if alone:

@@ -14,7 +14,7 @@ from scipy import stats
 from agentwatch.config import Settings, load_settings
 from agentwatch.exporters.estimator import Estimator
 from agentwatch.exporters.exposition import Exposition
-from agentwatch.exporters.windows import ONE_ATTEMPT
+from agentwatch.exporters.windows import ONE_ATTEMPT, UNIT_CREDITS
 from agentwatch.report.build import build_report
 from agentwatch.stats.bootstrap import bootstrap_mean_interval, bootstrap_units_interval, expanded_tail
 from agentwatch.wire.schema import ConversationScore, Outcome, OutcomeSource
@@ -249,6 +249,7 @@ def test_revisions_and_expiry_move_the_units_credits() -> None:
     clock[0] = T0 + 2 * 3600  # everything leaves the window with its bucket
     assert est.add(_live_score("late", "refund", 1.0, instance="z", attempt=0, ended_at=clock[0]))
     window = est._series[("bot", "v1", "refund")].windows[0].total
-    assert window.unit_credits == {("refund", "z"): 1 * ONE_ATTEMPT + 1000}
+    # z: one graded attempt, passed, credited 1.0 (bin 1000); x and y have left with their bucket
+    assert window.units == {("refund", "z"): (1 * ONE_ATTEMPT + 1) * UNIT_CREDITS + 1 * ONE_ATTEMPT + 1000}
     assert window.unit_asr == {1000: 1}
     assert find(est.snapshot(), "1h", task="refund").asr_units == 0
