@@ -26,6 +26,7 @@
   it.
 - A series whose windows are all empty is forgotten (its estimates and counters vanish).
 - Thread-safe: `add` and `snapshot` take one lock. Snapshots reuse the estimates of unchanged windows.
+- What one score adds to a window is made in `contribution` (`Contributions.of`).
 """
 
 from __future__ import annotations
@@ -38,7 +39,6 @@ import threading
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import TypeVar
 
 from agentwatch.config import Settings
 from agentwatch.exporters.alert_rules import (
@@ -52,25 +52,13 @@ from agentwatch.exporters.alert_rules import (
     plan,
     reference_counts,
 )
+from agentwatch.exporters.contribution import Contributions
 from agentwatch.exporters.counters import EstimatorCounters, SeriesCounters
 from agentwatch.exporters.judge_agreement import JudgeAgreement, agreements
 from agentwatch.exporters.labels import ALL_TASKS, LabelCaps
 from agentwatch.exporters.regression import RegressionParams, attach_regressions
 from agentwatch.exporters.summary import SeriesEstimate, StatsParams, summarise
-from agentwatch.exporters.windows import (
-    ASR_RESOLUTION,
-    CLASSES,
-    EVIDENCE,
-    OUTCOMES,
-    TOOL_DIMENSIONS,
-    Contribution,
-    SlidingWindow,
-    Unit,
-    parse_duration,
-    sketch_bin,
-)
-from agentwatch.stats.corrected import correction_point
-from agentwatch.stats.inclusion import automated_of, graded_probability, review_label
+from agentwatch.exporters.windows import Contribution, SlidingWindow, parse_duration
 from agentwatch.wire.schema import ConversationScore
 
 log = logging.getLogger(__name__)
@@ -80,7 +68,6 @@ REJECT_REASONS: tuple[str, ...] = ("duplicate", "too_old", "invalid")
 # alert gauges rather than time out); `Estimator.alerts` makes them all.
 DESIGN_SECONDS_PER_SNAPSHOT = 2.0
 SeriesKey = tuple[str, str, str]
-_T = TypeVar("_T")
 
 
 class _Counted:
@@ -95,10 +82,6 @@ class _Counted:
         self.revision = revision
         self.contribution = contribution
         self.keys = keys
-
-
-_EVIDENCE_INDEX = {code: i for i, code in enumerate(EVIDENCE)}
-_OUTCOME_INDEX = {name: i for i, name in enumerate(OUTCOMES)}
 
 
 class _Series:
@@ -125,7 +108,7 @@ class Estimator:
         self._buckets = cfg.buckets_per_window
         self._housekeeping_every = min(s for _, s in self._windows) / self._buckets
         self._caps = LabelCaps(cfg)
-        self._credits = settings.scoring.credits
+        self._contributions = Contributions(self._caps, settings.scoring.credits)
         self.min_kappa, self.min_kappa_labels = settings.judge.min_kappa, settings.judge.min_kappa_labels
         st = settings.stats
         self.stats_params = StatsParams(
@@ -148,7 +131,6 @@ class Estimator:
             SeriesKey, tuple[SeriesKey, SeriesKey]
         ] = {}  # shared by the identities' records
         self._revisions = 0
-        self._shared: dict[object, object] = {}  # the few distinct correction points and probabilities
         self._next_housekeeping = -math.inf
         self._consumed = 0
         self._rejected = dict.fromkeys(REJECT_REASONS, 0)
@@ -194,7 +176,7 @@ class Estimator:
             unit = None
             if score.instance is not None or score.attempt is not None:
                 unit = caps.unit(agent, version, score.task, score.instance, t)
-            contribution = self._contribution(score, t, unit)
+            contribution = self._contributions.of(score, t, unit)
             self._seen[identity] = _Counted(t, score.revision, contribution, keys)
             heapq.heappush(self._id_heap, (t, identity))
             observed = None  # what the score adds to the alert counts: the same for both series
@@ -218,7 +200,7 @@ class Estimator:
     def _revise(self, counted: _Counted, score: ConversationScore, now: float) -> None:
         """Replace an identity's contribution by its revision wherever the original is still counted."""
         # the same conversation: the same unit
-        new = self._contribution(score, counted.t, counted.contribution.unit)
+        new = self._contributions.of(score, counted.t, counted.contribution.unit)
         for k in counted.keys:
             s = self._series.get(k)
             if s is None:
@@ -241,85 +223,6 @@ class Estimator:
 
     def _new_windows(self) -> list[SlidingWindow]:
         return [SlidingWindow(name, s, self._buckets) for name, s in self._windows]
-
-    def _contribution(self, score: ConversationScore, t: float, unit: Unit | None) -> Contribution:
-        sums = [0.0] * len(TOOL_DIMENSIONS)
-        counts = [0] * len(TOOL_DIMENSIONS)
-        for ts in score.turn_scores:
-            tool = ts.tool
-            if tool is None:
-                continue
-            values = (
-                tool.selection,
-                tool.parameters,
-                tool.sequence,
-                tool.utilization,
-                tool.overall,
-                tool.binary,
-            )
-            for i, v in enumerate(values):
-                if v is not None and math.isfinite(float(v)):
-                    sums[i] += float(v)
-                    counts[i] += 1
-        cost = score.cost_usd if score.cost_usd is not None and math.isfinite(score.cost_usd) else None
-        duration = (
-            score.duration_s if score.duration_s is not None and math.isfinite(score.duration_s) else None
-        )
-        credit = score.asr_credit
-        if credit is not None and not math.isfinite(credit):
-            credit = None
-        if credit is not None:
-            credit = min(1.0, max(0.0, credit))
-        budget = score.budget_usd
-        budgeted = cost is not None and budget is not None
-        automated = automated_of(score)
-        judge = agreement = None
-        if automated is not None and "judge" in automated.graded_by and score.judge:
-            judge = self._caps.judge(score.judge)
-            label, verdict = review_label(score), score.judge_outcome
-            if label is not None and verdict is not None and verdict.value != "unscored":
-                agreement = _OUTCOME_INDEX[label.value] * CLASSES + _OUTCOME_INDEX[verdict.value]
-        return Contribution(
-            scored=score.passed is not None,
-            passed=bool(score.passed),
-            outcome=_OUTCOME_INDEX[score.outcome.value],
-            modes=self._caps.modes(score.reasons, t) if score.reasons else (),
-            tool_sums=tuple(sums) if any(counts) else (),
-            tool_counts=tuple(counts) if any(counts) else (),
-            cost_bin=sketch_bin(max(0.0, cost)) if cost is not None else None,
-            duration_bin=sketch_bin(max(0.0, duration)) if duration is not None else None,
-            budgeted=budgeted,
-            over_budget=cost is not None and budget is not None and cost > budget,
-            asr_bin=round(credit * ASR_RESOLUTION) if credit is not None else None,
-            asr_credit=credit,
-            evidence=(
-                tuple(sorted({_EVIDENCE_INDEX[e] for e in score.evidence if e in _EVIDENCE_INDEX}))
-                if score.evidence
-                else ()
-            ),
-            judge_sampled=score.judge_sampled,
-            review_sampled=score.review_sampled,
-            label=_OUTCOME_INDEX[score.label.value] if score.label is not None else None,
-            unit=unit,
-            graded_p=self._one(graded_probability(score, automated)) if score.passed is not None else 1.0,
-            correction=(
-                self._one(correction_point(score, self._credits, automated))
-                if automated is not None
-                else None
-            ),
-            judge=judge,
-            agreement=agreement,
-        )
-
-    def _one(self, value: _T) -> _T:
-        """One shared object per distinct value: identities keep few distinct points and probabilities, and
-        sharing them saves about 150 bytes per remembered conversation."""
-        found = self._shared.get(value)
-        if found is None:
-            if len(self._shared) >= 100_000:
-                return value
-            self._shared[value] = found = value
-        return found  # type: ignore[return-value]
 
     # ------------------------------------------------------------------ expiry
 

@@ -19,7 +19,9 @@ from agentwatch.exporters.alert_rules import (
     credit_point,
     observation,
 )
+from agentwatch.exporters.contribution import Contributions
 from agentwatch.exporters.estimator import Estimator
+from agentwatch.exporters.labels import LabelCaps
 from agentwatch.scorers.sampling import sample_point
 from tests.support.scores import T0, make_score
 
@@ -27,6 +29,11 @@ from tests.support.scores import T0, make_score
 def _estimator(now: list[float], **alerts) -> Estimator:
     settings = Settings(alerts=AlertsConfig.model_validate({"min_reference": 100, **alerts}))
     return Estimator(settings, clock=lambda: now[0])
+
+
+def _contributions() -> Contributions:
+    settings = Settings()
+    return Contributions(LabelCaps(settings.exporter), settings.scoring.credits)
 
 
 def _stream(n: int = 600, seed: int = 3) -> list:
@@ -156,13 +163,13 @@ def test_credit_points_are_uniform_and_independent_of_the_sampling_point() -> No
 
 def test_binarised_credits_keep_the_mean_credit() -> None:
     credits = np.array([1.0, 0.4, 0.0, 0.7])
-    est = Estimator(Settings())
+    contributions = _contributions()
     earned = np.zeros(len(credits))
     n = 3000
     for i in range(n):
         for j, x in enumerate(credits):
             score = make_score(f"k{i}-{j}", x >= 0.7, asr_credit=float(x))
-            v = observation(est._contribution(score, T0, None), credit_point(score.conversation_id))
+            v = observation(contributions.of(score, T0, None), credit_point(score.conversation_id))
             assert v[CHANNELS.index("credited")] == 1
             earned[j] += 1 - v[CHANNELS.index("credit_missed")]
     assert earned[0] == n and earned[2] == 0
@@ -171,10 +178,8 @@ def test_binarised_credits_keep_the_mean_credit() -> None:
 
 
 def test_observation_channels() -> None:
-    est = Estimator(Settings())
-    ungraded = observation(
-        est._contribution(make_score("u", None, evidence=["error", "loop"]), T0, None), 0.5
-    )
+    contributions = _contributions()
+    ungraded = observation(contributions.of(make_score("u", None, evidence=["error", "loop"]), T0, None), 0.5)
     assert dict(zip(CHANNELS, ungraded.tolist(), strict=True)) == {
         "all": 1,
         "graded": 0,
@@ -189,7 +194,7 @@ def test_observation_channels() -> None:
         "over_budget": 0,
     }
     abandoned = make_score("a", False, outcome="abandoned", evidence=["over_budget"])
-    v = dict(zip(CHANNELS, observation(est._contribution(abandoned, T0, None), 0.5).tolist(), strict=True))
+    v = dict(zip(CHANNELS, observation(contributions.of(abandoned, T0, None), 0.5).tolist(), strict=True))
     assert (
         v["graded"],
         v["failed"],

@@ -20,8 +20,10 @@ from agentwatch.collector.conventions import NEEDED_KEYS, TAG_PREFIX
 from agentwatch.collector.decode import decode_message
 from agentwatch.config import Settings
 from agentwatch.exporters.alert_rules import CHANNELS, Minutes, observation
+from agentwatch.exporters.contribution import Contributions
 from agentwatch.exporters.counters import COST_BUCKETS, Histogram
 from agentwatch.exporters.estimator import Estimator
+from agentwatch.exporters.labels import LabelCaps
 from agentwatch.exporters.windows import Bucket, Contribution
 from agentwatch.sdk.capture import Capture
 from agentwatch.stats.corrected import correction_point
@@ -201,8 +203,7 @@ def test_one_automated_verdict_per_score_gives_the_same_probabilities_and_points
     credits = Settings().scoring.credits
     assert graded_probability(score, automated) == graded_probability(score)
     assert correction_point(score, credits, automated) == correction_point(score, credits)
-    est = Estimator(Settings())
-    c = est._contribution(score, T0, None)
+    c = Contributions(LabelCaps(Settings().exporter), credits).of(score, T0, None)
     assert math.isclose(c.graded_p, graded_probability(score)) or score.passed is None
 
 
