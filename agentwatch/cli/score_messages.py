@@ -1,14 +1,49 @@
-"""What `agentwatch score` says on stderr about how it ended: the verdict line every run ends with, and why
-nothing could be read."""
+"""What `agentwatch score` says on stderr and how it ends: its exit statuses, errors, the warnings about
+conversation ids read more than once, the verdict line every run ends with, and why nothing could be read."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import typer
+
 if TYPE_CHECKING:
     from agentwatch.report.model import Report
     from agentwatch.wire.transcripts import LineError
+
+
+EXIT_OK, EXIT_GATE, EXIT_USAGE = 0, 1, 2
+
+
+def fail(message: str, code: int = EXIT_USAGE) -> typer.Exit:
+    """Say `message` as an error on stderr; the exit (status 2 unless `code`) for the caller to raise."""
+    typer.echo(f"error: {message}", err=True)
+    return typer.Exit(code)
+
+
+def warn_collisions(ids: list[str]) -> None:
+    """Name the conversation ids used by several versions on stderr (each counts once per version)."""
+    from agentwatch.report.wording import first_few
+
+    if ids:
+        typer.echo(
+            f"{len(ids)} conversation id(s) occur under several versions of one agent: {first_few(ids)}; "
+            "each counts once in its version's section",
+            err=True,
+        )
+
+
+def warn_duplicates(ids: list[str], extra: int) -> None:
+    """Name the conversation ids read more than once for one agent version (each counts once: its last)."""
+    from agentwatch.report.wording import first_few, plural
+
+    if ids:
+        typer.echo(
+            f"warning: {plural(len(ids), 'conversation id')} read more than once "
+            f"({plural(extra, 'extra record')}): {first_few(ids)}; each counts once, its last record",
+            err=True,
+        )
 
 
 def why_nothing(files: list[Path], errors: list[LineError]) -> str:
