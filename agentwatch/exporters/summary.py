@@ -146,9 +146,10 @@ def _asr(total: Bucket, p: StatsParams) -> tuple[Interval | None, int]:
     if not total.asr:
         return None, 0
     per_unit = total.unit_credit_means()
-    if per_unit is not None and sum(per_unit.values()) >= 2:
+    units = sum(per_unit.values()) if per_unit is not None else 0
+    if per_unit is not None and units >= 2:
         histogram = tuple(sorted(per_unit.items()))
-        return _asr_over_units(histogram, p.level, p.resamples, p.seed), sum(per_unit.values())
+        return _asr_over_units(histogram, p.level, p.resamples, p.seed), units
     keys = np.fromiter(total.asr.keys(), dtype=np.float64, count=len(total.asr))
     counts = np.fromiter(total.asr.values(), dtype=np.float64, count=len(total.asr))
     n = float(counts.sum())

@@ -56,7 +56,7 @@ _MIN_POSITIVE = 1e-12
 ASR_RESOLUTION = 1000  # ASR credits kept as round(credit * 1000)
 ONE_ATTEMPT = 1 << 32  # a unit's graded attempts n and passes c are kept as n * ONE_ATTEMPT + c
 # A unit's counts in one int: (n * ONE_ATTEMPT + c) * UNIT_CREDITS + k * ONE_ATTEMPT + s, with k its credited
-# attempts and s the sum of their ASR bins (one dict entry per unit: a second dict nearly doubled a unit's bytes)
+# attempts and s the sum of their ASR bins: one dict entry per unit, since units are what the exporter's memory grows with
 UNIT_CREDITS = 1 << 64
 Unit = tuple[str, str | None]  # (task, instance): what repeated attempts are attempts at
 CLASSES = len(OUTCOMES) - 1  # outcome classes of a verdict or a label (not unscored)

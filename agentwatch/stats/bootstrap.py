@@ -24,8 +24,8 @@ __all__ = ["bootstrap_counts_interval", "bootstrap_mean_interval", "bootstrap_un
 _BOOTSTRAP_CHUNK_CELLS = 4_000_000
 # Up to this many distinct values, the bootstrap draws multinomial counts instead of indices.
 _BOOTSTRAP_DISTINCT_MAX = 64
-# A multinomial count per distinct value costs about as much as this many index draws (numpy 2, measured on
-# 25–5,000 units: multinomial 2–5× slower than indices when every unit has a mean of its own).
+# A multinomial count per distinct value costs several index draws (numpy draws it as a chain of binomials), so
+# counts pay only where many units share a mean.
 _MULTINOMIAL_PER_DRAW = 5
 
 

@@ -1,5 +1,5 @@
 """The instruction-count benchmark's stages run as the counted child runs them (valgrind itself is not run here:
-it multiplies a run's time by about fifty)."""
+a run under it is too slow for the unit tests)."""
 
 from __future__ import annotations
 
