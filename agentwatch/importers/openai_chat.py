@@ -23,6 +23,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from agentwatch.importers import transcript_line
+from agentwatch.importers.text_actions import RESULT_PREFIX, read_action
 from agentwatch.wire.schema import Conversation
 from agentwatch.wire.transcripts import LineError, open_binary, validation_reason
 from agentwatch.wire.values import ReadAs, read_structured
@@ -83,6 +84,7 @@ class _Builder:
     """Messages in, turns out; calls wait for their results in order."""
 
     error_prefixes: Sequence[str]
+    text_actions: bool = False  # the agent acts in text (`importers.text_actions`), not by API tool calls
     turns: list[_Turn] = field(default_factory=list)
     system: list[str] = field(default_factory=list)
     waiting: list[tuple[str | None, dict[str, Any]]] = field(default_factory=list)
@@ -96,6 +98,9 @@ class _Builder:
         return self.turns[-1]
 
     def user(self, text: str | None, message: dict[str, Any]) -> None:
+        if self.text_actions and self.waiting and text is not None and text.startswith(RESULT_PREFIX):
+            self._settle(self.waiting.pop(0)[1], text[len(RESULT_PREFIX) :], failed=False)
+            return
         if message.get("tool_calls"):
             self.user_calls += len(message["tool_calls"])
         last = self.turns[-1] if self.turns else None
@@ -105,6 +110,12 @@ class _Builder:
             self.turns.append(_Turn(input=text or ""))
 
     def assistant(self, text: str | None, message: dict[str, Any]) -> None:
+        if self.text_actions and text:
+            action = read_action(text)
+            if action.name is not None:
+                self._call(self.turn(), action.name, action.arguments, None)
+                return
+            text = action.said
         turn = self.turn()
         if text:
             turn.answers.append(text)
@@ -128,14 +139,17 @@ class _Builder:
             elif read_as == "python":
                 self.python_literals += 1
             call_id = None if raw.get("id") in (None, "") else str(raw.get("id"))
-            call: dict[str, Any] = {
-                "name": str(name) if name else "unknown",
-                "arguments": {} if args in (None, "") else parsed,
-                "call_id": call_id,
-            }
-            turn.calls.append(call)
-            turn.spoke_last = False
-            self.waiting.append((call_id, call))
+            self._call(turn, name, {} if args in (None, "") else parsed, call_id)
+
+    def _call(self, turn: _Turn, name: Any, arguments: Any, call_id: str | None) -> None:
+        call: dict[str, Any] = {
+            "name": str(name) if name else "unknown",
+            "arguments": arguments,
+            "call_id": call_id,
+        }
+        turn.calls.append(call)
+        turn.spoke_last = False
+        self.waiting.append((call_id, call))
 
     def tool(self, message: dict[str, Any]) -> None:
         if message.get("requestor") == "user":
@@ -146,10 +160,11 @@ class _Builder:
         if call is None:
             self.notes.append(f"a tool result ({call_id or 'no id'}) with no call waiting for it was ignored")
             return
-        text = content_text(message.get("content"))
-        failed = message.get("error") is True or (
-            isinstance(text, str) and text.lstrip().startswith(tuple(self.error_prefixes))
-        )
+        self._settle(call, content_text(message.get("content")), failed=message.get("error") is True)
+
+    def _settle(self, call: dict[str, Any], text: str | None, failed: bool) -> None:
+        """Give a call its result `text`, or its error when `failed` or the text starts with an error prefix."""
+        failed = failed or (isinstance(text, str) and text.lstrip().startswith(tuple(self.error_prefixes)))
         if failed:
             call["error"] = (text or "error").strip()[:2000]
         else:
@@ -176,11 +191,13 @@ def conversation_from_messages(
     conversation_id: str,
     *,
     error_prefixes: Sequence[str] = ERROR_PREFIXES,
+    text_actions: bool = False,
     **fields: Any,
 ) -> Conversation:
-    """One `Conversation` from chat messages; `fields`: other `Conversation` fields (agent, task, outcome, …).
-    Raise ChatFormatError when the record cannot be read as a conversation."""
-    builder = _Builder(error_prefixes)
+    """One `Conversation` from chat messages; `fields`: other `Conversation` fields (agent, task, outcome, …);
+    `text_actions`: the agent acts in text (`importers.text_actions`). Raise ChatFormatError when the record
+    cannot be read as a conversation."""
+    builder = _Builder(error_prefixes, text_actions)
     for position, message in enumerate(messages):
         if not isinstance(message, dict):
             raise ChatFormatError(f"message {position} is not an object")

@@ -1,7 +1,8 @@
 """τ-bench and τ²-bench result files → transcripts and one task policy per task.
 
 τ-bench (`run.py --log-dir`): a JSON array of `{task_id, trial, reward, info: {task: {actions, outputs}},
-traj}`, `traj` in OpenAI chat format with the agent's system prompt first. τ²-bench: a JSON object
+traj}`, `traj` in OpenAI chat format with the agent's system prompt first (from its `react` and `act` strategies
+the agent acts in text, `importers.text_actions`: detected per trajectory). τ²-bench: a JSON object
 `{info: {environment_info: {policy}}, tasks: [{id, evaluation_criteria: {actions, communicate_info}}],
 simulations: [{task_id, trial, messages, reward_info: {reward}}]}`. The format is detected.
 
@@ -33,6 +34,7 @@ from typing import Any
 from agentwatch.config import ScoringConfig
 from agentwatch.importers import transcript_line
 from agentwatch.importers.openai_chat import ERROR_PREFIXES, ChatFormatError, conversation_from_messages
+from agentwatch.importers.text_actions import acts_in_text
 from agentwatch.scorers.names import NameNormalizer
 from agentwatch.scorers.tool_kinds import EFFECT, ToolKinds
 
@@ -171,6 +173,7 @@ def import_results(document: Any, agent: str, version: str, prefix: str) -> Impo
                 record["messages"],
                 f"{prefix}/task-{task}/trial-{trial if trial is not None else position}",
                 error_prefixes=ERROR_PREFIXES,
+                text_actions=record.get("text_actions", False),
                 agent=agent,
                 version=version,
                 task=task,
@@ -216,6 +219,7 @@ def _tau(document: list[dict[str, Any]], out: Imported) -> Iterator[tuple[str, d
                 "trial": entry.get("trial"),
                 "reward": entry.get("reward"),
                 "messages": traj,
+                "text_actions": acts_in_text(traj),
                 "actions": actions if "actions" in task else None,
                 "outputs": task.get("outputs") or [],
                 "compare": {},
