@@ -9,20 +9,28 @@ verdicts, each detector's false-fail rate on real successes (exact 95% interval)
 failures — which decides `scoring.failing_evidence` (at most 1% pooled) — and the leading reasons of
 disagreement.
 
-    python -m benchmarks.validity [RESULTS.json[.gz] ...] [--show 20]
+    python -m benchmarks.validity [RESULTS.json[.gz] ...] [--show 20] [--logged-as DIALECT]
 
 Without files: the dev runs under ../shared/data/agent-benchmark/ (tests.support.published_runs).
+`--logged-as` first rewrites every τ-bench run as another agent strategy or API would have logged the same steps
+(`react`, `act`; `anthropic`, `responses`, `gemini`, `langchain`: tests.support.dialects); τ²-bench runs are
+graded as they are.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import tempfile
 import time
 from pathlib import Path
 
 from agentwatch.config import Settings
+from agentwatch.importers.tau_bench import load_document
 from agentwatch.report.validity import Agreement, RunValidity, pooled, validate_run
+from agentwatch.wire.transcripts import open_binary
 from tests.support import published_runs
+from tests.support.dialects import DIALECTS, tau_bench_as_react, tau_bench_in
 
 FALSE_FAIL_LIMIT = 0.01  # a detector may fail conversations by default up to this false-fail rate, pooled
 
@@ -72,18 +80,41 @@ def _pass_k(run: RunValidity) -> None:
         )
 
 
+def _logged_as(path: Path, dialect: str, folder: Path) -> Path:
+    """The τ-bench run at `path` rewritten as `dialect` logs it, in `folder` (a τ²-bench run: `path` itself)."""
+    with open_binary(path) as stream:
+        document = load_document(stream.read())
+    if not isinstance(document, list):
+        return path
+    if dialect in ("react", "act"):
+        rewritten = tau_bench_as_react(document, reasoning=dialect == "react")
+    else:
+        rewritten = tau_bench_in(document, dialect)
+    out = folder / f"{path.name.split('.')[0]}-{dialect}.json"
+    out.write_text(json.dumps(rewritten), encoding="utf-8")
+    return out
+
+
 def main() -> None:
     """Grade every run, print per run and pooled."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("results", nargs="*", type=Path, help="τ-bench / τ²-bench results files")
     parser.add_argument("--show", type=int, default=20, help="disagreements listed per run")
+    parser.add_argument(
+        "--logged-as",
+        choices=["react", "act", *sorted(DIALECTS)],
+        help="rewrite each τ-bench run as this agent strategy or API logs the same steps, then grade it",
+    )
     args = parser.parse_args()
     files = args.results or [published_runs.locate(name) for name in published_runs.ALL]
     settings = Settings()
     failing = set(settings.scoring.failing_evidence)
 
     started = time.perf_counter()
-    runs = [validate_run(path, settings) for path in files]
+    with tempfile.TemporaryDirectory() as folder:
+        if args.logged_as:
+            files = [_logged_as(path, args.logged_as, Path(folder)) for path in files]
+        runs = [validate_run(path, settings) for path in files]
     seconds = time.perf_counter() - started
     for run in runs:
         successes = sum(run.truth)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from agentwatch.importers.dialects import MESSAGE_TYPES
 from agentwatch.wire.transcripts import MAX_DOCUMENT_BYTES, UTF8_BOM, open_binary
 
 Kind = Literal["empty", "transcripts", "chat", "tau-bench", "tau2-bench", "unknown"]
@@ -59,7 +60,7 @@ def kind_of(value: object) -> Kind:
         first = next((item for item in value if isinstance(item, dict)), None)
         if first is None:
             return "unknown"
-        if "role" in first and "turns" not in first:
+        if ("role" in first or first.get("type") in MESSAGE_TYPES) and "turns" not in first:
             return "chat"  # a bare list of messages: one chat conversation
         return kind_of(first)
     return "unknown"

@@ -23,6 +23,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from agentwatch.importers import transcript_line
+from agentwatch.importers.dialects import chat_messages
 from agentwatch.importers.text_actions import RESULT_PREFIX, read_action
 from agentwatch.wire.schema import Conversation
 from agentwatch.wire.transcripts import LineError, open_binary, validation_reason
@@ -198,7 +199,7 @@ def conversation_from_messages(
     `text_actions`: the agent acts in text (`importers.text_actions`). Raise ChatFormatError when the record
     cannot be read as a conversation."""
     builder = _Builder(error_prefixes, text_actions)
-    for position, message in enumerate(messages):
+    for position, message in chat_messages(messages, builder.notes):
         if not isinstance(message, dict):
             raise ChatFormatError(f"message {position} is not an object")
         role = message.get("role")

@@ -9,15 +9,10 @@ from typing import Any
 
 import pytest
 
-from agentwatch.config import Settings
 from agentwatch.importers.openai_chat import conversation_from_messages
-from agentwatch.importers.tau_bench import import_results
 from agentwatch.importers.text_actions import TextAction, acts_in_text, read_action
-from agentwatch.report.validity import blind, grade
-from agentwatch.scorers.policy import TaskPolicy
-from agentwatch.wire.schema import Conversation
 from tests.support import published_runs
-from tests.support.dialects import tau_bench_as_react
+from tests.support.dialects import tau_bench_as_react, verdicts
 
 CALL = 'Thought:\nI need the user.\nAction:\n{"name": "get_user_details", "arguments": {"user_id": "mia_li_3668"}}'
 SAY = 'Thought:\nI can answer now.\nAction:\n{"name": "respond", "arguments": {"content": "Your flight is booked."}}'
@@ -89,40 +84,18 @@ def test_without_the_option_the_same_messages_are_words() -> None:
     assert all(not t.tool_calls for t in conv.turns)
 
 
-def _verdicts(document: Any) -> dict[str, tuple[bool | None, tuple[str, ...], list[Any]]]:
-    imported = import_results(document, "agent", "v", "run")
-    assert not imported.errors
-    conversations, _ = blind([Conversation.model_validate(line) for line in imported.lines])
-    policies = [TaskPolicy.model_validate(p) for p in imported.policies]
-    scores = grade(conversations, Settings().model_copy(update={"policies": policies}))
-    calls = {
-        c.conversation_id: [
-            [(call.name, call.arguments, call.result, call.error) for call in t.tool_calls] for t in c.turns
-        ]
-        for c in conversations
-    }
-    return {
-        s.conversation_id: (
-            s.passed,
-            tuple(sorted({r.split(":")[0] for r in s.reasons})),
-            calls[s.conversation_id],
-        )
-        for s in scores
-    }
-
-
 @pytest.mark.parametrize("name", [published_runs.AIRLINE, published_runs.RETAIL])
 def test_a_real_run_logged_in_text_gets_the_verdicts_of_its_tool_calling_log(name: str) -> None:
     with gzip.open(published_runs.require(name)) as fh:
         document = json.load(fh)
-    original = _verdicts(document)
+    original = verdicts(document)
     assert (
         len(original) == 100
         and any(v[0] for v in original.values())
         and any(not v[0] for v in original.values())
     )
     for reasoning in (True, False):
-        rewritten = _verdicts(tau_bench_as_react(document, reasoning))
+        rewritten = verdicts(tau_bench_as_react(document, reasoning))
         assert rewritten.keys() == original.keys()
         for cid, (passed, codes, calls) in rewritten.items():
             assert (passed, calls) == (original[cid][0], original[cid][2]), cid

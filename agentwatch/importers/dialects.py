@@ -1,0 +1,181 @@
+"""Messages as other APIs and loggers write them, as OpenAI chat messages.
+
+The chat importer reads OpenAI chat messages (`role`, `content`, `tool_calls`, `tool` results). Logs of agents
+on other APIs hold the same conversation in other shapes; each is rewritten here, message by message:
+
+- Anthropic Messages: content blocks `text`, `tool_use` (`id`, `name`, `input`) on the assistant's messages,
+  `tool_result` (`tool_use_id`, `content`, `is_error`) on the user's; `thinking` blocks are left out;
+- OpenAI Responses items: `{"type": "message", "role", "content"}`, `function_call` (`call_id`, `name`,
+  `arguments`), `function_call_output` (`call_id`, `output`); `reasoning` items are left out, other items
+  (built-in tools) too, with a note;
+- Gemini contents: `{"role": "user" | "model", "parts": [...]}` with `text`, `functionCall` (`name`, `args`)
+  and `functionResponse` (`name`, `response`) parts (snake_case too); a response holding only `result`,
+  `output` or `content` is that value, one holding only `error` is the call's error;
+- LangChain messages: `{"type": "human" | "ai" | "system" | "tool", ...}` as `model_dump()` writes them, or
+  wrapped in `{"type", "data"}` as `messages_to_dict` does; `tool_calls` with `args`, tool messages with
+  `status: "error"`.
+
+A message already in chat format passes through unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+_LANGCHAIN_ROLES = {
+    "human": "user",
+    "ai": "assistant",
+    "system": "system",
+    "tool": "tool",
+    "function": "function",
+}
+# `type`s that make a dict with no `role` a message (a bare list of them is one chat conversation)
+MESSAGE_TYPES = frozenset(
+    {*_LANGCHAIN_ROLES, "message", "function_call", "function_call_output", "reasoning"}
+)
+_SKIPPED_ITEMS = frozenset({"reasoning", "thinking", "redacted_thinking"})
+_RESPONSE_VALUE_KEYS = ("result", "output", "content")
+
+
+def chat_messages(messages: Sequence[Any], notes: list[str]) -> Iterator[tuple[int, Any]]:
+    """(position, message) for each message as one or more chat-format messages (items of no chat meaning are
+    left out, counted in `notes`); anything not a dict is passed on for the reader to report."""
+    skipped: dict[str, int] = {}
+    for position, message in enumerate(messages):
+        if not isinstance(message, dict):
+            yield position, message
+            continue
+        for converted in _chat(message, skipped):
+            yield position, converted
+    for kind, n in skipped.items():
+        notes.append(f"{n} item(s) of type {kind!r} left out (no chat message)")
+
+
+def _chat(message: dict[str, Any], skipped: dict[str, int]) -> list[dict[str, Any]]:
+    role = message.get("role")
+    if role is None:
+        kind = message.get("type")
+        if kind in _LANGCHAIN_ROLES:
+            return _langchain(message)
+        if kind == "function_call":
+            call = {
+                "id": message.get("call_id"),
+                "function": {"name": message.get("name"), "arguments": message.get("arguments")},
+            }
+            return [{"role": "assistant", "content": None, "tool_calls": [call]}]
+        if kind == "function_call_output":
+            return [
+                {"role": "tool", "tool_call_id": message.get("call_id"), "content": message.get("output")}
+            ]
+        if isinstance(kind, str) and kind not in _SKIPPED_ITEMS:
+            skipped[kind] = skipped.get(kind, 0) + 1
+        return [] if isinstance(kind, str) else [message]
+    parts = message.get("parts")
+    if isinstance(parts, list) and "content" not in message:
+        return _gemini(role, parts)
+    content = message.get("content")
+    if isinstance(content, list) and any(_block_type(b) in ("tool_use", "tool_result") for b in content):
+        return _anthropic(role, content, message)
+    return [message]
+
+
+def _block_type(block: Any) -> Any:
+    return block.get("type") if isinstance(block, dict) else None
+
+
+def _texts(blocks: list[Any]) -> list[dict[str, Any]]:
+    return [b for b in blocks if isinstance(b, str) or _block_type(b) == "text"]
+
+
+def _anthropic(role: Any, content: list[Any], message: dict[str, Any]) -> list[dict[str, Any]]:
+    """An Anthropic message with `tool_use` or `tool_result` blocks: calls on the assistant's message, results
+    as tool messages before the words the user said beside them."""
+    out: list[dict[str, Any]] = []
+    calls = []
+    for block in content:
+        kind = _block_type(block)
+        if kind == "tool_use":
+            calls.append(
+                {
+                    "id": block.get("id"),
+                    "function": {"name": block.get("name"), "arguments": block.get("input")},
+                }
+            )
+        elif kind == "tool_result":
+            result = {
+                "role": "tool",
+                "tool_call_id": block.get("tool_use_id"),
+                "content": block.get("content"),
+            }
+            out.append(result | ({"error": True} if block.get("is_error") is True else {}))
+    texts = _texts(content)
+    if role in ("assistant", "model"):
+        return [{**message, "content": texts or None, "tool_calls": calls}]
+    if texts:
+        out.append({**message, "content": texts})
+    return out
+
+
+def _gemini(role: Any, parts: list[Any]) -> list[dict[str, Any]]:
+    """A Gemini content: text parts as the message, `functionCall` parts as its calls, `functionResponse` parts
+    as tool messages."""
+    texts: list[str] = []
+    calls: list[dict[str, Any]] = []
+    results: list[dict[str, Any]] = []
+    for part in parts:
+        if not isinstance(part, dict):
+            continue
+        if isinstance(part.get("text"), str) and not part.get("thought"):
+            texts.append(part["text"])
+        call = part.get("functionCall", part.get("function_call"))
+        if isinstance(call, dict):
+            calls.append(
+                {"id": call.get("id"), "function": {"name": call.get("name"), "arguments": call.get("args")}}
+            )
+        response = part.get("functionResponse", part.get("function_response"))
+        if isinstance(response, dict):
+            results.append(_gemini_result(response))
+    if role == "model":
+        return [{"role": "assistant", "content": "\n".join(texts) or None, "tool_calls": calls}]
+    out = results
+    if texts:
+        out.append({"role": "user" if role == "function" else role, "content": "\n".join(texts)})
+    return out
+
+
+def _gemini_result(response: dict[str, Any]) -> dict[str, Any]:
+    value = response.get("response")
+    message: dict[str, Any] = {
+        "role": "tool",
+        "tool_call_id": response.get("id"),
+        "name": response.get("name"),
+    }
+    if isinstance(value, dict) and len(value) == 1:
+        key, inner = next(iter(value.items()))
+        if key == "error":
+            return message | {"content": inner, "error": True}
+        if key in _RESPONSE_VALUE_KEYS:
+            value = inner
+    return message | {"content": value}
+
+
+def _langchain(message: dict[str, Any]) -> list[dict[str, Any]]:
+    """A LangChain message (flat, or `messages_to_dict`'s `{"type", "data"}`)."""
+    wrapped = message.get("data")
+    data: dict[str, Any] = wrapped if isinstance(wrapped, dict) else message
+    role = _LANGCHAIN_ROLES[message["type"]]
+    out: dict[str, Any] = {"role": role, "content": data.get("content")}
+    if role == "assistant":
+        out["tool_calls"] = [
+            {"id": c.get("id"), "function": {"name": c.get("name"), "arguments": c.get("args")}}
+            for c in data.get("tool_calls") or []
+            if isinstance(c, dict)
+        ]
+        return _chat(out, {}) if isinstance(out["content"], list) else [out]
+    if role == "tool":
+        out["tool_call_id"] = data.get("tool_call_id")
+        out["name"] = data.get("name")
+        if data.get("status") == "error":
+            out["error"] = True
+    return [out]

@@ -1,0 +1,178 @@
+"""Messages of other APIs and loggers (Anthropic, OpenAI Responses, Gemini, LangChain) read as chat messages:
+each shape's calls, results, errors and words, and real runs logged in each shape graded as their chat logs."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from typing import Any
+
+import pytest
+
+from agentwatch.importers.formats import kind_of
+from agentwatch.importers.openai_chat import conversation_from_messages, conversation_from_record
+from agentwatch.wire.schema import Conversation
+from tests.support import published_runs
+from tests.support.dialects import DIALECTS, tau_bench_in, verdicts
+
+
+def _calls(conv: Conversation) -> list[list[tuple[str, Any, Any, Any]]]:
+    return [[(c.name, c.arguments, c.result, c.error) for c in t.tool_calls] for t in conv.turns]
+
+
+def test_anthropic_blocks() -> None:
+    conv = conversation_from_record(
+        {
+            "system": "You are a shop agent.",
+            "messages": [
+                {"role": "user", "content": "Where is order 7?"},
+                {
+                    "role": "assistant",
+                    "content": [
+                        {"type": "thinking", "thinking": "look it up", "signature": "x"},
+                        {"type": "text", "text": "Let me check."},
+                        {"type": "tool_use", "id": "toolu_1", "name": "get_order", "input": {"id": 7}},
+                        {"type": "tool_use", "id": "toolu_2", "name": "get_refund", "input": {"id": 7}},
+                    ],
+                },
+                {
+                    "role": "user",
+                    "content": [
+                        {
+                            "type": "tool_result",
+                            "tool_use_id": "toolu_2",
+                            "content": "no refund",
+                            "is_error": True,
+                        },
+                        {
+                            "type": "tool_result",
+                            "tool_use_id": "toolu_1",
+                            "content": [{"type": "text", "text": '{"status": "shipped"}'}],
+                        },
+                    ],
+                },
+                {"role": "assistant", "content": [{"type": "text", "text": "It has shipped."}]},
+            ],
+        },
+        "c",
+    )
+    assert conv.system == "You are a shop agent."
+    assert _calls(conv) == [
+        [("get_order", {"id": 7}, {"status": "shipped"}, None), ("get_refund", {"id": 7}, None, "no refund")]
+    ]
+    assert conv.turns[0].answer == "Let me check.\n\nIt has shipped."
+    assert len(conv.turns) == 1  # tool results are not the user speaking
+
+
+def test_anthropic_results_beside_words_of_the_user() -> None:
+    conv = conversation_from_messages(
+        [
+            {"role": "user", "content": "Cancel order 7."},
+            {
+                "role": "assistant",
+                "content": [{"type": "tool_use", "id": "t1", "name": "cancel", "input": {"id": 7}}],
+            },
+            {
+                "role": "user",
+                "content": [
+                    {"type": "tool_result", "tool_use_id": "t1", "content": "done"},
+                    {"type": "text", "text": "Thanks!"},
+                ],
+            },
+        ],
+        "c",
+    )
+    assert _calls(conv) == [[("cancel", {"id": 7}, "done", None)], []]
+    assert [t.input for t in conv.turns] == ["Cancel order 7.", "Thanks!"]
+
+
+def test_responses_items() -> None:
+    items = [
+        {"role": "developer", "content": "Be brief."},
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Weather in Oslo?"}]},
+        {"type": "reasoning", "id": "rs_1", "summary": []},
+        {
+            "type": "function_call",
+            "id": "fc_1",
+            "call_id": "call_1",
+            "name": "weather",
+            "arguments": '{"city": "Oslo"}',
+        },
+        {"type": "web_search_call", "id": "ws_1", "status": "completed"},
+        {"type": "function_call_output", "call_id": "call_1", "output": '{"temp_c": 4}'},
+        {
+            "type": "message",
+            "role": "assistant",
+            "content": [{"type": "output_text", "text": "4 °C.", "annotations": []}],
+        },
+    ]
+    assert kind_of(items) == "chat"
+    conv = conversation_from_record(items, "c")
+    assert conv.system == "Be brief."
+    assert _calls(conv) == [[("weather", {"city": "Oslo"}, {"temp_c": 4}, None)]]
+    assert conv.turns[0].answer == "4 °C."
+    assert conv.notes == ["1 item(s) of type 'web_search_call' left out (no chat message)"]
+
+
+def test_gemini_parts() -> None:
+    conv = conversation_from_messages(
+        [
+            {"role": "user", "parts": [{"text": "Book HAT001."}]},
+            {
+                "role": "model",
+                "parts": [
+                    {"text": "plan", "thought": True},
+                    {"functionCall": {"name": "book", "args": {"flight": "HAT001"}}},
+                ],
+            },
+            {
+                "role": "user",
+                "parts": [{"functionResponse": {"name": "book", "response": {"error": "full"}}}],
+            },
+            {"role": "model", "parts": [{"function_call": {"name": "book", "args": {"flight": "HAT002"}}}]},
+            {
+                "role": "function",
+                "parts": [{"function_response": {"name": "book", "response": {"seat": "3A", "gate": 9}}}],
+            },
+            {"role": "model", "parts": [{"text": "Booked HAT002, seat 3A."}]},
+        ],
+        "c",
+    )
+    assert _calls(conv) == [
+        [
+            ("book", {"flight": "HAT001"}, None, "full"),
+            ("book", {"flight": "HAT002"}, {"seat": "3A", "gate": 9}, None),
+        ]
+    ]
+    assert conv.turns[0].answer == "Booked HAT002, seat 3A."
+
+
+def test_langchain_flat_and_wrapped() -> None:
+    flat: list[dict[str, Any]] = [
+        {"type": "system", "content": "Rules."},
+        {"type": "human", "content": "Refund order 9."},
+        {
+            "type": "ai",
+            "content": "",
+            "tool_calls": [{"name": "refund", "args": {"id": 9}, "id": "r1", "type": "tool_call"}],
+        },
+        {"type": "tool", "content": "Order 9 is not delivered", "tool_call_id": "r1", "status": "error"},
+        {"type": "ai", "content": "Order 9 cannot be refunded yet."},
+    ]
+    wrapped = [{"type": m["type"], "data": m} for m in flat]
+    assert kind_of(flat) == kind_of(wrapped) == "chat"
+    for messages in (flat, wrapped):
+        conv = conversation_from_messages(messages, "c")
+        assert conv.system == "Rules."
+        assert _calls(conv) == [[("refund", {"id": 9}, None, "Order 9 is not delivered")]]
+        assert conv.turns[0].answer == "Order 9 cannot be refunded yet."
+
+
+@pytest.mark.parametrize("dialect", sorted(DIALECTS))
+@pytest.mark.parametrize("name", [published_runs.AIRLINE, published_runs.RETAIL])
+def test_a_real_run_logged_by_another_api_gets_the_verdicts_of_its_chat_log(name: str, dialect: str) -> None:
+    with gzip.open(published_runs.require(name)) as fh:
+        document = json.load(fh)
+    original = verdicts(document)
+    assert len(original) == 100
+    assert verdicts(tau_bench_in(document, dialect)) == original
