@@ -1,8 +1,9 @@
 """τ-bench and τ²-bench result files → transcripts and one task policy per task.
 
 τ-bench (`run.py --log-dir`): a JSON array of `{task_id, trial, reward, info: {task: {actions, outputs}},
-traj}`, `traj` in OpenAI chat format with the agent's system prompt first (from its `react` and `act` strategies
-the agent acts in text, `importers.text_actions`: detected per trajectory). τ²-bench: a JSON object
+traj}` (or the same entries one per line), `traj` in OpenAI chat format with the agent's system prompt first
+(from its `react` and `act` strategies the agent acts in text, `importers.text_actions`: detected per
+trajectory). τ²-bench: a JSON object
 `{info: {environment_info: {policy}}, tasks: [{id, evaluation_criteria: {actions, communicate_info}}],
 simulations: [{task_id, trial, messages, reward_info: {reward}}]}`. The format is detected.
 
@@ -57,8 +58,19 @@ class Imported:
     format: str = ""
 
 
+@dataclass(slots=True)
+class JsonLines:
+    """τ-bench entries written one per line (JSON Lines), each with its line number; lines that are not JSON
+    as (position, reason)."""
+
+    entries: list[tuple[int, Any]]
+    errors: list[tuple[str, str]]
+
+
 def detect(document: Any) -> str:
     """`tau-bench` or `tau2-bench`; TauBenchFormatError otherwise."""
+    if isinstance(document, JsonLines):
+        document = [entry for _, entry in document.entries]
     head = document[:5] if isinstance(document, list) else []
     if head and all(isinstance(r, dict) for r in head) and any("traj" in r for r in head):
         return "tau-bench"
@@ -197,11 +209,15 @@ def _task_order(task: str) -> tuple[int, int | str]:
     return (0, int(task)) if task.isdigit() else (1, task)
 
 
-def _tau(document: list[dict[str, Any]], out: Imported) -> Iterator[tuple[str, dict[str, Any]]]:
+def _tau(document: list[dict[str, Any]] | JsonLines, out: Imported) -> Iterator[tuple[str, dict[str, Any]]]:
     """τ-bench entries as (position, record): messages, ground truth, reward (the system prompt is the first
     message)."""
-    for i, entry in enumerate(document):
-        position = f"entry {i}"
+    if isinstance(document, JsonLines):
+        out.errors.extend(document.errors)
+        numbered = [(f"line {n}", entry) for n, entry in document.entries]
+    else:
+        numbered = [(f"entry {i}", entry) for i, entry in enumerate(document)]
+    for position, entry in numbered:
         if not isinstance(entry, dict) or not isinstance(entry.get("traj"), list):
             out.errors.append((position, "no `traj` list"))
             continue
@@ -266,8 +282,31 @@ def _tau2(document: dict[str, Any], out: Imported) -> Iterator[tuple[str, dict[s
 
 
 def load_document(raw: bytes) -> Any:
-    """The JSON document of a results file's bytes (already gunzipped); ValueError when it is not JSON."""
+    """The JSON document of a results file's bytes (already gunzipped), or its τ-bench entries when they are
+    written one per line; TauBenchFormatError when it is neither."""
     try:
         return json.loads(raw)
     except (ValueError, RecursionError) as exc:
-        raise TauBenchFormatError(f"not JSON: {exc}") from exc
+        lines = _json_lines(raw)
+        if lines is None:
+            raise TauBenchFormatError(f"not JSON: {exc}") from exc
+        return lines
+
+
+def _json_lines(raw: bytes) -> JsonLines | None:
+    """τ-bench entries one per line, bad lines kept as errors; None unless the first line is such an entry."""
+    out = JsonLines([], [])
+    for n, line in enumerate(raw.split(b"\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            entry = json.loads(line)
+        except (ValueError, RecursionError) as exc:
+            if not out.entries:
+                return None
+            out.errors.append((f"line {n}", f"not JSON: {exc}"))
+            continue
+        if not out.entries and not (isinstance(entry, dict) and "traj" in entry):
+            return None
+        out.entries.append((n, entry))
+    return out if out.entries else None

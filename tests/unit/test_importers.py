@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from agentwatch.cli import app
 from agentwatch.config import Settings, load_settings
 from agentwatch.importers.openai_chat import ChatFormatError, conversation_from_record, read_chat_lines
-from agentwatch.importers.tau_bench import TauBenchFormatError, detect, import_results
+from agentwatch.importers.tau_bench import TauBenchFormatError, detect, import_results, load_document
 from agentwatch.scorers import ConversationScorer
 from agentwatch.wire.schema import Conversation, Outcome
 from agentwatch.wire.transcripts import TranscriptFileError, iter_conversations
@@ -458,6 +458,29 @@ def test_import_tau_bench_cli_then_score_with_the_generated_policies(
     assert scored.exit_code == 0, scored.output
     assert json.loads(scored.stdout)["conversations"] == 3
     assert yaml.safe_load((out / "policies.yaml").read_text())["policies"][1]["tools"] == []
+
+
+def test_tau_bench_entries_one_per_line_import_as_the_array_does(
+    tmp_path: Path, dev: list[dict[str, Any]]
+) -> None:
+    picked = entries(dev, (1, 0), (1, 1), (12, 0))
+    array = import_results(picked, "a", "v", "p")
+    lines = [json.dumps(e) for e in picked]
+    raw = "\n".join([lines[0], "{not json", "", lines[1], '{"task_id": 9}', lines[2]]) + "\n"
+    jsonl = import_results(load_document(raw.encode()), "a", "v", "p")
+    assert jsonl.lines == array.lines and jsonl.policies == array.policies
+    assert jsonl.errors == [
+        ("line 2", "not JSON: Expecting property name enclosed in double quotes: line 1 column 2 (char 1)"),
+        ("line 5", "no `traj` list"),
+    ]
+    # a file of other JSON lines is still not a τ-bench file, and says why as before
+    with pytest.raises(TauBenchFormatError, match="not JSON"):
+        load_document(b'{"messages": []}\n{"messages": []}\n')
+    results = tmp_path / "run.jsonl"
+    results.write_text(raw)
+    run = CliRunner().invoke(app, ["import", "tau-bench", str(results), "--out", str(tmp_path / "o")])
+    assert run.exit_code == 0, run.output
+    assert "3 conversation(s)" in run.output and "run.jsonl: line 2: not JSON" in run.output
 
 
 def test_import_cli_errors(tmp_path: Path) -> None:
