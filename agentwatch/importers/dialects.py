@@ -11,6 +11,7 @@ on other APIs hold the same conversation in other shapes; each is rewritten here
 - Gemini contents: `{"role": "user" | "model", "parts": [...]}` with `text`, `functionCall` (`name`, `args`)
   and `functionResponse` (`name`, `response`) parts (snake_case too); a response holding only `result`,
   `output` or `content` is that value, one holding only `error` is the call's error;
+- τ²-bench's `MultiToolMessage` (`{"role": "tool", "tool_messages": [...]}`): its tool messages, in order;
 - LangChain messages: `{"type": "human" | "ai" | "system" | "tool", ...}` as `model_dump()` writes them, or
   wrapped in `{"type", "data"}` as `messages_to_dict` does; `tool_calls` with `args`, tool messages with
   `status: "error"`.
@@ -71,6 +72,9 @@ def _chat(message: dict[str, Any], skipped: dict[str, int]) -> list[dict[str, An
         if isinstance(kind, str) and kind not in _SKIPPED_ITEMS:
             skipped[kind] = skipped.get(kind, 0) + 1
         return [] if isinstance(kind, str) else [message]
+    grouped = message.get("tool_messages")
+    if role == "tool" and isinstance(grouped, list):  # τ²-bench's MultiToolMessage: one result per call
+        return [m for m in grouped if isinstance(m, dict)]
     parts = message.get("parts")
     if isinstance(parts, list) and "content" not in message:
         return _gemini(role, parts)

@@ -168,6 +168,29 @@ def test_langchain_flat_and_wrapped() -> None:
         assert conv.turns[0].answer == "Order 9 cannot be refunded yet."
 
 
+def test_tau2_multi_tool_message_is_its_tool_messages() -> None:
+    calls = [
+        {"id": "a", "name": "get_user", "arguments": {"id": 1}, "requestor": "assistant"},
+        {"id": "b", "name": "get_order", "arguments": {"id": 2}, "requestor": "assistant"},
+    ]
+    results = [
+        {"id": "b", "role": "tool", "content": '{"order": 2}', "requestor": "assistant", "error": False},
+        {"id": "a", "role": "tool", "content": "user 1 not found", "requestor": "assistant", "error": True},
+    ]
+    conv = conversation_from_messages(
+        [
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": None, "tool_calls": calls},
+            {"role": "tool", "tool_messages": results},
+            {"role": "assistant", "content": "Done."},
+        ],
+        "c",
+    )
+    assert _calls(conv) == [
+        [("get_user", {"id": 1}, None, "user 1 not found"), ("get_order", {"id": 2}, {"order": 2}, None)]
+    ]
+
+
 @pytest.mark.parametrize("dialect", sorted(DIALECTS))
 @pytest.mark.parametrize("name", [published_runs.AIRLINE, published_runs.RETAIL])
 def test_a_real_run_logged_by_another_api_gets_the_verdicts_of_its_chat_log(name: str, dialect: str) -> None:
