@@ -14,6 +14,9 @@ from agentwatch.scorers.text import numbers_in, parse_number
 _TOKEN = re.compile(r"[^\W_]++(?:[.,]\d++)*+")
 _DIGITS = frozenset("0123456789")
 _ARTICLES = frozenset({"a", "an", "the"})
+# Words that negate what follows them within a few tokens ("t" is what tokenising leaves of "n't": "hasn't").
+_NEGATIONS = frozenset({"not", "no", "never", "nor", "cannot", "t", "neither", "without"})
+_NEGATION_REACH = 3  # "has not yet been shipped": the negation three tokens before the run
 # A reference that is just a number, maybe with a currency sign or a unit word: "$42.50", "42.5 USD", "7 days".
 _NUMERIC_REF = re.compile(r"^\s*[$€£¥]?\s*([-+]?[\d,]*\.?\d+)\s*%?\s*([A-Za-z]{0,12})\s*\.?\s*$")
 
@@ -76,13 +79,17 @@ class _Reference(NamedTuple):
     counts: Counter[str]
     run: str  # the tokens joined by spaces, framed by spaces: a contiguous run is a substring (tokens hold none)
     number: float | None
+    negated: bool  # the reference holds a negation word itself
 
 
 @lru_cache(maxsize=4096)
 def _reference(reference: str) -> _Reference:
     """Tokens, token counts, joined run and numeric value of a reference answer (cached: trials share them)."""
     tokens = normalise_tokens(reference)
-    return _Reference(tokens, Counter(tokens), f" {' '.join(tokens)} ", numeric_reference(reference))
+    run = f" {' '.join(tokens)} "
+    return _Reference(
+        tokens, Counter(tokens), run, numeric_reference(reference), not _NEGATIONS.isdisjoint(tokens)
+    )
 
 
 def grade_answer(answer: str | None, reference: str, numeric_tolerance: float = 1e-6) -> float:
@@ -90,7 +97,7 @@ def grade_answer(answer: str | None, reference: str, numeric_tolerance: float = 
 
     1.0 for a normalised exact match; for a numeric reference, 1.0 if the answer states that number (relative
     tolerance `numeric_tolerance`) else 0.0; otherwise 1.0 if the reference's tokens appear as a contiguous run
-    in the answer, else token F1.
+    in the answer with no negation just before it, else token F1.
     """
     if not answer or not answer.strip():
         return 0.0
@@ -102,7 +109,23 @@ def grade_answer(answer: str | None, reference: str, numeric_tolerance: float = 
         target = ref.number
         tol = numeric_tolerance * max(1.0, abs(target))
         return float(any(abs(value - target) <= tol for value, _ in numbers_in(answer)))
-    # the reference's tokens are a contiguous run of the answer's
-    if ref.tokens and ref.run in f" {' '.join(ans_tokens)} ":
+    # the reference's tokens are a contiguous run of the answer's, not negated there
+    if ref.tokens and _stated(ans_tokens, ref):
         return 1.0
     return _f1(ans_tokens, ref.tokens, ref.counts)
+
+
+def _stated(ans_tokens: list[str], ref: _Reference) -> bool:
+    """Whether the reference's tokens occur as a run in the answer's with no negation in the few tokens before
+    it ("has not been shipped" does not state "shipped"); a reference that holds a negation itself only needs
+    the run."""
+    joined = f" {' '.join(ans_tokens)} "
+    start = joined.find(ref.run)
+    if start < 0 or ref.negated:
+        return start >= 0
+    while start >= 0:
+        before = joined.count(" ", 0, start + 1) - 1  # answer tokens before the run
+        if _NEGATIONS.isdisjoint(ans_tokens[max(0, before - _NEGATION_REACH) : before]):
+            return True
+        start = joined.find(ref.run, start + 1)
+    return False

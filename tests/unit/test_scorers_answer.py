@@ -37,6 +37,29 @@ def test_reference_grader(answer, reference, score):
     assert grade_answer(answer, reference) == pytest.approx(score)
 
 
+@pytest.mark.parametrize(
+    ("answer", "reference", "score"),
+    [
+        # a negation just before the run: not stated, so token F1 (1 common token of 4 answer tokens: P 1/4, R 1)
+        ("The order has not shipped", "shipped", 2 * (1 / 4) / (1 / 4 + 1)),
+        ("It has not yet been shipped.", "shipped", 2 * (1 / 6) / (1 / 6 + 1)),  # three tokens before it
+        ("It hasn't been shipped", "shipped", 2 * (1 / 5) / (1 / 5 + 1)),  # hasn't → "hasn", "t"
+        ("No, it was never refunded.", "refunded", 2 * (1 / 5) / (1 / 5 + 1)),
+        # no negation within reach, or a negation the reference states too: stated
+        ("No problem! Your order has shipped.", "shipped", 1.0),
+        ("It is not cancelled", "not cancelled", 1.0),
+        ("It had not shipped on Monday; it has shipped since.", "shipped", 1.0),  # the second run
+        (
+            "Not to worry at all: the refund of order 7 was issued",
+            "refund of order 7 was issued",
+            1.0,
+        ),  # 4 away
+    ],
+)
+def test_a_negated_run_does_not_state_the_reference(answer, reference, score):
+    assert grade_answer(answer, reference) == pytest.approx(score)
+
+
 def test_token_f1_hand_computed():
     # answer tokens: cat sat on mat; reference: cat sat on hat ("the" removed) → 3 common, P = R = 3/4
     assert grade_answer("cat sat on mat", "the cat sat on the hat") == pytest.approx(0.75)
