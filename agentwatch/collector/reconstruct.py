@@ -281,6 +281,7 @@ def _build(
             "turns": turns,
             "ended_at": to_time(max(s.end_ns for s in ordered)),
             "incomplete": incomplete,
+            "not_captured": gaps.not_captured(len(forest.turns)),
             "notes": notes,
         }
     )

@@ -67,6 +67,12 @@ def to_time(ns: int) -> datetime | None:
         return None
 
 
+NO_INPUT = "no user input captured"
+NO_ANSWER = "no answer text captured (content capture off?)"
+NO_ARGUMENTS = "tool arguments not captured (content capture off?)"
+NO_RESULT = "tool result not captured"
+
+
 class Gaps:
     """What could not be seen, counted per kind, turned into notes at the end."""
 
@@ -74,6 +80,20 @@ class Gaps:
         self.turns: dict[str, list[int]] = defaultdict(list)
         self.counts: dict[str, int] = defaultdict(int)
         self.other: list[str] = []
+        self.calls = 0  # tool calls seen, and those that did not fail
+        self.ok_calls = 0
+
+    def not_captured(self, turns: int) -> list[str]:
+        """The kinds of content no span of the conversation carried (`Conversation.not_captured`): `messages`
+        when no turn had its input or its answer, `arguments` / `results` when no tool call had them."""
+        out = []
+        if turns and len(self.turns.get(NO_INPUT, ())) == turns == len(self.turns.get(NO_ANSWER, ())):
+            out.append("messages")
+        if self.calls and self.counts.get(NO_ARGUMENTS, 0) == self.calls:
+            out.append("arguments")
+        if self.ok_calls and self.counts.get(NO_RESULT, 0) == self.ok_calls:
+            out.append("results")
+        return out
 
     def notes(self) -> list[str]:
         """The gaps as notes: per kind, the turns or the number of tool calls it concerns."""
@@ -97,10 +117,13 @@ def _tool_from_span(span: SpanRecord, gaps: Gaps) -> dict[str, Any]:
     if cv.OPENINFERENCE_KIND_KEY in attrs and attrs[cv.OPENINFERENCE_KIND_KEY] is not None:
         args = args if args is not None else first(attrs, cv.INPUT_VALUE_KEYS)
         result = result if result is not None else first(attrs, cv.OUTPUT_VALUE_KEYS)
+    gaps.calls += 1
     if args is None:
-        gaps.counts["tool arguments not captured (content capture off?)"] += 1
-    if result is None and span.status_error is None:
-        gaps.counts["tool result not captured"] += 1
+        gaps.counts[NO_ARGUMENTS] += 1
+    if span.status_error is None:
+        gaps.ok_calls += 1
+        if result is None:
+            gaps.counts[NO_RESULT] += 1
     call_id = first(attrs, cv.TOOL_CALL_ID_KEYS)
     return {
         "name": (name if type(name) is str else str(name)) or "unknown",
@@ -211,15 +234,17 @@ def build_turn(
     if answer is None and models:
         answer = output_text(messages(cv.first(models[-1].attrs, cv.OUTPUT_MESSAGES_KEYS)))
     if user is None:
-        gaps.turns["no user input captured"].append(index)
+        gaps.turns[NO_INPUT].append(index)
     if answer is None:
-        gaps.turns["no answer text captured (content capture off?)"].append(index)
+        gaps.turns[NO_ANSWER].append(index)
     if tools:
         tool_calls = [_tool_from_span(s, gaps) for s in tools]
     else:
         tool_calls, missing = tools_from_messages(models)
+        gaps.calls += len(tool_calls)  # their arguments were in the messages
+        gaps.ok_calls += sum(1 for c in tool_calls if c.get("error") is None)
         if missing:
-            gaps.counts["tool result not captured"] += missing
+            gaps.counts[NO_RESULT] += missing
         if tool_calls:
             gaps.turns["tool calls taken from model output messages (no execute_tool spans)"].append(index)
     usage = [u for u in (_usage(m, index, gaps) for m in models) if u is not None]

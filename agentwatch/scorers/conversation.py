@@ -10,6 +10,13 @@ from functools import cache
 from agentwatch.config import Settings
 from agentwatch.config.prices import PriceLookup
 from agentwatch.judge.verdict import JudgeVerdict, validate_verdict
+from agentwatch.scorers.capture import (
+    MESSAGES,
+    expectations_need,
+    not_applied,
+    policy_needs,
+    without_expectations,
+)
 from agentwatch.scorers.cost import budget_ceiling, conversation_cost, cost_penalty
 from agentwatch.scorers.decision import (
     Cost,
@@ -98,8 +105,9 @@ class ConversationScorer:
         return self._sampler.decide(conv.conversation_id, conv.agent, conv.task, conv.version, t)
 
     def wants_judge(self, conv: Conversation) -> bool:
-        """Whether a judge verdict would grade `conv` (it is in the judge sample and has turns)."""
-        return bool(conv.turns) and self._sample(conv).judge
+        """Whether a judge verdict would grade `conv` (it is in the judge sample, has turns, and its messages were
+        captured: a judge cannot read what was not recorded)."""
+        return bool(conv.turns) and MESSAGES not in conv.not_captured and self._sample(conv).judge
 
     def score(self, conv: Conversation, verdict: JudgeVerdict | None = None) -> ConversationScore:
         """Score one conversation; never raises (an internal error yields an unscored result with a reason).
@@ -116,18 +124,36 @@ class ConversationScorer:
 
     def _score(self, conv: Conversation, verdict: JudgeVerdict | None) -> ConversationScore:
         sample = self._sample(conv)
-        graders = self._choose_graders(conv, sample, verdict)
+        skipped: list[str] = []
+        if conv.not_captured:
+            conv = self._checkable(conv, skipped)
+        graders = self._choose_graders(conv, sample, verdict, skipped)
         found = self._grade_turns(conv, graders.failing)
+        found.reasons.extend(skipped)
         cost = self._price(conv, found)
         self._grade_whole(conv, graders, cost.cost_usd, found)
         judged = self._weigh_judge(graders, found)
         decision = decide(conv, graders, sample, found, judged, cost.penalty, self._labels, self._scoring)
         return score_record(conv, sample, graders, found, cost, decision, self._scoring.credits)
 
+    def _checkable(self, conv: Conversation, skipped: list[str]) -> Conversation:
+        """`conv` without the expectations that need content its source did not capture (`scorers.capture`);
+        the reason goes to `skipped`."""
+        missing = expectations_need(conv) & frozenset(conv.not_captured)
+        if not missing:
+            return conv
+        skipped.append(not_applied("the expectations", missing))
+        return without_expectations(conv)
+
     def _choose_graders(
-        self, conv: Conversation, sample: SampleDecision, verdict: JudgeVerdict | None
+        self,
+        conv: Conversation,
+        sample: SampleDecision,
+        verdict: JudgeVerdict | None,
+        skipped: list[str] | None = None,
     ) -> Graders:
-        """Which graders decide success: chosen before looking at the outcome."""
+        """Which graders decide success: chosen before looking at the outcome (and, from what the source
+        captured, before it too); a policy that needs content not captured is not applied (said in `skipped`)."""
         graded_by: list[str] = []
         expected = conv.expected if conv.expected is not None and says_something(conv.expected) else None
         turns = conv.turns
@@ -136,8 +162,18 @@ class ConversationScorer:
         if any(t.judge_score is not None for t in turns):
             graded_by.append("judge_score")
         policy = None if "expectations" in graded_by else self.policies.match(conv.agent, conv.task)
+        if policy is not None and conv.not_captured:
+            missing = policy_needs(policy) & frozenset(conv.not_captured)
+            if missing:
+                if skipped is not None:
+                    skipped.append(not_applied(f"task policy {policy.ref}", missing))
+                policy = None
         if policy is not None:
             graded_by.append("policy")
+        if verdict is not None and MESSAGES in conv.not_captured:
+            if skipped is not None:
+                skipped.append(not_applied("the judge's verdict", {MESSAGES}))
+            verdict = None
         if verdict is not None:
             verdict = validate_verdict(verdict) if sample.judge and turns else None
         failing = self._failing | frozenset(policy.fail_on) if policy is not None else self._failing
@@ -150,9 +186,17 @@ class ConversationScorer:
         found.evidence.add(conv.system)  # the agent's instructions are a source (fees, rules)
         turns = conv.turns
         ended = ending(turns, self._names, self._kinds, self._markers)
+        arguments_known = "arguments" not in conv.not_captured
         for i, turn in enumerate(turns):
             ts, answer_score, tool_overall = self._turns.grade(
-                i, turn, i == ended.unanswered, found.evidence, found.facts, found.codes, failing
+                i,
+                turn,
+                i == ended.unanswered,
+                found.evidence,
+                found.facts,
+                found.codes,
+                failing,
+                arguments_known,
             )
             found.turn_scores.append(ts)
             found.reasons.extend(ts["reasons"])

@@ -77,11 +77,15 @@ def handed_off(turn: Turn, names: NameNormalizer, kinds: ToolKinds) -> bool:
 
 def ending(turns: Sequence[Turn], names: NameNormalizer, kinds: ToolKinds, markers: EndMarkers) -> Ending:
     """How the conversation ended: the last turn that asked something and got neither an answer nor a
-    handoff (trailing closings and end markers with no call and no answer are skipped), and the user's end
-    marker, if one ended it."""
+    handoff (trailing closings and end markers with no call and no answer are skipped; none when that turn's
+    words were not captured at all), and the user's end marker, if one ended it."""
     marker: tuple[str, str, int] | None = None
     for i in range(len(turns) - 1, -1, -1):
         turn = turns[i]
+        if turn.input is None and turn.answer is None:
+            # neither the question nor an answer was captured (content capture off): a missing answer cannot
+            # be told from one that was not recorded
+            return Ending(None, marker)
         answered = bool(turn.answer and turn.answer.strip())
         if not answered and not turn.tool_calls:
             found = markers.find(turn.input)

@@ -44,11 +44,14 @@ class TurnGrader:
         facts: OutcomeFacts,
         found: set[str],
         failing: frozenset[str],
+        arguments_known: bool = True,
     ) -> tuple[dict[str, Any], float | None, float | None]:
         """Grade turn `i`: its `TurnScore` fields, answer score and tool overall.
 
         Failure evidence is added to `found`; a detector in `failing` also fails the turn (`passed` is False),
-        and whether that counts is the conversation's business (only graded conversations have a verdict)."""
+        and whether that counts is the conversation's business (only graded conversations have a verdict).
+        Without `arguments_known` (the source recorded no tool arguments) calls cannot be told identical: no
+        loop is looked for."""
         sc = self._scoring
         names = self._names
         exp = turn.expected
@@ -127,7 +130,11 @@ class TurnGrader:
         # failure evidence, looked for on every conversation: loops, errors, missing final answer, hallucinations.
         # A detector in `failing` fails the turn; any other's finding is evidence only (reason `evidence: ...`).
         found_here: list[tuple[str, str]] = []  # (code, reason text)
-        looped = loops(calls, sc.loop_threshold, names, used_names) if len(calls) >= sc.loop_threshold else ()
+        looped = (
+            loops(calls, sc.loop_threshold, names, used_names)
+            if arguments_known and len(calls) >= sc.loop_threshold
+            else ()
+        )
         for name, count in looped:
             found_here.append(("loop", f"turn {i}: {name} called {count} times with identical arguments"))
         if error:

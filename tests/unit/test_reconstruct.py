@@ -16,6 +16,8 @@ from agentwatch.cli import app
 from agentwatch.collector.assembler import FinishedConversation
 from agentwatch.collector.decode import decode_message
 from agentwatch.collector.reconstruct import build_conversation
+from agentwatch.config import Settings, TaskPolicy
+from agentwatch.scorers import ConversationScorer
 from agentwatch.wire.schema import Conversation, Outcome
 from tests.support.spans import SpanFactory, assistant_msg, attrs, end_of, sdk_turn, start_of, user_msg
 
@@ -118,6 +120,7 @@ def test_content_capture_off_still_gives_tool_names_and_ids() -> None:
     assert "no user input captured for turn(s) 1" in conv.notes
     assert "tool arguments not captured (content capture off?) for 2 tool call(s)" in conv.notes
     assert "tool result not captured for 2 tool call(s)" in conv.notes
+    assert conv.not_captured == ["arguments", "results"]  # turn 0's input was captured: messages were
 
 
 def test_tool_calls_from_model_messages_when_no_tool_spans() -> None:
@@ -402,6 +405,7 @@ def test_official_openai_instrumentation_with_content(fake_openai: str) -> None:
         ("gpt-4o-mini-2024-07-18", 11, 7),
         ("gpt-4o-mini-2024-07-18", 30, 9),
     ]
+    assert conv.not_captured == []
 
 
 def test_official_openai_instrumentation_without_content(fake_openai: str) -> None:
@@ -411,6 +415,21 @@ def test_official_openai_instrumentation_without_content(fake_openai: str) -> No
     assert (turn.input, turn.answer, turn.tool_calls) == (None, None, [])
     assert [(u.input_tokens, u.output_tokens) for u in turn.usage] == [(11, 7), (30, 9)]
     assert "no answer text captured (content capture off?) for turn(s) 0" in conv.notes
+    assert conv.not_captured == ["messages"]
+    # what the content would be graded by is not applied, and nothing is flagged for its absence
+    policy = TaskPolicy.model_validate(
+        {
+            "id": "weather",
+            "tools": [{"name": "get_weather", "arguments": {"city": "Paris"}}],
+            "outputs": ["21C"],
+        }
+    )
+    score = ConversationScorer(Settings(policies=[policy])).score(conv)
+    assert score.passed is None and score.outcome is Outcome.UNSCORED
+    assert score.reasons[0] == (
+        "not_captured: task policy weather@1 not applied: messages not recorded by the source (content capture off?)"
+    )
+    assert score.evidence == []
 
 
 # --------------------------------------------------------------------------- CLI

@@ -354,6 +354,18 @@ def test_the_unanswered_turn_skips_trailing_closings_and_handoffs_end_it() -> No
     assert _unanswered([_t("thanks")]) is None  # nothing was asked
 
 
+def test_a_turn_whose_words_were_not_captured_is_no_missing_answer() -> None:
+    """Content capture off (OpenTelemetry's default): no input and no answer recorded, tool names only."""
+    uncaptured = Turn.model_validate({"input": None, "answer": None, "tool_calls": [{"name": "get_order"}]})
+    assert _unanswered([_t("q", "a"), uncaptured]) is None
+    assert _unanswered([uncaptured, Turn.model_validate({"input": None, "answer": None})]) is None
+    # an input captured and no answer: the agent did not answer; an empty input is captured too
+    assert _unanswered([Turn.model_validate({"input": "Where is it?", "answer": None})]) == 0
+    assert (
+        _unanswered([Turn.model_validate({"input": "", "answer": None, "tool_calls": [{"name": "f"}]})]) == 0
+    )
+
+
 @pytest.mark.parametrize(
     ("text", "marker", "kind"),
     [
