@@ -222,10 +222,16 @@ def _tau(document: list[dict[str, Any]] | JsonLines, out: Imported) -> Iterator[
             out.errors.append((position, "no `traj` list"))
             continue
         traj = entry["traj"]
-        task = (entry.get("info") or {}).get("task") or {}
+        info = entry.get("info") or {}
+        task = info.get("task") or {}
+        # the task's ground truth; a log without the task has it in its reward_info: the actions, and the
+        # required outputs as the keys of `info.outputs` (its values, and every other field, are the outcome)
+        rewarded = info.get("reward_info") or {}
+        truth = task.get("actions") if "actions" in task else rewarded.get("actions")
+        outputs = task.get("outputs") if task else list((rewarded.get("info") or {}).get("outputs") or {})
         actions = [
             {"name": a.get("name"), "arguments": a.get("kwargs") or a.get("arguments") or {}}
-            for a in task.get("actions") or []
+            for a in truth or []
             if isinstance(a, dict) and a.get("name")
         ]
         yield (
@@ -236,8 +242,8 @@ def _tau(document: list[dict[str, Any]] | JsonLines, out: Imported) -> Iterator[
                 "reward": entry.get("reward"),
                 "messages": traj,
                 "text_actions": acts_in_text(traj),
-                "actions": actions if "actions" in task else None,
-                "outputs": task.get("outputs") or [],
+                "actions": actions if truth is not None else None,
+                "outputs": outputs or [],
                 "compare": {},
             },
         )

@@ -483,6 +483,23 @@ def test_tau_bench_entries_one_per_line_import_as_the_array_does(
     assert "3 conversation(s)" in run.output and "run.jsonl: line 2: not JSON" in run.output
 
 
+def test_a_log_without_the_task_takes_the_ground_truth_from_its_reward_info() -> None:
+    """Some logs keep only `reward_info`: its `actions` are the ground truth and the keys of its
+    `info.outputs` the required outputs (their values, the outcome, are not read): the same policies."""
+    document = json.loads(gzip.decompress(published_runs.require(published_runs.RETAIL).read_bytes()))
+    with_task = import_results(document, "a", "v", "p")
+    for entry in document:
+        del entry["info"]["task"]
+        outputs = ((entry["info"].get("reward_info") or {}).get("info") or {}).get("outputs")
+        if outputs:
+            for key in outputs:
+                outputs[key] = not outputs[key]  # a flipped outcome changes nothing
+    without = import_results(document, "a", "v", "p")
+    assert without.lines == with_task.lines
+    assert any(p.get("outputs") for p in with_task.policies)
+    assert without.policies == [p for p in with_task.policies if p["task"] != "20"]  # task 20: no reward_info
+
+
 def test_import_cli_errors(tmp_path: Path) -> None:
     bad = tmp_path / "x.json"
     bad.write_text('{"not": "a benchmark"}')
