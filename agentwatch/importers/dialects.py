@@ -140,7 +140,7 @@ def _gemini(role: Any, parts: list[Any]) -> list[dict[str, Any]]:
         response = part.get("functionResponse", part.get("function_response"))
         if isinstance(response, dict):
             results.append(_gemini_result(response))
-    if role == "model":
+    if role in ("model", "assistant"):
         return [{"role": "assistant", "content": "\n".join(texts) or None, "tool_calls": calls}]
     out = results
     if texts:

@@ -9,7 +9,9 @@ oldest waiting call (real logs reuse ids within a conversation). A result starti
 prefixes ("Error:" by default) marks its call as failed, as does `"error": true` on the message (τ²-bench).
 τ²-bench's message shape (`tool_calls: [{id, name, arguments: {...}, requestor}]`, tool messages with `id`) is
 read too; calls the *user* requested (`requestor: "user"`) are the user's own actions, not the agent's,
-and are left out with a note.
+and are left out with a note. Messages in the shapes of other APIs and loggers (Anthropic, OpenAI Responses,
+Gemini, LangChain) are rewritten as chat messages first (`importers.dialects`); an agent that acts in text
+(`importers.text_actions`) is read when the caller says so.
 """
 
 from __future__ import annotations
