@@ -21,6 +21,7 @@ from agentwatch.report.model import (
     JudgeOnly,
     KEstimate,
     RateEstimate,
+    SuccessMethod,
 )
 from agentwatch.report.pass_k import counts, k_estimates, unit_credit_means
 from agentwatch.stats import corrected
@@ -47,6 +48,26 @@ def not_corrected_note(c: corrected.CorrectedEstimates) -> str:
     )
 
 
+def _headline(
+    figure: CorrectedFigure | KEstimate,
+    method: SuccessMethod,
+    labels: int,
+    judge: JudgeOnly | None,
+    note: str | None = None,
+) -> Estimate:
+    """The success rate taken whole from another figure (its value as plug-in and mean, its interval)."""
+    return Estimate(
+        plugin=figure.value,
+        mean=figure.value,
+        lower=figure.lower,
+        upper=figure.upper,
+        method=method,
+        labels=labels,
+        judge_only=judge,
+        note=note,
+    )
+
+
 def _success_rate(
     n: int,
     c: int,
@@ -62,30 +83,12 @@ def _success_rate(
     labels = correction.labels if correction is not None else 0
     judge = _judge_only(correction.success if correction is not None else None)
     if correction is not None and correction.enough and correction.success is not None:
-        f = correction.success
-        return Estimate(
-            plugin=f.value,
-            mean=f.value,
-            lower=f.lower,
-            upper=f.upper,
-            method="corrected",
-            labels=labels,
-            judge_only=judge,
-        )
+        return _headline(correction.success, "corrected", labels, judge)
     note = not_corrected_note(correction) if correction is not None else None
     if pass_1 is not None and pass_1.method == "tasks" and weighted is None:
         # Attempts at one unit succeed together more often than independent draws would: the pooled Beta
         # interval would be too narrow, so the success rate is pass^1 over units (docs/scoring.md).
-        return Estimate(
-            plugin=pass_1.value,
-            mean=pass_1.value,
-            lower=pass_1.lower,
-            upper=pass_1.upper,
-            method="tasks",
-            labels=labels,
-            judge_only=judge,
-            note=note,
-        )
+        return _headline(pass_1, "tasks", labels, judge, note)
     if weighted is not None:
         n_eff, c_eff = weighted
         post = BetaPosterior(st.prior_alpha + c_eff, st.prior_beta + n_eff - c_eff)
