@@ -12,12 +12,17 @@ from pathlib import Path
 
 from agentwatch.config import Settings
 from agentwatch.pipeline import Pipeline
-from tests.support.collector_kafka import collector_settings, unique
+from tests.support.collector_kafka import collector_settings, create_topic, unique
 from tests.support.metrics_reference import scrape
 
 
 def run_agent(script: str, bootstrap: str, topic: str, plan: list[dict], tmp_path: Path) -> None:
-    """Run `script` (argv: bootstrap, topic, plan file) in a fresh interpreter; fail with its stderr."""
+    """Run `script` (argv: bootstrap, topic, plan file) in a fresh interpreter; fail with its stderr, or when its
+    exporter dropped spans (a test counts every conversation it sent).
+
+    The topic is created first: the exporter's first send to a topic the broker has yet to create waits for
+    metadata at most `max_block_ms` and drops the batch after it, which a loaded machine can take."""
+    create_topic(bootstrap, topic, 4)
     (tmp_path / "plan.json").write_text(json.dumps(plan))
     (tmp_path / "agent.py").write_text(script)
     run = subprocess.run(
@@ -26,7 +31,9 @@ def run_agent(script: str, bootstrap: str, topic: str, plan: list[dict], tmp_pat
         capture_output=True,
         timeout=120,
     )
-    assert run.returncode == 0, run.stderr.decode()[-2000:]
+    stderr = run.stderr.decode()
+    assert run.returncode == 0, stderr[-2000:]
+    assert "spans not sent" not in stderr and "agentwatch: dropped" not in stderr, stderr[-2000:]
 
 
 def pipeline_settings(bootstrap: str, topic: str, prefix: str) -> Settings:
@@ -46,15 +53,18 @@ def pipeline_settings(bootstrap: str, topic: str, prefix: str) -> Settings:
 
 
 def metrics_when(settings: Settings, done: Callable[[Pipeline], bool], timeout_s: float = 90) -> dict:
-    """Run the pipeline until `done(pipeline)` (or the timeout) and return every /metrics sample then."""
+    """Run the pipeline until `done(pipeline)` and return every /metrics sample then; fail, saying what the
+    pipeline had counted, when `timeout_s` passes first."""
     pipeline = Pipeline(settings)
     port = pipeline.exporter.start_http(port=0, host="127.0.0.1")
     pipeline.start()
     try:
         deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline and not done(pipeline) and not pipeline.errors:
+        while not (finished := done(pipeline)) and time.monotonic() < deadline and not pipeline.errors:
             time.sleep(0.5)
         assert not pipeline.errors, pipeline.errors
+        counted = {(e.task, e.window): e.conversations for e in pipeline.exporter.estimator.snapshot()}
+        assert finished, f"not done after {timeout_s} s; conversations counted by (task, window): {counted}"
         return scrape(port)
     finally:
         pipeline.close()
