@@ -123,6 +123,10 @@ def main() -> None:
             f"{len({s.task for s in run.scores})} tasks"
             + (f", {run.skipped} records skipped" if run.skipped else "")
         )
+        if run.ungraded:
+            print(f"   {len(run.ungraded)} task(s) without a policy, not graded:")
+            for task, why in list(run.ungraded.items())[: args.show]:
+                print(f"     task {task}: {why}")
         _agreement(run.name, run.agreement, args.show)
         _pass_k(run)
         _detectors(run.agreement, failing)

@@ -115,10 +115,18 @@ def tau_bench(
         "the ground-truth actions with effects (lookups and handoffs left out), free-text arguments\n"
         "ignored, the required outputs. Use with `agentwatch score --config THIS_FILE transcripts.jsonl`."
     )
+    ungraded = [f"task {task}: {why}" for task, why in imported.ungraded.items()]
+    if ungraded:
+        header += "\n\nTasks without a policy (their conversations are not graded):\n" + "\n".join(ungraded)
     write_policies(directory / POLICIES, imported.policies, header)
+    for line in ungraded[:MAX_ERRORS_SHOWN]:
+        typer.echo(f"not graded: {line}", err=True)
+    if len(ungraded) > MAX_ERRORS_SHOWN:
+        typer.echo(f"not graded: … and {len(ungraded) - MAX_ERRORS_SHOWN} more tasks", err=True)
     typer.echo(
         f"{imported.format}: {n} conversation(s) → {directory / TRANSCRIPTS}; "
         f"{len(imported.policies)} task policies → {directory / POLICIES}"
+        + (f"; {len(ungraded)} task(s) without one, not graded" if ungraded else "")
         + (f"; {len(imported.errors)} record(s) skipped" if imported.errors else "")
     )
 

@@ -21,7 +21,10 @@ benchmark's reward checks — the effects and the outputs:
 - a string argument of four words or more is free text (`match: ignore`), e.g. a summary; τ²-bench's
   `compare_args` marks every other argument `ignore`;
 - the required outputs (`outputs`, τ²-bench's `communicate_info`) must be stated by some answer.
-The reward itself is never read to build a policy.
+The reward itself is never read to build a policy. A τ²-bench task whose reward checks what such a policy cannot
+(`unchecked_basis`: assertions on the environment or judged by an LLM, every ground-truth call required, the
+user's own actions in the final state) gets no policy, and the import says why: its conversations are not
+graded, rather than graded on half of what decides them.
 """
 
 from __future__ import annotations
@@ -56,6 +59,7 @@ class Imported:
     policies: list[dict[str, Any]] = field(default_factory=list)
     errors: list[tuple[str, str]] = field(default_factory=list)
     format: str = ""
+    ungraded: dict[str, str] = field(default_factory=dict)  # task -> why it has no policy
 
 
 @dataclass(slots=True)
@@ -197,11 +201,14 @@ def import_results(document: Any, agent: str, version: str, prefix: str) -> Impo
             out.errors.append((position, f"{type(exc).__name__}: {exc}"))
             continue
         out.lines.append(transcript_line(conv, attempt=trial))
-        if task not in seen_tasks and record.get("actions") is not None:
+        if record.get("actions") is None:
+            out.ungraded.setdefault(task, record.get("ungraded") or "no ground truth in the file")
+        elif task not in seen_tasks:
             seen_tasks[task] = writer.policy(
                 task, record["actions"], record.get("outputs") or [], record["compare"]
             )
     out.policies = [seen_tasks[t] for t in sorted(seen_tasks, key=_task_order)]
+    out.ungraded = {t: out.ungraded[t] for t in sorted(out.ungraded, key=_task_order) if t not in seen_tasks}
     return out
 
 
@@ -243,10 +250,48 @@ def _tau(document: list[dict[str, Any]] | JsonLines, out: Imported) -> Iterator[
                 "messages": traj,
                 "text_actions": acts_in_text(traj),
                 "actions": actions if truth is not None else None,
+                "ungraded": None
+                if truth is not None
+                else "no ground truth (`info.task.actions`) in its entries",
                 "outputs": outputs or [],
                 "compare": {},
             },
         )
+
+
+# τ²-bench's reward is the product of the parts its task's `reward_basis` names (default: the final database
+# state and the required outputs, as τ-bench's).
+DEFAULT_BASIS = ("DB", "COMMUNICATE")
+
+
+def unchecked_basis(criteria: dict[str, Any]) -> str | None:
+    """Why a policy from a τ²-bench task's ground truth cannot decide its reward (the parts of `reward_basis` it
+    does not check), or None when it can: a part with nothing to check (no assertions, no actions) is 1."""
+    basis = criteria.get("reward_basis") or DEFAULT_BASIS
+    actions = [a for a in criteria.get("actions") or [] if isinstance(a, dict)]
+    why: list[str] = []
+    for part in dict.fromkeys(str(p) for p in basis):
+        if part == "DB":
+            if any(a.get("requestor", "assistant") != "assistant" for a in actions):
+                why.append(
+                    "its final state (DB) includes the user's own actions, which are not the agent's calls"
+                )
+        elif part == "COMMUNICATE":
+            continue
+        elif part == "ENV_ASSERTION":
+            if criteria.get("env_assertions"):
+                why.append(
+                    "its reward checks assertions on the environment (ENV_ASSERTION) no transcript shows"
+                )
+        elif part == "NL_ASSERTION":
+            if criteria.get("nl_assertions"):
+                why.append("its reward includes assertions an LLM judges (NL_ASSERTION)")
+        elif part == "ACTION":
+            if actions:
+                why.append("its reward requires every ground-truth call, lookups included (ACTION)")
+        else:
+            why.append(f"its reward basis names {part[:40]!r}, which this importer does not know")
+    return "; ".join(why) or None
 
 
 def _tau2(document: dict[str, Any], out: Imported) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -264,6 +309,7 @@ def _tau2(document: dict[str, Any], out: Imported) -> Iterator[tuple[str, dict[s
             continue
         task = tasks.get(str(sim.get("task_id")), {})
         criteria = task.get("evaluation_criteria") or {}
+        unchecked = unchecked_basis(criteria) if task else "the task is not in the file's `tasks`"
         actions: list[dict[str, Any]] = []
         compare: dict[int, list[str]] = {}
         for action in criteria.get("actions") or []:
@@ -280,7 +326,8 @@ def _tau2(document: dict[str, Any], out: Imported) -> Iterator[tuple[str, dict[s
                 "reward": (sim.get("reward_info") or {}).get("reward"),
                 "messages": sim["messages"],
                 "system": system if isinstance(system, str) else None,
-                "actions": actions if task else None,
+                "actions": None if unchecked else actions,
+                "ungraded": unchecked,
                 "outputs": criteria.get("communicate_info") or [],
                 "compare": compare,
             },

@@ -186,6 +186,7 @@ class RunValidity:
     truth: list[bool]
     agreement: Agreement
     skipped: int  # records the importer could not read
+    ungraded: dict[str, str] = field(default_factory=dict)  # tasks without a policy, and why
 
     def pass_pow_k(self, k: int, level: float = 0.95) -> tuple[TaskEstimate, TaskEstimate]:
         """pass^k over tasks from the rewards and from the verdicts (graded conversations only)."""
@@ -229,6 +230,7 @@ def validate_run(path: Path, settings: Settings | None = None, resamples: int = 
         truth,
         agreement(graded, truth, resamples=resamples),
         len(imported.errors),
+        imported.ungraded,
     )
 
 

@@ -138,7 +138,7 @@ def test_bad_records_are_reported_and_the_rest_imported(dev: list[dict[str, Any]
 
 # --------------------------------------------------------------------------- τ²-bench (its documented shape)
 
-TAU2 = {
+TAU2: dict[str, Any] = {
     "info": {"environment_info": {"domain_name": "airline", "policy": "# Airline policy\nFees: $25."}},
     "tasks": [
         {
@@ -158,7 +158,6 @@ TAU2 = {
                         "arguments": {"reservation_id": "R1", "reason": "change of plan"},
                         "compare_args": ["reservation_id"],
                     },
-                    {"action_id": "a3", "requestor": "user", "name": "toggle_airplane_mode", "arguments": {}},
                 ],
                 "communicate_info": ["R1"],
             },
@@ -240,6 +239,54 @@ def test_tau2_bench_results_are_detected_and_imported() -> None:
         }
     ]
     assert policy["outputs"] == ["R1"]
+
+
+def _task(task_id: str, **criteria: Any) -> dict[str, Any]:
+    return {"id": task_id, "evaluation_criteria": criteria}
+
+
+CANCEL = {"requestor": "assistant", "name": "cancel_reservation", "arguments": {"reservation_id": "R1"}}
+LOOKUP = {"requestor": "assistant", "name": "get_user_details", "arguments": {"user_id": "u1"}}
+TOGGLE = {"requestor": "user", "name": "toggle_roaming", "arguments": {}}
+
+
+def test_a_tau2_task_whose_reward_a_policy_cannot_check_gets_none_and_the_import_says_why() -> None:
+    """τ²-bench's reward is the product of the parts `reward_basis` names: a policy of effects and outputs
+    checks the final database (when only the agent acts) and the outputs; environment assertions, assertions an
+    LLM judges, every ground-truth call (ACTION) and the user's own actions it cannot see. Parts with nothing to
+    check (empty lists) count as checked."""
+    tasks = [
+        _task("default", actions=[CANCEL], communicate_info=["R1"]),
+        _task("db-only", actions=[LOOKUP, CANCEL], reward_basis=["DB"]),
+        _task("empty-asserts", actions=[CANCEL], reward_basis=["DB", "ENV_ASSERTION", "NL_ASSERTION"]),
+        _task("nl", actions=[CANCEL], reward_basis=["DB", "NL_ASSERTION"], nl_assertions=["Agent refunds"]),
+        _task(
+            "env",
+            actions=[TOGGLE],
+            reward_basis=["ENV_ASSERTION"],
+            env_assertions=[{"env_type": "user", "func_name": "assert_mobile_data_status"}],
+        ),
+        _task("user-acts", actions=[LOOKUP, TOGGLE], reward_basis=["DB"]),
+        _task("action", actions=[LOOKUP, CANCEL], reward_basis=["ACTION"]),
+        _task("action-none", actions=[], reward_basis=["ACTION"]),
+        _task("odd", actions=[CANCEL], reward_basis=["DB", "VIBES"]),
+    ]
+    simulation = TAU2["simulations"][0]
+    sims = [{**simulation, "id": f"s-{t['id']}", "task_id": t["id"]} for t in tasks]
+    sims.append({**simulation, "id": "s-missing", "task_id": "missing"})
+    out = import_results({**TAU2, "tasks": tasks, "simulations": sims}, "a", "v", "t2")
+    assert len(out.lines) == len(sims) and out.errors == []
+    assert [p["task"] for p in out.policies] == ["action-none", "db-only", "default", "empty-asserts"]
+    assert set(out.ungraded) == {"nl", "env", "user-acts", "action", "odd", "missing"}
+    assert "NL_ASSERTION" in out.ungraded["nl"] and "ENV_ASSERTION" in out.ungraded["env"]
+    assert "user's own actions" in out.ungraded["user-acts"] and "ACTION" in out.ungraded["action"]
+    assert "'VIBES'" in out.ungraded["odd"] and "not in the file" in out.ungraded["missing"]
+    # scored with the policies, a conversation of a task without one is not graded, never passed
+    settings = Settings.model_validate({"policies": out.policies})
+    scorer = ConversationScorer(settings, labels="ignore")
+    convs = [Conversation.model_validate(line) for line in out.lines]
+    verdicts = {conv.task: scorer.score(conv).outcome for conv in convs}
+    assert {t for t, v in verdicts.items() if v == Outcome.UNSCORED} == set(out.ungraded)
 
 
 def test_a_published_tau2_bench_run_imports_with_its_trials_and_endings() -> None:
@@ -458,6 +505,23 @@ def test_import_tau_bench_cli_then_score_with_the_generated_policies(
     assert scored.exit_code == 0, scored.output
     assert json.loads(scored.stdout)["conversations"] == 3
     assert yaml.safe_load((out / "policies.yaml").read_text())["policies"][1]["tools"] == []
+
+
+def test_import_cli_names_the_tau2_tasks_it_wrote_no_policy_for(tmp_path: Path) -> None:
+    tasks = [
+        _task("t-1", actions=[CANCEL]),
+        _task("t-2", actions=[TOGGLE], reward_basis=["ENV_ASSERTION"], env_assertions=[{"env_type": "user"}]),
+    ]
+    sims = [{**TAU2["simulations"][0], "id": t["id"], "task_id": t["id"]} for t in tasks]
+    results = tmp_path / "telecom.json"
+    results.write_text(json.dumps({**TAU2, "tasks": tasks, "simulations": sims}))
+    run = CliRunner().invoke(app, ["import", "tau-bench", str(results), "--out", str(tmp_path / "o")])
+    assert run.exit_code == 0, run.output
+    assert "not graded: task t-2: its reward checks assertions on the environment" in run.stderr
+    assert "1 task policies" in run.stdout and "1 task(s) without one, not graded" in run.stdout
+    written = (tmp_path / "o" / "policies.yaml").read_text()
+    assert "# task t-2: its reward checks" in written
+    assert [p["task"] for p in yaml.safe_load(written)["policies"]] == ["t-1"]
 
 
 def test_tau_bench_entries_one_per_line_import_as_the_array_does(
