@@ -309,7 +309,12 @@ def _tau2(document: dict[str, Any], out: Imported) -> Iterator[tuple[str, dict[s
             continue
         task = tasks.get(str(sim.get("task_id")), {})
         criteria = task.get("evaluation_criteria") or {}
-        unchecked = unchecked_basis(criteria) if task else "the task is not in the file's `tasks`"
+        if not task:
+            unchecked: str | None = "the task is not in the file's `tasks`"
+        elif not isinstance(task.get("evaluation_criteria"), dict):
+            unchecked = "the task has no evaluation criteria (τ²-bench rewards it 1 whatever happens)"
+        else:
+            unchecked = unchecked_basis(criteria)
         actions: list[dict[str, Any]] = []
         compare: dict[int, list[str]] = {}
         for action in criteria.get("actions") or []:
