@@ -133,7 +133,7 @@ def _operands(values: Sequence[float]) -> np.ndarray:
 def _has(sorted_values: np.ndarray, x: float) -> bool:
     """Whether `x` is in `sorted_values` within half a cent."""
     i = int(np.searchsorted(sorted_values, x - _CENT))
-    return i < len(sorted_values) and sorted_values[i] <= x + _CENT
+    return i < len(sorted_values) and bool(sorted_values[i] <= x + _CENT)
 
 
 def _found_near(sorted_values: np.ndarray, targets: np.ndarray, tolerance: np.ndarray | float) -> bool:

@@ -4,11 +4,12 @@ answer of the conversation."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from agentwatch.config import HANDOFF_TOOLS, READ_ONLY_TOOLS, NameNormalization
 from agentwatch.scorers import score_conversation
-from agentwatch.scorers.derived_numbers import Derivations, list_totals
+from agentwatch.scorers.derived_numbers import Derivations, _has, list_totals
 from agentwatch.scorers.hallucination import Evidence, find_hallucinations
 from agentwatch.scorers.names import NameNormalizer
 from agentwatch.scorers.text import AnswerText
@@ -101,6 +102,13 @@ def test_derived_amounts_carry_over_to_later_answers() -> None:
     assert d.explains(40.0, [])  # 30 + 10, both stated before
     assert not d.explains(41.0, [])
     assert d.explains(41.0, [11.0])  # 30 + 11 once 11 is grounded
+
+
+def test_an_operand_lookup_answers_a_plain_bool() -> None:
+    """`_has` is typed `-> bool`: a numpy bool there is a type the annotation does not admit (a compiled build
+    rejects it, and the conversation would go unscored)."""
+    operands = np.array([10.0, 20.0])
+    assert _has(operands, 20.0) is True and _has(operands, 20.2) is False and _has(operands, 30.0) is False
 
 
 @pytest.mark.parametrize(
