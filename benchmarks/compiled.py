@@ -6,7 +6,8 @@ with mypyc — the source unchanged — and first checks that both builds give t
 the published dev runs graded by their generated policies and on `benchmarks.score`'s conversations. Then the
 two builds take turns, each benchmark in a fresh interpreter: `benchmarks.score` (CPU µs per conversation) and
 `benchmarks.collector` (CPU ms per 1,000 conversations by stage, and the pipeline's share of the raw protobuf
-parse). Prints figures; asserts nothing; keeps nothing it built.
+parse), and `benchmarks.peers` where Fair Forge is installed beside. Prints figures; asserts nothing; keeps
+nothing it built.
 
 agentwatch ships no compiled build: this script measures what one would change.
 """
@@ -14,6 +15,7 @@ agentwatch ships no compiled build: this script measures what one would change.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import re
@@ -132,6 +134,7 @@ def same_scores(pure: Path, compiled: Path, scratch: Path) -> str:
 
 # What is read off the benchmarks' output.
 SCORE_US = r"CPU time [\d.]+ s: ([\d.]+) µs per conversation"
+PEERS = r"ratio \(agentwatch speed / Fair Forge speed\): ([\d.]+)× median"
 SHARE = r"decode → score ([\d.]+)%"
 STAGES = r"per 1,000 conversations \(CPU ms\): (.*)"
 
@@ -161,10 +164,16 @@ def main() -> None:
         print(same_scores(ROOT, compiled, Path(folder)))
         score: dict[str, list[float]] = {"pure": [], "compiled": []}
         stages: dict[str, list[str]] = {"pure": [], "compiled": []}
+        peers: dict[str, list[float]] = {"pure": [], "compiled": []}
+        with_peers = importlib.util.find_spec("fair_forge") is not None
         for _ in range(args.rounds):
             for label, tree in (("pure", ROOT), ("compiled", compiled)):
                 text = run_python(tree, ["-m", "benchmarks.score", "--n", str(args.n)])
                 score[label].append(figure(SCORE_US, text))
+                if with_peers:
+                    peers[label].append(
+                        figure(PEERS, run_python(tree, ["-m", "benchmarks.peers", "--n", "1000"]))
+                    )
                 text = run_python(
                     tree, ["-m", "benchmarks.collector", "--conversations", str(args.conversations)]
                 )
@@ -179,6 +188,12 @@ def main() -> None:
                 print(f"{label:>9} collector, CPU ms per 1,000 conversations: {line}")
         ratios = [p / c for p, c in zip(score["pure"], score["compiled"], strict=True)]
         print(f"scoring, compiled / pure speed: {', '.join(f'{r:.2f}×' for r in ratios)}")
+        for label in ("pure", "compiled") if with_peers else ():
+            print(
+                f"{label:>9} beside Fair Forge (benchmarks.peers, medians): {', '.join(f'{x:.0f}×' for x in peers[label])}"
+            )
+        if not with_peers:
+            print("(Fair Forge not importable here: benchmarks.peers not run)")
     print(calibration_line(before))
 
 

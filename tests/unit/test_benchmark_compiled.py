@@ -7,7 +7,7 @@ import json
 import re
 from pathlib import Path
 
-from benchmarks.compiled import MODULES, ROOT, SCORE_US, SHARE, STAGES, figure, run_python, same_scores
+from benchmarks.compiled import MODULES, PEERS, ROOT, SCORE_US, SHARE, STAGES, figure, run_python, same_scores
 from tests.support import published_runs
 
 
@@ -22,6 +22,10 @@ def test_the_figures_it_reads_are_in_the_benchmarks_output() -> None:
     assert figure(SCORE_US, score) > 0
     collector = run_python(ROOT, ["-m", "benchmarks.collector", "--conversations", "20"])
     assert 0 < figure(SHARE, collector) < 100
+    # benchmarks.peers' line (Fair Forge is not installed with the test extra)
+    assert (
+        figure(PEERS, "ratio (agentwatch speed / Fair Forge speed): 39× median, 32–40× over the rounds") == 39
+    )
     stages = re.search(STAGES, collector)
     assert stages is not None and stages.group(1).startswith("decode ")
 
