@@ -25,8 +25,8 @@ from agentwatch.config import Settings
 from agentwatch.exporters.estimator import Estimator
 from agentwatch.exporters.exposition import Exposition
 from agentwatch.exporters.readiness import Readiness
-from agentwatch.kafka.admin import reach
 from agentwatch.kafka.security import KafkaSecurity, service_settings
+from agentwatch.kafka.topics import ensure_topics
 from agentwatch.metrics_http import MetricsServer
 from agentwatch.wire.schema import ConversationScore
 
@@ -86,9 +86,18 @@ class ExporterService:
     # ------------------------------------------------------------------ consuming
 
     def _new_consumer(self) -> Consumer:
-        """The scores consumer, once Kafka has accepted the connection settings (else one error naming them)."""
-        cfg, kafka = self.settings.exporter, self.settings.kafka
-        reach(kafka.bootstrap_servers, KafkaSecurity.from_config(kafka), f"{kafka.client_id}-admin")
+        """The scores consumer, once Kafka has accepted the connection settings (else one error naming them) and
+        the scores topic exists: a consumer subscribed to a topic not there yet finds it only at the next metadata
+        refresh, minutes later, and in one process the collector's thread may not have created it yet."""
+        cfg, kafka, collector = self.settings.exporter, self.settings.kafka, self.settings.collector
+        ensure_topics(
+            kafka.bootstrap_servers,
+            [cfg.scores_topic],
+            partitions=collector.topic_partitions,
+            replication_factor=collector.topic_replication_factor,
+            client_id=kafka.client_id,
+            security=KafkaSecurity.from_config(kafka),
+        )
         return Consumer(
             {
                 **service_settings(kafka, "exporter"),

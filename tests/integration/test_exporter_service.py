@@ -303,3 +303,31 @@ def test_replay_starts_where_offsets_for_times_says() -> None:
     assert replay_start(TopicPartition("t", 0, 0)) == 0
     assert replay_start(TopicPartition("t", 0, -1)) == OFFSET_END
     assert replay_start(TopicPartition("t", 0, -1001)) == OFFSET_BEGINNING
+
+
+def test_an_exporter_started_before_its_scores_topic_exists_reads_what_comes_later(broker, topic) -> None:
+    """The exporter creates its scores topic before subscribing: a consumer subscribed to a topic that does not
+    exist yet finds it only at the next metadata refresh (minutes), and in one process (`Pipeline`, the demo)
+    the exporter's thread may subscribe before the collector's has created the topic."""
+    settings = load_settings(
+        kafka={"bootstrap_servers": broker.bootstrap_servers},
+        exporter={
+            "scores_topic": topic,
+            "group_id": f"g-{uuid.uuid4().hex[:8]}",
+            "poll_timeout_ms": 200,
+            **FAST_GROUP,
+        },
+    )
+    service, stop, thread, _ = run_service(settings)
+    try:
+        now = time.time()
+        scores = [make_score(f"late-{i}", ended_at=now - 5).model_dump_json().encode() for i in range(5)]
+        produce_scores(broker.bootstrap_servers, topic, [(b"bot|v1|refund", s, None) for s in scores])
+        deadline = time.monotonic() + 20
+        counted = 0
+        while time.monotonic() < deadline and counted < 5:
+            time.sleep(0.2)
+            counted = max((e.conversations for e in service.estimator.snapshot() if e.task != "*"), default=0)
+        assert counted == 5, f"{counted} of 5 scores counted within 20 s"
+    finally:
+        stop_service(service, stop, thread)
