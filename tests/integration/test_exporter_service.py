@@ -12,7 +12,7 @@ import pytest
 from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Producer, TopicPartition
 from scipy import stats as sps
 
-from agentwatch.config import load_settings
+from agentwatch.config import Settings, load_settings
 from agentwatch.exporters.service import ExporterService, replay_start
 from agentwatch.kafka.topics import ensure_topics
 from tests.conftest import FAST_GROUP
@@ -34,6 +34,19 @@ def produce_scores(
         else:
             producer.produce(topic, value=value, key=key, partition=partition)
     assert producer.flush(10) == 0
+
+
+def _settings(bootstrap: str, topic: str) -> Settings:
+    """An exporter reading `topic` as a group of its own, polling often, joining fast."""
+    return load_settings(
+        kafka={"bootstrap_servers": bootstrap},
+        exporter={
+            "scores_topic": topic,
+            "group_id": f"g-{uuid.uuid4().hex[:8]}",
+            "poll_timeout_ms": 200,
+            **FAST_GROUP,
+        },
+    )
 
 
 def test_consume_serve_and_restart_reproduces_values(broker, topic) -> None:
@@ -58,15 +71,7 @@ def test_consume_serve_and_restart_reproduces_values(broker, topic) -> None:
     ]
     produce_scores(broker.bootstrap_servers, topic, records)
 
-    settings = load_settings(
-        kafka={"bootstrap_servers": broker.bootstrap_servers},
-        exporter={
-            "scores_topic": topic,
-            "group_id": f"g-{uuid.uuid4().hex[:8]}",
-            "poll_timeout_ms": 200,
-            **FAST_GROUP,
-        },
-    )
+    settings = _settings(broker.bootstrap_servers, topic)
     service, stop, thread, port = run_service(settings)
     try:
         before = scrape(port)
@@ -265,15 +270,7 @@ def test_two_instances_split_the_series_by_partition(broker, topic) -> None:
             for i in range(5)
         ],
     )
-    settings = load_settings(
-        kafka={"bootstrap_servers": broker.bootstrap_servers},
-        exporter={
-            "scores_topic": topic,
-            "group_id": f"g-{uuid.uuid4().hex[:8]}",
-            "poll_timeout_ms": 200,
-            **FAST_GROUP,
-        },
-    )
+    settings = _settings(broker.bootstrap_servers, topic)
     first = run_service(settings)
     second = ExporterService(settings)
     stop2 = threading.Event()
@@ -309,15 +306,7 @@ def test_an_exporter_started_before_its_scores_topic_exists_reads_what_comes_lat
     """The exporter creates its scores topic before subscribing: a consumer subscribed to a topic that does not
     exist yet finds it only at the next metadata refresh (minutes), and in one process (`Pipeline`, the demo)
     the exporter's thread may subscribe before the collector's has created the topic."""
-    settings = load_settings(
-        kafka={"bootstrap_servers": broker.bootstrap_servers},
-        exporter={
-            "scores_topic": topic,
-            "group_id": f"g-{uuid.uuid4().hex[:8]}",
-            "poll_timeout_ms": 200,
-            **FAST_GROUP,
-        },
-    )
+    settings = _settings(broker.bootstrap_servers, topic)
     service, stop, thread, _ = run_service(settings)
     try:
         now = time.time()
