@@ -252,7 +252,7 @@ def _tau(document: list[dict[str, Any]] | JsonLines, out: Imported) -> Iterator[
                 "actions": actions if truth is not None else None,
                 "ungraded": None
                 if truth is not None
-                else "no ground truth (`info.task.actions`) in its entries",
+                else "no ground truth (`info.task.actions`, `info.reward_info.actions`) in its entries",
                 "outputs": outputs or [],
                 "compare": {},
             },
