@@ -308,10 +308,11 @@ def _tau2(document: dict[str, Any], out: Imported) -> Iterator[tuple[str, dict[s
             out.errors.append((position, "no `messages` list (full-duplex runs keep only ticks)"))
             continue
         task = tasks.get(str(sim.get("task_id")), {})
-        criteria = task.get("evaluation_criteria") or {}
+        raw_criteria = task.get("evaluation_criteria")
+        criteria: dict[str, Any] = raw_criteria if isinstance(raw_criteria, dict) else {}
         if not task:
             unchecked: str | None = "the task is not in the file's `tasks`"
-        elif not isinstance(task.get("evaluation_criteria"), dict):
+        elif not isinstance(raw_criteria, dict):
             unchecked = "the task has no evaluation criteria (τ²-bench rewards it 1 whatever happens)"
         else:
             unchecked = unchecked_basis(criteria)

@@ -271,6 +271,7 @@ def test_a_tau2_task_whose_reward_a_policy_cannot_check_gets_none_and_the_import
         _task("action-none", actions=[], reward_basis=["ACTION"]),
         _task("odd", actions=[CANCEL], reward_basis=["DB", "VIBES"]),
         {"id": "no-criteria", "evaluation_criteria": None},
+        {"id": "odd-criteria", "evaluation_criteria": ["not", "an", "object"]},
     ]
     simulation = TAU2["simulations"][0]
     sims = [{**simulation, "id": f"s-{t['id']}", "task_id": t["id"]} for t in tasks]
@@ -278,7 +279,16 @@ def test_a_tau2_task_whose_reward_a_policy_cannot_check_gets_none_and_the_import
     out = import_results({**TAU2, "tasks": tasks, "simulations": sims}, "a", "v", "t2")
     assert len(out.lines) == len(sims) and out.errors == []
     assert [p["task"] for p in out.policies] == ["action-none", "db-only", "default", "empty-asserts"]
-    assert set(out.ungraded) == {"nl", "env", "user-acts", "action", "odd", "missing", "no-criteria"}
+    assert set(out.ungraded) == {
+        "nl",
+        "env",
+        "user-acts",
+        "action",
+        "odd",
+        "missing",
+        "no-criteria",
+        "odd-criteria",
+    }
     assert "NL_ASSERTION" in out.ungraded["nl"] and "ENV_ASSERTION" in out.ungraded["env"]
     assert "user's own actions" in out.ungraded["user-acts"] and "ACTION" in out.ungraded["action"]
     assert "'VIBES'" in out.ungraded["odd"] and "not in the file" in out.ungraded["missing"]
