@@ -209,6 +209,8 @@ def test_the_live_table_is_shown_whole_or_not_at_all(width: int, height: int, ta
 
     console = Console(width=width, height=height, force_terminal=True, record=True, color_system=None)
     display = demo_cmd._Display(console, "1h", 9464)
+    if display.live is not None:  # a live display left running keeps sys.stdout for the tests after this one
+        display.live.stop()
     table = display._table(_rows(tasks), 1000, 30.0, None)
     assert display.fits(table) is fits
     if fits:
