@@ -57,6 +57,8 @@ def _chat(message: dict[str, Any], skipped: dict[str, int]) -> list[dict[str, An
     role = message.get("role")
     if role is None:
         kind = message.get("type")
+        if not isinstance(kind, str):  # no type either (or one that is not a name): the reader reports it
+            return [message]
         if kind in _LANGCHAIN_ROLES:
             return _langchain(message)
         if kind == "function_call":
@@ -69,9 +71,9 @@ def _chat(message: dict[str, Any], skipped: dict[str, int]) -> list[dict[str, An
             return [
                 {"role": "tool", "tool_call_id": message.get("call_id"), "content": message.get("output")}
             ]
-        if isinstance(kind, str) and kind not in _SKIPPED_ITEMS:
+        if kind not in _SKIPPED_ITEMS:
             skipped[kind] = skipped.get(kind, 0) + 1
-        return [] if isinstance(kind, str) else [message]
+        return []
     grouped = message.get("tool_messages")
     if role == "tool" and isinstance(grouped, list):  # τ²-bench's MultiToolMessage: one result per call
         return [m for m in grouped if isinstance(m, dict)]
@@ -171,11 +173,16 @@ def _langchain(message: dict[str, Any]) -> list[dict[str, Any]]:
     role = _LANGCHAIN_ROLES[message["type"]]
     out: dict[str, Any] = {"role": role, "content": data.get("content")}
     if role == "assistant":
-        out["tool_calls"] = [
-            {"id": c.get("id"), "function": {"name": c.get("name"), "arguments": c.get("args")}}
-            for c in data.get("tool_calls") or []
-            if isinstance(c, dict)
-        ]
+        calls = data.get("tool_calls") or []
+        out["tool_calls"] = (  # calls of another shape are passed on for the reader to report
+            [
+                {"id": c.get("id"), "function": {"name": c.get("name"), "arguments": c.get("args")}}
+                for c in calls
+                if isinstance(c, dict)
+            ]
+            if isinstance(calls, list)
+            else calls
+        )
         return _chat(out, {}) if isinstance(out["content"], list) else [out]
     if role == "tool":
         out["tool_call_id"] = data.get("tool_call_id")

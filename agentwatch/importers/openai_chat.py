@@ -205,6 +205,10 @@ def conversation_from_messages(
         if not isinstance(message, dict):
             raise ChatFormatError(f"message {position} is not an object")
         role = message.get("role")
+        if not isinstance(role, str):
+            raise ChatFormatError(f"message {position} has no role (a string): {str(role)[:40]!r}")
+        if not isinstance(message.get("tool_calls") or [], list):
+            raise ChatFormatError(f"message {position} has `tool_calls` that are not a list")
         text = content_text(message.get("content"))
         if role in _SYSTEM_ROLES:
             if text:

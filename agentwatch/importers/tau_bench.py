@@ -31,13 +31,13 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from agentwatch.config import ScoringConfig
 from agentwatch.importers import transcript_line
-from agentwatch.importers.openai_chat import ERROR_PREFIXES, ChatFormatError, conversation_from_messages
+from agentwatch.importers.openai_chat import ERROR_PREFIXES, conversation_from_messages
 from agentwatch.importers.text_actions import acts_in_text
 from agentwatch.scorers.names import NameNormalizer
 from agentwatch.scorers.tool_kinds import EFFECT, ToolKinds
@@ -197,16 +197,18 @@ def import_results(document: Any, agent: str, version: str, prefix: str) -> Impo
                 tags={"benchmark": kind},
                 **({"system": record["system"]} if record.get("system") else {}),
             )
-        except (KeyError, TypeError, ChatFormatError) as exc:
-            out.errors.append((position, f"{type(exc).__name__}: {exc}"))
+        except _UNREADABLE as exc:  # ChatFormatError is a ValueError
+            out.errors.append((position, _why(exc)))
             continue
         out.lines.append(transcript_line(conv, attempt=trial))
-        if record.get("actions") is None:
-            out.ungraded.setdefault(task, record.get("ungraded") or "no ground truth in the file")
+        truth: _Truth = record["truth"]
+        if truth.actions is None:
+            out.ungraded.setdefault(task, truth.ungraded or "no ground truth in the file")
         elif task not in seen_tasks:
-            seen_tasks[task] = writer.policy(
-                task, record["actions"], record.get("outputs") or [], record["compare"]
-            )
+            try:
+                seen_tasks[task] = writer.policy(task, truth.actions, truth.outputs, truth.compare)
+            except _UNREADABLE as exc:
+                out.ungraded.setdefault(task, f"its ground truth could not be read ({_why(exc)})")
     out.policies = [seen_tasks[t] for t in sorted(seen_tasks, key=_task_order)]
     out.ungraded = {t: out.ungraded[t] for t in sorted(out.ungraded, key=_task_order) if t not in seen_tasks}
     return out
@@ -216,9 +218,18 @@ def _task_order(task: str) -> tuple[int, int | str]:
     return (0, int(task)) if task.isdigit() else (1, task)
 
 
+# What reading a record of unexpected shape raises (a number where an object was, a string where a list was):
+# the record is reported with its position and the rest imported.
+_UNREADABLE = (KeyError, TypeError, AttributeError, ValueError)
+
+
+def _why(exc: Exception) -> str:
+    return f"{type(exc).__name__}: {str(exc)[:200]}"
+
+
 def _tau(document: list[dict[str, Any]] | JsonLines, out: Imported) -> Iterator[tuple[str, dict[str, Any]]]:
     """τ-bench entries as (position, record): messages, ground truth, reward (the system prompt is the first
-    message)."""
+    message); an entry that cannot be read is reported at its position."""
     if isinstance(document, JsonLines):
         out.errors.extend(document.errors)
         numbered = [(f"line {n}", entry) for n, entry in document.entries]
@@ -228,35 +239,67 @@ def _tau(document: list[dict[str, Any]] | JsonLines, out: Imported) -> Iterator[
         if not isinstance(entry, dict) or not isinstance(entry.get("traj"), list):
             out.errors.append((position, "no `traj` list"))
             continue
-        traj = entry["traj"]
-        info = entry.get("info") or {}
-        task = info.get("task") or {}
-        # the task's ground truth; a log without the task has it in its reward_info: the actions, and the
-        # required outputs as the keys of `info.outputs` (its values, and every other field, are the outcome)
-        rewarded = info.get("reward_info") or {}
-        truth = task.get("actions") if "actions" in task else rewarded.get("actions")
-        outputs = task.get("outputs") if task else list((rewarded.get("info") or {}).get("outputs") or {})
-        actions = [
-            {"name": a.get("name"), "arguments": a.get("kwargs") or a.get("arguments") or {}}
-            for a in truth or []
-            if isinstance(a, dict) and a.get("name")
-        ]
-        yield (
-            position,
-            {
-                "task_id": entry.get("task_id"),
-                "trial": entry.get("trial"),
-                "reward": entry.get("reward"),
-                "messages": traj,
-                "text_actions": acts_in_text(traj),
-                "actions": actions if truth is not None else None,
-                "ungraded": None
-                if truth is not None
-                else "no ground truth (`info.task.actions`, `info.reward_info.actions`) in its entries",
-                "outputs": outputs or [],
-                "compare": {},
-            },
-        )
+        try:
+            record = _tau_record(entry)
+        except _UNREADABLE as exc:
+            out.errors.append((position, _why(exc)))
+            continue
+        yield position, record
+
+
+def _object(value: Any) -> dict[str, Any]:
+    """`value` when it is a JSON object, else an empty one (a field of the wrong shape reads as absent)."""
+    return value if isinstance(value, dict) else {}
+
+
+@dataclass(slots=True)
+class _Truth:
+    """A task's ground truth as the policy writer takes it; `actions` None (and `ungraded` saying why): none."""
+
+    actions: list[dict[str, Any]] | None
+    outputs: list[Any] = field(default_factory=list)
+    compare: dict[int, list[str]] = field(default_factory=dict)
+    ungraded: str | None = None
+
+
+def _read_truth(read: Callable[[dict[str, Any]], _Truth], source: dict[str, Any]) -> _Truth:
+    """`read(source)`, or no ground truth when it is not of the shape read: the transcript is kept, ungraded."""
+    try:
+        return read(source)
+    except _UNREADABLE as exc:
+        return _Truth(None, ungraded=f"its ground truth could not be read ({_why(exc)})")
+
+
+def _tau_truth(info: dict[str, Any]) -> _Truth:
+    """The ground truth of a τ-bench entry's `info`: its task's, or in a log without the task, its reward_info's
+    actions and the keys of its `info.outputs` as the required outputs (their values, and every other field,
+    are the outcome)."""
+    task = _object(info.get("task"))
+    rewarded = _object(info.get("reward_info"))
+    truth = task.get("actions") if "actions" in task else rewarded.get("actions")
+    if truth is None:
+        return _Truth(None, ungraded="no ground truth (`info.task.actions`, `info.reward_info.actions`)")
+    outputs = task.get("outputs") if task else list(_object(rewarded.get("info")).get("outputs") or {})
+    actions = [
+        {"name": a.get("name"), "arguments": a.get("kwargs") or a.get("arguments") or {}}
+        for a in truth
+        if isinstance(a, dict) and a.get("name")
+    ]
+    return _Truth(actions, list(outputs or []))
+
+
+def _tau_record(entry: dict[str, Any]) -> dict[str, Any]:
+    """One τ-bench entry (with a `traj` list) as a record."""
+    traj = entry["traj"]
+    truth = _read_truth(_tau_truth, _object(entry.get("info")))
+    return {
+        "task_id": entry.get("task_id"),
+        "trial": entry.get("trial"),
+        "reward": entry.get("reward"),
+        "messages": traj,
+        "text_actions": acts_in_text(traj),
+        "truth": truth,
+    }
 
 
 # τ²-bench's reward is the product of the parts its task's `reward_basis` names (default: the final database
@@ -295,11 +338,12 @@ def unchecked_basis(criteria: dict[str, Any]) -> str | None:
 
 
 def _tau2(document: dict[str, Any], out: Imported) -> Iterator[tuple[str, dict[str, Any]]]:
-    """τ²-bench simulations as (position, record), with their task's ground truth and the agent's policy."""
-    info = document.get("info") or {}
-    system = ((info.get("environment_info") or {}).get("policy")) if isinstance(info, dict) else None
+    """τ²-bench simulations as (position, record), with their task's ground truth and the agent's policy; a
+    simulation that cannot be read is reported at its position."""
+    system = _object(_object(document.get("info")).get("environment_info")).get("policy")
     tasks: dict[str, dict[str, Any]] = {}
-    for task in document.get("tasks") or []:
+    raw_tasks = document.get("tasks")
+    for task in raw_tasks if isinstance(raw_tasks, list) else []:
         if isinstance(task, dict) and "id" in task:
             tasks[str(task["id"])] = task
     for i, sim in enumerate(document["simulations"]):
@@ -307,37 +351,47 @@ def _tau2(document: dict[str, Any], out: Imported) -> Iterator[tuple[str, dict[s
         if not isinstance(sim, dict) or not isinstance(sim.get("messages"), list):
             out.errors.append((position, "no `messages` list (full-duplex runs keep only ticks)"))
             continue
-        task = tasks.get(str(sim.get("task_id")), {})
-        raw_criteria = task.get("evaluation_criteria")
-        criteria: dict[str, Any] = raw_criteria if isinstance(raw_criteria, dict) else {}
-        if not task:
-            unchecked: str | None = "the task is not in the file's `tasks`"
-        elif not isinstance(raw_criteria, dict):
-            unchecked = "the task has no evaluation criteria (τ²-bench rewards it 1 whatever happens)"
-        else:
-            unchecked = unchecked_basis(criteria)
-        actions: list[dict[str, Any]] = []
-        compare: dict[int, list[str]] = {}
-        for action in criteria.get("actions") or []:
-            if not isinstance(action, dict) or action.get("requestor", "assistant") != "assistant":
-                continue  # the user's own actions (dual control) are not the agent's to make
-            if action.get("compare_args") is not None:
-                compare[len(actions)] = list(action["compare_args"])
-            actions.append({"name": action.get("name"), "arguments": action.get("arguments") or {}})
-        yield (
-            position,
-            {
-                "task_id": sim.get("task_id"),
-                "trial": sim.get("trial"),
-                "reward": (sim.get("reward_info") or {}).get("reward"),
-                "messages": sim["messages"],
-                "system": system if isinstance(system, str) else None,
-                "actions": None if unchecked else actions,
-                "ungraded": unchecked,
-                "outputs": criteria.get("communicate_info") or [],
-                "compare": compare,
-            },
+        try:
+            record = _tau2_record(sim, tasks.get(str(sim.get("task_id")), {}))
+        except _UNREADABLE as exc:
+            out.errors.append((position, _why(exc)))
+            continue
+        yield position, {**record, "system": system if isinstance(system, str) else None}
+
+
+def _tau2_truth(task: dict[str, Any]) -> _Truth:
+    """The ground truth of a τ²-bench task (empty: not in the file): the agent's actions (with `compare_args`)
+    and `communicate_info`; none where its reward checks what a policy cannot (`unchecked_basis`)."""
+    raw_criteria = task.get("evaluation_criteria")
+    if not task:
+        return _Truth(None, ungraded="the task is not in the file's `tasks`")
+    if not isinstance(raw_criteria, dict):
+        return _Truth(
+            None, ungraded="the task has no evaluation criteria (τ²-bench rewards it 1 whatever happens)"
         )
+    unchecked = unchecked_basis(raw_criteria)
+    if unchecked is not None:
+        return _Truth(None, ungraded=unchecked)
+    actions: list[dict[str, Any]] = []
+    compare: dict[int, list[str]] = {}
+    for action in raw_criteria.get("actions") or []:
+        if not isinstance(action, dict) or action.get("requestor", "assistant") != "assistant":
+            continue  # the user's own actions (dual control) are not the agent's to make
+        if action.get("compare_args") is not None:
+            compare[len(actions)] = list(action["compare_args"])
+        actions.append({"name": action.get("name"), "arguments": action.get("arguments") or {}})
+    return _Truth(actions, list(raw_criteria.get("communicate_info") or []), compare)
+
+
+def _tau2_record(sim: dict[str, Any], task: dict[str, Any]) -> dict[str, Any]:
+    """One τ²-bench simulation (with a `messages` list) and its task as a record."""
+    return {
+        "task_id": sim.get("task_id"),
+        "trial": sim.get("trial"),
+        "reward": _object(sim.get("reward_info")).get("reward"),
+        "messages": sim["messages"],
+        "truth": _read_truth(_tau2_truth, task),
+    }
 
 
 def load_document(raw: bytes) -> Any:

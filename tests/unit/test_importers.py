@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import copy
 import gzip
 import json
+import random
+import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -485,6 +489,22 @@ def test_chat_file_lines_malformed_ones_reported_with_their_number(tmp_path: Pat
         conversation_from_record({"messages": ["not an object"]}, "x")
 
 
+@pytest.mark.parametrize(
+    ("message", "reason"),
+    [
+        ({"role": ["user"], "content": "hi"}, "message 0 has no role (a string)"),
+        ({"content": "no role, no type"}, "message 0 has no role (a string)"),
+        ({"type": {"a": 1}, "content": "a type that is no name"}, "message 0 has no role (a string)"),
+        ({"role": "assistant", "content": "x", "tool_calls": 5}, "`tool_calls` that are not a list"),
+        ({"type": "ai", "content": "x", "tool_calls": "call"}, "`tool_calls` that are not a list"),
+    ],
+)
+def test_a_chat_message_of_unexpected_shape_is_a_format_error_naming_it(message: dict, reason: str) -> None:
+    """Not a crash of the whole file: the line is reported (read_chat_lines) and the rest read."""
+    with pytest.raises(ChatFormatError, match=re.escape(reason)):
+        conversation_from_record({"messages": [message]}, "x")
+
+
 # --------------------------------------------------------------------------- the command line and `score`
 
 
@@ -600,3 +620,54 @@ def test_score_names_the_importer_for_other_formats(tmp_path: Path, dev: list[di
     pretty.write_text(json.dumps(TAU2, indent=2))
     with pytest.raises(TranscriptFileError, match="τ²-bench"):
         list(iter_conversations(pretty, []))
+
+
+# --------------------------------------------------------------------------- records of unexpected shape
+
+_ODD_VALUES: list[Any] = [None, 5, "x", [], {}, [1, 2], {"a": 1}, True, 1.5]
+
+
+def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
+    """Every path into `value` (the first three items of each list)."""
+    if prefix:
+        yield prefix
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield from _paths(v, (*prefix, k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value[:3]):
+            yield from _paths(v, (*prefix, i))
+
+
+def _with_odd_value(document: Any, rng: random.Random) -> Any:
+    """A copy of `document` with one value somewhere replaced by one of another shape."""
+    out = copy.deepcopy(document)
+    *parents, last = rng.choice(list(_paths(out)))
+    target = out
+    for key in parents:
+        target = target[key]
+    target[last] = copy.deepcopy(rng.choice(_ODD_VALUES))
+    return out
+
+
+def test_a_record_of_unexpected_shape_is_reported_and_the_rest_imported(dev: list[dict[str, Any]]) -> None:
+    """Any value replaced by one of another shape (a number where an object was, a string for a list): the
+    import never raises, and every record is either imported or reported at its position (nothing lost)."""
+    rng = random.Random(7)
+    tau = entries(dev, (1, 0), (12, 0))
+    for document, records in ((TAU2, "simulations"), (tau, None)):
+        for _ in range(300):
+            odd = _with_odd_value(document, rng)
+            try:
+                out = import_results(odd, "a", "v", "p")
+            except TauBenchFormatError:
+                continue  # no longer a results file at all (its `simulations` or `traj` gone): said so
+            sent = odd[records] if records else odd
+            assert len(out.lines) + len(out.errors) == len(sent), (out.errors, odd)
+
+
+def test_a_ground_truth_that_cannot_be_read_keeps_the_transcript_and_leaves_the_task_ungraded() -> None:
+    task = _task("t-1", actions=[{**CANCEL, "compare_args": 5}])
+    out = import_results({**TAU2, "tasks": [task], "simulations": TAU2["simulations"][:1]}, "a", "v", "p")
+    assert len(out.lines) == 1 and out.errors == [] and out.policies == []
+    assert out.ungraded["t-1"].startswith("its ground truth could not be read (TypeError: ")
