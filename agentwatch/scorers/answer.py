@@ -17,6 +17,10 @@ _ARTICLES = frozenset({"a", "an", "the"})
 # Words that negate what follows them within a few tokens ("t" is what tokenising leaves of "n't": "hasn't").
 _NEGATIONS = frozenset({"not", "no", "never", "nor", "cannot", "t", "neither", "without"})
 _NEGATION_REACH = 3  # "has not yet been shipped": the negation three tokens before the run
+# A negation word said as an interjection negates nothing after it: followed by punctuation ("No, it has
+# shipped"), or "no" in a set phrase ("No worries, your refund was issued", "no doubt it shipped").
+_INTERJECTION_END = re.compile(r"\s*[,.!;:?\u2014\u2013-]")
+_SET_PHRASES = frozenset({"problem", "problems", "worries", "worry", "doubt", "matter"})
 # A reference that is just a number, maybe with a currency sign or a unit word: "$42.50", "42.5 USD", "7 days".
 _NUMERIC_REF = re.compile(r"^\s*[$€£¥]?\s*([-+]?[\d,]*\.?\d+)\s*%?\s*([A-Za-z]{0,12})\s*\.?\s*$")
 
@@ -110,12 +114,12 @@ def grade_answer(answer: str | None, reference: str, numeric_tolerance: float = 
         tol = numeric_tolerance * max(1.0, abs(target))
         return float(any(abs(value - target) <= tol for value, _ in numbers_in(answer)))
     # the reference's tokens are a contiguous run of the answer's, not negated there
-    if ref.tokens and _stated(ans_tokens, ref):
+    if ref.tokens and _stated(answer, ans_tokens, ref):
         return 1.0
     return _f1(ans_tokens, ref.tokens, ref.counts)
 
 
-def _stated(ans_tokens: list[str], ref: _Reference) -> bool:
+def _stated(answer: str, ans_tokens: list[str], ref: _Reference) -> bool:
     """Whether the reference's tokens occur as a run in the answer's with no negation in the few tokens before
     it ("has not been shipped" does not state "shipped"); a reference that holds a negation itself only needs
     the run."""
@@ -123,9 +127,33 @@ def _stated(ans_tokens: list[str], ref: _Reference) -> bool:
     start = joined.find(ref.run)
     if start < 0 or ref.negated:
         return start >= 0
+    negating: list[bool] | None = None  # per answer token, worked out when a negation word is within reach
     while start >= 0:
         before = joined.count(" ", 0, start + 1) - 1  # answer tokens before the run
-        if _NEGATIONS.isdisjoint(ans_tokens[max(0, before - _NEGATION_REACH) : before]):
+        reach = slice(max(0, before - _NEGATION_REACH), before)
+        if _NEGATIONS.isdisjoint(ans_tokens[reach]):
+            return True
+        negating = negating if negating is not None else _negating(answer)
+        if not any(negating[reach]):
             return True
         start = joined.find(ref.run, start + 1)
     return False
+
+
+def _negating(answer: str) -> list[bool]:
+    """For each token of `answer` as `normalise_tokens` reads them, whether it negates what follows: a negation
+    word not said as an interjection (`_INTERJECTION_END`, `_SET_PHRASES`)."""
+    text = answer.lower()
+    words = [m for m in _TOKEN.finditer(text) if m.group() not in _ARTICLES]
+    out = []
+    for i, m in enumerate(words):
+        word = m.group()
+        if word not in _NEGATIONS:
+            out.append(False)
+            continue
+        following = words[i + 1].group() if i + 1 < len(words) else None
+        interjection = _INTERJECTION_END.match(text, m.end()) is not None or (
+            word == "no" and following in _SET_PHRASES
+        )
+        out.append(not interjection)
+    return out

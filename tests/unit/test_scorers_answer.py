@@ -45,8 +45,23 @@ def test_reference_grader(answer, reference, score):
         ("It has not yet been shipped.", "shipped", 2 * (1 / 6) / (1 / 6 + 1)),  # three tokens before it
         ("It hasn't been shipped", "shipped", 2 * (1 / 5) / (1 / 5 + 1)),  # hasn't → "hasn", "t"
         ("No, it was never refunded.", "refunded", 2 * (1 / 5) / (1 / 5 + 1)),
+        (
+            "No refund was issued.",
+            "refund was issued",
+            2 * (3 / 4) / (3 / 4 + 1),
+        ),  # "no" before a noun negates
+        (
+            "No, it was never refunded.",
+            "it was refunded",
+            2 * (3 / 5 * 1) / (3 / 5 + 1),
+        ),  # "never" still does
         # no negation within reach, or a negation the reference states too: stated
         ("No problem! Your order has shipped.", "shipped", 1.0),
+        # a negation word said as an interjection negates nothing after it
+        ("No, it has shipped.", "shipped", 1.0),
+        ("No worries, your refund has been issued", "refund has been issued", 1.0),
+        ("No problem - it shipped", "shipped", 1.0),
+        ("There is no doubt it shipped", "shipped", 1.0),
         ("It is not cancelled", "not cancelled", 1.0),
         ("It had not shipped on Monday; it has shipped since.", "shipped", 1.0),  # the second run
         (
