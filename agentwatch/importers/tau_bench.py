@@ -30,20 +30,14 @@ graded, rather than graded on half of what decides them.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentwatch.config import ScoringConfig
 from agentwatch.importers import transcript_line
 from agentwatch.importers.openai_chat import ERROR_PREFIXES, conversation_from_messages
+from agentwatch.importers.policy_writer import PolicyWriter
 from agentwatch.importers.text_actions import acts_in_text
-from agentwatch.scorers.names import NameNormalizer
-from agentwatch.scorers.tool_kinds import EFFECT, ToolKinds
-
-FREE_TEXT_WORDS = 4  # a string argument with this many words or more is free text
-_WORD = re.compile(r"\S+")
 
 
 class TauBenchFormatError(ValueError):
@@ -91,87 +85,6 @@ def outcome_of(reward: Any) -> str | None:
     if isinstance(reward, bool) or not isinstance(reward, (int, float)):
         return None
     return "complete" if reward >= 1 - 1e-9 else "partial_incorrect"
-
-
-def _free_text(value: Any) -> bool:
-    return isinstance(value, str) and len(_WORD.findall(value)) >= FREE_TEXT_WORDS
-
-
-def _plain_list(value: Any) -> bool:
-    """A list of scalars: which order the environment keeps it in, the ground truth cannot say."""
-    return isinstance(value, list) and all(not isinstance(v, (dict, list)) for v in value)
-
-
-def _replacements(arguments: dict[str, Any]) -> list[tuple[str, str]]:
-    """Pairs (X, new_X) of list arguments of equal length: replacements read in parallel."""
-    return [
-        (k[4:], k)
-        for k, v in arguments.items()
-        if k.startswith("new_")
-        and isinstance(v, list)
-        and isinstance(arguments.get(k[4:]), list)
-        and len(arguments[k[4:]]) == len(v)
-    ]
-
-
-class PolicyWriter:
-    """Builds one task policy from ground-truth actions, tools classified by the default scoring settings."""
-
-    def __init__(self, agent: str, prefix: str, scoring: ScoringConfig | None = None) -> None:
-        sc = scoring or ScoringConfig()
-        names = NameNormalizer(sc.names)
-        self._names = names
-        self._kinds = ToolKinds(names, sc.read_only_tools, sc.handoff_tools)
-        self.agent = agent
-        self.prefix = prefix
-
-    def policy(
-        self, task: str, actions: list[dict[str, Any]], outputs: list[str], compare: dict[int, list[str]]
-    ) -> dict[str, Any]:
-        """The policy of one task: `actions` as {name, arguments}; `compare[i]`: the only arguments of
-        action i that count (others ignored), when the benchmark says so."""
-        tools: list[dict[str, Any]] = []
-        by_arguments: dict[str, dict[str, Any]] = {}  # canonical arguments -> the tool expecting them
-        for i, action in enumerate(actions):
-            name = str(action["name"])
-            if self._kinds.of_name(self._names(name)) != EFFECT:
-                continue
-            arguments = dict(action.get("arguments") or {})
-            key = json.dumps(arguments, sort_keys=True, default=str)
-            same = by_arguments.get(key) if arguments else None
-            if same is not None and same["name"] != name:  # the same write on another tool: one of them
-                if name not in same.setdefault("alternatives", []):
-                    same["alternatives"].append(name)
-                continue
-            match = {k: "ignore" for k, v in arguments.items() if _free_text(v)}
-            if i in compare:
-                match.update({k: "ignore" for k in arguments if k not in compare[i]})
-            replacements = _replacements(arguments)
-            paired = {k for pair in replacements for k in pair}
-            match.update(
-                {
-                    k: "unordered"
-                    for k, v in arguments.items()
-                    if k not in match and k not in paired and _plain_list(v)
-                }
-            )
-            tool: dict[str, Any] = {"name": name, "arguments": arguments}
-            if match:
-                tool["match"] = dict(sorted(match.items()))
-            if replacements:
-                tool["replacements"] = [list(pair) for pair in replacements]
-            tools.append(tool)
-            by_arguments.setdefault(key, tool)
-        policy: dict[str, Any] = {
-            "id": f"{self.prefix}-task-{task}",
-            "agent": self.agent,
-            "task": task,
-            "tools": tools,
-            "order": "any",
-        }
-        if outputs:
-            policy["outputs"] = [str(o) for o in outputs]
-        return policy
 
 
 def import_results(document: Any, agent: str, version: str, prefix: str) -> Imported:
