@@ -265,11 +265,11 @@ def _tau2(document: dict[str, Any], out: Imported) -> Iterator[tuple[str, dict[s
             out.errors.append((position, "no `messages` list (full-duplex runs keep only ticks)"))
             continue
         try:
-            record = _tau2_record(sim, tasks.get(str(sim.get("task_id")), {}))
+            record = _tau2_record(sim, tasks.get(str(sim.get("task_id")), {}), system)
         except _UNREADABLE as exc:
             out.errors.append((position, _why(exc)))
             continue
-        yield position, {**record, "system": system if isinstance(system, str) else None}
+        yield position, record
 
 
 def _tau2_truth(task: dict[str, Any]) -> _Truth:
@@ -296,9 +296,11 @@ def _tau2_truth(task: dict[str, Any]) -> _Truth:
     return _Truth(actions, list(raw_criteria.get("communicate_info") or []), compare)
 
 
-def _tau2_record(sim: dict[str, Any], task: dict[str, Any]) -> dict[str, Any]:
-    """One τ²-bench simulation (with a `messages` list) and its task as a record."""
+def _tau2_record(sim: dict[str, Any], task: dict[str, Any], system: Any) -> dict[str, Any]:
+    """One τ²-bench simulation (with a `messages` list), its task and the agent's policy (`system`) as a
+    record."""
     return {
+        "system": system if isinstance(system, str) else None,
         "task_id": sim.get("task_id"),
         "trial": sim.get("trial"),
         "reward": _object(sim.get("reward_info")).get("reward"),

@@ -63,8 +63,9 @@ def metrics_when(settings: Settings, done: Callable[[Pipeline], bool], timeout_s
         while not (finished := done(pipeline)) and time.monotonic() < deadline and not pipeline.errors:
             time.sleep(0.5)
         assert not pipeline.errors, pipeline.errors
-        counted = {(e.task, e.window): e.conversations for e in pipeline.exporter.estimator.snapshot()}
-        assert finished, f"not done after {timeout_s} s; conversations counted by (task, window): {counted}"
+        assert finished, f"not done after {timeout_s} s; conversations counted by (task, window): " + str(
+            {(e.task, e.window): e.conversations for e in pipeline.exporter.estimator.snapshot()}
+        )
         return scrape(port)
     finally:
         pipeline.close()
