@@ -21,6 +21,9 @@ from agentwatch.collector.conventions import (
     TAG_PREFIX,
 )
 from agentwatch.collector.decode_json import decode_json
+from agentwatch.collector.flat_messages import FIRST_KEYS as _FLAT_FIRST_KEYS
+from agentwatch.collector.flat_messages import PREFIXES as _FLAT_PREFIXES
+from agentwatch.collector.flat_messages import fold
 from agentwatch.collector.otlp_slim import SlimTracesData
 from agentwatch.collector.span_record import (
     MAX_ARRAY,
@@ -80,13 +83,15 @@ def _pb_exception_type(events: Any, limit: int) -> str | None:
     return exc_type
 
 
-_NEEDED = set(NEEDED_KEYS)  # a set: its intersection with a map walks the map's keys in C and returns a set
+# a set: its intersection with a map walks the map's keys in C and returns a set (the first keys of flattened
+# messages among them: they cost nothing there, and tell which spans have the rest)
+_NEEDED = set(NEEDED_KEYS) | _FLAT_FIRST_KEYS
 _TAG_BYTES = TAG_PREFIX.encode()
 
 
 def _pb_attributes(attributes: Any, limit: int, tags: bool) -> dict[str, Any]:
-    """The needed keys and (`tags`: the message may hold some) the `agentwatch.tag.*` keys of a span's
-    attribute map."""
+    """The needed keys of a span's attribute map, its `agentwatch.tag.*` keys (`tags`: the message may hold
+    some) and its flattened messages, folded into the GenAI message keys."""
     attrs = {}
     for key in _NEEDED.intersection(attributes):
         value = attributes[key]
@@ -95,10 +100,15 @@ def _pb_attributes(attributes: Any, limit: int, tags: bool) -> dict[str, Any]:
             attrs[key] = text if len(text) <= limit else truncate(text, limit)
         else:
             attrs[key] = _pb_value(value, limit)
-    if tags:
+    flat = not _FLAT_FIRST_KEYS.isdisjoint(attrs)
+    if tags or flat:
         for key in attributes:
-            if key.startswith(TAG_PREFIX):
+            if tags and key.startswith(TAG_PREFIX):
                 attrs[key] = _pb_value(attributes[key], limit)
+            elif flat and key.startswith(_FLAT_PREFIXES):
+                attrs[key] = _pb_value(attributes[key], limit)
+        if flat:
+            fold(attrs, limit)
     return attrs
 
 

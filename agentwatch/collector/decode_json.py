@@ -16,6 +16,8 @@ from agentwatch.collector.conventions import (
     RESOURCE_KEYS,
     TAG_PREFIX,
 )
+from agentwatch.collector.flat_messages import PREFIXES as FLAT_PREFIXES
+from agentwatch.collector.flat_messages import fold
 from agentwatch.collector.span_record import (
     MAX_ARRAY,
     DecodeError,
@@ -132,10 +134,15 @@ def _json_int(raw: Any, where: str) -> int:
     return value
 
 
-def _json_attrs(items: Any, keys: frozenset[str] | None, limit: int, where: str) -> dict[str, Any]:
+def _json_attrs(
+    items: Any, keys: frozenset[str] | None, limit: int, where: str, flat: bool = False
+) -> dict[str, Any]:
+    """The attributes of `keys` (all with None) and the `agentwatch.tag.*` ones; with `flat`, the flattened
+    messages too, folded into the GenAI message keys."""
     out: dict[str, Any] = {}
     if not isinstance(items, list):
         return out
+    folded = False
     for kv in items:
         if not isinstance(kv, dict):
             continue
@@ -144,6 +151,11 @@ def _json_attrs(items: Any, keys: frozenset[str] | None, limit: int, where: str)
             continue
         if keys is None or key in keys or key.startswith(TAG_PREFIX):
             out[key] = _json_value(kv.get("value"), limit, f"{where} attribute {key!r}")
+        elif flat and key.startswith(FLAT_PREFIXES):
+            out[key] = _json_value(kv.get("value"), limit, f"{where} attribute {key!r}")
+            folded = True
+    if folded:
+        fold(out, limit)
     return out
 
 
@@ -177,7 +189,7 @@ def decode_json(payload: bytes, limit: int) -> list[SpanRecord]:
 def _json_span(sp: Any, resource: dict, limit: int, where: str) -> SpanRecord:
     if not isinstance(sp, dict):
         raise DecodeError("invalid_json", f"{where}: expected an object")
-    attrs = _json_attrs(sp.get("attributes"), NEEDED_KEYS, limit, where)
+    attrs = _json_attrs(sp.get("attributes"), NEEDED_KEYS, limit, where, flat=True)
     exc_type = None
     events = sp.get("events")
     if isinstance(events, list):
