@@ -166,3 +166,65 @@ def tools_from_messages(models: list[SpanRecord]) -> tuple[list[dict[str, Any]],
         else:
             missing += 1
     return calls, missing
+
+
+# `input.value` / `output.value` of chain and agent spans often hold the call's JSON body: LangChain's and
+# LangGraph's `{"messages": [...]}` state or `{"input": "..."}` / `{"output": "..."}`, our `@trace` chains'
+# arguments by name. The text said is read out of those forms; any other value is kept as it is.
+_USER_ROLES = frozenset({"user", "human"})
+_AGENT_ROLES = frozenset({"assistant", "ai", "model"})
+_LC_CLASSES = {"HumanMessage": "human", "AIMessage": "ai", "SystemMessage": "system", "ToolMessage": "tool"}
+
+
+def value_text(value: Any, said_by_user: bool) -> str | None:
+    """An `input.value` (`said_by_user`) or `output.value` as the text the user or the agent said."""
+    if not isinstance(value, str):
+        return as_text(value)
+    if not value.startswith("{"):
+        return value
+    try:
+        body = _loads(value)
+    except (ValueError, RecursionError):
+        return value
+    if not isinstance(body, dict):
+        return value
+    found = body.get("messages")
+    if isinstance(found, list):
+        wanted = _USER_ROLES if said_by_user else _AGENT_ROLES
+        for item in reversed(found):
+            role, text = _role_and_text(item)
+            if role in wanted and text:
+                return text
+        return None
+    if len(body) == 1:
+        (only,) = body.values()
+        if isinstance(only, str):
+            return only
+    return value
+
+
+def _role_and_text(item: Any) -> tuple[str | None, str | None]:
+    """(role, text) of one message of a chain's state: a `{role|type, content}` object, a `[role, text]` pair or
+    a LangChain-serialised message (`{"lc": 1, "id": [..., "AIMessage"], "kwargs": {...}}`)."""
+    if isinstance(item, list) and len(item) == 2 and all(isinstance(x, str) for x in item):
+        return item[0].lower(), item[1]
+    if not isinstance(item, dict):
+        return None, None
+    if "lc" in item and isinstance(item.get("kwargs"), dict):
+        ids = item.get("id")
+        role = (
+            _LC_CLASSES.get(ids[-1]) if isinstance(ids, list) and ids and isinstance(ids[-1], str) else None
+        )
+        item = item["kwargs"]
+    else:
+        role = item.get("role") or item.get("type")
+        role = role.lower() if isinstance(role, str) else None
+    content = item.get("content")
+    if isinstance(content, list):  # content parts: their texts
+        texts: list[str] = []
+        for part in content:
+            text = part.get("text") if isinstance(part, dict) else part
+            if isinstance(text, str):
+                texts.append(text)
+        content = "\n".join(texts)
+    return role, content if isinstance(content, str) else None

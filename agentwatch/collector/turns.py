@@ -19,6 +19,7 @@ from agentwatch.collector.messages import (
     messages,
     output_text,
     tools_from_messages,
+    value_text,
 )
 from agentwatch.wire import attributes as A
 from agentwatch.wire.schema import (
@@ -224,13 +225,13 @@ def build_turn(
     # `input.value` / `output.value` only where the span carries no messages: on a model span they are the
     # request's and the response's JSON bodies, not what the user said or the agent answered
     found = messages(cv.first(attrs, cv.INPUT_MESSAGES_KEYS))
-    user = last_user_text(found) if found else as_text(cv.first(attrs, cv.INPUT_VALUE_KEYS))
+    user = last_user_text(found) if found else value_text(cv.first(attrs, cv.INPUT_VALUE_KEYS), True)
     for model in models:
         if user is not None:
             break
         user = last_user_text(messages(cv.first(model.attrs, cv.INPUT_MESSAGES_KEYS)))
     found = messages(cv.first(attrs, cv.OUTPUT_MESSAGES_KEYS))
-    answer = output_text(found) if found else as_text(cv.first(attrs, cv.OUTPUT_VALUE_KEYS))
+    answer = output_text(found) if found else value_text(cv.first(attrs, cv.OUTPUT_VALUE_KEYS), False)
     if answer is None and models:
         answer = output_text(messages(cv.first(models[-1].attrs, cv.OUTPUT_MESSAGES_KEYS)))
     if user is None:

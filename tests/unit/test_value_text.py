@@ -1,0 +1,100 @@
+"""`input.value` / `output.value` of chain and agent spans: the text said, read out of the JSON bodies LangChain,
+LangGraph and `@trace` chains log, on a trace built by the real OTel SDK and on each form alone."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from agentwatch.collector.decode import decode_message
+from agentwatch.collector.messages import value_text
+from agentwatch.collector.reconstruct import build_conversation
+from tests.support.spans import SpanFactory
+
+RESULT = {"order": "A-1", "status": "shipped"}
+ANSWER = "Order A-1 has shipped."
+
+
+def test_a_langgraph_agent_span_gives_the_question_and_the_last_answer() -> None:
+    state_in = {"messages": [["user", "Where is order A-1?"]]}
+    state_out = {
+        "messages": [
+            {"type": "human", "content": "Where is order A-1?", "id": "6f1c2a9e-0b7d-4e3a-9c55-1d2e3f4a5b6c"},
+            {"type": "ai", "content": "", "tool_calls": [{"name": "lookup", "id": "call_Xa9s8d7f6gH2"}]},
+            {"type": "tool", "content": json.dumps(RESULT), "tool_call_id": "call_Xa9s8d7f6gH2"},
+            {"type": "ai", "content": ANSWER, "id": "run-1a2b3c4d-0"},
+        ]
+    }
+    f = SpanFactory()
+    agent = {
+        "openinference.span.kind": "AGENT",
+        "session.id": "lg-1",
+        "input.value": json.dumps(state_in),
+        "output.value": json.dumps(state_out),
+    }
+    tool = {
+        "openinference.span.kind": "TOOL",
+        "tool.name": "lookup",
+        "input.value": '{"order": "A-1"}',
+        "output.value": json.dumps(RESULT),
+    }
+    with f.tracer.start_as_current_span("LangGraph", attributes=agent):
+        f.tracer.start_span("lookup", attributes=tool).end()
+    (turn,) = build_conversation(decode_message(f.protobuf())).turns
+    assert (turn.input, turn.answer) == ("Where is order A-1?", ANSWER)
+    assert [(c.name, c.result) for c in turn.tool_calls] == [("lookup", RESULT)]
+
+
+@pytest.mark.parametrize(
+    ("value", "said_by_user", "text"),
+    [
+        ("plain words", True, "plain words"),
+        ('{"input": "Where is A-1?"}', True, "Where is A-1?"),
+        ('{"output": "It shipped."}', False, "It shipped."),
+        ('{"question": "Where is A-1?"}', True, "Where is A-1?"),
+        # LangChain-serialised messages, and content given as parts
+        (
+            json.dumps(
+                {
+                    "messages": [
+                        {
+                            "lc": 1,
+                            "type": "constructor",
+                            "id": ["x", "HumanMessage"],
+                            "kwargs": {"content": "q"},
+                        },
+                        {
+                            "lc": 1,
+                            "id": ["x", "AIMessage"],
+                            "kwargs": {"content": [{"type": "text", "text": "a"}]},
+                        },
+                    ]
+                }
+            ),
+            False,
+            "a",
+        ),
+        (
+            '{"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]}',
+            True,
+            "q",
+        ),
+        # the agent ended on a tool call: no answer, not the body
+        (
+            '{"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": ""}]}',
+            False,
+            None,
+        ),
+        ('{"messages": []}', False, None),
+        # other bodies are kept as they are
+        ('{"order": "A-1", "qty": 2}', True, '{"order": "A-1", "qty": 2}'),
+        ('{"result": {"ok": true}}', False, '{"result": {"ok": true}}'),
+        ("{not json", False, "{not json"),
+        ('{"messages": [7, null, ["a", 1], {"role": 3, "content": "x"}]}', False, None),
+        (42, False, "42"),
+        (None, True, None),
+    ],
+)
+def test_value_text_forms(value: object, said_by_user: bool, text: str | None) -> None:
+    assert value_text(value, said_by_user) == text
