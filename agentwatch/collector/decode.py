@@ -93,14 +93,15 @@ def _pb_attributes(attributes: Any, limit: int, tags: bool) -> dict[str, Any]:
     """The needed keys of a span's attribute map, its `agentwatch.tag.*` keys (`tags`: the message may hold
     some) and its flattened messages, folded into the GenAI message keys."""
     attrs = {}
-    for key in _NEEDED.intersection(attributes):
+    found = _NEEDED.intersection(attributes)
+    for key in found:
         value = attributes[key]
         text = value.string_value  # most values are strings: a non-empty one needs no WhichOneof
         if text:
             attrs[key] = text if len(text) <= limit else truncate(text, limit)
         else:
             attrs[key] = _pb_value(value, limit)
-    flat = not _FLAT_FIRST_KEYS.isdisjoint(attrs)
+    flat = not _FLAT_FIRST_KEYS.isdisjoint(found)
     if tags or flat:
         for key in attributes:
             if tags and key.startswith(TAG_PREFIX):
