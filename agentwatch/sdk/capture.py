@@ -19,6 +19,7 @@ from typing import Any
 from agentwatch.sdk.redaction import (
     DEFAULT_REDACT_KEYS,
     DEFAULT_VALUE_PATTERNS,
+    MIN_CHARS,
     REDACTED,
     ValueRedactor,
     compile_patterns,
@@ -143,10 +144,24 @@ class Capture:
                 return _placeholder(value)
         return _placeholder(value)
 
+    def _nothing_to_redact(self, value: Any) -> bool:
+        """Whether `value` is a plain dict of keys that name no secret and of numbers or strings too short to hold
+        one (most tool arguments and results): it is then serialised as it is, without a redacted copy."""
+        if type(value) is not dict:
+            return False
+        decisions = self._decisions
+        scan = self._values is not None
+        for k, v in value.items():
+            if type(k) is not str or decisions.get(k) is not False:
+                return False
+            if type(v) not in _PLAIN and (type(v) is not str or (scan and len(v) >= MIN_CHARS)):
+                return False
+        return True
+
     def dumps(self, value: Any) -> str:
         """value as redacted JSON, at most max_bytes UTF-8 bytes (truncation is marked)."""
         try:
-            text = _ENCODE(self.sanitize(value))
+            text = _ENCODE(value if self._nothing_to_redact(value) else self.sanitize(value))
         except Exception as exc:  # noqa: BLE001 - never raise into the agent
             return f"<unserialisable: {type(exc).__name__}>"
         return self.bound(text, value)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import random
 
 import pytest
 from opentelemetry.sdk.trace import TracerProvider
@@ -219,3 +220,21 @@ def test_configure_composes_with_a_provider_and_replaces_its_own_processors():
     assert [s.name for s in ours] == ["f", "app span"]
     assert all(s.attributes["gen_ai.conversation.id"] == "compose" for s in ours)
     assert not second.owns_provider
+
+
+def test_a_value_serialised_as_it_is_gives_what_the_redacted_copy_gives():
+    """Plain dicts of decided keys and short values skip the redacted copy: on repeats (keys decided by then),
+    every dict gives the same JSON as its redacted copy, secrets by key or by shape still redacted."""
+    rng = random.Random(11)
+    keys = ["city", "units", "password", "api_key", "order_id", "note", "Authorization", "n"]
+    values = [0, 2.5, True, None, "Paris", "short", "Bearer abcdefghijklmnop", "x" * 40, [1], {"token": "t"}]
+    for redact_values in (True, False):
+        c = Capture(redact_values=redact_values)
+        for _ in range(400):
+            value = {k: rng.choice(values) for k in rng.sample(keys, rng.randrange(0, 5))}
+            expected = json.dumps(c.sanitize(value), ensure_ascii=False, separators=(",", ":"))
+            assert c.dumps(value) == expected
+            if "password" in value:
+                assert json.loads(c.dumps(value))["password"] == REDACTED
+            if redact_values and "Bearer abcdefghijklmnop" in value.values():
+                assert "abcdefghijklmnop" not in c.dumps(value)
