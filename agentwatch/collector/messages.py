@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from pydantic_core import from_json
@@ -129,19 +130,48 @@ def output_text(found: list[dict] | None) -> str | None:
     return texts[0] if len(texts) == 1 else "\n".join(texts)
 
 
-def tools_from_messages(models: list[SpanRecord]) -> tuple[list[dict[str, Any]], int]:
-    """Tool calls from `tool_call` parts of model output messages, results from `tool_call_response` parts.
-
-    Returns the calls in order (as `ToolCall` fields) and how many of them have no result captured.
-    """
-    calls: list[dict[str, Any]] = []
-    seen: set[str] = set()
+def _responses(models: list[SpanRecord]) -> dict[str, Any]:
+    """The `tool_call_response` parts of the model spans' input messages, by call id."""
     responses: dict[str, Any] = {}
     for span in models:
         for message in messages(cv.first(span.attrs, cv.INPUT_MESSAGES_KEYS)) or []:
             for part in parts(message):
                 if part.get("type") == "tool_call_response" and part.get("id") is not None:
                     responses[str(part["id"])] = part.get("response", part.get("result"))
+    return responses
+
+
+class ToolResponses:
+    """The tool results every model call of a conversation was given, by call id: read on first use.
+
+    Where a conversation has no agent spans every model call is a turn of its own, and the result of a call one
+    model call asked for is in the input messages of the next one."""
+
+    __slots__ = ("_found", "_models")
+
+    def __init__(self, models: Callable[[], list[SpanRecord]]) -> None:
+        self._models = models  # called on first use: most conversations never need it
+        self._found: dict[str, Any] | None = None
+
+    def get(self, call_id: str) -> tuple[bool, Any]:
+        """(whether a result was given for the call, the result)."""
+        if self._found is None:
+            self._found = _responses(self._models())
+        return call_id in self._found, self._found.get(call_id)
+
+
+def tools_from_messages(
+    models: list[SpanRecord], elsewhere: ToolResponses | None = None
+) -> tuple[list[dict[str, Any]], int]:
+    """Tool calls from `tool_call` parts of model output messages, results from `tool_call_response` parts (of
+    the same model calls' input messages, else of the conversation's other model calls: `elsewhere`).
+
+    Returns the calls in order (as `ToolCall` fields) and how many of them have no result captured.
+    """
+    calls: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    responses = _responses(models)
+    for span in models:
         for message in messages(cv.first(span.attrs, cv.OUTPUT_MESSAGES_KEYS)) or []:
             for part in parts(message):
                 if part.get("type") != "tool_call":
@@ -163,6 +193,12 @@ def tools_from_messages(models: list[SpanRecord]) -> tuple[list[dict[str, Any]],
         call_id = call["call_id"]
         if call_id is not None and call_id in responses:
             call["result"] = json_or_text(responses[call_id])
+            continue
+        given, result = (
+            elsewhere.get(call_id) if elsewhere is not None and call_id is not None else (False, None)
+        )
+        if given:
+            call["result"] = json_or_text(result)
         else:
             missing += 1
     return calls, missing

@@ -13,6 +13,7 @@ from agentwatch.collector import conventions as cv
 from agentwatch.collector.assembler import FinishedConversation
 from agentwatch.collector.decode import SpanRecord
 from agentwatch.collector.messages import (
+    ToolResponses,
     as_text,
     instructions_text,
     messages,
@@ -230,10 +231,12 @@ def _build(
         )
     forest = SpanForest(spans, notes)
     gaps = Gaps()
+    roles = forest.roles
+    responses = ToolResponses(lambda: [s for s in forest.spans.values() if roles[s.span_id] == MODEL])
     turns: list[Turn | dict[str, Any]] = []
     for index, span in enumerate(forest.turns):
         try:
-            fields = build_turn(span, forest.members.get(span.span_id, []), forest.roles, index, gaps)
+            fields = build_turn(span, forest.members.get(span.span_id, []), roles, index, gaps, responses)
             turns.append(Turn.model_validate(fields) if per_turn else fields)
         except (
             ValidationError,

@@ -13,6 +13,7 @@ from pydantic_core import from_json
 from agentwatch.collector import conventions as cv
 from agentwatch.collector.decode import SpanRecord
 from agentwatch.collector.messages import (
+    ToolResponses,
     as_text,
     json_or_text,
     last_user_text,
@@ -206,9 +207,15 @@ def _expectation(span: SpanRecord, members: list[SpanRecord], index: int, gaps: 
 
 
 def build_turn(
-    span: SpanRecord, members: list[SpanRecord], roles: dict[str, str], index: int, gaps: Gaps
+    span: SpanRecord,
+    members: list[SpanRecord],
+    roles: dict[str, str],
+    index: int,
+    gaps: Gaps,
+    responses: ToolResponses | None = None,
 ) -> dict[str, Any]:
-    """The `Turn` fields of one turn span and the spans below it."""
+    """The `Turn` fields of one turn span and the spans below it (`responses`: the tool results given to the
+    conversation's model calls, for calls read from model messages)."""
     members.sort(key=START_ORDER)
     tools: list[SpanRecord] = []
     models: list[SpanRecord] = []
@@ -233,15 +240,16 @@ def build_turn(
     found = messages(cv.first(attrs, cv.OUTPUT_MESSAGES_KEYS))
     answer = output_text(found) if found else value_text(cv.first(attrs, cv.OUTPUT_VALUE_KEYS), False)
     if answer is None and models:
-        answer = output_text(messages(cv.first(models[-1].attrs, cv.OUTPUT_MESSAGES_KEYS)))
+        last = messages(cv.first(models[-1].attrs, cv.OUTPUT_MESSAGES_KEYS))
+        answer, found = output_text(last), found or last
     if user is None:
         gaps.turns[NO_INPUT].append(index)
-    if answer is None:
+    if answer is None and not found:  # output messages without text: no answer was given, none went unseen
         gaps.turns[NO_ANSWER].append(index)
     if tools:
         tool_calls = [_tool_from_span(s, gaps) for s in tools]
     else:
-        tool_calls, missing = tools_from_messages(models)
+        tool_calls, missing = tools_from_messages(models, responses)
         gaps.calls += len(tool_calls)  # their arguments were in the messages
         gaps.ok_calls += sum(1 for c in tool_calls if c.get("error") is None)
         if missing:

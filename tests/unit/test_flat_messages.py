@@ -13,6 +13,7 @@ from agentwatch.collector.decode import decode_message, encode_spans_otlp
 from agentwatch.collector.flat_messages import fold
 from agentwatch.collector.reconstruct import build_conversation
 from agentwatch.wire.schema import Conversation
+from tests.support.fake_openai import FINAL_TEXT, TOOL_CALL_ID, FakeOpenAI
 from tests.support.spans import SpanFactory
 
 RESULT = {"order": "A-1", "status": "shipped", "eta": "2026-12-02"}
@@ -255,3 +256,58 @@ def test_any_value_of_any_field_folds_into_readable_json() -> None:
         for key in ("gen_ai.input.messages", "gen_ai.output.messages"):
             if key in attrs:
                 assert all(isinstance(m["parts"], list) for m in json.loads(attrs[key]))
+
+
+def test_openinference_instrumentation_of_openai() -> None:
+    """The real OpenInference instrumentor of `openai` against a local fake model: a tool-calling loop without
+    agent spans (each model call a turn of its own) and the same loop under an agent span."""
+    from openai import OpenAI
+    from openinference.instrumentation import using_session
+    from openinference.instrumentation.openai import OpenAIInstrumentor
+
+    f = SpanFactory()
+    instrumentor = OpenAIInstrumentor()
+    instrumentor.instrument(tracer_provider=f.provider)
+    question = "What is the weather in Paris?"
+    tools: Any = [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}]
+    try:
+        with FakeOpenAI() as server:
+            client = OpenAI(base_url=server.base_url, api_key="test")
+
+            def loop() -> str | None:
+                chat: list[Any] = [
+                    {"role": "system", "content": "Weather only."},
+                    {"role": "user", "content": question},
+                ]
+                first = client.chat.completions.create(model="gpt-4o-mini", messages=chat, tools=tools)
+                call = first.choices[0].message.tool_calls[0]  # type: ignore[index]
+                chat.append(first.choices[0].message.model_dump(exclude_none=True))
+                chat.append({"role": "tool", "tool_call_id": call.id, "content": '{"temp_c": 18}'})
+                return (
+                    client.chat.completions.create(model="gpt-4o-mini", messages=chat)
+                    .choices[0]
+                    .message.content
+                )
+
+            with using_session("oi-plain"):
+                loop()
+            agent = {"openinference.span.kind": "AGENT", "session.id": "oi-agent", "input.value": question}
+            with f.tracer.start_as_current_span("weather_bot", attributes=agent) as span:
+                span.set_attribute("output.value", loop() or "")
+    finally:
+        instrumentor.uninstrument()
+    records = decode_message(f.protobuf())
+    plain = build_conversation([r for r in records if r.conversation_id == "oi-plain"])
+    assert plain.system == "Weather only." and plain.not_captured == []
+    assert [(t.input, t.answer) for t in plain.turns] == [(question, None), (question, FINAL_TEXT)]
+    (call,) = plain.turns[0].tool_calls  # its result was given to the next model call
+    assert (call.name, call.call_id, call.arguments, call.result) == (
+        "get_weather",
+        TOOL_CALL_ID,
+        {"city": "Paris"},
+        {"temp_c": 18},
+    )
+    assert not any("no answer" in note for note in plain.notes)  # a model call that only calls a tool
+    (turn,) = build_conversation([r for r in records if r.conversation_id == "oi-agent"]).turns
+    assert (turn.input, turn.answer) == (question, FINAL_TEXT)
+    assert [(c.name, c.result) for c in turn.tool_calls] == [("get_weather", {"temp_c": 18})]
