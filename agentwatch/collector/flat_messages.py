@@ -26,8 +26,9 @@ _FORMS: dict[str, tuple[str, str]] = {
     "gen_ai.completion.": (A.OUTPUT_MESSAGES, ""),
 }
 PREFIXES: tuple[str, ...] = tuple(_FORMS)
-# The first message's role or content: a span with flattened messages has one of these keys. The decoders look
-# them up with the keys they always read, and walk a span's other keys for the rest only when one is there.
+# The first message's role or content: a span with flattened messages has one of these keys. The protobuf decoder
+# looks them up with the keys it always reads, and walks a span's other keys for the rest only when one is there
+# (the OTLP/JSON decoder reads every key anyway, and keeps any key of the forms).
 FIRST_KEYS: frozenset[str] = frozenset(
     f"{prefix}0.{word}{field}" for prefix, (_, word) in _FORMS.items() for field in ("role", "content")
 )
@@ -104,11 +105,6 @@ def _index(text: str) -> int | None:
 
 def _text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-
-
-def is_flat(key: str) -> bool:
-    """Whether `key` is a flattened message field the decoders keep for `fold`."""
-    return key.startswith(PREFIXES)
 
 
 def fold(attrs: dict[str, Any], limit: int) -> None:
