@@ -19,10 +19,10 @@ from typing import Any
 from agentwatch.sdk.redaction import (
     DEFAULT_REDACT_KEYS,
     DEFAULT_VALUE_PATTERNS,
-    MIN_CHARS,
     REDACTED,
     ValueRedactor,
     compile_patterns,
+    shortest_match,
 )
 
 __all__ = ["DEFAULT_REDACT_KEYS", "DEFAULT_VALUE_PATTERNS", "REDACTED", "Capture", "content_capture_from_env"]
@@ -79,9 +79,12 @@ class Capture:
         self.max_bytes = max(64, int(max_bytes))
         self._patterns = tuple(_normalise_key(k) for k in redact_keys if k)
         self._decisions: dict[str, bool] = {}
-        patterns = compile_patterns(DEFAULT_VALUE_PATTERNS if value_patterns is None else value_patterns)
+        chosen = DEFAULT_VALUE_PATTERNS if value_patterns is None else value_patterns
+        patterns = compile_patterns(chosen)
         # a secret cut by the size bound is still found: the scan covers a margin beyond what is kept
-        self._values = ValueRedactor(patterns, self.max_bytes + 1024) if redact_values else None
+        self._values = (
+            ValueRedactor(patterns, self.max_bytes + 1024, shortest_match(chosen)) if redact_values else None
+        )
 
     def redact_text(self, text: str) -> str:
         """`text` with the secrets its patterns find replaced (cut beyond what the size bound keeps)."""
@@ -150,11 +153,12 @@ class Capture:
         if type(value) is not dict:
             return False
         decisions = self._decisions
-        scan = self._values is not None
+        # strings shorter than this are not searched for secrets
+        searched = self._values.min_chars if self._values is not None else 1 << 62
         for k, v in value.items():
             if type(k) is not str or decisions.get(k) is not False:
                 return False
-            if type(v) not in _PLAIN and (type(v) is not str or (scan and len(v) >= MIN_CHARS)):
+            if type(v) not in _PLAIN and (type(v) is not str or len(v) >= searched):
                 return False
         return True
 

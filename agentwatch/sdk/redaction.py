@@ -76,7 +76,7 @@ DEFAULT_VALUE_PATTERNS: dict[str, str] = {
         r"\s*[\"']?(?P<secret>[^\s\"',;&}{]{6,})"
     ),
 }
-MIN_CHARS = 12  # no pattern matches a shorter text (the shortest secret with its context is longer)
+MIN_CHARS = 12  # no default pattern matches a shorter text (the shortest secret with its context is longer)
 _AFTER_WORD = re.compile(r"[\"']?\s*[:=]\s*[\"']?(?P<secret>[^\s\"',;&}{]{6,})")
 _SECRET_WORDS = (
     "password",
@@ -172,18 +172,28 @@ def _triggered(rule: Rule, words: tuple[str, ...]) -> Rule:
     return run
 
 
+def shortest_match(patterns: dict[str, str] | Iterable[str | re.Pattern[str]]) -> int:
+    """Characters a text needs before one of `patterns` can match in it: `MIN_CHARS` for the default patterns
+    (or some of them), 1 as soon as one pattern is the user's (`TCK-\\d{6}` matches 10)."""
+    if isinstance(patterns, dict) and all(DEFAULT_VALUE_PATTERNS.get(k) == v for k, v in patterns.items()):
+        return MIN_CHARS
+    return 1
+
+
 class ValueRedactor:
-    """Replaces the secrets the rules find in a text with `REDACTED`."""
+    """Replaces the secrets the rules find in a text with `REDACTED`; texts shorter than `min_chars` (what the
+    shortest match needs) are not searched."""
 
-    __slots__ = ("max_chars", "rules")
+    __slots__ = ("max_chars", "min_chars", "rules")
 
-    def __init__(self, rules: list[Rule], max_chars: int) -> None:
+    def __init__(self, rules: list[Rule], max_chars: int, min_chars: int = MIN_CHARS) -> None:
         self.rules = rules
         self.max_chars = max(64, max_chars)
+        self.min_chars = min_chars if rules else 1 << 62
 
     def __call__(self, text: str) -> str:
         """`text` with every secret found replaced (cut to `max_chars` first); never raises."""
-        if len(text) < MIN_CHARS or not self.rules:
+        if len(text) < self.min_chars:
             return text
         if len(text) > self.max_chars:
             text = text[: self.max_chars]

@@ -227,14 +227,28 @@ def test_a_value_serialised_as_it_is_gives_what_the_redacted_copy_gives():
     every dict gives the same JSON as its redacted copy, secrets by key or by shape still redacted."""
     rng = random.Random(11)
     keys = ["city", "units", "password", "api_key", "order_id", "note", "Authorization", "n"]
-    values = [0, 2.5, True, None, "Paris", "short", "Bearer abcdefghijklmnop", "x" * 40, [1], {"token": "t"}]
-    for redact_values in (True, False):
-        c = Capture(redact_values=redact_values)
+    values = [
+        0,
+        2.5,
+        True,
+        None,
+        "Paris",
+        "PIN12",
+        "short",
+        "Bearer abcdefghijklmnop",
+        "x" * 40,
+        [1],
+        {"token": "t"},
+    ]
+    for redact_values, patterns in ((True, None), (False, None), (True, {"pin": r"PIN\d{2}"})):
+        c = Capture(redact_values=redact_values, value_patterns=patterns)
         for _ in range(400):
             value = {k: rng.choice(values) for k in rng.sample(keys, rng.randrange(0, 5))}
             expected = json.dumps(c.sanitize(value), ensure_ascii=False, separators=(",", ":"))
             assert c.dumps(value) == expected
             if "password" in value:
                 assert json.loads(c.dumps(value))["password"] == REDACTED
-            if redact_values and "Bearer abcdefghijklmnop" in value.values():
+            if redact_values and patterns is None and "Bearer abcdefghijklmnop" in value.values():
                 assert "abcdefghijklmnop" not in c.dumps(value)
+            if patterns is not None and "PIN12" in value.values():
+                assert "PIN12" not in c.dumps(value)

@@ -228,6 +228,21 @@ def test_patterns_are_configurable_and_a_bad_one_fails_at_setup() -> None:
         Capture(value_patterns={"broken": "(unclosed"})
 
 
+@pytest.mark.parametrize(
+    "patterns",
+    [{"ticket": r"TCK-(?P<secret>\d{6})"}, {**DEFAULT_VALUE_PATTERNS, "pin": r"PIN\d{4}"}, [r"PIN\d{4}"]],
+)
+def test_a_pattern_of_the_users_applies_to_texts_shorter_than_any_default_secret(patterns) -> None:
+    """The defaults need 12 characters to match, and shorter texts are not searched for them; a pattern of the
+    user's may match fewer: a value that is just a ticket or a PIN is redacted, alone, in a dict, in a call."""
+    c = Capture(value_patterns=patterns)
+    secret = "TCK-123456" if "ticket" in patterns else "PIN1234"
+    assert secret not in c.text(secret)
+    for _ in range(2):  # the second time the keys are decided: the dict is not copied unless it must be
+        assert secret not in c.dumps({"ref": secret, "n": 1})
+    assert Capture().text(secret) == secret  # under the defaults alone, nothing to find
+
+
 def test_a_pattern_that_fails_redacts_everything_and_never_raises() -> None:
     def exploding(_text: str, _low: str) -> str:
         raise RuntimeError("regex engine failure")
