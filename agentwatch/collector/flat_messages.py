@@ -26,6 +26,11 @@ _FORMS: dict[str, tuple[str, str]] = {
     "gen_ai.completion.": (A.OUTPUT_MESSAGES, ""),
 }
 PREFIXES: tuple[str, ...] = tuple(_FORMS)
+_BY_PREFIX = {
+    tuple(prefix.split(".")[:2]): form for prefix, form in _FORMS.items()
+}  # ("llm", "input_messages")
+# json.dumps with options makes an encoder on every call
+_ENCODE = json.JSONEncoder(ensure_ascii=False, default=str).encode
 # The first message's role or content: a span with flattened messages has one of these keys. The protobuf decoder
 # looks them up with the keys it always reads, and walks a span's other keys for the rest only when one is there
 # (the OTLP/JSON decoder reads every key anyway, and keeps any key of the forms).
@@ -104,7 +109,7 @@ def _index(text: str) -> int | None:
 
 
 def _text(value: Any) -> str:
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    return value if isinstance(value, str) else _ENCODE(value)
 
 
 def fold(attrs: dict[str, Any], limit: int) -> None:
@@ -112,10 +117,11 @@ def fold(attrs: dict[str, Any], limit: int) -> None:
     found: dict[str, dict[int, _Message]] = {}
     for key in [k for k in attrs if k.startswith(PREFIXES)]:
         value = attrs.pop(key)
-        prefix = next(p for p in PREFIXES if key.startswith(p))
-        target, word = _FORMS[prefix]
-        index, _, field = key[len(prefix) :].partition(".")
-        at = _index(index)
+        parts = key.split(".", 3)  # prefix (two words), message index, field
+        if len(parts) < 4:
+            continue
+        target, word = _BY_PREFIX[parts[0], parts[1]]
+        at, field = _index(parts[2]), parts[3]
         if at is None or not field.startswith(word) or value is None:
             continue
         messages = found.setdefault(target, {})
@@ -132,10 +138,11 @@ def fold(attrs: dict[str, Any], limit: int) -> None:
 def _bounded(messages: list[dict[str, Any]], limit: int) -> str:
     """The messages as JSON of at most `limit` characters where one message fits: the oldest left out first,
     the system messages last."""
-    texts = [json.dumps(m, ensure_ascii=False, default=str) for m in messages]
+    whole = _ENCODE(messages)
+    if len(whole) <= limit:  # the common case
+        return whole
+    texts = [_ENCODE(m) for m in messages]
     size = sum(len(t) + 1 for t in texts) + 1
-    if size <= limit:
-        return "[" + ",".join(texts) + "]"
     last = len(messages) - 1  # the latest message is always kept
     order = [i for i, m in enumerate(messages) if i != last and m["role"] not in _SYSTEM]
     order += [i for i, m in enumerate(messages) if i != last and m["role"] in _SYSTEM]
