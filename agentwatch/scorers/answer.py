@@ -101,7 +101,8 @@ def grade_answer(answer: str | None, reference: str, numeric_tolerance: float = 
 
     1.0 for a normalised exact match; for a numeric reference, 1.0 if the answer states that number (relative
     tolerance `numeric_tolerance`) else 0.0; otherwise 1.0 if the reference's tokens appear as a contiguous run
-    in the answer with no negation just before it, else token F1.
+    in the answer with no negation just before it, 0.0 if every such run is negated (the answer says the
+    opposite), else token F1.
     """
     if not answer or not answer.strip():
         return 0.0
@@ -113,20 +114,23 @@ def grade_answer(answer: str | None, reference: str, numeric_tolerance: float = 
         target = ref.number
         tol = numeric_tolerance * max(1.0, abs(target))
         return float(any(abs(value - target) <= tol for value, _ in numbers_in(answer)))
-    # the reference's tokens are a contiguous run of the answer's, not negated there
-    if ref.tokens and _stated(answer, ans_tokens, ref):
-        return 1.0
+    # the reference's tokens are a contiguous run of the answer's: stated, or negated wherever it occurs
+    stated = _stated(answer, ans_tokens, ref) if ref.tokens else None
+    if stated is not None:
+        return 1.0 if stated else 0.0
     return _f1(ans_tokens, ref.tokens, ref.counts)
 
 
-def _stated(answer: str, ans_tokens: list[str], ref: _Reference) -> bool:
+def _stated(answer: str, ans_tokens: list[str], ref: _Reference) -> bool | None:
     """Whether the reference's tokens occur as a run in the answer's with no negation in the few tokens before
-    it ("has not been shipped" does not state "shipped"); a reference that holds a negation itself only needs
-    the run."""
+    it (True), or only negated there (False: "has not been shipped" says the opposite of "shipped"); None when
+    they do not occur as a run. A reference that holds a negation itself only needs the run."""
     joined = f" {' '.join(ans_tokens)} "
     start = joined.find(ref.run)
-    if start < 0 or ref.negated:
-        return start >= 0
+    if start < 0:
+        return None
+    if ref.negated:
+        return True
     negating: list[bool] | None = None  # per answer token, worked out when a negation word is within reach
     while start >= 0:
         before = joined.count(" ", 0, start + 1) - 1  # answer tokens before the run

@@ -40,21 +40,15 @@ def test_reference_grader(answer, reference, score):
 @pytest.mark.parametrize(
     ("answer", "reference", "score"),
     [
-        # a negation just before the run: not stated, so token F1 (1 common token of 4 answer tokens: P 1/4, R 1)
-        ("The order has not shipped", "shipped", 2 * (1 / 4) / (1 / 4 + 1)),
-        ("It has not yet been shipped.", "shipped", 2 * (1 / 6) / (1 / 6 + 1)),  # three tokens before it
-        ("It hasn't been shipped", "shipped", 2 * (1 / 5) / (1 / 5 + 1)),  # hasn't → "hasn", "t"
-        ("No, it was never refunded.", "refunded", 2 * (1 / 5) / (1 / 5 + 1)),
-        (
-            "No refund was issued.",
-            "refund was issued",
-            2 * (3 / 4) / (3 / 4 + 1),
-        ),  # "no" before a noun negates
-        (
-            "No, it was never refunded.",
-            "it was refunded",
-            2 * (3 / 5 * 1) / (3 / 5 + 1),
-        ),  # "never" still does
+        # a negation just before every run: the answer says the opposite, 0.0 (token F1 passed the short ones:
+        # "No refund was issued." scored 0.86 against "refund was issued")
+        ("The order has not shipped", "shipped", 0.0),
+        ("It has not yet been shipped.", "shipped", 0.0),  # three tokens before it
+        ("It hasn't been shipped", "shipped", 0.0),  # hasn't → "hasn", "t"
+        ("No, it was never refunded.", "refunded", 0.0),
+        ("No refund was issued.", "refund was issued", 0.0),  # "no" before a noun negates
+        ("No, it was never refunded.", "it was refunded", 2 * (3 / 5 * 1) / (3 / 5 + 1)),  # no run: token F1
+        ("I cannot confirm that the refund was issued", "refund was issued", 0.0),
         # no negation within reach, or a negation the reference states too: stated
         ("No problem! Your order has shipped.", "shipped", 1.0),
         # a negation word said as an interjection negates nothing after it
