@@ -144,8 +144,8 @@ def _responses(models: list[SpanRecord]) -> dict[str, Any]:
 class ToolResponses:
     """The tool results every model call of a conversation was given, by call id: read on first use.
 
-    Where a conversation has no agent spans every model call is a turn of its own, and the result of a call one
-    model call asked for is in the input messages of the next one."""
+    Without agent spans model calls are turns of their own unless they are joined as one tool loop
+    (`answers_calls_of`), and the result of a call one of them asked for is in a later one's input messages."""
 
     __slots__ = ("_found", "_models")
 
@@ -158,6 +158,25 @@ class ToolResponses:
         if self._found is None:
             self._found = _responses(self._models())
         return call_id in self._found, self._found.get(call_id)
+
+
+def _part_ids(value: Any, kind: str) -> set[str]:
+    """The ids of the parts of one kind (`tool_call`, `tool_call_response`) in a messages attribute."""
+    return {
+        str(part["id"])
+        for message in messages(value) or []
+        for part in parts(message)
+        if part.get("type") == kind and part.get("id") is not None
+    }
+
+
+def answers_calls_of(earlier: SpanRecord, later: SpanRecord) -> bool:
+    """Whether model call `later` is given the result of a tool call model call `earlier` asked for: the two
+    are steps of one tool loop."""
+    asked = _part_ids(cv.first(earlier.attrs, cv.OUTPUT_MESSAGES_KEYS), "tool_call")
+    return bool(asked) and not asked.isdisjoint(
+        _part_ids(cv.first(later.attrs, cv.INPUT_MESSAGES_KEYS), "tool_call_response")
+    )
 
 
 def tools_from_messages(

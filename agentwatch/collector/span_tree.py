@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from agentwatch.collector import conventions as cv
 from agentwatch.collector.decode import SpanRecord
+from agentwatch.collector.messages import answers_calls_of
 from agentwatch.collector.turns import AGENT, MODEL, OTHER, START_ORDER, TOOL
 
 _OP_ROLE = {
@@ -90,6 +91,25 @@ class SpanForest:
                     self._walk(span, children, visited)
             notes.append(f"parent-id cycle(s) broken at {broken} span(s)")
         self.turns.sort(key=START_ORDER)
+        self._join_tool_loops()
+
+    def _join_tool_loops(self) -> None:
+        """Join turns that are model calls of one tool loop: without agent spans every model call is a trace
+        root, and a call given the result of a tool the previous one asked for continues its turn."""
+        roles, members = self.roles, self.members
+        joined: list[SpanRecord] = []
+        step: SpanRecord | None = None  # the latest model call of the last turn kept, if that turn is one
+        for turn in self.turns:
+            if roles[turn.span_id] != MODEL:
+                joined.append(turn)
+                step = None
+                continue
+            if step is not None and answers_calls_of(step, turn):
+                members[joined[-1].span_id] += [turn, *members.pop(turn.span_id)]
+            else:
+                joined.append(turn)
+            step = turn
+        self.turns = joined
 
     def _walk(self, root: SpanRecord, children: dict[str, list[SpanRecord]], visited: set[str]) -> None:
         """Depth-first over one tree (iterative): outermost agent spans are turns, else the root is."""

@@ -257,7 +257,10 @@ def build_turn(
         if tool_calls:
             gaps.turns["tool calls taken from model output messages (no execute_tool spans)"].append(index)
     usage = [u for u in (_usage(m, index, gaps) for m in models) if u is not None]
-    duration = (span.end_ns - span.start_ns) / 1e6 if span.end_ns >= span.start_ns > 0 else None
+    end = span.end_ns
+    if own_role == MODEL and members:  # model calls of one tool loop (span_tree): the turn ends with the last
+        end = max(end, max(m.end_ns for m in members))
+    duration = (end - span.start_ns) / 1e6 if end >= span.start_ns > 0 else None
     return {
         "input": user,
         "answer": answer,

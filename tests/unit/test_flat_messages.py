@@ -299,15 +299,20 @@ def test_openinference_instrumentation_of_openai() -> None:
     records = decode_message(f.protobuf())
     plain = build_conversation([r for r in records if r.conversation_id == "oi-plain"])
     assert plain.system == "Weather only." and plain.not_captured == []
-    assert [(t.input, t.answer) for t in plain.turns] == [(question, None), (question, FINAL_TEXT)]
-    (call,) = plain.turns[0].tool_calls  # its result was given to the next model call
+    # the two model calls are one tool loop: one turn, from the question to the answer
+    (loop_turn,) = plain.turns
+    assert (loop_turn.input, loop_turn.answer) == (question, FINAL_TEXT)
+    (call,) = loop_turn.tool_calls
     assert (call.name, call.call_id, call.arguments, call.result) == (
         "get_weather",
         TOOL_CALL_ID,
         {"city": "Paris"},
         {"temp_c": 18},
     )
-    assert not any("no answer" in note for note in plain.notes)  # a model call that only calls a tool
+    assert len(loop_turn.usage) == 2
+    model_calls = sorted((r for r in records if r.conversation_id == "oi-plain"), key=lambda r: r.start_ns)
+    assert loop_turn.duration_ms == (model_calls[-1].end_ns - model_calls[0].start_ns) / 1e6
+    assert not any("no answer" in note for note in plain.notes)
     (turn,) = build_conversation([r for r in records if r.conversation_id == "oi-agent"]).turns
     assert (turn.input, turn.answer) == (question, FINAL_TEXT)
     assert [(c.name, c.result) for c in turn.tool_calls] == [("get_weather", {"temp_c": 18})]

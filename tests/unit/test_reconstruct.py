@@ -603,3 +603,43 @@ def test_instructions_from_the_system_message_of_a_model_call_and_a_bad_expectat
     assert conv.system == "Refunds take 5 days." and conv.turns[0].input == "hi"
     assert conv.expected is None
     assert any(n.startswith("agentwatch.conversation.expected ignored") for n in conv.notes)
+
+
+def _chat(f: SpanFactory, inputs: list[dict], outputs: list[dict]) -> None:
+    """One model call, a trace root of its own, its messages in the GenAI form."""
+    attributes = {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.conversation.id": "loop",
+        "gen_ai.input.messages": json.dumps(inputs),
+        "gen_ai.output.messages": json.dumps(outputs),
+    }
+    f.tracer.start_span("chat", attributes=attributes).end()
+
+
+def _said(role: str, text: str) -> dict:
+    return {"role": role, "parts": [{"type": "text", "content": text}]}
+
+
+def test_model_calls_of_one_tool_loop_are_one_turn_without_agent_spans() -> None:
+    """A model call given the result of the tool the previous one asked for continues its turn; a new question
+    starts a turn; a call that answers no call of the previous one does too."""
+    f = SpanFactory()
+    ask = [_said("user", "weather in Paris?")]
+    call = {
+        "role": "assistant",
+        "parts": [{"type": "tool_call", "id": "c1", "name": "weather", "arguments": {}}],
+    }
+    result = {"role": "tool", "parts": [{"type": "tool_call_response", "id": "c1", "response": {"temp": 18}}]}
+    _chat(f, ask, [call])
+    _chat(f, [*ask, call, result], [_said("assistant", "18 degrees")])
+    ask2 = [*ask, call, result, _said("assistant", "18 degrees"), _said("user", "and Rome?")]
+    _chat(f, ask2, [_said("assistant", "no idea")])
+    other = {"role": "tool", "parts": [{"type": "tool_call_response", "id": "c9", "response": {}}]}
+    _chat(f, [_said("user", "hi"), other], [_said("assistant", "hello")])  # answers no call asked here
+    conv = _conversation(f)
+    assert [(t.input, t.answer) for t in conv.turns] == [
+        ("weather in Paris?", "18 degrees"),
+        ("and Rome?", "no idea"),
+        ("hi", "hello"),
+    ]
+    assert [(c.name, c.result) for c in conv.turns[0].tool_calls] == [("weather", {"temp": 18})]
