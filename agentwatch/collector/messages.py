@@ -182,14 +182,13 @@ def answers_calls_of(earlier: SpanRecord, later: SpanRecord) -> bool:
 def tools_from_messages(
     models: list[SpanRecord], elsewhere: ToolResponses | None = None
 ) -> tuple[list[dict[str, Any]], int]:
-    """Tool calls from `tool_call` parts of model output messages, results from `tool_call_response` parts (of
-    the same model calls' input messages, else of the conversation's other model calls: `elsewhere`).
+    """Tool calls from `tool_call` parts of model output messages, results from `tool_call_response` parts of
+    the input messages of `elsewhere` (the conversation's model calls), else of the same model calls.
 
     Returns the calls in order (as `ToolCall` fields) and how many of them have no result captured.
     """
     calls: list[dict[str, Any]] = []
     seen: set[str] = set()
-    responses = _responses(models)
     for span in models:
         for message in messages(cv.first(span.attrs, cv.OUTPUT_MESSAGES_KEYS)) or []:
             for part in parts(message):
@@ -208,14 +207,12 @@ def tools_from_messages(
                     }
                 )
     missing = 0
+    if not calls:
+        return calls, missing
+    responses = elsewhere if elsewhere is not None else ToolResponses(lambda: models)
     for call in calls:
         call_id = call["call_id"]
-        if call_id is not None and call_id in responses:
-            call["result"] = json_or_text(responses[call_id])
-            continue
-        given, result = (
-            elsewhere.get(call_id) if elsewhere is not None and call_id is not None else (False, None)
-        )
+        given, result = responses.get(call_id) if call_id is not None else (False, None)
         if given:
             call["result"] = json_or_text(result)
         else:
