@@ -244,7 +244,7 @@ def test_a_task_row_opens_its_failing_conversations_and_their_reasons(page_file:
 
 def test_long_lists_page_through_every_failing_conversation(tmp_path: Path) -> None:
     """60 failing conversations of one task: 25 a page, every one reachable; a labelled failure is listed."""
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
 
     lines = [_conversation(f"c-{i:02d}", "lookup", "1.0", ok=False) for i in range(60)]
     labelled = _conversation("labelled-bad", "lookup", "1.0", ok=True)
@@ -265,7 +265,8 @@ def test_long_lists_page_through_every_failing_conversation(tmp_path: Path) -> N
             task.locator("summary").first.click()
             seen: list[str] = []
             for expected in ("rows 1–25 of 61", "rows 26–50 of 61", "rows 51–61 of 61"):
-                assert expected in task.locator(".pager").inner_text()
+                # the page fills the pager when the task opens: wait for it (reading at once raced it in CI)
+                expect(task.locator(".pager")).to_contain_text(expected)
                 seen += [s.split(" · ")[0] for s in task.locator("details.conv > summary").all_inner_texts()]
                 if "51–61" not in expected:
                     task.locator(".pager button.next").click()
