@@ -10,7 +10,13 @@ from __future__ import annotations
 from agentwatch.wire import attributes as A
 
 # --------------------------------------------------------------------------- identity
-CONVERSATION_KEYS = (A.CONVERSATION_ID, "session.id", "galtea.session.custom_id")
+# the Vercel AI SDK's `experimental_telemetry.metadata.sessionId`, as Langfuse and others read it
+CONVERSATION_KEYS = (
+    A.CONVERSATION_ID,
+    "session.id",
+    "galtea.session.custom_id",
+    "ai.telemetry.metadata.sessionId",
+)
 AGENT_KEYS = (A.AGENT_NAME, "agent.name")
 VERSION_KEYS = (A.AGENT_VERSION,)
 RESOURCE_AGENT_KEYS = (A.AGENT_NAME, A.SERVICE_NAME)

@@ -24,6 +24,8 @@ from agentwatch.collector.decode_json import decode_json
 from agentwatch.collector.flat_messages import FIRST_KEYS as _FLAT_FIRST_KEYS
 from agentwatch.collector.flat_messages import PREFIXES as _FLAT_PREFIXES
 from agentwatch.collector.flat_messages import fold
+from agentwatch.collector.message_events import NAMES as _MESSAGE_EVENTS
+from agentwatch.collector.message_events import fold as fold_events
 from agentwatch.collector.otlp_slim import SlimTracesData
 from agentwatch.collector.span_record import (
     MAX_ARRAY,
@@ -35,6 +37,9 @@ from agentwatch.collector.span_record import (
     truncate,
     with_conversations,
 )
+from agentwatch.collector.vercel_ai import KEYS as _VERCEL_KEYS
+from agentwatch.collector.vercel_ai import OPERATION_ID as _VERCEL_OPERATION
+from agentwatch.collector.vercel_ai import fold as fold_vercel
 
 __all__ = ["TRUNCATION_MARKER", "DecodeError", "SpanRecord", "decode_message", "encode_spans_otlp"]
 
@@ -73,25 +78,33 @@ def _pb_value(v: Any, limit: int, depth: int = 0) -> Any:
     return None
 
 
-def _pb_exception_type(events: Any, limit: int) -> str | None:
+def _pb_events(events: Any, attrs: dict[str, Any], limit: int) -> str | None:
+    """The exception type of a span's `exception` events (None if it has none); its message events folded into
+    `attrs` (`message_events`)."""
     exc_type = None
+    found: list[tuple[str, dict[str, Any]]] = []
     for ev in events:
-        if ev.name == EXCEPTION_EVENT:
+        name = ev.name
+        if name == EXCEPTION_EVENT:
             for kv in ev.attributes:
                 if kv.key == EXCEPTION_TYPE_KEY or (kv.key == EXCEPTION_MESSAGE_KEY and not exc_type):
                     exc_type = truncate(str(_pb_value(kv.value, limit)), limit)
+        elif name in _MESSAGE_EVENTS:
+            found.append((name, {kv.key: _pb_value(kv.value, limit) for kv in ev.attributes[:MAX_ARRAY]}))
+    if found:
+        fold_events(attrs, found, limit)
     return exc_type
 
 
 # a set: its intersection with a map walks the map's keys in C and returns a set (the first keys of flattened
 # messages among them: they cost nothing there, and tell which spans have the rest)
-_NEEDED = set(NEEDED_KEYS) | _FLAT_FIRST_KEYS
+_NEEDED = set(NEEDED_KEYS) | _FLAT_FIRST_KEYS | _VERCEL_KEYS
 _TAG_BYTES = TAG_PREFIX.encode()
 
 
 def _pb_attributes(attributes: Any, limit: int, tags: bool) -> dict[str, Any]:
     """The needed keys of a span's attribute map, its `agentwatch.tag.*` keys (`tags`: the message may hold
-    some) and its flattened messages, folded into the GenAI message keys."""
+    some), its flattened messages and the Vercel AI SDK's keys, folded into the GenAI keys."""
     attrs = {}
     found = _NEEDED.intersection(attributes)
     for key in found:
@@ -110,6 +123,8 @@ def _pb_attributes(attributes: Any, limit: int, tags: bool) -> dict[str, Any]:
                 attrs[key] = _pb_value(attributes[key], limit)
         if flat:
             fold(attrs, limit)
+    if _VERCEL_OPERATION in attrs:
+        fold_vercel(attrs, limit)
     return attrs
 
 
@@ -136,8 +151,9 @@ def _decode_protobuf(payload: bytes, limit: int) -> list[SpanRecord]:
                     )
                 pid = sp.parent_span_id
                 attrs = _pb_attributes(sp.attributes, limit, tags)
-                # most spans carry no error: the error text is only worked out when something signals one
-                exc_type = _pb_exception_type(sp.events, limit) if sp.events else None
+                # most spans carry no events, and no error: the error text is only worked out when something
+                # signals one
+                exc_type = _pb_events(sp.events, attrs, limit) if sp.events else None
                 status = sp.status
                 if status.code == _ERROR or exc_type is not None or not _ERROR_TYPE_SET.isdisjoint(attrs):
                     error = error_of(status.code == _ERROR, truncate(status.message, limit), attrs, exc_type)

@@ -18,6 +18,8 @@ from agentwatch.collector.conventions import (
 )
 from agentwatch.collector.flat_messages import PREFIXES as FLAT_PREFIXES
 from agentwatch.collector.flat_messages import fold
+from agentwatch.collector.message_events import NAMES as MESSAGE_EVENTS
+from agentwatch.collector.message_events import fold as fold_events
 from agentwatch.collector.span_record import (
     MAX_ARRAY,
     DecodeError,
@@ -27,8 +29,12 @@ from agentwatch.collector.span_record import (
     truncate,
     with_conversations,
 )
+from agentwatch.collector.vercel_ai import KEYS as VERCEL_KEYS
+from agentwatch.collector.vercel_ai import OPERATION_ID as VERCEL_OPERATION
+from agentwatch.collector.vercel_ai import fold as fold_vercel
 
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+_SPAN_KEYS = NEEDED_KEYS | VERCEL_KEYS
 _JSON_SCALARS = (
     ("stringValue", "string_value", str),
     ("boolValue", "bool_value", bool),
@@ -189,14 +195,24 @@ def decode_json(payload: bytes, limit: int) -> list[SpanRecord]:
 def _json_span(sp: Any, resource: dict, limit: int, where: str) -> SpanRecord:
     if not isinstance(sp, dict):
         raise DecodeError("invalid_json", f"{where}: expected an object")
-    attrs = _json_attrs(sp.get("attributes"), NEEDED_KEYS, limit, where, flat=True)
+    attrs = _json_attrs(sp.get("attributes"), _SPAN_KEYS, limit, where, flat=True)
+    if VERCEL_OPERATION in attrs:
+        fold_vercel(attrs, limit)
     exc_type = None
     events = sp.get("events")
     if isinstance(events, list):
+        found: list[tuple[str, dict[str, Any]]] = []
         for ev in events:
-            if isinstance(ev, dict) and ev.get("name") == EXCEPTION_EVENT:
+            if not isinstance(ev, dict):
+                continue
+            name = ev.get("name")
+            if name == EXCEPTION_EVENT:
                 ev_attrs = _json_attrs(ev.get("attributes"), None, limit, where)
                 exc_type = ev_attrs.get(EXCEPTION_TYPE_KEY) or ev_attrs.get(EXCEPTION_MESSAGE_KEY) or exc_type
+            elif name in MESSAGE_EVENTS:
+                found.append((name, _json_attrs(ev.get("attributes"), None, limit, where)))
+        if found:
+            fold_events(attrs, found, limit)
     status = sp.get("status")
     is_error, message = False, ""
     if isinstance(status, dict):

@@ -12,9 +12,9 @@ messages are left out, the system messages and the latest kept first.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
+from agentwatch.collector.foreign_messages import ENCODE, bounded
 from agentwatch.collector.span_record import MAX_ARRAY
 from agentwatch.wire import attributes as A
 
@@ -29,15 +29,12 @@ PREFIXES: tuple[str, ...] = tuple(_FORMS)
 _BY_PREFIX = {
     tuple(prefix.split(".")[:2]): form for prefix, form in _FORMS.items()
 }  # ("llm", "input_messages")
-# json.dumps with options makes an encoder on every call
-_ENCODE = json.JSONEncoder(ensure_ascii=False, default=str).encode
 # The first message's role or content: a span with flattened messages has one of these keys. The protobuf decoder
 # looks them up with the keys it always reads, and walks a span's other keys for the rest only when one is there
 # (the OTLP/JSON decoder reads every key anyway, and keeps any key of the forms).
 FIRST_KEYS: frozenset[str] = frozenset(
     f"{prefix}0.{word}{field}" for prefix, (_, word) in _FORMS.items() for field in ("role", "content")
 )
-_SYSTEM = ("system", "developer")
 
 
 class _Message:
@@ -109,7 +106,7 @@ def _index(text: str) -> int | None:
 
 
 def _text(value: Any) -> str:
-    return value if isinstance(value, str) else _ENCODE(value)
+    return value if isinstance(value, str) else ENCODE(value)
 
 
 def fold(attrs: dict[str, Any], limit: int) -> None:
@@ -132,24 +129,4 @@ def fold(attrs: dict[str, Any], limit: int) -> None:
     for target, messages in found.items():
         if attrs.get(target) in (None, ""):
             role = "assistant" if target == A.OUTPUT_MESSAGES else "user"
-            attrs[target] = _bounded([messages[i].as_genai(role) for i in sorted(messages)], limit)
-
-
-def _bounded(messages: list[dict[str, Any]], limit: int) -> str:
-    """The messages as JSON of at most `limit` characters where one message fits: the oldest left out first,
-    the system messages last."""
-    whole = _ENCODE(messages)
-    if len(whole) <= limit:  # the common case
-        return whole
-    texts = [_ENCODE(m) for m in messages]
-    size = sum(len(t) + 1 for t in texts) + 1
-    last = len(messages) - 1  # the latest message is always kept
-    order = [i for i, m in enumerate(messages) if i != last and m["role"] not in _SYSTEM]
-    order += [i for i, m in enumerate(messages) if i != last and m["role"] in _SYSTEM]
-    dropped: set[int] = set()
-    for i in order:
-        if size <= limit:
-            break
-        dropped.add(i)
-        size -= len(texts[i]) + 1
-    return "[" + ",".join(t for i, t in enumerate(texts) if i not in dropped) + "]"
+            attrs[target] = bounded([messages[i].as_genai(role) for i in sorted(messages)], limit)

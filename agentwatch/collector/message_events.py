@@ -1,0 +1,96 @@
+"""Messages logged as span events, folded into the GenAI message attributes of their span.
+
+Before the GenAI conventions put messages in attributes (`gen_ai.input.messages`), they were events, and
+deployments still send them so:
+- one event per message: `gen_ai.system.message`, `gen_ai.user.message`, `gen_ai.assistant.message`,
+  `gen_ai.tool.message` (the input) and `gen_ai.choice` (the output), the body in the event's attributes
+  (`content`, `role`, `tool_calls`, `id`; `message` of a choice) or as JSON in `gen_ai.event.content` (Azure AI
+  Inference); Strands writes Bedrock content blocks there as JSON;
+- one event for all of a side: `gen_ai.content.prompt` (`gen_ai.prompt`) and `gen_ai.content.completion`
+  (`gen_ai.completion`), OpenAI-style messages as JSON or a text (Semantic Kernel, Spring AI);
+- `gen_ai.client.inference.operation.details`, with the very attributes the collector reads.
+The decoders hand the events with these names here; the messages become the span's `gen_ai.input.messages` /
+`gen_ai.output.messages` unless it has them, in event order, bounded like the attributes (`foreign_messages`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic_core import from_json
+
+from agentwatch.collector.foreign_messages import bounded, genai_message, genai_messages
+from agentwatch.wire import attributes as A
+
+_PER_MESSAGE = {
+    "gen_ai.system.message": "system",
+    "gen_ai.user.message": "user",
+    "gen_ai.assistant.message": "assistant",
+    "gen_ai.tool.message": "tool",
+}
+_CHOICE = "gen_ai.choice"
+_PROMPT, _COMPLETION = "gen_ai.content.prompt", "gen_ai.content.completion"
+_DETAILS = "gen_ai.client.inference.operation.details"
+NAMES: frozenset[str] = frozenset({*_PER_MESSAGE, _CHOICE, _PROMPT, _COMPLETION, _DETAILS})
+_BODY_KEY = "gen_ai.event.content"
+_DETAIL_KEYS = (A.INPUT_MESSAGES, A.OUTPUT_MESSAGES, A.SYSTEM_INSTRUCTIONS)
+
+
+def _structured(value: Any) -> Any:
+    """A JSON object or list written as text, parsed; any other value as it is."""
+    if isinstance(value, str) and value[:1] in ("[", "{"):
+        try:
+            parsed = from_json(value)
+        except (ValueError, RecursionError):
+            return value
+        if isinstance(parsed, dict) or (
+            isinstance(parsed, list) and all(isinstance(x, dict) for x in parsed)
+        ):
+            return parsed
+    return value
+
+
+def _body(attributes: dict[str, Any]) -> dict[str, Any]:
+    """The body of a per-message event: its `gen_ai.event.content` JSON, else its attributes, JSON fields read."""
+    body = _structured(attributes.get(_BODY_KEY))
+    if isinstance(body, dict):
+        return body
+    return {key: _structured(value) for key, value in attributes.items()}
+
+
+def _choice(attributes: dict[str, Any]) -> dict[str, Any] | None:
+    """The assistant message of a `gen_ai.choice` event."""
+    body = _body(attributes)
+    message = body.get("message")
+    if isinstance(message, dict):
+        return genai_message(message, "assistant")
+    if isinstance(message, (list, str)):  # Strands: the content blocks, or text
+        return genai_message({"role": "assistant", "content": message})
+    return genai_message(body, "assistant")
+
+
+def fold(attrs: dict[str, Any], events: list[tuple[str, dict[str, Any]]], limit: int) -> None:
+    """Set one span's GenAI message attributes from its message events (`(name, attributes)`, in order)."""
+    sides: dict[str, list[dict[str, Any]]] = {A.INPUT_MESSAGES: [], A.OUTPUT_MESSAGES: []}
+    for name, attributes in events:
+        if name == _DETAILS:
+            for key in _DETAIL_KEYS:
+                if attributes.get(key) not in (None, "") and attrs.get(key) in (None, ""):
+                    attrs[key] = attributes[key]
+        elif name in _PER_MESSAGE:
+            message = genai_message(_body(attributes), _PER_MESSAGE[name])
+            if message is not None:
+                sides[A.INPUT_MESSAGES].append(message)
+        elif name == _CHOICE:
+            message = _choice(attributes)
+            if message is not None:
+                sides[A.OUTPUT_MESSAGES].append(message)
+        elif name == _PROMPT:
+            sides[A.INPUT_MESSAGES] += genai_messages(_structured(attributes.get("gen_ai.prompt")), "user")
+        elif name == _COMPLETION:
+            sides[A.OUTPUT_MESSAGES] += genai_messages(
+                _structured(attributes.get("gen_ai.completion")), "assistant"
+            )
+    for key, found in sides.items():
+        if found and attrs.get(key) in (None, ""):
+            attrs[key] = bounded(found, limit)
