@@ -40,7 +40,7 @@ def _response(call_id: Any, response: Any) -> dict[str, Any]:
     }
 
 
-def _result_content(value: Any) -> Any:
+def result_content(value: Any) -> Any:
     """A tool result as logged beside its call id: text parts joined, a `{type, value}` output unwrapped."""
     if isinstance(value, list):
         texts = [_part_text(p) for p in value]
@@ -90,7 +90,7 @@ def _parts_of(item: Any) -> list[dict[str, Any]]:
         result = item.get("result", item.get("output", item.get("content")))
         return [
             _response(
-                item.get("toolCallId", item.get("tool_use_id", item.get("call_id"))), _result_content(result)
+                item.get("toolCallId", item.get("tool_use_id", item.get("call_id"))), result_content(result)
             )
         ]
     use = item.get("toolUse")  # Bedrock Converse
@@ -98,7 +98,7 @@ def _parts_of(item: Any) -> list[dict[str, Any]]:
         return [_call(use.get("toolUseId"), use.get("name"), use.get("input"))]
     result = item.get("toolResult")
     if isinstance(result, dict):
-        return [_response(result.get("toolUseId"), _result_content(result.get("content")))]
+        return [_response(result.get("toolUseId"), result_content(result.get("content")))]
     return []
 
 
@@ -118,7 +118,7 @@ def genai_message(body: Any, role: str | None = None) -> dict[str, Any] | None:
     parts: list[dict[str, Any]] = []
     call_id = body.get("tool_call_id", body.get("id") if who == "tool" else None)
     if who == "tool" and call_id is not None and not _has_results(content):
-        return {"role": who, "parts": [_response(call_id, _result_content(content))]}
+        return {"role": who, "parts": [_response(call_id, result_content(content))]}
     if isinstance(content, list):
         for item in content:
             parts += _parts_of(item)

@@ -9,6 +9,8 @@ deployments still send them so:
 - one event for all of a side: `gen_ai.content.prompt` (`gen_ai.prompt`) and `gen_ai.content.completion`
   (`gen_ai.completion`), OpenAI-style messages as JSON or a text (Semantic Kernel, Spring AI);
 - `gen_ai.client.inference.operation.details`, with the very attributes the collector reads.
+On a tool span (Strands) the two events `gen_ai.tool.message` and `gen_ai.choice` are the call's arguments and
+result, and are read so.
 The decoders hand the events with these names here; the messages become the span's `gen_ai.input.messages` /
 `gen_ai.output.messages` unless it has them, in event order, bounded like the attributes (`foreign_messages`).
 """
@@ -19,7 +21,7 @@ from typing import Any
 
 from pydantic_core import from_json
 
-from agentwatch.collector.foreign_messages import bounded, genai_message, genai_messages
+from agentwatch.collector.foreign_messages import bounded, genai_message, genai_messages, result_content
 from agentwatch.wire import attributes as A
 
 _PER_MESSAGE = {
@@ -58,19 +60,43 @@ def _body(attributes: dict[str, Any]) -> dict[str, Any]:
     return {key: _structured(value) for key, value in attributes.items()}
 
 
+_MESSAGE_FIELDS = frozenset({"role", "content", "tool_calls", "parts"})
+
+
 def _choice(attributes: dict[str, Any]) -> dict[str, Any] | None:
     """The assistant message of a `gen_ai.choice` event."""
     body = _body(attributes)
     message = body.get("message")
     if isinstance(message, dict):
+        if _MESSAGE_FIELDS.isdisjoint(message):  # an answer that is a JSON object, not a message
+            return genai_message({"role": "assistant", "content": attributes.get("message")})
         return genai_message(message, "assistant")
     if isinstance(message, (list, str)):  # Strands: the content blocks, or text
         return genai_message({"role": "assistant", "content": message})
     return genai_message(body, "assistant")
 
 
+def _fold_tool(attrs: dict[str, Any], events: list[tuple[str, dict[str, Any]]]) -> None:
+    """A tool span's events (Strands): `gen_ai.tool.message` holds the call's arguments and id, `gen_ai.choice`
+    its result."""
+    for name, attributes in events:
+        if name == "gen_ai.tool.message":
+            found = {A.TOOL_ARGUMENTS: attributes.get("content"), A.TOOL_CALL_ID: attributes.get("id")}
+        elif name == _CHOICE:
+            found = {A.TOOL_RESULT: result_content(_structured(attributes.get("message")))}
+        else:
+            continue
+        for key, value in found.items():
+            if value not in (None, "") and attrs.get(key) in (None, ""):
+                attrs[key] = value
+
+
 def fold(attrs: dict[str, Any], events: list[tuple[str, dict[str, Any]]], limit: int) -> None:
-    """Set one span's GenAI message attributes from its message events (`(name, attributes)`, in order)."""
+    """Set one span's GenAI message attributes from its message events (`(name, attributes)`, in order); on a
+    tool span, its arguments and result."""
+    if attrs.get(A.OPERATION) == A.EXECUTE_TOOL:
+        _fold_tool(attrs, events)
+        return
     sides: dict[str, list[dict[str, Any]]] = {A.INPUT_MESSAGES: [], A.OUTPUT_MESSAGES: []}
     for name, attributes in events:
         if name == _DETAILS:

@@ -327,3 +327,47 @@ def test_any_event_body_folds_without_raising() -> None:
         for key in ("gen_ai.input.messages", "gen_ai.output.messages"):
             if key in attrs and isinstance(attrs[key], str) and attrs[key].startswith('[{"role'):
                 assert isinstance(json.loads(attrs[key]), list)
+
+
+def test_a_strands_trace_its_agent_and_tool_spans_carrying_events() -> None:
+    """Strands (without the latest GenAI conventions): the agent span has the user's message and the answer as
+    text events, a tool span the call's arguments (`gen_ai.tool.message`) and its result (`gen_ai.choice`)."""
+    f = SpanFactory()
+    tracer = f.tracer
+    agent = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "Strands Agents"}
+    with tracer.start_as_current_span("invoke_agent Strands Agents", attributes=agent) as root:
+        root.add_event("gen_ai.user.message", {"content": json.dumps([{"text": QUESTION}])})
+        first, second = _strands()
+        for i, events in enumerate((first, second)):
+            span = tracer.start_span("chat", attributes={"gen_ai.operation.name": "chat"})
+            for name, attributes in events:
+                span.add_event(name, attributes)
+            span.end()
+            if i == 0:
+                tool = {
+                    "gen_ai.operation.name": "execute_tool",
+                    "gen_ai.tool.name": "lookup",
+                    "gen_ai.tool.call.id": "call_e",
+                }
+                span = tracer.start_span("execute_tool lookup", attributes=tool)
+                span.add_event(
+                    "gen_ai.tool.message", {"role": "tool", "content": '{"order": "A-1"}', "id": "call_e"}
+                )
+                span.add_event("gen_ai.choice", {"message": json.dumps([{"json": RESULT}]), "id": "call_e"})
+                span.end()
+        root.add_event("gen_ai.choice", {"message": ANSWER + "\n", "finish_reason": "end_turn"})
+    conv = _conversation(f.protobuf())
+    assert conv.notes == [] and conv.not_captured == []
+    (turn,) = conv.turns
+    assert (turn.input, turn.answer) == (QUESTION, ANSWER + "\n")
+    assert [(c.name, c.arguments, c.result, c.call_id) for c in turn.tool_calls] == [
+        ("lookup", {"order": "A-1"}, RESULT, "call_e")
+    ]
+
+
+def test_a_choice_whose_answer_is_a_json_object_keeps_it_as_text() -> None:
+    attrs: dict[str, Any] = {}
+    fold(attrs, [("gen_ai.choice", {"message": '{"total": 12.5}'})], 65536)
+    assert json.loads(attrs["gen_ai.output.messages"])[0]["parts"] == [
+        {"type": "text", "content": '{"total": 12.5}'}
+    ]

@@ -24,7 +24,10 @@ ANSWER = "Order A-1 has shipped."
 def _request(f: SpanFactory, session: str, question: str, v5: bool = False, tool_span: bool = True) -> None:
     """One chat request as a Next.js route logs it: an HTTP span, `ai.streamText` below it, and below that a
     model call that asks for a tool, the tool call, and a model call that answers."""
-    base: dict[str, Any] = {"ai.telemetry.functionId": "support-chat", "ai.telemetry.metadata.sessionId": session}
+    base: dict[str, Any] = {
+        "ai.telemetry.functionId": "support-chat",
+        "ai.telemetry.metadata.sessionId": session,
+    }
     if v5:
         asked: dict[str, Any] = {"toolCallId": "call_v", "toolName": "lookup", "input": {"order": "A-1"}}
         result: dict[str, Any] = {
