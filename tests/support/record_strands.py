@@ -1,4 +1,4 @@
-"""Record the spans a real Strands agent sends, for `tests/unit/test_strands_trace.py`.
+"""Record the spans a real Strands agent sends, for `tests/unit/test_recorded_traces.py`.
 
 Strands (`strands-agents`, AWS's agent SDK) logs messages as span events, in Bedrock's content-block shape. It is
 not a test dependency (it pins its own OpenAI and OpenTelemetry versions); this script runs where it is

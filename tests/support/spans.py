@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Mapping
 from typing import Any
 
-from google.protobuf.json_format import MessageToJson
+from google.protobuf.json_format import MessageToJson, Parse
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -118,3 +120,23 @@ def sdk_turn(
                     tspan.set_status(Status(StatusCode.ERROR, tool["error"]))
         if fail:
             turn.set_status(Status(StatusCode.ERROR, fail))
+
+
+_ID_KEYS = ("traceId", "spanId", "parentSpanId")
+
+
+def otlp_json_to_protobuf(text: bytes) -> bytes:
+    """An OTLP/JSON document (ids in hex, as OTLP/JSON has them, or in base64, as protobuf's JSON mapping
+    writes them) as OTLP protobuf bytes."""
+    doc = json.loads(text)
+    for rs in doc.get("resourceSpans", []):
+        for ss in rs.get("scopeSpans", []):
+            for span in ss.get("spans", []):
+                for key in _ID_KEYS:
+                    value = span.get(key)
+                    if isinstance(value, str) and len(value) in (
+                        16,
+                        32,
+                    ):  # hex: base64 of 8 or 16 bytes is 12 or 24
+                        span[key] = base64.b64encode(bytes.fromhex(value)).decode()
+    return Parse(json.dumps(doc), TracesData()).SerializeToString()
