@@ -47,7 +47,7 @@ OUTPUT_TOKEN_KEYS = (
     "llm.token_count.completion",
     "gen_ai.usage.completion_tokens",
 )
-COST_KEYS = (A.COST_USD, "llm.cost.total")
+COST_KEYS = (A.COST_USD, "llm.cost.total", "operation.cost")  # the last: Pydantic AI's, in USD
 
 # --------------------------------------------------------------------------- messages
 INPUT_MESSAGES_KEYS = (A.INPUT_MESSAGES,)

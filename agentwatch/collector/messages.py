@@ -130,15 +130,22 @@ def output_text(found: list[dict] | None) -> str | None:
     return texts[0] if len(texts) == 1 else "\n".join(texts)
 
 
-def _responses(models: list[SpanRecord]) -> dict[str, Any]:
-    """The `tool_call_response` parts of the model spans' input messages, by call id."""
-    responses: dict[str, Any] = {}
+def _parts_by_call(models: list[SpanRecord], keys: tuple[str, ...], kind: str) -> dict[str, dict[str, Any]]:
+    """The parts of one kind (`tool_call`, `tool_call_response`) of the model spans' messages attribute `keys`,
+    by call id."""
+    found: dict[str, dict[str, Any]] = {}
     for span in models:
-        for message in messages(cv.first(span.attrs, cv.INPUT_MESSAGES_KEYS)) or []:
+        for message in messages(cv.first(span.attrs, keys)) or []:
             for part in parts(message):
-                if part.get("type") == "tool_call_response" and part.get("id") is not None:
-                    responses[str(part["id"])] = part.get("response", part.get("result"))
-    return responses
+                if part.get("type") == kind and part.get("id") is not None:
+                    found[str(part["id"])] = part
+    return found
+
+
+def _responses(models: list[SpanRecord]) -> dict[str, Any]:
+    """The results of the `tool_call_response` parts of the model spans' input messages, by call id."""
+    found = _parts_by_call(models, cv.INPUT_MESSAGES_KEYS, "tool_call_response")
+    return {call: part.get("response", part.get("result")) for call, part in found.items()}
 
 
 class ToolResponses:
@@ -168,6 +175,37 @@ def _part_ids(value: Any, kind: str) -> set[str]:
         for part in parts(message)
         if part.get("type") == kind and part.get("id") is not None
     }
+
+
+def langchain_tool_message(value: Any) -> tuple[Any, str | None] | None:
+    """(content, tool call id) of a LangChain `ToolMessage` logged as a tool span's `output.value`
+    (`{"type": "tool", "data": {...}}` or LangChain-serialised); None for any other value."""
+    if not isinstance(value, str) or '"tool' not in value:  # both forms name the type "tool" / "ToolMessage"
+        return None
+    body = json_or_text(value)
+    if not isinstance(body, dict):
+        return None
+    if body.get("type") == "tool" and isinstance(body.get("data"), dict):
+        data = body["data"]
+    elif "lc" in body and isinstance(body.get("kwargs"), dict) and "ToolMessage" in str(body.get("id")):
+        data = body["kwargs"]
+    else:
+        return None
+    call_id = data.get("tool_call_id")
+    return json_or_text(data.get("content")), None if call_id is None else str(call_id)
+
+
+def arguments_by_call(models: list[SpanRecord]) -> dict[str, Any]:
+    """The arguments of the `tool_call` parts of model output messages, by call id."""
+    found = _parts_by_call(models, cv.OUTPUT_MESSAGES_KEYS, "tool_call")
+    return {call: json_or_text(part.get("arguments")) for call, part in found.items()}
+
+
+def may_ask_for_tools(model: SpanRecord) -> bool:
+    """Whether a model call's output messages may hold a `tool_call` part (False when they are JSON text without
+    one, or absent: most calls answer, and their messages need no parse)."""
+    output = cv.first(model.attrs, cv.OUTPUT_MESSAGES_KEYS)
+    return output is not None and (not isinstance(output, str) or '"tool_call"' in output)
 
 
 def answers_calls_of(earlier: SpanRecord, later: SpanRecord) -> bool:
@@ -232,22 +270,12 @@ def value_text(value: Any, said_by_user: bool) -> str | None:
     """An `input.value` (`said_by_user`) or `output.value` as the text the user or the agent said."""
     if not isinstance(value, str):
         return as_text(value)
-    if not value.startswith("{"):
-        return value
-    try:
-        body = _loads(value)
-    except (ValueError, RecursionError):
-        return value
-    if not isinstance(body, dict):
+    body = _body(value)
+    if body is None:
         return value
     found = body.get("messages")
     if isinstance(found, list):
-        wanted = _USER_ROLES if said_by_user else _AGENT_ROLES
-        for item in reversed(found):
-            role, text = _role_and_text(item)
-            if role in wanted and text:
-                return text
-        return None
+        return _said(found, said_by_user)
     if len(body) == 1:
         (only,) = body.values()
         if isinstance(only, str):
@@ -255,9 +283,41 @@ def value_text(value: Any, said_by_user: bool) -> str | None:
     return value
 
 
+def state_text(value: Any, said_by_user: bool) -> str | None:
+    """The latest user (`said_by_user`) or agent text of a chain's `{"messages": [...]}` state (LangGraph's), as
+    `input.value` / `output.value` hold it; None for any other value."""
+    if not isinstance(value, str) or '"messages"' not in value:  # most values are no state: no parse
+        return None
+    body = _body(value)
+    found = body.get("messages") if body is not None else None
+    return _said(found, said_by_user) if isinstance(found, list) else None
+
+
+def _body(value: str) -> dict[str, Any] | None:
+    """A JSON object written as text, parsed; None for any other text."""
+    if not value.startswith("{"):
+        return None
+    try:
+        body = _loads(value)
+    except (ValueError, RecursionError):
+        return None
+    return body if isinstance(body, dict) else None
+
+
+def _said(found: list[Any], said_by_user: bool) -> str | None:
+    """The text of the last user (`said_by_user`) or agent message with text of a messages state."""
+    wanted = _USER_ROLES if said_by_user else _AGENT_ROLES
+    for item in reversed(found):
+        role, text = _role_and_text(item)
+        if role in wanted and text:
+            return text
+    return None
+
+
 def _role_and_text(item: Any) -> tuple[str | None, str | None]:
-    """(role, text) of one message of a chain's state: a `{role|type, content}` object, a `[role, text]` pair or
-    a LangChain-serialised message (`{"lc": 1, "id": [..., "AIMessage"], "kwargs": {...}}`)."""
+    """(role, text) of one message of a chain's state: a `{role|type, content}` object, a `[role, text]` pair, a
+    LangChain-serialised message (`{"lc": 1, "id": [..., "AIMessage"], "kwargs": {...}}`) or one in LangChain's
+    `{"type", "data": {"content", ...}}` form (OpenInference's LangChain instrumentor writes the state so)."""
     if isinstance(item, list) and len(item) == 2 and all(isinstance(x, str) for x in item):
         return item[0].lower(), item[1]
     if not isinstance(item, dict):
@@ -271,6 +331,8 @@ def _role_and_text(item: Any) -> tuple[str | None, str | None]:
     else:
         role = item.get("role") or item.get("type")
         role = role.lower() if isinstance(role, str) else None
+        if isinstance(item.get("data"), dict) and "content" not in item:  # LangChain's `message_to_dict` form
+            item = item["data"]
     content = item.get("content")
     if isinstance(content, list):  # content parts: their texts
         texts: list[str] = []

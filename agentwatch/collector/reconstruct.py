@@ -236,7 +236,8 @@ def _build(
     turns: list[Turn | dict[str, Any]] = []
     for index, span in enumerate(forest.turns):
         try:
-            fields = build_turn(span, forest.members.get(span.span_id, []), roles, index, gaps, responses)
+            members = forest.members.get(span.span_id, [])
+            fields = build_turn(span, members, roles, index, gaps, responses, forest.ends.get(span.span_id))
             turns.append(Turn.model_validate(fields) if per_turn else fields)
         except (
             ValidationError,

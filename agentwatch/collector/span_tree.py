@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from agentwatch.collector import conventions as cv
 from agentwatch.collector.decode import SpanRecord
-from agentwatch.collector.messages import answers_calls_of
+from agentwatch.collector.messages import answers_calls_of, may_ask_for_tools
 from agentwatch.collector.turns import AGENT, MODEL, OTHER, START_ORDER, TOOL
 
 _OP_ROLE = {
@@ -48,6 +48,18 @@ def role_of(span: SpanRecord) -> str:
     return OTHER
 
 
+def _first_model(spans: list[SpanRecord], roles: dict[str, str]) -> SpanRecord | None:
+    """The model call among `spans` that starts first."""
+    models = [s for s in spans if roles[s.span_id] == MODEL]
+    return min(models, key=START_ORDER) if models else None
+
+
+def _last_model(spans: list[SpanRecord], roles: dict[str, str]) -> SpanRecord | None:
+    """The model call among `spans` that starts last."""
+    models = [s for s in spans if roles[s.span_id] == MODEL]
+    return max(models, key=START_ORDER) if models else None
+
+
 class SpanForest:
     """Spans de-duplicated by id, with turns found and every span assigned to at most one turn."""
 
@@ -63,8 +75,11 @@ class SpanForest:
         self.roles: dict[str, str] = {}
         missing = 0
         spans_by_id, roles = self.spans, self.roles
+        talks = False  # whether a model call logged its output messages: without, no tool loop can be joined
         for sid, span in spans_by_id.items():
-            roles[sid] = role_of(span)
+            role = roles[sid] = role_of(span)
+            if role == MODEL and not talks:
+                talks = cv.OUTPUT_MESSAGES_KEYS[0] in span.attrs
             parent = span.parent_span_id
             if parent and parent != sid and parent in spans_by_id:
                 below = children.get(parent)
@@ -79,6 +94,8 @@ class SpanForest:
             notes.append(f"{missing} span(s) whose parent was not seen treated as roots")
         self.turns: list[SpanRecord] = []
         self.members: dict[str, list[SpanRecord]] = {}
+        self.ends: dict[str, int] = {}  # the end of a turn joined from several steps, by its first span's id
+        self.loose: dict[str, list[SpanRecord]] = {}  # spans of no turn in a trace with agent spans, by trace
         self.outside = 0
         visited: set[str] = set()
         for root in roots:
@@ -91,25 +108,58 @@ class SpanForest:
                     self._walk(span, children, visited)
             notes.append(f"parent-id cycle(s) broken at {broken} span(s)")
         self.turns.sort(key=START_ORDER)
-        self._join_tool_loops()
+        if talks and len(self.turns) > 1:
+            self._join_tool_loops()
 
     def _join_tool_loops(self) -> None:
-        """Join turns that are model calls of one tool loop: without agent spans every model call is a trace
-        root, and a call given the result of a tool the previous one asked for continues its turn."""
+        """Join turns that are steps of one tool loop: a step whose model call is given the result of a tool the
+        previous step's last model call asked for continues that step's turn. Without agent spans every model
+        call is a trace root; a graph (LangGraph under OpenInference) makes each run of its "agent" node an
+        agent span, with the tool node beside them."""
         roles, members = self.roles, self.members
         joined: list[SpanRecord] = []
-        step: SpanRecord | None = None  # the latest model call of the last turn kept, if that turn is one
         for turn in self.turns:
-            if roles[turn.span_id] != MODEL:
-                joined.append(turn)
-                step = None
+            role = roles[turn.span_id]
+            previous = joined[-1] if joined else None
+            if (
+                previous is not None
+                and role in (MODEL, AGENT)
+                and roles[previous.span_id] == role
+                and (
+                    role == MODEL or previous.trace_id == turn.trace_id
+                )  # the steps of a graph run: one trace
+                and self._continues(previous, turn)
+            ):
+                between = self._loose_between(previous, turn) if role == AGENT else []
+                members[previous.span_id] += [*between, turn, *members.pop(turn.span_id)]
+                self.ends[previous.span_id] = max(
+                    self.ends.get(previous.span_id, previous.end_ns), turn.end_ns
+                )
                 continue
-            if step is not None and answers_calls_of(step, turn):
-                members[joined[-1].span_id] += [turn, *members.pop(turn.span_id)]
-            else:
-                joined.append(turn)
-            step = turn
+            joined.append(turn)
         self.turns = joined
+
+    def _continues(self, previous: SpanRecord, turn: SpanRecord) -> bool:
+        """Whether `turn`'s first model call is given the result of a tool `previous`'s last one asked for."""
+        roles = self.roles
+        own = self.members[previous.span_id]
+        asked = _last_model(own if roles[previous.span_id] == AGENT else [previous, *own], roles)
+        if asked is None or not may_ask_for_tools(asked):
+            return False
+        first = turn if roles[turn.span_id] == MODEL else _first_model(self.members[turn.span_id], roles)
+        return first is not None and answers_calls_of(asked, first)
+
+    def _loose_between(self, earlier: SpanRecord, later: SpanRecord) -> list[SpanRecord]:
+        """The spans of the trace of two joined agent turns that belong to no turn and start between them."""
+        loose = self.loose.get(earlier.trace_id)
+        if not loose:
+            return []
+        found = [s for s in loose if earlier.start_ns <= s.start_ns <= later.end_ns]
+        if found:
+            taken = {s.span_id for s in found}
+            self.loose[earlier.trace_id] = [s for s in loose if s.span_id not in taken]
+            self.outside -= sum(1 for s in found if self.roles[s.span_id] in (TOOL, MODEL))
+        return found
 
     def _walk(self, root: SpanRecord, children: dict[str, list[SpanRecord]], visited: set[str]) -> None:
         """Depth-first over one tree (iterative): outermost agent spans are turns, else the root is."""
@@ -143,3 +193,4 @@ class SpanForest:
                 members[owner.span_id].append(span)
             else:
                 self.outside += roles[span.span_id] in (TOOL, MODEL)
+                self.loose.setdefault(span.trace_id, []).append(span)

@@ -14,11 +14,14 @@ from agentwatch.collector import conventions as cv
 from agentwatch.collector.decode import SpanRecord
 from agentwatch.collector.messages import (
     ToolResponses,
+    arguments_by_call,
     as_text,
     json_or_text,
+    langchain_tool_message,
     last_user_text,
     messages,
     output_text,
+    state_text,
     tools_from_messages,
     value_text,
 )
@@ -116,9 +119,14 @@ def _tool_from_span(span: SpanRecord, gaps: Gaps) -> dict[str, Any]:
         name = span.name.removeprefix("execute_tool ")
     args = first(attrs, cv.TOOL_ARGUMENTS_KEYS)
     result = first(attrs, cv.TOOL_RESULT_KEYS)
+    call_id = first(attrs, cv.TOOL_CALL_ID_KEYS)
     if cv.OPENINFERENCE_KIND_KEY in attrs and attrs[cv.OPENINFERENCE_KIND_KEY] is not None:
         args = args if args is not None else first(attrs, cv.INPUT_VALUE_KEYS)
-        result = result if result is not None else first(attrs, cv.OUTPUT_VALUE_KEYS)
+        if result is None:
+            result = first(attrs, cv.OUTPUT_VALUE_KEYS)
+            message = langchain_tool_message(result)  # LangChain's tools return a ToolMessage: its content
+            if message is not None:
+                result, call_id = message[0], call_id if call_id is not None else message[1]
     gaps.calls += 1
     if args is None:
         gaps.counts[NO_ARGUMENTS] += 1
@@ -126,7 +134,6 @@ def _tool_from_span(span: SpanRecord, gaps: Gaps) -> dict[str, Any]:
         gaps.ok_calls += 1
         if result is None:
             gaps.counts[NO_RESULT] += 1
-    call_id = first(attrs, cv.TOOL_CALL_ID_KEYS)
     return {
         "name": (name if type(name) is str else str(name)) or "unknown",
         "arguments": json_or_text(args),
@@ -213,9 +220,11 @@ def build_turn(
     index: int,
     gaps: Gaps,
     responses: ToolResponses | None = None,
+    end_ns: int | None = None,
 ) -> dict[str, Any]:
     """The `Turn` fields of one turn span and the spans below it (`responses`: the tool results given to the
-    conversation's model calls, for calls read from model messages)."""
+    conversation's model calls, for calls read from model messages; `end_ns`: the end of a turn joined from the
+    steps of one tool loop, if not the span's)."""
     members.sort(key=START_ORDER)
     tools: list[SpanRecord] = []
     models: list[SpanRecord] = []
@@ -232,7 +241,13 @@ def build_turn(
     # `input.value` / `output.value` only where the span carries no messages: on a model span they are the
     # request's and the response's JSON bodies, not what the user said or the agent answered
     found = messages(cv.first(attrs, cv.INPUT_MESSAGES_KEYS))
-    user = last_user_text(found) if found else value_text(cv.first(attrs, cv.INPUT_VALUE_KEYS), True)
+    user = None
+    if found and own_role != MODEL and cv.INPUT_VALUE_KEYS[0] in attrs:
+        # a chain's messages state holds the whole thread; the messages OpenInference logs beside it on chain and
+        # agent spans, only its first message
+        user = state_text(attrs[cv.INPUT_VALUE_KEYS[0]], True)
+    if user is None:
+        user = last_user_text(found) if found else value_text(cv.first(attrs, cv.INPUT_VALUE_KEYS), True)
     for model in models:
         if user is not None:
             break
@@ -248,6 +263,16 @@ def build_turn(
         gaps.turns[NO_ANSWER].append(index)
     if tools:
         tool_calls = [_tool_from_span(s, gaps) for s in tools]
+        if models and any(
+            c["call_id"] is not None and not isinstance(c["arguments"], dict) for c in tool_calls
+        ):
+            # a span that logged its input as text (LangChain's single-argument tools): the arguments the
+            # model asked for under the same call id
+            asked = arguments_by_call(models)
+            for call in tool_calls:
+                wanted = asked.get(call["call_id"]) if call["call_id"] is not None else None
+                if isinstance(wanted, dict) and not isinstance(call["arguments"], dict):
+                    call["arguments"] = wanted
     else:
         tool_calls, missing = tools_from_messages(models, responses)
         gaps.calls += len(tool_calls)  # their arguments were in the messages
@@ -257,9 +282,7 @@ def build_turn(
         if tool_calls:
             gaps.turns["tool calls taken from model output messages (no execute_tool spans)"].append(index)
     usage = [u for u in (_usage(m, index, gaps) for m in models) if u is not None]
-    end = span.end_ns
-    if own_role == MODEL and members:  # model calls of one tool loop (span_tree): the turn ends with the last
-        end = max(end, max(m.end_ns for m in members))
+    end = span.end_ns if end_ns is None else end_ns
     duration = (end - span.start_ns) / 1e6 if end >= span.start_ns > 0 else None
     return {
         "input": user,

@@ -643,3 +643,46 @@ def test_model_calls_of_one_tool_loop_are_one_turn_without_agent_spans() -> None
         ("hi", "hello"),
     ]
     assert [(c.name, c.result) for c in conv.turns[0].tool_calls] == [("weather", {"temp": 18})]
+
+
+def _step(f: SpanFactory, inputs: list[dict], outputs: list[dict]) -> None:
+    """One run of a graph's "agent" node: an agent span over one model call, below the current span."""
+    with f.tracer.start_as_current_span("agent", attributes={"openinference.span.kind": "AGENT"}):
+        _chat(f, inputs, outputs)
+
+
+def test_agent_steps_of_one_tool_loop_in_one_trace_are_one_turn() -> None:
+    """A graph run logs an agent span per step with the tool between them: the step given the result of the tool
+    the previous step asked for continues its turn, with the tool span; a step after an answer starts a turn,
+    and so does a step of another trace."""
+    f = SpanFactory()
+    ask = [_said("user", "weather in Paris?")]
+    call = {
+        "role": "assistant",
+        "parts": [{"type": "tool_call", "id": "c1", "name": "weather", "arguments": {}}],
+    }
+    result = {"role": "tool", "parts": [{"type": "tool_call_response", "id": "c1", "response": {"temp": 18}}]}
+    tool = {
+        "openinference.span.kind": "TOOL",
+        "tool.name": "weather",
+        "input.value": "{}",
+        "output.value": '{"temp": 18}',
+    }
+    history = [*ask, call, result, _said("assistant", "18 degrees")]
+    with f.tracer.start_as_current_span("LangGraph", attributes={"openinference.span.kind": "CHAIN"}):
+        _step(f, ask, [call])
+        with f.tracer.start_as_current_span("tools", attributes={"openinference.span.kind": "CHAIN"}):
+            f.tracer.start_span("weather", attributes=tool).end()
+        _step(f, [*ask, call, result], [_said("assistant", "18 degrees")])
+        _step(f, [*history, _said("user", "and Rome?")], [call])  # after an answer: a turn of its own
+    with f.tracer.start_as_current_span("LangGraph", attributes={"openinference.span.kind": "CHAIN"}):
+        _step(f, [*history, _said("user", "and Rome?"), call, result], [_said("assistant", "no idea")])
+    conv = _conversation(f)
+    assert conv.notes == ["tool calls taken from model output messages (no execute_tool spans) for turn(s) 1"]
+    assert [(t.input, t.answer) for t in conv.turns] == [
+        ("weather in Paris?", "18 degrees"),
+        ("and Rome?", None),
+        ("and Rome?", "no idea"),
+    ]
+    (first_call,) = conv.turns[0].tool_calls  # from the tool span joined in, not from the messages
+    assert (first_call.name, first_call.result) == ("weather", {"temp": 18})

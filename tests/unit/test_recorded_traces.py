@@ -1,10 +1,11 @@
 """Spans real agent SDKs sent, recorded on 2026-11-28 against fake models and rebuilt by both decoders:
-- Strands (strands-agents 1.62.0, `python -m tests.support.record_strands`): messages as span events in Bedrock's
+- by `python -m tests.support.record_agents` (versions there): Strands, messages as span events in Bedrock's
   content-block shape, a tool span whose arguments and result are events, an agent span with the usage of all
-  its model calls;
+  its model calls; Pydantic AI, the GenAI conventions with its own cost; LangGraph under OpenInference, an AGENT
+  span per run of the graph's "agent" node with the tool node beside them, two turns of one thread;
 - the Vercel AI SDK, majors 4 to 6 (`ai.*` keys) and 7 (the GenAI conventions through `@ai-sdk/otel`),
   `tests/support/ai_sdk/record.mjs`, under an HTTP span.
-Each is one turn: a question, one tool call with its arguments and result, the answer, two model calls."""
+Each run is a question, one tool call with its arguments and result, the answer, two model calls."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from typing import NamedTuple
 
 import pytest
 
-from agentwatch.collector.decode import decode_message
+from agentwatch.collector.decode import SpanRecord, decode_message
 from agentwatch.collector.reconstruct import build_conversation
 from tests.support.fake_openai import FINAL_TEXT, TOOL_CALL_ID, USAGE
 from tests.support.spans import otlp_json_to_protobuf
@@ -30,6 +31,7 @@ class Recording(NamedTuple):
 
 RECORDINGS = [
     Recording("strands_trace.json", "Strands Agents", None),
+    Recording("pydantic_ai_trace.json", "weather-agent", "01a22314-950d-746c-8db8-a28b836019d0"),
     Recording("ai_sdk_4_trace.json", "weather-chat", "chat-41"),
     Recording("ai_sdk_5_trace.json", "weather-chat", "chat-42"),
     Recording("ai_sdk_6_trace.json", "weather-chat", "chat-43"),
@@ -37,14 +39,17 @@ RECORDINGS = [
 ]
 
 
+def _records(file: str, encoding: str) -> list[SpanRecord]:
+    text = (DATA / file).read_bytes()
+    if encoding == "json":
+        return decode_message(text, "application/json")
+    return decode_message(otlp_json_to_protobuf(text))
+
+
 @pytest.mark.parametrize("encoding", ["json", "protobuf"])
 @pytest.mark.parametrize("recording", RECORDINGS, ids=[r.file for r in RECORDINGS])
 def test_a_recorded_run_rebuilds_its_turn(recording: Recording, encoding: str) -> None:
-    text = (DATA / recording.file).read_bytes()
-    if encoding == "json":
-        records = decode_message(text, "application/json")
-    else:
-        records = decode_message(otlp_json_to_protobuf(text))
+    records = _records(recording.file, encoding)
     conv = build_conversation(records)
     assert conv.notes == [] and conv.not_captured == []
     assert conv.conversation_id == (recording.session or records[0].trace_id)
@@ -64,3 +69,35 @@ def test_a_recorded_run_rebuilds_its_turn(recording: Recording, encoding: str) -
     ]
     # each model call's tokens once: the totals on the agent span (`ai.usage.*`, Strands') are not a model call
     assert [(u.input_tokens, u.output_tokens) for u in turn.usage] == [USAGE["tool_call"], USAGE["final"]]
+
+
+def test_pydantic_ai_reports_the_cost_of_each_model_call() -> None:
+    """`operation.cost` (USD): gpt-4o-mini's prices times the fake model's tokens, 21 × 0.15 + 9 × 0.60 and
+    40 × 0.15 + 11 × 0.60 per million."""
+    (turn,) = build_conversation(_records("pydantic_ai_trace.json", "json")).turns
+    assert [u.cost_usd for u in turn.usage] == pytest.approx([8.55e-06, 1.26e-05], rel=1e-12)
+
+
+@pytest.mark.parametrize("encoding", ["json", "protobuf"])
+def test_a_langgraph_thread_is_one_conversation_of_its_two_requests(encoding: str) -> None:
+    """Each request of the thread is one turn: the graph's two "agent" steps of the first (the tool call, then
+    the answer) and the tool node between them, not a turn per step with the tool left out; the second request's
+    input is its own message (the state's latest), not the thread's first."""
+    conv = build_conversation(_records("langgraph_trace.json", encoding))
+    assert conv.notes == [] and conv.not_captured == []
+    assert (conv.conversation_id, conv.agent, conv.system) == ("thread-1", "langgraph-weather", SYSTEM)
+    first, second = conv.turns
+    assert (first.input, first.answer) == ("What is the weather in Paris?", FINAL_TEXT)
+    assert [(c.name, c.arguments, c.result, c.call_id) for c in first.tool_calls] == [
+        (
+            "get_weather",
+            {"city": "Paris"},
+            {"city": "Paris", "temperature_c": 18, "sky": "cloudy"},
+            TOOL_CALL_ID,
+        )
+    ]
+    assert [(u.input_tokens, u.output_tokens) for u in first.usage] == [USAGE["tool_call"], USAGE["final"]]
+    assert (second.input, second.answer, second.tool_calls) == ("Thanks. And tomorrow?", FINAL_TEXT, [])
+    assert first.duration_ms is not None and second.started_at is not None and first.started_at is not None
+    # the first turn runs to the end of its second step, before the second request starts
+    assert first.started_at.timestamp() * 1000 + first.duration_ms <= second.started_at.timestamp() * 1000

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from agentwatch.collector.decode import decode_message
-from agentwatch.collector.messages import value_text
+from agentwatch.collector.messages import langchain_tool_message, state_text, value_text
 from agentwatch.collector.reconstruct import build_conversation
 from tests.support.spans import SpanFactory
 
@@ -98,3 +98,40 @@ def test_a_langgraph_agent_span_gives_the_question_and_the_last_answer() -> None
 )
 def test_value_text_forms(value: object, said_by_user: bool, text: str | None) -> None:
     assert value_text(value, said_by_user) == text
+
+
+def test_langchain_message_to_dict_form_and_the_state_alone() -> None:
+    """OpenInference's LangChain instrumentor writes a state's messages as `{"type", "data": {"content"}}`;
+    `state_text` reads a messages state and nothing else."""
+    state = json.dumps(
+        {
+            "messages": [
+                {"type": "human", "data": {"content": "first question", "type": "human"}},
+                {"type": "ai", "data": {"content": "first answer", "type": "ai"}},
+                {"type": "human", "data": {"content": "second question", "type": "human"}},
+            ]
+        }
+    )
+    assert value_text(state, True) == state_text(state, True) == "second question"
+    assert value_text(state, False) == state_text(state, False) == "first answer"
+    for other in ('{"input": "q"}', "plain text", '["messages"]', "{not json", json.dumps({"messages": "x"})):
+        assert state_text(other, True) is None
+
+
+def test_a_langchain_tool_message_gives_its_content_and_call_id() -> None:
+    content = json.dumps(RESULT)
+    plain = json.dumps(
+        {"type": "tool", "data": {"content": content, "tool_call_id": "call_1", "type": "tool"}}
+    )
+    serialised = json.dumps(
+        {
+            "lc": 1,
+            "type": "constructor",
+            "id": ["langchain", "schema", "messages", "ToolMessage"],
+            "kwargs": {"content": content, "tool_call_id": "call_2"},
+        }
+    )
+    assert langchain_tool_message(plain) == (RESULT, "call_1")
+    assert langchain_tool_message(serialised) == (RESULT, "call_2")
+    for other in (content, '{"type": "tool"}', "tool", '{"type": "ai", "data": {"content": "x"}}', None, 3):
+        assert langchain_tool_message(other) is None

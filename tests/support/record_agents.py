@@ -1,0 +1,125 @@
+"""Record the spans real agent SDKs send, for `tests/unit/test_recorded_traces.py`.
+
+Each SDK runs one agent (one tool, `get_weather`) against the fake model of `tests.support.fake_openai`, and the
+finished spans are written as OTLP/JSON. The SDKs are not test dependencies (each pins its own OpenAI and
+OpenTelemetry versions); this script runs in a virtualenv where one is installed beside agentwatch:
+
+    python -m venv /tmp/rec && /tmp/rec/bin/pip install -e . pytest <packages>
+    /tmp/rec/bin/python -m tests.support.record_agents <sdk> tests/data/<sdk>_trace.json
+
+| sdk | packages (recorded 2026-11-28) | what it sends |
+|---|---|---|
+| `strands` | `strands-agents[openai]` (1.62.0) | messages as span events, Bedrock content blocks |
+| `pydantic_ai` | `pydantic-ai-slim[openai]` (2.68.0) | the GenAI conventions, with `operation.cost` |
+| `langgraph` | `langgraph` (1.2.24) `langchain-openai` (1.7.4) `openinference-instrumentation-langchain` (0.1.80) | OpenInference: a CHAIN per graph run, an AGENT span per run of the "agent" node, the tool node beside them; two turns of one thread |
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from opentelemetry import trace
+
+from tests.support.fake_openai import FakeOpenAI, Reply, completion
+from tests.support.spans import SpanFactory
+
+SYSTEM = "You answer weather questions."
+QUESTION = "What is the weather in Paris?"
+FOLLOW_UP = "Thanks. And tomorrow?"
+
+
+def streamed(request: dict[str, Any]) -> Reply:
+    """The fake model's completion as server-sent chunks: role and content or tool calls, the finish, usage."""
+    body = completion(request)
+    message = body["choices"][0]["message"]
+    delta: dict[str, Any] = {"role": "assistant"}
+    if message.get("content"):
+        delta["content"] = message["content"]
+    if message.get("tool_calls"):
+        delta["tool_calls"] = [{"index": i, **call} for i, call in enumerate(message["tool_calls"])]
+    base = {
+        "id": body["id"],
+        "object": "chat.completion.chunk",
+        "created": body["created"],
+        "model": body["model"],
+    }
+    finish = body["choices"][0]["finish_reason"]
+    chunks = [
+        {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]},
+        {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]},
+        {**base, "choices": [], "usage": body["usage"]},
+    ]
+    text = "".join(f"data: {json.dumps(chunk)}\n\n" for chunk in chunks) + "data: [DONE]\n\n"
+    return Reply(body=text, headers={"Content-Type": "text/event-stream"})
+
+
+def _strands(factory: SpanFactory, base_url: str) -> None:
+    trace.set_tracer_provider(factory.provider)
+    from strands import Agent, tool  # imported once the tracer provider is set: Strands takes the global one
+    from strands.models.openai import OpenAIModel
+
+    @tool
+    def get_weather(city: str) -> dict:
+        """Weather of a city."""
+        return weather(city)
+
+    model = OpenAIModel(client_args={"base_url": base_url, "api_key": "test"}, model_id="gpt-4o-mini")
+    Agent(model=model, tools=[get_weather], system_prompt=SYSTEM, callback_handler=None)(QUESTION)
+
+
+def _pydantic_ai(factory: SpanFactory, base_url: str) -> None:
+    from pydantic_ai import Agent
+    from pydantic_ai.models.instrumented import InstrumentationSettings
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.openai import OpenAIProvider
+
+    Agent.instrument_all(InstrumentationSettings(tracer_provider=factory.provider))
+    model = OpenAIChatModel("gpt-4o-mini", provider=OpenAIProvider(base_url=base_url, api_key="test"))
+    agent = Agent(model, system_prompt=SYSTEM, name="weather-agent")
+    agent.tool_plain(weather, name="get_weather")
+    agent.run_sync(QUESTION)
+
+
+def _langgraph(factory: SpanFactory, base_url: str) -> None:
+    from langchain_core.tools import tool
+    from langchain_openai import ChatOpenAI
+    from langgraph.checkpoint.memory import MemorySaver
+    from langgraph.prebuilt import create_react_agent
+    from openinference.instrumentation.langchain import LangChainInstrumentor
+
+    LangChainInstrumentor().instrument(tracer_provider=factory.provider)
+
+    @tool
+    def get_weather(city: str) -> dict:
+        """Weather of a city."""
+        return weather(city)
+
+    llm = ChatOpenAI(model="gpt-4o-mini", base_url=base_url, api_key="test")
+    agent = create_react_agent(llm, [get_weather], prompt=SYSTEM, checkpointer=MemorySaver())
+    config: Any = {"configurable": {"thread_id": "thread-1"}, "metadata": {"session_id": "thread-1"}}
+    agent.invoke({"messages": [("user", QUESTION)]}, config=config)
+    agent.invoke({"messages": [("user", FOLLOW_UP)]}, config=config)
+
+
+def weather(city: str) -> dict:
+    """Weather of a city."""
+    return {"city": city, "temperature_c": 18, "sky": "cloudy"}
+
+
+SDKS = {"strands": _strands, "pydantic_ai": _pydantic_ai, "langgraph": _langgraph}
+
+
+def main(sdk: str, out: Path) -> None:
+    """Run the agent of `sdk` against the fake model and write its spans to `out`."""
+    factory = SpanFactory(service=f"{sdk.replace('_', '-')}-weather", version="1.0.0")
+    responder = streamed if sdk == "strands" else None  # Strands streams
+    with FakeOpenAI(responder) as server:
+        SDKS[sdk](factory, server.base_url)
+    out.write_bytes(factory.json(indent=1))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], Path(sys.argv[2]))
