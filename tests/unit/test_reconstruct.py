@@ -620,16 +620,20 @@ def _said(role: str, text: str) -> dict:
     return {"role": role, "parts": [{"type": "text", "content": text}]}
 
 
+# a question, the model's call of a tool for it, and the tool's result
+_ASK = [_said("user", "weather in Paris?")]
+_CALL = {
+    "role": "assistant",
+    "parts": [{"type": "tool_call", "id": "c1", "name": "weather", "arguments": {}}],
+}
+_RESULT = {"role": "tool", "parts": [{"type": "tool_call_response", "id": "c1", "response": {"temp": 18}}]}
+
+
 def test_model_calls_of_one_tool_loop_are_one_turn_without_agent_spans() -> None:
     """A model call given the result of the tool the previous one asked for continues its turn; a new question
     starts a turn; a call that answers no call of the previous one does too."""
     f = SpanFactory()
-    ask = [_said("user", "weather in Paris?")]
-    call = {
-        "role": "assistant",
-        "parts": [{"type": "tool_call", "id": "c1", "name": "weather", "arguments": {}}],
-    }
-    result = {"role": "tool", "parts": [{"type": "tool_call_response", "id": "c1", "response": {"temp": 18}}]}
+    ask, call, result = _ASK, _CALL, _RESULT
     _chat(f, ask, [call])
     _chat(f, [*ask, call, result], [_said("assistant", "18 degrees")])
     ask2 = [*ask, call, result, _said("assistant", "18 degrees"), _said("user", "and Rome?")]
@@ -656,12 +660,7 @@ def test_agent_steps_of_one_tool_loop_in_one_trace_are_one_turn() -> None:
     the previous step asked for continues its turn, with the tool span; a step after an answer starts a turn,
     and so does a step of another trace."""
     f = SpanFactory()
-    ask = [_said("user", "weather in Paris?")]
-    call = {
-        "role": "assistant",
-        "parts": [{"type": "tool_call", "id": "c1", "name": "weather", "arguments": {}}],
-    }
-    result = {"role": "tool", "parts": [{"type": "tool_call_response", "id": "c1", "response": {"temp": 18}}]}
+    ask, call, result = _ASK, _CALL, _RESULT
     tool = {
         "openinference.span.kind": "TOOL",
         "tool.name": "weather",
