@@ -35,7 +35,10 @@ MODEL_KINDS = frozenset({"LLM"})
 # --------------------------------------------------------------------------- tool calls
 TOOL_NAME_KEYS = (A.TOOL_NAME, "tool.name")
 TOOL_CALL_ID_KEYS = (A.TOOL_CALL_ID, "tool_call.id")
-TOOL_ARGUMENTS_KEYS = (A.TOOL_ARGUMENTS, "tool.parameters")
+TOOL_ARGUMENTS_KEYS = (A.TOOL_ARGUMENTS, "tool_call.function.arguments")
+# OpenInference's `tool.parameters` is the tool's declared parameters (a JSON schema), not the call's arguments; a
+# few loggers put the arguments there: read last, and never when it is a schema
+TOOL_PARAMETERS_KEY = "tool.parameters"
 TOOL_RESULT_KEYS = (A.TOOL_RESULT,)
 TOOL_READ_ONLY_KEYS = (A.TOOL_READ_ONLY,)
 
@@ -85,6 +88,7 @@ NEEDED_KEYS: frozenset[str] = frozenset(
     + TOOL_NAME_KEYS
     + TOOL_CALL_ID_KEYS
     + TOOL_ARGUMENTS_KEYS
+    + (TOOL_PARAMETERS_KEY,)
     + TOOL_RESULT_KEYS
     + TOOL_READ_ONLY_KEYS
     + MODEL_KEYS

@@ -127,6 +127,8 @@ def _tool_from_span(span: SpanRecord, gaps: Gaps) -> dict[str, Any]:
             message = langchain_tool_message(result)  # LangChain's tools return a ToolMessage: its content
             if message is not None:
                 result, call_id = message[0], call_id if call_id is not None else message[1]
+    if args is None and cv.TOOL_PARAMETERS_KEY in attrs:
+        args = _not_a_schema(json_or_text(attrs[cv.TOOL_PARAMETERS_KEY]))
     gaps.calls += 1
     if args is None:
         gaps.counts[NO_ARGUMENTS] += 1
@@ -142,6 +144,15 @@ def _tool_from_span(span: SpanRecord, gaps: Gaps) -> dict[str, Any]:
         "call_id": None if call_id is None else str(call_id),
         "read_only": _flag(first(attrs, cv.TOOL_READ_ONLY_KEYS)),
     }
+
+
+def _not_a_schema(value: Any) -> Any:
+    """A tool's `tool.parameters` as its call's arguments, unless it is the JSON schema OpenInference puts there."""
+    if isinstance(value, dict) and (
+        "$schema" in value or (isinstance(value.get("properties"), dict) and value.get("type") == "object")
+    ):
+        return None
+    return value
 
 
 def _flag(value: Any) -> bool | None:

@@ -11,6 +11,7 @@ OpenTelemetry versions); this script runs in a virtualenv where one is installed
 |---|---|---|
 | `strands` | `strands-agents[openai]` (1.62.0) | messages as span events, Bedrock content blocks |
 | `pydantic_ai` | `pydantic-ai-slim[openai]` (2.68.0) | the GenAI conventions, with `operation.cost` |
+| `openai_agents` | `openai-agents` (0.24.0) `openinference-instrumentation-openai-agents` (2.6.0) | OpenInference: AGENT, LLM and TOOL spans, the tool's JSON schema as `tool.parameters` |
 | `langgraph` | `langgraph` (1.2.24) `langchain-openai` (1.7.4) `openinference-instrumentation-langchain` (0.1.80) | OpenInference: a CHAIN per graph run, an AGENT span per run of the "agent" node, the tool node beside them; two turns of one thread |
 """
 
@@ -104,12 +105,29 @@ def _langgraph(factory: SpanFactory, base_url: str) -> None:
     agent.invoke({"messages": [("user", FOLLOW_UP)]}, config=config)
 
 
+def _openai_agents(factory: SpanFactory, base_url: str) -> None:
+    from agents import Agent, OpenAIChatCompletionsModel, Runner, function_tool
+    from openai import AsyncOpenAI
+    from openinference.instrumentation.openai_agents import OpenAIAgentsInstrumentor
+
+    OpenAIAgentsInstrumentor().instrument(tracer_provider=factory.provider)
+    client = AsyncOpenAI(base_url=base_url, api_key="test")
+    model = OpenAIChatCompletionsModel(model="gpt-4o-mini", openai_client=client)
+    tool = function_tool(weather, name_override="get_weather")
+    Runner.run_sync(Agent(name="weather-agent", instructions=SYSTEM, tools=[tool], model=model), QUESTION)
+
+
 def weather(city: str) -> dict:
     """Weather of a city."""
     return {"city": city, "temperature_c": 18, "sky": "cloudy"}
 
 
-SDKS = {"strands": _strands, "pydantic_ai": _pydantic_ai, "langgraph": _langgraph}
+SDKS = {
+    "strands": _strands,
+    "pydantic_ai": _pydantic_ai,
+    "openai_agents": _openai_agents,
+    "langgraph": _langgraph,
+}
 
 
 def main(sdk: str, out: Path) -> None:

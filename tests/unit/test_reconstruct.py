@@ -685,3 +685,19 @@ def test_agent_steps_of_one_tool_loop_in_one_trace_are_one_turn() -> None:
     ]
     (first_call,) = conv.turns[0].tool_calls  # from the tool span joined in, not from the messages
     assert (first_call.name, first_call.result) == ("weather", {"temp": 18})
+
+
+def test_tool_parameters_are_arguments_only_when_they_are_no_schema() -> None:
+    """OpenInference's `tool.parameters` is the tool's JSON schema; an older Strands put the call's input there."""
+    f = SpanFactory()
+    schema = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+    agent = {"gen_ai.operation.name": "invoke_agent", "gen_ai.conversation.id": "params"}
+    with f.tracer.start_as_current_span("invoke_agent", attributes=agent):
+        for parameters in ({"city": "Paris"}, schema):
+            tool = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "weather"}
+            f.tracer.start_span(
+                "execute_tool weather", attributes={**tool, "tool.parameters": json.dumps(parameters)}
+            ).end()
+    conv = _conversation(f)
+    assert [c.arguments for c in conv.turns[0].tool_calls] == [{"city": "Paris"}, {}]
+    assert "tool arguments not captured (content capture off?) for 1 tool call(s)" in conv.notes

@@ -1,7 +1,8 @@
 """Spans real agent SDKs sent, recorded on 2026-11-28 against fake models and rebuilt by both decoders:
 - by `python -m tests.support.record_agents` (versions there): Strands, messages as span events in Bedrock's
   content-block shape, a tool span whose arguments and result are events, an agent span with the usage of all
-  its model calls; Pydantic AI, the GenAI conventions with its own cost; LangGraph under OpenInference, an AGENT
+  its model calls; Pydantic AI, the GenAI conventions with its own cost; the OpenAI Agents SDK under
+  OpenInference, the tool's schema as `tool.parameters`; LangGraph under OpenInference, an AGENT
   span per run of the graph's "agent" node with the tool node beside them, two turns of one thread;
 - the Vercel AI SDK, majors 4 to 6 (`ai.*` keys) and 7 (the GenAI conventions through `@ai-sdk/otel`),
   `tests/support/ai_sdk/record.mjs`, under an HTTP span.
@@ -27,11 +28,14 @@ class Recording(NamedTuple):
     file: str
     agent: str
     session: str | None  # the conversation id it names, if any (else the trace id)
+    call_id: str | None = TOOL_CALL_ID  # the tool call's id, where the tool span logs it
 
 
 RECORDINGS = [
     Recording("strands_trace.json", "Strands Agents", None),
     Recording("pydantic_ai_trace.json", "weather-agent", "01a22314-950d-746c-8db8-a28b836019d0"),
+    # its TOOL span's `tool.parameters` is the tool's schema, not the arguments: those are its `input.value`
+    Recording("openai_agents_trace.json", "weather-agent", None, call_id=None),
     Recording("ai_sdk_4_trace.json", "weather-chat", "chat-41"),
     Recording("ai_sdk_5_trace.json", "weather-chat", "chat-42"),
     Recording("ai_sdk_6_trace.json", "weather-chat", "chat-43"),
@@ -64,7 +68,7 @@ def test_a_recorded_run_rebuilds_its_turn(recording: Recording, encoding: str) -
             "get_weather",
             {"city": "Paris"},
             {"city": "Paris", "temperature_c": 18, "sky": "cloudy"},
-            TOOL_CALL_ID,
+            recording.call_id,
         )
     ]
     # each model call's tokens once: the totals on the agent span (`ai.usage.*`, Strands') are not a model call
