@@ -12,12 +12,15 @@ OpenTelemetry versions); this script runs in a virtualenv where one is installed
 | `strands` | `strands-agents[openai]` (1.62.0) | messages as span events, Bedrock content blocks |
 | `pydantic_ai` | `pydantic-ai-slim[openai]` (2.68.0) | the GenAI conventions, with `operation.cost` |
 | `openai_agents` | `openai-agents` (0.24.0) `openinference-instrumentation-openai-agents` (2.6.0) | OpenInference: AGENT, LLM and TOOL spans, the tool's JSON schema as `tool.parameters` |
+| `adk` | `google-adk` (2.13.0) `litellm` (1.110.2) | the GenAI conventions (`invoke_workflow` above `invoke_agent`), content only with `OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental` and `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=SPAN_ONLY`, which the recording sets |
 | `langgraph` | `langgraph` (1.2.24) `langchain-openai` (1.7.4) `openinference-instrumentation-langchain` (0.1.80) | OpenInference: a CHAIN per graph run, an AGENT span per run of the "agent" node, the tool node beside them; two turns of one thread |
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -117,6 +120,33 @@ def _openai_agents(factory: SpanFactory, base_url: str) -> None:
     Runner.run_sync(Agent(name="weather-agent", instructions=SYSTEM, tools=[tool], model=model), QUESTION)
 
 
+def _adk(factory: SpanFactory, base_url: str) -> None:
+    os.environ["OTEL_SEMCONV_STABILITY_OPT_IN"] = "gen_ai_latest_experimental"
+    os.environ["OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"] = "SPAN_ONLY"
+    trace.set_tracer_provider(factory.provider)
+    from google.adk.agents import (
+        LlmAgent,
+    )  # imported once the tracer provider is set: ADK takes the global one
+    from google.adk.models.lite_llm import LiteLlm
+    from google.adk.runners import InMemoryRunner
+    from google.genai import types
+
+    async def run() -> None:
+        model = LiteLlm(model="openai/gpt-4o-mini", api_base=base_url, api_key="test")
+        agent = LlmAgent(name="weather_agent", model=model, instruction=SYSTEM, tools=[get_weather])
+        runner = InMemoryRunner(agent=agent, app_name="weather")
+        await runner.session_service.create_session(app_name="weather", user_id="u1", session_id="s-1")
+        message = types.Content(role="user", parts=[types.Part(text=QUESTION)])
+        async for _ in runner.run_async(user_id="u1", session_id="s-1", new_message=message):
+            pass
+
+    def get_weather(city: str) -> dict:
+        """Weather of a city."""
+        return weather(city)
+
+    asyncio.run(run())
+
+
 def weather(city: str) -> dict:
     """Weather of a city."""
     return {"city": city, "temperature_c": 18, "sky": "cloudy"}
@@ -126,6 +156,7 @@ SDKS = {
     "strands": _strands,
     "pydantic_ai": _pydantic_ai,
     "openai_agents": _openai_agents,
+    "adk": _adk,
     "langgraph": _langgraph,
 }
 
