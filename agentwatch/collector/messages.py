@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -280,7 +281,29 @@ def value_text(value: Any, said_by_user: bool) -> str | None:
         (only,) = body.values()
         if isinstance(only, str):
             return only
+    for key in _INPUT_KEYS if said_by_user else _OUTPUT_KEYS:  # an agent's call: its question or its answer
+        said = body.get(key)
+        if isinstance(said, str) and said:
+            return said
     return value
+
+
+# the arguments or results naming what was said, of agent and chain calls (smolagents' `task`, LlamaIndex's
+# `user_msg`, ...), in the order they are looked for
+_INPUT_KEYS = ("input", "task", "question", "query", "user_msg", "message", "prompt")
+_OUTPUT_KEYS = ("output", "answer", "final_answer", "response", "result")
+_REPR = re.compile(r"[A-Za-z_][\w.]*\([A-Za-z_]\w*=")  # `Name(field=`: a dataclass's or model's repr
+
+
+def is_body(text: str) -> bool:
+    """Whether a chain's `input.value` / `output.value`, as `value_text` read it, is a body rather than text
+    said: a JSON object or array, or a Python object's repr (`StopEvent(result=...)`)."""
+    if text[:1] in ("{", "["):
+        try:
+            return isinstance(_loads(text), (dict, list))
+        except (ValueError, RecursionError):
+            return False
+    return _REPR.match(text) is not None
 
 
 def state_text(value: Any, said_by_user: bool) -> str | None:

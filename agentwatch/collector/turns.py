@@ -16,6 +16,7 @@ from agentwatch.collector.messages import (
     ToolResponses,
     arguments_by_call,
     as_text,
+    is_body,
     json_or_text,
     langchain_tool_message,
     last_user_text,
@@ -121,12 +122,15 @@ def _tool_from_span(span: SpanRecord, gaps: Gaps) -> dict[str, Any]:
     result = first(attrs, cv.TOOL_RESULT_KEYS)
     call_id = first(attrs, cv.TOOL_CALL_ID_KEYS)
     if cv.OPENINFERENCE_KIND_KEY in attrs and attrs[cv.OPENINFERENCE_KIND_KEY] is not None:
-        args = args if args is not None else first(attrs, cv.INPUT_VALUE_KEYS)
+        if args is None:
+            args = _keyword_arguments(json_or_text(first(attrs, cv.INPUT_VALUE_KEYS)))
         if result is None:
             result = first(attrs, cv.OUTPUT_VALUE_KEYS)
             message = langchain_tool_message(result)  # LangChain's tools return a ToolMessage: its content
             if message is not None:
                 result, call_id = message[0], call_id if call_id is not None else message[1]
+            else:
+                result = _raw_output(json_or_text(result))
     if args is None and cv.TOOL_PARAMETERS_KEY in attrs:
         args = _not_a_schema(json_or_text(attrs[cv.TOOL_PARAMETERS_KEY]))
     gaps.calls += 1
@@ -144,6 +148,23 @@ def _tool_from_span(span: SpanRecord, gaps: Gaps) -> dict[str, Any]:
         "call_id": None if call_id is None else str(call_id),
         "read_only": _flag(first(attrs, cv.TOOL_READ_ONLY_KEYS)),
     }
+
+
+def _keyword_arguments(value: Any) -> Any:
+    """A tool span's `input.value` as the call's arguments: the keyword arguments of a logged Python call
+    (`{"args": [], "kwargs": {...}}` and flags beside them, as LlamaIndex's and smolagents' tools log it)."""
+    if isinstance(value, dict) and isinstance(value.get("kwargs"), dict) and not value.get("args"):
+        others = (v for k, v in value.items() if k not in ("args", "kwargs"))
+        if all(v is None or isinstance(v, (bool, int, float, str)) for v in others):
+            return value["kwargs"]
+    return value
+
+
+def _raw_output(value: Any) -> Any:
+    """A tool span's `output.value` as the call's result: a LlamaIndex `ToolOutput` gives what the tool returned."""
+    if isinstance(value, dict) and "raw_output" in value and "tool_name" in value:
+        return json_or_text(value["raw_output"])
+    return value
 
 
 def _not_a_schema(value: Any) -> Any:
@@ -189,6 +210,26 @@ def _usage(span: SpanRecord, index: int, gaps: Gaps) -> dict[str, Any] | None:
         "output_tokens": tokens_out,
         "cost_usd": cost,
     }
+
+
+def _calls_usage(models: list[SpanRecord], index: int, gaps: Gaps) -> list[dict[str, Any]]:
+    """The `Usage` fields of a turn's model calls. A model span that reports nothing of a call (no tokens, cost,
+    output or error) before a later call of the same model is a step that prepared it (LlamaIndex's
+    `_prepare_chat_with_tools` is an LLM span): left out, or the turn's cost would be unknown for it."""
+    found = [(m, u) for m in models if (u := _usage(m, index, gaps)) is not None]
+    if len(found) < 2:
+        return [u for _, u in found]
+    kept = []
+    for i, (span, u) in enumerate(found):
+        silent = (
+            u["input_tokens"] == u["output_tokens"] == 0
+            and u["cost_usd"] is None
+            and span.status_error is None
+            and cv.first(span.attrs, cv.OUTPUT_MESSAGES_KEYS) is None
+        )
+        if not (silent and any(later["model"] == u["model"] for _, later in found[i + 1 :])):
+            kept.append(u)
+    return kept
 
 
 def _turn_cost(span: SpanRecord, index: int, gaps: Gaps) -> float | None:
@@ -257,17 +298,25 @@ def build_turn(
         # a chain's messages state holds the whole thread; the messages OpenInference logs beside it on chain and
         # agent spans, only its first message
         user = state_text(attrs[cv.INPUT_VALUE_KEYS[0]], True)
+    body = None  # a chain's input or output that is a body, not text said: kept where the models say nothing
     if user is None:
         user = last_user_text(found) if found else value_text(cv.first(attrs, cv.INPUT_VALUE_KEYS), True)
+        if user is not None and not found and models and is_body(user):
+            body, user = user, None
     for model in models:
         if user is not None:
             break
         user = last_user_text(messages(cv.first(model.attrs, cv.INPUT_MESSAGES_KEYS)))
+    user = user if user is not None else body
     found = messages(cv.first(attrs, cv.OUTPUT_MESSAGES_KEYS))
     answer = output_text(found) if found else value_text(cv.first(attrs, cv.OUTPUT_VALUE_KEYS), False)
+    body = None
+    if answer is not None and not found and models and is_body(answer):
+        body, answer = answer, None
     if answer is None and models:
         last = messages(cv.first(models[-1].attrs, cv.OUTPUT_MESSAGES_KEYS))
         answer, found = output_text(last), found or last
+    answer = answer if answer is not None else body
     if user is None:
         gaps.turns[NO_INPUT].append(index)
     if answer is None and not found:  # output messages without text: no answer was given, none went unseen
@@ -292,7 +341,7 @@ def build_turn(
             gaps.counts[NO_RESULT] += missing
         if tool_calls:
             gaps.turns["tool calls taken from model output messages (no execute_tool spans)"].append(index)
-    usage = [u for u in (_usage(m, index, gaps) for m in models) if u is not None]
+    usage = _calls_usage(models, index, gaps)
     end = span.end_ns if end_ns is None else end_ns
     duration = (end - span.start_ns) / 1e6 if end >= span.start_ns > 0 else None
     return {

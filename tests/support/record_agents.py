@@ -13,6 +13,7 @@ OpenTelemetry versions); this script runs in a virtualenv where one is installed
 | `pydantic_ai` | `pydantic-ai-slim[openai]` (2.68.0) | the GenAI conventions, with `operation.cost` |
 | `openai_agents` | `openai-agents` (0.24.0) `openinference-instrumentation-openai-agents` (2.6.0) | OpenInference: AGENT, LLM and TOOL spans, the tool's JSON schema as `tool.parameters` |
 | `adk` | `google-adk` (2.13.0) `litellm` (1.110.2) | the GenAI conventions (`invoke_workflow` above `invoke_agent`), content only with `OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental` and `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=SPAN_ONLY`, which the recording sets |
+| `llama_index` | `llama-index-core` (0.14.25) `llama-index-llms-openai` `openinference-instrumentation-llama-index` (4.6.1) | OpenInference: a CHAIN per workflow step under the agent's run, whose input and output are the workflow's objects (JSON, Python reprs); tool calls as `{"kwargs": ...}` and `ToolOutput` |
 | `langgraph` | `langgraph` (1.2.24) `langchain-openai` (1.7.4) `openinference-instrumentation-langchain` (0.1.80) | OpenInference: a CHAIN per graph run, an AGENT span per run of the "agent" node, the tool node beside them; two turns of one thread |
 """
 
@@ -147,6 +148,24 @@ def _adk(factory: SpanFactory, base_url: str) -> None:
     asyncio.run(run())
 
 
+def _llama_index(factory: SpanFactory, base_url: str) -> None:
+    from llama_index.core.agent.workflow import FunctionAgent
+    from llama_index.llms.openai import OpenAI
+    from openinference.instrumentation.llama_index import LlamaIndexInstrumentor
+
+    LlamaIndexInstrumentor().instrument(tracer_provider=factory.provider)
+
+    def get_weather(city: str) -> dict:
+        """Weather of a city."""
+        return weather(city)
+
+    async def run() -> None:  # the agent's workflow starts in a running event loop
+        llm = OpenAI(model="gpt-4o-mini", api_base=base_url, api_key="test")
+        await FunctionAgent(tools=[get_weather], llm=llm, system_prompt=SYSTEM).run(QUESTION)
+
+    asyncio.run(run())
+
+
 def weather(city: str) -> dict:
     """Weather of a city."""
     return {"city": city, "temperature_c": 18, "sky": "cloudy"}
@@ -157,6 +176,7 @@ SDKS = {
     "pydantic_ai": _pydantic_ai,
     "openai_agents": _openai_agents,
     "adk": _adk,
+    "llama_index": _llama_index,
     "langgraph": _langgraph,
 }
 
@@ -164,7 +184,7 @@ SDKS = {
 def main(sdk: str, out: Path) -> None:
     """Run the agent of `sdk` against the fake model and write its spans to `out`."""
     factory = SpanFactory(service=f"{sdk.replace('_', '-')}-weather", version="1.0.0")
-    responder = streamed if sdk == "strands" else None  # Strands streams
+    responder = streamed if sdk in ("strands", "llama_index") else None  # they stream
     with FakeOpenAI(responder) as server:
         SDKS[sdk](factory, server.base_url)
     out.write_bytes(factory.json(indent=1))

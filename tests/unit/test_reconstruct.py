@@ -701,3 +701,28 @@ def test_tool_parameters_are_arguments_only_when_they_are_no_schema() -> None:
     conv = _conversation(f)
     assert [c.arguments for c in conv.turns[0].tool_calls] == [{"city": "Paris"}, {}]
     assert "tool arguments not captured (content capture off?) for 1 tool call(s)" in conv.notes
+
+
+def test_a_model_span_that_only_prepares_a_call_is_no_model_call() -> None:
+    """A model span reporting nothing (no tokens, cost, output or error) before a call of the same model is left
+    out of the usage; one before a call of another model, or the last, stays (its cost is unknown, not 0)."""
+    f = SpanFactory()
+    agent = {"gen_ai.operation.name": "invoke_agent", "gen_ai.conversation.id": "prep"}
+
+    def model(name: str, tokens: int | None) -> None:
+        attributes: dict = {"gen_ai.operation.name": "chat", "gen_ai.request.model": name}
+        if tokens is not None:
+            attributes["gen_ai.usage.input_tokens"] = tokens
+        f.tracer.start_span("chat", attributes=attributes).end()
+
+    with f.tracer.start_as_current_span("invoke_agent", attributes=agent):
+        model("gpt-4o-mini", None)  # prepares the next call: left out
+        model("gpt-4o-mini", 21)
+        model("gpt-4o", None)  # another model follows: stays
+        model("gpt-4o-mini", None)  # the last: stays
+    (turn,) = _conversation(f).turns
+    assert [(u.model, u.input_tokens) for u in turn.usage] == [
+        ("gpt-4o-mini", 21),
+        ("gpt-4o", 0),
+        ("gpt-4o-mini", 0),
+    ]

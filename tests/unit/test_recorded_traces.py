@@ -3,7 +3,8 @@
   content-block shape, a tool span whose arguments and result are events, an agent span with the usage of all
   its model calls; Pydantic AI, the GenAI conventions with its own cost; the OpenAI Agents SDK under
   OpenInference, the tool's schema as `tool.parameters`; Google ADK, the GenAI conventions with content on
-  spans; LangGraph under OpenInference, an AGENT
+  spans; LlamaIndex under OpenInference, workflow objects as the run's input and output, a tool's
+  `{"kwargs": ...}` and `ToolOutput`, an LLM span that only prepares the call; LangGraph under OpenInference, an AGENT
   span per run of the graph's "agent" node with the tool node beside them, two turns of one thread;
 - the Vercel AI SDK, majors 4 to 6 (`ai.*` keys) and 7 (the GenAI conventions through `@ai-sdk/otel`),
   `tests/support/ai_sdk/record.mjs`, under an HTTP span.
@@ -38,6 +39,8 @@ RECORDINGS = [
     # its TOOL span's `tool.parameters` is the tool's schema, not the arguments: those are its `input.value`
     Recording("openai_agents_trace.json", "weather-agent", None, call_id=None),
     Recording("adk_trace.json", "weather_agent", "s-1"),
+    # its root is a CHAIN whose input and output are workflow objects: the question and answer are the models'
+    Recording("llama_index_trace.json", "llama-index-weather", None, call_id=None),
     Recording("ai_sdk_4_trace.json", "weather-chat", "chat-41"),
     Recording("ai_sdk_5_trace.json", "weather-chat", "chat-42"),
     Recording("ai_sdk_6_trace.json", "weather-chat", "chat-43"),

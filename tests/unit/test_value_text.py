@@ -8,8 +8,9 @@ import json
 import pytest
 
 from agentwatch.collector.decode import decode_message
-from agentwatch.collector.messages import langchain_tool_message, state_text, value_text
+from agentwatch.collector.messages import is_body, langchain_tool_message, state_text, value_text
 from agentwatch.collector.reconstruct import build_conversation
+from agentwatch.wire.schema import Turn
 from tests.support.spans import SpanFactory
 
 RESULT = {"order": "A-1", "status": "shipped"}
@@ -89,6 +90,11 @@ def test_a_langgraph_agent_span_gives_the_question_and_the_last_answer() -> None
         ('{"messages": []}', False, None),
         # other bodies are kept as they are
         ('{"order": "A-1", "qty": 2}', True, '{"order": "A-1", "qty": 2}'),
+        # an agent call's arguments or result naming what was said (smolagents' task, LlamaIndex's user_msg)
+        ('{"task": "Where is A-1?", "stream": false, "max_steps": null}', True, "Where is A-1?"),
+        ('{"user_msg": "Where is A-1?", "chat_history": []}', True, "Where is A-1?"),
+        ('{"final_answer": "It shipped.", "steps": 3}', False, "It shipped."),
+        ('{"task": "", "query": "q2"}', True, "q2"),
         ('{"result": {"ok": true}}', False, '{"result": {"ok": true}}'),
         ("{not json", False, "{not json"),
         ('{"messages": [7, null, ["a", 1], {"role": 3, "content": "x"}]}', False, None),
@@ -135,3 +141,56 @@ def test_a_langchain_tool_message_gives_its_content_and_call_id() -> None:
     assert langchain_tool_message(serialised) == (RESULT, "call_2")
     for other in (content, '{"type": "tool"}', "tool", '{"type": "ai", "data": {"content": "x"}}', None, 3):
         assert langchain_tool_message(other) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "body"),
+    [
+        ('{"init_state": {"is_running": false}}', True),
+        ("[1, 2]", True),
+        ("StopEvent(result=AgentOutput(response=ChatMessage(role=<MessageRole.ASSISTANT: 'assistant'>", True),
+        ("AgentOutput(response='It shipped.')", True),
+        ("It shipped (tracking A-1).", False),
+        ("f(x) = 2 when x is 1", False),
+        ("{not json", False),
+        ("", False),
+    ],
+)
+def test_bodies_are_told_from_text_said(text: str, body: bool) -> None:
+    assert is_body(text) is body
+
+
+def _chain_turn(chain: dict, model: dict | None) -> Turn:
+    """The one turn of a trace: a CHAIN root with `chain`'s attributes and, if given, one LLM span below it."""
+    f = SpanFactory()
+    with f.tracer.start_as_current_span(
+        "FunctionAgent.run", attributes={"openinference.span.kind": "CHAIN", **chain}
+    ):
+        if model is not None:
+            f.tracer.start_span("OpenAI.chat", attributes={"openinference.span.kind": "LLM", **model}).end()
+    (turn,) = build_conversation(decode_message(f.protobuf())).turns
+    assert isinstance(turn, Turn)
+    return turn
+
+
+def test_a_chain_whose_input_and_output_are_bodies_takes_the_models_messages() -> None:
+    chain = {
+        "input.value": '{"init_state": {"is_running": false}}',
+        "output.value": "StopEvent(result=AgentOutput(x=1))",
+    }
+    model = {
+        "llm.model_name": "gpt-4o-mini",
+        "llm.token_count.prompt": 10,
+        "llm.input_messages.0.message.role": "user",
+        "llm.input_messages.0.message.content": "Where is A-1?",
+        "llm.output_messages.0.message.role": "assistant",
+        "llm.output_messages.0.message.content": ANSWER,
+    }
+    turn = _chain_turn(chain, model)
+    assert (turn.input, turn.answer) == ("Where is A-1?", ANSWER)
+    # without model calls, the bodies are all there is: kept
+    turn = _chain_turn(chain, None)
+    assert (turn.input, turn.answer) == (chain["input.value"], chain["output.value"])
+    # a chain whose output is text said keeps it, whatever the model said last
+    turn = _chain_turn({**chain, "output.value": "A-1 shipped today."}, model)
+    assert turn.answer == "A-1 shipped today."
