@@ -11,20 +11,17 @@ from typing import Any
 from pydantic_core import from_json
 
 from agentwatch.collector import conventions as cv
+from agentwatch.collector.chain_values import is_body, langchain_tool_message, state_text, value_text
 from agentwatch.collector.decode import SpanRecord
 from agentwatch.collector.messages import (
     ToolResponses,
     arguments_by_call,
     as_text,
-    is_body,
     json_or_text,
-    langchain_tool_message,
     last_user_text,
     messages,
     output_text,
-    state_text,
     tools_from_messages,
-    value_text,
 )
 from agentwatch.wire import attributes as A
 from agentwatch.wire.schema import (

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
+from agentwatch.collector.chain_values import is_body, langchain_tool_message, state_text, value_text
 from agentwatch.collector.decode import decode_message
-from agentwatch.collector.messages import is_body, langchain_tool_message, state_text, value_text
 from agentwatch.collector.reconstruct import build_conversation
 from agentwatch.wire.schema import Turn
 from tests.support.spans import SpanFactory
