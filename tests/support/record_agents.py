@@ -14,6 +14,7 @@ OpenTelemetry versions); this script runs in a virtualenv where one is installed
 | `openai_agents` | `openai-agents` (0.24.0) `openinference-instrumentation-openai-agents` (2.6.0) | OpenInference: AGENT, LLM and TOOL spans, the tool's JSON schema as `tool.parameters` |
 | `adk` | `google-adk` (2.13.0) `litellm` (1.110.2) | the GenAI conventions (`invoke_workflow` above `invoke_agent`), content only with `OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental` and `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=SPAN_ONLY`, which the recording sets |
 | `llama_index` | `llama-index-core` (0.14.25) `llama-index-llms-openai` `openinference-instrumentation-llama-index` (4.6.1) | OpenInference: a CHAIN per workflow step under the agent's run, whose input and output are the workflow's objects (JSON, Python reprs); tool calls as `{"kwargs": ...}` and `ToolOutput` |
+| `smolagents` | `smolagents[openai]` (1.26.0) `openinference-instrumentation-smolagents` (0.1.43) | OpenInference: the agent's run (its `task` as input), a CHAIN per step, tool input as a logged Python call; the agent answers by calling `final_answer` |
 | `langgraph` | `langgraph` (1.2.24) `langchain-openai` (1.7.4) `openinference-instrumentation-langchain` (0.1.80) | OpenInference: a CHAIN per graph run, an AGENT span per run of the "agent" node, the tool node beside them; two turns of one thread |
 """
 
@@ -23,12 +24,13 @@ import asyncio
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from opentelemetry import trace
 
-from tests.support.fake_openai import FakeOpenAI, Reply, completion
+from tests.support.fake_openai import FINAL_TEXT, FakeOpenAI, Reply, completion
 from tests.support.spans import SpanFactory
 
 SYSTEM = "You answer weather questions."
@@ -166,6 +168,47 @@ def _llama_index(factory: SpanFactory, base_url: str) -> None:
     asyncio.run(run())
 
 
+def _smolagents(factory: SpanFactory, base_url: str) -> None:
+    from openinference.instrumentation.smolagents import SmolagentsInstrumentor
+    from smolagents import OpenAIServerModel, ToolCallingAgent
+    from smolagents import tool as smol_tool
+
+    SmolagentsInstrumentor().instrument(tracer_provider=factory.provider)
+
+    @smol_tool
+    def get_weather(city: str) -> dict:
+        """Weather of a city.
+
+        Args:
+            city: the city
+        """
+        return weather(city)
+
+    model = OpenAIServerModel(model_id="gpt-4o-mini", api_base=base_url, api_key="test")
+    agent = ToolCallingAgent(
+        tools=[get_weather], model=model, instructions=SYSTEM, max_steps=4, verbosity_level=0
+    )
+    agent.run(QUESTION)
+
+
+def smolagents_reply(request: dict[str, Any]) -> dict[str, Any]:
+    """The fake model as smolagents needs it: the tool call, then (once an observation came back) the answer as
+    a call of its `final_answer` tool."""
+    said = request.get("messages") or []
+    answered = any("Observation" in json.dumps(m.get("content")) for m in said[2:])
+    body = completion({"messages": [{"role": "tool"}] if answered else []})
+    if answered:
+        arguments = json.dumps({"answer": FINAL_TEXT})
+        call = {
+            "id": "call_final_1",
+            "type": "function",
+            "function": {"name": "final_answer", "arguments": arguments},
+        }
+        body["choices"][0]["message"] = {"role": "assistant", "content": None, "tool_calls": [call]}
+        body["choices"][0]["finish_reason"] = "tool_calls"
+    return body
+
+
 def weather(city: str) -> dict:
     """Weather of a city."""
     return {"city": city, "temperature_c": 18, "sky": "cloudy"}
@@ -177,6 +220,7 @@ SDKS = {
     "openai_agents": _openai_agents,
     "adk": _adk,
     "llama_index": _llama_index,
+    "smolagents": _smolagents,
     "langgraph": _langgraph,
 }
 
@@ -184,7 +228,12 @@ SDKS = {
 def main(sdk: str, out: Path) -> None:
     """Run the agent of `sdk` against the fake model and write its spans to `out`."""
     factory = SpanFactory(service=f"{sdk.replace('_', '-')}-weather", version="1.0.0")
-    responder = streamed if sdk in ("strands", "llama_index") else None  # they stream
+    responders: dict[str, Callable[[dict[str, Any]], Reply | dict[str, Any]]] = {
+        "strands": streamed,  # it streams, as LlamaIndex does
+        "llama_index": streamed,
+        "smolagents": smolagents_reply,
+    }
+    responder = responders.get(sdk)
     with FakeOpenAI(responder) as server:
         SDKS[sdk](factory, server.base_url)
     out.write_bytes(factory.json(indent=1))

@@ -52,6 +52,7 @@ def policy_codes(policy: dict, c: Conversation) -> set[str]:
         ("functions.Search-Flights", None, READ_ONLY),  # names normalised before the patterns apply
         ("calculate", None, READ_ONLY),
         ("think", None, READ_ONLY),
+        ("final_answer", None, READ_ONLY),  # smolagents' agents answer by calling it
         ("transfer_to_human_agents", None, HANDOFF),
         ("transfer_to_human_agents", True, HANDOFF),
         ("book_reservation", None, EFFECT),
