@@ -3,6 +3,8 @@ other) read from its attributes, the turns found and every span assigned to at m
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
+
 from agentwatch.collector import conventions as cv
 from agentwatch.collector.decode import SpanRecord
 from agentwatch.collector.messages import answers_calls_of, may_ask_for_tools
@@ -96,6 +98,7 @@ class SpanForest:
         self.members: dict[str, list[SpanRecord]] = {}
         self.ends: dict[str, int] = {}  # the end of a turn joined from several steps, by its first span's id
         self.loose: dict[str, list[SpanRecord]] = {}  # spans of no turn in a trace with agent spans, by trace
+        self._loose_starts: dict[str, list[int]] = {}  # their start times once sorted, by trace
         self.outside = 0
         visited: set[str] = set()
         for root in roots:
@@ -118,46 +121,51 @@ class SpanForest:
         agent span, with the tool node beside them."""
         roles, members = self.roles, self.members
         joined: list[SpanRecord] = []
+        asked: SpanRecord | None = (
+            None  # the last model call of the last turn kept, steps joined to it included
+        )
         for turn in self.turns:
             role = roles[turn.span_id]
+            own = members[turn.span_id]
+            last = turn if role == MODEL else _last_model(own, roles) if role == AGENT else None
             previous = joined[-1] if joined else None
             if (
                 previous is not None
+                and asked is not None
                 and role in (MODEL, AGENT)
                 and roles[previous.span_id] == role
                 and (
                     role == MODEL or previous.trace_id == turn.trace_id
                 )  # the steps of a graph run: one trace
-                and self._continues(previous, turn)
+                and may_ask_for_tools(asked)
             ):
-                between = self._loose_between(previous, turn) if role == AGENT else []
-                members[previous.span_id] += [*between, turn, *members.pop(turn.span_id)]
-                self.ends[previous.span_id] = max(
-                    self.ends.get(previous.span_id, previous.end_ns), turn.end_ns
-                )
-                continue
+                first = turn if role == MODEL else _first_model(own, roles)
+                if first is not None and answers_calls_of(asked, first):
+                    between = self._loose_between(previous, turn) if role == AGENT else []
+                    members[previous.span_id] += [*between, turn, *members.pop(turn.span_id)]
+                    self.ends[previous.span_id] = max(
+                        self.ends.get(previous.span_id, previous.end_ns), turn.end_ns
+                    )
+                    asked = last or asked
+                    continue
             joined.append(turn)
+            asked = last
         self.turns = joined
-
-    def _continues(self, previous: SpanRecord, turn: SpanRecord) -> bool:
-        """Whether `turn`'s first model call is given the result of a tool `previous`'s last one asked for."""
-        roles = self.roles
-        own = self.members[previous.span_id]
-        asked = _last_model(own if roles[previous.span_id] == AGENT else [previous, *own], roles)
-        if asked is None or not may_ask_for_tools(asked):
-            return False
-        first = turn if roles[turn.span_id] == MODEL else _first_model(self.members[turn.span_id], roles)
-        return first is not None and answers_calls_of(asked, first)
 
     def _loose_between(self, earlier: SpanRecord, later: SpanRecord) -> list[SpanRecord]:
         """The spans of the trace of two joined agent turns that belong to no turn and start between them."""
         loose = self.loose.get(earlier.trace_id)
         if not loose:
             return []
-        found = [s for s in loose if earlier.start_ns <= s.start_ns <= later.end_ns]
+        starts = self._loose_starts.get(earlier.trace_id)
+        if starts is None:  # sorted once a trace: a hostile trace of thousands of steps stays linear
+            loose.sort(key=START_ORDER)
+            starts = self._loose_starts[earlier.trace_id] = [s.start_ns for s in loose]
+        lo = bisect_left(starts, earlier.start_ns)
+        hi = bisect_right(starts, later.end_ns, lo)
+        found = loose[lo:hi]
         if found:
-            taken = {s.span_id for s in found}
-            self.loose[earlier.trace_id] = [s for s in loose if s.span_id not in taken]
+            del loose[lo:hi], starts[lo:hi]
             self.outside -= sum(1 for s in found if self.roles[s.span_id] in (TOOL, MODEL))
         return found
 
