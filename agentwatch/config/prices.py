@@ -15,7 +15,8 @@ class PriceLookup:
     """Price of a model: exact name first, then the longest entry that prefixes it at a separator; cached.
 
     "gpt-4o-2024-08-06" is priced as "gpt-4o", but "mystery" is not priced as "m": the prefix must end where
-    the name has a separator (`-_.:@/` or space).
+    the name has a separator (`-_.:@/` or space). A name the table does not price is tried without its
+    provider ("openai/gpt-4o-mini" as "gpt-4o-mini").
     """
 
     __slots__ = ("_cache", "_exact", "_prefixes")
@@ -39,6 +40,8 @@ class PriceLookup:
                 ),
                 None,
             )
+        if price is None and "/" in model:  # a router's or gateway's "provider/model" (LiteLLM, OpenRouter)
+            price = self(model.rsplit("/", 1)[1])
         if len(self._cache) < 65_536:
             self._cache[model] = price
         return price

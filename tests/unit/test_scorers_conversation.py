@@ -314,12 +314,18 @@ def test_cost_from_tokens_exact_and_prefix_match():
                 "output_tokens": 10,
             },  # longest prefix: m-large
             {"model": "m-x", "input_tokens": 7, "output_tokens": 0},  # prefix m
+            {"model": "router/m-large", "input_tokens": 2, "output_tokens": 1},  # a gateway's provider/model
         ],
     }
     s = ConversationScorer(priced_settings()).score(make(turn))
-    exact = (Fraction(1234 * 3 + 567 * 15) + Fraction(1000 * 10 + 10 * 30) + Fraction(7 * 3)) / 1_000_000
+    exact = (
+        Fraction(1234 * 3 + 567 * 15)
+        + Fraction(1000 * 10 + 10 * 30)
+        + Fraction(7 * 3)
+        + Fraction(2 * 10 + 1 * 30)
+    ) / 1_000_000
     assert s.cost_usd == pytest.approx(float(exact), rel=1e-12)
-    assert s.input_tokens == 1234 + 1000 + 7 and s.output_tokens == 567 + 10
+    assert s.input_tokens == 1234 + 1000 + 7 + 2 and s.output_tokens == 567 + 10 + 1
 
 
 def test_reported_costs_win_and_unknown_models_are_named():
