@@ -192,11 +192,41 @@ def may_ask_for_tools(model: SpanRecord) -> bool:
 
 def answers_calls_of(earlier: SpanRecord, later: SpanRecord) -> bool:
     """Whether model call `later` is given the result of a tool call model call `earlier` asked for: the two
-    are steps of one tool loop."""
-    asked = _part_ids(cv.first(earlier.attrs, cv.OUTPUT_MESSAGES_KEYS), "tool_call")
-    return bool(asked) and not asked.isdisjoint(
-        _part_ids(cv.first(later.attrs, cv.INPUT_MESSAGES_KEYS), "tool_call_response")
-    )
+    are steps of one tool loop. Calls without ids (Gemini's, older function calling) are matched by the names
+    of the calls `later`'s input repeats, followed by their results."""
+    output = cv.first(earlier.attrs, cv.OUTPUT_MESSAGES_KEYS)
+    asked = _part_ids(output, "tool_call")
+    if asked:
+        return not asked.isdisjoint(
+            _part_ids(cv.first(later.attrs, cv.INPUT_MESSAGES_KEYS), "tool_call_response")
+        )
+    names = [_name(p) for m in messages(output) or [] for p in parts(m) if p.get("type") == "tool_call"]
+    return bool(names) and _unnamed_results(cv.first(later.attrs, cv.INPUT_MESSAGES_KEYS), names) is not None
+
+
+def _name(part: dict[str, Any]) -> str:
+    """A `tool_call` part's tool name, as a call read from it is named."""
+    return str(part.get("name") or "unknown")
+
+
+def _unnamed_results(value: Any, names: list[str]) -> list[Any] | None:
+    """The results, in order, that input messages `value` give to the calls of the last message asking for tools,
+    when those are calls of `names` without ids; None when they are not."""
+    found = messages(value) or []
+    for at in range(len(found) - 1, -1, -1):
+        calls = [p for p in parts(found[at]) if p.get("type") == "tool_call"]
+        if not calls:
+            continue
+        if [_name(p) for p in calls] != names or any(p.get("id") is not None for p in calls):
+            return None
+        results = [
+            p.get("response", p.get("result"))
+            for m in found[at + 1 :]
+            for p in parts(m)
+            if p.get("type") == "tool_call_response"
+        ]
+        return results or None
+    return None
 
 
 def tools_from_messages(
@@ -209,7 +239,8 @@ def tools_from_messages(
     """
     calls: list[dict[str, Any]] = []
     seen: set[str] = set()
-    for span in models:
+    for i, span in enumerate(models):
+        unnamed: list[dict[str, Any]] = []  # calls without ids: their results are the next call's, in order
         for message in messages(cv.first(span.attrs, cv.OUTPUT_MESSAGES_KEYS)) or []:
             for part in parts(message):
                 if part.get("type") != "tool_call":
@@ -219,20 +250,29 @@ def tools_from_messages(
                     if call_id in seen:
                         continue
                     seen.add(call_id)
-                calls.append(
-                    {
-                        "name": str(part.get("name") or "unknown"),
-                        "arguments": json_or_text(part.get("arguments")),
-                        "call_id": call_id,
-                    }
-                )
+                call = {
+                    "name": _name(part),
+                    "arguments": json_or_text(part.get("arguments")),
+                    "call_id": call_id,
+                }
+                calls.append(call)
+                if call_id is None:
+                    unnamed.append(call)
+        if unnamed and i + 1 < len(models):
+            names = [c["name"] for c in unnamed]
+            results = _unnamed_results(cv.first(models[i + 1].attrs, cv.INPUT_MESSAGES_KEYS), names) or []
+            for call, result in zip(unnamed, results, strict=False):
+                call["result"] = json_or_text(result)
     missing = 0
     if not calls:
         return calls, missing
     responses = elsewhere if elsewhere is not None else ToolResponses(lambda: models)
     for call in calls:
         call_id = call["call_id"]
-        given, result = responses.get(call_id) if call_id is not None else (False, None)
+        if call_id is None:
+            missing += "result" not in call
+            continue
+        given, result = responses.get(call_id)
         if given:
             call["result"] = json_or_text(result)
         else:

@@ -726,3 +726,39 @@ def test_a_model_span_that_only_prepares_a_call_is_no_model_call() -> None:
         ("gpt-4o", 0),
         ("gpt-4o-mini", 0),
     ]
+
+
+def test_model_calls_of_one_tool_loop_without_call_ids_are_one_turn() -> None:
+    """Calls without ids (Gemini's, older function calling): the next model call's input repeats them by name,
+    followed by their results, in order; a call that repeats other names starts a turn of its own."""
+    f = SpanFactory()
+    ask = [_said("user", "weather in Paris and Rome?")]
+    call = {
+        "role": "assistant",
+        "parts": [
+            {"type": "tool_call", "name": "weather", "arguments": {"city": "Paris"}},
+            {"type": "tool_call", "name": "weather", "arguments": {"city": "Rome"}},
+        ],
+    }
+    results = {
+        "role": "tool",
+        "parts": [
+            {"type": "tool_call_response", "response": {"temp": 18}},
+            {"type": "tool_call_response", "response": {"temp": 24}},
+        ],
+    }
+    _chat(f, ask, [call])
+    _chat(f, [*ask, call, results], [_said("assistant", "18 and 24 degrees")])
+    other = {"role": "assistant", "parts": [{"type": "tool_call", "name": "news", "arguments": {}}]}
+    _chat(f, [_said("user", "news?")], [call])
+    _chat(f, [_said("user", "news?"), other, results], [_said("assistant", "none")])  # repeats another call
+    conv = _conversation(f)
+    assert [(t.input, t.answer) for t in conv.turns] == [
+        ("weather in Paris and Rome?", "18 and 24 degrees"),
+        ("news?", None),
+        ("news?", "none"),
+    ]
+    assert [(c.arguments, c.result, c.call_id) for c in conv.turns[0].tool_calls] == [
+        ({"city": "Paris"}, {"temp": 18}, None),
+        ({"city": "Rome"}, {"temp": 24}, None),
+    ]
