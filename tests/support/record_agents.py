@@ -15,6 +15,7 @@ OpenTelemetry versions); this script runs in a virtualenv where one is installed
 | `adk` | `google-adk` (2.13.0) `litellm` (1.110.2) | the GenAI conventions (`invoke_workflow` above `invoke_agent`), content only with `OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental` and `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=SPAN_ONLY`, which the recording sets |
 | `llama_index` | `llama-index-core` (0.14.25) `llama-index-llms-openai` `openinference-instrumentation-llama-index` (4.6.1) | OpenInference: a CHAIN per workflow step under the agent's run, whose input and output are the workflow's objects (JSON, Python reprs); tool calls as `{"kwargs": ...}` and `ToolOutput` |
 | `smolagents` | `smolagents[openai]` (1.26.0) `openinference-instrumentation-smolagents` (0.1.43) | OpenInference: the agent's run (its `task` as input), a CHAIN per step, tool input as a logged Python call; the agent answers by calling `final_answer` |
+| `google_genai` | `google-genai` (2.34.0; the instrumentation takes `>=1.32,<3`) `opentelemetry-instrumentation-google-genai` (1.3b0) | the official GenAI instrumentation, content on spans: two `generate_content` calls of a loop the caller runs, tool calls only in the messages (ids made up by the instrumentation) |
 | `langgraph` | `langgraph` (1.2.24) `langchain-openai` (1.7.4) `openinference-instrumentation-langchain` (0.1.80) | OpenInference: a CHAIN per graph run, an AGENT span per run of the "agent" node, the tool node beside them; two turns of one thread |
 """
 
@@ -24,13 +25,15 @@ import asyncio
 import json
 import os
 import sys
+import threading
 from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 from opentelemetry import trace
 
-from tests.support.fake_openai import FINAL_TEXT, FakeOpenAI, Reply, completion
+from tests.support.fake_openai import FINAL_TEXT, USAGE, FakeOpenAI, Reply, completion
 from tests.support.spans import SpanFactory
 
 SYSTEM = "You answer weather questions."
@@ -209,6 +212,69 @@ def smolagents_reply(request: dict[str, Any]) -> dict[str, Any]:
     return body
 
 
+def _google_genai(factory: SpanFactory, base_url: str) -> None:
+    os.environ["OTEL_SEMCONV_STABILITY_OPT_IN"] = "gen_ai_latest_experimental"
+    os.environ["OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"] = "SPAN_ONLY"
+    from google import genai
+    from google.genai import types
+    from opentelemetry.instrumentation.google_genai import GoogleGenAiSdkInstrumentor
+
+    GoogleGenAiSdkInstrumentor().instrument(tracer_provider=factory.provider)
+    server = _FakeGemini()
+    client = genai.Client(api_key="test", http_options=types.HttpOptions(base_url=server.base_url))
+    config = types.GenerateContentConfig(
+        tools=[weather],
+        system_instruction=SYSTEM,
+        automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True),
+    )
+    question = types.Content(role="user", parts=[types.Part(text=QUESTION)])
+    try:
+        first = client.models.generate_content(model="gemini-2.0-flash", contents=[question], config=config)
+        asked = first.candidates[0].content
+        call = asked.parts[0].function_call
+        answer = types.Part.from_function_response(name=call.name, response=weather(**call.args))
+        contents = [question, asked, types.Content(role="user", parts=[answer])]
+        client.models.generate_content(model="gemini-2.0-flash", contents=contents, config=config)
+    finally:
+        server.close()
+
+
+class _FakeGemini:
+    """A Gemini `generateContent` endpoint: a function call, then (given its response) the answer, with the
+    token counts of the fake OpenAI model."""
+
+    def __init__(self) -> None:
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                said = [p for c in body.get("contents", []) for p in c.get("parts", [])]
+                parts: list[dict[str, Any]]
+                if any("functionResponse" in p for p in said):
+                    parts, (prompt, output) = [{"text": FINAL_TEXT}], USAGE["final"]
+                else:
+                    parts = [{"functionCall": {"name": "get_weather", "args": {"city": "Paris"}}}]
+                    prompt, output = USAGE["tool_call"]
+                candidate = {"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}
+                usage = {"promptTokenCount": prompt, "candidatesTokenCount": output}
+                data = json.dumps({"candidates": [candidate], "usageMetadata": usage}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        self.base_url = f"http://127.0.0.1:{self._server.server_port}"
+
+    def close(self) -> None:
+        """Stop serving."""
+        self._server.shutdown()
+
+
 def weather(city: str) -> dict:
     """Weather of a city."""
     return {"city": city, "temperature_c": 18, "sky": "cloudy"}
@@ -221,6 +287,7 @@ SDKS = {
     "adk": _adk,
     "llama_index": _llama_index,
     "smolagents": _smolagents,
+    "google_genai": _google_genai,
     "langgraph": _langgraph,
 }
 

@@ -5,7 +5,8 @@
   OpenInference, the tool's schema as `tool.parameters`; Google ADK, the GenAI conventions with content on
   spans; LlamaIndex under OpenInference, workflow objects as the run's input and output, a tool's
   `{"kwargs": ...}` and `ToolOutput`, an LLM span that only prepares the call; smolagents under OpenInference, its
-  run's `task`, a `final_answer` tool; LangGraph under OpenInference, an AGENT
+  run's `task`, a `final_answer` tool; Google's GenAI SDK under the official instrumentation, two model calls of a
+  loop the caller runs; LangGraph under OpenInference, an AGENT
   span per run of the graph's "agent" node with the tool node beside them, two turns of one thread;
 - the Vercel AI SDK, majors 4 to 6 (`ai.*` keys) and 7 (the GenAI conventions through `@ai-sdk/otel`),
   `tests/support/ai_sdk/record.mjs`, under an HTTP span.
@@ -32,6 +33,7 @@ class Recording(NamedTuple):
     agent: str
     session: str | None  # the conversation id it names, if any (else the trace id)
     call_id: str | None = TOOL_CALL_ID  # the tool call's id, where the tool span logs it
+    notes: tuple[str, ...] = ()
 
 
 RECORDINGS = [
@@ -44,6 +46,14 @@ RECORDINGS = [
     Recording("llama_index_trace.json", "llama-index-weather", None, call_id=None),
     # it answers by calling its `final_answer` tool (a call that changes nothing, left out of tool grading)
     Recording("smolagents_trace.json", "smolagents-weather", None, call_id=None),
+    # two model calls of a loop the caller runs, no tool span: the call and its result are in the messages
+    Recording(
+        "google_genai_trace.json",
+        "google-genai-weather",
+        None,
+        call_id="get_weather_0",
+        notes=("tool calls taken from model output messages (no execute_tool spans) for turn(s) 0",),
+    ),
     Recording("ai_sdk_4_trace.json", "weather-chat", "chat-41"),
     Recording("ai_sdk_5_trace.json", "weather-chat", "chat-42"),
     Recording("ai_sdk_6_trace.json", "weather-chat", "chat-43"),
@@ -63,7 +73,7 @@ def _records(file: str, encoding: str) -> list[SpanRecord]:
 def test_a_recorded_run_rebuilds_its_turn(recording: Recording, encoding: str) -> None:
     records = _records(recording.file, encoding)
     conv = build_conversation(records)
-    assert conv.notes == [] and conv.not_captured == []
+    assert conv.notes == list(recording.notes) and conv.not_captured == []
     assert conv.conversation_id == (recording.session or records[0].trace_id)
     assert conv.agent == recording.agent
     assert conv.system is not None and SYSTEM in conv.system  # ADK and smolagents add their own
