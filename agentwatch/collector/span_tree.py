@@ -121,9 +121,8 @@ class SpanForest:
         agent span, with the tool node beside them."""
         roles, members = self.roles, self.members
         joined: list[SpanRecord] = []
-        asked: SpanRecord | None = (
-            None  # the last model call of the last turn kept, steps joined to it included
-        )
+        # the last model call of the last turn kept, the steps joined to it included
+        asked: SpanRecord | None = None
         for turn in self.turns:
             role = roles[turn.span_id]
             own = members[turn.span_id]
@@ -134,18 +133,15 @@ class SpanForest:
                 and asked is not None
                 and role in (MODEL, AGENT)
                 and roles[previous.span_id] == role
-                and (
-                    role == MODEL or previous.trace_id == turn.trace_id
-                )  # the steps of a graph run: one trace
+                and (role == MODEL or previous.trace_id == turn.trace_id)  # a graph run's steps: one trace
                 and may_ask_for_tools(asked)
             ):
                 first = turn if role == MODEL else _first_model(own, roles)
                 if first is not None and answers_calls_of(asked, first):
                     between = self._loose_between(previous, turn) if role == AGENT else []
                     members[previous.span_id] += [*between, turn, *members.pop(turn.span_id)]
-                    self.ends[previous.span_id] = max(
-                        self.ends.get(previous.span_id, previous.end_ns), turn.end_ns
-                    )
+                    end = self.ends.get(previous.span_id, previous.end_ns)
+                    self.ends[previous.span_id] = max(end, turn.end_ns)
                     asked = last or asked
                     continue
             joined.append(turn)

@@ -211,21 +211,27 @@ def _usage(span: SpanRecord, index: int, gaps: Gaps) -> dict[str, Any] | None:
 
 def _calls_usage(models: list[SpanRecord], index: int, gaps: Gaps) -> list[dict[str, Any]]:
     """The `Usage` fields of a turn's model calls. A model span that reports nothing of a call (no tokens, cost,
-    output or error) before a later call of the same model is a step that prepared it (LlamaIndex's
-    `_prepare_chat_with_tools` is an LLM span): left out, or the turn's cost would be unknown for it."""
+    output or error) before a later call of the same model that reports something is a step that prepared it
+    (LlamaIndex's `_prepare_chat_with_tools` is an LLM span): left out, or the turn's cost would be unknown for
+    it."""
     found = [(m, u) for m in models if (u := _usage(m, index, gaps)) is not None]
     if len(found) < 2:
         return [u for _, u in found]
     kept = []
-    for i, (span, u) in enumerate(found):
+    reported_later: set[Any] = set()  # the models of the calls after the one looked at that report something
+    for span, u in reversed(found):
         silent = (
             u["input_tokens"] == u["output_tokens"] == 0
             and u["cost_usd"] is None
             and span.status_error is None
             and cv.first(span.attrs, cv.OUTPUT_MESSAGES_KEYS) is None
         )
-        if not (silent and any(later["model"] == u["model"] for _, later in found[i + 1 :])):
+        if not silent:
+            reported_later.add(u["model"])
             kept.append(u)
+        elif u["model"] not in reported_later:
+            kept.append(u)
+    kept.reverse()
     return kept
 
 

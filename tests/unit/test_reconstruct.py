@@ -704,8 +704,9 @@ def test_tool_parameters_are_arguments_only_when_they_are_no_schema() -> None:
 
 
 def test_a_model_span_that_only_prepares_a_call_is_no_model_call() -> None:
-    """A model span reporting nothing (no tokens, cost, output or error) before a call of the same model is left
-    out of the usage; one before a call of another model, or the last, stays (its cost is unknown, not 0)."""
+    """A model span reporting nothing (no tokens, cost, output or error) before a call of the same model that
+    reports something is left out of the usage; one before a call of another model or of one that reports
+    nothing either, or the last, stays (its cost is unknown, not 0)."""
     f = SpanFactory()
     agent = {"gen_ai.operation.name": "invoke_agent", "gen_ai.conversation.id": "prep"}
 
@@ -719,11 +720,13 @@ def test_a_model_span_that_only_prepares_a_call_is_no_model_call() -> None:
         model("gpt-4o-mini", None)  # prepares the next call: left out
         model("gpt-4o-mini", 21)
         model("gpt-4o", None)  # another model follows: stays
+        model("gpt-4o-mini", None)  # a call of the same model follows, but reports nothing either: stays
         model("gpt-4o-mini", None)  # the last: stays
     (turn,) = _conversation(f).turns
     assert [(u.model, u.input_tokens) for u in turn.usage] == [
         ("gpt-4o-mini", 21),
         ("gpt-4o", 0),
+        ("gpt-4o-mini", 0),
         ("gpt-4o-mini", 0),
     ]
 
