@@ -81,7 +81,8 @@ def _parts_of(item: Any) -> list[dict[str, Any]]:
         arguments = item.get("args", item.get("input", item.get("arguments")))
         return [
             _call(
-                item.get("toolCallId", item.get("id", item.get("call_id"))),
+                # the Responses API's `function_call` has an item `id` and the `call_id` its output names
+                item.get("toolCallId", item.get("call_id", item.get("id"))),
                 item.get("toolName", item.get("name")),
                 arguments,
             )

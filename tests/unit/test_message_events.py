@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from agentwatch.collector.decode import decode_message, encode_spans_otlp
+from agentwatch.collector.foreign_messages import genai_messages
 from agentwatch.collector.message_events import fold
 from agentwatch.collector.reconstruct import build_conversation
 from agentwatch.wire.schema import Conversation
@@ -370,4 +371,17 @@ def test_a_choice_whose_answer_is_a_json_object_keeps_it_as_text() -> None:
     fold(attrs, [("gen_ai.choice", {"message": '{"total": 12.5}'})], 65536)
     assert json.loads(attrs["gen_ai.output.messages"])[0]["parts"] == [
         {"type": "text", "content": '{"total": 12.5}'}
+    ]
+
+
+def test_responses_api_items_pair_a_call_with_its_output_by_call_id() -> None:
+    """The Responses API's `function_call` item has its own `id` beside the `call_id` its output names."""
+    items = [
+        {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "lookup", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "call_1", "output": '{"ok": true}'},
+    ]
+    (message,) = genai_messages([{"role": "assistant", "content": items}])
+    assert [(p["type"], p["id"]) for p in message["parts"]] == [
+        ("tool_call", "call_1"),
+        ("tool_call_response", "call_1"),
     ]
