@@ -17,6 +17,11 @@ from agentwatch.collector.messages import as_text, json_or_text
 _USER_ROLES = frozenset({"user", "human"})
 _AGENT_ROLES = frozenset({"assistant", "ai", "model"})
 _LC_CLASSES = {"HumanMessage": "human", "AIMessage": "ai", "SystemMessage": "system", "ToolMessage": "tool"}
+# the arguments or results naming what was said, of agent and chain calls (smolagents' `task`, LlamaIndex's
+# `user_msg`, ...), in the order they are looked for
+_INPUT_KEYS = ("input", "task", "question", "query", "user_msg", "message", "prompt")
+_OUTPUT_KEYS = ("output", "answer", "final_answer", "response", "result")
+_REPR = re.compile(r"[A-Za-z_][\w.]*\([A-Za-z_]\w*=")  # `Name(field=`: a dataclass's or model's repr
 
 
 def value_text(value: Any, said_by_user: bool) -> str | None:
@@ -38,13 +43,6 @@ def value_text(value: Any, said_by_user: bool) -> str | None:
         if isinstance(said, str) and said:
             return said
     return value
-
-
-# the arguments or results naming what was said, of agent and chain calls (smolagents' `task`, LlamaIndex's
-# `user_msg`, ...), in the order they are looked for
-_INPUT_KEYS = ("input", "task", "question", "query", "user_msg", "message", "prompt")
-_OUTPUT_KEYS = ("output", "answer", "final_answer", "response", "result")
-_REPR = re.compile(r"[A-Za-z_][\w.]*\([A-Za-z_]\w*=")  # `Name(field=`: a dataclass's or model's repr
 
 
 def is_body(text: str) -> bool:
