@@ -209,14 +209,20 @@ def _usage(span: SpanRecord, index: int, gaps: Gaps) -> dict[str, Any] | None:
     }
 
 
-def _calls_usage(models: list[SpanRecord], index: int, gaps: Gaps) -> list[dict[str, Any]]:
-    """The `Usage` fields of a turn's model calls. A model span that reports nothing of a call (no tokens, cost,
+def _calls_usage(
+    models: list[SpanRecord], spans: list[SpanRecord], index: int, gaps: Gaps
+) -> list[dict[str, Any]]:
+    """The `Usage` fields of a turn's model calls (`spans`: all the turn's). A model span around another that
+    reports tokens is left out (`_wrappers`). A model span that reports nothing of a call (no tokens, cost,
     output or error) before a later call of the same model that reports something is a step that prepared it
     (LlamaIndex's `_prepare_chat_with_tools` is an LLM span): left out, or the turn's cost would be unknown for
     it."""
     found = [(m, u) for m in models if (u := _usage(m, index, gaps)) is not None]
     if len(found) < 2:
         return [u for _, u in found]
+    wrappers = _wrappers(found, spans)
+    if wrappers:
+        found = [(m, u) for m, u in found if m.span_id not in wrappers]
     kept = []
     reported_later: set[Any] = set()  # the models of the calls after the one looked at that report something
     for span, u in reversed(found):
@@ -233,6 +239,26 @@ def _calls_usage(models: list[SpanRecord], index: int, gaps: Gaps) -> list[dict[
             kept.append(u)
     kept.reverse()
     return kept
+
+
+def _wrappers(found: list[tuple[SpanRecord, dict[str, Any]]], spans: list[SpanRecord]) -> set[str]:
+    """The model spans above a model span that reports tokens (`spans`: the turn's, to walk up through): a
+    framework's span around the call its client's instrumentation logs too (ADK's `call_llm` around
+    `generate_content`, LangChain's around OpenAI's), whose tokens are that call's, counted once."""
+    models = {m.span_id for m, _ in found}
+    by_id = {s.span_id: s for s in spans}
+    wrappers: set[str] = set()
+    for span, u in found:
+        if not (u["input_tokens"] or u["output_tokens"]):
+            continue
+        seen = 0
+        parent = by_id.get(span.parent_span_id) if span.parent_span_id else None
+        while parent is not None and seen < len(by_id):  # bounded: parent ids may cycle
+            if parent.span_id in models:
+                wrappers.add(parent.span_id)
+            parent = by_id.get(parent.parent_span_id) if parent.parent_span_id else None
+            seen += 1
+    return wrappers
 
 
 def _turn_cost(span: SpanRecord, index: int, gaps: Gaps) -> float | None:
@@ -344,7 +370,7 @@ def build_turn(
             gaps.counts[NO_RESULT] += missing
         if tool_calls:
             gaps.turns["tool calls taken from model output messages (no execute_tool spans)"].append(index)
-    usage = _calls_usage(models, index, gaps)
+    usage = _calls_usage(models, [span, *members], index, gaps)
     end = span.end_ns if end_ns is None else end_ns
     duration = (end - span.start_ns) / 1e6 if end >= span.start_ns > 0 else None
     return {

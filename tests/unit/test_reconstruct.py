@@ -765,3 +765,34 @@ def test_model_calls_of_one_tool_loop_without_call_ids_are_one_turn() -> None:
         ({"city": "Paris"}, {"temp": 18}, None),
         ({"city": "Rome"}, {"temp": 24}, None),
     ]
+
+
+def test_a_model_span_around_the_call_its_client_logs_is_counted_once() -> None:
+    """A framework's model span around the span its client's instrumentation logs for the same call (ADK's
+    `call_llm` around `generate_content`, LangChain's around OpenAI's): the tokens are counted once, the inner
+    span's, also through a span of another kind between them; a wrapper whose inner spans report nothing stays."""
+    f = SpanFactory()
+    agent = {"gen_ai.operation.name": "invoke_agent", "gen_ai.conversation.id": "nested"}
+
+    def model(name: str, tokens: int | None = None) -> dict:
+        attributes: dict = {"gen_ai.request.model": name, "gen_ai.operation.name": "chat"}
+        if tokens is not None:
+            attributes["gen_ai.usage.input_tokens"] = tokens
+        return attributes
+
+    tracer = f.tracer
+    with tracer.start_as_current_span("invoke_agent", attributes=agent):
+        with tracer.start_as_current_span("call_llm", attributes=model("wrapped", 21)):
+            tracer.start_span("generate_content", attributes=model("wrapped", 21)).end()
+        with tracer.start_as_current_span("call_llm", attributes=model("wrapped-twice", 40)):
+            with tracer.start_as_current_span("retry", attributes={"http.method": "POST"}):
+                tracer.start_span("generate_content", attributes=model("wrapped-twice", 40)).end()
+        with tracer.start_as_current_span("call_llm", attributes=model("outer-only", 7)):
+            tracer.start_span("http", attributes=model("outer-only")).end()
+    (turn,) = _conversation(f).turns
+    assert [(u.model, u.input_tokens) for u in turn.usage] == [
+        ("wrapped", 21),
+        ("wrapped-twice", 40),
+        ("outer-only", 7),
+        ("outer-only", 0),
+    ]
