@@ -9,6 +9,8 @@ from typing import Any
 from google.protobuf.message import DecodeError as _PbDecodeError
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status, TracesData
 
+from agentwatch.collector.adk_spans import KEYS as _ADK_KEYS
+from agentwatch.collector.adk_spans import fold as fold_adk
 from agentwatch.collector.conventions import (
     CONVERSATION_KEYS,
     ERROR_TYPE_KEYS,
@@ -98,13 +100,13 @@ def _pb_events(events: Any, attrs: dict[str, Any], limit: int) -> str | None:
 
 # a set: its intersection with a map walks the map's keys in C and returns a set (the first keys of flattened
 # messages among them: they cost nothing there, and tell which spans have the rest)
-_NEEDED = set(NEEDED_KEYS) | _FLAT_FIRST_KEYS | _VERCEL_KEYS
+_NEEDED = set(NEEDED_KEYS) | _FLAT_FIRST_KEYS | _VERCEL_KEYS | _ADK_KEYS
 _TAG_BYTES = TAG_PREFIX.encode()
 
 
 def _pb_attributes(attributes: Any, limit: int, tags: bool) -> dict[str, Any]:
     """The needed keys of a span's attribute map, its `agentwatch.tag.*` keys (`tags`: the message may hold
-    some), its flattened messages and the Vercel AI SDK's keys, folded into the GenAI keys."""
+    some), its flattened messages and the Vercel AI SDK's and ADK's keys, folded into the GenAI keys."""
     attrs = {}
     found = _NEEDED.intersection(attributes)
     for key in found:
@@ -125,6 +127,8 @@ def _pb_attributes(attributes: Any, limit: int, tags: bool) -> dict[str, Any]:
             fold(attrs, limit)
     if _VERCEL_OPERATION in attrs:
         fold_vercel(attrs, limit)
+    elif not _ADK_KEYS.isdisjoint(found):
+        fold_adk(attrs, limit)
     return attrs
 
 

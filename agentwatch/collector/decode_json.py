@@ -8,6 +8,8 @@ import json
 import re
 from typing import Any
 
+from agentwatch.collector.adk_spans import KEYS as ADK_KEYS
+from agentwatch.collector.adk_spans import fold as fold_adk
 from agentwatch.collector.conventions import (
     EXCEPTION_EVENT,
     EXCEPTION_MESSAGE_KEY,
@@ -34,7 +36,7 @@ from agentwatch.collector.vercel_ai import OPERATION_ID as VERCEL_OPERATION
 from agentwatch.collector.vercel_ai import fold as fold_vercel
 
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
-_SPAN_KEYS = NEEDED_KEYS | VERCEL_KEYS
+_SPAN_KEYS = NEEDED_KEYS | VERCEL_KEYS | ADK_KEYS
 _JSON_SCALARS = (
     ("stringValue", "string_value", str),
     ("boolValue", "bool_value", bool),
@@ -198,6 +200,8 @@ def _json_span(sp: Any, resource: dict, limit: int, where: str) -> SpanRecord:
     attrs = _json_attrs(sp.get("attributes"), _SPAN_KEYS, limit, where, flat=True)
     if VERCEL_OPERATION in attrs:
         fold_vercel(attrs, limit)
+    elif not ADK_KEYS.isdisjoint(attrs):
+        fold_adk(attrs, limit)
     exc_type = None
     events = sp.get("events")
     if isinstance(events, list):

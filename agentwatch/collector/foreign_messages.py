@@ -2,8 +2,9 @@
 
 Span events and other SDKs' attributes carry a model call's messages in the shape of the API they came from:
 OpenAI chat (`content` text or parts, `tool_calls[].function`, `tool_call_id`), Anthropic (`tool_use`,
-`tool_result` parts), Bedrock Converse as Strands logs it (`{"text"}`, `{"toolUse"}`, `{"toolResult"}`), the
-Vercel AI SDK (`tool-call`, `tool-result` parts), or the GenAI form itself. `genai_message` reads any of them
+`tool_result` parts), Bedrock Converse as Strands logs it (`{"text"}`, `{"toolUse"}`, `{"toolResult"}`), Gemini
+(`function_call`, `function_response` parts), the Vercel AI SDK (`tool-call`, `tool-result` parts), or the GenAI
+form itself. `genai_message` reads any of them
 into the GenAI form the rest of the collector reads (`text`, `tool_call`, `tool_call_response` parts); a part it
 does not know is left out, never guessed at. `bounded` writes a list of them as the JSON text of one attribute.
 """
@@ -94,6 +95,14 @@ def _parts_of(item: Any) -> list[dict[str, Any]]:
                 item.get("toolCallId", item.get("tool_use_id", item.get("call_id"))), result_content(result)
             )
         ]
+    for key in ("function_call", "functionCall"):  # Gemini (its SDK's JSON, or the REST API's)
+        call = item.get(key)
+        if isinstance(call, dict):
+            return [_call(call.get("id"), call.get("name"), call.get("args"))]
+    for key in ("function_response", "functionResponse"):
+        done = item.get(key)
+        if isinstance(done, dict):
+            return [_response(done.get("id"), done.get("response"))]
     use = item.get("toolUse")  # Bedrock Converse
     if isinstance(use, dict):
         return [_call(use.get("toolUseId"), use.get("name"), use.get("input"))]
@@ -113,8 +122,8 @@ def genai_message(body: Any, role: str | None = None) -> dict[str, Any] | None:
     said = body.get("role")
     said = _ROLES.get(said, said) if isinstance(said, str) else None
     who = said or role or "user"
-    if isinstance(body.get("parts"), list):  # the GenAI form
-        return {"role": who, "parts": [p for p in body["parts"] if isinstance(p, dict)]}
+    if isinstance(body.get("parts"), list):  # the GenAI form, or Gemini's content
+        return {"role": who, "parts": [q for p in body["parts"] for q in _parts_of(p)]}
     content = body.get("content")
     parts: list[dict[str, Any]] = []
     call_id = body.get("tool_call_id", body.get("id") if who == "tool" else None)

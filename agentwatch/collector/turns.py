@@ -209,6 +209,20 @@ def _usage(span: SpanRecord, index: int, gaps: Gaps) -> dict[str, Any] | None:
     }
 
 
+def _last_answer(models: list[SpanRecord]) -> tuple[str | None, list[dict] | None]:
+    """The text and output messages of the last model call (`models` in start order), or of a span around it
+    that logged them where the call's own span did not (ADK's `call_llm` around `generate_content`)."""
+    final = models[-1]
+    last = None
+    for model in reversed(models):
+        if model.end_ns < final.start_ns:  # ended before the last call began: an earlier call
+            break
+        last = messages(cv.first(model.attrs, cv.OUTPUT_MESSAGES_KEYS))
+        if last:
+            break
+    return output_text(last), last
+
+
 def _calls_usage(
     models: list[SpanRecord], spans: list[SpanRecord], index: int, gaps: Gaps
 ) -> list[dict[str, Any]]:
@@ -343,8 +357,8 @@ def build_turn(
     if answer is not None and not found and models and is_body(answer):
         body, answer = answer, None
     if answer is None and models:
-        last = messages(cv.first(models[-1].attrs, cv.OUTPUT_MESSAGES_KEYS))
-        answer, found = output_text(last), found or last
+        answer, last = _last_answer(models)
+        found = found or last
     answer = answer if answer is not None else body
     if user is None:
         gaps.turns[NO_INPUT].append(index)

@@ -13,6 +13,7 @@ OpenTelemetry versions); this script runs in a virtualenv where one is installed
 | `pydantic_ai` | `pydantic-ai-slim[openai]` (2.68.0) | the GenAI conventions, with `operation.cost` |
 | `openai_agents` | `openai-agents` (0.24.0) `openinference-instrumentation-openai-agents` (2.6.0) | OpenInference: AGENT, LLM and TOOL spans, the tool's JSON schema as `tool.parameters` |
 | `adk` | `google-adk` (2.13.0) `litellm` (1.110.2) | the GenAI conventions (`invoke_workflow` above `invoke_agent`), content only with `OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental` and `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=SPAN_ONLY`, which the recording sets |
+| `adk_legacy` | the same | ADK's own attributes (`ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN=1`, what ADK 1.x sends): the request and response as JSON on a `call_llm` span around the client's `generate_content`, the tool's arguments and result as `gcp.vertex.agent.*` |
 | `llama_index` | `llama-index-core` (0.14.25) `llama-index-llms-openai` `openinference-instrumentation-llama-index` (4.6.1) | OpenInference: a CHAIN per workflow step under the agent's run, whose input and output are the workflow's objects (JSON, Python reprs); tool calls as `{"kwargs": ...}` and `ToolOutput` |
 | `smolagents` | `smolagents[openai]` (1.26.0) `openinference-instrumentation-smolagents` (0.1.43) | OpenInference: the agent's run (its `task` as input), a CHAIN per step, tool input as a logged Python call; the agent answers by calling `final_answer` |
 | `google_genai` | `google-genai` (2.34.0; the instrumentation takes `>=1.32,<3`) `opentelemetry-instrumentation-google-genai` (1.3b0) | the official GenAI instrumentation, content on spans: two `generate_content` calls of a loop the caller runs, tool calls only in the messages (ids made up by the instrumentation) |
@@ -126,9 +127,12 @@ def _openai_agents(factory: SpanFactory, base_url: str) -> None:
     Runner.run_sync(Agent(name="weather-agent", instructions=SYSTEM, tools=[tool], model=model), QUESTION)
 
 
-def _adk(factory: SpanFactory, base_url: str) -> None:
-    os.environ["OTEL_SEMCONV_STABILITY_OPT_IN"] = "gen_ai_latest_experimental"
-    os.environ["OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"] = "SPAN_ONLY"
+def _adk(factory: SpanFactory, base_url: str, legacy: bool = False) -> None:
+    if legacy:  # ADK's own attributes, as 1.x sends them
+        os.environ["ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN"] = "1"
+    else:
+        os.environ["OTEL_SEMCONV_STABILITY_OPT_IN"] = "gen_ai_latest_experimental"
+        os.environ["OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"] = "SPAN_ONLY"
     trace.set_tracer_provider(factory.provider)
     from google.adk.agents import (
         LlmAgent,
@@ -285,6 +289,7 @@ SDKS = {
     "pydantic_ai": _pydantic_ai,
     "openai_agents": _openai_agents,
     "adk": _adk,
+    "adk_legacy": lambda factory, base_url: _adk(factory, base_url, legacy=True),
     "llama_index": _llama_index,
     "smolagents": _smolagents,
     "google_genai": _google_genai,

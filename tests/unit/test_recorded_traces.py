@@ -3,7 +3,7 @@
   content-block shape, a tool span whose arguments and result are events, an agent span with the usage of all
   its model calls; Pydantic AI, the GenAI conventions with its own cost; the OpenAI Agents SDK under
   OpenInference, the tool's schema as `tool.parameters`; Google ADK, the GenAI conventions with content on
-  spans; LlamaIndex under OpenInference, workflow objects as the run's input and output, a tool's
+  spans, and its own attributes as 1.x sends them; LlamaIndex under OpenInference, workflow objects as the run's input and output, a tool's
   `{"kwargs": ...}` and `ToolOutput`, an LLM span that only prepares the call; smolagents under OpenInference, its
   run's `task`, a `final_answer` tool; Google's GenAI SDK under the official instrumentation, two model calls of a
   loop the caller runs; LangGraph under OpenInference, an AGENT
@@ -42,6 +42,8 @@ RECORDINGS = [
     # its TOOL span's `tool.parameters` is the tool's schema, not the arguments: those are its `input.value`
     Recording("openai_agents_trace.json", "weather-agent", None, call_id=None),
     Recording("adk_trace.json", "weather_agent", "s-1"),
+    # ADK's own attributes; a `call_llm` span around each `generate_content` span, both with the call's tokens
+    Recording("adk_legacy_trace.json", "weather_agent", "s-1"),
     # its root is a CHAIN whose input and output are workflow objects: the question and answer are the models'
     Recording("llama_index_trace.json", "llama-index-weather", None, call_id=None),
     # it answers by calling its `final_answer` tool (a call that changes nothing, left out of tool grading)
