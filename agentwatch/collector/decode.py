@@ -101,6 +101,7 @@ def _pb_events(events: Any, attrs: dict[str, Any], limit: int) -> str | None:
 # a set: its intersection with a map walks the map's keys in C and returns a set (the first keys of flattened
 # messages among them: they cost nothing there, and tell which spans have the rest)
 _NEEDED = set(NEEDED_KEYS) | _FLAT_FIRST_KEYS | _VERCEL_KEYS | _ADK_KEYS
+_OTHER_SDKS = _ADK_KEYS | {_VERCEL_OPERATION}  # the keys that make a span the Vercel AI SDK's or ADK's
 _TAG_BYTES = TAG_PREFIX.encode()
 
 
@@ -125,10 +126,11 @@ def _pb_attributes(attributes: Any, limit: int, tags: bool) -> dict[str, Any]:
                 attrs[key] = _pb_value(attributes[key], limit)
         if flat:
             fold(attrs, limit)
-    if _VERCEL_OPERATION in attrs:
-        fold_vercel(attrs, limit)
-    elif not _ADK_KEYS.isdisjoint(found):
-        fold_adk(attrs, limit)
+    if not _OTHER_SDKS.isdisjoint(found):  # rare: one check for both
+        if _VERCEL_OPERATION in attrs:
+            fold_vercel(attrs, limit)
+        else:
+            fold_adk(attrs, limit)
     return attrs
 
 

@@ -234,9 +234,11 @@ def _calls_usage(
     found = [(m, u) for m in models if (u := _usage(m, index, gaps)) is not None]
     if len(found) < 2:
         return [u for _, u in found]
-    wrappers = _wrappers(found, spans)
+    wrappers = _wrappers(found, spans) if _overlap(found) else None
     if wrappers:
         found = [(m, u) for m, u in found if m.span_id not in wrappers]
+    if all(u["input_tokens"] or u["output_tokens"] for _, u in found):  # the usual case: every call counted
+        return [u for _, u in found]
     kept = []
     reported_later: set[Any] = set()  # the models of the calls after the one looked at that report something
     for span, u in reversed(found):
@@ -255,23 +257,37 @@ def _calls_usage(
     return kept
 
 
+def _overlap(found: list[tuple[SpanRecord, dict[str, Any]]]) -> bool:
+    """Whether a model span starts before an earlier one ends (`found` in start order): what a span around another
+    needs; calls one after another, the usual case, have no wrapper to look for."""
+    end = 0
+    for span, _ in found:
+        if span.start_ns < end:
+            return True
+        end = max(end, span.end_ns)
+    return False
+
+
 def _wrappers(found: list[tuple[SpanRecord, dict[str, Any]]], spans: list[SpanRecord]) -> set[str]:
-    """The model spans above a model span that reports tokens (`spans`: the turn's, to walk up through): a
-    framework's span around the call its client's instrumentation logs too (ADK's `call_llm` around
-    `generate_content`, LangChain's around OpenAI's), whose tokens are that call's, counted once."""
+    """The model spans above a model span that reports tokens (`spans`: the turn's, its own span first, to walk
+    up through): a framework's span around the call its client's instrumentation logs too (ADK's `call_llm`
+    around `generate_content`, LangChain's around OpenAI's), whose tokens are that call's, counted once."""
     models = {m.span_id for m, _ in found}
-    by_id = {s.span_id: s for s in spans}
+    top = spans[0].span_id
+    by_id: dict[str, SpanRecord] | None = None  # made when a call is not right below the turn's span
     wrappers: set[str] = set()
     for span, u in found:
-        if not (u["input_tokens"] or u["output_tokens"]):
+        if not (u["input_tokens"] or u["output_tokens"]) or span.parent_span_id in (None, top):
             continue
-        seen = 0
+        if by_id is None:
+            by_id = {s.span_id: s for s in spans}
         parent = by_id.get(span.parent_span_id) if span.parent_span_id else None
-        while parent is not None and seen < len(by_id):  # bounded: parent ids may cycle
+        for _ in range(len(by_id)):  # bounded: parent ids may cycle
+            if parent is None:
+                break
             if parent.span_id in models:
                 wrappers.add(parent.span_id)
             parent = by_id.get(parent.parent_span_id) if parent.parent_span_id else None
-            seen += 1
     return wrappers
 
 
