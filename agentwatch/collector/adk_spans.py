@@ -15,6 +15,7 @@ from typing import Any
 from pydantic_core import from_json
 
 from agentwatch.collector.foreign_messages import bounded, genai_message, genai_messages
+from agentwatch.collector.messages import system_text
 from agentwatch.wire import attributes as A
 
 _REQUEST = "gcp.vertex.agent.llm_request"
@@ -38,9 +39,10 @@ def _text(instruction: Any) -> str | None:
     """A system instruction's text: a string, or the text parts of a Gemini content (or a list of them)."""
     if isinstance(instruction, str):
         return instruction
-    found = genai_messages(instruction, "system") if isinstance(instruction, (dict, list)) else []
-    texts = [p["content"] for m in found for p in m["parts"] if p.get("type") == "text"]
-    return "\n".join(t for t in texts if isinstance(t, str)) or None
+    if isinstance(instruction, (dict, list)):
+        # every message of it is the instruction, whatever role Gemini's content names
+        return system_text([{**m, "role": "system"} for m in genai_messages(instruction, "system")])
+    return None
 
 
 def _unset(attrs: dict[str, Any], key: str) -> bool:

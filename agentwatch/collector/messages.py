@@ -9,7 +9,7 @@ from typing import Any
 from pydantic_core import from_json
 
 from agentwatch.collector import conventions as cv
-from agentwatch.collector.decode import SpanRecord
+from agentwatch.collector.span_record import SpanRecord
 from agentwatch.wire.values import read_structured
 
 _loads = from_json  # Rust JSON parser shipped with pydantic; ~3x json.loads on short messages

@@ -18,6 +18,7 @@ from typing import Any
 from pydantic_core import from_json
 
 from agentwatch.collector.foreign_messages import bounded, genai_message, genai_messages
+from agentwatch.collector.messages import system_text
 from agentwatch.wire import attributes as A
 
 OPERATION_ID = "ai.operationId"
@@ -73,18 +74,6 @@ def _prompt_messages(attrs: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def _system_text(found: list[dict[str, Any]]) -> str | None:
-    """The text of the system messages of a prompt (each came from one attribute: within its limit)."""
-    texts = [
-        p["content"]
-        for m in found
-        if m["role"] == "system"
-        for p in m["parts"]
-        if p.get("type") == "text" and isinstance(p.get("content"), str)
-    ]
-    return "\n".join(texts) or None
-
-
 def _response_message(attrs: dict[str, Any]) -> dict[str, Any] | None:
     """A call's output as one assistant message: its text (or object) and the tool calls it asked for."""
     text = attrs.get(_TEXT)
@@ -127,7 +116,7 @@ def fold(attrs: dict[str, Any], limit: int) -> None:
             found = _prompt_messages(attrs)
             if found:
                 attrs[A.INPUT_MESSAGES] = bounded(found, limit)
-            system = _system_text(found)
+            system = system_text(found)
             if operation == A.INVOKE_AGENT and system and attrs.get(A.SYSTEM_INSTRUCTIONS) in (None, ""):
                 # an agent span's instructions are read from this key (model calls', from their messages)
                 attrs[A.SYSTEM_INSTRUCTIONS] = system
