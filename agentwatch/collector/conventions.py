@@ -75,6 +75,7 @@ CONVERSATION_EXPECTED_KEYS = (A.CONVERSATION_EXPECTED,)
 REFERENCE_ANSWER_KEYS = (A.REFERENCE_ANSWER,)
 OUTCOME_KEYS = (A.OUTCOME,)
 BUDGET_KEYS = (A.BUDGET_USD,)
+FRAGMENT_KEYS = (A.MESSAGES_OF,)  # `span_fragments`: kept through re-keying
 TAG_PREFIX = A.TAG_PREFIX
 
 # --------------------------------------------------------------------------- what the decoder keeps
@@ -110,6 +111,7 @@ NEEDED_KEYS: frozenset[str] = frozenset(
     + REFERENCE_ANSWER_KEYS
     + OUTCOME_KEYS
     + BUDGET_KEYS
+    + FRAGMENT_KEYS
 )
 
 

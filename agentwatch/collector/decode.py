@@ -43,7 +43,14 @@ from agentwatch.collector.vercel_ai import KEYS as _VERCEL_KEYS
 from agentwatch.collector.vercel_ai import OPERATION_ID as _VERCEL_OPERATION
 from agentwatch.collector.vercel_ai import fold as fold_vercel
 
-__all__ = ["TRUNCATION_MARKER", "DecodeError", "SpanRecord", "decode_message", "encode_spans_otlp"]
+__all__ = [
+    "TRUNCATION_MARKER",
+    "DecodeError",
+    "SpanRecord",
+    "decode_message",
+    "encode_spans_otlp",
+    "pb_value",
+]
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +64,9 @@ _RESOURCE_KEY_ORDER = tuple(dict.fromkeys(RESOURCE_AGENT_KEYS + RESOURCE_VERSION
 # --------------------------------------------------------------------------- protobuf
 
 
-def _pb_value(v: Any, limit: int, depth: int = 0) -> Any:
+def pb_value(v: Any, limit: int, depth: int = 0, max_depth: int = 2) -> Any:
+    """An OTLP `AnyValue` as a Python value: strings cut to `limit`, lists and maps nested at most `max_depth`
+    deep (deeper ones are None), bytes as base64."""
     which = v.WhichOneof("value")
     if which == "string_value":
         return truncate(v.string_value, limit)
@@ -68,13 +77,14 @@ def _pb_value(v: Any, limit: int, depth: int = 0) -> Any:
     if which == "double_value":
         return v.double_value
     if which == "array_value":
-        if depth > 2:
+        if depth > max_depth:
             return None
-        return [_pb_value(x, limit, depth + 1) for x in v.array_value.values[:MAX_ARRAY]]
+        return [pb_value(x, limit, depth + 1, max_depth) for x in v.array_value.values[:MAX_ARRAY]]
     if which == "kvlist_value":
-        if depth > 2:
+        if depth > max_depth:
             return None
-        return {kv.key: _pb_value(kv.value, limit, depth + 1) for kv in v.kvlist_value.values[:MAX_ARRAY]}
+        values = v.kvlist_value.values[:MAX_ARRAY]
+        return {kv.key: pb_value(kv.value, limit, depth + 1, max_depth) for kv in values}
     if which == "bytes_value":
         return truncate(base64.b64encode(v.bytes_value).decode("ascii"), limit)
     return None
@@ -90,9 +100,9 @@ def _pb_events(events: Any, attrs: dict[str, Any], limit: int) -> str | None:
         if name == EXCEPTION_EVENT:
             for kv in ev.attributes:
                 if kv.key == EXCEPTION_TYPE_KEY or (kv.key == EXCEPTION_MESSAGE_KEY and not exc_type):
-                    exc_type = truncate(str(_pb_value(kv.value, limit)), limit)
+                    exc_type = truncate(str(pb_value(kv.value, limit)), limit)
         elif name in _MESSAGE_EVENTS:
-            found.append((name, {kv.key: _pb_value(kv.value, limit) for kv in ev.attributes[:MAX_ARRAY]}))
+            found.append((name, {kv.key: pb_value(kv.value, limit) for kv in ev.attributes[:MAX_ARRAY]}))
     if found:
         fold_events(attrs, found, limit)
     return exc_type
@@ -116,14 +126,14 @@ def _pb_attributes(attributes: Any, limit: int, tags: bool) -> dict[str, Any]:
         if text:
             attrs[key] = text if len(text) <= limit else truncate(text, limit)
         else:
-            attrs[key] = _pb_value(value, limit)
+            attrs[key] = pb_value(value, limit)
     flat = not _FLAT_FIRST_KEYS.isdisjoint(found)
     if tags or flat:
         for key in attributes:
             if tags and key.startswith(TAG_PREFIX):
-                attrs[key] = _pb_value(attributes[key], limit)
+                attrs[key] = pb_value(attributes[key], limit)
             elif flat and key.startswith(_FLAT_PREFIXES):
-                attrs[key] = _pb_value(attributes[key], limit)
+                attrs[key] = pb_value(attributes[key], limit)
         if flat:
             fold(attrs, limit)
     if not _OTHER_SDKS.isdisjoint(found):  # rare: one check for both
@@ -146,7 +156,7 @@ def _decode_protobuf(payload: bytes, limit: int) -> list[SpanRecord]:
     tags = _TAG_BYTES in payload
     for rs in data.resource_spans:
         rattrs = rs.resource.attributes
-        resource = {key: _pb_value(rattrs[key], limit) for key in _RESOURCE_KEY_ORDER if key in rattrs}
+        resource = {key: pb_value(rattrs[key], limit) for key in _RESOURCE_KEY_ORDER if key in rattrs}
         for ss in rs.scope_spans:
             for sp in ss.spans:
                 tid = sp.trace_id

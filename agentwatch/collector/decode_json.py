@@ -45,7 +45,8 @@ _JSON_SCALARS = (
 )
 
 
-def _json_value(v: Any, limit: int, where: str, depth: int = 0) -> Any:
+def json_value(v: Any, limit: int, where: str, depth: int = 0, max_depth: int = 2) -> Any:
+    """An OTLP/JSON `AnyValue` as a Python value (like `decode.pb_value`); DecodeError for a bad number."""
     if not isinstance(v, dict):
         return None
     for camel, snake, kind in _JSON_SCALARS:
@@ -61,16 +62,16 @@ def _json_value(v: Any, limit: int, where: str, depth: int = 0) -> Any:
         except (TypeError, ValueError, OverflowError):
             raise DecodeError("invalid_json", f"{where}: {camel} {str(raw)[:40]!r} is not a number") from None
     arr = v.get("arrayValue", v.get("array_value"))
-    if isinstance(arr, dict) and depth <= 2:
+    if isinstance(arr, dict) and depth <= max_depth:
         values = arr.get("values") or []
         if isinstance(values, list):
-            return [_json_value(x, limit, where, depth + 1) for x in values[:MAX_ARRAY]]
+            return [json_value(x, limit, where, depth + 1, max_depth) for x in values[:MAX_ARRAY]]
     kvl = v.get("kvlistValue", v.get("kvlist_value"))
-    if isinstance(kvl, dict) and depth <= 2:
+    if isinstance(kvl, dict) and depth <= max_depth:
         values = kvl.get("values") or []
         if isinstance(values, list):
             return {
-                str(kv.get("key")): _json_value(kv.get("value"), limit, where, depth + 1)
+                str(kv.get("key")): json_value(kv.get("value"), limit, where, depth + 1, max_depth)
                 for kv in values[:MAX_ARRAY]
                 if isinstance(kv, dict)
             }
@@ -80,7 +81,7 @@ def _json_value(v: Any, limit: int, where: str, depth: int = 0) -> Any:
     return None
 
 
-def _json_id(raw: Any, nbytes: int, where: str, required: bool) -> str | None:
+def json_id(raw: Any, nbytes: int, where: str, required: bool) -> str | None:
     if raw is None or raw == "":
         if required:
             raise DecodeError("invalid_span", f"{where}: id missing")
@@ -106,23 +107,23 @@ def _json_id(raw: Any, nbytes: int, where: str, required: bool) -> str | None:
 
 def _required_id(raw: Any, nbytes: int, where: str) -> str:
     """A trace or span id that must be there: its hex, or DecodeError."""
-    value = _json_id(raw, nbytes, where, True)
+    value = json_id(raw, nbytes, where, True)
     if value is None:  # _json_id raises first when an id is required
         raise DecodeError("invalid_span", f"{where}: id missing")
     return value
 
 
-def _get(d: dict, camel: str, snake: str, default: Any = None) -> Any:
+def json_field(d: dict, camel: str, snake: str, default: Any = None) -> Any:
     value = d.get(camel)
     if value is None:
         value = d.get(snake, default)
     return value
 
 
-def _json_list(d: Any, camel: str, snake: str, where: str) -> list:
+def json_list(d: Any, camel: str, snake: str, where: str) -> list:
     if not isinstance(d, dict):
         raise DecodeError("invalid_json", f"{where}: expected an object")
-    value = _get(d, camel, snake, [])
+    value = json_field(d, camel, snake, [])
     if value is None:
         return []
     if not isinstance(value, list):
@@ -130,7 +131,7 @@ def _json_list(d: Any, camel: str, snake: str, where: str) -> list:
     return value
 
 
-def _json_int(raw: Any, where: str) -> int:
+def json_int(raw: Any, where: str) -> int:
     if raw is None or raw == "":
         return 0
     try:
@@ -158,17 +159,17 @@ def _json_attrs(
         if not isinstance(key, str):
             continue
         if keys is None or key in keys or key.startswith(TAG_PREFIX):
-            out[key] = _json_value(kv.get("value"), limit, f"{where} attribute {key!r}")
+            out[key] = json_value(kv.get("value"), limit, f"{where} attribute {key!r}")
         elif flat and key.startswith(FLAT_PREFIXES):
-            out[key] = _json_value(kv.get("value"), limit, f"{where} attribute {key!r}")
+            out[key] = json_value(kv.get("value"), limit, f"{where} attribute {key!r}")
             folded = True
     if folded:
         fold(out, limit)
     return out
 
 
-def decode_json(payload: bytes, limit: int) -> list[SpanRecord]:
-    """Span records of one OTLP/JSON document (or a JSON list of them); raise DecodeError."""
+def load_json(payload: bytes) -> Any:
+    """The JSON document of a message, lone surrogate escapes made U+FFFD; DecodeError `invalid_json`."""
     try:
         doc = json.loads(payload)
         if _SURROGATE_ESCAPE.search(payload):  # a lone \ud800-\udfff escape makes a str that is not UTF-8
@@ -176,19 +177,25 @@ def decode_json(payload: bytes, limit: int) -> list[SpanRecord]:
             doc = json.loads(raw.decode("utf-8", "replace"))  # each lone surrogate is now U+FFFD
     except (ValueError, RecursionError) as exc:
         raise DecodeError("invalid_json", str(exc)[:200]) from None
+    return doc
+
+
+def decode_json(payload: bytes, limit: int) -> list[SpanRecord]:
+    """Span records of one OTLP/JSON document (or a JSON list of them); raise DecodeError."""
+    doc = load_json(payload)
     docs = doc if isinstance(doc, list) else [doc]
     records: list[SpanRecord] = []
     for d, tdata in enumerate(docs):
         if not isinstance(tdata, dict) or not ("resourceSpans" in tdata or "resource_spans" in tdata):
             raise DecodeError("not_otlp", f"document {d}: no resourceSpans")
-        for r, rs in enumerate(_json_list(tdata, "resourceSpans", "resource_spans", f"document {d}")):
+        for r, rs in enumerate(json_list(tdata, "resourceSpans", "resource_spans", f"document {d}")):
             where_r = f"resourceSpans[{r}]"
-            res = _get(rs, "resource", "resource", {}) if isinstance(rs, dict) else {}
+            res = json_field(rs, "resource", "resource", {}) if isinstance(rs, dict) else {}
             resource = _json_attrs(
                 res.get("attributes") if isinstance(res, dict) else None, RESOURCE_KEYS, limit, where_r
             )
-            for s, ss in enumerate(_json_list(rs, "scopeSpans", "scope_spans", where_r)):
-                for i, sp in enumerate(_json_list(ss, "spans", "spans", f"{where_r}.scopeSpans[{s}]")):
+            for s, ss in enumerate(json_list(rs, "scopeSpans", "scope_spans", where_r)):
+                for i, sp in enumerate(json_list(ss, "spans", "spans", f"{where_r}.scopeSpans[{s}]")):
                     where = f"{where_r}.scopeSpans[{s}].spans[{i}]"
                     records.append(_json_span(sp, resource, limit, where))
     return with_conversations(records)
@@ -225,12 +232,12 @@ def _json_span(sp: Any, resource: dict, limit: int, where: str) -> SpanRecord:
         message = truncate(str(status.get("message") or ""), limit)
     conv = conversation_of(attrs)
     return SpanRecord(
-        _required_id(_get(sp, "traceId", "trace_id"), 16, f"{where}.traceId"),
-        _required_id(_get(sp, "spanId", "span_id"), 8, f"{where}.spanId"),
-        _json_id(_get(sp, "parentSpanId", "parent_span_id"), 8, f"{where}.parentSpanId", False),
+        _required_id(json_field(sp, "traceId", "trace_id"), 16, f"{where}.traceId"),
+        _required_id(json_field(sp, "spanId", "span_id"), 8, f"{where}.spanId"),
+        json_id(json_field(sp, "parentSpanId", "parent_span_id"), 8, f"{where}.parentSpanId", False),
         truncate(str(sp.get("name") or ""), limit),
-        _json_int(_get(sp, "startTimeUnixNano", "start_time_unix_nano"), f"{where}.startTimeUnixNano"),
-        _json_int(_get(sp, "endTimeUnixNano", "end_time_unix_nano"), f"{where}.endTimeUnixNano"),
+        json_int(json_field(sp, "startTimeUnixNano", "start_time_unix_nano"), f"{where}.startTimeUnixNano"),
+        json_int(json_field(sp, "endTimeUnixNano", "end_time_unix_nano"), f"{where}.endTimeUnixNano"),
         error_of(is_error, message, attrs, str(exc_type) if exc_type else None),
         attrs,
         resource,

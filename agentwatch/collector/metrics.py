@@ -26,6 +26,9 @@ class PipelineStats:
 
     messages_consumed: int = 0
     spans_consumed: int = 0
+    log_records_consumed: int = 0  # OTLP log records read from the log topics
+    log_records_skipped: int = 0  # of them, no GenAI message event of a span
+    orphan_fragments: int = 0  # logged messages whose span was not in their conversation
     rejected_by_reason: dict[str, int] = field(default_factory=dict)
     open_conversations: int = 0
     open_bytes: int = 0  # estimated bytes of the open conversations' spans
@@ -109,6 +112,22 @@ class PipelineMetrics(Collector):
             labels = dict(s.late_labels)
             transcripts = dict(s.transcripts_published)
         yield _counter("agentwatch_spans_consumed", "Spans decoded from the input topics.", s.spans_consumed)
+        yield _counter(
+            "agentwatch_log_records_consumed",
+            "OTLP log records read from the log topics.",
+            s.log_records_consumed,
+        )
+        yield _counter(
+            "agentwatch_log_records_skipped",
+            "Log records that are no GenAI message event of a span (application logs, other events): skipped.",
+            s.log_records_skipped,
+        )
+        yield _counter(
+            "agentwatch_orphan_message_fragments",
+            "Messages logged as log records whose span was not in their conversation (late, or the span never "
+            "came): left out.",
+            s.orphan_fragments,
+        )
         fam = CounterMetricFamily(
             "agentwatch_messages_rejected",
             "Messages sent to the dead-letter topic, by reason.",

@@ -1,7 +1,9 @@
 """Read OTLP trace files offline: one protobuf `TracesData`, OTLP/JSON, JSON lines, or size-prefixed records.
 
 The OpenTelemetry Collector's file exporter writes JSON lines (`format: json`) or protobuf records each
-preceded by a 4-byte big-endian size (`format: proto`); both are read here, gzip-compressed or not.
+preceded by a 4-byte big-endian size (`format: proto`); both are read here, gzip-compressed or not. Records of
+log files (`LogsData`) give the messages their GenAI events log (`log_records`), folded into their spans when
+the conversation is rebuilt.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from pathlib import Path
 
 from agentwatch.collector.conventions import CONVERSATION_KEYS
 from agentwatch.collector.decode import DecodeError, SpanRecord, decode_message
+from agentwatch.collector.log_records import decode_log_message, is_json_logs
 
 log = logging.getLogger(__name__)
 
@@ -109,6 +112,31 @@ def read_bytes(path: str | Path) -> bytes:
     return data
 
 
+def _decode(payload: bytes, content_type: str, limit: int) -> list[SpanRecord]:
+    """The spans of one record, or the fragments of one record of log records; DecodeError."""
+    if content_type == JSON and is_json_logs(payload):
+        return _fragments(payload, content_type, limit)
+    try:
+        return decode_message(payload, content_type, max_attribute_bytes=limit)
+    except DecodeError as exc:
+        if content_type != PROTOBUF:
+            raise
+        try:
+            return _fragments(payload, content_type, limit)
+        except DecodeError:
+            raise exc from None
+
+
+def _fragments(payload: bytes, content_type: str, limit: int) -> list[SpanRecord]:
+    """The fragments of one record of log records; DecodeError when none of them logs a span's messages."""
+    batch = decode_log_message(payload, content_type, max_attribute_bytes=limit)
+    if not batch.fragments:
+        raise DecodeError(
+            "no_message_events", f"{batch.records} log records, none a GenAI message event of a span"
+        )
+    return batch.fragments
+
+
 def read_otlp_files(paths: list[str | Path], *, max_attribute_bytes: int = 65536) -> FileSpans:
     """Decode every record of every file; unreadable parts become problems, never exceptions."""
     result = FileSpans()
@@ -127,9 +155,7 @@ def read_otlp_files(paths: list[str | Path], *, max_attribute_bytes: int = 65536
         for where, payload, content_type in iter_records(data):
             result.records += 1
             try:
-                result.spans.extend(
-                    decode_message(payload, content_type, max_attribute_bytes=max_attribute_bytes)
-                )
+                result.spans.extend(_decode(payload, content_type, max_attribute_bytes))
             except DecodeError as exc:
                 result.problems.append(FileProblem(str(path), where, exc.reason, exc.detail))
     return result

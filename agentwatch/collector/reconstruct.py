@@ -19,6 +19,7 @@ from agentwatch.collector.messages import (
     messages,
     system_text,
 )
+from agentwatch.collector.span_fragments import attach
 from agentwatch.collector.span_tree import SpanForest, role_of
 from agentwatch.collector.turns import AGENT, MODEL, Gaps, build_turn, nonneg_float, to_time
 from agentwatch.wire.schema import (
@@ -225,6 +226,9 @@ def _build(
         spans = list(finished)
         conversation_id = spans[0].conversation_id if spans else ""
         notes = []
+    spans, orphans = attach(spans)
+    if orphans:
+        notes.append(f"{orphans} message record(s) of spans not in this conversation left out")
     if not spans:
         return Conversation(
             conversation_id=conversation_id or "unknown", incomplete=incomplete, notes=["no spans"]

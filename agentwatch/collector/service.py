@@ -28,12 +28,14 @@ from agentwatch.collector.evaluation_events import EvaluationEvents, last_turn_i
 from agentwatch.collector.judging import JudgeBackpressure, PendingVerdicts
 from agentwatch.collector.labels import ScoreMemory, label_of
 from agentwatch.collector.late_labels import LateLabels
+from agentwatch.collector.log_records import decode_log_message
 from agentwatch.collector.metrics import PipelineStats
 from agentwatch.collector.offsets import OffsetBook
 from agentwatch.collector.reconstruct import build_conversation, split_by_agent
 from agentwatch.collector.record import Record
 from agentwatch.collector.rekey import CONTENT_TYPE_HEADER, Rekeyer, header, key_mode, keyed_by_conversation
 from agentwatch.collector.review_feed import ReviewFeed
+from agentwatch.collector.span_fragments import attach
 from agentwatch.collector.trace_join import KEY_TRACE, KEY_TRACE_CONVERSATION, TraceJoin
 from agentwatch.config import Settings
 from agentwatch.judge.runner import JudgeRunner
@@ -85,6 +87,7 @@ class CollectorService:
         self._pending_settings: Settings | None = None
         self.stats = PipelineStats(open_bytes_limit=self.config.max_open_bytes)
         self.assembler = Assembler(self.config)
+        self._log_topics = frozenset(self.config.log_topics)
         self.join = TraceJoin(
             self.config.trace_join_timeout_s,
             self.config.max_held_spans,
@@ -156,7 +159,7 @@ class CollectorService:
                 frozenset(self.settings.sampling.review_evidence),
                 failing=cfg.failing_transcripts,
             )
-        topics = list(dict.fromkeys([*cfg.input_topics, cfg.rekey_topic]))
+        topics = list(dict.fromkeys([*cfg.input_topics, cfg.rekey_topic, *cfg.log_topics]))
         self._consumer = Consumer(consumer_config(connection, cfg), logger=log)
         commits = self.commits = Committer(
             self._consumer, self._out, self.offsets, self.assembler, self.join, self.pending, self.stats
@@ -242,18 +245,15 @@ class CollectorService:
             return
         ct = header(headers, CONTENT_TYPE_HEADER)
         try:
-            spans = decode_message(
-                record.value or b"",
-                ct.decode("ascii", "replace") if ct else None,
-                max_attribute_bytes=self.config.max_attribute_bytes,
-            )
+            spans = self._decode(topic, record.value or b"", ct.decode("ascii", "replace") if ct else None)
         except DecodeError as exc:
             self._dead_letter(dead, record, getattr(exc, "reason", "invalid"), str(exc))
         except Exception as exc:
             log.exception("decoder failed on %s[%d]@%d", topic, tp[1], offset)
             self._dead_letter(dead, record, "decoder_error", f"{type(exc).__name__}: {exc}")
         else:
-            self.stats.spans_consumed += len(spans)
+            if topic not in self._log_topics:
+                self.stats.spans_consumed += len(spans)
             if hop == KEY_TRACE:  # spans whose trace had not named its conversation: join, then re-key
                 self._rejoin(rekeyer, self.join.add(spans, vp, offset, now))
             elif topic == self.config.rekey_topic or keyed_by_conversation(headers):
@@ -263,6 +263,17 @@ class CollectorService:
                 rekeyer.route(spans)
                 self.stats.spans_rekeyed += len(spans)
         self.assembler.message_done(vp, offset)
+
+    def _decode(self, topic: str, payload: bytes, content_type: str | None) -> list[SpanRecord]:
+        """The span records of one record of `topic`; of a log topic, the fragments its message events make
+        (`log_records`). Raises DecodeError."""
+        limit = self.config.max_attribute_bytes
+        if topic not in self._log_topics:
+            return decode_message(payload, content_type, max_attribute_bytes=limit)
+        batch = decode_log_message(payload, content_type, max_attribute_bytes=limit)
+        self.stats.log_records_consumed += batch.records
+        self.stats.log_records_skipped += batch.skipped
+        return batch.fragments
 
     def _rejoin(self, rekeyer: Rekeyer, released: list[SpanRecord]) -> None:
         """Re-publish by conversation id the spans the trace join released (flushed before the next commit)."""
@@ -281,6 +292,12 @@ class CollectorService:
 
     def _emit(self, finished: FinishedConversation) -> None:
         """Reconstruct, score and queue the score of one finished conversation."""
+        spans, orphans = attach(finished.spans, self.config.max_attribute_bytes)
+        if orphans:
+            self.stats.orphan_fragments += orphans
+            if not spans:  # messages logged after their conversation finished, or of spans never seen
+                return
+        finished.spans = spans
         parts = split_by_agent(finished)  # one conversation per (agent, conversation id)
         if len(parts) > 1:
             for part in parts:

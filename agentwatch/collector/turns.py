@@ -108,7 +108,7 @@ class Gaps:
         return out + self.other
 
 
-def _tool_from_span(span: SpanRecord, gaps: Gaps) -> dict[str, Any]:
+def _tool_from_span(span: SpanRecord) -> dict[str, Any]:
     """The `ToolCall` fields of an execute_tool / TOOL span."""
     attrs = span.attrs
     first = cv.first
@@ -130,13 +130,6 @@ def _tool_from_span(span: SpanRecord, gaps: Gaps) -> dict[str, Any]:
                 result = _raw_output(json_or_text(result))
     if args is None and cv.TOOL_PARAMETERS_KEY in attrs:
         args = _not_a_schema(json_or_text(attrs[cv.TOOL_PARAMETERS_KEY]))
-    gaps.calls += 1
-    if args is None:
-        gaps.counts[NO_ARGUMENTS] += 1
-    if span.status_error is None:
-        gaps.ok_calls += 1
-        if result is None:
-            gaps.counts[NO_RESULT] += 1
     return {
         "name": (name if type(name) is str else str(name)) or "unknown",
         "arguments": json_or_text(args),
@@ -145,6 +138,31 @@ def _tool_from_span(span: SpanRecord, gaps: Gaps) -> dict[str, Any]:
         "call_id": None if call_id is None else str(call_id),
         "read_only": _flag(first(attrs, cv.TOOL_READ_ONLY_KEYS)),
     }
+
+
+def _from_model_messages(
+    calls: list[dict[str, Any]], models: list[SpanRecord], responses: ToolResponses
+) -> None:
+    """Tool spans that logged no arguments, or logged them as text (LangChain's single-argument tools), take the
+    arguments the model asked for under the same call id; those that logged no result, the result a model call
+    was given under it (content logged on the model calls only, as the GenAI instrumentations' events do)."""
+    lacking = [
+        c
+        for c in calls
+        if c["call_id"] is not None
+        and (not isinstance(c["arguments"], dict) or (c["result"] is None and c["error"] is None))
+    ]
+    if not lacking:
+        return
+    asked = arguments_by_call(models)
+    for call in lacking:
+        wanted = asked.get(call["call_id"])
+        if isinstance(wanted, dict) and not isinstance(call["arguments"], dict):
+            call["arguments"] = wanted
+        if call["result"] is None and call["error"] is None:
+            given, result = responses.get(call["call_id"])
+            if given:
+                call["result"] = json_or_text(result)
 
 
 def _keyword_arguments(value: Any) -> Any:
@@ -381,17 +399,17 @@ def build_turn(
     if answer is None and not found:  # output messages without text: no answer was given, none went unseen
         gaps.turns[NO_ANSWER].append(index)
     if tools:
-        tool_calls = [_tool_from_span(s, gaps) for s in tools]
-        if models and any(
-            c["call_id"] is not None and not isinstance(c["arguments"], dict) for c in tool_calls
-        ):
-            # a span that logged its input as text (LangChain's single-argument tools): the arguments the
-            # model asked for under the same call id
-            asked = arguments_by_call(models)
-            for call in tool_calls:
-                wanted = asked.get(call["call_id"]) if call["call_id"] is not None else None
-                if isinstance(wanted, dict) and not isinstance(call["arguments"], dict):
-                    call["arguments"] = wanted
+        tool_calls = [_tool_from_span(s) for s in tools]
+        if models:
+            _from_model_messages(tool_calls, models, responses)
+        for call in tool_calls:
+            gaps.calls += 1
+            if call["arguments"] is None:
+                gaps.counts[NO_ARGUMENTS] += 1
+            if call["error"] is None:
+                gaps.ok_calls += 1
+                if call["result"] is None:
+                    gaps.counts[NO_RESULT] += 1
     else:
         tool_calls, missing = tools_from_messages(models, responses)
         gaps.calls += len(tool_calls)  # their arguments were in the messages

@@ -50,6 +50,11 @@ class CollectorConfig(Section):
     """The span collector."""
 
     input_topics: list[str] = Field(default_factory=lambda: [wire.SPANS_TOPIC])
+    log_topics: list[str] = Field(
+        default_factory=list,
+        description="topics of OTLP log records (the OpenTelemetry Collector's kafka exporter writes them to "
+        "`otlp_logs`): the GenAI message events among them are joined to their spans, other records skipped",
+    )
     scores_topic: str = wire.SCORES_TOPIC
     dead_letter_topic: str = wire.DEAD_LETTER_TOPIC
     rekey_topic: str = wire.REKEY_TOPIC
@@ -145,6 +150,13 @@ class CollectorConfig(Section):
         description="OTLP endpoint for gen_ai.evaluation.result log records, one per score "
         "(`http(s)://…/v1/logs` → HTTP, else gRPC); unset: none are sent",
     )
+
+    @model_validator(mode="after")
+    def _topics_read_once(self) -> CollectorConfig:
+        both = sorted(set(self.log_topics) & {*self.input_topics, self.rekey_topic})
+        if both:
+            raise ValueError(f"log_topics: {', '.join(both)} also read as spans (input_topics, rekey_topic)")
+        return self
 
 
 class ExporterConfig(Section):

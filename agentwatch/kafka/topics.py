@@ -59,6 +59,7 @@ def ensure_pipeline_topics(settings: Any) -> list[str]:
         kafka.bootstrap_servers,
         [
             *c.input_topics,
+            *c.log_topics,
             c.rekey_topic,
             c.scores_topic,
             c.dead_letter_topic,  # consumed at once

@@ -64,6 +64,8 @@ MARKER = "agentwatch.marker"
 TAG_PREFIX = "agentwatch.tag."
 JUDGE_ID = "agentwatch.judge"  # on an evaluation result: which judge
 ANSWER_EVALUATION = "agentwatch.answer_correctness"  # an evaluation's name: answer correctness
+# on a span the collector makes of message events logged as OTLP log records: the span id they belong to
+MESSAGES_OF = "agentwatch.messages_of"
 
 # Outcome labels the collector accepts (`agentwatch.wire.schema.Outcome` minus "unscored").
 OUTCOMES = LABEL_OUTCOMES

@@ -1,7 +1,8 @@
 """Record the spans real agent SDKs send, for `tests/unit/test_recorded_traces.py`.
 
 Each SDK runs one agent (one tool, `get_weather`) against the fake model of `tests.support.fake_openai`, and the
-finished spans are written as OTLP/JSON. The SDKs are not test dependencies (each pins its own OpenAI and
+finished spans are written as OTLP/JSON (and the log records, where the SDK logs any, beside them as
+`<sdk>_logs.json`). The SDKs are not test dependencies (each pins its own OpenAI and
 OpenTelemetry versions); this script runs in a virtualenv where one is installed beside agentwatch:
 
     python -m venv /tmp/rec && /tmp/rec/bin/pip install -e . pytest <packages>
@@ -17,6 +18,8 @@ OpenTelemetry versions); this script runs in a virtualenv where one is installed
 | `llama_index` | `llama-index-core` (0.14.25) `llama-index-llms-openai` `openinference-instrumentation-llama-index` (4.6.1) | OpenInference: a CHAIN per workflow step under the agent's run, whose input and output are the workflow's objects (JSON, Python reprs); tool calls as `{"kwargs": ...}` and `ToolOutput` |
 | `smolagents` | `smolagents[openai]` (1.26.0) `openinference-instrumentation-smolagents` (0.1.43) | OpenInference: the agent's run (its `task` as input), a CHAIN per step, tool input as a logged Python call; the agent answers by calling `final_answer` |
 | `google_genai` | `google-genai` (2.34.0; the instrumentation takes `>=1.32,<3`) `opentelemetry-instrumentation-google-genai` (1.3b0) | the official GenAI instrumentation, content on spans: two `generate_content` calls of a loop the caller runs, tool calls only in the messages (ids made up by the instrumentation) |
+| `openai_events` | `opentelemetry-instrumentation-genai-openai` (1.3b0, a test dependency) | the official OpenAI instrumentation with content in events only (`EVENT_ONLY`, `OTEL_INSTRUMENTATION_GENAI_EMIT_EVENT=true`): one `gen_ai.client.inference.operation.details` log record per call, no messages on the spans; the caller's agent span names the conversation |
+| `openai_v2_events` | `opentelemetry-instrumentation-openai-v2` (2.1b0) `openai` | its predecessor: one log record per message (`gen_ai.user.message`, ..., `gen_ai.choice`), the message in the body |
 | `langgraph` | `langgraph` (1.2.24) `langchain-openai` (1.7.4) `openinference-instrumentation-langchain` (0.1.80) | OpenInference: a CHAIN per graph run, an AGENT span per run of the "agent" node, the tool node beside them; two turns of one thread |
 """
 
@@ -125,6 +128,60 @@ def _openai_agents(factory: SpanFactory, base_url: str) -> None:
     model = OpenAIChatCompletionsModel(model="gpt-4o-mini", openai_client=client)
     tool = function_tool(weather, name_override="get_weather")
     Runner.run_sync(Agent(name="weather-agent", instructions=SYSTEM, tools=[tool], model=model), QUESTION)
+
+
+def _openai_events(factory: SpanFactory, base_url: str) -> None:
+    os.environ["OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"] = "EVENT_ONLY"
+    os.environ["OTEL_INSTRUMENTATION_GENAI_EMIT_EVENT"] = "true"
+    kwargs: dict[str, Any] = {"tracer_provider": factory.provider, "logger_provider": factory.logger_provider}
+    try:
+        from opentelemetry.instrumentation.genai.openai import OpenAIInstrumentor
+    except ImportError:  # its predecessor, which logs one event per message through the Events API
+        from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor  # type: ignore[no-redef]
+        from opentelemetry.sdk._events import EventLoggerProvider
+
+        os.environ["OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"] = "true"
+        kwargs["event_logger_provider"] = EventLoggerProvider(factory.logger_provider)
+    from openai import OpenAI
+
+    OpenAIInstrumentor().instrument(**kwargs)
+    client = OpenAI(base_url=base_url, api_key="test")
+    tools = [
+        {
+            "type": "function",
+            "function": {
+                "name": "get_weather",
+                "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+            },
+        }
+    ]
+    agent = {
+        "gen_ai.operation.name": "invoke_agent",
+        "gen_ai.agent.name": "weather-agent",
+        "gen_ai.conversation.id": "conv-events-1",
+    }
+    with factory.tracer.start_as_current_span("invoke_agent weather-agent", attributes=agent):
+        messages: list[dict[str, Any]] = [
+            {"role": "system", "content": SYSTEM},
+            {"role": "user", "content": QUESTION},
+        ]
+        first = client.chat.completions.create(model="gpt-4o-mini", messages=messages, tools=tools)
+        asked = first.choices[0].message
+        call = asked.tool_calls[0]
+        with factory.tracer.start_as_current_span(
+            "execute_tool get_weather",
+            attributes={
+                "gen_ai.operation.name": "execute_tool",
+                "gen_ai.tool.name": "get_weather",
+                "gen_ai.tool.call.id": call.id,
+            },
+        ):
+            result = json.dumps(weather(**json.loads(call.function.arguments)))
+        messages += [
+            asked.model_dump(exclude_none=True),
+            {"role": "tool", "tool_call_id": call.id, "content": result},
+        ]
+        client.chat.completions.create(model="gpt-4o-mini", messages=messages, tools=tools)
 
 
 def _adk(factory: SpanFactory, base_url: str, legacy: bool = False) -> None:
@@ -294,6 +351,8 @@ SDKS = {
     "smolagents": _smolagents,
     "google_genai": _google_genai,
     "langgraph": _langgraph,
+    "openai_events": _openai_events,
+    "openai_v2_events": _openai_events,
 }
 
 
@@ -309,6 +368,8 @@ def main(sdk: str, out: Path) -> None:
     with FakeOpenAI(responder) as server:
         SDKS[sdk](factory, server.base_url)
     out.write_bytes(factory.json(indent=1))
+    if factory.logs():
+        out.with_name(out.name.replace("_trace", "_logs")).write_bytes(factory.logs_json(indent=1))
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""Build real OpenTelemetry spans for the collector's pure-half tests (OTel SDK + in-memory exporter)."""
+"""Build real OpenTelemetry spans (and log records) for the collector's pure-half tests (OTel SDK + in-memory
+exporters)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from google.protobuf.json_format import MessageToJson, Parse
+from opentelemetry.exporter.otlp.proto.common._log_encoder import encode_logs
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
+from opentelemetry.sdk._logs import LoggerProvider
+from opentelemetry.sdk._logs.export import SimpleLogRecordProcessor
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -28,6 +32,9 @@ class SpanFactory:
         )
         self.provider.add_span_processor(SimpleSpanProcessor(self.exporter))
         self.tracer = self.provider.get_tracer("tests")
+        self.log_exporter = _in_memory_log_exporter()
+        self.logger_provider = LoggerProvider(resource=self.provider.resource)
+        self.logger_provider.add_log_record_processor(SimpleLogRecordProcessor(self.log_exporter))
 
     def spans(self) -> list[ReadableSpan]:
         """Finished spans so far."""
@@ -40,6 +47,22 @@ class SpanFactory:
     def json(self, **kwargs: Any) -> bytes:
         """Finished spans as OTLP/JSON (protobuf's official JSON mapping)."""
         return MessageToJson(encode_spans(self.spans()), **kwargs).encode()
+
+    def logs(self) -> list[Any]:
+        """Log records emitted through `logger_provider` so far."""
+        return list(self.log_exporter.get_finished_logs())
+
+    def logs_json(self, **kwargs: Any) -> bytes:
+        """Those log records as OTLP/JSON `LogsData` (protobuf's official JSON mapping)."""
+        return MessageToJson(encode_logs(self.logs()), **kwargs).encode()
+
+
+def _in_memory_log_exporter() -> Any:
+    """The SDK's in-memory log exporter, under its name in the installed release (renamed in 1.39)."""
+    from opentelemetry.sdk._logs import export
+
+    exporter = getattr(export, "InMemoryLogRecordExporter", None) or export.InMemoryLogExporter
+    return exporter()
 
 
 def attrs(span: ReadableSpan) -> Mapping[str, AttributeValue]:
