@@ -141,7 +141,7 @@ def _tool_from_span(span: SpanRecord) -> dict[str, Any]:
 
 
 def _from_model_messages(
-    calls: list[dict[str, Any]], models: list[SpanRecord], responses: ToolResponses
+    calls: list[dict[str, Any]], models: list[SpanRecord], responses: ToolResponses | None
 ) -> None:
     """Tool spans that logged no arguments, or logged them as text (LangChain's single-argument tools), take the
     arguments the model asked for under the same call id; those that logged no result, the result a model call
@@ -155,6 +155,8 @@ def _from_model_messages(
     if not lacking:
         return
     asked = arguments_by_call(models)
+    if responses is None:
+        responses = ToolResponses(lambda: models)
     for call in lacking:
         wanted = asked.get(call["call_id"])
         if isinstance(wanted, dict) and not isinstance(call["arguments"], dict):
