@@ -1,0 +1,321 @@
+"""GenAI message events sent as OTLP log records (`log_records`, `span_fragments`): the official OpenAI
+instrumentation in event mode (1.3b0: one `gen_ai.client.inference.operation.details` record per call, messages
+in its attributes) and its predecessor (openai-v2 2.1b0 on SDK 1.31: one record per message, the message in the
+body, the event's name as the `event.name` attribute), recorded by `python -m tests.support.record_agents
+openai_events` / `openai_v2_events` on 2026-11-28; and records built here for what those do not show."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from google.protobuf.json_format import Parse
+from opentelemetry.proto.logs.v1.logs_pb2 import LogsData
+
+from agentwatch.collector.assembler import Assembler
+from agentwatch.collector.decode import DecodeError, decode_message, encode_spans_otlp
+from agentwatch.collector.log_records import decode_log_message
+from agentwatch.collector.otlp_files import group_by_conversation, read_otlp_files
+from agentwatch.collector.reconstruct import build_conversation
+from agentwatch.collector.span_fragments import FRAGMENT_KEY, attach, is_fragment
+from agentwatch.config.services import CollectorConfig
+from tests.support.fake_openai import FINAL_TEXT, TOOL_CALL_ID, USAGE
+
+DATA = Path(__file__).parent.parent / "data"
+RUNS = ["openai_events", "openai_v2_events"]
+QUESTION = "What is the weather in Paris?"
+TRACE = "0af7651916cd43dd8448eb211c80319c"
+SPAN = "b7ad6b7169203331"
+
+
+def _logs(run: str, encoding: str) -> bytes:
+    text = (DATA / f"{run}_logs.json").read_bytes()
+    return text if encoding == "json" else Parse(text, LogsData()).SerializeToString()
+
+
+def _spans(run: str) -> list[Any]:
+    return decode_message((DATA / f"{run}_trace.json").read_bytes(), "application/json")
+
+
+@pytest.mark.parametrize("encoding", ["json", "protobuf"])
+@pytest.mark.parametrize("run", RUNS)
+def test_a_run_whose_messages_are_log_records_rebuilds_its_whole_turn(run: str, encoding: str) -> None:
+    batch = decode_log_message(_logs(run, encoding), None)
+    assert batch.skipped == 0 and batch.records == (2 if run == "openai_events" else 8)
+    assert len(batch.fragments) == 2  # one per model call
+    spans = _spans(run)
+    assert {f.parent_span_id for f in batch.fragments} == {
+        s.span_id for s in spans if s.name.startswith("chat")
+    }
+    conv = build_conversation(spans + batch.fragments)
+    assert conv.conversation_id == "conv-events-1"  # the trace's, named by the caller's agent span
+    assert conv.notes == [] and conv.not_captured == []
+    assert conv.system == "You answer weather questions."
+    (turn,) = conv.turns
+    assert (turn.input, turn.answer) == (QUESTION, FINAL_TEXT)
+    # the tool span logged neither arguments nor result: the model calls' messages have both under its call id
+    assert [(c.name, c.arguments, c.result, c.call_id) for c in turn.tool_calls] == [
+        (
+            "get_weather",
+            {"city": "Paris"},
+            {"city": "Paris", "temperature_c": 18, "sky": "cloudy"},
+            TOOL_CALL_ID,
+        )
+    ]
+    assert [(u.input_tokens, u.output_tokens) for u in turn.usage] == [USAGE["tool_call"], USAGE["final"]]
+
+
+@pytest.mark.parametrize("run", RUNS)
+def test_without_its_log_records_the_run_has_no_messages(run: str) -> None:
+    conv = build_conversation(_spans(run))
+    assert conv.not_captured == ["messages", "arguments", "results"]
+
+
+@pytest.mark.parametrize("run", RUNS)
+def test_the_files_read_together_make_one_conversation(run: str) -> None:
+    """`agentwatch reconstruct` / `score` on a trace file and a log file: the fragments join their trace's
+    conversation."""
+    found = read_otlp_files([DATA / f"{run}_trace.json", DATA / f"{run}_logs.json"])
+    assert found.problems == [] and found.records == 2
+    (conversation,) = group_by_conversation(found.spans).values()
+    (turn,) = build_conversation(conversation).turns
+    assert (turn.input, turn.answer) == (QUESTION, FINAL_TEXT)
+
+
+def test_a_log_file_of_application_logs_is_a_problem_with_its_reason(tmp_path: Path) -> None:
+    path = tmp_path / "app.json"
+    path.write_text(json.dumps(_document([_record(event=None, body={"stringValue": "GET /health 200"})])))
+    found = read_otlp_files([path])
+    assert [(p.where, p.reason) for p in found.problems] == [("document", "no_message_events")]
+    assert found.spans == []
+
+
+def test_fragments_survive_the_rekey_topic_and_deduplicate_on_replay() -> None:
+    """Re-keyed fragments are re-decoded from OTLP spans: still fragments, of the same span; a replayed message
+    gives the same fragment ids, which the assembler counts as duplicates."""
+    batch = decode_log_message(_logs("openai_events", "protobuf"))
+    again = decode_message(encode_spans_otlp(batch.fragments))
+    assert [(f.span_id, f.parent_span_id, f.attrs) for f in again] == [
+        (f.span_id, f.parent_span_id, f.attrs) for f in batch.fragments
+    ]
+    assert all(is_fragment(f) for f in again)
+    replay = decode_log_message(_logs("openai_events", "json"))
+    assert [f.span_id for f in replay.fragments] == [f.span_id for f in batch.fragments]
+    assembler = Assembler(CollectorConfig())
+    assert [assembler.add(f, 0, 1, 0.0) for f in batch.fragments + replay.fragments] == [
+        "added",
+        "added",
+        "duplicate",
+        "duplicate",
+    ]
+
+
+# --------------------------------------------------------------------------- records built here
+
+
+def _value(value: Any) -> dict[str, Any]:
+    """An OTLP/JSON AnyValue."""
+    if isinstance(value, str):
+        return {"stringValue": value}
+    if isinstance(value, bool):
+        return {"boolValue": value}
+    if isinstance(value, int):
+        return {"intValue": str(value)}
+    if isinstance(value, list):
+        return {"arrayValue": {"values": [_value(v) for v in value]}}
+    return {"kvlistValue": {"values": [{"key": k, "value": _value(v)} for k, v in value.items()]}}
+
+
+def _record(
+    event: str | None = "gen_ai.user.message",
+    body: Any = None,
+    attributes: dict[str, Any] | None = None,
+    trace_id: str | None = TRACE,
+    span_id: str | None = SPAN,
+    time_ns: int = 1_000,
+) -> dict[str, Any]:
+    record: dict[str, Any] = {
+        "timeUnixNano": str(time_ns),
+        "attributes": [{"key": k, "value": _value(v)} for k, v in (attributes or {}).items()],
+    }
+    if event is not None:
+        record["eventName"] = event
+    if body is not None:
+        record["body"] = body
+    if trace_id is not None:
+        record["traceId"] = trace_id
+    if span_id is not None:
+        record["spanId"] = span_id
+    return record
+
+
+def _document(records: list[dict[str, Any]]) -> dict[str, Any]:
+    resource = {"attributes": [{"key": "service.name", "value": {"stringValue": "weather"}}]}
+    return {"resourceLogs": [{"resource": resource, "scopeLogs": [{"logRecords": records}]}]}
+
+
+def _decode(records: list[dict[str, Any]]) -> Any:
+    return decode_log_message(json.dumps(_document(records)).encode(), "application/json")
+
+
+def test_application_logs_and_records_of_no_span_are_skipped_and_counted() -> None:
+    batch = _decode(
+        [
+            _record(event=None, body={"stringValue": "GET /health 200"}),  # an application log
+            _record(event="db.query", body=_value({"content": "SELECT 1"})),  # another event
+            _record(body=_value({"content": "hi"}), span_id=None),  # no span
+            _record(body=_value({"content": "hi"}), trace_id="00000000000000000000000000000000"),
+            _record(body=_value({"content": "What is the weather in Paris?"})),
+        ]
+    )
+    assert (batch.records, batch.skipped, len(batch.fragments)) == (5, 4, 1)
+    (fragment,) = batch.fragments
+    assert (fragment.trace_id, fragment.parent_span_id, fragment.attrs[FRAGMENT_KEY]) == (TRACE, SPAN, SPAN)
+    assert fragment.conversation_id == TRACE  # no conversation key: the trace join finds it
+    assert fragment.resource == {"service.name": "weather"}
+    assert json.loads(fragment.attrs["gen_ai.input.messages"]) == [
+        {"role": "user", "parts": [{"type": "text", "content": "What is the weather in Paris?"}]}
+    ]
+
+
+def test_the_event_name_attribute_and_a_text_body_are_read() -> None:
+    """SDKs before `LogRecord.event_name` put the name in `event.name`; a text body is the message's content."""
+    batch = _decode(
+        [_record(event=None, body={"stringValue": "Hello"}, attributes={"event.name": "gen_ai.user.message"})]
+    )
+    (fragment,) = batch.fragments
+    assert json.loads(fragment.attrs["gen_ai.input.messages"])[0]["parts"] == [
+        {"type": "text", "content": "Hello"}
+    ]
+
+
+def test_a_tool_call_deep_in_a_body_keeps_its_arguments() -> None:
+    """An assistant message's tool call sits four levels down its body: read whole, not cut at the depth span
+    attributes are read to."""
+    call = {
+        "id": "call_1",
+        "type": "function",
+        "function": {"name": "get_weather", "arguments": {"city": "Paris"}},
+    }
+    batch = _decode([_record(event="gen_ai.assistant.message", body=_value({"tool_calls": [call]}))])
+    (message,) = json.loads(batch.fragments[0].attrs["gen_ai.input.messages"])
+    (part,) = message["parts"]
+    assert (part["type"], part["id"], part["name"]) == ("tool_call", "call_1", "get_weather")
+    assert part["arguments"] in ({"city": "Paris"}, '{"city": "Paris"}')
+
+
+def test_a_conversation_key_on_a_record_names_the_fragments_conversation() -> None:
+    batch = _decode(
+        [_record(body=_value({"content": "hi"}), attributes={"gen_ai.conversation.id": "conv-7"})]
+    )
+    assert batch.fragments[0].conversation_id == "conv-7"
+
+
+@pytest.mark.parametrize(
+    ("payload", "content_type", "reason"),
+    [
+        (b"", None, "empty"),
+        (b"\xff\x00garbage", None, "not_otlp"),
+        (b"\xff\x00garbage", "application/x-protobuf", "invalid_protobuf"),
+        (b'{"resourceSpans": []}', "application/json", "not_otlp"),
+        (b"{not json", "application/json", "invalid_json"),
+        (json.dumps(_document([])).encode(), "application/json", "empty"),
+    ],
+)
+def test_a_message_that_is_no_log_records_is_a_decode_error_with_its_reason(
+    payload: bytes, content_type: str | None, reason: str
+) -> None:
+    with pytest.raises(DecodeError) as raised:
+        decode_log_message(payload, content_type)
+    assert raised.value.reason == reason
+
+
+# --------------------------------------------------------------------------- attach
+
+
+def _fragments_of(records: list[dict[str, Any]]) -> list[Any]:
+    return list(_decode(records).fragments)
+
+
+def test_a_spans_own_messages_win_over_its_fragments() -> None:
+    (chat,) = decode_message(
+        json.dumps(
+            {
+                "resourceSpans": [
+                    {
+                        "scopeSpans": [
+                            {
+                                "spans": [
+                                    {
+                                        "traceId": TRACE,
+                                        "spanId": SPAN,
+                                        "name": "chat",
+                                        "attributes": [
+                                            {
+                                                "key": "gen_ai.operation.name",
+                                                "value": {"stringValue": "chat"},
+                                            },
+                                            {
+                                                "key": "gen_ai.input.messages",
+                                                "value": {
+                                                    "stringValue": json.dumps(
+                                                        [
+                                                            {
+                                                                "role": "user",
+                                                                "parts": [{"type": "text", "content": "own"}],
+                                                            }
+                                                        ]
+                                                    )
+                                                },
+                                            },
+                                        ],
+                                    }
+                                ]
+                            }
+                        ]
+                    }
+                ]
+            }
+        ).encode()
+    )
+    fragments = _fragments_of(
+        [
+            _record(body=_value({"content": "logged"})),
+            _record(
+                event="gen_ai.choice",
+                body=_value({"index": 0, "message": {"role": "assistant", "content": "done"}}),
+            ),
+        ]
+    )
+    spans, orphans = attach([chat, *fragments])
+    assert (spans, orphans) == ([chat], 0)
+    assert json.loads(chat.attrs["gen_ai.input.messages"])[0]["parts"][0]["content"] == "own"
+    assert json.loads(chat.attrs["gen_ai.output.messages"])[0]["parts"][0]["content"] == "done"
+
+
+def test_fragments_of_one_span_are_read_in_time_order_and_orphans_counted() -> None:
+    chat = _fragments_of([_record(body=_value({"content": "x"}))])[0]  # any span record with SPAN as its id
+    chat.name, chat.span_id, chat.parent_span_id, chat.attrs = "chat", SPAN, None, {}
+    later = _fragments_of([_record(body=_value({"content": "second"}), time_ns=2_000)])
+    earlier = _fragments_of(
+        [_record(event="gen_ai.system.message", body=_value({"content": "first"}), time_ns=1_000)]
+    )
+    orphan = _fragments_of([_record(body=_value({"content": "lost"}), span_id="00f067aa0ba902b7")])
+    spans, orphans = attach([*later, chat, *orphan, *earlier])
+    assert (spans, orphans) == ([chat], 1)
+    assert [m["role"] for m in json.loads(chat.attrs["gen_ai.input.messages"])] == ["system", "user"]
+
+
+def test_spans_without_fragments_are_given_back_as_they_are() -> None:
+    spans = _spans("openai_events")
+    assert attach(spans) == (spans, 0) and attach(spans)[0] is spans
+
+
+def test_a_topic_read_both_as_spans_and_as_log_records_fails_at_start() -> None:
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match="log_topics: otlp_spans also read as spans"):
+        CollectorConfig(input_topics=["otlp_spans"], log_topics=["otlp_logs", "otlp_spans"])
+    assert CollectorConfig(input_topics=["otlp_spans"], log_topics=["otlp_logs"]).log_topics == ["otlp_logs"]
