@@ -145,7 +145,7 @@ def _openai_events(factory: SpanFactory, base_url: str) -> None:
     from openai import OpenAI
 
     OpenAIInstrumentor().instrument(**kwargs)
-    client = OpenAI(base_url=base_url, api_key="test")
+    client: Any = OpenAI(base_url=base_url, api_key="test")  # messages as plain dicts, as agents build them
     tools = [
         {
             "type": "function",
