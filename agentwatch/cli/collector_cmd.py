@@ -20,6 +20,13 @@ def collector(
         list[str] | None,
         typer.Option(help="Span topic to consume; repeat for several (AGENTWATCH_COLLECTOR__INPUT_TOPICS)."),
     ] = None,
+    log_topic: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="Topic of OTLP log records whose GenAI message events join their spans; repeat for several "
+            "(AGENTWATCH_COLLECTOR__LOG_TOPICS)."
+        ),
+    ] = None,
     scores_topic: Annotated[str | None, typer.Option(help="Topic the scores are written to.")] = None,
     group_id: Annotated[str | None, typer.Option(help="Consumer group of the collector instances.")] = None,
     idle_timeout: Annotated[
@@ -37,6 +44,7 @@ def collector(
         bootstrap_servers,
         collector={
             "input_topics": input_topic or None,
+            "log_topics": log_topic or None,
             "scores_topic": scores_topic,
             "group_id": group_id,
             "idle_timeout_s": idle_timeout,

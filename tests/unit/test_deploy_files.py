@@ -162,16 +162,20 @@ def test_kubernetes_deployment_and_service(file: str, port: int, command: str) -
 # --------------------------------------------------------------------------- OTel Collector
 
 
-def test_otel_collector_writes_otlp_proto_to_otlp_spans() -> None:
+def test_otel_collector_writes_otlp_proto_to_otlp_spans_and_otlp_logs() -> None:
     config = _load(DEPLOY / "otel-collector" / "config.yaml")
     kafka = config["exporters"]["kafka"]
     assert kafka["traces"] == {"topic": "otlp_spans", "encoding": "otlp_proto"}
+    assert kafka["logs"] == {"topic": "otlp_logs", "encoding": "otlp_proto"}
     assert kafka["brokers"] == ["kafka:19092"]
     assert set(config["receivers"]["otlp"]["protocols"]) == {"grpc", "http"}
-    pipeline = config["service"]["pipelines"]["traces"]
-    assert pipeline["receivers"] == ["otlp"] and pipeline["exporters"] == ["kafka"]
-    for section in ("receivers", "processors", "exporters"):
-        assert set(pipeline.get(section, [])) <= set(config[section]), section
+    for name in ("traces", "logs"):
+        pipeline = config["service"]["pipelines"][name]
+        assert pipeline["receivers"] == ["otlp"] and pipeline["exporters"] == ["kafka"]
+        for section in ("receivers", "processors", "exporters"):
+            assert set(pipeline.get(section, [])) <= set(config[section]), section
+    settings = load_settings(DEPLOY / "agentwatch.yaml")  # what agentwatch reads of it
+    assert "otlp_spans" in settings.collector.input_topics and settings.collector.log_topics == ["otlp_logs"]
     assert set(config["service"].get("extensions", [])) <= set(config.get("extensions", {}))
 
 
