@@ -26,6 +26,7 @@ from agentwatch.collector.decode_json import decode_json
 from agentwatch.collector.flat_messages import FIRST_KEYS as _FLAT_FIRST_KEYS
 from agentwatch.collector.flat_messages import PREFIXES as _FLAT_PREFIXES
 from agentwatch.collector.flat_messages import fold
+from agentwatch.collector.message_events import DEPTH as _MESSAGE_DEPTH
 from agentwatch.collector.message_events import NAMES as _MESSAGE_EVENTS
 from agentwatch.collector.message_events import fold as fold_events
 from agentwatch.collector.otlp_slim import SlimTracesData
@@ -102,7 +103,8 @@ def _pb_events(events: Any, attrs: dict[str, Any], limit: int) -> str | None:
                 if kv.key == EXCEPTION_TYPE_KEY or (kv.key == EXCEPTION_MESSAGE_KEY and not exc_type):
                     exc_type = truncate(str(pb_value(kv.value, limit)), limit)
         elif name in _MESSAGE_EVENTS:
-            found.append((name, {kv.key: pb_value(kv.value, limit) for kv in ev.attributes[:MAX_ARRAY]}))
+            values = ev.attributes[:MAX_ARRAY]
+            found.append((name, {kv.key: pb_value(kv.value, limit, 0, _MESSAGE_DEPTH) for kv in values}))
     if found:
         fold_events(attrs, found, limit)
     return exc_type

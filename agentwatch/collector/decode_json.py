@@ -20,6 +20,7 @@ from agentwatch.collector.conventions import (
 )
 from agentwatch.collector.flat_messages import PREFIXES as FLAT_PREFIXES
 from agentwatch.collector.flat_messages import fold
+from agentwatch.collector.message_events import DEPTH as MESSAGE_DEPTH
 from agentwatch.collector.message_events import NAMES as MESSAGE_EVENTS
 from agentwatch.collector.message_events import fold as fold_events
 from agentwatch.collector.span_record import (
@@ -143,11 +144,16 @@ def json_int(raw: Any, where: str) -> int:
     return value
 
 
-def _json_attrs(
-    items: Any, keys: frozenset[str] | None, limit: int, where: str, flat: bool = False
+def json_attributes(
+    items: Any,
+    limit: int,
+    where: str,
+    keys: frozenset[str] | None = None,
+    flat: bool = False,
+    max_depth: int = 2,
 ) -> dict[str, Any]:
-    """The attributes of `keys` (all with None) and the `agentwatch.tag.*` ones; with `flat`, the flattened
-    messages too, folded into the GenAI message keys."""
+    """The attributes of `keys` (all with None) and the `agentwatch.tag.*` ones, values nested at most
+    `max_depth` deep; with `flat`, the flattened messages too, folded into the GenAI message keys."""
     out: dict[str, Any] = {}
     if not isinstance(items, list):
         return out
@@ -159,7 +165,7 @@ def _json_attrs(
         if not isinstance(key, str):
             continue
         if keys is None or key in keys or key.startswith(TAG_PREFIX):
-            out[key] = json_value(kv.get("value"), limit, f"{where} attribute {key!r}")
+            out[key] = json_value(kv.get("value"), limit, f"{where} attribute {key!r}", max_depth=max_depth)
         elif flat and key.startswith(FLAT_PREFIXES):
             out[key] = json_value(kv.get("value"), limit, f"{where} attribute {key!r}")
             folded = True
@@ -191,9 +197,8 @@ def decode_json(payload: bytes, limit: int) -> list[SpanRecord]:
         for r, rs in enumerate(json_list(tdata, "resourceSpans", "resource_spans", f"document {d}")):
             where_r = f"resourceSpans[{r}]"
             res = json_field(rs, "resource", "resource", {}) if isinstance(rs, dict) else {}
-            resource = _json_attrs(
-                res.get("attributes") if isinstance(res, dict) else None, RESOURCE_KEYS, limit, where_r
-            )
+            items = res.get("attributes") if isinstance(res, dict) else None
+            resource = json_attributes(items, limit, where_r, RESOURCE_KEYS)
             for s, ss in enumerate(json_list(rs, "scopeSpans", "scope_spans", where_r)):
                 for i, sp in enumerate(json_list(ss, "spans", "spans", f"{where_r}.scopeSpans[{s}]")):
                     where = f"{where_r}.scopeSpans[{s}].spans[{i}]"
@@ -204,7 +209,7 @@ def decode_json(payload: bytes, limit: int) -> list[SpanRecord]:
 def _json_span(sp: Any, resource: dict, limit: int, where: str) -> SpanRecord:
     if not isinstance(sp, dict):
         raise DecodeError("invalid_json", f"{where}: expected an object")
-    attrs = _json_attrs(sp.get("attributes"), _SPAN_KEYS, limit, where, flat=True)
+    attrs = json_attributes(sp.get("attributes"), limit, where, _SPAN_KEYS, flat=True)
     if VERCEL_OPERATION in attrs:
         fold_vercel(attrs, limit)
     elif not ADK_KEYS.isdisjoint(attrs):
@@ -218,10 +223,11 @@ def _json_span(sp: Any, resource: dict, limit: int, where: str) -> SpanRecord:
                 continue
             name = ev.get("name")
             if name == EXCEPTION_EVENT:
-                ev_attrs = _json_attrs(ev.get("attributes"), None, limit, where)
+                ev_attrs = json_attributes(ev.get("attributes"), limit, where)
                 exc_type = ev_attrs.get(EXCEPTION_TYPE_KEY) or ev_attrs.get(EXCEPTION_MESSAGE_KEY) or exc_type
             elif name in MESSAGE_EVENTS:
-                found.append((name, _json_attrs(ev.get("attributes"), None, limit, where)))
+                values = json_attributes(ev.get("attributes"), limit, where, max_depth=MESSAGE_DEPTH)
+                found.append((name, values))
         if found:
             fold_events(attrs, found, limit)
     status = sp.get("status")

@@ -25,9 +25,17 @@ from opentelemetry.proto.logs.v1.logs_pb2 import LogsData
 
 from agentwatch.collector.conventions import RESOURCE_KEYS
 from agentwatch.collector.decode import pb_value
-from agentwatch.collector.decode_json import json_field, json_id, json_int, json_list, json_value, load_json
-from agentwatch.collector.foreign_messages import ENCODE, bounded
-from agentwatch.collector.message_events import NAMES
+from agentwatch.collector.decode_json import (
+    json_attributes,
+    json_field,
+    json_id,
+    json_int,
+    json_list,
+    json_value,
+    load_json,
+)
+from agentwatch.collector.foreign_messages import ENCODE
+from agentwatch.collector.message_events import DEPTH, NAMES
 from agentwatch.collector.message_events import fold as fold_events
 from agentwatch.collector.span_fragments import FRAGMENT_KEY, FRAGMENT_NAME
 from agentwatch.collector.span_record import (
@@ -38,14 +46,10 @@ from agentwatch.collector.span_record import (
     truncate,
     with_conversations,
 )
-from agentwatch.wire import attributes as A
 
 __all__ = ["LogBatch", "decode_log_message"]
 
 EVENT_NAME_KEY = "event.name"  # the event's name as an attribute (SDKs before LogRecord.event_name)
-# how deep a record's values are read: an OpenAI tool call's arguments sit four levels down a message body
-_MAX_DEPTH = 8
-_MESSAGE_LISTS = (A.INPUT_MESSAGES, A.OUTPUT_MESSAGES)
 _ZERO_TRACE, _ZERO_SPAN = bytes(16), bytes(8)
 
 
@@ -70,22 +74,14 @@ class _Span:
     conversation: str | None = None
 
 
-def _event_attributes(attributes: dict[str, Any], body: Any, limit: int) -> dict[str, Any]:
-    """A record's attributes with its body's keys over them (a text body as `content`), the GenAI message keys
-    of a structured record as JSON, as a span event carries them."""
-    merged = dict(attributes)
+def _event_attributes(attributes: dict[str, Any], body: Any) -> dict[str, Any]:
+    """A record's attributes with its body's keys over them (a text body as `content`), as a span event of its
+    name carries them."""
     if isinstance(body, dict):
-        merged.update(body)
-    elif body not in (None, ""):
-        merged["content"] = body
-    for key in _MESSAGE_LISTS:
-        value = merged.get(key)
-        if isinstance(value, list):
-            merged[key] = bounded([m for m in value if isinstance(m, dict)], limit)
-    value = merged.get(A.SYSTEM_INSTRUCTIONS)
-    if isinstance(value, (list, dict)):
-        merged[A.SYSTEM_INSTRUCTIONS] = truncate(ENCODE(value), limit)
-    return merged
+        return {**attributes, **body}
+    if body not in (None, ""):
+        return {**attributes, "content": body}
+    return attributes
 
 
 class _Collect:
@@ -110,7 +106,7 @@ class _Collect:
         span = self._spans.get((trace_id, span_id))
         if span is None:
             span = self._spans[(trace_id, span_id)] = _Span(trace_id, span_id, resource)
-        span.events.append((name, _event_attributes(attributes, body, self.limit)))
+        span.events.append((name, _event_attributes(attributes, body)))
         span.times.append(time_ns)
         if span.conversation is None:
             span.conversation = conversation_of(attributes)
@@ -189,10 +185,9 @@ def _decode_protobuf(payload: bytes, limit: int) -> LogBatch:
                     found.batch.skipped += 1
                     continue
                 attributes = {
-                    kv.key: pb_value(kv.value, limit, max_depth=_MAX_DEPTH)
-                    for kv in record.attributes[:MAX_ARRAY]
+                    kv.key: pb_value(kv.value, limit, max_depth=DEPTH) for kv in record.attributes[:MAX_ARRAY]
                 }
-                body = pb_value(record.body, limit, max_depth=_MAX_DEPTH) if record.HasField("body") else None
+                body = pb_value(record.body, limit, max_depth=DEPTH) if record.HasField("body") else None
                 time_ns = record.time_unix_nano or record.observed_time_unix_nano
                 found.add(tid.hex(), sid.hex(), time_ns, name, attributes, body, resource)
     if not found.batch.records:
@@ -203,18 +198,6 @@ def _decode_protobuf(payload: bytes, limit: int) -> LogBatch:
 # --------------------------------------------------------------------------- OTLP/JSON
 
 
-def _json_attributes(
-    items: Any, limit: int, where: str, keys: frozenset[str] | None = None
-) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    if not isinstance(items, list):
-        return out
-    for kv in items[:MAX_ARRAY]:
-        if isinstance(kv, dict) and isinstance(key := kv.get("key"), str) and (keys is None or key in keys):
-            out[key] = json_value(kv.get("value"), limit, f"{where} attribute {key!r}", max_depth=_MAX_DEPTH)
-    return out
-
-
 def _json_record(record: Any, resource: dict[str, Any], found: _Collect, where: str) -> None:
     found.batch.records += 1
     if not isinstance(record, dict):
@@ -223,7 +206,7 @@ def _json_record(record: Any, resource: dict[str, Any], found: _Collect, where: 
     name = json_field(record, "eventName", "event_name")
     attributes = None
     if not name:
-        attributes = _json_attributes(record.get("attributes"), limit, where)
+        attributes = json_attributes(record.get("attributes"), limit, where, max_depth=DEPTH)
         name = attributes.get(EVENT_NAME_KEY)
     trace_id = json_id(json_field(record, "traceId", "trace_id"), 16, f"{where}.traceId", False)
     span_id = json_id(json_field(record, "spanId", "span_id"), 8, f"{where}.spanId", False)
@@ -231,11 +214,9 @@ def _json_record(record: Any, resource: dict[str, Any], found: _Collect, where: 
         found.batch.skipped += 1
         return
     if attributes is None:
-        attributes = _json_attributes(record.get("attributes"), limit, where)
+        attributes = json_attributes(record.get("attributes"), limit, where, max_depth=DEPTH)
     raw_body = record.get("body")
-    body = (
-        json_value(raw_body, limit, f"{where}.body", max_depth=_MAX_DEPTH) if raw_body is not None else None
-    )
+    body = json_value(raw_body, limit, f"{where}.body", max_depth=DEPTH) if raw_body is not None else None
     time_ns = json_int(json_field(record, "timeUnixNano", "time_unix_nano"), f"{where}.timeUnixNano")
     if not time_ns:
         time_ns = json_int(
@@ -255,7 +236,7 @@ def _decode_json(payload: bytes, limit: int) -> LogBatch:
             where_r = f"resourceLogs[{r}]"
             res = json_field(rl, "resource", "resource", {}) if isinstance(rl, dict) else {}
             items = res.get("attributes") if isinstance(res, dict) else None
-            resource = _json_attributes(items, limit, where_r, RESOURCE_KEYS)
+            resource = json_attributes(items, limit, where_r, RESOURCE_KEYS)
             for s, sl in enumerate(json_list(rl, "scopeLogs", "scope_logs", where_r)):
                 where_s = f"{where_r}.scopeLogs[{s}]"
                 for i, record in enumerate(json_list(sl, "logRecords", "log_records", where_s)):

@@ -21,7 +21,14 @@ from typing import Any
 
 from pydantic_core import from_json
 
-from agentwatch.collector.foreign_messages import bounded, genai_message, genai_messages, result_content
+from agentwatch.collector.foreign_messages import (
+    ENCODE,
+    bounded,
+    genai_message,
+    genai_messages,
+    result_content,
+)
+from agentwatch.collector.span_record import truncate
 from agentwatch.wire import attributes as A
 
 _PER_MESSAGE = {
@@ -36,6 +43,10 @@ _DETAILS = "gen_ai.client.inference.operation.details"
 NAMES: frozenset[str] = frozenset({*_PER_MESSAGE, _CHOICE, _PROMPT, _COMPLETION, _DETAILS})
 _BODY_KEY = "gen_ai.event.content"
 _DETAIL_KEYS = (A.INPUT_MESSAGES, A.OUTPUT_MESSAGES, A.SYSTEM_INSTRUCTIONS)
+_MESSAGE_LISTS = (A.INPUT_MESSAGES, A.OUTPUT_MESSAGES)
+# how deep the decoders read a message event's values: an OpenAI tool call's arguments sit four levels down a
+# message body, the parts of a structured `gen_ai.input.messages` three
+DEPTH = 8
 
 
 def _structured(value: Any) -> Any:
@@ -91,6 +102,16 @@ def _fold_tool(attrs: dict[str, Any], events: list[tuple[str, dict[str, Any]]]) 
                 attrs[key] = value
 
 
+def _as_text(key: str, value: Any, limit: int) -> Any:
+    """A structured message key of the inference details event as JSON text, as spans carry it (and as it
+    survives re-keying, which re-reads attributes only three levels deep)."""
+    if key in _MESSAGE_LISTS and isinstance(value, list):
+        return bounded([m for m in value if isinstance(m, dict)], limit)
+    if isinstance(value, (list, dict)):
+        return truncate(ENCODE(value), limit)
+    return value
+
+
 def fold(attrs: dict[str, Any], events: list[tuple[str, dict[str, Any]]], limit: int) -> None:
     """Set one span's GenAI message attributes from its message events (`(name, attributes)`, in order); on a
     tool span, its arguments and result."""
@@ -102,7 +123,7 @@ def fold(attrs: dict[str, Any], events: list[tuple[str, dict[str, Any]]], limit:
         if name == _DETAILS:
             for key in _DETAIL_KEYS:
                 if attributes.get(key) not in (None, "") and attrs.get(key) in (None, ""):
-                    attrs[key] = attributes[key]
+                    attrs[key] = _as_text(key, attributes[key], limit)
         elif name in _PER_MESSAGE:
             message = genai_message(_body(attributes), _PER_MESSAGE[name])
             if message is not None:
