@@ -127,8 +127,10 @@ def genai_message(body: Any, role: str | None = None) -> dict[str, Any] | None:
     content = body.get("content")
     parts: list[dict[str, Any]] = []
     call_id = body.get("tool_call_id", body.get("id") if who == "tool" else None)
-    if who == "tool" and call_id is not None and not _has_results(content):
-        return {"role": who, "parts": [_response(call_id, result_content(content))]}
+    if who == "tool" and not _has_results(content):
+        # a result of no known part shape (a JSON object a tool returned) is the response, with or without an id
+        if call_id is not None or (isinstance(content, dict) and not _parts_of(content)):
+            return {"role": who, "parts": [_response(call_id, result_content(content))]}
     if isinstance(content, list):
         for item in content:
             parts += _parts_of(item)

@@ -78,6 +78,8 @@ def _choice(attributes: dict[str, Any]) -> dict[str, Any] | None:
     """The assistant message of a `gen_ai.choice` event."""
     body = _body(attributes)
     message = body.get("message")
+    if isinstance(message, dict) and "tool_calls" not in message and isinstance(body.get("tool_calls"), list):
+        message = {**message, "tool_calls": body["tool_calls"]}  # OpenLLMetry logs them beside the message
     if isinstance(message, dict):
         if _MESSAGE_FIELDS.isdisjoint(message):  # an answer that is a JSON object, not a message
             return genai_message({"role": "assistant", "content": attributes.get("message")})
@@ -85,6 +87,29 @@ def _choice(attributes: dict[str, Any]) -> dict[str, Any] | None:
     if isinstance(message, (list, str)):  # Strands: the content blocks, or text
         return genai_message({"role": "assistant", "content": message})
     return genai_message(body, "assistant")
+
+
+def _answer_calls(messages: list[dict[str, Any]]) -> None:
+    """Tool messages logged without the id of the call they answer (OpenLLMetry's) answer the calls the
+    assistant message before them asked for, in order."""
+    pending: list[str] = []
+    for message in messages:
+        parts = message["parts"]
+        if message["role"] == "assistant":
+            pending = [
+                str(p["id"]) for p in parts if p.get("type") == "tool_call" and p.get("id") is not None
+            ]
+        elif message["role"] == "tool" and pending:
+            if parts and all(p.get("type") == "text" for p in parts):
+                text = "\n".join(str(p.get("content", "")) for p in parts)
+                parts = message["parts"] = [{"type": "tool_call_response", "id": None, "response": text}]
+            for part in parts:
+                if part.get("type") != "tool_call_response":
+                    continue
+                if part.get("id") is None and pending:
+                    part["id"] = pending.pop(0)
+                elif part.get("id") in pending:
+                    pending.remove(part["id"])
 
 
 def _fold_tool(attrs: dict[str, Any], events: list[tuple[str, dict[str, Any]]]) -> None:
@@ -138,6 +163,7 @@ def fold(attrs: dict[str, Any], events: list[tuple[str, dict[str, Any]]], limit:
             sides[A.OUTPUT_MESSAGES] += genai_messages(
                 _structured(attributes.get("gen_ai.completion")), "assistant"
             )
+    _answer_calls(sides[A.INPUT_MESSAGES])
     for key, found in sides.items():
         if found and attrs.get(key) in (None, ""):
             attrs[key] = bounded(found, limit)

@@ -20,6 +20,7 @@ OpenTelemetry versions); this script runs in a virtualenv where one is installed
 | `google_genai` | `google-genai` (2.34.0; the instrumentation takes `>=1.32,<3`) `opentelemetry-instrumentation-google-genai` (1.3b0) | the official GenAI instrumentation, content on spans: two `generate_content` calls of a loop the caller runs, tool calls only in the messages (ids made up by the instrumentation) |
 | `openai_events` | `opentelemetry-instrumentation-genai-openai` (1.3b0, a test dependency) | the official OpenAI instrumentation with content in events only (`EVENT_ONLY`, `OTEL_INSTRUMENTATION_GENAI_EMIT_EVENT=true`): one `gen_ai.client.inference.operation.details` log record per call, no messages on the spans; the caller's agent span names the conversation |
 | `openai_v2_events` | `opentelemetry-instrumentation-openai-v2` (2.1b0) `openai` | its predecessor: one log record per message (`gen_ai.user.message`, ..., `gen_ai.choice`), the message in the body |
+| `openllmetry_events` | `opentelemetry-instrumentation-openai` (OpenLLMetry, 0.62.4) `openai` | OpenLLMetry's event mode (`use_attributes=False`): one log record per message, the choice's tool calls beside its message in the body |
 | `langgraph` | `langgraph` (1.2.24) `langchain-openai` (1.7.4) `openinference-instrumentation-langchain` (0.1.80) | OpenInference: a CHAIN per graph run, an AGENT span per run of the "agent" node, the tool node beside them; two turns of one thread |
 """
 
@@ -142,9 +143,15 @@ def _openai_events(factory: SpanFactory, base_url: str) -> None:
 
         os.environ["OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"] = "true"
         kwargs["event_logger_provider"] = EventLoggerProvider(factory.logger_provider)
+    OpenAIInstrumentor().instrument(**kwargs)
+    _weather_loop(factory, base_url)
+
+
+def _weather_loop(factory: SpanFactory, base_url: str) -> None:
+    """The caller's agent span (naming the conversation) around two chat calls and a tool span without content:
+    the model asks for the tool, then answers with its result."""
     from openai import OpenAI
 
-    OpenAIInstrumentor().instrument(**kwargs)
     client: Any = OpenAI(base_url=base_url, api_key="test")  # messages as plain dicts, as agents build them
     tools = [
         {
@@ -182,6 +189,15 @@ def _openai_events(factory: SpanFactory, base_url: str) -> None:
             {"role": "tool", "tool_call_id": call.id, "content": result},
         ]
         client.chat.completions.create(model="gpt-4o-mini", messages=messages, tools=tools)
+
+
+def _openllmetry_events(factory: SpanFactory, base_url: str) -> None:
+    from opentelemetry.instrumentation.openai import OpenAIInstrumentor
+
+    OpenAIInstrumentor(use_attributes=False).instrument(
+        tracer_provider=factory.provider, logger_provider=factory.logger_provider
+    )
+    _weather_loop(factory, base_url)
 
 
 def _adk(factory: SpanFactory, base_url: str, legacy: bool = False) -> None:
@@ -353,6 +369,7 @@ SDKS = {
     "langgraph": _langgraph,
     "openai_events": _openai_events,
     "openai_v2_events": _openai_events,
+    "openllmetry_events": _openllmetry_events,
 }
 
 

@@ -1,8 +1,10 @@
 """GenAI message events sent as OTLP log records (`log_records`, `span_fragments`): the official OpenAI
 instrumentation in event mode (1.3b0: one `gen_ai.client.inference.operation.details` record per call, messages
-in its attributes) and its predecessor (openai-v2 2.1b0 on SDK 1.31: one record per message, the message in the
-body, the event's name as the `event.name` attribute), recorded by `python -m tests.support.record_agents
-openai_events` / `openai_v2_events` on 2026-11-28; and records built here for what those do not show."""
+in its attributes), its predecessor (openai-v2 2.1b0 on SDK 1.31: one record per message, the message in the
+body, the event's name as the `event.name` attribute) and OpenLLMetry's in event mode (0.62.4: one record per
+message, a choice's tool calls beside its message, tool messages without the id of their call), recorded by
+`python -m tests.support.record_agents openai_events` / `openai_v2_events` / `openllmetry_events` on 2026-11-28;
+and records built here for what those do not show."""
 
 from __future__ import annotations
 
@@ -24,7 +26,7 @@ from agentwatch.config.services import CollectorConfig
 from tests.support.fake_openai import FINAL_TEXT, TOOL_CALL_ID, USAGE
 
 DATA = Path(__file__).parent.parent / "data"
-RUNS = ["openai_events", "openai_v2_events"]
+RUNS = ["openai_events", "openai_v2_events", "openllmetry_events"]
 QUESTION = "What is the weather in Paris?"
 TRACE = "0af7651916cd43dd8448eb211c80319c"
 SPAN = "b7ad6b7169203331"
@@ -43,12 +45,13 @@ def _spans(run: str) -> list[Any]:
 @pytest.mark.parametrize("run", RUNS)
 def test_a_run_whose_messages_are_log_records_rebuilds_its_whole_turn(run: str, encoding: str) -> None:
     batch = decode_log_message(_logs(run, encoding), None)
-    assert batch.skipped == 0 and batch.records == (2 if run == "openai_events" else 8)
+    assert batch.skipped == 0 and batch.records == (
+        2 if run == "openai_events" else 8
+    )  # per call, per message
     assert len(batch.fragments) == 2  # one per model call
     spans = _spans(run)
-    assert {f.parent_span_id for f in batch.fragments} == {
-        s.span_id for s in spans if s.name.startswith("chat")
-    }
+    chats = {s.span_id for s in spans if s.attrs.get("gen_ai.operation.name") == "chat"}
+    assert {f.parent_span_id for f in batch.fragments} == chats
     conv = build_conversation(spans + batch.fragments)
     assert conv.conversation_id == "conv-events-1"  # the trace's, named by the caller's agent span
     assert conv.notes == [] and conv.not_captured == []
@@ -319,3 +322,23 @@ def test_a_topic_read_both_as_spans_and_as_log_records_fails_at_start() -> None:
     with pytest.raises(ValidationError, match="log_topics: otlp_spans also read as spans"):
         CollectorConfig(input_topics=["otlp_spans"], log_topics=["otlp_logs", "otlp_spans"])
     assert CollectorConfig(input_topics=["otlp_spans"], log_topics=["otlp_logs"]).log_topics == ["otlp_logs"]
+
+
+def test_tool_messages_without_ids_answer_the_calls_before_them_in_order() -> None:
+    """OpenLLMetry logs a tool message's content without the id of the call it answers: the first answers the
+    assistant's first call, the next the second; one with its id answers that call, whatever its place."""
+    calls = [
+        {"id": f"call_{i}", "type": "function", "function": {"name": "get_weather", "arguments": "{}"}}
+        for i in (1, 2, 3)
+    ]
+    batch = _decode(
+        [
+            _record(event="gen_ai.assistant.message", body=_value({"tool_calls": calls})),
+            _record(event="gen_ai.tool.message", body=_value({"content": "third", "id": "call_3"})),
+            _record(event="gen_ai.tool.message", body=_value({"content": '{"temp_c": 18}'})),
+            _record(event="gen_ai.tool.message", body=_value({"content": "second"})),
+        ]
+    )
+    messages = json.loads(batch.fragments[0].attrs["gen_ai.input.messages"])
+    answers = [(p["id"], p["response"]) for m in messages[1:] for p in m["parts"]]
+    assert answers == [("call_3", "third"), ("call_1", {"temp_c": 18}), ("call_2", "second")]
