@@ -21,6 +21,7 @@ OpenTelemetry versions); this script runs in a virtualenv where one is installed
 | `openai_events` | `opentelemetry-instrumentation-genai-openai` (1.3b0, a test dependency) | the official OpenAI instrumentation with content in events only (`EVENT_ONLY`, `OTEL_INSTRUMENTATION_GENAI_EMIT_EVENT=true`): one `gen_ai.client.inference.operation.details` log record per call, no messages on the spans; the caller's agent span names the conversation |
 | `openai_v2_events` | `opentelemetry-instrumentation-openai-v2` (2.1b0) `openai` | its predecessor: one log record per message (`gen_ai.user.message`, ..., `gen_ai.choice`), the message in the body |
 | `openllmetry_events` | `opentelemetry-instrumentation-openai` (OpenLLMetry, 0.62.4) `openai` | OpenLLMetry's event mode (`use_attributes=False`): one log record per message, the choice's tool calls beside its message in the body |
+| `google_genai_events` | the same | the same in event mode (`EVENT_ONLY`, `OTEL_INSTRUMENTATION_GENAI_EMIT_EVENT=true`): no messages on the spans, one `gen_ai.client.inference.operation.details` log record per call |
 | `langgraph` | `langgraph` (1.2.24) `langchain-openai` (1.7.4) `openinference-instrumentation-langchain` (0.1.80) | OpenInference: a CHAIN per graph run, an AGENT span per run of the "agent" node, the tool node beside them; two turns of one thread |
 """
 
@@ -289,14 +290,17 @@ def smolagents_reply(request: dict[str, Any]) -> dict[str, Any]:
     return body
 
 
-def _google_genai(factory: SpanFactory, base_url: str) -> None:
+def _google_genai(factory: SpanFactory, base_url: str, events: bool = False) -> None:
     os.environ["OTEL_SEMCONV_STABILITY_OPT_IN"] = "gen_ai_latest_experimental"
-    os.environ["OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"] = "SPAN_ONLY"
+    os.environ["OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"] = "EVENT_ONLY" if events else "SPAN_ONLY"
+    os.environ["OTEL_INSTRUMENTATION_GENAI_EMIT_EVENT"] = "true" if events else "false"
     from google import genai
     from google.genai import types
     from opentelemetry.instrumentation.google_genai import GoogleGenAiSdkInstrumentor
 
-    GoogleGenAiSdkInstrumentor().instrument(tracer_provider=factory.provider)
+    GoogleGenAiSdkInstrumentor().instrument(
+        tracer_provider=factory.provider, logger_provider=factory.logger_provider
+    )
     server = _FakeGemini()
     client = genai.Client(api_key="test", http_options=types.HttpOptions(base_url=server.base_url))
     config = types.GenerateContentConfig(
@@ -366,6 +370,7 @@ SDKS = {
     "llama_index": _llama_index,
     "smolagents": _smolagents,
     "google_genai": _google_genai,
+    "google_genai_events": lambda factory, base_url: _google_genai(factory, base_url, events=True),
     "langgraph": _langgraph,
     "openai_events": _openai_events,
     "openai_v2_events": _openai_events,

@@ -2,8 +2,9 @@
 instrumentation in event mode (1.3b0: one `gen_ai.client.inference.operation.details` record per call, messages
 in its attributes), its predecessor (openai-v2 2.1b0 on SDK 1.31: one record per message, the message in the
 body, the event's name as the `event.name` attribute) and OpenLLMetry's in event mode (0.62.4: one record per
-message, a choice's tool calls beside its message, tool messages without the id of their call), recorded by
-`python -m tests.support.record_agents openai_events` / `openai_v2_events` / `openllmetry_events` on 2026-11-28;
+message, a choice's tool calls beside its message, tool messages without the id of their call), and Google's
+GenAI SDK under its official instrumentation in event mode, recorded by `python -m tests.support.record_agents
+openai_events` / `openai_v2_events` / `openllmetry_events` / `google_genai_events` on 2026-11-28;
 and records built here for what those do not show."""
 
 from __future__ import annotations
@@ -342,3 +343,24 @@ def test_tool_messages_without_ids_answer_the_calls_before_them_in_order() -> No
     messages = json.loads(batch.fragments[0].attrs["gen_ai.input.messages"])
     answers = [(p["id"], p["response"]) for m in messages[1:] for p in m["parts"]]
     assert answers == [("call_3", "third"), ("call_1", {"temp_c": 18}), ("call_2", "second")]
+
+
+def test_google_genai_in_event_mode_rebuilds_as_in_span_mode() -> None:
+    """Google's GenAI SDK under its official instrumentation, recorded in each content mode
+    (`record_agents google_genai` and `google_genai_events`): the same turn, whether the messages were on the
+    spans or in log records."""
+    batch = decode_log_message(_logs("google_genai_events", "protobuf"))
+    assert (batch.records, batch.skipped, len(batch.fragments)) == (2, 0, 2)
+    from_events = build_conversation(_spans("google_genai_events") + batch.fragments)
+    on_spans = build_conversation(_spans("google_genai"))
+    fields = {"input", "answer", "tool_calls", "usage"}
+    assert [t.model_dump(include=fields) for t in from_events.turns] == [
+        t.model_dump(include=fields) for t in on_spans.turns
+    ]
+    assert (from_events.system, from_events.not_captured, from_events.notes) == (
+        on_spans.system,
+        on_spans.not_captured,
+        on_spans.notes,
+    )
+    (turn,) = from_events.turns
+    assert (turn.input, turn.answer) == (QUESTION, FINAL_TEXT)
