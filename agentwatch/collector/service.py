@@ -256,7 +256,11 @@ class CollectorService:
                 self.stats.spans_consumed += len(spans)
             if hop == KEY_TRACE:  # spans whose trace had not named its conversation: join, then re-key
                 self._rejoin(rekeyer, self.join.add(spans, vp, offset, now))
-            elif topic == self.config.rekey_topic or keyed_by_conversation(headers):
+            elif topic == self.config.rekey_topic or (
+                keyed_by_conversation(headers) and not self._log_topics
+            ):
+                # with log topics, spans keyed by conversation take the re-key path too: their traces must be
+                # announced for log records to join them, and they must be assembled where those arrive
                 self.assembler.add_message(self.labels.take(spans, vp, record), vp, offset, now)
                 return
             else:

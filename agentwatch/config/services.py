@@ -53,7 +53,8 @@ class CollectorConfig(Section):
     log_topics: list[str] = Field(
         default_factory=list,
         description="topics of OTLP log records (the OpenTelemetry Collector's kafka exporter writes them to "
-        "`otlp_logs`): the GenAI message events among them are joined to their spans, other records skipped",
+        "`otlp_logs`): the GenAI message events among them are joined to their spans, other records skipped; "
+        "when set, spans keyed by conversation are re-keyed too, so that the records of their traces join them",
     )
     scores_topic: str = wire.SCORES_TOPIC
     dead_letter_topic: str = wire.DEAD_LETTER_TOPIC

@@ -13,6 +13,7 @@ import pytest
 from opentelemetry.exporter.otlp.proto.common._log_encoder import encode_logs
 
 from agentwatch.collector.deadletter import REASON_HEADER
+from agentwatch.collector.rekey import REKEY_HEADERS
 from agentwatch.collector.service import default_scorer
 from tests.support.collector_kafka import (
     ServiceThread,
@@ -104,8 +105,16 @@ def _application_log() -> bytes:
     return data.SerializeToString()
 
 
-@pytest.mark.parametrize("logs_first", [True, False], ids=["logs_first", "spans_first"])
-def test_messages_logged_as_log_records_join_their_spans(broker, telemetry, logs_first: bool) -> None:
+@pytest.mark.parametrize(
+    ("logs_first", "keyed"),
+    [(True, False), (False, False), (True, True)],
+    ids=["logs_first", "spans_first", "spans_keyed_by_conversation"],
+)
+def test_messages_logged_as_log_records_join_their_spans(
+    broker, telemetry, logs_first: bool, keyed: bool
+) -> None:
+    """The spans as the OTel Collector sends them (no key), or as our SDK does (keyed by conversation, with
+    `agentwatch-key: conversation`); the log records before or after them."""
     cid, spans, logs = telemetry
     bs = broker.bootstrap_servers
     name = unique("otlp")
@@ -116,9 +125,10 @@ def test_messages_logged_as_log_records_join_their_spans(broker, telemetry, logs
     for topic in (spans_topic, logs_topic, settings.collector.rekey_topic):
         create_topic(bs, topic, 2)
     out = producer(bs)
-    sent = [(logs_topic, logs), (spans_topic, spans)]
-    for topic, value in sent if logs_first else sent[::-1]:
-        out.send(topic, value=value)
+    key, headers = (cid.encode(), REKEY_HEADERS) if keyed else (None, None)
+    sent = [(logs_topic, logs, None, None), (spans_topic, spans, key, headers)]
+    for topic, value, k, h in sent if logs_first else sent[::-1]:
+        out.send(topic, value=value, key=k, headers=h)
     out.send(logs_topic, value=_application_log())
     out.send(logs_topic, value=b"not a log record", key=b"bad")
     out.flush()
