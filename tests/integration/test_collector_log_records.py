@@ -7,6 +7,7 @@ skipped, and a message that is no log records is dead-lettered with its reason."
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 import pytest
@@ -166,3 +167,36 @@ def test_messages_logged_as_log_records_join_their_spans(
 
     assert [(r.key, dict(r.headers)[REASON_HEADER]) for r in letters] == [(b"bad", b"not_otlp")]
     assert (stats.log_records_consumed, stats.log_records_skipped, stats.orphan_fragments) == (3, 1, 0)
+
+
+def test_log_records_after_their_conversation_finished_change_nothing(broker, telemetry) -> None:
+    """Log records that arrive once their conversation has been scored are late: no second score, counted."""
+    cid, spans, logs = telemetry
+    bs = broker.bootstrap_servers
+    name = unique("late")
+    spans_topic, logs_topic = f"{name}-spans", f"{name}-logs"
+    settings = collector_settings(
+        bs, [spans_topic], name, log_topics=[logs_topic], idle_timeout_s=1.0, trace_join_timeout_s=10.0
+    )
+    for topic in (spans_topic, logs_topic, settings.collector.rekey_topic):
+        create_topic(bs, topic, 2)
+    out = producer(bs)
+    out.send(spans_topic, value=spans)
+    out.flush()
+    scores = TopicReader(bs, settings.collector.scores_topic)
+    with ServiceThread(settings) as svc:
+        first = scores.wait(lambda r: len(r) >= 1, 40)
+        assert [json.loads(r.value)["conversation_id"] for r in first] == [cid]
+        assert json.loads(first[0].value)["turn_scores"][0]["tool"] is None  # its arguments were not seen
+        out.send(logs_topic, value=logs)
+        out.flush()
+        out.close()
+        stats = svc.service.stats
+        deadline = time.monotonic() + 20
+        while stats.late_spans < 2 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        again = scores.wait(lambda r: len(r) >= 2, 4)
+        assert svc.error is None
+    scores.close()
+    assert stats.log_records_consumed == 2 and stats.late_spans == 2  # the two fragments
+    assert len(again) == 1
