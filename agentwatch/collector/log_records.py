@@ -35,7 +35,7 @@ from agentwatch.collector.decode_json import (
     load_json,
 )
 from agentwatch.collector.foreign_messages import ENCODE
-from agentwatch.collector.message_events import DEPTH, NAMES
+from agentwatch.collector.message_events import DEPTH, NAMES, structured
 from agentwatch.collector.message_events import fold as fold_events
 from agentwatch.collector.span_fragments import FRAGMENT_KEY, FRAGMENT_NAME
 from agentwatch.collector.span_record import (
@@ -75,8 +75,9 @@ class _Span:
 
 
 def _event_attributes(attributes: dict[str, Any], body: Any) -> dict[str, Any]:
-    """A record's attributes with its body's keys over them (a text body as `content`), as a span event of its
-    name carries them."""
+    """A record's attributes with its body's keys over them (a body written as JSON text read; another text body
+    as `content`), as a span event of its name carries them."""
+    body = structured(body)
     if isinstance(body, dict):
         return {**attributes, **body}
     if body not in (None, ""):

@@ -49,7 +49,7 @@ _MESSAGE_LISTS = (A.INPUT_MESSAGES, A.OUTPUT_MESSAGES)
 DEPTH = 8
 
 
-def _structured(value: Any) -> Any:
+def structured(value: Any) -> Any:
     """A JSON object or list written as text, parsed; any other value as it is."""
     if isinstance(value, str) and value[:1] in ("[", "{"):
         try:
@@ -65,10 +65,10 @@ def _structured(value: Any) -> Any:
 
 def _body(attributes: dict[str, Any]) -> dict[str, Any]:
     """The body of a per-message event: its `gen_ai.event.content` JSON, else its attributes, JSON fields read."""
-    body = _structured(attributes.get(_BODY_KEY))
+    body = structured(attributes.get(_BODY_KEY))
     if isinstance(body, dict):
         return body
-    return {key: _structured(value) for key, value in attributes.items()}
+    return {key: structured(value) for key, value in attributes.items()}
 
 
 _MESSAGE_FIELDS = frozenset({"role", "content", "tool_calls", "parts"})
@@ -119,7 +119,7 @@ def _fold_tool(attrs: dict[str, Any], events: list[tuple[str, dict[str, Any]]]) 
         if name == "gen_ai.tool.message":
             found = {A.TOOL_ARGUMENTS: attributes.get("content"), A.TOOL_CALL_ID: attributes.get("id")}
         elif name == _CHOICE:
-            found = {A.TOOL_RESULT: result_content(_structured(attributes.get("message")))}
+            found = {A.TOOL_RESULT: result_content(structured(attributes.get("message")))}
         else:
             continue
         for key, value in found.items():
@@ -158,10 +158,10 @@ def fold(attrs: dict[str, Any], events: list[tuple[str, dict[str, Any]]], limit:
             if message is not None:
                 sides[A.OUTPUT_MESSAGES].append(message)
         elif name == _PROMPT:
-            sides[A.INPUT_MESSAGES] += genai_messages(_structured(attributes.get("gen_ai.prompt")), "user")
+            sides[A.INPUT_MESSAGES] += genai_messages(structured(attributes.get("gen_ai.prompt")), "user")
         elif name == _COMPLETION:
             sides[A.OUTPUT_MESSAGES] += genai_messages(
-                _structured(attributes.get("gen_ai.completion")), "assistant"
+                structured(attributes.get("gen_ai.completion")), "assistant"
             )
     _answer_calls(sides[A.INPUT_MESSAGES])
     for key, found in sides.items():

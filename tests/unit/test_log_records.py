@@ -195,6 +195,13 @@ def test_the_event_name_attribute_and_a_text_body_are_read() -> None:
     ]
 
 
+def test_a_body_written_as_json_text_is_read_as_its_object() -> None:
+    body = json.dumps({"index": 0, "message": {"role": "assistant", "content": "It is 18 degrees."}})
+    (fragment,) = _decode([_record(event="gen_ai.choice", body={"stringValue": body})]).fragments
+    (message,) = json.loads(fragment.attrs["gen_ai.output.messages"])
+    assert message == {"role": "assistant", "parts": [{"type": "text", "content": "It is 18 degrees."}]}
+
+
 def test_a_tool_call_deep_in_a_body_keeps_its_arguments() -> None:
     """An assistant message's tool call sits four levels down its body: read whole, not cut at the depth span
     attributes are read to."""
