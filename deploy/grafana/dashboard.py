@@ -773,10 +773,11 @@ def _pipeline(d: dash_b.Dashboard) -> dash_b.Dashboard:
     d = d.with_panel(
         _timeseries(
             "Throughput",
-            "Spans consumed, scores produced and scores read per second.",
+            "Spans and log records consumed, scores produced and scores read per second.",
             "cps",
             [
                 (f"sum(rate(agentwatch_spans_consumed_total[{RATE}]))", "spans consumed"),
+                (f"sum(rate(agentwatch_log_records_consumed_total[{RATE}]))", "log records consumed"),
                 (f"sum(rate(agentwatch_scores_produced_total[{RATE}]))", "scores produced"),
                 (f"sum(rate(agentwatch_scores_consumed_total[{RATE}]))", "scores read by the estimator"),
             ],
@@ -813,11 +814,15 @@ def _pipeline(d: dash_b.Dashboard) -> dash_b.Dashboard:
     d = d.with_panel(
         _timeseries(
             "Span anomalies",
-            "Late and duplicate spans per second.",
+            "Late and duplicate spans, and logged messages whose span was not in their conversation, per second.",
             "cps",
             [
                 (f"sum(rate(agentwatch_late_spans_total[{RATE}]))", "late"),
                 (f"sum(rate(agentwatch_duplicate_spans_total[{RATE}]))", "duplicate"),
+                (
+                    f"sum(rate(agentwatch_orphan_message_fragments_total[{RATE}]))",
+                    "logged messages without span",
+                ),
             ],
             width=8,
         )
