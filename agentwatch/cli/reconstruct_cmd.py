@@ -21,7 +21,11 @@ def _note_kind(note: str) -> str:
 @app.command("reconstruct")
 def reconstruct(
     files: Annotated[
-        list[Path], typer.Argument(help="OTLP files: protobuf, OTLP/JSON, or JSON lines (gzip ok).")
+        list[Path],
+        typer.Argument(
+            help="OTLP trace files, and log files whose GenAI message events join their spans: protobuf, "
+            "OTLP/JSON, or JSON lines (gzip ok)."
+        ),
     ],
     out: Annotated[
         Path | None, typer.Option("--out", "-o", help="Write the JSONL here instead of stdout.")
@@ -30,7 +34,7 @@ def reconstruct(
         int, typer.Option(help="Truncate attribute strings longer than this.")
     ] = 65536,
 ) -> None:
-    """Rebuild conversations from OTLP trace files and print one `Conversation` JSON per line.
+    """Rebuild conversations from OTLP trace (and log) files and print one `Conversation` JSON per line.
 
     A summary of what could not be read or seen goes to stderr. Exit code 1 when a file or record could not
     be decoded (the rest is still printed), or when no span was found at all.
