@@ -371,3 +371,24 @@ def test_google_genai_in_event_mode_rebuilds_as_in_span_mode() -> None:
     )
     (turn,) = from_events.turns
     assert (turn.input, turn.answer) == (QUESTION, FINAL_TEXT)
+
+
+def test_the_reconstruct_command_reads_a_gzipped_proto_log_file_beside_the_trace_file(tmp_path: Path) -> None:
+    """The Collector's file exporter with `format: proto` writes size-prefixed records: the log file's records
+    are told from trace records and read as log records."""
+    import gzip
+
+    from typer.testing import CliRunner
+
+    from agentwatch.cli import app
+
+    record = Parse((DATA / "openai_events_logs.json").read_bytes(), LogsData()).SerializeToString()
+    framed = len(record).to_bytes(4, "big") + record
+    (tmp_path / "logs.pb.gz").write_bytes(gzip.compress(framed))
+    result = CliRunner().invoke(
+        app, ["reconstruct", str(DATA / "openai_events_trace.json"), str(tmp_path / "logs.pb.gz")]
+    )
+    assert result.exit_code == 0, result.output
+    (line,) = [x for x in result.stdout.splitlines() if x.startswith("{")]
+    (turn,) = json.loads(line)["turns"]
+    assert (turn["input"], turn["answer"]) == (QUESTION, FINAL_TEXT)
