@@ -177,10 +177,10 @@ def _part_ids(value: Any, kind: str) -> set[str]:
     }
 
 
-def arguments_by_call(models: list[SpanRecord]) -> dict[str, Any]:
-    """The arguments of the `tool_call` parts of model output messages, by call id."""
+def calls_asked(models: list[SpanRecord]) -> dict[str, tuple[str, Any]]:
+    """The (name, arguments) of the `tool_call` parts of model output messages, by call id, in the order asked."""
     found = _parts_by_call(models, cv.OUTPUT_MESSAGES_KEYS, "tool_call")
-    return {call: json_or_text(part.get("arguments")) for call, part in found.items()}
+    return {call: (_name(part), json_or_text(part.get("arguments"))) for call, part in found.items()}
 
 
 def may_ask_for_tools(model: SpanRecord) -> bool:

@@ -39,15 +39,16 @@ class Recording(NamedTuple):
 RECORDINGS = [
     Recording("strands_trace.json", "Strands Agents", None),
     Recording("pydantic_ai_trace.json", "weather-agent", "01a22314-950d-746c-8db8-a28b836019d0"),
-    # its TOOL span's `tool.parameters` is the tool's schema, not the arguments: those are its `input.value`
-    Recording("openai_agents_trace.json", "weather-agent", None, call_id=None),
+    # its TOOL span's `tool.parameters` is the tool's schema, not the arguments: those are its `input.value`; it
+    # logs no call id, the model's call of that tool with those arguments gives it
+    Recording("openai_agents_trace.json", "weather-agent", None),
     Recording("adk_trace.json", "weather_agent", "s-1"),
     # ADK's own attributes; a `call_llm` span around each `generate_content` span, both with the call's tokens
     Recording("adk_legacy_trace.json", "weather_agent", "s-1"),
     # its root is a CHAIN whose input and output are workflow objects: the question and answer are the models'
-    Recording("llama_index_trace.json", "llama-index-weather", None, call_id=None),
+    Recording("llama_index_trace.json", "llama-index-weather", None),
     # it answers by calling its `final_answer` tool (a call that changes nothing, left out of tool grading)
-    Recording("smolagents_trace.json", "smolagents-weather", None, call_id=None),
+    Recording("smolagents_trace.json", "smolagents-weather", None),
     # two model calls of a loop the caller runs, no tool span: the call and its result are in the messages
     Recording(
         "google_genai_trace.json",
