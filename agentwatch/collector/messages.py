@@ -178,8 +178,10 @@ def _part_ids(value: Any, kind: str) -> set[str]:
 
 
 def calls_asked(models: list[SpanRecord]) -> dict[str, tuple[str, Any]]:
-    """The (name, arguments) of the `tool_call` parts of model output messages, by call id, in the order asked."""
-    found = _parts_by_call(models, cv.OUTPUT_MESSAGES_KEYS, "tool_call")
+    """The (name, arguments) of the `tool_call` parts of model output messages, by call id, in the order asked;
+    then of those the later calls' input messages repeat (where a call's own output was not logged as parts)."""
+    found = _parts_by_call(models, cv.INPUT_MESSAGES_KEYS, "tool_call")
+    found.update(_parts_by_call(models, cv.OUTPUT_MESSAGES_KEYS, "tool_call"))
     return {call: (_name(part), json_or_text(part.get("arguments"))) for call, part in found.items()}
 
 

@@ -58,7 +58,8 @@ _CONCEPT_KEY_SET = frozenset(_KEY_CONCEPT)
 def _conversation_attributes(
     ordered: list[SpanRecord], turns: list[SpanRecord]
 ) -> tuple[dict[str, Any], dict[str, str]]:
-    """Conversation-level values (agent/version from turn spans first; latest outcome) and `agentwatch.tag.*`."""
+    """Conversation-level values (agent/version from turn spans first, then from agent spans: instrumentations
+    put a default agent name on model and tool spans; latest outcome) and `agentwatch.tag.*`."""
     found: dict[str, tuple[int, int, Any]] = {}  # concept -> (span preference, order, value)
     tags: dict[str, str] = {}
     turn_ids = {s.span_id for s in turns}
@@ -75,8 +76,9 @@ def _conversation_attributes(
             concept, rank = key_concept[key]
             if concept in _LATEST_WINS:
                 order = (0, -position)  # the latest label or expectation wins
-            elif concept in ("agent", "version"):
-                order = (0 if span.span_id in turn_ids else 1, position * 8 + rank)
+            elif concept in ("agent", "version"):  # turn spans, then other agent spans, then any span
+                where = 0 if span.span_id in turn_ids else 1 if role_of(span) == AGENT else 2
+                order = (where, position * 8 + rank)
             else:
                 order = (0, position * 8 + rank)
             old = found.get(concept)

@@ -13,6 +13,7 @@ OpenTelemetry versions); this script runs in a virtualenv where one is installed
 | `strands` | `strands-agents[openai]` (1.62.0) | messages as span events, Bedrock content blocks |
 | `pydantic_ai` | `pydantic-ai-slim[openai]` (2.68.0) | the GenAI conventions, with `operation.cost` |
 | `openai_agents` | `openai-agents` (0.24.0) `openinference-instrumentation-openai-agents` (2.6.0) | OpenInference: AGENT, LLM and TOOL spans, the tool's JSON schema as `tool.parameters` |
+| `openai_agents_otel` | `openai-agents` (0.24.0) `opentelemetry-instrumentation-openai-agents-v2` (0.1.0) | the official instrumentation: the GenAI conventions, content on spans (`capture_message_content="span_only"`) |
 | `adk` | `google-adk` (2.13.0) `litellm` (1.110.2) | the GenAI conventions (`invoke_workflow` above `invoke_agent`), content only with `OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental` and `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=SPAN_ONLY`, which the recording sets |
 | `adk_legacy` | the same | ADK's own attributes (`ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN=1`, what ADK 1.x sends): the request and response as JSON on a `call_llm` span around the client's `generate_content`, the tool's arguments and result as `gcp.vertex.agent.*` |
 | `llama_index` | `llama-index-core` (0.14.25) `llama-index-llms-openai` `openinference-instrumentation-llama-index` (4.6.1) | OpenInference: a CHAIN per workflow step under the agent's run, whose input and output are the workflow's objects (JSON, Python reprs); tool calls as `{"kwargs": ...}` and `ToolOutput` |
@@ -120,12 +121,20 @@ def _langgraph(factory: SpanFactory, base_url: str) -> None:
     agent.invoke({"messages": [("user", FOLLOW_UP)]}, config=config)
 
 
-def _openai_agents(factory: SpanFactory, base_url: str) -> None:
+def _openai_agents(factory: SpanFactory, base_url: str, official: bool = False) -> None:
     from agents import Agent, OpenAIChatCompletionsModel, Runner, function_tool
     from openai import AsyncOpenAI
-    from openinference.instrumentation.openai_agents import OpenAIAgentsInstrumentor
 
-    OpenAIAgentsInstrumentor().instrument(tracer_provider=factory.provider)
+    if official:  # the GenAI conventions, content on spans
+        from opentelemetry.instrumentation.openai_agents import OpenAIAgentsInstrumentor
+
+        OpenAIAgentsInstrumentor().instrument(
+            tracer_provider=factory.provider, capture_message_content="span_only"
+        )
+    else:
+        from openinference.instrumentation.openai_agents import OpenAIAgentsInstrumentor
+
+        OpenAIAgentsInstrumentor().instrument(tracer_provider=factory.provider)
     client = AsyncOpenAI(base_url=base_url, api_key="test")
     model = OpenAIChatCompletionsModel(model="gpt-4o-mini", openai_client=client)
     tool = function_tool(weather, name_override="get_weather")
@@ -365,6 +374,7 @@ SDKS = {
     "strands": _strands,
     "pydantic_ai": _pydantic_ai,
     "openai_agents": _openai_agents,
+    "openai_agents_otel": lambda factory, base_url: _openai_agents(factory, base_url, official=True),
     "adk": _adk,
     "adk_legacy": lambda factory, base_url: _adk(factory, base_url, legacy=True),
     "llama_index": _llama_index,

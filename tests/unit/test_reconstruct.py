@@ -796,3 +796,36 @@ def test_a_model_span_around_the_call_its_client_logs_is_counted_once() -> None:
         ("outer-only", 7),
         ("outer-only", 0),
     ]
+
+
+def test_the_agent_is_named_by_an_agent_span_before_a_model_spans_default() -> None:
+    """The official OpenAI Agents instrumentation names its workflow span nothing, its agent span the agent, and
+    every model and tool span "OpenAI Agent": the agent span's name wins over the default on earlier spans."""
+    from agentwatch.collector.span_record import SpanRecord
+
+    trace = "0af7651916cd43dd8448eb211c80319c"
+    default = {"gen_ai.agent.name": "OpenAI Agent"}
+    spans = [
+        SpanRecord(
+            trace, "a" * 16, None, "Agent workflow", 0, 100, None, {"gen_ai.operation.name": "invoke_agent"}
+        ),
+        SpanRecord(
+            trace, "d" * 16, "a" * 16, "unknown", 1, 95, None, {"gen_ai.operation.name": "unknown", **default}
+        ),
+        SpanRecord(
+            trace, "c" * 16, "b" * 16, "chat", 10, 20, None, {"gen_ai.operation.name": "chat", **default}
+        ),
+        SpanRecord(
+            trace,
+            "b" * 16,
+            "d" * 16,
+            "invoke_agent weather-agent",
+            5,
+            90,
+            None,
+            {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "weather-agent"},
+        ),
+    ]
+    assert build_conversation(spans).agent == "weather-agent"
+    spans[3].attrs.pop("gen_ai.agent.name")
+    assert build_conversation(spans).agent == "OpenAI Agent"  # no agent span names it: any span's name

@@ -2,7 +2,7 @@
 - by `python -m tests.support.record_agents` (versions there): Strands, messages as span events in Bedrock's
   content-block shape, a tool span whose arguments and result are events, an agent span with the usage of all
   its model calls; Pydantic AI, the GenAI conventions with its own cost; the OpenAI Agents SDK under
-  OpenInference, the tool's schema as `tool.parameters`; Google ADK, the GenAI conventions with content on
+  OpenInference, the tool's schema as `tool.parameters`, and under its official instrumentation; Google ADK, the GenAI conventions with content on
   spans, and its own attributes as 1.x sends them; LlamaIndex under OpenInference, workflow objects as the run's input and output, a tool's
   `{"kwargs": ...}` and `ToolOutput`, an LLM span that only prepares the call; smolagents under OpenInference, its
   run's `task`, a `final_answer` tool; Google's GenAI SDK under the official instrumentation, two model calls of a
@@ -42,6 +42,10 @@ RECORDINGS = [
     # its TOOL span's `tool.parameters` is the tool's schema, not the arguments: those are its `input.value`; it
     # logs no call id, the model's call of that tool with those arguments gives it
     Recording("openai_agents_trace.json", "weather-agent", None),
+    # the official instrumentation: a default agent name ("OpenAI Agent") on model and tool spans, the agent's on
+    # its invoke_agent span below the workflow's; the first call's output logged as a Python repr, its tool call
+    # only in the second call's input
+    Recording("openai_agents_otel_trace.json", "weather-agent", None),
     Recording("adk_trace.json", "weather_agent", "s-1"),
     # ADK's own attributes; a `call_llm` span around each `generate_content` span, both with the call's tokens
     Recording("adk_legacy_trace.json", "weather_agent", "s-1"),
