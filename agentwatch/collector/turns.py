@@ -13,6 +13,7 @@ from pydantic_core import from_json
 from agentwatch.collector import conventions as cv
 from agentwatch.collector.chain_values import is_body, langchain_tool_message, state_text, value_text
 from agentwatch.collector.decode import SpanRecord
+from agentwatch.collector.foreign_messages import ENCODE
 from agentwatch.collector.messages import (
     ToolResponses,
     as_text,
@@ -130,14 +131,37 @@ def _tool_from_span(span: SpanRecord) -> dict[str, Any]:
                 result = _raw_output(json_or_text(result))
     if args is None and cv.TOOL_PARAMETERS_KEY in attrs:
         args = _not_a_schema(json_or_text(attrs[cv.TOOL_PARAMETERS_KEY]))
+    arguments, value, logged_id = _callback_record(json_or_text(args), json_or_text(result))
+    if call_id is None:
+        call_id = logged_id
     return {
         "name": (name if type(name) is str else str(name)) or "unknown",
-        "arguments": json_or_text(args),
-        "result": json_or_text(result),
+        "arguments": arguments,
+        "result": value,
         "error": span.status_error,
         "call_id": None if call_id is None else str(call_id),
         "read_only": _flag(first(attrs, cv.TOOL_READ_ONLY_KEYS)),
     }
+
+
+def _callback_record(args: Any, result: Any) -> tuple[Any, Any, str | None]:
+    """A tool span's arguments, result and call id where they are a LangChain callback's whole input and output,
+    as OpenLLMetry logs them (`{"input_str", "inputs", "kwargs": {"tool_call_id"}, "tags", "metadata"}` and
+    `{"output": <ToolMessage>, "kwargs"}`): the `inputs`, the message's content and id; other values as they are."""
+    call_id = None
+    if isinstance(args, dict) and "input_str" in args and isinstance(args.get("inputs"), dict):
+        kwargs = args.get("kwargs")
+        if isinstance(kwargs, dict) and kwargs.get("tool_call_id") is not None:
+            call_id = str(kwargs["tool_call_id"])
+        args = args["inputs"]
+    if isinstance(result, dict) and "output" in result and set(result) <= {"output", "kwargs"}:
+        output = result["output"]
+        message = langchain_tool_message(ENCODE(output) if isinstance(output, dict) else output)
+        if message is None:
+            result = output
+        else:
+            result, call_id = message[0], call_id or message[1]
+    return args, result, call_id
 
 
 def _from_model_messages(

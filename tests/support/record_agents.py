@@ -19,6 +19,7 @@ OpenTelemetry versions); this script runs in a virtualenv where one is installed
 | `llama_index` | `llama-index-core` (0.14.25) `llama-index-llms-openai` `openinference-instrumentation-llama-index` (4.6.1) | OpenInference: a CHAIN per workflow step under the agent's run, whose input and output are the workflow's objects (JSON, Python reprs); tool calls as `{"kwargs": ...}` and `ToolOutput` |
 | `smolagents` | `smolagents[openai]` (1.26.0) `openinference-instrumentation-smolagents` (0.1.43) | OpenInference: the agent's run (its `task` as input), a CHAIN per step, tool input as a logged Python call; the agent answers by calling `final_answer` |
 | `google_genai` | `google-genai` (2.34.0; the instrumentation takes `>=1.32,<3`) `opentelemetry-instrumentation-google-genai` (1.3b0) | the official GenAI instrumentation, content on spans: two `generate_content` calls of a loop the caller runs, tool calls only in the messages (ids made up by the instrumentation) |
+| `langgraph_openllmetry` | `langgraph` (1.2.24) `langchain-openai` (1.7.4) `opentelemetry-instrumentation-langchain` (OpenLLMetry, 0.62.4) | the GenAI conventions and `traceloop.*`: an `invoke_agent` span per request (the graph's name, "LangGraph", as the agent), `execute_task` spans per node, a tool span whose arguments and result are the LangChain callback's whole input and output |
 | `openai_events` | `opentelemetry-instrumentation-genai-openai` (1.3b0, a test dependency) | the official OpenAI instrumentation with content in events only (`EVENT_ONLY`, `OTEL_INSTRUMENTATION_GENAI_EMIT_EVENT=true`): one `gen_ai.client.inference.operation.details` log record per call, no messages on the spans; the caller's agent span names the conversation |
 | `openai_v2_events` | `opentelemetry-instrumentation-openai-v2` (2.1b0) `openai` | its predecessor: one log record per message (`gen_ai.user.message`, ..., `gen_ai.choice`), the message in the body |
 | `openllmetry_events` | `opentelemetry-instrumentation-openai` (OpenLLMetry, 0.62.4) `openai` | OpenLLMetry's event mode (`use_attributes=False`): one log record per message, the choice's tool calls beside its message in the body |
@@ -100,14 +101,20 @@ def _pydantic_ai(factory: SpanFactory, base_url: str) -> None:
     agent.run_sync(QUESTION)
 
 
-def _langgraph(factory: SpanFactory, base_url: str) -> None:
+def _langgraph(factory: SpanFactory, base_url: str, openllmetry: bool = False) -> None:
     from langchain_core.tools import tool
     from langchain_openai import ChatOpenAI
     from langgraph.checkpoint.memory import MemorySaver
     from langgraph.prebuilt import create_react_agent
-    from openinference.instrumentation.langchain import LangChainInstrumentor
 
-    LangChainInstrumentor().instrument(tracer_provider=factory.provider)
+    if openllmetry:
+        from opentelemetry.instrumentation.langchain import LangchainInstrumentor
+
+        LangchainInstrumentor().instrument(tracer_provider=factory.provider)
+    else:
+        from openinference.instrumentation.langchain import LangChainInstrumentor
+
+        LangChainInstrumentor().instrument(tracer_provider=factory.provider)
 
     @tool
     def get_weather(city: str) -> dict:
@@ -382,6 +389,7 @@ SDKS = {
     "google_genai": _google_genai,
     "google_genai_events": lambda factory, base_url: _google_genai(factory, base_url, events=True),
     "langgraph": _langgraph,
+    "langgraph_openllmetry": lambda factory, base_url: _langgraph(factory, base_url, openllmetry=True),
     "openai_events": _openai_events,
     "openai_v2_events": _openai_events,
     "openllmetry_events": _openllmetry_events,

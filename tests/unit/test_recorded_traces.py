@@ -110,13 +110,25 @@ def test_pydantic_ai_reports_the_cost_of_each_model_call() -> None:
 
 
 @pytest.mark.parametrize("encoding", ["json", "protobuf"])
-def test_a_langgraph_thread_is_one_conversation_of_its_two_requests(encoding: str) -> None:
+@pytest.mark.parametrize(
+    ("file", "agent"),
+    [
+        ("langgraph_trace.json", "langgraph-weather"),
+        # OpenLLMetry's LangChain instrumentation 0.62.4 (`record_agents langgraph_openllmetry`): the GenAI
+        # conventions, the graph's name as the agent; a tool span's arguments and result are the callback's whole
+        # input and output (`{"input_str", "inputs", "kwargs": {"tool_call_id"}, …}`, `{"output": <ToolMessage>}`)
+        ("langgraph_openllmetry_trace.json", "LangGraph"),
+    ],
+)
+def test_a_langgraph_thread_is_one_conversation_of_its_two_requests(
+    file: str, agent: str, encoding: str
+) -> None:
     """Each request of the thread is one turn: the graph's two "agent" steps of the first (the tool call, then
     the answer) and the tool node between them, not a turn per step with the tool left out; the second request's
     input is its own message (the state's latest), not the thread's first."""
-    conv = build_conversation(_records("langgraph_trace.json", encoding))
+    conv = build_conversation(_records(file, encoding))
     assert conv.notes == [] and conv.not_captured == []
-    assert (conv.conversation_id, conv.agent, conv.system) == ("thread-1", "langgraph-weather", SYSTEM)
+    assert (conv.conversation_id, conv.agent, conv.system) == ("thread-1", agent, SYSTEM)
     first, second = conv.turns
     assert (first.input, first.answer) == ("What is the weather in Paris?", FINAL_TEXT)
     assert [(c.name, c.arguments, c.result, c.call_id) for c in first.tool_calls] == [
