@@ -89,10 +89,16 @@ class Gaps:
 
     def not_captured(self, turns: int) -> list[str]:
         """The kinds of content no span of the conversation carried (`Conversation.not_captured`): `messages`
-        when no turn had its input or its answer, `arguments` / `results` when no tool call had them."""
+        when no turn had its input or its answer, `answers` when turns had inputs but none an answer or any model
+        output, `arguments` / `results` when no tool call had them."""
         out = []
-        if turns and len(self.turns.get(NO_INPUT, ())) == turns == len(self.turns.get(NO_ANSWER, ())):
+        unanswered = len(self.turns.get(NO_ANSWER, ()))
+        if turns and len(self.turns.get(NO_INPUT, ())) == turns == unanswered:
             out.append("messages")
+        elif (
+            turns and unanswered == turns
+        ):  # inputs logged, no model output at all (an instrumentation's gap)
+            out.append("answers")
         if self.calls and self.counts.get(NO_ARGUMENTS, 0) == self.calls:
             out.append("arguments")
         if self.ok_calls and self.counts.get(NO_RESULT, 0) == self.ok_calls:

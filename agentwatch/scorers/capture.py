@@ -15,8 +15,24 @@ from agentwatch.config import TaskPolicy
 from agentwatch.wire.schema import Conversation, Expectation
 
 MESSAGES = "messages"
+ANSWERS = "answers"  # the inputs were captured, no answer was: what reads messages reads the answers
 ARGUMENTS = "arguments"
-_WHAT = {MESSAGES: "messages", ARGUMENTS: "tool arguments", "results": "tool results"}
+_WHAT = {MESSAGES: "messages", ANSWERS: "answers", ARGUMENTS: "tool arguments", "results": "tool results"}
+
+
+def missing(needs: frozenset[str], not_captured: Iterable[str]) -> frozenset[str]:
+    """The content among `needs` its source did not capture (answers not captured leave a need of messages
+    unmet: the graders that read messages read the answers)."""
+    gaps = frozenset(not_captured)
+    found = needs & gaps
+    if MESSAGES in needs and ANSWERS in gaps and MESSAGES not in gaps:
+        found |= {ANSWERS}
+    return found
+
+
+def answers_missing(conv: Conversation) -> bool:
+    """Whether the conversation's answers were not captured (messages, or answers alone)."""
+    return MESSAGES in conv.not_captured or ANSWERS in conv.not_captured
 
 
 def policy_needs(policy: TaskPolicy) -> frozenset[str]:

@@ -11,8 +11,11 @@ from agentwatch.config import Settings
 from agentwatch.config.prices import PriceLookup
 from agentwatch.judge.verdict import JudgeVerdict, validate_verdict
 from agentwatch.scorers.capture import (
+    ANSWERS,
     MESSAGES,
+    answers_missing,
     expectations_need,
+    missing,
     not_applied,
     policy_needs,
     without_expectations,
@@ -107,7 +110,7 @@ class ConversationScorer:
     def wants_judge(self, conv: Conversation) -> bool:
         """Whether a judge verdict would grade `conv` (it is in the judge sample, has turns, and its messages were
         captured: a judge cannot read what was not recorded)."""
-        return bool(conv.turns) and MESSAGES not in conv.not_captured and self._sample(conv).judge
+        return bool(conv.turns) and not answers_missing(conv) and self._sample(conv).judge
 
     def score(self, conv: Conversation, verdict: JudgeVerdict | None = None) -> ConversationScore:
         """Score one conversation; never raises (an internal error yields an unscored result with a reason).
@@ -139,10 +142,10 @@ class ConversationScorer:
     def _checkable(self, conv: Conversation, skipped: list[str]) -> Conversation:
         """`conv` without the expectations that need content its source did not capture (`scorers.capture`);
         the reason goes to `skipped`."""
-        missing = expectations_need(conv) & frozenset(conv.not_captured)
-        if not missing:
+        unmet = missing(expectations_need(conv), conv.not_captured)
+        if not unmet:
             return conv
-        skipped.append(not_applied("the expectations", missing))
+        skipped.append(not_applied("the expectations", unmet))
         return without_expectations(conv)
 
     def _choose_graders(
@@ -163,16 +166,18 @@ class ConversationScorer:
             graded_by.append("judge_score")
         policy = None if "expectations" in graded_by else self.policies.match(conv.agent, conv.task)
         if policy is not None and conv.not_captured:
-            missing = policy_needs(policy) & frozenset(conv.not_captured)
-            if missing:
+            unmet = missing(policy_needs(policy), conv.not_captured)
+            if unmet:
                 if skipped is not None:
-                    skipped.append(not_applied(f"task policy {policy.ref}", missing))
+                    skipped.append(not_applied(f"task policy {policy.ref}", unmet))
                 policy = None
         if policy is not None:
             graded_by.append("policy")
-        if verdict is not None and MESSAGES in conv.not_captured:
+        if verdict is not None and answers_missing(conv):
             if skipped is not None:
-                skipped.append(not_applied("the judge's verdict", {MESSAGES}))
+                skipped.append(
+                    not_applied("the judge's verdict", missing(frozenset({MESSAGES}), conv.not_captured))
+                )
             verdict = None
         if verdict is not None:
             verdict = validate_verdict(verdict) if sample.judge and turns else None
@@ -186,12 +191,14 @@ class ConversationScorer:
         found.evidence.add(conv.system)  # the agent's instructions are a source (fees, rules)
         turns = conv.turns
         ended = ending(turns, self._names, self._kinds, self._markers)
+        # no answer was recorded for any turn: one missing cannot be told from one not logged
+        unanswered = None if ANSWERS in conv.not_captured else ended.unanswered
         arguments_known = "arguments" not in conv.not_captured
         for i, turn in enumerate(turns):
             ts, answer_score, tool_overall = self._turns.grade(
                 i,
                 turn,
-                i == ended.unanswered,
+                i == unanswered,
                 found.evidence,
                 found.facts,
                 found.codes,

@@ -14,6 +14,7 @@ OpenTelemetry versions); this script runs in a virtualenv where one is installed
 | `pydantic_ai` | `pydantic-ai-slim[openai]` (2.68.0) | the GenAI conventions, with `operation.cost` |
 | `openai_agents` | `openai-agents` (0.24.0) `openinference-instrumentation-openai-agents` (2.6.0) | OpenInference: AGENT, LLM and TOOL spans, the tool's JSON schema as `tool.parameters` |
 | `openai_agents_otel` | `openai-agents` (0.24.0) `opentelemetry-instrumentation-openai-agents-v2` (0.1.0) | the official instrumentation: the GenAI conventions, content on spans (`capture_message_content="span_only"`) |
+| `openai_agents_openllmetry` | `openai-agents` (0.24.0) `opentelemetry-instrumentation-openai-agents` (OpenLLMetry, 0.62.4; it installs into the official one's module path, so in a virtualenv of its own), `TRACELOOP_TRACE_CONTENT=true` | agent, tool and model spans; with the Chat Completions model, model spans without output messages or tokens |
 | `adk` | `google-adk` (2.13.0) `litellm` (1.110.2) | the GenAI conventions (`invoke_workflow` above `invoke_agent`), content only with `OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental` and `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=SPAN_ONLY`, which the recording sets |
 | `adk_legacy` | the same | ADK's own attributes (`ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN=1`, what ADK 1.x sends): the request and response as JSON on a `call_llm` span around the client's `generate_content`, the tool's arguments and result as `gcp.vertex.agent.*` |
 | `llama_index` | `llama-index-core` (0.14.25) `llama-index-llms-openai` `openinference-instrumentation-llama-index` (4.6.1) | OpenInference: a CHAIN per workflow step under the agent's run, whose input and output are the workflow's objects (JSON, Python reprs); tool calls as `{"kwargs": ...}` and `ToolOutput` |
@@ -382,6 +383,8 @@ SDKS = {
     "pydantic_ai": _pydantic_ai,
     "openai_agents": _openai_agents,
     "openai_agents_otel": lambda factory, base_url: _openai_agents(factory, base_url, official=True),
+    # OpenLLMetry's instrumentation has the official one's module path: the virtualenv decides which is recorded
+    "openai_agents_openllmetry": lambda factory, base_url: _openai_agents(factory, base_url, official=True),
     "adk": _adk,
     "adk_legacy": lambda factory, base_url: _adk(factory, base_url, legacy=True),
     "llama_index": _llama_index,

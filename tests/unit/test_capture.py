@@ -162,3 +162,36 @@ def test_success_rate_on_simulated_traffic_with_capture_off_matches_the_truth() 
     assert names == truth
     args = [s.passed for s in map(ConversationScorer(Settings(policies=[ARGS_POLICY])).score, convs)]
     assert args == [None] * len(truth)
+
+
+def test_answers_not_recorded_leave_what_reads_them_unapplied_and_no_answer_unflagged() -> None:
+    """A source that logged the questions but no answer (`not_captured: answers`): the reference answer and the
+    judge are not applied, the `no_answer` detector does not fire, and names-only checks still grade."""
+    turn = {"input": "Cancel order #W1, please.", "answer": None, "tool_calls": [{"name": "cancel_order"}]}
+
+    def conv(cid: str, not_captured: list[str], **expected: Any) -> Conversation:
+        return Conversation.model_validate(
+            {
+                "conversation_id": cid,
+                "agent": "shop",
+                "task": "cancel",
+                "turns": [{**turn, **expected}],
+                "not_captured": not_captured,
+            }
+        )
+
+    scorer = ConversationScorer(Settings.model_validate({"sampling": {"judge_rate": 1.0}}))
+    reference = {"expected": {"reference_answer": "cancelled"}}
+    off = scorer.score(conv("a-off", ["answers"], **reference))
+    assert off.passed is None and off.reasons[0] == (
+        "not_captured: the expectations not applied: answers not recorded by the source (content capture off?)"
+    )
+    assert "no_answer" not in off.evidence and not scorer.wants_judge(conv("j", ["answers"]))
+    verdict = JudgeVerdict(outcome=Outcome.COMPLETE, score=1.0, explanation="fine")
+    assert scorer.score(conv("j", ["answers"]), verdict).reasons[0] == (
+        "not_captured: the judge's verdict not applied: answers not recorded by the source (content capture off?)"
+    )
+    recorded = scorer.score(conv("a-on", []))  # the same turn, its answer recorded as missing
+    assert "no_answer" in recorded.evidence
+    names = ConversationScorer(Settings(policies=[NAMES_POLICY]))
+    assert names.score(conv("n", ["answers"])).passed is True

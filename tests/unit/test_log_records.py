@@ -392,3 +392,21 @@ def test_the_reconstruct_command_reads_a_gzipped_proto_log_file_beside_the_trace
     (line,) = [x for x in result.stdout.splitlines() if x.startswith("{")]
     (turn,) = json.loads(line)["turns"]
     assert (turn["input"], turn["answer"]) == (QUESTION, FINAL_TEXT)
+
+
+def test_a_source_that_logs_inputs_but_no_outputs_is_not_taken_for_an_agent_that_never_answered() -> None:
+    """The OpenAI Agents SDK under OpenLLMetry 0.62.4, with the Chat Completions model (`record_agents
+    openai_agents_openllmetry`): its model spans log the input messages, never the output nor the tokens. The
+    answer was not recorded: `not_captured: answers`, and the `no_answer` detector does not fire on it."""
+    from agentwatch.scorers import ConversationScorer
+
+    conv = build_conversation(_spans("openai_agents_openllmetry"))
+    assert conv.not_captured == ["answers"]
+    (turn,) = conv.turns
+    assert (turn.input, turn.answer) == (QUESTION, None)
+    assert [(c.name, c.arguments, c.call_id) for c in turn.tool_calls] == [
+        ("get_weather", {"city": "Paris"}, TOOL_CALL_ID)
+    ]
+    score = ConversationScorer().score(conv)
+    assert not any(r.startswith("no_answer") for r in score.reasons) and score.evidence == []
+    assert "cost_unknown: a model call reported no token usage" in score.reasons
