@@ -86,18 +86,17 @@ class Gaps:
         self.other: list[str] = []
         self.calls = 0  # tool calls seen, and those that did not fail
         self.ok_calls = 0
+        self.outputs_unlogged = 0  # turns without an answer whose model calls logged their requests only
 
     def not_captured(self, turns: int) -> list[str]:
         """The kinds of content no span of the conversation carried (`Conversation.not_captured`): `messages`
-        when no turn had its input or its answer, `answers` when turns had inputs but none an answer or any model
-        output, `arguments` / `results` when no tool call had them."""
+        when no turn had its input or its answer, `answers` when no turn had its answer and every turn's model
+        calls logged their requests but nothing they returned, `arguments` / `results` when no tool call had
+        them."""
         out = []
-        unanswered = len(self.turns.get(NO_ANSWER, ()))
-        if turns and len(self.turns.get(NO_INPUT, ())) == turns == unanswered:
+        if turns and len(self.turns.get(NO_INPUT, ())) == turns == len(self.turns.get(NO_ANSWER, ())):
             out.append("messages")
-        elif (
-            turns and unanswered == turns
-        ):  # inputs logged, no model output at all (an instrumentation's gap)
+        elif turns and self.outputs_unlogged == turns:
             out.append("answers")
         if self.calls and self.counts.get(NO_ARGUMENTS, 0) == self.calls:
             out.append("arguments")
@@ -148,6 +147,18 @@ def _tool_from_span(span: SpanRecord) -> dict[str, Any]:
         "call_id": None if call_id is None else str(call_id),
         "read_only": _flag(first(attrs, cv.TOOL_READ_ONLY_KEYS)),
     }
+
+
+def _outputs_unlogged(models: list[SpanRecord]) -> bool:
+    """Whether a turn's model calls logged what they were sent but nothing they returned, none failing: a source
+    that records requests only, whose answer went unseen rather than missing (an agent that failed before
+    answering has a failed call, or none)."""
+    return bool(models) and all(
+        m.status_error is None
+        and cv.first(m.attrs, cv.OUTPUT_MESSAGES_KEYS) is None
+        and cv.first(m.attrs, cv.INPUT_MESSAGES_KEYS) is not None
+        for m in models
+    )
 
 
 def _callback_record(args: Any, result: Any) -> tuple[Any, Any, str | None]:
@@ -456,6 +467,8 @@ def build_turn(
         gaps.turns[NO_INPUT].append(index)
     if answer is None and not found:  # output messages without text: no answer was given, none went unseen
         gaps.turns[NO_ANSWER].append(index)
+        if _outputs_unlogged(models):
+            gaps.outputs_unlogged += 1
     if tools:
         tool_calls = [_tool_from_span(s) for s in tools]
         if models:

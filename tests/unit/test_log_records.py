@@ -410,3 +410,16 @@ def test_a_source_that_logs_inputs_but_no_outputs_is_not_taken_for_an_agent_that
     score = ConversationScorer().score(conv)
     assert not any(r.startswith("no_answer") for r in score.reasons) and score.evidence == []
     assert "cost_unknown: a model call reported no token usage" in score.reasons
+
+
+def test_an_agent_that_failed_before_answering_is_still_unanswered() -> None:
+    """The same spans with the model calls failed, or without them: the answer is missing, not unrecorded."""
+    failed = _spans("openai_agents_openllmetry")
+    for span in failed:
+        if span.attrs.get("gen_ai.operation.name") == "chat":
+            span.status_error = "APITimeoutError"
+    assert build_conversation(failed).not_captured == []
+    without_models = [
+        s for s in _spans("openai_agents_openllmetry") if s.attrs.get("gen_ai.operation.name") != "chat"
+    ]
+    assert build_conversation(without_models).not_captured != ["answers"]
