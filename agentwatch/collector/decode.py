@@ -37,6 +37,8 @@ from agentwatch.collector.span_record import (
     SpanRecord,
     conversation_of,
     error_of,
+    looks_json,
+    message_bytes,
     truncate,
     with_conversations,
 )
@@ -198,26 +200,17 @@ def _decode_protobuf(payload: bytes, limit: int) -> list[SpanRecord]:
 # --------------------------------------------------------------------------- entry points
 
 
-def _looks_json(payload: bytes) -> bool:
-    head = payload[:64].lstrip()
-    return head[:1] in (b"{", b"[")
-
-
 def decode_message(
     payload: bytes, content_type: str | None = None, *, max_attribute_bytes: int = 65536
 ) -> list[SpanRecord]:
     """Decode one Kafka message (protobuf or OTLP/JSON `TracesData`) into span records; raise DecodeError."""
-    if not payload:
-        raise DecodeError("empty", "empty message")
-    if not isinstance(payload, (bytes, bytearray, memoryview)):
-        raise DecodeError("not_otlp", f"payload is {type(payload).__name__}, not bytes")
-    payload = bytes(payload)
+    payload = message_bytes(payload)
     kind = (content_type or "").lower()
     if "json" in kind:
         return decode_json(payload, max_attribute_bytes)
     if "protobuf" in kind or "proto" in kind:
         return _decode_protobuf(payload, max_attribute_bytes)
-    if _looks_json(payload):
+    if looks_json(payload):
         try:
             return decode_json(payload, max_attribute_bytes)
         except DecodeError as exc:

@@ -43,6 +43,8 @@ from agentwatch.collector.span_record import (
     DecodeError,
     SpanRecord,
     conversation_of,
+    looks_json,
+    message_bytes,
     truncate,
     with_conversations,
 )
@@ -260,13 +262,9 @@ def decode_log_message(
     payload: bytes, content_type: str | None = None, *, max_attribute_bytes: int = 65536
 ) -> LogBatch:
     """Decode one Kafka message of OTLP log records (protobuf or OTLP/JSON `LogsData`); raise DecodeError."""
-    if not payload:
-        raise DecodeError("empty", "empty message")
-    if not isinstance(payload, (bytes, bytearray, memoryview)):
-        raise DecodeError("not_otlp", f"payload is {type(payload).__name__}, not bytes")
-    payload = bytes(payload)
+    payload = message_bytes(payload)
     kind = (content_type or "").lower()
-    if "json" in kind or ("proto" not in kind and payload[:64].lstrip()[:1] in (b"{", b"[")):
+    if "json" in kind or ("proto" not in kind and looks_json(payload)):
         try:
             return _decode_json(payload, max_attribute_bytes)
         except DecodeError as exc:

@@ -36,6 +36,20 @@ class SpanRecord:
     conversation_id: str = ""
 
 
+def message_bytes(payload: object) -> bytes:
+    """A Kafka message's value as bytes; DecodeError `empty` or `not_otlp` for none, or for another type."""
+    if not payload:
+        raise DecodeError("empty", "empty message")
+    if not isinstance(payload, (bytes, bytearray, memoryview)):
+        raise DecodeError("not_otlp", f"payload is {type(payload).__name__}, not bytes")
+    return bytes(payload)
+
+
+def looks_json(payload: bytes) -> bool:
+    """Whether a message starts like a JSON document (after blanks)."""
+    return payload[:64].lstrip()[:1] in (b"{", b"[")
+
+
 def truncate(s: str, limit: int) -> str:
     """`s` cut to `limit` characters, marked with TRUNCATION_MARKER when it was cut."""
     if len(s) <= limit:
