@@ -6,6 +6,7 @@ import base64
 import binascii
 import json
 import re
+from collections.abc import Iterator
 from typing import Any
 
 from agentwatch.collector.adk_spans import KEYS as ADK_KEYS
@@ -36,6 +37,7 @@ from agentwatch.collector.vercel_ai import KEYS as VERCEL_KEYS
 from agentwatch.collector.vercel_ai import OPERATION_ID as VERCEL_OPERATION
 from agentwatch.collector.vercel_ai import fold as fold_vercel
 
+_SNAKE = re.compile(r"(?<=[a-z])(?=[A-Z])")
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 _SPAN_KEYS = NEEDED_KEYS | VERCEL_KEYS | ADK_KEYS
 _JSON_SCALARS = (
@@ -186,23 +188,35 @@ def load_json(payload: bytes) -> Any:
     return doc
 
 
+def otlp_items(
+    payload: bytes, limit: int, lists: tuple[str, str, str]
+) -> Iterator[tuple[dict[str, Any], Any, str]]:
+    """(resource attributes, item, where) of each item of one OTLP/JSON document (or a JSON list of them), its
+    three lists named by `lists` in camelCase (`resourceSpans`, `scopeSpans`, `spans`); snake_case is read too.
+    DecodeError for a document without the outer list."""
+    outer, scope, items = lists
+    names = [(name, _SNAKE.sub("_", name).lower()) for name in lists]
+    doc = load_json(payload)
+    for d, data in enumerate(doc if isinstance(doc, list) else [doc]):
+        if not isinstance(data, dict) or not (names[0][0] in data or names[0][1] in data):
+            raise DecodeError("not_otlp", f"document {d}: no {outer}")
+        for r, rs in enumerate(json_list(data, *names[0], f"document {d}")):
+            where_r = f"{outer}[{r}]"
+            res = json_field(rs, "resource", "resource", {}) if isinstance(rs, dict) else {}
+            attributes = res.get("attributes") if isinstance(res, dict) else None
+            resource = json_attributes(attributes, limit, where_r, RESOURCE_KEYS)
+            for s, ss in enumerate(json_list(rs, *names[1], where_r)):
+                where_s = f"{where_r}.{scope}[{s}]"
+                for i, item in enumerate(json_list(ss, *names[2], where_s)):
+                    yield resource, item, f"{where_s}.{items}[{i}]"
+
+
 def decode_json(payload: bytes, limit: int) -> list[SpanRecord]:
     """Span records of one OTLP/JSON document (or a JSON list of them); raise DecodeError."""
-    doc = load_json(payload)
-    docs = doc if isinstance(doc, list) else [doc]
-    records: list[SpanRecord] = []
-    for d, tdata in enumerate(docs):
-        if not isinstance(tdata, dict) or not ("resourceSpans" in tdata or "resource_spans" in tdata):
-            raise DecodeError("not_otlp", f"document {d}: no resourceSpans")
-        for r, rs in enumerate(json_list(tdata, "resourceSpans", "resource_spans", f"document {d}")):
-            where_r = f"resourceSpans[{r}]"
-            res = json_field(rs, "resource", "resource", {}) if isinstance(rs, dict) else {}
-            items = res.get("attributes") if isinstance(res, dict) else None
-            resource = json_attributes(items, limit, where_r, RESOURCE_KEYS)
-            for s, ss in enumerate(json_list(rs, "scopeSpans", "scope_spans", where_r)):
-                for i, sp in enumerate(json_list(ss, "spans", "spans", f"{where_r}.scopeSpans[{s}]")):
-                    where = f"{where_r}.scopeSpans[{s}].spans[{i}]"
-                    records.append(_json_span(sp, resource, limit, where))
+    records = [
+        _json_span(sp, resource, limit, where)
+        for resource, sp, where in otlp_items(payload, limit, ("resourceSpans", "scopeSpans", "spans"))
+    ]
     return with_conversations(records)
 
 

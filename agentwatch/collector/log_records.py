@@ -30,9 +30,8 @@ from agentwatch.collector.decode_json import (
     json_field,
     json_id,
     json_int,
-    json_list,
     json_value,
-    load_json,
+    otlp_items,
 )
 from agentwatch.collector.foreign_messages import ENCODE
 from agentwatch.collector.message_events import DEPTH, NAMES, structured
@@ -230,20 +229,9 @@ def _json_record(record: Any, resource: dict[str, Any], found: _Collect, where: 
 
 
 def _decode_json(payload: bytes, limit: int) -> LogBatch:
-    doc = load_json(payload)
     found = _Collect(limit)
-    for d, data in enumerate(doc if isinstance(doc, list) else [doc]):
-        if not isinstance(data, dict) or not ("resourceLogs" in data or "resource_logs" in data):
-            raise DecodeError("not_otlp", f"document {d}: no resourceLogs")
-        for r, rl in enumerate(json_list(data, "resourceLogs", "resource_logs", f"document {d}")):
-            where_r = f"resourceLogs[{r}]"
-            res = json_field(rl, "resource", "resource", {}) if isinstance(rl, dict) else {}
-            items = res.get("attributes") if isinstance(res, dict) else None
-            resource = json_attributes(items, limit, where_r, RESOURCE_KEYS)
-            for s, sl in enumerate(json_list(rl, "scopeLogs", "scope_logs", where_r)):
-                where_s = f"{where_r}.scopeLogs[{s}]"
-                for i, record in enumerate(json_list(sl, "logRecords", "log_records", where_s)):
-                    _json_record(record, resource, found, f"{where_s}.logRecords[{i}]")
+    for resource, record, where in otlp_items(payload, limit, ("resourceLogs", "scopeLogs", "logRecords")):
+        _json_record(record, resource, found, where)
     if not found.batch.records:
         raise DecodeError("empty", "no log records in the message")
     return found.finish()

@@ -252,8 +252,6 @@ class CollectorService:
             log.exception("decoder failed on %s[%d]@%d", topic, tp[1], offset)
             self._dead_letter(dead, record, "decoder_error", f"{type(exc).__name__}: {exc}")
         else:
-            if topic not in self._log_topics:
-                self.stats.spans_consumed += len(spans)
             if hop == KEY_TRACE:  # spans whose trace had not named its conversation: join, then re-key
                 self._rejoin(rekeyer, self.join.add(spans, vp, offset, now))
             elif topic == self.config.rekey_topic or (
@@ -269,11 +267,13 @@ class CollectorService:
         self.assembler.message_done(vp, offset)
 
     def _decode(self, topic: str, payload: bytes, content_type: str | None) -> list[SpanRecord]:
-        """The span records of one record of `topic`; of a log topic, the fragments its message events make
-        (`log_records`). Raises DecodeError."""
+        """The span records of one record of `topic`, counted; of a log topic, the fragments its message events
+        make (`log_records`), its records counted. Raises DecodeError."""
         limit = self.config.max_attribute_bytes
         if topic not in self._log_topics:
-            return decode_message(payload, content_type, max_attribute_bytes=limit)
+            spans = decode_message(payload, content_type, max_attribute_bytes=limit)
+            self.stats.spans_consumed += len(spans)
+            return spans
         batch = decode_log_message(payload, content_type, max_attribute_bytes=limit)
         self.stats.log_records_consumed += batch.records
         self.stats.log_records_skipped += batch.skipped

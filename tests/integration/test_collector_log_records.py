@@ -95,6 +95,24 @@ def telemetry() -> tuple[str, bytes, bytes]:
     return cid, factory.protobuf(), encode_logs(logs).SerializeToString()
 
 
+def _collector(bs: str, prefix: str, idle_timeout_s: float) -> tuple[Any, str, str]:
+    """Settings of a collector reading a spans topic and a logs topic of its own (created, with its rekey
+    topic): (settings, spans topic, logs topic)."""
+    name = unique(prefix)
+    spans_topic, logs_topic = f"{name}-spans", f"{name}-logs"
+    settings = collector_settings(
+        bs,
+        [spans_topic],
+        name,
+        log_topics=[logs_topic],
+        idle_timeout_s=idle_timeout_s,
+        trace_join_timeout_s=10.0,
+    )
+    for topic in (spans_topic, logs_topic, settings.collector.rekey_topic):
+        create_topic(bs, topic, 2)
+    return settings, spans_topic, logs_topic
+
+
 def _application_log() -> bytes:
     """An ordinary log record of the same service, with no event name."""
     from opentelemetry.proto.logs.v1.logs_pb2 import LogsData
@@ -118,13 +136,7 @@ def test_messages_logged_as_log_records_join_their_spans(
     `agentwatch-key: conversation`); the log records before or after them."""
     cid, spans, logs = telemetry
     bs = broker.bootstrap_servers
-    name = unique("otlp")
-    spans_topic, logs_topic = f"{name}-spans", f"{name}-logs"
-    settings = collector_settings(
-        bs, [spans_topic], name, log_topics=[logs_topic], idle_timeout_s=2.0, trace_join_timeout_s=10.0
-    )
-    for topic in (spans_topic, logs_topic, settings.collector.rekey_topic):
-        create_topic(bs, topic, 2)
+    settings, spans_topic, logs_topic = _collector(bs, "otlp", idle_timeout_s=2.0)
     out = producer(bs)
     key, headers = (cid.encode(), REKEY_HEADERS) if keyed else (None, None)
     sent = [(logs_topic, logs, None, None), (spans_topic, spans, key, headers)]
@@ -173,13 +185,7 @@ def test_log_records_after_their_conversation_finished_change_nothing(broker, te
     """Log records that arrive once their conversation has been scored are late: no second score, counted."""
     cid, spans, logs = telemetry
     bs = broker.bootstrap_servers
-    name = unique("late")
-    spans_topic, logs_topic = f"{name}-spans", f"{name}-logs"
-    settings = collector_settings(
-        bs, [spans_topic], name, log_topics=[logs_topic], idle_timeout_s=1.0, trace_join_timeout_s=10.0
-    )
-    for topic in (spans_topic, logs_topic, settings.collector.rekey_topic):
-        create_topic(bs, topic, 2)
+    settings, spans_topic, logs_topic = _collector(bs, "late", idle_timeout_s=1.0)
     out = producer(bs)
     out.send(spans_topic, value=spans)
     out.flush()
