@@ -25,6 +25,8 @@ OpenTelemetry versions); this script runs in a virtualenv where one is installed
 | `openai_v2_events` | `opentelemetry-instrumentation-openai-v2` (2.1b0) `openai` | its predecessor: one log record per message (`gen_ai.user.message`, ..., `gen_ai.choice`), the message in the body |
 | `openllmetry_events` | `opentelemetry-instrumentation-openai` (OpenLLMetry, 0.62.4) `openai` | OpenLLMetry's event mode (`use_attributes=False`): one log record per message, the choice's tool calls beside its message in the body |
 | `google_genai_events` | the same | the same in event mode (`EVENT_ONLY`, `OTEL_INSTRUMENTATION_GENAI_EMIT_EVENT=true`): no messages on the spans, one `gen_ai.client.inference.operation.details` log record per call |
+| `openai_stream` | `opentelemetry-instrumentation-genai-openai` (1.3b0) | the `openai_events` loop with both calls streamed (no `include_usage`), content on spans (`SPAN_ONLY`): the chunks gathered into output messages, no tokens |
+| `openllmetry_stream` | `opentelemetry-instrumentation-openai` (OpenLLMetry, 0.62.4) `openai` | the same loop under OpenLLMetry's default (attributes) mode: output messages gathered from the chunks, no tokens |
 | `langgraph` | `langgraph` (1.2.24) `langchain-openai` (1.7.4) `openinference-instrumentation-langchain` (0.1.80) | OpenInference: a CHAIN per graph run, an AGENT span per run of the "agent" node, the tool node beside them; two turns of one thread |
 """
 
@@ -51,7 +53,8 @@ FOLLOW_UP = "Thanks. And tomorrow?"
 
 
 def streamed(request: dict[str, Any]) -> Reply:
-    """The fake model's completion as server-sent chunks: role and content or tool calls, the finish, usage."""
+    """The fake model's completion as server-sent chunks: role and content or tool calls, the finish, and usage
+    when the request asks for it."""
     body = completion(request)
     message = body["choices"][0]["message"]
     delta: dict[str, Any] = {"role": "assistant"}
@@ -69,8 +72,9 @@ def streamed(request: dict[str, Any]) -> Reply:
     chunks = [
         {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]},
         {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]},
-        {**base, "choices": [], "usage": body["usage"]},
     ]
+    if (request.get("stream_options") or {}).get("include_usage"):  # as OpenAI: usage only when asked for
+        chunks.append({**base, "choices": [], "usage": body["usage"]})
     text = "".join(f"data: {json.dumps(chunk)}\n\n" for chunk in chunks) + "data: [DONE]\n\n"
     return Reply(body=text, headers={"Content-Type": "text/event-stream"})
 
@@ -165,9 +169,10 @@ def _openai_events(factory: SpanFactory, base_url: str) -> None:
     _weather_loop(factory, base_url)
 
 
-def _weather_loop(factory: SpanFactory, base_url: str) -> None:
+def _weather_loop(factory: SpanFactory, base_url: str, stream: bool = False) -> None:
     """The caller's agent span (naming the conversation) around two chat calls and a tool span without content:
-    the model asks for the tool, then answers with its result."""
+    the model asks for the tool, then answers with its result (`stream`: both calls streamed, as chat front ends
+    ask, without `include_usage`)."""
     from openai import OpenAI
 
     client: Any = OpenAI(base_url=base_url, api_key="test")  # messages as plain dicts, as agents build them
@@ -190,8 +195,8 @@ def _weather_loop(factory: SpanFactory, base_url: str) -> None:
             {"role": "system", "content": SYSTEM},
             {"role": "user", "content": QUESTION},
         ]
-        first = client.chat.completions.create(model="gpt-4o-mini", messages=messages, tools=tools)
-        asked = first.choices[0].message
+        chat = _streamed_chat(client) if stream else client.chat.completions.create
+        asked = chat(model="gpt-4o-mini", messages=messages, tools=tools).choices[0].message
         call = asked.tool_calls[0]
         with factory.tracer.start_as_current_span(
             "execute_tool get_weather",
@@ -206,16 +211,38 @@ def _weather_loop(factory: SpanFactory, base_url: str) -> None:
             asked.model_dump(exclude_none=True),
             {"role": "tool", "tool_call_id": call.id, "content": result},
         ]
-        client.chat.completions.create(model="gpt-4o-mini", messages=messages, tools=tools)
+        chat(model="gpt-4o-mini", messages=messages, tools=tools)
 
 
-def _openllmetry_events(factory: SpanFactory, base_url: str) -> None:
+def _streamed_chat(client: Any) -> Callable[..., Any]:
+    """`client.chat.completions.create` streamed and read to its end, the chunks gathered into a completion."""
+    from openai.lib.streaming.chat import ChatCompletionStreamState
+
+    def chat(**request: Any) -> Any:
+        state = ChatCompletionStreamState()
+        for chunk in client.chat.completions.create(stream=True, **request):
+            state.handle_chunk(chunk)
+        return state.get_final_completion()
+
+    return chat
+
+
+def _openai_stream(factory: SpanFactory, base_url: str) -> None:
+    os.environ["OTEL_SEMCONV_STABILITY_OPT_IN"] = "gen_ai_latest_experimental"
+    os.environ["OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"] = "SPAN_ONLY"
+    from opentelemetry.instrumentation.genai.openai import OpenAIInstrumentor
+
+    OpenAIInstrumentor().instrument(tracer_provider=factory.provider)
+    _weather_loop(factory, base_url, stream=True)
+
+
+def _openllmetry(factory: SpanFactory, base_url: str, events: bool = False, stream: bool = False) -> None:
     from opentelemetry.instrumentation.openai import OpenAIInstrumentor
 
-    OpenAIInstrumentor(use_attributes=False).instrument(
+    OpenAIInstrumentor(use_attributes=not events).instrument(
         tracer_provider=factory.provider, logger_provider=factory.logger_provider
     )
-    _weather_loop(factory, base_url)
+    _weather_loop(factory, base_url, stream=stream)
 
 
 def _adk(factory: SpanFactory, base_url: str, legacy: bool = False) -> None:
@@ -395,7 +422,9 @@ SDKS = {
     "langgraph_openllmetry": lambda factory, base_url: _langgraph(factory, base_url, openllmetry=True),
     "openai_events": _openai_events,
     "openai_v2_events": _openai_events,
-    "openllmetry_events": _openllmetry_events,
+    "openllmetry_events": lambda factory, base_url: _openllmetry(factory, base_url, events=True),
+    "openai_stream": _openai_stream,
+    "openllmetry_stream": lambda factory, base_url: _openllmetry(factory, base_url, stream=True),
 }
 
 
@@ -405,6 +434,8 @@ def main(sdk: str, out: Path) -> None:
     responders: dict[str, Callable[[dict[str, Any]], Reply | dict[str, Any]]] = {
         "strands": streamed,  # it streams, as LlamaIndex does
         "llama_index": streamed,
+        "openai_stream": streamed,
+        "openllmetry_stream": streamed,
         "smolagents": smolagents_reply,
     }
     responder = responders.get(sdk)

@@ -9,7 +9,8 @@
   loop the caller runs; LangGraph under OpenInference, an AGENT
   span per run of the graph's "agent" node with the tool node beside them, two turns of one thread;
 - the Vercel AI SDK, majors 4 to 6 (`ai.*` keys) and 7 (the GenAI conventions through `@ai-sdk/otel`),
-  `tests/support/ai_sdk/record.mjs`, under an HTTP span.
+  `tests/support/ai_sdk/record.mjs`, under an HTTP span;
+- the official OpenAI instrumentation and OpenLLMetry's on a loop the caller runs, both model calls streamed.
 Each run is a question, one tool call with its arguments and result, the answer, two model calls."""
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import pytest
 
 from agentwatch.collector.decode import SpanRecord, decode_message
 from agentwatch.collector.reconstruct import build_conversation
+from agentwatch.scorers import ConversationScorer
 from tests.support.fake_openai import FINAL_TEXT, TOOL_CALL_ID, USAGE
 from tests.support.spans import otlp_json_to_protobuf
 
@@ -34,6 +36,7 @@ class Recording(NamedTuple):
     session: str | None  # the conversation id it names, if any (else the trace id)
     call_id: str | None = TOOL_CALL_ID  # the tool call's id, where the tool span logs it
     notes: tuple[str, ...] = ()
+    tokens: bool = True  # whether its model calls report their tokens
 
 
 RECORDINGS = [
@@ -65,6 +68,11 @@ RECORDINGS = [
     Recording("ai_sdk_5_trace.json", "weather-chat", "chat-42"),
     Recording("ai_sdk_6_trace.json", "weather-chat", "chat-43"),
     Recording("ai_sdk_7_trace.json", "weather-chat", None),
+    # both model calls streamed without `include_usage`, as chat front ends ask: the official OpenAI
+    # instrumentation (content on spans) and OpenLLMetry's (attributes) gather the chunks into the output
+    # messages, and report no tokens (the stream had none)
+    Recording("openai_stream_trace.json", "weather-agent", "conv-events-1", tokens=False),
+    Recording("openllmetry_stream_trace.json", "weather-agent", "conv-events-1", tokens=False),
 ]
 
 
@@ -99,7 +107,16 @@ def test_a_recorded_run_rebuilds_its_turn(recording: Recording, encoding: str) -
         )
     ]
     # each model call's tokens once: the totals on the agent span (`ai.usage.*`, Strands') are not a model call
-    assert [(u.input_tokens, u.output_tokens) for u in turn.usage] == [USAGE["tool_call"], USAGE["final"]]
+    tokens = [USAGE["tool_call"], USAGE["final"]] if recording.tokens else [(0, 0), (0, 0)]
+    assert [(u.input_tokens, u.output_tokens) for u in turn.usage] == tokens
+
+
+@pytest.mark.parametrize("file", ["openai_stream_trace.json", "openllmetry_stream_trace.json"])
+def test_a_streamed_run_without_token_counts_has_an_unknown_cost_not_a_free_one(file: str) -> None:
+    score = ConversationScorer().score(build_conversation(_records(file, "json")))
+    assert score.cost_usd is None
+    assert "cost_unknown: a model call reported no token usage" in score.reasons
+    assert score.evidence == [] and score.turn_scores[0].error is None  # its streamed answer was read
 
 
 def test_pydantic_ai_reports_the_cost_of_each_model_call() -> None:
