@@ -62,7 +62,8 @@ _MYPY_INI = "[mypy]\npython_version = 3.11\nignore_missing_imports = True\n"
 _SCORE_ALL = """
 import gzip, json, sys
 from agentwatch.config import Settings, TaskPolicy
-from agentwatch.importers.tau_bench import import_results, load_document
+from agentwatch.importers.results_files import load_document
+from agentwatch.importers.tau_bench import import_results
 from agentwatch.scorers import ConversationScorer
 from agentwatch.wire.schema import Conversation
 from benchmarks.score import synthetic

@@ -26,9 +26,8 @@ import time
 from pathlib import Path
 
 from agentwatch.config import Settings
-from agentwatch.importers.tau_bench import load_document
+from agentwatch.importers.results_files import load_results
 from agentwatch.report.validity import Agreement, RunValidity, pooled, validate_run
-from agentwatch.wire.transcripts import open_binary
 from tests.support import published_runs
 from tests.support.dialects import DIALECTS, tau_bench_as_react, tau_bench_in
 
@@ -82,8 +81,7 @@ def _pass_k(run: RunValidity) -> None:
 
 def _logged_as(path: Path, dialect: str, folder: Path) -> Path:
     """The τ-bench run at `path` rewritten as `dialect` logs it, in `folder` (a τ²-bench run: `path` itself)."""
-    with open_binary(path) as stream:
-        document = load_document(stream.read())
+    document = load_results(path)
     if not isinstance(document, list):
         return path
     if dialect in ("react", "act"):
@@ -98,7 +96,12 @@ def _logged_as(path: Path, dialect: str, folder: Path) -> Path:
 def main() -> None:
     """Grade every run, print per run and pooled."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("results", nargs="*", type=Path, help="τ-bench / τ²-bench results files")
+    parser.add_argument(
+        "results",
+        nargs="*",
+        type=Path,
+        help="τ-bench / τ²-bench results files (or τ²-bench runs saved as directories)",
+    )
     parser.add_argument("--show", type=int, default=20, help="disagreements listed per run")
     parser.add_argument(
         "--logged-as",

@@ -77,7 +77,10 @@ def _report_errors(errors: list[str]) -> None:
 def tau_bench(
     results: Annotated[
         Path,
-        typer.Argument(help="τ-bench results (JSON array) or τ²-bench results (JSON object); gzip detected."),
+        typer.Argument(
+            help="τ-bench results (JSON array) or τ²-bench results (JSON object; or a run saved as a directory: "
+            "the directory, or its results.json); gzip detected."
+        ),
     ],
     out: OutOption,
     agent: Annotated[
@@ -89,18 +92,26 @@ def tau_bench(
     from its ground-truth actions with effects and its required outputs."""
     from agentwatch.importers import POLICIES, TRANSCRIPTS, write_policies
     from agentwatch.importers.formats import sniff_bytes, wrong_format
-    from agentwatch.importers.tau_bench import TauBenchFormatError, import_results, load_document
+    from agentwatch.importers.results_files import (
+        TauBenchFormatError,
+        load_document,
+        results_path,
+        run_name,
+        saved_run,
+    )
+    from agentwatch.importers.tau_bench import import_results
     from agentwatch.wire.transcripts import TranscriptFileError, open_binary
 
-    stem = results.name.split(".")[0]
+    stem = run_name(results)
     try:
-        with open_binary(results) as stream:
+        file = results_path(results)
+        with open_binary(file) as stream:
             raw = stream.read()
-        why = wrong_format(results, sniff_bytes(raw), ("tau-bench", "tau2-bench"), None)
+        why = wrong_format(file, sniff_bytes(raw), ("tau-bench", "tau2-bench"), None)
         if why is not None:
             typer.echo(f"error: {why}", err=True)
             raise typer.Exit(EXIT_USAGE)
-        imported = import_results(load_document(raw), agent, version or stem, stem)
+        imported = import_results(saved_run(load_document(raw), file), agent, version or stem, stem)
     except (TranscriptFileError, TauBenchFormatError, OSError, EOFError) as exc:
         typer.echo(f"error: {results}: {exc}", err=True)
         raise typer.Exit(EXIT_USAGE) from None

@@ -47,8 +47,8 @@ class Sniffed:
 def kind_of(value: object) -> Kind:
     """The format a parsed JSON value (a line, or a whole document) belongs to."""
     if isinstance(value, dict):
-        if isinstance(value.get("simulations"), list):
-            return "tau2-bench"
+        if isinstance(value.get("simulations"), list) or isinstance(value.get("simulation_index"), list):
+            return "tau2-bench"  # one file, or the metadata of a run saved as a directory
         if "traj" in value:
             return "tau-bench"
         if "turns" in value:

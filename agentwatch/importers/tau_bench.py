@@ -5,7 +5,9 @@ traj}` (or the same entries one per line), `traj` in OpenAI chat format with the
 (from its `react` and `act` strategies the agent acts in text, `importers.text_actions`: detected per
 trajectory). τ²-bench: a JSON object
 `{info: {environment_info: {policy}}, tasks: [{id, evaluation_criteria: {actions, communicate_info}}],
-simulations: [{task_id, trial, messages, reward_info: {reward}}]}`. The format is detected.
+simulations: [{task_id, trial, messages, reward_info: {reward}}]}`, in one file or saved as a directory
+(`results.json` without its simulations, one file per simulation in `simulations/`, as τ²-bench writes
+`--save-format dir` runs and leaderboard submissions: `importers.results_files`). The format is detected.
 
 Each trajectory becomes a transcript line: `task` is the benchmark's task id, `attempt` its trial, `system`
 the agent's instructions, and the reward the outcome label — `complete` for a reward of 1, else
@@ -29,7 +31,6 @@ graded, rather than graded on half of what decides them.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,11 +38,8 @@ from typing import Any
 from agentwatch.importers import transcript_line
 from agentwatch.importers.openai_chat import ERROR_PREFIXES, conversation_from_messages
 from agentwatch.importers.policy_writer import PolicyWriter
+from agentwatch.importers.results_files import JsonLines, SavedRun, TauBenchFormatError
 from agentwatch.importers.text_actions import acts_in_text
-
-
-class TauBenchFormatError(ValueError):
-    """The document is neither a τ-bench nor a τ²-bench results file."""
 
 
 @dataclass(slots=True)
@@ -56,17 +54,10 @@ class Imported:
     ungraded: dict[str, str] = field(default_factory=dict)  # task -> why it has no policy
 
 
-@dataclass(slots=True)
-class JsonLines:
-    """τ-bench entries written one per line (JSON Lines), each with its line number; lines that are not JSON
-    as (position, reason)."""
-
-    entries: list[tuple[int, Any]]
-    errors: list[tuple[str, str]]
-
-
 def detect(document: Any) -> str:
     """`tau-bench` or `tau2-bench`; TauBenchFormatError otherwise."""
+    if isinstance(document, SavedRun):
+        return "tau2-bench"
     if isinstance(document, JsonLines):
         document = [entry for _, entry in document.entries]
     head = document[:5] if isinstance(document, list) else []
@@ -250,17 +241,22 @@ def unchecked_basis(criteria: dict[str, Any]) -> str | None:
     return "; ".join(why) or None
 
 
-def _tau2(document: dict[str, Any], out: Imported) -> Iterator[tuple[str, dict[str, Any]]]:
+def _tau2(document: dict[str, Any] | SavedRun, out: Imported) -> Iterator[tuple[str, dict[str, Any]]]:
     """τ²-bench simulations as (position, record), with their task's ground truth and the agent's policy; a
-    simulation that cannot be read is reported at its position."""
-    system = _object(_object(document.get("info")).get("environment_info")).get("policy")
+    simulation that cannot be read is reported at its position (its index, or its file)."""
+    if isinstance(document, SavedRun):
+        meta, simulations = document.meta, document.simulations
+        out.errors.extend(document.errors)
+    else:
+        meta = document
+        simulations = [(f"simulation {i}", sim) for i, sim in enumerate(document["simulations"])]
+    system = _object(_object(meta.get("info")).get("environment_info")).get("policy")
     tasks: dict[str, dict[str, Any]] = {}
-    raw_tasks = document.get("tasks")
+    raw_tasks = meta.get("tasks")
     for task in raw_tasks if isinstance(raw_tasks, list) else []:
         if isinstance(task, dict) and "id" in task:
             tasks[str(task["id"])] = task
-    for i, sim in enumerate(document["simulations"]):
-        position = f"simulation {i}"
+    for position, sim in simulations:
         if not isinstance(sim, dict) or not isinstance(sim.get("messages"), list):
             out.errors.append((position, "no `messages` list (full-duplex runs keep only ticks)"))
             continue
@@ -299,6 +295,8 @@ def _tau2_truth(task: dict[str, Any]) -> _Truth:
 def _tau2_record(sim: dict[str, Any], task: dict[str, Any], system: Any) -> dict[str, Any]:
     """One τ²-bench simulation (with a `messages` list), its task and the agent's policy (`system`) as a
     record."""
+    own = sim.get("policy")  # the agent's policy as this simulation ran it, where it is saved with it
+    system = own if isinstance(own, str) and own else system
     return {
         "system": system if isinstance(system, str) else None,
         "task_id": sim.get("task_id"),
@@ -307,34 +305,3 @@ def _tau2_record(sim: dict[str, Any], task: dict[str, Any], system: Any) -> dict
         "messages": sim["messages"],
         "truth": _read_truth(_tau2_truth, task),
     }
-
-
-def load_document(raw: bytes) -> Any:
-    """The JSON document of a results file's bytes (already gunzipped), or its τ-bench entries when they are
-    written one per line; TauBenchFormatError when it is neither."""
-    try:
-        return json.loads(raw)
-    except (ValueError, RecursionError) as exc:
-        lines = _json_lines(raw)
-        if lines is None:
-            raise TauBenchFormatError(f"not JSON: {exc}") from exc
-        return lines
-
-
-def _json_lines(raw: bytes) -> JsonLines | None:
-    """τ-bench entries one per line, bad lines kept as errors; None unless the first line is such an entry."""
-    out = JsonLines([], [])
-    for n, line in enumerate(raw.split(b"\n"), start=1):
-        if not line.strip():
-            continue
-        try:
-            entry = json.loads(line)
-        except (ValueError, RecursionError) as exc:
-            if not out.entries:
-                return None
-            out.errors.append((f"line {n}", f"not JSON: {exc}"))
-            continue
-        if not out.entries and not (isinstance(entry, dict) and "traj" in entry):
-            return None
-        out.entries.append((n, entry))
-    return out if out.entries else None

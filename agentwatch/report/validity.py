@@ -24,12 +24,12 @@ import numpy as np
 from scipy.special import betaincinv
 
 from agentwatch.config import Settings, TaskPolicy
-from agentwatch.importers.tau_bench import import_results, load_document
+from agentwatch.importers.results_files import load_results, run_name
+from agentwatch.importers.tau_bench import import_results
 from agentwatch.stats import agreement as agreement_stats
 from agentwatch.stats.units import TaskEstimate, UnitCounts, UnitsPosterior
 from agentwatch.wire.contract import DETECTORS
 from agentwatch.wire.schema import Conversation, ConversationScore, Outcome
-from agentwatch.wire.transcripts import open_binary
 
 
 def blind(conversations: Sequence[Conversation]) -> tuple[list[Conversation], list[bool]]:
@@ -214,11 +214,10 @@ def _over_tasks(outcomes: Sequence[tuple[str, bool]], k: int, level: float) -> T
 
 
 def validate_run(path: Path, settings: Settings | None = None, resamples: int = 2000) -> RunValidity:
-    """Import a τ-bench or τ²-bench results file, grade it blind by its generated policies, compare."""
-    with open_binary(path) as stream:
-        document = load_document(stream.read())
-    name = path.name.split(".")[0]
-    imported = import_results(document, "agent", name, name)
+    """Import a τ-bench or τ²-bench results file (or a τ²-bench run saved as a directory), grade it blind by its
+    generated policies, compare."""
+    name = run_name(path)
+    imported = import_results(load_results(path), "agent", name, name)
     conversations = [Conversation.model_validate(line) for line in imported.lines]
     unlabelled, truth = blind(conversations)
     policies = [TaskPolicy.model_validate(p) for p in imported.policies]

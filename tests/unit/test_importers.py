@@ -18,7 +18,8 @@ from typer.testing import CliRunner
 from agentwatch.cli import app
 from agentwatch.config import Settings, load_settings
 from agentwatch.importers.openai_chat import ChatFormatError, conversation_from_record, read_chat_lines
-from agentwatch.importers.tau_bench import TauBenchFormatError, detect, import_results, load_document
+from agentwatch.importers.results_files import TauBenchFormatError, load_document
+from agentwatch.importers.tau_bench import detect, import_results
 from agentwatch.scorers import ConversationScorer
 from agentwatch.wire.schema import Conversation, Outcome
 from agentwatch.wire.transcripts import TranscriptFileError, iter_conversations

@@ -1,0 +1,125 @@
+"""Where a benchmark run's results are read from: a file (gzip detected; JSON, or τ-bench entries one per line),
+or a τ²-bench run saved as a directory (`results.json` without its simulations, one file per simulation in
+`simulations/`, as τ²-bench writes `--save-format dir` runs and its leaderboard submissions)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agentwatch.wire.transcripts import open_binary
+
+
+class TauBenchFormatError(ValueError):
+    """The document is neither a τ-bench nor a τ²-bench results file."""
+
+
+@dataclass(slots=True)
+class JsonLines:
+    """τ-bench entries written one per line (JSON Lines), each with its line number; lines that are not JSON
+    as (position, reason)."""
+
+    entries: list[tuple[int, Any]]
+    errors: list[tuple[str, str]]
+
+
+RESULTS_FILE = "results.json"  # a τ²-bench run saved as a directory: its metadata, and beside it
+SIMULATIONS_DIR = "simulations"  # one file per simulation
+
+
+@dataclass(slots=True)
+class SavedRun:
+    """A τ²-bench run saved as a directory: the metadata of `results.json` (info, tasks) and its simulations
+    as (file name, document) in name order, as τ²-bench loads them; files that could not be read as
+    (file name, reason)."""
+
+    meta: dict[str, Any]
+    simulations: list[tuple[str, Any]]
+    errors: list[tuple[str, str]]
+
+
+def results_path(path: Path) -> Path:
+    """The file holding a run's results: `path`, or the `results.json` in it when it is a directory."""
+    return path / RESULTS_FILE if path.is_dir() else path
+
+
+def run_name(path: Path) -> str:
+    """A run's name: its file's name without extensions, or, for a run saved as a directory, the directory's."""
+    if path.is_dir():
+        return path.resolve().name
+    if path.name == RESULTS_FILE and (path.parent / SIMULATIONS_DIR).is_dir():
+        return path.resolve().parent.name
+    return path.name.split(".")[0]
+
+
+def saved_run(document: Any, path: Path) -> Any:
+    """The run of the results file at `path` (its `document`): a τ²-bench run saved as a directory when the
+    document is an object without `simulations` and a `simulations/` folder is beside it; the document as it is
+    otherwise. TauBenchFormatError when the metadata names its simulations (`simulation_index`) and the folder
+    is missing."""
+    if not isinstance(document, dict) or "simulations" in document:
+        return document
+    folder = path.parent / SIMULATIONS_DIR
+    if not folder.is_dir():
+        if "simulation_index" in document:
+            raise TauBenchFormatError(
+                f"a τ²-bench run saved as a directory, without its `{SIMULATIONS_DIR}/` folder beside the file"
+            )
+        return document
+    run = SavedRun(document, [], [])
+    files = sorted(folder.glob("*.json"))
+    for file in files:
+        try:
+            run.simulations.append((f"{SIMULATIONS_DIR}/{file.name}", json.loads(file.read_bytes())))
+        except (OSError, ValueError, RecursionError) as exc:
+            run.errors.append((f"{SIMULATIONS_DIR}/{file.name}", f"not readable as JSON: {exc}"))
+    index = document.get("simulation_index")
+    present = {file.stem for file in files}
+    for entry in index if isinstance(index, list) else []:
+        sim_id = entry.get("id") if isinstance(entry, dict) else None
+        if sim_id is not None and str(sim_id) not in present:
+            run.errors.append(
+                (f"{SIMULATIONS_DIR}/{sim_id}.json", "in the run's simulation_index, no such file")
+            )
+    return run
+
+
+def load_results(path: Path) -> Any:
+    """The results document at `path` (gzip detected; a directory: its `results.json`), with the simulation
+    files of a run saved as a directory (`saved_run`)."""
+    file = results_path(path)
+    with open_binary(file) as stream:
+        return saved_run(load_document(stream.read()), file)
+
+
+def load_document(raw: bytes) -> Any:
+    """The JSON document of a results file's bytes (already gunzipped), or its τ-bench entries when they are
+    written one per line; TauBenchFormatError when it is neither."""
+    try:
+        return json.loads(raw)
+    except (ValueError, RecursionError) as exc:
+        lines = _json_lines(raw)
+        if lines is None:
+            raise TauBenchFormatError(f"not JSON: {exc}") from exc
+        return lines
+
+
+def _json_lines(raw: bytes) -> JsonLines | None:
+    """τ-bench entries one per line, bad lines kept as errors; None unless the first line is such an entry."""
+    out = JsonLines([], [])
+    for n, line in enumerate(raw.split(b"\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            entry = json.loads(line)
+        except (ValueError, RecursionError) as exc:
+            if not out.entries:
+                return None
+            out.errors.append((f"line {n}", f"not JSON: {exc}"))
+            continue
+        if not out.entries and not (isinstance(entry, dict) and "traj" in entry):
+            return None
+        out.entries.append((n, entry))
+    return out if out.entries else None
