@@ -9,7 +9,10 @@ oldest waiting call (real logs reuse ids within a conversation). A result starti
 prefixes ("Error:" by default) marks its call as failed, as does `"error": true` on the message (τ²-bench).
 τ²-bench's message shape (`tool_calls: [{id, name, arguments: {...}, requestor}]`, tool messages with `id`) is
 read too; calls the *user* requested (`requestor: "user"`) are the user's own actions, not the agent's,
-and are left out with a note. Messages in the shapes of other APIs and loggers (Anthropic, OpenAI Responses,
+and are left out with a note. A model call's usage recorded on the agent's message (τ²-bench through LiteLLM:
+`usage` with prompt and completion tokens, `cost` in USD, the model in `raw_data`) is the turn's usage when every
+agent message of the conversation records one; otherwise none is taken (a cost summed over some of the calls would
+be too low) and a note says so. Messages in the shapes of other APIs and loggers (Anthropic, OpenAI Responses,
 Gemini, LangChain) are rewritten as chat messages first (`importers.dialects`); an agent that acts in text
 (`importers.text_actions`) is read when the caller says so.
 """
@@ -27,6 +30,7 @@ from pydantic import ValidationError
 from agentwatch.importers import transcript_line
 from agentwatch.importers.dialects import chat_messages
 from agentwatch.importers.text_actions import RESULT_PREFIX, read_action
+from agentwatch.wire.conversation import MAX_COST_USD_PER_CALL, MAX_TOKENS_PER_CALL
 from agentwatch.wire.schema import Conversation
 from agentwatch.wire.transcripts import LineError, open_binary, validation_reason
 from agentwatch.wire.values import ReadAs, read_structured
@@ -68,18 +72,53 @@ def _json_value(text: Any) -> tuple[Any, ReadAs]:
     return text, "json"
 
 
+def _tokens(value: Any) -> int | None:
+    if value is None:
+        return 0
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_TOKENS_PER_CALL:
+        return value
+    return None
+
+
+def message_usage(message: dict[str, Any]) -> dict[str, Any] | None:
+    """The `Usage` fields of the model call an agent message records (`usage` with prompt and completion tokens,
+    `cost` in USD, the model in `raw_data` or `model`: τ²-bench through LiteLLM); None when it records neither, or
+    values no call has (negative, past the plausibility caps)."""
+    usage, reported = message.get("usage"), message.get("cost")
+    cost = float(reported) if isinstance(reported, (int, float)) and not isinstance(reported, bool) else None
+    if not isinstance(usage, dict) and cost is None:
+        return None
+    if cost is not None and not 0 <= cost <= MAX_COST_USD_PER_CALL:  # NaN too
+        return None
+    counts = usage if isinstance(usage, dict) else {}
+    tokens_in = _tokens(counts.get("prompt_tokens", counts.get("input_tokens")))
+    tokens_out = _tokens(counts.get("completion_tokens", counts.get("output_tokens")))
+    if tokens_in is None or tokens_out is None:
+        return None
+    raw = message.get("raw_data")
+    model = message.get("model") or (raw.get("model") if isinstance(raw, dict) else None)
+    return {
+        "model": model if isinstance(model, str) and model else None,
+        "input_tokens": tokens_in,
+        "output_tokens": tokens_out,
+        "cost_usd": cost,
+    }
+
+
 @dataclass(slots=True)
 class _Turn:
     input: str | None
     answers: list[str] = field(default_factory=list)
     calls: list[dict[str, Any]] = field(default_factory=list)
+    usage: list[dict[str, Any]] = field(default_factory=list)
     spoke_last: bool = True  # the agent's last act in the turn was a message, not a tool call
 
-    def fields(self) -> dict[str, Any]:
+    def fields(self, metered: bool) -> dict[str, Any]:
         # The answer is every message of the agent in the turn (an amount stated before the last calls
         # counts), provided it spoke after its last call: a turn that stops on a tool call never answered.
         answer = "\n\n".join(a for a in self.answers if a.strip()) if self.spoke_last else ""
-        return {"input": self.input, "answer": answer or None, "tool_calls": self.calls}
+        out = {"input": self.input, "answer": answer or None, "tool_calls": self.calls}
+        return {**out, "usage": self.usage} if metered else out
 
 
 @dataclass(slots=True)
@@ -94,6 +133,13 @@ class _Builder:
     notes: list[str] = field(default_factory=list)
     user_calls: int = 0
     python_literals: int = 0  # arguments and results logged as Python reprs, read as literals
+    agent_messages: int = 0
+    metered: int = 0  # agent messages that record their model call's usage
+
+    @property
+    def all_metered(self) -> bool:
+        """Whether every agent message recorded its usage (the turns' usage is then taken)."""
+        return self.metered > 0 and self.metered == self.agent_messages
 
     def turn(self) -> _Turn:
         if not self.turns:
@@ -113,6 +159,14 @@ class _Builder:
             self.turns.append(_Turn(input=text or ""))
 
     def assistant(self, text: str | None, message: dict[str, Any]) -> None:
+        if not (
+            message.get("cost") == 0 and message.get("usage") is None
+        ):  # else no model wrote it (a greeting)
+            self.agent_messages += 1
+            usage = message_usage(message)
+            if usage is not None:
+                self.metered += 1
+                self.turn().usage.append(usage)
         if self.text_actions and text:
             action = read_action(text)
             if action.name is not None:
@@ -225,6 +279,11 @@ def conversation_from_messages(
         builder.notes.append(f"{len(builder.waiting)} tool call(s) without a result")
     if builder.user_calls:
         builder.notes.append(f"{builder.user_calls} tool call(s) made by the user (not the agent) left out")
+    if builder.metered and not builder.all_metered:
+        builder.notes.append(
+            f"usage recorded on {builder.metered} of {builder.agent_messages} agent messages: none taken, "
+            "the cost is unknown"
+        )
     if builder.python_literals:
         builder.notes.append(
             f"{builder.python_literals} tool argument(s) or result(s) logged as Python literals, read with "
@@ -233,7 +292,7 @@ def conversation_from_messages(
     record = {
         "conversation_id": conversation_id,
         "system": "\n\n".join(builder.system) or None,
-        "turns": [t.fields() for t in builder.turns],
+        "turns": [t.fields(builder.all_metered) for t in builder.turns],
         **fields,
     }
     record["notes"] = [*record.get("notes", []), *builder.notes]
