@@ -10,7 +10,7 @@ from pydantic_core import from_json
 
 from agentwatch.collector import conventions as cv
 from agentwatch.collector.span_record import SpanRecord
-from agentwatch.wire.values import read_structured
+from agentwatch.wire.values import read_object_repr, read_structured
 
 _loads = from_json  # Rust JSON parser shipped with pydantic; ~3x json.loads on short messages
 
@@ -34,19 +34,68 @@ def json_or_text(value: Any) -> Any:
 
 
 def messages(value: Any) -> list[dict] | None:
-    """Messages of a `gen_ai.*.messages` attribute (JSON string or structured); None if absent or unreadable."""
+    """Messages of a `gen_ai.*.messages` attribute (JSON string or structured); None if absent or unreadable.
+    Text parts that are a Python repr of tool calls (`_repr_parts`) are read as those calls."""
     if value is None:
         return None
+    reprs = False
     if isinstance(value, str):
+        reprs = _REPR_MARKS[0] in value or _REPR_MARKS[1] in value
         try:
             value = _loads(value)
         except (ValueError, RecursionError):
             return None
     if isinstance(value, dict):
-        return [value]
+        value = [value]
     if not isinstance(value, list):
         return None
-    return [m for m in value if isinstance(m, dict)]
+    found = [m for m in value if isinstance(m, dict)]
+    return [_with_repr_calls(m) for m in found] if reprs else found
+
+
+# what a tool call logged as a Python repr holds (JSON text holds neither): an object's `arguments=` field, a
+# Chat Completions message dict's 'tool_calls' key
+_REPR_MARKS = ("arguments=", "'tool_calls'")
+
+
+def _with_repr_calls(message: dict) -> dict:
+    """`message` with each text part that is a Python repr of tool calls replaced by the parts it stands for."""
+    found = message.get("parts")
+    if not isinstance(found, list):
+        return message
+    out: list[Any] = []
+    for part in found:
+        content = part.get("content") if isinstance(part, dict) and part.get("type") == "text" else None
+        read = _repr_parts(content) if isinstance(content, str) else None
+        out.extend([part] if read is None else read)
+    return {**message, "parts": out}
+
+
+def _repr_parts(text: str) -> list[dict] | None:
+    """The parts a model output logged as a Python repr stands for (the official OpenAI Agents instrumentation
+    writes the Responses API's function call object, `ResponseFunctionToolCall(arguments=…, call_id=…, name=…)`,
+    or the Chat Completions message as a dict, as its output's text): its tool calls, and its text; None when
+    `text` is no such repr."""
+    found = read_object_repr(text)
+    if found is not None:
+        fields = found[1]
+        if "name" not in fields or "arguments" not in fields:
+            return None
+        return [_call_part(fields.get("call_id") or fields.get("id"), fields["name"], fields["arguments"])]
+    value, how = read_structured(text)
+    if how != "python" or not isinstance(value, dict) or not isinstance(value.get("tool_calls"), list):
+        return None
+    content = value.get("content")
+    out = [{"type": "text", "content": content}] if isinstance(content, str) and content else []
+    for call in value["tool_calls"]:
+        function = call.get("function") if isinstance(call, dict) else None
+        if isinstance(function, dict):
+            out.append(_call_part(call.get("id"), function.get("name"), function.get("arguments")))
+    return out
+
+
+def _call_part(call_id: Any, name: Any, arguments: Any) -> dict[str, Any]:
+    return {"type": "tool_call", "id": call_id, "name": name, "arguments": arguments}
 
 
 def parts(message: dict) -> list[dict]:
@@ -178,11 +227,28 @@ def _part_ids(value: Any, kind: str) -> set[str]:
 
 
 def calls_asked(models: list[SpanRecord]) -> dict[str, tuple[str, Any]]:
-    """The (name, arguments) of the `tool_call` parts of model output messages, by call id, in the order asked;
-    then of those the later calls' input messages repeat (where a call's own output was not logged as parts)."""
-    found = _parts_by_call(models, cv.INPUT_MESSAGES_KEYS, "tool_call")
-    found.update(_parts_by_call(models, cv.OUTPUT_MESSAGES_KEYS, "tool_call"))
-    return {call: (_name(part), json_or_text(part.get("arguments"))) for call, part in found.items()}
+    """The (name, arguments) of the `tool_call` parts of model output messages, by call id; then of those the
+    later calls' input messages repeat (where a call's own output was not logged as parts). An input call under an
+    id no output gave, with the tool and arguments of an output call, is that call repeated under another id."""
+    echoed = _parts_by_call(models, cv.INPUT_MESSAGES_KEYS, "tool_call")
+    own = _parts_by_call(models, cv.OUTPUT_MESSAGES_KEYS, "tool_call")
+    asked = {call: (_name(part), json_or_text(part.get("arguments"))) for call, part in own.items()}
+    repeats: dict[str, list[tuple[str, tuple[str, Any]]]] = {}  # input calls under ids no output gave
+    for call, part in echoed.items():
+        if call not in own:
+            value = (_name(part), json_or_text(part.get("arguments")))
+            repeats.setdefault(_key(value), []).append((call, value))
+    logged = [_key(value) for value in asked.values()]
+    for key, calls in repeats.items():
+        # no more than the output calls of that tool and arguments: those calls repeated under another id
+        # (OpenLLMetry's Responses instrumentation logs the item's `fc_…` id there), not calls of their own
+        if len(calls) > logged.count(key):
+            asked.update(calls)
+    return asked
+
+
+def _key(call: tuple[str, Any]) -> str:
+    return json.dumps(call, sort_keys=True, default=str)
 
 
 def may_ask_for_tools(model: SpanRecord) -> bool:

@@ -63,3 +63,37 @@ def _jsonable(value: Any) -> Any:
     if isinstance(value, complex):
         return str(value)
     return value
+
+
+def read_object_repr(text: str) -> tuple[str, dict[str, Any]] | None:
+    """The class name and fields of an object logged as its Python repr with keyword fields
+    (`ResponseFunctionToolCall(arguments='{}', call_id='c1', name='f')`, as pydantic and dataclasses write them),
+    nested such reprs as dicts; None for anything else. Literals only: no name is looked up, nothing is called."""
+    stripped = text.strip()
+    if len(stripped) > MAX_LITERAL_CHARS or _depth(stripped) > MAX_LITERAL_DEPTH:
+        return None
+    try:
+        node = ast.parse(stripped, mode="eval").body
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None
+    if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name):
+        return None
+    try:
+        fields = _fields(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None
+    return node.func.id, fields
+
+
+def _fields(call: ast.Call) -> dict[str, Any]:
+    """The keyword fields of a repr's call node, each a literal or a nested repr; ValueError otherwise."""
+    if call.args or any(k.arg is None for k in call.keywords):
+        raise ValueError("positional or ** fields")
+    out: dict[str, Any] = {}
+    for keyword in call.keywords:
+        value = keyword.value
+        if isinstance(value, ast.Call) and isinstance(value.func, ast.Name):
+            out[str(keyword.arg)] = _fields(value)
+        else:
+            out[str(keyword.arg)] = _jsonable(ast.literal_eval(value))
+    return out

@@ -15,6 +15,7 @@ OpenTelemetry versions); this script runs in a virtualenv where one is installed
 | `openai_agents` | `openai-agents` (0.24.0) `openinference-instrumentation-openai-agents` (2.6.0) | OpenInference: AGENT, LLM and TOOL spans, the tool's JSON schema as `tool.parameters` |
 | `openai_agents_otel` | `openai-agents` (0.24.0) `opentelemetry-instrumentation-openai-agents-v2` (0.1.0) | the official instrumentation: the GenAI conventions, content on spans (`capture_message_content="span_only"`) |
 | `openai_agents_openllmetry` | `openai-agents` (0.24.0) `opentelemetry-instrumentation-openai-agents` (OpenLLMetry, 0.62.4; it installs into the official one's module path, so in a virtualenv of its own), `TRACELOOP_TRACE_CONTENT=true` | agent, tool and model spans; with the Chat Completions model, model spans without output messages or tokens |
+| `openai_agents_responses`, `openai_agents_otel_responses`, `openai_agents_openllmetry_responses` | as `openai_agents`, `openai_agents_otel` and `openai_agents_openllmetry` (each in its own virtualenv) | the SDK's default model, the Responses API, against a fake `/v1/responses`: no instructions logged; the official instrumentation's first output the repr of a `ResponseFunctionToolCall`; OpenLLMetry's later input repeating the call under its item id |
 | `adk` | `google-adk` (2.13.0) `litellm` (1.110.2) | the GenAI conventions (`invoke_workflow` above `invoke_agent`), content only with `OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental` and `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=SPAN_ONLY`, which the recording sets |
 | `adk_legacy` | the same | ADK's own attributes (`ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN=1`, what ADK 1.x sends): the request and response as JSON on a `call_llm` span around the client's `generate_content`, the tool's arguments and result as `gcp.vertex.agent.*` |
 | `llama_index` | `llama-index-core` (0.14.25) `llama-index-llms-openai` `openinference-instrumentation-llama-index` (4.6.1) | OpenInference: a CHAIN per workflow step under the agent's run, whose input and output are the workflow's objects (JSON, Python reprs); tool calls as `{"kwargs": ...}` and `ToolOutput` |
@@ -44,7 +45,15 @@ from typing import Any
 
 from opentelemetry import trace
 
-from tests.support.fake_openai import FINAL_TEXT, USAGE, FakeOpenAI, Reply, completion
+from tests.support.fake_openai import (
+    FINAL_TEXT,
+    RESPONSE_MODEL,
+    TOOL_CALL_ID,
+    USAGE,
+    FakeOpenAI,
+    Reply,
+    completion,
+)
 from tests.support.spans import SpanFactory
 
 SYSTEM = "You answer weather questions."
@@ -133,8 +142,10 @@ def _langgraph(factory: SpanFactory, base_url: str, openllmetry: bool = False) -
     agent.invoke({"messages": [("user", FOLLOW_UP)]}, config=config)
 
 
-def _openai_agents(factory: SpanFactory, base_url: str, official: bool = False) -> None:
-    from agents import Agent, OpenAIChatCompletionsModel, Runner, function_tool
+def _openai_agents(
+    factory: SpanFactory, base_url: str, official: bool = False, responses: bool = False
+) -> None:
+    from agents import Agent, OpenAIChatCompletionsModel, OpenAIResponsesModel, Runner, function_tool
     from openai import AsyncOpenAI
 
     if official:  # the GenAI conventions, content on spans
@@ -147,10 +158,19 @@ def _openai_agents(factory: SpanFactory, base_url: str, official: bool = False) 
         from openinference.instrumentation.openai_agents import OpenAIAgentsInstrumentor
 
         OpenAIAgentsInstrumentor().instrument(tracer_provider=factory.provider)
-    client = AsyncOpenAI(base_url=base_url, api_key="test")
-    model = OpenAIChatCompletionsModel(model="gpt-4o-mini", openai_client=client)
+    server = _responses_server() if responses else None
+    client = AsyncOpenAI(base_url=server.base_url if server else base_url, api_key="test")
+    model: Any = (
+        OpenAIResponsesModel(model="gpt-4o-mini", openai_client=client)
+        if responses
+        else OpenAIChatCompletionsModel(model="gpt-4o-mini", openai_client=client)
+    )
     tool = function_tool(weather, name_override="get_weather")
-    Runner.run_sync(Agent(name="weather-agent", instructions=SYSTEM, tools=[tool], model=model), QUESTION)
+    try:
+        Runner.run_sync(Agent(name="weather-agent", instructions=SYSTEM, tools=[tool], model=model), QUESTION)
+    finally:
+        if server is not None:
+            server.close()
 
 
 def _openai_events(factory: SpanFactory, base_url: str) -> None:
@@ -345,7 +365,7 @@ def _google_genai(factory: SpanFactory, base_url: str, events: bool = False) -> 
     GoogleGenAiSdkInstrumentor().instrument(
         tracer_provider=factory.provider, logger_provider=factory.logger_provider
     )
-    server = _FakeGemini()
+    server = _gemini_server()
     client = genai.Client(api_key="test", http_options=types.HttpOptions(base_url=server.base_url))
     config = types.GenerateContentConfig(
         tools=[weather],
@@ -364,24 +384,15 @@ def _google_genai(factory: SpanFactory, base_url: str, events: bool = False) -> 
         server.close()
 
 
-class _FakeGemini:
-    """A Gemini `generateContent` endpoint: a function call, then (given its response) the answer, with the
-    token counts of the fake OpenAI model."""
+class _FakeEndpoint:
+    """A JSON endpoint on 127.0.0.1 answering every POST with `reply(request body)`; `base_url` ends in `root`."""
 
-    def __init__(self) -> None:
+    def __init__(self, reply: Callable[[dict[str, Any]], dict[str, Any]], root: str = "") -> None:
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                said = [p for c in body.get("contents", []) for p in c.get("parts", [])]
-                parts: list[dict[str, Any]]
-                if any("functionResponse" in p for p in said):
-                    parts, (prompt, output) = [{"text": FINAL_TEXT}], USAGE["final"]
-                else:
-                    parts = [{"functionCall": {"name": "get_weather", "args": {"city": "Paris"}}}]
-                    prompt, output = USAGE["tool_call"]
-                candidate = {"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}
-                usage = {"promptTokenCount": prompt, "candidatesTokenCount": output}
-                data = json.dumps({"candidates": [candidate], "usageMetadata": usage}).encode()
+                data = json.dumps(
+                    reply(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+                ).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
@@ -393,11 +404,80 @@ class _FakeGemini:
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
-        self.base_url = f"http://127.0.0.1:{self._server.server_port}"
+        self.base_url = f"http://127.0.0.1:{self._server.server_port}{root}"
 
     def close(self) -> None:
         """Stop serving."""
         self._server.shutdown()
+
+
+def _responses_server() -> _FakeEndpoint:
+    """An OpenAI Responses endpoint (`POST /v1/responses`, the OpenAI Agents SDK's default model)."""
+    return _FakeEndpoint(_responses_reply, "/v1")
+
+
+def _gemini_server() -> _FakeEndpoint:
+    """A Gemini `generateContent` endpoint."""
+    return _FakeEndpoint(_gemini_reply)
+
+
+def _responses_reply(body: dict[str, Any]) -> dict[str, Any]:
+    """A function call, then (given its output) the answer, with the token counts of the fake chat model."""
+    given = body.get("input")
+    said: list[Any] = given if isinstance(given, list) else []
+    item: dict[str, Any]
+    if any(isinstance(i, dict) and i.get("type") == "function_call_output" for i in said):
+        text = {"type": "output_text", "text": FINAL_TEXT, "annotations": []}
+        item = {
+            "type": "message",
+            "id": "msg_fake_1",
+            "role": "assistant",
+            "status": "completed",
+            "content": [text],
+        }
+        prompt, output = USAGE["final"]
+    else:
+        item = {
+            "type": "function_call",
+            "id": "fc_fake_1",
+            "call_id": TOOL_CALL_ID,
+            "name": "get_weather",
+            "arguments": json.dumps({"city": "Paris"}),
+            "status": "completed",
+        }
+        prompt, output = USAGE["tool_call"]
+    return {
+        "id": "resp_fake",
+        "object": "response",
+        "created_at": 1_700_000_000,
+        "status": "completed",
+        "model": RESPONSE_MODEL,
+        "output": [item],
+        "parallel_tool_calls": True,
+        "tool_choice": "auto",
+        "tools": body.get("tools") or [],
+        "usage": {
+            "input_tokens": prompt,
+            "output_tokens": output,
+            "total_tokens": prompt + output,
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens_details": {"reasoning_tokens": 0},
+        },
+    }
+
+
+def _gemini_reply(body: dict[str, Any]) -> dict[str, Any]:
+    """A function call, then (given its response) the answer, with the token counts of the fake OpenAI model."""
+    said = [p for c in body.get("contents", []) for p in c.get("parts", [])]
+    parts: list[dict[str, Any]]
+    if any("functionResponse" in p for p in said):
+        parts, (prompt, output) = [{"text": FINAL_TEXT}], USAGE["final"]
+    else:
+        parts = [{"functionCall": {"name": "get_weather", "args": {"city": "Paris"}}}]
+        prompt, output = USAGE["tool_call"]
+    candidate = {"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}
+    usage = {"promptTokenCount": prompt, "candidatesTokenCount": output}
+    return {"candidates": [candidate], "usageMetadata": usage}
 
 
 def weather(city: str) -> dict:
@@ -412,6 +492,13 @@ SDKS = {
     "openai_agents_otel": lambda factory, base_url: _openai_agents(factory, base_url, official=True),
     # OpenLLMetry's instrumentation has the official one's module path: the virtualenv decides which is recorded
     "openai_agents_openllmetry": lambda factory, base_url: _openai_agents(factory, base_url, official=True),
+    "openai_agents_responses": lambda factory, base_url: _openai_agents(factory, base_url, responses=True),
+    "openai_agents_otel_responses": lambda factory, base_url: _openai_agents(
+        factory, base_url, official=True, responses=True
+    ),
+    "openai_agents_openllmetry_responses": lambda factory, base_url: _openai_agents(
+        factory, base_url, official=True, responses=True
+    ),
     "adk": _adk,
     "adk_legacy": lambda factory, base_url: _adk(factory, base_url, legacy=True),
     "llama_index": _llama_index,

@@ -2,7 +2,8 @@
 - by `python -m tests.support.record_agents` (versions there): Strands, messages as span events in Bedrock's
   content-block shape, a tool span whose arguments and result are events, an agent span with the usage of all
   its model calls; Pydantic AI, the GenAI conventions with its own cost; the OpenAI Agents SDK under
-  OpenInference, the tool's schema as `tool.parameters`, and under its official instrumentation; Google ADK, the GenAI conventions with content on
+  OpenInference, the tool's schema as `tool.parameters`, and under its official instrumentation, with its
+  Chat Completions model and its default Responses model (under OpenLLMetry's too); Google ADK, the GenAI conventions with content on
   spans, and its own attributes as 1.x sends them; LlamaIndex under OpenInference, workflow objects as the run's input and output, a tool's
   `{"kwargs": ...}` and `ToolOutput`, an LLM span that only prepares the call; smolagents under OpenInference, its
   run's `task`, a `final_answer` tool; Google's GenAI SDK under the official instrumentation, two model calls of a
@@ -37,6 +38,7 @@ class Recording(NamedTuple):
     call_id: str | None = TOOL_CALL_ID  # the tool call's id, where the tool span logs it
     notes: tuple[str, ...] = ()
     tokens: bool = True  # whether its model calls report their tokens
+    system: bool = True  # whether it logs the agent's instructions
 
 
 RECORDINGS = [
@@ -49,6 +51,13 @@ RECORDINGS = [
     # its invoke_agent span below the workflow's; the first call's output logged as a Python repr, its tool call
     # only in the second call's input
     Recording("openai_agents_otel_trace.json", "weather-agent", None),
+    # the OpenAI Agents SDK's default model, the Responses API: none of the three instrumentations logs the
+    # instructions (a request parameter of their own there); the official one logs the first call's output as
+    # the repr of the SDK's `ResponseFunctionToolCall`, and no tool call or result in the second call's input;
+    # OpenLLMetry repeats the call in the second call's input under the item's id (`fc_…`), not the call's
+    Recording("openai_agents_responses_trace.json", "weather-agent", None, system=False),
+    Recording("openai_agents_otel_responses_trace.json", "weather-agent", None, system=False),
+    Recording("openai_agents_openllmetry_responses_trace.json", "weather-agent", None, system=False),
     Recording("adk_trace.json", "weather_agent", "s-1"),
     # ADK's own attributes; a `call_llm` span around each `generate_content` span, both with the call's tokens
     Recording("adk_legacy_trace.json", "weather_agent", "s-1"),
@@ -91,7 +100,10 @@ def test_a_recorded_run_rebuilds_its_turn(recording: Recording, encoding: str) -
     assert conv.notes == list(recording.notes) and conv.not_captured == []
     assert conv.conversation_id == (recording.session or records[0].trace_id)
     assert conv.agent == recording.agent
-    assert conv.system is not None and SYSTEM in conv.system  # ADK and smolagents add their own
+    if recording.system:
+        assert conv.system is not None and SYSTEM in conv.system  # ADK and smolagents add their own
+    else:
+        assert conv.system is None
     (turn,) = conv.turns  # an HTTP span above the call is not a turn of its own
     assert turn.input == "What is the weather in Paris?"
     assert (
