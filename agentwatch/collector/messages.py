@@ -192,9 +192,38 @@ def _parts_by_call(models: list[SpanRecord], keys: tuple[str, ...], kind: str) -
 
 
 def _responses(models: list[SpanRecord]) -> dict[str, Any]:
-    """The results of the `tool_call_response` parts of the model spans' input messages, by call id."""
+    """The results of the `tool_call_response` parts of the model spans' input messages, by call id (and, where
+    their ids are none of the calls', by the ids of the calls they answer in order: `_answered_in_order`)."""
     found = _parts_by_call(models, cv.INPUT_MESSAGES_KEYS, "tool_call_response")
-    return {call: part.get("response", part.get("result")) for call, part in found.items()}
+    results = {call: part.get("response", part.get("result")) for call, part in found.items()}
+    for span in models:
+        for call, result in _answered_in_order(cv.first(span.attrs, cv.INPUT_MESSAGES_KEYS)).items():
+            results.setdefault(call, result)
+    return results
+
+
+def _answered_in_order(value: Any) -> dict[str, Any]:
+    """The results a messages attribute gives tool calls under ids none of the calls has (OpenLLMetry's
+    Responses API instrumentation logs the calls under the output item's id, `fc_…`, and their results under the
+    call's, `call_…`): the tool messages right after an assistant message's calls answer them in order, when
+    they are as many and no id matches; by the calls' ids."""
+    found = messages(value) or []
+    out: dict[str, Any] = {}
+    for i, message in enumerate(found):
+        calls = [
+            str(p["id"]) for p in parts(message) if p.get("type") == "tool_call" and p.get("id") is not None
+        ]
+        if not calls:
+            continue
+        responses: list[dict[str, Any]] = []
+        for following in found[i + 1 :]:
+            given = [p for p in parts(following) if p.get("type") == "tool_call_response"]
+            if not given:
+                break
+            responses.extend(given)
+        if len(responses) == len(calls) and set(calls).isdisjoint(str(r.get("id")) for r in responses):
+            out.update(zip(calls, (r.get("response", r.get("result")) for r in responses), strict=True))
+    return out
 
 
 class ToolResponses:
@@ -265,8 +294,10 @@ def answers_calls_of(earlier: SpanRecord, later: SpanRecord) -> bool:
     output = cv.first(earlier.attrs, cv.OUTPUT_MESSAGES_KEYS)
     asked = _part_ids(output, "tool_call")
     if asked:
-        return not asked.isdisjoint(
-            _part_ids(cv.first(later.attrs, cv.INPUT_MESSAGES_KEYS), "tool_call_response")
+        given = cv.first(later.attrs, cv.INPUT_MESSAGES_KEYS)
+        return (
+            not asked.isdisjoint(_part_ids(given, "tool_call_response"))
+            or asked <= _answered_in_order(given).keys()
         )
     names = [_name(p) for m in messages(output) or [] for p in parts(m) if p.get("type") == "tool_call"]
     return bool(names) and _unnamed_results(cv.first(later.attrs, cv.INPUT_MESSAGES_KEYS), names) is not None

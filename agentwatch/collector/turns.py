@@ -199,6 +199,7 @@ def _from_model_messages(
     if not asked:
         return
     _call_ids(calls, asked)
+    _unasked_ids(calls, asked)
     if responses is None:
         responses = ToolResponses(lambda: models)
     for call in calls:
@@ -211,6 +212,23 @@ def _from_model_messages(
             given, result = responses.get(call["call_id"])
             if given:
                 call["result"] = json_or_text(result)
+
+
+def _unasked_ids(calls: list[dict[str, Any]], asked: dict[str, tuple[str, Any]]) -> None:
+    """Tool spans without arguments whose call id no model call asked under (OpenLLMetry's Responses API
+    instrumentation logs the model's calls under the output item's id, `fc_…`, and their results under the
+    call's, `call_…`) take the arguments of the one call of their tool under an id no span has, where they are
+    the one such span of that tool; never a guess between two."""
+    ids = {c["call_id"] for c in calls}
+    strays = [
+        c for c in calls if c["call_id"] is not None and c["call_id"] not in asked and c["arguments"] is None
+    ]
+    for call in strays:
+        if sum(c["name"] == call["name"] for c in strays) != 1:
+            continue
+        free = [cid for cid, (name, _) in asked.items() if name == call["name"] and cid not in ids]
+        if len(free) == 1 and isinstance(asked[free[0]][1], dict):
+            call["arguments"] = asked[free[0]][1]
 
 
 def _call_ids(calls: list[dict[str, Any]], asked: dict[str, tuple[str, Any]]) -> None:

@@ -28,6 +28,8 @@ OpenTelemetry versions); this script runs in a virtualenv where one is installed
 | `google_genai_events` | the same | the same in event mode (`EVENT_ONLY`, `OTEL_INSTRUMENTATION_GENAI_EMIT_EVENT=true`): no messages on the spans, one `gen_ai.client.inference.operation.details` log record per call |
 | `openai_stream` | `opentelemetry-instrumentation-genai-openai` (1.3b0) | the `openai_events` loop with both calls streamed (no `include_usage`), content on spans (`SPAN_ONLY`): the chunks gathered into output messages, no tokens |
 | `openllmetry_stream` | `opentelemetry-instrumentation-openai` (OpenLLMetry, 0.62.4) `openai` | the same loop under OpenLLMetry's default (attributes) mode: output messages gathered from the chunks, no tokens |
+| `openai_responses` | `opentelemetry-instrumentation-genai-openai` (1.3b0) | the `openai_events` loop on the Responses API against a fake `/v1/responses`, content on spans |
+| `openllmetry_responses` | `opentelemetry-instrumentation-openai` (OpenLLMetry, 0.62.4) `openai` | the same under OpenLLMetry: calls under the output item's id, results under the call's |
 | `langgraph` | `langgraph` (1.2.24) `langchain-openai` (1.7.4) `openinference-instrumentation-langchain` (0.1.80) | OpenInference: a CHAIN per graph run, an AGENT span per run of the "agent" node, the tool node beside them; two turns of one thread |
 """
 
@@ -196,21 +198,8 @@ def _weather_loop(factory: SpanFactory, base_url: str, stream: bool = False) -> 
     from openai import OpenAI
 
     client: Any = OpenAI(base_url=base_url, api_key="test")  # messages as plain dicts, as agents build them
-    tools = [
-        {
-            "type": "function",
-            "function": {
-                "name": "get_weather",
-                "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
-            },
-        }
-    ]
-    agent = {
-        "gen_ai.operation.name": "invoke_agent",
-        "gen_ai.agent.name": "weather-agent",
-        "gen_ai.conversation.id": "conv-events-1",
-    }
-    with factory.tracer.start_as_current_span("invoke_agent weather-agent", attributes=agent):
+    tools = [{"type": "function", "function": {"name": "get_weather", "parameters": WEATHER_PARAMETERS}}]
+    with _agent_span(factory, "conv-events-1"):
         messages: list[dict[str, Any]] = [
             {"role": "system", "content": SYSTEM},
             {"role": "user", "content": QUESTION},
@@ -218,20 +207,77 @@ def _weather_loop(factory: SpanFactory, base_url: str, stream: bool = False) -> 
         chat = _streamed_chat(client) if stream else client.chat.completions.create
         asked = chat(model="gpt-4o-mini", messages=messages, tools=tools).choices[0].message
         call = asked.tool_calls[0]
-        with factory.tracer.start_as_current_span(
-            "execute_tool get_weather",
-            attributes={
-                "gen_ai.operation.name": "execute_tool",
-                "gen_ai.tool.name": "get_weather",
-                "gen_ai.tool.call.id": call.id,
-            },
-        ):
-            result = json.dumps(weather(**json.loads(call.function.arguments)))
+        result = _run_tool(factory, call.id, call.function.arguments)
         messages += [
             asked.model_dump(exclude_none=True),
             {"role": "tool", "tool_call_id": call.id, "content": result},
         ]
         chat(model="gpt-4o-mini", messages=messages, tools=tools)
+
+
+def _responses_loop(factory: SpanFactory) -> None:
+    """`_weather_loop` on the Responses API: the instructions as their own parameter, the call and its output as
+    input items of the second request."""
+    from openai import OpenAI
+
+    server = _responses_server()
+    client: Any = OpenAI(base_url=server.base_url, api_key="test")
+    tools = [{"type": "function", "name": "get_weather", "parameters": WEATHER_PARAMETERS}]
+    try:
+        with _agent_span(factory, "conv-responses-1"):
+            items: list[Any] = [{"role": "user", "content": QUESTION}]
+            first = client.responses.create(
+                model="gpt-4o-mini", instructions=SYSTEM, input=items, tools=tools
+            )
+            call = first.output[0]
+            result = _run_tool(factory, call.call_id, call.arguments)
+            items += [
+                call.model_dump(exclude_none=True),
+                {"type": "function_call_output", "call_id": call.call_id, "output": result},
+            ]
+            client.responses.create(model="gpt-4o-mini", instructions=SYSTEM, input=items, tools=tools)
+    finally:
+        server.close()
+
+
+WEATHER_PARAMETERS = {"type": "object", "properties": {"city": {"type": "string"}}}
+
+
+def _agent_span(factory: SpanFactory, conversation: str) -> Any:
+    """The caller's agent span, naming the conversation."""
+    agent = {
+        "gen_ai.operation.name": "invoke_agent",
+        "gen_ai.agent.name": "weather-agent",
+        "gen_ai.conversation.id": conversation,
+    }
+    return factory.tracer.start_as_current_span("invoke_agent weather-agent", attributes=agent)
+
+
+def _run_tool(factory: SpanFactory, call_id: str, arguments: str) -> str:
+    """The weather tool run under an execute_tool span that logs no content; its result as JSON."""
+    tool = {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": "get_weather",
+        "gen_ai.tool.call.id": call_id,
+    }
+    with factory.tracer.start_as_current_span("execute_tool get_weather", attributes=tool):
+        return json.dumps(weather(**json.loads(arguments)))
+
+
+def _openai_responses(factory: SpanFactory, base_url: str) -> None:
+    os.environ["OTEL_SEMCONV_STABILITY_OPT_IN"] = "gen_ai_latest_experimental"
+    os.environ["OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"] = "SPAN_ONLY"
+    from opentelemetry.instrumentation.genai.openai import OpenAIInstrumentor
+
+    OpenAIInstrumentor().instrument(tracer_provider=factory.provider)
+    _responses_loop(factory)
+
+
+def _openllmetry_responses(factory: SpanFactory, base_url: str) -> None:
+    from opentelemetry.instrumentation.openai import OpenAIInstrumentor
+
+    OpenAIInstrumentor().instrument(tracer_provider=factory.provider)
+    _responses_loop(factory)
 
 
 def _streamed_chat(client: Any) -> Callable[..., Any]:
@@ -426,7 +472,8 @@ def _responses_reply(body: dict[str, Any]) -> dict[str, Any]:
     given = body.get("input")
     said: list[Any] = given if isinstance(given, list) else []
     item: dict[str, Any]
-    if any(isinstance(i, dict) and i.get("type") == "function_call_output" for i in said):
+    answered = any(isinstance(i, dict) and i.get("type") == "function_call_output" for i in said)
+    if answered:
         text = {"type": "output_text", "text": FINAL_TEXT, "annotations": []}
         item = {
             "type": "message",
@@ -447,7 +494,7 @@ def _responses_reply(body: dict[str, Any]) -> dict[str, Any]:
         }
         prompt, output = USAGE["tool_call"]
     return {
-        "id": "resp_fake",
+        "id": f"resp_fake_{2 if answered else 1}",  # ids differ between responses, as OpenAI's do
         "object": "response",
         "created_at": 1_700_000_000,
         "status": "completed",
@@ -511,6 +558,8 @@ SDKS = {
     "openai_v2_events": _openai_events,
     "openllmetry_events": lambda factory, base_url: _openllmetry(factory, base_url, events=True),
     "openai_stream": _openai_stream,
+    "openai_responses": _openai_responses,
+    "openllmetry_responses": _openllmetry_responses,
     "openllmetry_stream": lambda factory, base_url: _openllmetry(factory, base_url, stream=True),
 }
 

@@ -82,6 +82,10 @@ RECORDINGS = [
     # messages, and report no tokens (the stream had none)
     Recording("openai_stream_trace.json", "weather-agent", "conv-events-1", tokens=False),
     Recording("openllmetry_stream_trace.json", "weather-agent", "conv-events-1", tokens=False),
+    # the same loop on the Responses API: the instructions a parameter of their own; OpenLLMetry logs the model's
+    # call under the output item's id (`fc_…`) and its result under the call's, which the tool span has
+    Recording("openai_responses_trace.json", "weather-agent", "conv-responses-1"),
+    Recording("openllmetry_responses_trace.json", "weather-agent", "conv-responses-1"),
 ]
 
 
@@ -173,3 +177,25 @@ def test_a_langgraph_thread_is_one_conversation_of_its_two_requests(
     assert first.duration_ms is not None and second.started_at is not None and first.started_at is not None
     # the first turn runs to the end of its second step, before the second request starts
     assert first.started_at.timestamp() * 1000 + first.duration_ms <= second.started_at.timestamp() * 1000
+
+
+@pytest.mark.parametrize("keep", [("openai.response", "invoke_agent"), ("openai.response",)])
+def test_openllmetry_responses_without_tool_spans_pairs_results_with_calls_in_order(
+    keep: tuple[str, ...],
+) -> None:
+    """OpenLLMetry's Responses API instrumentation alone (no tool span, with or without the caller's agent span):
+    the call read from the model's output under the item's id, its result from the next call's input under the
+    call's id, paired in order; the two model calls one turn."""
+    records = [r for r in _records("openllmetry_responses_trace.json", "json") if r.name.startswith(keep)]
+    conv = build_conversation(records)
+    assert conv.not_captured == []
+    (turn,) = conv.turns
+    assert (turn.input, turn.answer) == ("What is the weather in Paris?", FINAL_TEXT)
+    assert [(c.name, c.arguments, c.result, c.call_id) for c in turn.tool_calls] == [
+        (
+            "get_weather",
+            {"city": "Paris"},
+            {"city": "Paris", "temperature_c": 18, "sky": "cloudy"},
+            "fc_fake_1",
+        )
+    ]

@@ -88,3 +88,27 @@ def test_the_one_span_of_the_one_call_of_its_tool_takes_its_id_arguments_and_res
 def test_a_span_whose_arguments_match_no_call_keeps_no_id() -> None:
     other = {"gen_ai.tool.call.arguments": json.dumps({"city": "Oslo"})}
     assert _turn([other], CALLS[:1]) == [(None, {"city": "Oslo"}, None)]
+
+
+def _history(calls: list[str], responses: list[str]) -> str:
+    """A later call's input: the assistant's calls of get_weather under `calls`, then a tool message per id of
+    `responses` ("result <i>")."""
+    asked = [{"type": "tool_call", "id": cid, "name": "get_weather", "arguments": {}} for cid in calls]
+    found = [{"role": "assistant", "parts": asked}]
+    found += [
+        {"role": "tool", "parts": [{"type": "tool_call_response", "id": rid, "response": f"result {i}"}]}
+        for i, rid in enumerate(responses)
+    ]
+    return json.dumps(found)
+
+
+def test_results_under_ids_no_call_has_answer_the_calls_before_them_in_order() -> None:
+    from agentwatch.collector.messages import _answered_in_order
+
+    assert _answered_in_order(_history(["fc_1", "fc_2"], ["call_1", "call_2"])) == {
+        "fc_1": "result 0",
+        "fc_2": "result 1",
+    }
+    assert _answered_in_order(_history(["fc_1", "fc_2"], ["call_1"])) == {}  # not as many: no guess
+    assert _answered_in_order(_history(["fc_1", "fc_2"], ["fc_2", "call_1"])) == {}  # ids that match: by id
+    assert _answered_in_order(_history(["fc_1"], [])) == {}
