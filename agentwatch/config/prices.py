@@ -6,17 +6,23 @@ configuration both read, not to either.
 
 from __future__ import annotations
 
+import re
+
 from agentwatch.config.scoring import ModelPrice
 
-_BOUNDARY = frozenset("-_.:@/ ")
+# What may follow a table entry in the name of a snapshot of that model: a date ("-2024-08-06", "-20250929",
+# "@20250514", "-2025-01"), a revision ("-001", "-v1:0") or "-latest". Anything else names another model.
+_SNAPSHOT = re.compile(r"(?:[-@](?:\d{4}-?\d{2}(?:-?\d{2})?|\d{3}|v\d+(?::\d+)?|latest))+")
 
 
 class PriceLookup:
-    """Price of a model: exact name first, then the longest entry that prefixes it at a separator; cached.
+    """Price of a model: exact name first, then the longest entry of which it names a snapshot; cached.
 
-    "gpt-4o-2024-08-06" is priced as "gpt-4o", but "mystery" is not priced as "m": the prefix must end where
-    the name has a separator (`-_.:@/` or space). A name the table does not price is tried without its
-    provider ("openai/gpt-4o-mini" as "gpt-4o-mini").
+    "gpt-4o-2024-08-06" and "claude-sonnet-4-20250514" are priced as "gpt-4o" and "claude-sonnet-4", but
+    "claude-opus-4-5-20251101" is not priced as "claude-opus-4", nor "gemini-2.0-flash-lite" as
+    "gemini-2.0-flash": a newer or smaller model of a family is another model, often at another price, and a
+    cost read off its elder's would be wrong where unknown is honest. A name the table does not price is tried
+    without its provider ("openai/gpt-4o-mini" as "gpt-4o-mini").
     """
 
     __slots__ = ("_cache", "_exact", "_prefixes")
@@ -36,7 +42,7 @@ class PriceLookup:
                 (
                     self._exact[p]
                     for p in self._prefixes
-                    if model.startswith(p) and model[len(p) : len(p) + 1] in _BOUNDARY
+                    if model.startswith(p) and _SNAPSHOT.fullmatch(model, len(p))
                 ),
                 None,
             )

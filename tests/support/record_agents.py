@@ -30,6 +30,8 @@ OpenTelemetry versions); this script runs in a virtualenv where one is installed
 | `openllmetry_stream` | `opentelemetry-instrumentation-openai` (OpenLLMetry, 0.62.4) `openai` | the same loop under OpenLLMetry's default (attributes) mode: output messages gathered from the chunks, no tokens |
 | `openai_responses` | `opentelemetry-instrumentation-genai-openai` (1.3b0) | the `openai_events` loop on the Responses API against a fake `/v1/responses`, content on spans |
 | `openllmetry_responses` | `opentelemetry-instrumentation-openai` (OpenLLMetry, 0.62.4) `openai` | the same under OpenLLMetry: calls under the output item's id, results under the call's |
+| `anthropic_openllmetry` | `anthropic` (2.14.0) `opentelemetry-instrumentation-anthropic` (OpenLLMetry, 0.62.4), `TRACELOOP_TRACE_CONTENT=true` | the loop on Anthropic's Messages API against a fake `/v1/messages`: `tool_use` and `tool_result` blocks, the GenAI conventions |
+| `anthropic_openinference` | `anthropic` (2.14.0) `openinference-instrumentation-anthropic` (3.1.0) | the same under OpenInference: flattened `llm.input_messages.*` keys |
 | `langgraph` | `langgraph` (1.2.24) `langchain-openai` (1.7.4) `openinference-instrumentation-langchain` (0.1.80) | OpenInference: a CHAIN per graph run, an AGENT span per run of the "agent" node, the tool node beside them; two turns of one thread |
 """
 
@@ -262,6 +264,65 @@ def _run_tool(factory: SpanFactory, call_id: str, arguments: str) -> str:
     }
     with factory.tracer.start_as_current_span("execute_tool get_weather", attributes=tool):
         return json.dumps(weather(**json.loads(arguments)))
+
+
+def _anthropic(factory: SpanFactory, base_url: str, openinference: bool = False) -> None:
+    """`_weather_loop` on Anthropic's Messages API: the tool call a `tool_use` block, its result a `tool_result`
+    block of the next user message."""
+    from anthropic import Anthropic
+
+    if openinference:
+        from openinference.instrumentation.anthropic import AnthropicInstrumentor
+    else:
+        from opentelemetry.instrumentation.anthropic import AnthropicInstrumentor
+    AnthropicInstrumentor().instrument(tracer_provider=factory.provider)
+    server = _FakeEndpoint(_anthropic_reply)
+    client: Any = Anthropic(base_url=server.base_url, api_key="test")
+    tools = [{"name": "get_weather", "description": "Weather of a city.", "input_schema": WEATHER_PARAMETERS}]
+    try:
+        with _agent_span(factory, "conv-anthropic-1"):
+            said: list[Any] = [{"role": "user", "content": QUESTION}]
+            ask = {"model": "claude-sonnet-4-5", "max_tokens": 256, "system": SYSTEM, "tools": tools}
+            first = client.messages.create(messages=said, **ask)
+            use = first.content[0]
+            result = _run_tool(factory, use.id, json.dumps(use.input))
+            said += [
+                {
+                    "role": "assistant",
+                    "content": [block.model_dump(exclude_none=True) for block in first.content],
+                },
+                {
+                    "role": "user",
+                    "content": [{"type": "tool_result", "tool_use_id": use.id, "content": result}],
+                },
+            ]
+            client.messages.create(messages=said, **ask)
+    finally:
+        server.close()
+
+
+def _anthropic_reply(body: dict[str, Any]) -> dict[str, Any]:
+    """A `tool_use` block, then (given its `tool_result`) the answer, with the token counts of the fake chat
+    model."""
+    said = [b for m in body.get("messages") or [] if isinstance(m.get("content"), list) for b in m["content"]]
+    if any(isinstance(b, dict) and b.get("type") == "tool_result" for b in said):
+        content: list[dict[str, Any]] = [{"type": "text", "text": FINAL_TEXT}]
+        stop, (prompt, output), n = "end_turn", USAGE["final"], 2
+    else:
+        content = [
+            {"type": "tool_use", "id": "toolu_fake_1", "name": "get_weather", "input": {"city": "Paris"}}
+        ]
+        stop, (prompt, output), n = "tool_use", USAGE["tool_call"], 1
+    return {
+        "id": f"msg_fake_{n}",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-sonnet-4-5-20250929",
+        "content": content,
+        "stop_reason": stop,
+        "stop_sequence": None,
+        "usage": {"input_tokens": prompt, "output_tokens": output},
+    }
 
 
 def _openai_responses(factory: SpanFactory, base_url: str) -> None:
@@ -559,6 +620,8 @@ SDKS = {
     "openllmetry_events": lambda factory, base_url: _openllmetry(factory, base_url, events=True),
     "openai_stream": _openai_stream,
     "openai_responses": _openai_responses,
+    "anthropic_openllmetry": _anthropic,
+    "anthropic_openinference": lambda factory, base_url: _anthropic(factory, base_url, openinference=True),
     "openllmetry_responses": _openllmetry_responses,
     "openllmetry_stream": lambda factory, base_url: _openllmetry(factory, base_url, stream=True),
 }

@@ -11,7 +11,8 @@
   span per run of the graph's "agent" node with the tool node beside them, two turns of one thread;
 - the Vercel AI SDK, majors 4 to 6 (`ai.*` keys) and 7 (the GenAI conventions through `@ai-sdk/otel`),
   `tests/support/ai_sdk/record.mjs`, under an HTTP span;
-- the official OpenAI instrumentation and OpenLLMetry's on a loop the caller runs, both model calls streamed.
+- the official OpenAI instrumentation and OpenLLMetry's on a loop the caller runs, both model calls streamed,
+  and on the Responses API; OpenLLMetry's and OpenInference's Anthropic instrumentations on the same loop.
 Each run is a question, one tool call with its arguments and result, the answer, two model calls."""
 
 from __future__ import annotations
@@ -86,6 +87,13 @@ RECORDINGS = [
     # call under the output item's id (`fc_…`) and its result under the call's, which the tool span has
     Recording("openai_responses_trace.json", "weather-agent", "conv-responses-1"),
     Recording("openllmetry_responses_trace.json", "weather-agent", "conv-responses-1"),
+    # Anthropic's Messages API: the call a `tool_use` block, its result a `tool_result` block of a user message
+    Recording(
+        "anthropic_openllmetry_trace.json", "weather-agent", "conv-anthropic-1", call_id="toolu_fake_1"
+    ),
+    Recording(
+        "anthropic_openinference_trace.json", "weather-agent", "conv-anthropic-1", call_id="toolu_fake_1"
+    ),
 ]
 
 

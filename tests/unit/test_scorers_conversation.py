@@ -313,7 +313,7 @@ def test_cost_from_tokens_exact_and_prefix_match():
                 "input_tokens": 1000,
                 "output_tokens": 10,
             },  # longest prefix: m-large
-            {"model": "m-x", "input_tokens": 7, "output_tokens": 0},  # prefix m
+            {"model": "m-20250601", "input_tokens": 7, "output_tokens": 0},  # a snapshot of m
             {"model": "router/m-large", "input_tokens": 2, "output_tokens": 1},  # a gateway's provider/model
         ],
     }
@@ -326,6 +326,22 @@ def test_cost_from_tokens_exact_and_prefix_match():
     ) / 1_000_000
     assert s.cost_usd == pytest.approx(float(exact), rel=1e-12)
     assert s.input_tokens == 1234 + 1000 + 7 + 2 and s.output_tokens == 567 + 10 + 1
+
+
+@pytest.mark.parametrize(
+    "model",
+    ["m-x", "m-large-2", "m-2025-06-01-mini", "m-large-v2-lite", "mx"],
+)
+def test_a_model_that_extends_a_table_entry_by_more_than_a_snapshot_is_not_priced_as_that_entry(model: str):
+    """A newer or smaller model of a family (claude-opus-4-5 beside claude-opus-4, gemini-2.0-flash-lite beside
+    gemini-2.0-flash) often costs something else: its cost is unknown, not its elder's."""
+    turn = {
+        "input": "q",
+        "answer": "a",
+        "usage": [{"model": model, "input_tokens": 1000, "output_tokens": 10}],
+    }
+    s = ConversationScorer(priced_settings()).score(make(turn))
+    assert s.cost_usd is None and f"cost_unknown: model {model} not in price table" in s.reasons
 
 
 def test_reported_costs_win_and_unknown_models_are_named():
