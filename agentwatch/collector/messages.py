@@ -59,9 +59,10 @@ _REPR_MARKS = ("arguments=", "'tool_calls'")
 
 
 def _with_repr_calls(message: dict) -> dict:
-    """`message` with each text part that is a Python repr of tool calls replaced by the parts it stands for."""
+    """`message` (the model's) with each text part that is a Python repr of tool calls replaced by the parts it
+    stands for; other messages as they are."""
     found = message.get("parts")
-    if not isinstance(found, list):
+    if not isinstance(found, list) or message.get("role") not in ("assistant", "model"):
         return message
     out: list[Any] = []
     for part in found:

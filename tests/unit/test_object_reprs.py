@@ -101,3 +101,9 @@ def test_a_chat_message_logged_as_a_dict_repr_is_its_text_and_tool_calls() -> No
 def test_text_that_is_no_repr_of_tool_calls_stays_text(text: str) -> None:
     (message,) = messages(_output(text)) or []
     assert message["parts"] == [{"type": "text", "content": text}]
+
+
+def test_a_users_message_that_reads_as_a_repr_stays_text() -> None:
+    said = json.dumps([{"role": "user", "parts": [{"type": "text", "content": CALL}]}])
+    (message,) = messages(said) or []
+    assert message["parts"] == [{"type": "text", "content": CALL}]
