@@ -30,6 +30,7 @@ OpenTelemetry versions); this script runs in a virtualenv where one is installed
 | `openllmetry_stream` | `opentelemetry-instrumentation-openai` (OpenLLMetry, 0.62.4) `openai` | the same loop under OpenLLMetry's default (attributes) mode: output messages gathered from the chunks, no tokens |
 | `openai_responses` | `opentelemetry-instrumentation-genai-openai` (1.3b0) | the `openai_events` loop on the Responses API against a fake `/v1/responses`, content on spans |
 | `openllmetry_responses` | `opentelemetry-instrumentation-openai` (OpenLLMetry, 0.62.4) `openai` | the same under OpenLLMetry: calls under the output item's id, results under the call's |
+| `semantic_kernel` | `semantic-kernel` (1.45.0) | its own GenAI diagnostics (`SEMANTICKERNEL_EXPERIMENTAL_GENAI_ENABLE_OTEL_DIAGNOSTICS[_SENSITIVE]`): spans without messages, the messages Python log records bridged by a `LoggingHandler` (`event.name` attributes), written beside the spans as `semantic_kernel_logs.json` |
 | `anthropic_openllmetry` | `anthropic` (2.14.0) `opentelemetry-instrumentation-anthropic` (OpenLLMetry, 0.62.4), `TRACELOOP_TRACE_CONTENT=true` | the loop on Anthropic's Messages API against a fake `/v1/messages`: `tool_use` and `tool_result` blocks, the GenAI conventions |
 | `anthropic_openinference` | `anthropic` (2.14.0) `openinference-instrumentation-anthropic` (3.1.0) | the same under OpenInference: flattened `llm.input_messages.*` keys |
 | `langgraph` | `langgraph` (1.2.24) `langchain-openai` (1.7.4) `openinference-instrumentation-langchain` (0.1.80) | OpenInference: a CHAIN per graph run, an AGENT span per run of the "agent" node, the tool node beside them; two turns of one thread |
@@ -264,6 +265,50 @@ def _run_tool(factory: SpanFactory, call_id: str, arguments: str) -> str:
     }
     with factory.tracer.start_as_current_span("execute_tool get_weather", attributes=tool):
         return json.dumps(weather(**json.loads(arguments)))
+
+
+def _semantic_kernel(factory: SpanFactory, base_url: str) -> None:
+    """Semantic Kernel's `ChatCompletionAgent` with a plugin's function, its own GenAI diagnostics on (they are
+    read when its modules are imported, from the global tracer provider). Its messages are Python log records
+    (`event.name` in their attributes), bridged to OpenTelemetry by a `LoggingHandler` as its docs set up."""
+    import logging
+
+    from opentelemetry.sdk._logs import LoggingHandler
+
+    os.environ["SEMANTICKERNEL_EXPERIMENTAL_GENAI_ENABLE_OTEL_DIAGNOSTICS"] = "true"
+    os.environ["SEMANTICKERNEL_EXPERIMENTAL_GENAI_ENABLE_OTEL_DIAGNOSTICS_SENSITIVE"] = "true"
+    trace.set_tracer_provider(factory.provider)
+    sk_logs = logging.getLogger("semantic_kernel")
+    sk_logs.addHandler(LoggingHandler(logger_provider=factory.logger_provider))
+    sk_logs.setLevel(logging.INFO)
+    from openai import AsyncOpenAI
+    from semantic_kernel.agents import ChatCompletionAgent
+    from semantic_kernel.connectors.ai.open_ai import OpenAIChatCompletion
+    from semantic_kernel.functions import kernel_function
+
+    class Weather:
+        @kernel_function(name="get_weather", description="Weather of a city.")
+        def get_weather(self, city: str) -> dict:
+            return weather(city)
+
+    client = AsyncOpenAI(base_url=base_url, api_key="test")
+    service = OpenAIChatCompletion(ai_model_id="gpt-4o-mini", async_client=client)
+    agent = ChatCompletionAgent(
+        service=service, name="weather-agent", instructions=SYSTEM, plugins=[Weather()]
+    )
+    asyncio.run(agent.get_response(messages=QUESTION))
+
+
+def named_tool_reply(request: dict[str, Any]) -> dict[str, Any]:
+    """The fake model's completion, its tool call under the name the request's first tool has (Semantic Kernel
+    names a plugin's function `Plugin-function`)."""
+    body = completion(request)
+    message = body["choices"][0]["message"]
+    tools = request.get("tools") or []
+    for call in message.get("tool_calls") or []:
+        if tools:
+            call["function"]["name"] = tools[0]["function"]["name"]
+    return body
 
 
 def _anthropic(factory: SpanFactory, base_url: str, openinference: bool = False) -> None:
@@ -620,6 +665,7 @@ SDKS = {
     "openllmetry_events": lambda factory, base_url: _openllmetry(factory, base_url, events=True),
     "openai_stream": _openai_stream,
     "openai_responses": _openai_responses,
+    "semantic_kernel": _semantic_kernel,
     "anthropic_openllmetry": _anthropic,
     "anthropic_openinference": lambda factory, base_url: _anthropic(factory, base_url, openinference=True),
     "openllmetry_responses": _openllmetry_responses,
@@ -636,6 +682,7 @@ def main(sdk: str, out: Path) -> None:
         "openai_stream": streamed,
         "openllmetry_stream": streamed,
         "smolagents": smolagents_reply,
+        "semantic_kernel": named_tool_reply,
     }
     responder = responders.get(sdk)
     with FakeOpenAI(responder) as server:

@@ -1,0 +1,47 @@
+"""Semantic Kernel 1.45.0 with its own GenAI diagnostics (`python -m tests.support.record_agents semantic_kernel`,
+2026-11-28): spans without messages, the messages Python log records bridged to OpenTelemetry (`event.name` in
+their attributes, the message as JSON text in the body), beside the kernel's application logs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from agentwatch.collector.decode import decode_message
+from agentwatch.collector.log_records import decode_log_message
+from agentwatch.collector.reconstruct import build_conversation
+from tests.support.fake_openai import FINAL_TEXT, TOOL_CALL_ID, USAGE
+
+DATA = Path(__file__).parent.parent / "data"
+
+
+def _spans() -> list:
+    return decode_message((DATA / "semantic_kernel_trace.json").read_bytes(), "application/json")
+
+
+def test_its_log_records_give_the_turn_its_instructions_question_and_calls() -> None:
+    batch = decode_log_message((DATA / "semantic_kernel_logs.json").read_bytes(), None)
+    assert len(batch.fragments) == 2 and batch.skipped == 7  # the kernel's application logs
+    conv = build_conversation(_spans() + batch.fragments)
+    assert conv.agent == "weather-agent" and conv.notes == [] and conv.not_captured == []
+    assert conv.system == "You answer weather questions."
+    (turn,) = conv.turns
+    assert (turn.input, turn.answer) == ("What is the weather in Paris?", FINAL_TEXT)
+    # a plugin's function is named `Plugin-function` (scoring.names.strip_prefixes can take the plugin off)
+    assert [(c.name, c.arguments, c.result, c.call_id) for c in turn.tool_calls] == [
+        (
+            "Weather-get_weather",
+            {"city": "Paris"},
+            {"city": "Paris", "temperature_c": 18, "sky": "cloudy"},
+            TOOL_CALL_ID,
+        )
+    ]
+    assert [(u.input_tokens, u.output_tokens) for u in turn.usage] == [USAGE["tool_call"], USAGE["final"]]
+
+
+def test_without_its_log_records_the_question_is_not_captured_and_said_so() -> None:
+    """The agent span logs the answer and an empty input list: the turn has its answer and calls, no question."""
+    conv = build_conversation(_spans())
+    (turn,) = conv.turns
+    assert (turn.input, turn.answer) == (None, FINAL_TEXT)
+    assert conv.notes == ["no user input captured for turn(s) 0"]
+    assert [c.arguments for c in turn.tool_calls] == [{"city": "Paris"}]
