@@ -41,9 +41,13 @@ def reconstruct(
     """
     from agentwatch.collector.otlp_files import group_by_conversation, read_otlp_files
     from agentwatch.collector.reconstruct import build_conversation
+    from agentwatch.collector.span_tree import setup_only
 
     read = read_otlp_files(list(files), max_attribute_bytes=max_attribute_bytes)
     groups = group_by_conversation(read.spans)
+    setup = [key for key, spans in groups.items() if setup_only(spans)]
+    for key in setup:  # an agent created, documents embedded: nothing ran, no conversation
+        del groups[key]
     ordered = sorted(groups.items(), key=lambda kv: (min(s.start_ns for s in kv[1]), kv[0]))
     notes: Counter[str] = Counter()
     sink = open(out, "w", encoding="utf-8") if out is not None else sys.stdout  # noqa: SIM115
@@ -63,6 +67,11 @@ def reconstruct(
         f"{len(groups)} conversation(s)",
         err=True,
     )
+    if setup:
+        err(
+            f"  {len(setup)} trace(s) only setting agents up (create_agent, embeddings): no conversation",
+            err=True,
+        )
     for kind, count in notes.most_common():
         err(f"  {count} conversation(s): {kind}", err=True)
     for problem in read.problems[:50]:

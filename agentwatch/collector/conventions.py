@@ -28,6 +28,10 @@ OPENINFERENCE_KIND_KEY = "openinference.span.kind"
 AGENT_OPERATIONS = frozenset({A.INVOKE_AGENT})
 TOOL_OPERATIONS = frozenset({A.EXECUTE_TOOL})
 MODEL_OPERATIONS = frozenset({A.CHAT, "text_completion", "generate_content", "responses"})
+# what sets an agent up rather than runs it: a trace of these alone is no conversation (AutoGen traces each
+# agent's creation on its own; indexing jobs embed documents)
+SETUP_OPERATIONS = frozenset({"create_agent", "embeddings"})
+SETUP_KINDS = frozenset({"EMBEDDING"})
 AGENT_KINDS = frozenset({"AGENT"})
 TOOL_KINDS = frozenset({"TOOL"})
 MODEL_KINDS = frozenset({"LLM"})

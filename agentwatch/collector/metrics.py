@@ -29,6 +29,7 @@ class PipelineStats:
     log_records_consumed: int = 0  # OTLP log records read from the log topics
     log_records_skipped: int = 0  # of them, no GenAI message event of a span
     orphan_fragments: int = 0  # logged messages whose span was not in their conversation
+    setup_only: int = 0  # finished "conversations" that only created agents or embedded: left out
     rejected_by_reason: dict[str, int] = field(default_factory=dict)
     open_conversations: int = 0
     open_bytes: int = 0  # estimated bytes of the open conversations' spans
@@ -127,6 +128,12 @@ class PipelineMetrics(Collector):
             "Messages logged as log records whose span was not in their conversation (late, or the span never "
             "came): left out.",
             s.orphan_fragments,
+        )
+        yield _counter(
+            "agentwatch_setup_only_traces",
+            "Finished conversations whose spans only set an agent up (create_agent, embeddings) and ran none: "
+            "no conversation, left out.",
+            s.setup_only,
         )
         fam = CounterMetricFamily(
             "agentwatch_messages_rejected",

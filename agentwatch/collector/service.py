@@ -36,6 +36,7 @@ from agentwatch.collector.record import Record
 from agentwatch.collector.rekey import CONTENT_TYPE_HEADER, Rekeyer, header, key_mode, keyed_by_conversation
 from agentwatch.collector.review_feed import ReviewFeed
 from agentwatch.collector.span_fragments import attach
+from agentwatch.collector.span_tree import setup_only
 from agentwatch.collector.trace_join import KEY_TRACE, KEY_TRACE_CONVERSATION, TraceJoin
 from agentwatch.config import Settings
 from agentwatch.judge.runner import JudgeRunner
@@ -313,6 +314,9 @@ class CollectorService:
             last = label_of(max(spans, key=lambda span: span.end_ns))
             if last is not None:  # always: every span is a label
                 self.labels.apply(last, None)
+            return
+        if setup_only(spans):  # an agent created, documents embedded: nothing ran, no conversation
+            self.stats.setup_only += 1
             return
         try:
             conv = build_conversation(finished)

@@ -50,6 +50,22 @@ def role_of(span: SpanRecord) -> str:
     return OTHER
 
 
+_CONTENT_KEYS = cv.INPUT_MESSAGES_KEYS + cv.OUTPUT_MESSAGES_KEYS + cv.INPUT_VALUE_KEYS + cv.OUTPUT_VALUE_KEYS
+
+
+def setup_only(spans: list[SpanRecord]) -> bool:
+    """Whether the spans only set an agent up (`create_agent`, embeddings) and run none: no agent, tool or model
+    span among them, nothing said on the others. Such a trace is no conversation."""
+    setup = False
+    for span in spans:
+        op, kind = span.attrs.get(cv.OPERATION_KEY), span.attrs.get(cv.OPENINFERENCE_KIND_KEY)
+        if op in cv.SETUP_OPERATIONS or (isinstance(kind, str) and kind.upper() in cv.SETUP_KINDS):
+            setup = True
+        elif role_of(span) != OTHER or cv.first(span.attrs, _CONTENT_KEYS) is not None:
+            return False
+    return setup
+
+
 def _first_model(spans: list[SpanRecord], roles: dict[str, str]) -> SpanRecord | None:
     """The model call among `spans` that starts first."""
     models = [s for s in spans if roles[s.span_id] == MODEL]

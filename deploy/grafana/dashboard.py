@@ -830,9 +830,13 @@ def _pipeline(d: dash_b.Dashboard) -> dash_b.Dashboard:
     d = d.with_panel(
         _timeseries(
             "Conversations finished by reason",
-            "end, idle, cap or shutdown.",
+            "end, idle, cap or shutdown; and traces that only set agents up (create_agent, embeddings), no "
+            "conversation.",
             "cps",
-            [(f"sum by (reason) (rate(agentwatch_conversations_finished_total[{RATE}]))", "{{reason}}")],
+            [
+                (f"sum by (reason) (rate(agentwatch_conversations_finished_total[{RATE}]))", "{{reason}}"),
+                (f"sum(rate(agentwatch_setup_only_traces_total[{RATE}]))", "setup only (not scored)"),
+            ],
             width=8,
         )
     )

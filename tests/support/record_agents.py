@@ -31,6 +31,7 @@ OpenTelemetry versions); this script runs in a virtualenv where one is installed
 | `openai_responses` | `opentelemetry-instrumentation-genai-openai` (1.3b0) | the `openai_events` loop on the Responses API against a fake `/v1/responses`, content on spans |
 | `openllmetry_responses` | `opentelemetry-instrumentation-openai` (OpenLLMetry, 0.62.4) `openai` | the same under OpenLLMetry: calls under the output item's id, results under the call's |
 | `semantic_kernel` | `semantic-kernel` (1.45.0) | its own GenAI diagnostics (`SEMANTICKERNEL_EXPERIMENTAL_GENAI_ENABLE_OTEL_DIAGNOSTICS[_SENSITIVE]`): spans without messages, the messages Python log records bridged by a `LoggingHandler` (`event.name` attributes), written beside the spans as `semantic_kernel_logs.json` |
+| `autogen` | `autogen-agentchat` `autogen-ext[openai]` (0.7.5) `opentelemetry-instrumentation-openai` (OpenLLMetry, 0.62.4) | its runtime's `invoke_agent` and `execute_tool` spans, the model calls OpenLLMetry's; each agent's creation a `create_agent` trace of its own |
 | `anthropic_openllmetry` | `anthropic` (2.14.0) `opentelemetry-instrumentation-anthropic` (OpenLLMetry, 0.62.4), `TRACELOOP_TRACE_CONTENT=true` | the loop on Anthropic's Messages API against a fake `/v1/messages`: `tool_use` and `tool_result` blocks, the GenAI conventions |
 | `anthropic_openinference` | `anthropic` (2.14.0) `openinference-instrumentation-anthropic` (3.1.0) | the same under OpenInference: flattened `llm.input_messages.*` keys |
 | `langgraph` | `langgraph` (1.2.24) `langchain-openai` (1.7.4) `openinference-instrumentation-langchain` (0.1.80) | OpenInference: a CHAIN per graph run, an AGENT span per run of the "agent" node, the tool node beside them; two turns of one thread |
@@ -297,6 +298,35 @@ def _semantic_kernel(factory: SpanFactory, base_url: str) -> None:
         service=service, name="weather-agent", instructions=SYSTEM, plugins=[Weather()]
     )
     asyncio.run(agent.get_response(messages=QUESTION))
+
+
+def _autogen(factory: SpanFactory, base_url: str) -> None:
+    """AutoGen AgentChat's `AssistantAgent` (its runtime's own spans, from the global tracer provider) with the
+    model calls under OpenLLMetry's OpenAI instrumentation, as AutoGen's docs set it up; the agent reflects on
+    the tool's result (a second model call) rather than returning it."""
+    trace.set_tracer_provider(factory.provider)
+    from autogen_agentchat.agents import AssistantAgent
+    from autogen_ext.models.openai import OpenAIChatCompletionClient
+    from opentelemetry.instrumentation.openai import OpenAIInstrumentor
+
+    OpenAIInstrumentor().instrument(tracer_provider=factory.provider)
+
+    async def get_weather(city: str) -> dict:
+        """Weather of a city."""
+        return weather(city)
+
+    info = {"vision": False, "function_calling": True, "json_output": True, "family": "gpt-4o"}
+    client = OpenAIChatCompletionClient(
+        model="gpt-4o-mini", base_url=base_url, api_key="test", model_info=info
+    )
+    agent = AssistantAgent(
+        "weather_agent",
+        model_client=client,
+        tools=[get_weather],
+        system_message=SYSTEM,
+        reflect_on_tool_use=True,
+    )
+    asyncio.run(agent.run(task=QUESTION))
 
 
 def named_tool_reply(request: dict[str, Any]) -> dict[str, Any]:
@@ -666,6 +696,7 @@ SDKS = {
     "openai_stream": _openai_stream,
     "openai_responses": _openai_responses,
     "semantic_kernel": _semantic_kernel,
+    "autogen": _autogen,
     "anthropic_openllmetry": _anthropic,
     "anthropic_openinference": lambda factory, base_url: _anthropic(factory, base_url, openinference=True),
     "openllmetry_responses": _openllmetry_responses,

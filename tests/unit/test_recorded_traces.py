@@ -23,8 +23,11 @@ from typing import NamedTuple
 import pytest
 
 from agentwatch.collector.decode import SpanRecord, decode_message
+from agentwatch.collector.otlp_files import group_by_conversation
 from agentwatch.collector.reconstruct import build_conversation
+from agentwatch.collector.span_tree import setup_only
 from agentwatch.scorers import ConversationScorer
+from agentwatch.wire.schema import Turn
 from tests.support.fake_openai import FINAL_TEXT, TOOL_CALL_ID, USAGE
 from tests.support.spans import otlp_json_to_protobuf
 
@@ -198,12 +201,25 @@ def test_openllmetry_responses_without_tool_spans_pairs_results_with_calls_in_or
     conv = build_conversation(records)
     assert conv.not_captured == []
     (turn,) = conv.turns
+    _is_the_weather_turn(turn, "fc_fake_1")
+
+
+def test_autogen_sends_each_agents_creation_as_a_trace_that_is_no_conversation() -> None:
+    """AutoGen AgentChat 0.7.5 (`record_agents autogen`; its runtime's spans, model calls under OpenLLMetry): a
+    `create_agent` trace of its own beside the run's; the run is one turn as the other SDKs'."""
+    groups = group_by_conversation(_records("autogen_trace.json", "json"))
+    setup = [spans for spans in groups.values() if setup_only(spans)]
+    (run,) = [spans for spans in groups.values() if not setup_only(spans)]
+    assert [[s.attrs["gen_ai.operation.name"] for s in spans] for spans in setup] == [["create_agent"]]
+    conv = build_conversation(run)
+    assert (conv.agent, conv.system, conv.notes, conv.not_captured) == ("weather_agent", SYSTEM, [], [])
+    (turn,) = conv.turns
+    _is_the_weather_turn(turn, TOOL_CALL_ID)
+
+
+def _is_the_weather_turn(turn: Turn, call_id: str) -> None:
+    """The recorded runs' turn: the question, one call of get_weather with its arguments and result, the answer."""
     assert (turn.input, turn.answer) == ("What is the weather in Paris?", FINAL_TEXT)
     assert [(c.name, c.arguments, c.result, c.call_id) for c in turn.tool_calls] == [
-        (
-            "get_weather",
-            {"city": "Paris"},
-            {"city": "Paris", "temperature_c": 18, "sky": "cloudy"},
-            "fc_fake_1",
-        )
+        ("get_weather", {"city": "Paris"}, {"city": "Paris", "temperature_c": 18, "sky": "cloudy"}, call_id)
     ]
