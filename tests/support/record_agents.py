@@ -32,6 +32,7 @@ OpenTelemetry versions); this script runs in a virtualenv where one is installed
 | `openllmetry_responses` | `opentelemetry-instrumentation-openai` (OpenLLMetry, 0.62.4) `openai` | the same under OpenLLMetry: calls under the output item's id, results under the call's |
 | `semantic_kernel` | `semantic-kernel` (1.45.0) | its own GenAI diagnostics (`SEMANTICKERNEL_EXPERIMENTAL_GENAI_ENABLE_OTEL_DIAGNOSTICS[_SENSITIVE]`): spans without messages, the messages Python log records bridged by a `LoggingHandler` (`event.name` attributes), written beside the spans as `semantic_kernel_logs.json` |
 | `autogen` | `autogen-agentchat` `autogen-ext[openai]` (0.7.5) `opentelemetry-instrumentation-openai` (OpenLLMetry, 0.62.4) | its runtime's `invoke_agent` and `execute_tool` spans, the model calls OpenLLMetry's; each agent's creation a `create_agent` trace of its own |
+| `agent_framework` | `agent-framework-core` (1.23.0) `agent-framework-openai` (1.17.0) | its own telemetry with sensitive data: `invoke_agent`, `chat` and `execute_tool` spans in the GenAI conventions |
 | `anthropic_openllmetry` | `anthropic` (2.14.0) `opentelemetry-instrumentation-anthropic` (OpenLLMetry, 0.62.4), `TRACELOOP_TRACE_CONTENT=true` | the loop on Anthropic's Messages API against a fake `/v1/messages`: `tool_use` and `tool_result` blocks, the GenAI conventions |
 | `anthropic_openinference` | `anthropic` (2.14.0) `openinference-instrumentation-anthropic` (3.1.0) | the same under OpenInference: flattened `llm.input_messages.*` keys |
 | `langgraph` | `langgraph` (1.2.24) `langchain-openai` (1.7.4) `openinference-instrumentation-langchain` (0.1.80) | OpenInference: a CHAIN per graph run, an AGENT span per run of the "agent" node, the tool node beside them; two turns of one thread |
@@ -327,6 +328,25 @@ def _autogen(factory: SpanFactory, base_url: str) -> None:
         reflect_on_tool_use=True,
     )
     asyncio.run(agent.run(task=QUESTION))
+
+
+def _agent_framework(factory: SpanFactory, base_url: str) -> None:
+    """Microsoft Agent Framework's `Agent` on its Chat Completions client, its own telemetry (on by default, from
+    the global tracer provider) with sensitive data."""
+    trace.set_tracer_provider(factory.provider)
+    from agent_framework import Agent
+    from agent_framework.observability import enable_instrumentation
+    from agent_framework.openai import OpenAIChatCompletionClient
+
+    enable_instrumentation(enable_sensitive_data=True)
+
+    def get_weather(city: str) -> dict:
+        """Weather of a city."""
+        return weather(city)
+
+    client = OpenAIChatCompletionClient(model="gpt-4o-mini", base_url=base_url, api_key="test")
+    agent = Agent(client=client, name="weather-agent", instructions=SYSTEM, tools=[get_weather])
+    asyncio.run(agent.run(QUESTION))
 
 
 def named_tool_reply(request: dict[str, Any]) -> dict[str, Any]:
@@ -697,6 +717,7 @@ SDKS = {
     "openai_responses": _openai_responses,
     "semantic_kernel": _semantic_kernel,
     "autogen": _autogen,
+    "agent_framework": _agent_framework,
     "anthropic_openllmetry": _anthropic,
     "anthropic_openinference": lambda factory, base_url: _anthropic(factory, base_url, openinference=True),
     "openllmetry_responses": _openllmetry_responses,

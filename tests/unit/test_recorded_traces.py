@@ -90,6 +90,8 @@ RECORDINGS = [
     # call under the output item's id (`fc_…`) and its result under the call's, which the tool span has
     Recording("openai_responses_trace.json", "weather-agent", "conv-responses-1"),
     Recording("openllmetry_responses_trace.json", "weather-agent", "conv-responses-1"),
+    # Microsoft Agent Framework's own telemetry (sensitive data on): the GenAI conventions
+    Recording("agent_framework_trace.json", "weather-agent", None),
     # Anthropic's Messages API: the call a `tool_use` block, its result a `tool_result` block of a user message
     Recording(
         "anthropic_openllmetry_trace.json", "weather-agent", "conv-anthropic-1", call_id="toolu_fake_1"
