@@ -9,6 +9,9 @@ from pathlib import Path
 from agentwatch.collector.decode import decode_message
 from agentwatch.collector.log_records import decode_log_message
 from agentwatch.collector.reconstruct import build_conversation
+from agentwatch.config import Settings
+from agentwatch.scorers import ConversationScorer
+from agentwatch.wire.schema import Expectation
 from tests.support.fake_openai import FINAL_TEXT, TOOL_CALL_ID, USAGE
 
 DATA = Path(__file__).parent.parent / "data"
@@ -45,3 +48,19 @@ def test_without_its_log_records_the_question_is_not_captured_and_said_so() -> N
     assert (turn.input, turn.answer) == (None, FINAL_TEXT)
     assert conv.notes == ["no user input captured for turn(s) 0"]
     assert [c.arguments for c in turn.tool_calls] == [{"city": "Paris"}]
+
+
+def test_its_plugin_prefix_stripped_by_configuration_its_calls_meet_expectations_that_name_the_function() -> (
+    None
+):
+    batch = decode_log_message((DATA / "semantic_kernel_logs.json").read_bytes(), None)
+    conv = build_conversation(_spans() + batch.fragments)
+    expected = Expectation.model_validate(
+        {"tools": [{"name": "get_weather", "arguments": {"city": "Paris"}}]}
+    )
+    conv = conv.model_copy(update={"turns": [conv.turns[0].model_copy(update={"expected": expected})]})
+    plugin = Settings.model_validate(
+        {"scoring": {"names": {"strip_prefixes": ["functions.", "tools.", "tool.", "Weather-"]}}}
+    )
+    tools = [ConversationScorer(s).score(conv).turn_scores[0].tool for s in (Settings(), plugin)]
+    assert [t.binary if t is not None else None for t in tools] == [False, True]
