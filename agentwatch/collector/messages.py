@@ -268,7 +268,7 @@ def calls_asked(models: list[SpanRecord]) -> dict[str, tuple[str, Any]]:
         if call not in own:
             value = (_name(part), json_or_text(part.get("arguments")))
             repeats.setdefault(_key(value), []).append((call, value))
-    logged = [_key(value) for value in asked.values()]
+    logged = [_key(value) for value in asked.values()] if repeats else []
     for key, calls in repeats.items():
         # no more than the output calls of that tool and arguments: those calls repeated under another id
         # (OpenLLMetry's Responses instrumentation logs the item's `fc_…` id there), not calls of their own
