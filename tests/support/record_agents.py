@@ -33,6 +33,7 @@ OpenTelemetry versions); this script runs in a virtualenv where one is installed
 | `semantic_kernel` | `semantic-kernel` (1.45.0) | its own GenAI diagnostics (`SEMANTICKERNEL_EXPERIMENTAL_GENAI_ENABLE_OTEL_DIAGNOSTICS[_SENSITIVE]`): spans without messages, the messages Python log records bridged by a `LoggingHandler` (`event.name` attributes), written beside the spans as `semantic_kernel_logs.json` |
 | `autogen` | `autogen-agentchat` `autogen-ext[openai]` (0.7.5) `opentelemetry-instrumentation-openai` (OpenLLMetry, 0.62.4) | its runtime's `invoke_agent` and `execute_tool` spans, the model calls OpenLLMetry's; each agent's creation a `create_agent` trace of its own |
 | `agent_framework` | `agent-framework-core` (1.23.0) `agent-framework-openai` (1.17.0) | its own telemetry with sensitive data: `invoke_agent`, `chat` and `execute_tool` spans in the GenAI conventions |
+| `azure_ai_inference` | `azure-ai-inference` (1.0.0b9) `azure-core-tracing-opentelemetry` (1.0.0b13) | the loop on `ChatCompletionsClient`, traced by its `AIInferenceInstrumentor` with content recording: messages as span events, azure-core's HTTP spans beneath |
 | `anthropic_openllmetry` | `anthropic` (2.14.0) `opentelemetry-instrumentation-anthropic` (OpenLLMetry, 0.62.4), `TRACELOOP_TRACE_CONTENT=true` | the loop on Anthropic's Messages API against a fake `/v1/messages`: `tool_use` and `tool_result` blocks, the GenAI conventions |
 | `anthropic_openinference` | `anthropic` (2.14.0) `openinference-instrumentation-anthropic` (3.1.0) | the same under OpenInference: flattened `llm.input_messages.*` keys |
 | `langgraph` | `langgraph` (1.2.24) `langchain-openai` (1.7.4) `openinference-instrumentation-langchain` (0.1.80) | OpenInference: a CHAIN per graph run, an AGENT span per run of the "agent" node, the tool node beside them; two turns of one thread |
@@ -347,6 +348,45 @@ def _agent_framework(factory: SpanFactory, base_url: str) -> None:
     client = OpenAIChatCompletionClient(model="gpt-4o-mini", base_url=base_url, api_key="test")
     agent = Agent(client=client, name="weather-agent", instructions=SYSTEM, tools=[get_weather])
     asyncio.run(agent.run(QUESTION))
+
+
+def _azure_ai_inference(factory: SpanFactory, base_url: str) -> None:
+    """`_weather_loop` on Azure AI Inference's `ChatCompletionsClient` (its chat endpoint takes an `api-version`
+    query), traced by its own `AIInferenceInstrumentor` through azure-core's OpenTelemetry plugin (the global
+    tracer provider), content recording on: messages as span events."""
+    trace.set_tracer_provider(factory.provider)
+    from azure.ai.inference import ChatCompletionsClient
+    from azure.ai.inference.models import (
+        ChatCompletionsToolDefinition,
+        FunctionDefinition,
+        SystemMessage,
+        ToolMessage,
+        UserMessage,
+    )
+    from azure.ai.inference.tracing import AIInferenceInstrumentor
+    from azure.core.credentials import AzureKeyCredential
+    from azure.core.settings import settings
+
+    settings.tracing_implementation = "opentelemetry"
+    AIInferenceInstrumentor().instrument(enable_content_recording=True)
+    server = _FakeEndpoint(completion)
+    client = ChatCompletionsClient(endpoint=server.base_url, credential=AzureKeyCredential("test"))
+    tool = ChatCompletionsToolDefinition(
+        function=FunctionDefinition(
+            name="get_weather", description="Weather of a city.", parameters=WEATHER_PARAMETERS
+        )
+    )
+    try:
+        with _agent_span(factory, "conv-azure-1"):
+            said: list[Any] = [SystemMessage(SYSTEM), UserMessage(QUESTION)]
+            first = client.complete(messages=said, tools=[tool], model="gpt-4o-mini")
+            asked = first.choices[0].message
+            call = asked.tool_calls[0]
+            result = _run_tool(factory, call.id, call.function.arguments)
+            said += [asked, ToolMessage(result, tool_call_id=call.id)]
+            client.complete(messages=said, tools=[tool], model="gpt-4o-mini")
+    finally:
+        server.close()
 
 
 def named_tool_reply(request: dict[str, Any]) -> dict[str, Any]:
@@ -718,6 +758,7 @@ SDKS = {
     "semantic_kernel": _semantic_kernel,
     "autogen": _autogen,
     "agent_framework": _agent_framework,
+    "azure_ai_inference": _azure_ai_inference,
     "anthropic_openllmetry": _anthropic,
     "anthropic_openinference": lambda factory, base_url: _anthropic(factory, base_url, openinference=True),
     "openllmetry_responses": _openllmetry_responses,

@@ -92,6 +92,8 @@ RECORDINGS = [
     Recording("openllmetry_responses_trace.json", "weather-agent", "conv-responses-1"),
     # Microsoft Agent Framework's own telemetry (sensitive data on): the GenAI conventions
     Recording("agent_framework_trace.json", "weather-agent", None),
+    # Azure AI Inference's own tracing (content recording on): messages as span events, azure-core's HTTP spans
+    Recording("azure_ai_inference_trace.json", "weather-agent", "conv-azure-1"),
     # Anthropic's Messages API: the call a `tool_use` block, its result a `tool_result` block of a user message
     Recording(
         "anthropic_openllmetry_trace.json", "weather-agent", "conv-anthropic-1", call_id="toolu_fake_1"
