@@ -86,17 +86,17 @@ class Gaps:
         self.other: list[str] = []
         self.calls = 0  # tool calls seen, and those that did not fail
         self.ok_calls = 0
-        self.outputs_unlogged = 0  # turns without an answer whose model calls logged their requests only
+        self.outputs_unlogged = 0  # turns without an answer whose last model call logged its request only
 
     def not_captured(self, turns: int) -> list[str]:
         """The kinds of content no span of the conversation carried (`Conversation.not_captured`): `messages`
-        when no turn had its input or its answer, `answers` when no turn had its answer and every turn's model
-        calls logged their requests but nothing they returned, `arguments` / `results` when no tool call had
-        them."""
+        when no turn had its input or its answer, `answers` when a turn without an answer had its last model
+        call log its request but nothing it returned (the answer went unseen, as a source that logs some calls'
+        outputs and not others shows), `arguments` / `results` when no tool call had them."""
         out = []
         if turns and len(self.turns.get(NO_INPUT, ())) == turns == len(self.turns.get(NO_ANSWER, ())):
             out.append("messages")
-        elif turns and self.outputs_unlogged == turns:
+        elif self.outputs_unlogged:
             out.append("answers")
         if self.calls and self.counts.get(NO_ARGUMENTS, 0) == self.calls:
             out.append("arguments")
@@ -150,14 +150,16 @@ def _tool_from_span(span: SpanRecord) -> dict[str, Any]:
 
 
 def _outputs_unlogged(models: list[SpanRecord]) -> bool:
-    """Whether a turn's model calls logged what they were sent but nothing they returned, none failing: a source
-    that records requests only, whose answer went unseen rather than missing (an agent that failed before
-    answering has a failed call, or none)."""
-    return bool(models) and all(
-        m.status_error is None
-        and cv.first(m.attrs, cv.OUTPUT_MESSAGES_KEYS) is None
-        and cv.first(m.attrs, cv.INPUT_MESSAGES_KEYS) is not None
-        for m in models
+    """Whether a turn's last model call (`models` in start order) logged what it was sent but nothing it
+    returned, without failing: its answer went unseen rather than missing (a call returns something, if only an
+    empty message, unless it fails; an agent that failed before answering has a failed call, or none)."""
+    if not models:
+        return False
+    last = models[-1]
+    return (
+        last.status_error is None
+        and cv.first(last.attrs, cv.OUTPUT_MESSAGES_KEYS) is None
+        and cv.first(last.attrs, cv.INPUT_MESSAGES_KEYS) is not None
     )
 
 

@@ -423,3 +423,38 @@ def test_an_agent_that_failed_before_answering_is_still_unanswered() -> None:
         s for s in _spans("openai_agents_openllmetry") if s.attrs.get("gen_ai.operation.name") != "chat"
     ]
     assert build_conversation(without_models).not_captured != ["answers"]
+
+
+def _final_call_unlogged(status_error: str | None = None, which: int = -1) -> Any:
+    """The official OpenAI instrumentation's streamed run (`record_agents openai_stream`), one model call's output
+    taken off (the last by default: a stream given up before its end), that call failed or not."""
+    spans = decode_message((DATA / "openai_stream_trace.json").read_bytes(), "application/json")
+    chats = sorted(
+        (s for s in spans if s.attrs.get("gen_ai.operation.name") == "chat"), key=lambda s: s.start_ns
+    )
+    chats[which].attrs.pop("gen_ai.output.messages")
+    chats[which].status_error = status_error
+    return build_conversation(spans)
+
+
+def test_a_turn_whose_last_call_logged_no_output_has_its_answer_unseen_not_missing() -> None:
+    """A source that logged the tool call's output but not the answer's (calls logged one way, and another):
+    `answers` not captured, and no `no_answer`, though the turn's first call logged what it returned."""
+    from agentwatch.scorers import ConversationScorer
+
+    conv = _final_call_unlogged()
+    assert conv.not_captured == ["answers"] and conv.turns[0].answer is None
+    score = ConversationScorer().score(conv)
+    assert not any("no_answer" in r for r in score.reasons)
+
+
+def test_a_failed_last_call_leaves_the_turn_unanswered_and_an_earlier_unlogged_output_changes_nothing() -> (
+    None
+):
+    from agentwatch.scorers import ConversationScorer
+
+    failed = _final_call_unlogged("APIConnectionError")
+    assert failed.not_captured == []
+    assert any(r.startswith("no_answer") for r in ConversationScorer().score(failed).reasons)
+    earlier = _final_call_unlogged(which=0)  # the tool call's output not logged, the answer's logged
+    assert earlier.not_captured == [] and earlier.turns[0].answer == FINAL_TEXT
