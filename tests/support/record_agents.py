@@ -34,6 +34,7 @@ OpenTelemetry versions); this script runs in a virtualenv where one is installed
 | `autogen` | `autogen-agentchat` `autogen-ext[openai]` (0.7.5) `opentelemetry-instrumentation-openai` (OpenLLMetry, 0.62.4) | its runtime's `invoke_agent` and `execute_tool` spans, the model calls OpenLLMetry's; each agent's creation a `create_agent` trace of its own |
 | `agent_framework` | `agent-framework-core` (1.23.0) `agent-framework-openai` (1.17.0) | its own telemetry with sensitive data: `invoke_agent`, `chat` and `execute_tool` spans in the GenAI conventions |
 | `azure_ai_inference` | `azure-ai-inference` (1.0.0b9) `azure-core-tracing-opentelemetry` (1.0.0b13) | the loop on `ChatCompletionsClient`, traced by its `AIInferenceInstrumentor` with content recording: messages as span events, azure-core's HTTP spans beneath |
+| `crewai` | `crewai` (1.15.30) `opentelemetry-instrumentation-crewai` `opentelemetry-instrumentation-openai` (OpenLLMetry, 0.62.4), `TRACELOOP_TRACE_CONTENT=true` | crew, agent and task spans, the model calls OpenLLMetry's; no tool span |
 | `anthropic_openllmetry` | `anthropic` (2.14.0) `opentelemetry-instrumentation-anthropic` (OpenLLMetry, 0.62.4), `TRACELOOP_TRACE_CONTENT=true` | the loop on Anthropic's Messages API against a fake `/v1/messages`: `tool_use` and `tool_result` blocks, the GenAI conventions |
 | `anthropic_openinference` | `anthropic` (2.14.0) `openinference-instrumentation-anthropic` (3.1.0) | the same under OpenInference: flattened `llm.input_messages.*` keys |
 | `langgraph` | `langgraph` (1.2.24) `langchain-openai` (1.7.4) `openinference-instrumentation-langchain` (0.1.80) | OpenInference: a CHAIN per graph run, an AGENT span per run of the "agent" node, the tool node beside them; two turns of one thread |
@@ -387,6 +388,32 @@ def _azure_ai_inference(factory: SpanFactory, base_url: str) -> None:
             client.complete(messages=said, tools=[tool], model="gpt-4o-mini")
     finally:
         server.close()
+
+
+def _crewai(factory: SpanFactory, base_url: str) -> None:
+    """A CrewAI crew of one agent and one task, under OpenLLMetry's CrewAI and OpenAI instrumentations (what
+    Traceloop's SDK turns on); CrewAI's own telemetry off."""
+    os.environ["CREWAI_DISABLE_TELEMETRY"] = "true"
+    os.environ["CREWAI_TRACING_ENABLED"] = "false"
+    from crewai import LLM, Agent, Crew, Task
+    from crewai.tools import tool
+    from opentelemetry.instrumentation.crewai import CrewAIInstrumentor
+    from opentelemetry.instrumentation.openai import OpenAIInstrumentor
+
+    CrewAIInstrumentor().instrument(tracer_provider=factory.provider)
+    OpenAIInstrumentor().instrument(tracer_provider=factory.provider)
+
+    @tool("get_weather")
+    def get_weather(city: str) -> dict:
+        """Weather of a city."""
+        return weather(city)
+
+    llm = LLM(model="gpt-4o-mini", base_url=base_url, api_key="test")
+    agent = Agent(
+        role="weather agent", goal="Answer weather questions", backstory=SYSTEM, tools=[get_weather], llm=llm
+    )
+    task = Task(description=QUESTION, expected_output="The weather in the city", agent=agent)
+    Crew(agents=[agent], tasks=[task]).kickoff()
 
 
 def named_tool_reply(request: dict[str, Any]) -> dict[str, Any]:
@@ -759,6 +786,7 @@ SDKS = {
     "autogen": _autogen,
     "agent_framework": _agent_framework,
     "azure_ai_inference": _azure_ai_inference,
+    "crewai": _crewai,
     "anthropic_openllmetry": _anthropic,
     "anthropic_openinference": lambda factory, base_url: _anthropic(factory, base_url, openinference=True),
     "openllmetry_responses": _openllmetry_responses,
@@ -776,6 +804,7 @@ def main(sdk: str, out: Path) -> None:
         "openllmetry_stream": streamed,
         "smolagents": smolagents_reply,
         "semantic_kernel": named_tool_reply,
+        "crewai": named_tool_reply,
     }
     responder = responders.get(sdk)
     with FakeOpenAI(responder) as server:

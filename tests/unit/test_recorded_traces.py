@@ -227,3 +227,24 @@ def _is_the_weather_turn(turn: Turn, call_id: str) -> None:
     assert [(c.name, c.arguments, c.result, c.call_id) for c in turn.tool_calls] == [
         ("get_weather", {"city": "Paris"}, {"city": "Paris", "temperature_c": 18, "sky": "cloudy"}, call_id)
     ]
+
+
+def test_a_crewai_crew_is_one_turn_of_its_task() -> None:
+    """CrewAI 1.15.30 under OpenLLMetry's CrewAI and OpenAI instrumentations 0.62.4 (`record_agents crewai`): the
+    question is CrewAI's task prompt, the agent its role, the instructions its backstory and goal; no tool span,
+    the call read from the model's messages."""
+    conv = build_conversation(_records("crewai_trace.json", "json"))
+    assert conv.agent == "weather agent" and conv.system is not None and SYSTEM in conv.system
+    assert conv.notes == ["tool calls taken from model output messages (no execute_tool spans) for turn(s) 0"]
+    (turn,) = conv.turns
+    assert turn.input is not None and "Current Task: What is the weather in Paris?" in turn.input
+    assert turn.answer == FINAL_TEXT
+    assert [(c.name, c.arguments, c.result, c.call_id) for c in turn.tool_calls] == [
+        (
+            "get_weather",
+            {"city": "Paris"},
+            {"city": "Paris", "temperature_c": 18, "sky": "cloudy"},
+            TOOL_CALL_ID,
+        )
+    ]
+    assert [(u.input_tokens, u.output_tokens) for u in turn.usage] == [USAGE["tool_call"], USAGE["final"]]
