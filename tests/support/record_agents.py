@@ -755,6 +755,16 @@ def weather(city: str) -> dict:
     return {"city": city, "temperature_c": 18, "sky": "cloudy"}
 
 
+def weather_call(call_id: str | None = TOOL_CALL_ID, name: str = "get_weather") -> list[tuple[Any, ...]]:
+    """The one tool call of every recorded run, as `calls_of` gives it: Paris's weather, its result, `call_id`."""
+    return [(name, {"city": "Paris"}, weather("Paris"), call_id)]
+
+
+def calls_of(calls: list[Any]) -> list[tuple[Any, ...]]:
+    """Tool calls as (name, arguments, result, call id)."""
+    return [(c.name, c.arguments, c.result, c.call_id) for c in calls]
+
+
 SDKS = {
     "strands": _strands,
     "pydantic_ai": _pydantic_ai,

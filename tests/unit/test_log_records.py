@@ -25,6 +25,7 @@ from agentwatch.collector.reconstruct import build_conversation
 from agentwatch.collector.span_fragments import FRAGMENT_KEY, attach, is_fragment
 from agentwatch.config.services import CollectorConfig
 from tests.support.fake_openai import FINAL_TEXT, TOOL_CALL_ID, USAGE
+from tests.support.record_agents import calls_of, weather_call
 
 DATA = Path(__file__).parent.parent / "data"
 RUNS = ["openai_events", "openai_v2_events", "openllmetry_events"]
@@ -60,14 +61,7 @@ def test_a_run_whose_messages_are_log_records_rebuilds_its_whole_turn(run: str, 
     (turn,) = conv.turns
     assert (turn.input, turn.answer) == (QUESTION, FINAL_TEXT)
     # the tool span logged neither arguments nor result: the model calls' messages have both under its call id
-    assert [(c.name, c.arguments, c.result, c.call_id) for c in turn.tool_calls] == [
-        (
-            "get_weather",
-            {"city": "Paris"},
-            {"city": "Paris", "temperature_c": 18, "sky": "cloudy"},
-            TOOL_CALL_ID,
-        )
-    ]
+    assert calls_of(turn.tool_calls) == weather_call()
     assert [(u.input_tokens, u.output_tokens) for u in turn.usage] == [USAGE["tool_call"], USAGE["final"]]
 
 

@@ -29,6 +29,7 @@ from agentwatch.collector.span_tree import setup_only
 from agentwatch.scorers import ConversationScorer
 from agentwatch.wire.schema import Turn
 from tests.support.fake_openai import FINAL_TEXT, TOOL_CALL_ID, USAGE
+from tests.support.record_agents import calls_of, weather_call
 from tests.support.spans import otlp_json_to_protobuf
 
 DATA = Path(__file__).parent.parent / "data"
@@ -129,14 +130,7 @@ def test_a_recorded_run_rebuilds_its_turn(recording: Recording, encoding: str) -
         turn.answer is not None and turn.answer.strip() == FINAL_TEXT
     )  # Strands' answer ends with a newline
     calls = [c for c in turn.tool_calls if c.name != "final_answer"]
-    assert [(c.name, c.arguments, c.result, c.call_id) for c in calls] == [
-        (
-            "get_weather",
-            {"city": "Paris"},
-            {"city": "Paris", "temperature_c": 18, "sky": "cloudy"},
-            recording.call_id,
-        )
-    ]
+    assert calls_of(calls) == weather_call(recording.call_id)
     # each model call's tokens once: the totals on the agent span (`ai.usage.*`, Strands') are not a model call
     tokens = [USAGE["tool_call"], USAGE["final"]] if recording.tokens else [(0, 0), (0, 0)]
     assert [(u.input_tokens, u.output_tokens) for u in turn.usage] == tokens
@@ -179,14 +173,7 @@ def test_a_langgraph_thread_is_one_conversation_of_its_two_requests(
     assert (conv.conversation_id, conv.agent, conv.system) == ("thread-1", agent, SYSTEM)
     first, second = conv.turns
     assert (first.input, first.answer) == ("What is the weather in Paris?", FINAL_TEXT)
-    assert [(c.name, c.arguments, c.result, c.call_id) for c in first.tool_calls] == [
-        (
-            "get_weather",
-            {"city": "Paris"},
-            {"city": "Paris", "temperature_c": 18, "sky": "cloudy"},
-            TOOL_CALL_ID,
-        )
-    ]
+    assert calls_of(first.tool_calls) == weather_call()
     assert [(u.input_tokens, u.output_tokens) for u in first.usage] == [USAGE["tool_call"], USAGE["final"]]
     assert (second.input, second.answer, second.tool_calls) == ("Thanks. And tomorrow?", FINAL_TEXT, [])
     assert first.duration_ms is not None and second.started_at is not None and first.started_at is not None
@@ -224,9 +211,7 @@ def test_autogen_sends_each_agents_creation_as_a_trace_that_is_no_conversation()
 def _is_the_weather_turn(turn: Turn, call_id: str) -> None:
     """The recorded runs' turn: the question, one call of get_weather with its arguments and result, the answer."""
     assert (turn.input, turn.answer) == ("What is the weather in Paris?", FINAL_TEXT)
-    assert [(c.name, c.arguments, c.result, c.call_id) for c in turn.tool_calls] == [
-        ("get_weather", {"city": "Paris"}, {"city": "Paris", "temperature_c": 18, "sky": "cloudy"}, call_id)
-    ]
+    assert calls_of(turn.tool_calls) == weather_call(call_id)
 
 
 def test_a_crewai_crew_is_one_turn_of_its_task() -> None:
@@ -239,12 +224,5 @@ def test_a_crewai_crew_is_one_turn_of_its_task() -> None:
     (turn,) = conv.turns
     assert turn.input is not None and "Current Task: What is the weather in Paris?" in turn.input
     assert turn.answer == FINAL_TEXT
-    assert [(c.name, c.arguments, c.result, c.call_id) for c in turn.tool_calls] == [
-        (
-            "get_weather",
-            {"city": "Paris"},
-            {"city": "Paris", "temperature_c": 18, "sky": "cloudy"},
-            TOOL_CALL_ID,
-        )
-    ]
+    assert calls_of(turn.tool_calls) == weather_call()
     assert [(u.input_tokens, u.output_tokens) for u in turn.usage] == [USAGE["tool_call"], USAGE["final"]]

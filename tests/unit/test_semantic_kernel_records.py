@@ -12,7 +12,8 @@ from agentwatch.collector.reconstruct import build_conversation
 from agentwatch.config import Settings
 from agentwatch.scorers import ConversationScorer
 from agentwatch.wire.schema import Expectation
-from tests.support.fake_openai import FINAL_TEXT, TOOL_CALL_ID, USAGE
+from tests.support.fake_openai import FINAL_TEXT, USAGE
+from tests.support.record_agents import calls_of, weather_call
 
 DATA = Path(__file__).parent.parent / "data"
 
@@ -30,14 +31,7 @@ def test_its_log_records_give_the_turn_its_instructions_question_and_calls() -> 
     (turn,) = conv.turns
     assert (turn.input, turn.answer) == ("What is the weather in Paris?", FINAL_TEXT)
     # a plugin's function is named `Plugin-function` (scoring.names.strip_prefixes can take the plugin off)
-    assert [(c.name, c.arguments, c.result, c.call_id) for c in turn.tool_calls] == [
-        (
-            "Weather-get_weather",
-            {"city": "Paris"},
-            {"city": "Paris", "temperature_c": 18, "sky": "cloudy"},
-            TOOL_CALL_ID,
-        )
-    ]
+    assert calls_of(turn.tool_calls) == weather_call(name="Weather-get_weather")
     assert [(u.input_tokens, u.output_tokens) for u in turn.usage] == [USAGE["tool_call"], USAGE["final"]]
 
 
