@@ -46,19 +46,23 @@ import asyncio
 import json
 import os
 import sys
-import threading
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 from opentelemetry import trace
 
+from tests.support.fake_models import (
+    FakeEndpoint,
+    anthropic_reply,
+    gemini_server,
+    named_tool_reply,
+    responses_server,
+    smolagents_reply,
+    streamed,
+)
 from tests.support.fake_openai import (
-    FINAL_TEXT,
-    RESPONSE_MODEL,
     TOOL_CALL_ID,
-    USAGE,
     FakeOpenAI,
     Reply,
     completion,
@@ -68,33 +72,6 @@ from tests.support.spans import SpanFactory
 SYSTEM = "You answer weather questions."
 QUESTION = "What is the weather in Paris?"
 FOLLOW_UP = "Thanks. And tomorrow?"
-
-
-def streamed(request: dict[str, Any]) -> Reply:
-    """The fake model's completion as server-sent chunks: role and content or tool calls, the finish, and usage
-    when the request asks for it."""
-    body = completion(request)
-    message = body["choices"][0]["message"]
-    delta: dict[str, Any] = {"role": "assistant"}
-    if message.get("content"):
-        delta["content"] = message["content"]
-    if message.get("tool_calls"):
-        delta["tool_calls"] = [{"index": i, **call} for i, call in enumerate(message["tool_calls"])]
-    base = {
-        "id": body["id"],
-        "object": "chat.completion.chunk",
-        "created": body["created"],
-        "model": body["model"],
-    }
-    finish = body["choices"][0]["finish_reason"]
-    chunks = [
-        {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]},
-        {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]},
-    ]
-    if (request.get("stream_options") or {}).get("include_usage"):  # as OpenAI: usage only when asked for
-        chunks.append({**base, "choices": [], "usage": body["usage"]})
-    text = "".join(f"data: {json.dumps(chunk)}\n\n" for chunk in chunks) + "data: [DONE]\n\n"
-    return Reply(body=text, headers={"Content-Type": "text/event-stream"})
 
 
 def _strands(factory: SpanFactory, base_url: str) -> None:
@@ -167,7 +144,7 @@ def _openai_agents(
         from openinference.instrumentation.openai_agents import OpenAIAgentsInstrumentor
 
         OpenAIAgentsInstrumentor().instrument(tracer_provider=factory.provider)
-    server = _responses_server() if responses else None
+    server = responses_server() if responses else None
     client = AsyncOpenAI(base_url=server.base_url if server else base_url, api_key="test")
     model: Any = (
         OpenAIResponsesModel(model="gpt-4o-mini", openai_client=client)
@@ -227,7 +204,7 @@ def _responses_loop(factory: SpanFactory) -> None:
     input items of the second request."""
     from openai import OpenAI
 
-    server = _responses_server()
+    server = responses_server()
     client: Any = OpenAI(base_url=server.base_url, api_key="test")
     tools = [{"type": "function", "name": "get_weather", "parameters": WEATHER_PARAMETERS}]
     try:
@@ -370,7 +347,7 @@ def _azure_ai_inference(factory: SpanFactory, base_url: str) -> None:
 
     settings.tracing_implementation = "opentelemetry"
     AIInferenceInstrumentor().instrument(enable_content_recording=True)
-    server = _FakeEndpoint(completion)
+    server = FakeEndpoint(completion)
     client = ChatCompletionsClient(endpoint=server.base_url, credential=AzureKeyCredential("test"))
     tool = ChatCompletionsToolDefinition(
         function=FunctionDefinition(
@@ -416,18 +393,6 @@ def _crewai(factory: SpanFactory, base_url: str) -> None:
     Crew(agents=[agent], tasks=[task]).kickoff()
 
 
-def named_tool_reply(request: dict[str, Any]) -> dict[str, Any]:
-    """The fake model's completion, its tool call under the name the request's first tool has (Semantic Kernel
-    names a plugin's function `Plugin-function`)."""
-    body = completion(request)
-    message = body["choices"][0]["message"]
-    tools = request.get("tools") or []
-    for call in message.get("tool_calls") or []:
-        if tools:
-            call["function"]["name"] = tools[0]["function"]["name"]
-    return body
-
-
 def _anthropic(factory: SpanFactory, base_url: str, openinference: bool = False) -> None:
     """`_weather_loop` on Anthropic's Messages API: the tool call a `tool_use` block, its result a `tool_result`
     block of the next user message."""
@@ -438,7 +403,7 @@ def _anthropic(factory: SpanFactory, base_url: str, openinference: bool = False)
     else:
         from opentelemetry.instrumentation.anthropic import AnthropicInstrumentor
     AnthropicInstrumentor().instrument(tracer_provider=factory.provider)
-    server = _FakeEndpoint(_anthropic_reply)
+    server = FakeEndpoint(anthropic_reply)
     client: Any = Anthropic(base_url=server.base_url, api_key="test")
     tools = [{"name": "get_weather", "description": "Weather of a city.", "input_schema": WEATHER_PARAMETERS}]
     try:
@@ -461,30 +426,6 @@ def _anthropic(factory: SpanFactory, base_url: str, openinference: bool = False)
             client.messages.create(messages=said, **ask)
     finally:
         server.close()
-
-
-def _anthropic_reply(body: dict[str, Any]) -> dict[str, Any]:
-    """A `tool_use` block, then (given its `tool_result`) the answer, with the token counts of the fake chat
-    model."""
-    said = [b for m in body.get("messages") or [] if isinstance(m.get("content"), list) for b in m["content"]]
-    if any(isinstance(b, dict) and b.get("type") == "tool_result" for b in said):
-        content: list[dict[str, Any]] = [{"type": "text", "text": FINAL_TEXT}]
-        stop, (prompt, output), n = "end_turn", USAGE["final"], 2
-    else:
-        content = [
-            {"type": "tool_use", "id": "toolu_fake_1", "name": "get_weather", "input": {"city": "Paris"}}
-        ]
-        stop, (prompt, output), n = "tool_use", USAGE["tool_call"], 1
-    return {
-        "id": f"msg_fake_{n}",
-        "type": "message",
-        "role": "assistant",
-        "model": "claude-sonnet-4-5-20250929",
-        "content": content,
-        "stop_reason": stop,
-        "stop_sequence": None,
-        "usage": {"input_tokens": prompt, "output_tokens": output},
-    }
 
 
 def _openai_responses(factory: SpanFactory, base_url: str) -> None:
@@ -605,24 +546,6 @@ def _smolagents(factory: SpanFactory, base_url: str) -> None:
     agent.run(QUESTION)
 
 
-def smolagents_reply(request: dict[str, Any]) -> dict[str, Any]:
-    """The fake model as smolagents needs it: the tool call, then (once an observation came back) the answer as
-    a call of its `final_answer` tool."""
-    said = request.get("messages") or []
-    answered = any("Observation" in json.dumps(m.get("content")) for m in said[2:])
-    body = completion({"messages": [{"role": "tool"}] if answered else []})
-    if answered:
-        arguments = json.dumps({"answer": FINAL_TEXT})
-        call = {
-            "id": "call_final_1",
-            "type": "function",
-            "function": {"name": "final_answer", "arguments": arguments},
-        }
-        body["choices"][0]["message"] = {"role": "assistant", "content": None, "tool_calls": [call]}
-        body["choices"][0]["finish_reason"] = "tool_calls"
-    return body
-
-
 def _google_genai(factory: SpanFactory, base_url: str, events: bool = False) -> None:
     os.environ["OTEL_SEMCONV_STABILITY_OPT_IN"] = "gen_ai_latest_experimental"
     os.environ["OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"] = "EVENT_ONLY" if events else "SPAN_ONLY"
@@ -634,7 +557,7 @@ def _google_genai(factory: SpanFactory, base_url: str, events: bool = False) -> 
     GoogleGenAiSdkInstrumentor().instrument(
         tracer_provider=factory.provider, logger_provider=factory.logger_provider
     )
-    server = _gemini_server()
+    server = gemini_server()
     client = genai.Client(api_key="test", http_options=types.HttpOptions(base_url=server.base_url))
     config = types.GenerateContentConfig(
         tools=[weather],
@@ -651,103 +574,6 @@ def _google_genai(factory: SpanFactory, base_url: str, events: bool = False) -> 
         client.models.generate_content(model="gemini-2.0-flash", contents=contents, config=config)
     finally:
         server.close()
-
-
-class _FakeEndpoint:
-    """A JSON endpoint on 127.0.0.1 answering every POST with `reply(request body)`; `base_url` ends in `root`."""
-
-    def __init__(self, reply: Callable[[dict[str, Any]], dict[str, Any]], root: str = "") -> None:
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                data = json.dumps(
-                    reply(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
-                ).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
-        self.base_url = f"http://127.0.0.1:{self._server.server_port}{root}"
-
-    def close(self) -> None:
-        """Stop serving."""
-        self._server.shutdown()
-
-
-def _responses_server() -> _FakeEndpoint:
-    """An OpenAI Responses endpoint (`POST /v1/responses`, the OpenAI Agents SDK's default model)."""
-    return _FakeEndpoint(_responses_reply, "/v1")
-
-
-def _gemini_server() -> _FakeEndpoint:
-    """A Gemini `generateContent` endpoint."""
-    return _FakeEndpoint(_gemini_reply)
-
-
-def _responses_reply(body: dict[str, Any]) -> dict[str, Any]:
-    """A function call, then (given its output) the answer, with the token counts of the fake chat model."""
-    given = body.get("input")
-    said: list[Any] = given if isinstance(given, list) else []
-    item: dict[str, Any]
-    answered = any(isinstance(i, dict) and i.get("type") == "function_call_output" for i in said)
-    if answered:
-        text = {"type": "output_text", "text": FINAL_TEXT, "annotations": []}
-        item = {
-            "type": "message",
-            "id": "msg_fake_1",
-            "role": "assistant",
-            "status": "completed",
-            "content": [text],
-        }
-        prompt, output = USAGE["final"]
-    else:
-        item = {
-            "type": "function_call",
-            "id": "fc_fake_1",
-            "call_id": TOOL_CALL_ID,
-            "name": "get_weather",
-            "arguments": json.dumps({"city": "Paris"}),
-            "status": "completed",
-        }
-        prompt, output = USAGE["tool_call"]
-    return {
-        "id": f"resp_fake_{2 if answered else 1}",  # ids differ between responses, as OpenAI's do
-        "object": "response",
-        "created_at": 1_700_000_000,
-        "status": "completed",
-        "model": RESPONSE_MODEL,
-        "output": [item],
-        "parallel_tool_calls": True,
-        "tool_choice": "auto",
-        "tools": body.get("tools") or [],
-        "usage": {
-            "input_tokens": prompt,
-            "output_tokens": output,
-            "total_tokens": prompt + output,
-            "input_tokens_details": {"cached_tokens": 0},
-            "output_tokens_details": {"reasoning_tokens": 0},
-        },
-    }
-
-
-def _gemini_reply(body: dict[str, Any]) -> dict[str, Any]:
-    """A function call, then (given its response) the answer, with the token counts of the fake OpenAI model."""
-    said = [p for c in body.get("contents", []) for p in c.get("parts", [])]
-    parts: list[dict[str, Any]]
-    if any("functionResponse" in p for p in said):
-        parts, (prompt, output) = [{"text": FINAL_TEXT}], USAGE["final"]
-    else:
-        parts = [{"functionCall": {"name": "get_weather", "args": {"city": "Paris"}}}]
-        prompt, output = USAGE["tool_call"]
-    candidate = {"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}
-    usage = {"promptTokenCount": prompt, "candidatesTokenCount": output}
-    return {"candidates": [candidate], "usageMetadata": usage}
 
 
 def weather(city: str) -> dict:
