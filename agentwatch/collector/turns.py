@@ -86,13 +86,14 @@ class Gaps:
         self.other: list[str] = []
         self.calls = 0  # tool calls seen, and those that did not fail
         self.ok_calls = 0
-        self.outputs_unlogged = 0  # turns without an answer whose last model call logged its request only
+        self.outputs_unlogged = 0  # turns without an answer that went unseen (see `not_captured`)
 
     def not_captured(self, turns: int) -> list[str]:
         """The kinds of content no span of the conversation carried (`Conversation.not_captured`): `messages`
         when no turn had its input or its answer, `answers` when a turn without an answer had its last model
         call log its request but nothing it returned (the answer went unseen, as a source that logs some calls'
-        outputs and not others shows), `arguments` / `results` when no tool call had them."""
+        outputs and not others shows), or was made of bare model calls ending on a tool call whose result the
+        conversation does not hold (`_asked_out_of_sight`), `arguments` / `results` when no tool call had them."""
         out = []
         if turns and len(self.turns.get(NO_INPUT, ())) == turns == len(self.turns.get(NO_ANSWER, ())):
             out.append("messages")
@@ -161,6 +162,13 @@ def _outputs_unlogged(models: list[SpanRecord]) -> bool:
         and cv.first(last.attrs, cv.OUTPUT_MESSAGES_KEYS) is None
         and cv.first(last.attrs, cv.INPUT_MESSAGES_KEYS) is not None
     )
+
+
+def _asked_out_of_sight(calls: list[dict[str, Any]]) -> bool:
+    """Whether bare model calls (no agent span around them) end asking for a tool whose result no span of the
+    conversation holds: a loop the caller runs went on out of sight (each call its own trace when nothing joins
+    them), so the answer went unseen rather than missing."""
+    return bool(calls) and "result" not in calls[-1] and calls[-1].get("error") is None
 
 
 def _callback_record(args: Any, result: Any) -> tuple[Any, Any, str | None]:
@@ -436,6 +444,8 @@ def build_turn(
         gaps.ok_calls += sum(1 for c in tool_calls if c.get("error") is None)
         if missing:
             gaps.counts[NO_RESULT] += missing
+        if answer is None and own_role == MODEL and _asked_out_of_sight(tool_calls):
+            gaps.outputs_unlogged += 1
         if tool_calls:
             gaps.turns["tool calls taken from model output messages (no execute_tool spans)"].append(index)
     usage = _calls_usage(models, [span, *members], index, gaps)

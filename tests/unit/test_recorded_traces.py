@@ -226,3 +226,24 @@ def test_a_crewai_crew_is_one_turn_of_its_task() -> None:
     assert turn.answer == FINAL_TEXT
     assert calls_of(turn.tool_calls) == weather_call()
     assert [(u.input_tokens, u.output_tokens) for u in turn.usage] == [USAGE["tool_call"], USAGE["final"]]
+
+
+def test_a_loop_the_caller_runs_without_anything_joining_its_traces_is_not_taken_for_an_agent_that_stopped() -> (
+    None
+):
+    """Google GenAI's two `generate_content` calls, each a trace of its own with no conversation id or agent span:
+    two conversations. The first ends asking for a tool whose result is in the other: its answer went unseen
+    (`answers` not captured), not missing, so `no_answer` does not fire; the second has the answer."""
+    groups = group_by_conversation(_records("google_genai_trace.json", "json"))
+    first, second = sorted((build_conversation(spans) for spans in groups.values()), key=lambda c: c.ended_at)
+    assert (first.turns[0].answer, first.not_captured) == (None, ["answers", "results"])
+    assert (second.turns[0].answer, second.not_captured) == (FINAL_TEXT, [])
+    scorer = ConversationScorer()
+    assert [scorer.score(c).evidence for c in (first, second)] == [[], []]
+    # under an agent span the same stop is the agent's: the tool was never run, no answer came
+    model = min(_records("google_genai_trace.json", "json"), key=lambda r: r.start_ns)
+    agent = SpanRecord(model.trace_id, "a" * 16, None, "invoke_agent", 0, 2**62, None, {}, {}, "c")
+    agent.attrs["gen_ai.operation.name"] = "invoke_agent"
+    model.parent_span_id, model.conversation_id = agent.span_id, "c"
+    stopped = build_conversation([agent, model])
+    assert stopped.not_captured == ["results"] and scorer.score(stopped).evidence == ["no_answer"]
