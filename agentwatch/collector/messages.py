@@ -329,6 +329,42 @@ def _unnamed_results(value: Any, names: list[str]) -> list[Any] | None:
     return None
 
 
+def calls_before(first: SpanRecord, known: set[str | None]) -> list[dict[str, Any]]:
+    """The tool calls of a turn made before its first model call `first` (as `ToolCall` fields, in order): those
+    `first`'s input repeats after the last user message that has text, with the results given there, except
+    those under `known` ids. A loop the caller runs whose earlier steps were traces of their own leaves them
+    only there."""
+    found = messages(cv.first(first.attrs, cv.INPUT_MESSAGES_KEYS)) or []
+    start = next(
+        (
+            i + 1
+            for i in range(len(found) - 1, -1, -1)
+            if found[i].get("role") == "user" and message_text(found[i])
+        ),
+        None,
+    )
+    if start is None:
+        return []
+    later = found[start:]
+    results = {
+        str(p["id"]): p.get("response", p.get("result"))
+        for m in later
+        for p in parts(m)
+        if p.get("type") == "tool_call_response" and p.get("id") is not None
+    }
+    calls = []
+    for message in later:
+        for part in parts(message):
+            call_id = None if part.get("id") is None else str(part["id"])
+            if part.get("type") != "tool_call" or call_id is None or call_id in known:
+                continue
+            call = {"name": _name(part), "arguments": json_or_text(part.get("arguments")), "call_id": call_id}
+            if call_id in results:
+                call["result"] = json_or_text(results[call_id])
+            calls.append(call)
+    return calls
+
+
 def tools_from_messages(
     models: list[SpanRecord], elsewhere: ToolResponses | None = None
 ) -> tuple[list[dict[str, Any]], int]:

@@ -18,6 +18,7 @@ from agentwatch.collector.foreign_messages import ENCODE
 from agentwatch.collector.messages import (
     ToolResponses,
     as_text,
+    calls_before,
     json_or_text,
     last_user_text,
     messages,
@@ -75,6 +76,9 @@ NO_INPUT = "no user input captured"
 NO_ANSWER = "no answer text captured (content capture off?)"
 NO_ARGUMENTS = "tool arguments not captured (content capture off?)"
 NO_RESULT = "tool result not captured"
+EARLIER_CALLS = (
+    "tool calls of earlier steps taken from the first model call's input (its steps in other traces)"
+)
 
 
 class Gaps:
@@ -440,6 +444,12 @@ def build_turn(
                     gaps.counts[NO_RESULT] += 1
     else:
         tool_calls, missing = tools_from_messages(models, responses)
+        if own_role == MODEL and models:  # bare model calls: steps before them may be traces of their own
+            earlier = calls_before(models[0], {c["call_id"] for c in tool_calls})
+            if earlier:
+                gaps.turns[EARLIER_CALLS].append(index)
+                missing += sum(1 for c in earlier if "result" not in c)
+                tool_calls = earlier + tool_calls
         gaps.calls += len(tool_calls)  # their arguments were in the messages
         gaps.ok_calls += sum(1 for c in tool_calls if c.get("error") is None)
         if missing:

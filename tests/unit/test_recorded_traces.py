@@ -233,13 +233,15 @@ def test_a_loop_the_caller_runs_without_anything_joining_its_traces_is_not_taken
 ):
     """Google GenAI's two `generate_content` calls, each a trace of its own with no conversation id or agent span:
     two conversations. The first ends asking for a tool whose result is in the other: its answer went unseen
-    (`answers` not captured), not missing, so `no_answer` does not fire; the second has the answer."""
+    (`answers` not captured), not missing, so `no_answer` does not fire. The second is the whole turn: the call
+    made before it and its result read from its input, after the question."""
     groups = group_by_conversation(_records("google_genai_trace.json", "json"))
     first, second = sorted(
         (build_conversation(spans) for spans in groups.values()), key=lambda c: c.turns[0].answer is not None
     )
     assert (first.turns[0].answer, first.not_captured) == (None, ["answers", "results"])
     assert (second.turns[0].answer, second.not_captured) == (FINAL_TEXT, [])
+    assert calls_of(second.turns[0].tool_calls) == weather_call("get_weather_0")
     scorer = ConversationScorer()
     assert [scorer.score(c).evidence for c in (first, second)] == [[], []]
     # under an agent span the same stop is the agent's: the tool was never run, no answer came

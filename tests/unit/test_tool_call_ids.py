@@ -112,3 +112,28 @@ def test_results_under_ids_no_call_has_answer_the_calls_before_them_in_order() -
     assert _answered_in_order(_history(["fc_1", "fc_2"], ["call_1"])) == {}  # not as many: no guess
     assert _answered_in_order(_history(["fc_1", "fc_2"], ["fc_2", "call_1"])) == {}  # ids that match: by id
     assert _answered_in_order(_history(["fc_1"], [])) == {}
+
+
+def test_calls_before_a_turns_first_model_call_are_those_after_the_last_question() -> None:
+    """A loop the caller runs, its earlier steps in other traces: the calls the first call's input repeats after
+    the last user message with text, with their results; an earlier turn's calls, and calls already known, not."""
+    from agentwatch.collector.messages import calls_before
+
+    def user(text: str) -> dict[str, Any]:
+        return {"role": "user", "parts": [{"type": "text", "content": text}]}
+
+    def asked(cid: str) -> dict[str, Any]:
+        return {
+            "role": "assistant",
+            "parts": [{"type": "tool_call", "id": cid, "name": "f", "arguments": {"n": cid}}],
+        }
+
+    def given(cid: str) -> dict[str, Any]:
+        return {"role": "tool", "parts": [{"type": "tool_call_response", "id": cid, "response": f"r{cid}"}]}
+
+    history = [user("one"), asked("a"), given("a"), user("two"), asked("b"), given("b"), asked("c")]
+    first = _span("b" * 16, None, 0, {"gen_ai.input.messages": json.dumps(history)})
+    assert [(c["call_id"], c.get("result")) for c in calls_before(first, set())] == [("b", "rb"), ("c", None)]
+    assert [c["call_id"] for c in calls_before(first, {"b"})] == ["c"]
+    nothing = _span("b" * 16, None, 0, {"gen_ai.input.messages": json.dumps([asked("x"), given("x")])})
+    assert calls_before(nothing, set()) == []
