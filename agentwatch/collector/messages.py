@@ -334,7 +334,8 @@ def calls_before(first: SpanRecord, known: set[str | None]) -> list[dict[str, An
     `first`'s input repeats after the last user message that has text, with the results given there, except
     those under `known` ids. A loop the caller runs whose earlier steps were traces of their own leaves them
     only there."""
-    found = messages(cv.first(first.attrs, cv.INPUT_MESSAGES_KEYS)) or []
+    given = cv.first(first.attrs, cv.INPUT_MESSAGES_KEYS)
+    found = messages(given) or []
     start = next(
         (
             i + 1
@@ -353,12 +354,17 @@ def calls_before(first: SpanRecord, known: set[str | None]) -> list[dict[str, An
         if p.get("type") == "tool_call_response" and p.get("id") is not None
     }
     calls = []
+    in_order: dict[str, Any] | None = None  # results under ids none of the calls has, read when needed
     for message in later:
         for part in parts(message):
             call_id = None if part.get("id") is None else str(part["id"])
             if part.get("type") != "tool_call" or call_id is None or call_id in known:
                 continue
             call = {"name": _name(part), "arguments": json_or_text(part.get("arguments")), "call_id": call_id}
+            if call_id not in results:
+                in_order = _answered_in_order(given) if in_order is None else in_order
+                if call_id in in_order:
+                    results[call_id] = in_order[call_id]
             if call_id in results:
                 call["result"] = json_or_text(results[call_id])
             calls.append(call)

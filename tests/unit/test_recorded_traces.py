@@ -25,7 +25,7 @@ import pytest
 from agentwatch.collector.decode import SpanRecord, decode_message
 from agentwatch.collector.otlp_files import group_by_conversation
 from agentwatch.collector.reconstruct import build_conversation
-from agentwatch.collector.span_tree import setup_only
+from agentwatch.collector.span_tree import role_of, setup_only
 from agentwatch.scorers import ConversationScorer
 from agentwatch.wire.schema import Turn
 from tests.support.fake_openai import FINAL_TEXT, TOOL_CALL_ID, USAGE
@@ -251,3 +251,41 @@ def test_a_loop_the_caller_runs_without_anything_joining_its_traces_is_not_taken
     model.parent_span_id, model.conversation_id = agent.span_id, "c"
     stopped = build_conversation([agent, model])
     assert stopped.not_captured == ["results"] and scorer.score(stopped).evidence == ["no_answer"]
+
+
+SPLIT = [
+    "openai_responses_trace.json",
+    "openllmetry_responses_trace.json",
+    "openai_stream_trace.json",
+    "openllmetry_stream_trace.json",
+    "anthropic_openllmetry_trace.json",
+    "anthropic_openinference_trace.json",
+    "azure_ai_inference_trace.json",
+]
+
+
+@pytest.mark.parametrize("file", SPLIT)
+def test_each_model_call_a_trace_of_its_own_makes_an_unseen_answer_then_the_whole_turn(file: str) -> None:
+    """The loop's two model calls alone, each made a trace (and so a conversation) of its own, as a caller that
+    opens no span around them sends them: no failure evidence on the first, the whole turn in the second."""
+    models = sorted((s for s in _records(file, "json") if role_of(s) == "model"), key=lambda s: s.start_ns)
+    convs = []
+    for i, model in enumerate(models):
+        model.parent_span_id, model.trace_id = None, f"{i + 1:032x}"
+        model.conversation_id = model.trace_id
+        convs.append(build_conversation([model]))
+    first, second = convs
+    scorer = ConversationScorer()
+    assert (first.turns[0].answer, first.not_captured, scorer.score(first).evidence) == (
+        None,
+        ["answers", "results"],
+        [],
+    )
+    assert (second.turns[0].answer, second.not_captured, scorer.score(second).evidence) == (
+        FINAL_TEXT,
+        [],
+        [],
+    )
+    assert [(c.name, c.arguments, c.result) for c in second.turns[0].tool_calls] == [
+        (name, arguments, result) for name, arguments, result, _ in weather_call()
+    ]
