@@ -91,13 +91,15 @@ class Gaps:
         self.calls = 0  # tool calls seen, and those that did not fail
         self.ok_calls = 0
         self.outputs_unlogged = 0  # turns without an answer that went unseen (see `not_captured`)
+        self.steps_unseen = 0  # of them, turns whose loop went on out of sight
 
     def not_captured(self, turns: int) -> list[str]:
         """The kinds of content no span of the conversation carried (`Conversation.not_captured`): `messages`
         when no turn had its input or its answer, `answers` when a turn without an answer had its last model
         call log its request but nothing it returned (the answer went unseen, as a source that logs some calls'
         outputs and not others shows), or was made of bare model calls ending on a tool call whose result the
-        conversation does not hold (`_asked_out_of_sight`), `arguments` / `results` when no tool call had them."""
+        conversation does not hold (`_asked_out_of_sight`: then `steps` too, what the agent did next went
+        unseen), `arguments` / `results` when no tool call had them."""
         out = []
         if turns and len(self.turns.get(NO_INPUT, ())) == turns == len(self.turns.get(NO_ANSWER, ())):
             out.append("messages")
@@ -107,6 +109,8 @@ class Gaps:
             out.append("arguments")
         if self.ok_calls and self.counts.get(NO_RESULT, 0) == self.ok_calls:
             out.append("results")
+        if self.steps_unseen:
+            out.append("steps")
         return out
 
     def notes(self) -> list[str]:
@@ -456,6 +460,7 @@ def build_turn(
             gaps.counts[NO_RESULT] += missing
         if answer is None and own_role == MODEL and _asked_out_of_sight(tool_calls):
             gaps.outputs_unlogged += 1
+            gaps.steps_unseen += 1
         if tool_calls:
             gaps.turns["tool calls taken from model output messages (no execute_tool spans)"].append(index)
     usage = _calls_usage(models, [span, *members], index, gaps)

@@ -17,16 +17,26 @@ from agentwatch.wire.schema import Conversation, Expectation
 MESSAGES = "messages"
 ANSWERS = "answers"  # the inputs were captured, no answer was: what reads messages reads the answers
 ARGUMENTS = "arguments"
-_WHAT = {MESSAGES: "messages", ANSWERS: "answers", ARGUMENTS: "tool arguments", "results": "tool results"}
+STEPS = "steps"  # what the agent did after its last call seen: every grader of the outcome is unmet
+_WHAT = {
+    MESSAGES: "messages",
+    ANSWERS: "answers",
+    ARGUMENTS: "tool arguments",
+    "results": "tool results",
+    STEPS: "the steps after its last call",
+}
 
 
 def missing(needs: frozenset[str], not_captured: Iterable[str]) -> frozenset[str]:
     """The content among `needs` its source did not capture (answers not captured leave a need of messages
-    unmet: the graders that read messages read the answers)."""
+    unmet: the graders that read messages read the answers; steps not captured leave every need unmet: a grader
+    of the outcome judges what the agent did, and what it did last was not seen)."""
     gaps = frozenset(not_captured)
     found = needs & gaps
     if MESSAGES in needs and ANSWERS in gaps and MESSAGES not in gaps:
         found |= {ANSWERS}
+    if STEPS in gaps:
+        found |= {STEPS}
     return found
 
 
@@ -75,5 +85,10 @@ def without_expectations(conv: Conversation) -> Conversation:
 
 def not_applied(grader: str, missing: Iterable[str]) -> str:
     """The reason a grader was not applied: the content it needs that was not captured."""
+    if STEPS in missing:  # not a capture setting: the conversation's later steps were sent apart from it
+        return (
+            f"not_captured: {grader} not applied: {_WHAT[STEPS]} not seen (a loop the caller runs, its later "
+            "steps in traces of their own: set gen_ai.conversation.id or open an agent span around them)"
+        )
     what = " and ".join(_WHAT[m] for m in sorted(missing))
     return f"not_captured: {grader} not applied: {what} not recorded by the source (content capture off?)"

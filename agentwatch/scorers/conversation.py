@@ -142,6 +142,8 @@ class ConversationScorer:
     def _checkable(self, conv: Conversation, skipped: list[str]) -> Conversation:
         """`conv` without the expectations that need content its source did not capture (`scorers.capture`);
         the reason goes to `skipped`."""
+        if conv.expected is None and all(t.expected is None for t in conv.turns):
+            return conv
         unmet = missing(expectations_need(conv), conv.not_captured)
         if not unmet:
             return conv

@@ -55,7 +55,7 @@ ARGUMENT_MODES: tuple[str, ...] = ("exact", "ignore", "numeric", "subset", "unor
 ExtraCalls = Literal["read_only", "none", "any"]
 # How a conversation must end: with a handoff to a person, or without one.
 Ending = Literal["handoff", "answer"]
-Captured = Literal["messages", "answers", "arguments", "results"]  # kinds of content a source may not record
+Captured = Literal["messages", "answers", "arguments", "results", "steps"]  # content a source may not record
 
 
 class WireModel(BaseModel):
@@ -248,7 +248,8 @@ class Conversation(WireModel):
         default_factory=list,
         description="Content the source recorded for no turn or call (OpenTelemetry content capture off): "
         "messages (inputs and answers), answers (the inputs were recorded, no model output), arguments, results "
-        "of tool calls. Graders and detectors that need it are not applied.",
+        "of tool calls, steps (what the agent did after its last call seen: its loop went on in traces of their "
+        "own). Graders and detectors that need it are not applied; without the steps, no grader of the outcome.",
     )
     notes: list[str] = Field(
         default_factory=list,

@@ -195,3 +195,31 @@ def test_answers_not_recorded_leave_what_reads_them_unapplied_and_no_answer_unfl
     assert "no_answer" in recorded.evidence
     names = ConversationScorer(Settings(policies=[NAMES_POLICY]))
     assert names.score(conv("n", ["answers"])).passed is True
+
+
+def test_without_its_later_steps_no_grader_of_the_outcome_applies() -> None:
+    """`steps` not captured (a loop the caller runs, this conversation its first trace): a names-only policy,
+    names-only expectations and the judge are not applied (the agent may have cancelled in a later trace), and
+    nothing fails it; with `answers` alone, the names-only policy grades as before."""
+    turn = {"input": "Cancel order #W1, please.", "answer": None, "tool_calls": [{"name": "lookup_order"}]}
+
+    def conv(not_captured: list[str], **expected: Any) -> Conversation:
+        return Conversation.model_validate(
+            {
+                "conversation_id": "c",
+                "agent": "shop",
+                "task": "cancel",
+                "turns": [{**turn, **expected}],
+                "not_captured": not_captured,
+            }
+        )
+
+    names = ConversationScorer(Settings(policies=[NAMES_POLICY]))
+    fragment = names.score(conv(["answers", "results", "steps"]))
+    assert fragment.passed is None and fragment.evidence == []
+    assert fragment.reasons[0].startswith(
+        "not_captured: task policy cancel-names@1 not applied: the steps after its last call not seen"
+    )
+    assert names.score(conv(["answers"])).passed is False  # missing cancel_order: the policy still grades
+    expected = {"expected": {"tools": [{"name": "cancel_order"}]}}
+    assert ConversationScorer().score(conv(["answers", "steps"], **expected)).passed is None

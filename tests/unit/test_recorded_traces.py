@@ -239,7 +239,7 @@ def test_a_loop_the_caller_runs_without_anything_joining_its_traces_is_not_taken
     first, second = sorted(
         (build_conversation(spans) for spans in groups.values()), key=lambda c: c.turns[0].answer is not None
     )
-    assert (first.turns[0].answer, first.not_captured) == (None, ["answers", "results"])
+    assert (first.turns[0].answer, first.not_captured) == (None, ["answers", "results", "steps"])
     assert (second.turns[0].answer, second.not_captured) == (FINAL_TEXT, [])
     assert calls_of(second.turns[0].tool_calls) == weather_call("get_weather_0")
     scorer = ConversationScorer()
@@ -278,7 +278,7 @@ def test_each_model_call_a_trace_of_its_own_makes_an_unseen_answer_then_the_whol
     scorer = ConversationScorer()
     assert (first.turns[0].answer, first.not_captured, scorer.score(first).evidence) == (
         None,
-        ["answers", "results"],
+        ["answers", "results", "steps"],
         [],
     )
     assert (second.turns[0].answer, second.not_captured, scorer.score(second).evidence) == (
