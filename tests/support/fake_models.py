@@ -98,14 +98,14 @@ def smolagents_reply(request: dict[str, Any]) -> dict[str, Any]:
 class FakeEndpoint:
     """A JSON endpoint on 127.0.0.1 answering every POST with `reply(request body)`; `base_url` ends in `root`."""
 
-    def __init__(self, reply: Callable[[dict[str, Any]], dict[str, Any]], root: str = "") -> None:
+    def __init__(self, reply: Callable[[dict[str, Any]], dict[str, Any] | str], root: str = "") -> None:
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
-                data = json.dumps(
-                    reply(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
-                ).encode()
+                found = reply(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+                data = (found if isinstance(found, str) else json.dumps(found)).encode()
                 self.send_response(200)
-                self.send_header("Content-Type", "application/json")
+                kind = "text/event-stream" if isinstance(found, str) else "application/json"
+                self.send_header("Content-Type", kind)
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)
@@ -132,8 +132,26 @@ def gemini_server() -> FakeEndpoint:
     return FakeEndpoint(gemini_reply)
 
 
-def responses_reply(body: dict[str, Any]) -> dict[str, Any]:
-    """A function call, then (given its output) the answer, with the token counts of the fake chat model."""
+def responses_reply(body: dict[str, Any]) -> dict[str, Any] | str:
+    """A function call, then (given its output) the answer, with the token counts of the fake chat model; as
+    server-sent events when the request streams (created, each output item added and done, completed)."""
+    response = _response(body)
+    if not body.get("stream"):
+        return response
+    events: list[dict[str, Any]] = [
+        {"type": "response.created", "response": {**response, "status": "in_progress", "output": []}}
+    ]
+    for i, item in enumerate(response["output"]):
+        events.append({"type": "response.output_item.added", "output_index": i, "item": item})
+        events.append({"type": "response.output_item.done", "output_index": i, "item": item})
+    events.append({"type": "response.completed", "response": response})
+    return "".join(
+        f"event: {e['type']}\ndata: {json.dumps({**e, 'sequence_number': n})}\n\n"
+        for n, e in enumerate(events)
+    )
+
+
+def _response(body: dict[str, Any]) -> dict[str, Any]:
     given = body.get("input")
     said: list[Any] = given if isinstance(given, list) else []
     item: dict[str, Any]

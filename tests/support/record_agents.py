@@ -16,6 +16,7 @@ OpenTelemetry versions); this script runs in a virtualenv where one is installed
 | `openai_agents_otel` | `openai-agents` (0.24.0) `opentelemetry-instrumentation-openai-agents-v2` (0.1.0) | the official instrumentation: the GenAI conventions, content on spans (`capture_message_content="span_only"`) |
 | `openai_agents_openllmetry` | `openai-agents` (0.24.0) `opentelemetry-instrumentation-openai-agents` (OpenLLMetry, 0.62.4; it installs into the official one's module path, so in a virtualenv of its own), `TRACELOOP_TRACE_CONTENT=true` | agent, tool and model spans; with the Chat Completions model, model spans without output messages or tokens |
 | `openai_agents_responses`, `openai_agents_otel_responses`, `openai_agents_openllmetry_responses` | as `openai_agents`, `openai_agents_otel` and `openai_agents_openllmetry` (each in its own virtualenv) | the SDK's default model, the Responses API, against a fake `/v1/responses`: no instructions logged; the official instrumentation's first output the repr of a `ResponseFunctionToolCall`; OpenLLMetry's later input repeating the call under its item id |
+| `openai_agents_streamed`, `openai_agents_otel_streamed`, `openai_agents_openllmetry_streamed` | the same | the Responses model run with `Runner.run_streamed`, the fake endpoint answering in server-sent events |
 | `adk` | `google-adk` (2.13.0) `litellm` (1.110.2) | the GenAI conventions (`invoke_workflow` above `invoke_agent`), content only with `OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental` and `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=SPAN_ONLY`, which the recording sets |
 | `adk_legacy` | the same | ADK's own attributes (`ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN=1`, what ADK 1.x sends): the request and response as JSON on a `call_llm` span around the client's `generate_content`, the tool's arguments and result as `gcp.vertex.agent.*` |
 | `llama_index` | `llama-index-core` (0.14.25) `llama-index-llms-openai` `openinference-instrumentation-llama-index` (4.6.1) | OpenInference: a CHAIN per workflow step under the agent's run, whose input and output are the workflow's objects (JSON, Python reprs); tool calls as `{"kwargs": ...}` and `ToolOutput` |
@@ -129,7 +130,7 @@ def _langgraph(factory: SpanFactory, base_url: str, openllmetry: bool = False) -
 
 
 def _openai_agents(
-    factory: SpanFactory, base_url: str, official: bool = False, responses: bool = False
+    factory: SpanFactory, base_url: str, official: bool = False, responses: bool = False, stream: bool = False
 ) -> None:
     from agents import Agent, OpenAIChatCompletionsModel, OpenAIResponsesModel, Runner, function_tool
     from openai import AsyncOpenAI
@@ -153,7 +154,16 @@ def _openai_agents(
     )
     tool = function_tool(weather, name_override="get_weather")
     try:
-        Runner.run_sync(Agent(name="weather-agent", instructions=SYSTEM, tools=[tool], model=model), QUESTION)
+        agent = Agent(name="weather-agent", instructions=SYSTEM, tools=[tool], model=model)
+        if stream:  # as chat front ends run it, the events read to the end
+
+            async def run() -> None:
+                async for _ in Runner.run_streamed(agent, QUESTION).stream_events():
+                    pass
+
+            asyncio.run(run())
+        else:
+            Runner.run_sync(agent, QUESTION)
     finally:
         if server is not None:
             server.close()
@@ -601,6 +611,15 @@ SDKS = {
     "openai_agents_responses": lambda factory, base_url: _openai_agents(factory, base_url, responses=True),
     "openai_agents_otel_responses": lambda factory, base_url: _openai_agents(
         factory, base_url, official=True, responses=True
+    ),
+    "openai_agents_otel_streamed": lambda factory, base_url: _openai_agents(
+        factory, base_url, official=True, responses=True, stream=True
+    ),
+    "openai_agents_streamed": lambda factory, base_url: _openai_agents(
+        factory, base_url, responses=True, stream=True
+    ),
+    "openai_agents_openllmetry_streamed": lambda factory, base_url: _openai_agents(
+        factory, base_url, official=True, responses=True, stream=True
     ),
     "openai_agents_openllmetry_responses": lambda factory, base_url: _openai_agents(
         factory, base_url, official=True, responses=True

@@ -63,6 +63,10 @@ RECORDINGS = [
     Recording("openai_agents_responses_trace.json", "weather-agent", None, system=False),
     Recording("openai_agents_otel_responses_trace.json", "weather-agent", None, system=False),
     Recording("openai_agents_openllmetry_responses_trace.json", "weather-agent", None, system=False),
+    # the same three run streamed (`Runner.run_streamed`, the events read to the end), as chat front ends run it
+    Recording("openai_agents_streamed_trace.json", "weather-agent", None, system=False),
+    Recording("openai_agents_otel_streamed_trace.json", "weather-agent", None, system=False),
+    Recording("openai_agents_openllmetry_streamed_trace.json", "weather-agent", None, system=False),
     Recording("adk_trace.json", "weather_agent", "s-1"),
     # ADK's own attributes; a `call_llm` span around each `generate_content` span, both with the call's tokens
     Recording("adk_legacy_trace.json", "weather_agent", "s-1"),
