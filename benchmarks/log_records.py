@@ -20,26 +20,11 @@ import time
 from collections.abc import Callable
 from functools import partial
 
-from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord, LogsData
 
+from agentwatch.collector.decode import set_any_value
 from agentwatch.collector.log_records import decode_log_message
 from benchmarks.calibration import calibration_line, calibration_us
-
-
-def _set(value: AnyValue, item: object) -> None:
-    if isinstance(item, str):
-        value.string_value = item
-    elif isinstance(item, int):
-        value.int_value = item
-    elif isinstance(item, list):
-        for x in item:
-            _set(value.array_value.values.add(), x)
-    elif isinstance(item, dict):
-        for k, v in item.items():
-            kv = value.kvlist_value.values.add()
-            kv.key = k
-            _set(kv.value, v)
 
 
 def _app(record: LogRecord, i: int) -> None:
@@ -47,7 +32,7 @@ def _app(record: LogRecord, i: int) -> None:
     for key, item in (("http.method", "GET"), ("http.route", "/orders/{id}"), ("http.status_code", 200)):
         kv = record.attributes.add()
         kv.key = key
-        _set(kv.value, item)
+        set_any_value(kv.value, item)
     kv = record.attributes.add()
     kv.key, kv.value.string_value = "code.function", "handle"
 
@@ -73,7 +58,7 @@ def _event(record: LogRecord, i: int) -> None:
     ):
         kv = record.attributes.add()
         kv.key = key
-        _set(kv.value, item)
+        set_any_value(kv.value, item)
 
 
 def _batch(size: int, start: int, kind: Callable[[int], Callable[[LogRecord, int], None]]) -> bytes:

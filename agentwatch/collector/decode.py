@@ -232,7 +232,8 @@ def decode_message(
 # --------------------------------------------------------------------------- encoding (re-keying)
 
 
-def _set_value(target: Any, value: Any) -> None:
+def set_any_value(target: Any, value: Any) -> None:
+    """Write a plain value (JSON-like: bool, number, text, list, dict) into an OTLP `AnyValue`."""
     if isinstance(value, bool):
         target.bool_value = value
     elif isinstance(value, int):
@@ -247,7 +248,7 @@ def _set_value(target: Any, value: Any) -> None:
     elif isinstance(value, (list, tuple)):
         arr = target.array_value
         for item in value:
-            _set_value(arr.values.add(), item)
+            set_any_value(arr.values.add(), item)
         if not value:
             arr.SetInParent()
     elif isinstance(value, dict):
@@ -255,7 +256,7 @@ def _set_value(target: Any, value: Any) -> None:
         for k, item in value.items():
             kv = kvl.values.add()
             kv.key = str(k)
-            _set_value(kv.value, item)
+            set_any_value(kv.value, item)
         if not value:
             kvl.SetInParent()
     elif value is not None:
@@ -274,7 +275,7 @@ def encode_spans_otlp(spans: list[SpanRecord]) -> bytes:
             for k, v in rec.resource.items():
                 kv = rs.resource.attributes.add()
                 kv.key = k
-                _set_value(kv.value, v)
+                set_any_value(kv.value, v)
             scope = rs.scope_spans.add()
             scope.scope.name = "agentwatch.collector"
             by_resource[rkey] = scope
@@ -289,7 +290,7 @@ def encode_spans_otlp(spans: list[SpanRecord]) -> bytes:
         for k, v in rec.attrs.items():
             kv = sp.attributes.add()
             kv.key = k
-            _set_value(kv.value, v)
+            set_any_value(kv.value, v)
         if rec.conversation_id != rec.trace_id and conversation_of(rec.attrs) != rec.conversation_id:
             kv = sp.attributes.add()
             kv.key = CONVERSATION_KEYS[0]

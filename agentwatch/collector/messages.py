@@ -111,12 +111,17 @@ def system_text(found: list[dict] | None) -> str | None:
 
 def last_user_text(found: list[dict] | None) -> str | None:
     """Text of the last user message that has text."""
-    if found:
-        for message in reversed(found):
-            if message.get("role") == "user":
-                text = message_text(message)
-                if text is not None:
-                    return text
+    question = _last_question(found) if found else None
+    return None if question is None else question[1]
+
+
+def _last_question(found: list[dict]) -> tuple[int, str] | None:
+    """The index and text of the last user message that has text, if any."""
+    for at in range(len(found) - 1, -1, -1):
+        if found[at].get("role") == "user":
+            text = message_text(found[at])
+            if text is not None:
+                return at, text
     return None
 
 
@@ -291,17 +296,10 @@ def calls_before(first: SpanRecord, known: set[str | None]) -> list[dict[str, An
     only there."""
     given = cv.first(first.attrs, cv.INPUT_MESSAGES_KEYS)
     found = messages(given) or []
-    start = next(
-        (
-            i + 1
-            for i in range(len(found) - 1, -1, -1)
-            if found[i].get("role") == "user" and message_text(found[i])
-        ),
-        None,
-    )
-    if start is None:
+    question = _last_question(found)
+    if question is None:
         return []
-    later = found[start:]
+    later = found[question[0] + 1 :]
     results = {
         str(p["id"]): p.get("response", p.get("result"))
         for m in later
