@@ -55,6 +55,23 @@ OUTPUT_TOKEN_KEYS = (
     "gen_ai.usage.completion_tokens",
 )
 COST_KEYS = (A.COST_USD, "llm.cost.total", "operation.cost")  # the last: Pydantic AI's, in USD
+# Prompt-cache tokens: the GenAI conventions', OpenLLMetry's and Strands' older names, OpenInference's, the
+# Vercel AI SDK's (5 and 6). Counted in the input tokens by the conventions; `call_usage._cached` checks.
+CACHE_READ_KEYS = (
+    A.CACHE_READ_INPUT_TOKENS,
+    "gen_ai.usage.cache_read_input_tokens",
+    "llm.token_count.prompt_details.cache_read",
+    "ai.usage.inputTokenDetails.cacheReadTokens",
+    "ai.usage.cachedInputTokens",
+)
+CACHE_WRITE_KEYS = (
+    A.CACHE_CREATION_INPUT_TOKENS,
+    "gen_ai.usage.cache_creation_input_tokens",
+    "gen_ai.usage.cache_write_input_tokens",
+    "llm.token_count.prompt_details.cache_write",
+    "ai.usage.inputTokenDetails.cacheWriteTokens",
+)
+TOTAL_TOKEN_KEYS = ("gen_ai.usage.total_tokens", "llm.token_count.total")
 
 # --------------------------------------------------------------------------- messages
 INPUT_MESSAGES_KEYS = (A.INPUT_MESSAGES,)
@@ -100,6 +117,9 @@ NEEDED_KEYS: frozenset[str] = frozenset(
     + INPUT_TOKEN_KEYS
     + OUTPUT_TOKEN_KEYS
     + COST_KEYS
+    + CACHE_READ_KEYS
+    + CACHE_WRITE_KEYS
+    + TOTAL_TOKEN_KEYS
     + INPUT_MESSAGES_KEYS
     + OUTPUT_MESSAGES_KEYS
     + INPUT_VALUE_KEYS

@@ -11,6 +11,7 @@ from pydantic_core import from_json
 from agentwatch import wire
 from agentwatch.collector import conventions as cv
 from agentwatch.collector.assembler import FinishedConversation
+from agentwatch.collector.call_usage import nonneg_float
 from agentwatch.collector.decode import SpanRecord
 from agentwatch.collector.messages import (
     ToolResponses,
@@ -21,7 +22,7 @@ from agentwatch.collector.messages import (
 )
 from agentwatch.collector.span_fragments import attach
 from agentwatch.collector.span_tree import SpanForest, role_of
-from agentwatch.collector.turns import AGENT, MODEL, Gaps, build_turn, nonneg_float, to_time
+from agentwatch.collector.turns import AGENT, MODEL, Gaps, build_turn, to_time
 from agentwatch.wire.schema import (
     MAX_ATTEMPT,
     Conversation,

@@ -12,6 +12,7 @@ from pydantic_core import from_json
 
 from agentwatch.collector import conventions as cv
 from agentwatch.collector.call_matching import from_model_messages
+from agentwatch.collector.call_usage import calls_usage, nonneg_float
 from agentwatch.collector.chain_values import is_body, langchain_tool_message, state_text, value_text
 from agentwatch.collector.decode import SpanRecord
 from agentwatch.collector.foreign_messages import ENCODE
@@ -27,39 +28,12 @@ from agentwatch.collector.messages import (
 )
 from agentwatch.wire import attributes as A
 from agentwatch.wire.schema import (
-    MAX_COST_USD_PER_CALL,
     MAX_COST_USD_PER_TURN,
-    MAX_TOKENS_PER_CALL,
     Expectation,
 )
 
 AGENT, TOOL, MODEL, OTHER = "agent", "tool", "model", "other"  # the roles of spans
 START_ORDER = attrgetter("start_ns", "span_id")  # spans in start order, ties by id
-_EXACT = 2**53  # integers a float holds exactly
-
-
-def _nonneg_int(value: Any) -> int:
-    """A token count: a number, truncated, not below 0; 0 when absent or not a number."""
-    if value is None:  # the common absent case, without raising
-        return 0
-    if type(value) is int and -_EXACT < value < _EXACT:  # exactly what int(float(value)) gives
-        return max(0, value)
-    try:
-        number = int(float(value))
-    except (TypeError, ValueError, OverflowError):
-        return 0
-    return max(0, number)
-
-
-def nonneg_float(value: Any) -> float | None:
-    """A finite non-negative number, else None."""
-    if value is None:  # the common absent case, without raising
-        return None
-    try:
-        number = float(value)
-    except (TypeError, ValueError, OverflowError):
-        return None
-    return number if 0 <= number < float("inf") else None
 
 
 def to_time(ns: int) -> datetime | None:
@@ -233,34 +207,6 @@ def _flag(value: Any) -> bool | None:
     return True if text == "true" else False if text == "false" else None
 
 
-def _usage(span: SpanRecord, index: int, gaps: Gaps) -> dict[str, Any] | None:
-    """The `Usage` fields of a model span, None if it reports nothing. Counts and costs past the plausibility
-    caps are dropped with a note (the call's cost is then unknown, never absurd)."""
-    attrs = span.attrs
-    first = cv.first
-    model = first(attrs, cv.MODEL_KEYS)
-    tin = first(attrs, cv.INPUT_TOKEN_KEYS)
-    tout = first(attrs, cv.OUTPUT_TOKEN_KEYS)
-    cost = nonneg_float(first(attrs, cv.COST_KEYS))
-    if model is None and tin is None and tout is None and cost is None:
-        return None
-    tokens_in, tokens_out = _nonneg_int(tin), _nonneg_int(tout)
-    if tokens_in > MAX_TOKENS_PER_CALL or tokens_out > MAX_TOKENS_PER_CALL:
-        gaps.turns[f"token counts over {MAX_TOKENS_PER_CALL:,} a call ignored (implausible)"].append(index)
-        tokens_in = tokens_out = 0
-    if cost is not None and cost > MAX_COST_USD_PER_CALL:
-        gaps.turns[f"a model call's cost over {MAX_COST_USD_PER_CALL:,.0f} USD ignored (implausible)"].append(
-            index
-        )
-        cost = None
-    return {
-        "model": None if model is None else str(model),
-        "input_tokens": tokens_in,
-        "output_tokens": tokens_out,
-        "cost_usd": cost,
-    }
-
-
 def _last_answer(models: list[SpanRecord]) -> tuple[str | None, list[dict] | None]:
     """The text and output messages of the last model call (`models` in start order), or of a span around it
     that logged them where the call's own span did not (ADK's `call_llm` around `generate_content`)."""
@@ -273,74 +219,6 @@ def _last_answer(models: list[SpanRecord]) -> tuple[str | None, list[dict] | Non
         if last:
             break
     return output_text(last), last
-
-
-def _calls_usage(
-    models: list[SpanRecord], spans: list[SpanRecord], index: int, gaps: Gaps
-) -> list[dict[str, Any]]:
-    """The `Usage` fields of a turn's model calls (`spans`: all the turn's). A model span around another that
-    reports tokens is left out (`_wrappers`). A model span that reports nothing of a call (no tokens, cost,
-    output or error) before a later call of the same model that reports something is a step that prepared it
-    (LlamaIndex's `_prepare_chat_with_tools` is an LLM span): left out, or the turn's cost would be unknown for
-    it."""
-    found = [(m, u) for m in models if (u := _usage(m, index, gaps)) is not None]
-    if len(found) < 2:
-        return [u for _, u in found]
-    wrappers = _wrappers(found, spans) if _overlap(found) else None
-    if wrappers:
-        found = [(m, u) for m, u in found if m.span_id not in wrappers]
-    if all(u["input_tokens"] or u["output_tokens"] for _, u in found):  # the usual case: every call counted
-        return [u for _, u in found]
-    kept = []
-    reported_later: set[Any] = set()  # the models of the calls after the one looked at that report something
-    for span, u in reversed(found):
-        silent = (
-            u["input_tokens"] == u["output_tokens"] == 0
-            and u["cost_usd"] is None
-            and span.status_error is None
-            and cv.first(span.attrs, cv.OUTPUT_MESSAGES_KEYS) is None
-        )
-        if not silent:
-            reported_later.add(u["model"])
-            kept.append(u)
-        elif u["model"] not in reported_later:
-            kept.append(u)
-    kept.reverse()
-    return kept
-
-
-def _overlap(found: list[tuple[SpanRecord, dict[str, Any]]]) -> bool:
-    """Whether a model span starts before an earlier one ends (`found` in start order): what a span around another
-    needs; calls one after another, the usual case, have no wrapper to look for."""
-    end = 0
-    for span, _ in found:
-        if span.start_ns < end:
-            return True
-        end = max(end, span.end_ns)
-    return False
-
-
-def _wrappers(found: list[tuple[SpanRecord, dict[str, Any]]], spans: list[SpanRecord]) -> set[str]:
-    """The model spans above a model span that reports tokens (`spans`: the turn's, its own span first, to walk
-    up through): a framework's span around the call its client's instrumentation logs too (ADK's `call_llm`
-    around `generate_content`, LangChain's around OpenAI's), whose tokens are that call's, counted once."""
-    models = {m.span_id for m, _ in found}
-    top = spans[0].span_id
-    by_id: dict[str, SpanRecord] | None = None  # made when a call is not right below the turn's span
-    wrappers: set[str] = set()
-    for span, u in found:
-        if not (u["input_tokens"] or u["output_tokens"]) or span.parent_span_id in (None, top):
-            continue
-        if by_id is None:
-            by_id = {s.span_id: s for s in spans}
-        parent = by_id.get(span.parent_span_id) if span.parent_span_id else None
-        for _ in range(len(by_id)):  # bounded: parent ids may cycle
-            if parent is None:
-                break
-            if parent.span_id in models:
-                wrappers.add(parent.span_id)
-            parent = by_id.get(parent.parent_span_id) if parent.parent_span_id else None
-    return wrappers
 
 
 def _turn_cost(span: SpanRecord, index: int, gaps: Gaps) -> float | None:
@@ -463,7 +341,7 @@ def build_turn(
             gaps.steps_unseen += 1
         if tool_calls:
             gaps.turns["tool calls taken from model output messages (no execute_tool spans)"].append(index)
-    usage = _calls_usage(models, [span, *members], index, gaps)
+    usage = calls_usage(models, [span, *members], index, gaps)
     end = span.end_ns if end_ns is None else end_ns
     duration = (end - span.start_ns) / 1e6 if end >= span.start_ns > 0 else None
     return {

@@ -28,12 +28,12 @@ class PriceLookup:
     __slots__ = ("_cache", "_exact", "_prefixes")
 
     def __init__(self, prices: dict[str, ModelPrice]) -> None:
-        self._exact = {name: (p.input_per_mtok, p.output_per_mtok) for name, p in prices.items()}
+        self._exact = dict(prices)
         self._prefixes = sorted(self._exact, key=len, reverse=True)
-        self._cache: dict[str, tuple[float, float] | None] = {}
+        self._cache: dict[str, ModelPrice | None] = {}
 
-    def __call__(self, model: str) -> tuple[float, float] | None:
-        """(input, output) USD per million tokens, or None if the model is not in the table."""
+    def __call__(self, model: str) -> ModelPrice | None:
+        """The model's prices (USD per million tokens), or None if the model is not in the table."""
         if model in self._cache:
             return self._cache[model]
         price = self._exact.get(model)

@@ -104,10 +104,22 @@ class ModelPrice(Section):
 
     input_per_mtok: float = Field(ge=0)
     output_per_mtok: float = Field(ge=0)
+    cache_read_per_mtok: float | None = Field(
+        default=None,
+        ge=0,
+        description="input tokens read from the provider's prompt cache; without it a call that read any is "
+        "cost_unknown",
+    )
+    cache_write_per_mtok: float | None = Field(
+        default=None,
+        ge=0,
+        description="input tokens written to the provider's prompt cache; without it a call that wrote any is "
+        "cost_unknown",
+    )
 
 
 class PriceTable(Section):
-    """Model prices; `as_of` says when they were copied from the vendors' pages."""
+    """Model prices; `as_of` says when they were taken from their source."""
 
     as_of: date
     models: dict[str, ModelPrice] = Field(default_factory=dict)

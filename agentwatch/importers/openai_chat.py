@@ -31,6 +31,7 @@ from agentwatch.importers import transcript_line
 from agentwatch.importers.dialects import chat_messages
 from agentwatch.importers.text_actions import RESULT_PREFIX, read_action
 from agentwatch.wire.conversation import MAX_COST_USD_PER_CALL, MAX_TOKENS_PER_CALL
+from agentwatch.wire.provider_usage import prompt_cache
 from agentwatch.wire.schema import Conversation
 from agentwatch.wire.transcripts import LineError, open_binary, validation_reason
 from agentwatch.wire.values import ReadAs, read_structured
@@ -97,12 +98,19 @@ def message_usage(message: dict[str, Any]) -> dict[str, Any] | None:
         return None
     raw = message.get("raw_data")
     model = message.get("model") or (raw.get("model") if isinstance(raw, dict) else None)
-    return {
+    found = {
         "model": model if isinstance(model, str) and model else None,
         "input_tokens": tokens_in,
         "output_tokens": tokens_out,
         "cost_usd": cost,
     }
+    counted, read, write = prompt_cache(counts, tokens_in)
+    if read or write:  # prompt-cache tokens, among the input tokens
+        read, write, counted = _tokens(read), _tokens(write), _tokens(counted)
+        if read is None or write is None or counted is None or read + write > counted:
+            return None
+        found.update(input_tokens=counted, cache_read_input_tokens=read, cache_creation_input_tokens=write)
+    return found
 
 
 @dataclass(slots=True)

@@ -228,7 +228,7 @@ class OpenAIJudge:
         cost = None
         price = self.prices(self.model) if self.prices is not None else None
         if price is not None:
-            cost = (usage[0] * price[0] + usage[1] * price[1]) / 1e6
+            cost = (usage[0] * price.input_per_mtok + usage[1] * price.output_per_mtok) / 1e6
         latency = max(self._clock() - start, 0.0)
         if fields.get("failure"):
             return JudgeVerdict.failed(

@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 
 from agentwatch.config import CostConfig
 from agentwatch.config.prices import PriceLookup
-from agentwatch.wire.schema import Conversation, Turn
+from agentwatch.config.scoring import ModelPrice
+from agentwatch.wire.schema import Conversation, Turn, Usage
 
 _NO_MODEL = "cost_unknown: a model call reported tokens but no model name"
 _NO_TOKENS = "cost_unknown: a model call reported no token usage"
@@ -45,26 +46,39 @@ def conversation_cost(turns: Sequence[Turn], prices: PriceLookup) -> CostResult:
             cost = usage.cost_usd
             if cost is None:
                 if inp == 0 and out == 0:  # a call that reported no usage is unknown, not free
-                    if _NO_TOKENS not in reasons:
-                        reasons.append(_NO_TOKENS)
-                    continue
+                    reason = _NO_TOKENS
                 else:
                     model = usage.model
                     if model is None:
-                        if _NO_MODEL not in reasons:
-                            reasons.append(_NO_MODEL)
-                        continue
-                    price = prices(model)
-                    if price is None:
-                        reason = f"cost_unknown: model {model} not in price table"
-                        if reason not in reasons:
-                            reasons.append(reason)
-                        continue
-                    cost = (inp * price[0] + out * price[1]) / 1_000_000
+                        reason = _NO_MODEL
+                    else:
+                        cost, reason = _priced(usage, model, prices(model))
+                if cost is None:
+                    if reason not in reasons:
+                        reasons.append(reason)
+                    continue
             turn_total = cost if turn_total is None else turn_total + cost
         if turn_total is not None:
             total = turn_total if total is None else total + turn_total
     return CostResult(total, reasons, input_tokens, output_tokens)
+
+
+def _priced(usage: Usage, model: str, price: ModelPrice | None) -> tuple[float | None, str]:
+    """A model call's cost by the price table, or None and why not. Input tokens read from or written to the
+    prompt cache are priced at the cache's prices (a tenth of the input price to a quarter more, by vendor):
+    without them in the table the call's cost is unknown, not its input priced in full."""
+    if price is None:
+        return None, f"cost_unknown: model {model} not in price table"
+    read, write = usage.cache_read_input_tokens, usage.cache_creation_input_tokens
+    cost = usage.output_tokens * price.output_per_mtok
+    if read or write:
+        if read and price.cache_read_per_mtok is None:
+            return None, f"cost_unknown: model {model} has no cache-read price in the price table"
+        if write and price.cache_write_per_mtok is None:
+            return None, f"cost_unknown: model {model} has no cache-write price in the price table"
+        cost += read * (price.cache_read_per_mtok or 0.0) + write * (price.cache_write_per_mtok or 0.0)
+    cost += max(0, usage.input_tokens - read - write) * price.input_per_mtok
+    return cost / 1_000_000, ""
 
 
 def budget_ceiling(conv: Conversation, config: CostConfig) -> float | None:

@@ -8,6 +8,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from agentwatch.wire.provider_usage import field_of as _get
+from agentwatch.wire.provider_usage import first_int as _first_int
+from agentwatch.wire.provider_usage import prompt_cache
+
 log = logging.getLogger(__name__)
 
 
@@ -18,12 +22,8 @@ class UsageInfo:
     model: str | None
     input_tokens: int | None
     output_tokens: int | None
-
-
-def _get(obj: Any, name: str) -> Any:
-    if isinstance(obj, Mapping):
-        return obj.get(name)
-    return getattr(obj, name, None)
+    cache_read_input_tokens: int | None = None  # of the input tokens, as the GenAI conventions count them
+    cache_creation_input_tokens: int | None = None
 
 
 def text_of(value: Any, dumps: Any) -> str:
@@ -106,21 +106,16 @@ def usage_of(result: Any) -> UsageInfo | None:
         model = _get(result, "model")
         if usage is None and model is None:
             return None
-        tokens_in = tokens_out = None
+        info = UsageInfo(
+            model=model if isinstance(model, str) else None, input_tokens=None, output_tokens=None
+        )
         if usage is not None:
             tokens_in = _first_int(usage, "prompt_tokens", "input_tokens")
-            tokens_out = _first_int(usage, "completion_tokens", "output_tokens")
-        return UsageInfo(
-            model=model if isinstance(model, str) else None, input_tokens=tokens_in, output_tokens=tokens_out
-        )
+            info.output_tokens = _first_int(usage, "completion_tokens", "output_tokens")
+            info.input_tokens, info.cache_read_input_tokens, info.cache_creation_input_tokens = prompt_cache(
+                usage, tokens_in
+            )
+        return info
     except Exception:
         log.debug("could not read usage from %r", type(result), exc_info=True)
         return None
-
-
-def _first_int(obj: Any, *names: str) -> int | None:
-    for name in names:
-        value = _get(obj, name)
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-    return None

@@ -258,5 +258,9 @@ def _record_model_output(spec: SpanSpec, span: Span, result: Any, content: bool,
             span.set_attribute(A.INPUT_TOKENS, usage.input_tokens)
         if usage.output_tokens is not None:
             span.set_attribute(A.OUTPUT_TOKENS, usage.output_tokens)
+        if usage.cache_read_input_tokens:
+            span.set_attribute(A.CACHE_READ_INPUT_TOKENS, usage.cache_read_input_tokens)
+        if usage.cache_creation_input_tokens:
+            span.set_attribute(A.CACHE_CREATION_INPUT_TOKENS, usage.cache_creation_input_tokens)
     if content:
         span.set_attribute(A.OUTPUT_MESSAGES, capture.dumps_plain(genai.chat_output(result, capture.dumps)))

@@ -16,8 +16,13 @@ def record_usage(
     input_tokens: int | None = None,
     output_tokens: int | None = None,
     cost_usd: float | None = None,
+    cache_read_input_tokens: int | None = None,
+    cache_creation_input_tokens: int | None = None,
 ) -> bool:
-    """Record model, token counts and cost on the current span (call it inside a `@trace(kind="llm")` call)."""
+    """Record model, token counts and cost on the current span (call it inside a `@trace(kind="llm")` call).
+
+    `input_tokens` counts every input token, those read from or written to the prompt cache included (the
+    GenAI conventions' count: add Anthropic's cache reads and writes to its `input_tokens`)."""
     span = otel_trace.get_current_span()
     if not span.is_recording():
         log.debug("record_usage() outside a recording span; ignored")
@@ -36,6 +41,10 @@ def record_usage(
             attrs[A.OUTPUT_TOKENS] = int(output_tokens)
         if cost_usd is not None:
             attrs[A.COST_USD] = float(cost_usd)
+        if cache_read_input_tokens is not None:
+            attrs[A.CACHE_READ_INPUT_TOKENS] = int(cache_read_input_tokens)
+        if cache_creation_input_tokens is not None:
+            attrs[A.CACHE_CREATION_INPUT_TOKENS] = int(cache_creation_input_tokens)
         span.set_attributes(attrs)
     except (TypeError, ValueError) as exc:
         log.warning("record_usage(): invalid value ignored: %s", exc)

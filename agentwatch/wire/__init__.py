@@ -7,8 +7,10 @@
   and results (`ConversationScore`, defined in `scores`); `transcripts`, `transcript_keys`: reading transcript
   files; `review_records`: the records of the review path.
 
-The SDK imports `agentwatch.wire` and `agentwatch.wire.attributes` only: both load nothing but the standard
-library.
+- `agentwatch.wire.provider_usage`: token usage as providers' responses give it (cache tokens included).
+
+The SDK imports `agentwatch.wire`, `agentwatch.wire.attributes` and `agentwatch.wire.provider_usage` only: they
+load nothing but the standard library.
 """
 
 from agentwatch.wire.contract import (

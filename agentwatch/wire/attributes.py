@@ -26,6 +26,9 @@ REQUEST_MODEL = "gen_ai.request.model"
 RESPONSE_MODEL = "gen_ai.response.model"
 INPUT_TOKENS = "gen_ai.usage.input_tokens"
 OUTPUT_TOKENS = "gen_ai.usage.output_tokens"
+# Of the input tokens, those read from and written to the provider's prompt cache (counted in INPUT_TOKENS).
+CACHE_READ_INPUT_TOKENS = "gen_ai.usage.cache_read.input_tokens"
+CACHE_CREATION_INPUT_TOKENS = "gen_ai.usage.cache_creation.input_tokens"
 # Evaluation results: the event `gen_ai.evaluation.result` and its attributes.
 EVALUATION_EVENT = "gen_ai.evaluation.result"
 EVALUATION_NAME = "gen_ai.evaluation.name"

@@ -162,6 +162,20 @@ class Usage(WireModel):
     output_tokens: int = Field(
         default=0, ge=0, le=MAX_TOKENS_PER_CALL, description="Completion/output tokens (at most 10,000,000)."
     )
+    cache_read_input_tokens: int = Field(
+        default=0,
+        ge=0,
+        le=MAX_TOKENS_PER_CALL,
+        description="Of the input tokens, those read from the provider's prompt cache (billed at its cache-read "
+        "price).",
+    )
+    cache_creation_input_tokens: int = Field(
+        default=0,
+        ge=0,
+        le=MAX_TOKENS_PER_CALL,
+        description="Of the input tokens, those written to the provider's prompt cache (billed at its "
+        "cache-write price).",
+    )
     cost_usd: float | None = Field(
         default=None,
         ge=0,

@@ -1,7 +1,8 @@
 """The fake models `tests.support.record_agents` runs agent SDKs against: chat completions streamed as
 server-sent chunks, replies shaped for smolagents and Semantic Kernel, and endpoints of the OpenAI Responses,
 Gemini and Anthropic Messages APIs. Each asks for the weather tool, then (given its result) answers, with the
-token counts of `tests.support.fake_openai`."""
+token counts of `tests.support.fake_openai` (`CACHE`: with some of them read from and written to a prompt
+cache, as the vendors report it)."""
 
 from __future__ import annotations
 
@@ -51,6 +52,32 @@ def named_tool_reply(request: dict[str, Any]) -> dict[str, Any]:
         if tools:
             call["function"]["name"] = tools[0]["function"]["name"]
     return body
+
+
+# Of each call's prompt tokens (USAGE), those (read from, written to) the prompt cache: the first call writes
+# its first 16, the second reads them and writes 20 more.
+CACHE = {"tool_call": (0, 16), "final": (16, 20)}
+
+
+def cached_completion(request: dict[str, Any]) -> dict[str, Any]:
+    """`completion` with OpenAI's count of the prompt tokens read from its cache (OpenAI writes without telling)."""
+    body = completion(request)
+    read = CACHE["final" if body["choices"][0]["finish_reason"] == "stop" else "tool_call"][0]
+    body["usage"]["prompt_tokens_details"] = {"cached_tokens": read}
+    return body
+
+
+def cached_anthropic_reply(body: dict[str, Any]) -> dict[str, Any]:
+    """`anthropic_reply` with Anthropic's prompt-cache counts: reads and writes apart from its `input_tokens`."""
+    reply = anthropic_reply(body)
+    read, write = CACHE["final" if reply["stop_reason"] == "end_turn" else "tool_call"]
+    usage = reply["usage"]
+    usage.update(
+        input_tokens=usage["input_tokens"] - read - write,
+        cache_read_input_tokens=read,
+        cache_creation_input_tokens=write,
+    )
+    return reply
 
 
 def anthropic_reply(body: dict[str, Any]) -> dict[str, Any]:

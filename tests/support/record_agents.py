@@ -38,6 +38,8 @@ OpenTelemetry versions); this script runs in a virtualenv where one is installed
 | `crewai` | `crewai` (1.15.30) `opentelemetry-instrumentation-crewai` `opentelemetry-instrumentation-openai` (OpenLLMetry, 0.62.4), `TRACELOOP_TRACE_CONTENT=true` | crew, agent and task spans, the model calls OpenLLMetry's; no tool span |
 | `anthropic_openllmetry` | `anthropic` (2.14.0) `opentelemetry-instrumentation-anthropic` (OpenLLMetry, 0.62.4), `TRACELOOP_TRACE_CONTENT=true` | the loop on Anthropic's Messages API against a fake `/v1/messages`: `tool_use` and `tool_result` blocks, the GenAI conventions |
 | `anthropic_openinference` | `anthropic` (2.14.0) `openinference-instrumentation-anthropic` (3.1.0) | the same under OpenInference: flattened `llm.input_messages.*` keys |
+| `openllmetry_cache`, `openinference_openai_cache` | `opentelemetry-instrumentation-openai` (OpenLLMetry, 0.62.4); `openinference-instrumentation-openai` (0.1.66), `openai` | the `openai_events` loop non-streamed, the fake model reporting prompt tokens read from its cache (`cached_tokens`, among the prompt tokens) |
+| `anthropic_cache_openllmetry`, `anthropic_cache_openinference` | as `anthropic_openllmetry`, `anthropic_openinference` | the same loop with Anthropic's cache reads and writes (apart from its `input_tokens`) |
 | `langgraph` | `langgraph` (1.2.24) `langchain-openai` (1.7.4) `openinference-instrumentation-langchain` (0.1.80) | OpenInference: a CHAIN per graph run, an AGENT span per run of the "agent" node, the tool node beside them; two turns of one thread |
 """
 
@@ -56,6 +58,8 @@ from opentelemetry import trace
 from tests.support.fake_models import (
     FakeEndpoint,
     anthropic_reply,
+    cached_anthropic_reply,
+    cached_completion,
     gemini_server,
     named_tool_reply,
     responses_server,
@@ -403,7 +407,7 @@ def _crewai(factory: SpanFactory, base_url: str) -> None:
     Crew(agents=[agent], tasks=[task]).kickoff()
 
 
-def _anthropic(factory: SpanFactory, base_url: str, openinference: bool = False) -> None:
+def _anthropic(factory: SpanFactory, base_url: str, openinference: bool = False, cache: bool = False) -> None:
     """`_weather_loop` on Anthropic's Messages API: the tool call a `tool_use` block, its result a `tool_result`
     block of the next user message."""
     from anthropic import Anthropic
@@ -413,7 +417,7 @@ def _anthropic(factory: SpanFactory, base_url: str, openinference: bool = False)
     else:
         from opentelemetry.instrumentation.anthropic import AnthropicInstrumentor
     AnthropicInstrumentor().instrument(tracer_provider=factory.provider)
-    server = FakeEndpoint(anthropic_reply)
+    server = FakeEndpoint(cached_anthropic_reply if cache else anthropic_reply)
     client: Any = Anthropic(base_url=server.base_url, api_key="test")
     tools = [{"name": "get_weather", "description": "Weather of a city.", "input_schema": WEATHER_PARAMETERS}]
     try:
@@ -483,6 +487,13 @@ def _openllmetry(factory: SpanFactory, base_url: str, events: bool = False, stre
         tracer_provider=factory.provider, logger_provider=factory.logger_provider
     )
     _weather_loop(factory, base_url, stream=stream)
+
+
+def _openinference_openai(factory: SpanFactory, base_url: str) -> None:
+    from openinference.instrumentation.openai import OpenAIInstrumentor
+
+    OpenAIInstrumentor().instrument(tracer_provider=factory.provider)
+    _weather_loop(factory, base_url)
 
 
 def _adk(factory: SpanFactory, base_url: str, legacy: bool = False) -> None:
@@ -646,6 +657,12 @@ SDKS = {
     "anthropic_openinference": lambda factory, base_url: _anthropic(factory, base_url, openinference=True),
     "openllmetry_responses": _openllmetry_responses,
     "openllmetry_stream": lambda factory, base_url: _openllmetry(factory, base_url, stream=True),
+    "openllmetry_cache": _openllmetry,
+    "openinference_openai_cache": _openinference_openai,
+    "anthropic_cache_openllmetry": lambda factory, base_url: _anthropic(factory, base_url, cache=True),
+    "anthropic_cache_openinference": lambda factory, base_url: _anthropic(
+        factory, base_url, openinference=True, cache=True
+    ),
 }
 
 
@@ -660,6 +677,8 @@ def main(sdk: str, out: Path) -> None:
         "smolagents": smolagents_reply,
         "semantic_kernel": named_tool_reply,
         "crewai": named_tool_reply,
+        "openllmetry_cache": cached_completion,
+        "openinference_openai_cache": cached_completion,
     }
     responder = responders.get(sdk)
     with FakeOpenAI(responder) as server:

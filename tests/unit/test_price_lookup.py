@@ -18,6 +18,7 @@ TABLE = Settings().cost.prices.models
         ("gpt-4o-mini-2024-07-18", "gpt-4o-mini"),  # the longest entry
         ("o3-mini-2025-01-31", "o3-mini"),
         ("claude-sonnet-4-20250514", "claude-sonnet-4"),
+        ("claude-opus-4-5-20251101", "claude-opus-4-5"),  # not claude-opus-4, three times its price
         ("claude-sonnet-4@20250514", "claude-sonnet-4"),  # Vertex AI's snapshot names
         ("claude-3-5-sonnet-latest", "claude-3-5-sonnet"),
         ("gemini-2.0-flash-001", "gemini-2.0-flash"),
@@ -25,14 +26,13 @@ TABLE = Settings().cost.prices.models
     ],
 )
 def test_a_snapshot_is_priced_as_its_model(model: str, entry: str) -> None:
-    assert PriceLookup(TABLE)(model) == (TABLE[entry].input_per_mtok, TABLE[entry].output_per_mtok)
+    assert PriceLookup(TABLE)(model) == TABLE[entry]
 
 
 @pytest.mark.parametrize(
     "model",
     [
-        "claude-opus-4-5-20251101",  # not claude-opus-4, three times its price
-        "claude-sonnet-4-5-20250929",
+        "claude-opus-4-9-20270101",  # a newer model than the table knows: not claude-opus-4's price
         "gemini-2.0-flash-lite",  # not gemini-2.0-flash
         "gpt-4o-audio-preview",
         "gpt-4o-mini-tts",

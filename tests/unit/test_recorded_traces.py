@@ -12,22 +12,27 @@
 - the Vercel AI SDK, majors 4 to 6 (`ai.*` keys) and 7 (the GenAI conventions through `@ai-sdk/otel`),
   `tests/support/ai_sdk/record.mjs`, under an HTTP span;
 - the official OpenAI instrumentation and OpenLLMetry's on a loop the caller runs, both model calls streamed,
-  and on the Responses API; OpenLLMetry's and OpenInference's Anthropic instrumentations on the same loop.
+  and on the Responses API; OpenLLMetry's and OpenInference's Anthropic instrumentations on the same loop; those
+  two and the OpenAI instrumentations of OpenLLMetry and OpenInference with prompt-cache tokens.
 Each run is a question, one tool call with its arguments and result, the answer, two model calls."""
 
 from __future__ import annotations
 
+from fractions import Fraction
 from pathlib import Path
 from typing import NamedTuple
 
 import pytest
+import yaml
 
+import agentwatch
 from agentwatch.collector.decode import SpanRecord, decode_message
 from agentwatch.collector.otlp_files import group_by_conversation
 from agentwatch.collector.reconstruct import build_conversation
 from agentwatch.collector.span_tree import role_of, setup_only
 from agentwatch.scorers import ConversationScorer
 from agentwatch.wire.schema import Turn
+from tests.support.fake_models import CACHE
 from tests.support.fake_openai import FINAL_TEXT, TOOL_CALL_ID, USAGE
 from tests.support.record_agents import calls_of, weather_call
 from tests.support.spans import otlp_json_to_protobuf
@@ -106,6 +111,20 @@ RECORDINGS = [
     Recording(
         "anthropic_openinference_trace.json", "weather-agent", "conv-anthropic-1", call_id="toolu_fake_1"
     ),
+    # the model reporting prompt tokens read from (and, Anthropic, written to) its cache: OpenLLMetry's and
+    # OpenInference's OpenAI instrumentations on the loop, and both Anthropic ones (Anthropic counts the cache
+    # apart from its input tokens; both instrumentations add it in)
+    Recording("openllmetry_cache_trace.json", "weather-agent", "conv-events-1"),
+    Recording("openinference_openai_cache_trace.json", "weather-agent", "conv-events-1"),
+    Recording(
+        "anthropic_cache_openllmetry_trace.json", "weather-agent", "conv-anthropic-1", call_id="toolu_fake_1"
+    ),
+    Recording(
+        "anthropic_cache_openinference_trace.json",
+        "weather-agent",
+        "conv-anthropic-1",
+        call_id="toolu_fake_1",
+    ),
 ]
 
 
@@ -146,6 +165,47 @@ def test_a_streamed_run_without_token_counts_has_an_unknown_cost_not_a_free_one(
     assert score.cost_usd is None
     assert "cost_unknown: a model call reported no token usage" in score.reasons
     assert score.evidence == [] and score.turn_scores[0].error is None  # its streamed answer was read
+
+
+_PRICES = yaml.safe_load((Path(agentwatch.__file__).parent / "data" / "prices.yaml").read_text())["models"]
+
+
+@pytest.mark.parametrize(
+    ("file", "model", "writes"),
+    [
+        ("openllmetry_cache_trace.json", "gpt-4o-mini", False),  # OpenAI reports no cache writes
+        ("openinference_openai_cache_trace.json", "gpt-4o-mini", False),
+        ("anthropic_cache_openllmetry_trace.json", "claude-sonnet-4-5", True),
+        ("anthropic_cache_openinference_trace.json", "claude-sonnet-4-5", True),
+    ],
+)
+def test_prompt_cache_tokens_are_read_and_priced_at_the_cache_prices(
+    file: str, model: str, writes: bool
+) -> None:
+    """Each call's cached tokens as the fake model reported them, and the cost with them at the cache's prices
+    (the shipped table read as YAML, summed in exact fractions): not the input price, nor left out."""
+    conv = build_conversation(_records(file, "json"))
+    (turn,) = conv.turns
+    expected = [CACHE["tool_call"], CACHE["final"]]
+    if not writes:
+        expected = [(read, 0) for read, _ in expected]
+    assert [(u.cache_read_input_tokens, u.cache_creation_input_tokens) for u in turn.usage] == expected
+    price = {key: Fraction(str(value)) for key, value in _PRICES[model].items()}
+    cost = (
+        sum(
+            (prompt - read - write) * price["input_per_mtok"]
+            + read * price["cache_read_per_mtok"]
+            + write * price.get("cache_write_per_mtok", 0)
+            + out * price["output_per_mtok"]
+            for (prompt, out), (read, write) in zip(
+                [USAGE["tool_call"], USAGE["final"]], expected, strict=True
+            )
+        )
+        / 10**6
+    )
+    score = ConversationScorer().score(conv)
+    assert score.cost_usd == pytest.approx(float(cost), rel=1e-12)
+    assert not any(r.startswith("cost_unknown") for r in score.reasons)
 
 
 def test_pydantic_ai_reports_the_cost_of_each_model_call() -> None:

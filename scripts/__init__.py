@@ -1,0 +1,1 @@
+"""Maintenance scripts run from the repository root (`python -m scripts.<name>`)."""
