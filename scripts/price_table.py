@@ -3,8 +3,9 @@
 LiteLLM keeps the vendors' list prices, cache prices included, in `model_prices_and_context_window.json` (MIT;
 shipped in its wheel as `litellm/model_prices_and_context_window_backup.json`). This script takes the chat models
 OpenAI, Anthropic and Google sell under their own names, one entry per model (a dated snapshot only where its
-price differs from its model's), Anthropic models retired from Anthropic's own API at the list price Bedrock
-keeps for them, and the entries of the table it replaces that the list lacks:
+price differs from its model's), with their cache prices and their long-context rates (where a call past an
+input length is charged more), Anthropic models retired from Anthropic's own API at the list price Bedrock keeps
+for them, and the entries of the table it replaces that the list lacks:
 
     pip download litellm --no-deps -d /tmp/litellm && unzip -o /tmp/litellm/litellm-*.whl \\
         'litellm/model_prices_and_context_window_backup.json' -d /tmp/litellm
@@ -31,6 +32,7 @@ from agentwatch.config.scoring import ModelPrice, PriceTable
 _VENDORS = {"openai": "", "anthropic": "", "vertex_ai-language-models": "gemini-"}  # provider: name prefix
 _MODES = {"chat", "responses"}
 _BEDROCK = re.compile(r"anthropic\.(claude-[a-z0-9-]+?)-\d{8}-v\d+:\d+")
+_LONG = re.compile(r"input_cost_per_token_above_(\d+)k_tokens")
 _FIELDS = {
     "input_per_mtok": "input_cost_per_token",
     "output_per_mtok": "output_cost_per_token",
@@ -48,10 +50,28 @@ def _per_mtok(value: Any) -> float | None:
 
 def _price(entry: dict[str, Any]) -> ModelPrice | None:
     """An entry's prices, or None without an input and an output price."""
-    found = {ours: _per_mtok(entry.get(theirs)) for ours, theirs in _FIELDS.items()}
+    found: dict[str, Any] = {ours: _per_mtok(entry.get(theirs)) for ours, theirs in _FIELDS.items()}
     if found["input_per_mtok"] is None or found["output_per_mtok"] is None:
         return None
+    found["long_context"] = _long_context(entry, found)
     return ModelPrice.model_validate(found)
+
+
+def _long_context(entry: dict[str, Any], base: dict[str, Any]) -> dict[str, Any] | None:
+    """The prices past an input length (`…_above_200k_tokens`), where the entry has one length; each price it
+    lacks there is its base price (the cache's left to the model's own)."""
+    lengths = {int(m[1]) for key in entry if (m := _LONG.fullmatch(key))}
+    if len(lengths) != 1:
+        return None
+    (length,) = lengths
+    found = {
+        ours: _per_mtok(entry.get(f"{theirs}_above_{length}k_tokens")) for ours, theirs in _FIELDS.items()
+    }
+    if found["input_per_mtok"] is None:
+        return None
+    if found["output_per_mtok"] is None:
+        found["output_per_mtok"] = base["output_per_mtok"]
+    return {"above_input_tokens": length * 1000, **found}
 
 
 def from_litellm(source: dict[str, Any], kept: dict[str, ModelPrice]) -> dict[str, ModelPrice]:
@@ -94,15 +114,26 @@ def render(table: dict[str, ModelPrice], source: str, as_of: date) -> str:
         "# Model names are matched exactly first, then by the longest entry of which the name is a snapshot: the",
         '# entry followed by dates, revisions or "-latest" only ("gpt-4o-2024-08-06" is priced as "gpt-4o", but',
         '# "gpt-4o-mini-tts" is not priced at all). A call that read from or wrote to the prompt cache is priced',
-        "# only where the entry has the cache's prices.",
+        "# only where the entry has the cache's prices; a call whose input is past `long_context.above_input_tokens`",
+        "# at the long-context rates, all of it.",
         f"as_of: {as_of.isoformat()}",
         "models:",
     ]
     for name, price in table.items():
-        fields = price.model_dump(exclude_none=True)
-        inner = ", ".join(f"{key}: {value:g}" for key, value in fields.items())
-        lines.append(f"  {name}: {{{inner}}}")
+        lines.append(f"  {name}: {_flow(price.model_dump(exclude_none=True))}")
     return "\n".join(lines) + "\n"
+
+
+def _flow(fields: dict[str, Any]) -> str:
+    """A mapping in YAML's flow style, numbers without exponents (which YAML 1.1 reads as strings)."""
+    inner = []
+    for key, value in fields.items():
+        if isinstance(value, dict):
+            inner.append(f"{key}: {_flow(value)}")
+        else:
+            text = f"{value:.12f}".rstrip("0").rstrip(".") if isinstance(value, float) else str(value)
+            inner.append(f"{key}: {text}")
+    return "{" + ", ".join(inner) + "}"
 
 
 @click.command()

@@ -99,6 +99,16 @@ class ScoringConfig(Section):
     )
 
 
+class LongContextPrice(Section):
+    """Prices of a call whose input (cache included) is past a length: the whole call, at these rates."""
+
+    above_input_tokens: int = Field(gt=0, description="the input tokens past which the call is long-context")
+    input_per_mtok: float = Field(ge=0)
+    output_per_mtok: float = Field(ge=0)
+    cache_read_per_mtok: float | None = Field(default=None, ge=0, description="else the model's own")
+    cache_write_per_mtok: float | None = Field(default=None, ge=0, description="else the model's own")
+
+
 class ModelPrice(Section):
     """Price of a model in USD per million tokens."""
 
@@ -115,6 +125,9 @@ class ModelPrice(Section):
         ge=0,
         description="input tokens written to the provider's prompt cache; without it a call that wrote any is "
         "cost_unknown",
+    )
+    long_context: LongContextPrice | None = Field(
+        default=None, description="the prices of calls past a length of input, where the vendor charges more"
     )
 
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from agentwatch.config import CostConfig
 from agentwatch.config.prices import PriceLookup
-from agentwatch.config.scoring import ModelPrice
+from agentwatch.config.scoring import LongContextPrice, ModelPrice
 from agentwatch.wire.schema import Conversation, Turn, Usage
 
 _NO_MODEL = "cost_unknown: a model call reported tokens but no model name"
@@ -66,18 +66,26 @@ def conversation_cost(turns: Sequence[Turn], prices: PriceLookup) -> CostResult:
 def _priced(usage: Usage, model: str, price: ModelPrice | None) -> tuple[float | None, str]:
     """A model call's cost by the price table, or None and why not. Input tokens read from or written to the
     prompt cache are priced at the cache's prices (a tenth of the input price to a quarter more, by vendor):
-    without them in the table the call's cost is unknown, not its input priced in full."""
+    without them in the table the call's cost is unknown, not its input priced in full. A call whose input is
+    past the entry's long context is priced, all of it, at those rates."""
     if price is None:
         return None, f"cost_unknown: model {model} not in price table"
-    read, write = usage.cache_read_input_tokens, usage.cache_creation_input_tokens
-    cost = usage.output_tokens * price.output_per_mtok
+    inp, read, write = usage.input_tokens, usage.cache_read_input_tokens, usage.cache_creation_input_tokens
+    rates: ModelPrice | LongContextPrice = price
+    cache_read, cache_write = price.cache_read_per_mtok, price.cache_write_per_mtok
+    long = price.long_context
+    if long is not None and inp > long.above_input_tokens:
+        rates = long
+        cache_read = cache_read if long.cache_read_per_mtok is None else long.cache_read_per_mtok
+        cache_write = cache_write if long.cache_write_per_mtok is None else long.cache_write_per_mtok
+    cost = usage.output_tokens * rates.output_per_mtok
     if read or write:
-        if read and price.cache_read_per_mtok is None:
+        if read and cache_read is None:
             return None, f"cost_unknown: model {model} has no cache-read price in the price table"
-        if write and price.cache_write_per_mtok is None:
+        if write and cache_write is None:
             return None, f"cost_unknown: model {model} has no cache-write price in the price table"
-        cost += read * (price.cache_read_per_mtok or 0.0) + write * (price.cache_write_per_mtok or 0.0)
-    cost += max(0, usage.input_tokens - read - write) * price.input_per_mtok
+        cost += read * (cache_read or 0.0) + write * (cache_write or 0.0)
+    cost += max(0, inp - read - write) * rates.input_per_mtok
     return cost / 1_000_000, ""
 
 

@@ -16,7 +16,7 @@ from agentwatch.collector.decode import SpanRecord
 from agentwatch.collector.turns import Gaps
 from agentwatch.config import Settings
 from agentwatch.config.prices import PriceLookup
-from agentwatch.config.scoring import ModelPrice
+from agentwatch.config.scoring import LongContextPrice, ModelPrice
 from agentwatch.importers.openai_chat import message_usage
 from agentwatch.scorers.cost import conversation_cost
 from agentwatch.sdk.genai import usage_of
@@ -153,6 +153,35 @@ def test_a_cache_the_table_has_no_price_for_makes_the_call_cost_unknown(
     cost, reasons = _cost([cached, plain], price)
     assert reasons == [f"cost_unknown: model m has no {missing} price in the price table"]
     assert cost == pytest.approx((100 * 3 + 10 * 15) / 10**6, rel=1e-12)
+
+
+LONG = ModelPrice(
+    input_per_mtok=1.25,
+    output_per_mtok=10,
+    cache_read_per_mtok=0.125,
+    long_context=LongContextPrice(above_input_tokens=200_000, input_per_mtok=2.5, output_per_mtok=15),
+)
+
+
+@pytest.mark.parametrize(
+    ("inp", "read", "rates"),
+    [
+        (200_000, 0, ("1.25", "10", "0.125")),  # at the length: not past it
+        (200_001, 0, ("2.5", "15", "0.125")),  # past it: the whole call at the long rates
+        (
+            250_000,
+            240_000,
+            ("2.5", "15", "0.125"),
+        ),  # cached tokens count in the length; their price the base's
+    ],
+)
+def test_a_call_past_the_long_context_is_priced_all_at_its_rates(
+    inp: int, read: int, rates: tuple[str, str, str]
+) -> None:
+    rin, rout, rread = (Fraction(r) for r in rates)
+    usage = Usage(model="m", input_tokens=inp, output_tokens=1_000, cache_read_input_tokens=read)
+    expected = ((inp - read) * rin + read * rread + 1_000 * rout) / 10**6
+    assert _cost([usage], LONG)[0] == pytest.approx(float(expected), rel=1e-12)
 
 
 def test_a_negative_cache_price_fails_at_start_naming_its_key() -> None:
