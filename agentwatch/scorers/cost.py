@@ -22,6 +22,7 @@ class CostResult:
     reasons: list[str] = field(default_factory=list)
     input_tokens: int = 0
     output_tokens: int = 0
+    cache_read_input_tokens: int = 0
 
 
 def conversation_cost(turns: Sequence[Turn], prices: PriceLookup) -> CostResult:
@@ -32,7 +33,7 @@ def conversation_cost(turns: Sequence[Turn], prices: PriceLookup) -> CostResult:
     """
     reasons: list[str] = []
     total: float | None = None
-    input_tokens = output_tokens = 0
+    input_tokens = output_tokens = cached = 0
     for turn in turns:
         turn_total = turn.cost_usd
         priced = turn_total is None  # a reported turn cost wins over its model calls
@@ -41,6 +42,7 @@ def conversation_cost(turns: Sequence[Turn], prices: PriceLookup) -> CostResult:
             out = usage.output_tokens
             input_tokens += inp
             output_tokens += out
+            cached += usage.cache_read_input_tokens
             if not priced:
                 continue
             cost = usage.cost_usd
@@ -60,7 +62,7 @@ def conversation_cost(turns: Sequence[Turn], prices: PriceLookup) -> CostResult:
             turn_total = cost if turn_total is None else turn_total + cost
         if turn_total is not None:
             total = turn_total if total is None else total + turn_total
-    return CostResult(total, reasons, input_tokens, output_tokens)
+    return CostResult(total, reasons, input_tokens, output_tokens, cached)
 
 
 def _priced(usage: Usage, model: str, price: ModelPrice | None) -> tuple[float | None, str]:

@@ -202,6 +202,7 @@ def score_record(
             "duration_s": duration_ms / 1000 if duration_ms is not None else None,
             "input_tokens": cost.result.input_tokens,
             "output_tokens": cost.result.output_tokens,
+            "cache_read_input_tokens": cost.result.cache_read_input_tokens,
             "ended_at": ended_at(conv),
             "incomplete": conv.incomplete,
             "graded_by": graders.graded_by if passed is not None else [],

@@ -139,6 +139,9 @@ class ConversationScore(WireModel):
     duration_s: float | None = Field(default=None, description="Sum of turn durations in seconds.")
     input_tokens: int = Field(default=0, description="Total input tokens.")
     output_tokens: int = Field(default=0, description="Total output tokens.")
+    cache_read_input_tokens: int = Field(
+        default=0, description="Of the input tokens, those read from the providers' prompt caches."
+    )
     ended_at: datetime | None = Field(default=None, description="Conversation end (event time for windows).")
     incomplete: bool = Field(default=False, description="Collector finished it early because a cap was hit.")
     graded_by: list[str] = Field(

@@ -206,6 +206,7 @@ def test_prompt_cache_tokens_are_read_and_priced_at_the_cache_prices(
     score = ConversationScorer().score(conv)
     assert score.cost_usd == pytest.approx(float(cost), rel=1e-12)
     assert not any(r.startswith("cost_unknown") for r in score.reasons)
+    assert score.cache_read_input_tokens == sum(read for read, _ in expected)
 
 
 def test_pydantic_ai_reports_the_cost_of_each_model_call() -> None:

@@ -210,6 +210,7 @@ def test_the_conversation_page_shows_tool_names_as_written_and_errors_under_thei
     conv.turns[0].tool_calls[0].name = "lookupOrder_V2"
     conv.turns[0].tool_calls[0].result = None
     conv.turns[0].tool_calls[0].error = "OrderServiceTimeout: no answer in 5 s"
+    conv.turns[1].usage[0].cache_read_input_tokens = 96
     score = scored(conv, verdict=judged(), review_rate=1.0)
     store.ingest(
         TranscriptRecord(
@@ -228,6 +229,8 @@ def test_the_conversation_page_shows_tool_names_as_written_and_errors_under_thei
     call = page.split('<div class="tool">')[1].split("</div>\n  {% endfor %}")[0]
     assert "OrderServiceTimeout: no answer in 5 s" in call and "no result captured" not in call
     assert 'id="why"' not in page  # the blind review sample: why it failed only after the label
+    tokens = re.findall(r"gpt-4o-mini (\d+)(?: \((\d+) cached\))?→(\d+) tokens", page)
+    assert tokens[:2] == [("120", "", "30"), ("120", "96", "30")]  # the prompt cache's share, where it served
 
 
 def test_the_filters_list_task_ids_as_numbers(tmp_path: Path) -> None:
