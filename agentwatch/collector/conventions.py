@@ -72,6 +72,10 @@ CACHE_WRITE_KEYS = (
     "ai.usage.inputTokenDetails.cacheWriteTokens",
 )
 TOTAL_TOKEN_KEYS = ("gen_ai.usage.total_tokens", "llm.token_count.total")
+# LiteLLM's OpenTelemetry callback: its call id on the span it writes a model call to, its own span's name (with a
+# span current it writes to that span instead, unless USE_OTEL_LITELLM_REQUEST_SPAN is set)
+LITELLM_CALL_KEY = "litellm.call_id"
+LITELLM_SPAN_NAME = "litellm_request"
 
 # --------------------------------------------------------------------------- messages
 INPUT_MESSAGES_KEYS = (A.INPUT_MESSAGES,)
@@ -120,6 +124,7 @@ NEEDED_KEYS: frozenset[str] = frozenset(
     + CACHE_READ_KEYS
     + CACHE_WRITE_KEYS
     + TOTAL_TOKEN_KEYS
+    + (LITELLM_CALL_KEY,)
     + INPUT_MESSAGES_KEYS
     + OUTPUT_MESSAGES_KEYS
     + INPUT_VALUE_KEYS

@@ -145,6 +145,34 @@ def genai_message(body: Any, role: str | None = None) -> dict[str, Any] | None:
     return {"role": who, "parts": parts}
 
 
+# OpenAI's fields of a message in a `gen_ai.*.messages` string: what `with_openai_fields` reads
+OPENAI_MARKS = ('"tool_calls"', '"tool_call_id"')
+
+
+def with_openai_fields(message: dict[str, Any]) -> dict[str, Any]:
+    """A message carrying OpenAI's `tool_calls` (an assistant's) or `tool_call_id` (a tool's), beside GenAI parts
+    as LiteLLM's OpenTelemetry callback writes them or without any: the calls as `tool_call` parts, a tool
+    message's text as the response to its call. Other messages as they are."""
+    calls, call_id = message.get("tool_calls"), message.get("tool_call_id")
+    if not isinstance(calls, list) and call_id is None:
+        return message
+    found = message.get("parts")
+    if not isinstance(found, list):
+        return genai_message(message) or message
+    kept = [p for p in found if isinstance(p, dict) and p.get("content") != ""]  # LiteLLM's empty text part
+    if call_id is not None and message.get("role") == "tool":
+        if not any(p.get("type") == "tool_call_response" for p in kept):
+            texts = [
+                p["content"] for p in kept if p.get("type") == "text" and isinstance(p.get("content"), str)
+            ]
+            kept = [_response(call_id, "\n".join(texts) if texts else None)]
+    if isinstance(calls, list):
+        known = {p.get("id") for p in kept if p.get("type") == "tool_call"}
+        asked = genai_message({"role": "assistant", "tool_calls": calls}) or {"parts": []}
+        kept += [p for p in asked["parts"] if p["id"] is None or p["id"] not in known]
+    return {**message, "parts": kept}
+
+
 def _has_results(content: Any) -> bool:
     """Whether a tool message's content is a list of result parts carrying their own call ids."""
     return isinstance(content, list) and any(

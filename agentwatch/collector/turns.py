@@ -47,6 +47,10 @@ def to_time(ns: int) -> datetime | None:
 
 
 NO_INPUT = "no user input captured"
+WRITTEN_OVER = (
+    "LiteLLM's OpenTelemetry callback wrote a model call over the caller's span, the turn's other calls unseen "
+    "(set USE_OTEL_LITELLM_REQUEST_SPAN=true for a span per call)"
+)
 NO_ANSWER = "no answer text captured (content capture off?)"
 NO_ARGUMENTS = "tool arguments not captured (content capture off?)"
 NO_RESULT = "tool result not captured"
@@ -146,11 +150,25 @@ def _outputs_unlogged(models: list[SpanRecord]) -> bool:
     )
 
 
-def _asked_out_of_sight(calls: list[dict[str, Any]]) -> bool:
+def _written_over(span: SpanRecord, members: list[SpanRecord]) -> bool:
+    """Whether LiteLLM's OpenTelemetry callback wrote a model call over the turn's own span, something below it:
+    with a span current, the callback sets the call's attributes on that span rather than opening one of its
+    own, each call over the last, and a call that ends after the span is lost; what the span holds is one of
+    the turn's calls, not necessarily its last, and the others went unseen."""
+    return bool(members) and cv.LITELLM_CALL_KEY in span.attrs and span.name != cv.LITELLM_SPAN_NAME
+
+
+def _asked_out_of_sight(calls: list[dict[str, Any]], last: list[dict] | None) -> bool:
     """Whether bare model calls (no agent span around them) end asking for a tool whose result no span of the
     conversation holds: a loop the caller runs went on out of sight (each call its own trace when nothing joins
-    them), so the answer went unseen rather than missing."""
-    return bool(calls) and "result" not in calls[-1] and calls[-1].get("error") is None
+    them), so the answer went unseen rather than missing. Without calls read, the last output message (`last`)
+    saying the model stopped to call tools is that too (LiteLLM logs the finish reason, not the calls)."""
+    if not calls:
+        return last is not None and len(last) > 0 and str(last[-1].get("finish_reason")) in _TOOL_STOPS
+    return "result" not in calls[-1] and calls[-1].get("error") is None
+
+
+_TOOL_STOPS = frozenset({"tool_calls", "tool_call", "tool_use", "function_call"})  # OpenAI, Anthropic, older
 
 
 def _callback_record(args: Any, result: Any) -> tuple[Any, Any, str | None]:
@@ -336,12 +354,18 @@ def build_turn(
         gaps.ok_calls += sum(1 for c in tool_calls if c.get("error") is None)
         if missing:
             gaps.counts[NO_RESULT] += missing
-        if answer is None and own_role == MODEL and _asked_out_of_sight(tool_calls):
+        if answer is None and own_role == MODEL and _asked_out_of_sight(tool_calls, found):
             gaps.outputs_unlogged += 1
             gaps.steps_unseen += 1
         if tool_calls:
             gaps.turns["tool calls taken from model output messages (no execute_tool spans)"].append(index)
     usage = calls_usage(models, [span, *members], index, gaps)
+    if _written_over(span, members):
+        gaps.turns[WRITTEN_OVER].append(index)
+        if answer is None:  # the call written was not the last: what the agent said last went unseen
+            gaps.outputs_unlogged += 1
+            gaps.steps_unseen += 1
+        usage.append({"model": None, "input_tokens": 0, "output_tokens": 0, "cost_usd": None})  # calls unseen
     end = span.end_ns if end_ns is None else end_ns
     duration = (end - span.start_ns) / 1e6 if end >= span.start_ns > 0 else None
     return {

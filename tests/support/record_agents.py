@@ -40,15 +40,18 @@ OpenTelemetry versions); this script runs in a virtualenv where one is installed
 | `anthropic_openinference` | `anthropic` (2.14.0) `openinference-instrumentation-anthropic` (3.1.0) | the same under OpenInference: flattened `llm.input_messages.*` keys |
 | `openllmetry_cache`, `openinference_openai_cache` | `opentelemetry-instrumentation-openai` (OpenLLMetry, 0.62.4); `openinference-instrumentation-openai` (0.1.66), `openai` | the `openai_events` loop non-streamed, the fake model reporting prompt tokens read from its cache (`cached_tokens`, among the prompt tokens) |
 | `anthropic_cache_openllmetry`, `anthropic_cache_openinference` | as `anthropic_openllmetry`, `anthropic_openinference` | the same loop with Anthropic's cache reads and writes (apart from its `input_tokens`) |
+| `litellm`, `litellm_semconv`, `litellm_request_span`, `litellm_traces` | `litellm` (1.110.2) | the loop through `litellm.completion` under LiteLLM's OpenTelemetry callback: by default (and with `OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental`) it writes each call over the agent span; with `USE_OTEL_LITELLM_REQUEST_SPAN=true` a `litellm_request` span per call; without a span of the caller's around the calls, each a trace of its own |
 | `langgraph` | `langgraph` (1.2.24) `langchain-openai` (1.7.4) `openinference-instrumentation-langchain` (0.1.80) | OpenInference: a CHAIN per graph run, an AGENT span per run of the "agent" node, the tool node beside them; two turns of one thread |
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -489,6 +492,43 @@ def _openllmetry(factory: SpanFactory, base_url: str, events: bool = False, stre
     _weather_loop(factory, base_url, stream=stream)
 
 
+def _litellm(
+    factory: SpanFactory, base_url: str, env: dict[str, str] | None = None, joined: bool = True
+) -> None:
+    """The caller's loop through LiteLLM's SDK (`litellm.completion`, an OpenAI-compatible model), traced by
+    LiteLLM's own OpenTelemetry callback (`env`: its settings); without `joined`, no span of the caller's around
+    the calls and the tool run untraced (each call a trace of its own)."""
+    os.environ.update(env or {})
+    import litellm
+    from litellm.integrations.opentelemetry import OpenTelemetry
+
+    litellm.callbacks = [OpenTelemetry(tracer_provider=factory.provider)]
+    tools = [{"type": "function", "function": {"name": "get_weather", "parameters": WEATHER_PARAMETERS}}]
+
+    def chat(messages: list[dict[str, Any]]) -> Any:
+        return litellm.completion(
+            model="openai/gpt-4o-mini", api_base=base_url, api_key="test", messages=messages, tools=tools
+        )
+
+    with _agent_span(factory, "conv-litellm-1") if joined else contextlib.nullcontext():
+        messages: list[dict[str, Any]] = [
+            {"role": "system", "content": SYSTEM},
+            {"role": "user", "content": QUESTION},
+        ]
+        asked = chat(messages).choices[0].message
+        call = asked.tool_calls[0]
+        if joined:
+            result = _run_tool(factory, call.id, call.function.arguments)
+        else:
+            result = json.dumps(weather(**json.loads(call.function.arguments)))
+        messages += [
+            asked.model_dump(exclude_none=True),
+            {"role": "tool", "tool_call_id": call.id, "content": result},
+        ]
+        chat(messages)
+    time.sleep(0.5)  # the callback logs from a thread of its own
+
+
 def _openinference_openai(factory: SpanFactory, base_url: str) -> None:
     from openinference.instrumentation.openai import OpenAIInstrumentor
 
@@ -658,6 +698,14 @@ SDKS = {
     "openllmetry_responses": _openllmetry_responses,
     "openllmetry_stream": lambda factory, base_url: _openllmetry(factory, base_url, stream=True),
     "openllmetry_cache": _openllmetry,
+    "litellm": _litellm,
+    "litellm_semconv": lambda factory, base_url: _litellm(
+        factory, base_url, {"OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental"}
+    ),
+    "litellm_traces": lambda factory, base_url: _litellm(factory, base_url, joined=False),
+    "litellm_request_span": lambda factory, base_url: _litellm(
+        factory, base_url, {"USE_OTEL_LITELLM_REQUEST_SPAN": "true"}
+    ),
     "openinference_openai_cache": _openinference_openai,
     "anthropic_cache_openllmetry": lambda factory, base_url: _anthropic(factory, base_url, cache=True),
     "anthropic_cache_openinference": lambda factory, base_url: _anthropic(

@@ -114,6 +114,10 @@ RECORDINGS = [
     # the model reporting prompt tokens read from (and, Anthropic, written to) its cache: OpenLLMetry's and
     # OpenInference's OpenAI instrumentations on the loop, and both Anthropic ones (Anthropic counts the cache
     # apart from its input tokens; both instrumentations add it in)
+    # LiteLLM's OpenTelemetry callback with a span per call (`USE_OTEL_LITELLM_REQUEST_SPAN=true`): its messages
+    # GenAI parts with OpenAI's `tool_calls` and `tool_call_id` beside them, its output messages without the
+    # calls (its `raw_gen_ai_request` spans below them are read as nothing)
+    Recording("litellm_request_span_trace.json", "weather-agent", "conv-litellm-1"),
     Recording("openllmetry_cache_trace.json", "weather-agent", "conv-events-1"),
     Recording("openinference_openai_cache_trace.json", "weather-agent", "conv-events-1"),
     Recording(
@@ -354,3 +358,39 @@ def test_each_model_call_a_trace_of_its_own_makes_an_unseen_answer_then_the_whol
     assert [(c.name, c.arguments, c.result) for c in second.turns[0].tool_calls] == [
         (name, arguments, result) for name, arguments, result, _ in weather_call()
     ]
+
+
+@pytest.mark.parametrize("file", ["litellm_trace.json", "litellm_semconv_trace.json"])
+def test_litellm_writing_a_call_over_the_callers_span_makes_no_verdict(file: str) -> None:
+    """LiteLLM's callback by default (and in the GenAI conventions' mode) writes each model call over the span
+    current when it logs, here the agent's: the span holds the first call (asking for the tool), the second
+    logged after the span ended and was lost. Not an agent that stopped without answering: the answer and what
+    came after went unseen, and the cost is a lower bound."""
+    conv = build_conversation(_records(file, "json"))
+    assert conv.not_captured == ["answers", "arguments", "results", "steps"]
+    assert any("USE_OTEL_LITELLM_REQUEST_SPAN=true" in note for note in conv.notes)
+    score = ConversationScorer().score(conv)
+    assert score.evidence == [] and score.passed is None
+    assert "cost_unknown: a model call reported no token usage" in score.reasons
+    assert score.cost_usd == pytest.approx((21 * 0.15 + 9 * 0.60) / 10**6, rel=1e-12)  # the call it holds
+
+
+def test_litellm_without_a_span_around_its_calls_makes_an_unseen_answer_then_the_whole_turn() -> None:
+    """Each call a trace of its own: the first's output messages keep the finish reason but not the call it
+    asked for (LiteLLM drops the calls from them), the second holds the whole turn in its input."""
+    groups = group_by_conversation(_records("litellm_traces_trace.json", "json"))
+    first, second = sorted(
+        (build_conversation(spans) for spans in groups.values()), key=lambda c: c.turns[0].started_at or 0
+    )
+    scorer = ConversationScorer()
+    assert (first.turns[0].answer, first.not_captured, scorer.score(first).evidence) == (
+        None,
+        ["answers", "steps"],
+        [],
+    )
+    assert (second.turns[0].answer, second.not_captured, scorer.score(second).evidence) == (
+        FINAL_TEXT,
+        [],
+        [],
+    )
+    assert calls_of(second.turns[0].tool_calls) == weather_call()
