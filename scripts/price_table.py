@@ -110,7 +110,8 @@ def render(table: dict[str, ModelPrice], source: str, as_of: date) -> str:
     """The YAML of the price table, with where its prices come from."""
     lines = [
         f"# USD per million tokens, from LiteLLM's model price list ({source}; scripts/price_table.py).",
-        "# Prices change: override this table in your config file (cost.prices) and keep `as_of` honest.",
+        "# Prices change: entries of cost.prices in your config file add to this table and replace its entries of",
+        "# the same name (cost.prices.with_shipped: false to price by yours alone); keep their `as_of` honest.",
         "# Model names are matched exactly first, then by the longest entry of which the name is a snapshot: the",
         '# entry followed by dates, revisions or "-latest" only ("gpt-4o-2024-08-06" is priced as "gpt-4o", but',
         '# "gpt-4o-mini-tts" is not priced at all). A call that read from or wrote to the prompt cache is priced',

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import date
+from functools import cache
 from pathlib import Path
 from typing import Literal
 
@@ -136,11 +137,21 @@ class PriceTable(Section):
 
     as_of: date
     models: dict[str, ModelPrice] = Field(default_factory=dict)
+    with_shipped: bool = Field(
+        default=True,
+        description="the shipped table's entries too (agentwatch/data/prices.yaml), these replacing those of the "
+        "same name; false: these alone",
+    )
+
+
+@cache
+def _shipped() -> PriceTable:
+    with open(_DATA / "prices.yaml", encoding="utf-8") as fh:
+        return PriceTable.model_validate(yaml.safe_load(fh))
 
 
 def _default_prices() -> PriceTable:
-    with open(_DATA / "prices.yaml", encoding="utf-8") as fh:
-        return PriceTable.model_validate(yaml.safe_load(fh))
+    return _shipped().model_copy(deep=True)
 
 
 class CostConfig(Section):
@@ -148,6 +159,14 @@ class CostConfig(Section):
 
     prices: PriceTable = Field(default_factory=_default_prices)
     budgets: dict[str, float] = Field(default_factory=dict, description="task -> ceiling in USD")
+
+    @model_validator(mode="after")
+    def _add_shipped_prices(self) -> CostConfig:
+        """A price table given in the configuration adds to the shipped one unless it says otherwise: a team
+        pricing its fine-tuned model keeps every vendor's price."""
+        if "prices" in self.model_fields_set and self.prices.with_shipped:
+            self.prices.models = {**_shipped().model_copy(deep=True).models, **self.prices.models}
+        return self
     default_budget_usd: float | None = Field(default=None, ge=0)
 
     @field_validator("budgets")

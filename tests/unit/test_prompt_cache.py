@@ -288,3 +288,24 @@ def test_a_logged_agent_message_keeps_its_cache_tokens() -> None:
 def test_a_logged_message_with_more_cached_than_prompt_tokens_records_no_call() -> None:
     message = {"usage": {"prompt_tokens": 10, "completion_tokens": 9, "cache_read_input_tokens": 1024}}
     assert message_usage(message) is None
+
+
+# ---------------------------------------------------------------------------------------------- the table
+def _prices(table: dict[str, Any]) -> dict[str, ModelPrice]:
+    return Settings.model_validate({"cost": {"prices": {"as_of": "2026-11-29", **table}}}).cost.prices.models
+
+
+def test_a_configured_price_table_adds_to_the_shipped_one() -> None:
+    """A team pricing its own model keeps every vendor's price, and its price of a vendor's model wins."""
+    mine = ModelPrice(input_per_mtok=1, output_per_mtok=2)
+    found = _prices({"models": {"acme-ft-1": mine.model_dump(), "gpt-4o": mine.model_dump()}})
+    shipped = Settings().cost.prices.models
+    assert found["acme-ft-1"] == found["gpt-4o"] == mine
+    assert {name: found[name] for name in shipped if name != "gpt-4o"} == {
+        name: price for name, price in shipped.items() if name != "gpt-4o"
+    }
+
+
+def test_a_configured_price_table_alone_when_it_says_so() -> None:
+    mine = ModelPrice(input_per_mtok=1, output_per_mtok=2)
+    assert _prices({"with_shipped": False, "models": {"acme-ft-1": mine.model_dump()}}) == {"acme-ft-1": mine}
