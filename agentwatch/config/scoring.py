@@ -159,14 +159,6 @@ class CostConfig(Section):
 
     prices: PriceTable = Field(default_factory=_default_prices)
     budgets: dict[str, float] = Field(default_factory=dict, description="task -> ceiling in USD")
-
-    @model_validator(mode="after")
-    def _add_shipped_prices(self) -> CostConfig:
-        """A price table given in the configuration adds to the shipped one unless it says otherwise: a team
-        pricing its fine-tuned model keeps every vendor's price."""
-        if "prices" in self.model_fields_set and self.prices.with_shipped:
-            self.prices.models = {**_shipped().model_copy(deep=True).models, **self.prices.models}
-        return self
     default_budget_usd: float | None = Field(default=None, ge=0)
 
     @field_validator("budgets")
@@ -176,6 +168,14 @@ class CostConfig(Section):
             if ceiling <= 0:
                 raise ValueError(f"budget of task {task!r} must be > 0, got {ceiling}")
         return v
+
+    @model_validator(mode="after")
+    def _add_shipped_prices(self) -> CostConfig:
+        """A price table given in the configuration adds to the shipped one unless it says otherwise: a team
+        pricing its fine-tuned model keeps every vendor's price."""
+        if "prices" in self.model_fields_set and self.prices.with_shipped:
+            self.prices.models = {**_shipped().model_copy(deep=True).models, **self.prices.models}
+        return self
 
 
 # --------------------------------------------------------------------------- statistics and gates
