@@ -93,7 +93,11 @@ def _wrappers(found: list[tuple[SpanRecord, dict[str, Any]]], spans: list[SpanRe
     by_id: dict[str, SpanRecord] | None = None  # made when a call is not right below the turn's span
     wrappers: set[str] = set()
     for span, u in found:
-        if not (u["input_tokens"] or u["output_tokens"]) or span.parent_span_id in (None, top):
+        if not (u["input_tokens"] or u["output_tokens"]) or span.parent_span_id is None:
+            continue
+        if span.parent_span_id == top:  # right below the turn's span: a wrapper only if that is a call too
+            if top in models:
+                wrappers.add(top)
             continue
         if by_id is None:
             by_id = {s.span_id: s for s in spans}

@@ -26,6 +26,9 @@ from agentwatch.collector.decode_json import decode_json
 from agentwatch.collector.flat_messages import FIRST_KEYS as _FLAT_FIRST_KEYS
 from agentwatch.collector.flat_messages import PREFIXES as _FLAT_PREFIXES
 from agentwatch.collector.flat_messages import fold
+from agentwatch.collector.litellm_raw import SPAN_NAME as RAW_SPAN
+from agentwatch.collector.litellm_raw import fold as fold_raw
+from agentwatch.collector.litellm_raw import raw_keys
 from agentwatch.collector.message_events import DEPTH as _MESSAGE_DEPTH
 from agentwatch.collector.message_events import NAMES as _MESSAGE_EVENTS
 from agentwatch.collector.message_events import fold as fold_events
@@ -171,6 +174,10 @@ def _decode_protobuf(payload: bytes, limit: int) -> list[SpanRecord]:
                     )
                 pid = sp.parent_span_id
                 attrs = _pb_attributes(sp.attributes, limit, tags)
+                if sp.name == RAW_SPAN:  # LiteLLM's: its provider's request and response, keys of its own
+                    pb_attrs = sp.attributes
+                    attrs.update((key, pb_value(pb_attrs[key], limit)) for key in raw_keys(pb_attrs))
+                    fold_raw(attrs, limit)
                 # most spans carry no events, and no error: the error text is only worked out when something
                 # signals one
                 exc_type = _pb_events(sp.events, attrs, limit) if sp.events else None

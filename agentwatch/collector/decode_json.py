@@ -21,6 +21,9 @@ from agentwatch.collector.conventions import (
 )
 from agentwatch.collector.flat_messages import PREFIXES as FLAT_PREFIXES
 from agentwatch.collector.flat_messages import fold
+from agentwatch.collector.litellm_raw import SPAN_NAME as RAW_SPAN
+from agentwatch.collector.litellm_raw import fold as fold_raw
+from agentwatch.collector.litellm_raw import raw_keys
 from agentwatch.collector.message_events import DEPTH as MESSAGE_DEPTH
 from agentwatch.collector.message_events import NAMES as MESSAGE_EVENTS
 from agentwatch.collector.message_events import fold as fold_events
@@ -224,6 +227,12 @@ def _json_span(sp: Any, resource: dict, limit: int, where: str) -> SpanRecord:
     if not isinstance(sp, dict):
         raise DecodeError("invalid_json", f"{where}: expected an object")
     attrs = json_attributes(sp.get("attributes"), limit, where, _SPAN_KEYS, flat=True)
+    if sp.get("name") == RAW_SPAN:  # LiteLLM's: its provider's request and response, keys of its own
+        items = sp.get("attributes")
+        names = [kv.get("key") for kv in items if isinstance(kv, dict)] if isinstance(items, list) else []
+        keys = frozenset(raw_keys(k for k in names if isinstance(k, str)))
+        attrs.update(json_attributes(items, limit, where, keys))
+        fold_raw(attrs, limit)
     if VERCEL_OPERATION in attrs:
         fold_vercel(attrs, limit)
     elif not ADK_KEYS.isdisjoint(attrs):

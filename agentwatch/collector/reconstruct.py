@@ -13,6 +13,7 @@ from agentwatch.collector import conventions as cv
 from agentwatch.collector.assembler import FinishedConversation
 from agentwatch.collector.call_usage import nonneg_float
 from agentwatch.collector.decode import SpanRecord
+from agentwatch.collector.litellm_raw import give_back
 from agentwatch.collector.messages import (
     ToolResponses,
     as_text,
@@ -230,6 +231,7 @@ def _build(
         conversation_id = spans[0].conversation_id if spans else ""
         notes = []
     spans, orphans = attach(spans)
+    give_back(spans)
     if orphans:
         notes.append(f"{orphans} message record(s) of spans not in this conversation left out")
     if not spans:

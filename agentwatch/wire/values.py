@@ -85,15 +85,38 @@ def read_object_repr(text: str) -> tuple[str, dict[str, Any]] | None:
     return node.func.id, fields
 
 
+def read_python_value(text: str) -> Any:
+    """A value logged as its Python repr (`str()` of a list of dicts, or of SDK objects: `Message(role='user',
+    tool_calls=[ToolCall(id='c1')])`), objects as dicts of their keyword fields; None when it is no such repr.
+    Literals only: no name is looked up, nothing is called."""
+    stripped = text.strip()
+    if len(stripped) > MAX_LITERAL_CHARS or _depth(stripped) > MAX_LITERAL_DEPTH:
+        return None
+    try:
+        return _value_of(ast.parse(stripped, mode="eval").body)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None
+
+
+def _value_of(node: ast.expr) -> Any:
+    """A literal node's value, a repr's call node as its keyword fields, at any depth; ValueError otherwise."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+        return _fields(node)
+    if isinstance(node, (ast.List, ast.Tuple)):
+        return [_value_of(item) for item in node.elts]
+    if isinstance(node, ast.Dict):
+        if any(key is None for key in node.keys):
+            raise ValueError("** in a dict")
+        return {_key(_value_of(k)): _value_of(v) for k, v in zip(node.keys, node.values, strict=True) if k}
+    return _jsonable(ast.literal_eval(node))
+
+
+def _key(value: Any) -> str:
+    return value if isinstance(value, str) else str(value)
+
+
 def _fields(call: ast.Call) -> dict[str, Any]:
     """The keyword fields of a repr's call node, each a literal or a nested repr; ValueError otherwise."""
     if call.args or any(k.arg is None for k in call.keywords):
         raise ValueError("positional or ** fields")
-    out: dict[str, Any] = {}
-    for keyword in call.keywords:
-        value = keyword.value
-        if isinstance(value, ast.Call) and isinstance(value.func, ast.Name):
-            out[str(keyword.arg)] = _fields(value)
-        else:
-            out[str(keyword.arg)] = _jsonable(ast.literal_eval(value))
-    return out
+    return {str(keyword.arg): _value_of(keyword.value) for keyword in call.keywords}

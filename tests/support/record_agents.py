@@ -40,7 +40,7 @@ OpenTelemetry versions); this script runs in a virtualenv where one is installed
 | `anthropic_openinference` | `anthropic` (2.14.0) `openinference-instrumentation-anthropic` (3.1.0) | the same under OpenInference: flattened `llm.input_messages.*` keys |
 | `openllmetry_cache`, `openinference_openai_cache` | `opentelemetry-instrumentation-openai` (OpenLLMetry, 0.62.4); `openinference-instrumentation-openai` (0.1.66), `openai` | the `openai_events` loop non-streamed, the fake model reporting prompt tokens read from its cache (`cached_tokens`, among the prompt tokens) |
 | `anthropic_cache_openllmetry`, `anthropic_cache_openinference` | as `anthropic_openllmetry`, `anthropic_openinference` | the same loop with Anthropic's cache reads and writes (apart from its `input_tokens`) |
-| `litellm`, `litellm_semconv`, `litellm_request_span`, `litellm_traces` | `litellm` (1.110.2) | the loop through `litellm.completion` under LiteLLM's OpenTelemetry callback: by default (and with `OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental`) it writes each call over the agent span; with `USE_OTEL_LITELLM_REQUEST_SPAN=true` a `litellm_request` span per call; without a span of the caller's around the calls, each a trace of its own |
+| `litellm`, `litellm_semconv`, `litellm_request_span`, `litellm_traces`, `litellm_traces_semconv` | `litellm` (1.110.2) | the loop through `litellm.completion` under LiteLLM's OpenTelemetry callback: by default (and with `OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental`) it writes each call over the agent span, with a `raw_gen_ai_request` span per call below it (not in the conventions' mode); with `USE_OTEL_LITELLM_REQUEST_SPAN=true` a `litellm_request` span per call; without a span of the caller's around the calls, each a trace of its own |
 | `langgraph` | `langgraph` (1.2.24) `langchain-openai` (1.7.4) `openinference-instrumentation-langchain` (0.1.80) | OpenInference: a CHAIN per graph run, an AGENT span per run of the "agent" node, the tool node beside them; two turns of one thread |
 """
 
@@ -703,6 +703,9 @@ SDKS = {
         factory, base_url, {"OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental"}
     ),
     "litellm_traces": lambda factory, base_url: _litellm(factory, base_url, joined=False),
+    "litellm_traces_semconv": lambda factory, base_url: _litellm(
+        factory, base_url, {"OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental"}, joined=False
+    ),
     "litellm_request_span": lambda factory, base_url: _litellm(
         factory, base_url, {"USE_OTEL_LITELLM_REQUEST_SPAN": "true"}
     ),

@@ -118,6 +118,10 @@ RECORDINGS = [
     # GenAI parts with OpenAI's `tool_calls` and `tool_call_id` beside them, its output messages without the
     # calls (its `raw_gen_ai_request` spans below them are read as nothing)
     Recording("litellm_request_span_trace.json", "weather-agent", "conv-litellm-1"),
+    # and by default: each call written over the agent span (the first there, the second lost), the calls whole
+    # only in the `raw_gen_ai_request` span it opens per call below it (the provider's request and response as
+    # Python reprs)
+    Recording("litellm_trace.json", "weather-agent", "conv-litellm-1"),
     Recording("openllmetry_cache_trace.json", "weather-agent", "conv-events-1"),
     Recording("openinference_openai_cache_trace.json", "weather-agent", "conv-events-1"),
     Recording(
@@ -360,13 +364,15 @@ def test_each_model_call_a_trace_of_its_own_makes_an_unseen_answer_then_the_whol
     ]
 
 
-@pytest.mark.parametrize("file", ["litellm_trace.json", "litellm_semconv_trace.json"])
-def test_litellm_writing_a_call_over_the_callers_span_makes_no_verdict(file: str) -> None:
-    """LiteLLM's callback by default (and in the GenAI conventions' mode) writes each model call over the span
-    current when it logs, here the agent's: the span holds the first call (asking for the tool), the second
-    logged after the span ended and was lost. Not an agent that stopped without answering: the answer and what
-    came after went unseen, and the cost is a lower bound."""
-    conv = build_conversation(_records(file, "json"))
+@pytest.mark.parametrize("encoding", ["json", "protobuf"])
+def test_litellm_writing_a_call_over_the_callers_span_without_raw_spans_makes_no_verdict(
+    encoding: str,
+) -> None:
+    """In the GenAI conventions' mode LiteLLM's callback still writes each model call over the span current when
+    it logs, here the agent's, and opens no raw span: the span holds the first call (asking for the tool), the
+    second logged after the span ended and was lost. Not an agent that stopped without answering: the answer and
+    what came after went unseen, and the cost is a lower bound."""
+    conv = build_conversation(_records("litellm_semconv_trace.json", encoding))
     assert conv.not_captured == ["answers", "arguments", "results", "steps"]
     assert any("USE_OTEL_LITELLM_REQUEST_SPAN=true" in note for note in conv.notes)
     score = ConversationScorer().score(conv)
@@ -375,22 +381,34 @@ def test_litellm_writing_a_call_over_the_callers_span_makes_no_verdict(file: str
     assert score.cost_usd == pytest.approx((21 * 0.15 + 9 * 0.60) / 10**6, rel=1e-12)  # the call it holds
 
 
-def test_litellm_without_a_span_around_its_calls_makes_an_unseen_answer_then_the_whole_turn() -> None:
-    """Each call a trace of its own: the first's output messages keep the finish reason but not the call it
-    asked for (LiteLLM drops the calls from them), the second holds the whole turn in its input."""
-    groups = group_by_conversation(_records("litellm_traces_trace.json", "json"))
+@pytest.mark.parametrize(
+    ("file", "gaps"),
+    [
+        # the raw span below each call holds the call the first asked for: its result is what went unseen
+        ("litellm_traces_trace.json", ["answers", "results", "steps"]),
+        # no raw span in the conventions' mode, and LiteLLM's output messages drop the calls: the finish reason
+        # says the model stopped for tools
+        ("litellm_traces_semconv_trace.json", ["answers", "steps"]),
+    ],
+)
+def test_litellm_without_a_span_around_its_calls_makes_an_unseen_answer_then_the_whole_turn(
+    file: str, gaps: list[str]
+) -> None:
+    """Each call a trace of its own (its `litellm_request` span, the raw span below it counted once): the
+    first ends asking for a tool, the second holds the whole turn in its input."""
+    groups = group_by_conversation(_records(file, "json"))
     first, second = sorted(
         (build_conversation(spans) for spans in groups.values()), key=lambda c: c.turns[0].started_at or 0
     )
     scorer = ConversationScorer()
-    assert (first.turns[0].answer, first.not_captured, scorer.score(first).evidence) == (
-        None,
-        ["answers", "steps"],
-        [],
-    )
+    assert (first.turns[0].answer, first.not_captured, scorer.score(first).evidence) == (None, gaps, [])
     assert (second.turns[0].answer, second.not_captured, scorer.score(second).evidence) == (
         FINAL_TEXT,
         [],
         [],
     )
     assert calls_of(second.turns[0].tool_calls) == weather_call()
+    assert [[(u.input_tokens, u.output_tokens) for u in c.turns[0].usage] for c in (first, second)] == [
+        [USAGE["tool_call"]],
+        [USAGE["final"]],
+    ]
