@@ -173,6 +173,42 @@ def with_openai_fields(message: dict[str, Any]) -> dict[str, Any]:
     return {**message, "parts": kept}
 
 
+# Bedrock's content blocks of a tool result in a `gen_ai.*.messages` string (structured, or JSON in JSON)
+BLOCK_MARKS = ('{"json"', '{\\"json\\"', '{"text"', '{\\"text\\"')
+
+
+def with_result_blocks(message: dict[str, Any]) -> dict[str, Any]:
+    """A message whose tool results are Bedrock content blocks (`[{"json": value}]`, `[{"text": text}]`, as
+    OpenLLMetry's Bedrock instrumentation logs a `toolResult`, JSON or structured): each result what the tool
+    returned. Other messages as they are."""
+    found = message.get("parts")
+    if not isinstance(found, list):
+        return message
+    out = []
+    for part in found:
+        if isinstance(part, dict) and part.get("type") == "tool_call_response":
+            part = {**part, "response": _unblocked(part.get("response"))}
+        out.append(part)
+    return {**message, "parts": out}
+
+
+def _unblocked(value: Any) -> Any:
+    """A tool result that is a list of Bedrock content blocks as the value they hold; else as it is."""
+    blocks = value
+    if isinstance(value, str) and value.lstrip().startswith("["):
+        try:
+            blocks = json.loads(value)
+        except (ValueError, RecursionError):
+            return value
+    if not isinstance(blocks, list) or not blocks:
+        return value
+    if not all(isinstance(b, dict) and len(b) == 1 and ("json" in b or "text" in b) for b in blocks):
+        return value
+    if len(blocks) == 1 and "json" in blocks[0]:
+        return blocks[0]["json"]
+    return "\n".join(b["text"] if "text" in b else _text(b["json"]) for b in blocks)
+
+
 def _has_results(content: Any) -> bool:
     """Whether a tool message's content is a list of result parts carrying their own call ids."""
     return isinstance(content, list) and any(

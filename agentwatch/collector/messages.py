@@ -9,7 +9,12 @@ from typing import Any
 from pydantic_core import from_json
 
 from agentwatch.collector import conventions as cv
-from agentwatch.collector.foreign_messages import OPENAI_MARKS, with_openai_fields
+from agentwatch.collector.foreign_messages import (
+    BLOCK_MARKS,
+    OPENAI_MARKS,
+    with_openai_fields,
+    with_result_blocks,
+)
 from agentwatch.collector.repr_calls import REPR_MARKS, with_repr_calls
 from agentwatch.collector.span_record import SpanRecord
 from agentwatch.wire.values import read_structured
@@ -38,13 +43,15 @@ def json_or_text(value: Any) -> Any:
 def messages(value: Any) -> list[dict] | None:
     """Messages of a `gen_ai.*.messages` attribute (JSON string or structured); None if absent or unreadable.
     Text parts of the model's that are a Python repr of tool calls are read as those calls (`repr_calls`), and
-    OpenAI's `tool_calls` and `tool_call_id` beside or instead of parts as parts (`with_openai_fields`)."""
+    OpenAI's `tool_calls` and `tool_call_id` beside or instead of parts as parts (`with_openai_fields`), tool results
+    that are Bedrock content blocks as their values (`with_result_blocks`)."""
     if value is None:
         return None
-    reprs = openai = False
+    reprs = openai = blocks = False
     if isinstance(value, str):
         reprs = REPR_MARKS[0] in value or REPR_MARKS[1] in value
         openai = OPENAI_MARKS[0] in value or OPENAI_MARKS[1] in value
+        blocks = any(mark in value for mark in BLOCK_MARKS)
         try:
             value = _loads(value)
         except (ValueError, RecursionError):
@@ -56,6 +63,8 @@ def messages(value: Any) -> list[dict] | None:
     found = [m for m in value if isinstance(m, dict)]
     if openai:
         found = [with_openai_fields(m) for m in found]
+    if blocks:
+        found = [with_result_blocks(m) for m in found]
     return [with_repr_calls(m) for m in found] if reprs else found
 
 

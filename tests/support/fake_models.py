@@ -104,6 +104,26 @@ def anthropic_reply(body: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def converse_reply(body: dict[str, Any]) -> dict[str, Any]:
+    """Bedrock's Converse API: a `toolUse` block, then (given its `toolResult`) the answer, with the token counts
+    of the fake chat model."""
+    said = [b for m in body.get("messages") or [] for b in m.get("content") or [] if isinstance(b, dict)]
+    if any("toolResult" in b for b in said):
+        content: list[dict[str, Any]] = [{"text": FINAL_TEXT}]
+        stop, (prompt, output) = "end_turn", USAGE["final"]
+    else:
+        content = [
+            {"toolUse": {"toolUseId": "tooluse_fake_1", "name": "get_weather", "input": {"city": "Paris"}}}
+        ]
+        stop, (prompt, output) = "tool_use", USAGE["tool_call"]
+    return {
+        "output": {"message": {"role": "assistant", "content": content}},
+        "stopReason": stop,
+        "usage": {"inputTokens": prompt, "outputTokens": output, "totalTokens": prompt + output},
+        "metrics": {"latencyMs": 12},
+    }
+
+
 def smolagents_reply(request: dict[str, Any]) -> dict[str, Any]:
     """The fake model as smolagents needs it: the tool call, then (once an observation came back) the answer as
     a call of its `final_answer` tool."""

@@ -41,6 +41,7 @@ OpenTelemetry versions); this script runs in a virtualenv where one is installed
 | `openllmetry_cache`, `openinference_openai_cache` | `opentelemetry-instrumentation-openai` (OpenLLMetry, 0.62.4); `openinference-instrumentation-openai` (0.1.66), `openai` | the `openai_events` loop non-streamed, the fake model reporting prompt tokens read from its cache (`cached_tokens`, among the prompt tokens) |
 | `anthropic_cache_openllmetry`, `anthropic_cache_openinference` | as `anthropic_openllmetry`, `anthropic_openinference` | the same loop with Anthropic's cache reads and writes (apart from its `input_tokens`) |
 | `litellm`, `litellm_semconv`, `litellm_request_span`, `litellm_traces`, `litellm_traces_semconv` | `litellm` (1.110.2) | the loop through `litellm.completion` under LiteLLM's OpenTelemetry callback: by default (and with `OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental`) it writes each call over the agent span, with a `raw_gen_ai_request` span per call below it (not in the conventions' mode); with `USE_OTEL_LITELLM_REQUEST_SPAN=true` a `litellm_request` span per call; without a span of the caller's around the calls, each a trace of its own |
+| `bedrock_openllmetry` | `boto3` (1.44.8) `opentelemetry-instrumentation-bedrock` (OpenLLMetry, 0.62.4), `TRACELOOP_TRACE_CONTENT=true` | the loop on Bedrock's Converse API against a fake endpoint: `toolUse` and `toolResult` blocks, the GenAI conventions, the result as Bedrock's content blocks |
 | `langgraph` | `langgraph` (1.2.24) `langchain-openai` (1.7.4) `openinference-instrumentation-langchain` (0.1.80) | OpenInference: a CHAIN per graph run, an AGENT span per run of the "agent" node, the tool node beside them; two turns of one thread |
 """
 
@@ -63,6 +64,7 @@ from tests.support.fake_models import (
     anthropic_reply,
     cached_anthropic_reply,
     cached_completion,
+    converse_reply,
     gemini_server,
     named_tool_reply,
     responses_server,
@@ -529,6 +531,53 @@ def _litellm(
     time.sleep(0.5)  # the callback logs from a thread of its own
 
 
+def _bedrock(factory: SpanFactory, base_url: str) -> None:
+    """`_weather_loop` on Bedrock's Converse API (boto3), under OpenLLMetry's Bedrock instrumentation: the call a
+    `toolUse` block, its result a `toolResult` block of the next user message."""
+    import boto3
+    from opentelemetry.instrumentation.bedrock import BedrockInstrumentor
+
+    BedrockInstrumentor().instrument(tracer_provider=factory.provider)
+    server = FakeEndpoint(converse_reply)
+    client: Any = boto3.client(
+        "bedrock-runtime",
+        region_name="us-east-1",
+        endpoint_url=server.base_url,
+        aws_access_key_id="test",
+        aws_secret_access_key="test",
+    )
+    ask = {
+        "modelId": "anthropic.claude-3-5-sonnet-20240620-v1:0",
+        "system": [{"text": SYSTEM}],
+        "toolConfig": {
+            "tools": [{"toolSpec": {"name": "get_weather", "inputSchema": {"json": WEATHER_PARAMETERS}}}]
+        },
+    }
+    try:
+        with _agent_span(factory, "conv-bedrock-1"):
+            said: list[Any] = [{"role": "user", "content": [{"text": QUESTION}]}]
+            first = client.converse(messages=said, **ask)["output"]["message"]
+            use = first["content"][0]["toolUse"]
+            result = _run_tool(factory, use["toolUseId"], json.dumps(use["input"]))
+            said += [
+                first,
+                {
+                    "role": "user",
+                    "content": [
+                        {
+                            "toolResult": {
+                                "toolUseId": use["toolUseId"],
+                                "content": [{"json": json.loads(result)}],
+                            }
+                        }
+                    ],
+                },
+            ]
+            client.converse(messages=said, **ask)
+    finally:
+        server.close()
+
+
 def _openinference_openai(factory: SpanFactory, base_url: str) -> None:
     from openinference.instrumentation.openai import OpenAIInstrumentor
 
@@ -699,6 +748,7 @@ SDKS = {
     "openllmetry_stream": lambda factory, base_url: _openllmetry(factory, base_url, stream=True),
     "openllmetry_cache": _openllmetry,
     "litellm": _litellm,
+    "bedrock_openllmetry": _bedrock,
     "litellm_semconv": lambda factory, base_url: _litellm(
         factory, base_url, {"OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental"}
     ),

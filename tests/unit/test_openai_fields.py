@@ -45,3 +45,18 @@ def test_openai_messages_without_parts() -> None:
     assert found is not None
     assert [p["type"] for m in found for p in m["parts"]] == ["tool_call", "tool_call_response"]
     assert found[1]["parts"][0]["id"] == "call_1"
+
+
+def _result(response: object) -> object:
+    logged = [{"role": "user", "parts": [{"type": "tool_call_response", "id": "c1", "response": response}]}]
+    found = messages(json.dumps(logged))
+    assert found is not None
+    return found[0]["parts"][0]["response"]
+
+
+def test_a_result_in_bedrocks_content_blocks_is_the_value_it_holds() -> None:
+    """OpenLLMetry's Bedrock instrumentation logs a `toolResult`'s content blocks, in JSON or structured."""
+    assert _result('[{"json": {"temp": 18}}]') == {"temp": 18}
+    assert _result([{"json": {"temp": 18}}]) == {"temp": 18}
+    assert _result([{"text": "18 degrees"}, {"text": "cloudy"}]) == "18 degrees\ncloudy"
+    assert _result([{"json": {"temp": 18}, "status": "ok"}]) == [{"json": {"temp": 18}, "status": "ok"}]

@@ -122,6 +122,9 @@ RECORDINGS = [
     # only in the `raw_gen_ai_request` span it opens per call below it (the provider's request and response as
     # Python reprs)
     Recording("litellm_trace.json", "weather-agent", "conv-litellm-1"),
+    # Bedrock's Converse API (boto3) under OpenLLMetry: the tool's result logged as Bedrock's content blocks
+    # (`[{"json": {...}}]`) in JSON
+    Recording("bedrock_openllmetry_trace.json", "weather-agent", "conv-bedrock-1", call_id="tooluse_fake_1"),
     Recording("openllmetry_cache_trace.json", "weather-agent", "conv-events-1"),
     Recording("openinference_openai_cache_trace.json", "weather-agent", "conv-events-1"),
     Recording(
