@@ -174,7 +174,8 @@ def _decode_protobuf(payload: bytes, limit: int) -> list[SpanRecord]:
                     )
                 pid = sp.parent_span_id
                 attrs = _pb_attributes(sp.attributes, limit, tags)
-                if sp.name == RAW_SPAN:  # LiteLLM's: its provider's request and response, keys of its own
+                name = sp.name
+                if name == RAW_SPAN:  # LiteLLM's: its provider's request and response, keys of its own
                     pb_attrs = sp.attributes
                     attrs.update((key, pb_value(pb_attrs[key], limit)) for key in raw_keys(pb_attrs))
                     fold_raw(attrs, limit)
@@ -192,7 +193,7 @@ def _decode_protobuf(payload: bytes, limit: int) -> list[SpanRecord]:
                         tid.hex(),
                         sid.hex(),
                         pid.hex() if len(pid) == 8 and pid != _ZERO_SPAN else None,
-                        name if len(name := sp.name) <= limit else truncate(name, limit),
+                        name if len(name) <= limit else truncate(name, limit),
                         sp.start_time_unix_nano,
                         sp.end_time_unix_nano,
                         error,

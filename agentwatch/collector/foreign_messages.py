@@ -146,7 +146,7 @@ def genai_message(body: Any, role: str | None = None) -> dict[str, Any] | None:
 
 
 # OpenAI's fields of a message in a `gen_ai.*.messages` string: what `with_openai_fields` reads
-OPENAI_MARKS = ('"tool_calls"', '"tool_call_id"')
+OPENAI_MARK = '"tool_call'  # of `"tool_calls"` and `"tool_call_id"` (and of the GenAI `"tool_call"` parts)
 
 
 def with_openai_fields(message: dict[str, Any]) -> dict[str, Any]:
@@ -173,23 +173,11 @@ def with_openai_fields(message: dict[str, Any]) -> dict[str, Any]:
     return {**message, "parts": kept}
 
 
-# Bedrock's content blocks of a tool result in a `gen_ai.*.messages` string (structured, or JSON in JSON)
-BLOCK_MARKS = ('{"json"', '{\\"json\\"', '{"text"', '{\\"text\\"')
-
-
-def with_result_blocks(message: dict[str, Any]) -> dict[str, Any]:
-    """A message whose tool results are Bedrock content blocks (`[{"json": value}]`, `[{"text": text}]`, as
-    OpenLLMetry's Bedrock instrumentation logs a `toolResult`, JSON or structured): each result what the tool
-    returned. Other messages as they are."""
-    found = message.get("parts")
-    if not isinstance(found, list):
-        return message
-    out = []
-    for part in found:
-        if isinstance(part, dict) and part.get("type") == "tool_call_response":
-            part = {**part, "response": _unblocked(part.get("response"))}
-        out.append(part)
-    return {**message, "parts": out}
+def response_of(part: dict[str, Any]) -> Any:
+    """The result a `tool_call_response` part gives (`response`, or `result` as some loggers write it); a list of
+    Bedrock content blocks (`[{"json": value}]`, `[{"text": text}]`, as OpenLLMetry's Bedrock instrumentation
+    logs a `toolResult`, JSON or structured) as the value it holds."""
+    return _unblocked(part.get("response", part.get("result")))
 
 
 def _unblocked(value: Any) -> Any:

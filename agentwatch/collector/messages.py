@@ -9,12 +9,7 @@ from typing import Any
 from pydantic_core import from_json
 
 from agentwatch.collector import conventions as cv
-from agentwatch.collector.foreign_messages import (
-    BLOCK_MARKS,
-    OPENAI_MARKS,
-    with_openai_fields,
-    with_result_blocks,
-)
+from agentwatch.collector.foreign_messages import OPENAI_MARK, response_of, with_openai_fields
 from agentwatch.collector.repr_calls import REPR_MARKS, with_repr_calls
 from agentwatch.collector.span_record import SpanRecord
 from agentwatch.wire.values import read_structured
@@ -43,15 +38,13 @@ def json_or_text(value: Any) -> Any:
 def messages(value: Any) -> list[dict] | None:
     """Messages of a `gen_ai.*.messages` attribute (JSON string or structured); None if absent or unreadable.
     Text parts of the model's that are a Python repr of tool calls are read as those calls (`repr_calls`), and
-    OpenAI's `tool_calls` and `tool_call_id` beside or instead of parts as parts (`with_openai_fields`), tool results
-    that are Bedrock content blocks as their values (`with_result_blocks`)."""
+    OpenAI's `tool_calls` and `tool_call_id` beside or instead of parts as parts (`with_openai_fields`)."""
     if value is None:
         return None
-    reprs = openai = blocks = False
+    reprs = openai = False
     if isinstance(value, str):
         reprs = REPR_MARKS[0] in value or REPR_MARKS[1] in value
-        openai = OPENAI_MARKS[0] in value or OPENAI_MARKS[1] in value
-        blocks = any(mark in value for mark in BLOCK_MARKS)
+        openai = OPENAI_MARK in value
         try:
             value = _loads(value)
         except (ValueError, RecursionError):
@@ -63,8 +56,6 @@ def messages(value: Any) -> list[dict] | None:
     found = [m for m in value if isinstance(m, dict)]
     if openai:
         found = [with_openai_fields(m) for m in found]
-    if blocks:
-        found = [with_result_blocks(m) for m in found]
     return [with_repr_calls(m) for m in found] if reprs else found
 
 
@@ -170,7 +161,7 @@ def _responses(models: list[SpanRecord]) -> dict[str, Any]:
     """The results of the `tool_call_response` parts of the model spans' input messages, by call id (and, where
     their ids are none of the calls', by the ids of the calls they answer in order: `_answered_in_order`)."""
     found = _parts_by_call(models, cv.INPUT_MESSAGES_KEYS, "tool_call_response")
-    results = {call: part.get("response", part.get("result")) for call, part in found.items()}
+    results = {call: response_of(part) for call, part in found.items()}
     for span in models:
         for call, result in _answered_in_order(cv.first(span.attrs, cv.INPUT_MESSAGES_KEYS)).items():
             results.setdefault(call, result)
@@ -197,7 +188,7 @@ def _answered_in_order(value: Any) -> dict[str, Any]:
                 break
             responses.extend(given)
         if len(responses) == len(calls) and set(calls).isdisjoint(str(r.get("id")) for r in responses):
-            out.update(zip(calls, (r.get("response", r.get("result")) for r in responses), strict=True))
+            out.update(zip(calls, (response_of(r) for r in responses), strict=True))
     return out
 
 
@@ -294,10 +285,7 @@ def _unnamed_results(value: Any, names: list[str]) -> list[Any] | None:
         if [_name(p) for p in calls] != names or any(p.get("id") is not None for p in calls):
             return None
         results = [
-            p.get("response", p.get("result"))
-            for m in found[at + 1 :]
-            for p in parts(m)
-            if p.get("type") == "tool_call_response"
+            response_of(p) for m in found[at + 1 :] for p in parts(m) if p.get("type") == "tool_call_response"
         ]
         return results or None
     return None
@@ -315,7 +303,7 @@ def calls_before(first: SpanRecord, known: set[str | None]) -> list[dict[str, An
         return []
     later = found[question[0] + 1 :]
     results = {
-        str(p["id"]): p.get("response", p.get("result"))
+        str(p["id"]): response_of(p)
         for m in later
         for p in parts(m)
         if p.get("type") == "tool_call_response" and p.get("id") is not None

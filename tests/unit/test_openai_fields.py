@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+from agentwatch.collector.foreign_messages import response_of
 from agentwatch.collector.messages import messages
 
 CALL = {
@@ -51,7 +52,7 @@ def _result(response: object) -> object:
     logged = [{"role": "user", "parts": [{"type": "tool_call_response", "id": "c1", "response": response}]}]
     found = messages(json.dumps(logged))
     assert found is not None
-    return found[0]["parts"][0]["response"]
+    return response_of(found[0]["parts"][0])
 
 
 def test_a_result_in_bedrocks_content_blocks_is_the_value_it_holds() -> None:
