@@ -42,6 +42,7 @@ OpenTelemetry versions); this script runs in a virtualenv where one is installed
 | `anthropic_cache_openllmetry`, `anthropic_cache_openinference` | as `anthropic_openllmetry`, `anthropic_openinference` | the same loop with Anthropic's cache reads and writes (apart from its `input_tokens`) |
 | `litellm`, `litellm_semconv`, `litellm_request_span`, `litellm_traces`, `litellm_traces_semconv` | `litellm` (1.110.2) | the loop through `litellm.completion` under LiteLLM's OpenTelemetry callback: by default (and with `OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental`) it writes each call over the agent span, with a `raw_gen_ai_request` span per call below it (not in the conventions' mode); with `USE_OTEL_LITELLM_REQUEST_SPAN=true` a `litellm_request` span per call; without a span of the caller's around the calls, each a trace of its own |
 | `bedrock_openllmetry` | `boto3` (1.44.8) `opentelemetry-instrumentation-bedrock` (OpenLLMetry, 0.62.4), `TRACELOOP_TRACE_CONTENT=true` | the loop on Bedrock's Converse API against a fake endpoint: `toolUse` and `toolResult` blocks, the GenAI conventions, the result as Bedrock's content blocks |
+| `agno` | `agno` (3.1.10) `openinference-instrumentation-agno` (1.0.15) | an Agno `Agent` on its OpenAI chat model, under OpenInference: the agent's run, its model calls and its tool |
 | `langgraph` | `langgraph` (1.2.24) `langchain-openai` (1.7.4) `openinference-instrumentation-langchain` (0.1.80) | OpenInference: a CHAIN per graph run, an AGENT span per run of the "agent" node, the tool node beside them; two turns of one thread |
 """
 
@@ -578,6 +579,32 @@ def _bedrock(factory: SpanFactory, base_url: str) -> None:
         server.close()
 
 
+def _agno(factory: SpanFactory, base_url: str) -> None:
+    """An Agno `Agent` with one tool on its OpenAI chat model, under OpenInference's Agno instrumentation."""
+    from agno.agent import Agent
+    from agno.models.openai import OpenAIChat
+    from openinference.instrumentation.agno import AgnoInstrumentor
+
+    AgnoInstrumentor().instrument(tracer_provider=factory.provider)
+    agent = Agent(
+        name="weather-agent",
+        model=OpenAIChat(id="gpt-4o-mini", base_url=base_url, api_key="test"),
+        tools=[get_weather],
+        instructions=SYSTEM,
+        session_id="conv-agno-1",
+    )
+    agent.run(QUESTION)
+
+
+def get_weather(city: str) -> str:
+    """Weather of a city (Agno's tool: a function of the tool's name, its docstring the description).
+
+    Args:
+        city: the city.
+    """
+    return json.dumps(weather(city))
+
+
 def _openinference_openai(factory: SpanFactory, base_url: str) -> None:
     from openinference.instrumentation.openai import OpenAIInstrumentor
 
@@ -748,6 +775,7 @@ SDKS = {
     "openllmetry_stream": lambda factory, base_url: _openllmetry(factory, base_url, stream=True),
     "openllmetry_cache": _openllmetry,
     "litellm": _litellm,
+    "agno": _agno,
     "bedrock_openllmetry": _bedrock,
     "litellm_semconv": lambda factory, base_url: _litellm(
         factory, base_url, {"OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental"}
@@ -778,6 +806,7 @@ def main(sdk: str, out: Path) -> None:
         "smolagents": smolagents_reply,
         "semantic_kernel": named_tool_reply,
         "crewai": named_tool_reply,
+        "agno": named_tool_reply,
         "openllmetry_cache": cached_completion,
         "openinference_openai_cache": cached_completion,
     }
