@@ -38,6 +38,8 @@ def value_text(value: Any, said_by_user: bool) -> str | None:
         (only,) = body.values()
         if isinstance(only, str):
             return only
+        if isinstance(only, dict):  # the call's arguments under one key (DSPy's `input_args`)
+            body = only
     for key in _INPUT_KEYS if said_by_user else _OUTPUT_KEYS:  # an agent's call: its question or its answer
         said = body.get(key)
         if isinstance(said, str) and said:

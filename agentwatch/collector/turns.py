@@ -106,8 +106,8 @@ def _tool_from_span(span: SpanRecord) -> dict[str, Any]:
     attrs = span.attrs
     first = cv.first
     name = first(attrs, cv.TOOL_NAME_KEYS)
-    if name is None:
-        name = span.name.removeprefix("execute_tool ")
+    if name is None:  # the span's name: the conventions' `execute_tool <name>`, DSPy's `<name>.__call__`
+        name = span.name.removeprefix("execute_tool ").removesuffix(".__call__")
     args = first(attrs, cv.TOOL_ARGUMENTS_KEYS)
     result = first(attrs, cv.TOOL_RESULT_KEYS)
     call_id = first(attrs, cv.TOOL_CALL_ID_KEYS)

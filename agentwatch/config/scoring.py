@@ -54,8 +54,8 @@ FAILING_DETECTORS = ("error", "no_answer", "loop", "hallucination")
 # The simulated users of τ-bench and τ²-bench end a conversation with these tokens in their last message
 # (`###STOP###`, sometimes cut to `###STOP`; `###TRANSFER###`, `###OUT-OF-SCOPE###`).
 END_MARKERS = {"###STOP": "stop", "###TRANSFER": "transfer", "###OUT-OF-SCOPE": "out_of_scope"}
-# `final_answer`: smolagents' agents answer by calling it
-READ_ONLY_TOOLS = ("get_*", "list_*", "search_*", "find_*", "calculate", "think", "final_answer")
+# `final_answer`: smolagents' agents answer by calling it; `finish`: DSPy's ReAct ends its loop by calling it
+READ_ONLY_TOOLS = ("get_*", "list_*", "search_*", "find_*", "calculate", "think", "final_answer", "finish")
 HANDOFF_TOOLS = ("transfer_to_human*", "handoff_to_human*", "escalate_to_human*")
 
 

@@ -124,6 +124,29 @@ def converse_reply(body: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def dspy_reply(request: dict[str, Any]) -> dict[str, Any]:
+    """DSPy's ReAct through its chat adapter: the fields it asks for as `[[ ## field ## ]]` sections; the weather
+    tool first, then (given its observation) `finish`, then the answer for the extraction step."""
+    said = "\n".join(str(m.get("content")) for m in request.get("messages") or [])
+    if "[[ ## next_tool_name ## ]]" not in said.split("[[ ## completed ## ]]")[0] and "`answer`" in said:
+        fields = {"reasoning": "The tool said it.", "answer": FINAL_TEXT}
+    elif "observation_0" in said:
+        fields = {"next_thought": "I have the weather.", "next_tool_name": "finish", "next_tool_args": "{}"}
+    else:
+        fields = {
+            "next_thought": "I look it up.",
+            "next_tool_name": "get_weather",
+            "next_tool_args": json.dumps({"city": "Paris"}),
+        }
+    text = (
+        "".join(f"[[ ## {name} ## ]]\n{value}\n\n" for name, value in fields.items())
+        + "[[ ## completed ## ]]"
+    )
+    body = completion({"messages": [{"role": "tool"}]})
+    body["choices"][0]["message"] = {"role": "assistant", "content": text}
+    return body
+
+
 def smolagents_reply(request: dict[str, Any]) -> dict[str, Any]:
     """The fake model as smolagents needs it: the tool call, then (once an observation came back) the answer as
     a call of its `final_answer` tool."""

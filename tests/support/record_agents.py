@@ -43,6 +43,7 @@ OpenTelemetry versions); this script runs in a virtualenv where one is installed
 | `litellm`, `litellm_semconv`, `litellm_request_span`, `litellm_traces`, `litellm_traces_semconv` | `litellm` (1.110.2) | the loop through `litellm.completion` under LiteLLM's OpenTelemetry callback: by default (and with `OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental`) it writes each call over the agent span, with a `raw_gen_ai_request` span per call below it (not in the conventions' mode); with `USE_OTEL_LITELLM_REQUEST_SPAN=true` a `litellm_request` span per call; without a span of the caller's around the calls, each a trace of its own |
 | `bedrock_openllmetry` | `boto3` (1.44.8) `opentelemetry-instrumentation-bedrock` (OpenLLMetry, 0.62.4), `TRACELOOP_TRACE_CONTENT=true` | the loop on Bedrock's Converse API against a fake endpoint: `toolUse` and `toolResult` blocks, the GenAI conventions, the result as Bedrock's content blocks |
 | `agno` | `agno` (3.1.10) `openinference-instrumentation-agno` (1.0.15) | an Agno `Agent` on its OpenAI chat model, under OpenInference: the agent's run, its model calls and its tool |
+| `dspy` | `dspy` (3.4.1) `openinference-instrumentation-dspy` (0.1.48) `openinference-instrumentation-litellm` (0.1.51) | DSPy's `ReAct` module with one tool (its chat adapter's `[[ ## field ## ]]` sections, answered by the fake model), under OpenInference: a CHAIN per module call, LLM spans without tokens, tool spans `<tool>.__call__` |
 | `langgraph` | `langgraph` (1.2.24) `langchain-openai` (1.7.4) `openinference-instrumentation-langchain` (0.1.80) | OpenInference: a CHAIN per graph run, an AGENT span per run of the "agent" node, the tool node beside them; two turns of one thread |
 """
 
@@ -66,6 +67,7 @@ from tests.support.fake_models import (
     cached_anthropic_reply,
     cached_completion,
     converse_reply,
+    dspy_reply,
     gemini_server,
     named_tool_reply,
     responses_server,
@@ -605,6 +607,20 @@ def get_weather(city: str) -> str:
     return json.dumps(weather(city))
 
 
+def _dspy(factory: SpanFactory, base_url: str) -> None:
+    """DSPy's `ReAct` module with one tool, under OpenInference's DSPy and LiteLLM instrumentations (DSPy calls
+    its models through LiteLLM)."""
+    import dspy
+    from openinference.instrumentation.dspy import DSPyInstrumentor
+    from openinference.instrumentation.litellm import LiteLLMInstrumentor
+
+    DSPyInstrumentor().instrument(tracer_provider=factory.provider)
+    LiteLLMInstrumentor().instrument(tracer_provider=factory.provider)
+    dspy.configure(lm=dspy.LM("openai/gpt-4o-mini", api_base=base_url, api_key="test", cache=False))
+    react = dspy.ReAct("question -> answer", tools=[get_weather])
+    react(question=QUESTION)
+
+
 def _openinference_openai(factory: SpanFactory, base_url: str) -> None:
     from openinference.instrumentation.openai import OpenAIInstrumentor
 
@@ -776,6 +792,7 @@ SDKS = {
     "openllmetry_cache": _openllmetry,
     "litellm": _litellm,
     "agno": _agno,
+    "dspy": _dspy,
     "bedrock_openllmetry": _bedrock,
     "litellm_semconv": lambda factory, base_url: _litellm(
         factory, base_url, {"OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental"}
@@ -807,6 +824,7 @@ def main(sdk: str, out: Path) -> None:
         "semantic_kernel": named_tool_reply,
         "crewai": named_tool_reply,
         "agno": named_tool_reply,
+        "dspy": dspy_reply,
         "openllmetry_cache": cached_completion,
         "openinference_openai_cache": cached_completion,
     }

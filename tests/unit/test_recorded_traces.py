@@ -417,3 +417,15 @@ def test_litellm_without_a_span_around_its_calls_makes_an_unseen_answer_then_the
         [USAGE["tool_call"]],
         [USAGE["final"]],
     ]
+
+
+def test_a_dspy_react_module_is_one_turn_of_its_question() -> None:
+    """DSPy's ReAct under OpenInference: the question from the root's `{"input_args": {...}}` (its models' user
+    messages are DSPy's formatted prompts), the tool by its span's name less `.__call__`, the answer its
+    extraction step's; no tokens logged, so the cost is unknown."""
+    conv = build_conversation(_records("dspy_trace.json", "json"))
+    (turn,) = conv.turns
+    assert (turn.input, turn.answer) == ("What is the weather in Paris?", FINAL_TEXT)
+    assert calls_of([c for c in turn.tool_calls if c.name != "finish"]) == weather_call(None)
+    score = ConversationScorer().score(conv)
+    assert score.evidence == [] and "cost_unknown: a model call reported no token usage" in score.reasons
