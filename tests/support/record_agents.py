@@ -44,6 +44,7 @@ OpenTelemetry versions); this script runs in a virtualenv where one is installed
 | `bedrock_openllmetry` | `boto3` (1.44.8) `opentelemetry-instrumentation-bedrock` (OpenLLMetry, 0.62.4), `TRACELOOP_TRACE_CONTENT=true` | the loop on Bedrock's Converse API against a fake endpoint: `toolUse` and `toolResult` blocks, the GenAI conventions, the result as Bedrock's content blocks |
 | `agno` | `agno` (3.1.10) `openinference-instrumentation-agno` (1.0.15) | an Agno `Agent` on its OpenAI chat model, under OpenInference: the agent's run, its model calls and its tool |
 | `dspy` | `dspy` (3.4.1) `openinference-instrumentation-dspy` (0.1.48) `openinference-instrumentation-litellm` (0.1.51) | DSPy's `ReAct` module with one tool (its chat adapter's `[[ ## field ## ]]` sections, answered by the fake model), under OpenInference: a CHAIN per module call, LLM spans without tokens, tool spans `<tool>.__call__` |
+| `haystack` | `haystack-ai` (3.4.1) `openinference-instrumentation-haystack` (0.1.46) | Haystack's `Agent` with one tool on its OpenAI chat generator, under OpenInference: CHAIN and LLM spans, no tool span; the tool message of the second call's input without its content |
 | `langgraph` | `langgraph` (1.2.24) `langchain-openai` (1.7.4) `openinference-instrumentation-langchain` (0.1.80) | OpenInference: a CHAIN per graph run, an AGENT span per run of the "agent" node, the tool node beside them; two turns of one thread |
 """
 
@@ -621,6 +622,31 @@ def _dspy(factory: SpanFactory, base_url: str) -> None:
     react(question=QUESTION)
 
 
+def _haystack(factory: SpanFactory, base_url: str) -> None:
+    """Haystack's `Agent` component with one tool on its OpenAI chat generator, under OpenInference's Haystack
+    instrumentation."""
+    from haystack.components.agents import Agent
+    from haystack.components.generators.chat import OpenAIChatGenerator
+    from haystack.dataclasses import ChatMessage
+    from haystack.tools import Tool
+    from haystack.utils import Secret
+    from openinference.instrumentation.haystack import HaystackInstrumentor
+
+    HaystackInstrumentor().instrument(tracer_provider=factory.provider)
+    tool = Tool(
+        name="get_weather",
+        description="Weather of a city.",
+        parameters=WEATHER_PARAMETERS,
+        function=lambda city: weather(city),
+    )
+    generator = OpenAIChatGenerator(
+        model="gpt-4o-mini", api_base_url=base_url, api_key=Secret.from_token("test")
+    )
+    agent = Agent(chat_generator=generator, tools=[tool], system_prompt=SYSTEM)
+    agent.warm_up()
+    agent.run(messages=[ChatMessage.from_user(QUESTION)])
+
+
 def _openinference_openai(factory: SpanFactory, base_url: str) -> None:
     from openinference.instrumentation.openai import OpenAIInstrumentor
 
@@ -793,6 +819,7 @@ SDKS = {
     "litellm": _litellm,
     "agno": _agno,
     "dspy": _dspy,
+    "haystack": _haystack,
     "bedrock_openllmetry": _bedrock,
     "litellm_semconv": lambda factory, base_url: _litellm(
         factory, base_url, {"OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental"}

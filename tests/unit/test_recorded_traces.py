@@ -429,3 +429,20 @@ def test_a_dspy_react_module_is_one_turn_of_its_question() -> None:
     assert calls_of([c for c in turn.tool_calls if c.name != "finish"]) == weather_call(None)
     score = ConversationScorer().score(conv)
     assert score.evidence == [] and "cost_unknown: a model call reported no token usage" in score.reasons
+
+
+def test_a_haystack_agent_is_read_with_its_tool_result_marked_unlogged() -> None:
+    """Haystack's Agent under OpenInference: no tool span, and its second model call's input keeps the tool
+    message's role only (the call and the result dropped, Haystack's reprs in `input.value` are no Python): the
+    call from the first call's output, its result `not_captured`, nothing failed for it."""
+    conv = build_conversation(_records("haystack_trace.json", "json"))
+    (turn,) = conv.turns
+    assert (turn.input, turn.answer, conv.not_captured) == (
+        "What is the weather in Paris?",
+        FINAL_TEXT,
+        ["results"],
+    )
+    assert [(c.name, c.arguments, c.result) for c in turn.tool_calls] == [
+        ("get_weather", {"city": "Paris"}, None)
+    ]
+    assert ConversationScorer().score(conv).evidence == []
