@@ -15,6 +15,11 @@ from agentwatch.config.scoring import ModelPrice
 _SNAPSHOT = re.compile(r"(?:[-@](?:\d{4}-?\d{2}(?:-?\d{2})?|\d{3}|v\d+(?::\d+)?|latest))+")
 
 
+# Bedrock's model ids: the vendor before the model, after a cross-region profile's region
+# ("anthropic.claude-…", "us.anthropic.claude-…", "global.…"); letters only, so "gpt-4.1" is not one
+_BEDROCK_VENDOR = re.compile(r"(?:(?:us|eu|apac|global|us-gov|jp|au|ca)\.)?[a-z]+\.(?=[a-z])")
+
+
 class PriceLookup:
     """Price of a model: exact name first, then the longest entry of which it names a snapshot; cached.
 
@@ -22,7 +27,8 @@ class PriceLookup:
     "claude-opus-4-5-20251101" is not priced as "claude-opus-4", nor "gemini-2.0-flash-lite" as
     "gemini-2.0-flash": a newer or smaller model of a family is another model, often at another price, and a
     cost read off its elder's would be wrong where unknown is honest. A name the table does not price is tried
-    without its provider ("openai/gpt-4o-mini" as "gpt-4o-mini").
+    without its provider ("openai/gpt-4o-mini" as "gpt-4o-mini") or Bedrock's vendor and region
+    ("us.anthropic.claude-sonnet-4-20250514-v1:0" as "claude-sonnet-4-20250514-v1:0").
     """
 
     __slots__ = ("_cache", "_exact", "_prefixes")
@@ -48,6 +54,8 @@ class PriceLookup:
             )
         if price is None and "/" in model:  # a router's or gateway's "provider/model" (LiteLLM, OpenRouter)
             price = self(model.rsplit("/", 1)[1])
+        if price is None and (vendor := _BEDROCK_VENDOR.match(model)):
+            price = self(model[vendor.end() :])
         if len(self._cache) < 65_536:
             self._cache[model] = price
         return price

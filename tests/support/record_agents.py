@@ -41,7 +41,7 @@ OpenTelemetry versions); this script runs in a virtualenv where one is installed
 | `openllmetry_cache`, `openinference_openai_cache` | `opentelemetry-instrumentation-openai` (OpenLLMetry, 0.62.4); `openinference-instrumentation-openai` (0.1.66), `openai` | the `openai_events` loop non-streamed, the fake model reporting prompt tokens read from its cache (`cached_tokens`, among the prompt tokens) |
 | `anthropic_cache_openllmetry`, `anthropic_cache_openinference` | as `anthropic_openllmetry`, `anthropic_openinference` | the same loop with Anthropic's cache reads and writes (apart from its `input_tokens`) |
 | `litellm`, `litellm_semconv`, `litellm_request_span`, `litellm_traces`, `litellm_traces_semconv` | `litellm` (1.110.2) | the loop through `litellm.completion` under LiteLLM's OpenTelemetry callback: by default (and with `OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental`) it writes each call over the agent span, with a `raw_gen_ai_request` span per call below it (not in the conventions' mode); with `USE_OTEL_LITELLM_REQUEST_SPAN=true` a `litellm_request` span per call; without a span of the caller's around the calls, each a trace of its own |
-| `bedrock_openllmetry` | `boto3` (1.44.8) `opentelemetry-instrumentation-bedrock` (OpenLLMetry, 0.62.4), `TRACELOOP_TRACE_CONTENT=true` | the loop on Bedrock's Converse API against a fake endpoint: `toolUse` and `toolResult` blocks, the GenAI conventions, the result as Bedrock's content blocks |
+| `bedrock_openllmetry`, `bedrock_openinference` | `boto3` (1.44.8) `opentelemetry-instrumentation-bedrock` (OpenLLMetry, 0.62.4), `TRACELOOP_TRACE_CONTENT=true`; `openinference-instrumentation-bedrock` | the loop on Bedrock's Converse API against a fake endpoint: `toolUse` and `toolResult` blocks, the GenAI conventions, the result as Bedrock's content blocks |
 | `agno` | `agno` (3.1.10) `openinference-instrumentation-agno` (1.0.15) | an Agno `Agent` on its OpenAI chat model, under OpenInference: the agent's run, its model calls and its tool |
 | `dspy` | `dspy` (3.4.1) `openinference-instrumentation-dspy` (0.1.48) `openinference-instrumentation-litellm` (0.1.51) | DSPy's `ReAct` module with one tool (its chat adapter's `[[ ## field ## ]]` sections, answered by the fake model), under OpenInference: a CHAIN per module call, LLM spans without tokens, tool spans `<tool>.__call__` |
 | `haystack` | `haystack-ai` (3.4.1) `openinference-instrumentation-haystack` (0.1.46) | Haystack's `Agent` with one tool on its OpenAI chat generator, under OpenInference: CHAIN and LLM spans, no tool span; the tool message of the second call's input without its content |
@@ -535,11 +535,15 @@ def _litellm(
     time.sleep(0.5)  # the callback logs from a thread of its own
 
 
-def _bedrock(factory: SpanFactory, base_url: str) -> None:
-    """`_weather_loop` on Bedrock's Converse API (boto3), under OpenLLMetry's Bedrock instrumentation: the call a
-    `toolUse` block, its result a `toolResult` block of the next user message."""
+def _bedrock(factory: SpanFactory, base_url: str, openinference: bool = False) -> None:
+    """`_weather_loop` on Bedrock's Converse API (boto3), under OpenLLMetry's Bedrock instrumentation (or
+    OpenInference's): the call a `toolUse` block, its result a `toolResult` block of the next user message."""
     import boto3
-    from opentelemetry.instrumentation.bedrock import BedrockInstrumentor
+
+    if openinference:
+        from openinference.instrumentation.bedrock import BedrockInstrumentor
+    else:
+        from opentelemetry.instrumentation.bedrock import BedrockInstrumentor
 
     BedrockInstrumentor().instrument(tracer_provider=factory.provider)
     server = FakeEndpoint(converse_reply)
@@ -821,6 +825,7 @@ SDKS = {
     "dspy": _dspy,
     "haystack": _haystack,
     "bedrock_openllmetry": _bedrock,
+    "bedrock_openinference": lambda factory, base_url: _bedrock(factory, base_url, openinference=True),
     "litellm_semconv": lambda factory, base_url: _litellm(
         factory, base_url, {"OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental"}
     ),

@@ -23,6 +23,9 @@ TABLE = Settings().cost.prices.models
         ("claude-3-5-sonnet-latest", "claude-3-5-sonnet"),
         ("gemini-2.0-flash-001", "gemini-2.0-flash"),
         ("openai/gpt-4o-mini", "gpt-4o-mini"),  # a gateway's provider/model
+        ("anthropic.claude-3-5-sonnet-20240620-v1:0", "claude-3-5-sonnet"),  # Bedrock's model ids
+        ("us.anthropic.claude-sonnet-4-20250514-v1:0", "claude-sonnet-4"),
+        ("gpt-4.1-2025-04-14", "gpt-4.1"),  # a dot in a model's name is no vendor
     ],
 )
 def test_a_snapshot_is_priced_as_its_model(model: str, entry: str) -> None:

@@ -125,6 +125,10 @@ RECORDINGS = [
     # Bedrock's Converse API (boto3) under OpenLLMetry: the tool's result logged as Bedrock's content blocks
     # (`[{"json": {...}}]`) in JSON
     Recording("bedrock_openllmetry_trace.json", "weather-agent", "conv-bedrock-1", call_id="tooluse_fake_1"),
+    # and under OpenInference: the model under Bedrock's id (`anthropic.claude-…-v1:0`), priced as the vendor's
+    Recording(
+        "bedrock_openinference_trace.json", "weather-agent", "conv-bedrock-1", call_id="tooluse_fake_1"
+    ),
     # Agno's `Agent` under OpenInference: its run (`session.id`), flattened messages on its model calls
     Recording("agno_trace.json", "weather-agent", "conv-agno-1"),
     Recording("openllmetry_cache_trace.json", "weather-agent", "conv-events-1"),
