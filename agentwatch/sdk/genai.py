@@ -98,14 +98,15 @@ def _tool_call_part(call: Any) -> dict[str, Any]:
 
 
 def usage_of(result: Any) -> UsageInfo | None:
-    """Model and token counts of an OpenAI-style response (object or dict), or None if it has none."""
+    """Model and token counts of an OpenAI-style, Anthropic or Gemini response (object or dict), or None if it
+    has none."""
     if result is None or isinstance(result, (str, bytes, int, float, bool, list, tuple)):
         return None
     try:
         usage = _get(result, "usage")
         model = _get(result, "model")
         if usage is None and model is None:
-            return None
+            return _gemini_usage(result)
         info = UsageInfo(
             model=model if isinstance(model, str) else None, input_tokens=None, output_tokens=None
         )
@@ -119,3 +120,20 @@ def usage_of(result: Any) -> UsageInfo | None:
     except Exception:
         log.debug("could not read usage from %r", type(result), exc_info=True)
         return None
+
+
+def _gemini_usage(result: Any) -> UsageInfo | None:
+    """Gemini's `usage_metadata` (Google's GenAI SDK): the prompt's tokens (its cached ones among them), the
+    candidates' and the thoughts' (billed as output); the model its `model_version`."""
+    meta = _get(result, "usage_metadata")
+    if meta is None:
+        return None
+    model = _get(result, "model_version")
+    output = _first_int(meta, "candidates_token_count")
+    thoughts = _first_int(meta, "thoughts_token_count")
+    return UsageInfo(
+        model=model if isinstance(model, str) else None,
+        input_tokens=_first_int(meta, "prompt_token_count"),
+        output_tokens=None if output is None and thoughts is None else (output or 0) + (thoughts or 0),
+        cache_read_input_tokens=_first_int(meta, "cached_content_token_count"),
+    )

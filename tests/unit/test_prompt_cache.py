@@ -261,6 +261,19 @@ def test_the_shipped_table_reads_from_the_cache_for_less_than_its_input() -> Non
             (1200, 1024, 171),
         ),
         ({"model": "gpt-4o", "usage": {"prompt_tokens": 12, "completion_tokens": 5}}, (12, None, None)),
+        # Gemini's usage metadata: cached among the prompt's tokens
+        (
+            SimpleNamespace(
+                model_version="gemini-2.5-pro",
+                usage_metadata=SimpleNamespace(
+                    prompt_token_count=1200,
+                    candidates_token_count=9,
+                    thoughts_token_count=40,
+                    cached_content_token_count=1024,
+                ),
+            ),
+            (1200, 1024, None),
+        ),
     ],
 )
 def test_the_sdk_reads_cache_tokens_from_a_providers_response(
@@ -309,3 +322,10 @@ def test_a_configured_price_table_adds_to_the_shipped_one() -> None:
 def test_a_configured_price_table_alone_when_it_says_so() -> None:
     mine = ModelPrice(input_per_mtok=1, output_per_mtok=2)
     assert _prices({"with_shipped": False, "models": {"acme-ft-1": mine.model_dump()}}) == {"acme-ft-1": mine}
+
+
+def test_the_sdk_counts_geminis_thoughts_as_output() -> None:
+    """Thinking tokens are billed as output tokens; Gemini counts them apart from the candidates'."""
+    meta = {"prompt_token_count": 10, "candidates_token_count": 9, "thoughts_token_count": 40}
+    usage = usage_of({"model_version": "gemini-2.5-flash", "usage_metadata": meta})
+    assert usage is not None and (usage.model, usage.output_tokens) == ("gemini-2.5-flash", 49)
