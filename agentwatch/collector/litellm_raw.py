@@ -50,10 +50,10 @@ def raw_keys(keys: Iterable[str]) -> list[str]:
 
 def _read(value: Any) -> Any:
     """A field's value: a repr read (a list, a dict, an object), other text as it is (a model's name)."""
-    if isinstance(value, str) and value[:1] in ("[", "{") or (isinstance(value, str) and "(" in value[:64]):
-        found = read_python_value(value)
-        return value if found is None else found
-    return value
+    if not isinstance(value, str) or not (value[:1] in ("[", "{") or "(" in value[:64]):
+        return value
+    found = read_python_value(value)
+    return value if found is None else found
 
 
 def fold(attrs: dict[str, Any], limit: int) -> None:
