@@ -206,7 +206,7 @@ class OpenAIJudge:
     def judge(self, conv: Conversation) -> JudgeVerdict:
         """One verdict for `conv` (one request, plus one repair request if the reply does not parse)."""
         start = self._clock()
-        usage = [0, 0]
+        usage = [0, 0, 0]  # input tokens, output tokens, input tokens served from the provider's cache
         blocked = self.breaker.allow()
         if blocked is not None:
             return JudgeVerdict.failed(JUDGE_UNAVAILABLE, blocked, self.judge_id)
@@ -228,7 +228,14 @@ class OpenAIJudge:
         cost = None
         price = self.prices(self.model) if self.prices is not None else None
         if price is not None:
-            cost = (usage[0] * price.input_per_mtok + usage[1] * price.output_per_mtok) / 1e6
+            # the judge's prompt repeats (instructions, rubric): what the provider served from its cache at the
+            # cache's price where the table has one, else at the input price (a cap errs high, never low)
+            cached = min(usage[2], usage[0]) if price.cache_read_per_mtok is not None else 0
+            cost = (
+                (usage[0] - cached) * price.input_per_mtok
+                + cached * (price.cache_read_per_mtok or 0.0)
+                + usage[1] * price.output_per_mtok
+            ) / 1e6
         latency = max(self._clock() - start, 0.0)
         if fields.get("failure"):
             return JudgeVerdict.failed(
@@ -342,7 +349,9 @@ class OpenAIJudge:
         try:
             usage[0] += int(u.get("prompt_tokens") or 0)
             usage[1] += int(u.get("completion_tokens") or 0)
-        except (TypeError, ValueError):
+            details = u.get("prompt_tokens_details")
+            usage[2] += int(details.get("cached_tokens") or 0) if isinstance(details, dict) else 0
+        except (TypeError, ValueError, AttributeError):
             pass
         refusal = message.get("refusal")
         if refusal:

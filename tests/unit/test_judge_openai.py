@@ -62,6 +62,16 @@ def serve(*replies):
     return FakeOpenAI(Script(*replies))
 
 
+def test_the_judges_cached_prompt_tokens_are_priced_at_the_cache_price():
+    reply = verdict_reply("complete", 0.9, "right", usage=(1000, 100))
+    reply["usage"]["prompt_tokens_details"] = {"cached_tokens": 768}
+    with serve(reply) as server:
+        judge, _ = make(server)
+        v = judge.judge(conv())
+    # gpt-4o-mini: 0.15 input, 0.075 cached input, 0.60 output per million
+    assert v.cost_usd == pytest.approx((232 * 0.15 + 768 * 0.075 + 100 * 0.60) / 1e6, rel=1e-12)
+
+
 def test_verdict_request_shape_and_usage():
     with serve(verdict_reply("partial_correct", 0.6, "missing the humidity", usage=(1000, 100))) as server:
         judge, _ = make(server)
