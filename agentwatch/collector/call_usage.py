@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from agentwatch.collector.turns import Gaps
 
 _EXACT = 2**53  # integers a float holds exactly
+_CACHE_KEYS = frozenset(cv.CACHE_READ_KEYS + cv.CACHE_WRITE_KEYS)
 
 
 def _nonneg_int(value: Any) -> int:
@@ -151,6 +152,8 @@ def _cached(attrs: dict[str, Any], tokens_in: int, tokens_out: int) -> tuple[int
     else None. The conventions count cached tokens in the input tokens, as the instrumentations of OpenAI,
     Anthropic (which adds them to Anthropic's own count), Strands and Pydantic AI do; a source that does not is
     told by its cached tokens outnumbering its input, or by a total that counts them apart."""
+    if _CACHE_KEYS.isdisjoint(attrs):  # most spans: one walk of the span's keys, in C
+        return None
     read = _nonneg_int(cv.first(attrs, cv.CACHE_READ_KEYS))
     write = _nonneg_int(cv.first(attrs, cv.CACHE_WRITE_KEYS))
     if not (read or write):
