@@ -114,6 +114,7 @@ def score(
     from agentwatch.cli.score_messages import (
         EXIT_GATE,
         EXIT_OK,
+        directory_hint,
         fail,
         verdict_line,
         warn_collisions,
@@ -132,6 +133,10 @@ def score(
     from agentwatch.wire.transcripts import TranscriptFileError
 
     ks = parse_ks(k)
+    for path in files:
+        hint = directory_hint(path)
+        if hint is not None:
+            raise fail(hint)
     try:
         settings = load_settings(config)
     except ConfigError as exc:

@@ -47,17 +47,46 @@ def warn_duplicates(ids: list[str], extra: int) -> None:
 
 
 def why_nothing(files: list[Path], errors: list[LineError]) -> str:
-    """The files read, each with why it gave no conversation: empty, or its malformed lines."""
+    """The files read, each with why it gave no conversation: another command's file (naming that command),
+    empty, or its malformed lines."""
+    from agentwatch.importers.formats import sniff, wrong_format
+    from agentwatch.wire.transcripts import TranscriptFileError
+
     bad: dict[str, int] = {}
     for e in errors:
         bad[e.path] = bad.get(e.path, 0) + 1
     parts = []
     for f in files:
-        n = bad.get(str(f), 0)
-        parts.append(
-            f"{f} ({n} malformed line(s) skipped)" if n else f"{f} (empty: no line holds a conversation)"
+        try:
+            found = sniff(f)
+        except TranscriptFileError:
+            found = None
+        other = (
+            None
+            if found is None or found.kind == "empty"
+            else wrong_format(f, found, ("transcripts",), "lines")
         )
+        n = bad.get(str(f), 0)
+        if other is not None:  # "<f> holds …: use `…`"
+            parts.append(f"{f} ({other.removeprefix(f'{f} ')})")
+        elif n:
+            parts.append(f"{f} ({n} malformed line(s) skipped)")
+        else:
+            parts.append(f"{f} (empty: no line holds a conversation)")
     return ", ".join(parts)
+
+
+def directory_hint(path: Path) -> str | None:
+    """Why a directory given to `score` is no transcript file, naming the command that reads it (a τ²-bench run
+    saved as a directory); None for a path that is no directory."""
+    if not path.is_dir():
+        return None
+    if (path / "results.json").is_file():
+        return (
+            f"{path} is a directory: a τ²-bench run saved as one (`results.json`, `simulations/`): use "
+            f"`agentwatch import tau-bench {path} --out DIR`, then score DIR's transcripts"
+        )
+    return f"{path} is a directory: give the transcript files in it (e.g. {path}/*.jsonl)"
 
 
 def verdict_line(report: Report, gate: bool, code: int, out: Path | None) -> str:

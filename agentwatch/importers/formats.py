@@ -49,6 +49,8 @@ def kind_of(value: object) -> Kind:
     if isinstance(value, dict):
         if isinstance(value.get("simulations"), list) or isinstance(value.get("simulation_index"), list):
             return "tau2-bench"  # one file, or the metadata of a run saved as a directory
+        if isinstance(value.get("tasks"), list) and isinstance(value.get("info"), dict):
+            return "tau2-bench"  # a run's metadata saved without its simulations' index
         if "traj" in value:
             return "tau-bench"
         if "turns" in value:

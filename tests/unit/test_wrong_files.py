@@ -82,6 +82,22 @@ def test_an_empty_file_is_named_empty_by_every_command(tmp_path: Path) -> None:
     assert f"error: no conversation could be read from {empty} (empty: no line holds a conversation)" in err
 
 
+def test_score_given_a_benchmark_run_names_the_importer(tau_file: Path, tmp_path: Path) -> None:
+    """A τ-bench file, a τ²-bench run's `results.json` (as its directory format saves it) and that directory:
+    each named, with the command that reads it; a directory of no run asks for its files."""
+    code, _, err = run(tau_file)
+    assert code == 2 and "agentwatch import tau-bench" in err
+    saved = tmp_path / "run"
+    (saved / "simulations").mkdir(parents=True)
+    (saved / "results.json").write_text(json.dumps({"timestamp": "t", "info": {}, "tasks": []}), "utf-8")
+    code, _, err = run(saved / "results.json")
+    assert code == 2 and "holds a τ²-bench results file" in err
+    code, _, err = run(saved)
+    assert code == 2 and f"use `agentwatch import tau-bench {saved} --out DIR`" in err
+    code, _, err = run(saved / "simulations")
+    assert code == 2 and "is a directory: give the transcript files in it" in err
+
+
 def test_an_import_that_yields_nothing_leaves_the_earlier_transcripts(tmp_path: Path) -> None:
     out = tmp_path / "out"
     code, _ = _import("openai-chat", _chat(tmp_path / "good.jsonl"), "--out", out)
