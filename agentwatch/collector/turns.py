@@ -132,8 +132,19 @@ def _tool_from_span(span: SpanRecord) -> dict[str, Any]:
         "result": value,
         "error": span.status_error,
         "call_id": None if call_id is None else str(call_id),
-        "read_only": _flag(first(attrs, cv.TOOL_READ_ONLY_KEYS)),
+        "read_only": _handed_off(span.name, _flag(first(attrs, cv.TOOL_READ_ONLY_KEYS))),
     }
+
+
+def _handed_off(name: str, read_only: bool | None) -> bool | None:
+    """A tool span's read-only flag: as it says, else true for the OpenAI Agents SDK's handoff under OpenInference
+    (a TOOL span `handoff to <agent>`): one agent passing the conversation to another changes nothing outside."""
+    if read_only is None and name.startswith(_HANDOFF_SPAN):
+        return True
+    return read_only
+
+
+_HANDOFF_SPAN = "handoff to "
 
 
 def _outputs_unlogged(models: list[SpanRecord]) -> bool:

@@ -104,6 +104,34 @@ def anthropic_reply(body: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def handoff_reply(request: dict[str, Any]) -> dict[str, Any]:
+    """A triage agent's model hands off (calls the one `transfer_to_*` tool it is given), the agent it hands off
+    to calls the weather tool, then answers: the fake chat model of a two-agent run."""
+    tools = [t["function"]["name"] for t in request.get("tools") or []]
+    answered = {m.get("tool_call_id") for m in request.get("messages") or [] if m.get("role") == "tool"}
+    body = completion({"messages": [{"role": "tool"}]})  # the final answer, with its token counts
+    handoff = next((name for name in tools if name.startswith("transfer_to_")), None)
+    if handoff is not None and "call_fake_handoff_1" not in answered:
+        call = {"id": "call_fake_handoff_1", "name": handoff, "arguments": "{}"}
+    elif "get_weather" in tools and TOOL_CALL_ID not in answered:
+        call = {"id": TOOL_CALL_ID, "name": "get_weather", "arguments": json.dumps({"city": "Paris"})}
+    else:
+        return body
+    message = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": call["id"],
+                "type": "function",
+                "function": {"name": call["name"], "arguments": call["arguments"]},
+            }
+        ],
+    }
+    body["choices"][0].update(message=message, finish_reason="tool_calls")
+    return body
+
+
 def converse_reply(body: dict[str, Any]) -> dict[str, Any]:
     """Bedrock's Converse API: a `toolUse` block, then (given its `toolResult`) the answer, with the token counts
     of the fake chat model."""

@@ -45,6 +45,7 @@ OpenTelemetry versions); this script runs in a virtualenv where one is installed
 | `agno` | `agno` (3.1.10) `openinference-instrumentation-agno` (1.0.15) | an Agno `Agent` on its OpenAI chat model, under OpenInference: the agent's run, its model calls and its tool |
 | `dspy` | `dspy` (3.4.1) `openinference-instrumentation-dspy` (0.1.48) `openinference-instrumentation-litellm` (0.1.51) | DSPy's `ReAct` module with one tool (its chat adapter's `[[ ## field ## ]]` sections, answered by the fake model), under OpenInference: a CHAIN per module call, LLM spans without tokens, tool spans `<tool>.__call__` |
 | `haystack` | `haystack-ai` (3.4.1) `openinference-instrumentation-haystack` (0.1.46) | Haystack's `Agent` with one tool on its OpenAI chat generator, under OpenInference: CHAIN and LLM spans, no tool span; the tool message of the second call's input without its content |
+| `openai_agents_handoff`, `openai_agents_otel_handoff` | as `openai_agents`, `openai_agents_otel` | a triage agent handing off to the weather agent (`handoffs=[...]`), the fake model calling the handoff, then the tool, then answering |
 | `langgraph` | `langgraph` (1.2.24) `langchain-openai` (1.7.4) `openinference-instrumentation-langchain` (0.1.80) | OpenInference: a CHAIN per graph run, an AGENT span per run of the "agent" node, the tool node beside them; two turns of one thread |
 """
 
@@ -70,6 +71,7 @@ from tests.support.fake_models import (
     converse_reply,
     dspy_reply,
     gemini_server,
+    handoff_reply,
     named_tool_reply,
     responses_server,
     smolagents_reply,
@@ -180,6 +182,36 @@ def _openai_agents(
     finally:
         if server is not None:
             server.close()
+
+
+def _openai_agents_handoff(factory: SpanFactory, base_url: str, official: bool = False) -> None:
+    """Two agents of the OpenAI Agents SDK: a triage agent that hands off to the weather agent, which calls the
+    tool and answers (one run: one conversation, the question asked once)."""
+    from agents import Agent, OpenAIChatCompletionsModel, Runner, function_tool
+    from openai import AsyncOpenAI
+
+    if official:
+        from opentelemetry.instrumentation.openai_agents import OpenAIAgentsInstrumentor
+
+        OpenAIAgentsInstrumentor().instrument(
+            tracer_provider=factory.provider, capture_message_content="span_only"
+        )
+    else:
+        from openinference.instrumentation.openai_agents import OpenAIAgentsInstrumentor
+
+        OpenAIAgentsInstrumentor().instrument(tracer_provider=factory.provider)
+    model: Any = OpenAIChatCompletionsModel(
+        model="gpt-4o-mini", openai_client=AsyncOpenAI(base_url=base_url, api_key="test")
+    )
+    tool = function_tool(weather, name_override="get_weather")
+    weather_agent = Agent(name="weather-agent", instructions=SYSTEM, tools=[tool], model=model)
+    triage = Agent(
+        name="triage-agent",
+        instructions="Hand weather questions to the weather agent.",
+        handoffs=[weather_agent],
+        model=model,
+    )
+    Runner.run_sync(triage, QUESTION)
 
 
 def _openai_events(factory: SpanFactory, base_url: str) -> None:
@@ -821,6 +853,10 @@ SDKS = {
     "openllmetry_stream": lambda factory, base_url: _openllmetry(factory, base_url, stream=True),
     "openllmetry_cache": _openllmetry,
     "litellm": _litellm,
+    "openai_agents_handoff": _openai_agents_handoff,
+    "openai_agents_otel_handoff": lambda factory, base_url: _openai_agents_handoff(
+        factory, base_url, official=True
+    ),
     "agno": _agno,
     "dspy": _dspy,
     "haystack": _haystack,
@@ -857,6 +893,8 @@ def main(sdk: str, out: Path) -> None:
         "crewai": named_tool_reply,
         "agno": named_tool_reply,
         "dspy": dspy_reply,
+        "openai_agents_handoff": handoff_reply,
+        "openai_agents_otel_handoff": handoff_reply,
         "openllmetry_cache": cached_completion,
         "openinference_openai_cache": cached_completion,
     }

@@ -31,7 +31,7 @@ from agentwatch.collector.otlp_files import group_by_conversation
 from agentwatch.collector.reconstruct import build_conversation
 from agentwatch.collector.span_tree import role_of, setup_only
 from agentwatch.scorers import ConversationScorer
-from agentwatch.wire.schema import Turn
+from agentwatch.wire.schema import Expectation, ExpectedTool, Turn
 from tests.support.fake_models import CACHE
 from tests.support.fake_openai import FINAL_TEXT, TOOL_CALL_ID, USAGE
 from tests.support.record_agents import calls_of, weather_call
@@ -450,3 +450,24 @@ def test_a_haystack_agent_is_read_with_its_tool_result_marked_unlogged() -> None
         ("get_weather", {"city": "Paris"}, None)
     ]
     assert ConversationScorer().score(conv).evidence == []
+
+
+@pytest.mark.parametrize(
+    "file", ["openai_agents_handoff_trace.json", "openai_agents_otel_handoff_trace.json"]
+)
+def test_an_agents_sdk_handoff_is_one_turn_its_handoff_no_call_with_effects(file: str) -> None:
+    """A triage agent handing off to the weather agent, under OpenInference (the handoff a TOOL span `handoff to
+    weather-agent`) and the official instrumentation: one turn, the question asked once, the weather agent's
+    answer; graded against the weather call alone, the handoff is no unexpected call with effects."""
+    conv = build_conversation(_records(file, "json"))
+    (turn,) = conv.turns
+    assert (conv.agent, turn.input, turn.answer) == (
+        "triage-agent",
+        "What is the weather in Paris?",
+        FINAL_TEXT,
+    )
+    assert calls_of([c for c in turn.tool_calls if c.name == "get_weather"]) == weather_call()
+    assert all(c.read_only for c in turn.tool_calls if c.name != "get_weather")
+    turn.expected = Expectation(tools=[ExpectedTool(name="get_weather", arguments={"city": "Paris"})])
+    score = ConversationScorer().score(conv)
+    assert score.passed is True and score.evidence == []
