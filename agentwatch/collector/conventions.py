@@ -72,6 +72,9 @@ CACHE_WRITE_KEYS = (
     "ai.usage.inputTokenDetails.cacheWriteTokens",
 )
 TOTAL_TOKEN_KEYS = ("gen_ai.usage.total_tokens", "llm.token_count.total")
+# The OpenAI Agents SDK's handoff from one agent to another: OpenLLMetry's operation, OpenInference's TOOL span
+HANDOFF_OPERATION = "handoff"
+HANDOFF_SPAN = "handoff to "
 # LiteLLM's OpenTelemetry callback: its call id on the span it writes a model call to, its own span's name (with a
 # span current it writes to that span instead, unless USE_OTEL_LITELLM_REQUEST_SPAN is set)
 LITELLM_CALL_KEY = "litellm.call_id"

@@ -66,6 +66,11 @@ def setup_only(spans: list[SpanRecord]) -> bool:
     return setup
 
 
+def _is_handoff(span: SpanRecord) -> bool:
+    """Whether a span is an agent handing the conversation off to another agent."""
+    return span.attrs.get(cv.OPERATION_KEY) == cv.HANDOFF_OPERATION or span.name.startswith(cv.HANDOFF_SPAN)
+
+
 def _first_model(spans: list[SpanRecord], roles: dict[str, str]) -> SpanRecord | None:
     """The model call among `spans` that starts first."""
     models = [s for s in spans if roles[s.span_id] == MODEL]
@@ -129,6 +134,8 @@ class SpanForest:
         self.turns.sort(key=START_ORDER)
         if talks and len(self.turns) > 1:
             self._join_tool_loops()
+        if len(self.turns) > 1:
+            self._join_handoffs()
 
     def _join_tool_loops(self) -> None:
         """Join turns that are steps of one tool loop: a step whose model call is given the result of a tool the
@@ -162,6 +169,29 @@ class SpanForest:
                     continue
             joined.append(turn)
             asked = last
+        self.turns = joined
+
+    def _join_handoffs(self) -> None:
+        """Join an agent's turn to the one before it in its trace when that one handed the conversation off to
+        it (a span of operation `handoff` in it, as OpenLLMetry logs the OpenAI Agents SDK's handoffs, or
+        OpenInference's `handoff to <agent>` TOOL span): the agent handed to goes on with the same request."""
+        roles, members = self.roles, self.members
+        joined: list[SpanRecord] = []
+        for turn in self.turns:
+            previous = joined[-1] if joined else None
+            if (
+                previous is not None
+                and roles[turn.span_id] == AGENT == roles[previous.span_id]
+                and previous.trace_id == turn.trace_id
+                and any(_is_handoff(s) for s in members[previous.span_id])
+            ):
+                between = self._loose_between(previous, turn)
+                members[previous.span_id] += [*between, turn, *members.pop(turn.span_id)]
+                self.ends[previous.span_id] = max(
+                    self.ends.get(previous.span_id, previous.end_ns), turn.end_ns
+                )
+                continue
+            joined.append(turn)
         self.turns = joined
 
     def _loose_between(self, earlier: SpanRecord, later: SpanRecord) -> list[SpanRecord]:

@@ -139,12 +139,9 @@ def _tool_from_span(span: SpanRecord) -> dict[str, Any]:
 def _handed_off(name: str, read_only: bool | None) -> bool | None:
     """A tool span's read-only flag: as it says, else true for the OpenAI Agents SDK's handoff under OpenInference
     (a TOOL span `handoff to <agent>`): one agent passing the conversation to another changes nothing outside."""
-    if read_only is None and name.startswith(_HANDOFF_SPAN):
+    if read_only is None and name.startswith(cv.HANDOFF_SPAN):
         return True
     return read_only
-
-
-_HANDOFF_SPAN = "handoff to "
 
 
 def _outputs_unlogged(models: list[SpanRecord]) -> bool:

@@ -45,7 +45,7 @@ OpenTelemetry versions); this script runs in a virtualenv where one is installed
 | `agno` | `agno` (3.1.10) `openinference-instrumentation-agno` (1.0.15) | an Agno `Agent` on its OpenAI chat model, under OpenInference: the agent's run, its model calls and its tool |
 | `dspy` | `dspy` (3.4.1) `openinference-instrumentation-dspy` (0.1.48) `openinference-instrumentation-litellm` (0.1.51) | DSPy's `ReAct` module with one tool (its chat adapter's `[[ ## field ## ]]` sections, answered by the fake model), under OpenInference: a CHAIN per module call, LLM spans without tokens, tool spans `<tool>.__call__` |
 | `haystack` | `haystack-ai` (3.4.1) `openinference-instrumentation-haystack` (0.1.46) | Haystack's `Agent` with one tool on its OpenAI chat generator, under OpenInference: CHAIN and LLM spans, no tool span; the tool message of the second call's input without its content |
-| `openai_agents_handoff`, `openai_agents_otel_handoff` | as `openai_agents`, `openai_agents_otel` | a triage agent handing off to the weather agent (`handoffs=[...]`), the fake model calling the handoff, then the tool, then answering |
+| `openai_agents_handoff`, `openai_agents_otel_handoff`, `openai_agents_openllmetry_handoff` | as `openai_agents`, `openai_agents_otel`, `openai_agents_openllmetry` | a triage agent handing off to the weather agent (`handoffs=[...]`), the fake model calling the handoff, then the tool, then answering |
 | `langgraph` | `langgraph` (1.2.24) `langchain-openai` (1.7.4) `openinference-instrumentation-langchain` (0.1.80) | OpenInference: a CHAIN per graph run, an AGENT span per run of the "agent" node, the tool node beside them; two turns of one thread |
 """
 
@@ -857,6 +857,10 @@ SDKS = {
     "openai_agents_otel_handoff": lambda factory, base_url: _openai_agents_handoff(
         factory, base_url, official=True
     ),
+    # OpenLLMetry's installs into the official one's module path (a virtualenv of its own)
+    "openai_agents_openllmetry_handoff": lambda factory, base_url: _openai_agents_handoff(
+        factory, base_url, official=True
+    ),
     "agno": _agno,
     "dspy": _dspy,
     "haystack": _haystack,
@@ -895,6 +899,7 @@ def main(sdk: str, out: Path) -> None:
         "dspy": dspy_reply,
         "openai_agents_handoff": handoff_reply,
         "openai_agents_otel_handoff": handoff_reply,
+        "openai_agents_openllmetry_handoff": handoff_reply,
         "openllmetry_cache": cached_completion,
         "openinference_openai_cache": cached_completion,
     }

@@ -471,3 +471,19 @@ def test_an_agents_sdk_handoff_is_one_turn_its_handoff_no_call_with_effects(file
     turn.expected = Expectation(tools=[ExpectedTool(name="get_weather", arguments={"city": "Paris"})])
     score = ConversationScorer().score(conv)
     assert score.passed is True and score.evidence == []
+
+
+def test_a_handoff_under_openllmetry_joins_the_two_agents_turns() -> None:
+    """OpenLLMetry logs each agent as an `invoke_agent` span of its own, siblings under the workflow span, and the
+    handoff as a span of operation `handoff` in the first: one turn, not the question asked twice. Its model
+    spans log no output (the Chat Completions model under OpenLLMetry), so the answer is unseen."""
+    conv = build_conversation(_records("openai_agents_openllmetry_handoff_trace.json", "json"))
+    (turn,) = conv.turns
+    assert (conv.agent, turn.input, turn.answer, conv.not_captured) == (
+        "triage-agent",
+        "What is the weather in Paris?",
+        None,
+        ["answers"],
+    )
+    assert calls_of(turn.tool_calls) == weather_call()
+    assert ConversationScorer().score(conv).evidence == []
