@@ -46,6 +46,7 @@ OpenTelemetry versions); this script runs in a virtualenv where one is installed
 | `dspy` | `dspy` (3.4.1) `openinference-instrumentation-dspy` (0.1.48) `openinference-instrumentation-litellm` (0.1.51) | DSPy's `ReAct` module with one tool (its chat adapter's `[[ ## field ## ]]` sections, answered by the fake model), under OpenInference: a CHAIN per module call, LLM spans without tokens, tool spans `<tool>.__call__` |
 | `haystack` | `haystack-ai` (3.4.1) `openinference-instrumentation-haystack` (0.1.46) | Haystack's `Agent` with one tool on its OpenAI chat generator, under OpenInference: CHAIN and LLM spans, no tool span; the tool message of the second call's input without its content |
 | `openai_agents_handoff`, `openai_agents_otel_handoff`, `openai_agents_openllmetry_handoff` | as `openai_agents`, `openai_agents_otel`, `openai_agents_openllmetry` | a triage agent handing off to the weather agent (`handoffs=[...]`), the fake model calling the handoff, then the tool, then answering |
+| `langchain_agent`, `langchain_agent_openllmetry` | as `langgraph` and `langgraph_openllmetry`, with `langchain` (1.5.2) | LangChain 1's `create_agent` (a LangGraph graph of "model" and "tools" nodes), two requests of one thread |
 | `langgraph` | `langgraph` (1.2.24) `langchain-openai` (1.7.4) `openinference-instrumentation-langchain` (0.1.80) | OpenInference: a CHAIN per graph run, an AGENT span per run of the "agent" node, the tool node beside them; two turns of one thread |
 """
 
@@ -117,7 +118,11 @@ def _pydantic_ai(factory: SpanFactory, base_url: str) -> None:
     agent.run_sync(QUESTION)
 
 
-def _langgraph(factory: SpanFactory, base_url: str, openllmetry: bool = False) -> None:
+def _langgraph(
+    factory: SpanFactory, base_url: str, openllmetry: bool = False, create_agent: bool = False
+) -> None:
+    """LangGraph's prebuilt ReAct agent (`create_agent`: LangChain 1's agent, built on LangGraph), two requests of
+    one thread."""
     from langchain_core.tools import tool
     from langchain_openai import ChatOpenAI
     from langgraph.checkpoint.memory import MemorySaver
@@ -138,7 +143,12 @@ def _langgraph(factory: SpanFactory, base_url: str, openllmetry: bool = False) -
         return weather(city)
 
     llm = ChatOpenAI(model="gpt-4o-mini", base_url=base_url, api_key="test")
-    agent = create_react_agent(llm, [get_weather], prompt=SYSTEM, checkpointer=MemorySaver())
+    if create_agent:
+        from langchain.agents import create_agent as create
+
+        agent: Any = create(llm, [get_weather], system_prompt=SYSTEM, checkpointer=MemorySaver())
+    else:
+        agent = create_react_agent(llm, [get_weather], prompt=SYSTEM, checkpointer=MemorySaver())
     config: Any = {"configurable": {"thread_id": "thread-1"}, "metadata": {"session_id": "thread-1"}}
     agent.invoke({"messages": [("user", QUESTION)]}, config=config)
     agent.invoke({"messages": [("user", FOLLOW_UP)]}, config=config)
@@ -837,6 +847,10 @@ SDKS = {
     "google_genai_events": lambda factory, base_url: _google_genai(factory, base_url, events=True),
     "langgraph": _langgraph,
     "langgraph_openllmetry": lambda factory, base_url: _langgraph(factory, base_url, openllmetry=True),
+    "langchain_agent": lambda factory, base_url: _langgraph(factory, base_url, create_agent=True),
+    "langchain_agent_openllmetry": lambda factory, base_url: _langgraph(
+        factory, base_url, openllmetry=True, create_agent=True
+    ),
     "openai_events": _openai_events,
     "openai_v2_events": _openai_events,
     "openllmetry_events": lambda factory, base_url: _openllmetry(factory, base_url, events=True),

@@ -242,6 +242,10 @@ def test_pydantic_ai_reports_the_cost_of_each_model_call() -> None:
         # conventions, the graph's name as the agent; a tool span's arguments and result are the callback's whole
         # input and output (`{"input_str", "inputs", "kwargs": {"tool_call_id"}, …}`, `{"output": <ToolMessage>}`)
         ("langgraph_openllmetry_trace.json", "LangGraph"),
+        # LangChain 1's `create_agent` (built on LangGraph: "model" and "tools" nodes) under OpenInference
+        ("langchain_agent_trace.json", "langchain-agent-weather"),
+        # and under OpenLLMetry, which also sends the agent's creation as a `create_agent` trace of its own
+        ("langchain_agent_openllmetry_trace.json", "LangGraph"),
     ],
 )
 def test_a_langgraph_thread_is_one_conversation_of_its_two_requests(
@@ -249,8 +253,11 @@ def test_a_langgraph_thread_is_one_conversation_of_its_two_requests(
 ) -> None:
     """Each request of the thread is one turn: the graph's two "agent" steps of the first (the tool call, then
     the answer) and the tool node between them, not a turn per step with the tool left out; the second request's
-    input is its own message (the state's latest), not the thread's first."""
-    conv = build_conversation(_records(file, encoding))
+    input is its own message (the state's latest), not the thread's first. A trace that only creates the agent is
+    no conversation."""
+    groups = group_by_conversation(_records(file, encoding))
+    (spans,) = [group for group in groups.values() if not setup_only(group)]
+    conv = build_conversation(spans)
     assert conv.notes == [] and conv.not_captured == []
     assert (conv.conversation_id, conv.agent, conv.system) == ("thread-1", agent, SYSTEM)
     first, second = conv.turns
