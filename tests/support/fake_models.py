@@ -67,8 +67,9 @@ def cached_completion(request: dict[str, Any]) -> dict[str, Any]:
     return body
 
 
-def cached_anthropic_reply(body: dict[str, Any]) -> dict[str, Any]:
-    """`anthropic_reply` with Anthropic's prompt-cache counts: reads and writes apart from its `input_tokens`."""
+def cached_anthropic_reply(body: dict[str, Any]) -> dict[str, Any] | str:
+    """`anthropic_reply` with Anthropic's prompt-cache counts: reads and writes apart from its `input_tokens`; as
+    Anthropic's server-sent events when the request streams."""
     reply = anthropic_reply(body)
     read, write = CACHE["final" if reply["stop_reason"] == "end_turn" else "tool_call"]
     usage = reply["usage"]
@@ -77,7 +78,37 @@ def cached_anthropic_reply(body: dict[str, Any]) -> dict[str, Any]:
         cache_read_input_tokens=read,
         cache_creation_input_tokens=write,
     )
-    return reply
+    return _anthropic_events(reply) if body.get("stream") else reply
+
+
+def _anthropic_events(reply: dict[str, Any]) -> str:
+    """A Messages API reply as the events Anthropic streams it in: the message, each block's start, delta and
+    stop, the stop reason with the output tokens."""
+    usage = reply["usage"]
+    start = {**reply, "content": [], "stop_reason": None, "usage": {**usage, "output_tokens": 0}}
+    events: list[tuple[str, dict[str, Any]]] = [
+        ("message_start", {"type": "message_start", "message": start})
+    ]
+    for i, block in enumerate(reply["content"]):
+        if block["type"] == "tool_use":
+            first = {**block, "input": {}}
+            delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
+        else:
+            first, delta = {"type": "text", "text": ""}, {"type": "text_delta", "text": block["text"]}
+        events += [
+            ("content_block_start", {"type": "content_block_start", "index": i, "content_block": first}),
+            ("content_block_delta", {"type": "content_block_delta", "index": i, "delta": delta}),
+            ("content_block_stop", {"type": "content_block_stop", "index": i}),
+        ]
+    end = {"stop_reason": reply["stop_reason"], "stop_sequence": None}
+    events += [
+        (
+            "message_delta",
+            {"type": "message_delta", "delta": end, "usage": {"output_tokens": usage["output_tokens"]}},
+        ),
+        ("message_stop", {"type": "message_stop"}),
+    ]
+    return "".join(f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in events)
 
 
 def anthropic_reply(body: dict[str, Any]) -> dict[str, Any]:

@@ -12,6 +12,7 @@ OpenTelemetry versions); this script runs in a virtualenv where one is installed
 |---|---|---|
 | `strands` | `strands-agents[openai]` (1.62.0) | messages as span events, Bedrock content blocks |
 | `pydantic_ai` | `pydantic-ai-slim[openai]` (2.68.0) | the GenAI conventions, with `operation.cost` |
+| `pydantic_ai_anthropic_cache` | `pydantic-ai-slim[anthropic]` (2.68.0) | the same agent on Anthropic's Messages API, the fake model reporting prompt-cache reads and writes |
 | `openai_agents` | `openai-agents` (0.24.0) `openinference-instrumentation-openai-agents` (2.6.0) | OpenInference: AGENT, LLM and TOOL spans, the tool's JSON schema as `tool.parameters` |
 | `openai_agents_otel` | `openai-agents` (0.24.0) `opentelemetry-instrumentation-openai-agents-v2` (0.1.0) | the official instrumentation: the GenAI conventions, content on spans (`capture_message_content="span_only"`) |
 | `openai_agents_openllmetry` | `openai-agents` (0.24.0) `opentelemetry-instrumentation-openai-agents` (OpenLLMetry, 0.62.4; it installs into the official one's module path, so in a virtualenv of its own), `TRACELOOP_TRACE_CONTENT=true` | agent, tool and model spans; with the Chat Completions model, model spans without output messages or tokens |
@@ -105,17 +106,33 @@ def _strands(factory: SpanFactory, base_url: str) -> None:
     Agent(model=model, tools=[get_weather], system_prompt=SYSTEM, callback_handler=None)(QUESTION)
 
 
-def _pydantic_ai(factory: SpanFactory, base_url: str) -> None:
+def _pydantic_ai(factory: SpanFactory, base_url: str, anthropic: bool = False) -> None:
+    """Pydantic AI's agent on OpenAI's chat model, or (`anthropic`) on Anthropic's with prompt-cache counts."""
     from pydantic_ai import Agent
     from pydantic_ai.models.instrumented import InstrumentationSettings
-    from pydantic_ai.models.openai import OpenAIChatModel
-    from pydantic_ai.providers.openai import OpenAIProvider
 
     Agent.instrument_all(InstrumentationSettings(tracer_provider=factory.provider))
-    model = OpenAIChatModel("gpt-4o-mini", provider=OpenAIProvider(base_url=base_url, api_key="test"))
-    agent = Agent(model, system_prompt=SYSTEM, name="weather-agent")
-    agent.tool_plain(weather, name="get_weather")
-    agent.run_sync(QUESTION)
+    server = None
+    if anthropic:
+        from pydantic_ai.models.anthropic import AnthropicModel
+        from pydantic_ai.providers.anthropic import AnthropicProvider
+
+        server = FakeEndpoint(cached_anthropic_reply)
+        model: Any = AnthropicModel(
+            "claude-sonnet-4-5", provider=AnthropicProvider(base_url=server.base_url, api_key="test")
+        )
+    else:
+        from pydantic_ai.models.openai import OpenAIChatModel
+        from pydantic_ai.providers.openai import OpenAIProvider
+
+        model = OpenAIChatModel("gpt-4o-mini", provider=OpenAIProvider(base_url=base_url, api_key="test"))
+    try:
+        agent = Agent(model, system_prompt=SYSTEM, name="weather-agent")
+        agent.tool_plain(weather, name="get_weather")
+        agent.run_sync(QUESTION)
+    finally:
+        if server is not None:
+            server.close()
 
 
 def _langgraph(
@@ -819,6 +836,7 @@ def calls_of(calls: list[Any]) -> list[tuple[Any, ...]]:
 SDKS = {
     "strands": _strands,
     "pydantic_ai": _pydantic_ai,
+    "pydantic_ai_anthropic_cache": lambda factory, base_url: _pydantic_ai(factory, base_url, anthropic=True),
     "openai_agents": _openai_agents,
     "openai_agents_otel": lambda factory, base_url: _openai_agents(factory, base_url, official=True),
     # OpenLLMetry's instrumentation has the official one's module path: the virtualenv decides which is recorded

@@ -13,7 +13,8 @@
   `tests/support/ai_sdk/record.mjs`, under an HTTP span;
 - the official OpenAI instrumentation and OpenLLMetry's on a loop the caller runs, both model calls streamed,
   and on the Responses API; OpenLLMetry's and OpenInference's Anthropic instrumentations on the same loop; those
-  two and the OpenAI instrumentations of OpenLLMetry and OpenInference with prompt-cache tokens.
+  two and the OpenAI instrumentations of OpenLLMetry and OpenInference with prompt-cache tokens, and Pydantic AI on
+  Anthropic's API with them.
 Each run is a question, one tool call with its arguments and result, the answer, two model calls."""
 
 from __future__ import annotations
@@ -30,7 +31,10 @@ from agentwatch.collector.decode import SpanRecord, decode_message
 from agentwatch.collector.otlp_files import group_by_conversation
 from agentwatch.collector.reconstruct import build_conversation
 from agentwatch.collector.span_tree import role_of, setup_only
+from agentwatch.config import Settings
+from agentwatch.config.prices import PriceLookup
 from agentwatch.scorers import ConversationScorer
+from agentwatch.scorers.cost import conversation_cost
 from agentwatch.wire.schema import Expectation, ExpectedTool, Turn
 from tests.support.fake_models import CACHE
 from tests.support.fake_openai import FINAL_TEXT, TOOL_CALL_ID, USAGE
@@ -224,6 +228,20 @@ def test_prompt_cache_tokens_are_read_and_priced_at_the_cache_prices(
     assert score.cost_usd == pytest.approx(float(cost), rel=1e-12)
     assert not any(r.startswith("cost_unknown") for r in score.reasons)
     assert score.cache_read_input_tokens == sum(read for read, _ in expected)
+
+
+def test_the_price_table_prices_cached_calls_as_pydantic_ai_reports_them() -> None:
+    """Pydantic AI on Anthropic's API reports each call's cost (`operation.cost`, from its own price list) with
+    the cache's reads and writes in it: the shipped table and its cache prices give the same figures."""
+    (turn,) = build_conversation(_records("pydantic_ai_anthropic_cache_trace.json", "json")).turns
+    assert [(u.cache_read_input_tokens, u.cache_creation_input_tokens) for u in turn.usage] == [
+        CACHE["tool_call"],
+        CACHE["final"],
+    ]
+    prices = PriceLookup(Settings().cost.prices.models)
+    for usage in turn.usage:
+        ours = conversation_cost([Turn(usage=[usage.model_copy(update={"cost_usd": None})])], prices)
+        assert usage.cost_usd is not None and ours.cost_usd == pytest.approx(usage.cost_usd, rel=1e-9)
 
 
 def test_pydantic_ai_reports_the_cost_of_each_model_call() -> None:
