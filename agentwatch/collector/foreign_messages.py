@@ -174,27 +174,55 @@ def with_openai_fields(message: dict[str, Any]) -> dict[str, Any]:
 
 
 def response_of(part: dict[str, Any]) -> Any:
-    """The result a `tool_call_response` part gives (`response`, or `result` as some loggers write it); a list of
-    Bedrock content blocks (`[{"json": value}]`, `[{"text": text}]`, as OpenLLMetry's Bedrock instrumentation
-    logs a `toolResult`, JSON or structured) as the value it holds."""
-    return _unblocked(part.get("response", part.get("result")))
+    """The result a `tool_call_response` part gives (`response`, or `result` as some loggers write it), as the
+    value the tool returned (`tool_value`)."""
+    return tool_value(part.get("response", part.get("result")))
 
 
-def _unblocked(value: Any) -> Any:
-    """A tool result that is a list of Bedrock content blocks as the value they hold; else as it is."""
+_MCP_BLOCK = frozenset({"type", "text", "annotations", "_meta", "meta"})
+_MCP_RESULT = frozenset({"content", "isError", "structuredContent", "_meta", "meta"})
+
+
+def tool_value(value: Any) -> Any:
+    """A tool's result as the value it returned, where a logger wrapped it: Bedrock's content blocks
+    (`[{"json": value}]`, `[{"text": text}]`, as OpenLLMetry logs a `toolResult`), MCP's text content blocks
+    (`{"type": "text", "text": …}`, as the OpenAI Agents SDK returns an MCP tool's result) or an MCP
+    `CallToolResult` (its `structuredContent`, else its content); JSON text as the value it encodes. Any
+    other value as it is."""
     blocks = value
-    if isinstance(value, str) and value.lstrip().startswith("["):
+    if isinstance(value, str) and value.lstrip()[:1] in ("[", "{"):
         try:
             blocks = json.loads(value)
         except (ValueError, RecursionError):
             return value
-    if not isinstance(blocks, list) or not blocks:
+    if isinstance(blocks, dict):
+        if blocks.keys() <= _MCP_RESULT and isinstance(blocks.get("content"), list):
+            found = blocks.get("structuredContent")
+            return (
+                found
+                if isinstance(found, dict)
+                else tool_value(blocks["content"])
+                if blocks["content"]
+                else value
+            )
+        blocks = [blocks]
+    if not isinstance(blocks, list) or not blocks or not all(isinstance(b, dict) for b in blocks):
         return value
-    if not all(isinstance(b, dict) and len(b) == 1 and ("json" in b or "text" in b) for b in blocks):
-        return value
-    if len(blocks) == 1 and "json" in blocks[0]:
-        return blocks[0]["json"]
-    return "\n".join(b["text"] if "text" in b else _text(b["json"]) for b in blocks)
+    if all(len(b) == 1 and ("json" in b or "text" in b) for b in blocks):  # Bedrock's
+        if len(blocks) == 1 and "json" in blocks[0]:
+            return blocks[0]["json"]
+        return "\n".join(b["text"] if "text" in b else _text(b["json"]) for b in blocks)
+    if all(
+        b.get("type") == "text" and isinstance(b.get("text"), str) and b.keys() <= _MCP_BLOCK for b in blocks
+    ):
+        text = "\n".join(b["text"] for b in blocks)
+        if text.lstrip()[:1] in ("{", "["):
+            try:
+                return json.loads(text)
+            except (ValueError, RecursionError):
+                return text
+        return text
+    return value
 
 
 def _has_results(content: Any) -> bool:

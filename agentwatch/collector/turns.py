@@ -15,7 +15,7 @@ from agentwatch.collector.call_matching import from_model_messages
 from agentwatch.collector.call_usage import calls_usage, nonneg_float
 from agentwatch.collector.chain_values import is_body, langchain_tool_message, state_text, value_text
 from agentwatch.collector.decode import SpanRecord
-from agentwatch.collector.foreign_messages import ENCODE
+from agentwatch.collector.foreign_messages import ENCODE, tool_value
 from agentwatch.collector.messages import (
     ToolResponses,
     as_text,
@@ -124,6 +124,7 @@ def _tool_from_span(span: SpanRecord) -> dict[str, Any]:
     if args is None and cv.TOOL_PARAMETERS_KEY in attrs:
         args = _not_a_schema(json_or_text(attrs[cv.TOOL_PARAMETERS_KEY]))
     arguments, value, logged_id = _callback_record(json_or_text(args), json_or_text(result))
+    value = tool_value(value)
     if call_id is None:
         call_id = logged_id
     return {

@@ -48,6 +48,7 @@ OpenTelemetry versions); this script runs in a virtualenv where one is installed
 | `haystack` | `haystack-ai` (3.4.1) `openinference-instrumentation-haystack` (0.1.46) | Haystack's `Agent` with one tool on its OpenAI chat generator, under OpenInference: CHAIN and LLM spans, no tool span; the tool message of the second call's input without its content |
 | `openai_agents_handoff`, `openai_agents_otel_handoff`, `openai_agents_openllmetry_handoff` | as `openai_agents`, `openai_agents_otel`, `openai_agents_openllmetry` | a triage agent handing off to the weather agent (`handoffs=[...]`), the fake model calling the handoff, then the tool, then answering |
 | `langchain_agent`, `langchain_agent_openllmetry` | as `langgraph` and `langgraph_openllmetry`, with `langchain` (1.5.2) | LangChain 1's `create_agent` (a LangGraph graph of "model" and "tools" nodes), two requests of one thread |
+| `openai_agents_mcp`, `openai_agents_otel_mcp` | as `openai_agents`, `openai_agents_otel`, with `mcp` (2.3.0) | the weather agent's tool served by an MCP server over stdio (`tests.support.mcp_weather`) |
 | `langgraph` | `langgraph` (1.2.24) `langchain-openai` (1.7.4) `openinference-instrumentation-langchain` (0.1.80) | OpenInference: a CHAIN per graph run, an AGENT span per run of the "agent" node, the tool node beside them; two turns of one thread |
 """
 
@@ -171,13 +172,10 @@ def _langgraph(
     agent.invoke({"messages": [("user", FOLLOW_UP)]}, config=config)
 
 
-def _openai_agents(
-    factory: SpanFactory, base_url: str, official: bool = False, responses: bool = False, stream: bool = False
-) -> None:
-    from agents import Agent, OpenAIChatCompletionsModel, OpenAIResponsesModel, Runner, function_tool
-    from openai import AsyncOpenAI
-
-    if official:  # the GenAI conventions, content on spans
+def _instrument_agents_sdk(factory: SpanFactory, official: bool) -> None:
+    """The OpenAI Agents SDK traced by the official instrumentation (the GenAI conventions, content on spans; in
+    a virtualenv where OpenLLMetry's is installed, OpenLLMetry's, which takes its module path) or OpenInference."""
+    if official:
         from opentelemetry.instrumentation.openai_agents import OpenAIAgentsInstrumentor
 
         OpenAIAgentsInstrumentor().instrument(
@@ -187,6 +185,15 @@ def _openai_agents(
         from openinference.instrumentation.openai_agents import OpenAIAgentsInstrumentor
 
         OpenAIAgentsInstrumentor().instrument(tracer_provider=factory.provider)
+
+
+def _openai_agents(
+    factory: SpanFactory, base_url: str, official: bool = False, responses: bool = False, stream: bool = False
+) -> None:
+    from agents import Agent, OpenAIChatCompletionsModel, OpenAIResponsesModel, Runner, function_tool
+    from openai import AsyncOpenAI
+
+    _instrument_agents_sdk(factory, official)
     server = responses_server() if responses else None
     client = AsyncOpenAI(base_url=server.base_url if server else base_url, api_key="test")
     model: Any = (
@@ -217,16 +224,7 @@ def _openai_agents_handoff(factory: SpanFactory, base_url: str, official: bool =
     from agents import Agent, OpenAIChatCompletionsModel, Runner, function_tool
     from openai import AsyncOpenAI
 
-    if official:
-        from opentelemetry.instrumentation.openai_agents import OpenAIAgentsInstrumentor
-
-        OpenAIAgentsInstrumentor().instrument(
-            tracer_provider=factory.provider, capture_message_content="span_only"
-        )
-    else:
-        from openinference.instrumentation.openai_agents import OpenAIAgentsInstrumentor
-
-        OpenAIAgentsInstrumentor().instrument(tracer_provider=factory.provider)
+    _instrument_agents_sdk(factory, official)
     model: Any = OpenAIChatCompletionsModel(
         model="gpt-4o-mini", openai_client=AsyncOpenAI(base_url=base_url, api_key="test")
     )
@@ -239,6 +237,27 @@ def _openai_agents_handoff(factory: SpanFactory, base_url: str, official: bool =
         model=model,
     )
     Runner.run_sync(triage, QUESTION)
+
+
+def _openai_agents_mcp(factory: SpanFactory, base_url: str, official: bool = False) -> None:
+    """The weather agent of the OpenAI Agents SDK with its tool served by an MCP server over stdio
+    (`tests.support.mcp_weather`), not a function of its own."""
+    from agents import Agent, OpenAIChatCompletionsModel, Runner
+    from agents.mcp import MCPServerStdio
+    from openai import AsyncOpenAI
+
+    _instrument_agents_sdk(factory, official)
+    model: Any = OpenAIChatCompletionsModel(
+        model="gpt-4o-mini", openai_client=AsyncOpenAI(base_url=base_url, api_key="test")
+    )
+    params: Any = {"command": sys.executable, "args": ["-m", "tests.support.mcp_weather"], "cwd": os.getcwd()}
+
+    async def run() -> None:
+        async with MCPServerStdio(params=params, name="weather-mcp") as server:
+            agent = Agent(name="weather-agent", instructions=SYSTEM, mcp_servers=[server], model=model)
+            await Runner.run(agent, QUESTION)
+
+    asyncio.run(run())
 
 
 def _openai_events(factory: SpanFactory, base_url: str) -> None:
@@ -886,6 +905,8 @@ SDKS = {
     "openllmetry_cache": _openllmetry,
     "litellm": _litellm,
     "openai_agents_handoff": _openai_agents_handoff,
+    "openai_agents_mcp": _openai_agents_mcp,
+    "openai_agents_otel_mcp": lambda factory, base_url: _openai_agents_mcp(factory, base_url, official=True),
     "openai_agents_otel_handoff": lambda factory, base_url: _openai_agents_handoff(
         factory, base_url, official=True
     ),

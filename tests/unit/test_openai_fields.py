@@ -61,3 +61,17 @@ def test_a_result_in_bedrocks_content_blocks_is_the_value_it_holds() -> None:
     assert _result([{"json": {"temp": 18}}]) == {"temp": 18}
     assert _result([{"text": "18 degrees"}, {"text": "cloudy"}]) == "18 degrees\ncloudy"
     assert _result([{"json": {"temp": 18}, "status": "ok"}]) == [{"json": {"temp": 18}, "status": "ok"}]
+
+
+def test_an_mcp_result_is_the_value_its_text_holds() -> None:
+    """MCP's text content blocks (the OpenAI Agents SDK's MCP tools) and a `CallToolResult`."""
+    block = {"type": "text", "text": '{"temp": 18}'}
+    assert _result(block) == {"temp": 18}
+    assert _result([block, {"type": "text", "text": "and cloudy"}]) == '{"temp": 18}\nand cloudy'
+    assert _result({"content": [block], "isError": False}) == {"temp": 18}
+    assert _result({"content": [block], "structuredContent": {"temp": 18.5}}) == {"temp": 18.5}
+    assert _result({"type": "text", "text": "plain", "extra": 1}) == {
+        "type": "text",
+        "text": "plain",
+        "extra": 1,
+    }

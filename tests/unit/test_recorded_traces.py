@@ -122,6 +122,10 @@ RECORDINGS = [
     # GenAI parts with OpenAI's `tool_calls` and `tool_call_id` beside them, its output messages without the
     # calls (its `raw_gen_ai_request` spans below them are read as nothing)
     Recording("litellm_request_span_trace.json", "weather-agent", "conv-litellm-1"),
+    # the OpenAI Agents SDK's tool served by an MCP server (stdio), under OpenInference and the official
+    # instrumentation: the result logged as MCP's text content block, its JSON in its text
+    Recording("openai_agents_mcp_trace.json", "weather-agent", None),
+    Recording("openai_agents_otel_mcp_trace.json", "weather-agent", None),
     # and by default: each call written over the agent span (the first there, the second lost), the calls whole
     # only in the `raw_gen_ai_request` span it opens per call below it (the provider's request and response as
     # Python reprs)
