@@ -189,25 +189,20 @@ def tool_value(value: Any) -> Any:
     (`{"type": "text", "text": …}`, as the OpenAI Agents SDK returns an MCP tool's result) or an MCP
     `CallToolResult` (its `structuredContent`, else its content); JSON text as the value it encodes. Any
     other value as it is."""
-    blocks = value
-    if isinstance(value, str) and value.lstrip()[:1] in ("[", "{"):
-        try:
-            blocks = json.loads(value)
-        except (ValueError, RecursionError):
-            return value
-    if isinstance(blocks, dict):
-        if blocks.keys() <= _MCP_RESULT and isinstance(blocks.get("content"), list):
-            found = blocks.get("structuredContent")
-            return (
-                found
-                if isinstance(found, dict)
-                else tool_value(blocks["content"])
-                if blocks["content"]
-                else value
-            )
-        blocks = [blocks]
+    found = _json_or(value, value) if isinstance(value, str) else value
+    if isinstance(found, dict) and found.keys() <= _MCP_RESULT and isinstance(found.get("content"), list):
+        structured = found.get("structuredContent")
+        if isinstance(structured, dict):
+            return structured
+        return tool_value(found["content"]) if found["content"] else value
+    unwrapped = _from_blocks([found] if isinstance(found, dict) else found)
+    return value if unwrapped is None else unwrapped
+
+
+def _from_blocks(blocks: Any) -> Any:
+    """The value a list of Bedrock or MCP text content blocks holds; None for anything else."""
     if not isinstance(blocks, list) or not blocks or not all(isinstance(b, dict) for b in blocks):
-        return value
+        return None
     if all(len(b) == 1 and ("json" in b or "text" in b) for b in blocks):  # Bedrock's
         if len(blocks) == 1 and "json" in blocks[0]:
             return blocks[0]["json"]
@@ -216,13 +211,18 @@ def tool_value(value: Any) -> Any:
         b.get("type") == "text" and isinstance(b.get("text"), str) and b.keys() <= _MCP_BLOCK for b in blocks
     ):
         text = "\n".join(b["text"] for b in blocks)
-        if text.lstrip()[:1] in ("{", "["):
-            try:
-                return json.loads(text)
-            except (ValueError, RecursionError):
-                return text
-        return text
-    return value
+        return _json_or(text, text)
+    return None
+
+
+def _json_or(text: str, default: Any) -> Any:
+    """`text` as the JSON object or array it encodes, else `default`."""
+    if text.lstrip()[:1] not in ("{", "["):
+        return default
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return default
 
 
 def _has_results(content: Any) -> bool:
