@@ -39,6 +39,7 @@ def reconstruct(
     A summary of what could not be read or seen goes to stderr. Exit code 1 when a file or record could not
     be decoded (the rest is still printed), or when no span was found at all.
     """
+    from agentwatch.collector.loop_join import drop_continued
     from agentwatch.collector.otlp_files import group_by_conversation, read_otlp_files
     from agentwatch.collector.reconstruct import build_conversation
     from agentwatch.collector.span_tree import setup_only
@@ -49,11 +50,12 @@ def reconstruct(
     for key in setup:  # an agent created, documents embedded: nothing ran, no conversation
         del groups[key]
     ordered = sorted(groups.items(), key=lambda kv: (min(s.start_ns for s in kv[1]), kv[0]))
+    # a loop the caller runs, each model call a trace: the earlier traces are parts of the last one's
+    conversations, continued = drop_continued(build_conversation(spans) for _, spans in ordered)
     notes: Counter[str] = Counter()
     sink = open(out, "w", encoding="utf-8") if out is not None else sys.stdout  # noqa: SIM115
     try:
-        for _, spans in ordered:
-            conversation = build_conversation(spans)
+        for conversation in conversations:
             notes.update({_note_kind(n) for n in conversation.notes})
             sink.write(conversation.model_dump_json() + "\n")
     finally:
@@ -64,9 +66,15 @@ def reconstruct(
     err = typer.echo
     err(
         f"{len(read.spans)} span(s) in {read.records} record(s) of {len(files)} file(s) -> "
-        f"{len(groups)} conversation(s)",
+        f"{len(conversations)} conversation(s)",
         err=True,
     )
+    if continued:
+        err(
+            f"  {continued} trace(s) of a loop the caller runs, continued in a later trace's conversation: "
+            "left out (docs/collector.md, loop join)",
+            err=True,
+        )
     if setup:
         err(
             f"  {len(setup)} trace(s) only setting agents up (create_agent, embeddings): no conversation",

@@ -1,7 +1,7 @@
 """The collector as a consumer-group member: its consumer's configuration, offset commits, rebalances, lag.
 
 Commits flush the producer first, then commit below every record still held: one an open conversation, the
-trace join or a conversation waiting for its judge needs. Before partitions are revoked what is safe is
+trace join, a conversation waiting for its judge or a loop fragment waiting for its continuation needs. Before partitions are revoked what is safe is
 committed and their held records forgotten; lost partitions are forgotten without a commit. Also here: the
 consumer lag of what was read, and this instance's share of the traffic on an assignment.
 """
@@ -17,6 +17,7 @@ from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from agentwatch.collector.assembler import Assembler
 from agentwatch.collector.judging import PendingVerdicts
+from agentwatch.collector.loop_join import LoopJoin
 from agentwatch.collector.metrics import PipelineStats
 from agentwatch.collector.offsets import OffsetBook, Partition, lowest
 from agentwatch.collector.trace_join import TraceJoin
@@ -56,7 +57,7 @@ class Committer:
         offsets: OffsetBook,
         assembler: Assembler,
         join: TraceJoin,
-        pending: PendingVerdicts,
+        waiting: tuple[PendingVerdicts, LoopJoin[Any]],
         stats: PipelineStats,
     ) -> None:
         self._consumer = consumer
@@ -64,7 +65,7 @@ class Committer:
         self.offsets = offsets
         self.assembler = assembler
         self.join = join
-        self.pending = pending
+        self.pending, self.loops = waiting  # conversations waiting for the judge, loop fragments waiting
         self.stats = stats
         self.closing = False  # set while the service closes: the revoke callback run by close() does nothing
 
@@ -74,8 +75,9 @@ class Committer:
         return self.offsets.to_commit(tps, self._lowest_held)
 
     def _lowest_held(self, vp: int) -> int | None:
-        """The offset to commit on a partition: below every record still held (open, joining, judged)."""
-        return self.assembler.committable(vp, lowest(self.pending.low_offset(vp), self.join.low_offset(vp)))
+        """The offset to commit on a partition: below every record still held (open, joining, judged, parked)."""
+        waiting = lowest(self.pending.low_offset(vp), self.loops.low_offset(vp))
+        return self.assembler.committable(vp, lowest(waiting, self.join.low_offset(vp)))
 
     def commit_offsets(self, tps: Iterable[Partition]) -> list[TopicPartition]:
         """Flush, then commit (synchronously) what no open conversation holds on `tps`; the offsets committed."""
@@ -125,6 +127,7 @@ class Committer:
         self.assembler.revoke(vps)
         self.join.revoke(vps)
         self.pending.forget(vps)
+        self.loops.forget(vps)
         with self.stats.lock:
             for tp in gone:
                 self.stats.lag.pop(tp, None)

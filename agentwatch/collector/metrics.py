@@ -14,6 +14,7 @@ from agentwatch.metrics_http import MetricsServer, render_families
 
 if TYPE_CHECKING:
     from agentwatch.collector.assembler import Assembler
+    from agentwatch.collector.loop_join import LoopJoinStats
     from agentwatch.collector.review_feed import ReviewFeed
     from agentwatch.collector.trace_join import TraceJoinStats
 
@@ -43,6 +44,7 @@ class PipelineStats:
     scores_produced: int = 0
     spans_rekeyed: int = 0
     trace_join: dict[str, int] = field(default_factory=dict)  # held, held_bytes, joined, timed_out, evicted
+    loop_join: dict[str, int] = field(default_factory=dict)  # parked, parked_bytes, continued, alone, evicted
     last_commit_timestamp: float | None = None
     late_labels: dict[str, int] = field(default_factory=dict)  # result -> count
     judge_pauses: int = 0
@@ -66,13 +68,14 @@ class PipelineStats:
         self,
         assembler: Assembler,
         join: TraceJoinStats,
+        loops: LoopJoinStats,
         judge_pending: int,
         review: ReviewFeed | None,
         judge_rates: dict[tuple[str, str, str], float] | None,
         now: float,
     ) -> None:
-        """Copy what a scrape reads of the assembler, the trace join, the judge queue and the review feed (and
-        the judge rates, when given), under the lock."""
+        """Copy what a scrape reads of the assembler, the trace join, the loop join, the judge queue and the
+        review feed (and the judge rates, when given), under the lock."""
         a = assembler.stats
         with self.lock:
             self.open_conversations = a.open_conversations
@@ -92,6 +95,13 @@ class PipelineStats:
                 "joined": join.joined_spans,
                 "timed_out": join.timed_out_spans,
                 "evicted": join.evicted_spans,
+            }
+            self.loop_join = {
+                "parked": loops.parked,
+                "parked_bytes": loops.parked_bytes,
+                "continued": loops.continued,
+                "alone": loops.alone - loops.evicted,
+                "evicted": loops.evicted,
             }
             if judge_rates is not None:
                 self.judge_rates = judge_rates
@@ -200,15 +210,33 @@ class PipelineMetrics(Collector):
             "Estimated bytes of the spans the trace join holds (at most collector.max_held_bytes).",
             value=join.get("held_bytes", 0),
         )
-        fam = CounterMetricFamily(
+        yield _by_result(
             "agentwatch_trace_join_spans",
             "Spans of the trace join by result: joined (given their trace's conversation), timed_out (keyed by "
             "trace id after trace_join_timeout_s), evicted (keyed by trace id early, a memory bound).",
-            labels=["result"],
+            join,
+            ("joined", "timed_out", "evicted"),
         )
-        for result in ("joined", "timed_out", "evicted"):
-            fam.add_metric([result], join.get(result, 0))
-        yield fam
+        loops = dict(s.loop_join)
+        yield GaugeMetricFamily(
+            "agentwatch_loop_fragments_parked",
+            "Loop fragments (a bare model call's trace asking for a tool) waiting for the conversation that "
+            "continues them.",
+            value=loops.get("parked", 0),
+        )
+        yield GaugeMetricFamily(
+            "agentwatch_loop_fragments_parked_bytes",
+            "Estimated bytes of the loop fragments waiting (at most collector.max_parked_bytes).",
+            value=loops.get("parked_bytes", 0),
+        )
+        yield _by_result(
+            "agentwatch_loop_fragments",
+            "Loop fragments by result: continued (a later trace's conversation holds them: left out, not "
+            "counted as conversations), alone (nothing continued them within loop_join_timeout_s, or at "
+            "shutdown: scored as they are), evicted (scored alone early, a memory bound).",
+            loops,
+            ("continued", "alone", "evicted"),
+        )
         fam = CounterMetricFamily(
             "agentwatch_late_labels",
             "Labels that arrived after their conversation was scored, by result (revised, unchanged, "
@@ -337,6 +365,14 @@ def _spend_against_cap(cap: Any) -> Iterator[Metric]:
 
 def _counter(name: str, doc: str, value: float) -> CounterMetricFamily:
     return CounterMetricFamily(name, doc, value=value)
+
+
+def _by_result(name: str, doc: str, counts: dict[str, int], results: tuple[str, ...]) -> CounterMetricFamily:
+    """A counter family labelled `result`, every one of `results` exported (zeros included)."""
+    fam = CounterMetricFamily(name, doc, labels=["result"])
+    for result in results:
+        fam.add_metric([result], counts.get(result, 0))
+    return fam
 
 
 def register(stats: PipelineStats, registry: CollectorRegistry, service: Any = None) -> PipelineMetrics:

@@ -16,6 +16,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable
+from typing import NamedTuple
 
 from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
 
@@ -29,6 +30,7 @@ from agentwatch.collector.judging import JudgeBackpressure, PendingVerdicts
 from agentwatch.collector.labels import ScoreMemory, label_of
 from agentwatch.collector.late_labels import LateLabels
 from agentwatch.collector.log_records import decode_log_message
+from agentwatch.collector.loop_join import LoopJoin
 from agentwatch.collector.metrics import PipelineStats
 from agentwatch.collector.offsets import OffsetBook
 from agentwatch.collector.reconstruct import build_conversation, split_by_agent
@@ -55,6 +57,16 @@ Scorer = Callable[[Conversation], ConversationScore]
 __all__ = ["CollectorService", "ProduceError", "default_scorer", "series_key"]
 
 _POLL_TIMEOUT_S = 0.2
+
+
+class _ToGrade(NamedTuple):
+    """A rebuilt conversation and what scoring it needs: where its offsets start, its size, its last turn's ids."""
+
+    conversation: Conversation
+    partition: int
+    min_offset: int
+    nbytes: int
+    ids: tuple[str | None, str | None]
 
 
 def series_key(score: ConversationScore) -> bytes:
@@ -108,6 +120,9 @@ class CollectorService:
             judge_runner = JudgeRunner.from_settings(settings)
         self.judge = judge_runner  # a JudgeRunner, or None: no judge
         self.pending = PendingVerdicts()
+        self.loops: LoopJoin[_ToGrade] = LoopJoin(
+            self.config.loop_join_timeout_s, self.config.max_parked_bytes
+        )
         self.backpressure = JudgeBackpressure(
             self.pending, self.config.max_pending_verdicts, self.config.max_pending_bytes, self.stats
         )
@@ -163,7 +178,13 @@ class CollectorService:
         topics = list(dict.fromkeys([*cfg.input_topics, cfg.rekey_topic, *cfg.log_topics]))
         self._consumer = Consumer(consumer_config(connection, cfg), logger=log)
         commits = self.commits = Committer(
-            self._consumer, self._out, self.offsets, self.assembler, self.join, self.pending, self.stats
+            self._consumer,
+            self._out,
+            self.offsets,
+            self.assembler,
+            self.join,
+            (self.pending, self.loops),
+            self.stats,
         )
         self._consumer.subscribe(
             topics, on_assign=self._on_assigned, on_revoke=commits.on_revoked, on_lost=commits.on_lost
@@ -182,6 +203,8 @@ class CollectorService:
                 self._rejoin(rekeyer, self.join.poll(time.monotonic()))
                 for finished in self.assembler.poll(time.monotonic()):
                     self._emit(finished)
+                for graded in self.loops.due(time.monotonic()):
+                    self._grade(graded)
                 self._score_verdicts()
                 self._out.poll()
                 self._refresh_stats()
@@ -192,6 +215,8 @@ class CollectorService:
             if cfg.drain_on_shutdown:
                 for finished in self.assembler.drain():
                     self._emit(finished)
+                for graded in self.loops.drain():
+                    self._grade(graded)
             self._wait_for_verdicts(cfg.verdict_wait_on_shutdown_s)
             commits.commit()
             clean = True
@@ -318,27 +343,30 @@ class CollectorService:
         if setup_only(spans):  # an agent created, documents embedded: nothing ran, no conversation
             self.stats.setup_only += 1
             return
+        ids = last_turn_ids(finished) if self.events is not None else (None, None)
         try:
             conv = build_conversation(finished)
         except Exception as exc:
             log.exception("reconstruction of %s failed", finished.conversation_id)
             conv = Conversation(conversation_id=finished.conversation_id or "unknown", incomplete=True)
-            score = unscored(conv, f"reconstruct_error: {type(exc).__name__}: {exc}")
-        else:
-            if self.judge is not None and self._wants_judge(conv):
-                ids = last_turn_ids(finished) if self.events is not None else (None, None)
-                self.pending.add(
-                    conv,
-                    finished.partition,
-                    finished.min_offset,
-                    self.judge.submit(conv),
-                    ids,
-                    finished.nbytes,
-                )
-                self.backpressure.pause_if_full(self._consumer)
-                return
-            score = self._score_safely(conv)
-        self._publish(score, last_turn_ids(finished) if self.events is not None else (None, None), conv)
+            self._publish(unscored(conv, f"reconstruct_error: {type(exc).__name__}: {exc}"), ids, conv)
+            return
+        now = time.monotonic()
+        self.loops.claim(
+            conv, now
+        )  # the earlier traces of a loop the caller runs: parts of this conversation
+        graded = _ToGrade(conv, finished.partition, finished.min_offset, finished.nbytes, ids)
+        if not self.loops.take(conv, graded, finished.partition, finished.min_offset, finished.nbytes, now):
+            self._grade(graded)
+
+    def _grade(self, graded: _ToGrade) -> None:
+        """Score and queue one rebuilt conversation, or hand it to the judge first."""
+        conv, partition, min_offset, nbytes, ids = graded
+        if self.judge is not None and self._wants_judge(conv):
+            self.pending.add(conv, partition, min_offset, self.judge.submit(conv), ids, nbytes)
+            self.backpressure.pause_if_full(self._consumer)
+            return
+        self._publish(self._score_safely(conv), ids, conv)
 
     def _score_safely(self, conv: Conversation, verdict: JudgeVerdict | None = None) -> ConversationScore:
         try:
@@ -410,4 +438,6 @@ class CollectorService:
         if self._scorer is not None and now >= self._rates_refresh:
             self._rates_refresh = now + 1.0
             rates = self._scorer.sampler.targets.current()
-        self.stats.copy_state(self.assembler, self.join.stats, len(self.pending), self.review, rates, now)
+        self.stats.copy_state(
+            self.assembler, self.join.stats, self.loops.stats, len(self.pending), self.review, rates, now
+        )

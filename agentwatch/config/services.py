@@ -100,6 +100,19 @@ class CollectorConfig(Section):
         gt=0,
         description="how long spans without a conversation key wait for their trace to name one",
     )
+    loop_join_timeout_s: float = Field(
+        default=60.0,
+        ge=0,
+        description="how long a loop fragment (a bare model call's trace asking for a tool, nothing joining it "
+        "to the next call's trace) waits for the conversation that continues it before it is scored alone; "
+        "0: not at all",
+    )
+    max_parked_bytes: int = Field(
+        default=64 * 1024 * 1024,
+        ge=0,
+        description="bytes of the loop fragments waiting at once (counted like max_open_bytes); over it the "
+        "oldest is scored alone",
+    )
     max_held_spans: int = Field(default=100_000, ge=0, description="spans the trace join may hold at once")
     max_held_bytes: int = Field(
         default=64 * 1024 * 1024,

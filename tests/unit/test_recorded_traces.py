@@ -28,6 +28,7 @@ import yaml
 
 import agentwatch
 from agentwatch.collector.decode import SpanRecord, decode_message
+from agentwatch.collector.loop_join import drop_continued
 from agentwatch.collector.otlp_files import group_by_conversation
 from agentwatch.collector.reconstruct import build_conversation
 from agentwatch.collector.span_tree import role_of, setup_only
@@ -355,6 +356,8 @@ def test_a_loop_the_caller_runs_without_anything_joining_its_traces_is_not_taken
     assert calls_of(second.turns[0].tool_calls) == weather_call("get_weather_0")
     scorer = ConversationScorer()
     assert [scorer.score(c).evidence for c in (first, second)] == [[], []]
+    # rebuilt beside each other, the first is a part of the second: one conversation, not two
+    assert drop_continued([first, second]) == ([second], 1) == drop_continued([second, first])
     # under an agent span the same stop is the agent's: the tool was never run, no answer came
     model = min(_records("google_genai_trace.json", "json"), key=lambda r: r.start_ns)
     agent = SpanRecord(model.trace_id, "a" * 16, None, "invoke_agent", 0, 2**62, None, {}, {}, "c")
@@ -378,7 +381,8 @@ SPLIT = [
 @pytest.mark.parametrize("file", SPLIT)
 def test_each_model_call_a_trace_of_its_own_makes_an_unseen_answer_then_the_whole_turn(file: str) -> None:
     """The loop's two model calls alone, each made a trace (and so a conversation) of its own, as a caller that
-    opens no span around them sends them: no failure evidence on the first, the whole turn in the second."""
+    opens no span around them sends them: no failure evidence on the first, the whole turn in the second, which
+    continues the first (left out beside it)."""
     models = sorted((s for s in _records(file, "json") if role_of(s) == "model"), key=lambda s: s.start_ns)
     convs = []
     for i, model in enumerate(models):
@@ -400,6 +404,7 @@ def test_each_model_call_a_trace_of_its_own_makes_an_unseen_answer_then_the_whol
     assert [(c.name, c.arguments, c.result) for c in second.turns[0].tool_calls] == [
         (name, arguments, result) for name, arguments, result, _ in weather_call()
     ]
+    assert drop_continued(convs) == ([second], 1)
 
 
 @pytest.mark.parametrize("encoding", ["json", "protobuf"])
