@@ -121,7 +121,7 @@ def _role_and_text(item: Any) -> tuple[str | None, str | None]:
 
 def langchain_tool_message(value: Any) -> tuple[Any, str | None] | None:
     """(content, tool call id) of a LangChain `ToolMessage` logged as a tool span's `output.value`
-    (`{"type": "tool", "data": {...}}` or LangChain-serialised); None for any other value."""
+    (`{"type": "tool", "data": {...}}`, its `model_dump()`, or LangChain-serialised); None for any other value."""
     if not isinstance(value, str) or '"tool' not in value:  # both forms name the type "tool" / "ToolMessage"
         return None
     body = json_or_text(value)
@@ -129,6 +129,8 @@ def langchain_tool_message(value: Any) -> tuple[Any, str | None] | None:
         return None
     if body.get("type") == "tool" and isinstance(body.get("data"), dict):
         data = body["data"]
+    elif body.get("type") == "tool" and "content" in body and "tool_call_id" in body:  # `model_dump()`'s form
+        data = body
     elif "lc" in body and isinstance(body.get("kwargs"), dict) and "ToolMessage" in str(body.get("id")):
         data = body["kwargs"]
     else:

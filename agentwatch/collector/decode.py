@@ -26,6 +26,9 @@ from agentwatch.collector.decode_json import decode_json
 from agentwatch.collector.flat_messages import FIRST_KEYS as _FLAT_FIRST_KEYS
 from agentwatch.collector.flat_messages import PREFIXES as _FLAT_PREFIXES
 from agentwatch.collector.flat_messages import fold
+from agentwatch.collector.langfuse_spans import KEYS as _LANGFUSE_KEYS
+from agentwatch.collector.langfuse_spans import TYPE as _LANGFUSE_TYPE
+from agentwatch.collector.langfuse_spans import fold as fold_langfuse
 from agentwatch.collector.litellm_raw import SPAN_NAME as RAW_SPAN
 from agentwatch.collector.litellm_raw import fold as fold_raw
 from agentwatch.collector.litellm_raw import raw_keys
@@ -117,7 +120,7 @@ def _pb_events(events: Any, attrs: dict[str, Any], limit: int) -> str | None:
 
 # a set: its intersection with a map walks the map's keys in C and returns a set (the first keys of flattened
 # messages among them: they cost nothing there, and tell which spans have the rest)
-_NEEDED = set(NEEDED_KEYS) | _FLAT_FIRST_KEYS | _VERCEL_KEYS | _ADK_KEYS
+_NEEDED = set(NEEDED_KEYS) | _FLAT_FIRST_KEYS | _VERCEL_KEYS | _ADK_KEYS | _LANGFUSE_KEYS
 _OTHER_SDKS = _ADK_KEYS | {_VERCEL_OPERATION}  # the keys that make a span the Vercel AI SDK's or ADK's
 _TAG_BYTES = TAG_PREFIX.encode()
 
@@ -179,6 +182,8 @@ def _decode_protobuf(payload: bytes, limit: int) -> list[SpanRecord]:
                     pb_attrs = sp.attributes
                     attrs.update((key, pb_value(pb_attrs[key], limit)) for key in raw_keys(pb_attrs))
                     fold_raw(attrs, limit)
+                elif _LANGFUSE_TYPE in attrs:  # Langfuse's observations: the span's name is the observation's
+                    fold_langfuse(attrs, name, limit)
                 # most spans carry no events, and no error: the error text is only worked out when something
                 # signals one
                 exc_type = _pb_events(sp.events, attrs, limit) if sp.events else None

@@ -21,6 +21,9 @@ from agentwatch.collector.conventions import (
 )
 from agentwatch.collector.flat_messages import PREFIXES as FLAT_PREFIXES
 from agentwatch.collector.flat_messages import fold
+from agentwatch.collector.langfuse_spans import KEYS as LANGFUSE_KEYS
+from agentwatch.collector.langfuse_spans import TYPE as LANGFUSE_TYPE
+from agentwatch.collector.langfuse_spans import fold as fold_langfuse
 from agentwatch.collector.litellm_raw import SPAN_NAME as RAW_SPAN
 from agentwatch.collector.litellm_raw import fold as fold_raw
 from agentwatch.collector.litellm_raw import raw_keys
@@ -42,7 +45,7 @@ from agentwatch.collector.vercel_ai import fold as fold_vercel
 
 _SNAKE = re.compile(r"(?<=[a-z])(?=[A-Z])")
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
-_SPAN_KEYS = NEEDED_KEYS | VERCEL_KEYS | ADK_KEYS
+_SPAN_KEYS = NEEDED_KEYS | VERCEL_KEYS | ADK_KEYS | LANGFUSE_KEYS
 _JSON_SCALARS = (
     ("stringValue", "string_value", str),
     ("boolValue", "bool_value", bool),
@@ -237,6 +240,8 @@ def _json_span(sp: Any, resource: dict, limit: int, where: str) -> SpanRecord:
         fold_vercel(attrs, limit)
     elif not ADK_KEYS.isdisjoint(attrs):
         fold_adk(attrs, limit)
+    elif LANGFUSE_TYPE in attrs:
+        fold_langfuse(attrs, str(sp.get("name") or ""), limit)
     exc_type = None
     events = sp.get("events")
     if isinstance(events, list):

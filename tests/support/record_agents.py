@@ -49,6 +49,8 @@ OpenTelemetry versions); this script runs in a virtualenv where one is installed
 | `openai_agents_handoff`, `openai_agents_otel_handoff`, `openai_agents_openllmetry_handoff` | as `openai_agents`, `openai_agents_otel`, `openai_agents_openllmetry` | a triage agent handing off to the weather agent (`handoffs=[...]`), the fake model calling the handoff, then the tool, then answering |
 | `langchain_agent`, `langchain_agent_openllmetry` | as `langgraph` and `langgraph_openllmetry`, with `langchain` (1.5.2) | LangChain 1's `create_agent` (a LangGraph graph of "model" and "tools" nodes), two requests of one thread |
 | `openai_agents_mcp`, `openai_agents_otel_mcp` | as `openai_agents`, `openai_agents_otel`, with `mcp` (2.3.0) | the weather agent's tool served by an MCP server over stdio (`tests.support.mcp_weather`) |
+| `langfuse`, `langfuse_span` | `langfuse` (5.0.4) `openai` | Langfuse's own spans (`langfuse.observation.*`): `@observe` on the agent (`as_type="agent"`, or the default) and the tool, the model calls through `langfuse.openai`, `propagate_attributes(session_id=...)` |
+| `langgraph_langfuse` | as `langgraph`, with `langfuse` (5.0.4) | LangGraph's prebuilt agent traced by Langfuse's LangChain `CallbackHandler` (`langfuse_session_id` in the run's metadata) |
 | `langgraph` | `langgraph` (1.2.24) `langchain-openai` (1.7.4) `openinference-instrumentation-langchain` (0.1.80) | OpenInference: a CHAIN per graph run, an AGENT span per run of the "agent" node, the tool node beside them; two turns of one thread |
 """
 
@@ -137,16 +139,32 @@ def _pydantic_ai(factory: SpanFactory, base_url: str, anthropic: bool = False) -
 
 
 def _langgraph(
-    factory: SpanFactory, base_url: str, openllmetry: bool = False, create_agent: bool = False
+    factory: SpanFactory,
+    base_url: str,
+    openllmetry: bool = False,
+    create_agent: bool = False,
+    langfuse: bool = False,
 ) -> None:
     """LangGraph's prebuilt ReAct agent (`create_agent`: LangChain 1's agent, built on LangGraph), two requests of
-    one thread."""
+    one thread, under OpenInference, OpenLLMetry or (`langfuse`) Langfuse's LangChain callback handler."""
     from langchain_core.tools import tool
     from langchain_openai import ChatOpenAI
     from langgraph.checkpoint.memory import MemorySaver
     from langgraph.prebuilt import create_react_agent
 
-    if openllmetry:
+    callbacks: list[Any] = []
+    if langfuse:
+        from langfuse import Langfuse
+        from langfuse.langchain import CallbackHandler
+
+        Langfuse(
+            public_key="pk-lf-test",
+            secret_key="sk-lf-test",
+            host="http://127.0.0.1:9",
+            tracer_provider=factory.provider,
+        )
+        callbacks.append(CallbackHandler())
+    elif openllmetry:
         from opentelemetry.instrumentation.langchain import LangchainInstrumentor
 
         LangchainInstrumentor().instrument(tracer_provider=factory.provider)
@@ -167,7 +185,8 @@ def _langgraph(
         agent: Any = create(llm, [get_weather], system_prompt=SYSTEM, checkpointer=MemorySaver())
     else:
         agent = create_react_agent(llm, [get_weather], prompt=SYSTEM, checkpointer=MemorySaver())
-    config: Any = {"configurable": {"thread_id": "thread-1"}, "metadata": {"session_id": "thread-1"}}
+    metadata = {"session_id": "thread-1", "langfuse_session_id": "thread-1"}
+    config: Any = {"configurable": {"thread_id": "thread-1"}, "metadata": metadata, "callbacks": callbacks}
     agent.invoke({"messages": [("user", QUESTION)]}, config=config)
     agent.invoke({"messages": [("user", FOLLOW_UP)]}, config=config)
 
@@ -492,6 +511,49 @@ def _crewai(factory: SpanFactory, base_url: str) -> None:
     )
     task = Task(description=QUESTION, expected_output="The weather in the city", agent=agent)
     Crew(agents=[agent], tasks=[task]).kickoff()
+
+
+def _langfuse(factory: SpanFactory, base_url: str, agent: bool = True) -> None:
+    """The weather loop written as Langfuse's docs show it: `@observe` on the agent (`agent`: declared one, else
+    a plain observation, the decorator's default) and on the tool, the model calls through Langfuse's OpenAI
+    wrapper, the conversation named by `propagate_attributes(session_id=...)`; Langfuse's client on the
+    recording's tracer provider (its own exporter pointed at a closed port)."""
+    from langfuse import Langfuse, observe, propagate_attributes
+    from langfuse.openai import OpenAI
+
+    langfuse = Langfuse(
+        public_key="pk-lf-test",
+        secret_key="sk-lf-test",
+        host="http://127.0.0.1:9",
+        tracer_provider=factory.provider,
+    )
+    client: Any = OpenAI(base_url=base_url, api_key="test")
+    tools = [{"type": "function", "function": {"name": "get_weather", "parameters": WEATHER_PARAMETERS}}]
+
+    @observe(as_type="tool", name="get_weather")
+    def get_weather(city: str) -> dict:
+        return weather(city)
+
+    @observe(as_type="agent" if agent else "span", name="weather-agent")
+    def answer(question: str) -> str:
+        messages: list[dict[str, Any]] = [
+            {"role": "system", "content": SYSTEM},
+            {"role": "user", "content": question},
+        ]
+        asked = client.chat.completions.create(model="gpt-4o-mini", messages=messages, tools=tools)
+        call = asked.choices[0].message.tool_calls[0]
+        result = get_weather(**json.loads(call.function.arguments))
+        messages += [
+            asked.choices[0].message.model_dump(exclude_none=True),
+            {"role": "tool", "tool_call_id": call.id, "content": json.dumps(result)},
+        ]
+        final = client.chat.completions.create(model="gpt-4o-mini", messages=messages, tools=tools)
+        return str(final.choices[0].message.content)
+
+    with propagate_attributes(session_id="conv-langfuse-1", user_id="user-1"):
+        answer(QUESTION)
+    with contextlib.suppress(Exception):
+        langfuse.flush()
 
 
 def _anthropic(factory: SpanFactory, base_url: str, openinference: bool = False, cache: bool = False) -> None:
@@ -853,6 +915,9 @@ def calls_of(calls: list[Any]) -> list[tuple[Any, ...]]:
 
 
 SDKS = {
+    "langfuse": _langfuse,
+    "langfuse_span": lambda factory, base_url: _langfuse(factory, base_url, agent=False),
+    "langgraph_langfuse": lambda factory, base_url: _langgraph(factory, base_url, langfuse=True),
     "strands": _strands,
     "pydantic_ai": _pydantic_ai,
     "pydantic_ai_anthropic_cache": lambda factory, base_url: _pydantic_ai(factory, base_url, anthropic=True),

@@ -14,7 +14,8 @@
 - the official OpenAI instrumentation and OpenLLMetry's on a loop the caller runs, both model calls streamed,
   and on the Responses API; OpenLLMetry's and OpenInference's Anthropic instrumentations on the same loop; those
   two and the OpenAI instrumentations of OpenLLMetry and OpenInference with prompt-cache tokens, and Pydantic AI on
-  Anthropic's API with them.
+  Anthropic's API with them; Langfuse's own spans, of `@observe` and its OpenAI wrapper, and of its LangChain
+  callback handler on the LangGraph agent.
 Each run is a question, one tool call with its arguments and result, the answer, two model calls."""
 
 from __future__ import annotations
@@ -151,6 +152,10 @@ RECORDINGS = [
         "conv-anthropic-1",
         call_id="toolu_fake_1",
     ),
+    # Langfuse 5.0.4's own OpenTelemetry spans (`langfuse.observation.*`): `@observe` on the agent (declared one,
+    # or a plain observation) and the tool, the model calls through its OpenAI wrapper, `session.id`
+    Recording("langfuse_trace.json", "langfuse-weather", "conv-langfuse-1"),
+    Recording("langfuse_span_trace.json", "langfuse-span-weather", "conv-langfuse-1"),
 ]
 
 
@@ -269,6 +274,9 @@ def test_pydantic_ai_reports_the_cost_of_each_model_call() -> None:
         ("langchain_agent_trace.json", "langchain-agent-weather"),
         # and under OpenLLMetry, which also sends the agent's creation as a `create_agent` trace of its own
         ("langchain_agent_openllmetry_trace.json", "LangGraph"),
+        # Langfuse 5.0.4's LangChain callback handler (`record_agents langgraph_langfuse`): `langfuse.observation.*`
+        # keys, an `agent` observation per run of the "agent" node, the tool's result a `ToolMessage`'s dump
+        ("langgraph_langfuse_trace.json", "langgraph-langfuse-weather"),
     ],
 )
 def test_a_langgraph_thread_is_one_conversation_of_its_two_requests(
