@@ -35,6 +35,9 @@ from agentwatch.collector.litellm_raw import raw_keys
 from agentwatch.collector.message_events import DEPTH as _MESSAGE_DEPTH
 from agentwatch.collector.message_events import NAMES as _MESSAGE_EVENTS
 from agentwatch.collector.message_events import fold as fold_events
+from agentwatch.collector.mlflow_spans import KEYS as _MLFLOW_KEYS
+from agentwatch.collector.mlflow_spans import TYPE as _MLFLOW_TYPE
+from agentwatch.collector.mlflow_spans import fold as fold_mlflow
 from agentwatch.collector.otlp_slim import SlimTracesData
 from agentwatch.collector.span_record import (
     MAX_ARRAY,
@@ -120,7 +123,7 @@ def _pb_events(events: Any, attrs: dict[str, Any], limit: int) -> str | None:
 
 # a set: its intersection with a map walks the map's keys in C and returns a set (the first keys of flattened
 # messages among them: they cost nothing there, and tell which spans have the rest)
-_NEEDED = set(NEEDED_KEYS) | _FLAT_FIRST_KEYS | _VERCEL_KEYS | _ADK_KEYS | _LANGFUSE_KEYS
+_NEEDED = set(NEEDED_KEYS) | _FLAT_FIRST_KEYS | _VERCEL_KEYS | _ADK_KEYS | _LANGFUSE_KEYS | _MLFLOW_KEYS
 _OTHER_SDKS = _ADK_KEYS | {_VERCEL_OPERATION}  # the keys that make a span the Vercel AI SDK's or ADK's
 _TAG_BYTES = TAG_PREFIX.encode()
 
@@ -184,6 +187,8 @@ def _decode_protobuf(payload: bytes, limit: int) -> list[SpanRecord]:
                     fold_raw(attrs, limit)
                 elif _LANGFUSE_TYPE in attrs:  # Langfuse's observations: the span's name is the observation's
                     fold_langfuse(attrs, name, limit)
+                elif _MLFLOW_TYPE in attrs:
+                    fold_mlflow(attrs, name, limit)
                 # most spans carry no events, and no error: the error text is only worked out when something
                 # signals one
                 exc_type = _pb_events(sp.events, attrs, limit) if sp.events else None

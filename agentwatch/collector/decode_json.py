@@ -30,6 +30,9 @@ from agentwatch.collector.litellm_raw import raw_keys
 from agentwatch.collector.message_events import DEPTH as MESSAGE_DEPTH
 from agentwatch.collector.message_events import NAMES as MESSAGE_EVENTS
 from agentwatch.collector.message_events import fold as fold_events
+from agentwatch.collector.mlflow_spans import KEYS as MLFLOW_KEYS
+from agentwatch.collector.mlflow_spans import TYPE as MLFLOW_TYPE
+from agentwatch.collector.mlflow_spans import fold as fold_mlflow
 from agentwatch.collector.span_record import (
     MAX_ARRAY,
     DecodeError,
@@ -45,7 +48,7 @@ from agentwatch.collector.vercel_ai import fold as fold_vercel
 
 _SNAKE = re.compile(r"(?<=[a-z])(?=[A-Z])")
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
-_SPAN_KEYS = NEEDED_KEYS | VERCEL_KEYS | ADK_KEYS | LANGFUSE_KEYS
+_SPAN_KEYS = NEEDED_KEYS | VERCEL_KEYS | ADK_KEYS | LANGFUSE_KEYS | MLFLOW_KEYS
 _JSON_SCALARS = (
     ("stringValue", "string_value", str),
     ("boolValue", "bool_value", bool),
@@ -242,6 +245,8 @@ def _json_span(sp: Any, resource: dict, limit: int, where: str) -> SpanRecord:
         fold_adk(attrs, limit)
     elif LANGFUSE_TYPE in attrs:
         fold_langfuse(attrs, str(sp.get("name") or ""), limit)
+    elif MLFLOW_TYPE in attrs:
+        fold_mlflow(attrs, str(sp.get("name") or ""), limit)
     exc_type = None
     events = sp.get("events")
     if isinstance(events, list):

@@ -18,10 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic_core import from_json
-
-from agentwatch.collector.chain_values import langchain_tool_message
-from agentwatch.collector.foreign_messages import ENCODE, bounded, genai_message, genai_messages
+from agentwatch.collector.observations import parsed, put, put_messages, put_tokens, put_tool, total_cost
 from agentwatch.wire import attributes as A
 from agentwatch.wire.provider_usage import first_int, prompt_cache
 
@@ -38,22 +35,6 @@ KEYS: frozenset[str] = frozenset({TYPE, _INPUT, _OUTPUT, _MODEL, _USAGE, _COST, 
 _OPERATIONS = {"agent": A.INVOKE_AGENT, "generation": A.CHAT, "tool": A.EXECUTE_TOOL}
 
 
-def _parsed(value: Any) -> Any:
-    """A JSON attribute's value; text that is not JSON (a string output, or one cut at the limit) as it is."""
-    if not isinstance(value, str) or value[:1] not in ("{", "[", '"'):
-        return value
-    try:
-        return from_json(value)
-    except (ValueError, RecursionError):
-        return value
-
-
-def _readable(value: Any) -> Any:
-    """A value read as messages or text: None for JSON that did not parse (cut at the attribute limit), whose
-    text is no message anyone said."""
-    return None if isinstance(value, str) and value[:1] in ("{", "[") else value
-
-
 def _call_value(value: Any) -> Any:
     """A decorated function's logged input `{"args": [...], "kwargs": {...}}` as its one positional argument, or
     its keyword arguments; any other value as it is."""
@@ -67,14 +48,6 @@ def _call_value(value: Any) -> Any:
     return value
 
 
-def _json(value: Any) -> str:
-    return value if isinstance(value, str) else ENCODE(value)
-
-
-def _unset(attrs: dict[str, Any], key: str) -> bool:
-    return attrs.get(key) in (None, "")
-
-
 def _usage(attrs: dict[str, Any], usage: Any) -> None:
     """A generation's `usage_details` (Langfuse's `input` / `output`, or the provider's own names) as the
     GenAI token attributes, prompt-cache tokens included."""
@@ -85,81 +58,27 @@ def _usage(attrs: dict[str, Any], usage: Any) -> None:
     tokens_in, read, write = prompt_cache(usage, tokens_in)
     read = read if read is not None else first_int(usage, "input_cached_tokens", "input_cache_read")
     write = write if write is not None else first_int(usage, "input_cache_creation")
-    for key, value in (
-        (A.INPUT_TOKENS, tokens_in),
-        (A.OUTPUT_TOKENS, tokens_out),
-        (A.CACHE_READ_INPUT_TOKENS, read),
-        (A.CACHE_CREATION_INPUT_TOKENS, write),
-    ):
-        if value is not None and _unset(attrs, key):
-            attrs[key] = value
-
-
-def _cost(cost: Any) -> float | None:
-    """A generation's `cost_details` in USD: its `total`, else the sum of its parts."""
-    if not isinstance(cost, dict):
-        return None
-    total = cost.get("total")
-    if isinstance(total, (int, float)) and not isinstance(total, bool):
-        return float(total)
-    parts = [v for v in cost.values() if isinstance(v, (int, float)) and not isinstance(v, bool)]
-    return float(sum(parts)) if parts else None
-
-
-def _tool(attrs: dict[str, Any], name: str, given: Any, said: Any) -> None:
-    """A tool observation's name, arguments and result (a LangChain `ToolMessage`'s content, and its call id)."""
-    if _unset(attrs, A.TOOL_NAME):
-        attrs[A.TOOL_NAME] = name
-    if given is not None and _unset(attrs, A.TOOL_ARGUMENTS):
-        attrs[A.TOOL_ARGUMENTS] = _json(_call_value(given))
-    if said is None or not _unset(attrs, A.TOOL_RESULT):
-        return
-    message = langchain_tool_message(_json(said))
-    if message is not None:
-        said, call_id = message
-        if call_id is not None and _unset(attrs, A.TOOL_CALL_ID):
-            attrs[A.TOOL_CALL_ID] = call_id
-    attrs[A.TOOL_RESULT] = _json(said)
+    put_tokens(attrs, tokens_in, tokens_out, read, write)
 
 
 def fold(attrs: dict[str, Any], name: str, limit: int) -> None:
     """Replace one span's Langfuse keys (it has an observation type) with the GenAI attributes they stand
     for; `name` is the span's, the observation's name."""
     kind = attrs.pop(TYPE, None)
-    given, said = _parsed(attrs.pop(_INPUT, None)), _parsed(attrs.pop(_OUTPUT, None))
+    given, said = parsed(attrs.pop(_INPUT, None)), parsed(attrs.pop(_OUTPUT, None))
     model, release, app = attrs.pop(_MODEL, None), attrs.pop(_RELEASE, None), attrs.pop(_TRACE_NAME, None)
-    usage, cost = _parsed(attrs.pop(_USAGE, None)), _parsed(attrs.pop(_COST, None))
+    usage, cost = parsed(attrs.pop(_USAGE, None)), parsed(attrs.pop(_COST, None))
     operation = _OPERATIONS.get(kind) if isinstance(kind, str) else None
     if operation is None:
         return
-    if _unset(attrs, A.OPERATION):
-        attrs[A.OPERATION] = operation
-    if release is not None and _unset(attrs, A.AGENT_VERSION):
-        attrs[A.AGENT_VERSION] = str(release)
-    if app is not None and _unset(attrs, A.AGENT_NAME):
-        attrs[A.AGENT_NAME] = str(app)
+    put(attrs, A.OPERATION, operation)
+    put(attrs, A.AGENT_VERSION, None if release is None else str(release))
+    put(attrs, A.AGENT_NAME, None if app is None else str(app))
     if operation == A.EXECUTE_TOOL:
-        _tool(attrs, name, given, said)
+        put_tool(attrs, name, _call_value(given), said)
         return
-    if operation == A.INVOKE_AGENT:
-        given = _call_value(given)
-    else:
-        if model is not None and _unset(attrs, A.RESPONSE_MODEL):
-            attrs[A.RESPONSE_MODEL] = str(model)
+    if operation == A.CHAT:
+        put(attrs, A.RESPONSE_MODEL, None if model is None else str(model))
         _usage(attrs, usage)
-        spent = _cost(cost)
-        if spent is not None and _unset(attrs, A.COST_USD):
-            attrs[A.COST_USD] = spent
-    given, said = _readable(given), _readable(said)
-    if isinstance(given, dict) and isinstance(given.get("messages"), list):  # a chat request's body
-        given = given["messages"]
-    if isinstance(given, str):
-        given = {"role": "user", "content": given}
-    found = genai_messages(given, "user") if given is not None else []
-    if found and _unset(attrs, A.INPUT_MESSAGES):
-        attrs[A.INPUT_MESSAGES] = bounded(found, limit)
-    answered = genai_message(
-        {"role": "assistant", "content": said} if isinstance(said, str) else said, "assistant"
-    )
-    if answered is not None and answered["parts"] and _unset(attrs, A.OUTPUT_MESSAGES):
-        attrs[A.OUTPUT_MESSAGES] = bounded([answered], limit)
+        put(attrs, A.COST_USD, total_cost(cost, "total"))
+    put_messages(attrs, _call_value(given), said, limit)

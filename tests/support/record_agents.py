@@ -51,6 +51,8 @@ OpenTelemetry versions); this script runs in a virtualenv where one is installed
 | `openai_agents_mcp`, `openai_agents_otel_mcp` | as `openai_agents`, `openai_agents_otel`, with `mcp` (2.3.0) | the weather agent's tool served by an MCP server over stdio (`tests.support.mcp_weather`) |
 | `langfuse`, `langfuse_span` | `langfuse` (5.0.4) `openai` | Langfuse's own spans (`langfuse.observation.*`): `@observe` on the agent (`as_type="agent"`, or the default) and the tool, the model calls through `langfuse.openai`, `propagate_attributes(session_id=...)` |
 | `langgraph_langfuse` | as `langgraph`, with `langfuse` (5.0.4) | LangGraph's prebuilt agent traced by Langfuse's LangChain `CallbackHandler` (`langfuse_session_id` in the run's metadata) |
+| `mlflow` | `mlflow-tracing` (3.17.2) `opentelemetry-exporter-otlp-proto-http` `openai` | MLflow Tracing's own spans (`mlflow.*`, every value JSON) on the global tracer provider, exporting by OTLP: `@mlflow.trace` on the agent and the tool, `mlflow.openai.autolog()` |
+| `logfire` | `logfire` (5.4.0) `openai` | Logfire's OpenAI instrumentation (the GenAI conventions, content on spans) inside the caller's `logfire.span`s |
 | `langgraph` | `langgraph` (1.2.24) `langchain-openai` (1.7.4) `openinference-instrumentation-langchain` (0.1.80) | OpenInference: a CHAIN per graph run, an AGENT span per run of the "agent" node, the tool node beside them; two turns of one thread |
 """
 
@@ -528,7 +530,6 @@ def _langfuse(factory: SpanFactory, base_url: str, agent: bool = True) -> None:
         tracer_provider=factory.provider,
     )
     client: Any = OpenAI(base_url=base_url, api_key="test")
-    tools = [{"type": "function", "function": {"name": "get_weather", "parameters": WEATHER_PARAMETERS}}]
 
     @observe(as_type="tool", name="get_weather")
     def get_weather(city: str) -> dict:
@@ -536,24 +537,84 @@ def _langfuse(factory: SpanFactory, base_url: str, agent: bool = True) -> None:
 
     @observe(as_type="agent" if agent else "span", name="weather-agent")
     def answer(question: str) -> str:
-        messages: list[dict[str, Any]] = [
-            {"role": "system", "content": SYSTEM},
-            {"role": "user", "content": question},
-        ]
-        asked = client.chat.completions.create(model="gpt-4o-mini", messages=messages, tools=tools)
-        call = asked.choices[0].message.tool_calls[0]
-        result = get_weather(**json.loads(call.function.arguments))
-        messages += [
-            asked.choices[0].message.model_dump(exclude_none=True),
-            {"role": "tool", "tool_call_id": call.id, "content": json.dumps(result)},
-        ]
-        final = client.chat.completions.create(model="gpt-4o-mini", messages=messages, tools=tools)
-        return str(final.choices[0].message.content)
+        return _chat_loop(client, question, get_weather)
 
     with propagate_attributes(session_id="conv-langfuse-1", user_id="user-1"):
         answer(QUESTION)
     with contextlib.suppress(Exception):
         langfuse.flush()
+
+
+def _logfire(factory: SpanFactory, base_url: str) -> None:
+    """The weather loop under Logfire (Pydantic's): `logfire.instrument_openai()` on the client, the caller's
+    work in a `logfire.span` naming the conversation, the tool in another; Logfire sending nowhere but the
+    recording (`send_to_logfire=False`, the recording's processor added)."""
+    import logfire
+    from openai import OpenAI
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+    logfire.configure(
+        send_to_logfire=False,
+        console=False,
+        service_name="logfire-weather",
+        service_version="1.0.0",
+        additional_span_processors=[SimpleSpanProcessor(factory.exporter)],
+    )
+    client: Any = OpenAI(base_url=base_url, api_key="test")
+    logfire.instrument_openai(client)
+
+    def get_weather(city: str) -> dict:
+        with logfire.span("get_weather", city=city):
+            return weather(city)
+
+    with logfire.span("weather agent", **{"gen_ai.conversation.id": "conv-logfire-1"}):
+        _chat_loop(client, QUESTION, get_weather)
+    logfire.force_flush()
+
+
+def _chat_loop(client: Any, question: str, get_weather: Callable[..., Any]) -> str:
+    """The weather loop on an OpenAI client: the model asks for the tool, `get_weather` runs it, the model
+    answers with its result; the answer."""
+    tools = [{"type": "function", "function": {"name": "get_weather", "parameters": WEATHER_PARAMETERS}}]
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": SYSTEM},
+        {"role": "user", "content": question},
+    ]
+    asked = client.chat.completions.create(model="gpt-4o-mini", messages=messages, tools=tools)
+    call = asked.choices[0].message.tool_calls[0]
+    result = get_weather(**json.loads(call.function.arguments))
+    messages += [
+        asked.choices[0].message.model_dump(exclude_none=True),
+        {"role": "tool", "tool_call_id": call.id, "content": json.dumps(result)},
+    ]
+    final = client.chat.completions.create(model="gpt-4o-mini", messages=messages, tools=tools)
+    return str(final.choices[0].message.content)
+
+
+def _mlflow(factory: SpanFactory, base_url: str) -> None:
+    """The weather loop under MLflow Tracing: `mlflow.openai.autolog()`, `@mlflow.trace` on the agent (span type
+    AGENT) and the tool (TOOL); MLflow on the global tracer provider (`MLFLOW_USE_DEFAULT_TRACER_PROVIDER=false`),
+    the recording's, and exporting by OTLP (to a closed port) as a team sending its traces to an OpenTelemetry
+    backend configures it."""
+    os.environ["MLFLOW_USE_DEFAULT_TRACER_PROVIDER"] = "false"
+    os.environ["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"] = "http://127.0.0.1:9/v1/traces"  # no tracking server
+    os.environ["OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"] = "http/protobuf"
+    trace.set_tracer_provider(factory.provider)
+    import mlflow
+    from openai import OpenAI
+
+    mlflow.openai.autolog()
+    client: Any = OpenAI(base_url=base_url, api_key="test")
+
+    @mlflow.trace(name="get_weather", span_type="TOOL")
+    def get_weather(city: str) -> dict:
+        return weather(city)
+
+    @mlflow.trace(name="weather-agent", span_type="AGENT")
+    def answer(question: str) -> str:
+        return _chat_loop(client, question, get_weather)
+
+    answer(QUESTION)
 
 
 def _anthropic(factory: SpanFactory, base_url: str, openinference: bool = False, cache: bool = False) -> None:
@@ -915,6 +976,8 @@ def calls_of(calls: list[Any]) -> list[tuple[Any, ...]]:
 
 
 SDKS = {
+    "mlflow": _mlflow,
+    "logfire": _logfire,
     "langfuse": _langfuse,
     "langfuse_span": lambda factory, base_url: _langfuse(factory, base_url, agent=False),
     "langgraph_langfuse": lambda factory, base_url: _langgraph(factory, base_url, langfuse=True),

@@ -97,7 +97,11 @@ def test_a_generation_reads_its_request_and_response_messages() -> None:
     ("logged", "question"),
     [
         ({"args": ["What is the weather?"], "kwargs": {}}, "What is the weather?"),
-        ({"args": [], "kwargs": {"question": "What is the weather?"}}, None),  # keyword arguments: an object
+        (
+            {"args": [], "kwargs": {"question": "What is the weather?"}},
+            "What is the weather?",
+        ),  # one text by name
+        ({"args": [], "kwargs": {"question": "Weather?", "city": "Paris"}}, None),  # several: no text said
         ("What is the weather?", "What is the weather?"),
     ],
 )

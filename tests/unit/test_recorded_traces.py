@@ -15,7 +15,7 @@
   and on the Responses API; OpenLLMetry's and OpenInference's Anthropic instrumentations on the same loop; those
   two and the OpenAI instrumentations of OpenLLMetry and OpenInference with prompt-cache tokens, and Pydantic AI on
   Anthropic's API with them; Langfuse's own spans, of `@observe` and its OpenAI wrapper, and of its LangChain
-  callback handler on the LangGraph agent.
+  callback handler on the LangGraph agent; MLflow Tracing's, and Logfire's.
 Each run is a question, one tool call with its arguments and result, the answer, two model calls."""
 
 from __future__ import annotations
@@ -156,6 +156,16 @@ RECORDINGS = [
     # or a plain observation) and the tool, the model calls through its OpenAI wrapper, `session.id`
     Recording("langfuse_trace.json", "langfuse-weather", "conv-langfuse-1"),
     Recording("langfuse_span_trace.json", "langfuse-span-weather", "conv-langfuse-1"),
+    # MLflow Tracing 3.17.2 (`mlflow.*` keys, every value JSON): `@mlflow.trace` on the agent and the tool, its
+    # OpenAI autologger; the session is trace metadata no span carries: the trace is the conversation
+    Recording("mlflow_trace.json", "mlflow-weather", None),
+    # Logfire 5.4.0's OpenAI instrumentation: the GenAI conventions, content on spans; the caller's spans plain
+    Recording(
+        "logfire_trace.json",
+        "logfire-weather",
+        "conv-logfire-1",
+        notes=("tool calls taken from model output messages (no execute_tool spans) for turn(s) 0",),
+    ),
 ]
 
 
