@@ -10,12 +10,14 @@ from __future__ import annotations
 from agentwatch.wire import attributes as A
 
 # --------------------------------------------------------------------------- identity
-# the Vercel AI SDK's `experimental_telemetry.metadata.sessionId`, as Langfuse and others read it
+# the Vercel AI SDK's `experimental_telemetry.metadata.sessionId`, as Langfuse and others read it; Traceloop's
+# association property `session_id`, as its docs tag a conversation
 CONVERSATION_KEYS = (
     A.CONVERSATION_ID,
     "session.id",
     "galtea.session.custom_id",
     "ai.telemetry.metadata.sessionId",
+    "traceloop.association.properties.session_id",
 )
 AGENT_KEYS = (A.AGENT_NAME, "agent.name")
 VERSION_KEYS = (A.AGENT_VERSION,)

@@ -51,6 +51,9 @@ from agentwatch.collector.span_record import (
     truncate,
     with_conversations,
 )
+from agentwatch.collector.traceloop_spans import KEYS as _TRACELOOP_KEYS
+from agentwatch.collector.traceloop_spans import KIND as _TRACELOOP_KIND
+from agentwatch.collector.traceloop_spans import fold as fold_traceloop
 from agentwatch.collector.vercel_ai import KEYS as _VERCEL_KEYS
 from agentwatch.collector.vercel_ai import OPERATION_ID as _VERCEL_OPERATION
 from agentwatch.collector.vercel_ai import fold as fold_vercel
@@ -123,7 +126,15 @@ def _pb_events(events: Any, attrs: dict[str, Any], limit: int) -> str | None:
 
 # a set: its intersection with a map walks the map's keys in C and returns a set (the first keys of flattened
 # messages among them: they cost nothing there, and tell which spans have the rest)
-_NEEDED = set(NEEDED_KEYS) | _FLAT_FIRST_KEYS | _VERCEL_KEYS | _ADK_KEYS | _LANGFUSE_KEYS | _MLFLOW_KEYS
+_NEEDED = (
+    set(NEEDED_KEYS)
+    | _FLAT_FIRST_KEYS
+    | _VERCEL_KEYS
+    | _ADK_KEYS
+    | _LANGFUSE_KEYS
+    | _MLFLOW_KEYS
+    | _TRACELOOP_KEYS
+)
 _OTHER_SDKS = _ADK_KEYS | {_VERCEL_OPERATION}  # the keys that make a span the Vercel AI SDK's or ADK's
 _TAG_BYTES = TAG_PREFIX.encode()
 
@@ -189,6 +200,8 @@ def _decode_protobuf(payload: bytes, limit: int) -> list[SpanRecord]:
                     fold_langfuse(attrs, name, limit)
                 elif _MLFLOW_TYPE in attrs:
                     fold_mlflow(attrs, name, limit)
+                elif _TRACELOOP_KIND in attrs:
+                    fold_traceloop(attrs, name, limit)
                 # most spans carry no events, and no error: the error text is only worked out when something
                 # signals one
                 exc_type = _pb_events(sp.events, attrs, limit) if sp.events else None

@@ -42,13 +42,16 @@ from agentwatch.collector.span_record import (
     truncate,
     with_conversations,
 )
+from agentwatch.collector.traceloop_spans import KEYS as TRACELOOP_KEYS
+from agentwatch.collector.traceloop_spans import KIND as TRACELOOP_KIND
+from agentwatch.collector.traceloop_spans import fold as fold_traceloop
 from agentwatch.collector.vercel_ai import KEYS as VERCEL_KEYS
 from agentwatch.collector.vercel_ai import OPERATION_ID as VERCEL_OPERATION
 from agentwatch.collector.vercel_ai import fold as fold_vercel
 
 _SNAKE = re.compile(r"(?<=[a-z])(?=[A-Z])")
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
-_SPAN_KEYS = NEEDED_KEYS | VERCEL_KEYS | ADK_KEYS | LANGFUSE_KEYS | MLFLOW_KEYS
+_SPAN_KEYS = NEEDED_KEYS | VERCEL_KEYS | ADK_KEYS | LANGFUSE_KEYS | MLFLOW_KEYS | TRACELOOP_KEYS
 _JSON_SCALARS = (
     ("stringValue", "string_value", str),
     ("boolValue", "bool_value", bool),
@@ -247,6 +250,8 @@ def _json_span(sp: Any, resource: dict, limit: int, where: str) -> SpanRecord:
         fold_langfuse(attrs, str(sp.get("name") or ""), limit)
     elif MLFLOW_TYPE in attrs:
         fold_mlflow(attrs, str(sp.get("name") or ""), limit)
+    elif TRACELOOP_KIND in attrs:
+        fold_traceloop(attrs, str(sp.get("name") or ""), limit)
     exc_type = None
     events = sp.get("events")
     if isinstance(events, list):

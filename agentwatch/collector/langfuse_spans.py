@@ -18,7 +18,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentwatch.collector.observations import parsed, put, put_messages, put_tokens, put_tool, total_cost
+from agentwatch.collector.observations import (
+    call_value,
+    parsed,
+    put,
+    put_messages,
+    put_tokens,
+    put_tool,
+    total_cost,
+)
 from agentwatch.wire import attributes as A
 from agentwatch.wire.provider_usage import first_int, prompt_cache
 
@@ -33,19 +41,6 @@ _TRACE_NAME = "langfuse.trace.name"
 # every key the decoders keep for the fold (besides the GenAI ones they always keep)
 KEYS: frozenset[str] = frozenset({TYPE, _INPUT, _OUTPUT, _MODEL, _USAGE, _COST, _RELEASE, _TRACE_NAME})
 _OPERATIONS = {"agent": A.INVOKE_AGENT, "generation": A.CHAT, "tool": A.EXECUTE_TOOL}
-
-
-def _call_value(value: Any) -> Any:
-    """A decorated function's logged input `{"args": [...], "kwargs": {...}}` as its one positional argument, or
-    its keyword arguments; any other value as it is."""
-    if not isinstance(value, dict) or set(value) != {"args", "kwargs"}:
-        return value
-    args, kwargs = value["args"], value["kwargs"]
-    if isinstance(args, list) and len(args) == 1 and not kwargs:
-        return args[0]
-    if not args and isinstance(kwargs, dict):
-        return kwargs
-    return value
 
 
 def _usage(attrs: dict[str, Any], usage: Any) -> None:
@@ -75,10 +70,10 @@ def fold(attrs: dict[str, Any], name: str, limit: int) -> None:
     put(attrs, A.AGENT_VERSION, None if release is None else str(release))
     put(attrs, A.AGENT_NAME, None if app is None else str(app))
     if operation == A.EXECUTE_TOOL:
-        put_tool(attrs, name, _call_value(given), said)
+        put_tool(attrs, name, call_value(given), said)
         return
     if operation == A.CHAT:
         put(attrs, A.RESPONSE_MODEL, None if model is None else str(model))
         _usage(attrs, usage)
         put(attrs, A.COST_USD, total_cost(cost, "total"))
-    put_messages(attrs, _call_value(given), said, limit)
+    put_messages(attrs, call_value(given), said, limit)

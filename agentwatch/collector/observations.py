@@ -39,6 +39,19 @@ def put(attrs: dict[str, Any], key: str, value: Any) -> None:
         attrs[key] = value
 
 
+def call_value(value: Any) -> Any:
+    """A decorated function's logged call `{"args": [...], "kwargs": {...}}` (Langfuse's `@observe`, Traceloop's
+    decorators) as its one positional argument, or its keyword arguments; any other value as it is."""
+    if not isinstance(value, dict) or set(value) != {"args", "kwargs"}:
+        return value
+    args, kwargs = value["args"], value["kwargs"]
+    if isinstance(args, list) and len(args) == 1 and not kwargs:
+        return args[0]
+    if not args and isinstance(kwargs, dict):
+        return kwargs
+    return value
+
+
 def _readable(value: Any) -> Any:
     """A value read as messages or text: None for JSON that did not parse (cut at the attribute limit), whose
     text is no message anyone said."""

@@ -53,6 +53,7 @@ OpenTelemetry versions); this script runs in a virtualenv where one is installed
 | `langgraph_langfuse` | as `langgraph`, with `langfuse` (5.0.4) | LangGraph's prebuilt agent traced by Langfuse's LangChain `CallbackHandler` (`langfuse_session_id` in the run's metadata) |
 | `mlflow` | `mlflow-tracing` (3.17.2) `opentelemetry-exporter-otlp-proto-http` `openai` | MLflow Tracing's own spans (`mlflow.*`, every value JSON) on the global tracer provider, exporting by OTLP: `@mlflow.trace` on the agent and the tool, `mlflow.openai.autolog()` |
 | `logfire` | `logfire` (5.4.0) `openai` | Logfire's OpenAI instrumentation (the GenAI conventions, content on spans) inside the caller's `logfire.span`s |
+| `traceloop` | `traceloop-sdk` (0.45.6: what pip resolves today) `openai` | Traceloop's `@agent` and `@tool` decorators (`traceloop.entity.*`), its OpenAI instrumentation (flattened keys), the session as an association property |
 | `langgraph` | `langgraph` (1.2.24) `langchain-openai` (1.7.4) `openinference-instrumentation-langchain` (0.1.80) | OpenInference: a CHAIN per graph run, an AGENT span per run of the "agent" node, the tool node beside them; two turns of one thread |
 """
 
@@ -617,6 +618,33 @@ def _mlflow(factory: SpanFactory, base_url: str) -> None:
     answer(QUESTION)
 
 
+def _traceloop(factory: SpanFactory, base_url: str) -> None:
+    """The weather loop under Traceloop's SDK (OpenLLMetry's entry point): `Traceloop.init` with the recording's
+    exporter, `@agent` and `@tool` decorators, its OpenAI instrumentation, the session as an association
+    property (`session_id`), as Traceloop's docs tag a conversation."""
+    os.environ["TRACELOOP_TRACE_CONTENT"] = "true"
+    os.environ["TRACELOOP_TELEMETRY"] = "false"
+    from openai import OpenAI
+    from traceloop.sdk import Traceloop
+    from traceloop.sdk.decorators import agent, tool
+
+    Traceloop.init(
+        app_name="traceloop-weather", exporter=factory.exporter, disable_batch=True, telemetry_enabled=False
+    )
+    client: Any = OpenAI(base_url=base_url, api_key="test")
+
+    @tool(name="get_weather")
+    def get_weather(city: str) -> dict:
+        return weather(city)
+
+    @agent(name="weather-agent")
+    def answer(question: str) -> str:
+        return _chat_loop(client, question, get_weather)
+
+    Traceloop.set_association_properties({"session_id": "conv-traceloop-1"})
+    answer(QUESTION)
+
+
 def _anthropic(factory: SpanFactory, base_url: str, openinference: bool = False, cache: bool = False) -> None:
     """`_weather_loop` on Anthropic's Messages API: the tool call a `tool_use` block, its result a `tool_result`
     block of the next user message."""
@@ -976,6 +1004,7 @@ def calls_of(calls: list[Any]) -> list[tuple[Any, ...]]:
 
 
 SDKS = {
+    "traceloop": _traceloop,
     "mlflow": _mlflow,
     "logfire": _logfire,
     "langfuse": _langfuse,

@@ -15,7 +15,7 @@
   and on the Responses API; OpenLLMetry's and OpenInference's Anthropic instrumentations on the same loop; those
   two and the OpenAI instrumentations of OpenLLMetry and OpenInference with prompt-cache tokens, and Pydantic AI on
   Anthropic's API with them; Langfuse's own spans, of `@observe` and its OpenAI wrapper, and of its LangChain
-  callback handler on the LangGraph agent; MLflow Tracing's, and Logfire's.
+  callback handler on the LangGraph agent; MLflow Tracing's, Traceloop's decorators, and Logfire's.
 Each run is a question, one tool call with its arguments and result, the answer, two model calls."""
 
 from __future__ import annotations
@@ -159,6 +159,9 @@ RECORDINGS = [
     # MLflow Tracing 3.17.2 (`mlflow.*` keys, every value JSON): `@mlflow.trace` on the agent and the tool, its
     # OpenAI autologger; the session is trace metadata no span carries: the trace is the conversation
     Recording("mlflow_trace.json", "mlflow-weather", None),
+    # Traceloop's SDK 0.45.6 (what `pip install traceloop-sdk` resolves to today): `@agent` and `@tool`
+    # decorators (`traceloop.entity.*`), the session as an association property, OpenLLMetry's flattened keys
+    Recording("traceloop_trace.json", "weather-agent", "conv-traceloop-1"),
     # Logfire 5.4.0's OpenAI instrumentation: the GenAI conventions, content on spans; the caller's spans plain
     Recording(
         "logfire_trace.json",
