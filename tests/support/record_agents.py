@@ -53,6 +53,7 @@ OpenTelemetry versions); this script runs in a virtualenv where one is installed
 | `langgraph_langfuse` | as `langgraph`, with `langfuse` (5.0.4) | LangGraph's prebuilt agent traced by Langfuse's LangChain `CallbackHandler` (`langfuse_session_id` in the run's metadata) |
 | `mlflow` | `mlflow-tracing` (3.17.2) `opentelemetry-exporter-otlp-proto-http` `openai` | MLflow Tracing's own spans (`mlflow.*`, every value JSON) on the global tracer provider, exporting by OTLP: `@mlflow.trace` on the agent and the tool, `mlflow.openai.autolog()` |
 | `logfire` | `logfire` (5.4.0) `openai` | Logfire's OpenAI instrumentation (the GenAI conventions, content on spans) inside the caller's `logfire.span`s |
+| `langgraph_mlflow` | as `langgraph`, with `mlflow-tracing` (3.17.2) `opentelemetry-exporter-otlp-proto-http` | LangGraph's prebuilt agent under MLflow's LangChain autologger (`mlflow.langchain.autolog()`), exporting by OTLP |
 | `traceloop` | `traceloop-sdk` (0.45.6: what pip resolves today) `openai` | Traceloop's `@agent` and `@tool` decorators (`traceloop.entity.*`), its OpenAI instrumentation (flattened keys), the session as an association property |
 | `langgraph` | `langgraph` (1.2.24) `langchain-openai` (1.7.4) `openinference-instrumentation-langchain` (0.1.80) | OpenInference: a CHAIN per graph run, an AGENT span per run of the "agent" node, the tool node beside them; two turns of one thread |
 """
@@ -147,16 +148,23 @@ def _langgraph(
     openllmetry: bool = False,
     create_agent: bool = False,
     langfuse: bool = False,
+    mlflow: bool = False,
 ) -> None:
     """LangGraph's prebuilt ReAct agent (`create_agent`: LangChain 1's agent, built on LangGraph), two requests of
-    one thread, under OpenInference, OpenLLMetry or (`langfuse`) Langfuse's LangChain callback handler."""
+    one thread, under OpenInference, OpenLLMetry, (`langfuse`) Langfuse's LangChain callback handler or (`mlflow`)
+    MLflow's LangChain autologger."""
     from langchain_core.tools import tool
     from langchain_openai import ChatOpenAI
     from langgraph.checkpoint.memory import MemorySaver
     from langgraph.prebuilt import create_react_agent
 
     callbacks: list[Any] = []
-    if langfuse:
+    if mlflow:
+        _mlflow_on(factory)
+        import mlflow as mlflow_module
+
+        mlflow_module.langchain.autolog()
+    elif langfuse:
         from langfuse import Langfuse
         from langfuse.langchain import CallbackHandler
 
@@ -592,15 +600,20 @@ def _chat_loop(client: Any, question: str, get_weather: Callable[..., Any]) -> s
     return str(final.choices[0].message.content)
 
 
-def _mlflow(factory: SpanFactory, base_url: str) -> None:
-    """The weather loop under MLflow Tracing: `mlflow.openai.autolog()`, `@mlflow.trace` on the agent (span type
-    AGENT) and the tool (TOOL); MLflow on the global tracer provider (`MLFLOW_USE_DEFAULT_TRACER_PROVIDER=false`),
-    the recording's, and exporting by OTLP (to a closed port) as a team sending its traces to an OpenTelemetry
-    backend configures it."""
+def _mlflow_on(factory: SpanFactory) -> None:
+    """MLflow Tracing on the global tracer provider (`MLFLOW_USE_DEFAULT_TRACER_PROVIDER=false`), the
+    recording's, exporting by OTLP (to a closed port) as a team sending its traces to an OpenTelemetry backend
+    configures it."""
     os.environ["MLFLOW_USE_DEFAULT_TRACER_PROVIDER"] = "false"
     os.environ["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"] = "http://127.0.0.1:9/v1/traces"  # no tracking server
     os.environ["OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"] = "http/protobuf"
     trace.set_tracer_provider(factory.provider)
+
+
+def _mlflow(factory: SpanFactory, base_url: str) -> None:
+    """The weather loop under MLflow Tracing (`_mlflow_on`): `mlflow.openai.autolog()`, `@mlflow.trace` on the
+    agent (span type AGENT) and the tool (TOOL)."""
+    _mlflow_on(factory)
     import mlflow
     from openai import OpenAI
 
@@ -1010,6 +1023,7 @@ SDKS = {
     "langfuse": _langfuse,
     "langfuse_span": lambda factory, base_url: _langfuse(factory, base_url, agent=False),
     "langgraph_langfuse": lambda factory, base_url: _langgraph(factory, base_url, langfuse=True),
+    "langgraph_mlflow": lambda factory, base_url: _langgraph(factory, base_url, mlflow=True),
     "strands": _strands,
     "pydantic_ai": _pydantic_ai,
     "pydantic_ai_anthropic_cache": lambda factory, base_url: _pydantic_ai(factory, base_url, anthropic=True),

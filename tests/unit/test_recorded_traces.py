@@ -314,6 +314,29 @@ def test_a_langgraph_thread_is_one_conversation_of_its_two_requests(
     assert first.started_at.timestamp() * 1000 + first.duration_ms <= second.started_at.timestamp() * 1000
 
 
+@pytest.mark.parametrize("encoding", ["json", "protobuf"])
+def test_mlflows_langchain_autologger_makes_each_request_of_a_thread_a_conversation(encoding: str) -> None:
+    """MLflow Tracing 3.17.2's LangChain autologger on LangGraph's prebuilt agent (`record_agents
+    langgraph_mlflow`): `mlflow.*` keys on every runnable; the thread is in no span (MLflow keeps sessions in
+    trace metadata), so each request's trace is a conversation, read whole."""
+    groups = group_by_conversation(_records("langgraph_mlflow_trace.json", encoding))
+    first, second = sorted(
+        (build_conversation(s) for s in groups.values()), key=lambda c: c.turns[0].started_at or 0
+    )
+    for conv in (first, second):
+        assert (conv.agent, conv.system, conv.notes, conv.not_captured) == (
+            "langgraph-mlflow-weather",
+            SYSTEM,
+            [],
+            [],
+        )
+    (asked,), (followed,) = first.turns, second.turns
+    assert (asked.input, asked.answer) == ("What is the weather in Paris?", FINAL_TEXT)
+    assert calls_of(asked.tool_calls) == weather_call()
+    assert [(u.input_tokens, u.output_tokens) for u in asked.usage] == [USAGE["tool_call"], USAGE["final"]]
+    assert (followed.input, followed.answer, followed.tool_calls) == ("Thanks. And tomorrow?", FINAL_TEXT, [])
+
+
 @pytest.mark.parametrize("keep", [("openai.response", "invoke_agent"), ("openai.response",)])
 def test_openllmetry_responses_without_tool_spans_pairs_results_with_calls_in_order(
     keep: tuple[str, ...],
