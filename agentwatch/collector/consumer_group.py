@@ -1,9 +1,10 @@
 """The collector as a consumer-group member: its consumer's configuration, offset commits, rebalances, lag.
 
 Commits flush the producer first, then commit below every record still held: one an open conversation, the
-trace join, a conversation waiting for its judge or a loop fragment waiting for its continuation needs. Before partitions are revoked what is safe is
-committed and their held records forgotten; lost partitions are forgotten without a commit. Also here: the
-consumer lag of what was read, and this instance's share of the traffic on an assignment.
+trace join, a conversation waiting for its judge or a loop fragment waiting for its continuation needs. Before
+partitions are revoked what is safe is committed and their held records forgotten; lost partitions are
+forgotten without a commit. Also here: the consumer lag of what was read, and this instance's share of the
+traffic on an assignment.
 """
 
 from __future__ import annotations
