@@ -8,6 +8,7 @@ import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -830,3 +831,16 @@ def test_the_agent_is_named_by_an_agent_span_before_a_model_spans_default() -> N
     assert build_conversation(spans).agent == "weather-agent"
     spans[3].attrs.pop("gen_ai.agent.name")
     assert build_conversation(spans).agent == "OpenAI Agent"  # no agent span names it: any span's name
+
+
+def test_reconstruct_command_leaves_out_the_earlier_traces_of_a_loop_and_says_so() -> None:
+    """Google GenAI's two model calls of a loop the caller runs, each a trace (`record_agents google_genai`): one
+    conversation, the whole turn, where there were two."""
+    recording = Path(__file__).parent.parent / "data" / "google_genai_trace.json"
+    result = CliRunner().invoke(app, ["reconstruct", str(recording)])
+    assert result.exit_code == 0
+    (line,) = [x for x in result.stdout.splitlines() if x.startswith("{")]
+    (turn,) = Conversation.model_validate_json(line).turns
+    assert turn.answer is not None and [c.name for c in turn.tool_calls] == ["get_weather"]
+    assert "-> 1 conversation(s)" in result.output
+    assert "1 trace(s) of a loop the caller runs, continued in a later trace's conversation" in result.output
