@@ -18,8 +18,10 @@ fragment waits, its offsets held, until a later conversation continues it or `lo
 it is scored alone); a continuation's calls are remembered for as long, for a fragment that finishes after it
 (both may finish in one poll). The fragments waiting are bounded in bytes, over which the oldest is scored
 alone; the calls remembered, in number. Conversations of one loop
-reach the same collector only when their traces share a partition; elsewhere each fragment is scored alone
-after the timeout, as it was before this join.
+reach one collector because the re-key path sends a trace that names no conversation, once the trace join
+releases it, to the partition of `loop_route` (its loop's first tool call) rather than of its trace id
+(`rekey.Rekeyer.republish`); a trace that arrives keyed by its producer (our SDK's) goes where its key says, and a
+fragment that meets no continuation is scored alone after the timeout, as it was before this join.
 """
 
 from __future__ import annotations
@@ -72,6 +74,15 @@ def continues(conv: Conversation) -> frozenset[CallKey]:
         for c in turn.tool_calls
         if c.result is not None or c.error is not None
     )
+
+
+def loop_route(conv: Conversation) -> bytes | None:
+    """A Kafka key that sends every trace of one loop to one partition: the digest of its last turn's first tool
+    call (a fragment's first call asked, a continuation's first call continued: the loop's first call), for a
+    fragment or a continuation; None for any other conversation. Unique call ids spread loops evenly."""
+    if not (waits_on(conv) or continues(conv)):
+        return None
+    return _key(conv, conv.turns[-1].tool_calls[0]).hex().encode("ascii")
 
 
 def drop_continued(convs: Iterable[Conversation]) -> tuple[list[Conversation], int]:

@@ -14,6 +14,8 @@ from typing import Any
 
 from agentwatch import wire
 from agentwatch.collector.decode import SpanRecord, encode_spans_otlp
+from agentwatch.collector.loop_join import loop_route
+from agentwatch.collector.reconstruct import build_conversation
 from agentwatch.collector.span_record import conversation_of
 from agentwatch.collector.trace_join import KEY_TRACE, KEY_TRACE_CONVERSATION
 
@@ -103,15 +105,27 @@ class Rekeyer:
         return sent
 
     def republish(self, spans: list[SpanRecord]) -> int:
-        """Queue `spans` on the rekey topic, one message per conversation; returns messages queued (not flushed)."""
+        """Queue `spans` on the rekey topic, one message per conversation, keyed by its id, or, for a trace that
+        named none and is a step of a loop the caller runs, by its loop (`loop_route`: its steps, each a trace
+        of its own, meet on one partition for the loop join); returns messages queued (not flushed)."""
         groups: dict[str, list[SpanRecord]] = {}
         for span in spans:
             groups.setdefault(span.conversation_id, []).append(span)
         for conversation_id, group in groups.items():
+            key = _loop_key(group) if not conversation_known(group[0]) else None
             self._producer.send(
                 self._topic,
                 value=encode_spans_otlp(group),
-                key=conversation_id.encode("utf-8"),
+                key=key or conversation_id.encode("utf-8"),
                 headers=REKEY_HEADERS,
             )
         return len(groups)
+
+
+def _loop_key(trace: list[SpanRecord]) -> bytes | None:
+    """The loop a trace without a conversation id is a step of (`loop_join.loop_route`), if it is one."""
+    try:
+        return loop_route(build_conversation(trace))
+    except Exception:  # noqa: BLE001 - a trace that cannot be rebuilt here is keyed by its id, and rebuilt later
+        log.debug("trace %s not rebuilt for its loop key", trace[0].trace_id, exc_info=True)
+        return None

@@ -119,3 +119,32 @@ def test_a_fragment_nothing_continues_is_scored_alone_after_the_timeout(broker) 
     assert waited >= 1.5, "scored before loop_join_timeout_s"
     assert (score["conversation_id"], score["turns"], score["evidence"]) == (_trace_ids()[0], 1, [])
     assert (stats.alone, stats.continued) == (1, 0)
+
+
+def test_the_traces_of_one_loop_meet_on_one_partition_of_the_rekey_topic(broker) -> None:
+    """Re-keyed once the trace join releases them (they name no conversation), both traces of the loop go to the
+    rekey topic under one key, their loop's first tool call, so that one collector of a group holds both."""
+    bs = broker.bootstrap_servers
+    name = unique("loop-route")
+    topic = f"{name}-spans"
+    settings = collector_settings(bs, [topic], name, trace_join_timeout_s=0.5, loop_join_timeout_s=60.0)
+    create_topic(bs, topic, 1)
+    create_topic(bs, settings.collector.rekey_topic, 8)
+    scores = TopicReader(bs, settings.collector.scores_topic)
+    rekeyed = TopicReader(bs, settings.collector.rekey_topic)
+    _send(bs, topic, *_traces())
+    with ServiceThread(settings) as svc:
+        records = scores.wait(lambda r: len(r) >= 1, 40)
+        hops = rekeyed.wait(lambda r: len(_by_conversation(r)) >= 2, 20)
+        assert svc.error is None
+    scores.close()
+    rekeyed.close()
+    assert len(records) == 1
+    routed = _by_conversation(hops)
+    assert len(routed) == 2 and len({(r.key, r.partition) for r in routed}) == 1
+    assert routed[0].key not in {t.encode() for t in _trace_ids()}
+
+
+def _by_conversation(records: list) -> list:
+    """The rekey topic's records of spans keyed for assembly (`agentwatch-key: conversation`)."""
+    return [r for r in records if dict(r.headers).get("agentwatch-key") == b"conversation"]

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from agentwatch.collector.decode import SpanRecord
+from pathlib import Path
+
+from agentwatch.collector.decode import SpanRecord, decode_message
 from agentwatch.collector.rekey import ANNOUNCE_HEADERS, TRACE_HEADERS, Rekeyer, conversation_known
 from agentwatch.collector.trace_join import TraceJoin
 
@@ -116,3 +118,20 @@ def test_route_sends_known_spans_by_conversation_and_the_rest_by_trace():
     out.sent.clear()
     rekeyer.route([span(T1, "3" * 16, "conv-1", **{"gen_ai.conversation.id": "conv-1"})])
     assert len(out.sent) == 1  # announced already: not again
+
+
+def test_released_traces_of_one_loop_are_republished_to_one_partition_by_their_loop() -> None:
+    """Google GenAI's two model calls of a loop the caller runs, each a trace naming no conversation
+    (`record_agents google_genai`), released by the trace join: both keyed by the loop's first tool call, not by
+    their trace ids, so that one collector gets both for the loop join; a trace of no loop keeps its id."""
+    recording = Path(__file__).parent.parent / "data" / "google_genai_trace.json"
+    spans = decode_message(recording.read_bytes(), "application/json")
+    assert {s.conversation_id for s in spans} == {s.trace_id for s in spans} and len(spans) == 2
+    out = _Producer()
+    assert Rekeyer(out, "rk").republish(spans) == 2
+    (key,) = {key for _, key, _, _ in out.sent}
+    assert key not in {s.trace_id.encode() for s in spans}
+    other = span(T3, "4" * 16)  # a tool span alone: no loop
+    out.sent.clear()
+    Rekeyer(out, "rk").republish([other])
+    assert [key for _, key, _, _ in out.sent] == [T3.encode()]
