@@ -64,6 +64,9 @@ class Rekeyer:
         self._producer = producer
         self._topic = topic
         self._announced: OrderedDict[str, str] = OrderedDict()  # trace id -> conversation id announced
+        self._routes: OrderedDict[str, bytes] = (
+            OrderedDict()
+        )  # trace id -> its loop's key, for its late spans
 
     def route(self, spans: list[SpanRecord]) -> int:
         """Spans of an input message not keyed by conversation: those whose conversation is known go to the
@@ -112,7 +115,7 @@ class Rekeyer:
         for span in spans:
             groups.setdefault(span.conversation_id, []).append(span)
         for conversation_id, group in groups.items():
-            key = _loop_key(group) if not conversation_known(group[0]) else None
+            key = None if conversation_known(group[0]) else self._loop_key(group)
             self._producer.send(
                 self._topic,
                 value=encode_spans_otlp(group),
@@ -121,11 +124,21 @@ class Rekeyer:
             )
         return len(groups)
 
-
-def _loop_key(trace: list[SpanRecord]) -> bytes | None:
-    """The loop a trace without a conversation id is a step of (`loop_join.loop_route`), if it is one."""
-    try:
-        return loop_route(build_conversation(trace))
-    except Exception:  # noqa: BLE001 - a trace that cannot be rebuilt here is keyed by its id, and rebuilt later
-        log.debug("trace %s not rebuilt for its loop key", trace[0].trace_id, exc_info=True)
-        return None
+    def _loop_key(self, trace: list[SpanRecord]) -> bytes | None:
+        """The loop a trace without a conversation id is a step of (`loop_join.loop_route`), if it is one;
+        remembered, so that a span of it released later goes the same way."""
+        tid = trace[0].trace_id
+        key = self._routes.get(tid)
+        if key is not None:
+            self._routes.move_to_end(tid)
+            return key
+        try:
+            key = loop_route(build_conversation(trace))
+        except Exception:  # noqa: BLE001 - a trace not rebuilt here is keyed by its id, and rebuilt later
+            log.debug("trace %s not rebuilt for its loop key", tid, exc_info=True)
+            return None
+        if key is not None:
+            self._routes[tid] = key
+            if len(self._routes) > _ANNOUNCED_MEMORY:
+                self._routes.popitem(last=False)
+        return key

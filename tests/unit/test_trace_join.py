@@ -131,6 +131,13 @@ def test_released_traces_of_one_loop_are_republished_to_one_partition_by_their_l
     assert Rekeyer(out, "rk").republish(spans) == 2
     (key,) = {key for _, key, _, _ in out.sent}
     assert key not in {s.trace_id.encode() for s in spans}
+    # a span of one of those traces released later (after the join's window) goes the same way
+    late = span(spans[0].trace_id, "5" * 16)
+    out.sent.clear()
+    rekeyer = Rekeyer(out, "rk")
+    rekeyer.republish(spans)
+    rekeyer.republish([late])
+    assert [key for _, key, _, _ in out.sent][-1] == key
     other = span(T3, "4" * 16)  # a tool span alone: no loop
     out.sent.clear()
     Rekeyer(out, "rk").republish([other])
