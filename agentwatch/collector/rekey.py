@@ -17,7 +17,9 @@ from agentwatch.collector.decode import SpanRecord, encode_spans_otlp
 from agentwatch.collector.loop_join import loop_route
 from agentwatch.collector.reconstruct import build_conversation
 from agentwatch.collector.span_record import conversation_of
+from agentwatch.collector.span_tree import role_of
 from agentwatch.collector.trace_join import KEY_TRACE, KEY_TRACE_CONVERSATION
+from agentwatch.collector.turns import MODEL
 
 log = logging.getLogger(__name__)
 
@@ -132,6 +134,11 @@ class Rekeyer:
         if key is not None:
             self._routes.move_to_end(tid)
             return key
+        ids = {span.span_id for span in trace}
+        if any(role_of(s) != MODEL for s in trace if s.parent_span_id not in ids):
+            return (
+                None  # a loop's step is bare model calls: under an agent or another span, the stop is its own
+            )
         try:
             key = loop_route(build_conversation(trace))
         except Exception:  # noqa: BLE001 - a trace not rebuilt here is keyed by its id, and rebuilt later
