@@ -59,11 +59,11 @@ def _readable(value: Any) -> Any:
 
 
 def _one_text(value: Any) -> Any:
-    """A function's arguments by name with one text among them (`{"question": "..."}`) as that text."""
-    if isinstance(value, dict) and "role" not in value:
-        texts = [v for v in value.values() if isinstance(v, str)]
-        if len(texts) == 1 and len(value) == 1:
-            return texts[0]
+    """A function's arguments by name when they are one text (`{"question": "..."}`): that text."""
+    if isinstance(value, dict) and len(value) == 1 and "role" not in value:
+        (only,) = value.values()
+        if isinstance(only, str):
+            return only
     return value
 
 
