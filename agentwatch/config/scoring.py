@@ -55,7 +55,26 @@ FAILING_DETECTORS = ("error", "no_answer", "loop", "hallucination")
 # (`###STOP###`, sometimes cut to `###STOP`; `###TRANSFER###`, `###OUT-OF-SCOPE###`).
 END_MARKERS = {"###STOP": "stop", "###TRANSFER": "transfer", "###OUT-OF-SCOPE": "out_of_scope"}
 # `final_answer`: smolagents' agents answer by calling it; `finish`: DSPy's ReAct ends its loop by calling it
-READ_ONLY_TOOLS = ("get_*", "list_*", "search_*", "find_*", "calculate", "think", "final_answer", "finish")
+# Lookup verbs of English, Spanish, Portuguese and French tool names; "!" keeps a name out ("check_in" books).
+READ_ONLY_TOOLS = (
+    *("get_*", "list_*", "search_*", "find_*", "lookup_*", "look_up_*", "query_*", "fetch_*", "retrieve_*"),
+    *(
+        "read_*",
+        "view_*",
+        "show_*",
+        "display_*",
+        "describe_*",
+        "check_*",
+        "verify_*",
+        "validate_*",
+        "track_*",
+    ),
+    *("consult_*", "count_*", "compare_*", "calculate*", "compute_*", "estimate_*"),
+    *("buscar_*", "consultar_*", "obtener_*", "obter_*", "listar_*", "mostrar_*", "ver_*", "verificar_*"),
+    *("validar_*", "revisar_*", "calcular*", "rechercher_*", "consulter_*", "obtenir_*", "afficher_*"),
+    *("think", "final_answer", "finish"),
+    *("!check_in*", "!check_out*"),
+)
 HANDOFF_TOOLS = ("transfer_to_human*", "handoff_to_human*", "escalate_to_human*")
 
 
@@ -78,9 +97,9 @@ class ScoringConfig(Section):
     )
     read_only_tools: list[str] = Field(
         default_factory=lambda: list(READ_ONLY_TOOLS),
-        description="tools that change nothing (names or shell-style globs, normalised like tool names): "
-        "calls nobody expected are free, an expected one may be skipped; a span's agentwatch.tool.read_only "
-        "wins",
+        description="tools that change nothing (names or shell-style globs, normalised like tool names; a "
+        "pattern starting with ! keeps the names it matches out): calls nobody expected are free, an expected "
+        "one may be skipped; a span's agentwatch.tool.read_only wins",
     )
     handoff_tools: list[str] = Field(
         default_factory=lambda: list(HANDOFF_TOOLS),

@@ -54,10 +54,16 @@ class PolicyWriter:
         self.prefix = prefix
 
     def policy(
-        self, task: str, actions: list[dict[str, Any]], outputs: list[str], compare: dict[int, list[str]]
+        self,
+        task: str,
+        actions: list[dict[str, Any]],
+        outputs: list[str],
+        compare: dict[int, list[str]],
+        calls: bool = True,
     ) -> dict[str, Any]:
         """The policy of one task: `actions` as {name, arguments}; `compare[i]`: the only arguments of
-        action i that count (others ignored), when the benchmark says so."""
+        action i that count (others ignored), when the benchmark says so; `calls` False when the outcome
+        does not depend on the calls (the policy then grades none)."""
         tools: list[dict[str, Any]] = []
         by_arguments: dict[str, dict[str, Any]] = {}  # canonical arguments -> the tool expecting them
         for i, action in enumerate(actions):
@@ -90,13 +96,9 @@ class PolicyWriter:
                 tool["replacements"] = [list(pair) for pair in replacements]
             tools.append(tool)
             by_arguments.setdefault(key, tool)
-        policy: dict[str, Any] = {
-            "id": f"{self.prefix}-task-{task}",
-            "agent": self.agent,
-            "task": task,
-            "tools": tools,
-            "order": "any",
-        }
+        policy: dict[str, Any] = {"id": f"{self.prefix}-task-{task}", "agent": self.agent, "task": task}
+        if calls:
+            policy.update(tools=tools, order="any")
         if outputs:
             policy["outputs"] = [str(o) for o in outputs]
         return policy

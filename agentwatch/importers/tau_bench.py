@@ -110,7 +110,9 @@ def import_results(document: Any, agent: str, version: str, prefix: str) -> Impo
             out.ungraded.setdefault(task, truth.ungraded or "no ground truth in the file")
         elif task not in seen_tasks:
             try:
-                seen_tasks[task] = writer.policy(task, truth.actions, truth.outputs, truth.compare)
+                seen_tasks[task] = writer.policy(
+                    task, truth.actions, truth.outputs, truth.compare, calls=truth.calls_count
+                )
             except _UNREADABLE as exc:
                 out.ungraded.setdefault(task, f"its ground truth could not be read ({_why(exc)})")
     out.policies = [seen_tasks[t] for t in sorted(seen_tasks, key=_task_order)]
@@ -164,6 +166,7 @@ class _Truth:
     outputs: list[Any] = field(default_factory=list)
     compare: dict[int, list[str]] = field(default_factory=dict)
     ungraded: str | None = None
+    calls_count: bool = True  # False: the reward checks no call (τ²-bench COMMUNICATE alone), none is graded
 
 
 def _read_truth(read: Callable[[dict[str, Any]], _Truth], source: dict[str, Any]) -> _Truth:
@@ -289,7 +292,13 @@ def _tau2_truth(task: dict[str, Any]) -> _Truth:
         if action.get("compare_args") is not None:
             compare[len(actions)] = list(action["compare_args"])
         actions.append({"name": action.get("name"), "arguments": action.get("arguments") or {}})
-    return _Truth(actions, list(raw_criteria.get("communicate_info") or []), compare)
+    basis = raw_criteria.get("reward_basis") or DEFAULT_BASIS
+    return _Truth(
+        actions,
+        list(raw_criteria.get("communicate_info") or []),
+        compare,
+        calls_count=any(part in ("DB", "ACTION") for part in basis),
+    )
 
 
 def _tau2_record(sim: dict[str, Any], task: dict[str, Any], system: Any) -> dict[str, Any]:

@@ -4,7 +4,9 @@
   currency amounts — that appear in the answer but in none of the conversation's inputs so far, the
   arguments and results (or error texts) of its tool calls so far, or the turn's reference answer.
   Amounts compare by value (`$42.5` matches a result of `42.50`), and an amount one arithmetic step or a
-  rounding away from grounded numbers is grounded (`scorers.derived_numbers`). The check is skipped when an
+  rounding away from grounded numbers is grounded (`scorers.derived_numbers`), a long number matches one
+  written with separators (`50000`, `$50,000`), and an example of a format asserts nothing ("your order id,
+  e.g. ORD-1234"; "(ej. MAT201)"). The check is skipped when an
   input or a successful tool result was not captured (content capture off): absence cannot be told from not
   seen.
 - Claimed actions — "I have cancelled…", "your order has been refunded" — when the conversation so far holds no
@@ -32,6 +34,13 @@ _UNIT_AMOUNT = re.compile(
     r"(?<![\w.])(\d[\d,]*(?:\.\d+)?)\s?(?:USD|EUR|GBP|dollars|euros|pounds)\b", re.IGNORECASE
 )
 _CURRENCY_WORDS = ("usd", "eur", "gbp", "dollar", "euro", "pound")  # what _UNIT_AMOUNT needs, case-folded
+# An example given as one ("e.g. ORD-1234", "(por ejemplo MAT201)"), to the end of its clause: it asserts
+# nothing. The markers of the languages agents are seen answering in; "such as" is not one (it lists real items).
+_EXAMPLE = re.compile(
+    r"(?:\be\.\s?g\.|\b(?:for example|for instance|por ejemplo|p\.\s?ej\.|ej\.|par exemple|z\.\s?b\.|zum beispiel"
+    r"|ad esempio|por exemplo))[^.!?;\n)]*",
+    re.IGNORECASE,
+)
 # Numbers in the evidence: a plain scan (JSON numbers, numbers in texts, digits inside ids all count as seen).
 _EVIDENCE_NUMBER = re.compile(r"\d+(?:,\d{3})*(?:\.\d+)?")
 
@@ -235,6 +244,8 @@ def _written_in(text: str, forms: Sequence[str]) -> bool:
 def _identifiers(text: AnswerText) -> list[tuple[str, str, float | None]]:
     """(kind, text, value) of every identifier in an answer; kind is "text" (compare as text, value None) or
     "amount" (value: its number, None if it does not parse)."""
+    if text.digit_words() and _EXAMPLE.search(text.text):  # most answers give no example
+        text = AnswerText(_EXAMPLE.sub(" ", text.text))
     answer = text.text
     found: list[tuple[str, str, float | None]] = []
     if "@" in answer:
@@ -283,6 +294,11 @@ def unsupported_identifiers(
             token = text.casefold()
             if token in ref or evidence.has_text(token):
                 continue
+            if token.isdecimal():  # a long number, grounded where it was written with separators ("50,000")
+                if known is None:
+                    known = evidence.numbers() + ([v for v, _ in numbers_in(reference)] if reference else [])
+                if float(token) in known:
+                    continue
         if text not in out:
             out.append(text)
     return out

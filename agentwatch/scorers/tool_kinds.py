@@ -2,7 +2,8 @@
 
 A call is read-only when the agent says so (`ToolCall.read_only`, the SDK's `@trace(kind="tool",
 read_only=True)`), else when its normalised name matches `scoring.read_only_tools` (or a policy's own
-`read_only_tools`); a handoff when its name matches `scoring.handoff_tools`; otherwise it has effects.
+`read_only_tools`) and no `!` pattern of those lists (`!check_in*`: checking a guest in books); a handoff when
+its name matches `scoring.handoff_tools`; otherwise it has effects.
 `read_only: false` on a call makes it an effect whatever its name.
 """
 
@@ -20,11 +21,15 @@ READ_ONLY, HANDOFF, EFFECT = "read_only", "handoff", "effect"
 class ToolKinds:
     """Classifies tool calls by the configured name patterns (normalised like tool names); results cached."""
 
-    __slots__ = ("_cache", "_extended", "_handoff", "_names", "_read_only")
+    __slots__ = ("_cache", "_extended", "_handoff", "_names", "_not_read_only", "_read_only", "_patterns")
 
     def __init__(self, names: NameNormalizer, read_only: Sequence[str], handoff: Sequence[str]) -> None:
         self._names = names
-        self._read_only = tuple(dict.fromkeys(names(p) for p in read_only if p))
+        self._patterns = tuple(p for p in read_only if p)
+        self._read_only = tuple(dict.fromkeys(names(p) for p in self._patterns if not p.startswith("!")))
+        self._not_read_only = tuple(
+            dict.fromkeys(names(p[1:]) for p in self._patterns if p.startswith("!") and p[1:])
+        )
         self._handoff = tuple(dict.fromkeys(names(p) for p in handoff if p))
         self._cache: dict[str, str] = {}
         self._extended: dict[tuple[str, ...], ToolKinds] = {}
@@ -35,7 +40,9 @@ class ToolKinds:
         if kind is None:
             if any(fnmatchcase(name, p) for p in self._handoff):
                 kind = HANDOFF
-            elif any(fnmatchcase(name, p) for p in self._read_only):
+            elif any(fnmatchcase(name, p) for p in self._read_only) and not any(
+                fnmatchcase(name, p) for p in self._not_read_only
+            ):
                 kind = READ_ONLY
             else:
                 kind = EFFECT
@@ -63,7 +70,7 @@ class ToolKinds:
         key = tuple(read_only)
         kinds = self._extended.get(key)
         if kinds is None:
-            kinds = ToolKinds(self._names, (*self._read_only, *read_only), self._handoff)
+            kinds = ToolKinds(self._names, (*self._patterns, *read_only), self._handoff)
             if len(self._extended) < 1024:
                 self._extended[key] = kinds
         return kinds

@@ -24,7 +24,7 @@ SYSTEM = "You are the travel desk. A change of flight costs a $25 fee."
 
 
 @trace(kind="tool", read_only=flag == "flagged" or None)
-def lookup_booking(booking_id: str) -> dict:  # not named like a lookup: only the flag says it changes nothing
+def booking_details(booking_id: str) -> dict:  # not named like a lookup: only the flag says it changes nothing
     return {"booking_id": booking_id, "flight": "HAT136", "date": "2024-05-20"}
 
 
@@ -48,7 +48,7 @@ def llm(messages: list, model: str) -> str:
 def desk(question: str) -> str:
     llm([{"role": "system", "content": SYSTEM}, {"role": "user", "content": question}], "gpt-4o-mini")
     if "change" in question:
-        booking = lookup_booking("B1")
+        booking = booking_details("B1")
         change_booking("B1", flight="HAT200", date="2024-05-21")
         return f"Done: {booking['flight']} is now HAT200 on 2024-05-21. The change fee is $25."
     transfer_to_human_agents(summary="wants the fee refunded")
@@ -92,4 +92,4 @@ def test_without_the_read_only_flag_the_lookup_is_an_effect_nobody_expected(brok
     s = _score(broker, unique("effects-topic"), tmp_path, "unflagged")
     assert s["passed"] is False
     assert [r.split(":", 1)[0] for r in s["reasons"]] == ["expected_effects"]
-    assert "lookup_booking" in s["reasons"][0]
+    assert "booking_details" in s["reasons"][0]

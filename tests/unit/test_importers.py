@@ -540,6 +540,27 @@ def test_import_tau_bench_cli_then_score_with_the_generated_policies(
     assert yaml.safe_load((out / "policies.yaml").read_text())["policies"][1]["tools"] == []
 
 
+def test_a_tau2_task_whose_reward_checks_only_what_was_said_grades_no_call() -> None:
+    """A `reward_basis` of COMMUNICATE alone makes the calls irrelevant to the reward: the policy lists no tools
+    (so calls nobody expected are not checked either) and grades the outputs alone; with DB in the basis the
+    same ground truth grades the calls."""
+    book = {"requestor": "assistant", "name": "book_reservation", "arguments": {"user_id": "u1"}}
+    tasks = [
+        _task("said", actions=[book], reward_basis=["COMMUNICATE"], communicate_info=["R1"]),
+        _task("db", actions=[book], reward_basis=["DB", "COMMUNICATE"], communicate_info=["R1"]),
+    ]
+    sims = [{**TAU2["simulations"][0], "id": t["id"], "task_id": t["id"]} for t in tasks]
+    out = import_results({**TAU2, "tasks": tasks, "simulations": sims}, "a", "v", "t2")
+    db, said = out.policies  # sorted by task
+    assert "tools" not in said and said["outputs"] == ["R1"]
+    assert db["tools"] == [{"name": "book_reservation", "arguments": {"user_id": "u1"}}]
+    scorer = ConversationScorer(Settings.model_validate({"policies": out.policies}), labels="ignore")
+    scores = {c.task: scorer.score(c) for c in (Conversation.model_validate(line) for line in out.lines)}
+    assert scores["said"].passed is True  # the cancellation nobody expected, the booking never made: unread
+    assert scores["db"].passed is False
+    assert any("book_reservation" in r for r in scores["db"].reasons)
+
+
 def test_import_cli_names_the_tau2_tasks_it_wrote_no_policy_for(tmp_path: Path) -> None:
     tasks = [
         _task("t-1", actions=[CANCEL]),

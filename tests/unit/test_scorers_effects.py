@@ -56,7 +56,13 @@ def policy_codes(policy: dict, c: Conversation) -> set[str]:
         ("transfer_to_human_agents", None, HANDOFF),
         ("transfer_to_human_agents", True, HANDOFF),
         ("book_reservation", None, EFFECT),
-        ("lookup_order", None, EFFECT),  # not a default pattern: the SDK flag or a policy says otherwise
+        ("lookup_order", None, READ_ONLY),
+        (
+            "lookupOrder",
+            None,
+            EFFECT,
+        ),  # camelCase: no default pattern; the SDK flag or a policy says otherwise
+        ("lookupOrder", True, READ_ONLY),
         ("lookup_order", True, READ_ONLY),
         ("get_refund", False, EFFECT),  # the flag wins over the name
         ("transfer_to_human_agents", False, EFFECT),
@@ -67,9 +73,9 @@ def test_tool_kinds(name: str, flag: bool | None, kind: str) -> None:
 
 
 def test_a_policy_adds_read_only_patterns() -> None:
-    more = KINDS.extended(["lookup_*"])
-    assert more.of_name("lookup_order") == READ_ONLY and KINDS.of_name("lookup_order") == EFFECT
-    assert KINDS.extended(["lookup_*"]) is more  # built once
+    more = KINDS.extended(["reprice_*"])
+    assert more.of_name("reprice_order") == READ_ONLY and KINDS.of_name("reprice_order") == EFFECT
+    assert KINDS.extended(["reprice_*"]) is more  # built once
 
 
 # --------------------------------------------------------------------------- effects (policies)

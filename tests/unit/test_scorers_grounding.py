@@ -211,3 +211,45 @@ def test_a_system_prompt_on_the_transcript_grounds_a_fee_in_an_answer() -> None:
     told = bare.model_copy(update={"system": "Policy: a change of flight costs $25."})
     s = score_conversation(told)
     assert s.evidence == [] and s.passed is True
+
+
+@pytest.mark.parametrize(
+    ("answer", "question", "expected"),
+    [
+        # a long number matches the same number written with separators, either way round (a real τ²-bench run)
+        ("Searching Mercedes under 50000.", "Mercedes under $50,000 please.", []),
+        ("Mercedes under $50,000.", "Mercedes under 50000 please.", []),
+        ("Mercedes under 50000.", "Mercedes under $5,000 please.", ["'50000'"]),
+        # an example of a format asserts nothing; what follows the example's clause still does
+        ("Please give me your order id (e.g. ORD-12345).", "Help me.", []),
+        ("Give me the course codes (ej. MAT201, IND105).", "Help me.", []),
+        ("For example, #48213 would do. Your order is ORD-555.", "Help me.", ["'ORD-555'"]),
+        ("Flights such as HAT123 leave at noon.", "Help me.", ["'HAT123'"]),  # "such as" lists real ones
+    ],
+)
+def test_separators_and_examples_in_identifiers(answer: str, question: str, expected: list[str]) -> None:
+    reasons = flagged(answer, {"status": "ok"}, question=question)
+    assert [r.split("'")[1] for r in reasons] == [e.strip("'") for e in expected], reasons
+
+
+@pytest.mark.parametrize(
+    ("name", "kind"),
+    [
+        ("check_stock", "read_only"),
+        ("trackOrder", "effect"),  # camelCase loses its separator: no verb prefix to read
+        ("track_order", "read_only"),
+        ("consultar_promociones", "read_only"),
+        ("verify_identity", "read_only"),
+        ("check_in_guest", "effect"),  # "!check_in*": checking a guest in books a room
+        ("functions.Check-Out", "effect"),
+        ("create_ticket", "effect"),
+    ],
+)
+def test_lookup_verbs_in_tool_names_and_the_exclusions(name: str, kind: str) -> None:
+    names = NameNormalizer(NameNormalization())
+    kinds = ToolKinds(names, READ_ONLY_TOOLS, HANDOFF_TOOLS)
+    assert kinds.of_name(names(name)) == kind
+    # a policy's own patterns extend the list and keep its exclusions
+    assert kinds.extended(["create_*"]).of_name(names(name)) == (
+        "read_only" if name == "create_ticket" else kind
+    )
