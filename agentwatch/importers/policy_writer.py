@@ -1,7 +1,9 @@
 """One task policy from a benchmark task's ground truth: what `agentwatch import tau-bench` writes per task.
 
 The ground-truth actions *with effects* are the expected calls (`order: any`); read-only actions and handoffs are
-left out. A string argument of four words or more is free text (`match: ignore`); with the benchmark's
+left out — unless the benchmark's reward requires every ground-truth call (`calls="every"`: each is then
+`required`, and a call nobody expected is free unless the reward also reads the final state) — and with
+`calls="none"` (a reward the calls do not decide) the policy lists no `tools` and grades no call. A string argument of four words or more is free text (`match: ignore`); with the benchmark's
 `compare_args`, every other argument is `ignore` too; a list of plain values is `unordered`; two list arguments
 `X` and `new_X` of equal length are replacements; the same write on two tools with the same arguments is one
 expectation with `alternatives`. (docs/importers.md, τ-bench and τ²-bench results.)
@@ -11,12 +13,15 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Any, Literal
 
 from agentwatch.config import ScoringConfig
 from agentwatch.scorers.names import NameNormalizer
 from agentwatch.scorers.tool_kinds import EFFECT, ToolKinds
 
+# Which ground-truth calls a benchmark's outcome requires: those with effects (it reads the final state), every
+# one (it checks each call was made), or none.
+Calls = Literal["effects", "every", "none"]
 FREE_TEXT_WORDS = 4  # a string argument with this many words or more is free text
 _WORD = re.compile(r"\S+")
 
@@ -59,20 +64,23 @@ class PolicyWriter:
         actions: list[dict[str, Any]],
         outputs: list[str],
         compare: dict[int, list[str]],
-        calls: bool = True,
+        calls: Calls = "effects",
+        final_state: bool = True,
     ) -> dict[str, Any]:
         """The policy of one task: `actions` as {name, arguments}; `compare[i]`: the only arguments of
-        action i that count (others ignored), when the benchmark says so; `calls` False when the outcome
-        does not depend on the calls (the policy then grades none)."""
+        action i that count (others ignored), when the benchmark says so; `calls`: which of them the outcome
+        requires (module docstring); `final_state` False when the outcome does not read the state the calls
+        leave (a call nobody expected is then free)."""
         tools: list[dict[str, Any]] = []
         by_arguments: dict[str, dict[str, Any]] = {}  # canonical arguments -> the tool expecting them
-        for i, action in enumerate(actions):
+        for i, action in enumerate(actions if calls != "none" else ()):
             name = str(action["name"])
-            if self._kinds.of_name(self._names(name)) != EFFECT:
+            lookup = self._kinds.of_name(self._names(name)) != EFFECT
+            if lookup and calls != "every":
                 continue
             arguments = dict(action.get("arguments") or {})
             key = json.dumps(arguments, sort_keys=True, default=str)
-            same = by_arguments.get(key) if arguments else None
+            same = by_arguments.get(key) if arguments and calls != "every" else None
             if same is not None and same["name"] != name:  # the same write on another tool: one of them
                 if name not in same.setdefault("alternatives", []):
                     same["alternatives"].append(name)
@@ -90,6 +98,8 @@ class PolicyWriter:
                 }
             )
             tool: dict[str, Any] = {"name": name, "arguments": arguments}
+            if lookup:
+                tool["required"] = True
             if match:
                 tool["match"] = dict(sorted(match.items()))
             if replacements:
@@ -97,8 +107,10 @@ class PolicyWriter:
             tools.append(tool)
             by_arguments.setdefault(key, tool)
         policy: dict[str, Any] = {"id": f"{self.prefix}-task-{task}", "agent": self.agent, "task": task}
-        if calls:
+        if calls != "none":
             policy.update(tools=tools, order="any")
+            if not final_state:
+                policy["extra_calls"] = "any"
         if outputs:
             policy["outputs"] = [str(o) for o in outputs]
         return policy

@@ -19,13 +19,15 @@ benchmark's reward checks — the effects and the outputs:
 - the ground-truth actions *with effects* are the expected calls (`order: any`: the final state does not
   record the order); read-only actions (lookups, `calculate`, `think`) and handoffs are left out, since an
   agent may find things its own way, and a task with no action with effects gets `tools: []` — no call with
-  effects allowed (the right answer is to refuse, or to answer from lookups);
+  effects allowed (the right answer is to refuse, or to answer from lookups). Where a τ²-bench reward requires
+  every ground-truth call (`ACTION`), lookups are expected too (`required`); where it reads neither the final
+  state nor the calls (`COMMUNICATE` alone), the policy lists no `tools` and grades no call;
 - a string argument of four words or more is free text (`match: ignore`), e.g. a summary; τ²-bench's
   `compare_args` marks every other argument `ignore`;
 - the required outputs (`outputs`, τ²-bench's `communicate_info`) must be stated by some answer.
 The reward itself is never read to build a policy. A τ²-bench task whose reward checks what such a policy cannot
-(`unchecked_basis`: assertions on the environment or judged by an LLM, every ground-truth call required, the
-user's own actions in the final state) gets no policy, and the import says why: its conversations are not
+(`unchecked_basis`: assertions on the environment or judged by an LLM, the user's own actions in the final
+state or among the calls required) gets no policy, and the import says why: its conversations are not
 graded, rather than graded on half of what decides them.
 """
 
@@ -37,7 +39,7 @@ from typing import Any
 
 from agentwatch.importers import transcript_line
 from agentwatch.importers.openai_chat import ERROR_PREFIXES, conversation_from_messages
-from agentwatch.importers.policy_writer import PolicyWriter
+from agentwatch.importers.policy_writer import Calls, PolicyWriter
 from agentwatch.importers.results_files import JsonLines, SavedRun, TauBenchFormatError
 from agentwatch.importers.text_actions import acts_in_text
 
@@ -111,7 +113,7 @@ def import_results(document: Any, agent: str, version: str, prefix: str) -> Impo
         elif task not in seen_tasks:
             try:
                 seen_tasks[task] = writer.policy(
-                    task, truth.actions, truth.outputs, truth.compare, calls=truth.calls_count
+                    task, truth.actions, truth.outputs, truth.compare, truth.calls, truth.final_state
                 )
             except _UNREADABLE as exc:
                 out.ungraded.setdefault(task, f"its ground truth could not be read ({_why(exc)})")
@@ -166,7 +168,8 @@ class _Truth:
     outputs: list[Any] = field(default_factory=list)
     compare: dict[int, list[str]] = field(default_factory=dict)
     ungraded: str | None = None
-    calls_count: bool = True  # False: the reward checks no call (τ²-bench COMMUNICATE alone), none is graded
+    calls: Calls = "effects"  # which calls the reward requires (`PolicyWriter.policy`)
+    final_state: bool = True  # whether the reward reads the state the calls leave
 
 
 def _read_truth(read: Callable[[dict[str, Any]], _Truth], source: dict[str, Any]) -> _Truth:
@@ -237,8 +240,8 @@ def unchecked_basis(criteria: dict[str, Any]) -> str | None:
             if criteria.get("nl_assertions"):
                 why.append("its reward includes assertions an LLM judges (NL_ASSERTION)")
         elif part == "ACTION":
-            if actions:
-                why.append("its reward requires every ground-truth call, lookups included (ACTION)")
+            if any(a.get("requestor", "assistant") != "assistant" for a in actions):
+                why.append("its reward requires the user's own calls too (ACTION), which are not the agent's")
         else:
             why.append(f"its reward basis names {part[:40]!r}, which this importer does not know")
     return "; ".join(why) or None
@@ -292,12 +295,14 @@ def _tau2_truth(task: dict[str, Any]) -> _Truth:
         if action.get("compare_args") is not None:
             compare[len(actions)] = list(action["compare_args"])
         actions.append({"name": action.get("name"), "arguments": action.get("arguments") or {}})
-    basis = raw_criteria.get("reward_basis") or DEFAULT_BASIS
+    basis = [str(part) for part in raw_criteria.get("reward_basis") or DEFAULT_BASIS]
+    calls: Calls = "every" if "ACTION" in basis else "effects" if "DB" in basis else "none"
     return _Truth(
         actions,
         list(raw_criteria.get("communicate_info") or []),
         compare,
-        calls_count=any(part in ("DB", "ACTION") for part in basis),
+        calls=calls,
+        final_state="DB" in basis,
     )
 
 

@@ -256,9 +256,10 @@ TOGGLE = {"requestor": "user", "name": "toggle_roaming", "arguments": {}}
 
 
 def test_a_tau2_task_whose_reward_a_policy_cannot_check_gets_none_and_the_import_says_why() -> None:
-    """τ²-bench's reward is the product of the parts `reward_basis` names: a policy of effects and outputs
-    checks the final database (when only the agent acts) and the outputs; environment assertions, assertions an
-    LLM judges, every ground-truth call (ACTION) and the user's own actions it cannot see. Parts with nothing to
+    """τ²-bench's reward is the product of the parts `reward_basis` names: a policy of calls and outputs
+    checks the final database (when only the agent acts), every ground-truth call (ACTION, when only the agent
+    acts) and the outputs; environment assertions, assertions an LLM judges and the user's own actions it
+    cannot see. Parts with nothing to
     check (empty lists) count as checked."""
     tasks = [
         _task("default", actions=[CANCEL], communicate_info=["R1"]),
@@ -273,6 +274,7 @@ def test_a_tau2_task_whose_reward_a_policy_cannot_check_gets_none_and_the_import
         ),
         _task("user-acts", actions=[LOOKUP, TOGGLE], reward_basis=["DB"]),
         _task("action", actions=[LOOKUP, CANCEL], reward_basis=["ACTION"]),
+        _task("action-user", actions=[LOOKUP, TOGGLE], reward_basis=["ACTION"]),
         _task("action-none", actions=[], reward_basis=["ACTION"]),
         _task("odd", actions=[CANCEL], reward_basis=["DB", "VIBES"]),
         {"id": "no-criteria", "evaluation_criteria": None},
@@ -283,19 +285,25 @@ def test_a_tau2_task_whose_reward_a_policy_cannot_check_gets_none_and_the_import
     sims.append({**simulation, "id": "s-missing", "task_id": "missing"})
     out = import_results({**TAU2, "tasks": tasks, "simulations": sims}, "a", "v", "t2")
     assert len(out.lines) == len(sims) and out.errors == []
-    assert [p["task"] for p in out.policies] == ["action-none", "db-only", "default", "empty-asserts"]
+    assert [p["task"] for p in out.policies] == [
+        "action",
+        "action-none",
+        "db-only",
+        "default",
+        "empty-asserts",
+    ]
     assert set(out.ungraded) == {
         "nl",
         "env",
         "user-acts",
-        "action",
+        "action-user",
         "odd",
         "missing",
         "no-criteria",
         "odd-criteria",
     }
     assert "NL_ASSERTION" in out.ungraded["nl"] and "ENV_ASSERTION" in out.ungraded["env"]
-    assert "user's own actions" in out.ungraded["user-acts"] and "ACTION" in out.ungraded["action"]
+    assert "user's own actions" in out.ungraded["user-acts"] and "ACTION" in out.ungraded["action-user"]
     assert "'VIBES'" in out.ungraded["odd"] and "not in the file" in out.ungraded["missing"]
     assert "no evaluation criteria" in out.ungraded["no-criteria"]
     # scored with the policies, a conversation of a task without one is not graded, never passed
@@ -559,6 +567,37 @@ def test_a_tau2_task_whose_reward_checks_only_what_was_said_grades_no_call() -> 
     assert scores["said"].passed is True  # the cancellation nobody expected, the booking never made: unread
     assert scores["db"].passed is False
     assert any("book_reservation" in r for r in scores["db"].reasons)
+
+
+def test_a_tau2_task_rewarded_on_every_call_requires_its_lookups_too() -> None:
+    """ACTION in `reward_basis`: each ground-truth call must have been made, lookups included (`required`);
+    without DB beside it, a call nobody expected changes nothing of the reward (`extra_calls: any`)."""
+    tasks = [
+        _task("action", actions=[LOOKUP, CANCEL], reward_basis=["ACTION"]),
+        _task("action-db", actions=[LOOKUP, CANCEL], reward_basis=["ACTION", "DB"]),
+        _task("missed", actions=[{**LOOKUP, "arguments": {"user_id": "u9"}}], reward_basis=["ACTION"]),
+    ]
+    simulation = TAU2["simulations"][0]
+    looked_up = [
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "g", **LOOKUP}]},
+        {"role": "tool", "id": "g", "content": '{"user_id": "u1"}'},
+    ]
+    messages = [*simulation["messages"][:3], *looked_up, *simulation["messages"][3:]]
+    sims = [{**simulation, "id": t["id"], "task_id": t["id"], "messages": messages} for t in tasks]
+    out = import_results({**TAU2, "tasks": tasks, "simulations": sims}, "a", "v", "t2")
+    action, action_db, missed = out.policies
+    assert action["tools"] == [
+        {"name": "get_user_details", "arguments": {"user_id": "u1"}, "required": True},
+        {"name": "cancel_reservation", "arguments": {"reservation_id": "R1"}},
+    ]
+    assert action["extra_calls"] == "any" and "extra_calls" not in action_db
+    assert action_db["tools"] == action["tools"]
+    scorer = ConversationScorer(Settings.model_validate({"policies": out.policies}), labels="ignore")
+    scores = {c.task: scorer.score(c) for c in (Conversation.model_validate(line) for line in out.lines)}
+    # the simulation looked u1 up and cancelled R1: every ground-truth call made; a lookup of u9 never was
+    assert scores["action"].passed is True and scores["action-db"].passed is True
+    assert scores["missed"].passed is False
+    assert any("get_user_details" in r for r in scores["missed"].reasons)
 
 
 def test_import_cli_names_the_tau2_tasks_it_wrote_no_policy_for(tmp_path: Path) -> None:
