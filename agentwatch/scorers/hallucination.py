@@ -25,7 +25,7 @@ from agentwatch.scorers.text import AnswerText, numbers_in, parse_number
 from agentwatch.wire.schema import ToolCall
 
 _EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
-_WORD_PUNCT = "\"'()[]{}<>.,;:!?"
+_WORD_PUNCT = "\"'()[]{}<>.,;:!?*`~"  # "*" and "`": markdown's bold and code around an id or an amount
 # An id such as ORD-1234, INV_2024_001 or #48213, or a number of five or more digits
 _ID_OR_LONG_NUMBER = re.compile(r"[A-Z]{2,}[-_#]?\d{3,}(?:[-_][A-Z0-9]+)*|#\d{3,}|\d{5,}")
 _CURRENCY = frozenset("$€£")
@@ -38,7 +38,7 @@ _CURRENCY_WORDS = ("usd", "eur", "gbp", "dollar", "euro", "pound")  # what _UNIT
 # nothing. The markers of the languages agents are seen answering in; "such as" is not one (it lists real items).
 _EXAMPLE = re.compile(
     r"(?:\be\.\s?g\.|\b(?:for example|for instance|por ejemplo|p\.\s?ej\.|ej\.|par exemple|z\.\s?b\.|zum beispiel"
-    r"|ad esempio|por exemplo))[^.!?;\n)]*",
+    r"|ad esempio|por exemplo)|\blike\s+(?=[\"'‘“`]))[^.!?;\n)]*",
     re.IGNORECASE,
 )
 # Numbers in the evidence: a plain scan (JSON numbers, numbers in texts, digits inside ids all count as seen).
@@ -77,6 +77,14 @@ _CLAIM = re.compile(
     rf"|\b(?:was|were)\s+successfully\s+({_VERBS})\b",
     re.IGNORECASE,
 )
+
+
+# Words before a claim verb in its clause that make it no claim: negations, conditions, modals of what may be.
+_NOT_ASSERTED = re.compile(
+    r"\b(?:not|no|none|never|nothing|neither|nor|cannot|if|whether|unless|until|once|might|may|could|would"
+    r"|should|must)\b|n't|n’t"
+)
+_CLAUSE_MARKS = (".", "!", "?", ";", ",", "\n")
 
 
 class Evidence:
@@ -128,7 +136,8 @@ class Evidence:
         results = self.derived.results
         for value in results[len(self._results) :]:
             self._results.append((value if isinstance(value, str) else repr(value)).casefold())
-        return any(_word_in(text, word) for text in self._results)
+        stems = _stems(word)
+        return any(_word_in(text, form) for text in self._results for form in stems)
 
     def _read(self) -> str | None:
         """Case-folded text of the next unread value (JSON values as their Python repr); None once all are read."""
@@ -181,10 +190,29 @@ def claimed_actions(answer: str, folded: str | None = None) -> list[str]:
         return []
     out: list[str] = []
     for m in _CLAIM.finditer(answer):
+        if m.group(2) and "already" in m.group(0).casefold():
+            continue  # "has already been cancelled": a state found, not an action taken
+        clause = answer[_clause_start(answer, m.start()) : m.start()].casefold()
+        if _NOT_ASSERTED.search(clause):
+            continue  # "none of them has been cancelled", "if it was booked", "it must have been booked"
         verb = (m.group(1) or m.group(2) or m.group(3)).lower()
         if verb not in out:
             out.append(verb)
     return out
+
+
+def _clause_start(text: str, end: int) -> int:
+    """Where the clause holding position `end` starts (after the last ".", "!", "?", ";", "," or line break)."""
+    return max(text.rfind(mark, 0, end) for mark in _CLAUSE_MARKS) + 1
+
+
+def _stems(verb: str) -> tuple[str, ...]:
+    """The verb and the words a result states it with: "refunded" → "refund" (a refund in the payment history),
+    "exchanged" → "exchange", "cancelled" → "cancel"."""
+    if not verb.endswith("ed"):
+        return (verb,)
+    base = verb[:-2]
+    return (verb, verb[:-1], base[:-1] if base.endswith("ll") else base)
 
 
 def _mentions_action(folded: str) -> bool:
@@ -267,6 +295,22 @@ def _identifiers(text: AnswerText) -> list[tuple[str, str, float | None]]:
     return found
 
 
+def _sums_what_follows(value: float, found: list[tuple[str, str, float | None]], known: list[float]) -> bool:
+    """Whether `value` is the sum of the two or more grounded amounts that follow it in the answer (a total
+    stated before its breakdown: "$1,093.34 (Keyboard: $235.13, Headphones: $346.97, Chair: $511.24)")."""
+    total, count = 0.0, 0
+    for kind, _, amount in found:
+        if kind != "amount":
+            continue
+        if amount is None or not any(abs(amount - k) <= 0.005 for k in known):
+            return False
+        total += amount
+        count += 1
+        if count >= 2 and abs(total - value) <= 0.005:
+            return True
+    return False
+
+
 def unsupported_identifiers(
     answer: str | AnswerText, evidence: Evidence, reference: str | None = None
 ) -> list[str]:
@@ -277,7 +321,8 @@ def unsupported_identifiers(
     text_of = answer if isinstance(answer, AnswerText) else AnswerText(answer)
     derived = evidence.derived
     derived.begin(text_of)
-    for kind, text, value in _identifiers(text_of):
+    found = _identifiers(text_of)
+    for i, (kind, text, value) in enumerate(found):
         if kind == "amount":
             if value is None:
                 continue
@@ -287,12 +332,22 @@ def unsupported_identifiers(
                 if known is None:
                     known = evidence.numbers() + ([v for v, _ in numbers_in(reference)] if reference else [])
                 grounded = any(abs(value - k) <= 0.005 for k in known)
-            if grounded or derived.explains(value, known if known is not None else evidence.numbers()):
+            if (
+                grounded
+                or derived.explains(value, known if known is not None else evidence.numbers())
+                or _sums_what_follows(
+                    value, found[i + 1 :], known if known is not None else evidence.numbers()
+                )
+            ):
                 derived.take(value)
                 continue
         else:
             token = text.casefold()
             if token in ref or evidence.has_text(token):
+                continue
+            if token[0] == "#" and evidence.has_text(
+                token[1:]
+            ):  # "item #1421289881" of an item_id 1421289881
                 continue
             if token.isdecimal():  # a long number, grounded where it was written with separators ("50,000")
                 if known is None:
