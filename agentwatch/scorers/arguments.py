@@ -1,6 +1,8 @@
 """Argument matching, per argument: how an expected argument value is compared with the one the agent passed.
 
 Modes (an expectation's or a policy tool's `match: {argument: mode}`):
+- an object or a list passed as its JSON or Python-literal text (`"['1', '2']"`, as some agents and loggers pass
+  them) is read as that object or list, in every mode but `exact`;
 - default (no mode): objects compare as subsets (every expected key present and matching, extra keys such as a
   descriptive `origin` inside a flight allowed), lists element by element in order, values equal — numbers by
   value (1 == 1.0), a number and its text equal ("4100" == 4100), booleans not numbers;
@@ -24,6 +26,7 @@ from typing import Any
 from agentwatch.scorers.arithmetic import number_value
 from agentwatch.scorers.matching import match_pairs
 from agentwatch.scorers.text import is_number, parse_number
+from agentwatch.wire.values import read_structured
 
 DEFAULT_TOLERANCE = 1e-6  # relative, for `numeric` (scoring.numeric_tolerance)
 _MAX_PAIRED = 200  # longer unordered lists compare as multisets of exact values (no pairing search)
@@ -84,6 +87,8 @@ def values_match(
     expected: Any, used: Any, mode: str | None = None, tolerance: float = DEFAULT_TOLERANCE, depth: int = 0
 ) -> bool:
     """Whether `used` matches `expected` under `mode` (None: the default rules; see the module docstring)."""
+    if type(used) is str and isinstance(expected, (dict, list, tuple)) and mode != "exact":
+        used = read_structured(used)[0]  # a list passed as its JSON or Python text: what the tool received
     if mode is None:
         if type(expected) is str:  # the common case first
             return expected == used if type(used) is str else scalars_equal(expected, used)

@@ -162,3 +162,20 @@ def test_argument_agreement_leaves_ignored_arguments_out() -> None:
     # without the mode: one of two arguments agrees → 1/2 (keys in either: id, summary)
     assert argument_agreement(expected, {"id": "R1", "summary": "refund please"}) == Fraction(1, 2)
     assert argument_agreement(None, {"x": 1}) == 1.0 and argument_agreement({}, {}) == 1.0
+
+
+@pytest.mark.parametrize(
+    ("expected", "used", "mode", "same"),
+    [
+        # a list or an object passed as its text, as a real τ-bench agent passed item_ids: what the tool received
+        (["5996159312"], "['5996159312']", None, True),
+        (["1", "2"], '["2", "1"]', "unordered", True),
+        (["1", "2"], "['1', '3']", "unordered", False),
+        ({"id": "R1"}, '{"id": "R1", "extra": 1}', None, True),
+        (["1"], "['1']", "exact", False),  # exact is JSON equality: text is not a list
+        (["1"], "1", None, False),  # text that is no list stays text
+        ("['1']", ["1"], None, False),  # text expected: a list is not it
+    ],
+)
+def test_a_structure_passed_as_its_text(expected: object, used: object, mode: str | None, same: bool) -> None:
+    assert values_match(expected, used, mode) is same
