@@ -28,6 +28,7 @@ from agentwatch.scorers.matching import match_pairs
 from agentwatch.scorers.names import NameNormalizer
 from agentwatch.scorers.tool_kinds import EFFECT, ToolKinds
 from agentwatch.wire.schema import ArgumentDifference, Conversation, ToolCall
+from agentwatch.wire.values import read_structured
 
 
 @dataclass(slots=True)
@@ -212,12 +213,17 @@ def replacement_pairs(args: Any, source: str, target: str) -> list[tuple[str, st
     the ones that replace an element by itself left out; None when they are not two lists of equal length."""
     if not isinstance(args, dict):
         return None
-    a, b = args.get(source), args.get(target)
+    a, b = _as_list(args.get(source)), _as_list(args.get(target))
     if not isinstance(a, list) or not isinstance(b, list) or len(a) != len(b):
         return None
     return sorted(
         (_canonical(x), _canonical(y)) for x, y in zip(a, b, strict=True) if _canonical(x) != _canonical(y)
     )
+
+
+def _as_list(value: Any) -> Any:
+    """A list passed as its JSON or Python text read as the list (`arguments.values_match` does the same)."""
+    return read_structured(value)[0] if isinstance(value, str) else value
 
 
 def same_replacements(expected: Any, used: Any, source: str, target: str) -> bool:
@@ -233,7 +239,9 @@ def changes_nothing(call: ToolCall) -> bool:
     if not isinstance(args, dict):
         return False
     news = [k for k in args if k.startswith("new_") and k[4:] in args]
-    return bool(news) and all(_canonical(args[k]) == _canonical(args[k[4:]]) for k in news)
+    return bool(news) and all(
+        _canonical(_as_list(args[k])) == _canonical(_as_list(args[k[4:]])) for k in news
+    )
 
 
 def _canonical(value: Any) -> str:

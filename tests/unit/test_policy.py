@@ -210,9 +210,11 @@ MODIFY = {
         (["a", "b"], ["b2", "a2"], False),  # a -> b2: another replacement
         (["a"], ["a2"], False),  # one missing
         (["a", "b", "c"], ["a2", "b2", "c2"], False),  # one more
+        ("['b', 'a']", '["b2", "a2"]', True),  # the lists passed as their text (a real τ-bench agent did)
+        ("['a', 'b']", "['b2', 'a2']", False),
     ],
 )
-def test_replacements_compare_as_pairs_in_any_order(items: list[str], new_items: list[str], ok: bool) -> None:
+def test_replacements_compare_as_pairs_in_any_order(items: object, new_items: object, ok: bool) -> None:
     made = _write(
         "modify_pending_order_items", order_id="#W9", item_ids=items, new_item_ids=new_items, pay="card_1"
     )
