@@ -8,7 +8,8 @@ amount), so an amount is *derived* when it is, within half a cent:
   arguments and results, the instructions) and the amounts the agent already stated that were grounded or
   derived — or of one of them and a small whole number (1–12: passengers, bags, nights) written in the answer;
 - a grounded number rounded (to whole units or tenths, up or down);
-- the sum of a run of two or more amounts stated just before it in the same answer (a total under its items);
+- the sum of a run of two or more amounts stated just before it in the same answer (a total under its items; a
+  subtotal stands for the items it summed, so a grand total of subtotals is one too);
 - the result of an arithmetic expression the answer writes out (`(126 + 139) * 3 = $795`) whose numbers are all
   grounded or small counts;
 - the total of one field over the items of a list in a tool result (`price` summed over `flights`).
@@ -44,19 +45,19 @@ _EXPRESSION_NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
 class Derivations:
     """The amounts stated so far in one conversation, answer by answer (`begin` at each answer)."""
 
-    __slots__ = ("_answer", "_answer_start", "_read", "_totals", "results", "stated")
+    __slots__ = ("_answer", "_read", "_run", "_totals", "results", "stated")
 
     def __init__(self) -> None:
         self.stated: list[float] = []  # grounded or derived amounts the agent stated, in order
         self.results: list[Any] = []  # successful tool results so far, for their list totals
         self._answer: AnswerText | None = None
-        self._answer_start = 0
+        self._run: list[float] = []  # the current answer's amounts, each subtotal in place of its items
         self._totals: list[float] = []
         self._read = 0  # results whose list totals are in _totals
 
     def begin(self, answer: AnswerText) -> None:
         """Start reading a new answer: its small whole numbers become operands for its amounts."""
-        self._answer_start = len(self.stated)
+        self._run = []
         self._answer = answer
 
     def _counts(self) -> list[float]:
@@ -66,8 +67,13 @@ class Derivations:
         return sorted({v for v, decimals in self._answer.numbers() if decimals == 0 and v in SMALL_COUNTS})
 
     def take(self, value: float) -> None:
-        """Record an amount of the current answer that was grounded or derived."""
+        """Record an amount of the current answer that was grounded or derived (a sum of the amounts just before
+        it takes their place in the answer's run)."""
         self.stated.append(value)
+        summed = self._summed_run(value)
+        if summed:
+            del self._run[-summed:]
+        self._run.append(value)
 
     def explains(self, value: float, grounded: Sequence[float]) -> bool:
         """Whether `value` is derived (see the module docstring); `grounded`: the numbers of the evidence."""
@@ -88,14 +94,17 @@ class Derivations:
         return self._totals
 
     def _sums_a_run(self, value: float) -> bool:
-        """Whether `value` is the sum of the last two or more amounts stated in this answer."""
-        this_answer = self.stated[self._answer_start :]
+        """Whether `value` is the sum of the last two or more amounts of this answer's run."""
+        return self._summed_run(value) > 0
+
+    def _summed_run(self, value: float) -> int:
+        """How many of the last amounts of this answer's run (two or more) sum to `value`; 0 when none do."""
         total = 0.0
-        for k, amount in enumerate(reversed(this_answer), start=1):
+        for k, amount in enumerate(reversed(self._run), start=1):
             total += amount
             if k >= 2 and abs(total - value) <= _CENT:
-                return True
-        return False
+                return k
+        return 0
 
     def _written_out(self, value: float, operands: np.ndarray) -> bool:
         """Whether the answer writes `value` as the result of an expression of grounded numbers."""

@@ -34,11 +34,14 @@ _UNIT_AMOUNT = re.compile(
     r"(?<![\w.])(\d[\d,]*(?:\.\d+)?)\s?(?:USD|EUR|GBP|dollars|euros|pounds)\b", re.IGNORECASE
 )
 _CURRENCY_WORDS = ("usd", "eur", "gbp", "dollar", "euro", "pound")  # what _UNIT_AMOUNT needs, case-folded
-# An example given as one ("e.g. ORD-1234", "(por ejemplo MAT201)"), to the end of its clause: it asserts
-# nothing. The markers of the languages agents are seen answering in; "such as" is not one (it lists real items).
+# An example given as one ("e.g. ORD-1234", "(por ejemplo MAT201)", "(like 1008292230)"), to the end of its
+# clause: it asserts nothing. The markers of the languages agents are seen answering in; "such as" is not one (it
+# lists real items).
 _EXAMPLE = re.compile(
     r"(?:\be\.\s?g\.|\b(?:for example|for instance|por ejemplo|p\.\s?ej\.|ej\.|par exemple|z\.\s?b\.|zum beispiel"
-    r"|ad esempio|por exemplo)|\blike\s+(?=[\"'‘“`]))[^.!?;\n)]*",
+    r"|ad esempio|por exemplo)|\blike\s+(?=[\"'‘“`])|\(\s*like\s)[^.!?;\n)]*"
+    # an amount marked as approximate ("~$2,460", "about $18"): an estimate, not a figure read from a result
+    r"|(?:[~≈]|\b(?:about|approximately|approx\.|around|roughly|nearly|almost|circa)\s+)\$?\d[\d,]*(?:\.\d+)?",
     re.IGNORECASE,
 )
 # Numbers in the evidence: a plain scan (JSON numbers, numbers in texts, digits inside ids all count as seen).

@@ -253,3 +253,53 @@ def test_lookup_verbs_in_tool_names_and_the_exclusions(name: str, kind: str) -> 
     assert kinds.extended(["create_*"]).of_name(names(name)) == (
         "read_only" if name == "create_ticket" else kind
     )
+
+
+@pytest.mark.parametrize(
+    ("answer", "results", "expected"),
+    [
+        # what real grok-4, gpt-5 and gpt-4o answers wrote (published τ-bench and τ²-bench runs of other teams)
+        ("Mechanical Keyboard item #1421289881 ($268.77).", [{"item_id": "1421289881", "price": 268.77}], []),
+        ("**$1,093.34** (Keyboard: $235.13, Chair: $858.21).", [{"prices": [235.13, 858.21]}], []),
+        ("Order total: **$500.00**.", [{"p": 1}], ["500.00"]),  # bold is read, not skipped
+        ("Give me the item id (like 1008292230).", [{"p": 1}], []),
+        ("Full refunds (~$2,460 total).", [{"p": 1}], []),
+        ("Full refunds ($2,460 total).", [{"p": 1}], ["2,460"]),
+        (
+            "Skateboard $200.80. Hose $96.35 and Backpack $193.38: subtotal $289.73. Total refund: $490.53.",
+            [{"p": [200.80, 96.35, 193.38]}],
+            [],
+        ),
+        ("Hose $96.35, Backpack $193.38. Total refund: $490.53.", [{"p": [96.35, 193.38]}], ["490.53"]),
+    ],
+)
+def test_ids_and_amounts_as_other_agents_write_them(
+    answer: str, results: list[object], expected: list[str]
+) -> None:
+    reasons = flagged(answer, *results)
+    assert [r.split("'")[1] for r in reasons] == expected, reasons
+
+
+@pytest.mark.parametrize(
+    ("answer", "claim"),
+    [
+        ("None of the flights have been cancelled by the airline.", False),
+        ("Neither flight has been cancelled.", False),
+        ("It must have been booked within the last 24 hours.", False),
+        ("Could the flight have been booked under another user id, perhaps?", False),
+        ("If the order has been cancelled, the refund follows.", False),
+        ("Both orders have already been cancelled.", False),  # a state found, not an action taken
+        ("Your order has been cancelled.", True),
+        ("I have already cancelled your order.", True),  # the agent says it acted
+        ("No problem, I have cancelled your order.", True),  # the negation is another clause
+    ],
+)
+def test_what_a_claim_verb_asserts(answer: str, claim: bool) -> None:
+    assert bool(flagged(answer, {"status": "pending"})) is claim
+
+
+def test_a_verb_a_result_states_by_its_stem_is_read_back() -> None:
+    """A refund in the payment history: "has been refunded" describes it (a real retail answer)."""
+    refund = {"payment_history": [{"transaction_type": "refund", "amount": 758.25}]}
+    assert flagged("The total of $758.25 has been refunded to your PayPal.", refund) == []
+    assert flagged("The total of $758.25 has been exchanged.", refund) != []
