@@ -49,8 +49,9 @@ class OutcomeCredits(Section):
 
 
 # Detectors that fail a conversation by default: each measured at a false-fail rate of 1% or less on the real
-# successes of every run in `benchmarks/validity.py` (docs/scoring.md, Precision first).
-FAILING_DETECTORS = ("error", "no_answer", "loop", "hallucination")
+# successes of every run in `benchmarks/validity.py` and of other teams' runs (docs/scoring.md, Precision first);
+# hallucination is not one (1.5% on other teams' real successes).
+FAILING_DETECTORS = ("error", "no_answer", "loop")
 # The simulated users of τ-bench and τ²-bench end a conversation with these tokens in their last message
 # (`###STOP###`, sometimes cut to `###STOP`; `###TRANSFER###`, `###OUT-OF-SCOPE###`).
 END_MARKERS = {"###STOP": "stop", "###TRANSFER": "transfer", "###OUT-OF-SCOPE": "out_of_scope"}
@@ -107,10 +108,10 @@ class ScoringConfig(Section):
     )
     failing_evidence: Detectors = Field(
         default_factory=lambda: list(FAILING_DETECTORS),
-        description="detectors whose finding fails a graded conversation (error, no_answer, loop, "
+        description="detectors whose finding fails a graded conversation (of error, no_answer, loop, "
         "hallucination); the others' findings are evidence: shown, counted and exported, never a verdict. "
         "The default holds the detectors whose false-fail rate on real successes is measured at 1% or less "
-        "(docs/scoring.md, Precision first)",
+        "(error, no_answer, loop; docs/scoring.md, Precision first)",
     )
     end_markers: dict[str, str] = Field(
         default_factory=lambda: dict(END_MARKERS),

@@ -58,6 +58,14 @@ def conversation(kind: str, i: int, category: str = "core", version: str = "2") 
     }
 
 
+def failing_hallucinations(folder: Path) -> Path:
+    """A configuration in which a hallucination fails a graded conversation (by default it is evidence only),
+    so that the `hallucinated` kind is that outcome."""
+    path = folder / "hallucination-fails.yaml"
+    path.write_text("scoring:\n  failing_evidence: [error, no_answer, loop, hallucination]\n")
+    return path
+
+
 def write(path: Path, convs: list[dict], malformed_at: int | None = None, gz: bool = False) -> Path:
     lines = [json.dumps(c) for c in convs]
     if malformed_at is not None:

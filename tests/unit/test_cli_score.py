@@ -13,7 +13,7 @@ import pytest
 from scipy import stats as sps
 
 from agentwatch.wire.schema import ConversationScore
-from tests.support.score_cli import KINDS, conversation, run, write
+from tests.support.score_cli import KINDS, conversation, failing_hallucinations, run, write
 
 
 @pytest.fixture()
@@ -23,7 +23,10 @@ def mixed_file(tmp_path: Path) -> Path:
 
 def test_mixed_file_report_field_by_field(mixed_file: Path, tmp_path: Path) -> None:
     details = tmp_path / "scores.jsonl"
-    code, out, err = run(mixed_file, "--format", "json", "--details", details, "--k", "1,3")
+    strict = failing_hallucinations(tmp_path)
+    code, out, err = run(
+        mixed_file, "--format", "json", "--details", details, "--k", "1,3", "--config", strict
+    )
     assert code == 1  # the gate fails on this mix
     assert f"{mixed_file}:7: invalid JSON" in err and "1 malformed line(s) skipped" in err
     scores = [ConversationScore.model_validate_json(line) for line in details.read_text().splitlines()]

@@ -13,7 +13,7 @@ import pytest
 
 from agentwatch.metrics_http import MetricsServer, where
 from tests.support.fake_openai import FakeOpenAI, verdict_reply
-from tests.support.score_cli import KINDS, conversation, run, write
+from tests.support.score_cli import KINDS, conversation, failing_hallucinations, run, write
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -142,7 +142,7 @@ def test_text_report_wording(tmp_path: Path) -> None:
     assert "no_grader" not in modes and "(1 conversations)" not in text
     assert "NOT GRADED (2 conversations; coverage, not failures): no_grader 2" in text
     single = write(tmp_path / "one.jsonl", [conversation("hallucinated", 1), conversation("good", 2)])
-    _, text, _ = run(single, "--no-gate")
+    _, text, _ = run(single, "--no-gate", "--config", failing_hallucinations(tmp_path))
     assert "1. answer (1 conversation)\n" in text and "  2. hallucination (1 conversation)\n" in text
     # under each mode, its first conversation and what failed there
     assert "     e.g. hallucinated-1: hallucination: turn 0:" in text

@@ -23,6 +23,23 @@ def codes(score) -> set[str]:
     return {r.split(":", 1)[0] for r in score.reasons}
 
 
+def evidence_codes(score) -> set[str]:
+    """The kinds of the findings that failed nothing (`evidence: loop: …`)."""
+    return {r.split(":", 2)[1].strip() for r in score.reasons if r.startswith("evidence:")}
+
+
+# A hallucination is evidence by default (its false-fail rate on other teams' real successes is over 1%); a
+# deployment may make it fail conversations, as these tests of the detector's verdicts do.
+FAILING_HALLUCINATIONS = ConversationScorer(
+    Settings(scoring=ScoringConfig(failing_evidence=["error", "no_answer", "loop", "hallucination"]))
+)
+
+
+def strict(conv: Conversation):
+    """The score with hallucinations failing."""
+    return FAILING_HALLUCINATIONS.score(conv)
+
+
 ORDER_TURN = {
     "input": "Where is order ORD-1234?",
     "answer": "Order ORD-1234 has shipped; the total was $42.50.",
@@ -71,16 +88,24 @@ def test_identifier_hallucination(answer, hallucinated):
             }
         ],
     }
-    s = score_conversation(make(turn))
+    s = strict(make(turn))
     assert ("hallucination" in codes(s)) is hallucinated
     assert ("hallucination" in s.evidence) is hallucinated
     # nothing grades it: evidence is reported, but it never makes the conversation graded
     assert s.outcome is Outcome.UNSCORED and s.passed is None and s.graded_by == []
-    graded = score_conversation(make(dict(turn, expected={"tools": [{"name": "get_order"}]})))
+    graded = make(dict(turn, expected={"tools": [{"name": "get_order"}]}))
+    failing = strict(graded)
     if hallucinated:
-        assert graded.outcome is Outcome.HALLUCINATED and graded.passed is False and graded.asr_credit == 0.0
+        assert (
+            failing.outcome is Outcome.HALLUCINATED and failing.passed is False and failing.asr_credit == 0.0
+        )
     else:
-        assert graded.outcome is not Outcome.HALLUCINATED and graded.passed is not None
+        assert failing.outcome is not Outcome.HALLUCINATED and failing.passed is not None
+    # by default the finding is evidence: reported, never a verdict
+    default = score_conversation(graded)
+    assert ("hallucination" in default.evidence) is hallucinated
+    assert ("hallucination" in evidence_codes(default)) is hallucinated
+    assert "hallucination" not in codes(default) and default.outcome is not Outcome.HALLUCINATED
 
 
 def test_identifier_from_reference_is_not_hallucinated():
@@ -110,7 +135,7 @@ def test_identifier_check_skipped_when_results_not_captured():
     ],
 )
 def test_claimed_action_needs_successful_tool_call(answer, tools, hallucinated):
-    s = score_conversation(make({"input": "please", "answer": answer, "tool_calls": tools}))
+    s = strict(make({"input": "please", "answer": answer, "tool_calls": tools}))
     assert ("hallucination" in codes(s)) is hallucinated, s.reasons
 
 
@@ -484,11 +509,13 @@ def test_properties(turns, budget):
         if t.tool is not None:
             for v in (t.tool.selection, t.tool.parameters, t.tool.sequence, t.tool.overall):
                 assert 0.0 <= v <= 1.0
-        if s.passed is not None:
-            assert (t.passed is False) == bool(t.reasons)
+        if (
+            s.passed is not None
+        ):  # a turn fails for what it names, evidence aside (findings that fail nothing)
+            assert (t.passed is False) == any(not r.startswith("evidence:") for r in t.reasons)
         else:
             assert t.passed is None
-    assert set(s.evidence) <= codes(s)
+    assert set(s.evidence) <= codes(s) | evidence_codes(s)
     assert not any(r.startswith("scorer_error") for r in s.reasons)
 
 
@@ -512,9 +539,15 @@ def test_hallucination_checks_can_be_turned_off():
         "answer": "I have cancelled ORD-9999.",
         "expected": {"reference_answer": "cancelled"},
     }
-    on = score_conversation(make(turn))
+    on = strict(make(turn))
     assert on.outcome is Outcome.HALLUCINATED
-    off = ConversationScorer(Settings(scoring=ScoringConfig(hallucination_checks=False))).score(make(turn))
+    off = ConversationScorer(
+        Settings(
+            scoring=ScoringConfig(
+                hallucination_checks=False, failing_evidence=["error", "no_answer", "loop", "hallucination"]
+            )
+        )
+    ).score(make(turn))
     assert off.outcome is Outcome.COMPLETE and off.passed is True
 
 
@@ -536,7 +569,7 @@ def test_amount_must_match_a_whole_number(result, hallucinated):
         "answer": "The total is $16.25.",
         "tool_calls": [{"name": "get", "result": result}],
     }
-    assert ("hallucination" in codes(score_conversation(make(turn)))) is hallucinated
+    assert ("hallucination" in codes(strict(make(turn)))) is hallucinated
 
 
 @pytest.mark.parametrize(
