@@ -34,7 +34,7 @@ class NameNormalization(Section):
     """How tool names are normalised before comparison (Galtea-style binary match and all dimensions)."""
 
     case_insensitive: bool = True
-    unify_separators: bool = True  # '-', ' ', '.' and '_' compare equal
+    unify_separators: bool = True  # '-', ' ', '.', '_' and camelCase word boundaries compare equal
     strip_prefixes: list[str] = Field(default_factory=lambda: ["functions.", "tools.", "tool."])
 
 

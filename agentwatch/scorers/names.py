@@ -1,4 +1,4 @@
-"""Tool-name normalisation: `functions.Get-Order`, `get order` and `get_order` compare equal."""
+"""Tool-name normalisation: `functions.Get-Order`, `get order`, `getOrder` and `get_order` compare equal."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import Protocol
 from agentwatch.config import NameNormalization
 
 _SEPARATORS = re.compile(r"[-\s._]+")
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 
 
 class Named(Protocol):
@@ -49,16 +50,19 @@ class NameNormalizer:
 
     def _normalise(self, name: str) -> str:
         s = name.strip()
-        if self._case_insensitive:
-            s = s.lower()
+        folded = s.lower() if self._case_insensitive else s  # prefixes are compared folded, cut from `s`
         stripped = True
         while stripped:  # "functions.tools.x" loses both prefixes
             stripped = False
             for prefix in self._prefixes:
-                if s.startswith(prefix) and len(s) > len(prefix):
-                    s = s[len(prefix) :]
+                if folded.startswith(prefix) and len(folded) > len(prefix):
+                    s, folded = s[len(prefix) :], folded[len(prefix) :]
                     stripped = True
                     break
+        if self._unify:  # a camelCase word boundary is a separator too: getOrder is get_order
+            s = _CAMEL.sub("_", s)
+        if self._case_insensitive:
+            s = s.lower()
         if self._unify:
             s = _SEPARATORS.sub("_", s).strip("_")
         return s

@@ -57,13 +57,9 @@ def policy_codes(policy: dict, c: Conversation) -> set[str]:
         ("transfer_to_human_agents", True, HANDOFF),
         ("book_reservation", None, EFFECT),
         ("lookup_order", None, READ_ONLY),
-        (
-            "lookupOrder",
-            None,
-            EFFECT,
-        ),  # camelCase: no default pattern; the SDK flag or a policy says otherwise
-        ("lookupOrder", True, READ_ONLY),
-        ("lookup_order", True, READ_ONLY),
+        ("lookupOrder", None, READ_ONLY),  # camelCase words are separated like any others
+        ("reprice_order", None, EFFECT),  # not a default pattern: the SDK flag or a policy says otherwise
+        ("reprice_order", True, READ_ONLY),
         ("get_refund", False, EFFECT),  # the flag wins over the name
         ("transfer_to_human_agents", False, EFFECT),
     ],

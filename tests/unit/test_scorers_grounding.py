@@ -236,7 +236,8 @@ def test_separators_and_examples_in_identifiers(answer: str, question: str, expe
     ("name", "kind"),
     [
         ("check_stock", "read_only"),
-        ("trackOrder", "effect"),  # camelCase loses its separator: no verb prefix to read
+        ("trackOrder", "read_only"),  # camelCase words are separated like any others
+        ("checkInGuest", "effect"),
         ("track_order", "read_only"),
         ("consultar_promociones", "read_only"),
         ("verify_identity", "read_only"),

@@ -197,11 +197,20 @@ def test_weights_normalised_when_utilization_not_graded():
 
 
 @pytest.mark.parametrize(
-    "name", ["functions.Get-Order", "get_order", "Get Order", "tools.get.order", "GET_ORDER"]
+    "name",
+    ["functions.Get-Order", "get_order", "Get Order", "tools.get.order", "GET_ORDER", "getOrder", "GetOrder"],
 )
 def test_name_normalisation(name):
     norm = NameNormalizer()
     assert norm(name) == norm("get_order") == "get_order"
+
+
+def test_camel_case_words_and_prefixes_written_in_camel_case() -> None:
+    norm = NameNormalizer(NameNormalization(strip_prefixes=["functions.", "weatherPlugin-"]))
+    assert norm("WeatherPlugin-getForecast") == "get_forecast"  # the prefix is compared case-folded
+    assert norm("getHTTPStatus") == "get_httpstatus"  # an acronym stays one word
+    assert norm("order2Items") == "order2_items"
+    assert NameNormalizer(NameNormalization(unify_separators=False))("getOrder") == "getorder"
 
 
 def test_name_normalisation_configurable():
