@@ -87,11 +87,11 @@ def values_match(
     expected: Any, used: Any, mode: str | None = None, tolerance: float = DEFAULT_TOLERANCE, depth: int = 0
 ) -> bool:
     """Whether `used` matches `expected` under `mode` (None: the default rules; see the module docstring)."""
+    if type(expected) is str and mode is None:  # the common case first
+        return expected == used if type(used) is str else scalars_equal(expected, used)
     if type(used) is str and isinstance(expected, (dict, list, tuple)) and mode != "exact":
         used = read_structured(used)[0]  # a list passed as its JSON or Python text: what the tool received
     if mode is None:
-        if type(expected) is str:  # the common case first
-            return expected == used if type(used) is str else scalars_equal(expected, used)
         if isinstance(expected, dict):
             return _subset_object(expected, used, tolerance, depth)
         if isinstance(expected, (list, tuple)):
