@@ -55,26 +55,17 @@ FAILING_DETECTORS = ("error", "no_answer", "loop")
 # The simulated users of τ-bench and τ²-bench end a conversation with these tokens in their last message
 # (`###STOP###`, sometimes cut to `###STOP`; `###TRANSFER###`, `###OUT-OF-SCOPE###`).
 END_MARKERS = {"###STOP": "stop", "###TRANSFER": "transfer", "###OUT-OF-SCOPE": "out_of_scope"}
-# `final_answer`: smolagents' agents answer by calling it; `finish`: DSPy's ReAct ends its loop by calling it
-# Lookup verbs of English, Spanish, Portuguese and French tool names; "!" keeps a name out ("check_in" books).
+# Lookup verbs that begin tool names, in English and in Spanish, Portuguese and French.
+_LOOKUP_VERBS = """
+    get list search find lookup look_up query fetch retrieve read view show display describe check verify validate
+    track consult count compare compute estimate
+    buscar consultar obtener obter listar mostrar ver verificar validar revisar rechercher consulter obtenir afficher
+""".split()
+# `final_answer`: smolagents' agents answer by calling it; `finish`: DSPy's ReAct ends its loop by calling it.
+# "!" keeps a name out: checking a guest in or out books a room.
 READ_ONLY_TOOLS = (
-    *("get_*", "list_*", "search_*", "find_*", "lookup_*", "look_up_*", "query_*", "fetch_*", "retrieve_*"),
-    *(
-        "read_*",
-        "view_*",
-        "show_*",
-        "display_*",
-        "describe_*",
-        "check_*",
-        "verify_*",
-        "validate_*",
-        "track_*",
-    ),
-    *("consult_*", "count_*", "compare_*", "calculate*", "compute_*", "estimate_*"),
-    *("buscar_*", "consultar_*", "obtener_*", "obter_*", "listar_*", "mostrar_*", "ver_*", "verificar_*"),
-    *("validar_*", "revisar_*", "calcular*", "rechercher_*", "consulter_*", "obtenir_*", "afficher_*"),
-    *("think", "final_answer", "finish"),
-    *("!check_in*", "!check_out*"),
+    *(f"{verb}_*" for verb in _LOOKUP_VERBS),
+    *("calculate*", "calcular*", "think", "final_answer", "finish", "!check_in*", "!check_out*"),
 )
 HANDOFF_TOOLS = ("transfer_to_human*", "handoff_to_human*", "escalate_to_human*")
 

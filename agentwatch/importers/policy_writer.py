@@ -3,8 +3,9 @@
 The ground-truth actions *with effects* are the expected calls (`order: any`); read-only actions and handoffs are
 left out — unless the benchmark's reward requires every ground-truth call (`calls="every"`: each is then
 `required`, and a call nobody expected is free unless the reward also reads the final state) — and with
-`calls="none"` (a reward the calls do not decide) the policy lists no `tools` and grades no call. A string argument of four words or more is free text (`match: ignore`); with the benchmark's
-`compare_args`, every other argument is `ignore` too; a list of plain values is `unordered`; two list arguments
+`calls="none"` (a reward the calls do not decide) the policy lists no `tools` and grades no call. A string
+argument of four words or more is free text (`match: ignore`); with the benchmark's `compare_args`, every other
+argument is `ignore` too; a list of plain values is `unordered`; two list arguments
 `X` and `new_X` of equal length are replacements; the same write on two tools with the same arguments is one
 expectation with `alternatives`. (docs/importers.md, τ-bench and τ²-bench results.)
 """
