@@ -28,6 +28,7 @@ from pathlib import Path
 from agentwatch.config import Settings
 from agentwatch.importers.results_files import load_results
 from agentwatch.report.validity import Agreement, RunValidity, pooled, validate_run
+from agentwatch.wire.transcripts import file_stem
 from tests.support import published_runs
 from tests.support.dialects import DIALECTS, tau_bench_as_react, tau_bench_in
 
@@ -88,7 +89,7 @@ def _logged_as(path: Path, dialect: str, folder: Path) -> Path:
         rewritten = tau_bench_as_react(document, reasoning=dialect == "react")
     else:
         rewritten = tau_bench_in(document, dialect)
-    out = folder / f"{path.name.split('.')[0]}-{dialect}.json"
+    out = folder / f"{file_stem(path)}-{dialect}.json"
     out.write_text(json.dumps(rewritten), encoding="utf-8")
     return out
 

@@ -33,7 +33,7 @@ from agentwatch.importers.text_actions import RESULT_PREFIX, read_action
 from agentwatch.wire.conversation import MAX_COST_USD_PER_CALL, MAX_TOKENS_PER_CALL
 from agentwatch.wire.provider_usage import prompt_cache
 from agentwatch.wire.schema import Conversation
-from agentwatch.wire.transcripts import LineError, open_binary, validation_reason
+from agentwatch.wire.transcripts import LineError, file_stem, open_binary, validation_reason
 from agentwatch.wire.values import ReadAs, read_structured
 
 ERROR_PREFIXES: tuple[str, ...] = ("Error:", "error:", "ERROR:")
@@ -334,7 +334,7 @@ def read_chat_lines(
 ) -> Iterator[dict[str, Any]]:
     """Transcript lines from a chat-format JSON Lines file (plain or gzip); bad lines go to `errors` with
     their line number and the rest is still read."""
-    stem = Path(path).name.split(".")[0]
+    stem = file_stem(path)
     with open_binary(path) as stream:
         for lineno, raw in enumerate(stream, start=1):
             if not raw.strip():

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agentwatch.wire.transcripts import open_binary
+from agentwatch.wire.transcripts import file_stem, open_binary
 
 
 class TauBenchFormatError(ValueError):
@@ -51,7 +51,7 @@ def run_name(path: Path) -> str:
         return path.resolve().name
     if path.name == RESULTS_FILE and (path.parent / SIMULATIONS_DIR).is_dir():
         return path.resolve().parent.name
-    return path.name.split(".")[0]
+    return file_stem(path)
 
 
 def saved_run(document: Any, path: Path) -> Any:

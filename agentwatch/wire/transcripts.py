@@ -50,6 +50,23 @@ class LineError:
         return f"{self.path}:{where} {self.reason}"
 
 
+_DATA_SUFFIXES = (".gz", ".json", ".jsonl", ".ndjson")
+
+
+def file_stem(path: str | Path) -> str:
+    """A data file's name without its data extensions: `gpt-4.1_airline.json.gz` is `gpt-4.1_airline` (a dot
+    inside the name, as in a model's version, is kept)."""
+    name = Path(path).name
+    stripped = True
+    while stripped:
+        stripped = False
+        for suffix in _DATA_SUFFIXES:
+            if name.lower().endswith(suffix) and len(name) > len(suffix):
+                name, stripped = name[: -len(suffix)], True
+                break
+    return name
+
+
 def is_gzip(path: str | Path) -> bool:
     """Whether the file starts with the gzip magic bytes."""
     with open(path, "rb") as fh:

@@ -117,3 +117,21 @@ def test_a_published_tau2_run_saved_as_a_directory_agrees_with_its_rewards_as_in
     got = (saved.agreement.true_pass, saved.agreement.false_pass, saved.agreement.false_fail)
     assert got == (whole.agreement.true_pass, whole.agreement.false_pass, whole.agreement.false_fail)
     assert saved.agreement.n == whole.agreement.n == len(document["simulations"])
+
+
+@pytest.mark.parametrize(
+    ("name", "stem"),
+    [
+        # τ²-bench's own result names carry a model's version: two models must not become one run
+        (
+            "gpt-4.1-2025-04-14_airline_default_gpt-4.1-2025-04-14_4trials.json",
+            "gpt-4.1-2025-04-14_airline_default_gpt-4.1-2025-04-14_4trials",
+        ),
+        ("gpt-4.1-mini-2025-04-14_airline.json.gz", "gpt-4.1-mini-2025-04-14_airline"),
+        ("tool-calling-grok-4-0.0_range_0--1.json", "tool-calling-grok-4-0.0_range_0--1"),
+        ("run.JSONL", "run"),
+        (".json", ".json"),  # nothing but an extension: kept whole
+    ],
+)
+def test_a_run_is_named_by_its_file_without_the_data_extensions(tmp_path: Path, name: str, stem: str) -> None:
+    assert run_name(tmp_path / name) == stem
