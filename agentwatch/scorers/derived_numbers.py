@@ -79,7 +79,7 @@ class Derivations:
         """Whether `value` is derived (see the module docstring); `grounded`: the numbers of the evidence."""
         operands = _operands([*grounded[-MAX_OPERANDS:], *self.stated, *self._counts()])
         return (
-            self._sums_a_run(value)
+            self._summed_run(value) > 0
             or _one_step(value, operands)
             or _rounds(value, operands)
             or self._written_out(value, operands)
@@ -92,10 +92,6 @@ class Derivations:
             self._totals.extend(list_totals(result))
         self._read = len(self.results)
         return self._totals
-
-    def _sums_a_run(self, value: float) -> bool:
-        """Whether `value` is the sum of the last two or more amounts of this answer's run."""
-        return self._summed_run(value) > 0
 
     def _summed_run(self, value: float) -> int:
         """How many of the last amounts of this answer's run (two or more) sum to `value`; 0 when none do."""

@@ -44,22 +44,11 @@ _EXAMPLE = re.compile(
     r"|(?:[~≈]|\b(?:about|approximately|approx\.|around|roughly|nearly|almost|circa)\s+)\$?\d[\d,]*(?:\.\d+)?",
     re.IGNORECASE,
 )
-# What `_EXAMPLE` needs in the case-folded answer: seven times cheaper to rule out than the pattern itself.
-_EXAMPLE_HINTS = (
-    *(
-        "e.g",
-        "e. g",
-        "example",
-        "instance",
-        "ejemplo",
-        "ej.",
-        "exemple",
-        "z.b",
-        "z. b",
-        "beispiel",
-        "esempio",
-    ),
-    *("exemplo", "like", "~", "≈", "about", "approx", "around", "roughly", "nearly", "almost", "circa"),
+# Words one of which `_EXAMPLE` needs in the case-folded answer: substring checks rule most answers out before
+# the pattern, whose alternatives are tried at every position, has to run.
+_EXAMPLE_HINTS = tuple(
+    "e.g|e. g|example|instance|ejemplo|ej.|exemple|z.b|z. b|beispiel|esempio|exemplo|like|~|≈|about|approx|around"
+    "|roughly|nearly|almost|circa".split("|")
 )
 # Numbers in the evidence: a plain scan (JSON numbers, numbers in texts, digits inside ids all count as seen).
 _EVIDENCE_NUMBER = re.compile(r"\d+(?:,\d{3})*(?:\.\d+)?")
@@ -316,6 +305,16 @@ def _identifiers(text: AnswerText) -> list[tuple[str, str, float | None]]:
     return found
 
 
+def _known_numbers(evidence: Evidence, reference: str | None) -> list[float]:
+    """The numbers of the evidence and of the reference answer."""
+    return evidence.numbers() + ([v for v, _ in numbers_in(reference)] if reference else [])
+
+
+def _near(value: float, numbers: Sequence[float]) -> bool:
+    """Whether `value` is one of `numbers` within half a cent."""
+    return any(abs(value - k) <= 0.005 for k in numbers)
+
+
 def _sums_what_follows(value: float, found: list[tuple[str, str, float | None]], known: list[float]) -> bool:
     """Whether `value` is the sum of the two or more grounded amounts that follow it in the answer (a total
     stated before its breakdown: "$1,093.34 (Keyboard: $235.13, Headphones: $346.97, Chair: $511.24)")."""
@@ -323,7 +322,7 @@ def _sums_what_follows(value: float, found: list[tuple[str, str, float | None]],
     for kind, _, amount in found:
         if kind != "amount":
             continue
-        if amount is None or not any(abs(amount - k) <= 0.005 for k in known):
+        if amount is None or not _near(amount, known):
             return False
         total += amount
         count += 1
@@ -351,14 +350,13 @@ def unsupported_identifiers(
             grounded = (ref and _written_in(ref, forms)) or evidence.has_number_written(forms)
             if not grounded:
                 if known is None:
-                    known = evidence.numbers() + ([v for v, _ in numbers_in(reference)] if reference else [])
-                grounded = any(abs(value - k) <= 0.005 for k in known)
+                    known = _known_numbers(evidence, reference)
+                grounded = _near(value, known)
+            numbers = known if known is not None else evidence.numbers()
             if (
                 grounded
-                or derived.explains(value, known if known is not None else evidence.numbers())
-                or _sums_what_follows(
-                    value, found[i + 1 :], known if known is not None else evidence.numbers()
-                )
+                or derived.explains(value, numbers)
+                or _sums_what_follows(value, found[i + 1 :], numbers)
             ):
                 derived.take(value)
                 continue
@@ -366,13 +364,12 @@ def unsupported_identifiers(
             token = text.casefold()
             if token in ref or evidence.has_text(token):
                 continue
-            if token[0] == "#" and evidence.has_text(
-                token[1:]
-            ):  # "item #1421289881" of an item_id 1421289881
+            # "item #1421289881" of an item_id 1421289881
+            if token[0] == "#" and evidence.has_text(token[1:]):
                 continue
             if token.isdecimal():  # a long number, grounded where it was written with separators ("50,000")
                 if known is None:
-                    known = evidence.numbers() + ([v for v, _ in numbers_in(reference)] if reference else [])
+                    known = _known_numbers(evidence, reference)
                 if float(token) in known:
                     continue
         if text not in out:
