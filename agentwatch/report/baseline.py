@@ -12,15 +12,21 @@ from pydantic import ValidationError
 from agentwatch.config import Settings
 from agentwatch.report.model import (
     BaselineComparison,
+    CheckMethod,
     Delta,
     GroupStats,
-    Method,
     RegressionCheck,
     Report,
     UnitsSummary,
 )
 from agentwatch.stats import units as unit_stats
 from agentwatch.stats.beta import posterior, regression_probability
+from agentwatch.stats.paired import (
+    MIN_SHARED_UNITS,
+    PairedDifference,
+    paired_difference,
+    paired_regression_probability,
+)
 from agentwatch.wire.schema import Outcome
 
 REGRESSION_K = 3
@@ -121,20 +127,48 @@ def _over_units(new: UnitsSummary, base: UnitsSummary, margin: float) -> tuple[f
     return unit_stats.regression_probability(found[0], found[1], margin), None
 
 
+def _paired(new: UnitsSummary, base: UnitsSummary) -> PairedDifference | None:
+    """pass^k differences on the units both reports name with k attempts (None when they share none)."""
+
+    def by_key(units: UnitsSummary) -> dict[tuple[str, str, str | None], tuple[int, int]]:
+        return {(agent, task, instance): (n, c) for agent, task, instance, n, c in units.by_unit}
+
+    return paired_difference(by_key(new), by_key(base), REGRESSION_K)
+
+
 def _check(
     scope: str,
     new: tuple[int, int, UnitsSummary | None],
     base: tuple[int, int, UnitsSummary | None],
     settings: Settings,
 ) -> RegressionCheck:
-    """The regression check of one scope: over units when both sides repeat attempts, else pooled Beta."""
+    """The regression check of one scope: paired on shared units, else over units when both sides repeat
+    attempts, else pooled Beta."""
     g, st = settings.gate, settings.stats
     (n_new, c_new, units_new), (n_base, c_base, units_base) = new, base
     prob, note = None, None
-    method: Method = "tasks" if _repeated(units_new) and _repeated(units_base) else "exchangeable"
+    method: CheckMethod = "tasks" if _repeated(units_new) and _repeated(units_base) else "exchangeable"
+    diff = None
     if method == "tasks":
         assert units_new is not None and units_base is not None
+        diff = _paired(units_new, units_base)
+    if diff is not None and diff.units >= MIN_SHARED_UNITS:
+        method = "paired"
+        prob = paired_regression_probability(diff, g.regression_margin)
+        note = (
+            f"{diff.units} units attempted {REGRESSION_K}+ times by both: mean pass^{REGRESSION_K} difference "
+            f"{diff.mean:+.3f} (sd {diff.sd:.3f})"
+        )
+        if diff.only_new or diff.only_base:
+            note += f"; not paired: {diff.only_new} units only in the new report, {diff.only_base} only in the baseline"
+    elif method == "tasks":
+        assert units_new is not None and units_base is not None
         prob, note = _over_units(units_new, units_base, g.regression_margin)
+        if diff is not None and note is None:
+            note = (
+                f"{diff.units} shared units with {REGRESSION_K}+ attempts on both sides, fewer than the "
+                f"{MIN_SHARED_UNITS} a paired comparison needs: compared as independent populations"
+            )
     elif n_new > 0 and n_base > 0:
         post_new = posterior(n_new, c_new, st.prior_alpha, st.prior_beta)
         post_base = posterior(n_base, c_base, st.prior_alpha, st.prior_beta)
@@ -204,8 +238,10 @@ def compare_baseline(report: Report, base: Report, settings: Settings, source: s
     rule = (
         f"regression when P(pass^{REGRESSION_K}_new < pass^{REGRESSION_K}_base - {g.regression_margin:g}) "
         f">= {g.regression_probability:g}, overall and on core tasks when both reports have them; when both "
-        f"sides repeat attempts, pass^{REGRESSION_K} is the mean over each version's population of units and "
-        f"the two posteriors are independent (shared tasks are not paired), else p^{REGRESSION_K} of pooled "
+        f"sides repeat attempts, pass^{REGRESSION_K} is the mean over each version's population of units: "
+        f"the units both attempted {REGRESSION_K}+ times are paired when there are {MIN_SHARED_UNITS} or more "
+        f"(Student's t posterior of the mean per-unit difference), else the two populations' posteriors are "
+        f"independent; without repeats p^{REGRESSION_K} of pooled "
         f"Beta posteriors (prior Beta({settings.stats.prior_alpha:g}, {settings.stats.prior_beta:g})) under "
         "exchangeability"
     )

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from agentwatch.stats.corrected import CorrectedFigure
 
 Method = Literal["tasks", "exchangeable"]
+CheckMethod = Literal["paired", "tasks", "exchangeable"]
 IntervalKind = Literal["hierarchical", "nonparametric", "beta"]
 
 
@@ -167,6 +168,11 @@ class UnitsSummary(_Out):
     )
     pairs: list[tuple[int, int, int]] = Field(
         default_factory=list, description="[n, c, units]: how many units had n graded attempts with c passes."
+    )
+    by_unit: list[tuple[str, str, str | None, int, int]] = Field(
+        default_factory=list,
+        description="[agent, task, instance, n, c] of each unit a conversation named (instance null when only "
+        "attempts were named): what a later report pairs its units with (`--baseline`).",
     )
 
 
@@ -326,10 +332,11 @@ class RegressionCheck(_Out):
     scope: str
     k: int
     margin: float
-    method: Method = Field(
+    method: CheckMethod = Field(
         default="exchangeable",
-        description="tasks: both sides have repeats, P over the two units' populations; exchangeable: pooled "
-        "Beta posteriors of p (one side or both without repeats).",
+        description="paired: both sides attempted enough of the same units k times, P from the per-unit "
+        "differences; tasks: both sides have repeats, P over the two units' populations as independent; "
+        "exchangeable: pooled Beta posteriors of p (one side or both without repeats).",
     )
     probability: float | None = Field(description="P(pass^k_new < pass^k_base - margin).")
     threshold: float

@@ -85,6 +85,7 @@ def unit_counts(scores: Iterable[ConversationScore]) -> tuple[UnitCounts, UnitsS
         max_attempts=unit_set.max_attempts,
         without_unit=alone[0] + alone[1],
         pairs=list(unit_set.pairs),
+        by_unit=[(agent, task, instance, n, c) for (agent, _v, task, instance), (n, c) in per_unit.items()],
     )
     return unit_set, summary
 

@@ -44,7 +44,11 @@ def baseline_lines(r: Report) -> list[str]:
     for c in b.checks:
         prob = "n/a" if c.probability is None else f"{c.probability:.3f}"
         verdict = "REGRESSION" if c.regressed else "no regression"
-        what = f"pass^{c.k} over units" if c.method == "tasks" else f"p^{c.k} under exchangeability"
+        what = {
+            "paired": f"pass^{c.k} on the units both attempted",
+            "tasks": f"pass^{c.k} over units",
+            "exchangeable": f"p^{c.k} under exchangeability",
+        }[c.method]
         note = f" ({c.note})" if c.note else ""
         lines.append(
             f"  [{c.scope}] P({what} dropped by more than {c.margin:g}) = {prob}"

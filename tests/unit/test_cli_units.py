@@ -69,6 +69,7 @@ def test_dev_data_headline_is_the_benchmarks_pass_k(tmp_path: Path) -> None:
     report = json.loads(out)
     assert report["scored"] == 100 and report["graded_by"] == {"label": 100}  # labels in files grade
     assert sorted(report["pass_pow_k"], key=int) == ["1", "2", "3", "4"]  # --k default: 1 .. 4 attempts
+    by_unit = report["units"].pop("by_unit")
     assert report["units"] == {
         "units": 25,
         "repeated": 25,
@@ -76,6 +77,11 @@ def test_dev_data_headline_is_the_benchmarks_pass_k(tmp_path: Path) -> None:
         "without_unit": 0,
         "pairs": [[4, 0, 10], [4, 1, 8], [4, 2, 2], [4, 3, 1], [4, 4, 4]],
     }
+    tasks: dict[str, list[bool]] = {}
+    for line in lines:
+        tasks.setdefault(line["task"], []).append(line["outcome"] == "complete")
+    agent = lines[0]["agent"]  # each unit's counts, for pairing with a later report
+    assert sorted(by_unit) == sorted([agent, t, None, len(v), sum(v)] for t, v in tasks.items())
     for k in (1, 2, 3, 4):
         head = report["pass_pow_k"][str(k)]
         assert head["method"] == "tasks" and head["units"] == 25 and head["interval"] == "hierarchical"

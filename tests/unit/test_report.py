@@ -192,6 +192,7 @@ def test_json_keys_are_exactly_the_documented_ones(report: Report) -> None:
         "max_attempts": 1,
         "without_unit": 11,
         "pairs": [[1, 0, 4], [1, 1, 7]],
+        "by_unit": [],  # no conversation names an instance or an attempt
     }
     # Round trip: a JSON report can be read back (as a baseline).
     assert Report.model_validate_json(report.model_dump_json()) == report
