@@ -94,6 +94,12 @@ class TaskPolicy(Section):
         default_factory=list,
         description="more read-only tools (names or globs) for this policy, beside scoring.read_only_tools",
     )
+    refused_first: Literal["missing", "note"] = Field(
+        default="missing",
+        description="an expected call made exactly and refused by the environment before the agent changed "
+        "anything: missing (the task was not done), or note (the expectations replay a ground truth on the "
+        "same starting state, which the environment refuses too; `agentwatch import tau-bench` writes this)",
+    )
     forbidden_tools: list[str] = Field(default_factory=list)
     grounding: list[str] = Field(
         default_factory=list, description="tools that must be called before the first answer"

@@ -160,6 +160,8 @@ class _Builder:
             return
         if message.get("tool_calls"):
             self.user_calls += len(message["tool_calls"])
+            if not text:
+                return  # the user acted on their own side (τ²-bench's telecom user, a check for the stop): no ask
         last = self.turns[-1] if self.turns else None
         if last is not None and not last.answers and not last.calls and last.input:
             last.input = f"{last.input}\n{text or ''}".rstrip()  # two user messages in a row: one input

@@ -109,7 +109,9 @@ class PolicyWriter:
             by_arguments.setdefault(key, tool)
         policy: dict[str, Any] = {"id": f"{self.prefix}-task-{task}", "agent": self.agent, "task": task}
         if calls != "none":
-            policy.update(tools=tools, order="any")
+            # the ground truth is replayed from the conversation's starting state: a write it holds that the
+            # environment refuses from there is refused in the replay too
+            policy.update(tools=tools, order="any", refused_first="note")
             if not final_state:
                 policy["extra_calls"] = "any"
         if outputs:

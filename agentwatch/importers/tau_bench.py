@@ -24,7 +24,9 @@ benchmark's reward checks — the effects and the outputs:
   state nor the calls (`COMMUNICATE` alone), the policy lists no `tools` and grades no call;
 - a string argument of four words or more is free text (`match: ignore`), e.g. a summary; τ²-bench's
   `compare_args` marks every other argument `ignore`;
-- the required outputs (`outputs`, τ²-bench's `communicate_info`) must be stated by some answer.
+- the required outputs (`outputs`, τ²-bench's `communicate_info`) must be stated by some answer;
+- when the ground truth's tools are those of one standard environment (`tau_domains`), only that
+  environment's writes have effects: the agent's own tools (a planner's `todo`) are read-only.
 The reward itself is never read to build a policy. A τ²-bench task whose reward checks what such a policy cannot
 (`unchecked_basis`: assertions on the environment or judged by an LLM, the user's own actions in the final
 state or among the calls required) gets no policy, and the import says why: its conversations are not
@@ -41,6 +43,7 @@ from agentwatch.importers import transcript_line
 from agentwatch.importers.openai_chat import ERROR_PREFIXES, conversation_from_messages
 from agentwatch.importers.policy_writer import Calls, PolicyWriter
 from agentwatch.importers.results_files import JsonLines, SavedRun, TauBenchFormatError
+from agentwatch.importers.tau_domains import domain_of, effect_free_patterns
 from agentwatch.importers.text_actions import acts_in_text
 
 
@@ -54,6 +57,7 @@ class Imported:
     errors: list[tuple[str, str]] = field(default_factory=list)
     format: str = ""
     ungraded: dict[str, str] = field(default_factory=dict)  # task -> why it has no policy
+    domain: str | None = None  # the standard environment the ground truth's tools are of (`tau_domains`)
 
 
 def detect(document: Any) -> str:
@@ -87,6 +91,7 @@ def import_results(document: Any, agent: str, version: str, prefix: str) -> Impo
     writer = PolicyWriter(agent, prefix)
     records = _tau(document, out) if kind == "tau-bench" else _tau2(document, out)
     seen_tasks: dict[str, dict[str, Any]] = {}
+    truth_tools: set[str] = set()
     for position, record in records:
         try:
             task = str(record["task_id"])
@@ -111,6 +116,7 @@ def import_results(document: Any, agent: str, version: str, prefix: str) -> Impo
         if truth.actions is None:
             out.ungraded.setdefault(task, truth.ungraded or "no ground truth in the file")
         elif task not in seen_tasks:
+            truth_tools.update(str(a["name"]) for a in truth.actions)
             try:
                 seen_tasks[task] = writer.policy(
                     task, truth.actions, truth.outputs, truth.compare, truth.calls, truth.final_state
@@ -118,6 +124,11 @@ def import_results(document: Any, agent: str, version: str, prefix: str) -> Impo
             except _UNREADABLE as exc:
                 out.ungraded.setdefault(task, f"its ground truth could not be read ({_why(exc)})")
     out.policies = [seen_tasks[t] for t in sorted(seen_tasks, key=_task_order)]
+    out.domain = domain_of(truth_tools)
+    if out.domain is not None:
+        for policy in out.policies:
+            if "tools" in policy and policy.get("extra_calls") != "any":
+                policy["read_only_tools"] = effect_free_patterns(out.domain)
     out.ungraded = {t: out.ungraded[t] for t in sorted(out.ungraded, key=_task_order) if t not in seen_tasks}
     return out
 

@@ -6,9 +6,12 @@ Shared by task policies and conversation-level expectations:
   satisfies an expectation nor counts as an unexpected effect (agents retry a refused booking);
 - an expected call must happen when it is `required`, which by default means the tool has effects: an
   expected lookup or handoff the agent skipped is no failure. An expected call the agent made exactly, that the
-  environment refused (it returned an error), is not missing when another expected call of the same tool was
-  made: the ground truth itself held a write the environment does not accept beside the valid one, and the
-  agent did the valid one; a note says so;
+  environment refused (it returned an error), is not missing — a note says so — when another expected call of
+  the same tool was made (the ground truth held a write the environment does not accept beside the valid one,
+  and the agent did the valid one), or — with `refused_first="note"`, for expectations that replay a ground
+  truth from the same starting state — when the agent had changed nothing before it and the expectation names
+  no alternative (the ground truth's own replay is refused too; with an alternative, the alternative was the
+  valid one);
 - calls nobody expected are checked as `extra_calls` says: `read_only` (default) fails a successful call with
   effects, `none` fails any successful call, `any` fails none. A call that leaves the state as it was — every
   `new_X` argument equal to its `X` — has no effect, expected or not;
@@ -260,6 +263,7 @@ def check_calls(
     differ: Callable[[WantedCall, MadeCall], list[Difference]],
     order: str = "any",
     extra_calls: str = "read_only",
+    refused_first: str = "missing",
 ) -> CallsFound:
     """Compare expected calls with the calls made (see the module docstring); `differ` says where a call made
     differs from an expected one (for the reasons of the expected calls that did not happen)."""
@@ -274,10 +278,15 @@ def check_calls(
     for i, w in enumerate(wanted):
         if not w.required or i in pairs:
             continue
-        refused = next((m for m in made if not m.ok and m.name in w.names and fits(w, m)), None)
-        # Excused only beside the valid one: another expected call of the same tool that was made.
+        at = next((j for j, m in enumerate(made) if not m.ok and m.name in w.names and fits(w, m)), None)
+        refused = None if at is None else made[at]
+        # Excused beside the valid one (another expected call of the same tool that was made), or when nothing
+        # the agent changed before could have caused the refusal: the ground truth holds a write the
+        # environment does not accept from the state the agent found. Not so for an expectation with
+        # alternatives: one of them is the valid one, and it was not made.
         done_instead = any(k in pairs and wanted[k].names & w.names for k in range(len(wanted)) if k != i)
-        if refused is not None and done_instead:
+        alone = refused_first == "note" and len(w.names) == 1 and not _changed_before(made, at)
+        if refused is not None and (done_instead or alone):
             found.refused.append((w, refused))
         else:
             found.missing.append(_missing(w, made, set(pairs.values()), done, differ))
@@ -292,6 +301,11 @@ def check_calls(
     if not found.missing and order != "any" and wanted:
         found.order = _order_broken(wanted, pairs, done, made, fits, order)
     return found
+
+
+def _changed_before(made: Sequence[MadeCall], at: int | None) -> bool:
+    """Whether a successful call with effects came before `made[at]`."""
+    return any(m.ok and m.kind == EFFECT and not changes_nothing(m.call) for m in made[:at])
 
 
 def _order_broken(

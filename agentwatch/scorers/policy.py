@@ -174,6 +174,7 @@ def grade_policy(
             lambda w, m: tool_differences(w.spec, m.call, user_text, tolerance),
             policy.order,
             "any" if policy.order == "strict" else policy.extra_calls,  # strict order covers extra calls
+            policy.refused_first,
         )
         result.add_calls(found, "policy", policy.extra_calls)
 

@@ -20,6 +20,7 @@ from agentwatch.config import Settings, load_settings
 from agentwatch.importers.openai_chat import ChatFormatError, conversation_from_record, read_chat_lines
 from agentwatch.importers.results_files import TauBenchFormatError, load_document
 from agentwatch.importers.tau_bench import detect, import_results
+from agentwatch.importers.tau_domains import DOMAINS, domain_of
 from agentwatch.scorers import ConversationScorer
 from agentwatch.wire.schema import Conversation, Outcome
 from agentwatch.wire.transcripts import TranscriptFileError, iter_conversations
@@ -732,3 +733,100 @@ def test_a_ground_truth_that_cannot_be_read_keeps_the_transcript_and_leaves_the_
     out = import_results({**TAU2, "tasks": [task], "simulations": TAU2["simulations"][:1]}, "a", "v", "p")
     assert len(out.lines) == 1 and out.errors == [] and out.policies == []
     assert out.ungraded["t-1"].startswith("its ground truth could not be read (TypeError: ")
+
+
+def _sim(task_id: str, calls: list[dict[str, Any]], closing: list[dict[str, Any]]) -> dict[str, Any]:
+    """A τ²-bench simulation: the user asks, the agent makes `calls` (each answered "ok") and says it is done,
+    then `closing` messages."""
+    made: list[dict[str, Any]] = []
+    for i, call in enumerate(calls):
+        made.append({"role": "assistant", "content": None, "tool_calls": [{"id": f"c{i}", **call}]})
+        made.append({"role": "tool", "id": f"c{i}", "content": '{"status": "ok"}'})
+    return {
+        "id": task_id,
+        "task_id": task_id,
+        "trial": 0,
+        "reward_info": {"reward": 1.0},
+        "messages": [
+            {"role": "assistant", "content": "Hi! How can I help?"},
+            {"role": "user", "content": "Cancel R1, I am u1."},
+            *made,
+            {"role": "assistant", "content": "R1 is cancelled."},
+            *closing,
+        ],
+    }
+
+
+def test_a_user_acting_on_their_own_side_asks_the_agent_nothing() -> None:
+    """A user's message that only makes the user's own tool calls (τ²-bench's user checking whether to stop)
+    opens no turn: the conversation still ended on the agent's answer and the user's ###STOP###."""
+    check = {
+        "role": "user",
+        "tool_calls": [{"id": "u", "name": "check_for_stop", "arguments": {}, "requestor": "user"}],
+    }
+    closing = [check, {"role": "tool", "id": "u", "content": "verify first", "requestor": "user"}]
+    closing.append({"role": "user", "content": "###STOP###"})
+    out = import_results({**TAU2, "simulations": [_sim("t-1", [CANCEL], closing)]}, "a", "v", "t2")
+    conv = Conversation.model_validate(out.lines[0])
+    assert [t.input for t in conv.turns] == ["", "Cancel R1, I am u1.", "###STOP###"]
+    assert any("1 tool call(s) made by the user" in n for n in conv.notes)
+    score = ConversationScorer(Settings.model_validate({"policies": out.policies}), labels="ignore").score(
+        conv
+    )
+    assert score.passed is True, score.reasons
+
+
+HARNESS = [
+    {"requestor": "assistant", "name": "goto_node", "arguments": {"node_id": "AUTH"}},
+    {"requestor": "assistant", "name": "todo", "arguments": {"todos": [{"content": "cancel R1"}]}},
+]
+
+
+@pytest.mark.parametrize(
+    ("truth", "domain"),
+    [
+        ({"book_reservation", "get_user_details"}, "airline"),
+        ({"exchange_delivered_order_items", "find_user_id_by_email"}, "retail"),
+        ({"enable_roaming"}, "telecom"),
+        ({"get_user_details"}, None),  # airline's and retail's
+        ({"book_reservation", "issue_voucher"}, None),  # a modified environment
+        (set(), None),
+    ],
+)
+def test_the_standard_environment_is_the_one_holding_every_ground_truth_tool(
+    truth: set[str], domain: str | None
+) -> None:
+    assert domain_of(truth) == domain
+
+
+def test_in_a_standard_environment_only_its_writes_have_effects() -> None:
+    """The agent's own tools (a workflow graph's `goto_node`, a planner's `todo`) cannot change the database
+    the reward reads: free in a task of a standard environment, while a write nobody expected still fails.
+    Where the ground truth names a tool no standard environment has, names decide as before."""
+    tasks = [
+        _task("harness", actions=[LOOKUP, CANCEL], reward_basis=["DB"]),
+        _task("extra-write", actions=[LOOKUP, CANCEL], reward_basis=["DB"]),
+    ]
+    book = {"requestor": "assistant", "name": "book_reservation", "arguments": {"user_id": "u1"}}
+    sims = [_sim("harness", [*HARNESS, CANCEL], []), _sim("extra-write", [CANCEL, book], [])]
+    out = import_results({**TAU2, "tasks": tasks, "simulations": sims}, "a", "v", "t2")
+    assert out.domain == "airline"
+    (patterns,) = {tuple(p["read_only_tools"]) for p in out.policies}
+    assert patterns[0] == "*" and set(patterns[1:]) == {f"!{w}" for w in DOMAINS["airline"].write}
+    scorer = ConversationScorer(Settings.model_validate({"policies": out.policies}), labels="ignore")
+    scores = {c.task: scorer.score(c) for c in (Conversation.model_validate(line) for line in out.lines)}
+    assert scores["harness"].passed is True, scores["harness"].reasons
+    assert scores["extra-write"].passed is False
+    assert any("book_reservation" in r for r in scores["extra-write"].reasons)
+
+    custom = [_task("harness", actions=[{**CANCEL, "name": "cancel_booking"}], reward_basis=["DB"])]
+    renamed = {**CANCEL, "name": "cancel_booking"}
+    out = import_results(
+        {**TAU2, "tasks": custom, "simulations": [_sim("harness", [*HARNESS, renamed], [])]}, "a", "v", "t2"
+    )
+    assert out.domain is None and "read_only_tools" not in out.policies[0]
+    (conv,) = (Conversation.model_validate(line) for line in out.lines)
+    score = ConversationScorer(Settings.model_validate({"policies": out.policies}), labels="ignore").score(
+        conv
+    )
+    assert score.passed is False and any("goto_node" in r for r in score.reasons)

@@ -257,7 +257,7 @@ def test_alternatives_meet_the_expectation_with_the_same_arguments() -> None:
 
 def test_an_expected_write_refused_beside_the_valid_one_is_a_note() -> None:
     """The ground truth held a write the environment refuses and the valid one; the agent made both: the refused
-    one is not missing, and a note says so. Refused alone, it is still missing."""
+    one is not missing, and a note says so."""
     policy = {
         "tools": [
             {"name": "return_items", "arguments": {"order": "#W5", "pay": "paypal_1"}},
@@ -275,14 +275,36 @@ def test_an_expected_write_refused_beside_the_valid_one_is_a_note() -> None:
         NameNormalizer(),
     )
     assert result.passed and len(result.notes) == 1 and "refused in this run" in result.notes[0]
-    alone = {"tools": [{"name": "modify_address", "arguments": {"order": "#W6", "zip": "10093"}}]}
-    c = conv(
-        dict(
-            TURN,
-            tool_calls=[_write("modify_address", error="Error: non-pending order", order="#W6", zip="10093")],
-        )
+
+
+def test_an_expected_write_refused_from_the_state_the_agent_found_is_a_note() -> None:
+    """Where the expectations replay a ground truth (`refused_first: note`), an expected write made exactly and
+    refused before the agent changed anything is one the environment does not accept from the start (the ground
+    truth's own replay is refused too): a note; by default it is missing. After a write of the
+    agent's, the refusal may be the agent's doing, and the expected write is missing; and where the ground truth
+    named an alternative, the alternative was the valid one."""
+    expected = {"name": "modify_address", "arguments": {"order": "#W6", "zip": "10093"}}
+    refused = _write("modify_address", error="Error: non-pending order", order="#W6", zip="10093")
+    replayed = {"tools": [expected], "refused_first": "note"}
+    result = grade_policy(
+        TaskPolicy.model_validate({"id": "p", **replayed}),
+        conv(dict(TURN, tool_calls=[refused])),
+        None,
+        NameNormalizer(),
     )
-    assert failures(alone, c) == {"policy_tools"}
+    assert result.passed and len(result.notes) == 1 and "refused in this run" in result.notes[0]
+    assert failures({"tools": [expected]}, conv(dict(TURN, tool_calls=[refused]))) == {
+        "policy_tools"
+    }  # default
+    items = {"name": "modify_items", "arguments": {"order": "#W6", "item_ids": ["1"], "new_item_ids": ["2"]}}
+    before = _write("modify_items", order="#W6", item_ids=["1"], new_item_ids=["2"])
+    both = {**replayed, "tools": [expected, items]}
+    assert failures(both, conv(dict(TURN, tool_calls=[before, refused]))) == {"policy_tools"}
+    assert failures(both, conv(dict(TURN, tool_calls=[refused, before]))) == set()
+    lookup = _write("get_order_details", order="#W6")  # a lookup before changes nothing
+    assert failures(replayed, conv(dict(TURN, tool_calls=[lookup, refused]))) == set()
+    either = {**replayed, "tools": [{**expected, "alternatives": ["modify_pending_address"]}]}
+    assert failures(either, conv(dict(TURN, tool_calls=[refused]))) == {"policy_tools"}
 
 
 def test_evidence_fails_only_where_configured_or_asked_by_the_policy() -> None:
