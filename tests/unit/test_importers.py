@@ -760,12 +760,15 @@ def _sim(task_id: str, calls: list[dict[str, Any]], closing: list[dict[str, Any]
 def test_a_user_acting_on_their_own_side_asks_the_agent_nothing() -> None:
     """A user's message that only makes the user's own tool calls (τ²-bench's user checking whether to stop)
     opens no turn: the conversation still ended on the agent's answer and the user's ###STOP###."""
-    check = {
+    check: dict[str, Any] = {
         "role": "user",
         "tool_calls": [{"id": "u", "name": "check_for_stop", "arguments": {}, "requestor": "user"}],
     }
-    closing = [check, {"role": "tool", "id": "u", "content": "verify first", "requestor": "user"}]
-    closing.append({"role": "user", "content": "###STOP###"})
+    closing = [
+        check,
+        {"role": "tool", "id": "u", "content": "verify first", "requestor": "user"},
+        {"role": "user", "content": "###STOP###"},
+    ]
     out = import_results({**TAU2, "simulations": [_sim("t-1", [CANCEL], closing)]}, "a", "v", "t2")
     conv = Conversation.model_validate(out.lines[0])
     assert [t.input for t in conv.turns] == ["", "Cancel R1, I am u1.", "###STOP###"]
