@@ -307,13 +307,18 @@ def _tau2_truth(task: dict[str, Any]) -> _Truth:
             compare[len(actions)] = list(action["compare_args"])
         actions.append({"name": action.get("name"), "arguments": action.get("arguments") or {}})
     basis = [str(part) for part in raw_criteria.get("reward_basis") or DEFAULT_BASIS]
-    calls: Calls = "every" if "ACTION" in basis else "effects" if "DB" in basis else "none"
+    # τ²-bench compares the final database only against a replay of some ground truth: with neither actions
+    # nor environment assertions (`null`, not `[]`) its DB part is 1 whatever the agent did
+    reads_state = "DB" in basis and not (
+        raw_criteria.get("actions") is None and raw_criteria.get("env_assertions") is None
+    )
+    calls: Calls = "every" if "ACTION" in basis else "effects" if reads_state else "none"
     return _Truth(
         actions,
         list(raw_criteria.get("communicate_info") or []),
         compare,
         calls=calls,
-        final_state="DB" in basis,
+        final_state=reads_state,
     )
 
 

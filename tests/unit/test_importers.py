@@ -833,3 +833,22 @@ def test_in_a_standard_environment_only_its_writes_have_effects() -> None:
         conv
     )
     assert score.passed is False and any("goto_node" in r for r in score.reasons)
+
+
+def test_a_tau2_task_with_no_ground_truth_actions_at_all_grades_no_call() -> None:
+    """τ²-bench compares the final database with a replay of the ground truth: with `actions: null` and no
+    environment assertions there is none, and its DB part is 1 whatever was done — no call is graded. With
+    `actions: []` the database must stay as it was: no call with effects."""
+    book = {"requestor": "assistant", "name": "book_reservation", "arguments": {"user_id": "u1"}}
+    tasks = [
+        _task("null", actions=None, reward_basis=["DB"]),
+        _task("empty", actions=[], reward_basis=["DB"]),
+    ]
+    sims = [_sim(t["id"], [book], []) for t in tasks]
+    out = import_results({**TAU2, "tasks": tasks, "simulations": sims}, "a", "v", "t2")
+    empty, null = out.policies  # sorted by task
+    assert "tools" not in null and empty["tools"] == []
+    scorer = ConversationScorer(Settings.model_validate({"policies": out.policies}), labels="ignore")
+    scores = {c.task: scorer.score(c) for c in (Conversation.model_validate(line) for line in out.lines)}
+    assert scores["null"].passed is True
+    assert scores["empty"].passed is False and any("book_reservation" in r for r in scores["empty"].reasons)
