@@ -68,7 +68,9 @@ def readiness(scores: Sequence[ConversationScore], settings: Settings) -> Readin
     scope, chosen, note = gate_scope(scores, settings)
     n, c = counts(chosen)
     weighted = effective_counts(graded_by_probability(chosen))
-    at, pw, units = k_estimates(chosen, settings, [1, 3], weighted, correction_of(chosen, settings, [1, 3]))
+    at, pw, units = k_estimates(
+        chosen, settings, [1, 3], weighted, correction_of(chosen, settings, [1, 3]), unit_rows=True
+    )
     at1, pow3 = at["1"], pw["3"]
     loops = sum(1 for s in scores if has_loop(s))
     gates = [
@@ -126,7 +128,7 @@ def build_report(
     """
     ks = sorted(set(ks if ks is not None else settings.stats.ks))
     scores = latest_revisions(scores)
-    overall = group_stats(scores, settings, ks, examples)
+    overall = group_stats(scores, settings, ks, examples, unit_rows=True)
     by_task_groups: dict[str, list[ConversationScore]] = defaultdict(list)
     by_tag_groups: dict[str, dict[str, list[ConversationScore]]] = defaultdict(lambda: defaultdict(list))
     for s in scores:

@@ -218,13 +218,18 @@ def failure_rates(scores: Sequence[ConversationScore], settings: Settings) -> di
 
 
 def group_stats(
-    scores: Sequence[ConversationScore], settings: Settings, ks: Sequence[int], examples: int = 0
+    scores: Sequence[ConversationScore],
+    settings: Settings,
+    ks: Sequence[int],
+    examples: int = 0,
+    unit_rows: bool = False,
 ) -> GroupStats:
-    """Every estimate of the report for one set of conversations; `examples` ids listed per failure mode."""
+    """Every estimate of the report for one set of conversations; `examples` ids listed per failure mode;
+    `unit_rows`: each unit's counts listed (the report's own, not its groups': a baseline pairs with those)."""
     n, c = counts(scores)
     weighted = effective_counts(graded_by_probability(list(scores)))
     correction = correction_of(scores, settings, ks)
-    pass_at, pass_pow, units = k_estimates(scores, settings, ks, weighted, correction)
+    pass_at, pass_pow, units = k_estimates(scores, settings, ks, weighted, correction, unit_rows)
     pass_1 = pass_pow.get("1")
     if pass_1 is None and units.repeated:
         pass_1 = k_estimates(scores, settings, [1], weighted, correction)[1]["1"]

@@ -172,7 +172,8 @@ class UnitsSummary(_Out):
     by_unit: list[tuple[str, str, str | None, int, int]] = Field(
         default_factory=list,
         description="[agent, task, instance, n, c] of each unit a conversation named (instance null when only "
-        "attempts were named): what a later report pairs its units with (`--baseline`).",
+        "attempts were named): what a later report pairs its units with (`--baseline`). Listed for the report "
+        "and its gated scope, not for each task or tag.",
     )
 
 

@@ -61,8 +61,9 @@ def per_task_counts(scores: Iterable[ConversationScore]) -> dict[str, tuple[int,
     return {task: counts(group) for task, group in groups.items()}
 
 
-def unit_counts(scores: Iterable[ConversationScore]) -> tuple[UnitCounts, UnitsSummary]:
-    """The graded conversations' units as (n, c) counts, and their summary for the report."""
+def unit_counts(scores: Iterable[ConversationScore], rows: bool = False) -> tuple[UnitCounts, UnitsSummary]:
+    """The graded conversations' units as (n, c) counts, and their summary for the report (`rows`: with each
+    unit's counts, `by_unit`, for a later report to pair with)."""
     per_unit: dict[tuple[str, str, str, str | None], list[int]] = {}
     alone = Counter[int]()  # passed -> graded conversations without a unit
     for s in scores:
@@ -85,7 +86,9 @@ def unit_counts(scores: Iterable[ConversationScore]) -> tuple[UnitCounts, UnitsS
         max_attempts=unit_set.max_attempts,
         without_unit=alone[0] + alone[1],
         pairs=list(unit_set.pairs),
-        by_unit=[(agent, task, instance, n, c) for (agent, _v, task, instance), (n, c) in per_unit.items()],
+        by_unit=[(agent, task, instance, n, c) for (agent, _v, task, instance), (n, c) in per_unit.items()]
+        if rows
+        else [],
     )
     return unit_set, summary
 
@@ -192,15 +195,16 @@ def k_estimates(
     ks: Sequence[int],
     weighted: tuple[float, float] | None = None,
     correction: CorrectedEstimates | None = None,
+    unit_rows: bool = False,
 ) -> tuple[dict[str, KEstimate], dict[str, KEstimate], UnitsSummary]:
     """pass@k and pass^k keyed by k as a string, and the units they were computed over.
 
     `weighted`: Kish's effective (n, c) when the graded conversations were sampled at different rates (the
     pooled posterior is then theirs); `correction`: with enough labels, the exchangeable headline is the
-    transform of the corrected success rate."""
+    transform of the corrected success rate; `unit_rows`: the summary lists each unit's counts."""
     n, c = counts(scores)
     graded = [s for s in scores if s.scored]
-    unit_set, summary = unit_counts(graded)
+    unit_set, summary = unit_counts(graded, unit_rows)
     if n == 0:
         return {str(k): _empty() for k in ks}, {str(k): _empty() for k in ks}, summary
     st = settings.stats
