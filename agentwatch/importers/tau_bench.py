@@ -45,6 +45,7 @@ from agentwatch.importers.policy_writer import Calls, PolicyWriter
 from agentwatch.importers.results_files import JsonLines, SavedRun, TauBenchFormatError
 from agentwatch.importers.tau_domains import domain_of, effect_free_patterns
 from agentwatch.importers.text_actions import acts_in_text
+from agentwatch.wire.schema import Conversation, Turn
 
 
 @dataclass(slots=True)
@@ -111,6 +112,8 @@ def import_results(document: Any, agent: str, version: str, prefix: str) -> Impo
         except _UNREADABLE as exc:  # ChatFormatError is a ValueError
             out.errors.append((position, _why(exc)))
             continue
+        if record.get("stopped"):
+            _stopped(conv, record["stopped"])
         out.lines.append(transcript_line(conv, attempt=trial))
         truth: _Truth = record["truth"]
         if truth.actions is None:
@@ -131,6 +134,17 @@ def import_results(document: Any, agent: str, version: str, prefix: str) -> Impo
                 policy["read_only_tools"] = effect_free_patterns(out.domain)
     out.ungraded = {t: out.ungraded[t] for t in sorted(out.ungraded, key=_task_order) if t not in seen_tasks}
     return out
+
+
+def _stopped(conv: Conversation, reason: str) -> None:
+    """Record that the benchmark stopped the conversation before it was over (`reason`): the error that ended
+    its last turn (a turn of its own when it had none)."""
+    if not conv.turns:
+        conv.turns.append(Turn())
+    last = conv.turns[-1]
+    if last.error is None:
+        last.error = f"the run was stopped before the conversation ended ({reason})"
+    conv.notes.append(f"τ²-bench stopped the simulation: termination_reason {reason}")
 
 
 def _task_order(task: str) -> tuple[int, int | str]:
@@ -322,12 +336,19 @@ def _tau2_truth(task: dict[str, Any]) -> _Truth:
     )
 
 
+# How a τ²-bench simulation may end on its own: any other `termination_reason` (max_steps, too_many_errors,
+# agent_error, timeout, …) stopped it before the conversation was over, and τ²-bench rewards it 0.
+_FINISHED = ("user_stop", "agent_stop")
+
+
 def _tau2_record(sim: dict[str, Any], task: dict[str, Any], system: Any) -> dict[str, Any]:
     """One τ²-bench simulation (with a `messages` list), its task and the agent's policy (`system`) as a
     record."""
     own = sim.get("policy")  # the agent's policy as this simulation ran it, where it is saved with it
     system = own if isinstance(own, str) and own else system
+    ended = sim.get("termination_reason")
     return {
+        "stopped": ended if isinstance(ended, str) and ended and ended not in _FINISHED else None,
         "system": system if isinstance(system, str) else None,
         "task_id": sim.get("task_id"),
         "trial": sim.get("trial"),

@@ -852,3 +852,25 @@ def test_a_tau2_task_with_no_ground_truth_actions_at_all_grades_no_call() -> Non
     scores = {c.task: scorer.score(c) for c in (Conversation.model_validate(line) for line in out.lines)}
     assert scores["null"].passed is True
     assert scores["empty"].passed is False and any("book_reservation" in r for r in scores["empty"].reasons)
+
+
+@pytest.mark.parametrize("reason", ["max_steps", "too_many_errors", "agent_error"])
+def test_a_simulation_the_benchmark_stopped_ended_on_an_error(reason: str) -> None:
+    """τ²-bench rewards 0 a simulation that ended any other way than by the user or the agent stopping: the
+    error that ended its last turn says so (a turn of its own when no message was kept), and the verdict fails
+    though every expected call was made."""
+    tasks = [_task("stopped", actions=[CANCEL], reward_basis=["DB"]), _task("empty", actions=[CANCEL])]
+    stopped = {**_sim("stopped", [CANCEL], []), "termination_reason": reason}
+    empty = {**_sim("empty", [], []), "messages": [], "termination_reason": reason}
+    finished = {**_sim("stopped", [CANCEL], []), "id": "ok", "trial": 1, "termination_reason": "user_stop"}
+    out = import_results({**TAU2, "tasks": tasks, "simulations": [stopped, empty, finished]}, "a", "v", "t2")
+    convs = [Conversation.model_validate(line) for line in out.lines]
+    scorer = ConversationScorer(Settings.model_validate({"policies": out.policies}), labels="ignore")
+    cut, nothing, done = convs
+    assert cut.turns[-1].answer == "R1 is cancelled." and reason in (cut.turns[-1].error or "")
+    assert any(f"termination_reason {reason}" in n for n in cut.notes)
+    assert len(nothing.turns) == 1 and reason in (nothing.turns[0].error or "")
+    assert done.turns[-1].error is None
+    verdicts = [scorer.score(c) for c in convs]
+    assert [v.passed for v in verdicts] == [False, False, True]
+    assert all("error" in v.evidence for v in verdicts[:2])
