@@ -137,14 +137,14 @@ def import_results(document: Any, agent: str, version: str, prefix: str) -> Impo
 
 
 def _stopped(conv: Conversation, reason: str) -> None:
-    """Record that the benchmark stopped the conversation before it was over (`reason`): the error that ended
-    its last turn (a turn of its own when it had none)."""
+    """Record that the benchmark stopped the conversation before it was over (`reason`: its termination
+    reason or error): the error that ended its last turn (a turn of its own when it had none)."""
     if not conv.turns:
         conv.turns.append(Turn())
     last = conv.turns[-1]
     if last.error is None:
         last.error = f"the run was stopped before the conversation ended ({reason})"
-    conv.notes.append(f"τ²-bench stopped the simulation: termination_reason {reason}")
+    conv.notes.append(f"the benchmark stopped the run: {reason}")
 
 
 def _task_order(task: str) -> tuple[int, int | str]:
@@ -224,10 +224,14 @@ def _tau_truth(info: dict[str, Any]) -> _Truth:
 
 
 def _tau_record(entry: dict[str, Any]) -> dict[str, Any]:
-    """One τ-bench entry (with a `traj` list) as a record."""
+    """One τ-bench entry (with a `traj` list) as a record; τ-bench's runner keeps the exception that stopped a
+    run in `info.error` (with an empty `traj` and a reward of 0)."""
     traj = entry["traj"]
-    truth = _read_truth(_tau_truth, _object(entry.get("info")))
+    info = _object(entry.get("info"))
+    truth = _read_truth(_tau_truth, info)
+    error = info.get("error")
     return {
+        "stopped": error.strip().splitlines()[0][:200] if isinstance(error, str) and error.strip() else None,
         "task_id": entry.get("task_id"),
         "trial": entry.get("trial"),
         "reward": entry.get("reward"),

@@ -868,9 +868,31 @@ def test_a_simulation_the_benchmark_stopped_ended_on_an_error(reason: str) -> No
     scorer = ConversationScorer(Settings.model_validate({"policies": out.policies}), labels="ignore")
     cut, nothing, done = convs
     assert cut.turns[-1].answer == "R1 is cancelled." and reason in (cut.turns[-1].error or "")
-    assert any(f"termination_reason {reason}" in n for n in cut.notes)
+    assert any(f"the benchmark stopped the run: {reason}" in n for n in cut.notes)
     assert len(nothing.turns) == 1 and reason in (nothing.turns[0].error or "")
     assert done.turns[-1].error is None
     verdicts = [scorer.score(c) for c in convs]
     assert [v.passed for v in verdicts] == [False, False, True]
     assert all("error" in v.evidence for v in verdicts[:2])
+
+
+def test_a_tau_bench_run_an_exception_stopped_ended_on_that_error(dev: list[dict[str, Any]]) -> None:
+    """τ-bench's runner keeps the exception that stopped a run in `info.error`, with no trajectory and a reward
+    of 0: the conversation is one turn ended by that error, graded by its task's policy and failed."""
+    done = next(e for e in dev if e["reward"] == 1.0)
+    crashed = {
+        "task_id": done["task_id"],
+        "trial": 99,
+        "reward": 0.0,
+        "info": {"error": "litellm.Timeout: Connection timed out after 600.0 seconds.\n", "traceback": "..."},
+        "traj": [],
+    }
+    out = import_results([done, crashed], "a", "v", "t")
+    ok, stopped = (Conversation.model_validate(line) for line in out.lines)
+    assert [t.error for t in stopped.turns] == [
+        "the run was stopped before the conversation ended (litellm.Timeout: Connection timed out after 600.0 "
+        "seconds.)"
+    ]
+    scorer = ConversationScorer(Settings.model_validate({"policies": out.policies}), labels="ignore")
+    assert scorer.score(ok).passed is True
+    assert scorer.score(stopped).passed is False
