@@ -136,6 +136,17 @@ def _paired(new: UnitsSummary, base: UnitsSummary) -> PairedDifference | None:
     return paired_difference(by_key(new), by_key(base), REGRESSION_K)
 
 
+def _paired_note(diff: PairedDifference) -> str:
+    """What a paired check compared: the shared units, the mean difference and its spread, the units left out."""
+    note = (
+        f"{diff.units} units attempted {REGRESSION_K}+ times by both: mean pass^{REGRESSION_K} difference "
+        f"{diff.mean:+.3f} (sd {diff.sd:.3f})"
+    )
+    if diff.only_new or diff.only_base:
+        note += f"; not paired: {diff.only_new} units only in the new report, {diff.only_base} only in the baseline"
+    return note
+
+
 def _check(
     scope: str,
     new: tuple[int, int, UnitsSummary | None],
@@ -148,27 +159,19 @@ def _check(
     (n_new, c_new, units_new), (n_base, c_base, units_base) = new, base
     prob, note = None, None
     method: CheckMethod = "tasks" if _repeated(units_new) and _repeated(units_base) else "exchangeable"
-    diff = None
     if method == "tasks":
         assert units_new is not None and units_base is not None
         diff = _paired(units_new, units_base)
-    if diff is not None and diff.units >= MIN_SHARED_UNITS:
-        method = "paired"
-        prob = paired_regression_probability(diff, g.regression_margin)
-        note = (
-            f"{diff.units} units attempted {REGRESSION_K}+ times by both: mean pass^{REGRESSION_K} difference "
-            f"{diff.mean:+.3f} (sd {diff.sd:.3f})"
-        )
-        if diff.only_new or diff.only_base:
-            note += f"; not paired: {diff.only_new} units only in the new report, {diff.only_base} only in the baseline"
-    elif method == "tasks":
-        assert units_new is not None and units_base is not None
-        prob, note = _over_units(units_new, units_base, g.regression_margin)
-        if diff is not None and note is None:
-            note = (
-                f"{diff.units} shared units with {REGRESSION_K}+ attempts on both sides, fewer than the "
-                f"{MIN_SHARED_UNITS} a paired comparison needs: compared as independent populations"
-            )
+        if diff is not None and diff.units >= MIN_SHARED_UNITS:
+            method = "paired"
+            prob, note = paired_regression_probability(diff, g.regression_margin), _paired_note(diff)
+        else:
+            prob, note = _over_units(units_new, units_base, g.regression_margin)
+            if diff is not None and note is None:
+                note = (
+                    f"{diff.units} shared units with {REGRESSION_K}+ attempts on both sides, fewer than the "
+                    f"{MIN_SHARED_UNITS} a paired comparison needs: compared as independent populations"
+                )
     elif n_new > 0 and n_base > 0:
         post_new = posterior(n_new, c_new, st.prior_alpha, st.prior_beta)
         post_base = posterior(n_base, c_base, st.prior_alpha, st.prior_beta)
