@@ -126,6 +126,11 @@ def tau_bench(
         "the ground-truth actions with effects (lookups and handoffs left out), free-text arguments\n"
         "ignored, the required outputs. Use with `agentwatch score --config THIS_FILE transcripts.jsonl`."
     )
+    if imported.domain is not None:
+        header += (
+            f"\nThe ground truth's tools are τ-bench's {imported.domain} environment's: only its writes have "
+            "effects\n(`read_only_tools`), the agent's own tools are read-only."
+        )
     ungraded = [f"task {task}: {why}" for task, why in imported.ungraded.items()]
     if ungraded:
         header += "\n\nTasks without a policy (their conversations are not graded):\n" + "\n".join(ungraded)
@@ -135,7 +140,9 @@ def tau_bench(
     if len(ungraded) > MAX_ERRORS_SHOWN:
         typer.echo(f"not graded: … and {len(ungraded) - MAX_ERRORS_SHOWN} more tasks", err=True)
     typer.echo(
-        f"{imported.format}: {n} conversation(s) → {directory / TRANSCRIPTS}; "
+        f"{imported.format}"
+        + (f" ({imported.domain})" if imported.domain else "")
+        + f": {n} conversation(s) → {directory / TRANSCRIPTS}; "
         f"{len(imported.policies)} task policies → {directory / POLICIES}"
         + (f"; {len(ungraded)} task(s) without one, not graded" if ungraded else "")
         + (f"; {len(imported.errors)} record(s) skipped" if imported.errors else "")

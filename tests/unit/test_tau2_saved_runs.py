@@ -93,7 +93,7 @@ def test_the_import_command_reads_the_directory(tmp_path: Path) -> None:
     (folder / "simulations" / "sim-1.json").write_text("not json")
     run = CliRunner().invoke(app, ["import", "tau-bench", str(folder), "--out", str(tmp_path / "o")])
     assert run.exit_code == 0, run.output
-    assert "tau2-bench: 1 conversation(s)" in run.stdout and "1 record(s) skipped" in run.stdout
+    assert "tau2-bench (airline): 1 conversation(s)" in run.stdout and "1 record(s) skipped" in run.stdout
     assert f"{folder}: simulations/sim-1.json: not readable as JSON" in run.stderr
     written = [json.loads(line) for line in (tmp_path / "o" / "transcripts.jsonl").read_text().splitlines()]
     assert [(t["conversation_id"], t["version"]) for t in written] == [("run-7/task-t-1/trial-0", "run-7")]
