@@ -225,13 +225,19 @@ def _tau_truth(info: dict[str, Any]) -> _Truth:
 
 def _tau_record(entry: dict[str, Any]) -> dict[str, Any]:
     """One τ-bench entry (with a `traj` list) as a record; τ-bench's runner keeps the exception that stopped a
-    run in `info.error` (with an empty `traj` and a reward of 0)."""
+    run in `info.error` (with an empty `traj` and a reward of 0), and its environment fills `info.reward_info`
+    only when the episode ends, so a null one is a run the step limit stopped (rewarded 0)."""
     traj = entry["traj"]
     info = _object(entry.get("info"))
     truth = _read_truth(_tau_truth, info)
     error = info.get("error")
+    stopped = None
+    if isinstance(error, str) and error.strip():
+        stopped = error.strip().splitlines()[0][:200]
+    elif "reward_info" in info and info["reward_info"] is None:
+        stopped = "the step limit: the episode never ended"
     return {
-        "stopped": error.strip().splitlines()[0][:200] if isinstance(error, str) and error.strip() else None,
+        "stopped": stopped,
         "task_id": entry.get("task_id"),
         "trial": entry.get("trial"),
         "reward": entry.get("reward"),

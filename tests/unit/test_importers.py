@@ -896,3 +896,20 @@ def test_a_tau_bench_run_an_exception_stopped_ended_on_that_error(dev: list[dict
     scorer = ConversationScorer(Settings.model_validate({"policies": out.policies}), labels="ignore")
     assert scorer.score(ok).passed is True
     assert scorer.score(stopped).passed is False
+
+
+def test_a_tau_bench_run_the_step_limit_stopped_ended_on_that(dev: list[dict[str, Any]]) -> None:
+    """τ-bench's environment fills `info.reward_info` when the episode ends: a null one is a run its step limit
+    stopped (rewarded 0 whatever was done), and its last turn ends on that."""
+    done = next(e for e in dev if e["reward"] == 1.0)
+    cut = {**copy.deepcopy(done), "trial": 98, "reward": 0.0}
+    cut["info"]["reward_info"] = None
+    out = import_results([done, cut], "a", "v", "t")
+    ok, stopped = (Conversation.model_validate(line) for line in out.lines)
+    assert ok.turns[-1].error is None
+    assert stopped.turns[-1].error == (
+        "the run was stopped before the conversation ended (the step limit: the episode never ended)"
+    )
+    assert stopped.turns[-1].answer == ok.turns[-1].answer  # the conversation itself is kept as it was
+    scorer = ConversationScorer(Settings.model_validate({"policies": out.policies}), labels="ignore")
+    assert scorer.score(ok).passed is True and scorer.score(stopped).passed is False
