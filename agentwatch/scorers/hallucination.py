@@ -39,7 +39,7 @@ _CURRENCY_WORDS = ("usd", "eur", "gbp", "dollar", "euro", "pound")  # what _UNIT
 # lists real items).
 _EXAMPLE = re.compile(
     r"(?:\be\.\s?g\.|\b(?:for example|for instance|por ejemplo|p\.\s?ej\.|ej\.|par exemple|z\.\s?b\.|zum beispiel"
-    r"|ad esempio|por exemplo)|\blike\s+(?=[\"'‘“`])|\(\s*like\s)[^.!?;\n)]*"
+    r"|ad esempio|por exemplo)|\blike:?\s+(?=[\"'‘“`])|\(\s*like\s)[^.!?;\n)]*"
     # an amount marked as approximate ("~$2,460", "about $18"): an estimate, not a figure read from a result
     r"|(?:[~≈]|\b(?:about|approximately|approx\.|around|roughly|nearly|almost|circa)\s+)\$?\d[\d,]*(?:\.\d+)?",
     re.IGNORECASE,

@@ -264,6 +264,8 @@ def test_lookup_verbs_in_tool_names_and_the_exclusions(name: str, kind: str) -> 
         ("**$1,093.34** (Keyboard: $235.13, Chair: $858.21).", [{"prices": [235.13, 858.21]}], []),
         ("Order total: **$500.00**.", [{"p": 1}], ["500.00"]),  # bold is read, not skipped
         ("Give me the item id (like 1008292230).", [{"p": 1}], []),
+        ("Say something like: “Return item 1008292230 from order #W1234568,” and I will.", [{"p": 1}], []),
+        ("Say something: “Return item 1008292230 from order #W1234568.”", [{"p": 1}], ["1008292230"]),
         ("Full refunds (~$2,460 total).", [{"p": 1}], []),
         ("Full refunds ($2,460 total).", [{"p": 1}], ["2,460"]),
         (
