@@ -279,15 +279,15 @@ def check_calls(
         if not w.required or i in pairs:
             continue
         at = next((j for j, m in enumerate(made) if not m.ok and m.name in w.names and fits(w, m)), None)
-        refused = None if at is None else made[at]
         # Excused beside the valid one (another expected call of the same tool that was made), or when nothing
         # the agent changed before could have caused the refusal: the ground truth holds a write the
         # environment does not accept from the state the agent found. Not so for an expectation with
         # alternatives: one of them is the valid one, and it was not made.
         done_instead = any(k in pairs and wanted[k].names & w.names for k in range(len(wanted)) if k != i)
-        alone = refused_first == "note" and len(w.names) == 1 and not _changed_before(made, at)
-        if refused is not None and (done_instead or alone):
-            found.refused.append((w, refused))
+        if at is not None and (
+            done_instead or (refused_first == "note" and len(w.names) == 1 and not _changed_before(made, at))
+        ):
+            found.refused.append((w, made[at]))
         else:
             found.missing.append(_missing(w, made, set(pairs.values()), done, differ))
     taken = set(pairs.values())
@@ -303,7 +303,7 @@ def check_calls(
     return found
 
 
-def _changed_before(made: Sequence[MadeCall], at: int | None) -> bool:
+def _changed_before(made: Sequence[MadeCall], at: int) -> bool:
     """Whether a successful call with effects came before `made[at]`."""
     return any(m.ok and m.kind == EFFECT and not changes_nothing(m.call) for m in made[:at])
 

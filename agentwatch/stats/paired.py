@@ -19,6 +19,7 @@ units on. Its decision error at the margin was simulated at fixed true values (t
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TypeVar
@@ -55,11 +56,12 @@ def paired_difference(
     if not shared:
         return None
     diffs = [pass_pow_k_unbiased(*new[u], k) - pass_pow_k_unbiased(*base[u], k) for u in shared]
-    m = len(diffs)
-    mean = math.fsum(diffs) / m
-    sd = math.sqrt(math.fsum((d - mean) ** 2 for d in diffs) / (m - 1)) if m > 1 else 0.0
     return PairedDifference(
-        units=m, mean=mean, sd=sd, only_new=len(new_k - shared), only_base=len(base_k - shared)
+        units=len(diffs),
+        mean=statistics.fmean(diffs),
+        sd=statistics.stdev(diffs) if len(diffs) > 1 else 0.0,
+        only_new=len(new_k - shared),
+        only_base=len(base_k - shared),
     )
 
 
