@@ -1,15 +1,14 @@
-"""What a compiled build would pay: the scorers and the collector's hot modules compiled by mypyc, beside pure Python.
+"""The compiled build beside pure Python: the scorers and the collector's hot modules compiled by mypyc.
 
 Run: `python -m benchmarks.compiled [--rounds 3] [--n 20000] [--conversations 2000]` (needs a C compiler and
-mypy, which the `test` extra brings). It copies `agentwatch/` to a temporary folder, compiles `MODULES` there
-with mypyc — the source unchanged — and first checks that both builds give the same scores, every field, on
+mypy, which the `dev` extra brings). It copies `agentwatch/` and the build files to a temporary folder, builds
+there as a compiled wheel is built (`AGENTWATCH_COMPILE=1`, setup.py: `MODULES` compiled, the source unchanged),
+and first checks that both builds give the same scores, every field, on
 the published dev runs graded by their generated policies and on `benchmarks.score`'s conversations. Then the
 two builds take turns, each benchmark in a fresh interpreter: `benchmarks.score` (CPU µs per conversation) and
 `benchmarks.collector` (CPU ms per 1,000 conversations by stage, and the pipeline's share of the raw protobuf
 parse), and `benchmarks.peers` where Fair Forge is installed beside. Prints figures; asserts nothing; keeps
 nothing it built.
-
-agentwatch ships no compiled build: this script measures what one would change.
 """
 
 from __future__ import annotations
@@ -24,38 +23,16 @@ import subprocess
 import sys
 import tempfile
 import time
+import tomllib
 from pathlib import Path
 
 from benchmarks.calibration import calibration_line, calibration_us
 
 ROOT = Path(__file__).resolve().parents[1]
-# The hot path: every scorer, and the collector's decode → assemble → rebuild. `collector/messages.py` stays
-# pure Python: mypyc 2.4 stops with an internal error on `reversed()` over its list of message dicts.
-COLLECTOR_MODULES = (
-    "decode",
-    "span_record",
-    "span_size",
-    "assembler",
-    "reconstruct",
-    "turns",
-    "span_tree",
-    "conventions",
+# What a compiled build compiles (pyproject.toml, `[tool.agentwatch] compiled`; setup.py reads the same list).
+MODULES: tuple[str, ...] = tuple(
+    tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["agentwatch"]["compiled"]
 )
-MODULES = tuple(
-    sorted(
-        str(p.relative_to(ROOT))
-        for p in (ROOT / "agentwatch" / "scorers").glob("*.py")
-        if p.name != "__init__.py"
-    )
-) + tuple(f"agentwatch/collector/{m}.py" for m in COLLECTOR_MODULES)
-
-_SETUP = """
-from setuptools import setup
-from mypyc.build import mypycify
-setup(name="agentwatch-compiled-trial", packages=[], ext_modules=mypycify({modules!r}, opt_level="3"))
-"""
-# mypy settings for compiling only: the project's own (pyproject.toml) type-check the whole tree.
-_MYPY_INI = "[mypy]\npython_version = 3.11\nignore_missing_imports = True\n"
 
 # Scores every conversation of the published dev runs (graded by their generated policies, labels off) and
 # of benchmarks.score, and writes them as JSON: what both builds must agree on.
@@ -83,14 +60,18 @@ json.dump([s.model_dump(mode="json") for s in out], open(sys.argv[1], "w"), sort
 
 
 def build(tree: Path) -> float:
-    """Copy agentwatch/ into `tree` and compile MODULES there; the seconds it took (SystemExit on failure)."""
-    shutil.copytree(ROOT / "agentwatch", tree / "agentwatch", ignore=shutil.ignore_patterns("__pycache__"))
-    (tree / "mypy.ini").write_text(_MYPY_INI)
-    (tree / "setup_compiled.py").write_text(_SETUP.format(modules=list(MODULES)))
+    """Copy the checkout's package and build files into `tree` and compile there as a compiled build does
+    (`AGENTWATCH_COMPILE=1 setup.py build_ext --inplace`); the seconds it took (SystemExit on failure)."""
+    shutil.copytree(
+        ROOT / "agentwatch", tree / "agentwatch", ignore=shutil.ignore_patterns("__pycache__", "*.so")
+    )
+    for name in ("setup.py", "pyproject.toml", "README.md"):
+        shutil.copy2(ROOT / name, tree / name)
     start = time.perf_counter()
     run = subprocess.run(
-        [sys.executable, "setup_compiled.py", "build_ext", "--inplace"],
+        [sys.executable, "setup.py", "build_ext", "--inplace", "-j", str(os.cpu_count() or 1)],
         cwd=tree,
+        env={**os.environ, "AGENTWATCH_COMPILE": "1"},
         capture_output=True,
         text=True,
         check=False,

@@ -20,8 +20,9 @@ def _print_version(value: bool) -> None:
     """Print the version, then exit."""
     if value:
         from agentwatch import __version__
+        from agentwatch.build_info import build_line
 
-        typer.echo(f"agentwatch {__version__}")
+        typer.echo(f"agentwatch {__version__} ({build_line()})")
         raise typer.Exit()
 
 

@@ -21,6 +21,7 @@ from typing import NamedTuple
 from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
 
 from agentwatch import wire
+from agentwatch.build_info import build_line
 from agentwatch.collector.assembler import Assembler, FinishedConversation
 from agentwatch.collector.consumer_group import Committer, consumer_config, traffic_share
 from agentwatch.collector.deadletter import DeadLetterPublisher
@@ -189,7 +190,7 @@ class CollectorService:
         self._consumer.subscribe(
             topics, on_assign=self._on_assigned, on_revoke=commits.on_revoked, on_lost=commits.on_lost
         )
-        log.info("collector consuming %s in group %s", topics, cfg.group_id)
+        log.info("collector consuming %s in group %s (%s)", topics, cfg.group_id, build_line())
         last_commit = time.monotonic()
         clean = False
         try:

@@ -6,9 +6,12 @@ tests/integration/test_wheel.py.
 
 from __future__ import annotations
 
+import os
 import re
 import tomllib
 from pathlib import Path
+
+import pytest
 
 from agentwatch.service_extra import SERVICE_MODULES
 
@@ -47,3 +50,63 @@ def test_the_review_guard_checks_exactly_the_review_extra() -> None:
     setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
     assert setuptools["packages"]["find"]["include"] == ["agentwatch*"]  # found, never listed by hand
     assert setuptools["package-data"]["agentwatch.review"] == ["templates/*.html"]
+
+
+def test_a_compiled_build_asks_for_mypy_and_what_the_compiled_modules_import(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """build_backend/agentwatch_build.py: with AGENTWATCH_COMPILE=1 the build environment gets the `service` extra
+    and the `dev` extra's type checker and stubs (same pins); without it, neither."""
+    from build_backend import agentwatch_build
+
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    dev = declared["project"]["optional-dependencies"]["dev"]
+    compile_requires = declared["tool"]["agentwatch"]["compile-requires"]
+    assert set(compile_requires) <= set(dev) and any(_name(r) == "mypy" for r in compile_requires)
+    monkeypatch.chdir(ROOT)
+    monkeypatch.delenv("AGENTWATCH_COMPILE", raising=False)
+    plain = agentwatch_build.get_requires_for_build_wheel()
+    assert not {_name(r) for r in plain} & {"mypy", "pydantic"}
+    monkeypatch.setenv("AGENTWATCH_COMPILE", "1")
+    compiled = agentwatch_build.get_requires_for_build_wheel()
+    assert set(compiled) >= set(compile_requires) | set(
+        declared["project"]["optional-dependencies"]["service"]
+    )
+    assert os.environ["AGENTWATCH_COMPILE"] == "1"  # set back after setup.py ran as for a pure build
+
+
+def test_every_scorer_module_is_in_the_compiled_build() -> None:
+    """pyproject.toml's `[tool.agentwatch] compiled` lists every scorer module, and only files that exist."""
+    listed = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["agentwatch"][
+        "compiled"
+    ]
+    assert all((ROOT / m).is_file() for m in listed) and len(set(listed)) == len(listed)
+    scorers = {str(p.relative_to(ROOT)) for p in (ROOT / "agentwatch" / "scorers").glob("*.py")}
+    assert scorers - {"agentwatch/scorers/__init__.py"} <= set(listed)
+
+
+def test_the_build_is_read_from_the_installed_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """agentwatch/build_info.py: extension modules by dotted name, whatever their platform suffix."""
+    from agentwatch import build_info
+
+    assert build_info.compiled_modules() == [] and build_info.build_line() == "pure Python"  # this checkout
+    package = tmp_path / "agentwatch"
+    (package / "scorers").mkdir(parents=True)
+    (package / "scorers" / "turn.py").write_text("")
+    (package / "scorers" / f"turn{build_info.EXTENSION_SUFFIXES[0]}").write_bytes(b"")
+    (package / "scorers" / f"text{build_info.EXTENSION_SUFFIXES[-1]}").write_bytes(b"")  # ".so" on Linux
+    (package / "data").mkdir()
+    (package / "data" / "prices.yaml").write_text("")
+    monkeypatch.setattr(build_info, "_PACKAGE", package)
+    assert build_info.compiled_modules() == ["agentwatch.scorers.text", "agentwatch.scorers.turn"]
+    assert build_info.build_line() == "compiled by mypyc: 2 modules"
+
+
+def test_the_version_says_which_build_runs() -> None:
+    from typer.testing import CliRunner
+
+    from agentwatch import __version__
+    from agentwatch.cli import app
+
+    said = CliRunner().invoke(app, ["--version"])
+    assert said.exit_code == 0 and said.output.strip() == f"agentwatch {__version__} (pure Python)"
