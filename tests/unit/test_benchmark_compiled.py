@@ -1,5 +1,5 @@
-"""The compiled-build benchmark reads what the benchmarks it runs print, and its scoring check runs (the mypyc
-build itself, a minute of compiling, is not run here)."""
+"""The compiled-build benchmark reads what the benchmarks it runs print, and its scoring check runs (the build
+itself, a minute of compiling, runs in tests/integration/test_compiled_build.py)."""
 
 from __future__ import annotations
 
