@@ -2,7 +2,7 @@
 whose hot modules are mypyc extensions beside their source.
 
 Read from the installed files, not from what has been imported: standard library only, so that `--version` and
-the services' first log line can say it before anything heavy loads.
+the collector's first log line can say it before anything heavy loads.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """PEP 517 build backend: setuptools', plus what a compiled build needs in its build environment.
 
-With `AGENTWATCH_COMPILE=1`, `pip wheel .` (or `python -m build`) makes a wheel whose hot modules are compiled
+With `AGENTWATCH_COMPILE=1`, `pip wheel .` makes a wheel whose hot modules are compiled
 by mypyc (setup.py); mypy type-checks them first, so the build environment also needs the packages they import
 and their type stubs: the `service` extra and pyproject.toml's `[tool.agentwatch] compile-requires`. Without
 the variable this backend is setuptools' own.
