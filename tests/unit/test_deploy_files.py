@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -248,3 +249,24 @@ def test_kubernetes_review_deployment(tmp_path: Path) -> None:
     assert container["args"][-1].startswith(mounts["config"])
     review = settings.review
     assert (review.port, review.metrics_port, review.host) == (8080, 9466, "0.0.0.0")
+
+
+# --------------------------------------------------------------------------- image
+
+
+def test_the_image_build_stage_copies_what_the_build_reads() -> None:
+    """deploy/Dockerfile's build stage copies the package, setup.py and the in-tree build backend (pyproject.toml
+    `backend-path`), and builds the compiled wheel unless told otherwise."""
+    root = DEPLOY.parent
+    text = (DEPLOY / "Dockerfile").read_text()
+    build_stage = text.split("\nFROM ", 2)[1]
+    copied = {
+        source.rstrip("*")
+        for line in build_stage.splitlines()
+        if line.startswith("COPY ") and "--from" not in line
+        for source in line.split()[1:-1]
+    }
+    backend = tomllib.loads((root / "pyproject.toml").read_text())["build-system"]["backend-path"]
+    assert {"pyproject.toml", "setup.py", "MANIFEST.in", "agentwatch", *backend} <= copied
+    assert all((root / name).exists() for name in copied)
+    assert "ARG AGENTWATCH_COMPILE=1" in build_stage
