@@ -82,7 +82,7 @@ def _body(value: str) -> dict[str, Any] | None:
 def _said(found: list[Any], said_by_user: bool) -> str | None:
     """The text of the last user (`said_by_user`) or agent message with text of a messages state."""
     wanted = _USER_ROLES if said_by_user else _AGENT_ROLES
-    for item in reversed(found):
+    for item in found[::-1]:  # not reversed(): mypyc 2.4 stops with an internal error on it here
         role, text = _role_and_text(item)
         if role in wanted and text:
             return text
@@ -104,8 +104,8 @@ def _role_and_text(item: Any) -> tuple[str | None, str | None]:
         )
         item = item["kwargs"]
     else:
-        role = item.get("role") or item.get("type")
-        role = role.lower() if isinstance(role, str) else None
+        named = item.get("role") or item.get("type")  # any JSON value: `role` holds only text
+        role = named.lower() if isinstance(named, str) else None
         if isinstance(item.get("data"), dict) and "content" not in item:  # LangChain's `message_to_dict` form
             item = item["data"]
     content = item.get("content")
