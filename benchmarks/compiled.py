@@ -69,7 +69,7 @@ def build(tree: Path) -> float:
         shutil.copy2(ROOT / name, tree / name)
     start = time.perf_counter()
     run = subprocess.run(
-        [sys.executable, "setup.py", "build_ext", "--inplace", "-j", str(os.cpu_count() or 1)],
+        [sys.executable, "setup.py", "build_ext", "--inplace"],
         cwd=tree,
         env={**os.environ, "AGENTWATCH_COMPILE": "1"},
         capture_output=True,
