@@ -348,16 +348,16 @@ def unsupported_identifiers(
                 continue
             forms = _number_forms(value)
             grounded = (ref and _written_in(ref, forms)) or evidence.has_number_written(forms)
+            # the evidence's numbers are read only for an amount not written in it (most amounts are)
             if not grounded:
                 if known is None:
                     known = _known_numbers(evidence, reference)
-                grounded = _near(value, known)
-            numbers = known if known is not None else evidence.numbers()
-            if (
-                grounded
-                or derived.explains(value, numbers)
-                or _sums_what_follows(value, found[i + 1 :], numbers)
-            ):
+                grounded = (
+                    _near(value, known)
+                    or derived.explains(value, known)
+                    or _sums_what_follows(value, found[i + 1 :], known)
+                )
+            if grounded:
                 derived.take(value)
                 continue
         else:
