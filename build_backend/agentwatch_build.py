@@ -2,8 +2,8 @@
 
 With `AGENTWATCH_COMPILE=1`, `pip wheel .` makes a wheel whose hot modules are compiled
 by mypyc (setup.py); mypy type-checks them first, so the build environment also needs the packages they import
-and their type stubs: the `service` extra and pyproject.toml's `[tool.agentwatch] compile-requires`. Without
-the variable this backend is setuptools' own.
+and their type stubs: the `service` extra and pyproject.toml's `[tool.agentwatch] compile-requires`. An editable
+install with the variable set is refused with the reason. Without the variable this backend is setuptools' own.
 """
 
 from __future__ import annotations
@@ -16,14 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from setuptools import build_meta as _setuptools
-from setuptools.build_meta import (
-    build_editable,
-    build_sdist,
-    build_wheel,
-    get_requires_for_build_editable,
-    get_requires_for_build_sdist,
-    prepare_metadata_for_build_editable,
-)
+from setuptools.build_meta import build_sdist, build_wheel, get_requires_for_build_sdist
 
 __all__ = [
     "build_editable",
@@ -40,6 +33,11 @@ __all__ = [
 
 PYPROJECT = Path(__file__).resolve().parents[1] / "pyproject.toml"
 _SWITCH = "AGENTWATCH_COMPILE"
+NOT_EDITABLE = (
+    "AGENTWATCH_COMPILE=1 builds wheels (`pip wheel .`, `pip install .`), not editable installs: the compiled "
+    "modules would run instead of the sources an editable install is for. Unset AGENTWATCH_COMPILE for "
+    "`pip install -e .`."
+)
 
 
 def compiling() -> bool:
@@ -65,6 +63,36 @@ def _uncompiled() -> Iterator[None]:
     finally:
         if switch is not None:
             os.environ[_SWITCH] = switch
+
+
+def _editable() -> None:
+    """Refuse a compiled editable install with the reason (else setup.py fails on a missing mypyc)."""
+    if compiling():
+        raise SystemExit(NOT_EDITABLE)
+
+
+def get_requires_for_build_editable(config_settings: dict[str, Any] | None = None) -> list[str]:
+    """setuptools' requirements for an editable install (refused when compiling)."""
+    _editable()
+    return list(_setuptools.get_requires_for_build_editable(config_settings))
+
+
+def prepare_metadata_for_build_editable(
+    metadata_directory: str, config_settings: dict[str, Any] | None = None
+) -> str:
+    """setuptools' metadata for an editable install (refused when compiling)."""
+    _editable()
+    return str(_setuptools.prepare_metadata_for_build_editable(metadata_directory, config_settings))
+
+
+def build_editable(
+    wheel_directory: str,
+    config_settings: dict[str, Any] | None = None,
+    metadata_directory: str | None = None,
+) -> str:
+    """setuptools' editable wheel (refused when compiling)."""
+    _editable()
+    return str(_setuptools.build_editable(wheel_directory, config_settings, metadata_directory))
 
 
 def get_requires_for_build_wheel(config_settings: dict[str, Any] | None = None) -> list[str]:

@@ -75,6 +75,32 @@ def test_a_compiled_build_asks_for_mypy_and_what_the_compiled_modules_import(
     assert os.environ["AGENTWATCH_COMPILE"] == "1"  # set back after setup.py ran as for a pure build
 
 
+def test_a_compiled_editable_install_is_refused_with_the_reason(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """With AGENTWATCH_COMPILE=1 every editable hook stops with a sentence naming the variable (setup.py would
+    otherwise fail on a missing mypyc); without it the editable hooks are setuptools' own."""
+    from build_backend import agentwatch_build
+
+    monkeypatch.chdir(ROOT)
+    monkeypatch.setenv("AGENTWATCH_COMPILE", "1")
+    hooks = (
+        agentwatch_build.get_requires_for_build_editable,
+        lambda: agentwatch_build.prepare_metadata_for_build_editable(str(tmp_path)),
+        lambda: agentwatch_build.build_editable(str(tmp_path)),
+    )
+    for hook in hooks:
+        with pytest.raises(SystemExit) as refused:
+            hook()
+        assert "AGENTWATCH_COMPILE" in str(refused.value.code) and "pip install -e ." in str(
+            refused.value.code
+        )
+    assert not list(tmp_path.iterdir())  # refused before anything was written
+    monkeypatch.delenv("AGENTWATCH_COMPILE")
+    requires = agentwatch_build.get_requires_for_build_editable()
+    assert isinstance(requires, list) and not {_name(r) for r in requires} & {"mypy", "pydantic"}
+
+
 def test_every_scorer_module_is_in_the_compiled_build() -> None:
     """pyproject.toml's `[tool.agentwatch] compiled` lists every scorer module, and only files that exist."""
     listed = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["agentwatch"][
