@@ -29,6 +29,7 @@ from agentwatch.wire.schema import (
     Conversation,
     Expectation,
     Turn,
+    attempt_number,
     instance_text,
     normalize_outcome,
 )
@@ -99,16 +100,12 @@ def _attempt(value: Any, notes: list[str]) -> int | None:
     noted and ignored, never an error: the conversation keeps its identity (agent, version, task)."""
     if value is None:
         return None
-    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_ATTEMPT:
-        return value
-    if isinstance(value, str):
-        text = value.strip()
-        if text.isascii() and text.isdigit() and len(text) <= 7 and int(text) <= MAX_ATTEMPT:
-            return int(text)
-    notes.append(
-        f"{cv.ATTEMPT_KEYS[0]} {_shown(value)} ignored: not an integer from 0 to {MAX_ATTEMPT:,} in ASCII digits"
-    )
-    return None
+    attempt = attempt_number(value)
+    if attempt is None:
+        notes.append(
+            f"{cv.ATTEMPT_KEYS[0]} {_shown(value)} ignored: not an integer from 0 to {MAX_ATTEMPT:,} in ASCII digits"
+        )
+    return attempt
 
 
 def _shown(value: Any) -> str:

@@ -45,7 +45,7 @@ from agentwatch.importers.policy_writer import Calls, PolicyWriter
 from agentwatch.importers.results_files import JsonLines, SavedRun, TauBenchFormatError
 from agentwatch.importers.tau_domains import domain_of, effect_free_patterns
 from agentwatch.importers.text_actions import acts_in_text
-from agentwatch.wire.schema import Conversation, Turn
+from agentwatch.wire.schema import MAX_ATTEMPT, Conversation, Turn, attempt_number
 
 
 @dataclass(slots=True)
@@ -96,7 +96,8 @@ def import_results(document: Any, agent: str, version: str, prefix: str) -> Impo
     for position, record in records:
         try:
             task = str(record["task_id"])
-            trial = record.get("trial")
+            raw_trial = record.get("trial")
+            trial = attempt_number(raw_trial)
             conv = conversation_from_messages(
                 record["messages"],
                 f"{prefix}/task-{task}/trial-{trial if trial is not None else position}",
@@ -112,6 +113,10 @@ def import_results(document: Any, agent: str, version: str, prefix: str) -> Impo
         except _UNREADABLE as exc:  # ChatFormatError is a ValueError
             out.errors.append((position, _why(exc)))
             continue
+        if raw_trial is not None and trial is None:  # read as no attempt number: the line must stay readable
+            conv.notes.append(
+                f"trial {str(raw_trial)[:40]!r} ignored: not an integer from 0 to {MAX_ATTEMPT:,}"
+            )
         if record.get("stopped"):
             _stopped(conv, record["stopped"])
         out.lines.append(transcript_line(conv, attempt=trial))

@@ -152,6 +152,18 @@ MAX_COST_USD_PER_TURN = 100_000.0
 MAX_ATTEMPT = 1_000_000
 
 
+def attempt_number(value: Any) -> int | None:
+    """An attempt number read from any JSON value: an integer from 0 to MAX_ATTEMPT, or those ASCII digits as
+    text; None for anything else (absent, negative, fractional, too large, a boolean, other text)."""
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_ATTEMPT:
+        return value
+    if isinstance(value, str):
+        text = value.strip()
+        if text.isascii() and text.isdigit() and len(text) <= 7 and int(text) <= MAX_ATTEMPT:
+            return int(text)
+    return None
+
+
 class Usage(WireModel):
     """Token usage of one model call."""
 

@@ -30,6 +30,7 @@ from agentwatch.wire.conversation import (
     ToolCall,
     Turn,
     Usage,
+    attempt_number,
     instance_text,
     normalize_outcome,
 )
@@ -72,6 +73,7 @@ __all__ = [
     "Turn",
     "TurnScore",
     "Usage",
+    "attempt_number",
     "instance_text",
     "json_schema",
     "normalize_outcome",

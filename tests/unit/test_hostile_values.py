@@ -1,5 +1,5 @@
-"""Values from outside that once broke something: attempt numbers, token counts, ids with newlines, names with
-terminal escapes, text that closes the judge's transcript, an API key over plain http, metrics addresses."""
+"""Values from outside that once broke something: attempt numbers (from spans and from benchmark trials), token
+counts, ids with newlines, names with terminal escapes, text that closes the judge's transcript, an API key over plain http, metrics addresses."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from pydantic import ValidationError
 from agentwatch.collector.decode import SpanRecord
 from agentwatch.collector.reconstruct import build_conversation
 from agentwatch.config import load_settings
+from agentwatch.importers.tau_bench import import_results
 from agentwatch.judge.client import OpenAIJudge, refuse_plain_http_with_key
 from agentwatch.judge.prompt import build_messages, transcript_marker
 from agentwatch.report.build import build_report
@@ -75,6 +76,39 @@ def test_a_bad_attempt_number_is_noted_and_the_conversation_keeps_its_identity(a
 @pytest.mark.parametrize(("attempt", "expected"), [("7", 7), (" 3 ", 3), (0, 0), (1_000_000, 1_000_000)])
 def test_a_good_attempt_number_is_kept(attempt: Any, expected: int) -> None:
     assert build_conversation(_turn({"agentwatch.attempt": attempt})).attempt == expected
+
+
+def _tau_bench_entry(trial: Any) -> dict[str, Any]:
+    return {
+        "task_id": 4,
+        "trial": trial,
+        "reward": 1.0,
+        "info": {},
+        "traj": [
+            {"role": "system", "content": "You are a shop agent."},
+            {"role": "user", "content": "Where is order #W1?"},
+            {"role": "assistant", "content": "Order #W1 has shipped."},
+        ],
+    }
+
+
+@pytest.mark.parametrize("trial", [[None], 10**30, "", float("nan"), 1.5, -1, True, "x"])
+def test_a_benchmark_trial_that_is_no_attempt_number_is_noted_and_the_line_stays_readable(trial: Any) -> None:
+    """A τ-bench trial that is no attempt number once made a transcript line `agentwatch score` rejected (the
+    conversation was lost); now the attempt is left out and said in the notes, and the line reads back."""
+    out = import_results([_tau_bench_entry(trial)], "a", "v", "run")
+    assert not out.errors
+    conv = Conversation.model_validate(out.lines[0])
+    assert conv.attempt is None
+    assert any(note.startswith("trial ") and "ignored" in note for note in conv.notes), conv.notes
+
+
+@pytest.mark.parametrize(("trial", "expected"), [(2, 2), ("3", 3), (0, 0), (None, None)])
+def test_a_benchmark_trial_that_is_an_attempt_number_is_the_attempt(trial: Any, expected: int | None) -> None:
+    conv = Conversation.model_validate(import_results([_tau_bench_entry(trial)], "a", "v", "run").lines[0])
+    assert conv.attempt == expected
+    assert not any(note.startswith("trial ") for note in conv.notes)
+    assert conv.conversation_id == f"run/task-4/trial-{expected if expected is not None else 'entry 0'}"
 
 
 def test_token_counts_past_the_plausibility_cap_give_an_unknown_cost_not_an_absurd_one() -> None:
