@@ -15,19 +15,36 @@ from typing import Any
 
 import yaml
 
-from agentwatch.wire.schema import Conversation
+from agentwatch.wire.schema import MAX_ATTEMPT, Conversation, attempt_number, instance_text
 
 TRANSCRIPTS = "transcripts.jsonl"
 POLICIES = "policies.yaml"
 
 
-def transcript_line(conv: Conversation, **extra: Any) -> dict[str, Any]:
-    """A conversation as a transcript line (defaults left out), plus keys the schema may not know yet (e.g.
-    `attempt`: read once the schema has the field, ignored before)."""
+def transcript_line(conv: Conversation) -> dict[str, Any]:
+    """A conversation as a transcript line (defaults left out)."""
     line = conv.model_dump(mode="json", exclude_none=True, exclude_defaults=True)
     line["conversation_id"] = conv.conversation_id
-    line.update({k: v for k, v in extra.items() if v is not None})
     return line
+
+
+def set_identity(
+    conv: Conversation, attempt: Any, instance: Any = None, *, attempt_key: str = "attempt"
+) -> None:
+    """Give `conv` the attempt number and task instance a source logged; a value that is neither (a trial of
+    1.5, an instance that is an object) is left out and said in its notes, so its transcript line still reads
+    back (`attempt_key`: the source's name for the attempt, for the note)."""
+    if attempt is not None:
+        conv.attempt = attempt_number(attempt)
+        if conv.attempt is None:
+            conv.notes.append(
+                f"{attempt_key} {str(attempt)[:40]!r} ignored: not an integer from 0 to {MAX_ATTEMPT:,}"
+            )
+    if instance is not None:
+        text = instance_text(instance)
+        conv.instance = text if isinstance(text, str) else None
+        if conv.instance is None and text is not None:
+            conv.notes.append(f"instance {str(instance)[:40]!r} ignored: not a text or a number")
 
 
 def write_lines(path: Path, lines: Iterable[dict[str, Any]]) -> int:

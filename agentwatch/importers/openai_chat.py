@@ -27,7 +27,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from agentwatch.importers import transcript_line
+from agentwatch.importers import set_identity, transcript_line
 from agentwatch.importers.dialects import chat_messages
 from agentwatch.importers.text_actions import RESULT_PREFIX, read_action
 from agentwatch.wire.conversation import MAX_COST_USD_PER_CALL, MAX_TOKENS_PER_CALL
@@ -313,7 +313,6 @@ def conversation_from_messages(
 
 
 _FIELDS = ("agent", "version", "task", "tags", "outcome", "budget_usd", "system")
-_CARRIED = ("attempt", "instance")  # copied to the transcript line as they are (fields of newer schemas)
 
 
 def conversation_from_record(
@@ -348,5 +347,6 @@ def read_chat_lines(
                 reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
                 errors.append(LineError(str(path), lineno, reason[:_MAX_REASON]))
                 continue
-            carried = {k: record.get(k) for k in _CARRIED} if isinstance(record, dict) else {}
-            yield transcript_line(conv, **carried)
+            if isinstance(record, dict):
+                set_identity(conv, record.get("attempt"), record.get("instance"))
+            yield transcript_line(conv)

@@ -39,13 +39,13 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentwatch.importers import transcript_line
+from agentwatch.importers import set_identity, transcript_line
 from agentwatch.importers.openai_chat import ERROR_PREFIXES, conversation_from_messages
 from agentwatch.importers.policy_writer import Calls, PolicyWriter
 from agentwatch.importers.results_files import JsonLines, SavedRun, TauBenchFormatError
 from agentwatch.importers.tau_domains import domain_of, effect_free_patterns
 from agentwatch.importers.text_actions import acts_in_text
-from agentwatch.wire.schema import MAX_ATTEMPT, Conversation, Turn, attempt_number
+from agentwatch.wire.schema import Conversation, Turn, attempt_number
 
 
 @dataclass(slots=True)
@@ -113,13 +113,10 @@ def import_results(document: Any, agent: str, version: str, prefix: str) -> Impo
         except _UNREADABLE as exc:  # ChatFormatError is a ValueError
             out.errors.append((position, _why(exc)))
             continue
-        if raw_trial is not None and trial is None:  # read as no attempt number: the line must stay readable
-            conv.notes.append(
-                f"trial {str(raw_trial)[:40]!r} ignored: not an integer from 0 to {MAX_ATTEMPT:,}"
-            )
+        set_identity(conv, raw_trial, attempt_key="trial")
         if record.get("stopped"):
             _stopped(conv, record["stopped"])
-        out.lines.append(transcript_line(conv, attempt=trial))
+        out.lines.append(transcript_line(conv))
         truth: _Truth = record["truth"]
         if truth.actions is None:
             out.ungraded.setdefault(task, truth.ungraded or "no ground truth in the file")

@@ -4,7 +4,9 @@ counts, ids with newlines, names with terminal escapes, text that closes the jud
 from __future__ import annotations
 
 import io
+import json
 import logging
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,6 +15,7 @@ from pydantic import ValidationError
 from agentwatch.collector.decode import SpanRecord
 from agentwatch.collector.reconstruct import build_conversation
 from agentwatch.config import load_settings
+from agentwatch.importers.openai_chat import read_chat_lines
 from agentwatch.importers.tau_bench import import_results
 from agentwatch.judge.client import OpenAIJudge, refuse_plain_http_with_key
 from agentwatch.judge.prompt import build_messages, transcript_marker
@@ -101,6 +104,27 @@ def test_a_benchmark_trial_that_is_no_attempt_number_is_noted_and_the_line_stays
     conv = Conversation.model_validate(out.lines[0])
     assert conv.attempt is None
     assert any(note.startswith("trial ") and "ignored" in note for note in conv.notes), conv.notes
+
+
+@pytest.mark.parametrize(
+    ("attempt", "instance", "kept"),
+    [("x", {"a": 1}, (None, None)), (-1, True, (None, None)), (2.5, [7], (None, None)), ("4", 7, (4, "7"))],
+)
+def test_a_chat_logs_attempt_and_instance_are_read_or_noted_and_the_line_stays_readable(
+    tmp_path: Path, attempt: Any, instance: Any, kept: tuple[int | None, str | None]
+) -> None:
+    """The chat importer once copied `attempt` and `instance` into the line as they were: one that was no
+    attempt number or no text made a line `agentwatch score` rejected. Now each is read as the schema reads it,
+    or left out and said in the notes."""
+    record = {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]}
+    path = tmp_path / "chat.jsonl"
+    path.write_text(json.dumps({**record, "attempt": attempt, "instance": instance}) + "\n", encoding="utf-8")
+    errors: list[Any] = []
+    (line,) = list(read_chat_lines(path, errors))
+    conv = Conversation.model_validate(line)
+    assert not errors and (conv.attempt, conv.instance) == kept
+    noted = [note for note in conv.notes if "ignored" in note]
+    assert len(noted) == sum(value is None for value in kept), conv.notes
 
 
 @pytest.mark.parametrize(("trial", "expected"), [(2, 2), ("3", 3), (0, 0), (None, None)])
