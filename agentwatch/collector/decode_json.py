@@ -260,6 +260,8 @@ def _json_span(sp: Any, resource: dict, limit: int, where: str) -> SpanRecord:
             if not isinstance(ev, dict):
                 continue
             name = ev.get("name")
+            if not isinstance(name, str):  # an event whose name is no text is none the collector reads
+                continue
             if name == EXCEPTION_EVENT:
                 ev_attrs = json_attributes(ev.get("attributes"), limit, where)
                 exc_type = ev_attrs.get(EXCEPTION_TYPE_KEY) or ev_attrs.get(EXCEPTION_MESSAGE_KEY) or exc_type

@@ -101,7 +101,7 @@ def fold(attrs: dict[str, Any], limit: int) -> None:
         operation = A.EXECUTE_TOOL
     elif isinstance(op, str) and op.endswith(_MODEL_SUFFIXES):
         operation = A.CHAT
-    elif op in _CALLS:
+    elif isinstance(op, str) and op in _CALLS:  # an operation id that is a list or a map names no operation
         operation = A.INVOKE_AGENT
         if function is not None and attrs.get(A.AGENT_NAME) in (None, ""):
             attrs[A.AGENT_NAME] = function

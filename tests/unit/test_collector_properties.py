@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import math
 import tracemalloc
+from pathlib import Path
+from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -14,8 +16,10 @@ from agentwatch.collector.assembler import Assembler
 from agentwatch.collector.decode import DecodeError, SpanRecord, decode_message, encode_spans_otlp
 from agentwatch.collector.reconstruct import build_conversation
 from agentwatch.config import CollectorConfig
+from agentwatch.scorers import ConversationScorer
 from agentwatch.wire.schema import Conversation
 from tests.support.spans import SpanFactory, sdk_turn
+from tests.support.spoil import ODD, spoil
 
 FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -80,6 +84,76 @@ json_values = st.recursive(
 def test_arbitrary_json_never_crashes(doc: object) -> None:
     _decode_or_reason(json.dumps(doc).encode())
     _decode_or_reason(json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [doc]}]}]}).encode())
+
+
+RECORDED = [
+    doc
+    for path in sorted((Path(__file__).parents[1] / "data").glob("*_trace.json"))
+    if isinstance(doc := json.loads(path.read_text(encoding="utf-8")), dict) and "resourceSpans" in doc
+]
+# OTLP/JSON attribute values of every kind, some of them where a text is expected
+ANY_VALUE = st.sampled_from(
+    [
+        {"stringValue": ""},
+        {"stringValue": "{"},
+        {"intValue": "-1"},
+        {"intValue": str(2**63 - 1)},
+        {"boolValue": True},
+        {"doubleValue": 1e308},
+        {"arrayValue": {"values": [{"stringValue": "a"}, {"intValue": "3"}]}},
+        {"kvlistValue": {"values": [{"key": "role", "value": {"stringValue": "user"}}]}},
+        {},
+    ]
+).map(lambda value: json.loads(json.dumps(value)))  # a fresh copy each draw
+
+
+def _spoil_a_json_text(document: Any, data: st.DataObject) -> Any:
+    """`document` with the JSON held in one of its text attributes (messages, arguments, results) spoiled."""
+    texts = [
+        attribute["value"]
+        for resource in document["resourceSpans"]
+        for scope in resource.get("scopeSpans", [])
+        for span in scope.get("spans", [])
+        for attribute in span.get("attributes", [])
+        if str(attribute.get("value", {}).get("stringValue", ""))[:1] in ("[", "{")
+    ]
+    if texts:
+        value = data.draw(st.sampled_from(texts))
+        try:
+            held = json.loads(value["stringValue"])
+        except ValueError:
+            return document
+        value["stringValue"] = json.dumps(spoil(held, data))
+    return document
+
+
+def _rebuilt_and_scored(records: list[SpanRecord]) -> None:
+    """Every conversation of `records` rebuilds and scores without a scorer error."""
+    scorer = ConversationScorer()
+    for cid in sorted({r.conversation_id for r in records}):
+        conv = build_conversation([r for r in records if r.conversation_id == cid])
+        score = scorer.score(Conversation.model_validate(conv.model_dump()))
+        assert not any(r.startswith("scorer_error") for r in score.reasons), score.reasons
+
+
+@FAST
+@given(data=st.data())
+def test_a_recorded_trace_spoiled_anywhere_decodes_or_is_rejected_then_rebuilds_and_scores(
+    data: st.DataObject,
+) -> None:
+    """Each SDK's recorded trace with values of any kind put anywhere (attribute values, the JSON inside them,
+    ids, names, events) is rejected with a reason, or decodes, rebuilds and scores: an odd value once made the
+    decoder raise TypeError (an AI SDK operation id that was a list, an event whose name was a map), which
+    sent the whole message to the dead-letter topic as `decoder_error`."""
+    document = json.loads(json.dumps(data.draw(st.sampled_from(RECORDED))))
+    document = _spoil_a_json_text(document, data) if data.draw(st.booleans()) else document
+    document = spoil(document, data, st.one_of(ODD, ANY_VALUE))
+    try:
+        records = decode_message(json.dumps(document).encode(), "application/json")
+    except DecodeError as exc:
+        assert exc.reason in {"empty", "not_otlp", "invalid_json", "invalid_span"}, exc
+        return
+    _rebuilt_and_scored(records)
 
 
 ids = st.integers(min_value=1, max_value=40).map(lambda i: f"{i:016x}")

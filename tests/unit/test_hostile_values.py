@@ -1,5 +1,6 @@
-"""Values from outside that once broke something: attempt numbers (from spans and from benchmark trials), token
-counts, ids with newlines, names with terminal escapes, text that closes the judge's transcript, an API key over plain http, metrics addresses."""
+"""Values from outside that once broke something: attempt numbers (from spans, benchmark trials and chat logs),
+token counts, span attributes and event names of an unexpected kind, ids with newlines, names with terminal
+escapes, text that closes the judge's transcript, an API key over plain http, metrics addresses."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from agentwatch.collector.decode import SpanRecord
+from agentwatch.collector.decode import SpanRecord, decode_message
 from agentwatch.collector.reconstruct import build_conversation
 from agentwatch.config import load_settings
 from agentwatch.importers.openai_chat import read_chat_lines
@@ -79,6 +80,45 @@ def test_a_bad_attempt_number_is_noted_and_the_conversation_keeps_its_identity(a
 @pytest.mark.parametrize(("attempt", "expected"), [("7", 7), (" 3 ", 3), (0, 0), (1_000_000, 1_000_000)])
 def test_a_good_attempt_number_is_kept(attempt: Any, expected: int) -> None:
     assert build_conversation(_turn({"agentwatch.attempt": attempt})).attempt == expected
+
+
+def _otlp_json_span(attributes: list[dict[str, Any]], events: list[Any] | None = None) -> bytes:
+    span: dict[str, Any] = {
+        "traceId": "0af7651916cd43dd8448eb211c80319c",
+        "spanId": "b7ad6b7169203331",
+        "name": "ai.streamText",
+        "startTimeUnixNano": "1700000000000000000",
+        "endTimeUnixNano": "1700000001000000000",
+        "attributes": [{"key": "gen_ai.conversation.id", "value": {"stringValue": "c1"}}, *attributes],
+    }
+    if events is not None:
+        span["events"] = events
+    return json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]}).encode()
+
+
+@pytest.mark.parametrize(
+    "operation",
+    [
+        {"arrayValue": {"values": [{"stringValue": "ai.streamText"}]}},
+        {"kvlistValue": {"values": [{"key": "a", "value": {"stringValue": "b"}}]}},
+    ],
+)
+def test_an_ai_sdk_operation_id_that_is_a_list_or_a_map_decodes(operation: dict[str, Any]) -> None:
+    """An `ai.operationId` that was a list or a map once made the decoder raise TypeError, and the collector sent
+    the whole message to the dead-letter topic (`decoder_error`); it names no operation, and the span decodes."""
+    (span,) = decode_message(
+        _otlp_json_span([{"key": "ai.operationId", "value": operation}]), "application/json"
+    )
+    assert span.conversation_id == "c1" and "gen_ai.operation.name" not in span.attrs
+
+
+@pytest.mark.parametrize("name", [{"a": 1}, ["gen_ai.choice"], 7, None])
+def test_a_span_event_whose_name_is_no_text_is_skipped(name: Any) -> None:
+    """An OTLP/JSON event whose `name` was a map or a list once made the decoder raise TypeError (the message
+    dead-lettered as `decoder_error`); such an event is none the collector reads, and the span decodes."""
+    answer = {"name": "gen_ai.choice", "attributes": [{"key": "message", "value": {"stringValue": "hi"}}]}
+    (span,) = decode_message(_otlp_json_span([], [{"name": name}, answer]), "application/json")
+    assert span.name == "ai.streamText"
 
 
 def _tau_bench_entry(trial: Any) -> dict[str, Any]:

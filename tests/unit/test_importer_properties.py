@@ -3,7 +3,6 @@ lines that read back and score, or are reported (an entry, a line, a task), neve
 
 from __future__ import annotations
 
-import copy
 import gzip
 import json
 from pathlib import Path
@@ -20,20 +19,9 @@ from agentwatch.importers.tau_bench import import_results
 from agentwatch.scorers import ConversationScorer
 from agentwatch.wire.schema import Conversation
 from tests.support import published_runs
+from tests.support.spoil import ODD, spoil
 
 FAST = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-# What a hand-edited or half-written log holds where a value should be.
-ODD = st.one_of(
-    st.none(),
-    st.booleans(),
-    st.integers(min_value=-(10**30), max_value=10**30),
-    st.floats(allow_nan=True, allow_infinity=False),
-    st.sampled_from(["", "x", "null", "{", "[1, 2]", "Error: boom", "1.5", "-1"]),
-    st.just([]),
-    st.just({}),
-    st.just([None]),
-    st.just({"role": "tool"}),
-)
 
 
 def _load(name: str) -> Any:
@@ -51,36 +39,6 @@ def runs() -> list[Any]:
     ]
 
 
-def _paths(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    """Every place in a JSON value (dict keys and list positions), the root left out."""
-    found = [path] if path else []
-    if isinstance(value, dict):
-        for key, item in value.items():
-            found += _paths(item, (*path, key))
-    elif isinstance(value, list):
-        for i, item in enumerate(value):
-            found += _paths(item, (*path, i))
-    return found
-
-
-def _spoil(document: Any, data: st.DataObject) -> Any:
-    """A copy of `document` with one to four places replaced by an odd value or taken out."""
-    spoiled = copy.deepcopy(document)
-    for _ in range(data.draw(st.integers(min_value=1, max_value=4))):
-        paths = _paths(spoiled)
-        if not paths:
-            break
-        path = data.draw(st.sampled_from(paths))
-        parent = spoiled
-        for key in path[:-1]:
-            parent = parent[key]
-        if data.draw(st.booleans()):
-            del parent[path[-1]]
-        else:
-            parent[path[-1]] = data.draw(ODD)
-    return spoiled
-
-
 def _scored_without_error(lines: list[dict[str, Any]], policies: list[TaskPolicy]) -> None:
     scorer = ConversationScorer(Settings().model_copy(update={"policies": policies}))
     for line in lines:
@@ -95,7 +53,7 @@ def test_a_benchmark_run_with_odd_values_imports_readable_lines_or_reports_them(
 ) -> None:
     """A run spoiled anywhere is either no results file at all (TauBenchFormatError), or imports: every line
     reads back and scores, every policy loads, and the entries it could not read are reported, none dropped."""
-    document = _spoil(data.draw(st.sampled_from(runs)), data)
+    document = spoil(data.draw(st.sampled_from(runs)), data)
     try:
         out = import_results(document, "agent", "1", "run")
     except TauBenchFormatError:
@@ -119,7 +77,7 @@ def test_a_chat_log_with_odd_values_imports_readable_lines_or_reports_them(
         record: dict[str, Any] = {"messages": data.draw(st.sampled_from(entries))}
         for key in data.draw(st.lists(st.sampled_from(["attempt", "instance", "agent", "tags", "id"]))):
             record[key] = data.draw(ODD)
-        records.append(_spoil(record, data))
+        records.append(spoil(record, data))
     path: Path = tmp_path_factory.mktemp("chat") / "chat.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
     errors: list[Any] = []
