@@ -212,7 +212,8 @@ def _json_record(record: Any, resource: dict[str, Any], found: _Collect, where: 
         name = attributes.get(EVENT_NAME_KEY)
     trace_id = json_id(json_field(record, "traceId", "trace_id"), 16, f"{where}.traceId", False)
     span_id = json_id(json_field(record, "spanId", "span_id"), 8, f"{where}.spanId", False)
-    if name not in NAMES or trace_id is None or span_id is None:
+    # an event name that is no text (a list, a map) names no message event: the record is skipped, as others are
+    if not isinstance(name, str) or name not in NAMES or trace_id is None or span_id is None:
         found.batch.skipped += 1
         return
     if attributes is None:
@@ -225,7 +226,7 @@ def _json_record(record: Any, resource: dict[str, Any], found: _Collect, where: 
             json_field(record, "observedTimeUnixNano", "observed_time_unix_nano"),
             f"{where}.observedTimeUnixNano",
         )
-    found.add(trace_id, span_id, time_ns, str(name), attributes, body, resource)
+    found.add(trace_id, span_id, time_ns, name, attributes, body, resource)
 
 
 def _decode_json(payload: bytes, limit: int) -> LogBatch:

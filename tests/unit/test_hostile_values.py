@@ -14,6 +14,7 @@ import pytest
 from pydantic import ValidationError
 
 from agentwatch.collector.decode import SpanRecord, decode_message
+from agentwatch.collector.log_records import decode_log_message
 from agentwatch.collector.reconstruct import build_conversation
 from agentwatch.config import load_settings
 from agentwatch.importers.openai_chat import read_chat_lines
@@ -119,6 +120,25 @@ def test_a_span_event_whose_name_is_no_text_is_skipped(name: Any) -> None:
     answer = {"name": "gen_ai.choice", "attributes": [{"key": "message", "value": {"stringValue": "hi"}}]}
     (span,) = decode_message(_otlp_json_span([], [{"name": name}, answer]), "application/json")
     assert span.name == "ai.streamText"
+
+
+@pytest.mark.parametrize(
+    "event_name",
+    [
+        {"eventName": {"a": 1}},
+        {"eventName": ["gen_ai.user.message"]},
+        {"attributes": [{"key": "event.name", "value": {"arrayValue": {"values": [{"stringValue": "x"}]}}}]},
+    ],
+)
+def test_a_log_record_whose_event_name_is_no_text_is_skipped(event_name: dict[str, Any]) -> None:
+    """An OTLP/JSON log record whose event name was a map or a list once made the decoder raise TypeError (the
+    message dead-lettered as `decoder_error`); it is skipped as any record that is no message event is, and the
+    message's other records are read."""
+    ids = {"traceId": "0af7651916cd43dd8448eb211c80319c", "spanId": "b7ad6b7169203331"}
+    user = {**ids, "eventName": "gen_ai.user.message", "body": {"kvlistValue": {"values": []}}}
+    logs = {"resourceLogs": [{"scopeLogs": [{"logRecords": [{**ids, **event_name}, user]}]}]}
+    batch = decode_log_message(json.dumps(logs).encode(), "application/json")
+    assert (batch.records, batch.skipped, len(batch.fragments)) == (2, 1, 1)
 
 
 def _tau_bench_entry(trial: Any) -> dict[str, Any]:
