@@ -21,7 +21,7 @@ from agentwatch import wire
 from agentwatch.config import OutcomeCredits
 from agentwatch.review.failing import failures_of
 from agentwatch.review.outbox import enqueue
-from agentwatch.review.tables import conversations, labels
+from agentwatch.review.tables import conversations, fitted, labels
 from agentwatch.scorers.relabel import relabel
 from agentwatch.wire.review_records import LabelRecord, TranscriptRecord
 from agentwatch.wire.schema import ConversationScore, Outcome
@@ -68,11 +68,10 @@ def ingest(
     if at < now - retention_s:
         return EXPIRED
     t = conversations.c
+    agent, conversation_id = fitted(t.agent, score.agent), fitted(t.conversation_id, score.conversation_id)
     with engine.begin() as c:
         query = select(t.id, t.latest_score, t.latest_revision, t.transcript)
-        row = c.execute(
-            query.where(t.agent == score.agent, t.conversation_id == score.conversation_id)
-        ).one_or_none()
+        row = c.execute(query.where(t.agent == agent, t.conversation_id == conversation_id)).one_or_none()
         if row is None:
             if record.conversation is None:
                 return UNKNOWN  # a revision of a conversation this store never held (or has deleted)
@@ -81,15 +80,15 @@ def ingest(
             first_input = next((t.input for t in conv.turns if t.input), "") or ""
             c.execute(
                 insert(conversations).values(
-                    agent=score.agent,
-                    conversation_id=score.conversation_id,
-                    version=score.version,
-                    task=score.task,
+                    agent=agent,
+                    conversation_id=conversation_id,
+                    version=fitted(t.version, score.version),
+                    task=fitted(t.task, score.task),
                     sample=record.sample,
                     at=at,
                     received_at=now,
                     turns=len(conv.turns),
-                    preview=first_input[:200],
+                    preview=fitted(t.preview, first_input[:200]),
                     transcript=conv.model_dump_json(),
                     first_score=payload,
                     latest_score=payload,

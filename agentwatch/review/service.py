@@ -19,6 +19,7 @@ import uvicorn
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 from prometheus_client.registry import CollectorRegistry
 from pydantic import ValidationError
+from sqlalchemy.exc import DataError
 
 from agentwatch.config import Settings
 from agentwatch.kafka.producer import producer_config
@@ -219,6 +220,17 @@ class ReviewService:
                 result = self.store.ingest(
                     record, self._clock(), retention_s, self.config.failing_retention_days * 86400
                 )
+            except DataError as exc:  # content this database cannot hold: retrying would stop the partition
+                self.stats.count_ingest("invalid")
+                log.error(
+                    "transcript record at %s[%s]@%s not stored, the database refuses its content: %s",
+                    message.topic(),
+                    message.partition(),
+                    message.offset(),
+                    str(exc).splitlines()[0][:300],
+                )
+                stored += _store_offset(consumer, message)
+                continue
             except Exception:  # the database is away: replay from this record once it is back
                 log.exception("storing a transcript failed; retrying in %g s", self.config.publish_retry_s)
                 self._seek_back(consumer, messages, message)

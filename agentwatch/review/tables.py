@@ -11,6 +11,9 @@
 
 from __future__ import annotations
 
+import hashlib
+from typing import Any
+
 from sqlalchemy import (
     Boolean,
     Column,
@@ -99,3 +102,15 @@ sessions = Table(
     Column("last_seen", Float, nullable=False),
     Column("expires_at", Float, nullable=False, index=True),
 )
+
+
+def fitted(column: Column[Any], value: str) -> str:
+    """`value` as a text column of limited length holds it in every database: NUL (which PostgreSQL refuses in
+    text) as U+FFFD, and a value longer than the column cut, ending in a hash of the whole so that two long values
+    stay two keys. Values that fit and hold no NUL are themselves."""
+    text = value.replace("\x00", "\ufffd")
+    size = column.type.length if isinstance(column.type, String) else None
+    if size is None or len(text) <= size:
+        return text
+    digest = hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return f"{text[: size - 17]}~{digest}"

@@ -290,3 +290,32 @@ def test_the_failing_list_and_the_column_added_to_an_older_store(url: str) -> No
     assert reopened.failing(series, 10)[1] == 2
     assert reopened.failing(FailingQuery(why="error"), 10)[1] == 1
     reopened.close()
+
+
+def test_odd_agents_ids_and_inputs_are_stored_and_found_again(url: str) -> None:
+    """Values PostgreSQL once refused (the review service took each refusal for an outage and retried the record
+    forever, stopping its partition): an agent name longer than its column, NUL in the agent, the task or the
+    first input, conversation ids longer than theirs. Each is stored, two long ids that differ only at the end
+    stay two conversations, and the same record again is a duplicate (the stored key is found)."""
+    store = _store(url)
+    long_id = "c" * 600
+    changes = [
+        {"agent": "a" * 300},
+        {"agent": "bot\x00"},
+        {"task": "refunds\x00"},
+        {"conversation_id": long_id + "1"},
+        {"conversation_id": long_id + "2"},
+    ]
+    for i, change in enumerate(changes):
+        base = conversation(f"odd{i}", ended=NOW - timedelta(minutes=5))
+        conv = base.model_copy(update=change)
+        if i == 2:
+            conv.turns[0] = conv.turns[0].model_copy(update={"input": "Where is\x00 my order?"})
+        rec = TranscriptRecord.model_validate_json(record(conv, scored(conv)).model_dump_json())
+        assert store.ingest(rec, NOW.timestamp(), 30 * DAY) == STORED, change
+        assert store.ingest(rec, NOW.timestamp(), 30 * DAY) == DUPLICATE, change
+    items, total = store.queue(limit=20)
+    assert total == len(changes)
+    stored = [get_stored(store, item.id) for item in items]
+    assert all("\x00" not in s.agent and 0 < len(s.agent) <= 256 for s in stored)
+    assert len({s.conversation_id for s in stored}) == len(changes)
