@@ -23,7 +23,8 @@ DATA = Path(__file__).parent.parent / "data"
 VALID = Parse((DATA / "openai_v2_events_logs.json").read_bytes(), LogsData()).SerializeToString()
 SPANS = decode_message((DATA / "openai_v2_events_trace.json").read_bytes(), "application/json")
 LIMIT = 256
-REASONS = {"empty", "not_otlp", "invalid_protobuf", "invalid_json"}
+# a record whose trace or span id is there but no id rejects its message, as a malformed span does
+REASONS = {"empty", "not_otlp", "invalid_protobuf", "invalid_json", "invalid_span"}
 MESSAGE_LISTS = {"gen_ai.input.messages", "gen_ai.output.messages"}
 
 
