@@ -19,7 +19,7 @@ from sqlalchemy import String, and_, func, inspect, select, text, update
 from sqlalchemy.engine import Engine
 
 from agentwatch.review.rows import FailingItem
-from agentwatch.review.tables import conversations
+from agentwatch.review.tables import conversations, same_series
 from agentwatch.wire.schema import EVIDENCE, ConversationScore, Outcome
 
 log = logging.getLogger(__name__)
@@ -51,10 +51,7 @@ class FailingQuery:
 
 def _where(q: FailingQuery) -> Any:
     t = conversations.c
-    clauses = [t.failures.is_not(None), t.failures != ""]
-    for column, value in ((t.agent, q.agent), (t.version, q.version), (t.task, q.task)):
-        if value:
-            clauses.append(column == value)
+    clauses = [t.failures.is_not(None), t.failures != "", *same_series(q.agent, q.version, q.task)]
     if q.since is not None:
         clauses.append(t.at >= q.since)
     if q.until is not None:

@@ -17,7 +17,7 @@ from sqlalchemy.sql.elements import ColumnElement
 from agentwatch import wire
 from agentwatch.report.ordering import natural_key
 from agentwatch.review.rows import QueueItem
-from agentwatch.review.tables import conversations, labels
+from agentwatch.review.tables import conversations, labels, same_series
 from agentwatch.wire.schema import Conversation, ConversationScore, Outcome
 
 OUTCOMES: tuple[str, ...] = ("complete", "partial_correct", "partial_incorrect", "hallucinated", "abandoned")
@@ -71,10 +71,7 @@ def _queue_where(filters: Filters) -> Any:
     t = conversations.c
     # failing conversations are listed with their series (`failing`), not queued: not a sample to label
     clauses: list[ColumnElement[bool]] = [t.labelled.is_(False), t.sample != wire.FAILING]
-    for column, value in ((t.agent, filters.agent), (t.version, filters.version), (t.task, filters.task)):
-        if value:
-            clauses.append(column == value)
-    return and_(*clauses)
+    return and_(*clauses, *same_series(filters.agent, filters.version, filters.task))
 
 
 def queue(engine: Engine, filters: Filters, limit: int, offset: int) -> tuple[list[QueueItem], int]:

@@ -71,6 +71,8 @@ class Store:
             event.listen(self.engine, "connect", _sqlite_pragmas)
         metadata.create_all(self.engine)
         ensure_failures_column(self.engine)
+        # the largest row id the id columns hold: INTEGER is 32-bit in PostgreSQL, 64-bit in SQLite
+        self.max_row = 2**31 - 1 if self.engine.dialect.name == "postgresql" else 2**63 - 1
 
     def close(self) -> None:
         """Release the connections."""

@@ -28,6 +28,7 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
 )
+from sqlalchemy.sql.elements import ColumnElement
 
 metadata = MetaData()
 
@@ -114,3 +115,11 @@ def fitted(column: Column[Any], value: str) -> str:
         return text
     digest = hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()[:16]
     return f"{text[: size - 17]}~{digest}"
+
+
+def same_series(agent: str | None, version: str | None, task: str | None) -> list[ColumnElement[bool]]:
+    """Conditions on the conversations' agent, version and task (None or "" matches any), each value compared
+    as it was stored (`fitted`): a filter holding NUL or longer than its column finds the rows stored from it."""
+    t = conversations.c
+    pairs = ((t.agent, agent), (t.version, version), (t.task, task))
+    return [column == fitted(column, value) for column, value in pairs if value]

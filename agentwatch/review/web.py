@@ -37,6 +37,7 @@ from agentwatch.config import ReviewConfig
 from agentwatch.review.auth import Reviewers
 from agentwatch.review.body_limit import BodyLimit
 from agentwatch.review.metrics import ReviewStats
+from agentwatch.review.params import MAX_OFFSET, integer
 from agentwatch.review.queries import Filters
 from agentwatch.review.sessions import Sessions
 from agentwatch.review.signin import SignIn
@@ -51,8 +52,6 @@ log = logging.getLogger(__name__)
 
 TEMPLATES = Path(__file__).parent / "templates"
 MAX_NOTE = 2000
-MAX_ROW = 2**63 - 1  # the largest id a row can have (64-bit integer columns)
-MAX_OFFSET = 10**9
 OUTCOME_TEXT: tuple[tuple[str, str], ...] = (
     ("complete", "the task was done and everything the agent said is right"),
     ("partial_correct", "part of the task was done; what the agent said is right"),
@@ -233,7 +232,7 @@ class ReviewApp:
         if isinstance(reader, Response):
             return reader
         filters = _filters(request)
-        offset = _integer(request.query_params.get("offset", "0"), MAX_OFFSET)
+        offset = integer(request.query_params.get("offset", "0"), MAX_OFFSET)
         if offset is None:
             return PlainTextResponse(f"offset must be an integer from 0 to {MAX_OFFSET:,}\n", 400)
         size = self.config.page_size
@@ -275,7 +274,7 @@ class ReviewApp:
         reader = await self._reader(request)
         if isinstance(reader, Response):
             return reader
-        row = _integer(request.path_params["row"], MAX_ROW)
+        row = integer(request.path_params["row"], self.store.max_row)
         if row is None:
             return PlainTextResponse("no such conversation\n", 404)
         return await self._conversation(request, row)
@@ -323,7 +322,7 @@ class ReviewApp:
         reviewer, form = await self._writer(request)
         if reviewer is None:
             return PlainTextResponse("forbidden: sign in, and send the form from the page", 403)
-        row = _integer(request.path_params["row"], MAX_ROW)
+        row = integer(request.path_params["row"], self.store.max_row)
         if row is None:
             return PlainTextResponse("no such conversation\n", 404)
         outcome = str(form.get("outcome", ""))
@@ -358,14 +357,6 @@ class ReviewApp:
             log.warning("health check: store unreachable: %s", exc)
             return PlainTextResponse("store unreachable\n", 503)
         return PlainTextResponse("ok\n")
-
-
-def _integer(text: str, highest: int) -> int | None:
-    """`text` as an integer from 0 to `highest` (ASCII digits only, no sign), else None."""
-    if not text or len(text) > 19 or not text.isascii() or not text.isdigit():
-        return None
-    value = int(text)
-    return value if value <= highest else None
 
 
 def _client(request: Request) -> str:

@@ -17,6 +17,7 @@ from urllib.parse import urlencode
 
 from agentwatch.config import parse_duration
 from agentwatch.review.failing import WHY, FailingQuery
+from agentwatch.review.params import MAX_OFFSET, integer, unix_time
 from agentwatch.review.store import Store
 
 DEFAULT_WINDOW = "24h"
@@ -45,23 +46,29 @@ def failing_context(
         window, window_s = default_window, parse_duration(default_window)
     until = now
     if params.get("until"):
-        try:
-            until = float(params["until"])
-        except ValueError:
-            problems.append(f"until {params['until']!r} is not a time in Unix seconds: the window ends now")
+        asked = unix_time(params["until"])
+        if asked is None:
+            problems.append(
+                f"until {params['until']!r} is not a time in Unix seconds from 1970 to 9999: the window ends now"
+            )
+        else:
+            until = asked
     why = params.get("why") or None
     if why is not None and why not in WHY:
         problems.append(f"why {why!r} is not one of {', '.join(WHY)}: every failing conversation is listed")
         why = None
-    try:
-        offset = max(0, int(params.get("offset", "0")))
-    except ValueError:
+    offset = integer(params.get("offset") or "0", MAX_OFFSET)
+    if offset is None:
+        problems.append(
+            f"offset {params['offset']!r} is not an integer from 0 to {MAX_OFFSET:,}: the first page"
+        )
         offset = 0
+    since = max(0.0, until - window_s)  # a window reaching before 1970 starts there: nothing ended earlier
     query = FailingQuery(
         agent=params.get("agent") or None,
         version=params.get("version") or None,
         task=params.get("task") or None,
-        since=until - window_s,
+        since=since,
         until=until,
         why=why,
     )
@@ -92,7 +99,7 @@ def failing_context(
         "whys": WHY,
         "alert": params.get("alert") or None,
         "window": window,
-        "since": _when(until - window_s),
+        "since": _when(since),
         "until": _when(until),
         "problems": problems,
         "choices": store.failing_choices(),

@@ -1,22 +1,37 @@
-"""The review store on real SQLite files and a real PostgreSQL server: queue, labels, revisions, retention."""
+"""The review store on real SQLite files and a real PostgreSQL server: queue, labels, revisions, retention, and
+the pages' odd query values on each."""
 
 from __future__ import annotations
 
+import html
 import json
 import threading
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from starlette.testclient import TestClient
 
 from agentwatch import wire
-from agentwatch.config import OutcomeCredits
+from agentwatch.config import OutcomeCredits, ReviewConfig
+from agentwatch.review.failing import FailingQuery
+from agentwatch.review.metrics import ReviewStats
 from agentwatch.review.queries import Filters
 from agentwatch.review.revisions import ANSWERED, DUPLICATE, EXPIRED, REVISED, STORED, UNKNOWN
 from agentwatch.review.store import Store
+from agentwatch.review.web import ReviewApp
 from agentwatch.scorers.relabel import relabel
 from agentwatch.wire.review_records import LabelRecord, TranscriptRecord
 from agentwatch.wire.schema import ConversationScore, Outcome
-from tests.support.review import JUDGE_EXPLANATION, conversation, get_stored, judged, record, scored
+from tests.support.review import (
+    JUDGE_EXPLANATION,
+    TOKEN,
+    conversation,
+    get_stored,
+    judged,
+    record,
+    reviewers,
+    scored,
+)
 
 NOW = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
 DAY = 86400.0
@@ -319,3 +334,47 @@ def test_odd_agents_ids_and_inputs_are_stored_and_found_again(url: str) -> None:
     stored = [get_stored(store, item.id) for item in items]
     assert all("\x00" not in s.agent and 0 < len(s.agent) <= 256 for s in stored)
     assert len({s.conversation_id for s in stored}) == len(changes)
+    # a filter holding the value as the agent sent it finds what was stored from it (NUL, too long)
+    for change in changes[:3]:
+        filters = Filters(agent=change.get("agent"), task=change.get("task"))
+        assert store.queue(filters, limit=20)[1] == 1, change
+        # none of them failed (no grader decided): the failing list, asked the same, finds none and no error
+        failing = FailingQuery(agent=change.get("agent"), task=change.get("task"))
+        assert store.failing(failing, 20)[1] == 0, change
+
+
+def test_pages_answer_odd_query_values_without_an_error(url: str) -> None:
+    """Query and path values each database once answered with a server error: NUL in a filter (PostgreSQL
+    refuses it in text), a row id past 32 bits (PostgreSQL's INTEGER), and on the failing list an end time or
+    window past the calendar's years, or an offset past 64 bits. Each page answers: 404 for no such row, and the
+    failing list says what was wrong and lists with the default."""
+    store = _store(url)
+    conv = conversation("odd-pages", ended=NOW - timedelta(minutes=5))
+    assert store.ingest(record(conv, scored(conv, verdict=judged())), NOW.timestamp(), 30 * DAY) == STORED
+    app = ReviewApp(store, ReviewConfig.model_validate({"reviewers": reviewers()}), ReviewStats())
+    client = TestClient(app.app, headers={"Authorization": f"Bearer {TOKEN}"})
+    for row in (2**31, 2**63 - 1, 2**63):
+        assert client.get(f"/c/{row}").status_code == 404, row
+    row = store.queue(limit=1)[0][0].id
+    for params in ({"agent": "a\x00b"}, {"task": "\x00"}, {"version": "v" * 5000}):
+        assert client.get("/", params=params).status_code == 200, params
+        assert client.get(f"/c/{row}", params=params).status_code == 200, params
+        assert client.get("/failing", params=params).status_code == 200, params
+    said = {
+        "until": "is not a time in Unix seconds from 1970 to 9999",
+        "offset": "is not an integer from 0 to 1,000,000,000",
+    }
+    for key, value in [
+        ("until", "1e400"),
+        ("until", "nan"),
+        ("until", "9" * 19),
+        ("until", "-62135596801"),
+        ("offset", str(2**64)),
+        ("offset", "-5"),
+    ]:
+        r = client.get("/failing", params={key: value})
+        assert r.status_code == 200 and said[key] in html.unescape(r.text), (key, value)
+    r = client.get("/failing", params={"window": "999999999999d"})  # reaches before 1970: starts there
+    assert r.status_code == 200 and "1970-01-01 00:00 UTC" in r.text
+    listed = client.get("/failing", params={"window": "999999999999d", "agent": conv.agent})
+    assert listed.status_code == 200 and f"/c/{row}?" in listed.text  # the failed conversation is listed
