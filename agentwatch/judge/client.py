@@ -341,7 +341,10 @@ class OpenAIJudge:
             data = r.json()
             choice = data["choices"][0]
             message = choice.get("message") or {}
-        except (ValueError, KeyError, IndexError, TypeError, AttributeError):
+            if not isinstance(message, dict):
+                raise TypeError("the message is not an object")
+        # RecursionError: a body nested deeper than the JSON decoder goes
+        except (ValueError, KeyError, IndexError, TypeError, AttributeError, RecursionError):
             raise _CallFailed(
                 JUDGE_BAD_OUTPUT, f"response is not a chat completion: {r.text[:200]!r}"
             ) from None
@@ -351,8 +354,8 @@ class OpenAIJudge:
             usage[1] += int(u.get("completion_tokens") or 0)
             details = u.get("prompt_tokens_details")
             usage[2] += int(details.get("cached_tokens") or 0) if isinstance(details, dict) else 0
-        except (TypeError, ValueError, AttributeError):
-            pass
+        except (TypeError, ValueError, AttributeError, OverflowError):
+            pass  # usage the server garbled is not counted; the verdict still is
         refusal = message.get("refusal")
         if refusal:
             raise _CallFailed(JUDGE_BAD_OUTPUT, f"refusal: {str(refusal)[:200]}")

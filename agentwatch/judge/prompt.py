@@ -185,14 +185,14 @@ def parse_verdict(text: str | None) -> tuple[str, float, str]:
         raw = m.group(1)
     try:
         data = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested deeper than the decoder goes
         start, end = raw.find("{"), raw.rfind("}")
         if start < 0 or end <= start:
             raise ValueError(f"reply is not JSON: {text[:120]!r}") from None
         try:
             data = json.loads(raw[start : end + 1])
-        except ValueError as exc:
-            raise ValueError(f"reply is not JSON ({exc}): {text[:120]!r}") from None
+        except (ValueError, RecursionError) as exc:
+            raise ValueError(f"reply is not JSON ({type(exc).__name__}: {exc}): {text[:120]!r}") from None
     if not isinstance(data, dict):
         raise ValueError(f"reply is JSON {type(data).__name__}, not an object")  # noqa: TRY004 — bad output, not a caller error
     missing = [k for k in ("outcome", "score", "explanation") if k not in data]
@@ -208,8 +208,9 @@ def parse_verdict(text: str | None) -> tuple[str, float, str]:
             score = float(score)
         except ValueError:
             raise ValueError(f"score {score!r} is not a number") from None
-    if isinstance(score, bool) or not isinstance(score, (int, float)) or not 0.0 <= float(score) <= 1.0:
-        raise ValueError(f"score {score!r} is not a number in [0, 1]")
+    # an integer too large for a float is out of range too (comparing the int itself never overflows)
+    if isinstance(score, bool) or not isinstance(score, (int, float)) or not 0 <= score <= 1:
+        raise ValueError(f"score {str(score)[:40]} is not a number in [0, 1]")
     explanation = data["explanation"]
     if not isinstance(explanation, str):
         raise ValueError("explanation is not a string")  # noqa: TRY004

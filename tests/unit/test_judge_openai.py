@@ -134,6 +134,44 @@ def test_non_completion_body_is_bad_output():
     assert v.failure == "judge_bad_output"
 
 
+@pytest.mark.parametrize(
+    "body",
+    [
+        "[" * 100_000,  # deeper than the JSON decoder goes
+        '{"choices": [{"message": "a string", "finish_reason": "stop"}]}',
+        '{"choices": [{"message": [1], "finish_reason": "stop"}]}',
+        '{"choices": [{"message": 7, "finish_reason": "stop"}], "usage": 0}',
+    ],
+)
+def test_a_garbled_completion_is_bad_output_and_the_judge_counts_as_up(body: str) -> None:
+    """A 200 whose body is no chat completion is the judge's bad output, said by `judge` (which never raises),
+    where it escaped as an exception: the guard took it for an outage and the breaker heard nothing."""
+    with serve(Reply(200, body)) as server:
+        judge, _ = make(server, breaker=CircuitBreaker(failures=1))
+        v = judge.judge(conv())
+        assert v.failure == "judge_bad_output" and "not a chat completion" in v.detail
+        assert judge.breaker.allow() is None  # the server answered: not a failure of the circuit
+
+
+def test_a_score_or_usage_past_float_range_is_bad_output_or_uncounted() -> None:
+    """An integer score too large for a float is out of [0, 1] (it raised OverflowError); usage counts the
+    server garbled (infinite, huge) are left out while the verdict is kept."""
+    huge = text_reply('{"outcome": "complete", "score": 1' + "0" * 400 + ', "explanation": "ok"}')
+    with serve(huge) as server:
+        v = make(server)[0].judge(conv())
+    assert v.failure == "judge_bad_output" and "is not a number in [0, 1]" in v.detail
+    assert len(server.requests) == 2  # the repair was asked for, as for any unusable verdict
+    garbled = verdict_reply("complete", 0.9)
+    garbled["usage"] = {"prompt_tokens": 1e999, "completion_tokens": 30}
+    nested = "[" * 100_000
+    with serve(Reply(200, json.dumps(garbled)), text_reply(nested), verdict_reply("complete", 0.8)) as server:
+        judge = make(server)[0]
+        v = judge.judge(conv())
+        assert v.ok and v.score == 0.9 and v.input_tokens == 0
+        v = judge.judge(conv())  # a reply nested too deep is repaired like any reply that is not JSON
+        assert v.ok and v.score == 0.8 and len(server.requests) == 3
+
+
 def test_429_honours_retry_after_then_succeeds():
     with serve(Reply(429, {"error": "slow down"}, {"Retry-After": "3"}), verdict_reply()) as server:
         judge, sleeps = make(server)
