@@ -59,7 +59,7 @@ def _json_held(text: str) -> Any:
     if len(s) > 1 and s[0] in "{[":
         try:
             return json.loads(s)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested deeper than the decoder goes
             pass
     return None
 

@@ -92,7 +92,7 @@ def _tool_call_part(call: Any) -> dict[str, Any]:
     if isinstance(arguments, str):
         try:
             arguments = json.loads(arguments)
-        except ValueError:
+        except (ValueError, RecursionError):  # kept as the text the model wrote
             pass
     return {"type": "tool_call", "id": _get(call, "id"), "name": name, "arguments": arguments}
 

@@ -306,3 +306,25 @@ def test_a_verb_a_result_states_by_its_stem_is_read_back() -> None:
     refund = {"payment_history": [{"transaction_type": "refund", "amount": 758.25}]}
     assert flagged("The total of $758.25 has been refunded to your PayPal.", refund) == []
     assert flagged("The total of $758.25 has been exchanged.", refund) != []
+
+
+def test_a_tool_result_nested_deeper_than_the_json_decoder_is_read_as_text() -> None:
+    """A tool result string of JSON nested past the decoder's depth (a hostile or broken tool) is text to the
+    utilization check, where the decoder's RecursionError left the conversation unscored (scorer_error)."""
+    deep = "[" * 100_000
+    conv = Conversation.model_validate(
+        {
+            "conversation_id": "deep",
+            "agent": "a",
+            "turns": [
+                {
+                    "input": "hi",
+                    "answer": "done 42",
+                    "tool_calls": [{"name": "t", "arguments": {}, "result": deep}],
+                    "expected": {"tools": [{"name": "t"}], "reference_answer": "done 42"},
+                }
+            ],
+        }
+    )
+    score = score_conversation(conv)
+    assert score.passed is not None and not any(r.startswith("scorer_error") for r in score.reasons)

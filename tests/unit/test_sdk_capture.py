@@ -252,3 +252,23 @@ def test_a_value_serialised_as_it_is_gives_what_the_redacted_copy_gives():
                 assert "abcdefghijklmnop" not in c.dumps(value)
             if patterns is not None and "PIN12" in value.values():
                 assert "PIN12" not in c.dumps(value)
+
+
+def test_tool_call_arguments_nested_deeper_than_the_json_decoder_are_kept_as_text() -> None:
+    """A model's tool call arguments nested past the decoder's depth stay the text the model wrote, where the
+    decoder's RecursionError lost the model span's output."""
+    from agentwatch.sdk.genai import chat_output
+
+    deep = "[" * 100_000
+    reply = {
+        "choices": [
+            {
+                "message": {
+                    "content": None,
+                    "tool_calls": [{"id": "1", "function": {"name": "f", "arguments": deep}}],
+                }
+            }
+        ]
+    }
+    parts = chat_output(reply, json.dumps)[0]["parts"]
+    assert parts == [{"type": "tool_call", "id": "1", "name": "f", "arguments": deep}]
