@@ -33,8 +33,13 @@ _MAX_PAIRED = 200  # longer unordered lists compare as multisets of exact values
 _MAX_DEPTH = 64
 
 
-def _canonical(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+def canonical_json(value: Any, separators: tuple[str, str] = (",", ":")) -> str:
+    """`value` as canonical JSON (sorted keys, what JSON cannot hold as its text); a value nested deeper than the
+    encoder goes is a JSON string naming the object, so that it equals no other value."""
+    try:
+        return json.dumps(value, sort_keys=True, separators=separators, ensure_ascii=False, default=str)
+    except RecursionError:
+        return json.dumps(f"<nested too deep to compare: object {id(value):x}>")
 
 
 def _same_number(a: float, b: float) -> bool:
@@ -63,7 +68,7 @@ def scalars_equal(expected: Any, used: Any) -> bool:
 def exact_equal(expected: Any, used: Any, depth: int = 0) -> bool:
     """JSON equality: objects with the same keys, lists in order, numbers by value, bools not numbers."""
     if depth > _MAX_DEPTH:
-        return _canonical(expected) == _canonical(used)
+        return canonical_json(expected) == canonical_json(used)
     if isinstance(expected, dict):
         return (
             isinstance(used, dict)
@@ -140,7 +145,7 @@ def _list_pairs(expected: Any, used: Any, tolerance: float, depth: int, all_used
     if len(used) < len(expected) or (all_used and len(used) != len(expected)):
         return False
     if len(expected) > _MAX_PAIRED or depth > _MAX_DEPTH:
-        want, have = Counter(map(_canonical, expected)), Counter(map(_canonical, used))
+        want, have = Counter(map(canonical_json, expected)), Counter(map(canonical_json, used))
         return want == have if all_used else not (want - have)
     pairs = match_pairs(
         range(len(expected)),

@@ -21,11 +21,11 @@ Shared by task policies and conversation-level expectations:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentwatch.scorers.arguments import canonical_json
 from agentwatch.scorers.differences import ABSENT, Difference, closest, shown
 from agentwatch.scorers.matching import match_pairs
 from agentwatch.scorers.names import NameNormalizer
@@ -248,7 +248,7 @@ def changes_nothing(call: ToolCall) -> bool:
 
 
 def _canonical(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+    return canonical_json(value, (", ", ": "))
 
 
 def _short(value: Any) -> str:

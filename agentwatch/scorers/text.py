@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import sys
 from math import isfinite
 
 # A number as people write it: optional sign, thousands separators, decimals ("1,234.50", "-3", ".5"), not part
@@ -11,6 +12,7 @@ from math import isfinite
 _NUM = r"[-+]?(?:(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|\.\d+)"
 NUMBER_RE = re.compile(r"(?=[-+.\d])(?<![\w.])" + _NUM + r"(?!\w|\.\d)")
 _PLAIN_NUMBER_RE = re.compile(_NUM + r"$")
+_FLOAT_MAX = sys.float_info.max
 # Whitespace-separated words holding a digit: identifiers and amounts.
 _DIGIT_WORD = re.compile(
     r"(?<!\S)[^\s\d]*+\d\S*"
@@ -60,8 +62,11 @@ def shown_matches(shown: float, decimals: int, value: float) -> bool:
 
 
 def is_number(value: object) -> bool:
-    """A JSON number (int or float, not bool, finite)."""
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and isfinite(value)
+    """A JSON number a float holds (int or float, not bool, finite): an integer past float range is not one, as
+    reading it as a float would overflow (it still equals itself as an exact value)."""
+    if isinstance(value, float):
+        return isfinite(value)
+    return isinstance(value, int) and not isinstance(value, bool) and -_FLOAT_MAX <= value <= _FLOAT_MAX
 
 
 class AnswerText:

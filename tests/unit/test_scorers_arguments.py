@@ -179,3 +179,31 @@ def test_argument_agreement_leaves_ignored_arguments_out() -> None:
 )
 def test_a_structure_passed_as_its_text(expected: object, used: object, mode: str | None, same: bool) -> None:
     assert values_match(expected, used, mode) is same
+
+
+def _nested(depth: int, leaf: object) -> object:
+    value = leaf
+    for i in range(depth):
+        value = [value] if i % 2 else {"k": value}
+    return value
+
+
+def test_integers_past_float_range_compare_exactly_without_overflow() -> None:
+    """An integer a float cannot hold (JSON allows any; pydantic reads them whole) is equal to itself only; reading
+    it as a float raised OverflowError, which left the whole conversation unscored."""
+    huge = 10**400
+    assert values_match(huge, huge) and not values_match(huge, huge + 1)
+    assert not values_match(huge, 1e308) and not values_match(huge, str(huge) + "x")
+    assert values_match({"amount": huge}, {"amount": huge, "note": "x"})
+    assert exact_equal([huge, 1], [huge, 1.0]) and not exact_equal([huge], [-huge])
+    assert argument_agreement({"n": huge}, {"n": huge}) == 1.0
+    assert argument_agreement({"n": -huge}, {"n": 5}) == 0.0
+
+
+def test_values_nested_deeper_than_the_json_encoder_equal_no_other_value() -> None:
+    """Past the comparison's depth values compare as canonical JSON; one nested deeper than the encoder goes
+    equals no other value (the encoder's RecursionError left the conversation unscored)."""
+    deep_a, deep_b = _nested(900, 1), _nested(900, 1)
+    assert not exact_equal(deep_a, deep_b)
+    assert exact_equal(_nested(100, 1), _nested(100, 1)) and not exact_equal(_nested(100, 1), _nested(100, 2))
+    assert argument_agreement({"x": deep_a}, {"x": deep_b}) == 0.0

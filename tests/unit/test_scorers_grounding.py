@@ -328,3 +328,31 @@ def test_a_tool_result_nested_deeper_than_the_json_decoder_is_read_as_text() -> 
     )
     score = score_conversation(conv)
     assert score.passed is not None and not any(r.startswith("scorer_error") for r in score.reasons)
+
+
+def test_integers_past_float_range_and_deep_values_in_calls_leave_the_conversation_scored() -> None:
+    """A tool result holding an integer no float holds, and arguments nested deeper than the JSON encoder goes,
+    are graded like any others (they raised OverflowError and RecursionError: scorer_error, unscored)."""
+    huge = 10**400
+    deep: object = 1
+    for _ in range(900):
+        deep = [deep]
+    conv = Conversation.model_validate(
+        {
+            "conversation_id": "huge",
+            "agent": "a",
+            "turns": [
+                {
+                    "input": "balance?",
+                    "answer": f"Your balance is {huge} coins.",
+                    "tool_calls": [
+                        {"name": "t", "arguments": {"x": deep}, "result": {"balance": huge}},
+                        {"name": "t", "arguments": {"x": deep}, "result": [huge, -huge]},
+                    ],
+                    "expected": {"tools": [{"name": "t", "arguments": {"x": deep}}]},
+                }
+            ],
+        }
+    )
+    score = score_conversation(conv)
+    assert score.passed is not None and not any(r.startswith("scorer_error") for r in score.reasons)
