@@ -224,7 +224,7 @@ def score_record(
 
 def ended_at(conv: Conversation) -> datetime | None:
     """When the conversation ended: its own end time, else the end of its last turn with a start time (the start
-    when that turn has no duration)."""
+    when that turn has no duration, or one that would end it past the year 9999)."""
     end = conv.ended_at
     if end is not None:
         return end
@@ -232,5 +232,8 @@ def ended_at(conv: Conversation) -> datetime | None:
         if turn.started_at is not None:
             if turn.duration_ms is None:
                 return turn.started_at
-            return turn.started_at + timedelta(milliseconds=turn.duration_ms)
+            try:
+                return turn.started_at + timedelta(milliseconds=turn.duration_ms)
+            except OverflowError:  # a clock or a transcript gone wrong; the start is still true
+                return turn.started_at
     return None

@@ -604,3 +604,19 @@ def test_a_model_call_without_token_usage_makes_the_cost_unknown_not_free():
     assert "cost_unknown: a model call reported no token usage" in s.reasons
     priced = score_conversation(make(dict(turn, usage=[{"model": "gpt-4o-mini", "input_tokens": 1000}])))
     assert priced.cost_usd is not None and priced.cost_usd > 0
+
+
+@pytest.mark.parametrize("duration_ms", [1e15, 1e308, float("inf")])
+def test_a_turn_lasting_past_the_year_9999_ends_the_conversation_at_its_start(duration_ms: float) -> None:
+    """A duration a clock or a transcript got wrong, ending the turn past what a date holds, made working out the
+    end time raise (OverflowError: scorer_error, unscored); the conversation now ends at that turn's start."""
+    start = datetime(2026, 11, 29, tzinfo=UTC)
+    conv = Conversation.model_validate(
+        {
+            "conversation_id": "long",
+            "agent": "a",
+            "turns": [{"input": "hi", "answer": "ok", "duration_ms": duration_ms, "started_at": start}],
+        }
+    )
+    score = score_conversation(conv)
+    assert score.ended_at == start and not any(r.startswith("scorer_error") for r in score.reasons)
