@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -48,9 +47,9 @@ from agentwatch.collector.traceloop_spans import fold as fold_traceloop
 from agentwatch.collector.vercel_ai import KEYS as VERCEL_KEYS
 from agentwatch.collector.vercel_ai import OPERATION_ID as VERCEL_OPERATION
 from agentwatch.collector.vercel_ai import fold as fold_vercel
+from agentwatch.wire import json_text
 
 _SNAKE = re.compile(r"(?<=[a-z])(?=[A-Z])")
-_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 _SPAN_KEYS = NEEDED_KEYS | VERCEL_KEYS | ADK_KEYS | LANGFUSE_KEYS | MLFLOW_KEYS | TRACELOOP_KEYS
 _JSON_SCALARS = (
     ("stringValue", "string_value", str),
@@ -191,10 +190,7 @@ def json_attributes(
 def load_json(payload: bytes) -> Any:
     """The JSON document of a message, lone surrogate escapes made U+FFFD; DecodeError `invalid_json`."""
     try:
-        doc = json.loads(payload)
-        if _SURROGATE_ESCAPE.search(payload):  # a lone \ud800-\udfff escape makes a str that is not UTF-8
-            raw = json.dumps(doc, ensure_ascii=False).encode("utf-8", "surrogatepass")
-            doc = json.loads(raw.decode("utf-8", "replace"))  # each lone surrogate is now U+FFFD
+        doc = json_text.loads(payload)
     except (ValueError, RecursionError) as exc:
         raise DecodeError("invalid_json", str(exc)[:200]) from None
     return doc

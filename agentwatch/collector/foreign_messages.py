@@ -14,6 +14,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from agentwatch.wire import json_text
+
 # json.dumps with options makes an encoder on every call
 ENCODE = json.JSONEncoder(ensure_ascii=False, default=str).encode
 _SYSTEM = ("system", "developer")
@@ -220,7 +222,7 @@ def _json_or(text: str, default: Any) -> Any:
     if text.lstrip()[:1] not in ("{", "["):
         return default
     try:
-        return json.loads(text)
+        return json_text.loads(text)
     except (ValueError, RecursionError):
         return default
 

@@ -8,12 +8,12 @@ command does not read into one sentence naming the command that does.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 from agentwatch.importers.dialects import MESSAGE_TYPES
+from agentwatch.wire import json_text
 from agentwatch.wire.transcripts import MAX_DOCUMENT_BYTES, UTF8_BOM, open_binary
 
 Kind = Literal["empty", "transcripts", "chat", "tau-bench", "tau2-bench", "unknown"]
@@ -70,7 +70,7 @@ def kind_of(value: object) -> Kind:
 
 def _parse(raw: bytes) -> object:
     try:
-        return json.loads(raw.removeprefix(UTF8_BOM).decode("utf-8"))
+        return json_text.loads(raw.removeprefix(UTF8_BOM).decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError):
         return None
 

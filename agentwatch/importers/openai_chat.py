@@ -30,6 +30,7 @@ from pydantic import ValidationError
 from agentwatch.importers import set_identity, transcript_line
 from agentwatch.importers.dialects import chat_messages
 from agentwatch.importers.text_actions import RESULT_PREFIX, read_action
+from agentwatch.wire import json_text
 from agentwatch.wire.conversation import MAX_COST_USD_PER_CALL, MAX_TOKENS_PER_CALL
 from agentwatch.wire.provider_usage import prompt_cache
 from agentwatch.wire.schema import Conversation
@@ -341,7 +342,7 @@ def read_chat_lines(
             if not raw.strip():
                 continue
             try:
-                record = json.loads(raw)
+                record = json_text.loads(raw)
                 conv = conversation_from_record(record, f"{stem}-{lineno}", error_prefixes, **defaults)
             except (ValueError, RecursionError) as exc:  # JSON, UTF-8 and ChatFormatError are ValueErrors
                 reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__

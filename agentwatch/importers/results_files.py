@@ -4,11 +4,11 @@ or a τ²-bench run saved as a directory (`results.json` without its simulations
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agentwatch.wire import json_text
 from agentwatch.wire.transcripts import file_stem, open_binary
 
 
@@ -72,7 +72,7 @@ def saved_run(document: Any, path: Path) -> Any:
     files = sorted(folder.glob("*.json"))
     for file in files:
         try:
-            run.simulations.append((f"{SIMULATIONS_DIR}/{file.name}", json.loads(file.read_bytes())))
+            run.simulations.append((f"{SIMULATIONS_DIR}/{file.name}", json_text.loads(file.read_bytes())))
         except (OSError, ValueError, RecursionError) as exc:
             run.errors.append((f"{SIMULATIONS_DIR}/{file.name}", f"not readable as JSON: {exc}"))
     index = document.get("simulation_index")
@@ -98,7 +98,7 @@ def load_document(raw: bytes) -> Any:
     """The JSON document of a results file's bytes (already gunzipped), or its τ-bench entries when they are
     written one per line; TauBenchFormatError when it is neither."""
     try:
-        return json.loads(raw)
+        return json_text.loads(raw)
     except (ValueError, RecursionError) as exc:
         lines = _json_lines(raw)
         if lines is None:
@@ -113,7 +113,7 @@ def _json_lines(raw: bytes) -> JsonLines | None:
         if not line.strip():
             continue
         try:
-            entry = json.loads(line)
+            entry = json_text.loads(line)
         except (ValueError, RecursionError) as exc:
             if not out.entries:
                 return None

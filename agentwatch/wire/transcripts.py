@@ -20,6 +20,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from agentwatch.wire import json_text
 from agentwatch.wire.schema import Conversation
 from agentwatch.wire.transcript_keys import UnknownKeys, misspelt_required, unknown_keys
 
@@ -96,7 +97,7 @@ def parse_line(raw: bytes, unknown: list[str] | None = None) -> Conversation:
     except UnicodeDecodeError as exc:
         raise ValueError(f"not UTF-8 at byte {exc.start}") from exc
     try:
-        obj = json.loads(text.rstrip("\r\n"), parse_constant=_reject_constant)
+        obj = json_text.loads(text.rstrip("\r\n"), parse_constant=_reject_constant)
     except json.JSONDecodeError as exc:
         raise ValueError(f"invalid JSON: {exc.msg} (column {exc.colno})") from exc
     except RecursionError:
@@ -156,7 +157,7 @@ def _read_document(stream: io.BufferedIOBase, name: str, kind: str) -> object:
             "conversation per line instead (JSON Lines; e.g. `jq -c '.[]' FILE > FILE.jsonl`)"
         )
     try:
-        return json.loads(raw.removeprefix(UTF8_BOM).decode("utf-8"), parse_constant=_reject_constant)
+        return json_text.loads(raw.removeprefix(UTF8_BOM).decode("utf-8"), parse_constant=_reject_constant)
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise TranscriptFileError(
             f"{name} starts like one JSON {kind} but is not valid JSON ({exc}); transcripts are one JSON "

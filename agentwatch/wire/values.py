@@ -9,13 +9,18 @@ deeply nested. The caller is told which way it was read, so it can say so in a n
 from __future__ import annotations
 
 import ast
-import json
+import re
 from typing import Any, Literal
+
+from agentwatch.wire.json_text import loads, without_lone_surrogates
 
 MAX_LITERAL_CHARS = 1_000_000  # longer text stays text: parsing it is not worth the memory
 MAX_LITERAL_DEPTH = 64  # brackets nested deeper stay text (the parser recurses)
 
 ReadAs = Literal["json", "python", "text"]
+_PYTHON_SURROGATE = re.compile(
+    r"\\(?:u|U0000)[dD][89a-fA-F]"
+)  # an escape a lone surrogate may be written with
 
 
 def read_structured(text: str) -> tuple[Any, ReadAs]:
@@ -24,7 +29,7 @@ def read_structured(text: str) -> tuple[Any, ReadAs]:
     if stripped[:1] not in ("{", "["):
         return text, "text"
     try:
-        return json.loads(stripped), "json"
+        return loads(stripped), "json"
     except (ValueError, RecursionError):
         pass
     if len(stripped) > MAX_LITERAL_CHARS or _depth(stripped) > MAX_LITERAL_DEPTH:
@@ -35,7 +40,8 @@ def read_structured(text: str) -> tuple[Any, ReadAs]:
         return text, "text"
     if not isinstance(value, (dict, list, tuple)):
         return text, "text"
-    return _jsonable(value), "python"
+    value = _jsonable(value)
+    return (without_lone_surrogates(value) if _PYTHON_SURROGATE.search(stripped) else value), "python"
 
 
 def _depth(text: str) -> int:

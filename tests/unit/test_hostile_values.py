@@ -1,6 +1,7 @@
 """Values from outside that once broke something: attempt numbers (from spans, benchmark trials and chat logs),
 token counts, span attributes and event names of an unexpected kind, ids with newlines, names with terminal
-escapes, text that closes the judge's transcript, an API key over plain http, metrics addresses."""
+escapes, text that closes the judge's transcript, an API key over plain http, metrics addresses, lone surrogate
+escapes in JSON."""
 
 from __future__ import annotations
 
@@ -26,7 +27,12 @@ from agentwatch.report.text import render_text
 from agentwatch.safe_text import OneLineFormatter, one_line
 from agentwatch.scorers import ConversationScorer
 from agentwatch.wire.schema import MAX_TOKENS_PER_CALL, Conversation, Turn, Usage
+from agentwatch.wire.values import read_structured
+from tests.support.score_cli import conversation as support_conversation
+from tests.support.score_cli import run as run_score
+from tests.support.score_cli import write as write_transcripts
 from tests.support.scores import make_score
+from tests.support.spans import SpanFactory, sdk_turn
 
 
 def _turn(attrs: dict[str, Any], *, model: dict[str, Any] | None = None) -> list[SpanRecord]:
@@ -351,3 +357,37 @@ def test_the_collector_serves_metrics_on_the_address_it_is_given() -> None:
             assert b"agentwatch_open_conversation_bytes" in r.read()
     finally:
         server.stop()
+
+
+def _no_surrogates(text: str) -> bool:
+    return not any(0xD800 <= ord(c) <= 0xDFFF for c in text)
+
+
+def test_lone_surrogates_in_a_transcript_are_replaced_and_every_report_is_written(tmp_path: Path) -> None:
+    """A lone surrogate escape (`"\\ud800"`, valid JSON) parses to a str no UTF-8 writer takes: in a tool result it
+    stopped `agentwatch score` with a traceback writing the HTML report, in the input it made the line invalid.
+    Each is replaced by U+FFFD, the line is scored and every report written."""
+    conv = support_conversation("partial", 1)  # a failing case: the HTML report shows its transcript
+    conv["turns"][0]["input"] += " \ud800"
+    conv["turns"][0]["tool_calls"][0]["result"]["note"] = "half \udc00 of a pair"
+    path = write_transcripts(tmp_path / "t.jsonl", [conv, support_conversation("good", 2)])
+    for fmt in ("html", "json", "text"):
+        out, details = tmp_path / f"report.{fmt}", tmp_path / "details.jsonl"
+        code, _, err = run_score(path, "--format", fmt, "--out", out, "--details", details, "--no-gate")
+        assert code == 0 and "line 1" not in err, err
+        assert _no_surrogates(out.read_text("utf-8")) and len(details.read_text("utf-8").splitlines()) == 2
+
+
+def test_lone_surrogates_in_json_an_agent_logged_never_reach_the_conversation() -> None:
+    """A tool result or arguments logged as JSON holding a lone surrogate escape made a conversation that could
+    not be written as JSON (the review feed's transcript, the scores); a Python literal too."""
+    spans = SpanFactory()
+    tools = [{"name": "lookup", "arguments": {"q": "\udc00"}, "result": {"a": "x\ud800"}}]
+    sdk_turn(spans.tracer, "c1", "hi", "answer", tools)
+    conv = build_conversation(decode_message(spans.protobuf(), "application/x-protobuf"))
+    call = conv.turns[0].tool_calls[0]
+    assert call.arguments == {"q": "\ufffd" * 3} and call.result == {"a": "x" + "\ufffd" * 3}
+    assert _no_surrogates(conv.model_dump_json())
+    assert _no_surrogates(ConversationScorer().score(conv).model_dump_json())
+    value, how = read_structured("{'a': '\\ud800', 'b': '\\U0000dfff'}")
+    assert how == "python" and value == {"a": "\ufffd" * 3, "b": "\ufffd" * 3}
