@@ -12,11 +12,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic_core import from_json
-
 from agentwatch.collector.foreign_messages import bounded, genai_message, genai_messages
 from agentwatch.collector.messages import system_text
 from agentwatch.wire import attributes as A
+from agentwatch.wire.json_text import value_of
 
 _REQUEST = "gcp.vertex.agent.llm_request"
 _RESPONSE = "gcp.vertex.agent.llm_response"
@@ -29,7 +28,7 @@ def _object(value: Any) -> dict[str, Any]:
     """A JSON object attribute's value ({} when it is not one: cut at the attribute limit, say)."""
     if isinstance(value, str):
         try:
-            value = from_json(value)
+            value = value_of(value)
         except (ValueError, RecursionError):
             return {}
     return value if isinstance(value, dict) else {}

@@ -7,9 +7,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pydantic_core import from_json
-
 from agentwatch.collector.messages import as_text, json_or_text
+from agentwatch.wire.json_text import value_of
 
 # `input.value` / `output.value` of chain and agent spans often hold the call's JSON body: LangChain's and
 # LangGraph's `{"messages": [...]}` state or `{"input": "..."}` / `{"output": "..."}`, our `@trace` chains'
@@ -52,7 +51,7 @@ def is_body(text: str) -> bool:
     said: a JSON object or array, or a Python object's repr (`StopEvent(result=...)`)."""
     if text[:1] in ("{", "["):
         try:
-            return isinstance(from_json(text), (dict, list))
+            return isinstance(value_of(text), (dict, list))
         except (ValueError, RecursionError):
             return False
     return _REPR.match(text) is not None
@@ -73,7 +72,7 @@ def _body(value: str) -> dict[str, Any] | None:
     if not value.startswith("{"):
         return None
     try:
-        body = from_json(value)
+        body = value_of(value)
     except (ValueError, RecursionError):
         return None
     return body if isinstance(body, dict) else None

@@ -222,7 +222,7 @@ def _json_or(text: str, default: Any) -> Any:
     if text.lstrip()[:1] not in ("{", "["):
         return default
     try:
-        return json_text.loads(text)
+        return json_text.value_of(text)
     except (ValueError, RecursionError):
         return default
 

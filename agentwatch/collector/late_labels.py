@@ -18,6 +18,7 @@ from agentwatch.collector.metrics import PipelineStats
 from agentwatch.collector.record import Record
 from agentwatch.config import OutcomeCredits
 from agentwatch.scorers.relabel import relabel
+from agentwatch.wire.json_text import model_from_json
 from agentwatch.wire.schema import ConversationScore, Outcome
 
 log = logging.getLogger(__name__)
@@ -76,7 +77,7 @@ class LateLabels:
             self._stats.count_label(reason)
             self._refuse(label, record, reason)
             return
-        first_score = ConversationScore.model_validate_json(payload)
+        first_score = model_from_json(ConversationScore, payload)
         revised = relabel(first_score, Outcome(label.outcome), self._credits)
         if revised is None:
             self._stats.count_label("unchanged")

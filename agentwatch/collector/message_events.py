@@ -19,8 +19,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic_core import from_json
-
 from agentwatch.collector.foreign_messages import (
     ENCODE,
     bounded,
@@ -30,6 +28,7 @@ from agentwatch.collector.foreign_messages import (
 )
 from agentwatch.collector.span_record import truncate
 from agentwatch.wire import attributes as A
+from agentwatch.wire.json_text import value_of
 
 _PER_MESSAGE = {
     "gen_ai.system.message": "system",
@@ -53,7 +52,7 @@ def structured(value: Any) -> Any:
     """A JSON object or list written as text, parsed; any other value as it is."""
     if isinstance(value, str) and value[:1] in ("[", "{"):
         try:
-            parsed = from_json(value)
+            parsed = value_of(value)
         except (ValueError, RecursionError):
             return value
         if isinstance(parsed, dict) or (

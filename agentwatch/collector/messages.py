@@ -6,15 +6,14 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from pydantic_core import from_json
-
 from agentwatch.collector import conventions as cv
 from agentwatch.collector.foreign_messages import OPENAI_MARK, response_of, with_openai_fields
 from agentwatch.collector.repr_calls import REPR_MARKS, with_repr_calls
 from agentwatch.collector.span_record import SpanRecord
+from agentwatch.wire.json_text import value_of
 from agentwatch.wire.values import read_structured
 
-_loads = from_json  # Rust JSON parser shipped with pydantic; ~3x json.loads on short messages
+_loads = value_of  # pydantic's Rust JSON parser (~3x json.loads on short messages), nesting bounded
 
 
 def as_text(value: Any) -> str | None:

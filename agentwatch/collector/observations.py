@@ -6,11 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic_core import from_json
-
 from agentwatch.collector.chain_values import langchain_tool_message
 from agentwatch.collector.foreign_messages import ENCODE, bounded, genai_message, genai_messages
 from agentwatch.wire import attributes as A
+from agentwatch.wire.json_text import value_of
 
 
 def parsed(value: Any) -> Any:
@@ -18,7 +17,7 @@ def parsed(value: Any) -> Any:
     if not isinstance(value, str) or value[:1] not in ("{", "[", '"'):
         return value
     try:
-        return from_json(value)
+        return value_of(value)
     except (ValueError, RecursionError):
         return value
 

@@ -6,7 +6,6 @@ import logging
 from typing import Any
 
 from pydantic import ValidationError
-from pydantic_core import from_json
 
 from agentwatch import wire
 from agentwatch.collector import conventions as cv
@@ -24,6 +23,7 @@ from agentwatch.collector.messages import (
 from agentwatch.collector.span_fragments import attach
 from agentwatch.collector.span_tree import SpanForest, role_of
 from agentwatch.collector.turns import AGENT, MODEL, Gaps, build_turn, to_time
+from agentwatch.wire.json_text import value_of
 from agentwatch.wire.schema import (
     MAX_ATTEMPT,
     Conversation,
@@ -181,7 +181,7 @@ def _conversation_expectation(raw: Any, notes: list[str]) -> Expectation | None:
     if raw is None:
         return None
     try:
-        return Expectation.model_validate(from_json(raw) if isinstance(raw, str) else raw)
+        return Expectation.model_validate(value_of(raw) if isinstance(raw, str) else raw)
     except (ValueError, RecursionError) as exc:  # ValidationError is a ValueError
         first_line = str(exc).splitlines()[0][:160]
         notes.append(f"{cv.CONVERSATION_EXPECTED_KEYS[0]} ignored, not a valid expectation ({first_line})")

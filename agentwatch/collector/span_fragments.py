@@ -13,11 +13,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic_core import from_json
-
 from agentwatch.collector.foreign_messages import bounded
 from agentwatch.collector.span_record import SpanRecord
 from agentwatch.wire import attributes as A
+from agentwatch.wire.json_text import value_of
 
 FRAGMENT_NAME = "agentwatch.log_messages"
 FRAGMENT_KEY = A.MESSAGES_OF
@@ -34,7 +33,7 @@ def _messages(value: Any) -> list[dict[str, Any]]:
     """A fragment's messages (a JSON list of GenAI messages)."""
     if isinstance(value, str):
         try:
-            value = from_json(value)
+            value = value_of(value)
         except ValueError:
             return []
     return [m for m in value if isinstance(m, dict)] if isinstance(value, list) else []

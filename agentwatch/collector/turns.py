@@ -8,8 +8,6 @@ from datetime import UTC, datetime
 from operator import attrgetter
 from typing import Any
 
-from pydantic_core import from_json
-
 from agentwatch.collector import conventions as cv
 from agentwatch.collector.call_matching import from_model_messages
 from agentwatch.collector.call_usage import calls_usage, nonneg_float
@@ -27,6 +25,7 @@ from agentwatch.collector.messages import (
     tools_from_messages,
 )
 from agentwatch.wire import attributes as A
+from agentwatch.wire.json_text import value_of
 from agentwatch.wire.schema import (
     MAX_COST_USD_PER_TURN,
     Expectation,
@@ -267,7 +266,7 @@ def _expectation(span: SpanRecord, members: list[SpanRecord], index: int, gaps: 
     expected = None
     if raw is not None:
         try:
-            value = from_json(raw) if isinstance(raw, str) else raw
+            value = value_of(raw) if isinstance(raw, str) else raw
             expected = Expectation.model_validate(value)
         except (ValueError, RecursionError) as exc:  # ValidationError is a ValueError
             first_line = str(exc).splitlines()[0][:160]

@@ -15,11 +15,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic_core import from_json
-
 from agentwatch.collector.foreign_messages import bounded, genai_message, genai_messages
 from agentwatch.collector.messages import system_text
 from agentwatch.wire import attributes as A
+from agentwatch.wire.json_text import value_of
 
 OPERATION_ID = "ai.operationId"
 _PROMPT = "ai.prompt"
@@ -47,7 +46,7 @@ def _parsed(value: Any) -> Any:
     if not isinstance(value, str):
         return value
     try:
-        return from_json(value)
+        return value_of(value)
     except (ValueError, RecursionError):
         return None
 

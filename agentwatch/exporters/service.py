@@ -28,6 +28,7 @@ from agentwatch.exporters.readiness import Readiness
 from agentwatch.kafka.security import KafkaSecurity, service_settings
 from agentwatch.kafka.topics import ensure_topics
 from agentwatch.metrics_http import MetricsServer
+from agentwatch.wire.json_text import model_from_json
 from agentwatch.wire.schema import ConversationScore
 
 log = logging.getLogger(__name__)
@@ -145,7 +146,7 @@ class ExporterService:
             log.warning("empty score record %s", where)
             return False
         try:
-            score = ConversationScore.model_validate_json(value)
+            score = model_from_json(ConversationScore, value)
         except (ValidationError, ValueError) as exc:
             self.estimator.reject_invalid()
             first = exc.errors()[0] if isinstance(exc, ValidationError) else {"msg": str(exc), "loc": ()}

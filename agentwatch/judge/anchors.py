@@ -35,6 +35,7 @@ from scipy.special import ndtri
 
 from agentwatch.judge.calibration import CLASSES, confusion, kappa_from_confusion
 from agentwatch.judge.verdict import JudgeVerdict
+from agentwatch.wire.json_text import model_from_json
 from agentwatch.wire.schema import Conversation, Outcome
 
 __all__ = [
@@ -96,7 +97,7 @@ def read_anchors(path: Path) -> list[Anchor]:
         if not line.strip():
             continue
         try:
-            anchor = Anchor.model_validate_json(line)
+            anchor = model_from_json(Anchor, line)
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(x) for x in first["loc"])

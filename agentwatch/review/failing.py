@@ -20,6 +20,7 @@ from sqlalchemy.engine import Engine
 
 from agentwatch.review.rows import FailingItem
 from agentwatch.review.tables import conversations, same_series
+from agentwatch.wire.json_text import model_from_json
 from agentwatch.wire.schema import EVIDENCE, ConversationScore, Outcome
 
 log = logging.getLogger(__name__)
@@ -98,7 +99,7 @@ def failing(engine: Engine, q: FailingQuery, limit: int, offset: int = 0) -> tup
             r.preview,
             r.failures,
             bool(r.labelled),
-            ConversationScore.model_validate_json(r.latest_score).reasons,
+            model_from_json(ConversationScore, r.latest_score).reasons,
         )
         for r in rows
     ]
@@ -140,7 +141,7 @@ def _backfill(engine: Engine) -> None:
                 select(t.id, t.latest_score).where(t.failures.is_(None)).limit(_BACKFILL_BATCH)
             ).all()
             for row_id, latest in rows:
-                value = failures_of(ConversationScore.model_validate_json(latest))
+                value = failures_of(model_from_json(ConversationScore, latest))
                 c.execute(update(conversations).where(t.id == row_id).values(failures=value))
         filled += len(rows)
         if len(rows) < _BACKFILL_BATCH:

@@ -18,6 +18,7 @@ from agentwatch import wire
 from agentwatch.report.ordering import natural_key
 from agentwatch.review.rows import QueueItem
 from agentwatch.review.tables import conversations, labels, same_series
+from agentwatch.wire.json_text import model_from_json
 from agentwatch.wire.schema import Conversation, ConversationScore, Outcome
 
 OUTCOMES: tuple[str, ...] = ("complete", "partial_correct", "partial_incorrect", "hallucinated", "abandoned")
@@ -157,8 +158,8 @@ def get(engine: Engine, row_id: int) -> Stored | None:
         row.sample,
         row.at,
         row.transcript,
-        ConversationScore.model_validate_json(row.first_score),
-        ConversationScore.model_validate_json(row.latest_score),
+        model_from_json(ConversationScore, row.first_score),
+        model_from_json(ConversationScore, row.latest_score),
         [Label(*r) for r in found],
     )
 
@@ -183,7 +184,7 @@ def blind_labels(engine: Engine, limit: int | None) -> list[tuple[Conversation, 
             if row_id in seen:
                 continue
             seen.add(row_id)
-            out.append((Conversation.model_validate_json(transcript), Outcome(outcome)))
+            out.append((model_from_json(Conversation, transcript), Outcome(outcome)))
             if limit is not None and len(out) >= limit:
                 break
     return out

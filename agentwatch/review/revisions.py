@@ -23,6 +23,7 @@ from agentwatch.review.failing import failures_of
 from agentwatch.review.outbox import enqueue
 from agentwatch.review.tables import conversations, fitted, labels
 from agentwatch.scorers.relabel import relabel
+from agentwatch.wire.json_text import model_from_json
 from agentwatch.wire.review_records import LabelRecord, TranscriptRecord
 from agentwatch.wire.schema import ConversationScore, Outcome
 
@@ -104,7 +105,7 @@ def ingest(
                 .where(t.id == row.id)
                 .values(transcript=record.conversation.model_dump_json())
             )
-        latest = ConversationScore.model_validate_json(row.latest_score)
+        latest = model_from_json(ConversationScore, row.latest_score)
         return _apply_revision(c, row.id, latest, score, now, scores_topic, credits)
 
 
@@ -186,8 +187,8 @@ def save_label_once(
         ).one_or_none()
         if row is None:
             raise KeyError(row_id)
-        first = ConversationScore.model_validate_json(row.first_score)
-        revised = relabel(ConversationScore.model_validate_json(row.latest_score), outcome, credits)
+        first = model_from_json(ConversationScore, row.first_score)
+        revised = relabel(model_from_json(ConversationScore, row.latest_score), outcome, credits)
         values: dict[str, Any] = {"labelled": True}
         if revised is not None:
             values.update(

@@ -29,6 +29,7 @@ from agentwatch.metrics_http import MetricsServer, render_families, where
 from agentwatch.review.metrics import ReviewMetrics, ReviewStats
 from agentwatch.review.store import Store
 from agentwatch.review.web import ReviewApp
+from agentwatch.wire.json_text import model_from_json
 from agentwatch.wire.review_records import TranscriptRecord
 
 log = logging.getLogger(__name__)
@@ -204,7 +205,7 @@ class ReviewService:
                     log.warning("consumer: %s", error)
                 continue
             try:
-                record = TranscriptRecord.model_validate_json(message.value() or b"")
+                record = model_from_json(TranscriptRecord, message.value() or b"")
             except (ValidationError, ValueError) as exc:
                 self.stats.count_ingest("invalid")
                 log.warning(

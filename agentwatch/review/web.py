@@ -45,6 +45,7 @@ from agentwatch.review.store import Store
 from agentwatch.review.throttle import Refused
 from agentwatch.review.web_failing import DEFAULT_WINDOW, failing_context
 from agentwatch.scorers.differences import clip_reason
+from agentwatch.wire.json_text import model_from_json
 from agentwatch.wire.review_records import judge_outcome
 from agentwatch.wire.schema import Conversation, Outcome
 
@@ -289,7 +290,7 @@ class ReviewApp:
         prev_id, next_id = await run_in_threadpool(self.store.neighbours, row, filters)
         _, left = await run_in_threadpool(self.store.queue, filters, 0, 0)
         query = _query(filters)
-        conv = Conversation.model_validate_json(stored.transcript) if stored.transcript else None
+        conv = model_from_json(Conversation, stored.transcript) if stored.transcript else None
         relabel = request.query_params.get("relabel") == "1"
         decided = bool(stored.labels)
         context: dict[str, Any] = {

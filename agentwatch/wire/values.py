@@ -12,7 +12,7 @@ import ast
 import re
 from typing import Any, Literal
 
-from agentwatch.wire.json_text import loads, without_lone_surrogates
+from agentwatch.wire.json_text import value_of, without_lone_surrogates
 
 MAX_LITERAL_CHARS = 1_000_000  # longer text stays text: parsing it is not worth the memory
 MAX_LITERAL_DEPTH = 64  # brackets nested deeper stay text (the parser recurses)
@@ -29,9 +29,9 @@ def read_structured(text: str) -> tuple[Any, ReadAs]:
     if stripped[:1] not in ("{", "["):
         return text, "text"
     try:
-        return loads(stripped), "json"
+        return value_of(stripped), "json"
     except (ValueError, RecursionError):
-        pass
+        pass  # JSON nested past the parser's limit is past the literal's depth too: it stays text
     if len(stripped) > MAX_LITERAL_CHARS or _depth(stripped) > MAX_LITERAL_DEPTH:
         return text, "text"
     try:
