@@ -63,7 +63,15 @@ class ReviewFeed:
             score=score,
             published_at=datetime.now(UTC),
         )
-        payload = record.model_dump_json().encode()
+        try:
+            payload = record.model_dump_json().encode()
+        except ValueError as exc:  # a value no JSON writer takes: raised here, it would stop the collector
+            log.exception(
+                "transcript of %s could not be written: sent without its turns", conv.conversation_id
+            )
+            why = f"review: the transcript could not be written ({type(exc).__name__}: {str(exc)[:200]})"
+            bare = conv.model_copy(update={"turns": [], "notes": [*conv.notes, why]})
+            payload = record.model_copy(update={"conversation": bare}).model_dump_json().encode()
         if len(payload) > self._max_bytes:
             payload = self._cut(record, conv, len(payload))
         self._send(score, sample, payload)

@@ -409,7 +409,14 @@ class CollectorService:
         review), remember it for late labels, and emit it as evaluation events (parented to the last turn
         `ids`, trace and span id) when configured."""
         assert self._out is not None
-        payload = score.model_dump_json().encode()
+        try:
+            payload = score.model_dump_json().encode()
+        except ValueError as exc:  # a value no JSON writer takes: raised here, it would stop the collector
+            if conv is None:
+                raise
+            log.exception("score of %s could not be written: published unscored", conv.conversation_id)
+            score = unscored(conv, f"writer_error: {type(exc).__name__}: {str(exc)[:200]}")
+            payload = score.model_dump_json().encode()
         self._out.send(
             self.config.scores_topic, value=payload, key=series_key(score), headers=self._score_headers
         )

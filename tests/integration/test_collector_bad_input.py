@@ -211,3 +211,35 @@ def test_random_payloads_never_stop_the_collector(running, payloads):
     assert must <= set(letters)
     for headers in letters.values():
         assert headers[REASON_HEADER]
+
+
+def test_a_score_no_json_writer_takes_is_published_unscored_and_the_collector_goes_on(broker):
+    """A custom scorer (user code) returning a score that holds a value no JSON writer takes (a lone surrogate)
+    stopped the collector, and again on the same message at every restart; the score is published unscored
+    with a `writer_error` reason and the next conversation is scored."""
+    from agentwatch.scorers import ConversationScorer
+
+    bs = broker.bootstrap_servers
+    topic = unique("unwritable")
+    create_topic(bs, topic, 1)
+    cfg = collector_settings(bs, [topic], unique("unwritable"))
+    real = ConversationScorer(cfg)
+
+    def score(conv):
+        result = real.score(conv)
+        if conv.conversation_id.startswith("unwritable"):
+            result.reasons.append("custom: half \ud800 of a pair")
+        return result
+
+    scores = TopicReader(bs, cfg.collector.scores_topic)
+    bad = unique("unwritable")
+    with ServiceThread(cfg, scorer=score) as svc:
+        p = producer(bs)
+        p.send(topic, value=otlp_bytes(simple_conversation(bad)), key=bad.encode(), headers=SDK_HEADERS)
+        p.flush()
+        p.close()
+        _send_then_sentinel(bs, topic, [], scores)
+        assert svc.error is None
+    (written,) = [s for s in scores_of(scores.records) if s["conversation_id"] == bad]
+    assert written["outcome"] == "unscored" and written["reasons"][0].startswith("writer_error: ")
+    scores.close()

@@ -39,3 +39,22 @@ def test_a_detector_in_review_evidence_sends_its_conversations_for_review() -> N
     (sent,) = producer.sent
     record = TranscriptRecord.model_validate_json(sent)
     assert record.sample == "evidence" and feed.published == {"evidence": 1}
+
+
+def test_a_transcript_no_json_writer_takes_is_sent_without_its_turns_and_says_why() -> None:
+    """A value no JSON writer takes in a transcript (a lone surrogate that reached a tool result past the readers)
+    raised out of the feed and stopped the collector, on the same message at every restart; the record is sent
+    without the turns, with a note saying why, and the score is intact."""
+    conv = _looping()
+    score = ConversationScorer(Settings.model_validate({"sampling": {"review_evidence": ["loop"]}})).score(
+        conv
+    )
+    conv.turns[0].tool_calls[0].result = {"note": "half \ud800 of a pair"}
+    producer = _Producer()
+    feed = ReviewFeed(producer, "t", 1_000_000, evidence=frozenset({"loop"}))
+    feed.transcript(score, conv)
+    (sent,) = producer.sent
+    record = TranscriptRecord.model_validate_json(sent)
+    assert record.conversation is not None and record.conversation.turns == []
+    assert record.conversation.notes[-1].startswith("review: the transcript could not be written")
+    assert record.score == score and feed.published == {"evidence": 1}
