@@ -21,6 +21,12 @@ from prometheus_client.utils import floatToGoString
 log = logging.getLogger(__name__)
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+# A scraper sends its request at once and reads the answer: a connection idle this long is closed, and no more
+# than MAX_CONNECTIONS are served at a time (more are closed at once and counted), so that connections opened and
+# left (a port scan, a load balancer's check) cannot pile up threads.
+IDLE_TIMEOUT_S = 10.0
+MAX_CONNECTIONS = 32
+REFUSED_METRIC = "agentwatch_http_connections_refused_total"
 # Bodies up to this size go out uncompressed even when the scraper accepts gzip: compressing them costs more
 # than it saves.
 _GZIP_MIN_BYTES = 4096
@@ -87,11 +93,21 @@ class MetricsServer:
         name: str = "agentwatch",
         ready: Callable[[], bool] | None = None,
     ) -> None:
-        self._server = ThreadingHTTPServer((host, port), _handler(render, name, ready))
-        self._server.daemon_threads = True
+        self._server = _BoundedServer((host, port), _handler(render, name, ready, self._refused_text))
         self.port = int(self._server.server_address[1])
         threading.Thread(target=self._server.serve_forever, name="metrics-http", daemon=True).start()
         log.info("serving metrics on %s", where(host, self.port))
+
+    @property
+    def refused(self) -> int:
+        """Connections closed unserved because MAX_CONNECTIONS were being served."""
+        return self._server.refused
+
+    def _refused_text(self) -> bytes:
+        head = header(
+            REFUSED_METRIC, "counter", "Connections to this /metrics server closed unserved (too many)."
+        )
+        return (head + sample_line(REFUSED_METRIC, "", self.refused)).encode()
 
     def stop(self) -> None:
         """Stop serving and close the socket."""
@@ -99,10 +115,37 @@ class MetricsServer:
         self._server.server_close()
 
 
+class _BoundedServer(ThreadingHTTPServer):
+    """A thread per connection, at most MAX_CONNECTIONS of them; the connections past that are closed unserved."""
+
+    daemon_threads = True
+    request_queue_size = 128  # connections waiting to be accepted (the default, 5, stalls a burst of them)
+
+    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler]) -> None:
+        super().__init__(address, handler)
+        self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+        self.refused = 0
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self._slots.acquire(blocking=False):
+            self.refused += 1  # only the serving thread writes it
+            self.shutdown_request(request)
+            return
+        super().process_request(request, client_address)
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
+
+
 def _handler(
-    render: Callable[[], bytes], name: str, ready: Callable[[], bool] | None
+    render: Callable[[], bytes], name: str, ready: Callable[[], bool] | None, own: Callable[[], bytes]
 ) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
+        timeout = IDLE_TIMEOUT_S  # on every read and write of the connection
+
         def do_GET(self) -> None:
             path = self.path.split("?", 1)[0]
             if path == "/ready" and ready is not None:
@@ -114,7 +157,7 @@ def _handler(
                 body, ctype = f"{name}: see /metrics\n".encode(), "text/plain"
             else:
                 try:
-                    body, status, ctype = render(), 200, CONTENT_TYPE
+                    body, status, ctype = render() + own(), 200, CONTENT_TYPE
                 except Exception:  # a failing scrape must not kill the server; the error is logged
                     log.exception("rendering /metrics failed")
                     body, status, ctype = b"internal error\n", 500, "text/plain"
