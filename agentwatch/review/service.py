@@ -26,6 +26,7 @@ from agentwatch.kafka.producer import producer_config
 from agentwatch.kafka.security import KafkaSecurity, service_settings
 from agentwatch.kafka.topics import ensure_topics
 from agentwatch.metrics_http import MetricsServer, render_families, where
+from agentwatch.review.head_deadline import HeadDeadlineProtocol
 from agentwatch.review.metrics import ReviewMetrics, ReviewStats
 from agentwatch.review.store import Store
 from agentwatch.review.web import ReviewApp
@@ -98,6 +99,7 @@ class ReviewService:
             proxy_headers=bool(cfg.forwarded_allow_ips),
             forwarded_allow_ips=cfg.forwarded_allow_ips or None,
             limit_concurrency=cfg.max_connections,
+            http=HeadDeadlineProtocol,
         )
         server = self._server = uvicorn.Server(config)
         loops = [

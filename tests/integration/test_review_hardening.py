@@ -1,17 +1,19 @@
 """The review service under attack, over real HTTP (uvicorn on loopback) with real SQLite and PostgreSQL stores:
 a flood of wrong passwords, password guessing, a session cookie copied before sign-out, integers past 64 bits,
-oversized bodies, names that would forge log lines."""
+oversized bodies, names that would forge log lines, connections that never finish their request."""
 
 from __future__ import annotations
 
 import base64
 import logging
 import math
+import socket
 import time
 
 import httpx
 import pytest
 
+from agentwatch.review import head_deadline
 from tests.support.collector_kafka import unique
 from tests.support.review import (
     PASSWORD,
@@ -162,3 +164,30 @@ def test_a_request_body_over_the_limit_gets_413(broker, tmp_path):
         )
         assert streamed.status_code == 413
         assert client.get("/healthz").status_code == 200
+
+
+def _slow(port: int) -> socket.socket:
+    """A connection sending its request head and never finishing it (a slowloris)."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n")
+    return s
+
+
+def test_connections_that_never_finish_their_request_are_closed_and_reviewers_get_in_again(
+    broker, tmp_path, monkeypatch
+):
+    """Connections that open and send a request head slowly, or never, counted against `max_connections` for
+    good: as many as it allows turned every reviewer away with 503 until they left. Each is closed when its head
+    is not all there in time, and the pages answer again."""
+    monkeypatch.setattr(head_deadline, "HEAD_TIMEOUT_S", 1.0)
+    settings = review_settings(broker.bootstrap_servers, tmp_path, max_connections=8)
+    with ServiceThread(settings) as svc, httpx.Client(base_url=svc.url) as client:
+        slow = [_slow(svc.service.port) for _ in range(8)]
+        assert client.get("/healthz").status_code == 503  # the limit is full of them
+        for s in slow:
+            s.sendall(b"X-Dribble: 1\r\n")  # sending, slowly, does not keep a connection open
+        time.sleep(1.5)
+        assert all(s.recv(100) == b"" for s in slow)  # closed by the service
+        assert client.get("/healthz").status_code == 200
+        for s in slow:
+            s.close()
