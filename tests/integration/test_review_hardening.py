@@ -182,7 +182,9 @@ def test_connections_that_never_finish_their_request_are_closed_and_reviewers_ge
     monkeypatch.setattr(head_deadline, "HEAD_TIMEOUT_S", 1.0)
     settings = review_settings(broker.bootstrap_servers, tmp_path, max_connections=8)
     with ServiceThread(settings) as svc, httpx.Client(base_url=svc.url) as client:
-        slow = [_slow(svc.service.port) for _ in range(8)]
+        port = svc.service.port
+        assert port is not None
+        slow = [_slow(port) for _ in range(8)]
         assert client.get("/healthz").status_code == 503  # the limit is full of them
         for s in slow:
             s.sendall(b"X-Dribble: 1\r\n")  # sending, slowly, does not keep a connection open
