@@ -26,6 +26,7 @@ from typing import Any
 from agentwatch.scorers.arithmetic import number_value
 from agentwatch.scorers.matching import match_pairs
 from agentwatch.scorers.text import is_number, parse_number
+from agentwatch.wire.json_text import MAX_NESTING, deeper_than
 from agentwatch.wire.values import read_structured
 
 DEFAULT_TOLERANCE = 1e-6  # relative, for `numeric` (scoring.numeric_tolerance)
@@ -34,12 +35,12 @@ _MAX_DEPTH = 64
 
 
 def canonical_json(value: Any, separators: tuple[str, str] = (",", ":")) -> str:
-    """`value` as canonical JSON (sorted keys, what JSON cannot hold as its text); a value nested deeper than the
-    encoder goes is a JSON string naming the object, so that it equals no other value."""
-    try:
-        return json.dumps(value, sort_keys=True, separators=separators, ensure_ascii=False, default=str)
-    except RecursionError:
+    """`value` as canonical JSON (sorted keys, what JSON cannot hold as its text); a value nested deeper than
+    `MAX_NESTING` is a JSON string naming the object, so that it equals no other value (the encoder's own limit
+    depends on how deep the caller's stack is, and is not reached compiled)."""
+    if isinstance(value, (dict, list)) and deeper_than(value, MAX_NESTING):
         return json.dumps(f"<nested too deep to compare: object {id(value):x}>")
+    return json.dumps(value, sort_keys=True, separators=separators, ensure_ascii=False, default=str)
 
 
 def _same_number(a: float, b: float) -> bool:

@@ -12,7 +12,9 @@ from math import isfinite
 _NUM = r"[-+]?(?:(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|\.\d+)"
 NUMBER_RE = re.compile(r"(?=[-+.\d])(?<![\w.])" + _NUM + r"(?!\w|\.\d)")
 _PLAIN_NUMBER_RE = re.compile(_NUM + r"$")
-_FLOAT_MAX = sys.float_info.max
+# the largest float as an integer: an int compared with an int never overflows (compiled, a comparison with a
+# float would convert the int)
+_FLOAT_MAX = int(sys.float_info.max)
 # Whitespace-separated words holding a digit: identifiers and amounts.
 _DIGIT_WORD = re.compile(
     r"(?<!\S)[^\s\d]*+\d\S*"

@@ -15,11 +15,11 @@ the results of its turn and the turns before: the answer is rarely in the closin
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from agentwatch.scorers.text import AnswerText, is_number, number_values, parse_number, shown_matches
+from agentwatch.wire.json_text import value_of
 from agentwatch.wire.schema import Turn
 
 MIN_STRING = 3
@@ -58,8 +58,8 @@ def _json_held(text: str) -> Any:
     s = text.strip()
     if len(s) > 1 and s[0] in "{[":
         try:
-            return json.loads(s)
-        except (ValueError, RecursionError):  # RecursionError: nested deeper than the decoder goes
+            return value_of(s)  # nesting bounded alike compiled or not (the stdlib decoder's limit is not)
+        except (ValueError, RecursionError):
             pass
     return None
 

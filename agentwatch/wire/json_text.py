@@ -44,7 +44,7 @@ def value_of(text: str) -> Any:
         if not _LONE_SURROGATE_TEXT.search(text):
             raise
     doc = loads(text)
-    if _deeper_than(doc, MAX_NESTING):
+    if deeper_than(doc, MAX_NESTING):
         raise ValueError(f"JSON nested deeper than {MAX_NESTING}")
     return doc
 
@@ -70,8 +70,9 @@ def without_lone_surrogates(doc: Any) -> Any:
     return json.loads(raw.decode("utf-8", "replace"))
 
 
-def _deeper_than(doc: Any, limit: int) -> bool:
-    """Whether `doc` nests lists and objects more than `limit` deep (walked without recursion)."""
+def deeper_than(doc: Any, limit: int) -> bool:
+    """Whether `doc` nests lists and objects more than `limit` deep (walked without recursion, so that the answer
+    is the same however deep the caller's stack is, compiled or not)."""
     level: list[Any] = [doc]
     depth = 0
     while level:

@@ -9,8 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentwatch.scorers import arithmetic
-from agentwatch.scorers.arguments import argument_agreement, exact_equal, values_match
+from agentwatch.scorers.arguments import argument_agreement, canonical_json, exact_equal, values_match
 from agentwatch.scorers.arithmetic import MAX_DEPTH, MAX_LENGTH, evaluate, number_value
+from agentwatch.wire.json_text import MAX_NESTING
 
 # --------------------------------------------------------------------------- arithmetic
 
@@ -200,10 +201,13 @@ def test_integers_past_float_range_compare_exactly_without_overflow() -> None:
     assert argument_agreement({"n": -huge}, {"n": 5}) == 0.0
 
 
-def test_values_nested_deeper_than_the_json_encoder_equal_no_other_value() -> None:
-    """Past the comparison's depth values compare as canonical JSON; one nested deeper than the encoder goes
-    equals no other value (the encoder's RecursionError left the conversation unscored)."""
+def test_values_nested_deeper_than_the_bound_equal_no_other_value() -> None:
+    """Past the comparison's depth values compare as canonical JSON; one nested deeper than `MAX_NESTING` there
+    equals no other value, compiled or not (the JSON encoder's RecursionError left the conversation unscored, and
+    its limit depends on the caller's stack: compiled, it was not reached)."""
+    assert canonical_json(_nested(MAX_NESTING + 1, 1)) != canonical_json(_nested(MAX_NESTING + 1, 1))
+    assert canonical_json(_nested(MAX_NESTING, 1)) == canonical_json(_nested(MAX_NESTING, 1))
     deep_a, deep_b = _nested(900, 1), _nested(900, 1)
     assert not exact_equal(deep_a, deep_b)
-    assert exact_equal(_nested(100, 1), _nested(100, 1)) and not exact_equal(_nested(100, 1), _nested(100, 2))
+    assert exact_equal(_nested(250, 1), _nested(250, 1)) and not exact_equal(_nested(250, 1), _nested(250, 2))
     assert argument_agreement({"x": deep_a}, {"x": deep_b}) == 0.0
