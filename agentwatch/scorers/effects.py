@@ -30,6 +30,7 @@ from agentwatch.scorers.differences import ABSENT, Difference, closest, shown
 from agentwatch.scorers.matching import match_pairs
 from agentwatch.scorers.names import NameNormalizer
 from agentwatch.scorers.tool_kinds import EFFECT, ToolKinds
+from agentwatch.wire.json_text import MAX_NESTING, deeper_than
 from agentwatch.wire.schema import ArgumentDifference, Conversation, ToolCall
 from agentwatch.wire.values import read_structured
 
@@ -125,7 +126,11 @@ class CallsFound:
                 got = None if d.got is ABSENT else d.got
                 out.append(
                     ArgumentDifference(
-                        reason=f"{prefix}_tools", tool=tool, path=d.path, expected=d.expected, got=got
+                        reason=f"{prefix}_tools",
+                        tool=tool,
+                        path=d.path,
+                        expected=_writable(d.expected),
+                        got=_writable(got),
                     )
                 )
         return out
@@ -245,6 +250,14 @@ def changes_nothing(call: ToolCall) -> bool:
     return bool(news) and all(
         _canonical(_as_list(args[k])) == _canonical(_as_list(args[k[4:]])) for k in news
     )
+
+
+def _writable(value: Any) -> Any:
+    """A value as a score record carries it: one nested deeper than `MAX_NESTING` (which a transcript may hold)
+    is said in words, as the record could not be written with it."""
+    if isinstance(value, (dict, list)) and deeper_than(value, MAX_NESTING):
+        return f"<a value nested deeper than {MAX_NESTING} levels>"
+    return value
 
 
 def _canonical(value: Any) -> str:

@@ -356,3 +356,30 @@ def test_integers_past_float_range_and_deep_values_in_calls_leave_the_conversati
     )
     score = score_conversation(conv)
     assert score.passed is not None and not any(r.startswith("scorer_error") for r in score.reasons)
+
+
+def test_a_difference_holding_a_value_nested_past_the_bound_is_said_in_words() -> None:
+    """A transcript's expected call and the call made differ in a value nested 900 deep: the difference says so
+    in words, as the score could not be written with it (pydantic writes 255 levels)."""
+    deep: object = 1
+    for _ in range(900):
+        deep = [deep]
+    conv = Conversation.model_validate(
+        {
+            "conversation_id": "deep-difference",
+            "agent": "a",
+            "expected": {"tools": [{"name": "t", "arguments": {"a": 1, "b": deep}}]},
+            "turns": [
+                {
+                    "input": "hi",
+                    "answer": "done",
+                    "tool_calls": [{"name": "t", "arguments": {"a": deep, "b": 2}, "result": "ok"}],
+                }
+            ],
+        }
+    )
+    score = score_conversation(conv)
+    said = {(d.path, str(d.expected), str(d.got)) for d in score.differences}
+    assert ("a", "1", "<a value nested deeper than 200 levels>") in said
+    assert ("b", "<a value nested deeper than 200 levels>", "2") in said
+    assert score.model_dump_json()
