@@ -1,4 +1,5 @@
-"""An ASGI middleware that refuses request bodies over a size (413), announced or streamed.
+"""An ASGI middleware that refuses request bodies over a size (413), announced or streamed, and lets a request
+whose client left mid-body end quietly (there is no one to answer).
 
 The review pages take small forms (a label's note is at most 2,000 characters); without a bound, one request
 could make the service read any amount into memory while parsing a form.
@@ -6,6 +7,7 @@ could make the service read any amount into memory while parsing a form.
 
 from __future__ import annotations
 
+from starlette.requests import ClientDisconnect
 from starlette.responses import PlainTextResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -56,6 +58,8 @@ class BodyLimit:
         except _TooLarge:
             if not started:
                 await self._refuse(scope, receive, send)
+        except ClientDisconnect:
+            pass  # the client left mid-body, or was closed for sending it too slowly: no one to answer
 
     async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
         response = PlainTextResponse(f"request body larger than {self.max_bytes:,} bytes\n", 413)

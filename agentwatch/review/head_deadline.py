@@ -1,9 +1,10 @@
-"""uvicorn's HTTP/1.1 protocol with a deadline for each request's head.
+"""uvicorn's HTTP/1.1 protocol with a deadline for each request.
 
-uvicorn closes a connection idle after a response, but not one that opened and sends its request line and headers
-slowly, or never: such connections count against `review.max_connections` for good, and enough of them (a
-slowloris) had every reviewer turned away with 503. Here a connection that has not sent a whole request head
-within `HEAD_TIMEOUT_S` of opening, or of its previous response, is closed.
+uvicorn closes a connection idle after a response, but not one that opened and sends its request line, headers or
+body slowly, or never: such connections count against `review.max_connections` for good, and enough of them (a
+slowloris) had every reviewer turned away with 503. Here a connection that has not sent a whole request, head and
+body, within `HEAD_TIMEOUT_S` of opening, or of its previous response, is closed. The page's own work is not
+timed: the deadline is on what the client sends.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
+import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 log = logging.getLogger(__name__)
@@ -19,7 +21,7 @@ HEAD_TIMEOUT_S = 10.0
 
 
 class HeadDeadlineProtocol(H11Protocol):
-    """`H11Protocol`, closing a connection whose next request head is not all there within HEAD_TIMEOUT_S."""
+    """`H11Protocol`, closing a connection whose next request is not all there within HEAD_TIMEOUT_S."""
 
     _deadline: asyncio.TimerHandle | None = None
 
@@ -43,8 +45,13 @@ class HeadDeadlineProtocol(H11Protocol):
         self._deadline = self.loop.call_later(HEAD_TIMEOUT_S, self._late, waiting)
 
     def _late(self, waiting: object) -> None:
-        if self.cycle is waiting and not self.transport.is_closing():
+        if self.transport.is_closing():
+            return
+        # no new request head since the deadline was set, or its body still coming
+        if self.cycle is waiting or self.conn.their_state is h11.SEND_BODY:
             log.info(
-                "closed a connection from %s that sent no request within %g s", self.client, HEAD_TIMEOUT_S
+                "closed a connection from %s that sent no whole request within %g s",
+                self.client,
+                HEAD_TIMEOUT_S,
             )
             self.transport.close()

@@ -174,14 +174,17 @@ def _slow(port: int) -> socket.socket:
 
 
 def test_connections_that_never_finish_their_request_are_closed_and_reviewers_get_in_again(
-    broker, tmp_path, monkeypatch
+    broker, tmp_path, monkeypatch, caplog, request
 ):
-    """Connections that open and send a request head slowly, or never, counted against `max_connections` for
-    good: as many as it allows turned every reviewer away with 503 until they left. Each is closed when its head
-    is not all there in time, and the pages answer again."""
+    """Connections that open and send a request slowly, or never, counted against `max_connections` for good: as
+    many as it allows turned every reviewer away with 503 until they left. Each is closed when its request, head
+    and body, is not all there in time, and the pages answer again."""
     monkeypatch.setattr(head_deadline, "HEAD_TIMEOUT_S", 1.0)
     settings = review_settings(broker.bootstrap_servers, tmp_path, max_connections=8)
     with ServiceThread(settings) as svc, httpx.Client(base_url=svc.url) as client:
+        errors = logging.getLogger("uvicorn.error")  # configured by uvicorn as it starts; does not propagate
+        errors.addHandler(caplog.handler)
+        request.addfinalizer(lambda: errors.removeHandler(caplog.handler))
         port = svc.service.port
         assert port is not None
         slow = [_slow(port) for _ in range(8)]
@@ -193,3 +196,10 @@ def test_connections_that_never_finish_their_request_are_closed_and_reviewers_ge
         assert client.get("/healthz").status_code == 200
         for s in slow:
             s.close()
+        # a whole head, then a body that never comes: closed too, quietly (the page has no one to answer)
+        form = b"Content-Type: application/x-www-form-urlencoded\r\nContent-Length: 100\r\n\r\nname=a"
+        body = socket.create_connection(("127.0.0.1", port), timeout=5)
+        body.sendall(b"POST /login HTTP/1.1\r\nHost: x\r\n" + form)
+        assert body.recv(4096) == b""
+        body.close()
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
