@@ -330,13 +330,19 @@ def test_a_tool_result_nested_deeper_than_the_json_decoder_is_read_as_text() -> 
     assert score.passed is not None and not any(r.startswith("scorer_error") for r in score.reasons)
 
 
+def _nested(depth: int) -> object:
+    """1 inside `depth` lists."""
+    value: object = 1
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
 def test_integers_past_float_range_and_deep_values_in_calls_leave_the_conversation_scored() -> None:
     """A tool result holding an integer no float holds, and arguments nested deeper than the JSON encoder goes,
     are graded like any others (they raised OverflowError and RecursionError: scorer_error, unscored)."""
     huge = 10**400
-    deep: object = 1
-    for _ in range(900):
-        deep = [deep]
+    deep = _nested(900)
     conv = Conversation.model_validate(
         {
             "conversation_id": "huge",
@@ -361,9 +367,7 @@ def test_integers_past_float_range_and_deep_values_in_calls_leave_the_conversati
 def test_a_difference_holding_a_value_nested_past_the_bound_is_said_in_words() -> None:
     """A transcript's expected call and the call made differ in a value nested 900 deep: the difference says so
     in words, as the score could not be written with it (pydantic writes 255 levels)."""
-    deep: object = 1
-    for _ in range(900):
-        deep = [deep]
+    deep = _nested(900)
     conv = Conversation.model_validate(
         {
             "conversation_id": "deep-difference",
