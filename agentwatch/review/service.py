@@ -26,8 +26,8 @@ from agentwatch.kafka.producer import producer_config
 from agentwatch.kafka.security import KafkaSecurity, service_settings
 from agentwatch.kafka.topics import ensure_topics
 from agentwatch.metrics_http import MetricsServer, render_families, where
-from agentwatch.review.head_deadline import HeadDeadlineProtocol
 from agentwatch.review.metrics import ReviewMetrics, ReviewStats
+from agentwatch.review.request_deadline import RequestDeadlineProtocol
 from agentwatch.review.store import Store
 from agentwatch.review.web import ReviewApp
 from agentwatch.wire.json_text import model_from_json
@@ -99,7 +99,7 @@ class ReviewService:
             proxy_headers=bool(cfg.forwarded_allow_ips),
             forwarded_allow_ips=cfg.forwarded_allow_ips or None,
             limit_concurrency=cfg.max_connections,
-            http=HeadDeadlineProtocol,
+            http=RequestDeadlineProtocol,
         )
         server = self._server = uvicorn.Server(config)
         loops = [

@@ -13,7 +13,7 @@ import time
 import httpx
 import pytest
 
-from agentwatch.review import head_deadline
+from agentwatch.review import request_deadline
 from tests.support.collector_kafka import unique
 from tests.support.review import (
     PASSWORD,
@@ -179,7 +179,7 @@ def test_connections_that_never_finish_their_request_are_closed_and_reviewers_ge
     """Connections that open and send a request slowly, or never, counted against `max_connections` for good: as
     many as it allows turned every reviewer away with 503 until they left. Each is closed when its request, head
     and body, is not all there in time, and the pages answer again."""
-    monkeypatch.setattr(head_deadline, "HEAD_TIMEOUT_S", 1.0)
+    monkeypatch.setattr(request_deadline, "REQUEST_TIMEOUT_S", 1.0)
     settings = review_settings(broker.bootstrap_servers, tmp_path, max_connections=8)
     with ServiceThread(settings) as svc, httpx.Client(base_url=svc.url) as client:
         errors = logging.getLogger("uvicorn.error")  # configured by uvicorn as it starts; does not propagate

@@ -3,7 +3,7 @@
 uvicorn closes a connection idle after a response, but not one that opened and sends its request line, headers or
 body slowly, or never: such connections count against `review.max_connections` for good, and enough of them (a
 slowloris) had every reviewer turned away with 503. Here a connection that has not sent a whole request, head and
-body, within `HEAD_TIMEOUT_S` of opening, or of its previous response, is closed. The page's own work is not
+body, within `REQUEST_TIMEOUT_S` of opening, or of its previous response, is closed. The page's own work is not
 timed: the deadline is on what the client sends.
 """
 
@@ -17,11 +17,11 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 log = logging.getLogger(__name__)
 
-HEAD_TIMEOUT_S = 10.0
+REQUEST_TIMEOUT_S = 10.0
 
 
-class HeadDeadlineProtocol(H11Protocol):
-    """`H11Protocol`, closing a connection whose next request is not all there within HEAD_TIMEOUT_S."""
+class RequestDeadlineProtocol(H11Protocol):
+    """`H11Protocol`, closing a connection whose next request is not all there within REQUEST_TIMEOUT_S."""
 
     _deadline: asyncio.TimerHandle | None = None
 
@@ -41,8 +41,8 @@ class HeadDeadlineProtocol(H11Protocol):
     def _arm(self) -> None:
         if self._deadline is not None:
             self._deadline.cancel()
-        waiting = self.cycle  # a head received in time starts a new cycle
-        self._deadline = self.loop.call_later(HEAD_TIMEOUT_S, self._late, waiting)
+        waiting = self.cycle  # a request head received starts a new cycle
+        self._deadline = self.loop.call_later(REQUEST_TIMEOUT_S, self._late, waiting)
 
     def _late(self, waiting: object) -> None:
         if self.transport.is_closing():
@@ -52,6 +52,6 @@ class HeadDeadlineProtocol(H11Protocol):
             log.info(
                 "closed a connection from %s that sent no whole request within %g s",
                 self.client,
-                HEAD_TIMEOUT_S,
+                REQUEST_TIMEOUT_S,
             )
             self.transport.close()
