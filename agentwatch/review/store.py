@@ -36,7 +36,8 @@ from agentwatch.review.outbox import OutboxRecord
 from agentwatch.review.queries import NO_FILTERS, Filters, Stored
 from agentwatch.review.revisions import RevisionConflict
 from agentwatch.review.rows import QueueItem
-from agentwatch.review.tables import conversations, labels, metadata, outbox
+from agentwatch.review.tables import MAX_ROW_ID, conversations, labels, metadata, outbox
+from agentwatch.review.wide_ids import widen_row_ids
 from agentwatch.wire.review_records import LabelRecord, TranscriptRecord
 from agentwatch.wire.schema import Conversation, Outcome
 
@@ -70,9 +71,9 @@ class Store:
         if self.engine.dialect.name == "sqlite":
             event.listen(self.engine, "connect", _sqlite_pragmas)
         metadata.create_all(self.engine)
+        widen_row_ids(self.engine)
         ensure_failures_column(self.engine)
-        # the largest row id the id columns hold: INTEGER is 32-bit in PostgreSQL, 64-bit in SQLite
-        self.max_row = 2**31 - 1 if self.engine.dialect.name == "postgresql" else 2**63 - 1
+        self.max_row = MAX_ROW_ID  # the largest row id the id columns hold (a page asking past it finds none)
 
     def close(self) -> None:
         """Release the connections."""

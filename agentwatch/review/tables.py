@@ -15,6 +15,7 @@ import hashlib
 from typing import Any
 
 from sqlalchemy import (
+    BigInteger,
     Boolean,
     Column,
     Float,
@@ -32,10 +33,16 @@ from sqlalchemy.sql.elements import ColumnElement
 
 metadata = MetaData()
 
+# Row ids are 64-bit: PostgreSQL's INTEGER (and the sequence SERIAL gives it) stops at 2**31 - 1, which a store
+# keeping every failing conversation of a busy fleet reaches in weeks, ids of deleted rows never coming back.
+# SQLite's INTEGER PRIMARY KEY is 64-bit already, and only that spelling numbers rows by itself.
+ROW_ID = BigInteger().with_variant(Integer(), "sqlite")
+MAX_ROW_ID = 2**63 - 1
+
 conversations = Table(
     "review_conversations",
     metadata,
-    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("id", ROW_ID, primary_key=True, autoincrement=True),
     Column("agent", String(256), nullable=False),
     Column("conversation_id", String(512), nullable=False),
     Column("version", String(256), nullable=False),
@@ -60,8 +67,8 @@ conversations = Table(
 labels = Table(
     "review_labels",
     metadata,
-    Column("id", Integer, primary_key=True, autoincrement=True),
-    Column("conversation", Integer, ForeignKey("review_conversations.id"), nullable=False, index=True),
+    Column("id", ROW_ID, primary_key=True, autoincrement=True),
+    Column("conversation", ROW_ID, ForeignKey("review_conversations.id"), nullable=False, index=True),
     Column("label_id", String(36), nullable=False, unique=True),
     Column("reviewer", String(64), nullable=False),
     Column("labelled_at", Float, nullable=False),
@@ -82,8 +89,8 @@ labels = Table(
 outbox = Table(
     "review_outbox",
     metadata,
-    Column("id", Integer, primary_key=True, autoincrement=True),
-    Column("conversation", Integer, nullable=True),
+    Column("id", ROW_ID, primary_key=True, autoincrement=True),
+    Column("conversation", ROW_ID, nullable=True),
     Column("topic", String(256), nullable=False),
     Column("key", LargeBinary, nullable=False),
     Column("value", LargeBinary, nullable=False),
