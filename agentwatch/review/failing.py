@@ -12,6 +12,7 @@ A store written before the column existed gets it at start, filled from each row
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,21 +20,31 @@ from sqlalchemy import String, and_, func, inspect, select, text, update
 from sqlalchemy.engine import Engine
 
 from agentwatch.review.rows import FailingItem
-from agentwatch.review.tables import conversations, same_series
+from agentwatch.review.tables import FAILURES_LENGTH, conversations, same_series
 from agentwatch.wire.json_text import model_from_json
 from agentwatch.wire.schema import EVIDENCE, ConversationScore, Outcome
 
 log = logging.getLogger(__name__)
 
 WHY: tuple[str, ...] = ("failed", "abandoned", *EVIDENCE)  # the words a list may be filtered by
+_PLAIN_WORD = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
 _BACKFILL_BATCH = 500
 
 
 def failures_of(score: ConversationScore) -> str:
-    """The words of why `score` failed, space-separated with a space at each end ('' when it did not fail)."""
-    words = (["failed"] if score.passed is False else []) + sorted(set(score.evidence))
+    """The words of why `score` failed, space-separated with a space at each end ('' when it did not fail):
+    those of `WHY`, then evidence of other names (a newer scorer's) while the column holds them."""
+    found = set(score.evidence)
+    words = (["failed"] if score.passed is False else []) + sorted(found.intersection(EVIDENCE))
     if score.outcome is Outcome.ABANDONED:
         words.append("abandoned")
+    # The record is anyone's on the topic: a word that is not a plain name (space, NUL), or one past the
+    # column's length, would make the database refuse the whole conversation.
+    room = FAILURES_LENGTH - len(" ".join(words)) - 2
+    for word in sorted(w for w in found.difference(EVIDENCE) if _PLAIN_WORD.fullmatch(w)):
+        if len(word) + 1 <= room:
+            words.append(word)
+            room -= len(word) + 1
     return f" {' '.join(words)} " if words else ""
 
 

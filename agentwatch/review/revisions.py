@@ -21,7 +21,7 @@ from agentwatch import wire
 from agentwatch.config import OutcomeCredits
 from agentwatch.review.failing import failures_of
 from agentwatch.review.outbox import enqueue
-from agentwatch.review.tables import conversations, fitted, labels
+from agentwatch.review.tables import conversations, fitted, labels, storable
 from agentwatch.scorers.relabel import relabel
 from agentwatch.wire.json_text import model_from_json
 from agentwatch.wire.review_records import LabelRecord, TranscriptRecord
@@ -211,7 +211,9 @@ def save_label_once(
             revision=revised.revision if revised is not None else None,
             label_id=str(uuid.uuid4()),
         )
-        stored = record.model_dump(mode="json", exclude=_NOT_IN_LABELS)
+        # the record keeps every value as it was; the row what the database holds (a judge id past its column,
+        # NUL in a note or a judge's explanation, which PostgreSQL refuses in text)
+        stored = storable(labels, record.model_dump(mode="json", exclude=_NOT_IN_LABELS))
         c.execute(insert(labels).values(conversation=row_id, labelled_at=now, **stored))
         if revised is not None:
             _queue_score(c, row_id, scores_topic, revised, revised.model_dump_json(), now)

@@ -38,6 +38,7 @@ metadata = MetaData()
 # SQLite's INTEGER PRIMARY KEY is 64-bit already, and only that spelling numbers rows by itself.
 ROW_ID = BigInteger().with_variant(Integer(), "sqlite")
 MAX_ROW_ID = 2**63 - 1
+FAILURES_LENGTH = 160  # conversations.failures: the words of why a conversation failed (review.failing)
 
 conversations = Table(
     "review_conversations",
@@ -58,7 +59,7 @@ conversations = Table(
     Column("latest_revision", Integer, nullable=False),
     Column("labelled", Boolean, nullable=False),
     # why the latest score failed, words between spaces (' failed error '), '' when it did not (review.failing)
-    Column("failures", String(160), nullable=True),
+    Column("failures", String(FAILURES_LENGTH), nullable=True),
     UniqueConstraint("agent", "conversation_id", name="uq_review_conversation"),
     Index("ix_review_queue", "labelled", "at", "id"),
     Index("ix_review_failing", "agent", "version", "task", "at"),
@@ -122,6 +123,13 @@ def fitted(column: Column[Any], value: str) -> str:
         return text
     digest = hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()[:16]
     return f"{text[: size - 17]}~{digest}"
+
+
+def storable(table: Table, values: dict[str, Any]) -> dict[str, Any]:
+    """`values` of a row of `table` as its text columns hold them in every database (`fitted`)."""
+    return {
+        key: fitted(table.c[key], value) if isinstance(value, str) else value for key, value in values.items()
+    }
 
 
 def same_series(agent: str | None, version: str | None, task: str | None) -> list[ColumnElement[bool]]:

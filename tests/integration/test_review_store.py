@@ -378,3 +378,40 @@ def test_pages_answer_odd_query_values_without_an_error(url: str) -> None:
     assert r.status_code == 200 and "1970-01-01 00:00 UTC" in r.text
     listed = client.get("/failing", params={"window": "999999999999d", "agent": conv.agent})
     assert listed.status_code == 200 and f"/c/{row}?" in listed.text  # the failed conversation is listed
+
+
+def test_a_score_with_evidence_of_other_names_is_stored_and_listed(url: str) -> None:
+    """Evidence named by a newer scorer, or by anyone writing the topic, made words PostgreSQL's `failures`
+    column refused (longer than it, NUL): the conversation was counted invalid and dropped."""
+    store = _store(url)
+    conv = conversation("odd-evidence", ended=NOW - timedelta(minutes=5))
+    score = scored(conv, verdict=judged())
+    odd = ["error", "nul\x00word", *(f"kind_{i}_" + "x" * 40 for i in range(6))]
+    score = score.model_copy(update={"evidence": odd})
+    assert store.ingest(record(conv, score), NOW.timestamp(), 30 * DAY) == STORED
+    items, total = store.failing(FailingQuery(why="error"), 10)
+    assert total == 1 and items[0].failures.split()[:2] == ["failed", "error"]
+    assert "kind_0_" + "x" * 40 in items[0].failures.split()
+
+
+def test_a_label_is_saved_whatever_the_judge_id_and_texts_hold(url: str) -> None:
+    """A judge id longer than its column, NUL in the judge's explanation or in the reviewer's note: PostgreSQL
+    refused the label row, so the conversation could never be labelled. The row holds them fitted; the label
+    record published keeps every value."""
+    store = _store(url)
+    for i, change in enumerate(
+        [{"judge": "j" * 300}, {"judge_explanation": "because\x00so"}, {"judge": "judge\x00id"}]
+    ):
+        conv = conversation(f"odd-label-{i}", ended=NOW - timedelta(minutes=5))
+        score = scored(conv, verdict=judged()).model_copy(update=change)
+        assert store.ingest(record(conv, score), NOW.timestamp(), 30 * DAY) == STORED
+        row = store.queue(limit=1)[0][0].id  # the others are labelled
+        saved = store.save_label(row, "bob", Outcome.COMPLETE, "a note\x00", False, NOW.timestamp() + 60)
+        assert saved.conversation_id == conv.conversation_id and saved.note == "a note\x00"
+        published = [LabelRecord.model_validate_json(r.value) for r in store.unsent() if r.topic == "l"]
+        mine = [p for p in published if p.label_id == saved.label_id]
+        assert len(mine) == 1 and mine[0].note == "a note\x00", change
+        assert all(getattr(mine[0], key) == value for key, value in change.items()), change
+    long_id, nul_id, plain_id = sorted(judge for judge, *_ in store.judge_pairs())
+    assert (nul_id, plain_id) == ("judge\ufffdid", "stand-in:judge-model:v1")
+    assert long_id.startswith("j" * 200) and len(long_id) == 256 and long_id != "j" * 256

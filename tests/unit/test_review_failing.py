@@ -17,6 +17,7 @@ from agentwatch.review.failing import FailingQuery, failures_of
 from agentwatch.review.metrics import ReviewStats
 from agentwatch.review.service import ReviewService
 from agentwatch.review.store import Store
+from agentwatch.review.tables import FAILURES_LENGTH
 from agentwatch.review.web import ReviewApp
 from agentwatch.wire.review_records import TranscriptRecord, review_sample_of
 from tests.support.review import TOKEN, conversation, judged, reviewers, scored
@@ -82,6 +83,29 @@ def test_the_words_of_a_failure() -> None:
     assert failures_of(rec.score).split() == ["failed", "error", "abandoned"]  # an error abandons
     assert failures_of(_record("y", fail="none", review_rate=1.0).score) == ""
     assert failures_of(rec.score).startswith(" ") and failures_of(rec.score).endswith(" ")
+
+
+def test_evidence_of_other_names_is_kept_while_the_column_holds_it() -> None:
+    """A newer scorer's evidence is listed with the rest; words that are not plain names, and those past the
+    column's length, are left out (PostgreSQL refused the whole conversation for them)."""
+    score = _record("x", fail="error").score
+    odd = [
+        "new_kind",
+        "loop",
+        "with space",
+        "nul\x00",
+        "",
+        "é",
+        *(f"k{i:02d}_" + "x" * 30 for i in range(10)),
+    ]
+    words = failures_of(score.model_copy(update={"evidence": [*score.evidence, *odd]}))
+    assert len(words) <= FAILURES_LENGTH
+    assert words.split()[:4] == ["failed", "error", "loop", "abandoned"]
+    kept = words.split()[4:]
+    # three long words fit, the fourth does not; a shorter one after it still does
+    assert kept == ["k00_" + "x" * 30, "k01_" + "x" * 30, "k02_" + "x" * 30, "new_kind"]
+    few = failures_of(score.model_copy(update={"evidence": ["error", "new_kind", "with space"]}))
+    assert few.split() == ["failed", "error", "abandoned", "new_kind"]
 
 
 def test_a_series_failing_conversations_in_a_window_latest_first(store: Store) -> None:
