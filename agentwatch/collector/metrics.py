@@ -51,6 +51,9 @@ class PipelineStats:
     judge_pending: int = 0
     transcripts_published: dict[str, int] = field(default_factory=dict)  # sample -> records for review
     transcripts_cut: int = 0
+    transcripts_skipped: int = (
+        0  # failing conversations' transcripts over collector.failing_transcripts_per_minute
+    )
     judge_rates: dict[tuple[str, str, str], float] = field(default_factory=dict)  # adaptive rate per series
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -89,6 +92,7 @@ class PipelineStats:
             if review is not None:
                 self.transcripts_published = dict(review.published)
                 self.transcripts_cut = review.trimmed
+                self.transcripts_skipped = review.failing_skipped
             self.trace_join = {
                 "held": join.held_spans,
                 "held_bytes": join.held_bytes,
@@ -261,6 +265,12 @@ class PipelineMetrics(Collector):
             "agentwatch_transcripts_cut",
             "Transcripts cut to fit collector.max_transcript_bytes.",
             s.transcripts_cut,
+        )
+        yield _counter(
+            "agentwatch_transcripts_skipped",
+            "Failing conversations whose transcripts were not published: over "
+            "collector.failing_transcripts_per_minute for their series in the minute they ended.",
+            s.transcripts_skipped,
         )
         if s.last_commit_timestamp is not None:
             yield GaugeMetricFamily(

@@ -4,7 +4,8 @@ conversations a detector of `sampling.review_evidence` found something in, and o
 A conversation in the review sample (`sampling.review_rate`, the shared hash), carrying a person's label
 when it was scored, or with evidence of a detector people should look at — and, with
 `collector.failing_transcripts`, one that failed (a failed verdict or failure evidence: what an alert about its
-series is about) — is published to the transcripts topic with its first score, keyed by conversation id; a
+series is about; at most `collector.failing_transcripts_per_minute` a minute per series, `FailingLimit`) — is
+published to the transcripts topic with its first score, keyed by conversation id; a
 later revision of such a score (a late label) follows as a `revision` record, so the review service knows the
 latest revision. Records go through the collector's producer, which is flushed before every offset commit, as
 scores are: a crash replays them, never loses them. A transcript larger than `collector.max_transcript_bytes`
@@ -20,6 +21,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from agentwatch.collector.failing_limit import FailingLimit
 from agentwatch.wire.review_records import Sample, TranscriptRecord, review_sample_of
 from agentwatch.wire.schema import Conversation, ConversationScore
 
@@ -39,23 +41,34 @@ class ReviewFeed:
         headers: Sequence[tuple[str, bytes]] = (),
         evidence: frozenset[str] = frozenset(),
         failing: bool = False,
+        failing_per_minute: int | None = None,
     ) -> None:
         self._producer = producer
         self._evidence = evidence  # detectors whose findings are sent for review (sampling.review_evidence)
         self._failing = (
             failing  # also the transcripts of failing conversations (`collector.failing_transcripts`)
         )
+        self._limit = FailingLimit(failing_per_minute) if failing_per_minute is not None else None
         self._topic = topic
         self._max_bytes = max_bytes
         self._headers = [("content-type", b"application/json"), *headers]
         self.published: dict[str, int] = {}  # sample -> records
         self.trimmed = 0
 
+    @property
+    def failing_skipped(self) -> int:
+        """Failing conversations whose transcripts were not sent: over their series' limit for their minute."""
+        return self._limit.skipped if self._limit is not None else 0
+
     def transcript(self, score: ConversationScore, conv: Conversation) -> None:
         """Queue the transcript of `conv` with its first `score`, when it is to be reviewed (or failed)."""
         sample = review_sample_of(score, self._evidence, self._failing)
         if sample is None:
             return
+        if sample == "failing" and self._limit is not None:
+            ended = score.ended_at.timestamp() if score.ended_at is not None else None
+            if not self._limit.keep((score.agent, score.version, score.task), ended):
+                return
         record = TranscriptRecord(
             kind="transcript",
             sample=sample,

@@ -175,6 +175,7 @@ class CollectorService:
                 self._score_headers[1:],
                 frozenset(self.settings.sampling.review_evidence),
                 failing=cfg.failing_transcripts,
+                failing_per_minute=cfg.failing_transcripts_per_minute,
             )
         topics = list(dict.fromkeys([*cfg.input_topics, cfg.rekey_topic, *cfg.log_topics]))
         self._consumer = Consumer(consumer_config(connection, cfg), logger=log)

@@ -61,6 +61,7 @@ class ReviewService:
             clock=clock,
             on_saved=self._wake.set,
             failing_window=settings.alerts.window,  # the alerts' links name no window: it is theirs
+            failing_per_minute=settings.collector.failing_transcripts_per_minute,
         )
         self.port: int | None = None
         self.metrics_port: int | None = None

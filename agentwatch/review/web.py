@@ -82,9 +82,13 @@ class ReviewApp:
         clock: Callable[[], float] = time.time,
         on_saved: Callable[[], None] = lambda: None,
         failing_window: str = DEFAULT_WINDOW,
+        failing_per_minute: int | None = None,
     ) -> None:
         self.store = store
         self.failing_window = failing_window  # the failing list's window when a link names none
+        self.failing_per_minute = (
+            failing_per_minute  # collector.failing_transcripts_per_minute, said on the list
+        )
         self.config = config
         self.stats = stats
         self.reviewers = Reviewers(config.reviewers)
@@ -268,6 +272,7 @@ class ReviewApp:
             failing_context, self.store, params, self.config.page_size, self._clock(), self.failing_window
         )
         context["failing_days"] = min(self.config.failing_retention_days, self.config.retention_days)
+        context["failing_per_minute"] = self.failing_per_minute
         return self._page(request, "failing.html", context)
 
     async def conversation_page(self, request: Request) -> Response:

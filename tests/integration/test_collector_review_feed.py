@@ -165,3 +165,51 @@ def test_review_sample_and_flagged_transcripts_reach_the_topic(broker, topic, tm
     latest = {c.conversation_id: c.latest_score for c in stored}
     label = latest[sampled].label
     assert label is not None and (latest[sampled].revision, label.value) == (1, "abandoned")
+
+
+@pytest.mark.broker
+def test_an_incident_sends_the_first_failing_transcripts_of_each_series_a_minute(broker, topic) -> None:
+    """Every conversation of a series failing (its agent broke) sent a transcript each to the topic and the
+    review store; at most `collector.failing_transcripts_per_minute` a minute of end time per series are sent,
+    the rest counted."""
+    bs = broker.bootstrap_servers
+    prefix = unique("incident")
+    settings = collector_settings(
+        bs, [topic], prefix, transcripts_topic=f"{prefix}-transcripts", failing_transcripts_per_minute=2
+    )
+    refund_not_made = {"tools": [{"name": "refund_order", "arguments": {"order_id": 42}}]}
+
+    def failing(cid: str, task: str) -> list:
+        turn = TurnSpec(
+            user="refund order 42",
+            answer="done",
+            tools=[ToolSpec("lookup_order", {"order_id": 42}, {"status": "shipped"})],
+            expected=refund_not_made,
+        )
+        return conversation_spans(cid, [turn], task=task)  # all end in the same minute
+
+    refunds = [unique(f"refunds{i}") for i in range(5)]
+    orders = unique("orders")
+    out = producer(bs)
+    for cid in refunds:
+        out.send(topic, otlp_bytes(failing(cid, "refunds")), key=cid.encode(), headers=SDK_HEADERS)
+    out.send(topic, otlp_bytes(failing(orders, "orders")), key=orders.encode(), headers=SDK_HEADERS)
+    out.flush()
+    assert settings.collector.transcripts_topic is not None
+    reader = TopicReader(bs, settings.collector.transcripts_topic)
+    scores = TopicReader(bs, settings.collector.scores_topic)
+    with ServiceThread(settings) as svc:
+        scored = scores.wait(lambda r: len(r) >= 6, 30)
+        records = reader.wait(lambda r: len(r) >= 3, 30)
+        time.sleep(1.0)  # nothing more comes
+        records = reader.wait(lambda r: len(r) > 3, 0.5)
+        assert svc.error is None
+        stats = svc.service.stats
+    reader.close()
+    scores.close()
+    assert len(scored) == 6  # every conversation scored: the alerts' figures count them all
+    sent = [TranscriptRecord.model_validate_json(r.value) for r in records]
+    assert all(r.sample == "failing" and r.score.passed is False for r in sent)
+    by_task = sorted(r.score.task for r in sent)
+    assert by_task == ["orders", "refunds", "refunds"]
+    assert stats.transcripts_published == {"failing": 3} and stats.transcripts_skipped == 3

@@ -1,12 +1,15 @@
-"""Conversations with evidence of a configured detector go to the review queue, marked as not random."""
+"""What the collector sends for review: conversations with evidence of a configured detector (queued, marked as
+not random), transcripts no writer takes, and failing conversations up to their series' limit a minute."""
 
 from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
 
 from agentwatch.collector.review_feed import ReviewFeed
 from agentwatch.config import Settings
 from agentwatch.scorers import ConversationScorer
 from agentwatch.wire.review_records import TranscriptRecord, review_sample_of
-from agentwatch.wire.schema import Conversation
+from agentwatch.wire.schema import Conversation, ConversationScore
 
 
 class _Producer:
@@ -58,3 +61,37 @@ def test_a_transcript_no_json_writer_takes_is_sent_without_its_turns_and_says_wh
     assert record.conversation is not None and record.conversation.turns == []
     assert record.conversation.notes[-1].startswith("review: the transcript could not be written")
     assert record.score == score and feed.published == {"evidence": 1}
+
+
+def _failing(cid: str, task: str, ended: datetime) -> tuple[Conversation, ConversationScore]:
+    conv = Conversation.model_validate(
+        {
+            "conversation_id": cid,
+            "agent": "shop",
+            "version": "1.0",
+            "task": task,
+            "ended_at": ended.isoformat(),
+            "turns": [{"input": "help", "answer": None, "error": "TimeoutError"}],
+        }
+    )
+    return conv, ConversationScorer(Settings()).score(conv)
+
+
+def test_the_feed_sends_the_first_failing_transcripts_of_a_series_and_counts_the_rest() -> None:
+    ended = datetime.now(UTC) - timedelta(seconds=5)
+    producer = _Producer()
+    feed = ReviewFeed(producer, "t", 1_000_000, failing=True, failing_per_minute=2)
+    for i in range(5):
+        conv, score = _failing(f"r{i}", "refunds", ended)
+        feed.transcript(score, conv)
+    conv, score = _failing("o0", "orders", ended)
+    feed.transcript(score, conv)
+    sent = [TranscriptRecord.model_validate_json(v) for v in producer.sent]
+    assert [r.score.conversation_id for r in sent] == ["r0", "r1", "o0"]
+    assert all(r.sample == "failing" for r in sent)
+    assert feed.published == {"failing": 3} and feed.failing_skipped == 3
+    unlimited = ReviewFeed(_Producer(), "t", 1_000_000, failing=True)
+    for i in range(5):
+        conv, score = _failing(f"r{i}", "refunds", ended)
+        unlimited.transcript(score, conv)
+    assert unlimited.published == {"failing": 5} and unlimited.failing_skipped == 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
+import tempfile
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -67,13 +68,14 @@ def store(tmp_path: Path) -> Store:
     return s
 
 
-def _client(store: Store, failing_window: str = "24h") -> TestClient:
+def _client(store: Store, failing_window: str = "24h", failing_per_minute: int | None = None) -> TestClient:
     app = ReviewApp(
         store,
         ReviewConfig.model_validate({"reviewers": reviewers(), "page_size": 2}),
         ReviewStats(),
         clock=lambda: NOW,
         failing_window=failing_window,
+        failing_per_minute=failing_per_minute,
     )
     return TestClient(app.app, headers={"Authorization": f"Bearer {TOKEN}"})
 
@@ -212,6 +214,16 @@ def test_a_link_without_a_window_lists_the_services_alert_window(store: Store) -
         "/failing", params={"agent": "support-bot", "version": "2.0", "task": "refunds", "window": "2h"}
     )
     assert total.search(named.text).group(1) == "3"  # type: ignore[union-attr]  # a window in the link wins
+
+
+def test_the_list_says_how_many_failing_conversations_a_minute_the_collector_sends() -> None:
+    """With `collector.failing_transcripts_per_minute`, the list of an incident holds the first of each minute:
+    the page says so, and that the alerts count every one."""
+    said = "up to 60 a minute per series from each collector"
+    empty = Store(f"sqlite:///{tempfile.mkdtemp()}/r.db")
+    limited = _client(empty, failing_per_minute=60).get("/failing")
+    assert said in " ".join(limited.text.split()) and "the alerts count every one" in limited.text
+    assert "a minute per series" not in _client(empty).get("/failing").text
 
 
 def test_the_failing_page_needs_a_reader(store: Store) -> None:
