@@ -268,7 +268,7 @@ class PipelineMetrics(Collector):
         )
         yield _counter(
             "agentwatch_transcripts_skipped",
-            "Failing conversations whose transcripts were not published: over "
+            "Failing conversations (listed, or queued for evidence) whose transcripts were not published: over "
             "collector.failing_transcripts_per_minute for their series in the minute they ended.",
             s.transcripts_skipped,
         )

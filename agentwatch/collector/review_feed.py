@@ -4,13 +4,13 @@ conversations a detector of `sampling.review_evidence` found something in, and o
 A conversation in the review sample (`sampling.review_rate`, the shared hash), carrying a person's label
 when it was scored, or with evidence of a detector people should look at — and, with
 `collector.failing_transcripts`, one that failed (a failed verdict or failure evidence: what an alert about its
-series is about; at most `collector.failing_transcripts_per_minute` a minute per series, `FailingLimit`) — is
-published to the transcripts topic with its first score, keyed by conversation id; a
+series is about) — is published to the transcripts topic with its first score, keyed by conversation id; a
 later revision of such a score (a late label) follows as a `revision` record, so the review service knows the
 latest revision. Records go through the collector's producer, which is flushed before every offset commit, as
 scores are: a crash replays them, never loses them. A transcript larger than `collector.max_transcript_bytes`
 is cut (long texts first, then turns) and says so in its notes: a record the broker refuses would stop the
-collector.
+collector. Those sent for evidence or because they failed are at most `collector.failing_transcripts_per_minute`
+a minute per series (`FailingLimit`): when an agent breaks, each of its conversations is one.
 """
 
 from __future__ import annotations
@@ -28,6 +28,9 @@ from agentwatch.wire.schema import Conversation, ConversationScore
 log = logging.getLogger(__name__)
 
 _TEXT_CAPS = (4000, 1000, 200)  # characters kept per text, tried in turn until the record fits
+# what an incident multiplies: conversations sent because they failed, or for a detector's evidence (the blind
+# sample is a share of the traffic, flagged ones a person's)
+_LIMITED: frozenset[Sample] = frozenset({"failing", "evidence"})
 
 
 class ReviewFeed:
@@ -57,7 +60,8 @@ class ReviewFeed:
 
     @property
     def failing_skipped(self) -> int:
-        """Failing conversations whose transcripts were not sent: over their series' limit for their minute."""
+        """Failing conversations (or with evidence) whose transcripts were not sent: over their series' limit for
+        their minute."""
         return self._limit.skipped if self._limit is not None else 0
 
     def transcript(self, score: ConversationScore, conv: Conversation) -> None:
@@ -65,7 +69,7 @@ class ReviewFeed:
         sample = review_sample_of(score, self._evidence, self._failing)
         if sample is None:
             return
-        if sample == "failing" and self._limit is not None:
+        if sample in _LIMITED and self._limit is not None:
             ended = score.ended_at.timestamp() if score.ended_at is not None else None
             if not self._limit.keep((score.agent, score.version, score.task), ended):
                 return

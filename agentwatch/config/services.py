@@ -76,9 +76,10 @@ class CollectorConfig(Section):
     failing_transcripts_per_minute: int | None = Field(
         default=60,
         ge=1,
-        description="at most this many failing conversations' transcripts are published a minute (of their end "
-        "times) per series from each collector instance, so that an incident does not flood the transcripts "
-        "topic and the review store; the rest are counted in agentwatch_transcripts_skipped_total; null: every one",
+        description="at most this many transcripts of failing conversations (listed, or queued for the evidence "
+        "of sampling.review_evidence) are published a minute (of their end times) per series from each collector "
+        "instance, so that an incident does not flood the transcripts topic and the review store; the rest are "
+        "counted in agentwatch_transcripts_skipped_total; null: every one",
     )
     group_id: str = "agentwatch-collector"
     idle_timeout_s: float = Field(default=300.0, gt=0)

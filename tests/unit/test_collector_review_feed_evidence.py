@@ -95,3 +95,17 @@ def test_the_feed_sends_the_first_failing_transcripts_of_a_series_and_counts_the
         conv, score = _failing(f"r{i}", "refunds", ended)
         unlimited.transcript(score, conv)
     assert unlimited.published == {"failing": 5} and unlimited.failing_skipped == 0
+
+
+def test_conversations_queued_for_evidence_are_limited_like_failing_ones() -> None:
+    """A detector's evidence in every conversation of a broken agent queued each one for labelling."""
+    settings = Settings.model_validate({"sampling": {"review_evidence": ["loop"]}})
+    ended = datetime.now(UTC) - timedelta(seconds=5)
+    producer = _Producer()
+    feed = ReviewFeed(producer, "t", 1_000_000, evidence=frozenset({"loop"}), failing_per_minute=2)
+    for i in range(4):
+        conv = _looping().model_copy(update={"conversation_id": f"loop-{i}", "ended_at": ended})
+        feed.transcript(ConversationScorer(settings).score(conv), conv)
+    sent = [TranscriptRecord.model_validate_json(v) for v in producer.sent]
+    assert [r.score.conversation_id for r in sent] == ["loop-0", "loop-1"]
+    assert feed.published == {"evidence": 2} and feed.failing_skipped == 2
