@@ -36,11 +36,14 @@ def _root(
     """Reliability monitoring for AI agents."""
     import logging
 
+    from agentwatch.log_repeats import RepeatLimit
     from agentwatch.safe_text import OneLineFormatter
 
     handler = logging.StreamHandler()
     # a conversation id or a name with a newline in it must not start a forged log line
     handler.setFormatter(OneLineFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    if not verbose:  # bad input at any rate logs at most 20 lines a minute of each message (--verbose: all)
+        handler.addFilter(RepeatLimit())
     logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO, handlers=[handler])
     # httpx logs every request at INFO: one line per judge call would bury what matters
     for name in ("httpx", "httpcore"):

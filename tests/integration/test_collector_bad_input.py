@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 from collections.abc import Sequence
 
 import pytest
@@ -24,6 +25,7 @@ from tests.support.collector_kafka import (
     producer,
     scores_of,
     simple_conversation,
+    start_collector_process,
     unique,
 )
 
@@ -243,3 +245,31 @@ def test_a_score_no_json_writer_takes_is_published_unscored_and_the_collector_go
     (written,) = [s for s in scores_of(scores.records) if s["conversation_id"] == bad]
     assert written["outcome"] == "unscored" and written["reasons"][0].startswith("writer_error: ")
     scores.close()
+
+
+def test_a_flood_of_garbage_is_dead_lettered_whole_and_logged_a_few_lines_a_minute(broker, tmp_path) -> None:
+    """300 unusable messages: each dead-lettered with its reason; the collector process (its command line's
+    logging) logs 20 lines of that warning in the minute, not 300; every one is in the dead-letter topic and
+    counted in its metrics."""
+    bs = broker.bootstrap_servers
+    topic = unique("garbage")
+    create_topic(bs, topic, 1)
+    settings = collector_settings(bs, [topic], unique("flood"))
+    log_path = tmp_path / "collector.log"
+    proc = start_collector_process(settings, str(log_path))
+    dead = TopicReader(bs, settings.collector.dead_letter_topic)
+    try:
+        out = producer(bs)
+        for i in range(300):
+            out.send(topic, b"\x00not otlp %d" % i, key=b"k", headers=SDK_HEADERS)
+        out.flush()
+        dead.wait(lambda r: len(r) >= 300, 60)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        rc = proc.wait(20)
+        dead.close()
+    assert rc == 0 and len(dead.records) == 300
+    assert {dict(r.headers)[REASON_HEADER] for r in dead.records} == {b"invalid_protobuf"}
+    text = log_path.read_text()
+    assert text.count(" dead letter ") == 20, text[-2000:]
+    assert "collector stopped (clean)" in text
