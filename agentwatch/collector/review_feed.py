@@ -55,6 +55,7 @@ class ReviewFeed:
         self._topic = topic
         self._max_bytes = max_bytes
         self._headers = [("content-type", b"application/json"), *headers]
+        self._header_bytes = sum(len(k.encode()) + len(v) for k, v in self._headers)
         self.published: dict[str, int] = {}  # sample -> records
         self.trimmed = 0
 
@@ -89,8 +90,20 @@ class ReviewFeed:
             why = f"review: the transcript could not be written ({type(exc).__name__}: {str(exc)[:200]})"
             bare = conv.model_copy(update={"turns": [], "notes": [*conv.notes, why]})
             payload = record.model_copy(update={"conversation": bare}).model_dump_json().encode()
-        if len(payload) > self._max_bytes:
-            payload = self._cut(record, conv, len(payload))
+        # the bound is the whole record's, as the broker counts it: the key (the conversation id, up to
+        # collector.max_attribute_bytes characters) and headers too
+        room = self._max_bytes - len(score.conversation_id.encode()) - self._header_bytes
+        if len(payload) > room:
+            payload = self._cut(record, conv, len(payload), room)
+            if len(payload) > room:
+                log.warning(
+                    "transcript of %s not sent: no cut of it fits collector.max_transcript_bytes (%d) beside its "
+                    "%d-byte conversation id",
+                    conv.conversation_id,
+                    self._max_bytes,
+                    len(score.conversation_id.encode()),
+                )
+                return
         self._send(score, sample, payload)
 
     def revision(self, score: ConversationScore) -> None:
@@ -107,23 +120,25 @@ class ReviewFeed:
         )
         self.published[sample] = self.published.get(sample, 0) + 1
 
-    def _cut(self, record: TranscriptRecord, conv: Conversation, size: int) -> bytes:
-        """The record with its transcript cut to fit `max_bytes` (texts shortened, then turns left out)."""
+    def _cut(self, record: TranscriptRecord, conv: Conversation, size: int, room: int) -> bytes:
+        """The record's value with its transcript cut to `room` bytes (texts shortened, then turns left out)."""
         self.trimmed += 1
         log.warning(
-            "transcript of %s is %d bytes, over collector.max_transcript_bytes (%d): cut for review",
+            "transcript of %s is %d bytes, over the %d its record has room for (collector.max_transcript_bytes "
+            "%d, less key and headers): cut for review",
             conv.conversation_id,
             size,
+            room,
             self._max_bytes,
         )
         payload = b""
         for cap in _TEXT_CAPS:
             cut = shortened(conv, cap, size, self._max_bytes)
             payload = record.model_copy(update={"conversation": cut}).model_dump_json().encode()
-            if len(payload) <= self._max_bytes:
+            if len(payload) <= room:
                 return payload
         turns = list(cut.turns)
-        while turns and len(payload) > self._max_bytes:
+        while turns and len(payload) > room:
             turns = turns[: len(turns) // 2]
             notes = [*cut.notes, f"review: only the first {len(turns)} of {len(conv.turns)} turns are kept"]
             smaller = cut.model_copy(update={"turns": turns, "notes": notes})
@@ -151,7 +166,8 @@ def shortened(conv: Conversation, cap: int, size: int, limit: int) -> Conversati
             )
         )
     note = (
-        f"review: the transcript was {size:,} bytes, over the {limit:,}-byte limit; texts, arguments and "
+        f"review: the transcript was {size:,} bytes, over the {limit:,}-byte limit of its record (key and "
+        f"headers included); texts, arguments and "
         f"results longer than {cap:,} characters are cut"
     )
     return conv.model_copy(update={"turns": turns, "notes": [*conv.notes, note]})

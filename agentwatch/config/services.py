@@ -65,7 +65,10 @@ class CollectorConfig(Section):
         "null: none are published",
     )
     max_transcript_bytes: int = Field(
-        default=1_000_000, ge=10_000, description="a longer transcript record is cut (texts, then turns)"
+        default=1_000_000,
+        ge=10_000,
+        description="a longer transcript record (key and headers included) is cut (texts, then turns); keep it "
+        "under the broker's largest record (Kafka's message.max.bytes, 1,048,588 by default)",
     )
     failing_transcripts: bool = Field(
         default=True,

@@ -11,6 +11,7 @@ import time
 
 import pytest
 
+from agentwatch.collector.metrics import PipelineStats
 from agentwatch.config import SamplingConfig, SamplingRule
 from agentwatch.wire.review_records import TranscriptRecord
 from tests.support.collector_kafka import (
@@ -167,6 +168,25 @@ def test_review_sample_and_flagged_transcripts_reach_the_topic(broker, topic, tm
     assert label is not None and (latest[sampled].revision, label.value) == (1, "abandoned")
 
 
+def _run_until(settings, *, scores: int, transcripts: int) -> tuple[list, list, PipelineStats]:
+    """Run a collector until `scores` scores and `transcripts` transcript records are out, and a second more
+    (nothing else is to come); the scores, the transcript records and its counters."""
+    bs = settings.kafka.bootstrap_servers
+    assert settings.collector.transcripts_topic is not None
+    reader = TopicReader(bs, settings.collector.transcripts_topic)
+    out = TopicReader(bs, settings.collector.scores_topic)
+    with ServiceThread(settings) as svc:
+        scored = out.wait(lambda r: len(r) >= scores, 30)
+        records = reader.wait(lambda r: len(r) >= transcripts, 30)
+        time.sleep(1.0)
+        records = reader.wait(lambda r: len(r) > transcripts, 0.5)
+        assert svc.error is None
+        stats = svc.service.stats
+    reader.close()
+    out.close()
+    return scored, records, stats
+
+
 @pytest.mark.broker
 def test_an_incident_sends_the_first_failing_transcripts_of_each_series_a_minute(broker, topic) -> None:
     """Every conversation of a series failing (its agent broke) sent a transcript each to the topic and the
@@ -195,21 +215,38 @@ def test_an_incident_sends_the_first_failing_transcripts_of_each_series_a_minute
         out.send(topic, otlp_bytes(failing(cid, "refunds")), key=cid.encode(), headers=SDK_HEADERS)
     out.send(topic, otlp_bytes(failing(orders, "orders")), key=orders.encode(), headers=SDK_HEADERS)
     out.flush()
-    assert settings.collector.transcripts_topic is not None
-    reader = TopicReader(bs, settings.collector.transcripts_topic)
-    scores = TopicReader(bs, settings.collector.scores_topic)
-    with ServiceThread(settings) as svc:
-        scored = scores.wait(lambda r: len(r) >= 6, 30)
-        records = reader.wait(lambda r: len(r) >= 3, 30)
-        time.sleep(1.0)  # nothing more comes
-        records = reader.wait(lambda r: len(r) > 3, 0.5)
-        assert svc.error is None
-        stats = svc.service.stats
-    reader.close()
-    scores.close()
-    assert len(scored) == 6  # every conversation scored: the alerts' figures count them all
+    scored, records, stats = _run_until(settings, scores=6, transcripts=3)
+    assert (
+        len(scored) == 6 and len(records) == 3
+    )  # every conversation scored: the alerts' figures count them all
     sent = [TranscriptRecord.model_validate_json(r.value) for r in records]
     assert all(r.sample == "failing" and r.score.passed is False for r in sent)
     by_task = sorted(r.score.task for r in sent)
     assert by_task == ["orders", "refunds", "refunds"]
     assert stats.transcripts_published == {"failing": 3} and stats.transcripts_skipped == 3
+
+
+@pytest.mark.broker
+def test_a_transcript_with_a_long_conversation_id_fits_the_broker(broker, topic) -> None:
+    """The record's key is the conversation id (up to `max_attribute_bytes` characters): a transcript of 991,164
+    bytes, under `max_transcript_bytes` and so sent whole, with a 60,014-byte key made a record past the bound
+    and Kafka's default limit (1,048,588 bytes a record; Tansu has none), so the broker would refuse it and the
+    collector stop, on the same message at every restart. The key and headers count in the bound."""
+    bs = broker.bootstrap_servers
+    prefix = unique("longid")
+    settings = collector_settings(bs, [topic], prefix, transcripts_topic=f"{prefix}-transcripts")
+    settings.sampling = SamplingConfig(rules=[SamplingRule(review_rate=1.0)])
+    cid = unique("c") + "x" * 60_000
+    tools = [ToolSpec("lookup", {"q": i}, {"text": f"{i} " + "y" * 62_000}) for i in range(14)]
+    spans = conversation_spans(cid, [TurnSpec(user="find it", answer="found", tools=tools)])
+    out = producer(bs)
+    out.send(topic, otlp_bytes(spans), key=b"batch", headers=SDK_HEADERS)
+    out.flush()
+    scored, records, _ = _run_until(settings, scores=1, transcripts=1)
+    assert len(scored) == 1 and len(records) == 1
+    (record,) = records
+    assert record.key is not None and record.key.decode() == cid
+    size = len(record.key) + len(record.value) + sum(len(k) + len(v) for k, v in record.headers)
+    assert size <= settings.collector.max_transcript_bytes
+    sent = TranscriptRecord.model_validate_json(record.value)
+    assert sent.conversation is not None and any("limit" in n for n in sent.conversation.notes)
