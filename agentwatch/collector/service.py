@@ -38,6 +38,7 @@ from agentwatch.collector.reconstruct import build_conversation, split_by_agent
 from agentwatch.collector.record import Record
 from agentwatch.collector.rekey import CONTENT_TYPE_HEADER, Rekeyer, header, key_mode, keyed_by_conversation
 from agentwatch.collector.review_feed import ReviewFeed
+from agentwatch.collector.score_fit import fit
 from agentwatch.collector.span_fragments import attach
 from agentwatch.collector.span_tree import setup_only
 from agentwatch.collector.trace_join import KEY_TRACE, KEY_TRACE_CONVERSATION, TraceJoin
@@ -141,6 +142,7 @@ class CollectorService:
             ("content-type", b"application/json"),
             ("agentwatch-producer", self.instance.encode()),
         ]
+        self._score_header_bytes = sum(len(k.encode()) + len(v) for k, v in self._score_headers)
 
     # ----------------------------------------------------------------------------------------- lifecycle
 
@@ -418,9 +420,17 @@ class CollectorService:
             log.exception("score of %s could not be written: published unscored", conv.conversation_id)
             score = unscored(conv, f"writer_error: {type(exc).__name__}: {str(exc)[:200]}")
             payload = score.model_dump_json().encode()
-        self._out.send(
-            self.config.scores_topic, value=payload, key=series_key(score), headers=self._score_headers
-        )
+        key = series_key(score)
+        room = self.config.max_score_bytes - len(key) - self._score_header_bytes
+        if len(payload) > room:  # a record the broker refuses would stop the collector at every restart
+            log.warning(
+                "score of %s is %d bytes, over the %d its record has room for: details left out",
+                score.conversation_id,
+                len(payload),
+                room,
+            )
+            score, payload = fit(score, payload, room, lambda why: self._bare(score, conv, why))
+        self._out.send(self.config.scores_topic, value=payload, key=key, headers=self._score_headers)
         if self.review is not None and conv is not None:
             self.review.transcript(score, conv)
         elif self.review is not None:
@@ -429,6 +439,13 @@ class CollectorService:
         self.stats.scores_produced += 1
         if self.events is not None:
             self.events.emit(score, *ids)
+
+    @staticmethod
+    def _bare(score: ConversationScore, conv: Conversation | None, why: str) -> ConversationScore:
+        """The unscored stand-in of a score no slimming fits (a revision's keeps its verdict, without details)."""
+        if conv is not None:
+            return unscored(conv, why)
+        return score.model_copy(update={"reasons": [why], "turn_scores": [], "differences": [], "tags": {}})
 
     # ----------------------------------------------------------------------------------------- partitions
 

@@ -70,6 +70,13 @@ class CollectorConfig(Section):
         description="a longer transcript record (key and headers included) is cut (texts, then turns); keep it "
         "under the broker's largest record (Kafka's message.max.bytes, 1,048,588 by default)",
     )
+    max_score_bytes: int = Field(
+        default=1_000_000,
+        ge=10_000,
+        description="a longer score record (key and headers included) leaves details out (long texts, turn "
+        "reasons, turn scores) until it fits; keep it under the broker's largest record (Kafka's "
+        "message.max.bytes, 1,048,588 by default)",
+    )
     failing_transcripts: bool = Field(
         default=True,
         description="also publish the transcripts of failing conversations (a failed verdict or failure "

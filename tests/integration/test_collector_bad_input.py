@@ -17,8 +17,11 @@ from agentwatch.collector.deadletter import OFFSET_HEADER, PARTITION_HEADER, REA
 from tests.support.collector_kafka import (
     SDK_HEADERS,
     ServiceThread,
+    ToolSpec,
     TopicReader,
+    TurnSpec,
     collector_settings,
+    conversation_spans,
     create_topic,
     ids_of,
     otlp_bytes,
@@ -245,6 +248,52 @@ def test_a_score_no_json_writer_takes_is_published_unscored_and_the_collector_go
     (written,) = [s for s in scores_of(scores.records) if s["conversation_id"] == bad]
     assert written["outcome"] == "unscored" and written["reasons"][0].startswith("writer_error: ")
     scores.close()
+
+
+def test_a_score_past_the_record_limit_leaves_details_out_and_keeps_its_verdict(broker):
+    """A conversation of 400 failing turns scored past `collector.max_score_bytes` (here 20,000; Kafka takes
+    1,048,588 a record by default, and 5,000 turns failing with a one-line error scored 1.65 MB): the broker would refuse the record and
+    the collector stop at every restart. The record fits, says what was left out, and keeps the verdict."""
+    bs = broker.bootstrap_servers
+    topic = unique("bigscore")
+    create_topic(bs, topic, 1)
+    cfg = collector_settings(bs, [topic], unique("bigscore"), max_score_bytes=20_000)
+    big = unique("big")
+    turns = [
+        TurnSpec(
+            user=f"q{i}",
+            answer=f"a{i}",
+            tools=[ToolSpec("lookup", {"i": i}, None, error="TimeoutError: " + "e" * 200)],
+            start_ns=i * 1_000_000,
+        )
+        for i in range(400)
+    ]
+    scores = TopicReader(bs, cfg.collector.scores_topic)
+    with ServiceThread(cfg) as svc:
+        p = producer(bs)
+        p.send(topic, value=otlp_bytes(conversation_spans(big, turns)), key=big.encode(), headers=SDK_HEADERS)
+        p.flush()
+        p.close()
+        _send_then_sentinel(bs, topic, [], scores)
+        assert svc.error is None
+    (record,) = [r for r in scores.records if json.loads(r.value)["conversation_id"] == big]
+    scores.close()
+    assert record.key is not None
+    assert len(record.key) + len(record.value) + sum(len(k) + len(v) for k, v in record.headers) <= 20_000
+    written = json.loads(record.value)
+    (note,) = [r for r in written["reasons"] if r.startswith("note: the score was")]
+    assert int(note.split()[4].replace(",", "")) > 20_000, note
+    from agentwatch.collector.decode import decode_message
+    from agentwatch.collector.reconstruct import build_conversation
+    from agentwatch.scorers import ConversationScorer
+
+    payload = otlp_bytes(conversation_spans(big, turns))
+    whole = ConversationScorer(cfg).score(
+        build_conversation(decode_message(payload, "application/x-protobuf"))
+    )
+    assert len(whole.model_dump_json()) > 20_000
+    for field in ("turns", "passed", "outcome", "evidence", "cost_usd", "input_tokens"):
+        assert written[field] == whole.model_dump(mode="json")[field], field
 
 
 def test_a_flood_of_garbage_is_dead_lettered_whole_and_logged_a_few_lines_a_minute(broker, tmp_path) -> None:

@@ -1,0 +1,116 @@
+"""A score record that fits the broker: details left out, in steps, until it is under `collector.max_score_bytes`.
+
+A score carries a grade and reasons per turn, and the values of the arguments that differed from what was
+expected: 5,000 turns, each failing with a one-line error, scored 1.65 MB (3,200 turns, 1 MB), past what a Kafka broker takes by default
+(`message.max.bytes`, 1,048,588 bytes a record). The broker refused it, the collector's flush failed, and at every
+restart the collector read the same conversation again and stopped again. `fit` keeps what the exporter counts —
+outcome, verdict, evidence, costs, the set of failure modes, each turn's tool scores — and leaves details out in
+this order, stopping at the first step that fits, with a `note:` reason saying what was left out:
+
+1. long texts cut: each reason and turn error to 300 characters, each differing value to 200;
+2. one reason per failure mode (the first of each code), no turn reasons, the first 10 differences;
+3. only the turns with tool scores, without their reasons, errors and forbidden tools;
+4. no turn scores (the exporter's tool dimensions then miss this conversation).
+
+A score that does not fit even then (tags or ids of a size no agent sends) is published unscored.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from agentwatch.wire.schema import ArgumentDifference, ConversationScore, TurnScore
+
+_REASON_CHARS = 300
+_VALUE_CHARS = 200
+_MAX_DIFFERENCES = 10
+
+
+def fit(
+    score: ConversationScore, payload: bytes, room: int, unscored: Callable[[str], ConversationScore]
+) -> tuple[ConversationScore, bytes]:
+    """`score` and its JSON `payload` when it is at most `room` bytes, else the first slimmer score that is
+    (`unscored(reason)` when none is)."""
+    if len(payload) <= room:
+        return score, payload
+    size = len(payload)
+    for step, slim in enumerate((_short_texts, _one_reason_per_mode, _tool_turns_only, _no_turns), 1):
+        score = slim(score)
+        noted = score.model_copy(update={"reasons": [*score.reasons, _note(step, size, room)]})
+        payload = noted.model_dump_json().encode()
+        if len(payload) <= room:
+            return noted, payload
+    bare = unscored(
+        f"record_too_large: the score is {size:,} bytes, over the {room:,} its record has room for"
+    )
+    return bare, bare.model_dump_json().encode()
+
+
+def _note(step: int, size: int, room: int) -> str:
+    left_out = (
+        "long texts cut",
+        "one reason per failure mode kept, turn reasons and differences past 10 left out",
+        "only the turns with tool scores kept, without their reasons",
+        "turn scores left out",
+    )[step - 1]
+    return f"note: the score was {size:,} bytes, over the {room:,} its record has room for: {left_out}"
+
+
+def _cut(text: str, chars: int) -> str:
+    return text if len(text) <= chars else f"{text[:chars]}… [{len(text) - chars:,} characters cut]"
+
+
+def _short_value(value: Any) -> Any:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    return value if len(text) <= _VALUE_CHARS else _cut(text, _VALUE_CHARS)
+
+
+def _short_texts(score: ConversationScore) -> ConversationScore:
+    turns = [
+        t.model_copy(
+            update={
+                "reasons": [_cut(r, _REASON_CHARS) for r in t.reasons],
+                "error": None if t.error is None else _cut(t.error, _REASON_CHARS),
+            }
+        )
+        for t in score.turn_scores
+    ]
+    differences = [
+        d.model_copy(update={"expected": _short_value(d.expected), "got": _short_value(d.got)})
+        for d in score.differences
+    ]
+    return score.model_copy(
+        update={
+            "reasons": [_cut(r, _REASON_CHARS) for r in score.reasons],
+            "turn_scores": turns,
+            "differences": differences,
+        }
+    )
+
+
+def _one_reason_per_mode(score: ConversationScore) -> ConversationScore:
+    seen: set[str] = set()
+    reasons = []
+    for reason in score.reasons:
+        code = reason.split(":", 1)[0].strip()
+        if code not in seen:
+            seen.add(code)
+            reasons.append(reason)
+    turns = [t.model_copy(update={"reasons": []}) for t in score.turn_scores]
+    differences: list[ArgumentDifference] = score.differences[:_MAX_DIFFERENCES]
+    return score.model_copy(update={"reasons": reasons, "turn_scores": turns, "differences": differences})
+
+
+def _tool_turns_only(score: ConversationScore) -> ConversationScore:
+    turns: list[TurnScore] = [
+        t.model_copy(update={"reasons": [], "error": None, "forbidden_tools": []})
+        for t in score.turn_scores
+        if t.tool is not None
+    ]
+    return score.model_copy(update={"turn_scores": turns})
+
+
+def _no_turns(score: ConversationScore) -> ConversationScore:
+    return score.model_copy(update={"turn_scores": []})
