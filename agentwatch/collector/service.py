@@ -53,6 +53,10 @@ from agentwatch.wire.schema import Conversation, ConversationScore
 
 log = logging.getLogger(__name__)
 
+# Bytes a score record leaves free under collector.max_score_bytes: a label's revision, which the review service
+# publishes from the stored score, adds a reason and the label (at most 81 bytes, tests/unit/test_score_fit.py).
+REVISION_ROOM = 1024
+
 Scorer = Callable[[Conversation], ConversationScore]
 
 
@@ -421,7 +425,7 @@ class CollectorService:
             score = unscored(conv, f"writer_error: {type(exc).__name__}: {str(exc)[:200]}")
             payload = score.model_dump_json().encode()
         key = series_key(score)
-        room = self.config.max_score_bytes - len(key) - self._score_header_bytes
+        room = self.config.max_score_bytes - len(key) - self._score_header_bytes - REVISION_ROOM
         if len(payload) > room:  # a record the broker refuses would stop the collector at every restart
             log.warning(
                 "score of %s is %d bytes, over the %d its record has room for: details left out",

@@ -102,3 +102,22 @@ def test_a_revision_no_step_fits_keeps_its_verdict_without_details() -> None:
     bare = CollectorService._bare(score, None, "record_too_large: …")
     assert (bare.outcome, bare.passed, bare.evidence) == (score.outcome, score.passed, score.evidence)
     assert bare.reasons == ["record_too_large: …"] and bare.turn_scores == [] and bare.tags == {}
+
+
+def test_a_slimmed_score_leaves_room_for_a_labels_revision() -> None:
+    """The review service publishes a label's revision from the stored score: it must fit the same bound."""
+    from agentwatch.collector.service import REVISION_ROOM
+    from agentwatch.config import OutcomeCredits
+    from agentwatch.scorers.relabel import relabel
+    from agentwatch.wire.schema import Outcome
+
+    conv = _long_conversation(3000)
+    score = ConversationScorer().score(conv)
+    room = 1_000_000 - REVISION_ROOM
+    slim, out = fit(score, score.model_dump_json().encode(), room, lambda why: unscored(conv, why))
+    grown = []
+    for outcome in Outcome:
+        revised = relabel(slim, outcome, OutcomeCredits()) if outcome is not Outcome.UNSCORED else None
+        if revised is not None:
+            grown.append(len(revised.model_dump_json().encode()) - len(out))
+    assert grown and max(grown) <= 100 < REVISION_ROOM
