@@ -2,7 +2,8 @@
 
 A producer sending garbage at 10,000 messages a second made the collector log a dead-letter warning for each
 (218 bytes for a message that is not protobuf, up to about 1.2 kB with a longer reason): 2 to 12 MB of log a
-second, burying everything else and filling disks, while the same facts are counted in the metrics (`agentwatch_messages_rejected_total{reason}`, …). `RepeatLimit` lets the first
+second, burying everything else and filling disks, while the same facts are counted in the metrics
+(`agentwatch_messages_rejected_total{reason}`, …). `RepeatLimit` lets the first
 `per_minute` records of each message through in each minute — a message is its logger, level and format string,
 not its arguments, so "dead letter %s[%d]@%d: %s %s" is one message whatever the offsets — and holds back the
 rest. The first record of a message let through after some were held back says how many.

@@ -51,9 +51,7 @@ class PipelineStats:
     judge_pending: int = 0
     transcripts_published: dict[str, int] = field(default_factory=dict)  # sample -> records for review
     transcripts_cut: int = 0
-    transcripts_skipped: int = (
-        0  # failing conversations' transcripts over collector.failing_transcripts_per_minute
-    )
+    transcripts_skipped: int = 0  # transcripts over collector.failing_transcripts_per_minute
     judge_rates: dict[tuple[str, str, str], float] = field(default_factory=dict)  # adaptive rate per series
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 

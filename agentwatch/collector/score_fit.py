@@ -1,14 +1,16 @@
 """A score record that fits the broker: details left out, in steps, until it is under `collector.max_score_bytes`.
 
 A score carries a grade and reasons per turn, and the values of the arguments that differed from what was
-expected: 5,000 turns, each failing with a one-line error, scored 1.65 MB (3,200 turns, 1 MB), past what a Kafka broker takes by default
-(`message.max.bytes`, 1,048,588 bytes a record). The broker refused it, the collector's flush failed, and at every
-restart the collector read the same conversation again and stopped again. `fit` keeps what the exporter counts —
-outcome, verdict, evidence, costs, the set of failure modes, each turn's tool scores — and leaves details out in
-this order, stopping at the first step that fits, with a `note:` reason saying what was left out:
+expected: 5,000 turns, each failing with a one-line error, scored 1.65 MB (3,200 turns, 1 MB), past what a
+Kafka broker takes by default (`message.max.bytes`, 1,048,588 bytes a record). The broker refused it, the
+collector's flush failed, and at every restart the collector read the same conversation again and stopped again.
+`fit` keeps what the exporter counts — outcome, verdict, evidence, costs, the set of failure modes, each turn's
+tool scores — and leaves details out in this order, stopping at the first step that fits, with a `note:` reason
+saying what was left out:
 
 1. long texts cut: each reason and turn error to 300 characters, each differing value to 200;
-2. one reason per failure mode (the first of each code), no turn reasons, the first 10 differences;
+2. one reason per failure mode (the first of each code as written: finer than the exporter's normalised modes,
+   so each of those keeps one), no turn reasons, the first 10 differences;
 3. only the turns with tool scores, without their reasons, errors and forbidden tools;
 4. no turn scores (the exporter's tool dimensions then miss this conversation).
 

@@ -252,8 +252,9 @@ def test_a_score_no_json_writer_takes_is_published_unscored_and_the_collector_go
 
 def test_a_score_past_the_record_limit_leaves_details_out_and_keeps_its_verdict(broker):
     """A conversation of 400 failing turns scored past `collector.max_score_bytes` (here 20,000; Kafka takes
-    1,048,588 a record by default, and 5,000 turns failing with a one-line error scored 1.65 MB): the broker would refuse the record and
-    the collector stop at every restart. The record fits, says what was left out, and keeps the verdict."""
+    1,048,588 a record by default, and 5,000 turns failing with a one-line error scored 1.65 MB): the broker
+    would refuse the record and the collector stop at every restart. The record fits, says what was left out,
+    and keeps the verdict."""
     bs = broker.bootstrap_servers
     topic = unique("bigscore")
     create_topic(bs, topic, 1)
