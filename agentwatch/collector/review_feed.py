@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from agentwatch.collector.failing_limit import FailingLimit
+from agentwatch.kafka.producer import headers_bytes
 from agentwatch.wire.review_records import Sample, TranscriptRecord, review_sample_of
 from agentwatch.wire.schema import Conversation, ConversationScore
 
@@ -55,7 +56,7 @@ class ReviewFeed:
         self._topic = topic
         self._max_bytes = max_bytes
         self._headers = [("content-type", b"application/json"), *headers]
-        self._header_bytes = sum(len(k.encode()) + len(v) for k, v in self._headers)
+        self._header_bytes = headers_bytes(self._headers)
         self.published: dict[str, int] = {}  # sample -> records
         self.trimmed = 0
 
@@ -92,7 +93,8 @@ class ReviewFeed:
             payload = record.model_copy(update={"conversation": bare}).model_dump_json().encode()
         # the bound is the whole record's, as the broker counts it: the key (the conversation id, up to
         # collector.max_attribute_bytes characters) and headers too
-        room = self._max_bytes - len(score.conversation_id.encode()) - self._header_bytes
+        key_bytes = len(score.conversation_id.encode())
+        room = self._max_bytes - key_bytes - self._header_bytes
         if len(payload) > room:
             payload = self._cut(record, conv, len(payload), room)
             if len(payload) > room:
@@ -101,7 +103,7 @@ class ReviewFeed:
                     "%d-byte conversation id",
                     conv.conversation_id,
                     self._max_bytes,
-                    len(score.conversation_id.encode()),
+                    key_bytes,
                 )
                 return
         self._send(score, sample, payload)

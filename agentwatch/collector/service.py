@@ -45,7 +45,7 @@ from agentwatch.collector.trace_join import KEY_TRACE, KEY_TRACE_CONVERSATION, T
 from agentwatch.config import Settings
 from agentwatch.judge.runner import JudgeRunner
 from agentwatch.judge.verdict import JudgeVerdict
-from agentwatch.kafka.producer import ProduceError, RecordProducer, producer_config
+from agentwatch.kafka.producer import ProduceError, RecordProducer, headers_bytes, producer_config
 from agentwatch.kafka.security import service_settings
 from agentwatch.kafka.topics import ensure_pipeline_topics
 from agentwatch.scorers import ConversationScorer, unscored
@@ -146,7 +146,7 @@ class CollectorService:
             ("content-type", b"application/json"),
             ("agentwatch-producer", self.instance.encode()),
         ]
-        self._score_header_bytes = sum(len(k.encode()) + len(v) for k, v in self._score_headers)
+        self._score_header_bytes = headers_bytes(self._score_headers)
 
     # ----------------------------------------------------------------------------------------- lifecycle
 

@@ -37,6 +37,11 @@ def producer_config(connection: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def headers_bytes(headers: Sequence[tuple[str, bytes]]) -> int:
+    """Bytes the headers add to a record, as a broker's record limit counts them (names and values)."""
+    return sum(len(k.encode()) + len(v) for k, v in headers)
+
+
 class RecordProducer:
     """Queues records; remembers failed deliveries so that `flush` can refuse to let offsets be committed."""
 

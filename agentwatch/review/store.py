@@ -36,7 +36,7 @@ from agentwatch.review.outbox import OutboxRecord
 from agentwatch.review.queries import NO_FILTERS, Filters, Stored
 from agentwatch.review.revisions import RevisionConflict
 from agentwatch.review.rows import QueueItem
-from agentwatch.review.tables import MAX_ROW_ID, conversations, labels, metadata, outbox
+from agentwatch.review.tables import conversations, labels, metadata, outbox
 from agentwatch.review.wide_ids import widen_row_ids
 from agentwatch.wire.review_records import LabelRecord, TranscriptRecord
 from agentwatch.wire.schema import Conversation, Outcome
@@ -73,7 +73,6 @@ class Store:
         metadata.create_all(self.engine)
         widen_row_ids(self.engine)
         ensure_failures_column(self.engine)
-        self.max_row = MAX_ROW_ID  # the largest row id the id columns hold (a page asking past it finds none)
 
     def close(self) -> None:
         """Release the connections."""

@@ -42,6 +42,7 @@ from agentwatch.review.queries import Filters
 from agentwatch.review.sessions import Sessions
 from agentwatch.review.signin import SignIn
 from agentwatch.review.store import Store
+from agentwatch.review.tables import MAX_ROW_ID
 from agentwatch.review.throttle import Refused
 from agentwatch.review.web_failing import DEFAULT_WINDOW, failing_context
 from agentwatch.scorers.differences import clip_reason
@@ -280,7 +281,7 @@ class ReviewApp:
         reader = await self._reader(request)
         if isinstance(reader, Response):
             return reader
-        row = integer(request.path_params["row"], self.store.max_row)
+        row = integer(request.path_params["row"], MAX_ROW_ID)
         if row is None:
             return PlainTextResponse("no such conversation\n", 404)
         return await self._conversation(request, row)
@@ -328,7 +329,7 @@ class ReviewApp:
         reviewer, form = await self._writer(request)
         if reviewer is None:
             return PlainTextResponse("forbidden: sign in, and send the form from the page", 403)
-        row = integer(request.path_params["row"], self.store.max_row)
+        row = integer(request.path_params["row"], MAX_ROW_ID)
         if row is None:
             return PlainTextResponse("no such conversation\n", 404)
         outcome = str(form.get("outcome", ""))
