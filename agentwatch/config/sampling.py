@@ -68,7 +68,15 @@ class JudgeConfig(Section):
     model: str = Field(default="gpt-4o-mini", min_length=1)
     api_key_env: str = Field(default="OPENAI_API_KEY", description="environment variable holding the API key")
     prompt_version: str = Field(default="v1", description="rubric file agentwatch/data/judge_rubric_<v>.md")
-    timeout_s: float = Field(default=60.0, gt=0, description="per HTTP request (connect, read)")
+    timeout_s: float = Field(
+        default=60.0,
+        gt=0,
+        description="per HTTP request: connecting, and the reply read whole (a reply still arriving after it "
+        "is a timeout; an attempt ends within about twice this)",
+    )
+    max_response_bytes: int = Field(
+        default=1 << 20, ge=4096, description="a reply's body larger than this is bad output, read no further"
+    )
     max_retries: int = Field(default=3, ge=0, description="retries on 429, 5xx and connection errors")
     backoff_s: float = Field(default=1.0, gt=0, description="first retry delay; doubles, with full jitter")
     max_backoff_s: float = Field(default=60.0, gt=0, description="longest wait, Retry-After included")

@@ -6,6 +6,12 @@ cap), the `Retry-After` header, the HTTP status that decides between retry and g
 structured outputs on servers that reject `response_format` — and it sends one small request shape. httpx is
 small, thread-safe with a shared connection pool, and has separate connect/read timeouts.
 
+A reply is read as a stream, within bounds of its own: its body at most `max_response_bytes` (a larger one is
+bad output, read no further), and the whole exchange within `timeout_s` from the request, checked as each piece
+of the body arrives (httpx's timeouts bound each read, so a server sending a byte at a time would otherwise hold
+the call for as long as it likes). An attempt therefore ends within about twice `timeout_s`: the deadline, plus
+at most one read under httpx's timeout.
+
 One request per conversation at temperature 0: the versioned rubric and the transcript (`agentwatch.judge.prompt`). The
 reply must be JSON of `VERDICT_SCHEMA`; with `structured_outputs="auto"` the schema is sent as
 `response_format: json_schema` and the judge falls back to `json_object`, then to no `response_format`, when the
@@ -17,6 +23,7 @@ from __future__ import annotations
 
 import email.utils
 import ipaddress
+import json
 import logging
 import os
 import random
@@ -53,6 +60,9 @@ REPAIR_PROMPT = (
     '{{"outcome": one of complete, partial_correct, partial_incorrect, hallucinated, abandoned; '
     '"score": a number from 0 to 1; "explanation": a short string}} and nothing else.'
 )
+
+
+_ERROR_BODY_BYTES = 4096  # of a reply that is not 200: its first 300 characters go into the detail
 
 
 class _CallFailed(Exception):
@@ -123,6 +133,7 @@ class OpenAIJudge:
         clock: Callable[[], float] = time.monotonic,
         rng: Callable[[], float] = random.random,
         allow_insecure_http: bool = False,
+        max_response_bytes: int = 1 << 20,
     ) -> None:
         if api_key and not allow_insecure_http:
             refuse_plain_http_with_key(base_url)
@@ -131,6 +142,7 @@ class OpenAIJudge:
         self.rubric = load_rubric(prompt_version)
         self.url = base_url.rstrip("/") + "/chat/completions"
         self.timeout_s = timeout_s
+        self.max_response_bytes = max_response_bytes
         self.max_retries = max_retries
         self.backoff_s = backoff_s
         self.max_backoff_s = max_backoff_s
@@ -181,6 +193,7 @@ class OpenAIJudge:
             prices=prices,
             breaker=CircuitBreaker(cfg.breaker_failures, cfg.breaker_reset_s),
             allow_insecure_http=cfg.allow_insecure_http,
+            max_response_bytes=cfg.max_response_bytes,
             **kw,
         )
 
@@ -300,7 +313,7 @@ class OpenAIJudge:
         while True:
             retry_after: float | None = None
             try:
-                r = self._client.post(self.url, json=self._body(messages), headers=self._headers)
+                status, headers, body = self._post(self._body(messages))
             except httpx.TimeoutException as exc:
                 raise _CallFailed(
                     JUDGE_TIMEOUT, f"no response within {self.timeout_s:g} s ({type(exc).__name__})"
@@ -308,10 +321,9 @@ class OpenAIJudge:
             except httpx.TransportError as exc:
                 last = f"connection error: {type(exc).__name__}: {exc}"
             else:
-                status = r.status_code
                 if status == 200:
-                    return self._content(r, usage)
-                text = r.text[:300]
+                    return self._content(body, usage)
+                text = body.decode("utf-8", "replace")[:300]
                 if status in (400, 422) and self._auto and self._mode != "none" and _about_format(text):
                     fallback = _MODES[_MODES.index(self._mode) + 1]
                     log.info("judge: server rejects response_format %s; using %s", self._mode, fallback)
@@ -320,7 +332,7 @@ class OpenAIJudge:
                 if status != 429 and status < 500:
                     raise _CallFailed(JUDGE_UNAVAILABLE, f"HTTP {status}: {text}")
                 last = f"HTTP {status}"
-                retry_after = parse_retry_after(r.headers.get("Retry-After"))
+                retry_after = parse_retry_after(headers.get("Retry-After"))
             if attempt >= self.max_retries:
                 break
             if retry_after is not None:
@@ -336,9 +348,33 @@ class OpenAIJudge:
             attempt += 1
         raise _CallFailed(JUDGE_UNAVAILABLE, f"{last} after {self.max_retries} retries")
 
-    def _content(self, r: httpx.Response, usage: list[int]) -> str | None:
+    def _post(self, request: dict[str, Any]) -> tuple[int, httpx.Headers, bytes]:
+        """One request's status, headers and body: the body of a 200 whole (bad output over
+        `max_response_bytes`), of another status its start; a timeout once `timeout_s` has passed."""
+        deadline = self._clock() + self.timeout_s
+        with self._client.stream("POST", self.url, json=request, headers=self._headers) as r:
+            status = r.status_code
+            limit = self.max_response_bytes if status == 200 else _ERROR_BODY_BYTES
+            declared = r.headers.get("Content-Length", "")
+            if status == 200 and declared.isdigit() and int(declared) > limit:
+                raise _CallFailed(JUDGE_BAD_OUTPUT, f"reply of {declared} bytes, over {limit}")
+            chunks: list[bytes] = []
+            size = 0
+            for chunk in r.iter_bytes():
+                if self._clock() > deadline:
+                    raise _CallFailed(JUDGE_TIMEOUT, f"reply not read within {self.timeout_s:g} s")
+                size += len(chunk)
+                if size > limit:
+                    if status != 200:
+                        chunks.append(chunk)
+                        break  # enough of an error's body for its detail
+                    raise _CallFailed(JUDGE_BAD_OUTPUT, f"reply over {limit} bytes")
+                chunks.append(chunk)
+            return status, r.headers, b"".join(chunks)
+
+    def _content(self, body: bytes, usage: list[int]) -> str | None:
         try:
-            data = r.json()
+            data = json.loads(body)
             choice = data["choices"][0]
             message = choice.get("message") or {}
             if not isinstance(message, dict):
@@ -346,7 +382,8 @@ class OpenAIJudge:
         # RecursionError: a body nested deeper than the JSON decoder goes
         except (ValueError, KeyError, IndexError, TypeError, AttributeError, RecursionError):
             raise _CallFailed(
-                JUDGE_BAD_OUTPUT, f"response is not a chat completion: {r.text[:200]!r}"
+                JUDGE_BAD_OUTPUT,
+                f"response is not a chat completion: {body.decode('utf-8', 'replace')[:200]!r}",
             ) from None
         u = data.get("usage") or {}
         try:

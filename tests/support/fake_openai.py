@@ -17,6 +17,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
@@ -151,3 +152,46 @@ def fake_openai_server() -> Iterator[FakeOpenAI]:
     """A running fake OpenAI-compatible server."""
     with FakeOpenAI() as server:
         yield server
+
+
+class SlowBodyServer:
+    """A server answering every POST with 200 and `body`, sent `piece` bytes at a time with `every_s` seconds
+    between pieces; without `declare_length`, no Content-Length (the body ends when the connection closes).
+    `sent` counts the bytes written before the client went away. A context manager."""
+
+    def __init__(self, body: bytes, piece: int, every_s: float, declare_length: bool = True) -> None:
+        owner = self
+        self.sent = 0
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                if declare_length:
+                    self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                try:
+                    for start in range(0, len(body), piece):
+                        self.wfile.write(body[start : start + piece])
+                        self.wfile.flush()
+                        owner.sent += len(body[start : start + piece])
+                        time.sleep(every_s)
+                except OSError:
+                    pass  # the client gave up
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True)
+        self.base_url = f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+
+    def __enter__(self) -> SlowBodyServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()

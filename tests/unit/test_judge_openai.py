@@ -12,7 +12,15 @@ from agentwatch.judge.breaker import CircuitBreaker
 from agentwatch.judge.client import OpenAIJudge, parse_retry_after
 from agentwatch.judge.prompt import VERDICT_SCHEMA
 from agentwatch.wire.schema import Conversation, Outcome
-from tests.support.fake_openai import FakeOpenAI, Reply, Script, refusal_reply, text_reply, verdict_reply
+from tests.support.fake_openai import (
+    FakeOpenAI,
+    Reply,
+    Script,
+    SlowBodyServer,
+    refusal_reply,
+    text_reply,
+    verdict_reply,
+)
 
 
 def conv(cid: str = "c1", answer: str = "It is 18 degrees in Paris.") -> Conversation:
@@ -42,7 +50,7 @@ class Sleeps:
         self.delays.append(s)
 
 
-def make(server: FakeOpenAI, **kw) -> tuple[OpenAIJudge, Sleeps]:
+def make(server: FakeOpenAI | SlowBodyServer, **kw) -> tuple[OpenAIJudge, Sleeps]:
     sleeps = Sleeps()
     prices = PriceLookup(Settings().cost.prices.models)
     kw.setdefault("timeout_s", 2.0)
@@ -209,6 +217,37 @@ def test_hang_is_timeout():
         judge, _ = make(server, timeout_s=0.3)
         v = judge.judge(conv())
     assert v.failure == "judge_timeout" and not v.ok
+
+
+def test_a_reply_trickling_in_is_a_timeout_at_the_deadline() -> None:
+    """Each piece arrives well inside the read timeout, so only the deadline on the whole reply can cut it: the
+    valid verdict would be read whole after about 4 s."""
+    body = json.dumps(verdict_reply()).encode()
+    with SlowBodyServer(body, piece=max(len(body) // 40, 1), every_s=0.1) as server:
+        judge, _ = make(server, timeout_s=0.5)
+        v = judge.judge(conv())
+    assert v.failure == "judge_timeout" and "not read within 0.5 s" in v.detail
+    assert server.sent < len(body)  # the client stopped reading: the rest was never sent
+
+
+@pytest.mark.parametrize("declare_length", [True, False])
+def test_a_reply_over_the_size_bound_is_bad_output_read_no_further(declare_length: bool) -> None:
+    """A valid verdict padded past `max_response_bytes` (JSON allows the blanks) is refused, whether its length
+    is declared up front or only shows as it is read; the judge counts as up."""
+    body = json.dumps(verdict_reply()).encode() + b" " * 400_000
+    with SlowBodyServer(body, piece=16_384, every_s=0.0, declare_length=declare_length) as server:
+        judge, _ = make(server, max_response_bytes=100_000, breaker=CircuitBreaker(failures=1))
+        v = judge.judge(conv())
+        assert judge.breaker.allow() is None
+    assert v.failure == "judge_bad_output" and "over 100000" in v.detail
+    with SlowBodyServer(body, piece=16_384, every_s=0.0, declare_length=declare_length) as server:
+        assert make(server, max_response_bytes=500_000)[0].judge(conv()).ok  # under the bound: read whole
+
+
+def test_an_error_reply_is_read_only_as_far_as_its_detail() -> None:
+    with serve(Reply(401, b"denied " + b"x" * 2_000_000)) as server:
+        v = make(server, max_response_bytes=4096)[0].judge(conv())
+    assert v.failure == "judge_unavailable" and v.detail.startswith("HTTP 401: denied xxx")
 
 
 def test_client_error_is_unavailable_without_retry():
