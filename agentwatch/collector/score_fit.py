@@ -20,14 +20,54 @@ A score that does not fit even then (tags or ids of a size no agent sends) is pu
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable
 from typing import Any
 
-from agentwatch.wire.schema import ArgumentDifference, ConversationScore, TurnScore
+from agentwatch.scorers import unscored
+from agentwatch.wire.schema import ArgumentDifference, Conversation, ConversationScore, TurnScore
+
+log = logging.getLogger(__name__)
+
+# Bytes a score record leaves free under collector.max_score_bytes: a label's revision, which the review service
+# publishes from the stored score, adds a reason and the label (at most 81 bytes, tests/unit/test_score_fit.py).
+REVISION_ROOM = 1024
 
 _REASON_CHARS = 300
 _VALUE_CHARS = 200
 _MAX_DIFFERENCES = 10
+
+
+def score_payload(
+    score: ConversationScore, conv: Conversation | None, room: int
+) -> tuple[ConversationScore, bytes]:
+    """The score to publish for `conv` (None for a revision) and its JSON, at most `room` bytes: slimmed by
+    `fit` when over, unscored when no JSON writer takes a value of it."""
+    try:
+        payload = score.model_dump_json().encode()
+    except ValueError as exc:  # a value no JSON writer takes: raised here, it would stop the collector
+        if conv is None:
+            raise
+        log.exception("score of %s could not be written: published unscored", conv.conversation_id)
+        score = unscored(conv, f"writer_error: {type(exc).__name__}: {str(exc)[:200]}")
+        payload = score.model_dump_json().encode()
+    if len(payload) <= room:
+        return score, payload
+    # a record the broker refuses would stop the collector at every restart
+    log.warning(
+        "score of %s is %d bytes, over the %d its record has room for: details left out",
+        score.conversation_id,
+        len(payload),
+        room,
+    )
+    return fit(score, payload, room, lambda why: stand_in(score, conv, why))
+
+
+def stand_in(score: ConversationScore, conv: Conversation | None, why: str) -> ConversationScore:
+    """The unscored stand-in of a score no slimming fits (a revision's keeps its verdict, without details)."""
+    if conv is not None:
+        return unscored(conv, why)
+    return score.model_copy(update={"reasons": [why], "turn_scores": [], "differences": [], "tags": {}})
 
 
 def fit(

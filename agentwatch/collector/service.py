@@ -38,7 +38,7 @@ from agentwatch.collector.reconstruct import build_conversation, split_by_agent
 from agentwatch.collector.record import Record
 from agentwatch.collector.rekey import CONTENT_TYPE_HEADER, Rekeyer, header, key_mode, keyed_by_conversation
 from agentwatch.collector.review_feed import ReviewFeed
-from agentwatch.collector.score_fit import fit
+from agentwatch.collector.score_fit import REVISION_ROOM, score_payload
 from agentwatch.collector.span_fragments import attach
 from agentwatch.collector.span_tree import setup_only
 from agentwatch.collector.trace_join import KEY_TRACE, KEY_TRACE_CONVERSATION, TraceJoin
@@ -52,10 +52,6 @@ from agentwatch.scorers import ConversationScorer, unscored
 from agentwatch.wire.schema import Conversation, ConversationScore
 
 log = logging.getLogger(__name__)
-
-# Bytes a score record leaves free under collector.max_score_bytes: a label's revision, which the review service
-# publishes from the stored score, adds a reason and the label (at most 81 bytes, tests/unit/test_score_fit.py).
-REVISION_ROOM = 1024
 
 Scorer = Callable[[Conversation], ConversationScore]
 
@@ -416,24 +412,9 @@ class CollectorService:
         review), remember it for late labels, and emit it as evaluation events (parented to the last turn
         `ids`, trace and span id) when configured."""
         assert self._out is not None
-        try:
-            payload = score.model_dump_json().encode()
-        except ValueError as exc:  # a value no JSON writer takes: raised here, it would stop the collector
-            if conv is None:
-                raise
-            log.exception("score of %s could not be written: published unscored", conv.conversation_id)
-            score = unscored(conv, f"writer_error: {type(exc).__name__}: {str(exc)[:200]}")
-            payload = score.model_dump_json().encode()
         key = series_key(score)
         room = self.config.max_score_bytes - len(key) - self._score_header_bytes - REVISION_ROOM
-        if len(payload) > room:  # a record the broker refuses would stop the collector at every restart
-            log.warning(
-                "score of %s is %d bytes, over the %d its record has room for: details left out",
-                score.conversation_id,
-                len(payload),
-                room,
-            )
-            score, payload = fit(score, payload, room, lambda why: self._bare(score, conv, why))
+        score, payload = score_payload(score, conv, room)
         self._out.send(self.config.scores_topic, value=payload, key=key, headers=self._score_headers)
         if self.review is not None and conv is not None:
             self.review.transcript(score, conv)
@@ -443,13 +424,6 @@ class CollectorService:
         self.stats.scores_produced += 1
         if self.events is not None:
             self.events.emit(score, *ids)
-
-    @staticmethod
-    def _bare(score: ConversationScore, conv: Conversation | None, why: str) -> ConversationScore:
-        """The unscored stand-in of a score no slimming fits (a revision's keeps its verdict, without details)."""
-        if conv is not None:
-            return unscored(conv, why)
-        return score.model_copy(update={"reasons": [why], "turn_scores": [], "differences": [], "tags": {}})
 
     # ----------------------------------------------------------------------------------------- partitions
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agentwatch.collector.score_fit import fit
+from agentwatch.collector.score_fit import REVISION_ROOM, fit, stand_in
 from agentwatch.report.failure_modes import failure_modes_of
 from agentwatch.scorers import ConversationScorer, unscored
 from agentwatch.wire.schema import Conversation, ConversationScore, Expectation
@@ -96,17 +96,14 @@ def test_a_score_no_step_fits_is_published_unscored() -> None:
 
 def test_a_revision_no_step_fits_keeps_its_verdict_without_details() -> None:
     """A revision (a late label on a score already published) has no conversation to be unscored from."""
-    from agentwatch.collector.service import CollectorService
-
     score = ConversationScorer().score(_long_conversation(40))
-    bare = CollectorService._bare(score, None, "record_too_large: …")
+    bare = stand_in(score, None, "record_too_large: …")
     assert (bare.outcome, bare.passed, bare.evidence) == (score.outcome, score.passed, score.evidence)
     assert bare.reasons == ["record_too_large: …"] and bare.turn_scores == [] and bare.tags == {}
 
 
 def test_a_slimmed_score_leaves_room_for_a_labels_revision() -> None:
     """The review service publishes a label's revision from the stored score: it must fit the same bound."""
-    from agentwatch.collector.service import REVISION_ROOM
     from agentwatch.config import OutcomeCredits
     from agentwatch.scorers.relabel import relabel
     from agentwatch.wire.schema import Outcome
