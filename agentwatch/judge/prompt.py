@@ -17,6 +17,7 @@ from importlib import resources
 from typing import Any
 
 from agentwatch.judge.verdict import JUDGE_OUTCOMES
+from agentwatch.wire.json_text import MAX_NESTING, deeper_than
 from agentwatch.wire.schema import Conversation, Turn
 
 CHARS_PER_TOKEN = 4
@@ -51,10 +52,27 @@ def estimate_tokens(text: str) -> int:
     return -(-len(text) // CHARS_PER_TOKEN)
 
 
+_TOO_DEEP = "[nested deeper, not shown]"
+
+
 def _value(v: Any) -> str:
     if isinstance(v, str):
         return v
+    if isinstance(v, (dict, list)) and deeper_than(v, MAX_NESTING):
+        # the encoder recurses: past the stack's depth it would raise, and the judge could not grade at all
+        v = _shallow(v, MAX_NESTING)
     return json.dumps(v, ensure_ascii=False, sort_keys=True, default=str)
+
+
+def _shallow(v: Any, levels: int) -> Any:
+    """`v` with the lists and objects below `levels` levels replaced by a marker."""
+    if not isinstance(v, (dict, list)):
+        return v
+    if levels <= 0:
+        return _TOO_DEEP
+    if isinstance(v, dict):
+        return {k: _shallow(item, levels - 1) for k, item in v.items()}
+    return [_shallow(item, levels - 1) for item in v]
 
 
 def _cut(text: str, limit: int) -> str:

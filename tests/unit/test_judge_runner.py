@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import Any
 
 import pytest
 
@@ -176,6 +177,22 @@ def test_truncation_is_marked_and_keeps_first_and_last_turns():
     assert not cut and "[truncated" not in short
     msgs = build_messages(c, load_rubric("v1"), 3000)
     assert "truncated for length" in msgs[1]["content"]
+
+
+def test_a_value_nested_past_the_encoders_depth_is_shown_to_its_limit() -> None:
+    """A tool result nested 990 deep (JSON's own parser takes it) made the prompt's encoder raise, and the
+    conversation could never be judged."""
+    deep: list[Any] = ["bottom"]
+    for _ in range(990):
+        deep = [deep]
+    c = Conversation.model_validate(
+        {
+            "conversation_id": "deep",
+            "turns": [{"input": "q", "answer": "a", "tool_calls": [{"name": "t", "result": deep}]}],
+        }
+    )
+    text = build_messages(c, load_rubric("v1"), 12_000)[-1]["content"]
+    assert "[nested deeper, not shown]" in text and "bottom" not in text
 
 
 def test_unknown_rubric_version():
