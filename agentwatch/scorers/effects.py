@@ -224,9 +224,8 @@ def replacement_pairs(args: Any, source: str, target: str) -> list[tuple[str, st
     a, b = _as_list(args.get(source)), _as_list(args.get(target))
     if not isinstance(a, list) or not isinstance(b, list) or len(a) != len(b):
         return None
-    return sorted(
-        (_canonical(x), _canonical(y)) for x, y in zip(a, b, strict=True) if _canonical(x) != _canonical(y)
-    )
+    pairs = [(_canonical(x), _canonical(y)) for x, y in zip(a, b, strict=True)]
+    return sorted(pair for pair in pairs if pair[0] != pair[1])
 
 
 def _as_list(value: Any) -> Any:
