@@ -297,20 +297,23 @@ def set_any_value(target: Any, value: Any) -> None:
 def encode_spans_otlp(spans: list[SpanRecord]) -> bytes:
     """Encode span records as one OTLP protobuf `TracesData` (what `decode_message` reads back)."""
     data = TracesData()
-    by_resource: dict[tuple, Any] = {}
+    scopes: dict[tuple, Any] = {}
+    groups: dict[tuple, list[SpanRecord]] = {}
     for rec in spans:
         rkey = tuple(sorted((k, repr(v)) for k, v in rec.resource.items()))
-        scope = by_resource.get(rkey)
-        if scope is None:
+        groups.setdefault(rkey, []).append(rec)
+        if rkey not in scopes:
             rs = data.resource_spans.add()
             for k, v in rec.resource.items():
                 kv = rs.resource.attributes.add()
                 kv.key = k
                 set_any_value(kv.value, v)
-            scope = rs.scope_spans.add()
+            scope = scopes[rkey] = rs.scope_spans.add()
             scope.scope.name = "agentwatch.collector"
-            by_resource[rkey] = scope
-        sp: Span = scope.spans.add()
+    ordered = [(rkey, rec) for rkey, group in groups.items() for rec in group]  # as decode_message reads them
+    to_name = _conversations_to_name([rec for _, rec in ordered])
+    for (rkey, rec), named in zip(ordered, to_name, strict=True):
+        sp: Span = scopes[rkey].spans.add()
         sp.trace_id = bytes.fromhex(rec.trace_id)
         sp.span_id = bytes.fromhex(rec.span_id)
         if rec.parent_span_id:
@@ -322,7 +325,7 @@ def encode_spans_otlp(spans: list[SpanRecord]) -> bytes:
             kv = sp.attributes.add()
             kv.key = k
             set_any_value(kv.value, v)
-        if rec.conversation_id != rec.trace_id and conversation_of(rec.attrs) != rec.conversation_id:
+        if named:
             kv = sp.attributes.add()
             kv.key = CONVERSATION_KEYS[0]
             kv.value.string_value = rec.conversation_id
@@ -330,3 +333,31 @@ def encode_spans_otlp(spans: list[SpanRecord]) -> bytes:
             sp.status.code = Status.STATUS_CODE_ERROR
             sp.status.message = rec.status_error
     return data.SerializeToString()
+
+
+def _conversations_to_name(spans: list[SpanRecord]) -> list[bool]:
+    """Which spans (in a message's order) must carry their conversation id as an attribute for
+    `decode_message` to give it back: those naming another, and, of those naming none, the first of each trace
+    whose spans do not all belong to the trace itself; the others inherit it (`with_conversations`).
+
+    One copy of the id a trace, never one a span: a 60 kB id on one span of 200 once made a 12 MB record from a
+    74 kB message, which a broker refuses (and the collector stopped on it at every restart)."""
+    own = [conversation_of(rec.attrs) for rec in spans]
+    plain = {rec.trace_id for rec in spans}  # traces whose spans all have the trace's id as conversation id
+    for rec, given in zip(spans, own, strict=True):
+        if given is not None or rec.conversation_id != rec.trace_id:
+            plain.discard(rec.trace_id)
+    inherited: dict[str, str] = {}  # trace id -> the conversation id its first named span gives the others
+    out = []
+    for rec, given in zip(spans, own, strict=True):
+        cid, tid = rec.conversation_id, rec.trace_id
+        if given is not None:
+            named = given != cid
+        elif tid in plain:
+            named = False
+        else:
+            named = inherited.get(tid, cid) != cid or tid not in inherited
+        if given is not None or named:
+            inherited.setdefault(tid, cid)
+        out.append(named)
+    return out

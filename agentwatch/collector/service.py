@@ -168,7 +168,7 @@ class CollectorService:
         connection = service_settings(kafka, "collector")
         self._out = RecordProducer(producer_config(connection))
         rekeyer = Rekeyer(self._out, cfg.rekey_topic)
-        dead = self._dead = DeadLetterPublisher(self._out, cfg.dead_letter_topic)
+        dead = self._dead = DeadLetterPublisher(self._out, cfg.dead_letter_topic, cfg.max_dead_letter_bytes)
         if cfg.transcripts_topic:
             self.review = ReviewFeed(
                 self._out,

@@ -77,6 +77,13 @@ class CollectorConfig(Section):
         "reasons, turn scores) until it fits; keep it under the broker's largest record (Kafka's "
         "message.max.bytes, 1,048,588 by default)",
     )
+    max_dead_letter_bytes: int = Field(
+        default=1_000_000,
+        ge=10_000,
+        description="a longer dead letter (key and headers counted) is sent without the message's value, then "
+        "without its own headers and key (the source topic, partition and offset say where it is); keep it "
+        "under the broker's largest record",
+    )
     failing_transcripts: bool = Field(
         default=True,
         description="also publish the transcripts of failing conversations (a failed verdict or failure "

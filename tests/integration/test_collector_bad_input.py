@@ -13,7 +13,13 @@ from hypothesis import strategies as st
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span, TracesData
 
-from agentwatch.collector.deadletter import OFFSET_HEADER, PARTITION_HEADER, REASON_HEADER, TOPIC_HEADER
+from agentwatch.collector.deadletter import (
+    DETAIL_HEADER,
+    OFFSET_HEADER,
+    PARTITION_HEADER,
+    REASON_HEADER,
+    TOPIC_HEADER,
+)
 from tests.support.collector_kafka import (
     SDK_HEADERS,
     ServiceThread,
@@ -295,6 +301,33 @@ def test_a_score_past_the_record_limit_leaves_details_out_and_keeps_its_verdict(
     assert len(whole.model_dump_json()) > 20_000
     for field in ("turns", "passed", "outcome", "evidence", "cost_usd", "input_tokens"):
         assert written[field] == whole.model_dump(mode="json")[field], field
+
+
+def test_a_dead_letter_past_the_record_limit_is_sent_without_its_value(broker) -> None:
+    """A message the broker took on its input topic, plus the dead letter's headers, can be more than it takes
+    on the dead-letter topic (Kafka: 1,048,588 a record by default; here `max_dead_letter_bytes` 20,000): the
+    record would be refused and the collector stop on the message at every restart. The dead letter is sent
+    without the value, saying so, with the offset where the message still is; a small one is sent whole."""
+    bs = broker.bootstrap_servers
+    topic = unique("bigdead")
+    create_topic(bs, topic, 1)
+    cfg = collector_settings(bs, [topic], unique("bigdead"), max_dead_letter_bytes=20_000)
+    scores = TopicReader(bs, cfg.collector.scores_topic)
+    dead = TopicReader(bs, cfg.collector.dead_letter_topic)
+    big, small = b"\xff" * 50_000, b"\xff" * 500
+    with ServiceThread(cfg) as svc:
+        _send_then_sentinel(bs, topic, [(b"big", big, None), (b"small", small, None)], scores)
+        dead.wait(lambda r: {b"big", b"small"} <= {x.key for x in r}, 10)
+        assert svc.error is None
+    letters = {r.key: r for r in dead.records if r.key in (b"big", b"small")}
+    scores.close()
+    dead.close()
+    assert letters[b"small"].value == small
+    letter = letters[b"big"]
+    headers = dict(letter.headers)
+    assert letter.value == b"" and headers[OFFSET_HEADER] == b"0" and headers[TOPIC_HEADER] == topic.encode()
+    assert b"value of 50000 bytes not forwarded" in headers[DETAIL_HEADER]
+    assert len(letter.key or b"") + sum(len(k) + len(v) for k, v in letter.headers) <= 20_000
 
 
 def test_a_flood_of_garbage_is_dead_lettered_whole_and_logged_a_few_lines_a_minute(broker, tmp_path) -> None:

@@ -216,7 +216,8 @@ records = st.builds(
     resource=st.dictionaries(
         st.sampled_from(["service.name", "service.version"]), st.text(max_size=5), max_size=2
     ),
-    conversation_id=st.just("conv"),
+    # a conversation of its own, another, or a trace's id (its own trace's or the other's)
+    conversation_id=st.sampled_from(["conv", "other", "1" * 32, "2" * 32]),
 )
 
 

@@ -217,6 +217,26 @@ def test_truncated_protobuf_and_zero_ids(factory: SpanFactory) -> None:
     assert "span 1" in err.value.detail
 
 
+def test_a_conversation_id_is_written_once_a_trace_not_once_a_span() -> None:
+    """A 60 kB conversation id on one span of 200 in a 74 kB message: re-published, every span once carried it
+    (a 12 MB record, over a Kafka broker's limit); now the trace's first span carries it and the rest inherit."""
+    data = TracesData()
+    spans = data.resource_spans.add().scope_spans.add().spans
+    cid = "c" * 60_000
+    for i in range(200):
+        span = spans.add(trace_id=b"\x01" * 16, span_id=(i + 1).to_bytes(8, "big"), name="chat")
+        if i == 0:
+            span.attributes.add(key="gen_ai.conversation.id").value.string_value = cid
+    raw = data.SerializeToString()
+    records = decode_message(raw, "application/x-protobuf")
+    for order, copies in ((records, 1), (records[::-1], 2)):  # reversed, the first span has it added
+        encoded = encode_spans_otlp(order)
+        assert len(encoded) < len(raw) + copies * len(cid)
+        back = decode_message(encoded)
+        assert len(back) == 200 and all(r.conversation_id == cid for r in back)
+        assert sum("gen_ai.conversation.id" in r.attrs for r in back) == copies
+
+
 def test_encode_round_trips(factory: SpanFactory) -> None:
     records = decode_message(factory.protobuf())
     assert decode_message(encode_spans_otlp(records)) == records
