@@ -3,7 +3,9 @@
 A conversation delivered twice, or the same conversation in two runs, is judged once. Only verdicts that grade
 are kept (a failure is retried next time). In memory it is an LRU of `max_entries`; with a `path` every new
 verdict is appended as one JSON line and the file is read back on open, so the offline CLI keeps its cache
-between runs (the last line of a key wins; a torn last line is skipped). Thread-safe.
+between runs (the last line of a key wins; a torn last line is skipped). The file is rewritten with the verdicts
+kept in memory once it holds more than twice as many lines (at least `_MIN_LINES`), so that a service judging
+for months neither fills its disk nor reads for minutes at start; one process writes a file. Thread-safe.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from agentwatch.judge.verdict import JudgeVerdict
 from agentwatch.wire.schema import Outcome
 
 log = logging.getLogger(__name__)
+
+_MIN_LINES = 100  # a file this short is never rewritten
 
 
 def cache_key(judge_id: str, fingerprint: str) -> str:
@@ -66,6 +70,7 @@ class JudgeCache:
         self._lock = threading.Lock()
         self._entries: OrderedDict[str, JudgeVerdict] = OrderedDict()
         self._fh = None
+        self._lines = 0  # lines in the file
         if self.path is not None:
             self._load()
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -78,6 +83,7 @@ class JudgeCache:
         bad = 0
         with open(self.path, encoding="utf-8") as fh:
             for line in fh:
+                self._lines += 1
                 try:
                     key, verdict = _from_json(json.loads(line))
                 except (ValueError, KeyError, TypeError):
@@ -117,6 +123,22 @@ class JudgeCache:
             if self._fh is not None:
                 self._fh.write(_to_json(key, verdict) + "\n")
                 self._fh.flush()
+                self._lines += 1
+                if self._lines > max(2 * self.max_entries, _MIN_LINES):
+                    self._rewrite()
+
+    def _rewrite(self) -> None:
+        """Replace the file by the verdicts in memory, least recently used first (as they are read back)."""
+        assert self.path is not None and self._fh is not None
+        self._fh.close()
+        fresh = self.path.with_name(self.path.name + ".new")
+        with open(fresh, "w", encoding="utf-8") as out:
+            out.writelines(_to_json(key, v) + "\n" for key, v in self._entries.items())
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(fresh, self.path)  # atomic: a crash leaves the old file or the new one, whole
+        self._fh = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 — closed in close()
+        self._lines = len(self._entries)
 
     def close(self) -> None:
         """Close the file (if any)."""

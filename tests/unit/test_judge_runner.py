@@ -151,6 +151,26 @@ def test_cache_is_lru_bounded():
     assert len(cache) == 2 and cache.get("a") is None and cache.get("c") is not None
 
 
+def test_the_disk_cache_is_rewritten_with_what_it_keeps_before_it_grows_past_twice_that(tmp_path) -> None:
+    """A service judging for months appended a line a verdict forever (4 GB a day at 100 verdicts a second),
+    and read all of it at every start."""
+    path = tmp_path / "judge-cache.jsonl"
+    cache = JudgeCache(max_entries=60, path=path)
+    for i in range(1_000):
+        cache.put(f"k{i}", JudgeVerdict.graded("complete", (i % 10) / 10, explanation=f"v{i}"))
+        assert sum(1 for _ in path.open()) <= 120
+    cache.put("k999", JudgeVerdict.graded("partial_correct", 0.5, explanation="again"))  # the last line wins
+    cache.close()
+    again = JudgeCache(max_entries=60, path=path)
+    assert len(again) == 60 and again.get("k939") is None
+    kept = [again.get(f"k{i}") for i in range(940, 999)]
+    assert all(v is not None and v.explanation == f"v{i}" for i, v in zip(range(940, 999), kept, strict=True))
+    last = again.get("k999")
+    assert last is not None and last.explanation == "again"
+    assert not path.with_name(path.name + ".new").exists()
+    again.close()
+
+
 def test_stats_latency_histogram():
     stats = JudgeStats()
     stats.observe(JudgeVerdict.graded("complete", 1, latency_s=0.3), called=True)
