@@ -8,7 +8,10 @@
   written with separators (`50000`, `$50,000`), and an example of a format asserts nothing ("your order id,
   e.g. ORD-1234"; "(ej. MAT201)"). The check is skipped when an
   input or a successful tool result was not captured (content capture off): absence cannot be told from not
-  seen.
+  seen. Each answer is searched for in everything before it, so the work grows with the square of a
+  conversation's length: a conversation's checks search at most `SEARCH_BUDGET` characters of evidence (the
+  largest need among the published dev runs is 1.2 million); the identifiers left then are not checked, and
+  the turn says how many (50 turns of 60 kB texts, their answers full of numbers, took 203 s to score before).
 - Claimed actions — "I have cancelled…", "your order has been refunded" — when the conversation so far holds no
   successful call with effects (or handoff) at all. Any such call grounds a claim: which tool performs which
   verb is the agent's business (a return is "submitted", an exchange "issued"), not a word list's. A verb a
@@ -50,6 +53,9 @@ _EXAMPLE_HINTS = tuple(
     "e.g|e. g|example|instance|ejemplo|ej.|exemple|z.b|z. b|beispiel|esempio|exemplo|like|~|≈|about|approx|around"
     "|roughly|nearly|almost|circa".split("|")
 )
+SEARCH_BUDGET = 256 * 1024 * 1024  # characters of evidence one conversation's identifier checks may search
+MAX_LISTED = 20  # identifiers of one answer named one reason each; the rest in one reason
+
 # Numbers in the evidence: a plain scan (JSON numbers, numbers in texts, digits inside ids all count as seen).
 _EVIDENCE_NUMBER = re.compile(r"\d+(?:,\d{3})*(?:\.\d+)?")
 
@@ -104,9 +110,22 @@ class Evidence:
     turned into text (their `repr` is the costly part of a check).
     """
 
-    __slots__ = ("_numbered", "_numbers", "_results", "_texts", "_values", "acted", "complete", "derived")
+    __slots__ = (
+        "_joined",
+        "_joined_texts",
+        "_left",
+        "_numbered",
+        "_numbers",
+        "_results",
+        "_texts",
+        "_values",
+        "acted",
+        "complete",
+        "derived",
+        "unchecked",
+    )
 
-    def __init__(self) -> None:
+    def __init__(self, search_budget: int = SEARCH_BUDGET) -> None:
         self._values: list[object] = []  # every value added, in order
         self._texts: list[str] = []  # case-folded texts of the first len(_texts) values
         self._numbers: list[float] = []
@@ -115,6 +134,12 @@ class Evidence:
         self.acted = False  # a successful call with effects (or a handoff) was made so far
         self._results: list[str] = []  # case-folded texts of successful tool results, read on demand
         self.derived = Derivations()  # amounts the agent stated, to derive further amounts from
+        self._left = search_budget  # characters the checks may still search
+        self._joined = (
+            ""  # the first _joined_texts texts, one a line: searched in one call (ids hold no line break)
+        )
+        self._joined_texts = 0
+        self.unchecked = 0  # identifiers of answers left unchecked once the budget was spent
 
     def add(self, value: object) -> None:
         """Add a text or JSON value the agent saw (an input, tool arguments, a result, an error)."""
@@ -159,23 +184,41 @@ class Evidence:
         texts.append(text)
         return text
 
+    @property
+    def spent(self) -> bool:
+        """Whether the checks have searched `SEARCH_BUDGET` characters: no more identifiers are checked."""
+        return self._left <= 0
+
+    def charge(self, characters: int) -> None:
+        """Count work done outside `has_text` and `has_number_written` against the budget."""
+        self._left -= characters
+
+    def _read_so_far(self) -> str:
+        """The texts read so far, one a line, counted against the budget as searched."""
+        if self._joined_texts < len(self._texts):
+            self._joined = "\n".join(self._texts)
+            self._joined_texts = len(self._texts)
+            self._left -= len(self._joined)  # the copy
+        self._left -= len(self._joined)
+        return self._joined
+
     def has_text(self, folded: str) -> bool:
         """Whether a case-folded text (holding no line break) occurs in one of the values."""
-        for text in self._texts:
-            if folded in text:
-                return True
+        if folded in self._read_so_far():
+            return True
         while (more := self._read()) is not None:
+            self._left -= len(more)
             if folded in more:
                 return True
         return False
 
     def has_number_written(self, forms: Sequence[str]) -> bool:
-        """Whether a number is written, in one of `forms`, in one of the values (see `_number_written`)."""
-        for text in self._texts:
-            for form in forms:
-                if form in text and _number_written(text, form):
-                    return True
+        """Whether a number is written, in one of `forms`, in one of the values (see `_number_written`; a line
+        break beside a number bounds it as the end of a value does)."""
+        if _written_in(self._read_so_far(), forms):
+            return True
         while (more := self._read()) is not None:
+            self._left -= len(more)
             if _written_in(more, forms):
                 return True
         return False
@@ -334,8 +377,10 @@ def _sums_what_follows(value: float, found: list[tuple[str, str, float | None]],
 def unsupported_identifiers(
     answer: str | AnswerText, evidence: Evidence, reference: str | None = None
 ) -> list[str]:
-    """Identifiers and amounts in `answer` found nowhere in the evidence or the reference."""
+    """Identifiers and amounts in `answer` found nowhere in the evidence or the reference; those left once the
+    evidence's search budget is spent are counted in `evidence.unchecked`, not checked."""
     out: list[str] = []
+    seen: set[str] = set()
     ref = reference.casefold() if reference else ""
     known: list[float] | None = None
     text_of = answer if isinstance(answer, AnswerText) else AnswerText(answer)
@@ -343,6 +388,9 @@ def unsupported_identifiers(
     derived.begin(text_of)
     found = _identifiers(text_of)
     for i, (kind, text, value) in enumerate(found):
+        if evidence.spent:
+            evidence.unchecked += len(found) - i
+            break
         if kind == "amount":
             if value is None:
                 continue
@@ -352,6 +400,7 @@ def unsupported_identifiers(
             if not grounded:
                 if known is None:
                     known = _known_numbers(evidence, reference)
+                evidence.charge(len(known))
                 grounded = (
                     _near(value, known)
                     or derived.explains(value, known)
@@ -370,9 +419,11 @@ def unsupported_identifiers(
             if token.isdecimal():  # a long number, grounded where it was written with separators ("50,000")
                 if known is None:
                     known = _known_numbers(evidence, reference)
+                evidence.charge(len(known))
                 if float(token) in known:
                     continue
-        if text not in out:
+        if text not in seen:
+            seen.add(text)
             out.append(text)
     return out
 
@@ -389,6 +440,12 @@ def find_hallucinations(
     for verb in unsupported_claims(text.text, evidence, text.folded):
         reasons.append(f"claims the action '{verb}' but no call with effects was made")
     if evidence.complete:
-        for token in unsupported_identifiers(text, evidence, reference):
+        tokens = unsupported_identifiers(text, evidence, reference)
+        for token in tokens[:MAX_LISTED]:
             reasons.append(f"'{token}' appears in neither the inputs, the tool calls nor the reference")
+        if len(tokens) > MAX_LISTED:
+            reasons.append(
+                f"{len(tokens) - MAX_LISTED} more identifiers appear in neither the inputs, the tool calls nor "
+                "the reference"
+            )
     return reasons

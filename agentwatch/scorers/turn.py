@@ -8,7 +8,7 @@ from agentwatch.config import ScoringConfig
 from agentwatch.scorers.answer import grade_answer
 from agentwatch.scorers.endings import handed_off
 from agentwatch.scorers.graders import forbidden_called, loops
-from agentwatch.scorers.hallucination import Evidence, find_hallucinations
+from agentwatch.scorers.hallucination import SEARCH_BUDGET, Evidence, find_hallucinations
 from agentwatch.scorers.names import NameNormalizer
 from agentwatch.scorers.outcome import OutcomeFacts
 from agentwatch.scorers.outputs import missing_outputs
@@ -144,8 +144,14 @@ class TurnGrader:
                 ("no_answer", f"turn {i}: the conversation ends without an answer or a handoff")
             )
         if text is not None and sc.hallucination_checks:
+            unchecked = evidence.unchecked
             for claim in find_hallucinations(text, evidence, reference):
                 found_here.append(("hallucination", f"turn {i}: {claim}"))
+            if evidence.unchecked > unchecked:
+                reasons.append(
+                    f"note: hallucination: turn {i}: {evidence.unchecked - unchecked} identifiers of the answer "
+                    f"not checked (the conversation's checks searched {SEARCH_BUDGET:,} characters of evidence)"
+                )
         for code, why in found_here:
             found.add(code)
             if code in failing:

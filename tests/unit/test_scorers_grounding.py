@@ -387,3 +387,52 @@ def test_a_difference_holding_a_value_nested_past_the_bound_is_said_in_words() -
     assert ("a", "1", "<a value nested deeper than 200 levels>") in said
     assert ("b", "<a value nested deeper than 200 levels>", "2") in said
     assert score.model_dump_json()
+
+
+def test_an_answers_identifiers_are_listed_twenty_then_counted() -> None:
+    made_up = " ".join(f"ORD-{1000 + i}" for i in range(30))
+    reasons = flagged(f"Your orders are {made_up}.", {"orders": ["ORD-9999"]})
+    assert len(reasons) == 21 and reasons[0].startswith("'ORD-1000'") and "'ORD-1019'" in reasons[19]
+    assert reasons[20] == "10 more identifiers appear in neither the inputs, the tool calls nor the reference"
+
+
+def test_the_checks_stop_at_their_search_budget_and_count_what_they_left() -> None:
+    """Every identifier is searched for in all the evidence before it: past the budget (characters searched
+    in a conversation) the rest are counted, not checked, and not called hallucinations."""
+    evidence = Evidence(search_budget=50_000)
+    text = "filler " * 1_000  # 7,000 characters
+    evidence.add_turn("question", [], [])
+    for _ in range(3):
+        evidence.add(text)
+    answer = "IDs: " + " ".join(f"ORD-{1000 + i}" for i in range(10))
+    reasons = find_hallucinations(answer, evidence)
+    # each check searches the 21,000 characters read (the first one also copies them): 2 checks spend the budget
+    assert evidence.spent and evidence.unchecked == 8
+    assert [r.split("'")[1] for r in reasons] == ["ORD-1000", "ORD-1001"]
+    assert find_hallucinations("And ORD-5555.", evidence) == [] and evidence.unchecked == 9
+
+
+def test_a_long_conversation_full_of_numbers_is_scored_within_the_budget() -> None:
+    """Twelve turns of 60 kB texts, each answer holding about 1,200 numbers found nowhere: every number was
+    searched for in all the texts before it (50 such turns took 203 s to score); the turns past the budget say
+    how many identifiers they left unchecked."""
+    import random
+
+    rnd = random.Random(7)
+
+    def text() -> str:
+        return " ".join(f"w{rnd.randint(0, 99)} {rnd.randint(10_000, 10**9)}" for _ in range(5_000))[:60_000]
+
+    turns = [
+        {
+            "input": text(),
+            "answer": text(),
+            "tool_calls": [{"name": "get", "arguments": {"q": text()}, "result": text()}],
+        }
+        for _ in range(12)
+    ]
+    score = score_conversation(Conversation.model_validate({"conversation_id": "long", "turns": turns}))
+    notes = [r for r in score.reasons if r.startswith("note: hallucination:") and "not checked" in r]
+    assert notes and all("268,435,456 characters" in n for n in notes)
+    listed = [r for r in score.reasons if r.startswith("evidence: hallucination: turn 0:")]
+    assert len(listed) == 21
