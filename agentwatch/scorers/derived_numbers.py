@@ -45,12 +45,13 @@ _EXPRESSION_NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
 class Derivations:
     """The amounts stated so far in one conversation, answer by answer (`begin` at each answer)."""
 
-    __slots__ = ("_answer", "_read", "_run", "_totals", "results", "stated")
+    __slots__ = ("_answer", "_counted", "_read", "_run", "_totals", "results", "stated")
 
     def __init__(self) -> None:
         self.stated: list[float] = []  # grounded or derived amounts the agent stated, in order
         self.results: list[Any] = []  # successful tool results so far, for their list totals
         self._answer: AnswerText | None = None
+        self._counted: list[float] | None = None  # _counts() of the current answer, once read
         self._run: list[float] = []  # the current answer's amounts, each subtotal in place of its items
         self._totals: list[float] = []
         self._read = 0  # results whose list totals are in _totals
@@ -59,12 +60,17 @@ class Derivations:
         """Start reading a new answer: its small whole numbers become operands for its amounts."""
         self._run = []
         self._answer = answer
+        self._counted = None
 
     def _counts(self) -> list[float]:
         """The small whole numbers written in the current answer (read only when an amount needs them)."""
         if self._answer is None:
             return []
-        return sorted({v for v, decimals in self._answer.numbers() if decimals == 0 and v in SMALL_COUNTS})
+        if self._counted is None:  # once an answer: an answer of many amounts asks for each
+            self._counted = sorted(
+                {v for v, decimals in self._answer.numbers() if decimals == 0 and v in SMALL_COUNTS}
+            )
+        return self._counted
 
     def take(self, value: float) -> None:
         """Record an amount of the current answer that was grounded or derived (a sum of the amounts just before

@@ -23,7 +23,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from agentwatch.scorers.derived_numbers import Derivations
+import numpy as np
+
+from agentwatch.scorers.derived_numbers import MAX_OPERANDS, Derivations
 from agentwatch.scorers.text import AnswerText, numbers_in, parse_number
 from agentwatch.wire.schema import ToolCall
 
@@ -55,6 +57,7 @@ _EXAMPLE_HINTS = tuple(
 )
 SEARCH_BUDGET = 256 * 1024 * 1024  # characters of evidence one conversation's identifier checks may search
 MAX_LISTED = 20  # identifiers of one answer named one reason each; the rest in one reason
+_LOOKUP = 64  # what a number's look-up is counted as, in characters searched
 
 # Numbers in the evidence: a plain scan (JSON numbers, numbers in texts, digits inside ids all count as seen).
 _EVIDENCE_NUMBER = re.compile(r"\d+(?:,\d{3})*(?:\.\d+)?")
@@ -348,24 +351,47 @@ def _identifiers(text: AnswerText) -> list[tuple[str, str, float | None]]:
     return found
 
 
-def _known_numbers(evidence: Evidence, reference: str | None) -> list[float]:
-    """The numbers of the evidence and of the reference answer."""
-    return evidence.numbers() + ([v for v, _ in numbers_in(reference)] if reference else [])
+class _Known:
+    """The numbers of the evidence and of the reference answer, for one answer's checks: a list (what the
+    derivations take) and, once a check needs it, a sorted array, so that a look-up costs a binary search, not a
+    pass over every number (an answer of 100,000 amounts against as many numbers took seconds)."""
+
+    __slots__ = ("_sorted", "values")
+
+    def __init__(self, evidence: Evidence, reference: str | None) -> None:
+        self.values = evidence.numbers() + ([v for v, _ in numbers_in(reference)] if reference else [])
+        evidence.charge(len(self.values))
+        self._sorted: np.ndarray | None = None
+
+    def _array(self) -> np.ndarray:
+        if self._sorted is None:
+            self._sorted = np.unique(np.asarray(self.values, dtype=np.float64))
+        return self._sorted
+
+    def _around(self, value: float) -> list[float]:
+        """The numbers within a cent of `value` (the exact tests are the callers')."""
+        arr = self._array()
+        i = int(np.searchsorted(arr, value - 0.01))
+        j = int(np.searchsorted(arr, value + 0.01, side="right"))
+        return [float(k) for k in arr[i:j]]
+
+    def near(self, value: float) -> bool:
+        """Whether `value` is one of the numbers within half a cent."""
+        return any(abs(value - k) <= 0.005 for k in self._around(value))
+
+    def holds(self, value: float) -> bool:
+        """Whether `value` is one of the numbers exactly."""
+        return value in self._around(value)
 
 
-def _near(value: float, numbers: Sequence[float]) -> bool:
-    """Whether `value` is one of `numbers` within half a cent."""
-    return any(abs(value - k) <= 0.005 for k in numbers)
-
-
-def _sums_what_follows(value: float, found: list[tuple[str, str, float | None]], known: list[float]) -> bool:
+def _sums_what_follows(value: float, found: list[tuple[str, str, float | None]], known: _Known) -> bool:
     """Whether `value` is the sum of the two or more grounded amounts that follow it in the answer (a total
     stated before its breakdown: "$1,093.34 (Keyboard: $235.13, Headphones: $346.97, Chair: $511.24)")."""
     total, count = 0.0, 0
     for kind, _, amount in found:
         if kind != "amount":
             continue
-        if amount is None or not _near(amount, known):
+        if amount is None or not known.near(amount):
             return False
         total += amount
         count += 1
@@ -382,7 +408,7 @@ def unsupported_identifiers(
     out: list[str] = []
     seen: set[str] = set()
     ref = reference.casefold() if reference else ""
-    known: list[float] | None = None
+    known: _Known | None = None
     text_of = answer if isinstance(answer, AnswerText) else AnswerText(answer)
     derived = evidence.derived
     derived.begin(text_of)
@@ -399,11 +425,12 @@ def unsupported_identifiers(
             # the evidence's numbers are read only for an amount not written in it (most amounts are)
             if not grounded:
                 if known is None:
-                    known = _known_numbers(evidence, reference)
-                evidence.charge(len(known))
+                    known = _Known(evidence, reference)
+                # a derivation searches the operands with numpy, a few passes each
+                evidence.charge(_LOOKUP + 8 * (min(len(known.values), MAX_OPERANDS) + len(derived.stated)))
                 grounded = (
-                    _near(value, known)
-                    or derived.explains(value, known)
+                    known.near(value)
+                    or derived.explains(value, known.values)
                     or _sums_what_follows(value, found[i + 1 :], known)
                 )
             if grounded:
@@ -418,9 +445,9 @@ def unsupported_identifiers(
                 continue
             if token.isdecimal():  # a long number, grounded where it was written with separators ("50,000")
                 if known is None:
-                    known = _known_numbers(evidence, reference)
-                evidence.charge(len(known))
-                if float(token) in known:
+                    known = _Known(evidence, reference)
+                evidence.charge(_LOOKUP)
+                if known.holds(float(token)):
                     continue
         if text not in seen:
             seen.add(text)

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from agentwatch.config import HANDOFF_TOOLS, READ_ONLY_TOOLS, NameNormalization
 from agentwatch.scorers import score_conversation
 from agentwatch.scorers.derived_numbers import Derivations, _has, list_totals
-from agentwatch.scorers.hallucination import Evidence, find_hallucinations
+from agentwatch.scorers.hallucination import Evidence, _Known, find_hallucinations
 from agentwatch.scorers.names import NameNormalizer
 from agentwatch.scorers.text import AnswerText
 from agentwatch.scorers.tool_kinds import READ_ONLY, ToolKinds
@@ -436,3 +438,26 @@ def test_a_long_conversation_full_of_numbers_is_scored_within_the_budget() -> No
     assert notes and all("268,435,456 characters" in n for n in notes)
     listed = [r for r in score.reasons if r.startswith("evidence: hallucination: turn 0:")]
     assert len(listed) == 21
+
+
+_NUMBER = st.one_of(
+    st.floats(allow_nan=False), st.floats(min_value=-1e6, max_value=1e6), st.integers(0, 10**6)
+)
+
+
+@given(
+    st.lists(_NUMBER.map(float), max_size=40),
+    _NUMBER.map(float),
+    st.sampled_from([0.0, 0.005, -0.005, 0.0049999, 0.0050001, 0.01, 1e-12]),
+)
+def test_the_numbers_look_up_as_a_pass_over_them_would(
+    numbers: list[float], value: float, offset: float
+) -> None:
+    """The evidence's numbers are searched by binary search: the same answers as the pass it replaced."""
+    evidence = Evidence()
+    evidence.add(" ".join(repr(n) for n in numbers))
+    known = _Known(evidence, None)
+    known.values = list(numbers)  # exactly these numbers (the text's own reading is tested elsewhere)
+    for probe in (value, value + offset, *(n + offset for n in numbers[:3])):
+        assert known.near(probe) == any(abs(probe - k) <= 0.005 for k in numbers)
+        assert known.holds(probe) == (probe in numbers)
