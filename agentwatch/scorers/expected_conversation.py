@@ -103,6 +103,15 @@ def grade_expected(
             fail(f"answer: the best answer scores {score:.3g}, below the threshold {answer_threshold:.3g}")
     result.failures.extend(outputs_reasons("expected", exp.outputs, conv))
     result.failures.extend(ending_reasons("expected", exp.end, made))
-    if exp.uses_tool_results is True and conversation_uses_results(conv.turns) is False:
-        fail("tool_utilization: no answer uses a value from a successful tool result")
+    if exp.uses_tool_results is True:
+        used = conversation_uses_results(conv.turns)
+        if used is False:
+            fail("tool_utilization: no answer uses a value from a successful tool result")
+        elif used is None and any(
+            c.error is None and c.result is not None for t in conv.turns for c in t.tool_calls
+        ):
+            result.notes.append(
+                "note: tool_utilization: not checked (the answers were searched for result values past the "
+                "search budget)"
+            )
     return result

@@ -27,6 +27,7 @@ import numpy as np
 
 from agentwatch.scorers.derived_numbers import MAX_OPERANDS, Derivations
 from agentwatch.scorers.text import AnswerText, numbers_in, parse_number
+from agentwatch.scorers.utilization import SearchBudget
 from agentwatch.wire.schema import ToolCall
 
 _EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
@@ -125,6 +126,7 @@ class Evidence:
         "acted",
         "complete",
         "derived",
+        "results_search",
         "unchecked",
     )
 
@@ -143,6 +145,7 @@ class Evidence:
         )
         self._joined_texts = 0
         self.unchecked = 0  # identifiers of answers left unchecked once the budget was spent
+        self.results_search = SearchBudget()  # the utilization checks' (answers searched for result values)
 
     def add(self, value: object) -> None:
         """Add a text or JSON value the agent saw (an input, tool arguments, a result, an error)."""

@@ -34,7 +34,7 @@ from agentwatch.scorers.arguments import argument_agreement
 from agentwatch.scorers.names import NameNormalizer
 from agentwatch.scorers.text import AnswerText
 from agentwatch.scorers.tool_kinds import EFFECT, ToolKinds
-from agentwatch.scorers.utilization import uses_results
+from agentwatch.scorers.utilization import SearchBudget, uses_results
 from agentwatch.wire.schema import Expectation, ExpectedTool, ToolCall, ToolScore
 
 
@@ -133,11 +133,12 @@ class ToolGrader:
         *,
         used_names: list[str] | None = None,
         answer_text: AnswerText | None = None,
+        budget: SearchBudget | None = None,
     ) -> dict[str, Any]:
         """Tool correctness of one turn as the fields of a `ToolScore` (validated later, with the whole result).
 
         `used_names` (the normalised names of `calls`) and `answer_text` (`answer`, read) may be passed when
-        already known."""
+        already known; `budget`: the conversation's, for the utilization check (one of its own without it)."""
         norm = self._names
         exp_tools = expected.tools
         exp_names = norm.of(exp_tools) if exp_tools else []
@@ -191,9 +192,12 @@ class ToolGrader:
             if results or not all_calls:
                 if answer_text is None and answer:
                     answer_text = AnswerText(answer)
-                used = answer_text is not None and uses_results(answer_text, results, turn_input, arguments)
-                utilization = 1.0 if used else 0.0
-            # else: results not captured, or every call failed — utilization cannot be checked
+                used = answer_text is not None and uses_results(
+                    answer_text, results, turn_input, arguments, budget
+                )
+                utilization = None if used is None else (1.0 if used else 0.0)
+            # else: results not captured, or every call failed — utilization cannot be checked (nor when the
+            # search ran out of budget, `used` None)
         if self._ones_give_one and selection == parameters == sequence == 1.0 and utilization != 0.0:
             # every graded dimension is 1 (utilization is None, 0 or 1; sequence is 1 when not graded)
             overall = 1.0

@@ -15,6 +15,7 @@ from agentwatch.scorers.outputs import missing_outputs
 from agentwatch.scorers.text import AnswerText
 from agentwatch.scorers.tool_correctness import ToolGrader
 from agentwatch.scorers.tool_kinds import READ_ONLY, ToolKinds
+from agentwatch.scorers.utilization import SEARCH_BUDGET as UTILIZATION_BUDGET
 from agentwatch.wire.schema import Turn
 
 
@@ -95,11 +96,22 @@ class TurnGrader:
         if exp is not None and (exp.tools or "tools" in exp.model_fields_set):
             applied = True
             tool = self._tools.grade_fields(
-                exp, calls, answer, turn_input, used_names=used_names, answer_text=text
+                exp,
+                calls,
+                answer,
+                turn_input,
+                used_names=used_names,
+                answer_text=text,
+                budget=evidence.results_search,
             )
             if not tool["passed"]:
                 failed = True
                 reasons.extend(_tool_reasons(i, tool, exp.sequence_matters))
+            if tool["utilization"] is None and exp.utilization_required and evidence.results_search.left <= 0:
+                reasons.append(
+                    f"note: tool_utilization: turn {i}: not checked (the conversation's checks searched "
+                    f"{UTILIZATION_BUDGET:,} characters of answers for result values)"
+                )
 
         # required outputs and the turn's ending
         if exp is not None and exp.outputs:

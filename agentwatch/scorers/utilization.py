@@ -11,11 +11,17 @@ result values *not* present there count.
 
 For an expectation of the whole conversation (`conversation_uses_results`), every answer counts, each against
 the results of its turn and the turns before: the answer is rarely in the closing "You're welcome!".
+
+Every result value is searched for in the answer, so the work is the product of their sizes (a result of 10,000
+values against a 60 kB answer: 0.4 s), and for the whole conversation that product summed over its turns and the
+turns before. One check searches at most `SEARCH_BUDGET` characters; when none of the values searched by then was
+found, the check has no answer (None): utilization is not graded rather than failed.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from agentwatch.scorers.text import AnswerText, is_number, number_values, parse_number, shown_matches
@@ -23,6 +29,9 @@ from agentwatch.wire.json_text import value_of
 from agentwatch.wire.schema import Turn
 
 MIN_STRING = 3
+# characters of answer one check may search (a result's number counts as the answer's numbers times 32: each is
+# compared in Python)
+SEARCH_BUDGET = 256 * 1024 * 1024
 _MAX_DEPTH = 32
 _NUMBER_START = frozenset("0123456789+-.")
 
@@ -64,6 +73,13 @@ def _json_held(text: str) -> Any:
     return None
 
 
+@dataclass(slots=True)
+class SearchBudget:
+    """Characters of answer the checks sharing it may still search."""
+
+    left: int = SEARCH_BUDGET
+
+
 class _Search:
     """One search of an answer for tool-result values, and of what the agent knew before each call answered
     (the echo: the turn's input and the call's arguments).
@@ -82,12 +98,14 @@ class _Search:
         "_string_numbers",
         "_strings",
         "answer",
+        "budget",
     )
 
-    def __init__(self, answer: AnswerText, turn_input: str | None) -> None:
+    def __init__(self, answer: AnswerText, turn_input: str | None, budget: SearchBudget) -> None:
         self.answer = answer
         self._input = turn_input
         self._input_numbers: list[float] | None = None  # the numbers written in the input
+        self.budget = budget
 
     def call(self, arguments: Any) -> None:
         """Switch to the call with these arguments."""
@@ -98,14 +116,24 @@ class _Search:
         self._echo_text: str | None = None  # the input and the argument strings joined, case-folded
         self._string_numbers: list[float] | None = None  # the numbers written in the argument strings
 
-    def found(self, result: Any) -> bool:
-        """Whether `result` (or a value nested in it) is in the answer and not an echo of what the agent knew."""
+    def found(self, result: Any) -> bool | None:
+        """Whether `result` (or a value nested in it) is in the answer and not an echo of what the agent knew;
+        None when the search budget ran out first."""
+        text_cost = len(self.answer.folded)
+        number_cost = -1  # the answer's numbers are read only for a result that holds a number
         for value in _leaves(result, parse_json=True):
+            if self.budget.left <= 0:
+                return None
             if isinstance(value, str):
+                self.budget.left -= text_cost
                 if self._string_found(value.strip()):
                     return True
-            elif self._number_found(float(value)):
-                return True
+            else:
+                if number_cost < 0:
+                    number_cost = 32 * len(self.answer.numbers())
+                self.budget.left -= number_cost
+                if self._number_found(float(value)):
+                    return True
         return False
 
     def _number_shown(self, value: float) -> bool:
@@ -176,8 +204,9 @@ def answer_uses(
     results: Iterable[Any],
     turn_input: str | None = None,
     arguments: Sequence[Any] | None = None,
-) -> bool:
-    """Whether `answer` contains a salient value from any of `results` that the agent did not already have.
+) -> bool | None:
+    """Whether `answer` contains a salient value from any of `results` that the agent did not already have
+    (None: the search budget ran out before one was found).
 
     `arguments[i]`, when given, are the arguments of the call that returned `results[i]`; values also found
     in `turn_input` or in those arguments do not count.
@@ -188,14 +217,19 @@ def answer_uses(
 
 
 def uses_results(
-    answer: AnswerText, results: Iterable[Any], turn_input: str | None, arguments: Sequence[Any] | None
-) -> bool:
-    """`answer_uses` for an answer already read (non-empty)."""
-    search = _Search(answer, turn_input)
+    answer: AnswerText,
+    results: Iterable[Any],
+    turn_input: str | None,
+    arguments: Sequence[Any] | None,
+    budget: SearchBudget | None = None,
+) -> bool | None:
+    """`answer_uses` for an answer already read (non-empty); `budget`: when several checks share one."""
+    search = _Search(answer, turn_input, SearchBudget() if budget is None else budget)
     for i, result in enumerate(results):
         search.call(arguments[i] if arguments is not None else None)
-        if search.found(result):
-            return True
+        outcome = search.found(result)
+        if outcome is not False:
+            return outcome
     return False
 
 
@@ -203,11 +237,12 @@ def conversation_uses_results(turns: Sequence[Turn]) -> bool | None:
     """Whether some answer of the conversation contains a salient value from a successful tool result of that
     turn or an earlier one, echoes of the answer's turn input and of the call's arguments left out.
 
-    None when calls were made but no successful result was captured (nothing could be used); False when no
-    tool was called at all."""
+    None when calls were made but no successful result was captured (nothing could be used), or when the
+    search budget ran out first; False when no tool was called at all."""
     results: list[Any] = []
     arguments: list[Any] = []
     called = False
+    budget = SearchBudget()  # one for the whole conversation: each answer searches every result before it
     for turn in turns:
         for call in turn.tool_calls:
             called = True
@@ -217,8 +252,9 @@ def conversation_uses_results(turns: Sequence[Turn]) -> bool | None:
         answer = turn.answer
         if not (results and answer and answer.strip()):
             continue
-        if uses_results(AnswerText(answer), results, turn.input, arguments):
-            return True
+        used = uses_results(AnswerText(answer), results, turn.input, arguments, budget)
+        if used is not False:
+            return used
     if called and not results:
         return None
     return False

@@ -11,15 +11,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentwatch.config import NameNormalization, ToolWeights
+from agentwatch.scorers import score_conversation
 from agentwatch.scorers.names import NameNormalizer
+from agentwatch.scorers.text import AnswerText
 from agentwatch.scorers.tool_correctness import (
     ToolGrader,
     jaccard,
     lcs_length,
     parameters_score,
 )
-from agentwatch.scorers.utilization import answer_uses
-from agentwatch.wire.schema import Expectation, ToolCall
+from agentwatch.scorers.utilization import SearchBudget, answer_uses, uses_results
+from agentwatch.wire.schema import Conversation, Expectation, ToolCall
 
 
 def expect(*tools, **kw) -> Expectation:
@@ -368,3 +370,58 @@ def test_utilization_echo_applies_per_call():
     args = [{}, {"carrier": "DHL"}]
     assert answer_uses("Sent with DHL.", results, "Where is it?", args) is True
     assert answer_uses("Sent with DHL.", results[1:], "Where is it?", args[1:]) is False
+
+
+def test_a_utilization_search_past_its_budget_has_no_answer_rather_than_a_failure() -> None:
+    """Every result value is searched for in the answer: past the budget, no value found yet, the check says
+    None (utilization not graded), where it said False (the agent ignored its results) after any time."""
+    result = {f"k{i}": f"value{i:05d}" for i in range(200)}
+    answer = AnswerText("nothing of the kind " * 50)  # 1,000 characters
+    assert uses_results(answer, [result], "q", None, SearchBudget(1_000_000)) is False
+    budget = SearchBudget(50_000)
+    assert uses_results(answer, [result], "q", None, budget) is None and budget.left <= 0
+    found = AnswerText("it is value00003 " + "x" * 1_000)
+    assert uses_results(found, [result], "q", None, SearchBudget(10_000)) is True  # found before it ran out
+
+
+def test_a_conversation_whose_results_outgrow_the_search_leaves_utilization_ungraded_and_says_so() -> None:
+    big = {f"k{i}": f"value{i:05d}" for i in range(10_000)}
+    answer = " ".join(f"word{i}" for i in range(10_000))  # 90 kB, no result value in it
+    turns = [
+        {
+            "input": "q",
+            "answer": answer,
+            "tool_calls": [{"name": "get", "arguments": {}, "result": big}],
+            "expected": {"tools": [{"name": "get"}], "uses_tool_results": True},
+        }
+        for _ in range(3)
+    ]
+    score = score_conversation(Conversation.model_validate({"conversation_id": "u", "turns": turns}))
+    utilization = [t.tool.utilization if t.tool is not None else "-" for t in score.turn_scores]
+    assert utilization == [None, None, None]  # 10,000 values x 90 kB: 900 million characters, over the budget
+    notes = [r for r in score.reasons if r.startswith("note: tool_utilization:")]
+    assert len(notes) == 3 and "268,435,456 characters" in notes[0]
+
+
+def test_a_conversations_own_utilization_past_the_budget_is_not_failed_and_says_so() -> None:
+    big = {f"k{i}": f"value{i:05d}" for i in range(10_000)}
+    answer = " ".join(f"word{i}" for i in range(10_000))
+    turns = [
+        {"input": "q", "answer": answer, "tool_calls": [{"name": "get", "arguments": {}, "result": big}]}
+    ] * 3
+    conv = {"conversation_id": "w", "turns": turns, "expected": {"tools": [{"name": "get"}], "uses_tool_results": True}}
+    score = score_conversation(Conversation.model_validate(conv))
+    assert not any(r.startswith("tool_utilization:") for r in score.reasons)
+    assert any(r.startswith("note: tool_utilization: not checked") for r in score.reasons)
+    small = [
+        {
+            "input": "q",
+            "answer": "word",
+            "tool_calls": [{"name": "get", "arguments": {}, "result": {"k": "value"}}],
+        }
+    ]
+    conv = {"conversation_id": "s", "turns": small, "expected": {"tools": [{"name": "get"}], "uses_tool_results": True}}
+    assert any(
+        r.startswith("tool_utilization:")
+        for r in score_conversation(Conversation.model_validate(conv)).reasons
+    )
