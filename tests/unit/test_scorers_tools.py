@@ -16,6 +16,7 @@ from agentwatch.scorers.names import NameNormalizer
 from agentwatch.scorers.text import AnswerText
 from agentwatch.scorers.tool_correctness import (
     ToolGrader,
+    _lcs_rows,
     jaccard,
     lcs_length,
     parameters_score,
@@ -82,6 +83,39 @@ def test_lcs_known_sequences(a, b, expected):
 @given(st.lists(st.sampled_from("abcd"), max_size=7), st.lists(st.sampled_from("abcd"), max_size=7))
 def test_lcs_matches_brute_force(a, b):
     assert lcs_length(a, b) == brute_lcs(a, b)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.sampled_from("abcd"), max_size=7), st.lists(st.sampled_from("abcde"), max_size=7))
+def test_lcs_by_rows_matches_brute_force(a, b):
+    """The row-at-a-time table that long sequences take (`_lcs_rows`) against enumeration."""
+    assert (_lcs_rows(a, b) if a and b else 0) == brute_lcs(a, b)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.sampled_from("abcdefgh"), min_size=201, max_size=400),
+    st.lists(st.sampled_from("abcdefghij"), min_size=201, max_size=400),
+)
+def test_long_sequences_take_the_rows_and_agree_with_the_cells(a, b):
+    assert len(a) * len(b) > 40_000  # past _LCS_CELLS: lcs_length fills the table a row at a time
+    cells = [0] * (len(b) + 1)
+    for x in a:
+        row = [0]
+        for j, y in enumerate(b):
+            row.append(cells[j] + 1 if x == y else max(cells[j + 1], row[j]))
+        cells = row
+    assert lcs_length(a, b) == cells[-1]
+
+
+def test_many_calls_of_one_name_past_the_solvers_limit_are_paired_in_order():
+    """Above 100 expected calls of one name, the assignment solver (time growing with the cube) is not run:
+    the calls are paired in the order they were expected and made."""
+    expected = [("get", {"id": i}) for i in range(150)]
+    assert parameters_score(expected, [("get", {"id": i}) for i in range(150)]) == 1.0
+    swapped = [("get", {"id": i ^ 1}) for i in range(150)]  # neighbours swapped: the solver would find 1.0
+    assert parameters_score(expected, swapped) == 0.0
+    assert parameters_score(expected[:100], swapped[:100]) == 1.0  # at the limit: solved
 
 
 def test_selection_sequence_parameters_fractions():
@@ -409,7 +443,11 @@ def test_a_conversations_own_utilization_past_the_budget_is_not_failed_and_says_
     turns = [
         {"input": "q", "answer": answer, "tool_calls": [{"name": "get", "arguments": {}, "result": big}]}
     ] * 3
-    conv = {"conversation_id": "w", "turns": turns, "expected": {"tools": [{"name": "get"}], "uses_tool_results": True}}
+    conv = {
+        "conversation_id": "w",
+        "turns": turns,
+        "expected": {"tools": [{"name": "get"}], "uses_tool_results": True},
+    }
     score = score_conversation(Conversation.model_validate(conv))
     assert not any(r.startswith("tool_utilization:") for r in score.reasons)
     assert any(r.startswith("note: tool_utilization: not checked") for r in score.reasons)
@@ -420,7 +458,11 @@ def test_a_conversations_own_utilization_past_the_budget_is_not_failed_and_says_
             "tool_calls": [{"name": "get", "arguments": {}, "result": {"k": "value"}}],
         }
     ]
-    conv = {"conversation_id": "s", "turns": small, "expected": {"tools": [{"name": "get"}], "uses_tool_results": True}}
+    conv = {
+        "conversation_id": "s",
+        "turns": small,
+        "expected": {"tools": [{"name": "get"}], "uses_tool_results": True},
+    }
     assert any(
         r.startswith("tool_utilization:")
         for r in score_conversation(Conversation.model_validate(conv)).reasons
