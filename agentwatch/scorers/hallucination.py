@@ -9,13 +9,9 @@
   e.g. ORD-1234"; "(ej. MAT201)"). The check is skipped when an
   input or a successful tool result was not captured (content capture off): absence cannot be told from not
   seen. Each answer is searched for in everything before it, so the work grows with the square of a
-  conversation's length: a conversation's checks search at most `SEARCH_BUDGET` characters of evidence (the
-  largest need among the published dev runs is 1.2 million); the identifiers left then are not checked, and
-  the turn says how many (50 turns of 60 kB texts, their answers full of numbers, took 203 s to score before).
-- Claimed actions — "I have cancelled…", "your order has been refunded" — when the conversation so far holds no
-  successful call with effects (or handoff) at all. Any such call grounds a claim: which tool performs which
-  verb is the agent's business (a return is "submitted", an exchange "issued"), not a word list's. A verb a
-  tool result states ("status": "cancelled") is a status read back, not a claim.
+  conversation's length: a conversation's checks search at most `SEARCH_BUDGET` characters of evidence (a
+  number's look-up and a derivation counted alike; the published dev runs use at most 2.8 million); the
+  identifiers left then are not checked, and the turn says how many (`python -m benchmarks.worst_case`).
 """
 
 from __future__ import annotations
@@ -56,9 +52,13 @@ _EXAMPLE_HINTS = tuple(
     "e.g|e. g|example|instance|ejemplo|ej.|exemple|z.b|z. b|beispiel|esempio|exemplo|like|~|≈|about|approx|around"
     "|roughly|nearly|almost|circa".split("|")
 )
-SEARCH_BUDGET = 256 * 1024 * 1024  # characters of evidence one conversation's identifier checks may search
+SEARCH_BUDGET = 1 << 30  # characters of evidence one conversation's identifier checks may search
+_PENDING_TEXTS = 64  # texts read since the last join searched one by one at most
 MAX_LISTED = 20  # identifiers of one answer named one reason each; the rest in one reason
 _LOOKUP = 64  # what a number's look-up is counted as, in characters searched
+# what a derivation is counted as per operand: a few numpy passes over them, about 100 ns an operand where a
+# character is searched in about 1 ns
+_PER_OPERAND = 128
 
 # Numbers in the evidence: a plain scan (JSON numbers, numbers in texts, digits inside ids all count as seen).
 _EVIDENCE_NUMBER = re.compile(r"\d+(?:,\d{3})*(?:\.\d+)?")
@@ -117,6 +117,7 @@ class Evidence:
     __slots__ = (
         "_joined",
         "_joined_texts",
+        "_pending_chars",
         "_left",
         "_numbered",
         "_numbers",
@@ -140,10 +141,11 @@ class Evidence:
         self._results: list[str] = []  # case-folded texts of successful tool results, read on demand
         self.derived = Derivations()  # amounts the agent stated, to derive further amounts from
         self._left = search_budget  # characters the checks may still search
-        self._joined = (
-            ""  # the first _joined_texts texts, one a line: searched in one call (ids hold no line break)
-        )
+        # the first _joined_texts texts, one a line: searched in one call (ids hold no line break); the texts
+        # read after them are searched one by one until they are as long as it, or many
+        self._joined = ""
         self._joined_texts = 0
+        self._pending_chars = 0
         self.unchecked = 0  # identifiers of answers left unchecked once the budget was spent
         self.results_search = SearchBudget()  # the utilization checks' (answers searched for result values)
 
@@ -188,6 +190,7 @@ class Evidence:
         value = self._values[i]
         text = (value if isinstance(value, str) else repr(value)).casefold()
         texts.append(text)
+        self._pending_chars += len(text)
         return text
 
     @property
@@ -199,19 +202,25 @@ class Evidence:
         """Count work done outside `has_text` and `has_number_written` against the budget."""
         self._left -= characters
 
-    def _read_so_far(self) -> str:
-        """The texts read so far, one a line, counted against the budget as searched."""
-        if self._joined_texts < len(self._texts):
-            self._joined = "\n".join(self._texts)
-            self._joined_texts = len(self._texts)
+    def _read_so_far(self) -> list[str]:
+        """The texts read so far, as few texts to search (most of them joined, a line a value), counted against
+        the budget as searched. They are joined again only when those read since are as long as the join, or
+        many: copying is then linear in what is read, not in the checks."""
+        texts = self._texts
+        pending = len(texts) - self._joined_texts
+        if pending > _PENDING_TEXTS or (pending and self._pending_chars >= len(self._joined)):
+            self._joined = "\n".join(texts)
+            self._joined_texts = len(texts)
+            self._pending_chars = 0
             self._left -= len(self._joined)  # the copy
-        self._left -= len(self._joined)
-        return self._joined
+        self._left -= len(self._joined) + self._pending_chars
+        return [self._joined, *texts[self._joined_texts :]]
 
     def has_text(self, folded: str) -> bool:
         """Whether a case-folded text (holding no line break) occurs in one of the values."""
-        if folded in self._read_so_far():
-            return True
+        for text in self._read_so_far():
+            if folded in text:
+                return True
         while (more := self._read()) is not None:
             self._left -= len(more)
             if folded in more:
@@ -221,8 +230,9 @@ class Evidence:
     def has_number_written(self, forms: Sequence[str]) -> bool:
         """Whether a number is written, in one of `forms`, in one of the values (see `_number_written`; a line
         break beside a number bounds it as the end of a value does)."""
-        if _written_in(self._read_so_far(), forms):
-            return True
+        for text in self._read_so_far():
+            if _written_in(text, forms):
+                return True
         while (more := self._read()) is not None:
             self._left -= len(more)
             if _written_in(more, forms):
@@ -429,8 +439,9 @@ def unsupported_identifiers(
             if not grounded:
                 if known is None:
                     known = _Known(evidence, reference)
-                # a derivation searches the operands with numpy, a few passes each
-                evidence.charge(_LOOKUP + 8 * (min(len(known.values), MAX_OPERANDS) + len(derived.stated)))
+                evidence.charge(
+                    _LOOKUP + _PER_OPERAND * (min(len(known.values), MAX_OPERANDS) + len(derived.stated))
+                )
                 grounded = (
                     known.near(value)
                     or derived.explains(value, known.values)

@@ -31,7 +31,7 @@ from agentwatch.wire.schema import Turn
 MIN_STRING = 3
 # characters of answer one check may search (a result's number counts as the answer's numbers times 32: each is
 # compared in Python)
-SEARCH_BUDGET = 256 * 1024 * 1024
+SEARCH_BUDGET = 1 << 30
 _MAX_DEPTH = 32
 _NUMBER_START = frozenset("0123456789+-.")
 

@@ -435,7 +435,7 @@ def test_a_long_conversation_full_of_numbers_is_scored_within_the_budget() -> No
     ]
     score = score_conversation(Conversation.model_validate({"conversation_id": "long", "turns": turns}))
     notes = [r for r in score.reasons if r.startswith("note: hallucination:") and "not checked" in r]
-    assert notes and all("268,435,456 characters" in n for n in notes)
+    assert notes and all("1,073,741,824 characters" in n for n in notes)
     listed = [r for r in score.reasons if r.startswith("evidence: hallucination: turn 0:")]
     assert len(listed) == 21
 

@@ -432,9 +432,11 @@ def test_a_conversation_whose_results_outgrow_the_search_leaves_utilization_ungr
     ]
     score = score_conversation(Conversation.model_validate({"conversation_id": "u", "turns": turns}))
     utilization = [t.tool.utilization if t.tool is not None else "-" for t in score.turn_scores]
-    assert utilization == [None, None, None]  # 10,000 values x 90 kB: 900 million characters, over the budget
+    # 10,000 values x 90 kB: 900 million characters a turn; the budget is the conversation's (1,073,741,824)
+    assert utilization == [0.0, None, None]
     notes = [r for r in score.reasons if r.startswith("note: tool_utilization:")]
-    assert len(notes) == 3 and "268,435,456 characters" in notes[0]
+    assert len(notes) == 2 and notes[0].startswith("note: tool_utilization: turn 1: not checked")
+    assert "1,073,741,824 characters" in notes[0]
 
 
 def test_a_conversations_own_utilization_past_the_budget_is_not_failed_and_says_so() -> None:
