@@ -12,6 +12,10 @@
   conversation's length: a conversation's checks search at most `SEARCH_BUDGET` characters of evidence (a
   number's look-up and a derivation counted alike; the published dev runs use at most 2.8 million); the
   identifiers left then are not checked, and the turn says how many (`python -m benchmarks.worst_case`).
+- Claimed actions — "I have cancelled…", "your order has been refunded" — when the conversation so far holds no
+  successful call with effects (or handoff) at all. Any such call grounds a claim: which tool performs which
+  verb is the agent's business (a return is "submitted", an exchange "issued"), not a word list's. A verb a
+  tool result states ("status": "cancelled") is a status read back, not a claim.
 """
 
 from __future__ import annotations

@@ -14,8 +14,9 @@ the results of its turn and the turns before: the answer is rarely in the closin
 
 Every result value is searched for in the answer, so the work is the product of their sizes (a result of 10,000
 values against a 60 kB answer: 0.4 s), and for the whole conversation that product summed over its turns and the
-turns before. One check searches at most `SEARCH_BUDGET` characters; when none of the values searched by then was
-found, the check has no answer (None): utilization is not graded rather than failed.
+turns before. The checks of one conversation (or one check, alone) search at most `SEARCH_BUDGET` characters;
+a check that has found none of the values by then has no answer (None): utilization is not graded rather than
+failed.
 """
 
 from __future__ import annotations
