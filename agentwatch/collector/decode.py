@@ -356,7 +356,7 @@ def _conversations_to_name(spans: list[SpanRecord]) -> list[bool]:
         elif tid in plain:
             named = False
         else:
-            named = inherited.get(tid, cid) != cid or tid not in inherited
+            named = inherited.get(tid) != cid  # the trace's first span, or one of another conversation
         if given is not None or named:
             inherited.setdefault(tid, cid)
         out.append(named)
