@@ -6,7 +6,9 @@ developer messages are the agent's instructions (`Conversation.system`).
 
 Tool results are paired with the calls still waiting for one: the waiting call with the result's id, else the
 oldest waiting call (real logs reuse ids within a conversation). A result starting with one of the error
-prefixes ("Error:" by default) marks its call as failed, as does `"error": true` on the message (τ²-bench).
+prefixes ("Error:" by default) marks its call as failed, as does `"error": true` on the message (τ²-bench);
+so does one that binds such a text to a name, as a harness running the agent's calls as code prints it
+(`# var_4 = "Error: insufficient gift card balance"`).
 τ²-bench's message shape (`tool_calls: [{id, name, arguments: {...}, requestor}]`, tool messages with `id`) is
 read too; calls the *user* requested (`requestor: "user"`) are the user's own actions, not the agent's,
 and are left out with a note. A model call's usage recorded on the agent's message (τ²-bench through LiteLLM:
@@ -20,6 +22,7 @@ Gemini, LangChain) are rewritten as chat messages first (`importers.dialects`); 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,6 +44,17 @@ ERROR_PREFIXES: tuple[str, ...] = ("Error:", "error:", "ERROR:")
 _AGENT_ROLES = frozenset({"assistant", "model"})
 _SYSTEM_ROLES = frozenset({"system", "developer"})
 _MAX_REASON = 300
+# A result bound to a name, as a harness that runs the agent's calls as code prints it: `# var_4 = "Error: ..."`.
+_BOUND = re.compile(r"#?[ \t]*[A-Za-z_]\w*[ \t]*=[ \t]*[\"']?")
+
+
+def _says_error(text: str, prefixes: tuple[str, ...]) -> bool:
+    """Whether a tool result's text starts with an error prefix, itself or as the value bound to a name."""
+    text = text.lstrip()
+    if text.startswith(prefixes):
+        return True
+    bound = _BOUND.match(text)
+    return bound is not None and text.startswith(prefixes, bound.end())
 
 
 class ChatFormatError(ValueError):
@@ -232,7 +246,7 @@ class _Builder:
 
     def _settle(self, call: dict[str, Any], text: str | None, failed: bool) -> None:
         """Give a call its result `text`, or its error when `failed` or the text starts with an error prefix."""
-        failed = failed or (isinstance(text, str) and text.lstrip().startswith(tuple(self.error_prefixes)))
+        failed = failed or (isinstance(text, str) and _says_error(text, tuple(self.error_prefixes)))
         if failed:
             call["error"] = (text or "error").strip()[:2000]
         else:

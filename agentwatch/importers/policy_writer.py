@@ -7,7 +7,9 @@ left out — unless the benchmark's reward requires every ground-truth call (`ca
 argument of four words or more is free text (`match: ignore`); with the benchmark's `compare_args`, every other
 argument is `ignore` too; a list of plain values is `unordered`; two list arguments
 `X` and `new_X` of equal length are replacements; the same write on two tools with the same arguments is one
-expectation with `alternatives`. (docs/importers.md, τ-bench and τ²-bench results.)
+expectation with `alternatives`. A call with effects made in a history the transcript starts with, before the agent
+ran (τ²-bench's `initial_state.message_history`), is allowed once and not required (`required: false`): its effect
+is part of the starting state. (docs/importers.md, τ-bench and τ²-bench results.)
 """
 
 from __future__ import annotations
@@ -48,6 +50,33 @@ def _replacements(arguments: dict[str, Any]) -> list[tuple[str, str]]:
     ]
 
 
+def _tool(
+    name: str, arguments: dict[str, Any], compared: list[str] | None, required: bool | None = None
+) -> dict[str, Any]:
+    """An expected call of `name` with `arguments` (`compared`: the only arguments that count, if given): free
+    text ignored, plain lists in any order, parallel lists as replacements."""
+    match = {k: "ignore" for k, v in arguments.items() if _free_text(v)}
+    if compared is not None:
+        match.update({k: "ignore" for k in arguments if k not in compared})
+    replacements = _replacements(arguments)
+    paired = {k for pair in replacements for k in pair}
+    match.update(
+        {
+            k: "unordered"
+            for k, v in arguments.items()
+            if k not in match and k not in paired and _plain_list(v)
+        }
+    )
+    tool: dict[str, Any] = {"name": name, "arguments": arguments}
+    if required is not None:
+        tool["required"] = required
+    if match:
+        tool["match"] = dict(sorted(match.items()))
+    if replacements:
+        tool["replacements"] = [list(pair) for pair in replacements]
+    return tool
+
+
 class PolicyWriter:
     """Builds one task policy from ground-truth actions, tools classified by the default scoring settings."""
 
@@ -67,11 +96,13 @@ class PolicyWriter:
         compare: dict[int, list[str]],
         calls: Calls = "effects",
         final_state: bool = True,
+        given: list[dict[str, Any]] | None = None,
     ) -> dict[str, Any]:
         """The policy of one task: `actions` as {name, arguments}; `compare[i]`: the only arguments of
         action i that count (others ignored), when the benchmark says so; `calls`: which of them the outcome
         requires (module docstring); `final_state` False when the outcome does not read the state the calls
-        leave (a call nobody expected is then free)."""
+        leave (a call nobody expected is then free); `given`: calls made before the agent ran, in a history
+        the transcript starts with (allowed once each, never required)."""
         tools: list[dict[str, Any]] = []
         by_arguments: dict[str, dict[str, Any]] = {}  # canonical arguments -> the tool expecting them
         for i, action in enumerate(actions if calls != "none" else ()):
@@ -86,27 +117,13 @@ class PolicyWriter:
                 if name not in same.setdefault("alternatives", []):
                     same["alternatives"].append(name)
                 continue
-            match = {k: "ignore" for k, v in arguments.items() if _free_text(v)}
-            if i in compare:
-                match.update({k: "ignore" for k in arguments if k not in compare[i]})
-            replacements = _replacements(arguments)
-            paired = {k for pair in replacements for k in pair}
-            match.update(
-                {
-                    k: "unordered"
-                    for k, v in arguments.items()
-                    if k not in match and k not in paired and _plain_list(v)
-                }
-            )
-            tool: dict[str, Any] = {"name": name, "arguments": arguments}
-            if lookup:
-                tool["required"] = True
-            if match:
-                tool["match"] = dict(sorted(match.items()))
-            if replacements:
-                tool["replacements"] = [list(pair) for pair in replacements]
+            tool = _tool(name, arguments, compare.get(i), True if lookup else None)
             tools.append(tool)
             by_arguments.setdefault(key, tool)
+        for call in given if calls != "none" and given else ():
+            name = str(call["name"])
+            if self._kinds.of_name(self._names(name)) == EFFECT:  # a lookup nobody expected is free anyway
+                tools.append(_tool(name, dict(call.get("arguments") or {}), None, required=False))
         policy: dict[str, Any] = {"id": f"{self.prefix}-task-{task}", "agent": self.agent, "task": task}
         if calls != "none":
             # the ground truth is replayed from the conversation's starting state: a write it holds that the

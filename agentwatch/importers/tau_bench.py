@@ -124,7 +124,13 @@ def import_results(document: Any, agent: str, version: str, prefix: str) -> Impo
             truth_tools.update(str(a["name"]) for a in truth.actions)
             try:
                 seen_tasks[task] = writer.policy(
-                    task, truth.actions, truth.outputs, truth.compare, truth.calls, truth.final_state
+                    task,
+                    truth.actions,
+                    truth.outputs,
+                    truth.compare,
+                    truth.calls,
+                    truth.final_state,
+                    truth.given,
                 )
             except _UNREADABLE as exc:
                 out.ungraded.setdefault(task, f"its ground truth could not be read ({_why(exc)})")
@@ -197,6 +203,7 @@ class _Truth:
     ungraded: str | None = None
     calls: Calls = "effects"  # which calls the reward requires (`PolicyWriter.policy`)
     final_state: bool = True  # whether the reward reads the state the calls leave
+    given: list[dict[str, Any]] = field(default_factory=list)  # the agent's calls of the starting history
 
 
 def _read_truth(read: Callable[[dict[str, Any]], _Truth], source: dict[str, Any]) -> _Truth:
@@ -345,7 +352,23 @@ def _tau2_truth(task: dict[str, Any]) -> _Truth:
         compare,
         calls=calls,
         final_state=reads_state,
+        given=_history_calls(task),
     )
+
+
+def _history_calls(task: dict[str, Any]) -> list[dict[str, Any]]:
+    """The agent's calls in a τ²-bench task's starting history (`initial_state.message_history`): messages the
+    run begins with, which its saved messages repeat, made before the agent was run (their effects are in the
+    starting state the reward's replay also starts from)."""
+    history = _object(task.get("initial_state")).get("message_history")
+    calls = []
+    for message in history if isinstance(history, list) else []:
+        if not isinstance(message, dict) or message.get("role") != "assistant":
+            continue
+        for call in message.get("tool_calls") or []:
+            if isinstance(call, dict) and call.get("requestor", "assistant") == "assistant":
+                calls.append({"name": call.get("name"), "arguments": call.get("arguments") or {}})
+    return calls
 
 
 # How a τ²-bench simulation may end on its own: any other `termination_reason` (max_steps, too_many_errors,

@@ -468,6 +468,29 @@ def test_chat_results_pair_with_waiting_calls_by_id_then_by_order() -> None:
     )
 
 
+def test_an_error_bound_to_a_name_fails_its_call_and_a_result_naming_one_does_not() -> None:
+    """A harness that runs the agent's calls as code prints a refused call's text bound to a variable: that
+    call failed (it changed nothing), as one whose text starts with the prefix; a result that merely holds the
+    word, or binds another text, succeeded."""
+    results = [
+        '# var_4 = "Error: insufficient gift card balance to pay for the order"',
+        "var_7='Error: order not found'",
+        "Error: user not found",
+        '# var_5 = "Order #W1 returned"',
+        '{"status": "Error: none reported", "ok": true}',
+        "Last error: none",
+    ]
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "Pay for #W1."}]
+    for i, text in enumerate(results):
+        call = {"id": f"c{i}", "type": "function", "function": {"name": "pay", "arguments": "{}"}}
+        messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        messages.append({"role": "tool", "tool_call_id": f"c{i}", "content": text})
+    messages.append({"role": "assistant", "content": "Done."})
+    (turn,) = conversation_from_record({"messages": messages}, "bound").turns
+    assert [c.error is not None for c in turn.tool_calls] == [True, True, True, False, False, False]
+    assert turn.tool_calls[0].error == results[0]
+
+
 def test_chat_file_lines_malformed_ones_reported_with_their_number(tmp_path: Path) -> None:
     path = tmp_path / "logs.jsonl"
     good = {
@@ -852,6 +875,44 @@ def test_a_tau2_task_with_no_ground_truth_actions_at_all_grades_no_call() -> Non
     scores = {c.task: scorer.score(c) for c in (Conversation.model_validate(line) for line in out.lines)}
     assert scores["null"].passed is True
     assert scores["empty"].passed is False and any("book_reservation" in r for r in scores["empty"].reasons)
+
+
+def test_the_calls_of_a_tau2_tasks_starting_history_are_not_the_agents_effects() -> None:
+    """A τ²-bench task may start from a message history (`initial_state.message_history`) that the saved
+    messages repeat: its calls were made before the agent ran, and their effects are in the starting state
+    the reward's replay starts from too. Each is allowed once and never required; the same write made again
+    by the agent is still an effect nobody expected, and a lookup in the history changes nothing."""
+    book = {
+        "requestor": "assistant",
+        "name": "book_reservation",
+        "arguments": {"user_id": "u1", "flight": "F1"},
+    }
+    look = {"requestor": "assistant", "name": "get_user_details", "arguments": {"user_id": "u1"}}
+    history = [
+        {"role": "user", "content": "Book F1 for me, I am u1."},
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "h0", **look}, {"id": "h1", **book}]},
+        {"role": "tool", "id": "h0", "content": '{"user_id": "u1"}'},
+        {"role": "tool", "id": "h1", "content": '{"reservation_id": "R1"}'},
+        {"role": "assistant", "content": "R1 is booked."},
+    ]
+    tasks = [
+        {**_task(t, actions=[CANCEL], reward_basis=["DB"]), "initial_state": {"message_history": history}}
+        for t in ("once", "twice")
+    ]
+    sims = [_sim("once", [CANCEL], []), _sim("twice", [book, CANCEL], [])]
+    for sim in sims:
+        sim["messages"] = [*history, *sim["messages"]]
+    out = import_results({**TAU2, "tasks": tasks, "simulations": sims}, "a", "v", "t2")
+    once, _twice = out.policies
+    assert once["tools"] == [
+        {"name": "cancel_reservation", "arguments": {"reservation_id": "R1"}},
+        {"name": "book_reservation", "arguments": {"user_id": "u1", "flight": "F1"}, "required": False},
+    ]
+    scorer = ConversationScorer(Settings.model_validate({"policies": out.policies}), labels="ignore")
+    scores = {c.task: scorer.score(c) for c in (Conversation.model_validate(line) for line in out.lines)}
+    assert scores["once"].passed is True, scores["once"].reasons
+    assert scores["twice"].passed is False
+    assert any(r.startswith("policy_effects") and "book_reservation" in r for r in scores["twice"].reasons)
 
 
 @pytest.mark.parametrize("reason", ["max_steps", "too_many_errors", "agent_error"])
