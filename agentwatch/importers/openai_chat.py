@@ -11,7 +11,8 @@ so does one that binds such a text to a name, as a harness running the agent's c
 (`# var_4 = "Error: insufficient gift card balance"`).
 τ²-bench's message shape (`tool_calls: [{id, name, arguments: {...}, requestor}]`, tool messages with `id`) is
 read too; calls the *user* requested (`requestor: "user"`) are the user's own actions, not the agent's,
-and are left out with a note. A model call's usage recorded on the agent's message (τ²-bench through LiteLLM:
+and are left out with a note, as are messages in a role of the agent's harness (a planner's `subtask_creator`)
+where the user and the agent speak in the usual roles. A model call's usage recorded on the agent's message (τ²-bench through LiteLLM:
 `usage` with prompt and completion tokens, `cost` in USD, the model in `raw_data`) is the turn's usage when every
 agent message of the conversation records one; otherwise none is taken (a cost summed over some of the calls would
 be too low) and a note says so. Messages in the shapes of other APIs and loggers (Anthropic, OpenAI Responses,
@@ -46,6 +47,12 @@ _SYSTEM_ROLES = frozenset({"system", "developer"})
 _MAX_REASON = 300
 # A result bound to a name, as a harness that runs the agent's calls as code prints it: `# var_4 = "Error: ..."`.
 _BOUND = re.compile(r"#?[ \t]*[A-Za-z_]\w*[ \t]*=[ \t]*[\"']?")
+
+
+def _speaks_known_roles(messages: list[tuple[int, Any]]) -> bool:
+    """Whether both the user and the agent have a message in a role known here."""
+    roles = {m.get("role") for _, m in messages if isinstance(m, dict) and isinstance(m.get("role"), str)}
+    return "user" in roles and not _AGENT_ROLES.isdisjoint(roles)
 
 
 def _says_error(text: str, prefixes: tuple[str, ...]) -> bool:
@@ -280,7 +287,12 @@ def conversation_from_messages(
     `text_actions`: the agent acts in text (`importers.text_actions`). Raise ChatFormatError when the record
     cannot be read as a conversation."""
     builder = _Builder(error_prefixes, text_actions)
-    for position, message in chat_messages(messages, builder.notes):
+    read = list(chat_messages(messages, builder.notes))
+    # Messages of a role of the agent's own harness (a planner's `subtask_creator`) are neither the user's nor
+    # the agent's answer: left out, counted, where the user and the agent speak in roles known here.
+    side_channel = _speaks_known_roles(read)
+    left_out: dict[str, int] = {}
+    for position, message in read:
         if not isinstance(message, dict):
             raise ChatFormatError(f"message {position} is not an object")
         role = message.get("role")
@@ -298,8 +310,18 @@ def conversation_from_messages(
             builder.assistant(text, message)
         elif role in ("tool", "function"):
             builder.tool(message)
+        elif side_channel:
+            left_out[role] = left_out.get(role, 0) + 1
         else:
             raise ChatFormatError(f"message {position} has an unknown role {role!r}")
+    if left_out:
+        roles = list(left_out.items())
+        named = ", ".join(f"{n} of role {role[:40]!r}" for role, n in roles[:5])
+        if len(roles) > 5:
+            named += f" and {sum(n for _, n in roles[5:])} of {len(roles) - 5} other roles"
+        builder.notes.append(
+            f"message(s) left out, neither the user's, the agent's, a tool's nor the instructions: {named}"
+        )
     if builder.waiting:
         builder.notes.append(f"{len(builder.waiting)} tool call(s) without a result")
     if builder.user_calls:

@@ -522,6 +522,29 @@ def test_chat_file_lines_malformed_ones_reported_with_their_number(tmp_path: Pat
         conversation_from_record({"messages": ["not an object"]}, "x")
 
 
+def test_messages_of_a_harness_role_are_left_out_where_the_user_and_the_agent_speak() -> None:
+    """A planner's messages in a role of its own (`subtask_creator`) are neither the user's input nor the
+    agent's answer: left out with a note, the conversation still read; where no message is the user's, an
+    unknown role is still an error (the log is not in chat format)."""
+    messages = [
+        {"role": "user", "content": "Exchange my lamp."},
+        {"role": "subtask_creator", "content": "Subtasks: ['Exchange a lamp']"},
+        {"role": "assistant", "content": "Which order?"},
+        {"role": "subtask_creator", "content": "Subtasks solved: [False]"},
+        {"role": "critic", "content": "ok"},
+        {"role": "user", "content": "#W1."},
+        {"role": "assistant", "content": "Done: the lamp of #W1 is exchanged."},
+    ]
+    conv = conversation_from_record({"messages": messages}, "planner")
+    assert [(t.input, t.answer) for t in conv.turns] == [
+        ("Exchange my lamp.", "Which order?"),
+        ("#W1.", "Done: the lamp of #W1 is exchanged."),
+    ]
+    assert any("2 of role 'subtask_creator', 1 of role 'critic'" in n for n in conv.notes), conv.notes
+    with pytest.raises(ChatFormatError, match="unknown role 'human'"):
+        conversation_from_record({"messages": [{"role": "human", "content": "hi"}, messages[2]]}, "x")
+
+
 @pytest.mark.parametrize(
     ("message", "reason"),
     [
