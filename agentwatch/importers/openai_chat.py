@@ -12,10 +12,10 @@ so does one that binds such a text to a name, as a harness running the agent's c
 τ²-bench's message shape (`tool_calls: [{id, name, arguments: {...}, requestor}]`, tool messages with `id`) is
 read too; calls the *user* requested (`requestor: "user"`) are the user's own actions, not the agent's,
 and are left out with a note, as are messages in a role of the agent's harness (a planner's `subtask_creator`)
-where the user and the agent speak in the usual roles. A model call's usage recorded on the agent's message (τ²-bench through LiteLLM:
-`usage` with prompt and completion tokens, `cost` in USD, the model in `raw_data`) is the turn's usage when every
-agent message of the conversation records one; otherwise none is taken (a cost summed over some of the calls would
-be too low) and a note says so. Messages in the shapes of other APIs and loggers (Anthropic, OpenAI Responses,
+where the user and the agent speak in the usual roles. A model call's usage recorded on the agent's message
+(τ²-bench through LiteLLM: `usage` with prompt and completion tokens, `cost` in USD, the model in `raw_data`) is
+the turn's usage when every agent message of the conversation records one; otherwise none is taken (a cost summed
+over some of the calls would be too low) and a note says so. Messages in the shapes of other APIs and loggers (Anthropic, OpenAI Responses,
 Gemini, LangChain) are rewritten as chat messages first (`importers.dialects`); an agent that acts in text
 (`importers.text_actions`) is read when the caller says so.
 """

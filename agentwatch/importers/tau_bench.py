@@ -366,8 +366,13 @@ def _history_calls(task: dict[str, Any]) -> list[dict[str, Any]]:
         if not isinstance(message, dict) or message.get("role") != "assistant":
             continue
         for call in message.get("tool_calls") or []:
-            if isinstance(call, dict) and call.get("requestor", "assistant") == "assistant":
-                calls.append({"name": call.get("name"), "arguments": call.get("arguments") or {}})
+            if (
+                isinstance(call, dict)
+                and call.get("requestor", "assistant") == "assistant"
+                and isinstance(call.get("name"), str)
+                and isinstance(call.get("arguments") or {}, dict)
+            ):
+                calls.append({"name": call["name"], "arguments": call.get("arguments") or {}})
     return calls
 
 

@@ -925,8 +925,17 @@ def test_the_calls_of_a_tau2_tasks_starting_history_are_not_the_agents_effects()
     sims = [_sim("once", [CANCEL], []), _sim("twice", [book, CANCEL], [])]
     for sim in sims:
         sim["messages"] = [*history, *sim["messages"]]
+    # a history call without a name, or with arguments that are no object, is no expectation: the task is graded
+    unreadable = [{"id": "h2", "name": "book_reservation", "arguments": "F1"}, {"id": "h3", "arguments": {}}]
+    odd = [{"role": "assistant", "content": None, "tool_calls": unreadable}]
+    tasks.append(
+        {**_task("odd", actions=[CANCEL], reward_basis=["DB"]), "initial_state": {"message_history": odd}}
+    )
+    sims.append(_sim("odd", [CANCEL], []))
     out = import_results({**TAU2, "tasks": tasks, "simulations": sims}, "a", "v", "t2")
-    once, _twice = out.policies
+    assert not out.ungraded
+    odd_policy, once, _twice = out.policies
+    assert odd_policy["tools"] == [{"name": "cancel_reservation", "arguments": {"reservation_id": "R1"}}]
     assert once["tools"] == [
         {"name": "cancel_reservation", "arguments": {"reservation_id": "R1"}},
         {"name": "book_reservation", "arguments": {"user_id": "u1", "flight": "F1"}, "required": False},
@@ -934,6 +943,7 @@ def test_the_calls_of_a_tau2_tasks_starting_history_are_not_the_agents_effects()
     scorer = ConversationScorer(Settings.model_validate({"policies": out.policies}), labels="ignore")
     scores = {c.task: scorer.score(c) for c in (Conversation.model_validate(line) for line in out.lines)}
     assert scores["once"].passed is True, scores["once"].reasons
+    assert scores["odd"].passed is True, scores["odd"].reasons
     assert scores["twice"].passed is False
     assert any(r.startswith("policy_effects") and "book_reservation" in r for r in scores["twice"].reasons)
 
