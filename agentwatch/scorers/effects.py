@@ -6,12 +6,12 @@ Shared by task policies and conversation-level expectations:
   satisfies an expectation nor counts as an unexpected effect (agents retry a refused booking);
 - an expected call must happen when it is `required`, which by default means the tool has effects: an
   expected lookup or handoff the agent skipped is no failure. An expected call the agent made exactly, that the
-  environment refused (it returned an error), is not missing — a note says so — when another expected call of
-  the same tool was made (the ground truth held a write the environment does not accept beside the valid one,
-  and the agent did the valid one), or — with `refused_first="note"`, for expectations that replay a ground
-  truth from the same starting state — when the agent had changed nothing before it and the expectation names
-  no alternative (the ground truth's own replay is refused too; with an alternative, the alternative was the
-  valid one);
+  environment refused (it returned an error) before the agent had changed anything (after one of its writes the
+  refusal may be its doing), is not missing — a note says so — when another expected call of the same tool was
+  made (the ground truth held a write the environment does not accept beside the valid one, and the agent did
+  the valid one), or — with `refused_first="note"`, for expectations that replay a ground truth from the same
+  starting state — when the expectation names no alternative (the ground truth's own replay is refused too;
+  with an alternative, the alternative was the valid one);
 - calls nobody expected are checked as `extra_calls` says: `read_only` (default) fails a successful call with
   effects, `none` fails any successful call, `any` fails none. A call that leaves the state as it was — every
   `new_X` argument equal to its `X` — has no effect, expected or not;
@@ -291,13 +291,15 @@ def check_calls(
         if not w.required or i in pairs:
             continue
         at = next((j for j, m in enumerate(made) if not m.ok and m.name in w.names and fits(w, m)), None)
-        # Excused beside the valid one (another expected call of the same tool that was made), or when nothing
-        # the agent changed before could have caused the refusal: the ground truth holds a write the
-        # environment does not accept from the state the agent found. Not so for an expectation with
-        # alternatives: one of them is the valid one, and it was not made.
+        # Excused only where nothing the agent changed before could have caused the refusal: beside the valid
+        # one (another expected call of the same tool that was made), or as a write the environment does not
+        # accept from the state the agent found. Not so for an expectation with alternatives: one of them is the
+        # valid one, and it was not made.
         done_instead = any(k in pairs and wanted[k].names & w.names for k in range(len(wanted)) if k != i)
-        if at is not None and (
-            done_instead or (refused_first == "note" and len(w.names) == 1 and not _changed_before(made, at))
+        if (
+            at is not None
+            and not _changed_before(made, at)
+            and (done_instead or (refused_first == "note" and len(w.names) == 1))
         ):
             found.refused.append((w, made[at]))
         else:

@@ -277,6 +277,26 @@ def test_an_expected_write_refused_beside_the_valid_one_is_a_note() -> None:
     assert result.passed and len(result.notes) == 1 and "refused in this run" in result.notes[0]
 
 
+def test_an_expected_write_the_agents_own_write_got_refused_is_missing_beside_another_of_its_tool() -> None:
+    """Two expected address changes of two orders; the agent changed one order's items first, which made it no
+    longer pending, so its address change was refused: the refusal is the agent's doing, and that address change
+    is missing, though the other order's (the same tool) was made. Made before any write, it is excused."""
+    policy = {
+        "tools": [
+            {"name": "modify_address", "arguments": {"order": "#W1", "zip": "76165"}},
+            {"name": "modify_address", "arguments": {"order": "#W2", "zip": "76165"}},
+            {"name": "modify_items", "arguments": {"order": "#W2", "item_ids": ["1"], "new_item_ids": ["2"]}},
+        ]
+    }
+    items = _write("modify_items", order="#W2", item_ids=["1"], new_item_ids=["2"])
+    refused = _write(
+        "modify_address", error="Error: non-pending order cannot be modified", order="#W2", zip="76165"
+    )
+    other = _write("modify_address", order="#W1", zip="76165")
+    assert failures(policy, conv(dict(TURN, tool_calls=[items, refused, other]))) == {"policy_tools"}
+    assert failures(policy, conv(dict(TURN, tool_calls=[refused, other, items]))) == set()
+
+
 def test_an_expected_write_refused_from_the_state_the_agent_found_is_a_note() -> None:
     """Where the expectations replay a ground truth (`refused_first: note`), an expected write made exactly and
     refused before the agent changed anything is one the environment does not accept from the start (the ground
