@@ -13,8 +13,9 @@ Shared by task policies and conversation-level expectations:
   starting state — when the expectation names no alternative (the ground truth's own replay is refused too;
   with an alternative, the alternative was the valid one);
 - calls nobody expected are checked as `extra_calls` says: `read_only` (default) fails a successful call with
-  effects, `none` fails any successful call, `any` fails none. A call that leaves the state as it was — every
-  `new_X` argument equal to its `X` — has no effect, expected or not;
+  effects, `none` fails any successful call, `any` fails none. A successful call with effects is one even when
+  every `new_X` argument equals its `X`: environments record the modification itself (τ-bench marks the order
+  modified, and no further modification is accepted);
 - `order`: `relative` — the paired calls happen in the expected order (others may come between); `strict` —
   exactly the expected calls, in order, and nothing else.
 """
@@ -239,18 +240,6 @@ def same_replacements(expected: Any, used: Any, source: str, target: str) -> boo
     return want is not None and want == have
 
 
-def changes_nothing(call: ToolCall) -> bool:
-    """Whether a call leaves the state as it was: it has `new_X` arguments and each equals its `X` (for lists,
-    position by position)."""
-    args = call.arguments
-    if not isinstance(args, dict):
-        return False
-    news = [k for k in args if k.startswith("new_") and k[4:] in args]
-    return bool(news) and all(
-        _canonical(_as_list(args[k])) == _canonical(_as_list(args[k[4:]])) for k in news
-    )
-
-
 def _writable(value: Any) -> Any:
     """A value as a score record carries it: one nested deeper than `MAX_NESTING` (which a transcript may hold)
     is said in words, as the record could not be written with it."""
@@ -307,10 +296,7 @@ def check_calls(
     taken = set(pairs.values())
     if extra_calls != "any":
         found.unexpected = [
-            m
-            for j, m in enumerate(done)
-            if j not in taken
-            and (extra_calls == "none" or (m.kind == EFFECT and not changes_nothing(m.call)))
+            m for j, m in enumerate(done) if j not in taken and (extra_calls == "none" or m.kind == EFFECT)
         ]
     if not found.missing and order != "any" and wanted:
         found.order = _order_broken(wanted, pairs, done, made, fits, order)
@@ -319,7 +305,7 @@ def check_calls(
 
 def _changed_before(made: Sequence[MadeCall], at: int) -> bool:
     """Whether a successful call with effects came before `made[at]`."""
-    return any(m.ok and m.kind == EFFECT and not changes_nothing(m.call) for m in made[:at])
+    return any(m.ok and m.kind == EFFECT for m in made[:at])
 
 
 def _order_broken(

@@ -222,9 +222,10 @@ def test_replacements_compare_as_pairs_in_any_order(items: object, new_items: ob
     assert (found == set()) is ok, found
 
 
-def test_unordered_lists_and_a_call_that_changes_nothing() -> None:
-    """Items in another order where the environment sorts them are the same state; a write replacing every
-    element by itself is no unexpected effect."""
+def test_unordered_lists_and_a_write_replacing_items_by_themselves() -> None:
+    """Items in another order where the environment sorts them are the same state; a write nobody expected that
+    replaces every element by itself is still an effect: the environment records the modification (τ-bench marks
+    the order modified, and a real run whose agent did so was rewarded 0)."""
     policy = {
         "tools": [
             {
@@ -236,8 +237,8 @@ def test_unordered_lists_and_a_call_that_changes_nothing() -> None:
     }
     done = _write("return_items", order_id="#W1", item_ids=["2", "1"])
     assert failures(policy, conv(dict(TURN, tool_calls=[done]))) == set()
-    noop = _write("modify_items", order_id="#W1", item_ids=["3"], new_item_ids=["3"])
-    assert failures(policy, conv(dict(TURN, tool_calls=[done, noop]))) == set()
+    by_itself = _write("modify_items", order_id="#W1", item_ids=["3"], new_item_ids=["3"])
+    assert failures(policy, conv(dict(TURN, tool_calls=[done, by_itself]))) == {"policy_effects"}
     real = _write("modify_items", order_id="#W1", item_ids=["3"], new_item_ids=["4"])
     assert failures(policy, conv(dict(TURN, tool_calls=[done, real]))) == {"policy_effects"}
 
