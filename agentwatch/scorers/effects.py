@@ -15,7 +15,9 @@ Shared by task policies and conversation-level expectations:
 - calls nobody expected are checked as `extra_calls` says: `read_only` (default) fails a successful call with
   effects, `none` fails any successful call, `any` fails none. A successful call with effects is one even when
   every `new_X` argument equals its `X`: environments record the modification itself (τ-bench marks the order
-  modified, and no further modification is accepted);
+  modified, and no further modification is accepted). One that returned, as an object, exactly what the latest
+  lookup of an object of its kind returned (a reservation "changed" to the flights and cabin it had) left the
+  state as read: no effect, nobody's or the agent's before a refusal;
 - `order`: `relative` — the paired calls happen in the expected order (others may come between); `strict` —
   exactly the expected calls, in order, and nothing else.
 """
@@ -240,6 +242,23 @@ def same_replacements(expected: Any, used: Any, source: str, target: str) -> boo
     return want is not None and want == have
 
 
+_RECORD_FIELDS = 3  # a result with fewer fields may be an acknowledgement a lookup can return too
+
+
+def _left_as_read(calls: Sequence[MadeCall], j: int) -> bool:
+    """Whether the call `calls[j]` returned a record (an object of `_RECORD_FIELDS` fields or more, not an
+    acknowledgement such as `{"status": "sent"}`) exactly as the latest lookup of a record of its kind (the same
+    keys) returned it before, with no write of one between: the state it leaves is the state read."""
+    result = calls[j].call.result
+    if not isinstance(result, dict) or len(result) < _RECORD_FIELDS:
+        return False
+    for before in reversed(calls[:j]):
+        seen = before.call.result
+        if before.ok and isinstance(seen, dict) and seen.keys() == result.keys():
+            return before.kind != EFFECT and _canonical(seen) == _canonical(result)
+    return False
+
+
 def _writable(value: Any) -> Any:
     """A value as a score record carries it: one nested deeper than `MAX_NESTING` (which a transcript may hold)
     is said in words, as the record could not be written with it."""
@@ -296,7 +315,9 @@ def check_calls(
     taken = set(pairs.values())
     if extra_calls != "any":
         found.unexpected = [
-            m for j, m in enumerate(done) if j not in taken and (extra_calls == "none" or m.kind == EFFECT)
+            m
+            for j, m in enumerate(done)
+            if j not in taken and (extra_calls == "none" or (m.kind == EFFECT and not _left_as_read(done, j)))
         ]
     if not found.missing and order != "any" and wanted:
         found.order = _order_broken(wanted, pairs, done, made, fits, order)
@@ -305,7 +326,7 @@ def check_calls(
 
 def _changed_before(made: Sequence[MadeCall], at: int) -> bool:
     """Whether a successful call with effects came before `made[at]`."""
-    return any(m.ok and m.kind == EFFECT for m in made[:at])
+    return any(m.ok and m.kind == EFFECT and not _left_as_read(made, k) for k, m in enumerate(made[:at]))
 
 
 def _order_broken(

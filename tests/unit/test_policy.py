@@ -243,6 +243,45 @@ def test_unordered_lists_and_a_write_replacing_items_by_themselves() -> None:
     assert failures(policy, conv(dict(TURN, tool_calls=[done, real]))) == {"policy_effects"}
 
 
+def _returning(name: str, result: object, **arguments: object) -> dict:
+    return {"name": name, "arguments": arguments, "result": result}
+
+
+def test_a_write_that_returned_the_record_a_lookup_had_shown_left_the_state_as_read() -> None:
+    """A reservation "changed" to the flights and cabin it had returns the record its lookup returned: nobody's
+    effect. Not so when a write of such a record came between (a change undone is two changes), when the
+    earlier record came from a write (the same acknowledgement twice may be two e-mails), or when the result is
+    too small to be a record rather than an acknowledgement a lookup can return too."""
+    booked = {
+        "reservation_id": "R1",
+        "cabin": "economy",
+        "flights": [{"flight_number": "HAT1"}],
+        "status": "ok",
+    }
+    moved = {**booked, "flights": [{"flight_number": "HAT2"}]}
+    lookup = _returning("get_reservation_details", booked, reservation_id="R1")
+    same = _returning(
+        "update_reservation_flights", dict(reversed(booked.items())), reservation_id="R1", cabin="economy"
+    )
+    policy: dict = {"tools": []}
+    assert failures(policy, conv(dict(TURN, tool_calls=[lookup, same]))) == set()
+    undone = [lookup, _returning("update_reservation_flights", moved, reservation_id="R1"), same]
+    assert failures(policy, conv(dict(TURN, tool_calls=undone))) == {"policy_effects"}
+    twice = [
+        _returning("send_certificate", booked, user_id="u1"),
+        _returning("send_certificate", booked, user_id="u1"),
+    ]
+    assert failures(policy, conv(dict(TURN, tool_calls=twice))) == {"policy_effects"}
+    ack = {"status": "sent"}
+    small = [_returning("get_mail_status", ack, id="m1"), _returning("send_email", ack, to="a@b.c")]
+    assert failures(policy, conv(dict(TURN, tool_calls=small))) == {"policy_effects"}
+    # nor does such a write count as a change that could have caused a later refusal
+    expected = {"name": "modify_address", "arguments": {"order": "#W6", "zip": "10093"}}
+    refused = _write("modify_address", error="Error: non-pending order", order="#W6", zip="10093")
+    replayed = {"tools": [expected], "refused_first": "note"}
+    assert failures(replayed, conv(dict(TURN, tool_calls=[lookup, same, refused]))) == set()
+
+
 def test_alternatives_meet_the_expectation_with_the_same_arguments() -> None:
     policy = {
         "tools": [
