@@ -245,18 +245,23 @@ def same_replacements(expected: Any, used: Any, source: str, target: str) -> boo
 _RECORD_FIELDS = 3  # a result with fewer fields may be an acknowledgement a lookup can return too
 
 
-def _left_as_read(calls: Sequence[MadeCall], j: int) -> bool:
-    """Whether the call `calls[j]` returned a record (an object of `_RECORD_FIELDS` fields or more, not an
-    acknowledgement such as `{"status": "sent"}`) exactly as the latest lookup of a record of its kind (the same
-    keys) returned it before, with no write of one between: the state it leaves is the state read."""
-    result = calls[j].call.result
-    if not isinstance(result, dict) or len(result) < _RECORD_FIELDS:
-        return False
-    for before in reversed(calls[:j]):
-        seen = before.call.result
-        if before.ok and isinstance(seen, dict) and seen.keys() == result.keys():
-            return before.kind != EFFECT and _canonical(seen) == _canonical(result)
-    return False
+def _changes(made: Sequence[MadeCall]) -> list[bool]:
+    """For each call, whether it changed the state: a successful call with effects, unless it returned a record (an
+    object of `_RECORD_FIELDS` fields or more, not an acknowledgement such as `{"status": "sent"}`) exactly as the
+    latest lookup of a record of its kind (the same keys) returned it, with no write of one between: then the
+    state it leaves is the state read. One pass, each record written as JSON once."""
+    latest: dict[frozenset[Any], tuple[bool, str]] = {}  # a record's keys -> (returned by a lookup, its JSON)
+    out: list[bool] = []
+    for m in made:
+        result = m.call.result
+        if not (m.ok and isinstance(result, dict) and len(result) >= _RECORD_FIELDS):
+            out.append(m.ok and m.kind == EFFECT)
+            continue
+        keys, text = frozenset(result), _canonical(result)
+        seen = latest.get(keys)
+        out.append(m.kind == EFFECT and not (seen is not None and seen[0] and seen[1] == text))
+        latest[keys] = (m.kind != EFFECT, text)
+    return out
 
 
 def _writable(value: Any) -> Any:
@@ -288,7 +293,9 @@ def check_calls(
     """Compare expected calls with the calls made (see the module docstring); `differ` says where a call made
     differs from an expected one (for the reasons of the expected calls that did not happen)."""
     found = CallsFound()
-    done = [m for m in made if m.ok]
+    changes = _changes(made)
+    done_at = [k for k, m in enumerate(made) if m.ok]
+    done = [made[k] for k in done_at]
 
     def fit(i: int, j: int) -> bool:
         return done[j].name in wanted[i].names and fits(wanted[i], done[j])
@@ -306,7 +313,7 @@ def check_calls(
         done_instead = any(k in pairs and wanted[k].names & w.names for k in range(len(wanted)) if k != i)
         if (
             at is not None
-            and not _changed_before(made, at)
+            and not any(changes[:at])
             and (done_instead or (refused_first == "note" and len(w.names) == 1))
         ):
             found.refused.append((w, made[at]))
@@ -315,18 +322,11 @@ def check_calls(
     taken = set(pairs.values())
     if extra_calls != "any":
         found.unexpected = [
-            m
-            for j, m in enumerate(done)
-            if j not in taken and (extra_calls == "none" or (m.kind == EFFECT and not _left_as_read(done, j)))
+            m for j, m in enumerate(done) if j not in taken and (extra_calls == "none" or changes[done_at[j]])
         ]
     if not found.missing and order != "any" and wanted:
         found.order = _order_broken(wanted, pairs, done, made, fits, order)
     return found
-
-
-def _changed_before(made: Sequence[MadeCall], at: int) -> bool:
-    """Whether a successful call with effects came before `made[at]`."""
-    return any(m.ok and m.kind == EFFECT and not _left_as_read(made, k) for k, m in enumerate(made[:at]))
 
 
 def _order_broken(
