@@ -15,9 +15,9 @@ Shared by task policies and conversation-level expectations:
 - calls nobody expected are checked as `extra_calls` says: `read_only` (default) fails a successful call with
   effects, `none` fails any successful call, `any` fails none. A successful call with effects is one even when
   every `new_X` argument equals its `X`: environments record the modification itself (τ-bench marks the order
-  modified, and no further modification is accepted). One that returned, as an object, exactly what the latest
-  lookup of an object of its kind returned (a reservation "changed" to the flights and cabin it had) left the
-  state as read: no effect, nobody's or the agent's before a refusal;
+  modified, and no further modification is accepted). One that returned a record exactly as the latest call
+  returning a record of its kind did (a reservation "changed" to the flights and cabin it had, the same change
+  made twice) left the state as it was: no effect, nobody's or the agent's before a refusal;
 - `order`: `relative` — the paired calls happen in the expected order (others may come between); `strict` —
   exactly the expected calls, in order, and nothing else.
 """
@@ -248,9 +248,9 @@ _RECORD_FIELDS = 3  # a result with fewer fields may be an acknowledgement a loo
 def _changes(made: Sequence[MadeCall]) -> list[bool]:
     """For each call, whether it changed the state: a successful call with effects, unless it returned a record (an
     object of `_RECORD_FIELDS` fields or more, not an acknowledgement such as `{"status": "sent"}`) exactly as the
-    latest lookup of a record of its kind (the same keys) returned it, with no write of one between: then the
-    state it leaves is the state read. One pass, each record written as JSON once."""
-    latest: dict[frozenset[Any], tuple[bool, str]] = {}  # a record's keys -> (returned by a lookup, its JSON)
+    latest call returning a record of its kind (the same keys), a lookup or a write, returned it: the state it
+    leaves is the state already seen. One pass, each record written as JSON once."""
+    latest: dict[frozenset[Any], str] = {}  # a record's keys -> the latest such record, as JSON
     out: list[bool] = []
     for m in made:
         result = m.call.result
@@ -258,9 +258,8 @@ def _changes(made: Sequence[MadeCall]) -> list[bool]:
             out.append(m.ok and m.kind == EFFECT)
             continue
         keys, text = frozenset(result), _canonical(result)
-        seen = latest.get(keys)
-        out.append(m.kind == EFFECT and not (seen is not None and seen[0] and seen[1] == text))
-        latest[keys] = (m.kind != EFFECT, text)
+        out.append(m.kind == EFFECT and latest.get(keys) != text)
+        latest[keys] = text
     return out
 
 

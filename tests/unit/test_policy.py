@@ -247,11 +247,11 @@ def _returning(name: str, result: object, **arguments: object) -> dict:
     return {"name": name, "arguments": arguments, "result": result}
 
 
-def test_a_write_that_returned_the_record_a_lookup_had_shown_left_the_state_as_read() -> None:
-    """A reservation "changed" to the flights and cabin it had returns the record its lookup returned: nobody's
-    effect. Not so when a write of such a record came between (a change undone is two changes), when the
-    earlier record came from a write (the same acknowledgement twice may be two e-mails), or when the result is
-    too small to be a record rather than an acknowledgement a lookup can return too."""
+def test_a_write_that_returned_the_record_last_seen_left_the_state_as_it_was() -> None:
+    """A reservation "changed" to the flights and cabin it had returns the record its lookup returned, and the
+    same change made twice returns the same record twice: nobody's effect. Not so when a write of another such
+    record came between (a change undone is two changes), or when the result is too small to be a record rather
+    than an acknowledgement (two e-mails "sent")."""
     booked = {
         "reservation_id": "R1",
         "cabin": "economy",
@@ -271,7 +271,8 @@ def test_a_write_that_returned_the_record_a_lookup_had_shown_left_the_state_as_r
         _returning("send_certificate", booked, user_id="u1"),
         _returning("send_certificate", booked, user_id="u1"),
     ]
-    assert failures(policy, conv(dict(TURN, tool_calls=twice))) == {"policy_effects"}
+    assert failures(policy, conv(dict(TURN, tool_calls=twice))) == {"policy_effects"}  # the first is one
+    assert failures({"tools": [{"name": "send_certificate"}]}, conv(dict(TURN, tool_calls=twice))) == set()
     ack = {"status": "sent"}
     small = [_returning("get_mail_status", ack, id="m1"), _returning("send_email", ack, to="a@b.c")]
     assert failures(policy, conv(dict(TURN, tool_calls=small))) == {"policy_effects"}
