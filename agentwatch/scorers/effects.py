@@ -249,17 +249,18 @@ def _changes(made: Sequence[MadeCall]) -> list[bool]:
     """For each call, whether it changed the state: a successful call with effects, unless it returned a record (an
     object of `_RECORD_FIELDS` fields or more, not an acknowledgement such as `{"status": "sent"}`) exactly as the
     latest call returning a record of its kind (the same keys), a lookup or a write, returned it: the state it
-    leaves is the state already seen. One pass, each record written as JSON once."""
-    latest: dict[frozenset[Any], str] = {}  # a record's keys -> the latest such record, as JSON
+    leaves is the state already seen. One pass; only a write's record and the one before it are written as JSON."""
+    latest: dict[frozenset[Any], dict[str, Any]] = {}  # a record's keys -> the latest such record
     out: list[bool] = []
     for m in made:
         result = m.call.result
         if not (m.ok and isinstance(result, dict) and len(result) >= _RECORD_FIELDS):
             out.append(m.ok and m.kind == EFFECT)
             continue
-        keys, text = frozenset(result), _canonical(result)
-        out.append(m.kind == EFFECT and latest.get(keys) != text)
-        latest[keys] = text
+        keys = frozenset(result)
+        seen = latest.get(keys)
+        out.append(m.kind == EFFECT and (seen is None or _canonical(seen) != _canonical(result)))
+        latest[keys] = result
     return out
 
 
