@@ -27,7 +27,8 @@ fi
 .venv/bin/python -m ruff check --quiet .
 .venv/bin/python -m mypy
 # With arguments: pytest on exactly those. Without: the unit tests on every core (pytest-xdist), then the
-# integration tests one at a time (they share one broker and measure what they wait for).
+# integration tests on two workers, each with a broker of its own, a whole file to a worker (`--dist loadfile`:
+# a file's tests share its fixtures, and most of them wait on brokers, servers and browsers rather than compute).
 if [ "$#" -gt 0 ]; then exec .venv/bin/python -m pytest -q "$@"; fi
 .venv/bin/python -m pytest -q -n auto tests/unit
-exec .venv/bin/python -m pytest -q tests/integration
+exec .venv/bin/python -m pytest -q -n 2 --dist loadfile tests/integration

@@ -59,6 +59,7 @@ from agentwatch.collector.vercel_ai import OPERATION_ID as _VERCEL_OPERATION
 from agentwatch.collector.vercel_ai import fold as fold_vercel
 
 __all__ = [
+    "READ_KEYS",
     "TRUNCATION_MARKER",
     "DecodeError",
     "SpanRecord",
@@ -124,9 +125,10 @@ def _pb_events(events: Any, attrs: dict[str, Any], limit: int) -> str | None:
     return exc_type
 
 
-# a set: its intersection with a map walks the map's keys in C and returns a set (the first keys of flattened
-# messages among them: they cost nothing there, and tell which spans have the rest)
-_NEEDED = (
+# Every key the decoder looks up in a span's attribute map. A set: its intersection with a map walks the map's
+# keys in C and returns a set (the first keys of flattened messages among them: they cost nothing there, and
+# tell which spans have the rest).
+READ_KEYS = (
     set(NEEDED_KEYS)
     | _FLAT_FIRST_KEYS
     | _VERCEL_KEYS
@@ -143,7 +145,7 @@ def _pb_attributes(attributes: Any, limit: int, tags: bool) -> dict[str, Any]:
     """The needed keys of a span's attribute map, its `agentwatch.tag.*` keys (`tags`: the message may hold
     some), its flattened messages and the Vercel AI SDK's and ADK's keys, folded into the GenAI keys."""
     attrs = {}
-    found = _NEEDED.intersection(attributes)
+    found = READ_KEYS.intersection(attributes)
     for key in found:
         value = attributes[key]
         text = value.string_value  # most values are strings: a non-empty one needs no WhichOneof

@@ -118,6 +118,9 @@ def test_judged_once_across_a_restart_none_lost(broker, topic, tmp_path, monkeyp
                 time.sleep(0.05)
             time.sleep(0.3)
             waiting = len(first.service.pending)
+        # what the first run asked the judge before it stopped (on a loaded machine it may not have read every
+        # conversation yet: the replay asks for the rest, once each)
+        asked_first = len(server.requests)
         assert first.error is None
         assert waiting > 0, "nothing was waiting for the judge when the collector stopped"
         scored_first = {s["conversation_id"] for s in scores_of(reader.wait(lambda r: False, 1))}
@@ -131,9 +134,8 @@ def test_judged_once_across_a_restart_none_lost(broker, topic, tmp_path, monkeyp
     assert set(ids) - scored_first, "the first run scored everything: the restart tested nothing"
     judged = _judged_orders(server)
     assert sorted(judged) == sorted(sampled), "a sampled conversation was judged twice or not at all"
-    assert (
-        stats["calls"] == 0 and stats["cache_hits"] >= 1
-    )  # the replay paid nothing: verdicts from the cache
+    # the replay paid nothing twice: verdicts asked for before the restart came from the cache
+    assert stats["calls"] == len(sampled) - asked_first and stats["cache_hits"] >= 1
     for s in scores:
         i = ids.index(s["conversation_id"])
         if i in sampled:
