@@ -51,6 +51,8 @@ def kind_of(value: object) -> Kind:
             return "tau2-bench"  # one file, or the metadata of a run saved as a directory
         if isinstance(value.get("tasks"), list) and isinstance(value.get("info"), dict):
             return "tau2-bench"  # a run's metadata saved without its simulations' index
+        if value.get("type") == "header" and isinstance(value.get("info"), dict):
+            return "tau2-bench"  # the first line of a run written a simulation a line
         if "traj" in value:
             return "tau-bench"
         if "turns" in value:

@@ -1,9 +1,11 @@
-"""Where a benchmark run's results are read from: a file (gzip detected; JSON, or τ-bench entries one per line),
-or a τ²-bench run saved as a directory (`results.json` without its simulations, one file per simulation in
-`simulations/`, as τ²-bench writes `--save-format dir` runs and its leaderboard submissions)."""
+"""Where a benchmark run's results are read from: a file (gzip detected; JSON, τ-bench entries one per line, or a
+τ²-bench run written a simulation a line), or a τ²-bench run saved as a directory (`results.json` without its
+simulations, one file per simulation in `simulations/`, as τ²-bench writes `--save-format dir` runs and its
+leaderboard submissions)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -95,31 +97,90 @@ def load_results(path: Path) -> Any:
 
 
 def load_document(raw: bytes) -> Any:
-    """The JSON document of a results file's bytes (already gunzipped), or its τ-bench entries when they are
-    written one per line; TauBenchFormatError when it is neither."""
+    """The JSON document of a results file's bytes (already gunzipped), its τ-bench entries when they are
+    written one per line, or a τ²-bench run written a simulation a line; TauBenchFormatError when it is none."""
     try:
         return json_text.loads(raw)
     except (ValueError, RecursionError) as exc:
         lines = _json_lines(raw)
-        if lines is None:
+        if lines is not None:
+            return lines
+        run = _simulation_lines(raw)
+        if run is None:
             raise TauBenchFormatError(f"not JSON: {exc}") from exc
-        return lines
+        return run
 
 
-def _json_lines(raw: bytes) -> JsonLines | None:
-    """τ-bench entries one per line, bad lines kept as errors; None unless the first line is such an entry."""
-    out = JsonLines([], [])
+def _parsed_lines(raw: bytes) -> Iterator[tuple[int, Any, str | None]]:
+    """Each line of `raw` that is not blank as (its number, its JSON value, None), or (its number, None, why it
+    is not JSON)."""
     for n, line in enumerate(raw.split(b"\n"), start=1):
         if not line.strip():
             continue
         try:
             entry = json_text.loads(line)
         except (ValueError, RecursionError) as exc:
+            yield n, None, f"not JSON: {exc}"
+            continue
+        yield n, entry, None
+
+
+def _json_lines(raw: bytes) -> JsonLines | None:
+    """τ-bench entries one per line, bad lines kept as errors; None unless the first line is such an entry."""
+    out = JsonLines([], [])
+    for n, entry, bad in _parsed_lines(raw):
+        if bad is not None:
             if not out.entries:
                 return None
-            out.errors.append((f"line {n}", f"not JSON: {exc}"))
+            out.errors.append((f"line {n}", bad))
             continue
         if not out.entries and not (isinstance(entry, dict) and "traj" in entry):
             return None
         out.entries.append((n, entry))
     return out if out.entries else None
+
+
+HEADER, SIMULATION, FOOTER = "header", "simulation", "footer"
+
+
+def _simulation_lines(raw: bytes) -> SavedRun | None:
+    """A τ²-bench run written as it goes, one JSON object a line: a `header` with the run's `info`, a
+    `simulation` with its `task` beside it for each one saved, and a `footer` counting them (harnesses built on
+    τ²-bench write this). None unless the first line is such a header; bad lines and a missing or disagreeing
+    footer are kept as errors, by line."""
+    run: SavedRun | None = None
+    tasks: dict[str, Any] = {}
+    footer: Any = None
+    for n, entry, bad in _parsed_lines(raw):
+        if bad is not None:
+            if run is None:
+                return None
+            run.errors.append((f"line {n}", bad))
+            continue
+        kind = entry.get("type") if isinstance(entry, dict) else None
+        if run is None:
+            if kind != HEADER or not isinstance(entry.get("info"), dict):
+                return None
+            run = SavedRun({"timestamp": entry.get("timestamp"), "info": entry["info"]}, [], [])
+        elif kind == SIMULATION:
+            task = entry.get("task")
+            if isinstance(task, dict) and "id" in task:
+                tasks.setdefault(str(task["id"]), task)
+            run.simulations.append((f"line {n}", entry.get(SIMULATION)))
+        elif kind == FOOTER:
+            footer = entry
+        else:
+            run.errors.append(
+                (f"line {n}", f"a record of type {kind!r}, neither a simulation nor the footer")
+            )
+    if run is None:
+        return None
+    run.meta["tasks"] = list(tasks.values())
+    saved = footer.get("saved") if isinstance(footer, dict) else None
+    if footer is None:
+        run.errors.append(("end of file", "no footer: the run may have stopped before it saved everything"))
+    elif isinstance(saved, int) and saved != len(run.simulations):
+        run.errors.append(
+            ("footer", f"says {saved} simulations were saved; the file holds {len(run.simulations)}")
+        )
+    return run
