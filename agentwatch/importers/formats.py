@@ -24,8 +24,9 @@ WHAT: dict[str, str] = {
     "empty": "nothing (the file is empty)",
     "transcripts": "agentwatch transcripts (a conversation with `turns` per line)",
     "chat": "chat-format logs (a conversation of `messages` per line)",
-    "tau-bench": "a τ-bench results file (a JSON array of {task_id, trial, reward, info, traj})",
-    "tau2-bench": "a τ²-bench results file (an object with `simulations` and `tasks`)",
+    "tau-bench": "a τ-bench results file (a JSON array of {task_id, trial, reward, info, traj}, or one a line)",
+    "tau2-bench": "a τ²-bench results file (an object with `simulations` and `tasks`, or a header and a "
+    "simulation a line)",
     "unknown": "no format agentwatch reads",
 }
 COMMAND: dict[str, str] = {
