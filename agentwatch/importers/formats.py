@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Literal
 
 from agentwatch.importers.dialects import MESSAGE_TYPES
+from agentwatch.importers.results_files import HEADER
 from agentwatch.wire import json_text
 from agentwatch.wire.transcripts import MAX_DOCUMENT_BYTES, UTF8_BOM, open_binary
 
@@ -52,7 +53,7 @@ def kind_of(value: object) -> Kind:
             return "tau2-bench"  # one file, or the metadata of a run saved as a directory
         if isinstance(value.get("tasks"), list) and isinstance(value.get("info"), dict):
             return "tau2-bench"  # a run's metadata saved without its simulations' index
-        if value.get("type") == "header" and isinstance(value.get("info"), dict):
+        if value.get("type") == HEADER and isinstance(value.get("info"), dict):
             return "tau2-bench"  # the first line of a run written a simulation a line
         if "traj" in value:
             return "tau-bench"

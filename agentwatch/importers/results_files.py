@@ -150,7 +150,7 @@ def _simulation_lines(raw: bytes) -> SavedRun | None:
     footer are kept as errors, by line."""
     run: SavedRun | None = None
     tasks: dict[str, Any] = {}
-    footer: Any = None
+    footer: dict[str, Any] | None = None
     for n, entry, bad in _parsed_lines(raw):
         if bad is not None:
             if run is None:
@@ -176,10 +176,9 @@ def _simulation_lines(raw: bytes) -> SavedRun | None:
     if run is None:
         return None
     run.meta["tasks"] = list(tasks.values())
-    saved = footer.get("saved") if isinstance(footer, dict) else None
     if footer is None:
         run.errors.append(("end of file", "no footer: the run may have stopped before it saved everything"))
-    elif isinstance(saved, int) and saved != len(run.simulations):
+    elif isinstance(saved := footer.get("saved"), int) and saved != len(run.simulations):
         run.errors.append(
             ("footer", f"says {saved} simulations were saved; the file holds {len(run.simulations)}")
         )
