@@ -97,29 +97,32 @@ class PolicyWriter:
         calls: Calls = "effects",
         final_state: bool = True,
         given: list[dict[str, Any]] | None = None,
+        logged: frozenset[int] = frozenset(),
     ) -> dict[str, Any]:
         """The policy of one task: `actions` as {name, arguments}; `compare[i]`: the only arguments of
         action i that count (others ignored), when the benchmark says so; `calls`: which of them the outcome
         requires (module docstring); `final_state` False when the outcome does not read the state the calls
         leave (a call nobody expected is then free); `given`: calls made before the agent ran, in a history
-        the transcript starts with (allowed once each, never required)."""
+        the transcript starts with (allowed once each, never required); `logged`: the actions the environment
+        records whatever their kind (a lookup among them is required, and none is another's alternative)."""
         tools: list[dict[str, Any]] = []
         by_arguments: dict[str, dict[str, Any]] = {}  # canonical arguments -> the tool expecting them
         for i, action in enumerate(actions if calls != "none" else ()):
             name = str(action["name"])
             lookup = self._kinds.of_name(self._names(name)) != EFFECT
-            if lookup and calls != "every":
+            if lookup and calls != "every" and i not in logged:
                 continue
             arguments = dict(action.get("arguments") or {})
             key = json.dumps(arguments, sort_keys=True, default=str)
-            same = by_arguments.get(key) if arguments and calls != "every" else None
+            same = by_arguments.get(key) if arguments and calls != "every" and i not in logged else None
             if same is not None and same["name"] != name:  # the same write on another tool: one of them
                 if name not in same.setdefault("alternatives", []):
                     same["alternatives"].append(name)
                 continue
             tool = _tool(name, arguments, compare.get(i), True if lookup else None)
             tools.append(tool)
-            by_arguments.setdefault(key, tool)
+            if i not in logged:
+                by_arguments.setdefault(key, tool)
         for call in given if calls != "none" and given else ():
             name = str(call["name"])
             if self._kinds.of_name(self._names(name)) == EFFECT:  # a lookup nobody expected is free anyway

@@ -40,10 +40,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentwatch.importers import set_identity, transcript_line
+from agentwatch.importers.discoverable_tools import DISPATCHER, named_call, read_messages
 from agentwatch.importers.openai_chat import ERROR_PREFIXES, conversation_from_messages
 from agentwatch.importers.policy_writer import Calls, PolicyWriter
 from agentwatch.importers.results_files import JsonLines, SavedRun, TauBenchFormatError
-from agentwatch.importers.tau_domains import domain_of, effect_free_patterns
+from agentwatch.importers.tau_domains import DOMAINS, domain_of, effect_free_patterns
 from agentwatch.importers.text_actions import acts_in_text
 from agentwatch.wire.schema import Conversation, Turn, attempt_number
 
@@ -114,6 +115,7 @@ def import_results(document: Any, agent: str, version: str, prefix: str) -> Impo
             out.errors.append((position, _why(exc)))
             continue
         set_identity(conv, raw_trial, attempt_key="trial")
+        conv.notes.extend(record.get("notes", ()))
         if record.get("stopped"):
             _stopped(conv, record["stopped"])
         out.lines.append(transcript_line(conv))
@@ -131,6 +133,7 @@ def import_results(document: Any, agent: str, version: str, prefix: str) -> Impo
                     truth.calls,
                     truth.final_state,
                     truth.given,
+                    truth.logged,
                 )
             except _UNREADABLE as exc:
                 out.ungraded.setdefault(task, f"its ground truth could not be read ({_why(exc)})")
@@ -140,8 +143,17 @@ def import_results(document: Any, agent: str, version: str, prefix: str) -> Impo
         for policy in out.policies:
             if "tools" in policy and policy.get("extra_calls") != "any":
                 policy["read_only_tools"] = effect_free_patterns(out.domain)
+                policy["tools"] = [t for t in policy["tools"] if _has_effects(t, out.domain)]
     out.ungraded = {t: out.ungraded[t] for t in sorted(out.ungraded, key=_task_order) if t not in seen_tasks}
     return out
+
+
+def _has_effects(tool: dict[str, Any], domain: str) -> bool:
+    """Whether an expected call of a policy can change `domain`'s database, or is required anyway: one the
+    tools' names alone took for a write (`unlock_discoverable_agent_tool`) is not, where the environment says."""
+    effect_free = DOMAINS[domain].other
+    names = [tool["name"], *tool.get("alternatives", ())]
+    return tool.get("required") is True or not all(name in effect_free for name in names)
 
 
 def _stopped(conv: Conversation, reason: str) -> None:
@@ -204,6 +216,9 @@ class _Truth:
     calls: Calls = "effects"  # which calls the reward requires (`PolicyWriter.policy`)
     final_state: bool = True  # whether the reward reads the state the calls leave
     given: list[dict[str, Any]] = field(default_factory=list)  # the agent's calls of the starting history
+    logged: frozenset[int] = (
+        frozenset()
+    )  # actions the environment records whatever their kind (`discoverable_tools`)
 
 
 def _read_truth(read: Callable[[dict[str, Any]], _Truth], source: dict[str, Any]) -> _Truth:
@@ -333,12 +348,21 @@ def _tau2_truth(task: dict[str, Any]) -> _Truth:
         return _Truth(None, ungraded=unchecked)
     actions: list[dict[str, Any]] = []
     compare: dict[int, list[str]] = {}
+    logged: set[int] = set()
     for action in raw_criteria.get("actions") or []:
         if not isinstance(action, dict) or action.get("requestor", "assistant") != "assistant":
             continue  # the user's own actions (dual control) are not the agent's to make
-        if action.get("compare_args") is not None:
-            compare[len(actions)] = list(action["compare_args"])
-        actions.append({"name": action.get("name"), "arguments": action.get("arguments") or {}})
+        name, arguments = action.get("name"), action.get("arguments") or {}
+        compared = action.get("compare_args")
+        named = named_call(name, arguments)
+        if named is not None:  # a discoverable tool's call: the environment logs it, a read too
+            name, arguments = named
+            logged.add(len(actions))
+            if compared is not None:
+                compared = None if "arguments" in compared else []
+        if compared is not None:
+            compare[len(actions)] = list(compared)
+        actions.append({"name": name, "arguments": arguments})
     basis = [str(part) for part in raw_criteria.get("reward_basis") or DEFAULT_BASIS]
     # τ²-bench compares the final database only against a replay of some ground truth: with neither actions
     # nor environment assertions (`null`, not `[]`) its DB part is 1 whatever the agent did
@@ -353,6 +377,7 @@ def _tau2_truth(task: dict[str, Any]) -> _Truth:
         calls=calls,
         final_state=reads_state,
         given=_history_calls(task),
+        logged=frozenset(logged),
     )
 
 
@@ -372,7 +397,11 @@ def _history_calls(task: dict[str, Any]) -> list[dict[str, Any]]:
                 and isinstance(call.get("name"), str)
                 and isinstance(call.get("arguments") or {}, dict)
             ):
-                calls.append({"name": call["name"], "arguments": call.get("arguments") or {}})
+                name, arguments = named_call(call["name"], call.get("arguments")) or (
+                    call["name"],
+                    call.get("arguments") or {},
+                )
+                calls.append({"name": name, "arguments": arguments})
     return calls
 
 
@@ -387,12 +416,14 @@ def _tau2_record(sim: dict[str, Any], task: dict[str, Any], system: Any) -> dict
     own = sim.get("policy")  # the agent's policy as this simulation ran it, where it is saved with it
     system = own if isinstance(own, str) and own else system
     ended = sim.get("termination_reason")
+    messages, named = read_messages(sim["messages"])
     return {
         "stopped": ended if isinstance(ended, str) and ended and ended not in _FINISHED else None,
         "system": system if isinstance(system, str) else None,
         "task_id": sim.get("task_id"),
         "trial": sim.get("trial"),
         "reward": _object(sim.get("reward_info")).get("reward"),
-        "messages": sim["messages"],
+        "messages": messages,
         "truth": _read_truth(_tau2_truth, task),
+        "notes": [f"{named} call(s) of {DISPATCHER} read as calls of the tool each names"] if named else [],
     }

@@ -10,7 +10,9 @@ classification by name.
 
 The lists are τ²-bench's `@is_tool(ToolType.WRITE)` methods and the others of each domain's agent tools
 (sierra-research/tau2-bench, `src/tau2/domains/{airline,retail,telecom,mock}/tools.py` at a2c0247, 2026-08-18);
-τ-bench's airline and retail tools are a subset of the same names.
+τ-bench's airline and retail tools are a subset of the same names. For `banking_knowledge` (τ³-bench), the tools
+that change its database (`mutates_state`) are the writes, among its agent tools, its discoverable agent tools
+(`tools.py`) and its retrieval tools (`retrieval_mixins.py`, same commit).
 """
 
 from __future__ import annotations
@@ -107,6 +109,83 @@ DOMAINS: dict[str, Domain] = {
                 "get_data_usage",
                 "get_details_by_id",
                 "transfer_to_human_agents",
+            }
+        ),
+    ),
+    # The agent's tools and the discoverable tools it calls through `call_discoverable_agent_tool`
+    # (`discoverable_tools`), read as the tools they name; the user's tools are not the agent's. Unlocking a
+    # tool is kept in memory, not in the database; `give_discoverable_user_tool` records what it gave.
+    "banking_knowledge": Domain(
+        write=frozenset(
+            {
+                "activate_debit_card_8291",
+                "activate_debit_card_8292",
+                "activate_debit_card_8293",
+                "apply_checking_account_credit_5829",
+                "apply_credit_card_account_flag_6147",
+                "apply_savings_account_credit_6831",
+                "apply_statement_credit_8472",
+                "approve_credit_limit_increase_5847",
+                "call_discoverable_agent_tool",
+                "change_debit_card_pin_6285",
+                "change_user_email",
+                "clear_debit_card_fraud_alert_4892",
+                "close_bank_account_7392",
+                "close_credit_card_account_7834",
+                "close_debit_card_4721",
+                "deny_credit_limit_increase_5848",
+                "example_agent_tool_0000",
+                "file_credit_card_transaction_dispute_4829",
+                "file_debit_card_transaction_dispute_6281",
+                "freeze_debit_card_3892",
+                "give_discoverable_user_tool",
+                "log_credit_card_closure_reason_4521",
+                "log_verification",
+                "open_bank_account_4821",
+                "order_debit_card_5739",
+                "order_replacement_credit_card_7291",
+                "pay_credit_card_from_checking_9182",
+                "request_temporary_debit_card_limit_increase_8374",
+                "reset_debit_card_pin_6284",
+                "set_debit_card_recurring_block_7382",
+                "submit_credit_limit_increase_request_7392",
+                "submit_interest_discrepancy_report_7294",
+                "transfer_funds_between_bank_accounts_7291",
+                "unfreeze_debit_card_3893",
+                "update_transaction_rewards_3847",
+            }
+        ),
+        other=frozenset(
+            {
+                "KB_search",
+                "KB_search_bm25",
+                "KB_search_dense",
+                "emergency_credit_bureau_incident_transfer_1114",
+                "get_all_user_accounts_by_user_id_3847",
+                "get_atm_deposit_images_8473",
+                "get_bank_account_transactions_9173",
+                "get_closure_reason_history_8293",
+                "get_credit_card_accounts_by_user",
+                "get_credit_card_transactions_by_user",
+                "get_credit_limit_increase_history_4829",
+                "get_current_time",
+                "get_debit_cards_by_account_id_7823",
+                "get_debit_dispute_status_7483",
+                "get_payment_history_6183",
+                "get_pending_replacement_orders_5765",
+                "get_referrals_by_user",
+                "get_user_dispute_history_7291",
+                "get_user_information_by_email",
+                "get_user_information_by_id",
+                "get_user_information_by_name",
+                "grep",
+                "initial_transfer_to_human_agent_0218",
+                "initial_transfer_to_human_agent_1822",
+                "list_discoverable_agent_tools",
+                "rewrite_context",
+                "shell",
+                "transfer_to_human_agents",
+                "unlock_discoverable_agent_tool",
             }
         ),
     ),

@@ -33,6 +33,7 @@ from agentwatch.scorers.decision import (
 )
 from agentwatch.scorers.endings import EndMarkers, ending
 from agentwatch.scorers.expected_conversation import grade_expected, says_something
+from agentwatch.scorers.graders import expected_repeats
 from agentwatch.scorers.judged import apply_verdict
 from agentwatch.scorers.names import NameNormalizer
 from agentwatch.scorers.policy import PolicyBook, grade_policy
@@ -131,7 +132,7 @@ class ConversationScorer:
         if conv.not_captured:
             conv = self._checkable(conv, skipped)
         graders = self._choose_graders(conv, sample, verdict, skipped)
-        found = self._grade_turns(conv, graders.failing)
+        found = self._grade_turns(conv, graders)
         found.reasons.extend(skipped)
         cost = self._price(conv, found)
         self._grade_whole(conv, graders, cost.cost_usd, found)
@@ -186,9 +187,11 @@ class ConversationScorer:
         failing = self._failing | frozenset(policy.fail_on) if policy is not None else self._failing
         return Graders(graded_by, expected, policy, verdict, failing)
 
-    def _grade_turns(self, conv: Conversation, failing: frozenset[str]) -> Findings:
+    def _grade_turns(self, conv: Conversation, graders: Graders) -> Findings:
         """Every turn through every grader that applies to it, and the failure evidence on each (the detectors
-        in `failing` fail the turn)."""
+        in `graders.failing` fail the turn)."""
+        failing = graders.failing
+        repeats = expected_repeats(graders.policy.tools, self._names) if graders.policy is not None else None
         found = Findings()
         found.evidence.add(conv.system)  # the agent's instructions are a source (fees, rules)
         turns = conv.turns
@@ -206,6 +209,7 @@ class ConversationScorer:
                 found.codes,
                 failing,
                 arguments_known,
+                repeats,
             )
             found.turn_scores.append(ts)
             found.reasons.extend(ts["reasons"])

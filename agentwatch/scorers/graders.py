@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from agentwatch.config.policies import PolicyTool
 from agentwatch.scorers.names import NameNormalizer
 from agentwatch.wire.schema import ToolCall
 
@@ -37,13 +38,38 @@ def forbidden_called(
 
 
 def loops(
-    calls: Sequence[ToolCall], threshold: int, names: NameNormalizer, used_names: Sequence[str] | None = None
+    calls: Sequence[ToolCall],
+    threshold: int,
+    names: NameNormalizer,
+    used_names: Sequence[str] | None = None,
+    repeats: Mapping[str, int] | None = None,
 ) -> list[tuple[str, int]]:
-    """(tool name, count) of every tool called with identical arguments at least `threshold` times
-    (`used_names`: the normalised names of `calls`, if already known)."""
+    """(tool name, count) of every tool called with identical arguments at least `threshold` times more than
+    once beyond what is expected (`used_names`: the normalised names of `calls`, if already known; `repeats`:
+    normalised name -> how many identical calls of it the task expects, `expected_repeats`)."""
     if len(calls) < threshold:
         return []
     if used_names is None:
         used_names = names.of(calls)
     counts = Counter((name, canonical_json(c.arguments)) for c, name in zip(calls, used_names, strict=True))
-    return [(name, n) for (name, _), n in counts.items() if n >= threshold]
+    allowed = repeats or {}
+    return [(name, n) for (name, _), n in counts.items() if n - allowed.get(name, 1) + 1 >= threshold]
+
+
+def expected_repeats(tools: Sequence[PolicyTool], names: NameNormalizer) -> dict[str, int]:
+    """Normalised tool name -> the most identical expectations a policy holds of it, where it holds two or more:
+    a task that requires the same call several times (a transfer tool called three times) asks for them, and
+    that many identical calls are no loop."""
+    named = Counter(names(t.name) for t in tools)
+    if all(n < 2 for n in named.values()):
+        return {}
+    same = Counter(
+        (names(t.name), canonical_json(t.model_dump(mode="json", exclude={"name"})))
+        for t in tools
+        if named[names(t.name)] >= 2
+    )
+    out: dict[str, int] = {}
+    for (name, _), n in same.items():
+        if n >= 2:
+            out[name] = max(n, out.get(name, 0))
+    return out

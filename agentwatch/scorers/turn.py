@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from agentwatch.config import ScoringConfig
@@ -46,13 +47,14 @@ class TurnGrader:
         found: set[str],
         failing: frozenset[str],
         arguments_known: bool = True,
+        repeats: Mapping[str, int] | None = None,
     ) -> tuple[dict[str, Any], float | None, float | None]:
         """Grade turn `i`: its `TurnScore` fields, answer score and tool overall.
 
         Failure evidence is added to `found`; a detector in `failing` also fails the turn (`passed` is False),
         and whether that counts is the conversation's business (only graded conversations have a verdict).
         Without `arguments_known` (the source recorded no tool arguments) calls cannot be told identical: no
-        loop is looked for."""
+        loop is looked for; `repeats`: the identical calls the task expects of a tool (`expected_repeats`)."""
         sc = self._scoring
         names = self._names
         exp = turn.expected
@@ -143,7 +145,7 @@ class TurnGrader:
         # A detector in `failing` fails the turn; any other's finding is evidence only (reason `evidence: ...`).
         found_here: list[tuple[str, str]] = []  # (code, reason text)
         looped = (
-            loops(calls, sc.loop_threshold, names, used_names)
+            loops(calls, sc.loop_threshold, names, used_names, repeats)
             if arguments_known and len(calls) >= sc.loop_threshold
             else ()
         )

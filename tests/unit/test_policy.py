@@ -392,3 +392,21 @@ def test_evidence_fails_only_where_configured_or_asked_by_the_policy() -> None:
     assert s_asked.passed is False and s_asked.evidence == ["loop"]
     with pytest.raises(ValueError, match="unknown detector"):
         Settings.model_validate({"scoring": {"failing_evidence": ["hallucinations"]}})
+
+
+def test_identical_calls_a_policy_expects_several_times_are_no_loop_beyond_them() -> None:
+    """A task may require one call several times (τ³-bench's banking task_032: a transfer tool called three
+    times): those repeats are what it asks for; repeats past them are still a loop."""
+    transfer = {"name": "initial_transfer", "arguments": {}}
+    policy = {"id": "p", "tools": [transfer] * 3, "extra_calls": "any"}
+    scorer = ConversationScorer(Settings.model_validate({"policies": [policy]}))
+    for made, looped in ((3, False), (4, False), (5, True)):
+        score = scorer.score(conv(dict(TURN, tool_calls=[_write("initial_transfer")] * made)))
+        assert ("loop" in score.evidence) is looped, made
+        assert score.passed is not looped
+    once = ConversationScorer(Settings.model_validate({"policies": [{**policy, "tools": [transfer]}]}))
+    assert "loop" in once.score(conv(dict(TURN, tool_calls=[_write("initial_transfer")] * 3))).evidence
+    # expected three times with different arguments: three identical calls are a loop
+    varied = [{"name": "initial_transfer", "arguments": {"n": n}} for n in range(3)]
+    apart = ConversationScorer(Settings.model_validate({"policies": [{**policy, "tools": varied}]}))
+    assert "loop" in apart.score(conv(dict(TURN, tool_calls=[_write("initial_transfer", n=0)] * 3))).evidence
