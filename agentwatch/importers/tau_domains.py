@@ -191,7 +191,7 @@ DOMAINS: dict[str, Domain] = {
     ),
     "mock": Domain(
         write=frozenset({"create_task", "update_task_status"}),
-        other=frozenset({"get_users", "transfer_to_human_agents"}),
+        other=frozenset({"get_users", "think", "transfer_to_human_agents"}),
     ),
 }
 
