@@ -12,8 +12,8 @@
   conversation's length: a conversation's checks search at most `SEARCH_BUDGET` characters of evidence (a
   number's look-up and a derivation counted alike; the published dev runs use at most 2.8 million); the
   identifiers left then are not checked, and the turn says how many (`python -m benchmarks.worst_case`).
-- Claimed actions — "I have cancelled…", "your order has been refunded" — when the conversation so far holds no
-  successful call with effects (or handoff) at all. Any such call grounds a claim: which tool performs which
+- Claimed actions — "I have cancelled…", "your order has been refunded" (`scorers.claims`) — when the
+  conversation so far holds no successful call with effects (or handoff) at all. Any such call grounds a claim: which tool performs which
   verb is the agent's business (a return is "submitted", an exchange "issued"), not a word list's. A verb a
   tool result states ("status": "cancelled") is a status read back, not a claim.
 """
@@ -25,6 +25,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from agentwatch.scorers.claims import claimed_actions, verb_forms, word_in
 from agentwatch.scorers.derived_numbers import MAX_OPERANDS, Derivations
 from agentwatch.scorers.text import AnswerText, numbers_in, parse_number
 from agentwatch.scorers.utilization import SearchBudget
@@ -66,48 +67,6 @@ _PER_OPERAND = 128
 
 # Numbers in the evidence: a plain scan (JSON numbers, numbers in texts, digits inside ids all count as seen).
 _EVIDENCE_NUMBER = re.compile(r"\d+(?:,\d{3})*(?:\.\d+)?")
-
-# Past-tense verbs of an action claim ("I have cancelled", "has been refunded"): what the claim detector looks
-# for. Grounding does not use them: any successful call with effects grounds a claim.
-CLAIM_VERBS: tuple[str, ...] = (
-    "cancelled",
-    "canceled",
-    "refunded",
-    "booked",
-    "reserved",
-    "scheduled",
-    "sent",
-    "emailed",
-    "updated",
-    "changed",
-    "modified",
-    "created",
-    "deleted",
-    "removed",
-    "transferred",
-    "submitted",
-    "issued",
-    "reset",
-    "processed",
-    "exchanged",
-    "returned",
-)
-_VERBS = "|".join(sorted(CLAIM_VERBS, key=len, reverse=True))
-_ADVERBS = r"(?:(?:just|now|already|successfully|also|gone\s+ahead\s+and)\s+)*"
-_CLAIM = re.compile(
-    rf"\b(?:I|we)(?:'ve|\s+have)?\s+{_ADVERBS}({_VERBS})\b"
-    rf"|\b(?:has|have)\s+{_ADVERBS}been\s+{_ADVERBS}({_VERBS})\b"
-    rf"|\b(?:was|were)\s+successfully\s+({_VERBS})\b",
-    re.IGNORECASE,
-)
-
-
-# Words before a claim verb in its clause that make it no claim: negations, conditions, modals of what may be.
-_NOT_ASSERTED = re.compile(
-    r"\b(?:not|no|none|never|nothing|neither|nor|cannot|if|whether|unless|until|once|might|may|could|would"
-    r"|should|must)\b|n't|n’t"
-)
-_CLAUSE_MARKS = (".", "!", "?", ";", ",", "\n")
 
 
 class Evidence:
@@ -182,8 +141,8 @@ class Evidence:
         results = self.derived.results
         for value in results[len(self._results) :]:
             self._results.append((value if isinstance(value, str) else repr(value)).casefold())
-        stems = _stems(word)
-        return any(_word_in(text, form) for text in self._results for form in stems)
+        stems = verb_forms(word)
+        return any(word_in(text, form) for text in self._results for form in stems)
 
     def _read(self) -> str | None:
         """Case-folded text of the next unread value (JSON values as their Python repr); None once all are read."""
@@ -251,56 +210,6 @@ class Evidence:
             self._numbers.extend(float(t.replace(",", "")) for t in _EVIDENCE_NUMBER.findall(text))
         self._numbered = len(self._texts)
         return self._numbers
-
-
-def claimed_actions(answer: str, folded: str | None = None) -> list[str]:
-    """Past-tense action verbs the answer claims were performed, lower-case, unique (`folded`: the answer
-    case-folded, if already known)."""
-    if folded is None:
-        folded = answer.casefold()
-    if not _mentions_action(folded):
-        return []
-    out: list[str] = []
-    for m in _CLAIM.finditer(answer):
-        if m.group(2) and "already" in m.group(0).casefold():
-            continue  # "has already been cancelled": a state found, not an action taken
-        clause = answer[_clause_start(answer, m.start()) : m.start()].casefold()
-        if _NOT_ASSERTED.search(clause):
-            continue  # "none of them has been cancelled", "if it was booked", "it must have been booked"
-        verb = (m.group(1) or m.group(2) or m.group(3)).lower()
-        if verb not in out:
-            out.append(verb)
-    return out
-
-
-def _clause_start(text: str, end: int) -> int:
-    """Where the clause holding position `end` starts (after the last ".", "!", "?", ";", "," or line break)."""
-    return max(text.rfind(mark, 0, end) for mark in _CLAUSE_MARKS) + 1
-
-
-def _stems(verb: str) -> tuple[str, ...]:
-    """The verb and the words a result states it with: "refunded" → "refund" (a refund in the payment history),
-    "exchanged" → "exchange", "cancelled" → "cancel"."""
-    if not verb.endswith("ed"):
-        return (verb,)
-    base = verb[:-2]
-    return (verb, verb[:-1], base[:-1] if base.endswith("ll") else base)
-
-
-def _mentions_action(folded: str) -> bool:
-    """Whether the case-folded answer contains one of the action verbs (most answers claim nothing)."""
-    return any(verb in folded for verb in CLAIM_VERBS)
-
-
-def _word_in(text: str, word: str) -> bool:
-    """Whether `word` occurs in `text` with no letter glued to either side."""
-    start = text.find(word)
-    while start >= 0:
-        end = start + len(word)
-        if (not start or not text[start - 1].isalpha()) and (end >= len(text) or not text[end].isalpha()):
-            return True
-        start = text.find(word, start + 1)
-    return False
 
 
 def unsupported_claims(answer: str, evidence: Evidence, folded: str | None = None) -> list[str]:
