@@ -144,6 +144,7 @@ def import_results(document: Any, agent: str, version: str, prefix: str) -> Impo
             if "tools" in policy and policy.get("extra_calls") != "any":
                 policy["read_only_tools"] = effect_free_patterns(out.domain)
                 policy["tools"] = [t for t in policy["tools"] if _has_effects(t, out.domain)]
+                _forbid_recorded(policy, out.domain)
     out.ungraded = {t: out.ungraded[t] for t in sorted(out.ungraded, key=_task_order) if t not in seen_tasks}
     return out
 
@@ -154,6 +155,15 @@ def _has_effects(tool: dict[str, Any], domain: str) -> bool:
     effect_free = DOMAINS[domain].other
     names = [tool["name"], *tool.get("alternatives", ())]
     return tool.get("required") is True or not all(name in effect_free for name in names)
+
+
+def _forbid_recorded(policy: dict[str, Any], domain: str) -> None:
+    """A task whose reward reads the final state: the writes `domain` records even when they fail, its ground
+    truth does not make, are forbidden (any call of one changes the state the reward compares)."""
+    expected = {name for t in policy["tools"] for name in (t["name"], *t.get("alternatives", ()))}
+    forbidden = sorted(DOMAINS[domain].recorded - expected)
+    if forbidden:
+        policy["forbidden_tools"] = forbidden
 
 
 def _stopped(conv: Conversation, reason: str) -> None:

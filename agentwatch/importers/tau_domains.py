@@ -25,16 +25,57 @@ __all__ = ["DOMAINS", "Domain", "domain_of", "effect_free_patterns"]
 
 @dataclass(frozen=True, slots=True)
 class Domain:
-    """An environment's agent tools: those that write its database and the others."""
+    """An environment's agent tools: those that write its database and the others; `recorded`: the writes whose
+    call the environment records even when the tool returns an error (banking_knowledge's dispatcher logs a call
+    of a discoverable write whatever it returned)."""
 
     write: frozenset[str]
     other: frozenset[str]
+    recorded: frozenset[str] = frozenset()
 
     @property
     def tools(self) -> frozenset[str]:
         """Every agent tool of the environment."""
         return self.write | self.other
 
+
+# banking_knowledge's discoverable agent tools that change its state: the dispatcher records a call of one in the
+# database whatever the tool returned, an error too.
+_BANKING_DISCOVERABLE_WRITES = frozenset(
+    {
+        "activate_debit_card_8291",
+        "activate_debit_card_8292",
+        "activate_debit_card_8293",
+        "apply_checking_account_credit_5829",
+        "apply_credit_card_account_flag_6147",
+        "apply_savings_account_credit_6831",
+        "apply_statement_credit_8472",
+        "approve_credit_limit_increase_5847",
+        "change_debit_card_pin_6285",
+        "clear_debit_card_fraud_alert_4892",
+        "close_bank_account_7392",
+        "close_credit_card_account_7834",
+        "close_debit_card_4721",
+        "deny_credit_limit_increase_5848",
+        "example_agent_tool_0000",
+        "file_credit_card_transaction_dispute_4829",
+        "file_debit_card_transaction_dispute_6281",
+        "freeze_debit_card_3892",
+        "log_credit_card_closure_reason_4521",
+        "open_bank_account_4821",
+        "order_debit_card_5739",
+        "order_replacement_credit_card_7291",
+        "pay_credit_card_from_checking_9182",
+        "request_temporary_debit_card_limit_increase_8374",
+        "reset_debit_card_pin_6284",
+        "set_debit_card_recurring_block_7382",
+        "submit_credit_limit_increase_request_7392",
+        "submit_interest_discrepancy_report_7294",
+        "transfer_funds_between_bank_accounts_7291",
+        "unfreeze_debit_card_3893",
+        "update_transaction_rewards_3847",
+    }
+)
 
 DOMAINS: dict[str, Domain] = {
     "airline": Domain(
@@ -116,45 +157,13 @@ DOMAINS: dict[str, Domain] = {
     # (`discoverable_tools`), read as the tools they name; the user's tools are not the agent's. Unlocking a
     # tool is kept in memory, not in the database; `give_discoverable_user_tool` records what it gave.
     "banking_knowledge": Domain(
-        write=frozenset(
-            {
-                "activate_debit_card_8291",
-                "activate_debit_card_8292",
-                "activate_debit_card_8293",
-                "apply_checking_account_credit_5829",
-                "apply_credit_card_account_flag_6147",
-                "apply_savings_account_credit_6831",
-                "apply_statement_credit_8472",
-                "approve_credit_limit_increase_5847",
-                "call_discoverable_agent_tool",
-                "change_debit_card_pin_6285",
-                "change_user_email",
-                "clear_debit_card_fraud_alert_4892",
-                "close_bank_account_7392",
-                "close_credit_card_account_7834",
-                "close_debit_card_4721",
-                "deny_credit_limit_increase_5848",
-                "example_agent_tool_0000",
-                "file_credit_card_transaction_dispute_4829",
-                "file_debit_card_transaction_dispute_6281",
-                "freeze_debit_card_3892",
-                "give_discoverable_user_tool",
-                "log_credit_card_closure_reason_4521",
-                "log_verification",
-                "open_bank_account_4821",
-                "order_debit_card_5739",
-                "order_replacement_credit_card_7291",
-                "pay_credit_card_from_checking_9182",
-                "request_temporary_debit_card_limit_increase_8374",
-                "reset_debit_card_pin_6284",
-                "set_debit_card_recurring_block_7382",
-                "submit_credit_limit_increase_request_7392",
-                "submit_interest_discrepancy_report_7294",
-                "transfer_funds_between_bank_accounts_7291",
-                "unfreeze_debit_card_3893",
-                "update_transaction_rewards_3847",
-            }
-        ),
+        write=_BANKING_DISCOVERABLE_WRITES
+        | {
+            "call_discoverable_agent_tool",
+            "change_user_email",
+            "give_discoverable_user_tool",
+            "log_verification",
+        },
         other=frozenset(
             {
                 "KB_search",
@@ -188,6 +197,7 @@ DOMAINS: dict[str, Domain] = {
                 "unlock_discoverable_agent_tool",
             }
         ),
+        recorded=_BANKING_DISCOVERABLE_WRITES,
     ),
     "mock": Domain(
         write=frozenset({"create_task", "update_task_status"}),

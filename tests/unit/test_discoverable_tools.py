@@ -218,3 +218,34 @@ def test_an_action_task_compares_only_what_its_compare_args_name() -> None:
     scorer = ConversationScorer(settings, labels="ignore")
     passed = [scorer.score(Conversation.model_validate(line)).passed for line in imported.lines]
     assert passed == [True, False]
+
+
+def test_a_discoverable_write_that_ran_is_recorded_even_when_it_returned_an_error() -> None:
+    """The dispatcher records a call of a discoverable write whatever the tool returned, so an extra one fails
+    the reward even when it failed; one the dispatcher refused, or whose tool raised, is recorded nowhere."""
+    other = "apply_statement_credit_8472"
+    ran = (
+        _dispatch(other, {"user_id": "u1", "amount": 5}),
+        "Error: the account is not eligible for a credit.",
+    )
+    locked = (
+        _dispatch(other, {"user_id": "u1", "amount": 5}),
+        f"Error: Tool '{other}' has not been unlocked.",
+    )
+    verdicts = _verdicts(
+        _simulation(0, 0.0, [*DONE, _unlock(other), ran]),
+        _simulation(1, 1.0, [*DONE, locked]),
+    )
+    assert verdicts == {0: False, 1: True}
+    raised = _simulation(2, 1.0, [*DONE, _unlock(other), ran])
+    raised["messages"][-3]["error"] = True  # the tool message of the last call: the tool raised
+    assert _verdicts(raised) == {2: True}
+    read, count = read_messages(_simulation(3, 1.0, [locked, FIX])["messages"])
+    assert count == 1 and [m["tool_calls"][0]["name"] for m in read if m.get("tool_calls")] == [
+        "call_discoverable_agent_tool",
+        WRITE,
+    ]
+    (policy,) = import_results(
+        {"info": {}, "tasks": [TASK], "simulations": [_simulation(0, 1.0, DONE)]}, "a", "v", "b"
+    ).policies
+    assert other in policy["forbidden_tools"] and WRITE not in policy["forbidden_tools"]
