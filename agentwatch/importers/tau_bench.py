@@ -26,7 +26,9 @@ benchmark's reward checks — the effects and the outputs:
   `compare_args` marks every other argument `ignore`;
 - the required outputs (`outputs`, τ²-bench's `communicate_info`) must be stated by some answer;
 - when the ground truth's tools are those of one standard environment (`tau_domains`), only that
-  environment's writes have effects: the agent's own tools (a planner's `todo`) are read-only.
+  environment's writes have effects: the agent's own tools (a planner's `todo`) are read-only;
+- a call through τ³-bench's `call_discoverable_agent_tool` is read, in the ground truth and in the transcript,
+  as the call of the tool it names (`discoverable_tools`).
 The reward itself is never read to build a policy. A τ²-bench task whose reward checks what such a policy cannot
 (`unchecked_basis`: assertions on the environment or judged by an LLM, the user's own actions in the final
 state or among the calls required) gets no policy, and the import says why: its conversations are not
@@ -44,7 +46,7 @@ from agentwatch.importers.discoverable_tools import DISPATCHER, named_call, read
 from agentwatch.importers.openai_chat import ERROR_PREFIXES, conversation_from_messages
 from agentwatch.importers.policy_writer import Calls, PolicyWriter
 from agentwatch.importers.results_files import JsonLines, SavedRun, TauBenchFormatError
-from agentwatch.importers.tau_domains import DOMAINS, domain_of, effect_free_patterns
+from agentwatch.importers.tau_domains import domain_of, fit_to_domain
 from agentwatch.importers.text_actions import acts_in_text
 from agentwatch.wire.schema import Conversation, Turn, attempt_number
 
@@ -142,28 +144,9 @@ def import_results(document: Any, agent: str, version: str, prefix: str) -> Impo
     if out.domain is not None:
         for policy in out.policies:
             if "tools" in policy and policy.get("extra_calls") != "any":
-                policy["read_only_tools"] = effect_free_patterns(out.domain)
-                policy["tools"] = [t for t in policy["tools"] if _has_effects(t, out.domain)]
-                _forbid_recorded(policy, out.domain)
+                fit_to_domain(policy, out.domain)
     out.ungraded = {t: out.ungraded[t] for t in sorted(out.ungraded, key=_task_order) if t not in seen_tasks}
     return out
-
-
-def _has_effects(tool: dict[str, Any], domain: str) -> bool:
-    """Whether an expected call of a policy can change `domain`'s database, or is required anyway: one the
-    tools' names alone took for a write (`unlock_discoverable_agent_tool`) is not, where the environment says."""
-    effect_free = DOMAINS[domain].other
-    names = [tool["name"], *tool.get("alternatives", ())]
-    return tool.get("required") is True or not all(name in effect_free for name in names)
-
-
-def _forbid_recorded(policy: dict[str, Any], domain: str) -> None:
-    """A task whose reward reads the final state: the writes `domain` records even when they fail, its ground
-    truth does not make, are forbidden (any call of one changes the state the reward compares)."""
-    expected = {name for t in policy["tools"] for name in (t["name"], *t.get("alternatives", ()))}
-    forbidden = sorted(DOMAINS[domain].recorded - expected)
-    if forbidden:
-        policy["forbidden_tools"] = forbidden
 
 
 def _stopped(conv: Conversation, reason: str) -> None:
@@ -226,9 +209,8 @@ class _Truth:
     calls: Calls = "effects"  # which calls the reward requires (`PolicyWriter.policy`)
     final_state: bool = True  # whether the reward reads the state the calls leave
     given: list[dict[str, Any]] = field(default_factory=list)  # the agent's calls of the starting history
-    logged: frozenset[int] = (
-        frozenset()
-    )  # actions the environment records whatever their kind (`discoverable_tools`)
+    # the actions the environment records whatever their kind (`discoverable_tools`)
+    logged: frozenset[int] = frozenset()
 
 
 def _read_truth(read: Callable[[dict[str, Any]], _Truth], source: dict[str, Any]) -> _Truth:

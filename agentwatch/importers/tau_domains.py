@@ -19,8 +19,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
-__all__ = ["DOMAINS", "Domain", "domain_of", "effect_free_patterns"]
+__all__ = ["DOMAINS", "Domain", "domain_of", "effect_free_patterns", "fit_to_domain"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,3 +219,22 @@ def domain_of(ground_truth_tools: Iterable[str]) -> str | None:
 def effect_free_patterns(domain: str) -> list[str]:
     """A policy's `read_only_tools` for a task of `domain`: every tool but the environment's writes."""
     return ["*", *(f"!{tool}" for tool in sorted(DOMAINS[domain].write))]
+
+
+def fit_to_domain(policy: dict[str, Any], domain: str) -> None:
+    """A policy of a task of `domain` whose reward reads the final state, fitted to what the environment records:
+    its other tools read-only, an expected call it does not record left out unless required (a tool the names
+    alone took for a write, `unlock_discoverable_agent_tool`), and the writes it records even when they fail
+    forbidden where the ground truth does not make them (any call of one changes the state the reward reads)."""
+    env = DOMAINS[domain]
+    policy["read_only_tools"] = effect_free_patterns(domain)
+    policy["tools"] = [
+        t
+        for t in policy["tools"]
+        if t.get("required") is True
+        or not all(n in env.other for n in (t["name"], *t.get("alternatives", ())))
+    ]
+    expected = {name for t in policy["tools"] for name in (t["name"], *t.get("alternatives", ()))}
+    forbidden = sorted(env.recorded - expected)
+    if forbidden:
+        policy["forbidden_tools"] = forbidden
