@@ -47,6 +47,7 @@ from agentwatch.importers.openai_chat import ERROR_PREFIXES, conversation_from_m
 from agentwatch.importers.policy_writer import Calls, PolicyWriter
 from agentwatch.importers.results_files import JsonLines, SavedRun, TauBenchFormatError
 from agentwatch.importers.tau_domains import domain_of, fit_to_domain
+from agentwatch.importers.tau_versions import records_every_discoverable_call
 from agentwatch.importers.text_actions import acts_in_text
 from agentwatch.wire.schema import Conversation, Turn, attempt_number
 
@@ -62,6 +63,8 @@ class Imported:
     format: str = ""
     ungraded: dict[str, str] = field(default_factory=dict)  # task -> why it has no policy
     domain: str | None = None  # the standard environment the ground truth's tools are of (`tau_domains`)
+    # rewarded by tau2-bench's grading before 1.0.1, which recorded every discoverable tool's call (`tau_versions`)
+    formerly: bool = False
 
 
 def detect(document: Any) -> str:
@@ -144,7 +147,7 @@ def import_results(document: Any, agent: str, version: str, prefix: str) -> Impo
     if out.domain is not None:
         for policy in out.policies:
             if "tools" in policy and policy.get("extra_calls") != "any":
-                fit_to_domain(policy, out.domain)
+                fit_to_domain(policy, out.domain, out.formerly)
     out.ungraded = {t: out.ungraded[t] for t in sorted(out.ungraded, key=_task_order) if t not in seen_tasks}
     return out
 
@@ -307,7 +310,9 @@ def _tau2(document: dict[str, Any] | SavedRun, out: Imported) -> Iterator[tuple[
     else:
         meta = document
         simulations = [(f"simulation {i}", sim) for i, sim in enumerate(document["simulations"])]
-    system = _object(_object(meta.get("info")).get("environment_info")).get("policy")
+    info = _object(meta.get("info"))
+    system = _object(info.get("environment_info")).get("policy")
+    out.formerly = records_every_discoverable_call(info.get("git_commit"))
     tasks: dict[str, dict[str, Any]] = {}
     raw_tasks = meta.get("tasks")
     for task in raw_tasks if isinstance(raw_tasks, list) else []:

@@ -28,11 +28,13 @@ __all__ = ["DOMAINS", "Domain", "domain_of", "effect_free_patterns", "fit_to_dom
 class Domain:
     """An environment's agent tools: those that write its database and the others; `recorded`: the writes whose
     call the environment records even when the tool returns an error (banking_knowledge's dispatcher logs a call
-    of a discoverable write whatever it returned)."""
+    of a discoverable write whatever it returned); `formerly_recorded`: the other tools whose every call its
+    grading before tau2-bench 1.0.1 recorded too (`tau_versions`)."""
 
     write: frozenset[str]
     other: frozenset[str]
     recorded: frozenset[str] = frozenset()
+    formerly_recorded: frozenset[str] = frozenset()
 
     @property
     def tools(self) -> frozenset[str]:
@@ -199,6 +201,23 @@ DOMAINS: dict[str, Domain] = {
             }
         ),
         recorded=_BANKING_DISCOVERABLE_WRITES,
+        formerly_recorded=frozenset(
+            {
+                "emergency_credit_bureau_incident_transfer_1114",
+                "get_all_user_accounts_by_user_id_3847",
+                "get_atm_deposit_images_8473",
+                "get_bank_account_transactions_9173",
+                "get_closure_reason_history_8293",
+                "get_credit_limit_increase_history_4829",
+                "get_debit_cards_by_account_id_7823",
+                "get_debit_dispute_status_7483",
+                "get_payment_history_6183",
+                "get_pending_replacement_orders_5765",
+                "get_user_dispute_history_7291",
+                "initial_transfer_to_human_agent_0218",
+                "initial_transfer_to_human_agent_1822",
+            }
+        ),
     ),
     "mock": Domain(
         write=frozenset({"create_task", "update_task_status"}),
@@ -221,11 +240,12 @@ def effect_free_patterns(domain: str) -> list[str]:
     return ["*", *(f"!{tool}" for tool in sorted(DOMAINS[domain].write))]
 
 
-def fit_to_domain(policy: dict[str, Any], domain: str) -> None:
+def fit_to_domain(policy: dict[str, Any], domain: str, formerly: bool = False) -> None:
     """A policy of a task of `domain` whose reward reads the final state, fitted to what the environment records:
     its other tools read-only, an expected call it does not record left out unless required (a tool the names
     alone took for a write, `unlock_discoverable_agent_tool`), and the writes it records even when they fail
-    forbidden where the ground truth does not make them (any call of one changes the state the reward reads)."""
+    forbidden where the ground truth does not make them (any call of one changes the state the reward reads);
+    `formerly`: the run was rewarded by the grading that recorded `formerly_recorded` calls too."""
     env = DOMAINS[domain]
     policy["read_only_tools"] = effect_free_patterns(domain)
     policy["tools"] = [
@@ -235,6 +255,6 @@ def fit_to_domain(policy: dict[str, Any], domain: str) -> None:
         or not all(n in env.other for n in (t["name"], *t.get("alternatives", ())))
     ]
     expected = {name for t in policy["tools"] for name in (t["name"], *t.get("alternatives", ()))}
-    forbidden = sorted(env.recorded - expected)
+    forbidden = sorted((env.recorded | env.formerly_recorded if formerly else env.recorded) - expected)
     if forbidden:
         policy["forbidden_tools"] = forbidden

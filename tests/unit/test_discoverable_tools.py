@@ -10,11 +10,16 @@ an unlock is kept in memory).
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
+from typer.testing import CliRunner
+
+from agentwatch.cli import app
 from agentwatch.config import Settings, TaskPolicy
 from agentwatch.importers.discoverable_tools import named_call, read_messages
 from agentwatch.importers.tau_bench import import_results
+from agentwatch.importers.tau_versions import records_every_discoverable_call
 from agentwatch.scorers import ConversationScorer
 from agentwatch.wire.schema import Conversation
 
@@ -249,3 +254,43 @@ def test_a_discoverable_write_that_ran_is_recorded_even_when_it_returned_an_erro
         {"info": {}, "tasks": [TASK], "simulations": [_simulation(0, 1.0, DONE)]}, "a", "v", "b"
     ).policies
     assert other in policy["forbidden_tools"] and WRITE not in policy["forbidden_tools"]
+
+
+# The last commit of tau2-bench before its fix of the grading (#329, 2026-07-14): every discoverable call recorded.
+EARLIER = "ede51b4651510fc137142346430ee8c15b1d7ba6"
+
+
+def test_a_run_of_a_commit_before_1_0_1_is_graded_as_its_grading_recorded_every_call() -> None:
+    """Before tau2-bench 1.0.1 a read nobody asked for was recorded too, and failed the reward."""
+    extra_read = (_dispatch("get_pending_replacement_orders_5765", {"credit_card_account_id": "cc1"}), "[]")
+    with_read = [*DONE, _unlock("get_pending_replacement_orders_5765"), extra_read]
+    for commit, passed in (
+        (EARLIER, False),
+        (EARLIER[:7].upper(), False),
+        ("a2c0247", True),
+        ("unknown", True),
+    ):
+        document = {
+            "info": {"git_commit": commit},
+            "tasks": [TASK],
+            "simulations": [_simulation(0, 1.0, with_read)],
+        }
+        imported = import_results(document, "agent", "bank", "bank")
+        assert imported.formerly is (not passed)
+        settings = Settings(policies=[TaskPolicy.model_validate(p) for p in imported.policies])
+        (line,) = imported.lines
+        score = ConversationScorer(settings, labels="ignore").score(Conversation.model_validate(line))
+        assert score.passed is passed, commit
+    assert not records_every_discoverable_call("ede51b")  # too short to name one commit
+    assert not records_every_discoverable_call(None)
+
+
+def test_the_import_command_says_which_grading_it_follows(tmp_path: Path) -> None:
+    document = {"info": {"git_commit": EARLIER}, "tasks": [TASK], "simulations": [_simulation(0, 1.0, DONE)]}
+    path = tmp_path / "bank.json"
+    path.write_text(json.dumps(document))
+    result = CliRunner().invoke(app, ["import", "tau-bench", str(path), "--out", str(tmp_path / "out")])
+    assert result.exit_code == 0, result.output
+    assert "tau2-bench (banking_knowledge): 1 conversation(s)" in result.output
+    header = (tmp_path / "out" / "policies.yaml").read_text()
+    assert "before 1.0.1" in header and "get_pending_replacement_orders_5765" in header
