@@ -51,6 +51,10 @@ from agentwatch.importers.tau_versions import records_every_discoverable_call
 from agentwatch.importers.text_actions import acts_in_text
 from agentwatch.wire.schema import Conversation, Turn, attempt_number
 
+# What a benchmark tool answers when it changed nothing: an error, or (banking_knowledge's tools, for a record
+# that already exists: a second identical `log_verification`) "Failed to …: Record … may already exist".
+_REFUSALS = (*ERROR_PREFIXES, "Failed to ")
+
 
 @dataclass(slots=True)
 class Imported:
@@ -107,7 +111,7 @@ def import_results(document: Any, agent: str, version: str, prefix: str) -> Impo
             conv = conversation_from_messages(
                 record["messages"],
                 f"{prefix}/task-{task}/trial-{trial if trial is not None else position}",
-                error_prefixes=ERROR_PREFIXES,
+                error_prefixes=_REFUSALS,
                 text_actions=record.get("text_actions", False),
                 agent=agent,
                 version=version,

@@ -294,3 +294,16 @@ def test_the_import_command_says_which_grading_it_follows(tmp_path: Path) -> Non
     assert "tau2-bench (banking_knowledge): 1 conversation(s)" in result.output
     header = (tmp_path / "out" / "policies.yaml").read_text()
     assert "before 1.0.1" in header and "get_pending_replacement_orders_5765" in header
+
+
+def test_a_second_identical_verification_log_changes_nothing() -> None:
+    """banking_knowledge answers a record that already exists with "Failed to …": a refusal, no second write."""
+    again = (("log_verification", VERIFIED), "Failed to log verification: Record may already exist.")
+    assert _verdicts(_simulation(0, 1.0, [*DONE, again])) == {0: True}
+    twice = (
+        ("log_verification", {**VERIFIED, "time_verified": "2025-11-14 03:41:00 EST"}),
+        "Verification logged.",
+    )
+    assert _verdicts(_simulation(1, 0.0, [*DONE, twice])) == {
+        1: False
+    }  # another record: a write nobody expected
