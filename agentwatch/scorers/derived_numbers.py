@@ -5,8 +5,9 @@ derived it. Real agents compute: differences of two looked-up prices, sums of le
 rounding. Precision comes first (a finding that fails real successes is worse than one that misses a made-up
 amount), so an amount is *derived* when it is, within half a cent:
 - a + b, |a − b|, a × b or a ÷ b of two grounded numbers — the numbers of the evidence (inputs, tool
-  arguments and results, the instructions) and the amounts the agent already stated that were grounded or
-  derived — or of one of them and a small whole number (1–12: passengers, bags, nights) written in the answer;
+  arguments and results, the instructions) and the amounts the agent stated that were grounded or derived (the
+  hallucination check asks again, once an answer is read, about an amount before the parts it sums) — or of one
+  of them and a small whole number (1–12: passengers, bags, nights) written in the answer;
 - a grounded number rounded (to whole units or tenths, up or down);
 - the sum of a run of two or more amounts stated just before it in the same answer (a total under its items; a
   subtotal stands for the items it summed, so a grand total of subtotals is one too);

@@ -331,8 +331,8 @@ def unsupported_identifiers(
 ) -> list[str]:
     """Identifiers and amounts in `answer` found nowhere in the evidence or the reference; those left once the
     evidence's search budget is spent are counted in `evidence.unchecked`, not checked."""
-    out: list[str] = []
-    seen: set[str] = set()
+    flagged: list[tuple[int, str]] = []
+    later: list[tuple[int, str, float]] = []  # amounts to try again once the whole answer is read
     ref = reference.casefold() if reference else ""
     known: _Known | None = None
     text_of = answer if isinstance(answer, AnswerText) else AnswerText(answer)
@@ -352,9 +352,7 @@ def unsupported_identifiers(
             if not grounded:
                 if known is None:
                     known = _Known(evidence, reference)
-                evidence.charge(
-                    _LOOKUP + _PER_OPERAND * (min(len(known.values), MAX_OPERANDS) + len(derived.stated))
-                )
+                evidence.charge(_derivation_cost(known, derived))
                 grounded = (
                     known.near(value)
                     or derived.explains(value, known.values)
@@ -362,7 +360,9 @@ def unsupported_identifiers(
                 )
             if grounded:
                 derived.take(value)
-                continue
+            else:
+                later.append((i, text, value))
+            continue
         else:
             token = text.casefold()
             if token in ref or evidence.has_text(token):
@@ -376,10 +376,25 @@ def unsupported_identifiers(
                 evidence.charge(_LOOKUP)
                 if known.holds(float(token)):
                     continue
-        if text not in seen:
-            seen.add(text)
-            out.append(text)
-    return out
+        flagged.append((i, text))
+    # a total stated before the parts it sums, parts the agent derived ("$41.92 ($8.28 for the shoes + $33.64
+    # for the keyboard)", each a price difference): derived from what the answer states after it
+    for i, text, value in later:
+        if evidence.spent:
+            evidence.unchecked += 1
+            continue
+        if known is not None:
+            evidence.charge(_derivation_cost(known, derived))
+            if derived.explains(value, known.values):
+                derived.take(value)
+                continue
+        flagged.append((i, text))
+    return list(dict.fromkeys(text for _, text in sorted(flagged)))
+
+
+def _derivation_cost(known: _Known, derived: Derivations) -> int:
+    """What looking an amount up among the evidence's numbers and derivations is counted as, in characters."""
+    return _LOOKUP + _PER_OPERAND * (min(len(known.values), MAX_OPERANDS) + len(derived.stated))
 
 
 def find_hallucinations(

@@ -276,6 +276,22 @@ def test_lookup_verbs_in_tool_names_and_the_exclusions(name: str, kind: str) -> 
             [],
         ),
         ("Hose $96.35, Backpack $193.38. Total refund: $490.53.", [{"p": [96.35, 193.38]}], ["490.53"]),
+        # a total before the parts it sums, each part a price difference the agent derived
+        (
+            "**Total Price Difference:** $41.92 ($8.28 for shoes + $33.64 for keyboard)",
+            [{"shoes": [155.33, 163.61], "keyboard": [235.13, 268.77]}],
+            [],
+        ),
+        (
+            "**Total:** $41.93 ($8.28 for shoes + $33.64 for keyboard)",
+            [{"s": [155.33, 163.61, 235.13, 268.77]}],
+            ["41.93"],
+        ),
+        (
+            "**Total:** $41.92 ($8.29 for shoes + $33.63 for keyboard)",
+            [{"s": [155.33, 163.61, 235.13, 268.77]}],
+            ["41.92", "8.29", "33.63"],
+        ),
     ],
 )
 def test_ids_and_amounts_as_other_agents_write_them(
