@@ -1,8 +1,8 @@
 """Hallucination evidence in an answer: made-up identifiers and amounts, and actions claimed while none was taken.
 
 - Identifiers — e-mail addresses, ids such as `ORD-1234` / `#48213`, numbers of five or more digits and
-  currency amounts — that appear in the answer but in none of the conversation's inputs so far, the
-  arguments and results (or error texts) of its tool calls so far, or the turn's reference answer.
+  currency amounts (signed too: "+$16.23") — that appear in the answer but in none of the conversation's inputs
+  so far, the arguments and results (or error texts) of its tool calls so far, or the turn's reference answer.
   Amounts compare by value (`$42.5` matches a result of `42.50`), and an amount one arithmetic step or a
   rounding away from grounded numbers is grounded (`scorers.derived_numbers`), a long number matches one
   written with separators (`50000`, `$50,000`), and an example of a format asserts nothing ("your order id,
@@ -36,6 +36,7 @@ _WORD_PUNCT = "\"'()[]{}<>.,;:!?*`~"  # "*" and "`": markdown's bold and code ar
 # An id such as ORD-1234, INV_2024_001 or #48213, or a number of five or more digits
 _ID_OR_LONG_NUMBER = re.compile(r"[A-Z]{2,}[-_#]?\d{3,}(?:[-_][A-Z0-9]+)*|#\d{3,}|\d{5,}")
 _CURRENCY = frozenset("$€£")
+_SIGNS = frozenset("+-\u2212\u2013")  # plus, hyphen-minus, minus sign, en dash
 # An amount with a currency word: "42.50 USD", "12 euros".
 _UNIT_AMOUNT = re.compile(
     r"(?<![\w.])(\d[\d,]*(?:\.\d+)?)\s?(?:USD|EUR|GBP|dollars|euros|pounds)\b", re.IGNORECASE
@@ -264,6 +265,8 @@ def _identifiers(text: AnswerText) -> list[tuple[str, str, float | None]]:
         token = word.strip(_WORD_PUNCT)
         if not token or "@" in token:
             continue
+        if len(token) > 2 and token[0] in _SIGNS and token[1] in _CURRENCY:
+            token = token[1:]  # a signed amount ("+$16.23", "-$94.55" a refund): its size is what is stated
         if token[0] in _CURRENCY:
             amount = token[1:].strip()
             value = parse_number(amount) if amount else None

@@ -276,6 +276,13 @@ def test_lookup_verbs_in_tool_names_and_the_exclusions(name: str, kind: str) -> 
             [],
         ),
         ("Hose $96.35, Backpack $193.38. Total refund: $490.53.", [{"p": [96.35, 193.38]}], ["490.53"]),
+        # signed amounts are amounts: a price difference "+$16.23", a refund "-$94.55"; a total of them is derived
+        (
+            "Desk lamp: +$16.23 (154.17 − 137.94). Bottle: +$1.38. Total additional charge: $17.61.",
+            [{"lamp": [154.17, 137.94], "bottle": [25.0, 26.38]}],
+            [],
+        ),
+        ("Price difference: -$12.34 (a refund).", [{"p": [100.0, 80.0]}], ["12.34"]),
         # a total before the parts it sums, each part a price difference the agent derived
         (
             "**Total Price Difference:** $41.92 ($8.28 for shoes + $33.64 for keyboard)",
