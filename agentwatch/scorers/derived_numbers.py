@@ -10,7 +10,8 @@ amount), so an amount is *derived* when it is, within half a cent:
   of them and a small whole number (1–12: passengers, bags, nights) written in the answer;
 - a grounded number rounded (to whole units or tenths, up or down);
 - the sum of a run of two or more amounts stated just before it in the same answer (a total under its items; a
-  subtotal stands for the items it summed, so a grand total of subtotals is one too);
+  subtotal stands for the items it summed, so a grand total of subtotals is one too), or of the derived amounts
+  among them (a total of price differences, each written beside the two prices it came from);
 - the result of an arithmetic expression the answer writes out (`(126 + 139) * 3 = $795`) whose numbers are all
   grounded or small counts;
 - the total of one field over the items of a list in a tool result (`price` summed over `flights`).
@@ -46,7 +47,7 @@ _EXPRESSION_NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
 class Derivations:
     """The amounts stated so far in one conversation, answer by answer (`begin` at each answer)."""
 
-    __slots__ = ("_answer", "_counted", "_read", "_run", "_totals", "results", "stated")
+    __slots__ = ("_answer", "_counted", "_derived", "_read", "_run", "_totals", "results", "stated")
 
     def __init__(self) -> None:
         self.stated: list[float] = []  # grounded or derived amounts the agent stated, in order
@@ -54,12 +55,16 @@ class Derivations:
         self._answer: AnswerText | None = None
         self._counted: list[float] | None = None  # _counts() of the current answer, once read
         self._run: list[float] = []  # the current answer's amounts, each subtotal in place of its items
+        self._derived: list[
+            float
+        ] = []  # the same of its amounts that were derived, not read from the evidence
         self._totals: list[float] = []
         self._read = 0  # results whose list totals are in _totals
 
     def begin(self, answer: AnswerText) -> None:
         """Start reading a new answer: its small whole numbers become operands for its amounts."""
         self._run = []
+        self._derived = []
         self._answer = answer
         self._counted = None
 
@@ -73,20 +78,22 @@ class Derivations:
             )
         return self._counted
 
-    def take(self, value: float) -> None:
-        """Record an amount of the current answer that was grounded or derived (a sum of the amounts just before
-        it takes their place in the answer's run)."""
+    def take(self, value: float, derived: bool = False) -> None:
+        """Record an amount of the current answer that was grounded or `derived` (a sum of the amounts just before
+        it takes their place in the answer's run, and of the derived ones in the run of those)."""
         self.stated.append(value)
-        summed = self._summed_run(value)
-        if summed:
-            del self._run[-summed:]
-        self._run.append(value)
+        for run in (self._run, self._derived) if derived else (self._run,):
+            summed = _summed(run, value)
+            if summed:
+                del run[-summed:]
+            run.append(value)
 
     def explains(self, value: float, grounded: Sequence[float]) -> bool:
         """Whether `value` is derived (see the module docstring); `grounded`: the numbers of the evidence."""
         operands = _operands([*grounded[-MAX_OPERANDS:], *self.stated, *self._counts()])
         return (
-            self._summed_run(value) > 0
+            _summed(self._run, value) > 0
+            or _summed(self._derived, value) > 0
             or _one_step(value, operands)
             or _rounds(value, operands)
             or self._written_out(value, operands)
@@ -99,15 +106,6 @@ class Derivations:
             self._totals.extend(list_totals(result))
         self._read = len(self.results)
         return self._totals
-
-    def _summed_run(self, value: float) -> int:
-        """How many of the last amounts of this answer's run (two or more) sum to `value`; 0 when none do."""
-        total = 0.0
-        for k, amount in enumerate(reversed(self._run), start=1):
-            total += amount
-            if k >= 2 and abs(total - value) <= _CENT:
-                return k
-        return 0
 
     def _written_out(self, value: float, operands: np.ndarray) -> bool:
         """Whether the answer writes `value` as the result of an expression of grounded numbers."""
@@ -134,6 +132,16 @@ class Derivations:
             ):
                 return True
         return False
+
+
+def _summed(run: list[float], value: float) -> int:
+    """How many of the last amounts of `run` (two or more) sum to `value`; 0 when none do."""
+    total = 0.0
+    for k, amount in enumerate(reversed(run), start=1):
+        total += amount
+        if k >= 2 and abs(total - value) <= _CENT:
+            return k
+    return 0
 
 
 def _operands(values: Sequence[float]) -> np.ndarray:

@@ -49,7 +49,7 @@ _EXAMPLE = re.compile(
     r"(?:\be\.\s?g\.|\b(?:for example|for instance|por ejemplo|p\.\s?ej\.|ej\.|par exemple|z\.\s?b\.|zum beispiel"
     r"|ad esempio|por exemplo)|\blike:?\s+(?=[\"'‘“`])|\(\s*like\s)[^.!?;\n)]*"
     # an amount marked as approximate ("~$2,460", "about $18"): an estimate, not a figure read from a result
-    r"|(?:[~≈]|\b(?:about|approximately|approx\.|around|roughly|nearly|almost|circa)\s+)\$?\d[\d,]*(?:\.\d+)?",
+    r"|(?:[~≈]|\b(?:about|approximately|approx\.|around|roughly|nearly|almost|circa)\s+)[-+\u2212\u2013]?\$?\d[\d,]*(?:\.\d+)?",
     re.IGNORECASE,
 )
 # Words one of which `_EXAMPLE` needs in the case-folded answer: substring checks rule most answers out before
@@ -351,18 +351,18 @@ def unsupported_identifiers(
                 continue
             forms = _number_forms(value)
             grounded = (ref and _written_in(ref, forms)) or evidence.has_number_written(forms)
+            computed = False
             # the evidence's numbers are read only for an amount not written in it (most amounts are)
             if not grounded:
                 if known is None:
                     known = _Known(evidence, reference)
                 evidence.charge(_derivation_cost(known, derived))
-                grounded = (
-                    known.near(value)
-                    or derived.explains(value, known.values)
-                    or _sums_what_follows(value, found[i + 1 :], known)
+                grounded = known.near(value)
+                computed = not grounded and (
+                    derived.explains(value, known.values) or _sums_what_follows(value, found[i + 1 :], known)
                 )
-            if grounded:
-                derived.take(value)
+            if grounded or computed:
+                derived.take(value, computed)
             else:
                 later.append((i, text, value))
             continue
@@ -389,7 +389,7 @@ def unsupported_identifiers(
         if known is not None:
             evidence.charge(_derivation_cost(known, derived))
             if derived.explains(value, known.values):
-                derived.take(value)
+                derived.take(value, True)
                 continue
         flagged.append((i, text))
     return list(dict.fromkeys(text for _, text in sorted(flagged)))

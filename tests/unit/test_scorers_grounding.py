@@ -283,6 +283,20 @@ def test_lookup_verbs_in_tool_names_and_the_exclusions(name: str, kind: str) -> 
             [],
         ),
         ("Price difference: -$12.34 (a refund).", [{"p": [100.0, 80.0]}], ["12.34"]),
+        ("It would be ~-$61 back to your card.", [{"p": [100.0, 80.0]}], []),  # approximate, signed or not
+        # a total of three price differences, each beside the two prices it came from
+        (
+            "Bag ($206.03) → ($219.43). Diff: +$13.40. Watch ($1985.30) → ($2127.62). Diff: +$142.32. "
+            "Kettle ($159.78) → ($164.46). Diff: +$4.68. Total diff: +$160.40.",
+            [{"p": [206.03, 219.43, 1985.30, 2127.62, 159.78, 164.46]}],
+            [],
+        ),
+        (
+            "Bag ($206.03) → ($219.43). Diff: +$13.40. Watch ($1985.30) → ($2127.62). Diff: +$142.32. "
+            "Kettle ($159.78) → ($164.46). Diff: +$4.68. Total diff: +$160.30.",
+            [{"p": [206.03, 219.43, 1985.30, 2127.62, 159.78, 164.46]}],
+            ["160.30"],
+        ),
         # a total before the parts it sums, each part a price difference the agent derived
         (
             "**Total Price Difference:** $41.92 ($8.28 for shoes + $33.64 for keyboard)",
