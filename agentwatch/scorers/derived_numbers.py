@@ -14,7 +14,8 @@ amount), so an amount is *derived* when it is, within half a cent:
   among them (a total of price differences, each written beside the two prices it came from);
 - the result of an arithmetic expression the answer writes out (`(126 + 139) * 3 = $795`) whose numbers are all
   grounded or small counts;
-- the total of one field over the items of a list in a tool result (`price` summed over `flights`).
+- the total of one field over the items of a list in a tool result (`price` summed over `flights`), or over the
+  two or more of them the answer names by an id they hold (a refund for the items returned).
 
 Every check is one arithmetic step from grounded numbers: an amount two unexplained steps away is still found.
 The pairwise checks search a sorted array of the operands, so they cost O(n log n) per amount, not O(n²).
@@ -36,6 +37,7 @@ MAX_OPERANDS = 20_000  # grounded numbers kept as operands (the most recent); th
 _MAX_DEPTH = 16
 SMALL_COUNTS = range(1, 13)
 _CENT = 0.005
+_ID_PUNCT = "\"'()[]{}<>.,;:!?*`~"  # around an id an answer names: quotes, brackets, markdown, punctuation
 # "(126 + 139) * 3 = $795": an expression of numbers, operators and parentheses written before "=" (looked for
 # in the `_EXPRESSION_REACH` characters before it), and the amount after it.
 _EXPRESSION_REACH = 160
@@ -47,7 +49,7 @@ _EXPRESSION_NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
 class Derivations:
     """The amounts stated so far in one conversation, answer by answer (`begin` at each answer)."""
 
-    __slots__ = ("_answer", "_counted", "_derived", "_read", "_run", "_totals", "results", "stated")
+    __slots__ = ("_answer", "_counted", "_derived", "_named", "_read", "_run", "_totals", "results", "stated")
 
     def __init__(self) -> None:
         self.stated: list[float] = []  # grounded or derived amounts the agent stated, in order
@@ -55,9 +57,8 @@ class Derivations:
         self._answer: AnswerText | None = None
         self._counted: list[float] | None = None  # _counts() of the current answer, once read
         self._run: list[float] = []  # the current answer's amounts, each subtotal in place of its items
-        self._derived: list[
-            float
-        ] = []  # the same of its amounts that were derived, not read from the evidence
+        self._derived: list[float] = []  # the same, of its derived amounts alone
+        self._named: list[float] | None = None  # totals over the items the current answer names, once read
         self._totals: list[float] = []
         self._read = 0  # results whose list totals are in _totals
 
@@ -65,6 +66,7 @@ class Derivations:
         """Start reading a new answer: its small whole numbers become operands for its amounts."""
         self._run = []
         self._derived = []
+        self._named = None
         self._answer = answer
         self._counted = None
 
@@ -98,7 +100,16 @@ class Derivations:
             or _rounds(value, operands)
             or self._written_out(value, operands)
             or any(abs(t - value) <= _CENT for t in self._list_totals())
+            or any(abs(t - value) <= _CENT for t in self._named_totals())
         )
+
+    def _named_totals(self) -> list[float]:
+        """The totals over the items of a result's lists that the current answer names (read once an answer)."""
+        if self._named is None:
+            words = self._answer.digit_words() if self._answer is not None else []
+            ids = {w.strip(_ID_PUNCT) for w in words} | {w.strip(_ID_PUNCT).lstrip("#") for w in words}
+            self._named = [t for result in self.results for t in named_totals(result, ids)] if ids else []
+        return self._named
 
     def _list_totals(self) -> list[float]:
         """The list totals of every result so far (results read once, when a check first needs them)."""
@@ -206,6 +217,26 @@ def _numeric_leaves(value: Any, path: tuple[str, ...], depth: int) -> Iterator[t
             yield from _numeric_leaves(inner, (*path, str(key)), depth + 1)
     elif is_number(value):
         yield path, float(value)
+
+
+def named_totals(value: Any, ids: set[str], depth: int = 0) -> Iterator[float]:
+    """For every list of objects nested in a JSON value: the total of each numeric field over the two or more of
+    its items that hold one of `ids` as a value of theirs (a refund for the items an answer names by item id)."""
+    if depth > _MAX_DEPTH:
+        return
+    if isinstance(value, dict):
+        for inner in value.values():
+            yield from named_totals(inner, ids, depth + 1)
+    elif isinstance(value, list):
+        totals: dict[tuple[str, ...], list[float]] = {}
+        for item in value:
+            if isinstance(item, dict) and any(isinstance(v, str) and v in ids for v in item.values()):
+                for path, number in _numeric_leaves(item, (), depth):
+                    totals.setdefault(path, []).append(number)
+            yield from named_totals(item, ids, depth + 1)
+        for numbers in totals.values():
+            if len(numbers) >= 2:
+                yield sum(numbers)
 
 
 def list_totals(value: Any, depth: int = 0) -> Iterator[float]:

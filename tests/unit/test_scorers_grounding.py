@@ -258,6 +258,17 @@ def test_lookup_verbs_in_tool_names_and_the_exclusions(name: str, kind: str) -> 
     )
 
 
+ORDER = {
+    "order_id": "#W2378156",
+    "items": [
+        {"item_id": "4202497723", "price": 342.81},
+        {"item_id": "4602305039", "price": 561.05},
+        {"item_id": "9408160950", "price": 381.26},
+        {"item_id": "1151293680", "price": 272.33},
+    ],
+}
+
+
 @pytest.mark.parametrize(
     ("answer", "results", "expected"),
     [
@@ -284,6 +295,13 @@ def test_lookup_verbs_in_tool_names_and_the_exclusions(name: str, kind: str) -> 
         ),
         ("Price difference: -$12.34 (a refund).", [{"p": [100.0, 80.0]}], ["12.34"]),
         ("It would be ~-$61 back to your card.", [{"p": [100.0, 80.0]}], []),  # approximate, signed or not
+        # a refund for the items the answer names, out of an order's four
+        ("Returning items 4602305039, 4202497723 and 9408160950: the refund is **$1,285.12**.", [ORDER], []),
+        (
+            "Returning items 4602305039, 4202497723 and 9408160950: the refund is **$1,285.21**.",
+            [ORDER],
+            ["1,285.21"],
+        ),
         # a total of three price differences, each beside the two prices it came from
         (
             "Bag ($206.03) → ($219.43). Diff: +$13.40. Watch ($1985.30) → ($2127.62). Diff: +$142.32. "
