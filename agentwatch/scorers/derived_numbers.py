@@ -49,7 +49,19 @@ _EXPRESSION_NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
 class Derivations:
     """The amounts stated so far in one conversation, answer by answer (`begin` at each answer)."""
 
-    __slots__ = ("_answer", "_counted", "_derived", "_named", "_read", "_run", "_totals", "results", "stated")
+    __slots__ = (
+        "_answer",
+        "_counted",
+        "_derived",
+        "_items",
+        "_lists",
+        "_named",
+        "_read",
+        "_run",
+        "_totals",
+        "results",
+        "stated",
+    )
 
     def __init__(self) -> None:
         self.stated: list[float] = []  # grounded or derived amounts the agent stated, in order
@@ -60,7 +72,10 @@ class Derivations:
         self._derived: list[float] = []  # the same, of its derived amounts alone
         self._named: list[float] | None = None  # totals over the items the current answer names, once read
         self._totals: list[float] = []
-        self._read = 0  # results whose list totals are in _totals
+        self._read = 0  # results whose list totals are in _totals and whose items are in _items
+        # the items of the results' lists by the ids they hold: id -> (list, item, its numeric leaves)
+        self._items: dict[str, list[tuple[int, int, list[tuple[tuple[str, ...], float]]]]] = {}
+        self._lists = 0  # lists indexed so far
 
     def begin(self, answer: AnswerText) -> None:
         """Start reading a new answer: its small whole numbers become operands for its amounts."""
@@ -104,19 +119,41 @@ class Derivations:
         )
 
     def _named_totals(self) -> list[float]:
-        """The totals over the items of a result's lists that the current answer names (read once an answer)."""
+        """The totals of each numeric field over the two or more items of one of the results' lists that the
+        current answer names by an id they hold (a refund for the items returned); read once an answer."""
         if self._named is None:
+            self._read_results()
             words = self._answer.digit_words() if self._answer is not None else []
-            ids = {w.strip(_ID_PUNCT) for w in words} | {w.strip(_ID_PUNCT).lstrip("#") for w in words}
-            self._named = [t for result in self.results for t in named_totals(result, ids)] if ids else []
+            named: dict[tuple[int, int], list[tuple[tuple[str, ...], float]]] = {}
+            for word in words:
+                token = word.strip(_ID_PUNCT)
+                for key in {token, token.lstrip("#")}:
+                    for in_list, at, leaves in self._items.get(key, ()):
+                        named[(in_list, at)] = leaves
+            by_field: dict[tuple[int, tuple[str, ...]], list[float]] = {}
+            for (in_list, _), leaves in named.items():
+                for path, number in leaves:
+                    by_field.setdefault((in_list, path), []).append(number)
+            self._named = [sum(numbers) for numbers in by_field.values() if len(numbers) >= 2]
         return self._named
 
     def _list_totals(self) -> list[float]:
         """The list totals of every result so far (results read once, when a check first needs them)."""
+        self._read_results()
+        return self._totals
+
+    def _read_results(self) -> None:
+        """Read the results not read yet: their list totals, and their lists' items by the ids they hold."""
         for result in self.results[self._read :]:
             self._totals.extend(list_totals(result))
+            for items in _object_lists(result, 0):
+                for at, item in enumerate(items):
+                    leaves = list(_numeric_leaves(item, (), 0))
+                    for value in item.values():
+                        if isinstance(value, str) and leaves:
+                            self._items.setdefault(value, []).append((self._lists, at, leaves))
+                self._lists += 1
         self._read = len(self.results)
-        return self._totals
 
     def _written_out(self, value: float, operands: np.ndarray) -> bool:
         """Whether the answer writes `value` as the result of an expression of grounded numbers."""
@@ -219,24 +256,19 @@ def _numeric_leaves(value: Any, path: tuple[str, ...], depth: int) -> Iterator[t
         yield path, float(value)
 
 
-def named_totals(value: Any, ids: set[str], depth: int = 0) -> Iterator[float]:
-    """For every list of objects nested in a JSON value: the total of each numeric field over the two or more of
-    its items that hold one of `ids` as a value of theirs (a refund for the items an answer names by item id)."""
+def _object_lists(value: Any, depth: int) -> Iterator[list[dict[str, Any]]]:
+    """The objects of every list nested in a JSON value, list by list."""
     if depth > _MAX_DEPTH:
         return
     if isinstance(value, dict):
         for inner in value.values():
-            yield from named_totals(inner, ids, depth + 1)
+            yield from _object_lists(inner, depth + 1)
     elif isinstance(value, list):
-        totals: dict[tuple[str, ...], list[float]] = {}
+        objects = [item for item in value if isinstance(item, dict)]
+        if objects:
+            yield objects
         for item in value:
-            if isinstance(item, dict) and any(isinstance(v, str) and v in ids for v in item.values()):
-                for path, number in _numeric_leaves(item, (), depth):
-                    totals.setdefault(path, []).append(number)
-            yield from named_totals(item, ids, depth + 1)
-        for numbers in totals.values():
-            if len(numbers) >= 2:
-                yield sum(numbers)
+            yield from _object_lists(item, depth + 1)
 
 
 def list_totals(value: Any, depth: int = 0) -> Iterator[float]:
