@@ -75,6 +75,21 @@ def many_turns(rnd: random.Random) -> dict[str, Any]:
     return {"conversation_id": "many_turns", "turns": turns}
 
 
+def named_items(rnd: random.Random) -> dict[str, Any]:
+    """1,000 turns, each a list of 200 items, every answer naming two of them and an amount found nowhere."""
+    turns = []
+    for t in range(1_000):
+        items = [{"item_id": f"{t:04d}{i:06d}", "price": 10.0 + i} for i in range(200)]
+        turns.append(
+            {
+                "input": "q",
+                "answer": f"Items {t:04d}000001 and {t:04d}000002: the refund is ${1234.56 + t:.2f}.",
+                "tool_calls": [{"name": "get", "arguments": {"id": t}, "result": {"items": items}}],
+            }
+        )
+    return {"conversation_id": "named_items", "turns": turns}
+
+
 def large_results(rnd: random.Random) -> dict[str, Any]:
     """20 turns, each a result of 10,000 values against a 60 kB answer holding none, utilization expected."""
     result = {f"k{i}": _words(rnd, 1) + str(i) for i in range(10_000)}
@@ -115,6 +130,7 @@ SHAPES: dict[str, Callable[[random.Random], dict[str, Any]]] = {
     "long_texts": long_texts,
     "many_amounts": many_amounts,
     "many_turns": many_turns,
+    "named_items": named_items,
     "large_results": large_results,
     "long_sequence": long_sequence,
     "one_name": one_name,

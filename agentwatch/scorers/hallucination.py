@@ -335,7 +335,8 @@ def unsupported_identifiers(
     """Identifiers and amounts in `answer` found nowhere in the evidence or the reference; those left once the
     evidence's search budget is spent are counted in `evidence.unchecked`, not checked."""
     flagged: list[tuple[int, str]] = []
-    later: list[tuple[int, str, float]] = []  # amounts to try again once the whole answer is read
+    # amounts to try again once the whole answer is read, with how many amounts were stated when they were tried
+    later: list[tuple[int, str, float, int]] = []
     ref = reference.casefold() if reference else ""
     known: _Known | None = None
     text_of = answer if isinstance(answer, AnswerText) else AnswerText(answer)
@@ -364,7 +365,7 @@ def unsupported_identifiers(
             if grounded or computed:
                 derived.take(value, computed)
             else:
-                later.append((i, text, value))
+                later.append((i, text, value, len(derived.stated)))
             continue
         else:
             token = text.casefold()
@@ -382,7 +383,10 @@ def unsupported_identifiers(
         flagged.append((i, text))
     # a total stated before the parts it sums, parts the agent derived ("$41.92 ($8.28 for the shoes + $33.64
     # for the keyboard)", each a price difference): derived from what the answer states after it
-    for i, text, value in later:
+    for i, text, value, stated in later:
+        if len(derived.stated) == stated:  # nothing stated after it: nothing new to derive it from
+            flagged.append((i, text))
+            continue
         if evidence.spent:
             evidence.unchecked += 1
             continue
