@@ -13,9 +13,9 @@
   number's look-up and a derivation counted alike; the published dev runs use at most 2.8 million); the
   identifiers left then are not checked, and the turn says how many (`python -m benchmarks.worst_case`).
 - Claimed actions — "I have cancelled…", "your order has been refunded" (`scorers.claims`) — when the
-  conversation so far holds no successful call with effects (or handoff) at all. Any such call grounds a claim: which tool performs which
-  verb is the agent's business (a return is "submitted", an exchange "issued"), not a word list's. A verb a
-  tool result states ("status": "cancelled") is a status read back, not a claim.
+  conversation so far holds no successful call with effects (or handoff) at all. Any such call grounds a claim:
+  which tool performs which verb is the agent's business (a return is "submitted", an exchange "issued"), not a
+  word list's. A verb a tool result states ("status": "cancelled") is a status read back, not a claim.
 """
 
 from __future__ import annotations
@@ -49,7 +49,8 @@ _EXAMPLE = re.compile(
     r"(?:\be\.\s?g\.|\b(?:for example|for instance|por ejemplo|p\.\s?ej\.|ej\.|par exemple|z\.\s?b\.|zum beispiel"
     r"|ad esempio|por exemplo)|\blike:?\s+(?=[\"'‘“`])|\(\s*like\s)[^.!?;\n)]*"
     # an amount marked as approximate ("~$2,460", "about $18"): an estimate, not a figure read from a result
-    r"|(?:[~≈]|\b(?:about|approximately|approx\.|around|roughly|nearly|almost|circa)\s+)[-+\u2212\u2013]?\$?\d[\d,]*(?:\.\d+)?",
+    r"|(?:[~≈]|\b(?:about|approximately|approx\.|around|roughly|nearly|almost|circa)\s+)"
+    r"[-+\u2212\u2013]?\$?\d[\d,]*(?:\.\d+)?",
     re.IGNORECASE,
 )
 # Words one of which `_EXAMPLE` needs in the case-folded answer: substring checks rule most answers out before
