@@ -130,11 +130,10 @@ class Derivations:
                 for key in {token, token.lstrip("#")}:
                     for in_list, at, leaves in self._items.get(key, ()):
                         named[(in_list, at)] = leaves
-            by_field: dict[tuple[int, tuple[str, ...]], list[float]] = {}
+            by_list: dict[int, list[list[tuple[tuple[str, ...], float]]]] = {}
             for (in_list, _), leaves in named.items():
-                for path, number in leaves:
-                    by_field.setdefault((in_list, path), []).append(number)
-            self._named = [sum(numbers) for numbers in by_field.values() if len(numbers) >= 2]
+                by_list.setdefault(in_list, []).append(leaves)
+            self._named = [total for items in by_list.values() for total in _field_totals(items)]
         return self._named
 
     def _list_totals(self) -> list[float]:
@@ -145,13 +144,13 @@ class Derivations:
     def _read_results(self) -> None:
         """Read the results not read yet: their list totals, and their lists' items by the ids they hold."""
         for result in self.results[self._read :]:
-            self._totals.extend(list_totals(result))
-            for items in _object_lists(result, 0):
-                for at, item in enumerate(items):
-                    leaves = list(_numeric_leaves(item, (), 0))
-                    for value in item.values():
-                        if isinstance(value, str) and leaves:
-                            self._items.setdefault(value, []).append((self._lists, at, leaves))
+            for depth, items in _object_lists(result, 0):
+                leaves = [list(_numeric_leaves(item, (), depth)) for item in items]
+                self._totals.extend(_field_totals(leaves))
+                for at, (item, numbers) in enumerate(zip(items, leaves, strict=True)):
+                    for value in item.values() if numbers else ():
+                        if isinstance(value, str):
+                            self._items.setdefault(value, []).append((self._lists, at, numbers))
                 self._lists += 1
         self._read = len(self.results)
 
@@ -256,8 +255,8 @@ def _numeric_leaves(value: Any, path: tuple[str, ...], depth: int) -> Iterator[t
         yield path, float(value)
 
 
-def _object_lists(value: Any, depth: int) -> Iterator[list[dict[str, Any]]]:
-    """The objects of every list nested in a JSON value, list by list."""
+def _object_lists(value: Any, depth: int) -> Iterator[tuple[int, list[dict[str, Any]]]]:
+    """(depth, objects) of every list nested in a JSON value that holds objects, list by list."""
     if depth > _MAX_DEPTH:
         return
     if isinstance(value, dict):
@@ -266,26 +265,24 @@ def _object_lists(value: Any, depth: int) -> Iterator[list[dict[str, Any]]]:
     elif isinstance(value, list):
         objects = [item for item in value if isinstance(item, dict)]
         if objects:
-            yield objects
+            yield depth, objects
         for item in value:
             yield from _object_lists(item, depth + 1)
 
 
-def list_totals(value: Any, depth: int = 0) -> Iterator[float]:
+def _field_totals(items: list[list[tuple[tuple[str, ...], float]]]) -> Iterator[float]:
+    """The total of each numeric field (by path) two or more of the items hold, each item given by its leaves."""
+    totals: dict[tuple[str, ...], list[float]] = {}
+    for leaves in items:
+        for path, number in leaves:
+            totals.setdefault(path, []).append(number)
+    for numbers in totals.values():
+        if len(numbers) >= 2:
+            yield sum(numbers)
+
+
+def list_totals(value: Any) -> Iterator[float]:
     """For every list of objects nested in a JSON value: the total of each numeric field found in two or more
     of its items (fields of nested objects included, by path)."""
-    if depth > _MAX_DEPTH:
-        return
-    if isinstance(value, dict):
-        for inner in value.values():
-            yield from list_totals(inner, depth + 1)
-    elif isinstance(value, list):
-        totals: dict[tuple[str, ...], list[float]] = {}
-        for item in value:
-            if isinstance(item, dict):
-                for path, number in _numeric_leaves(item, (), depth):
-                    totals.setdefault(path, []).append(number)
-            yield from list_totals(item, depth + 1)
-        for numbers in totals.values():
-            if len(numbers) >= 2:
-                yield sum(numbers)
+    for depth, items in _object_lists(value, 0):
+        yield from _field_totals([list(_numeric_leaves(item, (), depth)) for item in items])
