@@ -100,7 +100,6 @@ def tau_bench(
         saved_run,
     )
     from agentwatch.importers.tau_bench import import_results
-    from agentwatch.importers.tau_domains import DOMAINS
     from agentwatch.wire.transcripts import TranscriptFileError, open_binary
 
     stem = run_name(results)
@@ -132,7 +131,7 @@ def tau_bench(
             f"\nThe ground truth's tools are τ-bench's {imported.domain} environment's: only its writes have "
             "effects\n(`read_only_tools`), the agent's own tools are read-only."
         )
-        if imported.formerly and DOMAINS[imported.domain].formerly_recorded:
+        if imported.formerly:
             header += (
                 "\nIts commit is one of tau2-bench's before 1.0.1, whose grading recorded every call of a "
                 "discoverable tool:\none the ground truth does not make is forbidden, a read too."

@@ -46,7 +46,7 @@ from agentwatch.importers.discoverable_tools import DISPATCHER, named_call, read
 from agentwatch.importers.openai_chat import ERROR_PREFIXES, conversation_from_messages
 from agentwatch.importers.policy_writer import Calls, PolicyWriter
 from agentwatch.importers.results_files import JsonLines, SavedRun, TauBenchFormatError
-from agentwatch.importers.tau_domains import domain_of, fit_to_domain
+from agentwatch.importers.tau_domains import DOMAINS, domain_of, fit_to_domain
 from agentwatch.importers.tau_versions import records_every_discoverable_call
 from agentwatch.importers.text_actions import acts_in_text
 from agentwatch.wire.schema import Conversation, Turn, attempt_number
@@ -67,7 +67,8 @@ class Imported:
     format: str = ""
     ungraded: dict[str, str] = field(default_factory=dict)  # task -> why it has no policy
     domain: str | None = None  # the standard environment the ground truth's tools are of (`tau_domains`)
-    # rewarded by tau2-bench's grading before 1.0.1, which recorded every discoverable tool's call (`tau_versions`)
+    # graded as tau2-bench graded its environment before 1.0.1, which recorded every discoverable tool's call
+    # (`tau_versions`): the run's commit is one of those, and its environment is one that grading differed on
     formerly: bool = False
 
 
@@ -148,6 +149,7 @@ def import_results(document: Any, agent: str, version: str, prefix: str) -> Impo
                 out.ungraded.setdefault(task, f"its ground truth could not be read ({_why(exc)})")
     out.policies = [seen_tasks[t] for t in sorted(seen_tasks, key=_task_order)]
     out.domain = domain_of(truth_tools)
+    out.formerly = out.formerly and out.domain is not None and bool(DOMAINS[out.domain].formerly_recorded)
     if out.domain is not None:
         for policy in out.policies:
             if "tools" in policy and policy.get("extra_calls") != "any":

@@ -33,7 +33,6 @@ from agentwatch.scorers.decision import (
 )
 from agentwatch.scorers.endings import EndMarkers, ending
 from agentwatch.scorers.expected_conversation import grade_expected, says_something
-from agentwatch.scorers.graders import expected_repeats
 from agentwatch.scorers.judged import apply_verdict
 from agentwatch.scorers.names import NameNormalizer
 from agentwatch.scorers.policy import PolicyBook, grade_policy
@@ -191,7 +190,8 @@ class ConversationScorer:
         """Every turn through every grader that applies to it, and the failure evidence on each (the detectors
         in `graders.failing` fail the turn)."""
         failing = graders.failing
-        repeats = expected_repeats(graders.policy.tools, self._names) if graders.policy is not None else None
+        policy = graders.policy
+        repeats = self.policies.repeats(policy, self._names) if policy is not None else None
         found = Findings()
         found.evidence.add(conv.system)  # the agent's instructions are a source (fees, rules)
         turns = conv.turns

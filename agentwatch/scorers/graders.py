@@ -44,9 +44,9 @@ def loops(
     used_names: Sequence[str] | None = None,
     repeats: Mapping[str, int] | None = None,
 ) -> list[tuple[str, int]]:
-    """(tool name, count) of every tool called with identical arguments at least `threshold` times more than
-    once beyond what is expected (`used_names`: the normalised names of `calls`, if already known; `repeats`:
-    normalised name -> how many identical calls of it the task expects, `expected_repeats`)."""
+    """(tool name, count) of every tool called with identical arguments at least `threshold` times, not counting
+    the identical calls the task expects beyond the first (`repeats`: normalised name -> how many identical
+    calls of it the task expects, `expected_repeats`; `used_names`: the normalised names of `calls`, if known)."""
     if len(calls) < threshold:
         return []
     if used_names is None:

@@ -31,7 +31,7 @@ from agentwatch.scorers.effects import (
     wanted_calls,
 )
 from agentwatch.scorers.endings import ending_reasons
-from agentwatch.scorers.graders import forbidden_called
+from agentwatch.scorers.graders import expected_repeats, forbidden_called
 from agentwatch.scorers.names import NameNormalizer
 from agentwatch.scorers.outputs import outputs_reasons
 from agentwatch.scorers.tool_kinds import ToolKinds
@@ -69,6 +69,14 @@ class PolicyBook:
     def __init__(self, policies: Sequence[TaskPolicy]) -> None:
         self.policies = list(policies)
         self._matches: dict[tuple[str, str], TaskPolicy | None] = {}
+        self._repeats: dict[int, dict[str, int]] = {}  # id of a policy of this book -> expected_repeats
+
+    def repeats(self, policy: TaskPolicy, names: NameNormalizer) -> dict[str, int]:
+        """`expected_repeats` of one of this book's policies, worked out once."""
+        key = id(policy)  # the book holds its policies, so an id stays theirs
+        if key not in self._repeats:
+            self._repeats[key] = expected_repeats(policy.tools, names)
+        return self._repeats[key]
 
     def match(self, agent: str, task: str) -> TaskPolicy | None:
         """The policy grading conversations of `agent` and `task`, if any."""
