@@ -133,13 +133,18 @@ def serve_metrics(start: Callable[[], int], port: int | None) -> int:
 
 
 def kafka_or_exit(call: Callable[[], object], bootstrap_servers: str) -> None:
-    """Run `call`; Kafka refusing the settings or out of reach ends the command with one line, exit 1."""
+    """Run `call`; Kafka refusing the settings or out of reach ends the command with one line, exit 1; settings
+    the cluster cannot serve (a topic taking smaller records than the collector needs), exit 2."""
     from confluent_kafka import KafkaException
 
+    from agentwatch.config import ConfigError
     from agentwatch.kafka.refusals import KafkaSecurityError
 
     try:
         call()
+    except ConfigError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
     except KafkaSecurityError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(1) from None

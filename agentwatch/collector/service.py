@@ -36,6 +36,7 @@ from agentwatch.collector.metrics import PipelineStats
 from agentwatch.collector.offsets import OffsetBook
 from agentwatch.collector.reconstruct import build_conversation, split_by_agent
 from agentwatch.collector.record import Record
+from agentwatch.collector.record_limits import RecordLimits, fit_record_limits
 from agentwatch.collector.rekey import CONTENT_TYPE_HEADER, Rekeyer, header, key_mode, keyed_by_conversation
 from agentwatch.collector.review_feed import ReviewFeed
 from agentwatch.collector.score_fit import REVISION_ROOM, score_payload
@@ -47,7 +48,7 @@ from agentwatch.judge.runner import JudgeRunner
 from agentwatch.judge.verdict import JudgeVerdict
 from agentwatch.kafka.producer import ProduceError, RecordProducer, headers_bytes, producer_config
 from agentwatch.kafka.security import service_settings
-from agentwatch.kafka.topics import ensure_pipeline_topics
+from agentwatch.kafka.topics import ensure_pipeline_topics, pipeline_largest_records
 from agentwatch.scorers import ConversationScorer, unscored
 from agentwatch.wire.schema import Conversation, ConversationScore
 
@@ -143,6 +144,10 @@ class CollectorService:
             ("agentwatch-producer", self.instance.encode()),
         ]
         self._score_header_bytes = headers_bytes(self._score_headers)
+        # the record bounds, lowered at start to what the broker's topics take
+        self.limits = RecordLimits(
+            self.config.max_score_bytes, self.config.max_transcript_bytes, self.config.max_dead_letter_bytes
+        )
 
     # ----------------------------------------------------------------------------------------- lifecycle
 
@@ -165,15 +170,16 @@ class CollectorService:
         stop = stop_event or self._stop
         cfg, kafka = self.config, self.settings.kafka
         ensure_pipeline_topics(self.settings)
+        limits = self.limits = fit_record_limits(cfg, pipeline_largest_records(self.settings))
         connection = service_settings(kafka, "collector")
         self._out = RecordProducer(producer_config(connection))
         rekeyer = Rekeyer(self._out, cfg.rekey_topic)
-        dead = self._dead = DeadLetterPublisher(self._out, cfg.dead_letter_topic, cfg.max_dead_letter_bytes)
+        dead = self._dead = DeadLetterPublisher(self._out, cfg.dead_letter_topic, limits.dead_letter)
         if cfg.transcripts_topic:
             self.review = ReviewFeed(
                 self._out,
                 cfg.transcripts_topic,
-                cfg.max_transcript_bytes,
+                limits.transcript,
                 self._score_headers[1:],
                 frozenset(self.settings.sampling.review_evidence),
                 failing=cfg.failing_transcripts,
@@ -413,7 +419,7 @@ class CollectorService:
         `ids`, trace and span id) when configured."""
         assert self._out is not None
         key = series_key(score)
-        room = self.config.max_score_bytes - len(key) - self._score_header_bytes - REVISION_ROOM
+        room = self.limits.score - len(key) - self._score_header_bytes - REVISION_ROOM
         score, payload = score_payload(score, conv, room)
         self._out.send(self.config.scores_topic, value=payload, key=key, headers=self._score_headers)
         if self.review is not None and conv is not None:

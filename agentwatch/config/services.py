@@ -67,22 +67,22 @@ class CollectorConfig(Section):
     max_transcript_bytes: int = Field(
         default=1_000_000,
         ge=10_000,
-        description="a longer transcript record (key and headers included) is cut (texts, then turns); keep it "
-        "under the broker's largest record (Kafka's message.max.bytes, 1,048,588 by default)",
+        description="a longer transcript record (key and headers included) is cut (texts, then turns); lowered at "
+        "start to what the topic takes (its max.message.bytes; Kafka's default 1,048,588)",
     )
     max_score_bytes: int = Field(
         default=1_000_000,
         ge=10_000,
         description="a longer score record (key and headers included) leaves details out (long texts, turn "
-        "reasons, turn scores) until it fits; keep it under the broker's largest record (Kafka's "
-        "message.max.bytes, 1,048,588 by default)",
+        "reasons, turn scores) until it fits; lowered at start to what the topic takes (its "
+        "max.message.bytes; Kafka's default 1,048,588)",
     )
     max_dead_letter_bytes: int = Field(
         default=1_000_000,
         ge=10_000,
         description="a longer dead letter (key and headers counted) is sent without the message's value, then "
-        "without its own headers and key (the source topic, partition and offset say where it is); keep it "
-        "under the broker's largest record",
+        "without its own headers and key (the source topic, partition and offset say where it is); lowered "
+        "at start to what the topic takes (its max.message.bytes)",
     )
     failing_transcripts: bool = Field(
         default=True,

@@ -2,22 +2,26 @@
 
 A topic that does not exist when the consumer subscribes is only picked up at the next metadata refresh, and
 records produced to a topic being auto-created can sit unsent until it appears. Creating the internal topics
-explicitly at start avoids both.
+explicitly at start avoids both. The largest record each topic takes (`max.message.bytes`) is read at start
+too, so that the collector writes no record the broker would refuse (`agentwatch.collector.record_limits`).
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterable
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
-from confluent_kafka.admin import NewTopic
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 from agentwatch.kafka.admin import TIMEOUT_S, reach
 from agentwatch.kafka.security import KafkaSecurity
 
 log = logging.getLogger(__name__)
+
+MAX_MESSAGE_BYTES = "max.message.bytes"  # a topic's largest record; Kafka's default is the broker's 1,048,588
 
 
 def ensure_topics(
@@ -52,21 +56,62 @@ def ensure_topics(
     return created
 
 
+def _pipeline_topics(settings: Any) -> list[str]:
+    """The topics the collector reads and writes (`Settings`: its `collector` section)."""
+    c = settings.collector
+    return [
+        *c.input_topics,
+        *c.log_topics,
+        c.rekey_topic,
+        c.scores_topic,
+        c.dead_letter_topic,  # consumed at once
+        *([c.transcripts_topic] if c.transcripts_topic else []),
+    ]
+
+
 def ensure_pipeline_topics(settings: Any) -> list[str]:
     """Create the topics the collector reads and writes (`Settings`: its `kafka` and `collector` sections)."""
     c, kafka = settings.collector, settings.kafka
     return ensure_topics(
         kafka.bootstrap_servers,
-        [
-            *c.input_topics,
-            *c.log_topics,
-            c.rekey_topic,
-            c.scores_topic,
-            c.dead_letter_topic,  # consumed at once
-            *([c.transcripts_topic] if c.transcripts_topic else []),
-        ],
+        _pipeline_topics(settings),
         partitions=c.topic_partitions,
         replication_factor=c.topic_replication_factor,
         client_id=kafka.client_id,
         security=KafkaSecurity.from_config(kafka),
     )
+
+
+def largest_records(
+    admin: AdminClient, topics: Iterable[str], timeout_s: float = TIMEOUT_S
+) -> dict[str, int]:
+    """The largest record each topic takes (`max.message.bytes`), for the topics whose configuration the broker
+    describes; a topic it does not (no such key, describing refused, no answer in time) is left out."""
+    names = list(dict.fromkeys(topics))
+    if not names:
+        return {}
+    try:
+        futures = admin.describe_configs([ConfigResource(ConfigResource.Type.TOPIC, t) for t in names])
+    except KafkaException as exc:
+        log.warning("the broker's record limits not read (%s): the configured bounds are used", exc)
+        return {}
+    out: dict[str, int] = {}
+    deadline = time.monotonic() + timeout_s  # one wait for all: a broker that never answers delays start once
+    for resource, future in futures.items():
+        try:
+            entry = future.result(timeout=max(0.0, deadline - time.monotonic())).get(MAX_MESSAGE_BYTES)
+        except Exception as exc:  # noqa: BLE001 - a broker without DescribeConfigs, or ACLs refusing it
+            log.warning(
+                "topic %s: its record limit not read (%s): the configured bounds are used", resource.name, exc
+            )
+            continue
+        if entry is not None and entry.value is not None and str(entry.value).isdigit():
+            out[resource.name] = int(entry.value)
+    return out
+
+
+def pipeline_largest_records(settings: Any) -> dict[str, int]:
+    """The largest record each topic of the collector takes, as far as the broker says (`largest_records`)."""
+    kafka = settings.kafka
+    admin, _ = reach(kafka.bootstrap_servers, KafkaSecurity.from_config(kafka), f"{kafka.client_id}-admin")
+    return largest_records(admin, _pipeline_topics(settings))

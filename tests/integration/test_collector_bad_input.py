@@ -20,8 +20,15 @@ from agentwatch.collector.deadletter import (
     REASON_HEADER,
     TOPIC_HEADER,
 )
+from agentwatch.collector.decode import decode_message
+from agentwatch.collector.reconstruct import build_conversation
+from agentwatch.collector.record_limits import BATCH_ROOM
+from agentwatch.config import Settings
+from agentwatch.scorers import ConversationScorer
+from agentwatch.wire.schema import ConversationScore
 from tests.support.collector_kafka import (
     SDK_HEADERS,
+    Record,
     ServiceThread,
     ToolSpec,
     TopicReader,
@@ -256,15 +263,9 @@ def test_a_score_no_json_writer_takes_is_published_unscored_and_the_collector_go
     scores.close()
 
 
-def test_a_score_past_the_record_limit_leaves_details_out_and_keeps_its_verdict(broker):
-    """A conversation of 400 failing turns scored past `collector.max_score_bytes` (here 20,000; Kafka takes
-    1,048,588 a record by default, and 5,000 turns failing with a one-line error scored 1.65 MB): the broker
-    would refuse the record and the collector stop at every restart. The record fits, says what was left out,
-    and keeps the verdict."""
-    bs = broker.bootstrap_servers
-    topic = unique("bigscore")
-    create_topic(bs, topic, 1)
-    cfg = collector_settings(bs, [topic], unique("bigscore"), max_score_bytes=20_000)
+def _failing_turns_scored(bs: str, topic: str, cfg: Settings) -> tuple[Record, dict, ConversationScore]:
+    """A conversation of 400 turns, each a tool failing with a 200-character error, sent to `topic` of a running
+    collector: its score record, that record's JSON, and the score it has whole."""
     big = unique("big")
     turns = [
         TurnSpec(
@@ -275,30 +276,59 @@ def test_a_score_past_the_record_limit_leaves_details_out_and_keeps_its_verdict(
         )
         for i in range(400)
     ]
+    payload = otlp_bytes(conversation_spans(big, turns))
     scores = TopicReader(bs, cfg.collector.scores_topic)
     with ServiceThread(cfg) as svc:
         p = producer(bs)
-        p.send(topic, value=otlp_bytes(conversation_spans(big, turns)), key=big.encode(), headers=SDK_HEADERS)
+        p.send(topic, value=payload, key=big.encode(), headers=SDK_HEADERS)
         p.flush()
         p.close()
         _send_then_sentinel(bs, topic, [], scores)
         assert svc.error is None
     (record,) = [r for r in scores.records if json.loads(r.value)["conversation_id"] == big]
     scores.close()
-    assert record.key is not None
-    assert len(record.key) + len(record.value) + sum(len(k) + len(v) for k, v in record.headers) <= 20_000
-    written = json.loads(record.value)
-    (note,) = [r for r in written["reasons"] if r.startswith("note: the score was")]
-    assert int(note.split()[4].replace(",", "")) > 20_000, note
-    from agentwatch.collector.decode import decode_message
-    from agentwatch.collector.reconstruct import build_conversation
-    from agentwatch.scorers import ConversationScorer
-
-    payload = otlp_bytes(conversation_spans(big, turns))
     whole = ConversationScorer(cfg).score(
         build_conversation(decode_message(payload, "application/x-protobuf"))
     )
+    return record, json.loads(record.value), whole
+
+
+def _record_bytes(record: Record) -> int:
+    return len(record.key or b"") + len(record.value) + sum(len(k) + len(v) for k, v in record.headers)
+
+
+def test_a_score_past_the_record_limit_leaves_details_out_and_keeps_its_verdict(broker):
+    """A conversation of 400 failing turns scored past `collector.max_score_bytes` (here 20,000; Kafka takes
+    1,048,588 a record by default, and 5,000 turns failing with a one-line error scored 1.65 MB): the broker
+    would refuse the record and the collector stop at every restart. The record fits, says what was left out,
+    and keeps the verdict."""
+    bs = broker.bootstrap_servers
+    topic = unique("bigscore")
+    create_topic(bs, topic, 1)
+    cfg = collector_settings(bs, [topic], unique("bigscore"), max_score_bytes=20_000)
+    record, written, whole = _failing_turns_scored(bs, topic, cfg)
+    assert _record_bytes(record) <= 20_000
+    (note,) = [r for r in written["reasons"] if r.startswith("note: the score was")]
+    assert int(note.split()[4].replace(",", "")) > 20_000, note
     assert len(whole.model_dump_json()) > 20_000
+    for field in ("turns", "passed", "outcome", "evidence", "cost_usd", "input_tokens"):
+        assert written[field] == whole.model_dump(mode="json")[field], field
+
+
+def test_a_scores_topic_taking_small_records_gets_scores_that_fit_it(broker) -> None:
+    """The scores topic takes 30,000 bytes a record (its `max.message.bytes`) where `collector.max_score_bytes`
+    is 1,000,000: the collector reads the topic's limit at start, and the score of 400 failing turns (57 kB
+    whole) is written cut to fit the topic, its outcome, evidence and counts as scored whole."""
+    bs = broker.bootstrap_servers
+    topic, prefix = unique("limits-in"), unique("limits")
+    create_topic(bs, topic, 1)
+    create_topic(bs, f"{prefix}-scores", 1, {"max.message.bytes": "30000"})
+    cfg = collector_settings(bs, [topic], prefix)
+    assert cfg.collector.max_score_bytes == 1_000_000
+    record, written, whole = _failing_turns_scored(bs, topic, cfg)
+    assert _record_bytes(record) <= 30_000 - BATCH_ROOM
+    assert any(r.startswith("note: the score was") for r in written["reasons"])
+    assert len(whole.model_dump_json()) > 30_000
     for field in ("turns", "passed", "outcome", "evidence", "cost_usd", "input_tokens"):
         assert written[field] == whole.model_dump(mode="json")[field], field
 

@@ -162,11 +162,11 @@ def producer(bootstrap: str) -> KafkaProducer:
     )
 
 
-def create_topic(bootstrap: str, name: str, partitions: int) -> None:
-    """Create `name` with `partitions` partitions."""
+def create_topic(bootstrap: str, name: str, partitions: int, config: dict[str, str] | None = None) -> None:
+    """Create `name` with `partitions` partitions (and the topic `config`, e.g. its `max.message.bytes`)."""
     admin = KafkaAdminClient(bootstrap_servers=bootstrap)
     try:
-        admin.create_topics([NewTopic(name, partitions, 1)])
+        admin.create_topics([NewTopic(name, partitions, 1, topic_configs=config or {})])
     finally:
         admin.close()
 
