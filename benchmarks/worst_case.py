@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from agentwatch.config import Settings, TaskPolicy
 from agentwatch.scorers import ConversationScorer
 from agentwatch.wire.schema import Conversation
 from benchmarks.calibration import calibration_line, calibration_us
@@ -126,6 +127,27 @@ def one_name(rnd: random.Random) -> dict[str, Any]:
     return {"conversation_id": "one_name", "turns": [turn]}
 
 
+def policy_writes(rnd: random.Random) -> dict[str, Any]:
+    """10,000 calls of 10 write tools against a task policy of 1,000 expected writes of them, most not made."""
+    calls = [
+        {"name": f"update_{j % 10}", "arguments": {"id": f"R{rnd.randrange(2_000)}", "n": j % 1_000}}
+        for j in range(10_000)
+    ]
+    turn = {"input": "q", "answer": "ok", "tool_calls": calls}
+    return {"conversation_id": "policy_writes", "agent": "a", "task": "writes", "turns": [turn]}
+
+
+# The task policies a shape is graded by.
+POLICIES: dict[str, dict[str, Any]] = {
+    "policy_writes": {
+        "id": "writes",
+        "task": "writes",
+        "tools": [{"name": f"update_{i % 10}", "arguments": {"id": f"R{i}", "n": i}} for i in range(1_000)],
+        "read_only_tools": ["*", *(f"!update_{i}" for i in range(10))],
+    }
+}
+
+
 SHAPES: dict[str, Callable[[random.Random], dict[str, Any]]] = {
     "long_texts": long_texts,
     "many_amounts": many_amounts,
@@ -134,6 +156,7 @@ SHAPES: dict[str, Callable[[random.Random], dict[str, Any]]] = {
     "large_results": large_results,
     "long_sequence": long_sequence,
     "one_name": one_name,
+    "policy_writes": policy_writes,
 }
 
 
@@ -142,7 +165,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--only", nargs="*", choices=sorted(SHAPES), help="these shapes only")
     args = parser.parse_args()
-    scorer = ConversationScorer()
+    policies = [TaskPolicy.model_validate(p) for p in POLICIES.values()]
+    scorer = ConversationScorer(Settings(policies=policies))
     before = calibration_us()
     for name in args.only or SHAPES:
         conv = Conversation.model_validate(SHAPES[name](random.Random(1)))

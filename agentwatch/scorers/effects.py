@@ -24,7 +24,8 @@ Shared by task policies and conversation-level expectations:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections import Counter
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -65,6 +66,11 @@ class WantedCall:
     names: frozenset[str] = frozenset()  # the name and its alternatives, normalised
 
 
+# Calls compared with the expected calls that did not happen, to name the closest in their reasons; past it the
+# rest go without (a policy of 1,000 expected writes of 10 tools against 10,000 calls compared 1,000,000, 6 s).
+CLOSEST_BUDGET = 100_000
+
+
 @dataclass(slots=True)
 class Missing:
     """An expected call that did not happen, and the closest call of its tool that was made (if any) with
@@ -73,9 +79,15 @@ class Missing:
     wanted: WantedCall
     closest: MadeCall | None = None
     differences: list[Difference] = field(default_factory=list)
+    looked: bool = True  # False: the conversation's budget of comparisons (`CLOSEST_BUDGET`) was spent
 
     def detail(self) -> str:
         """What the reason adds after "no successful call matches ...": why the closest call does not."""
+        if not self.looked:
+            return (
+                f"its closest call was not looked for (a conversation's reasons compare at most "
+                f"{CLOSEST_BUDGET:,} calls with the expected calls that did not happen)"
+            )
         if self.closest is None:
             return f"no call of {self.wanted.spec.name} was made"
         call = self.closest.call
@@ -200,23 +212,28 @@ def describe(spec: Any) -> str:
 def _missing(
     w: WantedCall,
     made: Sequence[MadeCall],
-    taken: set[int],
-    done: Sequence[MadeCall],
+    free: set[int],
     differ: Callable[[WantedCall, MadeCall], list[Difference]],
-) -> Missing:
+    by_name: Mapping[str, Sequence[int]],
+    budget: int,
+) -> tuple[Missing, int]:
     """An expected call that did not happen, with the closest call of its tool: among the successful calls no
-    other expectation took, else the successful ones, else the refused ones."""
-    free = {id(m) for j, m in enumerate(done) if j not in taken}
-    of_tool = [m for m in made if m.name in w.names]
+    other expectation took (`free`: their ids), else the successful ones, else the refused ones; and the calls
+    compared. Not looked for when the tool's calls are more than `budget`."""
+    of_tool = [made[k] for k in _of_names(w.names, by_name)]
+    if len(of_tool) > budget:
+        return Missing(w, looked=False), 0
+    compared = 0
     for group in (
         [m for m in of_tool if id(m) in free],
         [m for m in of_tool if m.ok],
         [m for m in of_tool if not m.ok],
     ):
+        compared += len(group)
         found = closest(group, lambda m: differ(w, m))
         if found is not None:
-            return Missing(w, found[0], found[1])
-    return Missing(w)
+            return Missing(w, found[0], found[1]), compared
+    return Missing(w), compared
 
 
 def replacement_pairs(args: Any, source: str, target: str) -> list[tuple[str, str]] | None:
@@ -296,21 +313,27 @@ def check_calls(
     changes = _changes(made)
     done_at = [k for k, m in enumerate(made) if m.ok]
     done = [made[k] for k in done_at]
+    # the calls of each tool name, in order: an expectation is only ever compared with the calls of its names
+    done_by_name, made_by_name = _by_name(done), _by_name(made)
 
     def fit(i: int, j: int) -> bool:
-        return done[j].name in wanted[i].names and fits(wanted[i], done[j])
+        return fits(wanted[i], done[j])
 
     first = sorted(range(len(wanted)), key=lambda i: not wanted[i].required)  # required ones pair first
-    pairs = match_pairs(first, len(done), fit)
+    pairs = match_pairs(first, len(done), fit, lambda i: _of_names(wanted[i].names, done_by_name))
+    taken = set(pairs.values())
+    paired_names = Counter(name for i in pairs for name in wanted[i].names)
+    free: set[int] | None = None  # the ids of the successful calls no expectation took, once one is missing
+    budget = CLOSEST_BUDGET
     for i, w in enumerate(wanted):
         if not w.required or i in pairs:
             continue
-        at = next((j for j, m in enumerate(made) if not m.ok and m.name in w.names and fits(w, m)), None)
+        at = next((k for k in _of_names(w.names, made_by_name) if not made[k].ok and fits(w, made[k])), None)
         # Excused only where nothing the agent changed before could have caused the refusal: beside the valid
         # one (another expected call of the same tool that was made), or as a write the environment does not
         # accept from the state the agent found. Not so for an expectation with alternatives: one of them is the
         # valid one, and it was not made.
-        done_instead = any(k in pairs and wanted[k].names & w.names for k in range(len(wanted)) if k != i)
+        done_instead = any(paired_names[name] for name in w.names)  # `w` itself is not paired
         if (
             at is not None
             and not any(changes[:at])
@@ -318,8 +341,11 @@ def check_calls(
         ):
             found.refused.append((w, made[at]))
         else:
-            found.missing.append(_missing(w, made, set(pairs.values()), done, differ))
-    taken = set(pairs.values())
+            if free is None:
+                free = {id(m) for j, m in enumerate(done) if j not in taken}
+            missing, compared = _missing(w, made, free, differ, made_by_name, budget)
+            found.missing.append(missing)
+            budget -= compared
     if extra_calls != "any":
         found.unexpected = [
             m for j, m in enumerate(done) if j not in taken and (extra_calls == "none" or changes[done_at[j]])
@@ -327,6 +353,22 @@ def check_calls(
     if not found.missing and order != "any" and wanted:
         found.order = _order_broken(wanted, pairs, done, made, fits, order)
     return found
+
+
+def _by_name(calls: Sequence[MadeCall]) -> dict[str, list[int]]:
+    """The positions of the calls of each tool name, ascending."""
+    out: dict[str, list[int]] = {}
+    for k, m in enumerate(calls):
+        out.setdefault(m.name, []).append(k)
+    return out
+
+
+def _of_names(names: Collection[str], by_name: Mapping[str, Sequence[int]]) -> Sequence[int]:
+    """The positions of the calls of any of `names`, ascending (`by_name`: from `_by_name`)."""
+    if len(names) == 1:
+        for name in names:
+            return by_name.get(name, ())
+    return sorted(k for name in names for k in by_name.get(name, ()))
 
 
 def _order_broken(
