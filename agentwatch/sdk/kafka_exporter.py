@@ -10,6 +10,7 @@ and failures are counted as they arrive. While the broker is unreachable, `expor
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from collections.abc import Sequence
@@ -28,6 +29,20 @@ CONVERSATION_ID = "gen_ai.conversation.id"
 HEADERS = [(wire.CONTENT_TYPE_HEADER, wire.PROTOBUF), (wire.KEY_HEADER, wire.KEY_CONVERSATION)]
 DEFAULT_TOPIC = wire.SPANS_TOPIC
 _MAX_MESSAGE_BYTES = 900_000  # under the 1 MiB default max.request.size / message.max.bytes
+MAX_MESSAGE_BYTES_VARIABLE = "AGENTWATCH_KAFKA_MAX_MESSAGE_BYTES"
+
+
+def _message_bytes(given: int | None) -> int:
+    """The largest message the exporter writes: `given`, else AGENTWATCH_KAFKA_MAX_MESSAGE_BYTES, else the
+    default; ValueError naming the variable when it is not a positive integer."""
+    if given is not None:
+        return max(1, int(given))
+    raw = os.environ.get(MAX_MESSAGE_BYTES_VARIABLE, "").strip()
+    if not raw:
+        return _MAX_MESSAGE_BYTES
+    if not raw.isdigit() or int(raw) < 1:
+        raise ValueError(f"{MAX_MESSAGE_BYTES_VARIABLE} must be a positive integer (bytes), got {raw!r}")
+    return int(raw)
 
 
 def conversation_key(span: ReadableSpan) -> str:
@@ -79,8 +94,13 @@ class KafkaSpanExporter(SpanExporter):
         warn_interval_s: float = 30.0,
         retry_interval_s: float = 1.0,
         shutdown_timeout_s: float = 5.0,
+        max_message_bytes: int | None = None,
     ) -> None:
+        """`max_message_bytes`: a conversation's spans of one batch are split into messages of at most this many
+        bytes (a larger span is sent alone); keep it under the topic's `max.message.bytes` and the producer's
+        `max_request_size`. Default: AGENTWATCH_KAFKA_MAX_MESSAGE_BYTES, else 900,000 (ValueError if invalid)."""
         self.topic = topic
+        self.max_message_bytes = _message_bytes(max_message_bytes)
         self.max_in_flight_spans = max(1, int(max_in_flight_spans))
         self.shutdown_timeout_s = shutdown_timeout_s
         self.dropped_spans = 0
@@ -276,7 +296,7 @@ class KafkaSpanExporter(SpanExporter):
     def _send(self, producer: Any, spans: Sequence[ReadableSpan]) -> None:
         """Encode and send; each message settles its spans as sent or dropped when the broker answers."""
         try:
-            messages = encode_messages(spans)
+            messages = encode_messages(spans, self.max_message_bytes)
         except Exception as exc:
             log.exception("agentwatch: could not encode %d spans", len(spans))
             self._settle(len(spans), ok=False, error=exc)

@@ -149,6 +149,29 @@ def test_messages_are_grouped_by_conversation_and_split_when_too_big():
     assert len(small) > len(messages)
 
 
+def test_a_topic_taking_small_records_gets_a_conversation_in_messages_that_fit(broker, topic):
+    """`max_message_bytes` 2,000 (a topic whose max.message.bytes is small): one conversation's 40 spans, each
+    with a 300-character argument, arrive whole in several messages, none over 2,000 bytes."""
+    exporter = KafkaSpanExporter(broker.bootstrap_servers, topic=topic, max_message_bytes=2_000)
+    cid = f"small-{uuid.uuid4().hex[:8]}"
+    configure(exporter, tracer_provider=TracerProvider())  # batched: the 40 spans reach the exporter together
+    try:
+
+        @trace(kind="tool")
+        def lookup(text: str) -> int:
+            return len(text)
+
+        with conversation(id=cid):
+            for i in range(40):
+                lookup(f"{i:03d}" + "x" * 297)
+    finally:
+        shutdown()
+    records = consume(broker.bootstrap_servers, topic, lambda r: count_spans(r) >= 40)
+    assert count_spans(records) == 40 and exporter.dropped_spans == 0
+    assert len(records) > 1 and all(len(r.value) <= 2_000 for r in records)
+    assert {r.key for r in records} == {cid.encode()}
+
+
 def test_unreachable_broker_never_blocks_the_agent_counts_drops_and_says_so_once_at_exit(caplog):
     """Under the standard BatchSpanProcessor: calls return at once, drops are counted, exit waits a bounded time."""
     import logging
@@ -303,3 +326,14 @@ def test_exporter_topic_survives_a_metadata_refresh(broker, topic):
         producer.send(topic, b"z").get(timeout=10)
     finally:
         exporter.shutdown()
+
+
+def test_the_largest_message_comes_from_the_environment_and_a_bad_value_names_the_variable(monkeypatch):
+    monkeypatch.setenv("AGENTWATCH_KAFKA_MAX_MESSAGE_BYTES", "5000")
+    assert KafkaSpanExporter("127.0.0.1:1").max_message_bytes == 5_000
+    assert KafkaSpanExporter("127.0.0.1:1", max_message_bytes=7_000).max_message_bytes == 7_000
+    monkeypatch.setenv("AGENTWATCH_KAFKA_MAX_MESSAGE_BYTES", "5 kB")
+    with pytest.raises(ValueError, match="AGENTWATCH_KAFKA_MAX_MESSAGE_BYTES"):
+        KafkaSpanExporter("127.0.0.1:1")
+    monkeypatch.delenv("AGENTWATCH_KAFKA_MAX_MESSAGE_BYTES")
+    assert KafkaSpanExporter("127.0.0.1:1").max_message_bytes == 900_000
