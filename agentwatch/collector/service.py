@@ -48,7 +48,7 @@ from agentwatch.judge.runner import JudgeRunner
 from agentwatch.judge.verdict import JudgeVerdict
 from agentwatch.kafka.producer import ProduceError, RecordProducer, headers_bytes, producer_config
 from agentwatch.kafka.security import service_settings
-from agentwatch.kafka.topics import ensure_pipeline_topics, pipeline_largest_records
+from agentwatch.kafka.topics import ensure_pipeline_topics
 from agentwatch.scorers import ConversationScorer, unscored
 from agentwatch.wire.schema import Conversation, ConversationScore
 
@@ -169,8 +169,8 @@ class CollectorService:
         """Consume until `stop_event` (or `stop()`) is set, then flush, commit and leave the group."""
         stop = stop_event or self._stop
         cfg, kafka = self.config, self.settings.kafka
-        ensure_pipeline_topics(self.settings)
-        limits = self.limits = fit_record_limits(cfg, pipeline_largest_records(self.settings))
+        _, largest = ensure_pipeline_topics(self.settings)
+        limits = self.limits = fit_record_limits(cfg, largest)
         connection = service_settings(kafka, "collector")
         self._out = RecordProducer(producer_config(connection))
         rekeyer = Rekeyer(self._out, cfg.rekey_topic)

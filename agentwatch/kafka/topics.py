@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
-from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
+from confluent_kafka.admin import AdminClient, ClusterMetadata, ConfigResource, NewTopic
 
 from agentwatch.kafka.admin import TIMEOUT_S, reach
 from agentwatch.kafka.security import KafkaSecurity
@@ -37,6 +37,17 @@ def ensure_topics(
     Raises KafkaSecurityError (naming the setting) when the broker refuses the credentials or certificates.
     """
     admin, metadata = reach(bootstrap_servers, security or KafkaSecurity(), f"{client_id}-admin")
+    return _create_missing(admin, metadata, topics, partitions, replication_factor)
+
+
+def _create_missing(
+    admin: AdminClient,
+    metadata: ClusterMetadata,
+    topics: Iterable[str],
+    partitions: int,
+    replication_factor: int,
+) -> list[str]:
+    """Create the `topics` the cluster's `metadata` does not list; the names created."""
     existing = set(metadata.topics)
     missing = [t for t in dict.fromkeys(topics) if t not in existing]
     created: list[str] = []
@@ -69,17 +80,16 @@ def _pipeline_topics(settings: Any) -> list[str]:
     ]
 
 
-def ensure_pipeline_topics(settings: Any) -> list[str]:
-    """Create the topics the collector reads and writes (`Settings`: its `kafka` and `collector` sections)."""
+def ensure_pipeline_topics(settings: Any) -> tuple[list[str], dict[str, int]]:
+    """Create the topics the collector reads and writes that do not exist yet (`Settings`: its `kafka` and
+    `collector` sections), and read the largest record each takes: the names created, and `largest_records`."""
     c, kafka = settings.collector, settings.kafka
-    return ensure_topics(
-        kafka.bootstrap_servers,
-        _pipeline_topics(settings),
-        partitions=c.topic_partitions,
-        replication_factor=c.topic_replication_factor,
-        client_id=kafka.client_id,
-        security=KafkaSecurity.from_config(kafka),
+    admin, metadata = reach(
+        kafka.bootstrap_servers, KafkaSecurity.from_config(kafka), f"{kafka.client_id}-admin"
     )
+    topics = _pipeline_topics(settings)
+    created = _create_missing(admin, metadata, topics, c.topic_partitions, c.topic_replication_factor)
+    return created, largest_records(admin, topics)
 
 
 def largest_records(
@@ -108,10 +118,3 @@ def largest_records(
         if entry is not None and entry.value is not None and str(entry.value).isdigit():
             out[resource.name] = int(entry.value)
     return out
-
-
-def pipeline_largest_records(settings: Any) -> dict[str, int]:
-    """The largest record each topic of the collector takes, as far as the broker says (`largest_records`)."""
-    kafka = settings.kafka
-    admin, _ = reach(kafka.bootstrap_servers, KafkaSecurity.from_config(kafka), f"{kafka.client_id}-admin")
-    return largest_records(admin, _pipeline_topics(settings))
