@@ -366,8 +366,7 @@ def _by_name(calls: Sequence[MadeCall]) -> dict[str, list[int]]:
 def _of_names(names: Collection[str], by_name: Mapping[str, Sequence[int]]) -> Sequence[int]:
     """The positions of the calls of any of `names`, ascending (`by_name`: from `_by_name`)."""
     if len(names) == 1:
-        for name in names:
-            return by_name.get(name, ())
+        return by_name.get(next(iter(names)), ())
     return sorted(k for name in names for k in by_name.get(name, ()))
 
 
