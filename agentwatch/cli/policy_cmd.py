@@ -46,12 +46,17 @@ def check(
     files: Annotated[list[Path], typer.Argument(help="Transcript JSONL files to try the policies on.")],
     config: Annotated[Path | None, typer.Option("--config", help="YAML configuration file.")] = None,
 ) -> None:
-    """Per task: which policy matches, how many conversations it grades, how many pass, which rules fail most."""
+    """Per task: which policy matches, how many conversations it grades, how many pass, which rules fail most.
+
+    The policies grade alone: an outcome label in the files never decides a verdict here; where conversations
+    carry one, the table says how many verdicts agree with it (complete is a success)."""
     from rich.console import Console
     from rich.table import Table
 
     from agentwatch.config import ConfigError, load_settings
     from agentwatch.scorers import ConversationScorer
+    from agentwatch.wire.contract import INFORMATIONAL_REASONS
+    from agentwatch.wire.schema import Outcome
     from agentwatch.wire.transcripts import LineError, TranscriptFileError, iter_conversations
 
     try:
@@ -60,10 +65,18 @@ def check(
     except ConfigError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
-    scorer = ConversationScorer(settings)
+    scorer = ConversationScorer(settings, labels="ignore")
     errors: list[LineError] = []
     rows: dict[tuple[str, str], dict[str, Any]] = defaultdict(
-        lambda: {"conversations": 0, "graded": 0, "passed": 0, "expectations": 0, "rules": Counter()}
+        lambda: {
+            "conversations": 0,
+            "graded": 0,
+            "passed": 0,
+            "labelled": 0,
+            "agree": 0,
+            "expectations": 0,
+            "rules": Counter(),
+        }
     )
     try:
         for path in files:
@@ -78,7 +91,10 @@ def check(
                     continue
                 row["graded"] += 1
                 row["passed"] += bool(s.passed)
-                row["rules"].update({r.split(":", 1)[0] for r in s.reasons} - {"label", "cost_unknown"})
+                row["rules"].update({r.split(":", 1)[0] for r in s.reasons} - INFORMATIONAL_REASONS)
+                if conv.outcome is not None:
+                    row["labelled"] += 1
+                    row["agree"] += bool(s.passed) == (conv.outcome is Outcome.COMPLETE)
     except TranscriptFileError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
@@ -93,6 +109,7 @@ def check(
         "conversations",
         "graded",
         "passed",
+        "labels agree",
         "failing rules (conversations)",
     ):
         table.add_column(name, overflow="fold")
@@ -110,6 +127,7 @@ def check(
             str(row["conversations"]),
             str(row["graded"]),
             f"{row['passed']}{rate}",
+            f"{row['agree']} of {row['labelled']}" if row["labelled"] else "—",
             rules,
         )
     Console(width=160).print(table)

@@ -19,8 +19,11 @@ EVIDENCE: tuple[str, ...] = ("error", "no_answer", "loop", "hallucination", "ove
 # each fails a graded conversation only where `scoring.failing_evidence` (or its policy's `fail_on`) says so.
 DETECTORS: tuple[str, ...] = ("error", "no_answer", "loop", "hallucination")
 # Reason codes that describe rather than fail, never failure modes: a person's label, how the user ended the
-# conversation, a detector's finding that does not fail it, a note on the ground truth.
-INFORMATIONAL_REASONS: frozenset[str] = frozenset({"label", "ending", "evidence", "note"})
+# conversation, a detector's finding that does not fail it, a note on the ground truth, a grader the source's
+# capture left out, a cost the price table cannot tell.
+INFORMATIONAL_REASONS: frozenset[str] = frozenset(
+    {"label", "ending", "evidence", "note", "not_captured", "cost_unknown"}
+)
 
 # Kafka record headers of span messages.
 CONTENT_TYPE_HEADER = "content-type"

@@ -177,7 +177,20 @@ def test_policy_check_cli(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     row = next(line for line in result.output.splitlines() if "order_status" in line)
     assert "order-status@3" in row and "100" in row and "85 (85.0%)" in row
-    assert "error 10" in row and "loop 5" in row
+    assert "error 10" in row and "loop 5" in row and "—" in row  # no labels: no agreement to show
+    # a label never decides a verdict here: every conversation labelled a failure, the policy's verdicts stay
+    labelled = tmp_path / "labelled.jsonl"
+    labelled.write_text(
+        "".join(
+            json.dumps(dict(line, outcome="abandoned")) + "\n" for line in map(json.loads, transcripts.open())
+        )
+    )
+    flipped = CliRunner().invoke(
+        app, ["policy", "check", str(policies), str(labelled)], env={"COLUMNS": "200"}
+    )
+    assert flipped.exit_code == 0, flipped.output
+    row = next(line for line in flipped.output.splitlines() if "order_status" in line)
+    assert "85 (85.0%)" in row and "15 of 100" in row and "label" not in row
     policies.write_text(
         yaml.safe_dump(
             {"policies": [{"id": "x", "tools": [{"name": "a", "arguments": {"k": {"regex": "("}}}]}]}

@@ -126,3 +126,29 @@ def test_past_its_byte_budget_the_keeper_lists_without_transcripts() -> None:
     page = render_html(build_report(scores, Settings()), Settings(), cases=keeper)
     assert len(_index(page)["rows"]) == 60
     assert f"{keeper.not_carried} of them are listed without their transcript" in page
+
+
+def test_a_reason_that_only_describes_is_no_failure_mode() -> None:
+    """A cost the price table cannot tell and a grader the capture left out describe a conversation; a passing
+    one has no failure mode, and a failing one only its failing reasons'."""
+    turn = {
+        "input": "Where is order 5?",
+        "answer": "Order 5 has shipped.",
+        "usage": [{"model": "a-model-no-table-prices", "input_tokens": 10, "output_tokens": 5}],
+        "expected": {"reference_answer": "Order 5 has shipped."},
+    }
+    passing = {"conversation_id": "p", "turns": [turn]}
+    failing = {"conversation_id": "f", "turns": [dict(turn, answer="I cannot tell.")]}
+    call = {"name": "refund", "arguments": None}
+    blind = {
+        "conversation_id": "b",
+        "not_captured": ["messages"],
+        "turns": [
+            {"tool_calls": [call], "expected": {"tools": [{"name": "refund", "arguments": {"id": 1}}]}}
+        ],
+    }
+    scores, _ = _scored([passing, failing, blind])
+    reasons = [r.split(":", 1)[0] for s in scores for r in s.reasons]
+    assert reasons.count("cost_unknown") == 2 and "not_captured" in reasons  # the reasons are there...
+    assert [s.passed for s in scores] == [True, False, None]
+    assert [failure_modes_of(s) for s in scores] == [set(), {"answer"}, set()]  # ...and are no failure mode
