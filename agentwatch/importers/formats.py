@@ -66,10 +66,18 @@ def kind_of(value: object) -> Kind:
         first = next((item for item in value if isinstance(item, dict)), None)
         if first is None:
             return "unknown"
-        if ("role" in first or first.get("type") in MESSAGE_TYPES) and "turns" not in first:
+        if _messages(value):
             return "chat"  # a bare list of messages: one chat conversation
         return kind_of(first)
     return "unknown"
+
+
+def _messages(value: list) -> bool:
+    """Whether a JSON array is a bare list of chat messages (one conversation), not a list of conversations."""
+    first = next((item for item in value if isinstance(item, dict)), None)
+    return (
+        first is not None and ("role" in first or first.get("type") in MESSAGE_TYPES) and "turns" not in first
+    )
 
 
 def _parse(raw: bytes) -> object:
@@ -90,8 +98,9 @@ def sniff_bytes(raw: bytes) -> Sniffed:
         return Sniffed(kind_of(line), "lines")
     whole = _parse(text)
     if whole is not None:
-        # one line holding a list of conversations is a document; one holding a conversation is a line
-        many = (isinstance(whole, list) and kind_of(whole) != "chat") or kind_of(whole) == "tau2-bench"
+        # one line holding a list of conversations is a document; one holding a conversation (a bare list of
+        # messages among them) is a line
+        many = (isinstance(whole, list) and not _messages(whole)) or kind_of(whole) == "tau2-bench"
         return Sniffed(kind_of(whole), "document" if many else "lines")
     return Sniffed(kind_of(line) if line is not None else "unknown", "lines")
 

@@ -177,6 +177,12 @@ def _document_items(doc: object, name: str) -> list[object]:
             f"holds one JSON document spread over lines ({other}), not one conversation per "
             f"line (a τ²-bench results file? `{IMPORT_TAU}`)",
         )
+    if other is not None and first is not None and isinstance(first.get("messages"), list):
+        return _refuse(
+            name,
+            "holds a JSON array of chat-format conversations (`messages`), not transcripts: write them one per line "
+            f"(`jq -c '.[]' {name} > {Path(name).name}.jsonl`) and convert that with `{IMPORT_CHAT}`",
+        )
     if other is not None:
         return _refuse(name, f"holds a JSON array whose items are not transcripts ({other})")
     return items

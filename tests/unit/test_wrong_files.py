@@ -62,6 +62,28 @@ def test_tau_bench_given_chat_logs_names_the_chat_importer(tmp_path: Path) -> No
     assert f"use `agentwatch import openai-chat {chat} --out DIR`" in err
 
 
+def test_a_json_array_of_chat_conversations_is_told_to_become_one_per_line(tmp_path: Path) -> None:
+    """On one line or pretty-printed, an array of conversations is not one conversation's messages: the
+    importer and `score` both give the `jq` that writes them one per line; a bare list of messages imports."""
+    chats = [
+        {"messages": [{"role": "user", "content": "x"}, {"role": "assistant", "content": "y"}]},
+        {"messages": [{"role": "user", "content": "z"}]},
+    ]
+    for name, text in (("one.json", json.dumps(chats)), ("pretty.json", json.dumps(chats, indent=2))):
+        path = tmp_path / name
+        path.write_text(text, encoding="utf-8")
+        code, err = _import("openai-chat", path, "--out", tmp_path / "out")
+        assert code == 2 and f"`jq -c '.[]' {path} > {name}.jsonl`" in err, err
+        assert not (tmp_path / "out" / "transcripts.jsonl").exists()
+        code, _, err = run(path)
+        assert code == 2 and "a JSON array of chat-format conversations" in err
+        assert f"jq -c '.[]' {path}" in err and "agentwatch import openai-chat" in err
+    bare = tmp_path / "bare.json"
+    bare.write_text(json.dumps(chats[0]["messages"]), encoding="utf-8")
+    code, _ = _import("openai-chat", bare, "--out", tmp_path / "bare")
+    assert code == 0 and len((tmp_path / "bare" / "transcripts.jsonl").read_text().splitlines()) == 1
+
+
 def test_either_importer_given_transcripts_names_score(tmp_path: Path) -> None:
     transcripts = write(tmp_path / "t.jsonl", [conversation(k, i) for i, k in enumerate(KINDS[:3])])
     for command in ("tau-bench", "openai-chat"):
