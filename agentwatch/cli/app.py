@@ -73,20 +73,15 @@ def settings_from_options(
     collector: dict[str, Any] | None = None,
 ) -> Any:
     """Settings from file and environment, then command-line options (which win); exit 2 when invalid."""
-    from agentwatch.config import CollectorConfig, ConfigError, ExporterConfig, load_settings
+    from agentwatch.config import ConfigError, load_settings, with_values
 
+    given = {
+        "exporter": {k: v for k, v in (exporter or {}).items() if v is not None},
+        "collector": {k: v for k, v in (collector or {}).items() if v is not None},
+        "kafka": {"bootstrap_servers": bootstrap_servers} if bootstrap_servers else {},
+    }
     try:
-        settings = load_settings(config)
-        updates = {k: v for k, v in (exporter or {}).items() if v is not None}
-        if updates:
-            settings.exporter = ExporterConfig.model_validate({**settings.exporter.model_dump(), **updates})
-        updates = {k: v for k, v in (collector or {}).items() if v is not None}
-        if updates:
-            settings.collector = CollectorConfig.model_validate(
-                {**settings.collector.model_dump(), **updates}
-            )
-        if bootstrap_servers:
-            settings.kafka = settings.kafka.model_copy(update={"bootstrap_servers": bootstrap_servers})
+        settings = with_values(load_settings(config), **{k: v for k, v in given.items() if v})
     except (ConfigError, ValueError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from exc

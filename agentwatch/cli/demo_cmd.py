@@ -181,7 +181,7 @@ def demo(
     from rich.console import Console
 
     from agentwatch import sdk
-    from agentwatch.config import load_settings
+    from agentwatch.config import ConfigError, load_settings, with_values
     from agentwatch.demo.agent import AGENT, POLICIES, SYNTHETIC_SHARE, TASKS, SupportAgent, run_conversation
     from agentwatch.demo.judge import MODEL, DemoJudgeServer
     from agentwatch.kafka.broker import EmbeddedBroker
@@ -204,13 +204,18 @@ def demo(
                 },
                 "sampling": {"judge_rate": judge_rate},
             }
-        settings = load_settings(
-            kafka={"bootstrap_servers": broker.bootstrap_servers},
-            collector={"idle_timeout_s": 5.0, "end_grace_s": 0.5, **fast},
-            exporter={"metrics_port": metrics_port, "regression_min_conversations": 30, **fast},
-            policies=POLICIES,
-            **judge_settings,
-        )
+        try:  # the demo's own values win over AGENTWATCH_* variables: its broker, ports and policies
+            settings = with_values(
+                load_settings(),
+                kafka={"bootstrap_servers": broker.bootstrap_servers},
+                collector={"idle_timeout_s": 5.0, "end_grace_s": 0.5, **fast},
+                exporter={"metrics_port": metrics_port, "regression_min_conversations": 30, **fast},
+                policies=POLICIES,
+                **judge_settings,
+            )
+        except ConfigError as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(2) from None
         console.print(f"embedded broker on {broker.bootstrap_servers}; starting collector and exporter…")
         pipeline = Pipeline(settings)
         port = serve_metrics(pipeline.start_http, metrics_port)

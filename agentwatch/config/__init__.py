@@ -11,7 +11,13 @@ One module per group of sections: `scoring` (scoring, cost, stats, gate, tiers),
 
 from agentwatch.config.alerts import AlertsConfig
 from agentwatch.config.base import ConfigError, Section, parse_duration
-from agentwatch.config.loading import MAX_CONFIG_BYTES, MAX_CONFIG_DEPTH, MAX_CONFIG_NODES, load_settings
+from agentwatch.config.loading import (
+    MAX_CONFIG_BYTES,
+    MAX_CONFIG_DEPTH,
+    MAX_CONFIG_NODES,
+    load_settings,
+    with_values,
+)
 from agentwatch.config.policies import ArgumentConstraint, PolicyTool, TaskPolicy
 from agentwatch.config.sampling import AnchorsConfig, JudgeConfig, SamplingConfig, SamplingRule
 from agentwatch.config.scoring import (
@@ -65,4 +71,5 @@ __all__ = [
     "ToolWeights",
     "load_settings",
     "parse_duration",
+    "with_values",
 ]

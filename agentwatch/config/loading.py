@@ -6,16 +6,16 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 
 from agentwatch.config.base import ConfigError
 from agentwatch.config.settings import Settings
 
 
-def _format_error(err: ValidationError, source: str) -> str:
+def _format_error(err: ValidationError, source: str, section: str | None = None) -> str:
     lines = [f"invalid configuration in {source}:"]
     for e in err.errors():
-        key = ".".join(str(p) for p in e["loc"]) or "<root>"
+        key = ".".join(str(p) for p in ([section] if section else []) + list(e["loc"])) or "<root>"
         msg = e["msg"].removeprefix("Value error, ")
         lines.append(f"  {msg}" if msg.startswith(f"{key}.") else f"  {key}: {e['msg']}")
     return "\n".join(lines)
@@ -127,3 +127,23 @@ def load_settings(path: str | Path | None = None, **overrides: Any) -> Settings:
         return Settings(**data)
     except ValidationError as exc:
         raise ConfigError(_format_error(exc, source)) from exc
+
+
+def with_values(settings: Settings, **sections: Any) -> Settings:
+    """A copy of `settings` with these sections' keys set, winning over the file and the environment (the values
+    a command line or a command gives); raise ConfigError naming the key."""
+    updates: dict[str, Any] = {}
+    for name, values in sections.items():
+        current = getattr(settings, name)
+        merged = {**current.model_dump(), **values} if isinstance(values, dict) else values
+        field: Any = Settings.model_fields[name].annotation
+        try:
+            updates[name] = TypeAdapter(field).validate_python(merged)
+        except ValidationError as exc:
+            raise ConfigError(_format_error(exc, "the command's options", name)) from None
+    if "policies" in updates:
+        try:
+            Settings.unique_policy_ids(updates["policies"])
+        except ValueError as exc:
+            raise ConfigError(f"invalid configuration in the command's options:\n  policies: {exc}") from None
+    return settings.model_copy(update=updates)

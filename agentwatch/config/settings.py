@@ -69,7 +69,8 @@ class Settings(BaseSettings):
 
     @field_validator("policies")
     @classmethod
-    def _unique_policy_ids(cls, v: list[TaskPolicy]) -> list[TaskPolicy]:
+    def unique_policy_ids(cls, v: list[TaskPolicy]) -> list[TaskPolicy]:
+        """The policies, or ValueError naming an id used twice."""
         seen: set[str] = set()
         for p in v:
             if p.id in seen:

@@ -7,6 +7,11 @@ import sys
 
 
 def test_demo_scores_every_conversation_it_sends():
+    # the demo's own broker and the port it is given win over AGENTWATCH_* variables set for another deployment
+    elsewhere = {
+        "AGENTWATCH_KAFKA__BOOTSTRAP_SERVERS": "127.0.0.1:1",
+        "AGENTWATCH_EXPORTER__METRICS_PORT": "1",
+    }
     run = subprocess.run(
         [
             sys.executable,
@@ -24,13 +29,16 @@ def test_demo_scores_every_conversation_it_sends():
         text=True,
         timeout=120,
         check=False,
-        env={**os.environ, "COLUMNS": "200"},
+        env={**os.environ, "COLUMNS": "200", **elsewhere},
     )
     assert run.returncode == 0, run.stderr[-2000:]
     found = re.search(r"(\d+) conversations sent, (\d+) scored and exported", run.stderr)
     assert found, run.stderr[-2000:]
     sent, scored = int(found.group(1)), int(found.group(2))
     assert sent >= 100
+    port = re.search(r"/metrics on http://127\.0\.0\.1:(\d+)/metrics", run.stderr)
+    assert port and int(port.group(1)) > 1  # --metrics-port 0: any free port, not the variable's
+    assert "Traceback" not in run.stderr
     assert scored == sent
     assert "p^3 (exch.)" in run.stderr and "order_status" in run.stderr  # the estimates were shown, named
     # not a terminal: readable lines instead of a table cut to 80 columns, and the canary's start is named
