@@ -23,7 +23,11 @@ EXIT_USAGE = 2
 MAX_ERRORS_SHOWN = 20
 
 OutOption = Annotated[
-    Path, typer.Option("--out", help="Directory to write transcripts.jsonl (and policies.yaml) in.")
+    Path,
+    typer.Option(
+        "--out",
+        help="Directory to write transcripts.jsonl in (tau-bench: and the task policies, policies.yaml).",
+    ),
 ]
 
 
