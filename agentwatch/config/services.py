@@ -336,6 +336,12 @@ class ReviewConfig(Section):
         ge=8,
         description="concurrent connections served; more get 503 (uvicorn limit_concurrency)",
     )
+    max_connections_per_client: int = Field(
+        default=32,
+        ge=1,
+        description="connections one client address holds at once; more are closed as they open (a proxy in "
+        "forwarded_allow_ips is not capped)",
+    )
     secure_cookies: bool = Field(default=False, description="send the session cookie over HTTPS only")
     retention_days: float = Field(default=30.0, gt=0, description="conversations older than this are deleted")
     failing_retention_days: float = Field(

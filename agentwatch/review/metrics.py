@@ -12,6 +12,7 @@ import numpy as np
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from agentwatch.review.connection_guard import CLOSE_REASONS
 from agentwatch.review.queries import OUTCOMES
 from agentwatch.review.store import Store
 from agentwatch.stats.agreement import kappa as cohen_kappa
@@ -30,6 +31,7 @@ class ReviewStats:
     expired: int = 0
     signins: dict[tuple[str, str], int] = field(default_factory=dict)  # (method, result) -> attempts
     refused: dict[str, int] = field(default_factory=dict)  # read / write
+    closed: dict[str, int] = field(default_factory=dict)  # connections the guard closed, by reason
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def _add(self, counts: dict[str, int], key: str, n: int = 1) -> None:
@@ -59,6 +61,10 @@ class ReviewStats:
         """One request refused for want of a sign-in (read) or of a session with its CSRF token (write)."""
         self._add(self.refused, what)
 
+    def count_closed(self, reason: str) -> None:
+        """One connection closed by the service's guard (`review.connection_guard`), by reason."""
+        self._add(self.closed, reason)
+
 
 class ReviewMetrics(Collector):
     """Yields the `agentwatch_review_*` families: store counts read at each scrape, and `ReviewStats`."""
@@ -73,7 +79,7 @@ class ReviewMetrics(Collector):
         s = self._stats
         with s.lock:
             saved, ingested, published = dict(s.labels_saved), dict(s.ingested), dict(s.published)
-            signins, refused = dict(s.signins), dict(s.refused)
+            signins, refused, closed = dict(s.signins), dict(s.refused), dict(s.closed)
         queue = GaugeMetricFamily(
             "agentwatch_review_queue",
             "Conversations waiting for a label, by series "
@@ -154,6 +160,15 @@ class ReviewMetrics(Collector):
             "kind",
             refused,
             ("read", "write"),
+        )
+        yield _by(
+            "agentwatch_review_connections_closed",
+            "Connections the service closed: slow_request (no whole request in time), unread_responses (the "
+            "client read none of its answers in time), per_client (one address over "
+            "review.max_connections_per_client).",
+            "reason",
+            closed,
+            CLOSE_REASONS,
         )
 
 

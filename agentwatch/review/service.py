@@ -8,12 +8,14 @@ acknowledged them), and retention (expired rows deleted every `review.retention_
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import logging
 import socket
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import uvicorn
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
@@ -26,8 +28,8 @@ from agentwatch.kafka.producer import producer_config
 from agentwatch.kafka.security import KafkaSecurity, service_settings
 from agentwatch.kafka.topics import ensure_topics
 from agentwatch.metrics_http import MetricsServer, render_families, where
+from agentwatch.review.connection_guard import GuardedProtocol, TrustedProxies
 from agentwatch.review.metrics import ReviewMetrics, ReviewStats
-from agentwatch.review.request_deadline import RequestDeadlineProtocol
 from agentwatch.review.store import Store
 from agentwatch.review.web import ReviewApp
 from agentwatch.wire.json_text import model_from_json
@@ -100,7 +102,15 @@ class ReviewService:
             proxy_headers=bool(cfg.forwarded_allow_ips),
             forwarded_allow_ips=cfg.forwarded_allow_ips or None,
             limit_concurrency=cfg.max_connections,
-            http=RequestDeadlineProtocol,
+            http=cast(
+                "type[asyncio.Protocol]",
+                functools.partial(
+                    GuardedProtocol,
+                    per_client=cfg.max_connections_per_client,
+                    proxies=TrustedProxies(cfg.forwarded_allow_ips),
+                    on_close=self.stats.count_closed,
+                ),
+            ),
         )
         server = self._server = uvicorn.Server(config)
         loops = [

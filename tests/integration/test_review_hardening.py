@@ -13,7 +13,7 @@ import time
 import httpx
 import pytest
 
-from agentwatch.review import request_deadline
+from agentwatch.review import connection_guard
 from tests.support.collector_kafka import unique
 from tests.support.review import (
     PASSWORD,
@@ -179,7 +179,7 @@ def test_connections_that_never_finish_their_request_are_closed_and_reviewers_ge
     """Connections that open and send a request slowly, or never, counted against `max_connections` for good: as
     many as it allows turned every reviewer away with 503 until they left. Each is closed when its request, head
     and body, is not all there in time, and the pages answer again."""
-    monkeypatch.setattr(request_deadline, "REQUEST_TIMEOUT_S", 1.0)
+    monkeypatch.setattr(connection_guard, "REQUEST_TIMEOUT_S", 1.0)
     settings = review_settings(broker.bootstrap_servers, tmp_path, max_connections=8)
     with ServiceThread(settings) as svc, httpx.Client(base_url=svc.url) as client:
         errors = logging.getLogger("uvicorn.error")  # configured by uvicorn as it starts; does not propagate
@@ -203,3 +203,79 @@ def test_connections_that_never_finish_their_request_are_closed_and_reviewers_ge
         assert body.recv(4096) == b""
         body.close()
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+
+
+def _idle(port: int, source: str) -> socket.socket:
+    """A connection from `source` (another loopback address is another client) that sends nothing."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.bind((source, 0))
+    s.connect(("127.0.0.1", port))
+    return s
+
+
+def _open(s: socket.socket) -> bool:
+    """Whether the service still holds the connection (nothing to read, no end of stream)."""
+    s.setblocking(False)
+    try:
+        return s.recv(1) != b""
+    except BlockingIOError:
+        return True
+    except ConnectionResetError:
+        return False
+
+
+def test_one_address_holds_at_most_its_share_of_the_connections(broker, tmp_path):
+    """300 idle connections from one address, each reopened as it was closed, kept every reviewer on 503: the
+    deadlines bound how long a connection lasts, not how many come back. One address holds at most
+    `max_connections_per_client`, the rest closed as they open; another address gets in; a reverse proxy named in
+    `forwarded_allow_ips` carries everyone's connections and is not capped."""
+    settings = review_settings(
+        broker.bootstrap_servers,
+        tmp_path,
+        max_connections=16,
+        max_connections_per_client=4,
+        forwarded_allow_ips=["127.0.0.3"],
+    )
+    with ServiceThread(settings) as svc:
+        port = svc.service.port
+        assert port is not None
+        attacker = [_idle(port, "127.0.0.1") for _ in range(10)]
+        proxy = [_idle(port, "127.0.0.3") for _ in range(8)]
+        time.sleep(0.5)
+        assert sum(map(_open, attacker)) == 4 and all(map(_open, proxy))
+        other = httpx.HTTPTransport(local_address="127.0.0.2")
+        with httpx.Client(base_url=svc.url, transport=other) as client:
+            assert client.get("/healthz").status_code == 200
+        assert svc.service.stats.closed == {"per_client": 6}
+        for s in attacker + proxy:
+            s.close()
+
+
+def test_a_client_that_reads_none_of_its_answers_is_dropped(broker, tmp_path, monkeypatch):
+    """4,000 pipelined GET /login on one connection whose client never reads: the answers waited in the service's
+    buffer (2.8 MB) and the connection stayed, past every deadline. It is dropped, buffer and all, once the buffer
+    is past its high-water mark at a deadline; reviewers get in meanwhile and after."""
+    monkeypatch.setattr(connection_guard, "REQUEST_TIMEOUT_S", 1.0)
+    settings = review_settings(broker.bootstrap_servers, tmp_path, max_connections=8)
+    with ServiceThread(settings) as svc, httpx.Client(base_url=svc.url) as client:
+        port = svc.service.port
+        assert port is not None
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        s.connect(("127.0.0.1", port))
+        s.settimeout(5)
+        try:
+            s.sendall(b"GET /login HTTP/1.1\r\nHost: x\r\n\r\n" * 4000)
+        except TimeoutError:
+            pass  # the service stopped reading requests: enough answers are waiting
+        deadline = time.monotonic() + 15
+        while not svc.service.stats.closed and time.monotonic() < deadline:
+            assert client.get("/healthz").status_code == 200
+            time.sleep(0.2)
+        assert svc.service.stats.closed == {"unread_responses": 1}
+        s.settimeout(5)
+        with pytest.raises(ConnectionResetError):  # dropped: reading ends in a reset, not a wait
+            while s.recv(65536):
+                pass
+        s.close()
+        assert client.get("/healthz").status_code == 200
