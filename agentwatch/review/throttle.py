@@ -4,8 +4,9 @@ A password check costs scrypt's 32 MiB and ~0.1 s, so anonymous requests must no
 check, `SignInThrottle.admit(client, name)` answers from memory whether this client address and this name may
 try now: each has at most `max_in_flight` checks running, and after `free_failures` consecutive failures it
 waits `backoff_s × 2^(failures − free_failures)` (at most `max_backoff_s`) before the next try; a success
-clears the name and the client. Refusals carry the seconds to wait (`Retry-After`). Both tables are LRUs of at
-most `max_entries` keys, and a key idle for `forget_s` is forgotten, so memory is bounded whatever the traffic.
+clears the name and the client. Refusals carry the seconds to wait (`Retry-After`) and add no key. Both tables
+are LRUs of at most `max_entries` keys, a key backing off the last to go, and a key idle for `forget_s` is
+forgotten, so memory is bounded whatever the traffic.
 
 `HashGate` bounds the hashes running at once across all clients (a botnet rotating addresses and names still
 costs at most `concurrent × 32 MiB`); a request finding `waiting` others already queued is refused at once.
@@ -14,6 +15,7 @@ costs at most `concurrent × 32 MiB`); a request finding `waiting` others alread
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import threading
 import time
@@ -66,18 +68,22 @@ class SignInThrottle:
         self._tables: dict[str, OrderedDict[str, _Entry]] = {"client": OrderedDict(), "name": OrderedDict()}
 
     def admit(self, client: str, name: str | None) -> None:
-        """Reserve a check for `client` (and `name`, when the attempt names one); Refused if it must wait."""
+        """Reserve a check for `client` (and `name`, when the attempt names one); Refused if it must wait.
+
+        A refusal remembers nothing new: refused attempts under made-up names, free to send, would otherwise
+        fill the name table and push a name's backoff out of it."""
         now = self._clock()
         with self._lock:
             keys = self._keys(client, name)
-            entries = [self._entry(kind, key, now) for kind, key in keys]
-            wait = max((e.blocked_until - now for e in entries), default=0.0)
+            known = [self._tables[kind].get(key) for kind, key in keys]
+            current = [e for e in known if e is not None and not self._forgotten(e, now)]
+            wait = max((e.blocked_until - now for e in current), default=0.0)
             if wait > 0:
                 raise Refused("throttled", wait)
-            if any(e.in_flight >= self.max_in_flight for e in entries):
+            if any(e.in_flight >= self.max_in_flight for e in current):
                 raise Refused("throttled", 1.0)
-            for e in entries:
-                e.in_flight += 1
+            for kind, key in keys:
+                self._entry(kind, key, now).in_flight += 1
 
     def done(self, client: str, name: str | None, ok: bool) -> float:
         """The reserved check ended (`ok`: it signed in); the backoff now in force for the failure, in seconds."""
@@ -117,16 +123,32 @@ class SignInThrottle:
             keys.append(("name", name[:64]))
         return keys
 
+    def _forgotten(self, entry: _Entry, now: float) -> bool:
+        return now - entry.last > self.forget_s and entry.in_flight == 0
+
     def _entry(self, kind: str, key: str, now: float) -> _Entry:
         table = self._tables[kind]
         entry = table.get(key)
-        if entry is None or (now - entry.last > self.forget_s and entry.in_flight == 0):
+        if entry is None or self._forgotten(entry, now):
             entry = table[key] = _Entry()
         table.move_to_end(key)
         entry.last = now
         while len(table) > self.max_entries:
-            table.popitem(last=False)
+            _evict(table, now)
         return entry
+
+
+_EVICTION_SCAN = 64
+
+
+def _evict(table: OrderedDict[str, _Entry], now: float) -> None:
+    """Forget the least recently used key not backing off nor checking (among the oldest `_EVICTION_SCAN`),
+    else the least recently used: a name's backoff outlives new names unless the table is all backoffs."""
+    for key, entry in itertools.islice(table.items(), _EVICTION_SCAN):
+        if entry.blocked_until <= now and entry.in_flight == 0:
+            del table[key]
+            return
+    table.popitem(last=False)
 
 
 class HashGate:

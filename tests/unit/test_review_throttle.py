@@ -149,3 +149,27 @@ def test_the_store_keeps_only_a_hash_of_the_token() -> None:
         (stored,) = c.exec_driver_sql("SELECT id FROM review_sessions").scalars()
     assert token not in stored and len(stored) == 64
     assert s.revoke_reviewer("alice") == 1 and s.reviewer(token) is None
+
+
+def test_a_names_backoff_survives_a_flood_of_new_names() -> None:
+    """A client already backing off sends 10,000 made-up names (each refused, without hashing): they used to fill
+    the name table and push alice's 900 s backoff out of it. Refusals add no key; and when admitted attempts
+    (each a password check) from many addresses fill the table, keys not backing off go first."""
+    clock = Clock()
+    t = SignInThrottle(free_failures=2, max_backoff_s=900.0, max_entries=100, clock=clock)
+    for i in range(12):
+        clock.t += 1000
+        fail(t, f"10.0.1.{i}", "alice")
+    fail(t, "6.6.6.6", "x")
+    fail(t, "6.6.6.6", "y")  # the flooding client backs off
+    for i in range(10_000):
+        with pytest.raises(Refused):
+            t.admit("6.6.6.6", f"junk-{i}")
+    assert t.entries()["name"] == 3
+    for i in range(500):  # a botnet: each address's attempt admitted and checked
+        fail(t, f"10.1.{i // 256}.{i % 256}", f"made-up-{i}")
+    assert t.entries()["name"] == 100
+    clock.t += 1
+    with pytest.raises(Refused) as refused:
+        t.admit("10.9.9.9", "alice")
+    assert refused.value.retry_after_s > 800
