@@ -413,7 +413,15 @@ def _query(filters: Filters) -> str:
 
 
 def _local(target: str | None) -> str:
-    """`target` if it is a path on this site, else "" (no open redirect)."""
-    if target and target.startswith("/") and not target.startswith("//") and "\\" not in target:
+    """`target` if it is a path on this site, else "" (no open redirect). Browsers drop tabs and line breaks
+    from a URL before reading it (a tab between two slashes makes `//evil.example`), so no control character or
+    space passes."""
+    if (
+        target
+        and target.startswith("/")
+        and not target.startswith("//")
+        and "\\" not in target
+        and not any(ch <= " " or ch == "\x7f" for ch in target)
+    ):
         return target
     return ""

@@ -192,6 +192,27 @@ def test_the_failing_page_lists_pages_and_links_back(store: Store) -> None:
     assert re.search(r"<strong>1</strong> failing conversation with <strong>error</strong>", errors.text)
 
 
+def test_the_back_link_never_leaves_the_site(store: Store) -> None:
+    """A `back` a browser would read as another site — `//`, a backslash, or a tab or line break between the
+    slashes (browsers drop those) — is no link; a path of this site is."""
+    client = _client(store)
+    page = client.get("/failing", params={"task": "refunds", "version": "2.0"})
+    row = re.findall(r'<a class="open" href="/c/(\d+)\?back=', page.text)[0]
+    for hostile in (
+        "//evil.example/x",
+        "/\\evil.example",
+        "/\t/evil.example/phish",
+        "/\n/evil.example",
+        "/ /x",
+    ):
+        r = client.get(f"/c/{row}", params={"back": hostile})
+        assert r.status_code == 200 and "evil.example" not in r.text and 'id="back-link"' not in r.text, (
+            hostile
+        )
+    r = client.get(f"/c/{row}", params={"back": "/failing?task=refunds"})
+    assert 'id="back-link" href="/failing?task=refunds"' in r.text
+
+
 def test_wrong_parameters_are_said_and_the_defaults_used(store: Store) -> None:
     r = _client(store).get("/failing", params={"window": "forever", "why": "sadness", "until": "noon"})
     assert r.status_code == 200
