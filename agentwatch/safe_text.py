@@ -4,11 +4,16 @@ A newline in a value logged by a service would start a line that looks like a lo
 `INFO … signed in`), and an escape sequence printed on a terminal can move the cursor, rewrite the title or
 hide what follows. `one_line` shows every such character as an escape (`\\n`, `\\x1b`, `\\u202e`) instead;
 `OneLineFormatter` applies it to every log message (the CLI installs it), keeping tracebacks on their lines.
+
+On a web page line breaks are harmless but the bidirectional overrides and isolates are not: a tool named
+`"\\u202eredro_dnufer"` reads as `refund_order`, and the page's own text after it runs backwards.
+`html_escape` (the HTML report) and `no_reordering` (the review page's templates) show them as escapes too.
 Standard library only.
 """
 
 from __future__ import annotations
 
+import html
 import logging
 
 # C0 controls but tab, DEL, C1 controls, and the characters that break or reorder lines on display: NEL,
@@ -20,6 +25,7 @@ _ESCAPES = {
     for c in _UNSAFE
 }
 _TRACEBACK = {c: e for c, e in _ESCAPES.items() if c != 0x0A}  # a traceback keeps its own newlines
+_REORDERING = {c: _ESCAPES[c] for c in [*range(0x202A, 0x202F), *range(0x2066, 0x206A)]}
 
 
 def one_line(text: str) -> str:
@@ -30,6 +36,16 @@ def one_line(text: str) -> str:
 def inert(text: str) -> str:
     """`text` with its newlines kept and every other control or reordering character shown as an escape."""
     return text.translate(_TRACEBACK)
+
+
+def no_reordering(text: str) -> str:
+    """`text` with every bidirectional override or isolate shown as an escape (for a web page)."""
+    return text.translate(_REORDERING)
+
+
+def html_escape(text: str) -> str:
+    """`text` escaped for HTML (quotes too), its bidirectional overrides and isolates shown as escapes."""
+    return html.escape(text.translate(_REORDERING))
 
 
 class OneLineFormatter(logging.Formatter):

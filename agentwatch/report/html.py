@@ -14,7 +14,6 @@ from __future__ import annotations
 import base64
 import hashlib
 from collections.abc import Sequence
-from html import escape
 
 from agentwatch.config import Settings
 from agentwatch.report.cases import CaseKeeper, Entry
@@ -27,6 +26,7 @@ from agentwatch.report.model import GroupStats, Report
 from agentwatch.report.text import final_verdict, gate_name, input_lines, report_lines
 from agentwatch.report.text_metrics import EXCHANGEABLE_NOTE
 from agentwatch.report.wording import first_few, plural
+from agentwatch.safe_text import html_escape as escape
 
 STYLE = """
 body{font-family:system-ui,sans-serif;margin:1.5em auto;max-width:1200px;padding:0 1em;color:#222}

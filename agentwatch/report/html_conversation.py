@@ -9,9 +9,9 @@ happens), as are very long conversations (`MAX_TURNS` turns, `MAX_CALLS` tool ca
 from __future__ import annotations
 
 import json
-from html import escape
 
 from agentwatch.report.failure_modes import failure_code
+from agentwatch.safe_text import html_escape as escape
 from agentwatch.wire.schema import Conversation, ConversationScore, ToolCall, Turn, TurnScore
 
 MAX_CHARS = 2_000

@@ -13,7 +13,6 @@ import base64
 import json
 from collections import Counter
 from collections.abc import Sequence
-from html import escape
 from typing import Any
 
 from agentwatch.report.cases import Entry
@@ -22,15 +21,28 @@ from agentwatch.report.html_conversation import first_reason, verdict_word
 from agentwatch.report.model import Report
 from agentwatch.report.ordering import natural_key
 from agentwatch.report.wording import plural
+from agentwatch.safe_text import html_escape as escape
+from agentwatch.safe_text import no_reordering
 
 PAGE_ROWS = 25  # rows a list shows at a time (the page's script reads it from the data block)
 
 
 def _json_block(block_id: str, value: Any) -> str:
-    """A JSON data block; `<`, `>` and `&` escaped so that no text in it can end the element."""
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    """A JSON data block; `<`, `>` and `&` escaped so that no text in it can end the element, and its texts'
+    bidirectional overrides shown as escapes (the page's script shows them as text)."""
+    text = json.dumps(_shown(value), ensure_ascii=False, separators=(",", ":"))
     text = text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
     return f'<script type="application/json" id="{escape(block_id)}">{text}</script>'
+
+
+def _shown(value: Any) -> Any:
+    if isinstance(value, str):
+        return no_reordering(value)
+    if isinstance(value, list | tuple):
+        return [_shown(v) for v in value]
+    if isinstance(value, dict):
+        return {_shown(k): _shown(v) for k, v in value.items()}
+    return value
 
 
 def chunk_blocks(chunks: Sequence[bytes]) -> str:

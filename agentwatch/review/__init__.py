@@ -19,6 +19,7 @@ REVIEW_MODULES = {
     "starlette": "starlette",
     "uvicorn": "uvicorn",
     "jinja2": "jinja2",
+    "markupsafe": "markupsafe",
     "multipart": "python-multipart",
     "itsdangerous": "itsdangerous",
     "sqlalchemy": "sqlalchemy",

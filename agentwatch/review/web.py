@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
+from markupsafe import Markup
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.middleware import Middleware
@@ -45,6 +46,7 @@ from agentwatch.review.store import Store
 from agentwatch.review.tables import MAX_ROW_ID
 from agentwatch.review.throttle import Refused
 from agentwatch.review.web_failing import DEFAULT_WINDOW, failing_context
+from agentwatch.safe_text import no_reordering
 from agentwatch.scorers.differences import clip_reason
 from agentwatch.wire.json_text import model_from_json
 from agentwatch.wire.review_records import judge_outcome
@@ -101,6 +103,7 @@ class ReviewApp:
         self.templates.env.filters["when"] = _when
         self.templates.env.filters["pretty"] = _pretty
         self.templates.env.filters["clip"] = clip_reason
+        self.templates.env.finalize = _shown  # every value a template prints
         secret = (
             config.session_secret.get_secret_value()
             if config.session_secret is not None
@@ -410,6 +413,14 @@ def _filter_params(filters: Filters) -> dict[str, str]:
 def _query(filters: Filters) -> str:
     params = _filter_params(filters)
     return "?" + urlencode(params) if params else ""
+
+
+def _shown(value: object) -> object:
+    """A value as a template prints it: a text's bidirectional overrides and isolates shown as escapes (a tool
+    named with one would read as another name, and the page's own text after it run backwards)."""
+    if isinstance(value, Markup):
+        return Markup(no_reordering(str(value)))
+    return no_reordering(value) if isinstance(value, str) else value
 
 
 def _local(target: str | None) -> str:

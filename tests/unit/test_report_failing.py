@@ -152,3 +152,19 @@ def test_a_reason_that_only_describes_is_no_failure_mode() -> None:
     assert reasons.count("cost_unknown") == 2 and "not_captured" in reasons  # the reasons are there...
     assert [s.passed for s in scores] == [True, False, None]
     assert [failure_modes_of(s) for s in scores] == [set(), {"answer"}, set()]  # ...and are no failure mode
+
+
+def test_a_bidirectional_override_in_a_transcript_is_shown_not_obeyed() -> None:
+    """The page, its list of failing conversations and each transcript show a bidirectional override or
+    isolate as an escape: a tool named `U+202E redro_dnufer` would read as `refund_order`."""
+    line = conversation("partial", 1)
+    line["conversation_id"] = "\u2067partial"
+    line["task"] = "\u202dtask"
+    line["turns"][0]["tool_calls"][0]["name"] = "\u202eredro_dnufer"
+    scores, keeper = _scored([line])
+    page = render_html(build_report(scores, Settings(), examples=3), Settings(), cases=keeper)
+    bodies = [body for chunk in _bodies(page) for body in chunk]
+    for text in (page, json.dumps(_index(page), ensure_ascii=False), *bodies):
+        assert not set(text) & {"\u202d", "\u202e", "\u2067"}
+    assert _index(page)["rows"][0][:2] == ["\\u2067partial", "\\u202dtask"]
+    assert "\\u202eredro_dnufer" in bodies[0]

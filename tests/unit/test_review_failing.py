@@ -290,6 +290,32 @@ def test_the_conversation_page_shows_tool_names_as_written_and_errors_under_thei
     assert tokens[:2] == [("120", "", "30"), ("120", "96", "30")]  # the prompt cache's share, where it served
 
 
+def test_a_bidirectional_override_is_shown_not_obeyed(tmp_path: Path) -> None:
+    """A tool named `U+202E redro_dnufer` read as `refund_order`, and the page's own text after it ran backwards:
+    the page shows the override as an escape, wherever a value is printed."""
+    store = Store(f"sqlite:///{tmp_path / 'r.db'}")
+    conv = conversation("\u2067bidi", ended=datetime.fromtimestamp(NOW, UTC))
+    conv.turns[0].tool_calls[0].name = "\u202eredro_dnufer"
+    conv.turns[0].answer = "Done \u202d\u2066."
+    store.ingest(
+        TranscriptRecord(
+            kind="transcript",
+            sample="review_sample",
+            conversation=conv,
+            score=scored(conv, review_rate=1.0),
+            published_at=datetime.now(UTC),
+        ),
+        NOW,
+        86400,
+    )
+    client = _client(store)
+    for page in (client.get("/c/1").text, client.get("/").text):
+        assert not set(page) & {"\u202d", "\u202e", "\u2066", "\u2067"}
+    page = client.get("/c/1").text
+    assert '<strong class="tool-name">\\u202eredro_dnufer</strong>' in page
+    assert "Done \\u202d\\u2066." in page and "\\u2067bidi" in page
+
+
 def test_the_filters_list_task_ids_as_numbers(tmp_path: Path) -> None:
     store = Store(f"sqlite:///{tmp_path / 'r.db'}")
     for task in ("10", "2", "1", "task-10", "task-2"):
