@@ -176,9 +176,9 @@ def _agreement(pairs: list[tuple[str, str, str, str, int]]) -> Iterator[Metric]:
     """People against the judge, per judge and sample: labels that agree with its class, and Cohen's κ."""
     labelled = GaugeMetricFamily(
         "agentwatch_review_judge_labels",
-        "Labels in the store on conversations a judge graded, by whether "
-        "the person's outcome class is the judge's (agree, disagree); sample=review_sample is the blind "
-        "random one.",
+        "Conversations a judge graded and a person labelled, each by its first label (review sample: its "
+        "first blind one), by whether the person's outcome class is the judge's (agree, disagree); "
+        "sample=review_sample is the blind random one.",
         labels=["judge", "sample", "agreement"],
     )
     kappa = GaugeMetricFamily(

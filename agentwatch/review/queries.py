@@ -191,12 +191,16 @@ def blind_labels(engine: Engine, limit: int | None) -> list[tuple[Conversation, 
 
 
 def judge_pairs(engine: Engine) -> list[tuple[str, str, str, str, int]]:
-    """(judge, sample, the person's outcome, the judge's outcome, labels) over the labels of conversations a
-    judge graded (its outcome known), for the agreement gauges."""
+    """(judge, sample, the person's outcome, the judge's outcome, conversations) over the conversations a judge
+    graded (its outcome known) and a person labelled, for the agreement gauges: each conversation counts once,
+    by its first label — on the review sample its first blind one (a label given after seeing the verdicts, or a
+    second look, is no independent judgement of the judge)."""
     x = labels.c
     keys = (x.judge, x.sample, x.outcome, x.judge_outcome)
     graded = (x.judge.is_not(None), x.judge_outcome.is_not(None))
-    query = select(*keys, func.count()).where(*graded).group_by(*keys)
+    independent = or_(x.sample != wire.REVIEW_SAMPLE, x.blind.is_(True))
+    first = select(func.min(x.id)).where(*graded, independent).group_by(x.conversation)
+    query = select(*keys, func.count()).where(x.id.in_(first)).group_by(*keys)
     with engine.connect() as c:
         rows = c.execute(query).all()
     return [(j, s, o, jo, int(n)) for j, s, o, jo, n in rows]

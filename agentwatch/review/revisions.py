@@ -175,18 +175,22 @@ def save_label_once(
     credits: OutcomeCredits,
 ) -> LabelRecord:
     """Save a label and queue what it publishes (revised score, label record) in one transaction; raises
-    RevisionConflict when the latest revision changed meanwhile (the caller tries again)."""
+    RevisionConflict when the latest revision or whether it was labelled changed meanwhile (the caller tries
+    again). `blind` is what the page says of its reader; the label is blind only if the conversation was also
+    not held for its failure (its page says why at once) and had no label yet (decided here, so that of two
+    labels saved at once one is blind)."""
     t = conversations.c
     with engine.begin() as c:
         # FOR UPDATE: on PostgreSQL concurrent savers of one conversation wait for each other instead of
-        # conflicting (SQLite writes one at a time; there the revision check below decides).
+        # conflicting (SQLite writes one at a time; there the checks of the update below decide).
         row = c.execute(
-            select(t.sample, t.first_score, t.latest_score, t.latest_revision)
+            select(t.sample, t.first_score, t.latest_score, t.latest_revision, t.labelled)
             .where(t.id == row_id)
             .with_for_update()
         ).one_or_none()
         if row is None:
             raise KeyError(row_id)
+        blind = blind and row.sample != wire.FAILING and not row.labelled
         first = model_from_json(ConversationScore, row.first_score)
         revised = relabel(model_from_json(ConversationScore, row.latest_score), outcome, credits)
         values: dict[str, Any] = {"labelled": True}
@@ -196,7 +200,9 @@ def save_label_once(
                 latest_revision=revised.revision,
                 failures=failures_of(revised),
             )
-        unchanged = (t.id == row_id) & (t.latest_revision == row.latest_revision)
+        unchanged = (
+            (t.id == row_id) & (t.latest_revision == row.latest_revision) & (t.labelled == row.labelled)
+        )
         done = c.execute(update(conversations).where(unchanged).values(**values))
         if done.rowcount != 1:
             raise RevisionConflict(str(row_id))

@@ -342,7 +342,7 @@ class ReviewApp:
         stored = await run_in_threadpool(self.store.get, row)
         if stored is None:
             return PlainTextResponse("no such conversation (deleted by retention?)", 404)
-        blind = form.get("blind") == "1" and not stored.labels
+        blind = form.get("blind") == "1"  # what the page says of its reader; the store decides the rest
         record = await run_in_threadpool(
             self.store.save_label, row, reviewer, Outcome(outcome), note, blind, self._clock()
         )

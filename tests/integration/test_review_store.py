@@ -232,6 +232,42 @@ def test_concurrent_labels_get_distinct_increasing_revisions(url: str) -> None:
     assert sorted(s.revision for s in scores) == published
 
 
+def test_a_label_is_blind_once_and_never_on_a_failing_conversation(url: str) -> None:
+    """The page says whether its reader saw why a conversation failed; the store decides the rest in the save's
+    transaction: four labels posted at once as blind make one blind label, a conversation held for its failure
+    gets none whatever the form says, and the judge's agreement counts each conversation once, by its first
+    (on the review sample its first blind) label."""
+    store = _store(url)
+    conv = conversation("busy", ended=NOW)
+    store.ingest(record(conv, scored(conv, verdict=judged())), NOW.timestamp(), DAY)
+    row = store.queue()[0][0].id
+    threads = [
+        threading.Thread(target=store.save_label, args=(row, "alice", o, "", True, NOW.timestamp()))
+        for o in (Outcome.COMPLETE, Outcome.ABANDONED, Outcome.COMPLETE, Outcome.ABANDONED)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    saved = get_stored(store, row).labels
+    assert len(saved) == 4 and sum(lb.blind for lb in saved) == 1
+    first_blind = next(lb for lb in saved if lb.blind)
+    failing = conversation("failing-only", ended=NOW)
+    held = TranscriptRecord(
+        kind="transcript",
+        sample="failing",
+        conversation=failing,
+        score=scored(failing, verdict=judged(), review_rate=0.0),
+        published_at=NOW,
+    )
+    assert store.ingest(held, NOW.timestamp(), DAY) == STORED
+    (item,) = [i for i in store.failing(FailingQuery())[0] if i.id != row]
+    assert store.save_label(item.id, "bob", Outcome.COMPLETE, "", True, NOW.timestamp()).blind is False
+    store.save_label(item.id, "bob", Outcome.ABANDONED, "", True, NOW.timestamp())
+    pairs = {(sample, outcome): n for _judge, sample, outcome, _j, n in store.judge_pairs()}
+    assert pairs == {("review_sample", first_blind.outcome): 1, (wire.FAILING, "complete"): 1}
+
+
 def test_retention_deletes_what_is_old_and_refuses_old_records(url: str) -> None:
     store = _store(url)
     old = conversation("old", ended=NOW - timedelta(days=10))
@@ -406,7 +442,7 @@ def test_a_label_is_saved_whatever_the_judge_id_and_texts_hold(url: str) -> None
         score = scored(conv, verdict=judged()).model_copy(update=change)
         assert store.ingest(record(conv, score), NOW.timestamp(), 30 * DAY) == STORED
         row = store.queue(limit=1)[0][0].id  # the others are labelled
-        saved = store.save_label(row, "bob", Outcome.COMPLETE, "a note\x00", False, NOW.timestamp() + 60)
+        saved = store.save_label(row, "bob", Outcome.COMPLETE, "a note\x00", True, NOW.timestamp() + 60)
         assert saved.conversation_id == conv.conversation_id and saved.note == "a note\x00"
         published = [LabelRecord.model_validate_json(r.value) for r in store.unsent() if r.topic == "l"]
         mine = [p for p in published if p.label_id == saved.label_id]
