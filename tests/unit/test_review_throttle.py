@@ -183,13 +183,16 @@ def test_every_name_given_with_a_secret_costs_one_password_check(monkeypatch: py
 
     checks: list[str] = []
     real = auth.verify_password
-    monkeypatch.setattr(
-        auth, "verify_password", lambda secret, stored: checks.append(stored) or real(secret, stored)
-    )
+
+    def counted(secret: str, stored: str) -> bool:
+        checks.append(stored)
+        return real(secret, stored)
+
+    monkeypatch.setattr(auth, "verify_password", counted)
     reviewers = auth.Reviewers(
         [
-            Reviewer(name="alice", password_hash=auth.hash_password("pw", n=2**4)),
-            Reviewer(name="ci-bot", token_sha256=auth.token_hash("tok")),
+            Reviewer.model_validate({"name": "alice", "password_hash": auth.hash_password("pw", n=2**4)}),
+            Reviewer.model_validate({"name": "ci-bot", "token_sha256": auth.token_hash("tok")}),
         ]
     )
     for name, secret, who in [
