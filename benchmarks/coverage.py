@@ -12,6 +12,9 @@ got.
     python -m benchmarks.coverage --reps 500 --quick    # a smaller grid
     python -m benchmarks.coverage --alternatives        # pass^k at the largest k by the intervals not chosen
     python -m benchmarks.coverage --asr --reps 1000     # ASR's bootstrap over units (the report's)
+    python -m benchmarks.coverage --equal               # every unit the same p (0.02, 0.5, 0.98)
+    python -m benchmarks.coverage --equal --asr         # ASR over units where every unit has the same p
+    python -m benchmarks.coverage --beta                # the pooled Beta interval, exactly, near 0, 1/2 and 1
 
 `--alternatives` prints, for each configuration, the coverage of pass^k at its largest k by the hierarchical
 interval alone, by the nonparametric interval alone, and by a percentile bootstrap over units (1,000
@@ -81,6 +84,19 @@ TRUTHS: dict[str, Truth] = {
         ),
     )
 }
+
+
+# Units that do not differ: no spread for the intervals over units to learn (`--equal`).
+def equal_truth(p: float) -> Truth:
+    """Every unit succeeds with probability p: E[p^k] = p^k."""
+
+    def draw(_rng: np.random.Generator, shape: tuple[int, int]) -> np.ndarray:
+        return np.full(shape, p)
+
+    return Truth(f"every unit {p:g}", draw, lambda k: p**k)
+
+
+EQUAL: dict[str, Truth] = {t.name: t for t in map(equal_truth, (0.02, 0.5, 0.98))}
 UNEQUAL = 0  # attempts per unit drawn uniformly from 1..8
 
 
@@ -209,7 +225,12 @@ def main() -> None:
     parser.add_argument("--truth", action="append", default=None, help="only these truths (names as printed)")
     parser.add_argument("--alternatives", action="store_true", help="coverage of the intervals not chosen")
     parser.add_argument("--asr", action="store_true", help="coverage of ASR's bootstrap over units")
+    parser.add_argument("--equal", action="store_true", help="truths where every unit has the same p")
+    parser.add_argument("--beta", action="store_true", help="exact coverage of the pooled Beta interval")
     args = parser.parse_args()
+    if args.beta:
+        _beta()
+        return
     if args.alternatives:
         _alternatives(args)
         return
@@ -217,7 +238,7 @@ def main() -> None:
         _asr(args)
         return
     units_list = args.units or ([10, 200] if args.quick else [10, 40, 200])
-    truths = [TRUTHS[t] for t in args.truth] if args.truth else list(TRUTHS.values())
+    truths = _truths(args)
     print(
         f"# {args.reps} repetitions per configuration, 95% intervals, seed {args.seed}; hierarchical "
         f"interval below {SMALL_UNITS} units with k attempts, nonparametric from {SMALL_UNITS}"
@@ -237,13 +258,40 @@ def main() -> None:
                 start = time.perf_counter()
                 cells = simulate(truth, units, attempts, args.reps, seed, [1, 2, 3, 4, 5, 6, 7, 8])
                 print(_line(truth.name, units, attempts, cells, time.perf_counter() - start), flush=True)
-    if not args.quick:
+    if not args.quick and not args.equal:
         for units in (1000, 5000):
             for truth in (TRUTHS["two-point 0.2 or 0.9"], TRUTHS["35% never, 25% always, 40% Beta(2,2)"]):
                 seed += 1
                 start = time.perf_counter()
                 cells = simulate(truth, units, 8, max(200, args.reps // 4), seed, [1, 2, 3, 4, 8])
                 print(_line(truth.name, units, 8, cells, time.perf_counter() - start), flush=True)
+
+
+def _beta() -> None:
+    """Coverage of the pooled posterior's equal-tailed 95% interval (the success rate without repeated attempts,
+    the failure-evidence rates), exactly: the Binomial probability of every count whose interval holds p."""
+    from agentwatch.stats.beta import beta_interval
+
+    priors = {"Beta(1,1), the default": (1.0, 1.0), "Jeffreys Beta(1/2,1/2)": (0.5, 0.5)}
+    print("| prior | n | " + " | ".join(f"p = {p:g}" for p in (0.02, 0.5, 0.98)) + " |")
+    print("|---|---|---|---|---|")
+    for name, (a, b) in priors.items():
+        for n in (10, 30, 50, 100, 200):
+            counts = np.arange(n + 1)
+            lo, hi = beta_interval(a + counts, b + n - counts, 0.95)
+            cells = []
+            for p in (0.02, 0.5, 0.98):
+                pmf = [math.comb(n, x) * p**x * (1 - p) ** (n - x) for x in range(n + 1)]
+                cells.append(
+                    f"{sum(q for q, lo_x, hi_x in zip(pmf, lo, hi, strict=True) if lo_x <= p <= hi_x):.3f}"
+                )
+            print(f"| {name} | {n} | " + " | ".join(cells) + " |")
+
+
+def _truths(args: argparse.Namespace) -> list[Truth]:
+    """The truths to simulate: those named, else every one of the grid (`--equal`: units that do not differ)."""
+    known = EQUAL if args.equal else TRUTHS
+    return [known[t] for t in args.truth] if args.truth else list(known.values())
 
 
 def _alternatives(args: argparse.Namespace) -> None:
@@ -281,15 +329,16 @@ def _alternatives(args: argparse.Namespace) -> None:
 
 def _asr(args: argparse.Namespace) -> None:
     """ASR over units: credits 1 for a success and 0.4 for a third of the failures (partial_correct), the
-    report's expanded percentile bootstrap over units beside the plain one. The truth is the mean credit over
-    the population of units, E[p] + 0.4 (1 - E[p]) / 3."""
-    from agentwatch.stats.bootstrap import bootstrap_units_interval
+    report's interval (`units_credit_interval`: the expanded percentile bootstrap over units, from the
+    conversations' credits where every unit's mean is the same) beside the plain percentile bootstrap. The truth
+    is the mean credit over the population of units, E[p] + 0.4 (1 - E[p]) / 3."""
+    from agentwatch.stats.bootstrap import units_credit_interval
 
     print(f"# {args.reps} repetitions per configuration, 1,000 resamples, 95% intervals, seed {args.seed}")
     print("| units drawn from | units | attempts | expanded (the report's) | plain percentile | width |")
     print("|---|---|---|---|---|---|")
     seed = args.seed
-    for truth in TRUTHS.values():
+    for truth in _truths(args):
         mean_p = truth.pow_mean(1)
         target = mean_p + 0.4 * (1 - mean_p) / 3
         for units in args.units or [10, 25, 50, 200]:
@@ -304,7 +353,10 @@ def _asr(args: argparse.Namespace) -> None:
                     c = rng.binomial(n, p)
                     partial = rng.binomial(n - c, 1 / 3)
                     means = (c + 0.4 * partial) / n
-                    _v, lo, hi = bootstrap_units_interval(means, 0.95, 1000, rep)
+                    credits = float(c.sum() + 0.4 * partial.sum())
+                    _v, lo, hi = units_credit_interval(
+                        means, credits, int(n.sum()), (1.0, 1.0), 0.95, 1000, rep
+                    )
                     hits[0] += lo <= target <= hi
                     width += hi - lo
                     plain = np.quantile(

@@ -43,7 +43,7 @@ from agentwatch.exporters.windows import (
     sketch_quantile,
 )
 from agentwatch.stats.beta import beta_interval, beta_power_means
-from agentwatch.stats.bootstrap import bootstrap_counts_interval, bootstrap_units_interval
+from agentwatch.stats.bootstrap import bootstrap_counts_interval, bootstrap_units_interval, flat_widened
 from agentwatch.stats.corrected import CorrectedEstimates, correct
 from agentwatch.stats.inclusion import effective_counts
 from agentwatch.stats.pass_k import pass_at_k_plugin
@@ -147,17 +147,22 @@ def _asr(total: Bucket, p: StatsParams) -> tuple[Interval | None, int]:
         return None, 0
     per_unit = total.unit_credit_means()
     units = sum(per_unit.values()) if per_unit is not None else 0
+    n = float(sum(total.asr.values()))
+    prior = (p.prior_alpha, p.prior_beta)
     if per_unit is not None and units >= 2:
         histogram = tuple(sorted(per_unit.items()))
-        return _asr_over_units(histogram, p.level, p.resamples, p.seed), units
+        found = _asr_over_units(histogram, p.level, p.resamples, p.seed)
+        # as `units_credit_interval`: every unit's mean credit the same, the conversations' credits say how sure
+        lo, hi = flat_widened(found.lower, found.upper, float(total.asr_sum), n, prior, p.level)
+        return Interval(found.mean, lo, hi), units
     keys = np.fromiter(total.asr.keys(), dtype=np.float64, count=len(total.asr))
     counts = np.fromiter(total.asr.values(), dtype=np.float64, count=len(total.asr))
-    n = float(counts.sum())
     mean = float(total.asr_sum / n)
     values = keys / ASR_RESOLUTION
     lo, hi = bootstrap_counts_interval(values, counts, p.level, p.resamples, p.seed)
     shift = mean - float(values @ counts / n)  # undo the rounding of credits in the bounds
-    return Interval(mean, min(1.0, max(0.0, lo + shift)), min(1.0, max(0.0, hi + shift))), 0
+    lo, hi = min(1.0, max(0.0, lo + shift)), min(1.0, max(0.0, hi + shift))
+    return Interval(mean, *flat_widened(lo, hi, float(total.asr_sum), n, prior, p.level)), 0
 
 
 @lru_cache(maxsize=4096)

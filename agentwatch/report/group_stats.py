@@ -26,7 +26,7 @@ from agentwatch.report.model import (
 from agentwatch.report.pass_k import counts, k_estimates, unit_credit_means
 from agentwatch.stats import corrected
 from agentwatch.stats.beta import BetaPosterior, posterior
-from agentwatch.stats.bootstrap import bootstrap_mean_interval, bootstrap_units_interval
+from agentwatch.stats.bootstrap import bootstrap_mean_interval, flat_widened, units_credit_interval
 from agentwatch.stats.inclusion import effective_counts, graded_by_probability
 from agentwatch.wire.schema import EVIDENCE, GRADERS, ConversationScore, Outcome
 
@@ -119,12 +119,16 @@ def _asr(
             value=f.value, lower=f.lower, upper=f.upper, method="corrected", judge_only=_judge_only(f)
         )
     st = settings.stats
+    credits = np.array([s.asr_credit for s in scores if s.scored and s.asr_credit is not None], dtype=float)
+    prior = (st.prior_alpha, st.prior_beta)
     per_unit = unit_credit_means(scores)
     if per_unit is not None and len(per_unit) >= 2:
         # Attempts at one unit are correlated: resample units, as pass^k's interval is over units; the value
         # is the mean over units of their mean credit, as the success rate is pass^1 over units then. (One
         # unit alone, e.g. a task's line: its attempts are draws of that unit, resampled below.)
-        value, lo, hi = bootstrap_units_interval(per_unit, st.level, st.bootstrap_resamples, st.seed)
+        value, lo, hi = units_credit_interval(
+            per_unit, float(credits.sum()), credits.size, prior, st.level, st.bootstrap_resamples, st.seed
+        )
         return BootstrapEstimate(
             value=value,
             lower=None if math.isnan(lo) else lo,
@@ -132,10 +136,10 @@ def _asr(
             method="units",
             units=len(per_unit),
         )
-    credits = np.array([s.asr_credit for s in scores if s.scored and s.asr_credit is not None], dtype=float)
     if credits.size == 0:
         return BootstrapEstimate(value=None, lower=None, upper=None)
     value, lo, hi = bootstrap_mean_interval(credits, st.level, st.bootstrap_resamples, st.seed)
+    lo, hi = flat_widened(lo, hi, float(credits.sum()), credits.size, prior, st.level)
     return BootstrapEstimate(value=value, lower=lo, upper=hi)
 
 

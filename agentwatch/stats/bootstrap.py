@@ -6,6 +6,15 @@ estimand is the mean over the population of units the observed ones stand for �
 interval is about (`agentwatch.stats.units`). Few units make a percentile interval too narrow (it ignores the
 variance of the variance estimate), so its tail probability is expanded as in Hesterberg (2015): the normal
 quantile of the tail is replaced by sqrt(m / (m − 1)) times Student's t quantile with m − 1 degrees of freedom.
+
+Values that do not vary give a bootstrap nothing to resample: 30 conversations all credited 1 resample to 1 every
+time, and the interval read [1, 1] beside a success rate of [0.888, 0.999]. There (`flat_widened`) the interval is
+the Beta posterior of the credits taken as successes and failures, the success rate's when they are 0 or 1
+(a credit in [0, 1] with mean p varies at most as a success with probability p does). Where the values vary, the
+bootstrap's interval stands: widened to that Beta everywhere, ASR over 10 units of 2 attempts each succeeding
+with 0.02 (a third of the failures credited 0.4) read 1.5 times as wide (0.315 against 0.207) and covered 99.8%
+instead of 93.7% (`python -m benchmarks.coverage --equal --asr --reps 1000`, 2026-11-30, run once with the
+widening applied everywhere for the comparison).
 """
 
 from __future__ import annotations
@@ -16,9 +25,16 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy.special import ndtr, stdtrit
 
+from agentwatch.stats.beta import beta_interval
 from agentwatch.stats.checks import check_level
 
-__all__ = ["bootstrap_counts_interval", "bootstrap_mean_interval", "bootstrap_units_interval"]
+__all__ = [
+    "bootstrap_counts_interval",
+    "bootstrap_mean_interval",
+    "bootstrap_units_interval",
+    "units_credit_interval",
+    "flat_widened",
+]
 
 # Memory bound of one bootstrap chunk (number of int64 indices drawn at once).
 _BOOTSTRAP_CHUNK_CELLS = 4_000_000
@@ -81,6 +97,35 @@ def bootstrap_units_interval(
     means = _resampled_means(x, rng, resamples) if w is None else _multinomial_means(x, w, rng, resamples)
     lo, hi = np.quantile(means, [float(ndtr(-wider)), float(ndtr(wider))])
     return value, float(min(lo, value)), float(max(hi, value))
+
+
+def flat_widened(
+    lower: float, upper: float, credits: float, n: float, prior: tuple[float, float], level: float
+) -> tuple[float, float]:
+    """A bootstrap interval of mean credit, unless it has no width (the values did not vary): then widened to
+    hold the equal-tailed interval of Beta(α + credits, β + n − credits), `credits` the sum of the `n` credits
+    in [0, 1] and `prior` (α, β). NaN bounds (no interval) stay NaN."""
+    if lower != upper or math.isnan(lower) or n <= 0:
+        return lower, upper
+    alpha, beta = prior
+    lo, hi = beta_interval(alpha + credits, beta + n - credits, level)
+    return min(lower, float(lo)), max(upper, float(hi))
+
+
+def units_credit_interval(
+    unit_means: ArrayLike,
+    credits: float,
+    n: int,
+    prior: tuple[float, float],
+    level: float = 0.95,
+    resamples: int = 1000,
+    seed: int = 0,
+) -> tuple[float, float, float]:
+    """ASR over units: `bootstrap_units_interval` of the units' mean credits, and where every unit has the same
+    mean (nothing to resample but that value) the interval `flat_widened` gives with the sum of the `n`
+    conversations' credits."""
+    value, lo, hi = bootstrap_units_interval(unit_means, level, resamples, seed)
+    return value, *flat_widened(lo, hi, credits, n, prior, level)
 
 
 def expanded_tail(m: int, level: float) -> float:

@@ -140,9 +140,12 @@ def test_the_report_gives_asr_over_units_when_attempts_repeat() -> None:
     alone = [_score(f"c{i}", f"t{i}", None, 1.0 if i % 3 == 0 else 0.0) for i in range(120)]
     plain = build_report(alone, Settings()).asr
     assert plain.method == "bootstrap" and plain.units is None
-    # one task's own line: its attempts are draws of that one unit, resampled as conversations
+    # one task's own line: its attempts are draws of that one unit, resampled as conversations; all credited 1,
+    # every resample is 1, and the interval is that of Beta(1 + n, 1), whose CDF is x^(n + 1): not [1, 1]
     one = build_report(scores, Settings()).by_task["t3"].asr
-    assert one.method == "bootstrap" and one.value == 1.0 and one.lower == one.upper == 1.0
+    n = sum(s.task == "t3" for s in scores)
+    assert one.method == "bootstrap" and one.value == 1.0 and one.upper == 1.0
+    assert one.lower == pytest.approx(0.025 ** (1 / (n + 1)), abs=1e-12)
     # unequal attempts: the value weighs every unit once
     uneven = [_score("x-0", "x", 0, 1.0), *(_score(f"y-{i}", "y", i, 0.0) for i in range(3))]
     assert build_report(uneven, Settings()).asr.value == pytest.approx(0.5)
@@ -253,3 +256,50 @@ def test_revisions_and_expiry_move_the_units_credits() -> None:
     assert window.units == {("refund", "z"): (1 * ONE_ATTEMPT + 1) * UNIT_CREDITS + 1 * ONE_ATTEMPT + 1000}
     assert window.unit_asr == {1000: 1}
     assert find(est.snapshot(), "1h", task="refund").asr_units == 0
+
+
+def _beta_bounds(a: int, b: int, level: float = 0.95) -> tuple[float, float]:
+    """Equal-tailed bounds of Beta(a, b) for whole a and b, by bisection on its CDF written as a binomial tail
+    in exact fractions: P(Beta(a, b) <= x) = P(Binomial(a + b - 1, x) >= a)."""
+
+    def cdf(x: Fraction) -> Fraction:
+        n = a + b - 1
+        return sum((math.comb(n, j) * x**j * (1 - x) ** (n - j) for j in range(a, n + 1)), Fraction(0))
+
+    def quantile(q: float) -> float:
+        lo, hi = Fraction(0), Fraction(1)
+        for _ in range(50):
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if cdf(mid) < Fraction(q) else (lo, mid)
+        return float((lo + hi) / 2)
+
+    tail = (1 - level) / 2
+    return quantile(tail), quantile(1 - tail)
+
+
+def test_asr_of_credits_that_do_not_vary_is_not_a_point() -> None:
+    """30 conversations all credited 1 resample to 1 every time, and ASR read [1.000, 1.000] beside a success rate
+    of [0.888, 0.999]. Where the credits (over units: the units' mean credits) do not vary, the interval holds
+    Beta(1 + Σ credit, 1 + n − Σ credit)'s — the success rate's when credits are 0 or 1 — offline and live;
+    where they vary it is the bootstrap's, as before."""
+    everyone = [_score(f"c{i}", f"t{i}", None, 1.0) for i in range(30)]
+    asr = build_report(everyone, Settings()).asr
+    assert (asr.value, asr.upper) == (1.0, 1.0)
+    assert asr.lower == pytest.approx(_beta_bounds(31, 1)[0], abs=1e-9)  # 0.025^(1/31) = 0.888
+    nothing = build_report([_score(f"c{i}", f"t{i}", None, 0.0) for i in range(30)], Settings()).asr
+    assert (nothing.value, nothing.lower) == (0.0, 0.0)
+    assert nothing.upper == pytest.approx(_beta_bounds(1, 31)[1], abs=1e-9)
+    twelve = [_score(f"c{i}", f"t{i}", None, 1.0 if i < 12 else 0.0) for i in range(30)]
+    varied = build_report(twelve, Settings()).asr
+    _, lo, hi = bootstrap_mean_interval([1.0] * 12 + [0.0] * 18, 0.95, 1000, 0)
+    assert (varied.lower, varied.upper) == (lo, hi)
+    repeated = [_score(f"u{u}-{a}", f"t{u}", a, 1.0) for u in range(10) for a in range(4)]
+    over_units = build_report(repeated, Settings()).asr
+    assert over_units.method == "units" and over_units.units == 10
+    assert over_units.lower == pytest.approx(_beta_bounds(41, 1)[0], abs=1e-9)
+    est = Estimator(Settings(), clock=lambda: T0 + 60)
+    for i in range(30):
+        assert est.add(_live_score(f"c{i}", "refund", 1.0))
+    live = find(est.snapshot(), "1h", task="refund").asr
+    assert (live.mean, live.upper) == (1.0, 1.0)
+    assert live.lower == pytest.approx(_beta_bounds(31, 1)[0], abs=1e-9)
