@@ -85,9 +85,20 @@ def metrics_lines(r: GroupStats, level: float) -> list[str]:
         )
     else:
         weighted = " (Hájek-weighted: sampled at different rates)" if sr.method == "weighted" else ""
+        edge = ""
+        lo, hi, share, mean = sr.lower, sr.upper, sr.plugin, sr.mean
+        if (
+            lo is not None
+            and hi is not None
+            and share is not None
+            and mean is not None
+            and not lo <= share <= hi
+        ):
+            # all passed (or none): the equal-tailed interval of the posterior leaves the observed share out
+            edge = f"; posterior mean {fmt(mean)}, the interval of a share at 0 or 1 leaves it out"
         lines.append(
             f"  success rate: {fmt(sr.plugin)} ({r.passed}/{r.scored} graded passed)"
-            f"{interval(sr.lower, sr.upper)}{weighted}"
+            f"{interval(sr.lower, sr.upper)}{weighted}{edge}"
         )
     if r.correction is not None:
         lines.extend(_correction_lines(r))

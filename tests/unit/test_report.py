@@ -464,3 +464,14 @@ def test_html_has_plots_and_curve_values(report: Report) -> None:
         for lo, m, hi in zip(data["pow_exch_lo"], data["pow_exch_mean"], data["pow_exch_hi"], strict=True)
     )
     assert "units_k" not in data  # no repeated attempts: no curve over units
+
+
+def test_a_share_at_1_outside_its_interval_is_said_with_the_posterior_mean() -> None:
+    """30 of 30 passed: the observed share 1.000 lies outside the equal-tailed interval [0.888, 0.999]; the line
+    says so and gives the posterior mean (Beta(31, 1): 31/32). A share inside its interval gets no such note."""
+    text = render_text(build_report([make(i, "complete", "t1") for i in range(30)], Settings()))
+    line = next(x for x in text.splitlines() if "success rate:" in x)
+    assert line.startswith("  success rate: 1.000 (30/30 graded passed) [0.888, 0.999]")
+    assert f"posterior mean {float(Fraction(31, 32)):.3f}" in line and "leaves it out" in line
+    text = render_text(build_report(mixed(), Settings()))
+    assert "leaves it out" not in text
