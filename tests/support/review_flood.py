@@ -63,7 +63,9 @@ class ReviewProcess:
 
 def start_review(bootstrap: str, workdir: Path, **review: Any) -> ReviewProcess:
     """`agentwatch review` on loopback with a SQLite store in `workdir`, alice's password hashed at the
-    production cost (scrypt N=2^15: 32 MiB and ~0.1 s a check), unique topics; returns once /healthz answers."""
+    production cost (scrypt N=2^15: 32 MiB and ~0.1 s a check), unique topics; returns once /healthz answers.
+    The flood comes from one address, 64 requests at a time: it may hold that many connections (the per-client
+    cap has a test of its own), so that what is measured is the sign-in throttle."""
     prefix = f"flood-{uuid.uuid4().hex[:8]}"
     port, metrics_port = free_port(), free_port()
     config = {
@@ -79,6 +81,7 @@ def start_review(bootstrap: str, workdir: Path, **review: Any) -> ReviewProcess:
             "session_timeout_ms": 2000,
             "heartbeat_interval_ms": 500,
             "reviewers": [{"name": "alice", "password_hash": hash_password(PASSWORD)}],
+            "max_connections_per_client": 128,
             **review,
         },
     }
