@@ -187,7 +187,8 @@ class BootstrapEstimate(_Out):
         default="bootstrap",
         description="bootstrap: over the graded credits; units: with repeated attempts at task instances, the "
         "mean over units of each unit's mean credit, with a bootstrap over units (expanded percentile "
-        "interval); corrected: PPI++ with a t interval.",
+        "interval); where the credits (units: their means) do not vary, either interval is the Beta "
+        "posterior's of the credits taken as successes and failures; corrected: PPI++ with a t interval.",
     )
     units: int | None = Field(
         default=None,
