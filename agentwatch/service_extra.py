@@ -28,6 +28,7 @@ SERVICE_MODULES = {
     "confluent_kafka": "confluent-kafka",
     "prometheus_client": "prometheus-client",
     "httpx": "httpx",
+    "re2": "google-re2",
 }
 
 _checked = False

@@ -11,7 +11,6 @@ conversation ends (a handoff or not), and caps on tool calls, turns and cost. Ea
 from __future__ import annotations
 
 import json
-import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -19,7 +18,7 @@ from fnmatch import fnmatchcase
 from typing import Any
 
 from agentwatch.config import HANDOFF_TOOLS, READ_ONLY_TOOLS, PolicyTool, TaskPolicy
-from agentwatch.config.policies import is_constraint
+from agentwatch.config.policies import is_constraint, policy_pattern
 from agentwatch.scorers.arguments import DEFAULT_TOLERANCE, values_match
 from agentwatch.scorers.differences import Difference, argument_differences
 from agentwatch.scorers.effects import (
@@ -103,7 +102,7 @@ def _satisfies(value: Any, constraint: Any, mode: str | None, user_text: str, to
         if "any" in constraint:
             return True
         if "regex" in constraint:
-            return re.fullmatch(str(constraint["regex"]), _scalar_text(value)) is not None
+            return policy_pattern(str(constraint["regex"])).fullmatch(_scalar_text(value)) is not None
         text = _scalar_text(value).strip().casefold()
         return bool(text) and text in user_text
     return values_match(constraint, value, mode, tolerance)

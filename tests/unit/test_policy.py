@@ -45,6 +45,8 @@ TURN = {"input": "Refund order 4100 please, 25 USD", "answer": "Done."}
         ("4100", "4101", False),
         ({"regex": r"\d{4}"}, "4100", True),
         ({"regex": r"\d{4}"}, "41000", False),  # full match, not search
+        ({"regex": "(a+)+b"}, "a" * 5000, False),  # no backtracking: Python's re took minutes at 32 a's
+        ({"regex": "(a+)+b"}, "a" * 5000 + "b", True),
         ({"from_input": True}, "4100", True),
         ({"from_input": True}, "9999", False),
         ({"from_input": True}, "", False),
@@ -198,6 +200,11 @@ def test_policy_check_cli(tmp_path: Path) -> None:
     )
     bad = CliRunner().invoke(app, ["policy", "check", str(policies), str(transcripts)])
     assert bad.exit_code == 2 and "policies.0.tools.0.arguments" in bad.output
+    policies.write_text(
+        yaml.safe_dump([{"id": "x", "tools": [{"name": "a", "arguments": {"k": {"regex": "(a)\\1"}}}]}])
+    )
+    backreference = CliRunner().invoke(app, ["policy", "check", str(policies), str(transcripts)])
+    assert backreference.exit_code == 2 and "RE2 syntax: no backreferences" in backreference.output
 
 
 # --------------------------------------------------------------------------- effects, not keystrokes
