@@ -139,7 +139,10 @@ def number_value(value: object) -> float | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, (int, float)):
-        number = float(value)
+        try:
+            number = float(value)
+        except OverflowError:  # an integer past a float's range (JSON allows 400 digits)
+            return None
         return number if isfinite(number) else None
     if isinstance(value, str):
         return evaluate(value.strip().lstrip("$€£").strip())

@@ -34,8 +34,10 @@ def instance_text(value: Any) -> Any:
     """A task instance as text: benchmark task ids are often numbers (7 -> "7"); an empty one is none."""
     if isinstance(value, bool):
         return value
-    if isinstance(value, int | float):
-        return str(int(value)) if float(value).is_integer() else str(value)
+    if isinstance(value, int):
+        return str(value)  # exact, however long (a float of 400 digits would overflow)
+    if isinstance(value, float):
+        return str(int(value)) if value.is_integer() else str(value)
     if isinstance(value, str) and not value.strip():
         return None
     return value

@@ -391,3 +391,32 @@ def test_lone_surrogates_in_json_an_agent_logged_never_reach_the_conversation() 
     assert _no_surrogates(ConversationScorer().score(conv).model_dump_json())
     value, how = read_structured("{'a': '\\ud800', 'b': '\\U0000dfff'}")
     assert how == "python" and value == {"a": "\ufffd" * 3, "b": "\ufffd" * 3}
+
+
+def test_integers_past_a_floats_range_are_read_as_the_values_they_are(tmp_path: Path) -> None:
+    """JSON takes integers of 400 digits; `float()` of one overflows. An instance of 400 digits stopped `agentwatch
+    score` and `agentwatch import openai-chat` with a traceback (every good line lost), and a tool argument of 400
+    digits compared as a number left its conversation unscored (`scorer_error: OverflowError`). The instance is
+    its digits; the argument is a value no number matches; every line is scored."""
+    huge = 10**400 - 1
+    odd = support_conversation("good", 1)
+    odd["instance"] = huge
+    numeric = support_conversation("good", 2)
+    numeric["turns"][0]["tool_calls"][0]["arguments"]["order_id"] = huge
+    numeric["turns"][0]["expected"]["tools"][0]["match"] = {"order_id": "numeric"}
+    path = write_transcripts(tmp_path / "t.jsonl", [odd, numeric, support_conversation("good", 3)])
+    out = tmp_path / "report.json"
+    code, _, err = run_score(path, "--format", "json", "--out", out, "--no-gate")
+    report = json.loads(out.read_text("utf-8"))
+    assert code == 0 and "malformed" not in err and "Traceback" not in err, err
+    assert report["scored"] == 3 and report["ungraded"] == {}
+    assert Conversation.model_validate(odd).instance == str(huge)
+    chat = tmp_path / "chat.jsonl"
+    line = {
+        "instance": huge,
+        "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}],
+    }
+    chat.write_text(json.dumps(line) + "\n", encoding="utf-8")
+    errors: list[Any] = []
+    (read,) = list(read_chat_lines(chat, errors))
+    assert errors == [] and read["instance"] == str(huge)
