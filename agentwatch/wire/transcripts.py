@@ -246,11 +246,12 @@ def iter_conversations(
         stream: io.BufferedIOBase = (
             gzip.GzipFile(fileobj=raw_fh, mode="rb") if magic == GZIP_MAGIC else raw_fh
         )
+        unreadable: Exception | None = None
         try:
             # both a plain file and a GzipFile can peek; their common base class does not declare it
             whole = _whole_document(stream.peek(4096)[:4096])  # type: ignore[attr-defined]
-        except (OSError, EOFError, zlib.error):
-            whole = None  # not readable: reported by the read below
+        except (OSError, EOFError, zlib.error) as exc:
+            whole, unreadable = None, exc  # reported by the read below, or after it when it reads nothing
         if whole is not None:
             if notes is not None:
                 notes.append(f"{name} holds one JSON {whole}: read item by item")
@@ -289,6 +290,8 @@ def iter_conversations(
             )
             log.warning("%s: %s", name, reason)
             errors.append(LineError(name, lineno + 1, reason))
+        if lineno == 0 and unreadable is not None:  # a gzip file cut inside its header reads as empty after
+            raise TranscriptFileError(f"cannot decode {name}: {unreadable}")
         if on_progress is not None:
             on_progress(raw_fh.tell())
 

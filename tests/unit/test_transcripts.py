@@ -87,6 +87,13 @@ def test_unreadable_files_raise(tmp_path: Path) -> None:
     bad.write_bytes(b"\x1f\x8b" + b"\x00" * 20)
     with pytest.raises(TranscriptFileError, match="cannot decode"):
         read_conversations([bad], [])
+    # cut inside its 10-byte header: it read as an empty file (alone "Aborted.", beside others skipped unsaid)
+    whole = gzip.compress(("\n".join(LINES) + "\n").encode())
+    for cut in (3, 5, 9):
+        headless = tmp_path / f"cut{cut}.jsonl.gz"
+        headless.write_bytes(whole[:cut])
+        with pytest.raises(TranscriptFileError, match=f"cannot decode {headless}"):
+            read_conversations([headless], [])
 
 
 def test_progress_reports_bytes_read(tmp_path: Path) -> None:
