@@ -15,18 +15,14 @@ app.add_typer(policy_app, name="policy")
 
 
 def load_policies(path: Path) -> list[Any]:
-    """Policies from a YAML file holding either a `policies:` list (a configuration file) or a bare list."""
-    import yaml
+    """Policies from a YAML file holding either a `policies:` list (a configuration file) or a bare list, read
+    with a configuration file's bounds (size, depth, aliases expanded)."""
     from pydantic import TypeAdapter, ValidationError
 
     from agentwatch.config import ConfigError, TaskPolicy
+    from agentwatch.config.loading import read_yaml
 
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path} is not valid YAML: {exc}") from None
+    data = read_yaml(path)
     if isinstance(data, dict):
         data = data.get("policies")
     if not isinstance(data, list):

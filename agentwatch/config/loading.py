@@ -64,7 +64,7 @@ def _check_yaml_node(node: yaml.Node, path: object) -> None:
     size(node, 0)
 
 
-def _read_yaml(path: str | Path) -> Any:
+def read_yaml(path: str | Path) -> Any:
     """The YAML document of a configuration file, bounded in size, depth and alias expansion; raise ConfigError."""
     try:
         with open(path, "rb") as fh:
@@ -106,7 +106,7 @@ def load_settings(path: str | Path | None = None, **overrides: Any) -> Settings:
     source = "defaults/environment"
     if path is not None:
         source = str(path)
-        loaded = _read_yaml(path) or {}
+        loaded = read_yaml(path) or {}
         if not isinstance(loaded, dict):
             raise ConfigError(f"configuration file {path} must hold a mapping at the top level")
         bad = [k for k in loaded if not isinstance(k, str)]

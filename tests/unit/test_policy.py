@@ -205,6 +205,14 @@ def test_policy_check_cli(tmp_path: Path) -> None:
     )
     backreference = CliRunner().invoke(app, ["policy", "check", str(policies), str(transcripts)])
     assert backreference.exit_code == 2 and "RE2 syntax: no backreferences" in backreference.output
+    # read as a configuration file is: bounded, one line of error (a billion laughs had it past 1.4 GB)
+    laughs = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 10)}]\n" for i in range(8)
+    )
+    for text, said in ((laughs.encode(), "expands to more than"), (b"policies: \xff\xfe", "not UTF-8")):
+        policies.write_bytes(text)
+        refused = CliRunner().invoke(app, ["policy", "check", str(policies), str(transcripts)])
+        assert refused.exit_code == 2 and said in refused.output, refused.output
 
 
 # --------------------------------------------------------------------------- effects, not keystrokes
