@@ -21,6 +21,8 @@ MAX_IDS_SHOWN = 5
 
 def parse_ks(value: str | None) -> list[int] | None:
     """'1,3,5' -> [1, 3, 5]; raise typer.BadParameter on anything else."""
+    from agentwatch.config.scoring import MAX_K
+
     if value is None:
         return None
     try:
@@ -29,8 +31,10 @@ def parse_ks(value: str | None) -> list[int] | None:
         raise typer.BadParameter(
             f"expected comma-separated integers, got {value!r}", param_hint="--k"
         ) from None
-    if not ks or ks[0] < 1:
-        raise typer.BadParameter(f"k values must be integers >= 1, got {value!r}", param_hint="--k")
+    if not ks or ks[0] < 1 or ks[-1] > MAX_K:
+        raise typer.BadParameter(
+            f"k values must be integers from 1 to {MAX_K:,}, got {value!r}", param_hint="--k"
+        )
     return ks
 
 

@@ -192,21 +192,27 @@ class CostConfig(Section):
 # --------------------------------------------------------------------------- statistics and gates
 
 
-class StatsConfig(Section):
-    """Prior, credible level, k values and bootstrap settings."""
+MAX_K = 1000  # attempts at one task no benchmark reaches; past it, memory (k × series) is the only effect
+MAX_PRIOR = 1000.0  # pseudo-observations: a prior this strong is a typo
+MAX_RESAMPLES = 1_000_000
 
-    prior_alpha: float = Field(default=1.0, gt=0)
-    prior_beta: float = Field(default=1.0, gt=0)
+
+class StatsConfig(Section):
+    """Prior, credible level, k values and bootstrap settings; each bounded, so that a typo fails at start
+    rather than as an allocation of 745 GiB at the first report."""
+
+    prior_alpha: float = Field(default=1.0, gt=0, le=MAX_PRIOR)
+    prior_beta: float = Field(default=1.0, gt=0, le=MAX_PRIOR)
     level: float = Field(default=0.95, gt=0, lt=1)
     ks: list[int] = Field(default_factory=lambda: [1, 3, 5])
-    bootstrap_resamples: int = Field(default=1000, ge=100)
-    seed: int = 0
+    bootstrap_resamples: int = Field(default=1000, ge=100, le=MAX_RESAMPLES)
+    seed: int = Field(default=0, ge=0, description="seeds the bootstraps (numpy takes 0 and up)")
 
     @field_validator("ks")
     @classmethod
     def _ks(cls, v: list[int]) -> list[int]:
-        if not v or any(k < 1 for k in v):
-            raise ValueError("ks must be a non-empty list of integers >= 1")
+        if not v or any(k < 1 or k > MAX_K for k in v):
+            raise ValueError(f"ks must be a non-empty list of integers from 1 to {MAX_K:,}")
         return sorted(set(v))
 
 

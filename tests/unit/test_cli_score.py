@@ -140,6 +140,8 @@ def test_exit_2_on_usage_and_unreadable_input(mixed_file: Path, tmp_path: Path) 
     assert run(tmp_path / "missing.jsonl")[0] == 2
     assert run(mixed_file, "--k", "0")[0] == 2
     assert run(mixed_file, "--k", "one")[0] == 2
+    code, _, err = run(mixed_file, "--k", "1,99999999999")  # was a traceback after trying to allocate it
+    assert code == 2 and "from 1 to 1,000" in err
     bad_config = tmp_path / "bad.yaml"
     bad_config.write_text("gate:\n  pass_at_1_minimum: 0.5\n", encoding="utf-8")
     code, _, err = run(mixed_file, "--config", bad_config)

@@ -33,6 +33,12 @@ CASES: dict[str, tuple[bytes, str]] = {
     "huge": (b"exporter:\n  tasks:\n" + b"  - task\n" * (MAX_CONFIG_BYTES // 9 + 10), "larger than"),
     "integer_top_level_keys": (b"1: 2\n", "top-level keys"),
     "top_level_list": (b"- a\n- b\n", "mapping at the top level"),
+    # statistics settings that passed the start and failed at the first report: an allocation of 745 GiB, numpy
+    # refusing a negative seed, a prior past a float's range
+    "k_past_any_benchmark": (b"stats:\n  ks: [1, 99999999999]\n", "stats.ks"),
+    "resamples_past_memory": (b"stats:\n  bootstrap_resamples: 100000000000\n", "stats.bootstrap_resamples"),
+    "negative_seed": (b"stats:\n  seed: -1\n", "stats.seed"),
+    "prior_of_1e308": (b"stats:\n  prior_alpha: 1.0e308\n", "stats.prior_alpha"),
 }
 
 
