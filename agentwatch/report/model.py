@@ -240,11 +240,11 @@ class FailureMode(_Out):
 class GroupStats(_Out):
     """All estimates for one set of conversations (everything, one task, or one tag value)."""
 
-    conversations: int = Field(description="Conversations read (graded or not; one per agent and id).")
+    conversations: int = Field(ge=0, description="Conversations read (graded or not; one per agent and id).")
     scored: int = Field(
-        description="Conversations in the graded sample, with a verdict (n of the pass rates and ASR)."
+        ge=0, description="Conversations in the graded sample, with a verdict (n of the pass rates and ASR)."
     )
-    passed: int = Field(description="Graded conversations that passed (c).")
+    passed: int = Field(ge=0, description="Graded conversations that passed (c).")
     failure_rates: dict[str, RateEstimate] = Field(
         default_factory=dict,
         description="Failure evidence (error, no_answer, loop, hallucination, over_budget, forbidden_tool) as "
@@ -286,6 +286,16 @@ class GroupStats(_Out):
         description="Conversations outside the graded sample by why (no_grader, judge_timeout, …): "
         "coverage, not a failure mode.",
     )
+
+    @model_validator(mode="after")
+    def _counts(self) -> GroupStats:
+        """passed ≤ scored ≤ conversations (a baseline edited by hand may say otherwise)."""
+        if not self.passed <= self.scored <= self.conversations:
+            raise ValueError(
+                f"passed {self.passed}, scored {self.scored} and conversations {self.conversations} "
+                "are not passed <= scored <= conversations"
+            )
+        return self
 
 
 class Gate(_Out):

@@ -475,3 +475,19 @@ def test_a_share_at_1_outside_its_interval_is_said_with_the_posterior_mean() -> 
     assert f"posterior mean {float(Fraction(31, 32)):.3f}" in line and "leaves it out" in line
     text = render_text(build_report(mixed(), Settings()))
     assert "leaves it out" not in text
+
+
+def test_a_baseline_with_impossible_counts_is_refused_by_name(tmp_path) -> None:
+    """An edited baseline whose counts cannot be (passed -1, or more passed than graded) stopped the comparison
+    with `ValueError: need 0 <= c <= n` and a traceback; it is refused as not a report, saying which counts."""
+    good = json.loads(build_report(mixed(), Settings()).model_dump_json())
+    for change, said in (
+        ({"passed": -1}, "passed: Input should be greater than or equal to 0"),
+        ({"passed": 12}, "are not passed <= scored"),
+    ):
+        path = tmp_path / "edited.json"
+        path.write_text(json.dumps({**good, **change}))
+        with pytest.raises(BaselineError, match=said):
+            load_baseline(path)
+    path.write_text(json.dumps(good))
+    assert load_baseline(path).passed == good["passed"]
