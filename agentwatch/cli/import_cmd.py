@@ -61,12 +61,14 @@ def _write_transcripts(directory: Path, lines: Iterable[dict[str, Any]]) -> int:
 
     target = directory / TRANSCRIPTS
     partial = target.with_name(f".{TRANSCRIPTS}.partial")
+    too_long: list[str] = []
     try:
-        n = write_lines(partial, lines)
+        n = write_lines(partial, lines, too_long)
         if n:
             partial.replace(target)
     finally:
         partial.unlink(missing_ok=True)
+    _report_errors(too_long)
     return n
 
 
@@ -99,18 +101,18 @@ def tau_bench(
     from agentwatch.importers.results_files import (
         TauBenchFormatError,
         load_document,
+        read_bounded,
         results_path,
         run_name,
         saved_run,
     )
     from agentwatch.importers.tau_bench import import_results
-    from agentwatch.wire.transcripts import TranscriptFileError, open_binary
+    from agentwatch.wire.transcripts import TranscriptFileError
 
     stem = run_name(results)
     try:
         file = results_path(results)
-        with open_binary(file) as stream:
-            raw = stream.read()
+        raw = read_bounded(file)
         why = wrong_format(file, sniff_bytes(raw), ("tau-bench", "tau2-bench"), None)
         if why is not None:
             typer.echo(f"error: {why}", err=True)

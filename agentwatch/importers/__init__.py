@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from agentwatch.wire.schema import MAX_ATTEMPT, Conversation, attempt_number, instance_text
+from agentwatch.wire.transcripts import MAX_LINE_BYTES
 
 TRANSCRIPTS = "transcripts.jsonl"
 POLICIES = "policies.yaml"
@@ -47,12 +48,22 @@ def set_identity(
             conv.notes.append(f"instance {str(instance)[:40]!r} ignored: not a text or a number")
 
 
-def write_lines(path: Path, lines: Iterable[dict[str, Any]]) -> int:
-    """Write transcript lines as JSON Lines; the number written."""
+def write_lines(path: Path, lines: Iterable[dict[str, Any]], skipped: list[str] | None = None) -> int:
+    """Write transcript lines as JSON Lines; the number written. A line longer than `agentwatch score` reads
+    (`MAX_LINE_BYTES`) is not written: it would be skipped there with no word of where it came from; it is
+    named in `skipped` instead."""
     n = 0
-    with open(path, "w", encoding="utf-8") as fh:
+    with open(path, "wb") as fh:
         for line in lines:
-            fh.write(json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n")
+            raw = (json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+            if len(raw) > MAX_LINE_BYTES:
+                if skipped is not None:
+                    skipped.append(
+                        f"conversation {line.get('conversation_id')!r}: its transcript line would be "
+                        f"{len(raw):,} bytes, over the {MAX_LINE_BYTES:,} `agentwatch score` reads; not written"
+                    )
+                continue
+            fh.write(raw)
             n += 1
     return n
 

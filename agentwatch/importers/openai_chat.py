@@ -38,7 +38,14 @@ from agentwatch.wire import json_text
 from agentwatch.wire.conversation import MAX_COST_USD_PER_CALL, MAX_TOKENS_PER_CALL
 from agentwatch.wire.provider_usage import prompt_cache
 from agentwatch.wire.schema import Conversation
-from agentwatch.wire.transcripts import LineError, file_stem, open_binary, validation_reason
+from agentwatch.wire.transcripts import (
+    MAX_LINE_BYTES,
+    LineError,
+    bounded_lines,
+    file_stem,
+    open_binary,
+    validation_reason,
+)
 from agentwatch.wire.values import ReadAs, read_structured
 
 ERROR_PREFIXES: tuple[str, ...] = ("Error:", "error:", "ERROR:")
@@ -374,7 +381,12 @@ def read_chat_lines(
     their line number and the rest is still read."""
     stem = file_stem(path)
     with open_binary(path) as stream:
-        for lineno, raw in enumerate(stream, start=1):
+        for lineno, raw in enumerate(bounded_lines(stream), start=1):
+            if raw is None:  # read past, never held whole (a 1.5 GB line took 7.6 GB)
+                errors.append(
+                    LineError(str(path), lineno, f"line longer than {MAX_LINE_BYTES:,} bytes; skipped")
+                )
+                continue
             if not raw.strip():
                 continue
             try:

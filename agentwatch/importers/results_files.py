@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from agentwatch.wire import json_text
-from agentwatch.wire.transcripts import file_stem, open_binary
+from agentwatch.wire.transcripts import MAX_DOCUMENT_BYTES, file_stem, open_binary
 
 
 class TauBenchFormatError(ValueError):
@@ -92,8 +92,21 @@ def load_results(path: Path) -> Any:
     """The results document at `path` (gzip detected; a directory: its `results.json`), with the simulation
     files of a run saved as a directory (`saved_run`)."""
     file = results_path(path)
+    return saved_run(load_document(read_bounded(file)), file)
+
+
+def read_bounded(file: Path) -> bytes:
+    """The bytes of a results file (gunzipped), at most `MAX_DOCUMENT_BYTES`: a JSON document is read whole, and
+    a 1.5 MB gzip file holding 1.5 GB took 3.2 GB before it was found to be no results file; TauBenchFormatError
+    past it."""
     with open_binary(file) as stream:
-        return saved_run(load_document(stream.read()), file)
+        raw = stream.read(MAX_DOCUMENT_BYTES + 1)
+    if len(raw) > MAX_DOCUMENT_BYTES:
+        raise TauBenchFormatError(
+            f"more than {MAX_DOCUMENT_BYTES >> 20} MiB (gunzipped): a results file is read whole; "
+            "save a run this large as a directory (τ²-bench's results.json beside simulations/, a file each)"
+        )
+    return raw
 
 
 def load_document(raw: bytes) -> Any:

@@ -212,7 +212,7 @@ def _reject_constant(name: str) -> float:
     raise ValueError(f"invalid JSON: {name} is not a JSON number")
 
 
-def _lines(stream: io.BufferedIOBase, limit: int) -> Iterator[bytes | None]:
+def bounded_lines(stream: io.BufferedIOBase, limit: int = MAX_LINE_BYTES) -> Iterator[bytes | None]:
     """The lines of `stream`; None for a line longer than `limit` bytes (read past, never held whole)."""
     while True:
         raw = stream.readline(limit + 1)
@@ -261,7 +261,7 @@ def iter_conversations(
             return
         lineno = 0
         try:
-            for lineno, raw in enumerate(_lines(stream, MAX_LINE_BYTES), start=1):
+            for lineno, raw in enumerate(bounded_lines(stream), start=1):
                 if on_progress is not None and lineno % 256 == 0:
                     on_progress(raw_fh.tell())
                 if raw is None:

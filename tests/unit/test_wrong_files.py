@@ -84,6 +84,36 @@ def test_a_json_array_of_chat_conversations_is_told_to_become_one_per_line(tmp_p
     assert code == 0 and len((tmp_path / "bare" / "transcripts.jsonl").read_text().splitlines()) == 1
 
 
+def test_importers_read_and_write_what_score_reads_and_no_more(
+    tau_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A 1.5 MB gzip file of 1.5 GB took `import tau-bench` to 3.2 GB and a 1.5 GB chat line `import openai-chat`
+    to 7.6 GB; a conversation imported whole into a line longer than `agentwatch score` reads was then skipped
+    there with no word of where it came from. A results file past `MAX_DOCUMENT_BYTES` is refused, a chat line
+    past `MAX_LINE_BYTES` skipped with its number, a transcript line past it named and not written."""
+    from agentwatch.importers import results_files
+    from agentwatch.wire.transcripts import MAX_LINE_BYTES
+
+    run = json.loads(gzip.decompress(tau_file.read_bytes()))
+    big = tmp_path / "big.json"
+    big.write_text(json.dumps(run), encoding="utf-8")
+    monkeypatch.setattr(results_files, "MAX_DOCUMENT_BYTES", big.stat().st_size - 1)
+    code, err = _import("tau-bench", big, "--out", tmp_path / "refused")
+    assert code == 2 and "(gunzipped): a results file is read whole" in err
+    monkeypatch.undo()
+    run[0]["traj"][-1]["content"] = "x" * (MAX_LINE_BYTES + 1)
+    big.write_text(json.dumps(run), encoding="utf-8")
+    code, err = _import("tau-bench", big, "--out", tmp_path / "written")
+    assert code == 0 and "over the 16,777,216 `agentwatch score` reads; not written" in err
+    assert len((tmp_path / "written" / "transcripts.jsonl").read_text().splitlines()) == len(run) - 1
+    chat = _chat(tmp_path / "chat.jsonl")
+    line = {"messages": [{"role": "user", "content": "y" * (MAX_LINE_BYTES + 1)}]}
+    chat.write_text(chat.read_text() + json.dumps(line) + "\n", encoding="utf-8")
+    code, err = _import("openai-chat", chat, "--out", tmp_path / "chats")
+    assert code == 0 and f"{chat}:3: line longer than 16,777,216 bytes; skipped" in err
+    assert len((tmp_path / "chats" / "transcripts.jsonl").read_text().splitlines()) == 2
+
+
 def test_either_importer_given_transcripts_names_score(tmp_path: Path) -> None:
     transcripts = write(tmp_path / "t.jsonl", [conversation(k, i) for i, k in enumerate(KINDS[:3])])
     for command in ("tau-bench", "openai-chat"):
