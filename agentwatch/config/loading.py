@@ -26,8 +26,23 @@ MAX_CONFIG_DEPTH = 32
 MAX_CONFIG_NODES = 200_000  # YAML nodes after expanding aliases (a billion-laughs file expands to 10^9)
 
 
+def _no_key_twice(mapping: yaml.MappingNode, path: object) -> None:
+    seen: dict[str, int] = {}
+    for key, _value in mapping.value:
+        if isinstance(key, yaml.ScalarNode) and key.tag != "tag:yaml.org,2002:merge":
+            line = key.start_mark.line + 1
+            if key.value in seen:
+                raise ConfigError(
+                    f"configuration file {path}: key {key.value!r} is written twice in one mapping (lines "
+                    f"{seen[key.value]} and {line}); only one can hold"
+                )
+            seen[key.value] = line
+
+
 def _check_yaml_node(node: yaml.Node, path: object) -> None:
-    """Refuse documents nested too deeply, referring to themselves, or too large once aliases are expanded."""
+    """Refuse documents nested too deeply, referring to themselves, too large once aliases are expanded, or
+    with a key written twice in one mapping (YAML loaders keep the last silently: half a section edited in
+    vain)."""
     sizes: dict[int, int] = {}
     active: set[int] = set()
 
@@ -48,6 +63,7 @@ def _check_yaml_node(node: yaml.Node, path: object) -> None:
             children = n.value
         elif isinstance(n, yaml.MappingNode):
             children = [c for pair in n.value for c in pair]
+            _no_key_twice(n, path)
         else:
             children = []
         for child in children:

@@ -39,6 +39,12 @@ CASES: dict[str, tuple[bytes, str]] = {
     "resamples_past_memory": (b"stats:\n  bootstrap_resamples: 100000000000\n", "stats.bootstrap_resamples"),
     "negative_seed": (b"stats:\n  seed: -1\n", "stats.seed"),
     "prior_of_1e308": (b"stats:\n  prior_alpha: 1.0e308\n", "stats.prior_alpha"),
+    # YAML loaders keep the last of two equal keys: the first section was edited in vain
+    "key_twice": (
+        b"stats:\n  ks: [1]\nstats:\n  ks: [3]\n",
+        "'stats' is written twice in one mapping (lines 1 and 3)",
+    ),
+    "key_twice_nested": (b"exporter:\n  windows: [1h]\n  windows: [5m]\n", "'windows' is written twice"),
 }
 
 
