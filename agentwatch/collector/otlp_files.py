@@ -50,17 +50,17 @@ class FileSpans:
 
 
 def _framed(data: bytes) -> list[bytes] | None:
-    """Split size-prefixed records (4-byte big-endian sizes) if they tile `data` exactly, else None."""
-    out, pos, n = [], 0, len(data)
+    """Split size-prefixed records (4-byte big-endian sizes) if they tile `data`, else None. A last record cut
+    short (a file still being written, or copied in part) after whole ones is kept as the bytes there are, to be
+    reported as the record it is: the whole ones before it are read."""
+    out: list[bytes] = []
+    pos, n = 0, len(data)
     while pos < n:
-        if pos + 4 > n:
-            return None
-        size = int.from_bytes(data[pos : pos + 4], "big")
-        pos += 4
-        if size == 0 or pos + size > n:
-            return None
-        out.append(data[pos : pos + size])
-        pos += size
+        size = int.from_bytes(data[pos : pos + 4], "big") if pos + 4 <= n else 0
+        if size == 0 or pos + 4 + size > n:
+            return [*out, data[pos:]] if out else None
+        out.append(data[pos + 4 : pos + 4 + size])
+        pos += 4 + size
     return out or None
 
 

@@ -303,6 +303,30 @@ def test_protobuf_file_whose_first_length_reads_as_json_is_read_as_protobuf() ->
     assert [(where, ct) for where, _, ct in iter_records(payload)] == [("message", PROTOBUF)]
 
 
+def _one_span_message(name: str) -> bytes:
+    data = TracesData()
+    sp = data.resource_spans.add().scope_spans.add().spans.add()
+    sp.trace_id, sp.span_id, sp.name = b"\x01" * 16, b"\x02" * 8, name
+    return data.SerializeToString()
+
+
+def test_size_prefixed_records_cut_short_keep_the_whole_ones() -> None:
+    """Size-prefixed protobuf records whose last is cut short (a file still being written): every record was
+    lost, the file read as one undecodable message. The whole ones are records 1..n, the rest one more record
+    (reported by the decoder as the record it is)."""
+    from agentwatch.collector.otlp_files import PROTOBUF, iter_records
+
+    whole = [_one_span_message(f"span {i}") for i in range(3)]
+    framed = b"".join(len(m).to_bytes(4, "big") + m for m in whole)
+    assert [p for _, p, _ in iter_records(framed)] == whole
+    for cut in (1, 3, 4 + len(whole[-1]) - 1):
+        records = list(iter_records(framed[:-cut]))
+        assert [where for where, _, _ in records] == ["record 1", "record 2", "record 3"]
+        assert [p for _, p, ct in records[:2]] == whole[:2] and records[2][2] == PROTOBUF
+        with pytest.raises(DecodeError):
+            decode_message(records[2][1], PROTOBUF)
+
+
 @pytest.mark.parametrize(
     ("module", "not_loaded"),
     [
