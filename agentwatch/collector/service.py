@@ -331,30 +331,33 @@ class CollectorService:
         dead.publish_or_stub(record, reason, detail)
 
     def _emit(self, finished: FinishedConversation) -> None:
-        """Reconstruct, score and queue the score of one finished conversation."""
-        spans, orphans = attach(finished.spans, self.config.max_attribute_bytes)
-        if orphans:
-            self.stats.orphan_fragments += orphans
-            if not spans:  # messages logged after their conversation finished, or of spans never seen
-                return
-        finished.spans = spans
-        parts = split_by_agent(finished)  # one conversation per (agent, conversation id)
-        if len(parts) > 1:
-            for part in parts:
-                self._emit(part)
-            return
-        spans = finished.spans
-        # nothing but labels: for a conversation this collector does not remember (a turn span ends the check)
-        if spans and all(label_of(span) is not None for span in spans):
-            last = label_of(max(spans, key=lambda span: span.end_ns))
-            if last is not None:  # always: every span is a label
-                self.labels.apply(last, None)
-            return
-        if setup_only(spans):  # an agent created, documents embedded: nothing ran, no conversation
-            self.stats.setup_only += 1
-            return
-        ids = last_turn_ids(finished) if self.events is not None else (None, None)
+        """Reconstruct, score and queue the score of one finished conversation. Whatever its spans hold, a
+        failure here is that conversation's (published unscored, the error its reason), never the collector's:
+        it would stop on the same spans at every restart."""
+        ids: tuple[str | None, str | None] = (None, None)
         try:
+            spans, orphans = attach(finished.spans, self.config.max_attribute_bytes)
+            if orphans:
+                self.stats.orphan_fragments += orphans
+                if not spans:  # messages logged after their conversation finished, or of spans never seen
+                    return
+            finished.spans = spans
+            parts = split_by_agent(finished)  # one conversation per (agent, conversation id)
+            if len(parts) > 1:
+                for part in parts:
+                    self._emit(part)
+                return
+            spans = finished.spans
+            # nothing but labels: for a conversation this collector does not remember (a turn span ends it)
+            if spans and all(label_of(span) is not None for span in spans):
+                last = label_of(max(spans, key=lambda span: span.end_ns))
+                if last is not None:  # always: every span is a label
+                    self.labels.apply(last, None)
+                return
+            if setup_only(spans):  # an agent created, documents embedded: nothing ran, no conversation
+                self.stats.setup_only += 1
+                return
+            ids = last_turn_ids(finished) if self.events is not None else (None, None)
             conv = build_conversation(finished)
         except Exception as exc:
             log.exception("reconstruction of %s failed", finished.conversation_id)

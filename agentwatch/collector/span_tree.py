@@ -59,7 +59,9 @@ def setup_only(spans: list[SpanRecord]) -> bool:
     setup = False
     for span in spans:
         op, kind = span.attrs.get(cv.OPERATION_KEY), span.attrs.get(cv.OPENINFERENCE_KIND_KEY)
-        if op in cv.SETUP_OPERATIONS or (isinstance(kind, str) and kind.upper() in cv.SETUP_KINDS):
+        if (isinstance(op, str) and op in cv.SETUP_OPERATIONS) or (
+            isinstance(kind, str) and kind.upper() in cv.SETUP_KINDS
+        ):
             setup = True
         elif role_of(span) != OTHER or cv.first(span.attrs, _CONTENT_KEYS) is not None:
             return False

@@ -198,6 +198,44 @@ def test_absurd_values_are_bounded(running):
     assert svc.thread.is_alive()
 
 
+def test_an_attribute_of_an_unexpected_shape_or_a_failing_rebuild_is_that_conversations_alone(
+    running, monkeypatch
+):
+    """`gen_ai.operation.name` sent as an array stopped the collector with a TypeError on every start (its
+    offsets never committed past that span). The conversation is scored; and whatever else fails while a
+    conversation is rebuilt is published unscored with the error as its reason, the collector going on."""
+    from agentwatch.collector import service as collector_service
+
+    bs, topic, svc, scores, _ = running
+    listed, failing = unique("listed"), unique("failing")
+    data = _raw_spans(listed, 2, parent=lambda i: None if i == 0 else 0, trace=b"\x03" * 16)
+    name = KeyValue(key="gen_ai.operation.name")
+    name.value.array_value.values.add().string_value = "invoke_agent"
+    data.resource_spans[0].scope_spans[0].spans[0].attributes.append(name)
+    real = collector_service.setup_only
+
+    def fails_for_one(spans):
+        if any(s.conversation_id == failing for s in spans):
+            raise RuntimeError("a bug in rebuilding")
+        return real(spans)
+
+    monkeypatch.setattr(collector_service, "setup_only", fails_for_one)
+    items = [
+        (listed.encode(), data.SerializeToString(), SDK_HEADERS),
+        (failing.encode(), otlp_bytes(simple_conversation(failing)), SDK_HEADERS),
+    ]
+    _send_then_sentinel(bs, topic, items, scores)
+    scores.wait(lambda r: {listed, failing} <= set(ids_of(r)), 15)
+    by_id = {s["conversation_id"]: s for s in scores_of(scores.records)}
+    assert {listed, failing} <= set(by_id)
+    assert by_id[failing]["outcome"] == "unscored"
+    assert any(
+        r.startswith("reconstruct_error: RuntimeError: a bug in rebuilding")
+        for r in by_id[failing]["reasons"]
+    )
+    assert svc.thread.is_alive()
+
+
 def _must_be_rejected(payload: bytes) -> bool:
     """Independent oracle: not JSON and no protobuf span with well-formed ids → must be dead-lettered."""
     try:
