@@ -46,7 +46,24 @@ class KafkaConfig(Section):
         return self
 
 
-class CollectorConfig(Section):
+class ConsumerGroupMember(Section):
+    """The consumer group settings of a service that reads topics as a group member."""
+
+    session_timeout_ms: int = Field(default=45_000, ge=1, description="consumer group session timeout")
+    heartbeat_interval_ms: int = Field(default=3_000, ge=1, description="consumer group heartbeat interval")
+
+    @model_validator(mode="after")
+    def _heartbeat_within_session(self) -> ConsumerGroupMember:
+        # a member whose heartbeats come later than its session lasts loses its partitions, again and again
+        if self.heartbeat_interval_ms >= self.session_timeout_ms:
+            raise ValueError(
+                f"heartbeat_interval_ms ({self.heartbeat_interval_ms}) must be below session_timeout_ms "
+                f"({self.session_timeout_ms}); a third of it or less is Kafka's advice"
+            )
+        return self
+
+
+class CollectorConfig(ConsumerGroupMember):
     """The span collector."""
 
     input_topics: list[str] = Field(default_factory=lambda: [wire.SPANS_TOPIC])
@@ -159,8 +176,6 @@ class CollectorConfig(Section):
         description="records the consumer fetches ahead, in KiB (librdkafka queued.max.messages.kbytes): part "
         "of the memory beside max_open_bytes",
     )
-    session_timeout_ms: int = Field(default=45_000, ge=1, description="consumer group session timeout")
-    heartbeat_interval_ms: int = Field(default=3_000, ge=1, description="consumer group heartbeat interval")
     max_poll_interval_ms: int = Field(default=300_000, ge=1)
     max_poll_records: int = Field(default=2_000, ge=1)
     commit_interval_s: float = Field(default=1.0, gt=0, description="flush scores then commit this often")
@@ -195,10 +210,21 @@ class CollectorConfig(Section):
         both = sorted(set(self.log_topics) & {*self.input_topics, self.rekey_topic})
         if both:
             raise ValueError(f"log_topics: {', '.join(both)} also read as spans (input_topics, rekey_topic)")
+        read = {*self.input_topics, *self.log_topics, self.rekey_topic}
+        written = {"scores_topic": self.scores_topic, "dead_letter_topic": self.dead_letter_topic}
+        if self.transcripts_topic is not None:
+            written["transcripts_topic"] = self.transcripts_topic
+        for key, topic in written.items():
+            if not topic:
+                raise ValueError(f"{key} is empty")
+            if topic in read:  # a dead letter read back is dead-lettered again, without end
+                raise ValueError(f"{key} {topic!r} is also a topic the collector reads")
+        if not all(self.input_topics) or not self.rekey_topic:
+            raise ValueError("input_topics and rekey_topic name topics: none may be empty")
         return self
 
 
-class ExporterConfig(Section):
+class ExporterConfig(ConsumerGroupMember):
     """The rolling estimator and its Prometheus endpoint."""
 
     scores_topic: str = wire.SCORES_TOPIC
@@ -229,8 +255,6 @@ class ExporterConfig(Section):
         "a conversation of any other counts as a unit of its own (agentwatch_units_folded_total)",
     )
     metrics_host: str = "0.0.0.0"
-    session_timeout_ms: int = Field(default=45_000, ge=1, description="consumer group session timeout")
-    heartbeat_interval_ms: int = Field(default=3_000, ge=1, description="consumer group heartbeat interval")
     poll_timeout_ms: int = Field(default=500, ge=1)
     max_poll_records: int = Field(default=2_000, ge=1)
     otlp_endpoint: str | None = Field(default=None, description="push metrics over OTLP to this endpoint")
@@ -281,7 +305,7 @@ class Reviewer(Section):
         return self
 
 
-class ReviewConfig(Section):
+class ReviewConfig(ConsumerGroupMember):
     """The review service (`agentwatch review`): the review queue in the browser, the labels it publishes."""
 
     database_url: str = Field(
@@ -353,8 +377,6 @@ class ReviewConfig(Section):
     retention_interval_s: float = Field(default=3600.0, gt=0, description="how often old rows are deleted")
     publish_retry_s: float = Field(default=5.0, gt=0, description="pause before resending what Kafka refused")
     page_size: int = Field(default=100, ge=1, le=1000, description="conversations listed per queue page")
-    session_timeout_ms: int = Field(default=45_000, ge=1, description="consumer group session timeout")
-    heartbeat_interval_ms: int = Field(default=3_000, ge=1, description="consumer group heartbeat interval")
 
     @field_validator("session_secret", mode="before")
     @classmethod

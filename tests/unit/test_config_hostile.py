@@ -44,6 +44,17 @@ CASES: dict[str, tuple[bytes, str]] = {
         b"stats:\n  ks: [1]\nstats:\n  ks: [3]\n",
         "'stats' is written twice in one mapping (lines 1 and 3)",
     ),
+    # a dead-letter topic the collector also reads re-read every bad record without end (20, 40, 79 rejects...)
+    "dead_letters_read_back": (
+        b"collector:\n  dead_letter_topic: agentwatch.spans\n",
+        "dead_letter_topic 'agentwatch.spans' is also a topic the collector reads",
+    ),
+    "scores_read_back": (b"collector:\n  input_topics: [s, agentwatch.scores]\n", "scores_topic"),
+    "empty_dead_letter_topic": (b"collector:\n  dead_letter_topic: ''\n", "dead_letter_topic is empty"),
+    "heartbeat_past_session": (
+        b"exporter:\n  session_timeout_ms: 1000\n  heartbeat_interval_ms: 5000\n",
+        "heartbeat_interval_ms (5000) must be below session_timeout_ms (1000)",
+    ),
     "key_twice_nested": (b"exporter:\n  windows: [1h]\n  windows: [5m]\n", "'windows' is written twice"),
 }
 
