@@ -12,9 +12,11 @@ saying what was left out:
 2. one reason per failure mode (the first of each code as written: finer than the exporter's normalised modes,
    so each of those keeps one), no turn reasons, the first 10 differences;
 3. only the turns with tool scores, without their reasons, errors and forbidden tools;
-4. no turn scores (the exporter's tool dimensions then miss this conversation).
+4. no turn scores (the exporter's tool dimensions then miss this conversation);
+5. no tags (an agent may send any number of `agentwatch.tag.*` attributes: 1,500 of 1 KB made a 1.5 MB score,
+   17,000 one the producer refused, stopping the collector at every restart).
 
-A score that does not fit even then (tags or ids of a size no agent sends) is published unscored.
+A score that does not fit even then (ids of a size no agent sends) is published unscored, without tags.
 """
 
 from __future__ import annotations
@@ -78,7 +80,9 @@ def fit(
     if len(payload) <= room:
         return score, payload
     size = len(payload)
-    for step, slim in enumerate((_short_texts, _one_reason_per_mode, _tool_turns_only, _no_turns), 1):
+    for step, slim in enumerate(
+        (_short_texts, _one_reason_per_mode, _tool_turns_only, _no_turns, _no_tags), 1
+    ):
         score = slim(score)
         noted = score.model_copy(update={"reasons": [*score.reasons, _note(step, size, room)]})
         payload = noted.model_dump_json().encode()
@@ -87,6 +91,7 @@ def fit(
     bare = unscored(
         f"record_too_large: the score is {size:,} bytes, over the {room:,} its record has room for"
     )
+    bare = bare.model_copy(update={"tags": {}})  # the conversation's own, as many and as long as it sent
     return bare, bare.model_dump_json().encode()
 
 
@@ -96,8 +101,13 @@ def _note(step: int, size: int, room: int) -> str:
         "one reason per failure mode kept, turn reasons and differences past 10 left out",
         "only the turns with tool scores kept, without their reasons",
         "turn scores left out",
+        "turn scores and tags left out",
     )[step - 1]
     return f"note: the score was {size:,} bytes, over the {room:,} its record has room for: {left_out}"
+
+
+def _no_tags(score: ConversationScore) -> ConversationScore:
+    return score.model_copy(update={"tags": {}})
 
 
 def _cut(text: str, chars: int) -> str:

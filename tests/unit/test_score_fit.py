@@ -83,15 +83,21 @@ def test_details_are_left_out_in_steps_until_it_fits(room: int, step: str) -> No
         assert _tool_sums(slim) == _tool_sums(score)  # every turn's tool score kept
 
 
-def test_a_score_no_step_fits_is_published_unscored() -> None:
-    conv = _long_conversation(50)
-    score = (
-        ConversationScorer().score(conv).model_copy(update={"tags": {f"t{i}": "v" * 1000 for i in range(30)}})
-    )
+def test_tags_are_left_out_last_and_a_score_no_step_fits_is_published_unscored_without_them() -> None:
+    """1,500 tags of 1 KB made a 1.5 MB score whatever the steps left out, and the unscored stand-in carried them
+    all (17,000 made one the producer refused, stopping the collector at every restart). Tags go in a fifth
+    step, the verdict kept; a score no step fits is unscored without them."""
+    tags = {f"t{i}": "v" * 1000 for i in range(30)}
+    conv = _long_conversation(50).model_copy(update={"tags": tags})
+    score = ConversationScorer().score(conv)
+    assert score.tags == tags
     payload = score.model_dump_json().encode()
     slim, out = fit(score, payload, 20_000, lambda why: unscored(conv, why))
+    assert (slim.outcome, slim.passed, slim.tags, slim.turn_scores) == (score.outcome, score.passed, {}, [])
+    assert "turn scores and tags left out" in slim.reasons[-1] and len(out) <= 20_000
+    slim, out = fit(score, payload, 4_000, lambda why: unscored(conv, why))  # its 5,000-character id is over
     assert slim.outcome.value == "unscored" and slim.reasons[0].startswith("record_too_large: the score is")
-    assert out == slim.model_dump_json().encode()
+    assert slim.tags == {} and out == slim.model_dump_json().encode()
 
 
 def test_a_revision_no_step_fits_keeps_its_verdict_without_details() -> None:
