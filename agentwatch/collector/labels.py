@@ -50,11 +50,18 @@ def label_of(span: SpanRecord) -> LateLabel | None:
     return LateLabel(span.conversation_id, str(agent) if agent else None, normalize_outcome(raw))
 
 
-class ScoreMemory:
-    """The last `capacity` published scores, by (agent, conversation id), as the JSON that was written."""
+def _size(key: tuple[str, str], payload: bytes) -> int:
+    return len(payload) + len(key[0]) + len(key[1])
 
-    def __init__(self, capacity: int) -> None:
+
+class ScoreMemory:
+    """The last `capacity` published scores, by (agent, conversation id), as the JSON that was written, in at
+    most `max_bytes` of JSON and ids: a count alone let 1,000 scores of 900 KB of tags hold 1 GB."""
+
+    def __init__(self, capacity: int, max_bytes: int = 1 << 62) -> None:
         self.capacity = capacity
+        self.max_bytes = max_bytes
+        self._held = 0  # bytes of the payloads and ids remembered
         self._scores: OrderedDict[tuple[str, str], bytes] = OrderedDict()
         self._agents: dict[str, set[str]] = {}  # conversation id -> agents remembered under it
 
@@ -66,11 +73,16 @@ class ScoreMemory:
         if self.capacity <= 0:
             return
         key = (score.agent, score.conversation_id)
+        earlier = self._scores.get(key)
+        if earlier is not None:
+            self._held -= _size(key, earlier)
         self._scores[key] = payload
+        self._held += _size(key, payload)
         self._scores.move_to_end(key)
         self._agents.setdefault(score.conversation_id, set()).add(score.agent)
-        while len(self._scores) > self.capacity:
-            (agent, cid), _ = self._scores.popitem(last=False)
+        while len(self._scores) > self.capacity or (self._held > self.max_bytes and len(self._scores) > 1):
+            (agent, cid), forgotten = self._scores.popitem(last=False)
+            self._held -= _size((agent, cid), forgotten)
             agents = self._agents.get(cid)
             if agents is not None:
                 agents.discard(agent)

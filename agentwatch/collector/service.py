@@ -112,7 +112,7 @@ class CollectorService:
         )
         # what a late label revises: the scores remembered, a revision published, unknown labels dead-lettered
         self.labels = LateLabels(
-            ScoreMemory(self.config.label_memory),
+            ScoreMemory(self.config.label_memory, self.config.label_memory_bytes),
             settings.scoring.credits,
             self.stats,
             self.assembler.is_open,

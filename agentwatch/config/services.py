@@ -182,6 +182,12 @@ class CollectorConfig(ConsumerGroupMember):
     label_memory: int = Field(
         default=50_000, ge=0, description="published scores remembered so that a late label can revise them"
     )
+    label_memory_bytes: int = Field(
+        default=128 * 1024 * 1024,
+        ge=1 << 20,
+        description="bytes of score JSON the label memory holds at most (the oldest forgotten first): a score may "
+        "be 1 MB (collector.max_score_bytes)",
+    )
     max_pending_verdicts: int = Field(
         default=64, ge=1, description="conversations waiting for the judge before consumption pauses"
     )
