@@ -173,6 +173,7 @@ class CollectorConfig(ConsumerGroupMember):
     fetch_queue_kbytes: int = Field(
         default=32_768,
         ge=1024,
+        le=2_097_151,  # librdkafka's own bound: past it, its error named its key, not this one
         description="records the consumer fetches ahead, in KiB (librdkafka queued.max.messages.kbytes): part "
         "of the memory beside max_open_bytes",
     )

@@ -55,6 +55,10 @@ CASES: dict[str, tuple[bytes, str]] = {
         b"exporter:\n  session_timeout_ms: 1000\n  heartbeat_interval_ms: 5000\n",
         "heartbeat_interval_ms (5000) must be below session_timeout_ms (1000)",
     ),
+    "fetch_queue_past_librdkafka": (
+        b"collector:\n  fetch_queue_kbytes: 3000000\n",
+        "collector.fetch_queue_kbytes",
+    ),
     "key_twice_nested": (b"exporter:\n  windows: [1h]\n  windows: [5m]\n", "'windows' is written twice"),
 }
 
