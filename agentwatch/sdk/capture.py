@@ -100,14 +100,29 @@ class Capture:
                 self._decisions[key] = decided
         return decided
 
-    def sanitize(self, value: Any, depth: int = 0) -> Any:
-        """A JSON-ready copy of value with secrets redacted (containers are copied, numbers kept)."""
+    def sanitize(self, value: Any) -> Any:
+        """A JSON-ready copy of value with secrets redacted (containers are copied, numbers kept), cut (marked)
+        where the JSON of what was copied would pass `max_bytes` (strings counted at most `_STRING_CHARGE`
+        characters: `bound` cuts long ones later), a container met again inside itself written "[cycle]": a dict
+        holding itself twice took 2^33 steps, and 100,000 rows 3.2 s, on the agent's thread."""
+        return self._copy(value, 0, [self.max_bytes], set())
+
+    def _copy(self, value: Any, depth: int, budget: list[int], path: set[int]) -> Any:
         if isinstance(value, str):
             return self._values(value) if self._values is not None else value
         if value is None or isinstance(value, (bool, int, float)):
             return value
         if depth > _MAX_DEPTH:
             return "[too deep]"
+        if id(value) in path:
+            return "[cycle]"
+        path.add(id(value))
+        try:
+            return self._copy_container(value, depth, budget, path)
+        finally:
+            path.discard(id(value))
+
+    def _copy_container(self, value: Any, depth: int, budget: list[int], path: set[int]) -> Any:
         # A plain dict (what arguments and most results are) is a Mapping: checked first by its type, as the
         # abstract class's isinstance check costs more than the copy of a small dict.
         if type(value) is dict or isinstance(value, Mapping):
@@ -115,22 +130,33 @@ class Capture:
             decisions = self._decisions
             for k, v in value.items():
                 key = k if type(k) is str else str(k)
+                budget[0] -= _charge(key) + (_charge(v) if type(v) is str else 2)
+                if budget[0] < 0:
+                    out["…"] = TRUNCATION_MARKER
+                    break
                 secret = decisions.get(key)  # is_secret's own cache: most keys were decided before
                 if secret is None:
                     secret = self.is_secret(key)
                 if secret:
                     out[key] = REDACTED
                 else:
-                    out[key] = v if type(v) in _PLAIN else self.sanitize(v, depth + 1)
+                    out[key] = v if type(v) in _PLAIN else self._copy(v, depth + 1, budget, path)
             return out
         if isinstance(value, (list, tuple, set, frozenset)):
-            return [v if type(v) in _PLAIN else self.sanitize(v, depth + 1) for v in value]
+            items = []
+            for v in value:
+                budget[0] -= _charge(v) if type(v) is str else 2
+                if budget[0] < 0:
+                    items.append(TRUNCATION_MARKER)
+                    break
+                items.append(v if type(v) in _PLAIN else self._copy(v, depth + 1, budget, path))
+            return items
         if isinstance(value, (bytes, bytearray, memoryview)):
             return f"<{len(value)} bytes>"
         dump = getattr(value, "model_dump", None)
         if callable(dump):  # pydantic v2 models
             try:
-                return self.sanitize(dump(mode="json"), depth + 1)
+                return self._copy(dump(mode="json"), depth + 1, budget, path)
             except Exception:  # noqa: BLE001 - a broken model must not break the agent
                 return _placeholder(value)
         if dataclasses.is_dataclass(value) and not isinstance(value, type):
@@ -138,11 +164,11 @@ class Capture:
                 fields = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
             except Exception:  # noqa: BLE001
                 return _placeholder(value)
-            return self.sanitize(fields, depth + 1)
+            return self._copy(fields, depth + 1, budget, path)
         to_dict = getattr(value, "to_dict", None)
         if callable(to_dict):
             try:
-                return self.sanitize(to_dict(), depth + 1)
+                return self._copy(to_dict(), depth + 1, budget, path)
             except Exception:  # noqa: BLE001
                 return _placeholder(value)
         return _placeholder(value)
@@ -165,19 +191,21 @@ class Capture:
     def dumps(self, value: Any) -> str:
         """value as redacted JSON, at most max_bytes UTF-8 bytes (truncation is marked)."""
         try:
-            text = _ENCODE(value if self._nothing_to_redact(value) else self.sanitize(value))
+            clean = value if self._nothing_to_redact(value) else self.sanitize(value)
+            text = _ENCODE(clean)
         except Exception as exc:  # noqa: BLE001 - never raise into the agent
             return f"<unserialisable: {type(exc).__name__}>"
-        return self.bound(text, value)
+        return self.bound(text, clean, sanitized=True)
 
     def dumps_plain(self, value: Any) -> str:
         """JSON of a message list built by the SDK, redacted (texts taken as they came, tool-call arguments of
         a chat: their secrets are found here), bounded to max_bytes."""
         try:
-            text = _ENCODE(self.sanitize(value))
+            clean = self.sanitize(value)
+            text = _ENCODE(clean)
         except Exception as exc:  # noqa: BLE001
             return f"<unserialisable: {type(exc).__name__}>"
-        return self.bound(text, value)
+        return self.bound(text, clean, sanitized=True)
 
     def text(self, value: str) -> str:
         """A plain string, its secrets redacted, bounded to max_bytes (truncation is marked)."""
@@ -185,20 +213,21 @@ class Capture:
             value = self._values(value)
         return self.bound(value, None) if len(value) * 4 > self.max_bytes else value
 
-    def bound(self, text: str, original: Any) -> str:
-        """text if it fits in max_bytes; else a shrunk version, valid JSON where possible, with a marker."""
+    def bound(self, text: str, original: Any, sanitized: bool = False) -> str:
+        """text if it fits in max_bytes; else a shrunk version, valid JSON where possible, with a marker
+        (`sanitized`: `original` is already the redacted copy `text` was written from)."""
         if len(text) * 4 <= self.max_bytes or len(text.encode("utf-8")) <= self.max_bytes:
             return text
         if original is not None and not isinstance(original, str):
-            shrunk = self._shrink_strings(original)
+            shrunk = self._shrink_strings(original, sanitized)
             if shrunk is not None:
                 return shrunk
         return _cut(text, self.max_bytes)
 
-    def _shrink_strings(self, original: Any) -> str | None:
+    def _shrink_strings(self, original: Any, sanitized: bool) -> str | None:
         """Re-serialise with long strings cut (and marked) until it fits; None if it never does."""
         try:
-            clean = self.sanitize(original)
+            clean = original if sanitized else self.sanitize(original)
         except Exception:  # noqa: BLE001
             return None
         limit = self.max_bytes // 2
@@ -208,6 +237,14 @@ class Capture:
                 return text
             limit //= 2
         return None
+
+
+_STRING_CHARGE = 64
+
+
+def _charge(text: str) -> int:
+    """The least JSON a string costs, counted up to `_STRING_CHARGE` characters (long ones are cut to fit later)."""
+    return min(len(text), _STRING_CHARGE) + 3
 
 
 def _placeholder(value: Any) -> str:

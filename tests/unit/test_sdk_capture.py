@@ -107,7 +107,37 @@ def test_objects_are_serialised_sensibly():
     }
     cyclic: list = []
     cyclic.append(cyclic)
-    assert "too deep" in c.dumps(cyclic)
+    assert c.dumps(cyclic) == '["[cycle]"]'
+    deep: list = []
+    for _ in range(40):
+        deep = [deep]
+    assert "too deep" in c.dumps(deep)
+
+
+def test_a_value_holding_itself_twice_or_a_million_rows_costs_what_is_kept() -> None:
+    """`d["a"] = d; d["b"] = d` passed to a traced tool never returned (2^33 paths to depth 32), and 100,000
+    rows took 3.2 s on the agent's thread to keep 8 KiB. A container met again inside itself is "[cycle]", a
+    repeat elsewhere (a shared sub-object) is copied again; the copy stops, marked, where its JSON would pass
+    the bound. Counted in container visits, not timed."""
+    c = Capture()
+    twice: dict = {}
+    twice["a"] = twice
+    twice["b"] = twice
+    assert json.loads(c.dumps(twice)) == {"a": "[cycle]", "b": "[cycle]"}
+    shared = {"x": 1}
+    assert json.loads(c.dumps([shared, shared])) == [{"x": 1}, {"x": 1}]
+    visits = 0
+
+    class Counted(dict):
+        def items(self):
+            nonlocal visits
+            visits += 1
+            return super().items()
+
+    rows = [Counted(id=i, email=f"user{i}@example.com", note="delivered on time") for i in range(100_000)]
+    text = c.dumps(rows)
+    assert len(text.encode()) <= c.max_bytes and TRUNCATION_MARKER in text
+    assert visits < 300  # the rows that fit 8 KiB, not 100,000
 
 
 @pytest.mark.parametrize(
