@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextvars
 import functools
 import logging
+import math
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -123,6 +124,29 @@ def _attempt(value: object) -> int | None:
     return None
 
 
+def _budget(value: object) -> float | None:
+    """A budget in USD (a finite number >= 0); anything else ("$0.50") is logged and left out, never raised."""
+    if value is None:
+        return None
+    try:
+        budget = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError, OverflowError):
+        budget = math.nan
+    if math.isfinite(budget) and budget >= 0:
+        return budget
+    log.warning("agentwatch: budget_usd=%r ignored: not a number of USD >= 0", value)
+    return None
+
+
+def _text(value: object) -> str:
+    """A tag key or value as text; one whose `__str__` fails is its type's name (logged), never an error."""
+    try:
+        return str(value)
+    except Exception:  # noqa: BLE001 - the agent's object, the agent's bug: not the agent's crash
+        log.warning("agentwatch: a tag of type %s has no text (its __str__ failed)", type(value).__name__)
+        return f"<{type(value).__name__}>"
+
+
 class conversation:
     """Context manager (sync and async) marking the code inside as one conversation.
 
@@ -154,8 +178,8 @@ class conversation:
             agent=agent,
             version=version,
             user=None if user is None else str(user),
-            budget_usd=budget_usd,
-            tags={str(k): str(v) for k, v in (tags or {}).items()},
+            budget_usd=_budget(budget_usd),
+            tags={_text(k): _text(v) for k, v in (tags or {}).items()},
         )
         self._tokens: list[contextvars.Token[ConversationState | None]] = []
 

@@ -59,6 +59,11 @@ def trace(
         name, fn = fn, None
 
     def decorate(func: F) -> F:
+        # @trace above @staticmethod / @classmethod (an order as common as the other): trace the function inside
+        if isinstance(func, staticmethod):
+            return cast(F, staticmethod(decorate(func.__func__)))
+        if isinstance(func, classmethod):
+            return cast(F, classmethod(decorate(func.__func__)))
         spec = SpanSpec.of(func, kind, name, capture_input, capture_output, model, read_only)
         # Each wrapper keeps the wrapped function's signature (functools.wraps): the decorated name has its type.
         if inspect.isasyncgenfunction(func):

@@ -46,7 +46,7 @@ def record_usage(
         if cache_creation_input_tokens is not None:
             attrs[A.CACHE_CREATION_INPUT_TOKENS] = int(cache_creation_input_tokens)
         span.set_attributes(attrs)
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, OverflowError) as exc:  # int(math.inf) overflows
         log.warning("record_usage(): invalid value ignored: %s", exc)
         return False
     return True

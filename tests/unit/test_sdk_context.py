@@ -343,3 +343,47 @@ def test_read_only_tools_say_so_on_their_spans(spans):  # noqa: F811
     assert "agentwatch.tool.read_only" not in attrs(got["execute_tool plain"])
     with pytest.raises(ValueError, match="read_only"):
         trace(kind="agent", read_only=True)(lambda: None)
+
+
+def test_values_the_agent_gets_wrong_are_logged_and_left_out_never_raised(spans, caplog):  # noqa: F811
+    """`record_usage(input_tokens=math.inf)` raised OverflowError, `conversation(budget_usd="$0.50")` ValueError,
+    a tag whose `__str__` fails its error, into the agent's code; and `@trace` above `@staticmethod` or
+    `@classmethod` made the method raise TypeError. Each is now logged and left out, or traced as meant."""
+    import math
+
+    from agentwatch.sdk import record_usage
+
+    class NoText:
+        def __str__(self) -> str:
+            raise RuntimeError("no text")
+
+    class Tools:
+        @trace(kind="tool")
+        @staticmethod
+        def weather(city):
+            return {"city": city}
+
+        @trace(kind="tool")
+        @classmethod
+        def clock(cls, tz):
+            return f"12:00 {tz} {cls.__name__}"
+
+    @trace(kind="llm")
+    def think(q):
+        assert record_usage(input_tokens=math.inf, output_tokens=10) is False  # type: ignore[arg-type]
+        return "ok"
+
+    with conversation(id="w-1", budget_usd="$0.50", tags={"k": NoText()}):
+        think("q")
+        assert Tools.weather("Paris") == {"city": "Paris"} and Tools().weather("Oslo") == {"city": "Oslo"}
+        assert Tools.clock("UTC") == "12:00 UTC Tools"
+    finished = spans.get_finished_spans()
+    assert sorted(s.name for s in finished) == [
+        "chat",
+        "execute_tool clock",
+        "execute_tool weather",
+        "execute_tool weather",
+    ]
+    stamped = finished[0].attributes
+    assert "agentwatch.budget.usd" not in stamped and stamped["agentwatch.tag.k"] == "<NoText>"
+    assert "budget_usd='$0.50' ignored" in caplog.text and "invalid value ignored" in caplog.text
