@@ -36,18 +36,31 @@ _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _SEPARATORS = str.maketrans({"-": "_", " ": "_", ".": "_"})
 _PLAIN = frozenset({int, float, bool, type(None)})  # kept as they are (strings are searched for secrets)
 _OFF_VALUES = {"no_content", "false", "0", "no", "off", "none"}
+# the OTel GenAI utilities' modes (span_only, event_only, span_and_event) capture content too
+_ON_VALUES = {"true", "1", "yes", "on", "span_only", "event_only", "span_and_event"}
 # What `json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)` does, with the encoder made
 # once: json.dumps builds a new encoder on every call that passes options, and this runs on every span.
 _ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str).encode
 
 
-def content_capture_from_env(environ: Mapping[str, str] | None = None) -> bool:
-    """Whether content capture is on: AGENTWATCH_CAPTURE_CONTENT, then the OTel GenAI variable; default on."""
+def content_capture_from_env(environ: Mapping[str, str] | None = None, strict: bool = False) -> bool:
+    """Whether content capture is on: AGENTWATCH_CAPTURE_CONTENT, then the OTel GenAI variable; default on.
+
+    A value that is neither on nor off ("disabled", "flase") was taken for on: the privacy switch left open by a
+    typo. With `strict` (`configure`) it is a ValueError naming the variable; without (a process that never
+    calls `configure`), capture is off, and a warning says why."""
     env = os.environ if environ is None else environ
     for name in ("AGENTWATCH_CAPTURE_CONTENT", "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"):
         raw = env.get(name, "").strip().lower()
-        if raw:
-            return raw not in _OFF_VALUES
+        if not raw:
+            continue
+        if raw in _OFF_VALUES or raw in _ON_VALUES:
+            return raw in _ON_VALUES
+        why = f"{name}={raw!r} is neither on ({', '.join(sorted(_ON_VALUES))}) nor off ({', '.join(sorted(_OFF_VALUES))})"
+        if strict:
+            raise ValueError(why)
+        log.warning("agentwatch: %s: content capture is off", why)
+        return False
     return True
 
 

@@ -11,7 +11,7 @@ import logging
 import os
 import re
 import weakref
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,6 +53,38 @@ def _env(name: str) -> str | None:
     return value.strip() if value and value.strip() else None
 
 
+MIN_ATTRIBUTE_BYTES = 64
+COMPRESSIONS = ("gzip", "snappy", "lz4", "zstd", "none")
+# opentelemetry-python sends grpc or http/protobuf; http/json (an OTel value) is sent as http/protobuf, as before
+OTLP_PROTOCOLS = ("grpc", "http/protobuf", "http/json")
+
+
+def _checked(
+    argument: str, given: str | None, variable: str, problem: Callable[[str], str | None], default: str | None
+) -> str | None:
+    """The argument, else the variable, else the default; a ValueError naming where a bad value came from (at
+    configure, not as every span dropped later)."""
+    value, source = (given, argument) if given else (_env(variable), variable)
+    if not value:
+        return default
+    why = problem(value)
+    if why is not None:
+        raise ValueError(f"{source}: {why}")
+    return value
+
+
+def _bad_servers(value: str) -> str | None:
+    for server in value.split(","):
+        host, sep, port = server.strip().rpartition(":")
+        if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+            return f"{server.strip()!r} is not host:port (a port from 1 to 65535)"
+    return None
+
+
+def _bad_compression(value: str) -> str | None:
+    return None if value.lower() in COMPRESSIONS else f"{value!r} is not one of {COMPRESSIONS}"
+
+
 def _make_exporter(
     kind: str,
     bootstrap_servers: str | None,
@@ -63,20 +95,30 @@ def _make_exporter(
     kafka_security: dict[str, Any] | None = None,
 ) -> SpanExporter | None:
     if kind == "kafka":
+        given = _checked(
+            "bootstrap_servers", bootstrap_servers, "AGENTWATCH_BOOTSTRAP_SERVERS", _bad_servers, None
+        )
+        servers = given or "127.0.0.1:9092"
+        codec = _checked("compression", compression, "AGENTWATCH_COMPRESSION", _bad_compression, None)
         return KafkaSpanExporter(
-            bootstrap_servers=bootstrap_servers or _env("AGENTWATCH_BOOTSTRAP_SERVERS") or "127.0.0.1:9092",
+            bootstrap_servers=servers,
             topic=topic or _env("AGENTWATCH_SPANS_TOPIC") or DEFAULT_TOPIC,
-            compression=compression or _env("AGENTWATCH_COMPRESSION"),
+            compression=None if codec in (None, "none") else codec,
             security=kafka_security,  # else AGENTWATCH_KAFKA_SECURITY_PROTOCOL, AGENTWATCH_KAFKA_SASL_USERNAME, ...
         )
     if kind == "otlp":
-        protocol = (
-            otlp_protocol
-            or _env("AGENTWATCH_OTLP_PROTOCOL")
-            or _env("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
-            or _env("OTEL_EXPORTER_OTLP_PROTOCOL")
-            or "grpc"
-        )
+        protocol = "grpc"
+        for name, value in (
+            ("otlp_protocol", otlp_protocol),
+            ("AGENTWATCH_OTLP_PROTOCOL", _env("AGENTWATCH_OTLP_PROTOCOL")),
+            ("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", _env("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")),
+            ("OTEL_EXPORTER_OTLP_PROTOCOL", _env("OTEL_EXPORTER_OTLP_PROTOCOL")),
+        ):
+            if value:
+                if value not in OTLP_PROTOCOLS:
+                    raise ValueError(f"{name}: {value!r} is not one of {OTLP_PROTOCOLS}")
+                protocol = value
+                break
         endpoint = (
             otlp_endpoint or None
         )  # None: the exporter's own default and OTEL_EXPORTER_OTLP_* variables
@@ -137,13 +179,17 @@ def configure(
     agent = agent or _env("AGENTWATCH_AGENT") or _env("OTEL_SERVICE_NAME")
     version = version or _env("AGENTWATCH_AGENT_VERSION")
     if capture_content is None:
-        capture_content = content_capture_from_env()
+        capture_content = content_capture_from_env(strict=True)
     if max_attribute_bytes is None:
         raw = _env("AGENTWATCH_MAX_ATTRIBUTE_BYTES")
         try:
             max_attribute_bytes = int(raw) if raw else DEFAULT_MAX_ATTRIBUTE_BYTES
         except ValueError as exc:
             raise ValueError(f"AGENTWATCH_MAX_ATTRIBUTE_BYTES must be an integer, got {raw!r}") from exc
+        if max_attribute_bytes < MIN_ATTRIBUTE_BYTES:
+            raise ValueError(
+                f"AGENTWATCH_MAX_ATTRIBUTE_BYTES must be {MIN_ATTRIBUTE_BYTES} or more, got {raw!r}"
+            )
     if redact_keys is None:
         raw = _env("AGENTWATCH_REDACT_KEYS") or ""
         keys = [k.strip() for k in raw.lstrip("+").split(",") if k.strip()]
@@ -163,6 +209,11 @@ def configure(
         kind = (
             exporter or _env("AGENTWATCH_SPAN_EXPORTER") or _env("AGENTWATCH_EXPORTER") or "kafka"
         ).lower()
+        if kind not in EXPORTERS:
+            source = "exporter" if exporter else "AGENTWATCH_SPAN_EXPORTER (or AGENTWATCH_EXPORTER)"
+            raise ValueError(
+                f"{source}: unknown exporter {kind!r}: expected one of {EXPORTERS} or a SpanExporter"
+            )
         span_exporter = _make_exporter(
             kind, bootstrap_servers, topic, compression, otlp_endpoint, otlp_protocol, kafka_security
         )

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
 import time
 
+import pytest
 from opentelemetry.sdk.trace import TracerProvider
 
 from agentwatch import configure, shutdown
@@ -180,3 +182,52 @@ def test_the_collector_imports_nothing_of_the_exporters() -> None:
     )
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
     assert run.stdout.strip() == "[]", run.stdout
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "said"),
+    [
+        ("AGENTWATCH_CAPTURE_CONTENT", "flase", "AGENTWATCH_CAPTURE_CONTENT='flase' is neither on"),
+        ("AGENTWATCH_COMPRESSION", "gzp", "AGENTWATCH_COMPRESSION: 'gzp' is not one of"),
+        (
+            "AGENTWATCH_BOOTSTRAP_SERVERS",
+            "localhost:notaport",
+            "AGENTWATCH_BOOTSTRAP_SERVERS: 'localhost:notaport'",
+        ),
+        ("AGENTWATCH_MAX_ATTRIBUTE_BYTES", "-5", "AGENTWATCH_MAX_ATTRIBUTE_BYTES must be 64 or more"),
+        (
+            "AGENTWATCH_SPAN_EXPORTER",
+            "kafak",
+            "AGENTWATCH_SPAN_EXPORTER (or AGENTWATCH_EXPORTER): unknown exporter",
+        ),
+    ],
+)
+def test_a_bad_variable_is_an_error_at_configure_naming_it(
+    monkeypatch: pytest.MonkeyPatch, variable: str, value: str, said: str
+) -> None:
+    """Each was accepted: capture left on by a typo of "false", every span dropped later for a codec or a port
+    that cannot be, a negative size made 64, a misspelt exporter named without its variable."""
+    monkeypatch.setenv(variable, value)
+    with pytest.raises(ValueError, match=re.escape(said)):
+        configure(tracer_provider=TracerProvider())
+
+
+def test_an_otlp_protocol_that_is_none_is_an_error_naming_its_variable(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("AGENTWATCH_OTLP_PROTOCOL", "http/jsn")
+    with pytest.raises(ValueError, match="AGENTWATCH_OTLP_PROTOCOL: 'http/jsn' is not one of"):
+        configure("otlp", tracer_provider=TracerProvider())
+
+
+def test_capture_without_configure_reads_an_unknown_switch_as_off() -> None:
+    """A process that never calls `configure` (its own TracerProvider) cannot be told at setup: a value neither
+    on nor off switches content capture off, the privacy-safe reading, with a warning."""
+    from agentwatch.sdk.capture import content_capture_from_env
+
+    assert content_capture_from_env({"AGENTWATCH_CAPTURE_CONTENT": "disabled"}) is False
+    assert (
+        content_capture_from_env({"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "SPAN_ONLY"}) is True
+    )
+    assert content_capture_from_env({"AGENTWATCH_CAPTURE_CONTENT": "off"}) is False
+    assert content_capture_from_env({}) is True
