@@ -13,6 +13,7 @@ import logging
 import os
 import threading
 import time
+import weakref
 from collections.abc import Sequence
 from typing import Any
 
@@ -77,6 +78,22 @@ def encode_messages(
             else:
                 out.append((key, payload, len(part)))
     return out
+
+
+def _after_fork(exporter: KafkaSpanExporter) -> None:
+    """In a child process (gunicorn's preload, Celery's prefork, multiprocessing), forget the parent's producer:
+    its sender thread does not exist there, and every span the child sent was dropped. The child connects
+    again at its first export."""
+    if not hasattr(os, "register_at_fork"):
+        return
+    ref = weakref.ref(exporter)
+
+    def forget() -> None:
+        child = ref()
+        if child is not None:
+            child._reset_after_fork()
+
+    os.register_at_fork(after_in_child=forget)
 
 
 class KafkaSpanExporter(SpanExporter):
@@ -144,6 +161,7 @@ class KafkaSpanExporter(SpanExporter):
         self._next_attempt = 0.0
         self._last_warning = 0.0
         self._producer: Any = None
+        _after_fork(self)
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         """Send a batch without waiting for the broker; drop it (counted) when Kafka is unreachable or backed up."""
@@ -245,6 +263,13 @@ class KafkaSpanExporter(SpanExporter):
             self.max_in_flight_spans,
             self.last_error,
         )
+
+    def _reset_after_fork(self) -> None:
+        self._producer = None
+        self._lock = threading.Lock()  # a lock held by a parent thread at the fork stays held in the child
+        self._connect_lock = threading.Lock()
+        self._in_flight = 0
+        self._next_attempt = 0.0
 
     def _connect(self) -> Any:
         """The producer; else None, after at most one connection attempt per `retry_interval_s`."""

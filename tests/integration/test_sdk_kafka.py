@@ -4,6 +4,7 @@ end to end, and the broker failing."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -337,3 +338,45 @@ def test_the_largest_message_comes_from_the_environment_and_a_bad_value_names_th
         KafkaSpanExporter("127.0.0.1:1")
     monkeypatch.delenv("AGENTWATCH_KAFKA_MAX_MESSAGE_BYTES")
     assert KafkaSpanExporter("127.0.0.1:1").max_message_bytes == 900_000
+
+
+_FORKED = """
+import os, sys, time
+from agentwatch.sdk import configure, conversation, shutdown, trace
+inst = configure(agent="forks", bootstrap_servers=sys.argv[1], topic=sys.argv[2])
+
+@trace(kind="tool")
+def tool(who):
+    return who
+
+with conversation(id="parent-1"):
+    for _ in range(5):
+        tool("parent")
+time.sleep(1.0)  # the parent's producer connected and sending before the fork
+pid = os.fork()
+if pid == 0:
+    with conversation(id="child-1"):
+        for _ in range(20):
+            tool("child")
+    shutdown()
+    os._exit(0 if inst.exporter.stats()["dropped_spans"] == 0 else 3)
+_, status = os.waitpid(pid, 0)
+shutdown()
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
+def test_a_forked_child_sends_its_own_spans(broker, topic):
+    """After `os.fork()` (gunicorn's preload, Celery's prefork) the child held the parent's producer, whose
+    sender thread does not exist there: 0 of its 200 spans reached the topic. It connects again."""
+    done = subprocess.run(
+        [sys.executable, "-c", _FORKED, broker.bootstrap_servers, topic],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={**os.environ, "OTEL_BSP_SCHEDULE_DELAY": "100"},  # the parent's spans sent, its producer up
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    records = consume(broker.bootstrap_servers, topic, lambda r: count_spans(r) >= 25)
+    assert {r.key for r in records} == {b"parent-1", b"child-1"} and count_spans(records) == 25
