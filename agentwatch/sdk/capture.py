@@ -113,6 +113,13 @@ class Capture:
                 self._decisions[key] = decided
         return decided
 
+    def without_secret_names(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        """`arguments` with the value of each argument whose name names a secret replaced (an agent's one
+        argument becomes the message's text without its name: `login(api_key=…)` sent the key)."""
+        if not any(self.is_secret(name) for name in arguments):
+            return arguments
+        return {name: REDACTED if self.is_secret(name) else value for name, value in arguments.items()}
+
     def sanitize(self, value: Any) -> Any:
         """A JSON-ready copy of value with secrets redacted (containers are copied, numbers kept), cut (marked)
         where the JSON of what was copied would pass `max_bytes` (strings counted at most `_STRING_CHARGE`
@@ -141,8 +148,11 @@ class Capture:
         if type(value) is dict or isinstance(value, Mapping):
             out = {}
             decisions = self._decisions
+            searched = self._values.min_chars if self._values is not None else 1 << 62
             for k, v in value.items():
                 key = k if type(k) is str else str(k)
+                if len(key) >= searched and self._values is not None:  # a token used as a key is a token
+                    key = self._values(key)
                 budget[0] -= _charge(key) + (_charge(v) if type(v) is str else 2)
                 if budget[0] < 0:
                     out["…"] = TRUNCATION_MARKER
@@ -155,6 +165,13 @@ class Capture:
                 else:
                     out[key] = v if type(v) in _PLAIN else self._copy(v, depth + 1, budget, path)
             return out
+        as_dict = getattr(value, "_asdict", None) if isinstance(value, tuple) else None
+        if callable(as_dict):  # a NamedTuple: its field names, as a dict's keys
+            try:
+                named = as_dict()
+            except Exception:  # noqa: BLE001
+                return _placeholder(value)
+            return self._copy_container(named, depth, budget, path)
         if isinstance(value, (list, tuple, set, frozenset)):
             items = []
             for v in value:
@@ -195,8 +212,8 @@ class Capture:
         # strings shorter than this are not searched for secrets
         searched = self._values.min_chars if self._values is not None else 1 << 62
         for k, v in value.items():
-            if type(k) is not str or decisions.get(k) is not False:
-                return False
+            if type(k) is not str or len(k) >= searched or decisions.get(k) is not False:
+                return False  # a long key is searched as a value is
             if type(v) not in _PLAIN and (type(v) is not str or len(v) >= searched):
                 return False
         return True

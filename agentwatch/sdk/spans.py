@@ -159,7 +159,8 @@ def start(spec: SpanSpec, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Span
             if version is not None:
                 attrs[A.AGENT_VERSION] = version
             if content:
-                attrs[A.INPUT_MESSAGES] = capture.dumps_plain(genai.user_message(bound, capture.dumps))
+                named = capture.without_secret_names(bound)  # one argument is sent as text, without its name
+                attrs[A.INPUT_MESSAGES] = capture.dumps_plain(genai.user_message(named, capture.dumps))
         elif kind == "llm":
             model = bound.get("model")
             model = model if isinstance(model, str) else spec.model
@@ -168,7 +169,8 @@ def start(spec: SpanSpec, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Span
                 if not spec.explicit_name:
                     name = f"{A.CHAT} {model}"
             if content:
-                attrs[A.INPUT_MESSAGES] = capture.dumps_plain(genai.chat_input(bound, capture.dumps))
+                named = capture.without_secret_names(bound)
+                attrs[A.INPUT_MESSAGES] = capture.dumps_plain(genai.chat_input(named, capture.dumps))
         elif content:
             attrs[A.INPUT_VALUE] = capture.dumps(bound)
         if state is None:

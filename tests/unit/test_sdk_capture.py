@@ -302,3 +302,28 @@ def test_tool_call_arguments_nested_deeper_than_the_json_decoder_are_kept_as_tex
     }
     parts = chat_output(reply, json.dumps)[0]["parts"]
     assert parts == [{"type": "tool_call", "id": "1", "name": "f", "arguments": deep}]
+
+
+def test_names_that_hid_a_secret_are_read() -> None:
+    """A NamedTuple's fields went out as a list (their names, which say `password`, lost), a token used as a
+    dict key went out as it was (keys were never searched, a second time by the fast path either), and an
+    agent's one argument was sent as text without the name that said `api_key`."""
+    from typing import NamedTuple
+
+    class Creds(NamedTuple):
+        user: str
+        password: str
+
+    c = Capture()
+    assert json.loads(c.dumps({"creds": Creds("app", "hunter2")})) == {
+        "creds": {"user": "app", "password": REDACTED}
+    }
+    token = "ghp_" + "a1B2c3D4e5" * 4
+    for _ in range(2):
+        assert token not in c.dumps({token: 100})
+    assert c.without_secret_names({"api_key": "abcd-1234-efgh", "question": "hi"}) == {
+        "api_key": REDACTED,
+        "question": "hi",
+    }
+    plain = {"question": "hi"}
+    assert c.without_secret_names(plain) is plain
