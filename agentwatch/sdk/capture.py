@@ -25,7 +25,14 @@ from agentwatch.sdk.redaction import (
     shortest_match,
 )
 
-__all__ = ["DEFAULT_REDACT_KEYS", "DEFAULT_VALUE_PATTERNS", "REDACTED", "Capture", "content_capture_from_env"]
+__all__ = [
+    "DEFAULT_REDACT_KEYS",
+    "DEFAULT_VALUE_PATTERNS",
+    "REDACTED",
+    "Capture",
+    "capture_settings_from_env",
+    "content_capture_from_env",
+]
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +69,42 @@ def content_capture_from_env(environ: Mapping[str, str] | None = None, strict: b
         log.warning("agentwatch: %s: content capture is off", why)
         return False
     return True
+
+
+MIN_ATTRIBUTE_BYTES = 64
+
+
+def capture_settings_from_env(
+    environ: Mapping[str, str] | None = None, strict: bool = False
+) -> dict[str, Any]:
+    """`Capture`'s settings from AGENTWATCH_CAPTURE_CONTENT, _MAX_ATTRIBUTE_BYTES, _REDACT_KEYS and
+    _REDACT_VALUES: read by `configure` (`strict`: a bad value is a ValueError naming its variable) and by a
+    process that never calls it (its own TracerProvider), which ignored all but the first — the redaction keys
+    it set, and the size cap, among them. There a bad size is the default, logged."""
+    env = os.environ if environ is None else environ
+    raw = env.get("AGENTWATCH_MAX_ATTRIBUTE_BYTES", "").strip()
+    max_bytes = DEFAULT_MAX_ATTRIBUTE_BYTES
+    if raw:
+        try:
+            max_bytes = int(raw)
+            if max_bytes < MIN_ATTRIBUTE_BYTES:
+                raise ValueError
+        except ValueError:
+            why = f"AGENTWATCH_MAX_ATTRIBUTE_BYTES must be an integer of {MIN_ATTRIBUTE_BYTES} or more, got {raw!r}"
+            if strict:
+                raise ValueError(why) from None
+            log.warning("agentwatch: %s; %d is used", why, DEFAULT_MAX_ATTRIBUTE_BYTES)
+            max_bytes = DEFAULT_MAX_ATTRIBUTE_BYTES
+    keys_raw = env.get("AGENTWATCH_REDACT_KEYS", "").strip()
+    keys = [k.strip() for k in keys_raw.lstrip("+").split(",") if k.strip()]
+    redact_keys = [*DEFAULT_REDACT_KEYS, *keys] if keys_raw.startswith("+") or not keys else keys
+    values_raw = env.get("AGENTWATCH_REDACT_VALUES", "").strip().lower() or "1"
+    return {
+        "enabled": content_capture_from_env(env, strict),
+        "max_bytes": max_bytes,
+        "redact_keys": redact_keys,
+        "redact_values": values_raw not in ("0", "false", "no", "off"),
+    }
 
 
 def _normalise_key(key: str) -> str:

@@ -20,12 +20,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor, SpanExporter
 
-from agentwatch.sdk.capture import (
-    DEFAULT_MAX_ATTRIBUTE_BYTES,
-    DEFAULT_REDACT_KEYS,
-    Capture,
-    content_capture_from_env,
-)
+from agentwatch.sdk.capture import Capture, capture_settings_from_env
 from agentwatch.sdk.kafka_exporter import DEFAULT_TOPIC, KafkaSpanExporter
 from agentwatch.sdk.processor import ConversationSpanProcessor, ProcessorGroup
 from agentwatch.sdk.runtime import RUNTIME, TRACER_NAME
@@ -53,7 +48,6 @@ def _env(name: str) -> str | None:
     return value.strip() if value and value.strip() else None
 
 
-MIN_ATTRIBUTE_BYTES = 64
 COMPRESSIONS = ("gzip", "snappy", "lz4", "zstd", "none")
 # opentelemetry-python sends grpc or http/protobuf; http/json (an OTel value) is sent as http/protobuf, as before
 OTLP_PROTOCOLS = ("grpc", "http/protobuf", "http/json")
@@ -178,29 +172,12 @@ def configure(
     global _ACTIVE
     agent = agent or _env("AGENTWATCH_AGENT") or _env("OTEL_SERVICE_NAME")
     version = version or _env("AGENTWATCH_AGENT_VERSION")
-    if capture_content is None:
-        capture_content = content_capture_from_env(strict=True)
-    if max_attribute_bytes is None:
-        raw = _env("AGENTWATCH_MAX_ATTRIBUTE_BYTES")
-        try:
-            max_attribute_bytes = int(raw) if raw else DEFAULT_MAX_ATTRIBUTE_BYTES
-        except ValueError as exc:
-            raise ValueError(f"AGENTWATCH_MAX_ATTRIBUTE_BYTES must be an integer, got {raw!r}") from exc
-        if max_attribute_bytes < MIN_ATTRIBUTE_BYTES:
-            raise ValueError(
-                f"AGENTWATCH_MAX_ATTRIBUTE_BYTES must be {MIN_ATTRIBUTE_BYTES} or more, got {raw!r}"
-            )
-    if redact_keys is None:
-        raw = _env("AGENTWATCH_REDACT_KEYS") or ""
-        keys = [k.strip() for k in raw.lstrip("+").split(",") if k.strip()]
-        redact_keys = [*DEFAULT_REDACT_KEYS, *keys] if raw.startswith("+") or not keys else keys
-    if redact_values is None:
-        redact_values = (_env("AGENTWATCH_REDACT_VALUES") or "1").strip().lower() not in (
-            "0",
-            "false",
-            "no",
-            "off",
-        )
+    # what an argument does not say, from the variables; a bad value raises here
+    from_env = capture_settings_from_env(strict=True)
+    capture_content = from_env["enabled"] if capture_content is None else capture_content
+    max_attribute_bytes = from_env["max_bytes"] if max_attribute_bytes is None else max_attribute_bytes
+    redact_keys = from_env["redact_keys"] if redact_keys is None else redact_keys
+    redact_values = from_env["redact_values"] if redact_values is None else redact_values
 
     if isinstance(exporter, SpanExporter):
         span_exporter: SpanExporter | None = exporter

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from opentelemetry import trace as otel_trace
 
-from agentwatch.sdk.capture import Capture, content_capture_from_env
+from agentwatch.sdk.capture import Capture, capture_settings_from_env
 
 TRACER_NAME = "agentwatch"
 
@@ -16,7 +16,7 @@ class Runtime:
     """Mutable settings read by the decorators on every call (set by `configure`)."""
 
     tracer: otel_trace.Tracer | None = None
-    capture: Capture = field(default_factory=lambda: Capture(enabled=content_capture_from_env()))
+    capture: Capture = field(default_factory=lambda: Capture(**capture_settings_from_env()))
     agent: str | None = None
     version: str | None = None
 

@@ -194,7 +194,11 @@ def test_the_collector_imports_nothing_of_the_exporters() -> None:
             "localhost:notaport",
             "AGENTWATCH_BOOTSTRAP_SERVERS: 'localhost:notaport'",
         ),
-        ("AGENTWATCH_MAX_ATTRIBUTE_BYTES", "-5", "AGENTWATCH_MAX_ATTRIBUTE_BYTES must be 64 or more"),
+        (
+            "AGENTWATCH_MAX_ATTRIBUTE_BYTES",
+            "-5",
+            "AGENTWATCH_MAX_ATTRIBUTE_BYTES must be an integer of 64 or more",
+        ),
         (
             "AGENTWATCH_SPAN_EXPORTER",
             "kafak",
@@ -231,3 +235,36 @@ def test_capture_without_configure_reads_an_unknown_switch_as_off() -> None:
     )
     assert content_capture_from_env({"AGENTWATCH_CAPTURE_CONTENT": "off"}) is False
     assert content_capture_from_env({}) is True
+
+
+def test_a_process_without_configure_reads_the_capture_variables_too() -> None:
+    """With its own TracerProvider and no `configure`, AGENTWATCH_REDACT_KEYS=+ssn,iban and the size cap were
+    ignored: the SSN and IBAN went out, and whole values. They are read as `configure` reads them."""
+    proc = run_script(
+        """
+        import json
+        from opentelemetry import trace as otel_trace
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+        from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+        from agentwatch import trace
+
+        memory = InMemorySpanExporter()
+        provider = TracerProvider()
+        provider.add_span_processor(SimpleSpanProcessor(memory))
+        otel_trace.set_tracer_provider(provider)
+
+        @trace(kind="tool")
+        def pay(ssn, iban, note):
+            return "ok"
+
+        pay("123-45-6789", "DE89370400440532013000", "x" * 5000)
+        (span,) = memory.get_finished_spans()
+        arguments = span.attributes["gen_ai.tool.call.arguments"]
+        assert "123-45-6789" not in arguments and "DE89" not in arguments, arguments
+        assert len(arguments.encode()) <= 300, len(arguments)
+        print("OK")
+        """,
+        env={"AGENTWATCH_REDACT_KEYS": "+ssn,iban", "AGENTWATCH_MAX_ATTRIBUTE_BYTES": "300"},
+    )
+    assert proc.returncode == 0 and proc.stdout.strip() == "OK", proc.stderr[-2000:]
