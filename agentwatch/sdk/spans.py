@@ -215,6 +215,9 @@ def finish(spec: SpanSpec, span: Span, result: Any, streamed: bool = False) -> N
         end(spec, span)
 
 
+STACK_FRAMES = 30
+
+
 def fail(spec: SpanSpec, span: Span, exc: BaseException) -> None:
     """Mark the span as failed by exc (status ERROR, error.type, one exception event) and end it."""
     try:
@@ -222,9 +225,26 @@ def fail(spec: SpanSpec, span: Span, exc: BaseException) -> None:
         message = redact(str(exc))
         span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {message}"[:1024]))
         span.set_attribute(A.ERROR_TYPE, type(exc).__name__)
-        stack = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-        span.record_exception(
-            exc, attributes={"exception.message": message, "exception.stacktrace": redact(stack)}
+        # The innermost frames, and the tail of the text: each traced level of a recursion formatted the whole
+        # traceback, twice (here and in the SDK's record_exception, which formats it whatever it is given: the
+        # event is added here instead), so an exception at depth 400 took 8 s to surface; and a cut from the top
+        # lost the exception's own line.
+        stack = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__, limit=-STACK_FRAMES))
+        keep = RUNTIME.capture.max_bytes
+        if len(stack) > keep:
+            stack = "…" + stack[-keep:]
+        kind = type(exc)
+        module = kind.__module__
+        span.add_event(
+            "exception",
+            attributes={
+                "exception.type": f"{module}.{kind.__qualname__}"
+                if module and module != "builtins"
+                else kind.__qualname__,
+                "exception.message": message,
+                "exception.stacktrace": redact(stack),
+                "exception.escaped": "False",
+            },
         )
     except Exception:
         log.exception("agentwatch could not record an exception")

@@ -387,3 +387,30 @@ def test_values_the_agent_gets_wrong_are_logged_and_left_out_never_raised(spans,
     stamped = finished[0].attributes
     assert "agentwatch.budget.usd" not in stamped and stamped["agentwatch.tag.k"] == "<NoText>"
     assert "budget_usd='$0.50' ignored" in caplog.text and "invalid value ignored" in caplog.text
+
+
+def test_an_exception_deep_in_a_recursion_keeps_its_innermost_frames_and_its_own_line(spans):  # noqa: F811
+    """Each traced level formatted the whole traceback twice (an exception at depth 400 took 8 s to surface),
+    and the stack cut from the top lost the innermost frames and the `ConnectionError: …` line. Each level keeps
+    the innermost `STACK_FRAMES` frames and the text's tail."""
+    from agentwatch.sdk.spans import STACK_FRAMES
+
+    class Upstream(ConnectionError):
+        pass
+
+    @trace(kind="tool")
+    def search(depth):
+        if depth == 0:
+            raise Upstream("upstream timed out")
+        return search(depth - 1)
+
+    with pytest.raises(Upstream):
+        search(80)
+    finished = spans.get_finished_spans()
+    assert len(finished) == 81
+    for span in finished:
+        (event,) = [e for e in span.events if e.name == "exception"]
+        stack = event.attributes["exception.stacktrace"]
+        assert stack.rstrip().splitlines()[-1].endswith("Upstream: upstream timed out")
+        assert stack.count('File "') <= STACK_FRAMES
+        assert event.attributes["exception.type"].endswith("Upstream")
