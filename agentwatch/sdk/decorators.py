@@ -13,6 +13,7 @@ from opentelemetry import trace as otel_trace
 from opentelemetry.context import Context
 from opentelemetry.trace import Span
 
+from agentwatch.sdk.runtime import RUNTIME
 from agentwatch.sdk.spans import MAX_STREAM_ITEMS, SpanSpec, fail, finish, start
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -131,9 +132,22 @@ def _wrap_coroutine(func: Callable[..., Any], spec: SpanSpec) -> Callable[..., A
     return traced
 
 
-def _keep(items: list[Any], item: Any) -> None:
-    if len(items) < MAX_STREAM_ITEMS:
-        items.append(item)
+class _Kept:
+    """The items of a stream kept for its span's output: at most `MAX_STREAM_ITEMS`, and no more once they hold
+    four times what the output keeps (400 chunks of 1 MiB were all held until the stream ended)."""
+
+    __slots__ = ("held", "items")
+
+    def __init__(self) -> None:
+        self.items: list[Any] = []
+        self.held = 0  # characters or bytes of the items kept (64 counted for any other item)
+
+    def add(self, item: Any) -> None:
+        """Keep `item` while there is room."""
+        if len(self.items) >= MAX_STREAM_ITEMS or self.held > 4 * RUNTIME.capture.max_bytes:
+            return
+        self.items.append(item)
+        self.held += len(item) if isinstance(item, (str, bytes, bytearray)) else 64
 
 
 def _wrap_generator(func: Callable[..., Any], spec: SpanSpec) -> Callable[..., Any]:
@@ -149,7 +163,7 @@ def _wrap_generator(func: Callable[..., Any], spec: SpanSpec) -> Callable[..., A
         if span is None:
             return (yield from gen)
         running = _Running(spec, span)
-        items: list[Any] = []
+        kept = _Kept()
         step: Callable[[Any], Any] = gen.send
         arg: Any = None
         while True:
@@ -157,16 +171,16 @@ def _wrap_generator(func: Callable[..., Any], spec: SpanSpec) -> Callable[..., A
                 with running:
                     item = step(arg)
             except StopIteration as stop:
-                finish(spec, span, items, streamed=True)
+                finish(spec, span, kept.items, streamed=True)
                 return stop.value
-            _keep(items, item)
+            kept.add(item)
             try:
                 arg = yield item
                 step = gen.send
             except GeneratorExit:
                 with running:
                     gen.close()
-                finish(spec, span, items, streamed=True)
+                finish(spec, span, kept.items, streamed=True)
                 raise
             except BaseException as exc:  # noqa: BLE001 - thrown into us: passed on to the wrapped generator
                 step, arg = gen.throw, exc
@@ -186,7 +200,7 @@ def _wrap_async_generator(func: Callable[..., Any], spec: SpanSpec) -> Callable[
                 yield item
             return
         running = _Running(spec, span)
-        items: list[Any] = []
+        kept = _Kept()
         step: Callable[[Any], Any] = agen.asend
         arg: Any = None
         while True:
@@ -194,16 +208,16 @@ def _wrap_async_generator(func: Callable[..., Any], spec: SpanSpec) -> Callable[
                 with running:
                     item = await step(arg)
             except StopAsyncIteration:
-                finish(spec, span, items, streamed=True)
+                finish(spec, span, kept.items, streamed=True)
                 return
-            _keep(items, item)
+            kept.add(item)
             try:
                 arg = yield item
                 step = agen.asend
             except GeneratorExit:
                 with running:
                     await agen.aclose()
-                finish(spec, span, items, streamed=True)
+                finish(spec, span, kept.items, streamed=True)
                 raise
             except BaseException as exc:  # noqa: BLE001 - passed on to the wrapped generator
                 step, arg = agen.athrow, exc

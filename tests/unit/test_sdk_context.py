@@ -414,3 +414,28 @@ def test_an_exception_deep_in_a_recursion_keeps_its_innermost_frames_and_its_own
         assert stack.rstrip().splitlines()[-1].endswith("Upstream: upstream timed out")
         assert stack.count('File "') <= STACK_FRAMES
         assert event.attributes["exception.type"].endswith("Upstream")
+
+
+def test_a_traced_stream_keeps_only_what_its_output_can_hold(spans):  # noqa: F811
+    """400 chunks of 1 MiB streamed through a traced generator were all held until it ended (424 MiB against 24
+    plain); the items kept for the span's output stop at four times what it keeps."""
+    from agentwatch.sdk.decorators import _Kept
+    from agentwatch.sdk.runtime import RUNTIME
+
+    big = _Kept()
+    for _ in range(400):
+        big.add(bytearray(1 << 10 << 10))
+    assert len(big.items) == 1
+    text = _Kept()
+    for i in range(5000):
+        text.add(f"{i:04d}" + "x" * 96)  # 100 characters a chunk
+    room = 4 * RUNTIME.capture.max_bytes
+    assert room < text.held <= room + 100 and len(text.items) == room // 100 + 1
+
+    @trace(kind="tool")
+    def words():
+        yield from ("one ", "two ", "three")
+
+    assert "".join(words()) == "one two three"
+    (span,) = spans.get_finished_spans()
+    assert json.loads(span.attributes["gen_ai.tool.call.result"]) == ["one ", "two ", "three"]
