@@ -56,7 +56,9 @@ DEFAULT_VALUE_PATTERNS: dict[str, str] = {
         r"[Aa][Uu][Tt][Hh][Oo][Rr][Ii][Zz][Aa][Tt][Ii][Oo][Nn]\W{0,3}\s*[Bb][Aa][Ss][Ii][Cc]\s+"
         r"(?P<secret>[A-Za-z0-9+/]{6,}={0,2})"
     ),
-    "jwt": r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*",
+    # starts only where a token can start: at every "eyJ" of "eyJeyJeyJ…" the run was read to its end again
+    # (9 KB of it took 22 ms)
+    "jwt": r"(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*",
     "aws_access_key_id": r"A(?:KIA|SIA|BIA|CCA|GPA|IDA|IPA|ROA|NPA|NVA)[A-Z0-9]{16}(?![A-Z0-9])",
     "aws_secret_access_key": (
         r"[Aa][Ww][Ss].{0,20}?[Ss][Ee][Cc][Rr][Ee][Tt].{0,20}?\W\s*[\"']?(?P<secret>[A-Za-z0-9/+=]{40})"
