@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import threading
 import weakref
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -41,6 +42,7 @@ class Instrumentation:
 
 _GROUPS: weakref.WeakKeyDictionary[TracerProvider, ProcessorGroup] = weakref.WeakKeyDictionary()
 _ACTIVE: Instrumentation | None = None
+_CONFIGURE_LOCK = threading.Lock()
 
 
 def _env(name: str) -> str | None:
@@ -195,32 +197,37 @@ def configure(
             kind, bootstrap_servers, topic, compression, otlp_endpoint, otlp_protocol, kafka_security
         )
 
-    provider, owns = _provider(tracer_provider, agent, version)
-    processors: list[SpanProcessor] = [
-        ConversationSpanProcessor(agent=agent, version=version),
-        *extra_processors,
-    ]
-    if span_exporter is not None:
-        processors.append(BatchSpanProcessor(span_exporter) if batch else SimpleSpanProcessor(span_exporter))
-    group = _GROUPS.get(provider)
-    if group is None:
-        group = _GROUPS[provider] = ProcessorGroup(processors)
-        provider.add_span_processor(group)
-    else:
-        group.replace(processors)
+    # one at a time: eight threads configuring at once made eight TracerProviders, the spans of ours and of
+    # other instrumentations going to different ones
+    with _CONFIGURE_LOCK:
+        provider, owns = _provider(tracer_provider, agent, version)
+        processors: list[SpanProcessor] = [
+            ConversationSpanProcessor(agent=agent, version=version),
+            *extra_processors,
+        ]
+        if span_exporter is not None:
+            processors.append(
+                BatchSpanProcessor(span_exporter) if batch else SimpleSpanProcessor(span_exporter)
+            )
+        group = _GROUPS.get(provider)
+        if group is None:
+            group = _GROUPS[provider] = ProcessorGroup(processors)
+            provider.add_span_processor(group)
+        else:
+            group.replace(processors)
 
-    RUNTIME.tracer = provider.get_tracer(TRACER_NAME)
-    RUNTIME.capture = Capture(
-        enabled=capture_content,
-        max_bytes=max_attribute_bytes,
-        redact_keys=redact_keys,
-        redact_values=redact_values,
-        value_patterns=redact_patterns,
-    )
-    RUNTIME.agent = agent
-    RUNTIME.version = version
-    _ACTIVE = Instrumentation(tracer_provider=provider, exporter=span_exporter, owns_provider=owns)
-    return _ACTIVE
+        RUNTIME.tracer = provider.get_tracer(TRACER_NAME)
+        RUNTIME.capture = Capture(
+            enabled=capture_content,
+            max_bytes=max_attribute_bytes,
+            redact_keys=redact_keys,
+            redact_values=redact_values,
+            value_patterns=redact_patterns,
+        )
+        RUNTIME.agent = agent
+        RUNTIME.version = version
+        _ACTIVE = Instrumentation(tracer_provider=provider, exporter=span_exporter, owns_provider=owns)
+        return _ACTIVE
 
 
 def _provider(

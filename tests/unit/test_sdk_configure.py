@@ -268,3 +268,31 @@ def test_a_process_without_configure_reads_the_capture_variables_too() -> None:
         env={"AGENTWATCH_REDACT_KEYS": "+ssn,iban", "AGENTWATCH_MAX_ATTRIBUTE_BYTES": "300"},
     )
     assert proc.returncode == 0 and proc.stdout.strip() == "OK", proc.stderr[-2000:]
+
+
+def test_configure_from_several_threads_at_once_makes_one_provider() -> None:
+    """Worker threads each configuring on their first request made one TracerProvider each: ours and other
+    instrumentations' spans went to different ones, and `shutdown` flushed one of them."""
+    proc = run_script(
+        """
+        import threading
+        from agentwatch import configure, shutdown
+
+        made = [None] * 8
+        barrier = threading.Barrier(8)
+
+        def worker(i):
+            barrier.wait()
+            made[i] = configure("memory", agent="a").tracer_provider
+
+        threads = [threading.Thread(target=worker, args=(i,)) for i in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert len({id(p) for p in made}) == 1, len({id(p) for p in made})
+        shutdown()
+        print("OK")
+        """
+    )
+    assert proc.returncode == 0 and proc.stdout.strip() == "OK", proc.stderr[-2000:]
