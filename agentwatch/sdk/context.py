@@ -195,11 +195,17 @@ class conversation:
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        if self._tokens:
+        # One object entered by several tasks at once holds a token of each, interleaved: reset the latest one
+        # made in this context (the last token popped belonged to the other task, and both stayed "in" it).
+        for i in range(len(self._tokens) - 1, -1, -1):
             try:
-                _CURRENT.reset(self._tokens.pop())
-            except ValueError:  # exited in another context than entered: leave that context alone
-                log.debug("conversation %s exited in a different context", self.state.id)
+                _CURRENT.reset(self._tokens[i])
+            except (ValueError, RuntimeError):  # made in another context (another task's), or used
+                continue
+            del self._tokens[i]
+            return
+        if self._tokens:
+            log.debug("conversation %s exited in a different context", self.state.id)
 
     async def __aenter__(self) -> Self:
         return self.__enter__()

@@ -439,3 +439,21 @@ def test_a_traced_stream_keeps_only_what_its_output_can_hold(spans):  # noqa: F8
     assert "".join(words()) == "one two three"
     (span,) = spans.get_finished_spans()
     assert json.loads(span.attributes["gen_ai.tool.call.result"]) == ["one ", "two ", "three"]
+
+
+def test_one_conversation_entered_by_two_tasks_is_left_by_each():
+    """Two tasks entering one `conversation` object interleave its tokens; the second to leave reset the other
+    task's token, and both were still "in" the conversation after their `with` blocks."""
+    shared = conversation(id="session-42")
+    after: dict[str, object] = {}
+
+    async def task(name: str, pause: float) -> None:
+        async with shared:
+            await asyncio.sleep(pause)
+        after[name] = conversation.current()
+
+    async def both() -> None:
+        await asyncio.gather(task("a", 0.01), task("b", 0.03))
+
+    asyncio.run(both())
+    assert after == {"a": None, "b": None}
