@@ -8,7 +8,6 @@ the conversation is rebuilt.
 
 from __future__ import annotations
 
-import gzip
 import json
 import logging
 import zlib
@@ -99,17 +98,39 @@ def iter_records(data: bytes) -> Iterator[tuple[str, bytes, str]]:
     yield "message", data, PROTOBUF
 
 
-def read_bytes(path: str | Path) -> bytes:
-    """The bytes of an OTLP file, gunzipped if gzip-compressed; raise DecodeError for unsupported compression."""
+def read_bytes(path: str | Path) -> tuple[bytes, str | None]:
+    """The bytes of an OTLP file, gunzipped if gzip-compressed, and why they stop short when a gzip file was cut
+    (what it held up to the cut is kept, as `agentwatch score` keeps the lines it read); raise DecodeError for
+    a file nothing can be read from, or of an unsupported compression."""
     data = Path(path).read_bytes()
     if data[:2] == _GZIP_MAGIC:
-        try:
-            return gzip.decompress(data)
-        except (OSError, EOFError, zlib.error) as exc:
-            raise DecodeError("invalid_gzip", str(exc)[:200]) from None
+        return _gunzip(data)
     if data[:4] == _ZSTD_MAGIC:
         raise DecodeError("unsupported_compression", "zstd-compressed file; decompress it first (zstd -d)")
-    return data
+    return data, None
+
+
+def _gunzip(data: bytes) -> tuple[bytes, str | None]:
+    out: list[bytes] = []
+    rest = data
+    while rest:  # a gzip file may hold several members, one after another
+        member = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        try:
+            out.append(member.decompress(rest))
+        except zlib.error as exc:
+            if not out or not any(out):
+                raise DecodeError("invalid_gzip", str(exc)[:200]) from None
+            return b"".join(out), f"not gzip past {sum(map(len, out)):,} bytes read ({exc})"
+        if not member.eof:
+            read = b"".join(out)
+            if not read:
+                raise DecodeError("invalid_gzip", "the file ends before any of its content")
+            return (
+                read,
+                f"cut short: it ends after {len(read):,} bytes read, before the end of its gzip stream",
+            )
+        rest = member.unused_data.lstrip(b"\x00")  # zeros after a member pad it, as gzip allows
+    return b"".join(out), None
 
 
 def _decode(payload: bytes, content_type: str, limit: int) -> list[SpanRecord]:
@@ -142,13 +163,15 @@ def read_otlp_files(paths: list[str | Path], *, max_attribute_bytes: int = 65536
     result = FileSpans()
     for path in paths:
         try:
-            data = read_bytes(path)
+            data, cut = read_bytes(path)
         except OSError as exc:
             result.problems.append(FileProblem(str(path), "file", "unreadable", exc.strerror or str(exc)))
             continue
         except DecodeError as exc:
             result.problems.append(FileProblem(str(path), "file", exc.reason, exc.detail))
             continue
+        if cut is not None:
+            result.problems.append(FileProblem(str(path), "file", "truncated_gzip", cut))
         if not data.strip():
             result.problems.append(FileProblem(str(path), "file", "empty"))
             continue

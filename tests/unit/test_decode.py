@@ -344,3 +344,25 @@ def test_decoders_depend_one_way(module: str, not_loaded: list[str]) -> None:
         [sys.executable, "-P", "-c", code], capture_output=True, text=True, check=True, timeout=60
     )
     assert run.stdout.strip() == "[]", run.stdout
+
+
+def test_a_gzip_file_cut_short_keeps_the_records_before_the_cut(tmp_path) -> None:
+    """A gzip file of OTLP records cut short lost every record (`invalid_gzip`), where `agentwatch score` keeps
+    the lines it read. The whole records before the cut are read; the cut is reported as the file's problem."""
+    import gzip
+
+    from agentwatch.collector.otlp_files import read_otlp_files
+
+    whole = [_one_span_message(f"span {i}") for i in range(40)]
+    framed = b"".join(len(m).to_bytes(4, "big") + m for m in whole)
+    packed = gzip.compress(framed)
+    cut = tmp_path / "cut.pb.gz"
+    cut.write_bytes(packed[: len(packed) * 3 // 4])
+    read = read_otlp_files([cut])
+    assert 0 < len(read.spans) < 40
+    assert [s.name for s in read.spans] == [f"span {i}" for i in range(len(read.spans))]
+    assert any(p.reason == "truncated_gzip" for p in read.problems)
+    padded = tmp_path / "padded.pb.gz"
+    padded.write_bytes(packed + gzip.compress(b"") + b"\x00" * 16)  # two members, zeros after: all read
+    again = read_otlp_files([padded])
+    assert len(again.spans) == 40 and again.problems == []
