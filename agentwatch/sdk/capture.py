@@ -132,7 +132,7 @@ class Capture:
         value_patterns: dict[str, str] | Iterable[str | re.Pattern[str]] | None = None,
     ) -> None:
         self.enabled = enabled
-        self.max_bytes = max(64, int(max_bytes))
+        self.max_bytes = max(MIN_ATTRIBUTE_BYTES, int(max_bytes))
         self._patterns = tuple(_normalise_key(k) for k in redact_keys if k)
         self._decisions: dict[str, bool] = {}
         chosen = DEFAULT_VALUE_PATTERNS if value_patterns is None else value_patterns

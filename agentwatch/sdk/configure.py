@@ -56,13 +56,13 @@ OTLP_PROTOCOLS = ("grpc", "http/protobuf", "http/json")
 
 
 def _checked(
-    argument: str, given: str | None, variable: str, problem: Callable[[str], str | None], default: str | None
+    argument: str, given: str | None, variable: str, problem: Callable[[str], str | None]
 ) -> str | None:
-    """The argument, else the variable, else the default; a ValueError naming where a bad value came from (at
+    """The argument, else the variable, else None; a ValueError naming where a bad value came from (at
     configure, not as every span dropped later)."""
     value, source = (given, argument) if given else (_env(variable), variable)
     if not value:
-        return default
+        return None
     why = problem(value)
     if why is not None:
         raise ValueError(f"{source}: {why}")
@@ -91,11 +91,9 @@ def _make_exporter(
     kafka_security: dict[str, Any] | None = None,
 ) -> SpanExporter | None:
     if kind == "kafka":
-        given = _checked(
-            "bootstrap_servers", bootstrap_servers, "AGENTWATCH_BOOTSTRAP_SERVERS", _bad_servers, None
-        )
+        given = _checked("bootstrap_servers", bootstrap_servers, "AGENTWATCH_BOOTSTRAP_SERVERS", _bad_servers)
         servers = given or "127.0.0.1:9092"
-        codec = _checked("compression", compression, "AGENTWATCH_COMPRESSION", _bad_compression, None)
+        codec = _checked("compression", compression, "AGENTWATCH_COMPRESSION", _bad_compression)
         return KafkaSpanExporter(
             bootstrap_servers=servers,
             topic=topic or _env("AGENTWATCH_SPANS_TOPIC") or DEFAULT_TOPIC,
