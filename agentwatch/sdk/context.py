@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, ParamSpec, Self, TypeVar
 
+from opentelemetry import context as otel_context
 from opentelemetry import trace as otel_trace
 from opentelemetry.trace import NonRecordingSpan, Span, SpanContext
 
@@ -97,12 +98,30 @@ class ConversationState:
             self.open_turns[:] = [t for t in self.open_turns if t.get_span_context().span_id != span_id]
 
     def current_turn(self) -> Span | None:
-        """The innermost `invoke_agent` span of this conversation still open, if any."""
-        for span in reversed(self.open_turns):
+        """The open `invoke_agent` span of this conversation the calling code runs in, if any.
+
+        Turns run at once (`asyncio.gather`) are told apart by the caller's OpenTelemetry context: its current
+        span, that span's parent, or the turn `@trace` marked in it; else the innermost open turn.
+        """
+        open_turns = self.open_turns
+        if not open_turns:
+            return None
+        here = otel_trace.get_current_span()
+        parent = getattr(here, "parent", None)  # an SDK span's parent context; None on other spans
+        parent_id = parent.span_id if isinstance(parent, SpanContext) else None
+        marked = otel_context.get_value(TURN_KEY)
+        for wanted in (here, parent_id, marked):
+            for span in open_turns:
+                if (span is wanted or span.get_span_context().span_id == wanted) and span.is_recording():
+                    return span
+        for span in reversed(open_turns):
             if span.is_recording():
                 return span
         return None
 
+
+# The turn a `@trace(kind="agent")` call runs, in the OpenTelemetry context of its code and of the spans under it.
+TURN_KEY = otel_context.create_key("agentwatch.turn")
 
 _CURRENT: contextvars.ContextVar[ConversationState | None] = contextvars.ContextVar(
     "agentwatch_conversation", default=None

@@ -13,6 +13,7 @@ from opentelemetry import trace as otel_trace
 from opentelemetry.context import Context
 from opentelemetry.trace import Span
 
+from agentwatch.sdk.context import TURN_KEY
 from agentwatch.sdk.runtime import RUNTIME
 from agentwatch.sdk.spans import MAX_STREAM_ITEMS, SpanSpec, fail, finish, start
 
@@ -91,7 +92,9 @@ class _Running:
     def __init__(self, spec: SpanSpec, span: Span) -> None:
         self.spec = spec
         self.span = span
-        self.ctx = _in_context(span)
+        ctx = _in_context(span)
+        # A turn marks itself in the context: `conversation.expect()`/`end()` find it though turns run at once
+        self.ctx = context_api.set_value(TURN_KEY, span, ctx) if spec.kind == "agent" else ctx
         self.token: Token[Context] | None = None
 
     def __enter__(self) -> None:

@@ -457,3 +457,52 @@ def test_one_conversation_entered_by_two_tasks_is_left_by_each():
 
     asyncio.run(both())
     assert after == {"a": None, "b": None}
+
+
+def test_concurrent_turns_of_one_conversation_each_annotate_their_own(spans, sdk_provider):  # noqa: F811
+    """Two turns of one conversation run through `asyncio.gather` shared its "current turn" (the innermost
+    open one): `expect()` and `end()` inside the first landed on the second."""
+    foreign = sdk_provider.get_tracer("another.instrumentation")
+
+    @trace
+    def note(q):
+        conversation.expect(["lookup_" + q], reference_answer=q)  # two spans under the turn
+
+    @trace(kind="tool")
+    async def look(q):
+        note(q)
+        return q
+
+    @trace(kind="agent", name="a")
+    async def turn(q, pause, last):
+        await asyncio.sleep(pause)  # the other turn starts meanwhile
+        await look(q)
+        if last:
+            conversation.end()
+        return q
+
+    async def other_turn(q):
+        # another instrumentation's turn: its span is current while expect() runs
+        with foreign.start_as_current_span(
+            "invoke_agent b", attributes={"gen_ai.operation.name": "invoke_agent"}
+        ):
+            await asyncio.sleep(0.02)
+            conversation.expect(["lookup_" + q])
+            await asyncio.sleep(0.02)
+
+    async def main():
+        async with conversation(id="gathered"):
+            await asyncio.gather(turn("first", 0.0, True), turn("second", 0.01, False), other_turn("third"))
+
+    asyncio.run(main())
+    by_q = {}  # the attributes of each turn, by the question it answered
+    for s in spans.get_finished_spans():
+        if s.name == "invoke_agent b":
+            by_q["third"] = s.attributes
+        elif s.name == "invoke_agent a":
+            by_q[json.loads(s.attributes["gen_ai.output.messages"])[0]["parts"][0]["content"]] = s.attributes
+    for q in ("first", "second", "third"):
+        expected = json.loads(by_q[q]["agentwatch.expected"])
+        assert [t["name"] for t in expected["tools"]] == ["lookup_" + q], q
+    assert by_q["first"].get("agentwatch.conversation.end") is True
+    assert "agentwatch.conversation.end" not in by_q["second"]
