@@ -72,11 +72,11 @@ def _write_transcripts(directory: Path, lines: Iterable[dict[str, Any]]) -> int:
     return n
 
 
-def _report_errors(errors: list[str]) -> None:
+def _report_errors(errors: list[str], what: str = "skipped") -> None:
     for line in errors[:MAX_ERRORS_SHOWN]:
-        typer.echo(f"skipped: {line}", err=True)
+        typer.echo(f"{what}: {line}", err=True)
     if len(errors) > MAX_ERRORS_SHOWN:
-        typer.echo(f"skipped: … and {len(errors) - MAX_ERRORS_SHOWN} more", err=True)
+        typer.echo(f"{what}: … and {len(errors) - MAX_ERRORS_SHOWN} more", err=True)
 
 
 @import_app.command("tau-bench")
@@ -123,6 +123,7 @@ def tau_bench(
         raise typer.Exit(EXIT_USAGE) from None
     directory = _out_dir(out)
     _report_errors([f"{results}: {where}: {why}" for where, why in imported.errors])
+    _report_errors([f"{results}: {where}: {why}" for where, why in imported.warnings], "warning")
     n = _write_transcripts(directory, imported.lines)
     if n == 0:
         typer.echo(f"error: no conversation could be imported from {results}", err=True)

@@ -64,6 +64,7 @@ class Imported:
     lines: list[dict[str, Any]] = field(default_factory=list)
     policies: list[dict[str, Any]] = field(default_factory=list)
     errors: list[tuple[str, str]] = field(default_factory=list)
+    warnings: list[tuple[str, str]] = field(default_factory=list)  # records imported, with something to say
     format: str = ""
     ungraded: dict[str, str] = field(default_factory=dict)  # task -> why it has no policy
     domain: str | None = None  # the standard environment the ground truth's tools are of (`tau_domains`)
@@ -90,10 +91,21 @@ def detect(document: Any) -> str:
 
 
 def outcome_of(reward: Any) -> str | None:
-    """The outcome label of a benchmark reward: complete for 1, partial_incorrect below; None if absent."""
+    """The outcome label of a benchmark reward: complete for 1, partial_incorrect below; None if absent or not
+    a reward (a number from 0 to 1: not NaN, infinity or 10^400)."""
     if isinstance(reward, bool) or not isinstance(reward, (int, float)):
         return None
+    if not -1e-9 <= reward <= 1 + 1e-9:  # also False for NaN; an int of any size compares exactly
+        return None
     return "complete" if reward >= 1 - 1e-9 else "partial_incorrect"
+
+
+def _task_id(record: dict[str, Any]) -> str:
+    """The record's task id as text; ValueError where it has none (a null id was imported as task "None")."""
+    task = record.get("task_id")
+    if task is None or task == "" or isinstance(task, (dict, list, bool)):
+        raise ValueError(f"no task id (`task_id` is {str(task)[:40] if task is not None else 'null'})")
+    return str(task)
 
 
 def import_results(document: Any, agent: str, version: str, prefix: str) -> Imported:
@@ -104,9 +116,10 @@ def import_results(document: Any, agent: str, version: str, prefix: str) -> Impo
     records = _tau(document, out) if kind == "tau-bench" else _tau2(document, out)
     seen_tasks: dict[str, dict[str, Any]] = {}
     truth_tools: set[str] = set()
+    first_at: dict[str, str] = {}  # conversation id -> the position of the record first imported under it
     for position, record in records:
         try:
-            task = str(record["task_id"])
+            task = _task_id(record)
             raw_trial = record.get("trial")
             trial = attempt_number(raw_trial)
             conv = conversation_from_messages(
@@ -124,6 +137,20 @@ def import_results(document: Any, agent: str, version: str, prefix: str) -> Impo
         except _UNREADABLE as exc:  # ChatFormatError is a ValueError
             out.errors.append((position, _why(exc)))
             continue
+        reward = record.get("reward")
+        if reward is not None and conv.outcome is None:
+            out.warnings.append(
+                (position, f"its reward {str(reward)[:40]} is not a number from 0 to 1: no label")
+            )
+        if conv.conversation_id in first_at:
+            out.warnings.append(
+                (
+                    position,
+                    f"task {task} trial {trial} again (first at {first_at[conv.conversation_id]}): `agentwatch "
+                    "score` counts one conversation id once, its last record",
+                )
+            )
+        first_at.setdefault(conv.conversation_id, position)
         set_identity(conv, raw_trial, attempt_key="trial")
         conv.notes.extend(record.get("notes", ()))
         if record.get("stopped"):

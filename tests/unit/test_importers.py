@@ -1007,3 +1007,46 @@ def test_a_tau_bench_run_the_step_limit_stopped_ended_on_that(dev: list[dict[str
     assert stopped.turns[-1].answer == ok.turns[-1].answer  # the conversation itself is kept as it was
     scorer = ConversationScorer(Settings.model_validate({"policies": out.policies}), labels="ignore")
     assert scorer.score(ok).passed is True and scorer.score(stopped).passed is False
+
+
+def test_a_record_without_a_task_id_is_reported_not_imported_as_task_none(dev: list[dict[str, Any]]) -> None:
+    """A null `task_id` was imported as task "None" (every such record one task of pass^k)."""
+    (good,) = entries(dev, (1, 1))
+    records = [{**good, "task_id": None}, {**good, "task_id": ""}, {**good, "task_id": [1]}, good]
+    out = import_results(copy.deepcopy(records), "a", "v", "p")
+    assert [line["task"] for line in out.lines] == ["1"]
+    assert [where for where, _ in out.errors] == ["entry 0", "entry 1", "entry 2"]
+    assert out.errors[0][1] == "ValueError: no task id (`task_id` is null)"
+
+
+@pytest.mark.parametrize("reward", [float("inf"), float("nan"), 10**400, 1.5, -0.5, "1"])
+def test_a_reward_that_is_not_one_from_0_to_1_gives_no_label_and_a_warning(
+    dev: list[dict[str, Any]], reward: Any
+) -> None:
+    """A reward of 10^400 (or infinity, 1.5) was read as a success."""
+    (good,) = entries(dev, (1, 1))
+    out = import_results([{**copy.deepcopy(good), "reward": reward}], "a", "v", "p")
+    assert len(out.lines) == 1 and out.lines[0].get("outcome") is None
+    assert out.errors == []
+    assert [where for where, _ in out.warnings] == ["entry 0"]
+    assert "is not a number from 0 to 1" in out.warnings[0][1]
+
+
+@pytest.mark.parametrize("reward", [0, 0.0, 1, 1.0, 0.9999999999])
+def test_a_reward_from_0_to_1_is_the_outcome_label(dev: list[dict[str, Any]], reward: float) -> None:
+    (good,) = entries(dev, (1, 1))
+    out = import_results([{**copy.deepcopy(good), "reward": reward}], "a", "v", "p")
+    assert out.lines[0]["outcome"] == ("complete" if reward > 0.5 else "partial_incorrect")
+    assert out.warnings == []
+
+
+def test_a_task_and_trial_imported_twice_is_named(tmp_path: Path, dev: list[dict[str, Any]]) -> None:
+    """Two records of one task and trial share a conversation id, and `score` counts it once: the import says
+    so, naming both records, and keeps both lines."""
+    one, other = entries(dev, (1, 1)), entries(dev, (12, 0))
+    results = tmp_path / "run.json"
+    results.write_text(json.dumps([*one, *other, *one]))
+    run = CliRunner().invoke(app, ["import", "tau-bench", str(results), "--out", str(tmp_path / "out")])
+    assert run.exit_code == 0, run.output
+    assert "warning: " in run.stderr and "entry 2: task 1 trial 1 again (first at entry 0)" in run.stderr
+    assert "3 conversation(s)" in run.stdout
