@@ -9,6 +9,7 @@ and failures are counted as they arrive. While the broker is unreachable, `expor
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import threading
@@ -279,29 +280,40 @@ class KafkaSpanExporter(SpanExporter):
             if self._producer is not None or time.monotonic() < self._next_attempt:
                 return self._producer
             try:
-                return self._create_producer()
+                producer = self._create_producer()
             finally:  # counted from the end of the attempt: creating a producer waits for the bootstrap
                 self._next_attempt = time.monotonic() + self._retry_interval_s
+            if producer is None:
+                # kafka-python (3.0) does not close a socket whose connection was refused: the error's
+                # traceback holds it, in a reference cycle made during this attempt, garbage once the attempt
+                # has returned. Collecting the young generations frees it (a few ms, at most once a retry
+                # interval while Kafka is down); left to the next full collection, which a process with a
+                # large heap runs rarely, 2 descriptors an attempt piled up.
+                gc.collect(1)
+            return producer
 
     def _create_producer(self) -> Any:
         if self._refused is not None:
             self.last_error = self._refused
             return None
         messages: list[str] = []
+        clients: list[Any] = []
         try:
             from kafka import KafkaProducer
 
+            config = {**self._config, "kafka_client": _recording(clients, self._config, KafkaProducer)}
             if self._security.protocol == "PLAINTEXT":
-                producer = KafkaProducer(**self._config)
+                producer = KafkaProducer(**config)
             else:  # kafka-python only logs why a secured bootstrap failed: collect that to explain it
                 with kafka_python_messages() as messages:
-                    producer = KafkaProducer(**self._config)
+                    producer = KafkaProducer(**config)
             # kafka-python 3.0 forgets a topic whose partitions it already knew at first send; a later
             # metadata refresh then drops it and its batches expire. Track the topic explicitly.
             metadata = getattr(producer, "_metadata", None)
             if metadata is not None and hasattr(metadata, "add_topic"):
                 metadata.add_topic(self.topic)
         except Exception as exc:  # noqa: BLE001 - broker down, bad config: keep the agent running
+            _close_all(clients)
             self.last_error = error_text(exc)
             found = self._security.diagnose_connection(
                 [*messages, self.last_error], self._servers(), prefix="AGENTWATCH_KAFKA_"
@@ -354,6 +366,31 @@ class KafkaSpanExporter(SpanExporter):
                 self.last_error = error_text(error)
         if not ok:
             self._warn_dropped()
+
+
+def _recording(clients: list[Any], config: dict[str, Any], producer_class: Any) -> Any:
+    """The producer's network client class (`kafka_client`), wrapped to put each client it makes in `clients`.
+
+    A producer whose constructor fails (no broker to bootstrap from) is never returned, and its client's
+    sockets and selector stayed open until a full garbage collection (7 descriptors an attempt): the caller
+    closes the clients recorded here instead."""
+    make = config.get("kafka_client") or producer_class.DEFAULT_CONFIG["kafka_client"]
+
+    def recorded(**kwargs: Any) -> Any:
+        client = make(**kwargs)
+        clients.append(client)
+        return client
+
+    return recorded
+
+
+def _close_all(clients: list[Any]) -> None:
+    """Close the network clients of a producer that was never made."""
+    for client in clients:
+        try:
+            client.close()
+        except Exception:  # noqa: BLE001 - closing what failed to open: nothing more to do
+            log.debug("agentwatch: could not close a Kafka client", exc_info=True)
 
 
 def error_text(exc: BaseException | None) -> str:
