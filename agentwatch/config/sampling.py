@@ -71,8 +71,8 @@ class JudgeConfig(Section):
     timeout_s: float = Field(
         default=60.0,
         gt=0,
-        description="per HTTP request: connecting, and the reply read whole (a reply still arriving after it "
-        "is a timeout; an attempt ends within about twice this)",
+        description="per HTTP request: connecting, and the reply read whole, headers and body (a reply still "
+        "arriving after it is a timeout)",
     )
     max_response_bytes: int = Field(
         default=1 << 20, ge=4096, description="a reply's body larger than this is bad output, read no further"

@@ -7,10 +7,9 @@ structured outputs on servers that reject `response_format` — and it sends one
 small, thread-safe with a shared connection pool, and has separate connect/read timeouts.
 
 A reply is read as a stream, within bounds of its own: its body at most `max_response_bytes` (a larger one is
-bad output, read no further), and the whole exchange within `timeout_s` from the request, checked as each piece
-of the body arrives (httpx's timeouts bound each read, so a server sending a byte at a time would otherwise hold
-the call for as long as it likes). An attempt therefore ends within about twice `timeout_s`: the deadline, plus
-at most one read under httpx's timeout.
+bad output, read no further), and the whole exchange — connecting, the status line and headers, the body —
+within `timeout_s` from the request (`agentwatch.judge.http_bounds`: httpx's timeouts bound each read, so a
+server sending its headers or body a byte at a time would otherwise hold the call for as long as it likes).
 
 One request per conversation at temperature 0: the versioned rubric and the transcript (`agentwatch.judge.prompt`). The
 reply must be JSON of `VERDICT_SCHEMA`; with `structured_outputs="auto"` the schema is sent as
@@ -37,6 +36,8 @@ import httpx
 from agentwatch.config import JudgeConfig
 from agentwatch.config.prices import PriceLookup
 from agentwatch.judge.breaker import CircuitBreaker
+from agentwatch.judge.http_bounds import bound_client
+from agentwatch.judge.http_bounds import deadline as exchange_deadline
 from agentwatch.judge.prompt import (
     VERDICT_SCHEMA,
     build_messages,
@@ -160,6 +161,7 @@ class OpenAIJudge:
         if api_key:
             self._headers["Authorization"] = f"Bearer {api_key}"
         self._client = client or httpx.Client(timeout=httpx.Timeout(timeout_s), follow_redirects=False)
+        bound_client(self._client)
         self._sleep = sleep
         self._clock = clock
         self._rng = rng
@@ -352,7 +354,10 @@ class OpenAIJudge:
         """One request's status, headers and body: the body of a 200 whole (bad output over
         `max_response_bytes`), of another status its start; a timeout once `timeout_s` has passed."""
         deadline = self._clock() + self.timeout_s
-        with self._client.stream("POST", self.url, json=request, headers=self._headers) as r:
+        with (
+            exchange_deadline(self.timeout_s),
+            self._client.stream("POST", self.url, json=request, headers=self._headers) as r,
+        ):
             status = r.status_code
             limit = self.max_response_bytes if status == 200 else _ERROR_BODY_BYTES
             declared = r.headers.get("Content-Length", "")
@@ -360,16 +365,20 @@ class OpenAIJudge:
                 raise _CallFailed(JUDGE_BAD_OUTPUT, f"reply of {declared} bytes, over {limit}")
             chunks: list[bytes] = []
             size = 0
-            for chunk in r.iter_bytes():
-                if self._clock() > deadline:
-                    raise _CallFailed(JUDGE_TIMEOUT, f"reply not read within {self.timeout_s:g} s")
-                size += len(chunk)
-                if size > limit:
-                    if status != 200:
-                        chunks.append(chunk)
-                        break  # enough of an error's body for its detail
-                    raise _CallFailed(JUDGE_BAD_OUTPUT, f"reply over {limit} bytes")
-                chunks.append(chunk)
+            late = _CallFailed(JUDGE_TIMEOUT, f"reply not read within {self.timeout_s:g} s")
+            try:
+                for chunk in r.iter_bytes():
+                    if self._clock() > deadline:
+                        raise late
+                    size += len(chunk)
+                    if size > limit:
+                        if status != 200:
+                            chunks.append(chunk)
+                            break  # enough of an error's body for its detail
+                        raise _CallFailed(JUDGE_BAD_OUTPUT, f"reply over {limit} bytes")
+                    chunks.append(chunk)
+            except httpx.TimeoutException:
+                raise late from None
             return status, r.headers, b"".join(chunks)
 
     def _content(self, body: bytes, usage: list[int]) -> str | None:
