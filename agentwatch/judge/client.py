@@ -36,7 +36,13 @@ import httpx
 from agentwatch.config import JudgeConfig
 from agentwatch.config.prices import PriceLookup
 from agentwatch.judge.breaker import CircuitBreaker
-from agentwatch.judge.http_bounds import bound_client
+from agentwatch.judge.http_bounds import (
+    ACCEPT_ENCODING,
+    BodyTooLarge,
+    BodyUndecodable,
+    bound_client,
+    read_body,
+)
 from agentwatch.judge.http_bounds import deadline as exchange_deadline
 from agentwatch.judge.prompt import (
     VERDICT_SCHEMA,
@@ -157,7 +163,7 @@ class OpenAIJudge:
         self.max_output_tokens = max_output_tokens
         self.prices = prices
         self.breaker = breaker or CircuitBreaker()
-        self._headers = {"Content-Type": "application/json"}
+        self._headers = {"Content-Type": "application/json", "Accept-Encoding": ACCEPT_ENCODING}
         if api_key:
             self._headers["Authorization"] = f"Bearer {api_key}"
         self._client = client or httpx.Client(timeout=httpx.Timeout(timeout_s), follow_redirects=False)
@@ -363,23 +369,22 @@ class OpenAIJudge:
             declared = r.headers.get("Content-Length", "")
             if status == 200 and declared.isdigit() and int(declared) > limit:
                 raise _CallFailed(JUDGE_BAD_OUTPUT, f"reply of {declared} bytes, over {limit}")
-            chunks: list[bytes] = []
-            size = 0
             late = _CallFailed(JUDGE_TIMEOUT, f"reply not read within {self.timeout_s:g} s")
+
+            def in_time() -> None:
+                if self._clock() > deadline:
+                    raise late
+
             try:
-                for chunk in r.iter_bytes():
-                    if self._clock() > deadline:
-                        raise late
-                    size += len(chunk)
-                    if size > limit:
-                        if status != 200:
-                            chunks.append(chunk)
-                            break  # enough of an error's body for its detail
-                        raise _CallFailed(JUDGE_BAD_OUTPUT, f"reply over {limit} bytes")
-                    chunks.append(chunk)
+                return status, r.headers, read_body(r, limit, in_time, cut=status != 200)
             except httpx.TimeoutException:
                 raise late from None
-            return status, r.headers, b"".join(chunks)
+            except BodyTooLarge:
+                raise _CallFailed(JUDGE_BAD_OUTPUT, f"reply over {limit} bytes") from None
+            except BodyUndecodable as exc:
+                if status != 200:
+                    return status, r.headers, b""  # an error's detail is not worth more
+                raise _CallFailed(JUDGE_BAD_OUTPUT, f"reply not readable: {exc}") from None
 
     def _content(self, body: bytes, usage: list[int]) -> str | None:
         try:

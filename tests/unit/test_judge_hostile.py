@@ -6,10 +6,13 @@ from __future__ import annotations
 import socket
 import threading
 import time
+import tracemalloc
+import zlib
 
+from agentwatch.judge.breaker import CircuitBreaker
 from agentwatch.judge.client import OpenAIJudge
 from agentwatch.wire.schema import Conversation
-from tests.support.hostile_http import RawServer
+from tests.support.hostile_http import RawServer, completion_body, response
 
 
 def conv() -> Conversation:
@@ -43,3 +46,58 @@ def test_headers_trickling_in_are_a_timeout_at_the_deadline() -> None:
         stop.set()
     assert v.failure == "judge_timeout" and "within 1 s" in v.detail
     assert took < 6.0  # bounded by timeout_s (1 s) plus slack, not by the 60 s the headers would take
+
+
+def _gzip(data_pieces: int, piece: bytes) -> bytes:
+    z = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    return b"".join(z.compress(piece) for _ in range(data_pieces)) + z.flush()
+
+
+def test_a_gzip_bomb_is_bad_output_inflated_no_further_than_the_bound() -> None:
+    """100 MB of blanks in 100 KB of gzip (Content-Length honest and small): inflated at most to the 1 MiB bound,
+    so the memory the call takes stays near the bound, not the bomb's size."""
+    bomb = _gzip(100, b" " * 1_000_000)
+    assert len(bomb) < 200_000
+
+    def send(sock: socket.socket, head: bytes, body: bytes) -> None:
+        sock.sendall(response("200 OK", bomb, "Content-Encoding: gzip"))
+
+    with RawServer(send) as server:
+        judge = judge_for(server, timeout_s=5.0)
+        tracemalloc.start()
+        try:
+            v = judge.judge(conv())
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    assert v.failure == "judge_bad_output" and "over 1048576 bytes" in v.detail
+    assert peak < 16_000_000, peak
+
+
+def test_compressed_replies_within_the_bound_are_read_and_unreadable_ones_are_bad_output() -> None:
+    verdict = completion_body()
+    raw_deflate = zlib.compressobj(6, zlib.DEFLATED, -zlib.MAX_WBITS)
+    replies = {
+        "gzip": _gzip(1, verdict),
+        "deflate": zlib.compress(verdict),
+        "deflate raw": raw_deflate.compress(verdict) + raw_deflate.flush(),
+    }
+    for encoding, body in replies.items():
+        name = encoding.split()[0]
+        with RawServer(
+            lambda s, h, b, body=body, name=name: s.sendall(
+                response("200 OK", body, f"Content-Encoding: {name}")
+            )
+        ) as server:
+            assert judge_for(server).judge(conv()).ok, encoding
+    assert b"accept-encoding: gzip, deflate\r\n" in server.requests[0].lower()
+    for encoding, body in [("gzip", b"not gzip at all"), ("zstd", verdict), ("br", verdict)]:
+        with RawServer(
+            lambda s, h, b, body=body, encoding=encoding: s.sendall(
+                response("200 OK", body, f"Content-Encoding: {encoding}")
+            )
+        ) as server:
+            judge = judge_for(server, breaker=CircuitBreaker(failures=1))
+            v = judge.judge(conv())
+        assert v.failure == "judge_bad_output" and "reply not readable" in v.detail, (encoding, v)
+        assert judge.breaker.state == "closed"  # the judge answered: it is up
