@@ -25,8 +25,28 @@ from agentwatch.wire.schema import ConversationScore
 
 _T = TypeVar("_T")
 
+# The largest cost (USD) or duration (s) of one conversation the windows and histograms take: far past any real
+# one, and small enough that a sketch bin's value and a histogram's sum over any number of them stay finite.
+MAX_MEASURE = 1e12
+MEASURED_FIELDS: tuple[str, ...] = ("cost_usd", "duration_s")
 _EVIDENCE_INDEX = {code: i for i, code in enumerate(EVIDENCE)}
 _OUTCOME_INDEX = {name: i for i, name in enumerate(OUTCOMES)}
+
+
+def measure(value: float | None) -> float | None:
+    """A cost or duration as the windows and histograms take it: None unless finite and at most MAX_MEASURE."""
+    if value is None or not math.isfinite(value) or value > MAX_MEASURE:
+        return None
+    return value
+
+
+def ignored_measures(score: ConversationScore) -> tuple[str, ...]:
+    """The fields of `score` among MEASURED_FIELDS that carry a value `measure` does not take."""
+    return tuple(
+        name
+        for name, value in (("cost_usd", score.cost_usd), ("duration_s", score.duration_s))
+        if value is not None and measure(value) is None
+    )
 
 
 class Contributions:
@@ -60,10 +80,7 @@ class Contributions:
                 if v is not None and math.isfinite(float(v)):
                     sums[i] += float(v)
                     counts[i] += 1
-        cost = score.cost_usd if score.cost_usd is not None and math.isfinite(score.cost_usd) else None
-        duration = (
-            score.duration_s if score.duration_s is not None and math.isfinite(score.duration_s) else None
-        )
+        cost, duration = measure(score.cost_usd), measure(score.duration_s)
         credit = score.asr_credit
         if credit is not None and not math.isfinite(credit):
             credit = None

@@ -3,10 +3,10 @@ histograms) and the estimator's health, copied under its lock for the exposition
 
 from __future__ import annotations
 
-import math
 from bisect import bisect_left
 from dataclasses import dataclass, field
 
+from agentwatch.exporters.contribution import measure
 from agentwatch.exporters.windows import OUTCOMES, Contribution
 from agentwatch.wire.schema import ConversationScore
 
@@ -64,10 +64,11 @@ class SeriesCounters:
         self.outcomes[outcome] = self.outcomes.get(outcome, 0) + 1
         for m in contribution.modes:
             self.modes[m] = self.modes.get(m, 0) + 1
-        if score.cost_usd is not None and math.isfinite(score.cost_usd):
-            self.cost.observe(max(0.0, score.cost_usd))
-        if score.duration_s is not None and math.isfinite(score.duration_s):
-            self.duration.observe(max(0.0, score.duration_s))
+        cost, duration = measure(score.cost_usd), measure(score.duration_s)
+        if cost is not None:
+            self.cost.observe(max(0.0, cost))
+        if duration is not None:
+            self.duration.observe(max(0.0, duration))
 
 
 @dataclass(slots=True)
@@ -82,3 +83,6 @@ class EstimatorCounters:
     series: dict[tuple[str, str, str], SeriesCounters]
     revisions: int = 0
     units_folded: int = 0
+    ignored: dict[str, int] = field(
+        default_factory=dict
+    )  # field -> values not taken (`contribution.measure`)

@@ -52,7 +52,7 @@ from agentwatch.exporters.alert_rules import (
     plan,
     reference_counts,
 )
-from agentwatch.exporters.contribution import Contributions
+from agentwatch.exporters.contribution import MEASURED_FIELDS, Contributions, ignored_measures
 from agentwatch.exporters.counters import EstimatorCounters, SeriesCounters
 from agentwatch.exporters.judge_agreement import JudgeAgreement, agreements
 from agentwatch.exporters.labels import ALL_TASKS, LabelCaps
@@ -135,6 +135,7 @@ class Estimator:
         self._consumed = 0
         self._rejected = dict.fromkeys(REJECT_REASONS, 0)
         self._clamped = 0
+        self._ignored = dict.fromkeys(MEASURED_FIELDS, 0)
         self._last_ts: float | None = None
 
     @property
@@ -177,6 +178,11 @@ class Estimator:
             if score.instance is not None or score.attempt is not None:
                 unit = caps.unit(agent, version, score.task, score.instance, t)
             contribution = self._contributions.of(score, t, unit)
+            if (contribution.cost_bin is None and score.cost_usd is not None) or (
+                contribution.duration_bin is None and score.duration_s is not None
+            ):
+                for name in ignored_measures(score):
+                    self._ignored[name] += 1
             self._seen[identity] = _Counted(t, score.revision, contribution, keys)
             heapq.heappush(self._id_heap, (t, identity))
             observed = None  # what the score adds to the alert counts: the same for both series
@@ -354,6 +360,7 @@ class Estimator:
                 series,
                 self._revisions,
                 self._caps.units_folded,
+                dict(self._ignored),
             )
 
 

@@ -367,7 +367,14 @@ def health_families(c: EstimatorCounters) -> list[Metric]:
         "Conversations of a unit beyond exporter.max_units, each a unit of its own.",
         value=c.units_folded,
     )
-    families: list[Metric] = [folded, consumed, rejected, clamped, revisions, units]
+    ignored = CounterMetricFamily(
+        "agentwatch_score_values_ignored",
+        "Costs and durations of counted scores taken as unknown: not finite or past 1e12, by field.",
+        labels=["field"],
+    )
+    for name, n in c.ignored.items():
+        ignored.add_metric([name], n)
+    families: list[Metric] = [folded, consumed, rejected, clamped, revisions, units, ignored]
     if c.last_score_timestamp is not None:
         families.append(
             GaugeMetricFamily(

@@ -71,6 +71,7 @@ def labelled_probability(score: ConversationScore, predicted: float) -> float:
 
 
 NOT_GIVEN: Any = object()  # an argument not given
+SAMPLE_POINT_STEP = 2.0**-64  # `scorers.sampling.sample_point` is a 64-bit integer / 2^64
 
 
 def graded_probability(score: ConversationScore, automated: AutomatedVerdict | None = NOT_GIVEN) -> float:
@@ -95,8 +96,10 @@ def review_label(score: ConversationScore) -> Outcome | None:
 
 
 def _rate(rate: float | None) -> float:
-    """A recorded rate as a probability (unknown: 1; a zero rate samples nothing, so it cannot occur)."""
-    return 1.0 if rate is None or rate <= 0.0 else rate
+    """A recorded rate as a probability (unknown: 1; a zero rate samples nothing, so it cannot occur). Sample
+    points are multiples of 2^-64, so any positive rate below that samples the point 0 alone: its probability
+    is 2^-64 (a rate such as 1e-300 would weigh a conversation past what a float can sum)."""
+    return 1.0 if rate is None or rate <= 0.0 else max(rate, SAMPLE_POINT_STEP)
 
 
 def effective_counts(by_probability: dict[float, tuple[int, int]]) -> tuple[float, float] | None:
