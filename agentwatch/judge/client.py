@@ -20,8 +20,6 @@ error, asking for the JSON object only). Failures never raise: they come back as
 
 from __future__ import annotations
 
-import email.utils
-import ipaddress
 import json
 import logging
 import os
@@ -29,13 +27,13 @@ import random
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
-from urllib.parse import urlsplit
 
 import httpx
 
 from agentwatch.config import JudgeConfig
 from agentwatch.config.prices import PriceLookup
 from agentwatch.judge.breaker import CircuitBreaker
+from agentwatch.judge.endpoint import about_format, parse_retry_after, refuse_plain_http_with_key
 from agentwatch.judge.http_bounds import (
     ACCEPT_ENCODING,
     BodyTooLarge,
@@ -77,42 +75,6 @@ class _CallFailed(Exception):
         super().__init__(detail)
         self.code = code
         self.detail = detail
-
-
-def parse_retry_after(value: str | None, now: float | None = None) -> float | None:
-    """Seconds to wait from a `Retry-After` header (delta-seconds or an HTTP date); None if absent or invalid."""
-    if not value:
-        return None
-    value = value.strip()
-    try:
-        return max(float(value), 0.0)
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(when.timestamp() - (time.time() if now is None else now), 0.0)
-
-
-def refuse_plain_http_with_key(base_url: str) -> None:
-    """ValueError when `base_url` would send an API key in clear text: `http://` to a host not on loopback."""
-    parsed = urlsplit(base_url.strip())
-    if parsed.scheme.lower() != "http":
-        return
-    host = (parsed.hostname or "").lower()
-    if host == "localhost" or host.endswith(".localhost"):
-        return
-    try:
-        if ipaddress.ip_address(host).is_loopback:
-            return
-    except ValueError:
-        pass
-    raise ValueError(
-        f"judge.base_url {base_url!r} is plain http to {host or 'an unknown host'}: the API key would cross the "
-        "network in clear text. Use https://, a loopback address, or set judge.allow_insecure_http: true "
-        "(e.g. behind a sidecar that encrypts)"
-    )
 
 
 class OpenAIJudge:
@@ -228,10 +190,10 @@ class OpenAIJudge:
         """One verdict for `conv` (one request, plus one repair request if the reply does not parse)."""
         start = self._clock()
         usage = [0, 0, 0]  # input tokens, output tokens, input tokens served from the provider's cache
+        messages = self.messages(conv)
         blocked = self.breaker.allow()
         if blocked is not None:
             return JudgeVerdict.failed(JUDGE_UNAVAILABLE, blocked, self.judge_id)
-        messages = self.messages(conv)
         try:
             outcome, score, explanation = self._ask(messages, usage)
         except _CallFailed as exc:
@@ -240,6 +202,11 @@ class OpenAIJudge:
             else:
                 self.breaker.success()  # the judge answered: it is up, even if the answer is unusable
             return self._verdict(start, usage, failure=exc.code, detail=exc.detail)
+        except Exception as exc:  # noqa: BLE001 — whatever the server did, the breaker hears of the call
+            log.warning("judge call failed unexpectedly: %s: %s", type(exc).__name__, exc)
+            self.breaker.failure()
+            detail = f"{type(exc).__name__}: {exc}"
+            return self._verdict(start, usage, failure=JUDGE_UNAVAILABLE, detail=detail)
         self.breaker.success()
         return self._verdict(start, usage, outcome=outcome, score=score, explanation=explanation)
 
@@ -332,7 +299,7 @@ class OpenAIJudge:
                 if status == 200:
                     return self._content(body, usage)
                 text = body.decode("utf-8", "replace")[:300]
-                if status in (400, 422) and self._auto and self._mode != "none" and _about_format(text):
+                if status in (400, 422) and self._auto and self._mode != "none" and about_format(text):
                     fallback = _MODES[_MODES.index(self._mode) + 1]
                     log.info("judge: server rejects response_format %s; using %s", self._mode, fallback)
                     self._mode = fallback
@@ -416,8 +383,3 @@ class OpenAIJudge:
         if content is not None and not isinstance(content, str):
             content = str(content)
         return content
-
-
-def _about_format(text: str) -> bool:
-    low = text.lower()
-    return "response_format" in low or "json_schema" in low or "structured" in low

@@ -9,8 +9,10 @@ import time
 import tracemalloc
 import zlib
 
+import httpx
+
 from agentwatch.judge.breaker import CircuitBreaker
-from agentwatch.judge.client import OpenAIJudge
+from agentwatch.judge.client import OpenAIJudge, parse_retry_after
 from agentwatch.wire.schema import Conversation
 from tests.support.hostile_http import RawServer, completion_body, response
 
@@ -101,3 +103,46 @@ def test_compressed_replies_within_the_bound_are_read_and_unreadable_ones_are_ba
             v = judge.judge(conv())
         assert v.failure == "judge_bad_output" and "reply not readable" in v.detail, (encoding, v)
         assert judge.breaker.state == "closed"  # the judge answered: it is up
+
+
+def test_a_retry_after_of_nan_is_ignored_and_the_call_fails_as_unavailable() -> None:
+    """`Retry-After: nan` parses as a float; waiting NaN seconds raised out of the judge. It is no wait: the
+    backoff applies, and the breaker hears of the failure."""
+
+    def send(sock: socket.socket, head: bytes, body: bytes) -> None:
+        sock.sendall(response("503 Busy", b"", "Retry-After: nan"))
+
+    now = [0.0]
+    breaker = CircuitBreaker(failures=1, reset_s=10, clock=lambda: now[0])
+    with RawServer(send) as server:
+        judge = judge_for(server, max_retries=1, backoff_s=0.01, breaker=breaker)
+        v = judge.judge(conv())
+        assert v.failure == "judge_unavailable" and "HTTP 503 after 1 retries" in v.detail
+        assert len(server.requests) == 2 and breaker.state == "open"
+        now[0] = 11.0  # the trial call fails the same way and opens the breaker again
+        assert judge.judge(conv()).failure == "judge_unavailable" and breaker.state == "open"
+    assert parse_retry_after("NaN") is None and parse_retry_after("inf") == float("inf")
+
+
+def test_an_unexpected_error_in_the_trial_call_reopens_the_breaker() -> None:
+    """Whatever the call raises, the half-open breaker learns the trial's result: it must not wait forever for a
+    trial that already ended."""
+    now = [0.0]
+    breaker = CircuitBreaker(failures=1, reset_s=10, clock=lambda: now[0])
+    calls = [0]
+
+    def explode(request: httpx.Request) -> httpx.Response:
+        calls[0] += 1
+        raise RuntimeError("the transport broke")
+
+    client = httpx.Client(transport=httpx.MockTransport(explode))
+    judge = OpenAIJudge(
+        base_url="http://127.0.0.1:9/v1", model="m", client=client, breaker=breaker, max_retries=0
+    )
+    v = judge.judge(conv())
+    assert v.failure == "judge_unavailable" and "RuntimeError: the transport broke" in v.detail
+    assert breaker.state == "open"
+    now[0] = 11.0
+    assert judge.judge(conv()).failure == "judge_unavailable" and calls[0] == 2  # the trial call went out
+    now[0] = 22.0  # the trial failed: after reset_s another trial goes out (not "a trial call is in flight")
+    assert judge.judge(conv()).failure == "judge_unavailable" and calls[0] == 3
