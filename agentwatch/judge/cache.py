@@ -3,7 +3,8 @@
 A conversation delivered twice, or the same conversation in two runs, is judged once. Only verdicts that grade
 are kept (a failure is retried next time). In memory it is an LRU of `max_entries`; with a `path` every new
 verdict is appended as one JSON line and the file is read back on open, so the offline CLI keeps its cache
-between runs (the last line of a key wins; a torn last line is skipped). The file is rewritten with the verdicts
+between runs (the last line of a key wins; a line that is not a verdict that grades — torn, too long, not
+UTF-8, a score outside [0, 1], an outcome no judge gives — is skipped and counted in a warning). The file is rewritten with the verdicts
 kept in memory once it holds more than twice as many lines (at least `_MIN_LINES`), so that a service judging
 for months neither fills its disk nor reads for minutes at start; one process writes a file. Thread-safe.
 """
@@ -12,18 +13,24 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import threading
 from collections import OrderedDict
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import BinaryIO
 
-from agentwatch.judge.verdict import JudgeVerdict
+from agentwatch.judge.verdict import JudgeVerdict, validate_verdict
 from agentwatch.wire.schema import Outcome
 
 log = logging.getLogger(__name__)
 
 _MIN_LINES = 100  # a file this short is never rewritten
+_MAX_LINE = 64 * 1024  # bytes; a verdict's line is a few hundred (its explanation at most 1,000 characters)
+_MAX_EXPLANATION = 1000
+_MAX_COUNT = 10**12
 
 
 def cache_key(judge_id: str, fingerprint: str) -> str:
@@ -48,17 +55,51 @@ def _to_json(key: str, v: JudgeVerdict) -> str:
     )
 
 
-def _from_json(d: dict) -> tuple[str, JudgeVerdict]:
+def _count(value: object) -> int:
+    """A token count from the file: a whole number from 0 to `_MAX_COUNT`, else ValueError."""
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= _MAX_COUNT:
+        raise ValueError(f"token count {str(value)[:40]} is not a count")
+    return value
+
+
+def _from_json(d: object) -> tuple[str, JudgeVerdict]:
+    """The key and verdict of one line; ValueError for anything but a verdict that grades."""
+    if not isinstance(d, dict) or not isinstance(d.get("key"), str):
+        raise ValueError("not a verdict line")
+    cost = d.get("cost_usd")
+    if cost is not None and (
+        isinstance(cost, bool) or not isinstance(cost, (int, float)) or not 0 <= cost < math.inf
+    ):
+        raise ValueError(f"cost {str(cost)[:40]} is not a cost")
+    explanation = d.get("explanation")
+    judge_id = d.get("judge_id")
+    if not isinstance(explanation, (str, type(None))) or not isinstance(judge_id, (str, type(None))):
+        raise ValueError("explanation or judge id is not text")
     v = JudgeVerdict(
         outcome=Outcome(d["outcome"]),
-        score=float(d["score"]),
-        explanation=str(d.get("explanation") or ""),
-        judge_id=str(d.get("judge_id") or ""),
-        input_tokens=int(d.get("input_tokens") or 0),
-        output_tokens=int(d.get("output_tokens") or 0),
-        cost_usd=d.get("cost_usd"),
+        score=d["score"],
+        explanation=(explanation or "")[:_MAX_EXPLANATION],
+        judge_id=judge_id or "",
+        input_tokens=_count(d.get("input_tokens")),
+        output_tokens=_count(d.get("output_tokens")),
+        cost_usd=None if cost is None else float(cost),
     )
-    return str(d["key"]), v
+    checked = validate_verdict(v)  # the score a number in [0, 1], the outcome a class a judge may give
+    if not checked.ok:
+        raise ValueError(checked.detail)
+    return d["key"], replace(v, score=float(v.score))  # type: ignore[arg-type]
+
+
+def _lines(fh: BinaryIO) -> Iterator[bytes]:
+    """The file's lines of at most `_MAX_LINE` bytes; a longer one is given as one empty line, read past."""
+    while line := fh.readline(_MAX_LINE + 1):
+        if len(line) > _MAX_LINE and not line.endswith(b"\n"):
+            while line and not line.endswith(b"\n"):
+                line = fh.readline(_MAX_LINE)
+            line = b""
+        yield line
 
 
 class JudgeCache:
@@ -81,15 +122,23 @@ class JudgeCache:
         if not self.path.exists():
             return
         bad = 0
-        with open(self.path, encoding="utf-8") as fh:
-            for line in fh:
+        with open(self.path, "rb") as fh:
+            for line in _lines(fh):
                 self._lines += 1
                 try:
                     key, verdict = _from_json(json.loads(line))
-                except (ValueError, KeyError, TypeError):
+                # RecursionError: nested deeper than the decoder goes; UnicodeDecodeError is a ValueError
+                except (ValueError, KeyError, TypeError, RecursionError):
                     bad += 1
                     continue
                 self._put(key, verdict)
+            torn = False
+            if fh.tell() > 0:
+                fh.seek(-1, os.SEEK_END)
+                torn = fh.read(1) != b"\n"
+        if torn:  # a line cut short by a crash: end it, or the next verdict appended would join it
+            with open(self.path, "ab") as out:
+                out.write(b"\n")
         if bad:
             log.warning("judge cache %s: %d unreadable line(s) skipped", self.path, bad)
 
