@@ -246,6 +246,12 @@ class ExporterConfig(ConsumerGroupMember):
     max_versions_per_agent: int = Field(
         default=20, ge=1, description="distinct version labels per agent; rest -> other"
     )
+    max_series: int = Field(
+        default=2_000,
+        ge=1,
+        description="(agent, version, task) series in the longest window; a score of any other is counted in "
+        "(other, other, other)",
+    )
     regression_min_conversations: int = Field(default=30, ge=1)
     regression_ks: list[int] = Field(default_factory=lambda: [3], description="k of the regression gauge")
     buckets_per_window: int = Field(default=60, ge=1, description="time buckets per window (resolution W/n)")

@@ -17,8 +17,9 @@
 - Label values are bounded: agents beyond `exporter.max_agents`, versions beyond `exporter.max_versions_per_agent`
   (per agent), tasks outside `exporter.tasks` or, with no list, beyond `exporter.max_tasks`, and failure modes
   beyond `exporter.max_failure_modes` fold into `other` (first come, first kept among the values seen in the
-  longest window); every fold is counted per label. Values are sanitised without merging distinct names
-  (`sanitize_label`).
+  longest window); every fold is counted per label. A score of a new series when `exporter.max_series` real series
+  are in the longest window is counted in (other, other, other) (the `series` fold). Values are sanitised without
+  merging distinct names (`sanitize_label`).
 - Units: a score naming an instance or an attempt belongs to the unit (task, instance) of its agent version;
   each window counts the graded conversations per unit, which the estimates over units read (`summary`). At
   most `exporter.max_units` units per agent version are tracked (first come, first kept among those seen in
@@ -55,7 +56,7 @@ from agentwatch.exporters.alert_rules import (
 from agentwatch.exporters.contribution import MEASURED_FIELDS, Contributions, ignored_measures
 from agentwatch.exporters.counters import EstimatorCounters, SeriesCounters
 from agentwatch.exporters.judge_agreement import JudgeAgreement, agreements
-from agentwatch.exporters.labels import ALL_TASKS, LabelCaps
+from agentwatch.exporters.labels import ALL_TASKS, OTHER, LabelCaps, kept
 from agentwatch.exporters.regression import RegressionParams, attach_regressions
 from agentwatch.exporters.summary import SeriesEstimate, StatsParams, summarise
 from agentwatch.exporters.windows import Contribution, SlidingWindow, parse_duration
@@ -108,6 +109,7 @@ class Estimator:
         self._buckets = cfg.buckets_per_window
         self._housekeeping_every = min(s for _, s in self._windows) / self._buckets
         self._caps = LabelCaps(cfg)
+        self._max_series = cfg.max_series
         self._contributions = Contributions(self._caps, settings.scoring.credits)
         self.min_kappa, self.min_kappa_labels = settings.judge.min_kappa, settings.judge.min_kappa_labels
         st = settings.stats
@@ -158,7 +160,10 @@ class Estimator:
                 self._rejected["too_old"] += 1
                 return False
             self._housekeeping(now)
-            identity = (sys.intern(score.agent), score.conversation_id)  # one agent string for all its ids
+            identity = (
+                sys.intern(kept(score.agent)),
+                kept(score.conversation_id),
+            )  # one agent str for its ids
             counted = self._seen.get(identity)
             if counted is not None:
                 if score.revision <= counted.revision:
@@ -172,6 +177,11 @@ class Estimator:
             task = caps.task(score.task, t)
             key = (agent, version, task)
             keys = self._key_pairs.get(key)
+            if keys is None and len(self._key_pairs) >= self._max_series:  # a new series past the cap
+                caps.folded["series"] += 1
+                agent = version = task = OTHER
+                key = (agent, version, task)
+                keys = self._key_pairs.get(key)
             if keys is None:
                 keys = self._key_pairs[key] = (key, (agent, version, ALL_TASKS))
             unit = None

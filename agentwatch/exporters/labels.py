@@ -13,8 +13,14 @@ from agentwatch.wire.contract import INFORMATIONAL_REASONS
 
 ALL_TASKS = "*"
 OTHER = "other"
-FOLDED_LABELS: tuple[str, ...] = ("agent", "version", "task", "mode")
+FOLDED_LABELS: tuple[str, ...] = ("agent", "version", "task", "mode", "series")
 RESERVED = frozenset({OTHER, ALL_TASKS})
+
+# Names and ids longer than this are remembered by their SHA-256 digest, so that what one remembered name or id
+# costs does not grow with what a producer writes into it. A digest starts with _DIGESTED, and so does no value
+# remembered as it is (such a value is digested too): two values share a key only if their digests are equal.
+KEPT_LENGTH = 256
+_DIGESTED = "\x00sha256:"
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.:/@+\-]")
 _MODE_UNSAFE = re.compile(r"[^a-z0-9_]")
@@ -39,6 +45,13 @@ def sanitize_label(value: object, max_length: int = 64) -> str:
         return text
     digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:_HASH_HEX]
     return f"{clean[: max(0, max_length - _HASH_HEX - 1)]}_{digest}"
+
+
+def kept(value: str) -> str:
+    """`value` as a key to remember: itself up to KEPT_LENGTH, else its SHA-256 digest, marked."""
+    if len(value) <= KEPT_LENGTH and not value.startswith(_DIGESTED):
+        return value
+    return _DIGESTED + hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def failure_mode(reason: str, max_length: int = 64) -> str:
@@ -110,7 +123,7 @@ class LabelCaps:
     def unit(self, agent: str, version: str, task: str, instance: str | None, t: float) -> Unit | None:
         """The unit (task, instance) of a score naming an instance or an attempt; None (a unit of its own) when
         the agent version's bound is reached (counted)."""
-        unit = (sys.intern(task), instance)
+        unit = (sys.intern(kept(task)), None if instance is None else kept(instance))
         seen = self.units_seen.setdefault((agent, version), {})
         last = seen.get(unit)
         if last is None and len(seen) >= self._max_units:
@@ -120,11 +133,11 @@ class LabelCaps:
         return unit
 
     def label(self, value: str) -> str:
-        """`sanitize_label(value)`, remembered for the few distinct names scores carry."""
+        """`sanitize_label(value)`, remembered for the few distinct names scores carry (up to KEPT_LENGTH long)."""
         label = self._labels.get(value)
         if label is None:
             label = sanitize_label(value, self._max_label)
-            if len(self._labels) < 65_536:
+            if len(self._labels) < 65_536 and len(value) <= KEPT_LENGTH:
                 self._labels[value] = label
         return label
 
@@ -133,7 +146,7 @@ class LabelCaps:
         found = self._judge_labels.get(judge)
         if found is None:
             found = sys.intern(sanitize_label(judge, self._max_label))
-            if len(self._judge_labels) < 10_000:
+            if len(self._judge_labels) < 10_000 and len(judge) <= KEPT_LENGTH:
                 self._judge_labels[judge] = found
         return found
 

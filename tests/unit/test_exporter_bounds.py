@@ -1,0 +1,98 @@
+"""The exporter's memory and series under a producer that writes many distinct or very long names: bounded by
+count and by bytes, what is folded counted and exported."""
+
+from __future__ import annotations
+
+import gc
+import hashlib
+import tracemalloc
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from agentwatch.config import load_settings
+from agentwatch.exporters.estimator import Estimator
+from agentwatch.exporters.exposition import Exposition
+from tests.support.scores import T0, find, make_score
+
+
+class Clock:
+    def __init__(self, t: float) -> None:
+        self.t = t
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def test_series_past_max_series_are_counted_in_one_other_series_and_the_fold_is_exported() -> None:
+    clock = Clock(T0 + 60)
+    est = Estimator(load_settings(exporter={"max_series": 50, "windows": ["1h"]}), clock=clock)
+    scores = 0
+    for agent in range(100):  # within each label's own cap: 100 agents, 2 versions, 5 tasks = 1,000 series
+        for version in range(2):
+            for task in range(5):
+                assert est.add(
+                    make_score(f"c{scores}", agent=f"a{agent}", version=f"v{version}", task=f"t{task}")
+                )
+                scores += 1
+    estimates = est.snapshot()
+    real = {(e.agent, e.version, e.task) for e in estimates if e.task != "*"}
+    assert len(real) == 51 and ("other", "other", "other") in real
+    assert sum(e.conversations for e in estimates if e.task != "*") == scores  # every score is still counted
+    assert est.counters().folded["series"] == scores - 50
+    samples = {
+        s.labels["label"]: s.value
+        for family in text_string_to_metric_families(Exposition(lambda: est).render().decode())
+        for s in family.samples
+        if s.name == "agentwatch_labels_folded_total"
+    }
+    assert samples["series"] == scores - 50
+    clock.t = T0 + 3 * 3600  # every series has left the longest window: the slots are free again
+    assert est.add(make_score("late", agent="new", ended_at=clock.t))
+    assert {(e.agent, e.version, e.task) for e in est.snapshot() if e.task != "*"} == {
+        ("new", "v1", "refund")
+    }
+
+
+def _held_per_score(long: bool, n: int = 300) -> float:
+    """Bytes the estimator still holds per score after `n` scores (of 100 KB ids and 20 KB names when `long`)."""
+    est = Estimator(load_settings(), clock=Clock(T0 + 60))
+    est.add(make_score("warm-up"))
+    gc.collect()
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    for i in range(n):
+        pad = (lambda c, k: c * k) if long else (lambda c, k: "")
+        score = make_score(
+            f"{i}" + pad("c", 100_000),
+            agent=f"a{i % 7}" + pad("A", 20_000),
+            version=f"v{i % 3}" + pad("V", 20_000),
+            task=f"t{i % 5}" + pad("T", 20_000),
+            instance=f"i{i}" + pad("I", 100_000),
+        )
+        assert est.add(score)
+        del score
+    gc.collect()
+    held = tracemalloc.get_traced_memory()[0] - before
+    tracemalloc.stop()
+    return held / n
+
+
+def test_what_one_score_costs_does_not_grow_with_the_length_of_its_names_and_ids() -> None:
+    short, long = _held_per_score(long=False), _held_per_score(long=True)
+    # 100 KB ids and instances, 20 KB names: held as they were, about 260 KB a score
+    assert long < short + 2_000, (short, long)
+
+
+def test_long_ids_stay_distinct_and_are_revised_and_deduplicated_by_their_whole_text() -> None:
+    est = Estimator(load_settings(), clock=Clock(T0 + 60))
+    base = "c" * 10_000
+    twins = [base + "1", base + "2"]
+    marked = "\x00sha256:" + hashlib.sha256(twins[0].encode()).hexdigest()  # as if a digest, yet a plain id
+    for cid in (*twins, marked):
+        assert est.add(make_score(cid, passed=False))
+    assert not est.add(make_score(twins[0], passed=False))  # the same conversation again: a duplicate
+    assert est.add(make_score(twins[1], passed=True, revision=1))  # its revision replaces it
+    e = find(est.snapshot(), "1h", task="refund")
+    assert (e.conversations, e.scored, e.passed) == (3, 3, 1)
+    c = est.counters()
+    assert (c.rejected["duplicate"], c.revisions) == (1, 1)
