@@ -33,7 +33,15 @@ import httpx
 from agentwatch.config import JudgeConfig
 from agentwatch.config.prices import PriceLookup
 from agentwatch.judge.breaker import CircuitBreaker
-from agentwatch.judge.endpoint import about_format, parse_retry_after, refuse_plain_http_with_key
+from agentwatch.judge.endpoint import (
+    Redactor,
+    about_format,
+    parse_retry_after,
+    refuse_plain_http_with_key,
+    shown_url,
+    split_credentials,
+    url_credentials,
+)
 from agentwatch.judge.http_bounds import (
     ACCEPT_ENCODING,
     BodyTooLarge,
@@ -104,12 +112,15 @@ class OpenAIJudge:
         allow_insecure_http: bool = False,
         max_response_bytes: int = 1 << 20,
     ) -> None:
-        if api_key and not allow_insecure_http:
+        if (api_key or url_credentials(base_url)) and not allow_insecure_http:
             refuse_plain_http_with_key(base_url)
+        self._redact = Redactor([*([api_key] if api_key else []), *url_credentials(base_url)])
         self.model = model
         self.judge_id = f"{name}:{model}:{prompt_version}"
         self.rubric = load_rubric(prompt_version)
-        self.url = base_url.rstrip("/") + "/chat/completions"
+        bare_url, credentials = split_credentials(base_url)
+        self.url = bare_url.rstrip("/") + "/chat/completions"
+        self._auth = httpx.BasicAuth(*credentials) if credentials is not None else None
         self.timeout_s = timeout_s
         self.max_response_bytes = max_response_bytes
         self.max_retries = max_retries
@@ -146,7 +157,11 @@ class OpenAIJudge:
         env = os.environ if environ is None else environ
         key = env.get(cfg.api_key_env)
         if not key:
-            log.warning("judge: %s is not set; calling %s without an API key", cfg.api_key_env, cfg.base_url)
+            log.warning(
+                "judge: %s is not set; calling %s without an API key",
+                cfg.api_key_env,
+                shown_url(cfg.base_url),
+            )
         return cls(
             base_url=cfg.base_url,
             model=cfg.model,
@@ -203,9 +218,9 @@ class OpenAIJudge:
                 self.breaker.success()  # the judge answered: it is up, even if the answer is unusable
             return self._verdict(start, usage, failure=exc.code, detail=exc.detail)
         except Exception as exc:  # noqa: BLE001 — whatever the server did, the breaker hears of the call
-            log.warning("judge call failed unexpectedly: %s: %s", type(exc).__name__, exc)
+            detail = self._redact(f"{type(exc).__name__}: {exc}")
+            log.warning("judge call failed unexpectedly: %s", detail)
             self.breaker.failure()
-            detail = f"{type(exc).__name__}: {exc}"
             return self._verdict(start, usage, failure=JUDGE_UNAVAILABLE, detail=detail)
         self.breaker.success()
         return self._verdict(start, usage, outcome=outcome, score=score, explanation=explanation)
@@ -228,7 +243,7 @@ class OpenAIJudge:
         if fields.get("failure"):
             return JudgeVerdict.failed(
                 fields["failure"],
-                fields["detail"],
+                self._redact(fields["detail"]),
                 self.judge_id,
                 input_tokens=usage[0],
                 output_tokens=usage[1],
@@ -238,7 +253,7 @@ class OpenAIJudge:
         return JudgeVerdict.graded(
             fields["outcome"],
             fields["score"],
-            fields["explanation"],
+            self._redact(fields["explanation"]),
             self.judge_id,
             input_tokens=usage[0],
             output_tokens=usage[1],
@@ -329,7 +344,13 @@ class OpenAIJudge:
         deadline = self._clock() + self.timeout_s
         with (
             exchange_deadline(self.timeout_s),
-            self._client.stream("POST", self.url, json=request, headers=self._headers) as r,
+            self._client.stream(
+                "POST",
+                self.url,
+                json=request,
+                headers=self._headers,
+                auth=self._auth or httpx.USE_CLIENT_DEFAULT,
+            ) as r,
         ):
             status = r.status_code
             limit = self.max_response_bytes if status == 200 else _ERROR_BODY_BYTES
@@ -343,7 +364,8 @@ class OpenAIJudge:
                     raise late
 
             try:
-                return status, r.headers, read_body(r, limit, in_time, cut=status != 200)
+                body = read_body(r, limit, in_time, cut=status != 200)
+                return status, r.headers, self._redact.body(body)
             except httpx.TimeoutException:
                 raise late from None
             except BodyTooLarge:

@@ -1,13 +1,15 @@
-"""What the judge's endpoint may be, and how what it says is read: the URL refused when it would send a key in
-clear text, the `Retry-After` header, an error that is about `response_format`."""
+"""What the judge's endpoint may be, and how what it says is read: the URL refused when it would send a key or
+credentials in clear text, the URL as it may be shown (no credentials), the secrets taken out of any text the
+server sends back, the `Retry-After` header, an error that is about `response_format`."""
 
 from __future__ import annotations
 
+import base64
 import email.utils
 import ipaddress
 import math
 import time
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 
 def parse_retry_after(value: str | None, now: float | None = None) -> float | None:
@@ -28,8 +30,64 @@ def parse_retry_after(value: str | None, now: float | None = None) -> float | No
     return max(when.timestamp() - (time.time() if now is None else now), 0.0)
 
 
+def shown_url(url: str) -> str:
+    """`url` with the credentials it carries (user and password) replaced by `***`, for logs and messages."""
+    parsed = urlsplit(url.strip())
+    if "@" not in parsed.netloc:
+        return url
+    return parsed._replace(netloc="***@" + parsed.netloc.rpartition("@")[2]).geturl()
+
+
+def split_credentials(url: str) -> tuple[str, tuple[str, str] | None]:
+    """`url` without the credentials it carries, and those (user, password) or None: given to the HTTP client
+    apart, so that no log line of a request shows them."""
+    parsed = urlsplit(url.strip())
+    if "@" not in parsed.netloc:
+        return url, None
+    userinfo, _, host = parsed.netloc.rpartition("@")
+    user, _, password = userinfo.partition(":")
+    return parsed._replace(netloc=host).geturl(), (unquote(user), unquote(password))
+
+
+def url_credentials(url: str) -> list[str]:
+    """The secrets a URL carries: its password, `user:password` and that in base64 (a Basic Authorization)."""
+    parsed = urlsplit(url.strip())
+    if parsed.password is None and "@" not in parsed.netloc:
+        return []
+    userinfo = parsed.netloc.rpartition("@")[0]
+    user, _, password = userinfo.partition(":")
+    basic = base64.b64encode(f"{unquote(user)}:{unquote(password)}".encode()).decode()
+    return [s for s in (userinfo, unquote(userinfo), password, unquote(password), basic) if s]
+
+
+class Redactor:
+    """Replaces the secrets (API key, URL credentials) in a text with `[redacted]`: a server may echo them back
+    (an error quoting the request's headers, a verdict quoting its instructions)."""
+
+    def __init__(self, secrets: list[str]) -> None:
+        # the longest first: a secret inside another is replaced as part of it
+        self._secrets = sorted({s for s in secrets if len(s) >= 4}, key=len, reverse=True)
+
+        self._raw = [s.encode() for s in self._secrets]
+
+    def __call__(self, text: str) -> str:
+        """`text` without the secrets."""
+        for secret in self._secrets:
+            if secret in text:
+                text = text.replace(secret, "[redacted]")
+        return text
+
+    def body(self, raw: bytes) -> bytes:
+        """A reply's body without the secrets (before any part of it is cut, which could cut one in two)."""
+        for secret in self._raw:
+            if secret in raw:
+                raw = raw.replace(secret, b"[redacted]")
+        return raw
+
+
 def refuse_plain_http_with_key(base_url: str) -> None:
-    """ValueError when `base_url` would send an API key in clear text: `http://` to a host not on loopback."""
+    """ValueError when `base_url` would send an API key or the credentials it carries in clear text: `http://`
+    to a host not on loopback."""
     parsed = urlsplit(base_url.strip())
     if parsed.scheme.lower() != "http":
         return
@@ -42,7 +100,8 @@ def refuse_plain_http_with_key(base_url: str) -> None:
     except ValueError:
         pass
     raise ValueError(
-        f"judge.base_url {base_url!r} is plain http to {host or 'an unknown host'}: the API key would cross the "
+        f"judge.base_url {shown_url(base_url)!r} is plain http to {host or 'an unknown host'}: the API key would "
+        "cross the "
         "network in clear text. Use https://, a loopback address, or set judge.allow_insecure_http: true "
         "(e.g. behind a sidecar that encrypts)"
     )

@@ -84,6 +84,6 @@ def completion_body(content: str | None = None, **extra: Any) -> bytes:
 
 
 def response(status: str, body: bytes, *headers: str) -> bytes:
-    """The bytes of an HTTP/1.1 response with a Content-Length."""
-    lines = [f"HTTP/1.1 {status}", f"Content-Length: {len(body)}", *headers]
+    """The bytes of an HTTP/1.1 response with a Content-Length (the server closes the connection after it)."""
+    lines = [f"HTTP/1.1 {status}", f"Content-Length: {len(body)}", "Connection: close", *headers]
     return ("\r\n".join(lines) + "\r\n\r\n").encode() + body
