@@ -390,10 +390,16 @@ class OpenAIJudge:
             ) from None
         u = data.get("usage") or {}
         try:
-            usage[0] += int(u.get("prompt_tokens") or 0)
-            usage[1] += int(u.get("completion_tokens") or 0)
             details = u.get("prompt_tokens_details")
-            usage[2] += int(details.get("cached_tokens") or 0) if isinstance(details, dict) else 0
+            cached = details.get("cached_tokens") if isinstance(details, dict) else 0
+            counts = [
+                int(u.get("prompt_tokens") or 0),
+                int(u.get("completion_tokens") or 0),
+                int(cached or 0),
+            ]
+            if min(counts) < 0:  # would take off what other calls cost, and the spend cap with it
+                raise ValueError("a negative token count")
+            usage[:] = [a + b for a, b in zip(usage, counts, strict=True)]
         except (TypeError, ValueError, AttributeError, OverflowError):
             pass  # usage the server garbled is not counted; the verdict still is
         refusal = message.get("refusal")

@@ -11,6 +11,8 @@ import zlib
 
 import httpx
 
+from agentwatch.config import Settings
+from agentwatch.config.prices import PriceLookup
 from agentwatch.judge.breaker import CircuitBreaker
 from agentwatch.judge.client import OpenAIJudge, parse_retry_after
 from agentwatch.wire.schema import Conversation
@@ -146,3 +148,21 @@ def test_an_unexpected_error_in_the_trial_call_reopens_the_breaker() -> None:
     assert judge.judge(conv()).failure == "judge_unavailable" and calls[0] == 2  # the trial call went out
     now[0] = 22.0  # the trial failed: after reset_s another trial goes out (not "a trial call is in flight")
     assert judge.judge(conv()).failure == "judge_unavailable" and calls[0] == 3
+
+
+def test_a_negative_token_count_takes_nothing_off_the_spend() -> None:
+    """A reply whose usage is negative is not counted: it would cancel what the repair call cost, and the spend
+    cap would never see it."""
+    replies = [
+        completion_body("not json", usage={"prompt_tokens": -1_000_000_000, "completion_tokens": -5}),
+        completion_body(usage={"prompt_tokens": 1000, "completion_tokens": 50}),
+    ]
+
+    def send(sock: socket.socket, head: bytes, body: bytes) -> None:
+        sock.sendall(response("200 OK", replies.pop(0)))
+
+    prices = PriceLookup(Settings().cost.prices.models)
+    with RawServer(send) as server:
+        v = judge_for(server, prices=prices).judge(conv())
+    assert v.ok and (v.input_tokens, v.output_tokens) == (1000, 50)
+    assert v.cost_usd is not None and v.cost_usd > 0
