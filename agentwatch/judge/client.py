@@ -269,7 +269,7 @@ class OpenAIJudge:
             first_error = str(exc)
         repair = [
             *messages,
-            {"role": "assistant", "content": content or ""},
+            {"role": "assistant", "content": self._as_sent_back(content or "")},
             {"role": "user", "content": REPAIR_PROMPT.format(error=first_error)},
         ]
         content = self._complete(repair, usage)
@@ -279,6 +279,12 @@ class OpenAIJudge:
             raise _CallFailed(
                 JUDGE_BAD_OUTPUT, f"{exc} (after one repair attempt; first: {first_error})"
             ) from None
+
+    def _as_sent_back(self, content: str) -> str:
+        """The bad reply as the repair request quotes it: no longer than a reply of `max_output_tokens` can be
+        (a server ignoring the limit would otherwise have its whole body sent back, and paid for, as input)."""
+        room = 4 * self.max_output_tokens
+        return content if len(content) <= room else f"{content[:room]}[cut: {len(content) - room} chars]"
 
     def _body(self, messages: list[dict[str, str]]) -> dict[str, Any]:
         body: dict[str, Any] = {

@@ -166,3 +166,19 @@ def test_a_negative_token_count_takes_nothing_off_the_spend() -> None:
         v = judge_for(server, prices=prices).judge(conv())
     assert v.ok and (v.input_tokens, v.output_tokens) == (1000, 50)
     assert v.cost_usd is not None and v.cost_usd > 0
+
+
+def test_the_repair_request_quotes_no_more_of_a_bad_reply_than_a_reply_can_hold() -> None:
+    """A reply of 500 kB of prose (a server ignoring max_tokens) is quoted in the repair request cut to what
+    `max_output_tokens` allows (4 characters a token), not sent back whole as input to pay for."""
+    replies = [completion_body("blah " * 100_000), completion_body()]
+    sizes: list[int] = []
+
+    def send(sock: socket.socket, head: bytes, body: bytes) -> None:
+        sizes.append(len(body))
+        sock.sendall(response("200 OK", replies.pop(0)))
+
+    with RawServer(send) as server:
+        v = judge_for(server, max_output_tokens=400).judge(conv())
+    assert v.ok and len(sizes) == 2
+    assert sizes[1] - sizes[0] < 4 * 400 + 2_000  # the quote, the repair prompt and the JSON around them
