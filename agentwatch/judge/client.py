@@ -20,7 +20,6 @@ error, asking for the JSON object only). Failures never raise: they come back as
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import random
@@ -34,9 +33,11 @@ from agentwatch.config import JudgeConfig
 from agentwatch.config.prices import PriceLookup
 from agentwatch.judge.breaker import CircuitBreaker
 from agentwatch.judge.endpoint import (
+    CallFailed,
     Redactor,
     about_format,
     parse_retry_after,
+    read_completion,
     refuse_plain_http_with_key,
     shown_url,
     split_credentials,
@@ -76,13 +77,6 @@ REPAIR_PROMPT = (
 
 
 _ERROR_BODY_BYTES = 4096  # of a reply that is not 200: its first 300 characters go into the detail
-
-
-class _CallFailed(Exception):
-    def __init__(self, code: str, detail: str) -> None:
-        super().__init__(detail)
-        self.code = code
-        self.detail = detail
 
 
 class OpenAIJudge:
@@ -211,7 +205,7 @@ class OpenAIJudge:
             return JudgeVerdict.failed(JUDGE_UNAVAILABLE, blocked, self.judge_id)
         try:
             outcome, score, explanation = self._ask(messages, usage)
-        except _CallFailed as exc:
+        except CallFailed as exc:
             if exc.code != JUDGE_BAD_OUTPUT:
                 self.breaker.failure()
             else:
@@ -276,7 +270,7 @@ class OpenAIJudge:
         try:
             return parse_verdict(content)
         except ValueError as exc:
-            raise _CallFailed(
+            raise CallFailed(
                 JUDGE_BAD_OUTPUT, f"{exc} (after one repair attempt; first: {first_error})"
             ) from None
 
@@ -303,7 +297,7 @@ class OpenAIJudge:
         return body
 
     def _complete(self, messages: list[dict[str, str]], usage: list[int]) -> str | None:
-        """The reply's text content; raise _CallFailed on timeouts, unavailability, refusals and bad bodies."""
+        """The reply's text content; raise CallFailed on timeouts, unavailability, refusals and bad bodies."""
         last = "no attempt"
         attempt = 0
         while True:
@@ -311,14 +305,14 @@ class OpenAIJudge:
             try:
                 status, headers, body = self._post(self._body(messages))
             except httpx.TimeoutException as exc:
-                raise _CallFailed(
+                raise CallFailed(
                     JUDGE_TIMEOUT, f"no response within {self.timeout_s:g} s ({type(exc).__name__})"
                 ) from exc
             except httpx.TransportError as exc:
                 last = f"connection error: {type(exc).__name__}: {exc}"
             else:
                 if status == 200:
-                    return self._content(body, usage)
+                    return read_completion(body, usage)
                 text = body.decode("utf-8", "replace")[:300]
                 if status in (400, 422) and self._auto and self._mode != "none" and about_format(text):
                     fallback = _MODES[_MODES.index(self._mode) + 1]
@@ -326,14 +320,14 @@ class OpenAIJudge:
                     self._mode = fallback
                     continue  # not a retry: the same request in a form the server accepts
                 if status != 429 and status < 500:
-                    raise _CallFailed(JUDGE_UNAVAILABLE, f"HTTP {status}: {text}")
+                    raise CallFailed(JUDGE_UNAVAILABLE, f"HTTP {status}: {text}")
                 last = f"HTTP {status}"
                 retry_after = parse_retry_after(headers.get("Retry-After"))
             if attempt >= self.max_retries:
                 break
             if retry_after is not None:
                 if retry_after > self.max_backoff_s:
-                    raise _CallFailed(
+                    raise CallFailed(
                         JUDGE_UNAVAILABLE,
                         f"{last}; Retry-After {retry_after:g} s exceeds {self.max_backoff_s:g} s",
                     )
@@ -342,7 +336,7 @@ class OpenAIJudge:
                 delay = self._rng() * min(self.max_backoff_s, self.backoff_s * 2**attempt)
             self._sleep(delay)
             attempt += 1
-        raise _CallFailed(JUDGE_UNAVAILABLE, f"{last} after {self.max_retries} retries")
+        raise CallFailed(JUDGE_UNAVAILABLE, f"{last} after {self.max_retries} retries")
 
     def _post(self, request: dict[str, Any]) -> tuple[int, httpx.Headers, bytes]:
         """One request's status, headers and body: the body of a 200 whole (bad output over
@@ -362,8 +356,8 @@ class OpenAIJudge:
             limit = self.max_response_bytes if status == 200 else _ERROR_BODY_BYTES
             declared = r.headers.get("Content-Length", "")
             if status == 200 and declared.isdigit() and int(declared) > limit:
-                raise _CallFailed(JUDGE_BAD_OUTPUT, f"reply of {declared} bytes, over {limit}")
-            late = _CallFailed(JUDGE_TIMEOUT, f"reply not read within {self.timeout_s:g} s")
+                raise CallFailed(JUDGE_BAD_OUTPUT, f"reply of {declared} bytes, over {limit}")
+            late = CallFailed(JUDGE_TIMEOUT, f"reply not read within {self.timeout_s:g} s")
 
             def in_time() -> None:
                 if self._clock() > deadline:
@@ -375,45 +369,8 @@ class OpenAIJudge:
             except httpx.TimeoutException:
                 raise late from None
             except BodyTooLarge:
-                raise _CallFailed(JUDGE_BAD_OUTPUT, f"reply over {limit} bytes") from None
+                raise CallFailed(JUDGE_BAD_OUTPUT, f"reply over {limit} bytes") from None
             except BodyUndecodable as exc:
                 if status != 200:
                     return status, r.headers, b""  # an error's detail is not worth more
-                raise _CallFailed(JUDGE_BAD_OUTPUT, f"reply not readable: {exc}") from None
-
-    def _content(self, body: bytes, usage: list[int]) -> str | None:
-        try:
-            data = json.loads(body)
-            choice = data["choices"][0]
-            message = choice.get("message") or {}
-            if not isinstance(message, dict):
-                raise TypeError("the message is not an object")
-        # RecursionError: a body nested deeper than the JSON decoder goes
-        except (ValueError, KeyError, IndexError, TypeError, AttributeError, RecursionError):
-            raise _CallFailed(
-                JUDGE_BAD_OUTPUT,
-                f"response is not a chat completion: {body.decode('utf-8', 'replace')[:200]!r}",
-            ) from None
-        u = data.get("usage") or {}
-        try:
-            details = u.get("prompt_tokens_details")
-            cached = details.get("cached_tokens") if isinstance(details, dict) else 0
-            counts = [
-                int(u.get("prompt_tokens") or 0),
-                int(u.get("completion_tokens") or 0),
-                int(cached or 0),
-            ]
-            if min(counts) < 0:  # would take off what other calls cost, and the spend cap with it
-                raise ValueError("a negative token count")
-            usage[:] = [a + b for a, b in zip(usage, counts, strict=True)]
-        except (TypeError, ValueError, AttributeError, OverflowError):
-            pass  # usage the server garbled is not counted; the verdict still is
-        refusal = message.get("refusal")
-        if refusal:
-            raise _CallFailed(JUDGE_BAD_OUTPUT, f"refusal: {str(refusal)[:200]}")
-        content = message.get("content")
-        if choice.get("finish_reason") == "content_filter":
-            raise _CallFailed(JUDGE_BAD_OUTPUT, "refusal: content filter")
-        if content is not None and not isinstance(content, str):
-            content = str(content)
-        return content
+                raise CallFailed(JUDGE_BAD_OUTPUT, f"reply not readable: {exc}") from None

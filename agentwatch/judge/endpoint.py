@@ -1,15 +1,28 @@
 """What the judge's endpoint may be, and how what it says is read: the URL refused when it would send a key or
 credentials in clear text, the URL as it may be shown (no credentials), the secrets taken out of any text the
-server sends back, the `Retry-After` header, an error that is about `response_format`."""
+server sends back, the `Retry-After` header, an error that is about `response_format`, a chat completion's text
+and usage."""
 
 from __future__ import annotations
 
 import base64
 import email.utils
 import ipaddress
+import json
 import math
 import time
 from urllib.parse import unquote, urlsplit
+
+from agentwatch.judge.verdict import JUDGE_BAD_OUTPUT
+
+
+class CallFailed(Exception):
+    """A call that ends without a verdict: its failure code and what happened."""
+
+    def __init__(self, code: str, detail: str) -> None:
+        super().__init__(detail)
+        self.code = code
+        self.detail = detail
 
 
 def parse_retry_after(value: str | None, now: float | None = None) -> float | None:
@@ -111,3 +124,43 @@ def about_format(text: str) -> bool:
     """Whether an error's text is about `response_format` (the server rejects structured outputs)."""
     low = text.lower()
     return "response_format" in low or "json_schema" in low or "structured" in low
+
+
+def read_completion(body: bytes, usage: list[int]) -> str | None:
+    """The text content of a chat completion's first choice; its token usage added to `usage` (input,
+    output, input served from the provider's cache); `CallFailed` for a refusal or a body that is no completion."""
+    try:
+        data = json.loads(body)
+        choice = data["choices"][0]
+        message = choice.get("message") or {}
+        if not isinstance(message, dict):
+            raise TypeError("the message is not an object")
+    # RecursionError: a body nested deeper than the JSON decoder goes
+    except (ValueError, KeyError, IndexError, TypeError, AttributeError, RecursionError):
+        raise CallFailed(
+            JUDGE_BAD_OUTPUT,
+            f"response is not a chat completion: {body.decode('utf-8', 'replace')[:200]!r}",
+        ) from None
+    u = data.get("usage") or {}
+    try:
+        details = u.get("prompt_tokens_details")
+        cached = details.get("cached_tokens") if isinstance(details, dict) else 0
+        counts = [
+            int(u.get("prompt_tokens") or 0),
+            int(u.get("completion_tokens") or 0),
+            int(cached or 0),
+        ]
+        if min(counts) < 0:  # would take off what other calls cost, and the spend cap with it
+            raise ValueError("a negative token count")
+        usage[:] = [a + b for a, b in zip(usage, counts, strict=True)]
+    except (TypeError, ValueError, AttributeError, OverflowError):
+        pass  # usage the server garbled is not counted; the verdict still is
+    refusal = message.get("refusal")
+    if refusal:
+        raise CallFailed(JUDGE_BAD_OUTPUT, f"refusal: {str(refusal)[:200]}")
+    content = message.get("content")
+    if choice.get("finish_reason") == "content_filter":
+        raise CallFailed(JUDGE_BAD_OUTPUT, "refusal: content filter")
+    if content is not None and not isinstance(content, str):
+        content = str(content)
+    return content
