@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import gzip
 import logging
+import socket
 import threading
+import time
 from collections.abc import Callable, Iterable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -21,9 +23,10 @@ from prometheus_client.utils import floatToGoString
 log = logging.getLogger(__name__)
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
-# A scraper sends its request at once and reads the answer: a connection idle this long is closed, and no more
-# than MAX_CONNECTIONS are served at a time (more are closed at once and counted), so that connections opened and
-# left (a port scan, a load balancer's check) cannot pile up threads.
+# A scraper sends its request at once and reads the answer: a connection idle this long, or whose request line and
+# headers have not all arrived this long after it was accepted (a byte at a time keeps it from being idle), is
+# closed, and no more than MAX_CONNECTIONS are served at a time (more are closed at once and counted), so that
+# connections opened and left (a port scan, a load balancer's check) cannot pile up threads.
 IDLE_TIMEOUT_S = 10.0
 MAX_CONNECTIONS = 32
 REFUSED_METRIC = "agentwatch_http_connections_refused_total"
@@ -140,13 +143,52 @@ class _BoundedServer(ThreadingHTTPServer):
             self._slots.release()
 
 
+class _HeadReader:
+    """The request's lines read from the socket, all of them within `IDLE_TIMEOUT_S` of the first read (a
+    buffered reader waits `timeout` again for every byte); what a GET handler reads is its request line and
+    headers, nothing else."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self._sock = sock
+        self._deadline = time.monotonic() + IDLE_TIMEOUT_S
+        self._buffer = b""
+
+    def readline(self, limit: int = -1) -> bytes:
+        """One line (with its newline), at most `limit` bytes; TimeoutError past the deadline."""
+        while b"\n" not in self._buffer and (limit < 0 or len(self._buffer) < limit):
+            left = self._deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("request line and headers not received in time")
+            self._sock.settimeout(left)
+            chunk = self._sock.recv(4096)
+            if not chunk:
+                break
+            self._buffer += chunk
+        end = self._buffer.find(b"\n") + 1 or len(self._buffer)
+        if limit >= 0:
+            end = min(end, limit)
+        line, self._buffer = self._buffer[:end], self._buffer[end:]
+        return line
+
+    def close(self) -> None:
+        """Nothing to close: the socket is the server's."""
+
+
 def _handler(
     render: Callable[[], bytes], name: str, ready: Callable[[], bool] | None, own: Callable[[], bytes]
 ) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         timeout = IDLE_TIMEOUT_S  # on every read and write of the connection
 
+        def setup(self) -> None:
+            super().setup()  # a TimeoutError of its reads closes the connection unanswered
+            self.rfile.close()
+            self.rfile = _HeadReader(self.connection)  # type: ignore[assignment]
+
         def do_GET(self) -> None:
+            self.connection.settimeout(
+                IDLE_TIMEOUT_S
+            )  # the answer's writes: what the head's reads left is less
             path = self.path.split("?", 1)[0]
             if path == "/ready" and ready is not None:
                 ok = ready()

@@ -60,3 +60,27 @@ def test_an_idle_connection_is_closed_after_the_timeout(monkeypatch: pytest.Monk
         assert server.refused == 0
     finally:
         server.stop()
+
+
+def test_a_request_sent_a_byte_at_a_time_is_closed_once_its_head_is_late(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(metrics_http, "IDLE_TIMEOUT_S", 0.5)
+    server = MetricsServer(lambda: b"x 1\n" * 100_000, 0, "127.0.0.1")
+    try:
+        s = socket.create_connection(("127.0.0.1", server.port), timeout=5)
+        closed = False
+        for byte in b"GET /metrics HTTP/1.1\r\nX-Slow: " + b"y" * 60:  # a byte every 0.05 s: never idle 0.5 s
+            try:
+                s.sendall(bytes([byte]))
+            except OSError:
+                closed = True
+                break
+            time.sleep(0.05)
+        assert closed  # the server closed it while the head was still coming, 0.5 s after it began
+        s.close()
+        # a scraper that sends its request at once gets the whole answer, however long it takes to read
+        body = urllib.request.urlopen(f"http://127.0.0.1:{server.port}/metrics", timeout=5).read()
+        assert body.startswith(b"x 1\n" * 100_000)
+    finally:
+        server.stop()
