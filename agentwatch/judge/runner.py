@@ -6,8 +6,8 @@ while `pending` is high); `judge_many(convs)` judges a batch and returns verdict
 CLI). The same conversation asked for twice while its first call is in flight shares that call; asked for
 again later it is served from the cache. A future never raises: every failure is a failed verdict.
 
-Order of checks for one conversation: cache (hit: no call, no spend) → spend cap (reached: `judge_budget_exhausted`
-without a call) → the judge (`run_judge`: exceptions become failure codes) → record spend, cache a verdict that
+Order of checks for one conversation: cache (hit: no call, no spend) → spend cap, when it is queued and again when
+its call starts (reached: `judge_budget_exhausted` without a call) → the judge (`run_judge`: exceptions become failure codes) → record spend, cache a verdict that
 grades.
 """
 
@@ -112,6 +112,12 @@ class JudgeRunner:
 
     def _call(self, conv: Conversation, key: str | None) -> JudgeVerdict:
         try:
+            # again as the call starts: a batch is queued before any of it has cost anything
+            blocked = self.cap.check()
+            if blocked is not None:
+                refused = JudgeVerdict.failed(JUDGE_BUDGET_EXHAUSTED, blocked, self.judge_id)
+                self.stats.observe(refused, called=False)
+                return refused
             verdict = run_judge(self.judge, conv)
             self.cap.record(verdict.cost_usd)
             self.stats.observe(verdict, called=True)

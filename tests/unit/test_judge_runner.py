@@ -240,3 +240,18 @@ def test_end_to_end_http_runner_and_scorer():
     assert len(server.requests) == 1  # same transcript content: one paid call
     assert all(s.outcome is Outcome.HALLUCINATED and s.passed is False for s in scores)
     assert scores[0].judge == "openai:gpt-4o-mini:v1" and scores[0].graded_by == ["judge"]
+
+
+def test_the_spend_cap_is_checked_when_a_queued_call_starts_not_only_when_it_is_queued():
+    """A batch is queued at once, before any call has cost anything: the cap must stop the calls that start
+    after it is reached, so spend passes it by at most the calls in flight (`concurrency`)."""
+    cap = SpendCap(hourly_usd=0.025)
+    judge = CountingJudge(cost=0.01, delay=0.01)
+    runner = JudgeRunner(judge, concurrency=2, cap=cap)
+    verdicts = runner.judge_many([conv(f"c{i}", f"a{i}") for i in range(40)])
+    runner.close()
+    assert judge.calls <= 3 + 2  # three calls reach the cap, at most two more were in flight
+    assert cap.total_usd <= 0.025 + 2 * 0.01 + 1e-9
+    failed = [v for v in verdicts if not v.ok]
+    assert len(failed) == 40 - judge.calls and {v.failure for v in failed} == {"judge_budget_exhausted"}
+    assert runner.stats.snapshot()["failures"]["judge_budget_exhausted"] == len(failed)
