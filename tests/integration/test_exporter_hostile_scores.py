@@ -63,7 +63,8 @@ def _judged(cid: str, ended_at: float, rate: float, i: int) -> bytes:
 def _body(port: int) -> str:
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=30) as resp:
         assert resp.status == 200
-        return resp.read().decode()
+        body: bytes = resp.read()
+        return body.decode()
 
 
 def _checked(text: str) -> dict[tuple[str, tuple], float]:

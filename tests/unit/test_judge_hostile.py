@@ -16,7 +16,7 @@ from agentwatch.config.prices import PriceLookup
 from agentwatch.judge.breaker import CircuitBreaker
 from agentwatch.judge.client import OpenAIJudge, parse_retry_after
 from agentwatch.wire.schema import Conversation
-from tests.support.hostile_http import RawServer, completion_body, response
+from tests.support.hostile_http import Handler, RawServer, completion_body, response
 
 
 def conv() -> Conversation:
@@ -50,6 +50,15 @@ def test_headers_trickling_in_are_a_timeout_at_the_deadline() -> None:
         stop.set()
     assert v.failure == "judge_timeout" and "within 1 s" in v.detail
     assert took < 6.0  # bounded by timeout_s (1 s) plus slack, not by the 60 s the headers would take
+
+
+def _replying(reply: bytes) -> Handler:
+    """A handler sending `reply` to every request."""
+
+    def handle(sock: socket.socket, _head: bytes, _body: bytes) -> None:
+        sock.sendall(reply)
+
+    return handle
 
 
 def _gzip(data_pieces: int, piece: bytes) -> bytes:
@@ -88,19 +97,11 @@ def test_compressed_replies_within_the_bound_are_read_and_unreadable_ones_are_ba
     }
     for encoding, body in replies.items():
         name = encoding.split()[0]
-        with RawServer(
-            lambda s, h, b, body=body, name=name: s.sendall(
-                response("200 OK", body, f"Content-Encoding: {name}")
-            )
-        ) as server:
+        with RawServer(_replying(response("200 OK", body, f"Content-Encoding: {name}"))) as server:
             assert judge_for(server).judge(conv()).ok, encoding
     assert b"accept-encoding: gzip, deflate\r\n" in server.requests[0].lower()
     for encoding, body in [("gzip", b"not gzip at all"), ("zstd", verdict), ("br", verdict)]:
-        with RawServer(
-            lambda s, h, b, body=body, encoding=encoding: s.sendall(
-                response("200 OK", body, f"Content-Encoding: {encoding}")
-            )
-        ) as server:
+        with RawServer(_replying(response("200 OK", body, f"Content-Encoding: {encoding}"))) as server:
             judge = judge_for(server, breaker=CircuitBreaker(failures=1))
             v = judge.judge(conv())
         assert v.failure == "judge_bad_output" and "reply not readable" in v.detail, (encoding, v)
