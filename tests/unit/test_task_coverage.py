@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks.coverage import TRUTHS, UNEQUAL, simulate
+from benchmarks.coverage import EQUAL, TRUTHS, UNEQUAL, simulate
 
 REPS = 1000
 CASES = [
@@ -36,3 +36,15 @@ def test_95_percent_intervals_cover_93_to_97_percent(
     coverage = {key: cells[key].coverage for key in wanted}
     outside = {key: round(c, 3) for key, c in coverage.items() if not 0.93 <= c <= 0.97}
     assert not outside, f"coverage outside 93-97%: {outside}"
+
+
+@pytest.mark.parametrize(("attempts", "seed"), [(8, 107), (UNEQUAL, 108)], ids=["8 attempts", "1-8 attempts"])
+def test_where_every_unit_has_the_same_p_the_intervals_still_cover(attempts: int, seed: int) -> None:
+    """200 units all at p = 0.5: at a k near the most attempts the units' values are mostly 0 with a rare 1,
+    and a sample without a 1 measured a small variance around a value too low (pass^7 of 200 units of 8
+    attempts covered 72.7%, pass^6 of 1-8 attempts 77.9%). The truth is 0.5^k exactly."""
+    truth = EQUAL["every unit 0.5"]
+    cells = simulate(truth, 200, attempts, REPS, seed, list(range(1, 9)), at_ks=[1])
+    coverage = {key: round(cells[key].coverage, 3) for key in [("pow", k) for k in range(1, 9)] + [("at", 1)]}
+    outside = {key: c for key, c in coverage.items() if not 0.93 <= c <= 0.995}
+    assert not outside, f"coverage outside 93-99.5%: {outside}"

@@ -190,6 +190,29 @@ def test_nonparametric_interval_from_fifty_units_by_bisection() -> None:
         assert (e.value, e.lower, e.upper) == pytest.approx((mean, lo, hi), abs=1e-9)
 
 
+def test_units_varying_less_than_their_attempts_alone_would_get_the_attempts_variance() -> None:
+    """59 units of 8 attempts passed 4, one passed 7: at k = 7 the values are 0 but one 1/8, whose sample
+    variance is far below what 8 attempts at the pooled rate give each unit; the interval takes the latter,
+    computed here in exact fractions (the binomial law at the pooled rate 243/480) and bisected."""
+    units = [(8, 4)] * 59 + [(8, 7)]
+    k, m = 7, 60
+    rate = Fraction(59 * 4 + 7, 480)
+    law = {c: math.comb(8, c) * rate**c * (1 - rate) ** (8 - c) for c in range(9)}
+    value_of = {c: Fraction(math.comb(c, k), math.comb(8, k)) for c in range(9)}
+    floor = sum(law[c] * value_of[c] ** 2 for c in range(9)) - rate ** (2 * k)
+    values = [value_of[c] for _, c in units]
+    mean = sum(values, Fraction(0)) / m
+    sample = sum(((v - mean) ** 2 for v in values), Fraction(0)) / (m - 1)
+    assert sample < floor  # the case: the units vary less than their attempts alone make them
+    n_eff = m * max(1.0, float(mean * (1 - mean) / floor))
+    a, b = 0.5 + float(mean) * n_eff, 0.5 + (1 - float(mean)) * n_eff
+    e = UnitsPosterior(UnitCounts.from_units(units)).estimates([k], 0.95)["pow"][k]
+    assert e.interval == "nonparametric" and e.value == pytest.approx(float(mean), abs=1e-15)
+    assert (e.lower, e.upper) == pytest.approx(
+        (beta_quantile_by_bisection(a, b, 0.025), beta_quantile_by_bisection(a, b, 0.975)), abs=1e-9
+    )
+
+
 def test_every_unit_passing_widens_the_interval_to_the_value() -> None:
     few = UnitsPosterior(UnitCounts.from_units([(3, 3)] * 12)).estimates([1, 2, 3], 0.95)
     for k in (1, 2, 3):
