@@ -40,7 +40,6 @@ from typing import Literal
 
 import numpy as np
 from scipy.special import betaincinv
-from scipy.stats import binom
 
 from agentwatch.stats.pass_k import pass_at_k_unbiased, pass_pow_k_unbiased
 from agentwatch.stats.units_grid import GridPosterior, Kind, fit_batch
@@ -130,15 +129,25 @@ def _attempts_variance(n: np.ndarray, c: np.ndarray, m: np.ndarray, k: int, kind
     unit succeeded with the group's pooled rate (passed over graded attempts, of every unit): s₀²."""
     attempts = m @ n
     rate = np.where(attempts > 0, (m @ c) / np.maximum(attempts, 1), 0.0)
-    mean = rate**k if kind == "pow" else 1.0 - (1.0 - rate) ** k
+    # pass@k's value is 1 - C(n - c, k)/C(n, k): the failures' C(·, k)/C(n, k), at the failure rate
+    counted = rate if kind == "pow" else 1.0 - rate
     total = np.zeros(m.shape[0])
     for size in np.unique(n[n >= k]):
-        passed = np.arange(size + 1)
-        values = _unit_values(np.full(size + 1, size), passed, k, kind)
-        second = binom.pmf(passed[None, :], size, rate[:, None]) @ values**2
-        total += m[:, n == size].sum(axis=1) * np.maximum(second - mean**2, 0.0)
+        variance = _binomial_second_moment(int(size), k, counted) - counted ** (2 * k)
+        total += m[:, n == size].sum(axis=1) * np.maximum(variance, 0.0)
     units = m[:, n >= k].sum(axis=1)
     return np.where(units > 0, total / np.maximum(units, 1.0), 0.0)
+
+
+def _binomial_second_moment(n: int, k: int, rate: np.ndarray) -> np.ndarray:
+    """E[(C(x, k)/C(n, k))²] for x ~ Binomial(n, rate), in O(k): C(x, k)² = Σ_i C(2k-i, k)·C(k, i)·C(x, 2k-i)
+    and E[C(x, j)] = C(n, j)·rate^j."""
+    whole = math.comb(n, k) ** 2
+    out = np.zeros_like(rate)
+    for i in range(k + 1):
+        j = 2 * k - i
+        out += math.comb(j, k) * math.comb(k, i) * math.comb(n, j) / whole * rate**j
+    return out
 
 
 def _nonparametric(value: np.ndarray, m: np.ndarray, s2: np.ndarray, tail: float) -> tuple[np.ndarray, ...]:

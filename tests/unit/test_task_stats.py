@@ -23,6 +23,7 @@ from agentwatch.stats.units import (
     SMALL_UNITS,
     UnitCounts,
     UnitsPosterior,
+    _attempts_variance,
     intervals_batch,
     regression_probability,
     unbiased_mean,
@@ -211,6 +212,39 @@ def test_units_varying_less_than_their_attempts_alone_would_get_the_attempts_var
     assert (e.lower, e.upper) == pytest.approx(
         (beta_quantile_by_bisection(a, b, 0.025), beta_quantile_by_bisection(a, b, 0.975)), abs=1e-9
     )
+
+
+@pytest.mark.parametrize("kind", ["pow", "at"])
+def test_the_attempts_variance_is_the_binomial_law_summed_in_exact_fractions(kind: Kind) -> None:
+    """s₀² of units of 3, 6 and 40 attempts at k = 1..3, against the binomial law at the pooled rate summed over
+    every count of passes in exact fractions."""
+    pairs = [
+        (3, 1, 4),
+        (6, 5, 2),
+        (40, 13, 1),
+        (2, 2, 3),
+    ]  # (n, c, units); the 2-attempt units count in the rate
+    n = np.array([p[0] for p in pairs])
+    c = np.array([p[1] for p in pairs])
+    m = np.array([[float(p[2]) for p in pairs]])
+    rate = Fraction(sum(p[1] * p[2] for p in pairs), sum(p[0] * p[2] for p in pairs))
+    for k in (1, 2, 3):
+
+        def value(size: int, passed: int, k: int = k) -> Fraction:
+            if kind == "pow":
+                return Fraction(math.comb(passed, k), math.comb(size, k))
+            return 1 - Fraction(math.comb(size - passed, k), math.comb(size, k))
+
+        total, units = Fraction(0), 0
+        for size, _, count in pairs:
+            if size < k:
+                continue
+            law = [math.comb(size, x) * rate**x * (1 - rate) ** (size - x) for x in range(size + 1)]
+            mean = sum((law[x] * value(size, x) for x in range(size + 1)), Fraction(0))
+            second = sum((law[x] * value(size, x) ** 2 for x in range(size + 1)), Fraction(0))
+            total += count * (second - mean**2)
+            units += count
+        assert _attempts_variance(n, c, m, k, kind)[0] == pytest.approx(float(total / units), rel=1e-12)
 
 
 def test_every_unit_passing_widens_the_interval_to_the_value() -> None:
