@@ -115,8 +115,10 @@ class ExporterService:
     def _on_assigned(self, consumer: Consumer, assigned: list[TopicPartition]) -> None:
         """Fresh estimator; start every assigned partition at the beginning of the longest window."""
         estimator = Estimator(self.settings, self._clock)
-        self.estimator = estimator
+        # Not ready first, then the empty estimator: a scrape reads the estimator before the readiness gauge, so
+        # none reads the new, partial windows beside a ready of 1 (the quality alerts evaluate only at 1).
         self.readiness.assigned((tp.topic, tp.partition) for tp in assigned)
+        self.estimator = estimator
         consumer.assign(self._rewind(consumer, assigned))
 
     def _rewind(self, consumer: Consumer, assigned: list[TopicPartition]) -> list[TopicPartition]:

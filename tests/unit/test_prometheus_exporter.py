@@ -371,3 +371,33 @@ def test_failure_evidence_sample_and_label_families_through_http_scrape(served) 
         )
         == 15
     )
+
+
+def test_a_new_assignment_is_not_ready_before_its_empty_estimator_is_served() -> None:
+    """A scrape reads the estimator, then the readiness gauge. The new, empty estimator was served before the
+    readiness heard of the assignment: a scrape between the two read partial windows beside ready 1, which the
+    quality alerts trust. Readiness now drops first."""
+    from confluent_kafka import TopicPartition
+
+    service = ExporterService(load_settings(), registry=CollectorRegistry(), clock=Clock(T0))
+    assert service.feed(make_score("kept").model_dump_json().encode()) is True
+    before = service.estimator
+    served_when_told: list[bool] = []
+    tell = service.readiness.assigned
+
+    def assigned(partitions):
+        served_when_told.append(service.estimator is before)
+        tell(partitions)
+
+    service.readiness.assigned = assigned  # type: ignore[method-assign]
+
+    class Consumer:
+        def offsets_for_times(self, partitions, timeout):
+            return partitions
+
+        def assign(self, partitions):
+            self.assigned = partitions
+
+    service._on_assigned(Consumer(), [TopicPartition("agentwatch.scores", 0)])  # type: ignore[arg-type]
+    assert served_when_told == [True]
+    assert service.estimator is not before and not service.readiness.ready
