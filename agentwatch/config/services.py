@@ -261,6 +261,12 @@ class ExporterConfig(ConsumerGroupMember):
     max_failure_modes: int = Field(
         default=32, ge=1, description="distinct failure-mode labels; rest -> other"
     )
+    max_conversations: int = Field(
+        default=1_000_000,
+        ge=1,
+        description="conversations remembered (about 600 bytes each) to recognise duplicates and revisions; "
+        "past it the oldest are forgotten (agentwatch_exporter_conversations_forgotten_total)",
+    )
     max_units: int = Field(
         default=5_000,
         ge=1,

@@ -86,3 +86,4 @@ class EstimatorCounters:
     ignored: dict[str, int] = field(
         default_factory=dict
     )  # field -> values not taken (`contribution.measure`)
+    forgotten: int = 0  # conversations forgotten past exporter.max_conversations

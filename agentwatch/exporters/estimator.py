@@ -64,7 +64,7 @@ from agentwatch.wire.schema import ConversationScore
 
 log = logging.getLogger(__name__)
 
-REJECT_REASONS: tuple[str, ...] = ("duplicate", "too_old", "invalid")
+REJECT_REASONS: tuple[str, ...] = ("duplicate", "too_old", "invalid", "forgotten")
 # New alert designs made per snapshot at most for this long (after a restart, the first scrapes may lack some
 # alert gauges rather than time out); `Estimator.alerts` makes them all.
 DESIGN_SECONDS_PER_SNAPSHOT = 2.0
@@ -110,6 +110,9 @@ class Estimator:
         self._housekeeping_every = min(s for _, s in self._windows) / self._buckets
         self._caps = LabelCaps(cfg)
         self._max_series = cfg.max_series
+        self._max_conversations = cfg.max_conversations
+        self._forgotten = 0  # conversations forgotten to keep at most max_conversations
+        self._forgotten_until = -math.inf  # the latest end time of a forgotten conversation
         self._contributions = Contributions(self._caps, settings.scoring.credits)
         self.min_kappa, self.min_kappa_labels = settings.judge.min_kappa, settings.judge.min_kappa_labels
         st = settings.stats
@@ -171,6 +174,11 @@ class Estimator:
                     return False
                 self._revise(counted, score, now)
                 return True
+            if score.revision > 0 and t <= self._forgotten_until:
+                # a revision whose original may have been forgotten: counting it would count the conversation
+                # twice, and the original cannot be taken back
+                self._rejected["forgotten"] += 1
+                return False
             caps = self._caps
             agent = caps.agent(score.agent, t)
             version = caps.version(agent, score.version, t)
@@ -195,6 +203,8 @@ class Estimator:
                     self._ignored[name] += 1
             self._seen[identity] = _Counted(t, score.revision, contribution, keys)
             heapq.heappush(self._id_heap, (t, identity))
+            if len(self._seen) > self._max_conversations:
+                self._forget_oldest()
             observed = None  # what the score adds to the alert counts: the same for both series
             for k, counted_here in ((keys[0], True), (keys[1], False)):
                 s = self._series.get(k)
@@ -230,6 +240,15 @@ class Estimator:
         counted.contribution = new
         counted.revision = score.revision
         self._revisions += 1
+
+    def _forget_oldest(self) -> None:
+        """Forget the conversation that ended first: a later duplicate or revision of it is no longer known."""
+        while self._id_heap:
+            t, identity = heapq.heappop(self._id_heap)
+            if self._seen.pop(identity, None) is not None:
+                self._forgotten += 1
+                self._forgotten_until = max(self._forgotten_until, t)
+                return
 
     def reject_invalid(self) -> None:
         """Count one record that could not be read as a score."""
@@ -371,6 +390,7 @@ class Estimator:
                 self._revisions,
                 self._caps.units_folded,
                 dict(self._ignored),
+                self._forgotten,
             )
 
 

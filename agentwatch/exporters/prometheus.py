@@ -374,7 +374,12 @@ def health_families(c: EstimatorCounters) -> list[Metric]:
     )
     for name, n in c.ignored.items():
         ignored.add_metric([name], n)
-    families: list[Metric] = [folded, consumed, rejected, clamped, revisions, units, ignored]
+    forgotten = CounterMetricFamily(
+        "agentwatch_exporter_conversations_forgotten",
+        "Conversations forgotten, oldest first, to remember at most exporter.max_conversations.",
+        value=c.forgotten,
+    )
+    families: list[Metric] = [folded, consumed, rejected, clamped, revisions, units, ignored, forgotten]
     if c.last_score_timestamp is not None:
         families.append(
             GaugeMetricFamily(

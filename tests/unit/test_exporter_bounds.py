@@ -96,3 +96,35 @@ def test_long_ids_stay_distinct_and_are_revised_and_deduplicated_by_their_whole_
     assert (e.conversations, e.scored, e.passed) == (3, 3, 1)
     c = est.counters()
     assert (c.rejected["duplicate"], c.revisions) == (1, 1)
+
+
+def test_conversations_remembered_are_at_most_max_conversations_and_the_forgotten_are_counted() -> None:
+    """Every conversation of the longest window (7 days) was remembered, about 500 bytes each: 5.7 a second
+    filled the manifest's 2 GiB in a week, and a replay after the restart filled it again. The oldest are now
+    forgotten past `exporter.max_conversations`; a revision of one of them is not counted (its original could not
+    be taken back), a new conversation is."""
+    clock = Clock(T0 + 3600)
+    est = Estimator(load_settings(exporter={"max_conversations": 100}), clock=clock)
+    for i in range(250):
+        assert est.add(make_score(f"c{i}", passed=False, ended_at=T0 + i))
+    assert len(est._seen) == 100
+    c = est.counters()
+    assert c.forgotten == 150
+    assert not est.add(
+        make_score("c3", passed=True, revision=1, ended_at=T0 + 3)
+    )  # its original is forgotten
+    assert est.counters().rejected["forgotten"] == 1
+    assert est.add(make_score("c249", passed=True, revision=1, ended_at=T0 + 249))  # remembered: revised
+    assert not est.add(make_score("c200", passed=False, ended_at=T0 + 200))  # remembered: a duplicate
+    assert est.add(make_score("new", passed=True, ended_at=T0 + 300))
+    e = find(est.snapshot(), "7d", task="refund")
+    assert (e.conversations, e.passed) == (
+        251,
+        2,
+    )  # every conversation counted once; two revised or new passes
+    samples = {
+        s.name: s.value
+        for family in text_string_to_metric_families(Exposition(lambda: est).render().decode())
+        for s in family.samples
+    }
+    assert samples["agentwatch_exporter_conversations_forgotten_total"] == 151
