@@ -273,6 +273,12 @@ class ExporterConfig(ConsumerGroupMember):
         description="task instances with repeated attempts tracked per agent version in the longest window; "
         "a conversation of any other counts as a unit of its own (agentwatch_units_folded_total)",
     )
+    max_units_total: int = Field(
+        default=500_000,
+        ge=1,
+        description="task instances tracked over every agent version in the longest window (1 to 1.75 KB "
+        "each); a conversation of any other counts as a unit of its own (agentwatch_units_folded_total)",
+    )
     metrics_host: str = "0.0.0.0"
     poll_timeout_ms: int = Field(default=500, ge=1)
     max_poll_records: int = Field(default=2_000, ge=1)

@@ -74,6 +74,8 @@ class LabelCaps:
         self._max_versions = cfg.max_versions_per_agent
         self._max_modes = cfg.max_failure_modes
         self._max_units = cfg.max_units
+        self._max_units_total = cfg.max_units_total
+        self._units_total = 0  # units in units_seen, over every agent version
         self._tasks_seen: dict[str, float] = {}  # task -> latest event time (for the cap when no list)
         self._agents_seen: dict[str, float] = {}  # agent -> latest event time
         self._versions_seen: dict[str, dict[str, float]] = {}  # agent -> version -> latest event time
@@ -122,13 +124,15 @@ class LabelCaps:
 
     def unit(self, agent: str, version: str, task: str, instance: str | None, t: float) -> Unit | None:
         """The unit (task, instance) of a score naming an instance or an attempt; None (a unit of its own) when
-        the agent version's bound is reached (counted)."""
+        the agent version's bound or the bound over every agent version is reached (counted)."""
         unit = (sys.intern(kept(task)), None if instance is None else kept(instance))
         seen = self.units_seen.setdefault((agent, version), {})
         last = seen.get(unit)
-        if last is None and len(seen) >= self._max_units:
-            self.units_folded += 1
-            return None
+        if last is None:
+            if len(seen) >= self._max_units or self._units_total >= self._max_units_total:
+                self.units_folded += 1
+                return None
+            self._units_total += 1
         seen[unit] = t if last is None else max(t, last)
         return unit
 
@@ -160,5 +164,6 @@ class LabelCaps:
         for agent_version, units in list(self.units_seen.items()):
             for unit in [u for u, last in units.items() if last < horizon]:
                 del units[unit]
+                self._units_total -= 1
             if not units:
                 del self.units_seen[agent_version]

@@ -128,3 +128,25 @@ def test_conversations_remembered_are_at_most_max_conversations_and_the_forgotte
         for s in family.samples
     }
     assert samples["agentwatch_exporter_conversations_forgotten_total"] == 151
+
+
+def test_units_tracked_over_every_agent_version_are_at_most_max_units_total() -> None:
+    """`max_units` bounds the units of one agent version; 2,000 agent versions of 5,000 units each (about 1.75 KB
+    a unit in the windows) were 17 GB. The units of all agent versions together are now at most
+    `max_units_total`; a conversation of any other unit counts as a unit of its own, counted, and units that
+    left the longest window free their place."""
+    clock = Clock(T0 + 60)
+    settings = load_settings(exporter={"max_units_total": 30, "max_units": 20, "windows": ["1h"]})
+    est = Estimator(settings, clock=clock)
+    for version in range(3):
+        for instance in range(20):
+            assert est.add(
+                make_score(f"c{version}-{instance}", version=f"v{version}", instance=str(instance), attempt=0)
+            )
+    c = est.counters()
+    assert sum(len(units) for units in est._caps.units_seen.values()) == 30
+    assert c.units_folded == 30
+    clock.t = T0 + 3 * 3600  # every unit has left the longest window
+    assert est.add(make_score("later", version="v2", instance="0", attempt=0, ended_at=clock.t))
+    assert est.counters().units_folded == 30
+    assert sum(len(units) for units in est._caps.units_seen.values()) == 1
