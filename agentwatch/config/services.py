@@ -276,7 +276,7 @@ class ExporterConfig(ConsumerGroupMember):
     max_units_total: int = Field(
         default=500_000,
         ge=1,
-        description="task instances tracked over every agent version in the longest window (1 to 1.75 KB "
+        description="task instances tracked over every agent version in the longest window (1 to 2 KB "
         "each); a conversation of any other counts as a unit of its own (agentwatch_units_folded_total)",
     )
     metrics_host: str = "0.0.0.0"
