@@ -13,6 +13,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from agentwatch.review.connection_guard import CLOSE_REASONS
+from agentwatch.review.outage import PARTS, StoreHealth
 from agentwatch.review.queries import OUTCOMES
 from agentwatch.review.store import Store
 from agentwatch.stats.agreement import kappa as cohen_kappa
@@ -32,6 +33,7 @@ class ReviewStats:
     signins: dict[tuple[str, str], int] = field(default_factory=dict)  # (method, result) -> attempts
     refused: dict[str, int] = field(default_factory=dict)  # read / write
     closed: dict[str, int] = field(default_factory=dict)  # connections the guard closed, by reason
+    store: StoreHealth = field(default_factory=StoreHealth)  # store errors met, and which loops are failing
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def _add(self, counts: dict[str, int], key: str, n: int = 1) -> None:
@@ -160,6 +162,15 @@ class ReviewMetrics(Collector):
             "kind",
             refused,
             ("read", "write"),
+        )
+        store_errors = s.store.counts()
+        yield _by(
+            "agentwatch_review_store_errors",
+            "Store errors met (database away, locked, full or read-only), by part: ingest, publish, retention "
+            "(retried every review.publish_retry_s or at the next interval), page (answered 503).",
+            "part",
+            store_errors,
+            PARTS,
         )
         yield _by(
             "agentwatch_review_connections_closed",

@@ -30,6 +30,7 @@ from agentwatch.kafka.topics import ensure_topics
 from agentwatch.metrics_http import MetricsServer, render_families, where
 from agentwatch.review.connection_guard import GuardedProtocol, TrustedProxies
 from agentwatch.review.metrics import ReviewMetrics, ReviewStats
+from agentwatch.review.outage import STORE_DOWN
 from agentwatch.review.store import Store
 from agentwatch.review.web import ReviewApp
 from agentwatch.wire.json_text import model_from_json
@@ -245,11 +246,17 @@ class ReviewService:
                 )
                 stored += _store_offset(consumer, message)
                 continue
-            except Exception:  # the database is away: replay from this record once it is back
-                log.exception("storing a transcript failed; retrying in %g s", self.config.publish_retry_s)
+            except Exception as exc:  # the database is away: replay from this record once it is back
+                if isinstance(exc, STORE_DOWN):
+                    self.stats.store.failed("ingest", exc)
+                else:
+                    log.exception(
+                        "storing a transcript failed; retrying in %g s", self.config.publish_retry_s
+                    )
                 self._seek_back(consumer, messages, message)
                 time.sleep(self.config.publish_retry_s)
                 return stored
+            self.stats.store.ok("ingest")
             self.stats.count_ingest(result)
             if result == "answered":
                 self._wake.set()
@@ -293,11 +300,17 @@ class ReviewService:
                 self._wake.wait(1.0)
                 self._wake.clear()
                 while not stop.is_set():
-                    batch = self.store.unsent()
+                    try:  # a record Kafka acknowledged but not marked (store away) is sent again: a duplicate
+                        batch = self.store.unsent()
+                        acked = self._send(producer, batch) if batch else set()
+                        self.store.mark_sent([r.id for r in batch if r.id in acked], self._clock())
+                    except STORE_DOWN as exc:
+                        self.stats.store.failed("publish", exc)
+                        stop.wait(self.config.publish_retry_s)
+                        continue
+                    self.stats.store.ok("publish")
                     if not batch:
                         break
-                    acked = self._send(producer, batch)
-                    self.store.mark_sent([r.id for r in batch if r.id in acked], self._clock())
                     for topic, kind in kinds.items():
                         n = sum(1 for r in batch if r.topic == topic and r.id in acked)
                         if n:
@@ -343,7 +356,9 @@ class ReviewService:
                     self._clock(), cfg.retention_days * 86400, cfg.failing_retention_days * 86400
                 )
                 ended = self.web.sessions.expire()
-            except Exception:  # noqa: BLE001 - the database may be away; try at the next interval
+            except STORE_DOWN as exc:  # the database is away: try at the next interval
+                self.stats.store.failed("retention", exc, retried=False)
+            except Exception:  # noqa: BLE001 - e.g. a label saved meanwhile on a row being deleted
                 log.exception("retention failed")
             else:
                 if ended:

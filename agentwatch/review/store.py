@@ -17,7 +17,7 @@ import logging
 from collections.abc import Iterator
 from typing import Any
 
-from sqlalchemy import and_, create_engine, delete, event, func, or_, select
+from sqlalchemy import and_, create_engine, delete, event, false, func, or_, select
 from sqlalchemy.engine import Engine, make_url
 
 from agentwatch import wire
@@ -73,6 +73,8 @@ class Store:
         metadata.create_all(self.engine)
         widen_row_ids(self.engine)
         ensure_failures_column(self.engine)
+        with self.engine.begin() as c:  # a write that changes nothing: a read-only store fails here, at start
+            c.execute(delete(outbox).where(false()))
 
     def close(self) -> None:
         """Release the connections."""

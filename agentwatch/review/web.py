@@ -38,6 +38,7 @@ from agentwatch.config import ReviewConfig
 from agentwatch.review.auth import Reviewers
 from agentwatch.review.body_limit import BodyLimit
 from agentwatch.review.metrics import ReviewStats
+from agentwatch.review.outage import STORE_DOWN, unavailable
 from agentwatch.review.params import MAX_OFFSET, integer
 from agentwatch.review.queries import Filters
 from agentwatch.review.sessions import Sessions
@@ -120,6 +121,7 @@ class ReviewApp:
                 Route("/c/{row}/label", self.label, methods=["POST"]),
                 Route("/healthz", self.health),
             ],
+            exception_handlers=dict.fromkeys(STORE_DOWN, unavailable(stats.store)),
             middleware=[
                 Middleware(BodyLimit, max_bytes=config.max_body_bytes),
                 Middleware(
@@ -343,9 +345,12 @@ class ReviewApp:
         if stored is None:
             return PlainTextResponse("no such conversation (deleted by retention?)", 404)
         blind = form.get("blind") == "1"  # what the page says of its reader; the store decides the rest
-        record = await run_in_threadpool(
-            self.store.save_label, row, reviewer, Outcome(outcome), note, blind, self._clock()
-        )
+        try:
+            record = await run_in_threadpool(
+                self.store.save_label, row, reviewer, Outcome(outcome), note, blind, self._clock()
+            )
+        except KeyError:  # deleted between the read above and the save's transaction
+            return PlainTextResponse("no such conversation (deleted by retention?)", 404)
         self.stats.count_label(outcome)
         self._on_saved()
         log.info(
@@ -360,12 +365,15 @@ class ReviewApp:
         return RedirectResponse(f"/c/{row}?{urlencode(params)}", 303)
 
     async def health(self, request: Request) -> Response:
-        """200 when the store answers (for readiness probes; no sign-in needed, nothing shown)."""
+        """200 when the store answers and no loop's last write failed (readiness; no sign-in, nothing shown)."""
         try:
             await run_in_threadpool(self.store.pending)
         except Exception as exc:  # noqa: BLE001 - any database error means not ready
             log.warning("health check: store unreachable: %s", exc)
             return PlainTextResponse("store unreachable\n", 503)
+        down = self.stats.store.down()
+        if down:
+            return PlainTextResponse(f"store failing: {', '.join(sorted(down))}\n", 503)
         return PlainTextResponse("ok\n")
 
 

@@ -33,9 +33,33 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+class PostgresServer:
+    """A running test server: its `url`, and `stop()` / `start()` to take it away and bring it back (same data,
+    same port)."""
+
+    def __init__(self, url: str, start: list[str], stop: list[str], env: dict[str, str]) -> None:
+        self.url = url
+        self._start, self._stop, self._env = start, stop, env
+
+    def stop(self, mode: str = "fast") -> None:
+        """Stop the server (`fast`: connections cut, like a restart; `immediate`: like a crash)."""
+        subprocess.run([*self._stop, "-m", mode], check=True, capture_output=True, env=self._env, timeout=60)
+
+    def start(self) -> None:
+        """Start it again on its data directory and port; returns once it accepts connections."""
+        subprocess.run(self._start, check=True, capture_output=True, env=self._env, timeout=90)
+
+
 @contextmanager
 def postgres_server() -> Iterator[str]:
     """Start a server; yield its URL (`postgresql://agentwatch@127.0.0.1:PORT/agentwatch`)."""
+    with postgres_cluster() as server:
+        yield server.url
+
+
+@contextmanager
+def postgres_cluster() -> Iterator[PostgresServer]:
+    """Start a server of its own; yield it (to stop and start again)."""
     initdb, pg_ctl = postgres_bin("initdb"), postgres_bin("pg_ctl")
     if initdb is None or pg_ctl is None:
         raise RuntimeError("PostgreSQL server programs not found: apt-get install -y postgresql")
@@ -67,26 +91,9 @@ def postgres_server() -> Iterator[str]:
             timeout=120,
         )
         options = f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off"
-        subprocess.run(
-            [
-                *as_user,
-                pg_ctl,
-                "-D",
-                str(data),
-                "-o",
-                options,
-                "-l",
-                str(root / "log"),
-                "-w",
-                "-t",
-                "60",
-                "start",
-            ],
-            check=True,
-            capture_output=True,
-            env=env,
-            timeout=90,
-        )
+        start = [*as_user, pg_ctl, "-D", str(data), "-o", options, "-l", str(root / "log"), "-w", "-t", "60"]
+        start.append("start")
+        subprocess.run(start, check=True, capture_output=True, env=env, timeout=90)
         subprocess.run(
             [
                 *as_user,
@@ -104,7 +111,8 @@ def postgres_server() -> Iterator[str]:
             env=env,
             timeout=60,
         )
-        yield f"postgresql://agentwatch@127.0.0.1:{port}/agentwatch"
+        url = f"postgresql://agentwatch@127.0.0.1:{port}/agentwatch"
+        yield PostgresServer(url, start, [*as_user, pg_ctl, "-D", str(data), "-w", "stop"], env)
     finally:
         subprocess.run(
             [*as_user, pg_ctl, "-D", str(data), "-m", "immediate", "stop"],
