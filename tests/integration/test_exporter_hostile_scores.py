@@ -4,7 +4,6 @@ and promtool, also after a restart."""
 
 from __future__ import annotations
 
-import json
 import math
 import shutil
 import subprocess
@@ -20,44 +19,14 @@ from agentwatch.config import load_settings
 from agentwatch.kafka.topics import ensure_topics
 from tests.conftest import FAST_GROUP
 from tests.support.exporter_service import run_service, stop_service
-from tests.support.scores import make_score
+from tests.support.scores import judged_record, score_record
 
 pytestmark = pytest.mark.broker
 
 
-def _record(cid: str, ended_at: float, **fields: object) -> bytes:
-    doc = json.loads(make_score(cid, ended_at=ended_at).model_dump_json())
-    doc.update(fields)
-    return json.dumps(doc, allow_nan=True).encode()
-
-
 def _judged(cid: str, ended_at: float, rate: float, i: int) -> bytes:
     """A judge-graded score sampled at `rate`, labelled on the review sample for three in four."""
-    passed, verdict, labelled = i % 3 != 0, i % 5 != 0, i % 4 != 3
-    outcome, judged = ("complete" if x else "partial_incorrect" for x in (passed, verdict))
-    return _record(
-        cid,
-        ended_at,
-        agent="judged",
-        passed=passed,
-        outcome=outcome,
-        outcome_source="label" if labelled else "judge",
-        asr_credit=float(passed),
-        graded_by=["judge", "label"] if labelled else ["judge"],
-        judge="j1",
-        judge_sampled=True,
-        judge_rate=rate,
-        judge_outcome=judged,
-        automated={
-            "graded_by": ["judge"],
-            "outcome": judged,
-            "passed": verdict,
-            "asr_credit": float(verdict),
-        },
-        label=outcome if labelled else None,
-        review_sampled=labelled,
-        review_rate=min(rate, 0.25),
-    )
+    return judged_record(cid, rate, i % 3 != 0, i % 5 != 0, i % 4 != 3, ended_at)
 
 
 def _body(port: int) -> str:
@@ -89,16 +58,18 @@ def test_hostile_score_records_through_a_real_broker_leave_the_consumer_and_ever
     now = time.time()
     ended = now - 120
     hostile: list[bytes | None] = [
-        _record("max-cost", ended, cost_usd=1.7976931348623157e308, duration_s=math.inf),
-        _record("c" * 2_000_000, ended),  # a 2 MB conversation id
-        _record("names", ended, agent='a\n"b\\c\u202e\x1b[31m' + "A" * 10_000, version="\x00", task="t\r\n"),
-        _record("future", ended, schema_version=99, a_field_of_later_versions={"x": [1, 2]}),
+        score_record("max-cost", ended, cost_usd=1.7976931348623157e308, duration_s=math.inf),
+        score_record("c" * 2_000_000, ended),  # a 2 MB conversation id
+        score_record(
+            "names", ended, agent='a\n"b\\c\u202e\x1b[31m' + "A" * 10_000, version="\x00", task="t\r\n"
+        ),
+        score_record("future", ended, schema_version=99, a_field_of_later_versions={"x": [1, 2]}),
         None,  # a tombstone
         b"\xff\xfe not UTF-8",
         b"[" * 100_000 + b"]" * 100_000,
     ]
     judged = [_judged(f"j{i}", ended, 1e-300 if i % 4 == 0 else 0.5, i) for i in range(100)]
-    good = [_record(f"g{i}", ended, agent="fine", cost_usd=0.02, duration_s=3.0) for i in range(10)]
+    good = [score_record(f"g{i}", ended, agent="fine", cost_usd=0.02, duration_s=3.0) for i in range(10)]
     producer = Producer(
         {"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 5, "message.max.bytes": 16 * 1024 * 1024}
     )

@@ -3,7 +3,6 @@ is counted, and every /metrics body stays whole, finite and valid for Prometheus
 
 from __future__ import annotations
 
-import json
 import math
 import shutil
 import subprocess
@@ -16,7 +15,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from agentwatch.config import load_settings
 from agentwatch.exporters.service import ExporterService
 from agentwatch.stats.inclusion import graded_probability
-from tests.support.scores import T0, make_score
+from tests.support.scores import T0, judged_record, make_score, score_record
 
 FLOAT_MAX = 1.7976931348623157e308
 SAMPLE_POINT_STEP = 2.0**-64  # sample points are 64-bit integers / 2^64
@@ -28,42 +27,6 @@ class Clock:
 
     def __call__(self) -> float:
         return self.t
-
-
-def _record(cid: str, **fields: Any) -> bytes:
-    """A score record as the topic carries it (NaN and infinities written as JSON5 does, which pydantic reads)."""
-    doc = json.loads(make_score(cid).model_dump_json())
-    doc.update(fields)
-    return json.dumps(doc, allow_nan=True).encode()
-
-
-def _judged(cid: str, rate: float, passed: bool, verdict: bool, labelled: bool) -> bytes:
-    """A judge-graded score sampled at `rate`, the judge's verdict `verdict`, a review-sample label when
-    `labelled`."""
-    outcome = "complete" if passed else "partial_incorrect"
-    judged = "complete" if verdict else "partial_incorrect"
-    return _record(
-        cid,
-        agent="judged",
-        passed=passed,
-        outcome=outcome,
-        outcome_source="label" if labelled else "judge",
-        asr_credit=1.0 if passed else 0.0,
-        graded_by=["judge", "label"] if labelled else ["judge"],
-        judge="j1",
-        judge_sampled=True,
-        judge_rate=rate,
-        judge_outcome=judged,
-        automated={
-            "graded_by": ["judge"],
-            "outcome": judged,
-            "passed": verdict,
-            "asr_credit": float(verdict),
-        },
-        label=outcome if labelled else None,
-        review_sampled=labelled,
-        review_rate=min(rate, 0.25),
-    )
 
 
 def _service() -> ExporterService:
@@ -99,10 +62,10 @@ def test_a_cost_or_duration_past_any_real_one_is_counted_and_every_scrape_stays_
     field: str, value: float
 ) -> None:
     service = _service()
-    assert service.feed(_record("hostile", **{field: value}), "at t[0]@1") is True
-    assert service.feed(_record("hostile-again", **{field: value})) is True
+    assert service.feed(score_record("hostile", **{field: value}), "at t[0]@1") is True
+    assert service.feed(score_record("hostile-again", **{field: value})) is True
     for i in range(5):
-        assert service.feed(_record(f"ok{i}", agent="fine", cost_usd=0.02, duration_s=3.0)) is True
+        assert service.feed(score_record(f"ok{i}", agent="fine", cost_usd=0.02, duration_s=3.0)) is True
     samples = _scrape(service)  # raised OverflowError (every scrape a 500) for the largest float
     assert _non_finite(samples) == []
     ignored = {s.labels["field"]: s.value for s in samples["agentwatch_score_values_ignored_total"]}
@@ -119,7 +82,7 @@ def test_a_sample_rate_below_a_sample_points_step_weighs_as_that_step_and_every_
     service = _service()
     for i in range(100):  # 75 labels: enough for the corrected figures, which weigh by the rates too
         rate = 1e-300 if i % 4 == 0 else 0.5
-        assert service.feed(_judged(f"j{i}", rate, i % 3 != 0, i % 5 != 0, labelled=i % 4 != 3)) is True
+        assert service.feed(judged_record(f"j{i}", rate, i % 3 != 0, i % 5 != 0, labelled=i % 4 != 3)) is True
     samples = _scrape(service)  # raised ValueError on NaN effective counts (every scrape a 500)
     assert _non_finite(samples) == []
     rates = [s for s in samples["agentwatch_success_rate"] if s.labels["agent"] == "judged"]
