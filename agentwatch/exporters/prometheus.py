@@ -337,23 +337,28 @@ def agreement_families(found: list[JudgeAgreement], min_kappa: float, min_labels
     return [kappa, labels, confusion, threshold, needed]
 
 
+def _counter_by(name: str, documentation: str, label: str, counts: dict[str, int]) -> CounterMetricFamily:
+    """A counter family with one sample per key of `counts`, the key as the value of `label`."""
+    family = CounterMetricFamily(name, documentation, labels=[label])
+    for key, n in counts.items():
+        family.add_metric([key], n)
+    return family
+
+
 def health_families(c: EstimatorCounters) -> list[Metric]:
     """Estimator health: consumed, rejected, clamped, folded, revisions, units folded, newest event time."""
-    folded = CounterMetricFamily(
+    folded = _counter_by(
         "agentwatch_labels_folded",
         "Label values folded into 'other' by the caps, by label.",
-        labels=["label"],
+        "label",
+        c.folded,
     )
-    for label, n in c.folded.items():
-        folded.add_metric([label], n)
     consumed = CounterMetricFamily(
         "agentwatch_scores_consumed", "Scores read by the estimator.", value=c.consumed
     )
-    rejected = CounterMetricFamily(
-        "agentwatch_scores_rejected", "Scores not counted, by reason.", labels=["reason"]
+    rejected = _counter_by(
+        "agentwatch_scores_rejected", "Scores not counted, by reason.", "reason", c.rejected
     )
-    for reason, n in c.rejected.items():
-        rejected.add_metric([reason], n)
     clamped = CounterMetricFamily(
         "agentwatch_scores_clamped", "Scores with a future timestamp, clamped to now.", value=c.clamped
     )
@@ -367,13 +372,12 @@ def health_families(c: EstimatorCounters) -> list[Metric]:
         "Conversations of a unit beyond exporter.max_units, each a unit of its own.",
         value=c.units_folded,
     )
-    ignored = CounterMetricFamily(
+    ignored = _counter_by(
         "agentwatch_score_values_ignored",
         "Costs and durations of counted scores taken as unknown: not finite or past 1e12, by field.",
-        labels=["field"],
+        "field",
+        c.ignored,
     )
-    for name, n in c.ignored.items():
-        ignored.add_metric([name], n)
     forgotten = CounterMetricFamily(
         "agentwatch_exporter_conversations_forgotten",
         "Conversations forgotten, oldest first, to remember at most exporter.max_conversations.",
