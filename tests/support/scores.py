@@ -11,6 +11,16 @@ from agentwatch.wire.schema import ConversationScore
 T0 = 1_800_000_000.0  # a minute-aligned instant (1_800_000_000 / 60 is an integer)
 
 
+class Clock:
+    """A clock the test sets: `clock.t` is now (the estimator's and exporter's `clock`)."""
+
+    def __init__(self, t: float = T0) -> None:
+        self.t = t
+
+    def __call__(self) -> float:
+        return self.t
+
+
 def make_score(
     cid: str,
     passed: bool | None = True,

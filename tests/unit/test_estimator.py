@@ -18,15 +18,7 @@ from agentwatch.exporters.estimator import Estimator
 from agentwatch.exporters.labels import failure_mode, sanitize_label
 from agentwatch.wire.schema import ToolScore, TurnScore
 from tests.support.metrics_reference import beta_bounds_by_bisection, exact_beta_moment
-from tests.support.scores import T0, find, make_score
-
-
-class Clock:
-    def __init__(self, t: float = T0) -> None:
-        self.t = t
-
-    def __call__(self) -> float:
-        return self.t
+from tests.support.scores import T0, Clock, find, make_score
 
 
 def estimator(now: float = T0 + 60, **overrides) -> tuple[Estimator, Clock]:

@@ -12,15 +12,7 @@ from agentwatch.config import load_settings
 from agentwatch.exporters.estimator import Estimator
 from agentwatch.wire.schema import EVIDENCE
 from tests.support.metrics_reference import beta_bounds_by_bisection, beta_quantile_by_bisection
-from tests.support.scores import T0, find, make_score
-
-
-class Clock:
-    def __init__(self, t: float) -> None:
-        self.t = t
-
-    def __call__(self) -> float:
-        return self.t
+from tests.support.scores import T0, Clock, find, make_score
 
 
 def estimator(now: float = T0 + 60, **overrides) -> tuple[Estimator, Clock]:

@@ -12,15 +12,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from agentwatch.config import load_settings
 from agentwatch.exporters.estimator import Estimator
 from agentwatch.exporters.exposition import Exposition
-from tests.support.scores import T0, find, make_score
-
-
-class Clock:
-    def __init__(self, t: float) -> None:
-        self.t = t
-
-    def __call__(self) -> float:
-        return self.t
+from tests.support.scores import T0, Clock, find, make_score
 
 
 def test_series_past_max_series_are_counted_in_one_other_series_and_the_fold_is_exported() -> None:

@@ -15,18 +15,10 @@ from prometheus_client.parser import text_string_to_metric_families
 from agentwatch.config import load_settings
 from agentwatch.exporters.service import ExporterService
 from agentwatch.stats.inclusion import graded_probability
-from tests.support.scores import T0, judged_record, make_score, score_record
+from tests.support.scores import T0, Clock, judged_record, make_score, score_record
 
 FLOAT_MAX = 1.7976931348623157e308
 SAMPLE_POINT_STEP = 2.0**-64  # sample points are 64-bit integers / 2^64
-
-
-class Clock:
-    def __init__(self, t: float) -> None:
-        self.t = t
-
-    def __call__(self) -> float:
-        return self.t
 
 
 def _service() -> ExporterService:

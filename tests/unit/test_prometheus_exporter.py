@@ -13,7 +13,7 @@ from agentwatch.config import load_settings
 from agentwatch.exporters.service import ExporterService
 from agentwatch.wire.schema import AutomatedVerdict, Outcome, ToolScore, TurnScore
 from tests.support.metrics_reference import beta_bounds_by_bisection
-from tests.support.scores import T0, make_score
+from tests.support.scores import T0, Clock, make_score
 
 TOOL_TURN = TurnScore(
     index=0,
@@ -21,14 +21,6 @@ TOOL_TURN = TurnScore(
         selection=1.0, parameters=0.5, sequence=1.0, utilization=1.0, overall=0.875, binary=True, passed=False
     ),
 )
-
-
-class Clock:
-    def __init__(self, t: float) -> None:
-        self.t = t
-
-    def __call__(self) -> float:
-        return self.t
 
 
 def scrape(port: int) -> dict[str, list]:
