@@ -69,6 +69,9 @@ class Committer:
         self.pending, self.loops = waiting  # conversations waiting for the judge, loop fragments waiting
         self.stats = stats
         self.closing = False  # set while the service closes: the revoke callback run by close() does nothing
+        # Commits the broker refused, tried again with the next commit: the assembler hands each offset out
+        # once, so without them a partition that moves no further would keep its old commit for good.
+        self._refused: dict[Partition, TopicPartition] = {}
 
     def _safe_offsets(self, tps: Iterable[Partition]) -> list[TopicPartition]:
         """Flush, then the offsets below which nothing is held by an open conversation (new ones only)."""
@@ -82,13 +85,22 @@ class Committer:
 
     def commit_offsets(self, tps: Iterable[Partition]) -> list[TopicPartition]:
         """Flush, then commit (synchronously) what no open conversation holds on `tps`; the offsets committed."""
-        offsets = self._safe_offsets(tps)
+        tps = list(tps)
+        fresh = {(tp.topic, tp.partition): tp for tp in self._safe_offsets(tps)}
+        for tp in tps:
+            refused = self._refused.pop(tp, None)
+            if refused is not None and tp not in fresh:
+                fresh[tp] = refused
+        offsets = list(fresh.values())
         if not offsets:
             return []
         try:
             self._consumer.commit(offsets=offsets, asynchronous=False)
-        except KafkaException as exc:  # e.g. a rebalance; the new owner replays
-            log.warning("offset commit failed (the records will be replayed): %s", exc)
+        except KafkaException as exc:  # e.g. a rebalance or a broker away: tried again with the next commit
+            log.warning("offset commit failed (tried again with the next commit): %s", exc)
+            with self.stats.lock:
+                self.stats.commit_failures += 1
+            self._refused.update(fresh)
             return []
         self.offsets.committed(offsets)
         with self.stats.lock:
@@ -125,6 +137,8 @@ class Committer:
     def forget(self, gone: list[Partition]) -> None:
         """Drop what is held on the partitions `gone` (their new owner replays it) and their lag."""
         vps = self.offsets.forget(gone)
+        for tp in gone:
+            self._refused.pop(tp, None)
         self.assembler.revoke(vps)
         self.join.revoke(vps)
         self.pending.forget(vps)

@@ -46,6 +46,7 @@ class PipelineStats:
     trace_join: dict[str, int] = field(default_factory=dict)  # held, held_bytes, joined, timed_out, evicted
     loop_join: dict[str, int] = field(default_factory=dict)  # parked, parked_bytes, continued, alone, evicted
     last_commit_timestamp: float | None = None
+    commit_failures: int = 0  # offset commits the broker refused (each tried again with the next commit)
     late_labels: dict[str, int] = field(default_factory=dict)  # result -> count
     judge_pauses: int = 0
     judge_pending: int = 0
@@ -269,6 +270,11 @@ class PipelineMetrics(Collector):
             "Failing conversations (listed, or queued for evidence) whose transcripts were not published: over "
             "collector.failing_transcripts_per_minute for their series in the minute they ended.",
             s.transcripts_skipped,
+        )
+        yield _counter(
+            "agentwatch_offset_commit_failures",
+            "Offset commits the broker refused; each is tried again with the next commit.",
+            s.commit_failures,
         )
         if s.last_commit_timestamp is not None:
             yield GaugeMetricFamily(
