@@ -5,8 +5,9 @@ silently ignored. Environment variables override the file: `AGENTWATCH_COLLECTOR
 (double underscore between nesting levels).
 
 One module per group of sections: `scoring` (scoring, cost, stats, gate, tiers), `sampling` (sampling, judge),
-`services` (kafka, collector, exporter, review), `alerts` (the quality alerts), `policies` (task policies, which the importers also write);
-`settings` puts them together and `loading` reads a file. Import from here.
+`services` (kafka, collector, exporter), `review` (the review service and its reviewers), `alerts` (the quality
+alerts), `policies` (task policies, which the importers also write); `settings` puts them together and `loading`
+reads a file. Import from here.
 """
 
 from agentwatch.config.alerts import AlertsConfig
@@ -19,6 +20,7 @@ from agentwatch.config.loading import (
     with_values,
 )
 from agentwatch.config.policies import ArgumentConstraint, PolicyTool, TaskPolicy
+from agentwatch.config.review import ReviewConfig, Reviewer
 from agentwatch.config.sampling import AnchorsConfig, JudgeConfig, SamplingConfig, SamplingRule
 from agentwatch.config.scoring import (
     HANDOFF_TOOLS,
@@ -34,7 +36,7 @@ from agentwatch.config.scoring import (
     StatsConfig,
     ToolWeights,
 )
-from agentwatch.config.services import CollectorConfig, ExporterConfig, KafkaConfig, ReviewConfig, Reviewer
+from agentwatch.config.services import CollectorConfig, ExporterConfig, KafkaConfig
 from agentwatch.config.settings import Settings
 
 __all__ = [

@@ -10,6 +10,7 @@ from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSetti
 
 from agentwatch.config.alerts import AlertsConfig
 from agentwatch.config.policies import TaskPolicy
+from agentwatch.config.review import ReviewConfig
 from agentwatch.config.sampling import AnchorsConfig, JudgeConfig, SamplingConfig
 from agentwatch.config.scoring import (
     CostConfig,
@@ -19,7 +20,7 @@ from agentwatch.config.scoring import (
     StatsConfig,
     _default_tiers,
 )
-from agentwatch.config.services import CollectorConfig, ExporterConfig, KafkaConfig, ReviewConfig
+from agentwatch.config.services import CollectorConfig, ExporterConfig, KafkaConfig
 
 log = logging.getLogger(__name__)
 
