@@ -33,44 +33,29 @@ The reward itself is never read to build a policy. A τ²-bench task whose rewar
 (`unchecked_basis`: assertions on the environment or judged by an LLM, the user's own actions in the final
 state or among the calls required) gets no policy, and the import says why: its conversations are not
 graded, rather than graded on half of what decides them.
+
+This module detects the format, reads τ-bench's entries and imports the records; τ²-bench's simulations are
+read by `importers.tau2_simulations`, into the shapes of `importers.tau_records`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterator
 from typing import Any
 
 from agentwatch.importers import set_identity, transcript_line
-from agentwatch.importers.discoverable_tools import DISPATCHER, named_call, read_messages
 from agentwatch.importers.openai_chat import ERROR_PREFIXES, conversation_from_messages
-from agentwatch.importers.policy_writer import Calls, PolicyWriter
+from agentwatch.importers.policy_writer import PolicyWriter
 from agentwatch.importers.results_files import JsonLines, SavedRun, TauBenchFormatError
+from agentwatch.importers.tau2_simulations import tau2_records
 from agentwatch.importers.tau_domains import DOMAINS, domain_of, fit_to_domain
-from agentwatch.importers.tau_versions import records_every_discoverable_call
+from agentwatch.importers.tau_records import UNREADABLE, Imported, Truth, json_object, read_truth, reason_of
 from agentwatch.importers.text_actions import acts_in_text
 from agentwatch.wire.schema import Conversation, Turn, attempt_number
 
 # What a benchmark tool answers when it changed nothing: an error, or (banking_knowledge's tools, for a record
 # that already exists: a second identical `log_verification`) "Failed to …: Record … may already exist".
 _REFUSALS = (*ERROR_PREFIXES, "Failed to ")
-
-
-@dataclass(slots=True)
-class Imported:
-    """What an import produced: transcript lines (with keys the schema may not know yet, e.g. `attempt`),
-    policies, and the records that could not be read (position, reason)."""
-
-    lines: list[dict[str, Any]] = field(default_factory=list)
-    policies: list[dict[str, Any]] = field(default_factory=list)
-    errors: list[tuple[str, str]] = field(default_factory=list)
-    warnings: list[tuple[str, str]] = field(default_factory=list)  # records imported, with something to say
-    format: str = ""
-    ungraded: dict[str, str] = field(default_factory=dict)  # task -> why it has no policy
-    domain: str | None = None  # the standard environment the ground truth's tools are of (`tau_domains`)
-    # graded as tau2-bench graded its environment before 1.0.1, which recorded every discoverable tool's call
-    # (`tau_versions`): the run's commit is one of those, and its environment is one that grading differed on
-    formerly: bool = False
 
 
 def detect(document: Any) -> str:
@@ -113,7 +98,7 @@ def import_results(document: Any, agent: str, version: str, prefix: str) -> Impo
     kind = detect(document)
     out = Imported(format=kind)
     writer = PolicyWriter(agent, prefix)
-    records = _tau(document, out) if kind == "tau-bench" else _tau2(document, out)
+    records = _tau(document, out) if kind == "tau-bench" else tau2_records(document, out)
     seen_tasks: dict[str, dict[str, Any]] = {}
     truth_tools: set[str] = set()
     first_at: dict[str, str] = {}  # conversation id -> the position of the record first imported under it
@@ -134,8 +119,8 @@ def import_results(document: Any, agent: str, version: str, prefix: str) -> Impo
                 tags={"benchmark": kind},
                 **({"system": record["system"]} if record.get("system") else {}),
             )
-        except _UNREADABLE as exc:  # ChatFormatError is a ValueError
-            out.errors.append((position, _why(exc)))
+        except UNREADABLE as exc:  # ChatFormatError is a ValueError
+            out.errors.append((position, reason_of(exc)))
             continue
         reward = record.get("reward")
         if reward is not None and conv.outcome is None:
@@ -156,7 +141,7 @@ def import_results(document: Any, agent: str, version: str, prefix: str) -> Impo
         if record.get("stopped"):
             _stopped(conv, record["stopped"])
         out.lines.append(transcript_line(conv))
-        truth: _Truth = record["truth"]
+        truth: Truth = record["truth"]
         if truth.actions is None:
             out.ungraded.setdefault(task, truth.ungraded or "no ground truth in the file")
         elif task not in seen_tasks:
@@ -172,8 +157,8 @@ def import_results(document: Any, agent: str, version: str, prefix: str) -> Impo
                     truth.given,
                     truth.logged,
                 )
-            except _UNREADABLE as exc:
-                out.ungraded.setdefault(task, f"its ground truth could not be read ({_why(exc)})")
+            except UNREADABLE as exc:
+                out.ungraded.setdefault(task, f"its ground truth could not be read ({reason_of(exc)})")
     out.policies = [seen_tasks[t] for t in sorted(seen_tasks, key=_task_order)]
     out.domain = domain_of(truth_tools)
     out.formerly = out.formerly and out.domain is not None and bool(DOMAINS[out.domain].formerly_recorded)
@@ -200,15 +185,6 @@ def _task_order(task: str) -> tuple[int, int | str]:
     return (0, int(task)) if task.isdigit() else (1, task)
 
 
-# What reading a record of unexpected shape raises (a number where an object was, a string where a list was):
-# the record is reported with its position and the rest imported.
-_UNREADABLE = (KeyError, TypeError, AttributeError, ValueError)
-
-
-def _why(exc: Exception) -> str:
-    return f"{type(exc).__name__}: {str(exc)[:200]}"
-
-
 def _tau(document: list[dict[str, Any]] | JsonLines, out: Imported) -> Iterator[tuple[str, dict[str, Any]]]:
     """τ-bench entries as (position, record): messages, ground truth, reward (the system prompt is the first
     message); an entry that cannot be read is reported at its position."""
@@ -223,56 +199,28 @@ def _tau(document: list[dict[str, Any]] | JsonLines, out: Imported) -> Iterator[
             continue
         try:
             record = _tau_record(entry)
-        except _UNREADABLE as exc:
-            out.errors.append((position, _why(exc)))
+        except UNREADABLE as exc:
+            out.errors.append((position, reason_of(exc)))
             continue
         yield position, record
 
 
-def _object(value: Any) -> dict[str, Any]:
-    """`value` when it is a JSON object, else an empty one (a field of the wrong shape reads as absent)."""
-    return value if isinstance(value, dict) else {}
-
-
-@dataclass(slots=True)
-class _Truth:
-    """A task's ground truth as the policy writer takes it; `actions` None (and `ungraded` saying why): none."""
-
-    actions: list[dict[str, Any]] | None
-    outputs: list[Any] = field(default_factory=list)
-    compare: dict[int, list[str]] = field(default_factory=dict)
-    ungraded: str | None = None
-    calls: Calls = "effects"  # which calls the reward requires (`PolicyWriter.policy`)
-    final_state: bool = True  # whether the reward reads the state the calls leave
-    given: list[dict[str, Any]] = field(default_factory=list)  # the agent's calls of the starting history
-    # the actions the environment records whatever their kind (`discoverable_tools`)
-    logged: frozenset[int] = frozenset()
-
-
-def _read_truth(read: Callable[[dict[str, Any]], _Truth], source: dict[str, Any]) -> _Truth:
-    """`read(source)`, or no ground truth when it is not of the shape read: the transcript is kept, ungraded."""
-    try:
-        return read(source)
-    except _UNREADABLE as exc:
-        return _Truth(None, ungraded=f"its ground truth could not be read ({_why(exc)})")
-
-
-def _tau_truth(info: dict[str, Any]) -> _Truth:
+def _tau_truth(info: dict[str, Any]) -> Truth:
     """The ground truth of a τ-bench entry's `info`: its task's, or in a log without the task, its reward_info's
     actions and the keys of its `info.outputs` as the required outputs (their values, and every other field,
     are the outcome)."""
-    task = _object(info.get("task"))
-    rewarded = _object(info.get("reward_info"))
+    task = json_object(info.get("task"))
+    rewarded = json_object(info.get("reward_info"))
     truth = task.get("actions") if "actions" in task else rewarded.get("actions")
     if truth is None:
-        return _Truth(None, ungraded="no ground truth (`info.task.actions`, `info.reward_info.actions`)")
-    outputs = task.get("outputs") if task else list(_object(rewarded.get("info")).get("outputs") or {})
+        return Truth(None, ungraded="no ground truth (`info.task.actions`, `info.reward_info.actions`)")
+    outputs = task.get("outputs") if task else list(json_object(rewarded.get("info")).get("outputs") or {})
     actions = [
         {"name": a.get("name"), "arguments": a.get("kwargs") or a.get("arguments") or {}}
         for a in truth
         if isinstance(a, dict) and a.get("name")
     ]
-    return _Truth(actions, list(outputs or []))
+    return Truth(actions, list(outputs or []))
 
 
 def _tau_record(entry: dict[str, Any]) -> dict[str, Any]:
@@ -280,8 +228,8 @@ def _tau_record(entry: dict[str, Any]) -> dict[str, Any]:
     run in `info.error` (with an empty `traj` and a reward of 0), and its environment fills `info.reward_info`
     only when the episode ends, so a null one is a run the step limit stopped (rewarded 0)."""
     traj = entry["traj"]
-    info = _object(entry.get("info"))
-    truth = _read_truth(_tau_truth, info)
+    info = json_object(entry.get("info"))
+    truth = read_truth(_tau_truth, info)
     error = info.get("error")
     stopped = None
     if isinstance(error, str) and error.strip():
@@ -296,164 +244,4 @@ def _tau_record(entry: dict[str, Any]) -> dict[str, Any]:
         "messages": traj,
         "text_actions": acts_in_text(traj),
         "truth": truth,
-    }
-
-
-# τ²-bench's reward is the product of the parts its task's `reward_basis` names (default: the final database
-# state and the required outputs, as τ-bench's).
-DEFAULT_BASIS = ("DB", "COMMUNICATE")
-
-
-def unchecked_basis(criteria: dict[str, Any]) -> str | None:
-    """Why a policy from a τ²-bench task's ground truth cannot decide its reward (the parts of `reward_basis` it
-    does not check), or None when it can: a part with nothing to check (no assertions, no actions) is 1."""
-    basis = criteria.get("reward_basis") or DEFAULT_BASIS
-    actions = [a for a in criteria.get("actions") or [] if isinstance(a, dict)]
-    why: list[str] = []
-    for part in dict.fromkeys(str(p) for p in basis):
-        if part == "DB":
-            if any(a.get("requestor", "assistant") != "assistant" for a in actions):
-                why.append(
-                    "its final state (DB) includes the user's own actions, which are not the agent's calls"
-                )
-        elif part == "COMMUNICATE":
-            continue
-        elif part == "ENV_ASSERTION":
-            if criteria.get("env_assertions"):
-                why.append(
-                    "its reward checks assertions on the environment (ENV_ASSERTION) no transcript shows"
-                )
-        elif part == "NL_ASSERTION":
-            if criteria.get("nl_assertions"):
-                why.append("its reward includes assertions an LLM judges (NL_ASSERTION)")
-        elif part == "ACTION":
-            if any(a.get("requestor", "assistant") != "assistant" for a in actions):
-                why.append("its reward requires the user's own calls too (ACTION), which are not the agent's")
-        else:
-            why.append(f"its reward basis names {part[:40]!r}, which this importer does not know")
-    return "; ".join(why) or None
-
-
-def _tau2(document: dict[str, Any] | SavedRun, out: Imported) -> Iterator[tuple[str, dict[str, Any]]]:
-    """τ²-bench simulations as (position, record), with their task's ground truth and the agent's policy; a
-    simulation that cannot be read is reported at its position (its index, or its file)."""
-    if isinstance(document, SavedRun):
-        meta, simulations = document.meta, document.simulations
-        out.errors.extend(document.errors)
-    else:
-        meta = document
-        simulations = [(f"simulation {i}", sim) for i, sim in enumerate(document["simulations"])]
-    info = _object(meta.get("info"))
-    system = _object(info.get("environment_info")).get("policy")
-    out.formerly = records_every_discoverable_call(info.get("git_commit"))
-    tasks: dict[str, dict[str, Any]] = {}
-    raw_tasks = meta.get("tasks")
-    for task in raw_tasks if isinstance(raw_tasks, list) else []:
-        if isinstance(task, dict) and "id" in task:
-            tasks[str(task["id"])] = task
-    for position, sim in simulations:
-        if not isinstance(sim, dict) or not isinstance(sim.get("messages"), list):
-            out.errors.append((position, "no `messages` list (full-duplex runs keep only ticks)"))
-            continue
-        try:
-            record = _tau2_record(sim, tasks.get(str(sim.get("task_id")), {}), system)
-        except _UNREADABLE as exc:
-            out.errors.append((position, _why(exc)))
-            continue
-        yield position, record
-
-
-def _tau2_truth(task: dict[str, Any]) -> _Truth:
-    """The ground truth of a τ²-bench task (empty: not in the file): the agent's actions (with `compare_args`)
-    and `communicate_info`; none where its reward checks what a policy cannot (`unchecked_basis`)."""
-    raw_criteria = task.get("evaluation_criteria")
-    if not task:
-        return _Truth(None, ungraded="the task is not in the file's `tasks`")
-    if not isinstance(raw_criteria, dict):
-        return _Truth(
-            None, ungraded="the task has no evaluation criteria (τ²-bench rewards it 1 whatever happens)"
-        )
-    unchecked = unchecked_basis(raw_criteria)
-    if unchecked is not None:
-        return _Truth(None, ungraded=unchecked)
-    actions: list[dict[str, Any]] = []
-    compare: dict[int, list[str]] = {}
-    logged: set[int] = set()
-    for action in raw_criteria.get("actions") or []:
-        if not isinstance(action, dict) or action.get("requestor", "assistant") != "assistant":
-            continue  # the user's own actions (dual control) are not the agent's to make
-        name, arguments = action.get("name"), action.get("arguments") or {}
-        compared = action.get("compare_args")
-        named = named_call(name, arguments)
-        if named is not None:  # a discoverable tool's call: the environment logs it, a read too
-            name, arguments = named
-            logged.add(len(actions))
-            if compared is not None:
-                compared = None if "arguments" in compared else []
-        if compared is not None:
-            compare[len(actions)] = list(compared)
-        actions.append({"name": name, "arguments": arguments})
-    basis = [str(part) for part in raw_criteria.get("reward_basis") or DEFAULT_BASIS]
-    # τ²-bench compares the final database only against a replay of some ground truth: with neither actions
-    # nor environment assertions (`null`, not `[]`) its DB part is 1 whatever the agent did
-    reads_state = "DB" in basis and not (
-        raw_criteria.get("actions") is None and raw_criteria.get("env_assertions") is None
-    )
-    calls: Calls = "every" if "ACTION" in basis else "effects" if reads_state else "none"
-    return _Truth(
-        actions,
-        list(raw_criteria.get("communicate_info") or []),
-        compare,
-        calls=calls,
-        final_state=reads_state,
-        given=_history_calls(task),
-        logged=frozenset(logged),
-    )
-
-
-def _history_calls(task: dict[str, Any]) -> list[dict[str, Any]]:
-    """The agent's calls in a τ²-bench task's starting history (`initial_state.message_history`): messages the
-    run begins with, which its saved messages repeat, made before the agent was run (their effects are in the
-    starting state the reward's replay also starts from)."""
-    history = _object(task.get("initial_state")).get("message_history")
-    calls = []
-    for message in history if isinstance(history, list) else []:
-        if not isinstance(message, dict) or message.get("role") != "assistant":
-            continue
-        for call in message.get("tool_calls") or []:
-            if (
-                isinstance(call, dict)
-                and call.get("requestor", "assistant") == "assistant"
-                and isinstance(call.get("name"), str)
-                and isinstance(call.get("arguments") or {}, dict)
-            ):
-                name, arguments = named_call(call["name"], call.get("arguments")) or (
-                    call["name"],
-                    call.get("arguments") or {},
-                )
-                calls.append({"name": name, "arguments": arguments})
-    return calls
-
-
-# How a τ²-bench simulation may end on its own: any other `termination_reason` (max_steps, too_many_errors,
-# agent_error, timeout, …) stopped it before the conversation was over, and τ²-bench rewards it 0.
-_FINISHED = ("user_stop", "agent_stop")
-
-
-def _tau2_record(sim: dict[str, Any], task: dict[str, Any], system: Any) -> dict[str, Any]:
-    """One τ²-bench simulation (with a `messages` list), its task and the agent's policy (`system`) as a
-    record."""
-    own = sim.get("policy")  # the agent's policy as this simulation ran it, where it is saved with it
-    system = own if isinstance(own, str) and own else system
-    ended = sim.get("termination_reason")
-    messages, named = read_messages(sim["messages"])
-    return {
-        "stopped": ended if isinstance(ended, str) and ended and ended not in _FINISHED else None,
-        "system": system if isinstance(system, str) else None,
-        "task_id": sim.get("task_id"),
-        "trial": sim.get("trial"),
-        "reward": _object(sim.get("reward_info")).get("reward"),
-        "messages": messages,
-        "truth": _read_truth(_tau2_truth, task),
-        "notes": [f"{named} call(s) of {DISPATCHER} read as calls of the tool each names"] if named else [],
     }
