@@ -315,7 +315,7 @@ class JudgeMetrics(Collector):
         fam = CounterMetricFamily(
             "agentwatch_judge_failures",
             "Judged conversations left unscored, by reason (judge_timeout, judge_bad_output, judge_unavailable, "
-            "judge_budget_exhausted).",
+            "judge_budget_exhausted, judge_tls_certificate).",
             labels=["reason"],
         )
         for reason, n in sorted(snap["failures"].items()):

@@ -22,6 +22,9 @@ class CircuitBreaker:
         self._consecutive = 0
         self._opened_at: float | None = None
         self._trial = False
+        self._last = (
+            ""  # the failure code of the last failed call, named while open (the cause stays visible)
+        )
         self.opened = 0  # times it opened
 
     @property
@@ -42,7 +45,8 @@ class CircuitBreaker:
                 self._trial = True
                 return None
             left = max(self.reset_s - waited, 0.0)
-            return f"circuit open after {self._consecutive} consecutive failures" + (
+            last = f" (the last {self._last})" if self._last else ""
+            return f"circuit open after {self._consecutive} consecutive failures{last}" + (
                 f"; next trial in {left:.0f} s" if left > 0 else "; a trial call is in flight"
             )
 
@@ -53,10 +57,11 @@ class CircuitBreaker:
             self._opened_at = None
             self._trial = False
 
-    def failure(self) -> None:
-        """A call failed (timeout, connection error, 429/5xx after the retries)."""
+    def failure(self, code: str = "") -> None:
+        """A call failed (timeout, connection error, 429/5xx after the retries); `code` says how."""
         with self._lock:
             self._consecutive += 1
+            self._last = code
             if self._trial or (self._opened_at is None and self._consecutive >= self.failures):
                 if self._opened_at is None:
                     self.opened += 1

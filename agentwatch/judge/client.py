@@ -26,6 +26,7 @@ import random
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -36,6 +37,7 @@ from agentwatch.judge.endpoint import (
     CallFailed,
     Redactor,
     about_format,
+    certificate_failure,
     parse_retry_after,
     read_completion,
     refuse_plain_http_with_key,
@@ -114,6 +116,7 @@ class OpenAIJudge:
         self.rubric = load_rubric(prompt_version)
         bare_url, credentials = split_credentials(base_url)
         self.url = bare_url.rstrip("/") + "/chat/completions"
+        self._where = urlsplit(self.url).netloc  # host and port, as failures name them
         self._auth = httpx.BasicAuth(*credentials) if credentials is not None else None
         self.timeout_s = timeout_s
         self.max_response_bytes = max_response_bytes
@@ -207,14 +210,14 @@ class OpenAIJudge:
             outcome, score, explanation = self._ask(messages, usage)
         except CallFailed as exc:
             if exc.code != JUDGE_BAD_OUTPUT:
-                self.breaker.failure()
+                self.breaker.failure(exc.code)
             else:
                 self.breaker.success()  # the judge answered: it is up, even if the answer is unusable
             return self._verdict(start, usage, failure=exc.code, detail=exc.detail)
         except Exception as exc:  # noqa: BLE001 — whatever the server did, the breaker hears of the call
             detail = self._redact(f"{type(exc).__name__}: {exc}")
             log.warning("judge call failed unexpectedly: %s", detail)
-            self.breaker.failure()
+            self.breaker.failure(JUDGE_UNAVAILABLE)
             return self._verdict(start, usage, failure=JUDGE_UNAVAILABLE, detail=detail)
         self.breaker.success()
         return self._verdict(start, usage, outcome=outcome, score=score, explanation=explanation)
@@ -309,6 +312,9 @@ class OpenAIJudge:
                     JUDGE_TIMEOUT, f"no response within {self.timeout_s:g} s ({type(exc).__name__})"
                 ) from exc
             except httpx.TransportError as exc:
+                refused = certificate_failure(exc, self._where)
+                if refused is not None:
+                    raise refused from exc  # the same certificate fails every retry the same way
                 last = f"connection error: {type(exc).__name__}: {exc}"
             else:
                 if status == 200:

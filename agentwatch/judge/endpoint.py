@@ -1,7 +1,7 @@
 """What the judge's endpoint may be, and how what it says is read: the URL refused when it would send a key or
 credentials in clear text, the URL as it may be shown (no credentials), the secrets taken out of any text the
-server sends back, the `Retry-After` header, an error that is about `response_format`, a chat completion's text
-and usage."""
+server sends back, the `Retry-After` header, an error that is about `response_format`, a TLS certificate that does
+not verify, a chat completion's text and usage."""
 
 from __future__ import annotations
 
@@ -10,10 +10,11 @@ import email.utils
 import ipaddress
 import json
 import math
+import ssl
 import time
 from urllib.parse import unquote, urlsplit
 
-from agentwatch.judge.verdict import JUDGE_BAD_OUTPUT
+from agentwatch.judge.verdict import JUDGE_BAD_OUTPUT, JUDGE_TLS_CERTIFICATE
 
 
 class CallFailed(Exception):
@@ -118,6 +119,40 @@ def refuse_plain_http_with_key(base_url: str) -> None:
         "network in clear text. Use https://, a loopback address, or set judge.allow_insecure_http: true "
         "(e.g. behind a sidecar that encrypts)"
     )
+
+
+# What to check for each OpenSSL verification error (X509_V_ERR_*) a judge's endpoint is likely to give.
+_CERTIFICATE_HINTS = {
+    2: "its issuer is not trusted here: put its CA in the bundle SSL_CERT_FILE names",
+    9: "it is not valid yet: check the server's certificate and this host's clock",
+    10: "it has expired: the server's certificate needs renewing",
+    18: "it is self-signed: put it, or its CA, in the bundle SSL_CERT_FILE names",
+    19: "its chain ends in a CA not trusted here: put that CA in the bundle SSL_CERT_FILE names",
+    20: "its issuer is not trusted here: put its CA in the bundle SSL_CERT_FILE names",
+    21: "its issuer is not trusted here: put its CA in the bundle SSL_CERT_FILE names",
+    62: "it does not name the host of judge.base_url",
+    64: "it does not name the address of judge.base_url",
+}
+
+
+def certificate_failure(exc: BaseException, where: str) -> CallFailed | None:
+    """A `judge_tls_certificate` failure saying which check failed when `exc` comes of a TLS certificate of
+    `where` that does not verify; None for any other error (a reset handshake, say, which a retry may pass)."""
+    cause: BaseException | None = exc
+    for _ in range(8):  # httpx's error is caused by httpcore's, caused by the ssl module's
+        if cause is None:
+            return None
+        if isinstance(cause, ssl.SSLCertVerificationError):
+            code = cause.verify_code
+            check = cause.verify_message or str(cause)
+            hint = _CERTIFICATE_HINTS.get(code, "the certificate is refused")
+            return CallFailed(
+                JUDGE_TLS_CERTIFICATE,
+                f"the TLS certificate of {where} does not verify: {check} (X509 error {code}; {hint}); "
+                "not retried",
+            )
+        cause = cause.__cause__ or cause.__context__
+    return None
 
 
 def about_format(text: str) -> bool:

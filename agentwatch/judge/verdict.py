@@ -33,7 +33,14 @@ JUDGE_UNAVAILABLE = (
     "judge_unavailable"  # 429/5xx after the retries, connection refused, breaker open, HTTP 4xx
 )
 JUDGE_BUDGET_EXHAUSTED = "judge_budget_exhausted"  # the hourly or daily spend cap is reached
-FAILURE_CODES: tuple[str, ...] = (JUDGE_TIMEOUT, JUDGE_BAD_OUTPUT, JUDGE_UNAVAILABLE, JUDGE_BUDGET_EXHAUSTED)
+JUDGE_TLS_CERTIFICATE = "judge_tls_certificate"  # the endpoint's certificate does not verify (not retried)
+FAILURE_CODES: tuple[str, ...] = (
+    JUDGE_TIMEOUT,
+    JUDGE_BAD_OUTPUT,
+    JUDGE_UNAVAILABLE,
+    JUDGE_BUDGET_EXHAUSTED,
+    JUDGE_TLS_CERTIFICATE,
+)
 
 
 @dataclass(slots=True, frozen=True)

@@ -21,6 +21,7 @@ COVERAGE_CODES = frozenset(
         "judge_bad_output",
         "judge_unavailable",
         "judge_budget_exhausted",
+        "judge_tls_certificate",
         "scorer_error",
     }
 )
