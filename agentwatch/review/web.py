@@ -9,22 +9,20 @@ Sessions live in the store (`review.sessions`): the signed cookie only carries a
 deletes its row. Sign-in checks are throttled before any hashing (`review.signin`); path and query integers
 are validated (404 or 400, never an error of the database). Request bodies over `max_body_bytes` get 413.
 The judge's verdict, score and explanation are rendered only once the conversation has a label (no anchoring).
+
+This module holds the application and its routes; what they read from a request (client, CSRF token, redirect
+target, filters) is `review.request_values`, the templates and their filters `review.templating`.
 """
 
 from __future__ import annotations
 
-import hmac
-import json
 import logging
 import secrets
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
-from markupsafe import Markup
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.middleware import Middleware
@@ -32,7 +30,6 @@ from starlette.middleware.sessions import SessionMiddleware
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Route
-from starlette.templating import Jinja2Templates
 
 from agentwatch.config import ReviewConfig
 from agentwatch.review.auth import Reviewers
@@ -40,22 +37,28 @@ from agentwatch.review.body_limit import BodyLimit
 from agentwatch.review.metrics import ReviewStats
 from agentwatch.review.outage import STORE_DOWN, unavailable
 from agentwatch.review.params import MAX_OFFSET, integer
-from agentwatch.review.queries import Filters
+from agentwatch.review.request_values import (
+    client_of,
+    csrf_ok,
+    csrf_token,
+    filter_params,
+    filter_query,
+    filters_of,
+    local_target,
+)
 from agentwatch.review.sessions import Sessions
 from agentwatch.review.signin import SignIn
 from agentwatch.review.store import Store
 from agentwatch.review.tables import MAX_ROW_ID
+from agentwatch.review.templating import page_templates
 from agentwatch.review.throttle import Refused
 from agentwatch.review.web_failing import DEFAULT_WINDOW, failing_context
-from agentwatch.safe_text import no_reordering
-from agentwatch.scorers.differences import clip_reason
 from agentwatch.wire.json_text import model_from_json
 from agentwatch.wire.review_records import judge_outcome
 from agentwatch.wire.schema import Conversation, Outcome
 
 log = logging.getLogger(__name__)
 
-TEMPLATES = Path(__file__).parent / "templates"
 MAX_NOTE = 2000
 OUTCOME_TEXT: tuple[tuple[str, str], ...] = (
     ("complete", "the task was done and everything the agent said is right"),
@@ -64,14 +67,6 @@ OUTCOME_TEXT: tuple[tuple[str, str], ...] = (
     ("hallucinated", "the agent claims facts or actions that the transcript does not support"),
     ("abandoned", "no answer, an error, a loop, or the agent gave up"),
 )
-
-
-def _when(epoch: float) -> str:
-    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%d %H:%M UTC")
-
-
-def _pretty(value: Any) -> str:
-    return value if isinstance(value, str) else json.dumps(value, indent=2, ensure_ascii=False, default=str)
 
 
 class ReviewApp:
@@ -100,11 +95,7 @@ class ReviewApp:
         self.signin = SignIn(self.reviewers, self.sessions, stats, config)
         self._clock = clock
         self._on_saved = on_saved
-        self.templates = Jinja2Templates(directory=str(TEMPLATES))
-        self.templates.env.filters["when"] = _when
-        self.templates.env.filters["pretty"] = _pretty
-        self.templates.env.filters["clip"] = clip_reason
-        self.templates.env.finalize = _shown  # every value a template prints
+        self.templates = page_templates()
         secret = (
             config.session_secret.get_secret_value()
             if config.session_secret is not None
@@ -152,7 +143,7 @@ class ReviewApp:
         if status == 401:
             headers["WWW-Authenticate"] = 'Bearer realm="agentwatch review"'
         reviewer = getattr(request.state, "reviewer", None)
-        context = {"nonce": nonce, "csrf": _csrf(request), "reviewer": reviewer, **context}
+        context = {"nonce": nonce, "csrf": csrf_token(request), "reviewer": reviewer, **context}
         return self.templates.TemplateResponse(request, name, context, status_code=status, headers=headers)
 
     async def _signed_in(self, request: Request) -> str | None:
@@ -169,7 +160,7 @@ class ReviewApp:
         header = request.headers.get("authorization")
         if name is None and header:
             try:
-                name = await self.signin.from_header(_client(request), header)
+                name = await self.signin.from_header(client_of(request), header)
             except Refused as refused:
                 return _refused(refused)
         return name if name is not None else self._refuse(request)
@@ -183,7 +174,7 @@ class ReviewApp:
         """The signed-in reviewer of a form post with the session's CSRF token (else None), and the form."""
         form = await request.form()
         name = await self._signed_in(request)
-        if name is None or not _csrf_ok(request, form):
+        if name is None or not csrf_ok(request, form):
             self.stats.count_refused("write")
             return None, form
         return name, form
@@ -195,19 +186,19 @@ class ReviewApp:
         if await self._signed_in(request):
             return RedirectResponse("/", 303)
         return self._page(
-            request, "login.html", {"next": _local(request.query_params.get("next")), "error": None}
+            request, "login.html", {"next": local_target(request.query_params.get("next")), "error": None}
         )
 
     async def login(self, request: Request) -> Response:
         """Check the name and secret; on success a new session (and CSRF token)."""
         form = await request.form()
-        if not _csrf_ok(request, form):
+        if not csrf_ok(request, form):
             self.stats.count_refused("write")
             return PlainTextResponse("forbidden: the sign-in form expired; reload the page", 403)
         name, secret = str(form.get("name", "")).strip()[:256], str(form.get("secret", ""))[:1024]
-        next_url = _local(str(form.get("next", "")))
+        next_url = local_target(str(form.get("next", "")))
         try:
-            reviewer = await self.signin.check(_client(request), name, secret) if name and secret else None
+            reviewer = await self.signin.check(client_of(request), name, secret) if name and secret else None
         except Refused as refused:
             wait = f"{refused.retry_after_s:.0f} s" if refused.reason == "throttled" else "a moment"
             context = {"next": next_url, "error": f"Too many sign-in attempts: try again in {wait}."}
@@ -242,17 +233,17 @@ class ReviewApp:
         reader = await self._reader(request)
         if isinstance(reader, Response):
             return reader
-        filters = _filters(request)
+        filters = filters_of(request)
         offset = integer(request.query_params.get("offset", "0"), MAX_OFFSET)
         if offset is None:
             return PlainTextResponse(f"offset must be an integer from 0 to {MAX_OFFSET:,}\n", 400)
         size = self.config.page_size
         items, total = await run_in_threadpool(self.store.queue, filters, size, offset)
         choices = await run_in_threadpool(self.store.choices)
-        query = _query(filters)
+        query = filter_query(filters)
         more = None
         if offset + size < total:
-            more = "/?" + urlencode({**_filter_params(filters), "offset": offset + size})
+            more = "/?" + urlencode({**filter_params(filters), "offset": offset + size})
         return self._page(
             request,
             "queue.html",
@@ -297,10 +288,10 @@ class ReviewApp:
         stored = await run_in_threadpool(self.store.get, row)
         if stored is None:
             return PlainTextResponse("no such conversation (deleted by retention?)", 404)
-        filters = _filters(request)
+        filters = filters_of(request)
         prev_id, next_id = await run_in_threadpool(self.store.neighbours, row, filters)
         _, left = await run_in_threadpool(self.store.queue, filters, 0, 0)
-        query = _query(filters)
+        query = filter_query(filters)
         conv = model_from_json(Conversation, stored.transcript) if stored.transcript else None
         relabel = request.query_params.get("relabel") == "1"
         decided = bool(stored.labels)
@@ -314,12 +305,12 @@ class ReviewApp:
             "saved": request.query_params.get("saved") == "1" and decided,
             "outcomes": OUTCOME_TEXT,
             "query": query,
-            "query_relabel": "?" + urlencode({**_filter_params(filters), "relabel": 1}),
+            "query_relabel": "?" + urlencode({**filter_params(filters), "relabel": 1}),
             "queue_url": "/" + query,
             "left": left,
             "prev_url": f"/c/{prev_id}{query}" if prev_id is not None else None,
             "next_url": f"/c/{next_id}{query}" if next_id is not None else None,
-            "back_url": _local(request.query_params.get("back"))
+            "back_url": local_target(request.query_params.get("back"))
             or None,  # e.g. the failing list it came from
         }
         # Opened from a failing list (or held only because it failed): the reader has seen why it failed, so
@@ -361,7 +352,7 @@ class ReviewApp:
             outcome,
             f", revision {record.revision}" if record.revision is not None else ", no revision needed",
         )
-        params = {**_filter_params(_filters(request)), "saved": 1}
+        params = {**filter_params(filters_of(request)), "saved": 1}
         return RedirectResponse(f"/c/{row}?{urlencode(params)}", 303)
 
     async def health(self, request: Request) -> Response:
@@ -377,11 +368,6 @@ class ReviewApp:
         return PlainTextResponse("ok\n")
 
 
-def _client(request: Request) -> str:
-    """The client's address (behind trusted proxies, the one X-Forwarded-For names: `forwarded_allow_ips`)."""
-    return request.client.host if request.client is not None else "unknown"
-
-
 def _refused(refused: Refused) -> Response:
     status = 429 if refused.reason == "throttled" else 503
     return PlainTextResponse(
@@ -393,54 +379,3 @@ def _refused(refused: Refused) -> Response:
 
 def _value(outcome: Outcome | None) -> str | None:
     return None if outcome is None else str(outcome.value)
-
-
-def _csrf_ok(request: Request, form: Any) -> bool:
-    """Whether a form post carries the session's CSRF token."""
-    token, sent = request.session.get("csrf"), form.get("csrf")
-    return isinstance(token, str) and isinstance(sent, str) and hmac.compare_digest(token, sent)
-
-
-def _csrf(request: Request) -> str:
-    token = request.session.get("csrf")
-    if not isinstance(token, str):
-        token = request.session["csrf"] = secrets.token_urlsafe(24)
-    return token
-
-
-def _filters(request: Request) -> Filters:
-    q = request.query_params
-    return Filters(q.get("agent") or None, q.get("version") or None, q.get("task") or None)
-
-
-def _filter_params(filters: Filters) -> dict[str, str]:
-    pairs = (("agent", filters.agent), ("version", filters.version), ("task", filters.task))
-    return {k: v for k, v in pairs if v}
-
-
-def _query(filters: Filters) -> str:
-    params = _filter_params(filters)
-    return "?" + urlencode(params) if params else ""
-
-
-def _shown(value: object) -> object:
-    """A value as a template prints it: a text's bidirectional overrides and isolates shown as escapes (a tool
-    named with one would read as another name, and the page's own text after it run backwards)."""
-    if isinstance(value, Markup):
-        return Markup(no_reordering(str(value)))
-    return no_reordering(value) if isinstance(value, str) else value
-
-
-def _local(target: str | None) -> str:
-    """`target` if it is a path on this site, else "" (no open redirect). Browsers drop tabs and line breaks
-    from a URL before reading it (a tab between two slashes makes `//evil.example`), so no control character or
-    space passes."""
-    if (
-        target
-        and target.startswith("/")
-        and not target.startswith("//")
-        and "\\" not in target
-        and not any(ch <= " " or ch == "\x7f" for ch in target)
-    ):
-        return target
-    return ""

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlencode
 
@@ -19,13 +18,10 @@ from agentwatch.config import parse_duration
 from agentwatch.review.failing import WHY, FailingQuery
 from agentwatch.review.params import MAX_OFFSET, integer, unix_time
 from agentwatch.review.store import Store
+from agentwatch.review.templating import when
 
 DEFAULT_WINDOW = "24h"
 MAX_REASONS = 3  # reasons shown per conversation in the list (the conversation page has them all)
-
-
-def _when(epoch: float) -> str:
-    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
 def failing_context(
@@ -99,8 +95,8 @@ def failing_context(
         "whys": WHY,
         "alert": params.get("alert") or None,
         "window": window,
-        "since": _when(since),
-        "until": _when(until),
+        "since": when(since),
+        "until": when(until),
         "problems": problems,
         "choices": store.failing_choices(),
         "filters": {"agent": query.agent, "version": query.version, "task": query.task},
