@@ -190,8 +190,21 @@ def save_label_once(
         ).one_or_none()
         if row is None:
             raise KeyError(row_id)
-        blind = blind and row.sample != wire.FAILING and not row.labelled
         first = model_from_json(ConversationScore, row.first_score)
+        again = _same_label_again(c, row_id, reviewer, outcome, note)
+        if again is not None:  # the form sent twice (its answer lost, a double click): saved once
+            return LabelRecord.of(
+                first,
+                outcome,
+                note=note,
+                reviewer=reviewer,
+                labelled_at=datetime.fromtimestamp(again.labelled_at, UTC),
+                sample=again.sample,
+                blind=again.blind,
+                revision=again.revision,
+                label_id=again.label_id,
+            )
+        blind = blind and row.sample != wire.FAILING and not row.labelled
         revised = relabel(model_from_json(ConversationScore, row.latest_score), outcome, credits)
         values: dict[str, Any] = {"labelled": True}
         if revised is not None:
@@ -227,6 +240,28 @@ def save_label_once(
             value = record.model_dump_json().encode()
             enqueue(c, row_id, labels_topic, first.conversation_id.encode(), value, now)
     return record
+
+
+def _same_label_again(c: Connection, row_id: int, reviewer: str, outcome: Outcome, note: str) -> Any:
+    """The conversation's latest label when it is this reviewer's with this outcome and note, else None.
+
+    Saving it again would add nothing but a second record — one no longer blind, published again — as when a
+    label's answer was lost after its commit and the reviewer sent the form once more."""
+    x = labels.c
+    last = c.execute(
+        select(x.reviewer, x.outcome, x.note, x.labelled_at, x.sample, x.blind, x.revision, x.label_id)
+        .where(x.conversation == row_id)
+        .order_by(x.id.desc())
+        .limit(1)
+    ).one_or_none()
+    stored = storable(labels, {"reviewer": reviewer, "note": note})  # as the row would hold them
+    if (
+        last is None
+        or last.outcome != outcome.value
+        or (last.reviewer, last.note) != (stored["reviewer"], stored["note"])
+    ):
+        return None
+    return last
 
 
 def _queue_score(

@@ -138,16 +138,16 @@ def test_a_label_publishes_revision_plus_one_and_a_label_record(url: str) -> Non
     )
     store.mark_sent([out[0].id], NOW.timestamp())
     assert [r.id for r in store.unsent()] == [out[1].id] and store.pending() == 1
-    # a second label revises the latest revision again; the same label once more changes nothing
-    assert (
-        store.save_label(ids["c0"], "bob", Outcome.ABANDONED, "", False, NOW.timestamp() + 120).revision == 2
-    )
-    assert (
-        store.save_label(ids["c0"], "bob", Outcome.ABANDONED, "", False, NOW.timestamp() + 180).revision
-        is None
-    )
-    assert [r.topic for r in store.unsent()] == ["l", "s", "l", "l"]
-    assert [row["reviewer"] for row in store.labels_of()] == ["alice", "bob", "bob"]
+    # a second label revises the latest revision again; the same label sent once more (its answer lost, a
+    # double click) saves nothing and answers with the first, while another reviewer's same label is saved
+    second = store.save_label(ids["c0"], "bob", Outcome.ABANDONED, "", False, NOW.timestamp() + 120)
+    assert second.revision == 2
+    assert store.save_label(ids["c0"], "bob", Outcome.ABANDONED, "", True, NOW.timestamp() + 180) == second
+    assert [r.topic for r in store.unsent()] == ["l", "s", "l"]
+    assert [row["reviewer"] for row in store.labels_of()] == ["alice", "bob"]
+    third = store.save_label(ids["c0"], "carol", Outcome.ABANDONED, "", False, NOW.timestamp() + 240)
+    assert third.revision is None and third.label_id != second.label_id
+    assert [row["reviewer"] for row in store.labels_of()] == ["alice", "bob", "carol"]
 
 
 def test_revisions_made_elsewhere_stay_below_the_reviewers_label(url: str) -> None:
@@ -209,9 +209,9 @@ def test_concurrent_labels_get_distinct_increasing_revisions(url: str) -> None:
     errors: list[Exception] = []
     lock = threading.Lock()
 
-    def save(outcome: Outcome) -> None:
+    def save(reviewer: str, outcome: Outcome) -> None:
         try:
-            rev = store.save_label(row, "alice", outcome, "", False, NOW.timestamp()).revision
+            rev = store.save_label(row, reviewer, outcome, "", False, NOW.timestamp()).revision
         except Exception as exc:  # a label lost: the assertion below names it
             with lock:
                 errors.append(exc)
@@ -219,7 +219,8 @@ def test_concurrent_labels_get_distinct_increasing_revisions(url: str) -> None:
         with lock:
             results.append(rev)
 
-    threads = [threading.Thread(target=save, args=(o,)) for o in outcomes]
+    # one reviewer each: the same reviewer's same label twice in a row is saved once
+    threads = [threading.Thread(target=save, args=(f"r{i}", o)) for i, o in enumerate(outcomes)]
     for t in threads:
         t.start()
     for t in threads:
@@ -242,8 +243,13 @@ def test_a_label_is_blind_once_and_never_on_a_failing_conversation(url: str) -> 
     store.ingest(record(conv, scored(conv, verdict=judged())), NOW.timestamp(), DAY)
     row = store.queue()[0][0].id
     threads = [
-        threading.Thread(target=store.save_label, args=(row, "alice", o, "", True, NOW.timestamp()))
-        for o in (Outcome.COMPLETE, Outcome.ABANDONED, Outcome.COMPLETE, Outcome.ABANDONED)
+        threading.Thread(target=store.save_label, args=(row, who, o, "", True, NOW.timestamp()))
+        for who, o in (
+            ("alice", Outcome.COMPLETE),
+            ("bob", Outcome.ABANDONED),
+            ("carol", Outcome.COMPLETE),
+            ("dave", Outcome.ABANDONED),
+        )
     ]
     for t in threads:
         t.start()
