@@ -7,9 +7,10 @@ structured outputs on servers that reject `response_format` — and it sends one
 small, thread-safe with a shared connection pool, and has separate connect/read timeouts.
 
 A reply is read as a stream, within bounds of its own: its body at most `max_response_bytes` (a larger one is
-bad output, read no further), and the whole exchange — connecting, the status line and headers, the body —
-within `timeout_s` from the request (`agentwatch.judge.http_bounds`: httpx's timeouts bound each read, so a
-server sending its headers or body a byte at a time would otherwise hold the call for as long as it likes).
+bad output, read no further), and the whole exchange — the name lookup, connecting, the status line and headers,
+the body — within `timeout_s` from the request (`agentwatch.judge.http_bounds`: httpx's timeouts bound each read
+and none the lookup, so a server sending its headers or body a byte at a time, or a resolver that hangs, would
+otherwise hold the call for as long as it likes).
 
 One request per conversation at temperature 0: the versioned rubric and the transcript (`agentwatch.judge.prompt`). The
 reply must be JSON of `VERDICT_SCHEMA`; with `structured_outputs="auto"` the schema is sent as
@@ -49,6 +50,7 @@ from agentwatch.judge.http_bounds import (
     ACCEPT_ENCODING,
     BodyTooLarge,
     BodyUndecodable,
+    LookupTimeout,
     bound_client,
     read_body,
 )
@@ -308,9 +310,9 @@ class OpenAIJudge:
             try:
                 status, headers, body = self._post(self._body(messages))
             except httpx.TimeoutException as exc:
-                raise CallFailed(
-                    JUDGE_TIMEOUT, f"no response within {self.timeout_s:g} s ({type(exc).__name__})"
-                ) from exc
+                # a resolver that hangs is said as such: the server never heard of the request
+                why = str(exc.__cause__) if isinstance(exc.__cause__, LookupTimeout) else type(exc).__name__
+                raise CallFailed(JUDGE_TIMEOUT, f"no response within {self.timeout_s:g} s ({why})") from exc
             except httpx.TransportError as exc:
                 refused = certificate_failure(exc, self._where)
                 if refused is not None:

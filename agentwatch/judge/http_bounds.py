@@ -5,6 +5,11 @@
   time holds a call for as long as it likes. `bound_client(client)` gives the client's connection pools a network
   backend whose every connect, read and write waits at most until the deadline of `deadline(seconds)` set by
   the calling thread (an attempt runs in the thread that makes it, so the shared pool serves every thread).
+- **Name lookup within the deadline.** `socket.getaddrinfo` takes no timeout and a resolver that hangs would hold
+  the connect as long as it likes. The backend looks the host up in a thread of its own and waits for it only
+  until the deadline (`ConnectTimeout` then), and connects to the addresses found, in order, as
+  `socket.create_connection` does. A lookup still running is left to finish and shared by every later connect to
+  the same host meanwhile: a resolver that never answers holds one thread per host, never one per call.
 - **A compressed body decoded within a size.** A gzip bomb inflates a thousandfold (200 KB to 200 MB) and httpx
   inflates each piece whole before the caller sees it. `read_body` reads the raw bytes and inflates them itself,
   never more than the bound plus one byte; encodings other than gzip and deflate are refused (the request asks
@@ -13,7 +18,9 @@
 
 from __future__ import annotations
 
+import ipaddress
 import logging
+import socket
 import threading
 import time
 import zlib
@@ -28,6 +35,10 @@ log = logging.getLogger(__name__)
 
 ACCEPT_ENCODING = "gzip, deflate"
 _local = threading.local()
+
+
+class LookupTimeout(httpcore.ConnectTimeout):
+    """The host's name lookup did not end by the deadline."""
 
 
 class BodyTooLarge(Exception):
@@ -90,6 +101,74 @@ class _DeadlineStream(httpcore.NetworkStream):
         return self._inner.get_extra_info(info)
 
 
+class _Lookup:
+    """One name lookup running in a thread of its own: its addresses or its error once `done` is set."""
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.addresses: list[str] = []
+        self.error: Exception | None = None
+
+
+_lookups: dict[tuple[str, int], _Lookup] = {}  # the lookups running, by host and port
+_lookups_lock = threading.Lock()
+
+
+def _addresses(host: str, port: int) -> list[str]:
+    """The addresses of `host` for a TCP connection, in the resolver's order (as `create_connection` tries)."""
+    found: list[str] = []
+    for *_, sockaddr in socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM):
+        address = str(sockaddr[0])
+        if len(sockaddr) == 4 and sockaddr[3]:  # a link-local IPv6 address needs its scope to connect
+            address = f"{address}%{sockaddr[3]}"
+        if address not in found:
+            found.append(address)
+    return found
+
+
+def _run_lookup(lookup: _Lookup, host: str, port: int) -> None:
+    """Look `host` up for `lookup`, then let the next connect start a lookup of its own."""
+    try:
+        lookup.addresses = _addresses(host, port)
+    except Exception as exc:  # noqa: BLE001 — handed to the callers waiting, raised there
+        lookup.error = exc
+    finally:
+        with _lookups_lock:
+            if _lookups.get((host, port)) is lookup:
+                del _lookups[(host, port)]
+        lookup.done.set()
+
+
+def _resolve(host: str, port: int, timeout: float | None) -> list[str]:
+    """The addresses of `host`, looked up within `timeout` (`ConnectTimeout` past it, `ConnectError` when the
+    name does not resolve); an address is its own."""
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        pass
+    else:
+        return [host]
+    if timeout is None:
+        try:
+            return _addresses(host, port)
+        except OSError as exc:
+            raise httpcore.ConnectError(str(exc)) from exc
+    with _lookups_lock:
+        lookup = _lookups.get((host, port))
+        if lookup is None:
+            lookup = _lookups[(host, port)] = _Lookup()
+            threading.Thread(
+                target=_run_lookup, args=(lookup, host, port), name=f"judge lookup {host}", daemon=True
+            ).start()  # a daemon: a resolver that never answers must not hold the process at exit either
+    if not lookup.done.wait(timeout):
+        raise LookupTimeout(f"the name lookup of {host} did not end within {timeout:g} s")
+    if isinstance(lookup.error, OSError):
+        raise httpcore.ConnectError(str(lookup.error)) from lookup.error
+    if lookup.error is not None:
+        raise lookup.error
+    return lookup.addresses
+
+
 class _DeadlineBackend(httpcore.NetworkBackend):
     """Connects within the deadline and hands out streams bounded by it."""
 
@@ -104,11 +183,19 @@ class _DeadlineBackend(httpcore.NetworkBackend):
         local_address: str | None = None,
         socket_options: Any = None,
     ) -> httpcore.NetworkStream:
-        """A TCP connection, made within the deadline."""
-        stream = self._inner.connect_tcp(
-            host, port, _left(timeout, httpcore.ConnectTimeout), local_address, socket_options
-        )
-        return _DeadlineStream(stream)
+        """A TCP connection to the first address of `host` that answers, the lookup and every attempt within the
+        deadline."""
+        last: Exception = httpcore.ConnectError(f"no address for {host}")
+        for address in _resolve(host, port, _left(timeout, httpcore.ConnectTimeout)):
+            try:
+                stream = self._inner.connect_tcp(
+                    address, port, _left(timeout, httpcore.ConnectTimeout), local_address, socket_options
+                )
+            except (httpcore.ConnectError, httpcore.ConnectTimeout) as exc:
+                last = exc  # the next address, as create_connection tries them
+                continue
+            return _DeadlineStream(stream)
+        raise last
 
     def connect_unix_socket(
         self, path: str, timeout: float | None = None, socket_options: Any = None
