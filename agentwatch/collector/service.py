@@ -5,7 +5,9 @@ reconstruct → score → produce. Every `commit_interval_s`, and before partiti
 is flushed and only then are offsets committed, each below the lowest offset still held by an open
 conversation on its partition. A crash therefore replays what was not yet scored: nothing is lost, and
 duplicates are scores written after the last commit (downstream de-duplicates by conversation id). The
-commits and rebalances are `consumer_group.Committer`'s; pausing while the judge is behind `JudgeBackpressure`'s.
+commits and rebalances are `consumer_group.Committer`'s; pausing while the judge is behind `JudgeBackpressure`'s;
+decoding and routing each record (assemble, re-key, join, dead-letter) `intake.Intake`'s. This module holds the
+loop, and what follows a finished conversation: rebuilding, grading (with the judge or not) and publishing.
 """
 
 from __future__ import annotations
@@ -18,31 +20,30 @@ import time
 from collections.abc import Callable
 from typing import NamedTuple
 
-from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
+from confluent_kafka import Consumer, TopicPartition
 
 from agentwatch import wire
 from agentwatch.build_info import build_line
 from agentwatch.collector.assembler import Assembler, FinishedConversation
 from agentwatch.collector.consumer_group import Committer, consumer_config, traffic_share
 from agentwatch.collector.deadletter import DeadLetterPublisher
-from agentwatch.collector.decode import DecodeError, SpanRecord, decode_message
 from agentwatch.collector.evaluation_events import EvaluationEvents, last_turn_ids
+from agentwatch.collector.intake import Intake
 from agentwatch.collector.judging import JudgeBackpressure, PendingVerdicts
 from agentwatch.collector.labels import ScoreMemory, label_of
 from agentwatch.collector.late_labels import LateLabels
-from agentwatch.collector.log_records import decode_log_message
 from agentwatch.collector.loop_join import LoopJoin
 from agentwatch.collector.metrics import PipelineStats
 from agentwatch.collector.offsets import OffsetBook
 from agentwatch.collector.reconstruct import build_conversation, split_by_agent
 from agentwatch.collector.record import Record
 from agentwatch.collector.record_limits import RecordLimits, fit_record_limits
-from agentwatch.collector.rekey import CONTENT_TYPE_HEADER, Rekeyer, header, key_mode, keyed_by_conversation
+from agentwatch.collector.rekey import Rekeyer
 from agentwatch.collector.review_feed import ReviewFeed
 from agentwatch.collector.score_fit import REVISION_ROOM, score_payload
 from agentwatch.collector.span_fragments import attach
 from agentwatch.collector.span_tree import setup_only
-from agentwatch.collector.trace_join import KEY_TRACE, KEY_TRACE_CONVERSATION, TraceJoin
+from agentwatch.collector.trace_join import TraceJoin
 from agentwatch.config import Settings
 from agentwatch.judge.runner import JudgeRunner
 from agentwatch.judge.verdict import JudgeVerdict
@@ -103,7 +104,6 @@ class CollectorService:
         self._pending_settings: Settings | None = None
         self.stats = PipelineStats(open_bytes_limit=self.config.max_open_bytes)
         self.assembler = Assembler(self.config)
-        self._log_topics = frozenset(self.config.log_topics)
         self.join = TraceJoin(
             self.config.trace_join_timeout_s,
             self.config.max_held_spans,
@@ -175,6 +175,7 @@ class CollectorService:
         self._out = RecordProducer(producer_config(connection))
         rekeyer = Rekeyer(self._out, cfg.rekey_topic)
         dead = self._dead = DeadLetterPublisher(self._out, cfg.dead_letter_topic, limits.dead_letter)
+        intake = Intake(cfg, self.stats, self.offsets, self.join, self.assembler, self.labels, rekeyer, dead)
         if cfg.transcripts_topic:
             self.review = ReviewFeed(
                 self._out,
@@ -209,8 +210,8 @@ class CollectorService:
                 messages = self._consumer.consume(cfg.max_poll_records, _POLL_TIMEOUT_S)
                 now = time.monotonic()
                 for message in messages:
-                    self._handle(message, now, rekeyer, dead)
-                self._rejoin(rekeyer, self.join.poll(time.monotonic()))
+                    intake.handle(message, now)
+                intake.rejoin(self.join.poll(time.monotonic()))
                 for finished in self.assembler.poll(time.monotonic()):
                     self._emit(finished)
                 for graded in self.loops.due(time.monotonic()):
@@ -254,81 +255,10 @@ class CollectorService:
 
     # ----------------------------------------------------------------------------------------- records
 
-    def _handle(self, message: Message, now: float, rekeyer: Rekeyer, dead: DeadLetterPublisher) -> None:
-        """Decode one record and assemble, re-key or dead-letter it; never raises on bad input."""
-        error = message.error()
-        if error is not None:  # a consumer event, not a record
-            if error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:  # the first producer creates it: not a fault
-                log.info("input topic %s does not exist yet; consuming it once it does", message.topic())
-            else:
-                log.warning("consumer: %s", error)
-            return
-        record = Record.of(message)
-        topic, offset, headers = record.topic, record.offset, record.headers
-        tp = (topic, record.partition)
-        vp = self.offsets.vpart(tp)
-        self.stats.messages_consumed += 1
-        self.offsets.consumed(tp, offset)
-        hop = key_mode(headers) if topic == self.config.rekey_topic else None
-        if hop == KEY_TRACE_CONVERSATION:  # the trace join: a trace's conversation, announced
-            key, cid = record.key or b"", record.value or b""
-            if key and cid:
-                released = self.join.announce(
-                    key.decode("ascii", "replace"), cid.decode("utf-8", "replace"), vp, offset, now
-                )
-                self._rejoin(rekeyer, released)
-            self.assembler.message_done(vp, offset)
-            return
-        ct = header(headers, CONTENT_TYPE_HEADER)
-        try:
-            spans = self._decode(topic, record.value or b"", ct.decode("ascii", "replace") if ct else None)
-        except DecodeError as exc:
-            self._dead_letter(dead, record, getattr(exc, "reason", "invalid"), str(exc))
-        except Exception as exc:
-            log.exception("decoder failed on %s[%d]@%d", topic, tp[1], offset)
-            self._dead_letter(dead, record, "decoder_error", f"{type(exc).__name__}: {exc}")
-        else:
-            if hop == KEY_TRACE:  # spans whose trace had not named its conversation: join, then re-key
-                self._rejoin(rekeyer, self.join.add(spans, vp, offset, now))
-            elif topic == self.config.rekey_topic or (
-                keyed_by_conversation(headers) and not self._log_topics
-            ):
-                # with log topics, spans keyed by conversation take the re-key path too: their traces must be
-                # announced for log records to join them, and they must be assembled where those arrive
-                self.assembler.add_message(self.labels.take(spans, vp, record), vp, offset, now)
-                return
-            else:
-                rekeyer.route(spans)
-                self.stats.spans_rekeyed += len(spans)
-        self.assembler.message_done(vp, offset)
-
-    def _decode(self, topic: str, payload: bytes, content_type: str | None) -> list[SpanRecord]:
-        """The span records of one record of `topic`, counted; of a log topic, the fragments its message events
-        make (`log_records`), its records counted. Raises DecodeError."""
-        limit = self.config.max_attribute_bytes
-        if topic not in self._log_topics:
-            spans = decode_message(payload, content_type, max_attribute_bytes=limit)
-            self.stats.spans_consumed += len(spans)
-            return spans
-        batch = decode_log_message(payload, content_type, max_attribute_bytes=limit)
-        self.stats.log_records_consumed += batch.records
-        self.stats.log_records_skipped += batch.skipped
-        return batch.fragments
-
-    def _rejoin(self, rekeyer: Rekeyer, released: list[SpanRecord]) -> None:
-        """Re-publish by conversation id the spans the trace join released (flushed before the next commit)."""
-        if released:
-            rekeyer.republish(released)
-            self.stats.spans_rekeyed += len(released)
-
     def _dead_letter_record(self, record: Record, reason: str, detail: str) -> None:
         """Send `record` to the dead-letter topic with its reason (once the service runs)."""
         assert self._dead is not None
         self._dead.publish(record, reason, detail)
-
-    def _dead_letter(self, dead: DeadLetterPublisher, record: Record, reason: str, detail: str) -> None:
-        self.stats.reject(reason)
-        dead.publish_or_stub(record, reason, detail)
 
     def _emit(self, finished: FinishedConversation) -> None:
         """Reconstruct, score and queue the score of one finished conversation. Whatever its spans hold, a
