@@ -342,16 +342,19 @@ class ReviewApp:
             )
         except KeyError:  # deleted between the read above and the save's transaction
             return PlainTextResponse("no such conversation (deleted by retention?)", 404)
-        self.stats.count_label(outcome)
-        self._on_saved()
-        log.info(
-            "%s labelled %s (%s) %s%s",
-            reviewer,
-            record.conversation_id,
-            record.agent,
-            outcome,
-            f", revision {record.revision}" if record.revision is not None else ", no revision needed",
-        )
+        if record.label_id in {saved.label_id for saved in stored.labels}:  # the same label sent again
+            log.info("%s sent their label of %s again: saved once", reviewer, record.conversation_id)
+        else:
+            self.stats.count_label(outcome)
+            self._on_saved()
+            log.info(
+                "%s labelled %s (%s) %s%s",
+                reviewer,
+                record.conversation_id,
+                record.agent,
+                outcome,
+                f", revision {record.revision}" if record.revision is not None else ", no revision needed",
+            )
         params = {**filter_params(filters_of(request)), "saved": 1}
         return RedirectResponse(f"/c/{row}?{urlencode(params)}", 303)
 

@@ -121,6 +121,10 @@ def test_refusals_sign_in_and_no_anchoring(broker, tmp_path) -> None:
             assert 'id="label-form"' in relabel.text and 'name="blind" value="0"' in relabel.text
             client.post(f"/c/{row}/label", data={"outcome": "abandoned", "csrf": token, "blind": "1"})
             assert [lb.blind for lb in get_stored(svc.service.store, row).labels] == [True, False]
+            # the same form sent again (its answer lost, a double click) is saved and counted once
+            again = client.post(f"/c/{row}/label", data={"outcome": "abandoned", "csrf": token, "blind": "1"})
+            assert again.status_code == 303
+            assert [lb.blind for lb in get_stored(svc.service.store, row).labels] == [True, False]
             # signing out ends the session
             client.post("/logout", data={"csrf": token})
             assert client.get("/").status_code == 401
