@@ -37,6 +37,7 @@ from agentwatch.judge.calibration import CLASSES, confusion, kappa_from_confusio
 from agentwatch.judge.verdict import JudgeVerdict
 from agentwatch.wire.json_text import model_from_json
 from agentwatch.wire.schema import Conversation, Outcome
+from agentwatch.wire.transcripts import MAX_LINE_BYTES, bounded_lines
 
 __all__ = [
     "Anchor",
@@ -58,7 +59,7 @@ class FrozenVerdict(BaseModel):
 
     judge: str = Field(description="Id of the judge that gave it (name:model:prompt version).")
     outcome: Outcome
-    score: float = Field(ge=0, le=1)
+    score: float = Field(ge=0, le=1, allow_inf_nan=False)
 
 
 class Anchor(BaseModel):
@@ -73,7 +74,8 @@ class Anchor(BaseModel):
 
 
 class AnchorsFileError(ValueError):
-    """An anchor file that cannot be used: missing, empty, or with a bad line (its number in the message)."""
+    """An anchor file that cannot be used: missing, empty, too large, or with a bad line (its number in the
+    message): a malformed line, an unscored label or frozen verdict, a conversation already anchored."""
 
 
 def write_anchors(path: Path, anchors: Iterable[Anchor]) -> int:
@@ -86,30 +88,69 @@ def write_anchors(path: Path, anchors: Iterable[Anchor]) -> int:
     return n
 
 
+# An anchor set is a few hundred transcripts (freeze's default is 200): a file past this size is not one, and is
+# refused before anything of it is held in memory; a line past MAX_LINE_BYTES is read past, never held whole.
+MAX_FILE_BYTES = 256 * 1024 * 1024
+
+
 def read_anchors(path: Path) -> list[Anchor]:
     """Read an anchor set; a bad line fails with its number (a set is used whole or not at all)."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        size = path.stat().st_size
+        fh = path.open("rb")
+    except OSError as exc:
         raise AnchorsFileError(f"{path}: cannot read the anchor set: {exc}") from None
-    anchors = []
-    for number, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
+    if size > MAX_FILE_BYTES:
+        fh.close()
+        raise AnchorsFileError(
+            f"{path}: {size} bytes, more than an anchor set's {MAX_FILE_BYTES >> 20} MiB: not read"
+        )
+    anchors: list[Anchor] = []
+    first_line: dict[str, int] = {}  # conversation id → line number, for a duplicate's message
+    read = 0
+    with fh:
         try:
-            anchor = model_from_json(Anchor, line)
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(x) for x in first["loc"])
-            raise AnchorsFileError(f"{path}:{number}: {where}: {first['msg']}") from None
-        if anchor.label is Outcome.UNSCORED:
-            raise AnchorsFileError(
-                f"{path}:{number}: label: an anchor's label is an outcome class, not unscored"
-            )
-        anchors.append(anchor)
+            for number, raw in enumerate(bounded_lines(fh, MAX_LINE_BYTES), 1):
+                if raw is None:
+                    raise AnchorsFileError(f"{path}:{number}: line longer than {MAX_LINE_BYTES} bytes")
+                read += len(raw)
+                if read > MAX_FILE_BYTES:  # grew while read
+                    raise AnchorsFileError(f"{path}: more than {MAX_FILE_BYTES >> 20} MiB: not read")
+                if raw.strip():
+                    anchor = _anchor_line(path, number, raw)
+                    cid = anchor.conversation.conversation_id
+                    if cid in first_line:
+                        # the same conversation twice would weigh twice in every figure
+                        raise AnchorsFileError(
+                            f"{path}:{number}: conversation {cid!r} is already the anchor of line {first_line[cid]}"
+                        )
+                    first_line[cid] = number
+                    anchors.append(anchor)
+        except OSError as exc:
+            raise AnchorsFileError(f"{path}: cannot read the anchor set: {exc}") from None
     if not anchors:
         raise AnchorsFileError(f"{path}: no anchor in the file")
     return anchors
+
+
+def _anchor_line(path: Path, number: int, raw: bytes) -> Anchor:
+    """One line's anchor; AnchorsFileError naming the line and the field."""
+    try:
+        anchor = model_from_json(Anchor, raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(x) for x in first["loc"])
+        raise AnchorsFileError(f"{path}:{number}: {where}: {first['msg']}") from None
+    except ValueError as exc:  # not UTF-8
+        raise AnchorsFileError(f"{path}:{number}: {exc}") from None
+    # an unscored class is no verdict: the comparison's classes are the judge's five
+    if anchor.label is Outcome.UNSCORED:
+        raise AnchorsFileError(f"{path}:{number}: label: an anchor's label is an outcome class, not unscored")
+    if anchor.frozen.outcome is Outcome.UNSCORED:
+        raise AnchorsFileError(
+            f"{path}:{number}: frozen.outcome: a frozen verdict is an outcome class, not unscored"
+        )
+    return anchor
 
 
 def freeze(

@@ -18,6 +18,7 @@ from typer.testing import CliRunner, Result
 
 from agentwatch.cli import app
 from agentwatch.config import load_settings
+from agentwatch.judge import anchors as anchors_module
 from agentwatch.judge.anchor_service import AnchorJob, serve_metrics
 from agentwatch.judge.anchors import AnchorsFileError, compare, paired_shift, read_anchors
 from agentwatch.judge.verdict import JudgeVerdict
@@ -151,6 +152,63 @@ def test_bad_anchor_files_fail_with_the_line(tmp_path: Path) -> None:
     (tmp_path / "empty.jsonl").write_text("\n")
     with pytest.raises(AnchorsFileError, match="no anchor"):
         read_anchors(tmp_path / "empty.jsonl")
+
+
+def _anchor_line(cid: str, label: str = "complete", frozen: str = "complete", score: str = "0.5") -> str:
+    """One anchor line as `freeze` writes it; `score` as JSON text (NaN and Infinity are Python's)."""
+    conv = json.dumps({"conversation_id": cid})
+    verdict = f'{{"judge": "j:m:v1", "outcome": "{frozen}", "score": {score}}}'
+    return (
+        f'{{"conversation": {conv}, "label": "{label}", "frozen": {verdict}, '
+        '"frozen_at": "2026-01-01T00:00:00Z"}\n'
+    )
+
+
+@pytest.mark.parametrize(
+    ("lines", "message"),
+    [
+        (
+            [_anchor_line("a"), _anchor_line("b"), _anchor_line("a")],
+            r"anchors.jsonl:3: conversation 'a' is already the anchor of line 1",
+        ),
+        (
+            [_anchor_line("a"), _anchor_line("b", frozen="unscored")],
+            r"anchors.jsonl:2: frozen.outcome: .*not unscored",
+        ),
+        ([_anchor_line("a", score="NaN")], r"anchors.jsonl:1: frozen.score: Input should be a finite number"),
+        (
+            [_anchor_line("a", score="Infinity")],
+            r"anchors.jsonl:1: frozen.score: Input should be a finite number",
+        ),
+        ([_anchor_line("a"), "not json\n", _anchor_line("b")], r"anchors.jsonl:2: .*Invalid JSON"),
+        ([_anchor_line("a"), b"\xff\xfe\n"], r"anchors.jsonl:2: "),  # not UTF-8
+    ],
+)
+def test_an_anchor_file_with_a_bad_line_fails_naming_it(
+    tmp_path: Path, lines: list[str | bytes], message: str
+) -> None:
+    """A duplicate conversation (it would weigh twice), an unscored frozen verdict (every run failed on it),
+    a score that is no number, a line that is not JSON: the set is refused at start, naming the line."""
+    path = tmp_path / "anchors.jsonl"
+    path.write_bytes(b"".join(x if isinstance(x, bytes) else x.encode() for x in lines))
+    with pytest.raises(AnchorsFileError, match=message):
+        read_anchors(path)
+
+
+def test_a_huge_anchor_file_or_line_is_refused_unread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file past MAX_FILE_BYTES is refused from its size, a line past MAX_LINE_BYTES without being held."""
+    huge = tmp_path / "huge.jsonl"
+    with huge.open("wb") as fh:  # sparse: no disk, and a reader that read it whole would hold 300 MiB
+        fh.truncate(anchors_module.MAX_FILE_BYTES + 1)
+    with pytest.raises(AnchorsFileError, match=r"huge.jsonl: \d+ bytes, more than an anchor set's 256 MiB"):
+        read_anchors(huge)
+    monkeypatch.setattr(anchors_module, "MAX_LINE_BYTES", 4096)
+    long = tmp_path / "long.jsonl"
+    long.write_text(_anchor_line("a") + _anchor_line("b" * 8000) + _anchor_line("c"))
+    with pytest.raises(AnchorsFileError, match=r"long.jsonl:2: line longer than 4096 bytes"):
+        read_anchors(long)
 
 
 def test_a_judge_that_turns_lenient_on_the_anchors_is_judge_drift(tmp_path: Path) -> None:
