@@ -14,6 +14,7 @@ got.
     python -m benchmarks.coverage --asr --reps 1000     # ASR's bootstrap over units (the report's)
     python -m benchmarks.coverage --equal               # every unit the same p (0.02, 0.5, 0.98)
     python -m benchmarks.coverage --equal --asr         # ASR over units where every unit has the same p
+    python -m benchmarks.coverage --asr --equal 0.9 0.95  # ... at these p
     python -m benchmarks.coverage --beta                # the pooled Beta interval, exactly, near 0, 1/2 and 1
 
 `--alternatives` prints, for each configuration, the coverage of pass^k at its largest k by the hierarchical
@@ -225,7 +226,14 @@ def main() -> None:
     parser.add_argument("--truth", action="append", default=None, help="only these truths (names as printed)")
     parser.add_argument("--alternatives", action="store_true", help="coverage of the intervals not chosen")
     parser.add_argument("--asr", action="store_true", help="coverage of ASR's bootstrap over units")
-    parser.add_argument("--equal", action="store_true", help="truths where every unit has the same p")
+    parser.add_argument(
+        "--equal",
+        type=float,
+        nargs="*",
+        default=None,
+        metavar="P",
+        help="truths where every unit has the same p (these, default 0.02 0.5 0.98)",
+    )
     parser.add_argument("--beta", action="store_true", help="exact coverage of the pooled Beta interval")
     args = parser.parse_args()
     if args.beta:
@@ -258,7 +266,7 @@ def main() -> None:
                 start = time.perf_counter()
                 cells = simulate(truth, units, attempts, args.reps, seed, [1, 2, 3, 4, 5, 6, 7, 8])
                 print(_line(truth.name, units, attempts, cells, time.perf_counter() - start), flush=True)
-    if not args.quick and not args.equal:
+    if not args.quick and args.equal is None:
         for units in (1000, 5000):
             for truth in (TRUTHS["two-point 0.2 or 0.9"], TRUTHS["35% never, 25% always, 40% Beta(2,2)"]):
                 seed += 1
@@ -289,8 +297,12 @@ def _beta() -> None:
 
 
 def _truths(args: argparse.Namespace) -> list[Truth]:
-    """The truths to simulate: those named, else every one of the grid (`--equal`: units that do not differ)."""
-    known = EQUAL if args.equal else TRUTHS
+    """The truths to simulate: those named, else every one of the grid (`--equal`: units that do not differ, at
+    the p given)."""
+    if args.equal:
+        known = {t.name: t for t in map(equal_truth, args.equal)}
+    else:
+        known = EQUAL if args.equal is not None else TRUTHS
     return [known[t] for t in args.truth] if args.truth else list(known.values())
 
 
@@ -329,10 +341,11 @@ def _alternatives(args: argparse.Namespace) -> None:
 
 def _asr(args: argparse.Namespace) -> None:
     """ASR over units: credits 1 for a success and 0.4 for a third of the failures (partial_correct), the
-    report's interval (`units_credit_interval`: the expanded percentile bootstrap over units, from the
-    conversations' credits where every unit's mean is the same) beside the plain percentile bootstrap. The truth
-    is the mean credit over the population of units, E[p] + 0.4 (1 - E[p]) / 3."""
-    from agentwatch.stats.bootstrap import units_credit_interval
+    report's interval (`units_credit_interval`: the expanded percentile bootstrap over units, holding at least
+    what the units' attempts alone give, from the conversations' credits where every unit's mean is the same)
+    beside the plain percentile bootstrap. The truth is the mean credit over the population of units,
+    E[p] + 0.4 (1 - E[p]) / 3."""
+    from agentwatch.stats.bootstrap import CreditSums, units_credit_interval
 
     print(f"# {args.reps} repetitions per configuration, 1,000 resamples, 95% intervals, seed {args.seed}")
     print("| units drawn from | units | attempts | expanded (the report's) | plain percentile | width |")
@@ -353,10 +366,12 @@ def _asr(args: argparse.Namespace) -> None:
                     c = rng.binomial(n, p)
                     partial = rng.binomial(n - c, 1 / 3)
                     means = (c + 0.4 * partial) / n
-                    credits = float(c.sum() + 0.4 * partial.sum())
-                    _v, lo, hi = units_credit_interval(
-                        means, credits, int(n.sum()), (1.0, 1.0), 0.95, 1000, rep
+                    sums = CreditSums(
+                        float(n.sum()),
+                        float(c.sum() + 0.4 * partial.sum()),
+                        float(c.sum() + 0.16 * partial.sum()),
                     )
+                    _v, lo, hi = units_credit_interval(means, n, sums, (1.0, 1.0), 0.95, 1000, rep)
                     hits[0] += lo <= target <= hi
                     width += hi - lo
                     plain = np.quantile(

@@ -5,7 +5,8 @@ over the series. The ASR interval is `agentwatch.stats.bootstrap.bootstrap_count
 (rounded) credit values and their counts: the same distribution as resampling the conversations. When some unit
 has two or more credited attempts, ASR is the offline report's over units instead: the mean over units of each
 unit's mean credit, its interval the expanded bootstrap over units (`bootstrap_units_interval`, drawn as
-multinomial counts over the distinct unit means).
+multinomial counts over the distinct unit means) widened to what the units' attempts alone give
+(`units_widened`: the credits' variance from the window's credit sketch, the units' attempts from their counts).
 
 Failure evidence rates are over all conversations in the window (graded or not): for x conversations with a code
 among n, the posterior Beta(α + x, β + n − x) with the stats prior, every code of `EVIDENCE` (zeros included),
@@ -43,7 +44,13 @@ from agentwatch.exporters.windows import (
     sketch_quantile,
 )
 from agentwatch.stats.beta import beta_interval, beta_power_means
-from agentwatch.stats.bootstrap import bootstrap_counts_interval, bootstrap_units_interval, flat_widened
+from agentwatch.stats.bootstrap import (
+    CreditSums,
+    bootstrap_counts_interval,
+    bootstrap_units_interval,
+    flat_widened,
+    units_widened,
+)
 from agentwatch.stats.corrected import CorrectedEstimates, correct
 from agentwatch.stats.inclusion import effective_counts
 from agentwatch.stats.pass_k import pass_at_k_plugin
@@ -146,19 +153,23 @@ def _asr(total: Bucket, p: StatsParams) -> tuple[Interval | None, int]:
     if not total.asr:
         return None, 0
     per_unit = total.unit_credit_means()
-    units = sum(per_unit.values()) if per_unit is not None else 0
+    units = sum(per_unit[0].values()) if per_unit is not None else 0
     n = float(sum(total.asr.values()))
     prior = (p.prior_alpha, p.prior_beta)
-    if per_unit is not None and units >= 2:
-        histogram = tuple(sorted(per_unit.items()))
-        found = _asr_over_units(histogram, p.level, p.resamples, p.seed)
-        # as `units_credit_interval`: every unit's mean credit the same, the conversations' credits say how sure
-        lo, hi = flat_widened(found.lower, found.upper, float(total.asr_sum), n, prior, p.level)
-        return Interval(found.mean, lo, hi), units
     keys = np.fromiter(total.asr.keys(), dtype=np.float64, count=len(total.asr))
     counts = np.fromiter(total.asr.values(), dtype=np.float64, count=len(total.asr))
-    mean = float(total.asr_sum / n)
     values = keys / ASR_RESOLUTION
+    if per_unit is not None and units >= 2:
+        histogram = tuple(sorted(per_unit[0].items()))
+        found = _asr_over_units(histogram, p.level, p.resamples, p.seed)
+        # as `units_credit_interval`: at least what the units' attempts alone give, and where every unit's mean
+        # credit is the same, what the conversations' credits give
+        sums = CreditSums(n, float(total.asr_sum), float(values**2 @ counts))
+        lo, hi = units_widened(
+            found.mean, (found.lower, found.upper), units, per_unit[1], sums, prior, p.level
+        )
+        return Interval(found.mean, lo, hi), units
+    mean = float(total.asr_sum / n)
     lo, hi = bootstrap_counts_interval(values, counts, p.level, p.resamples, p.seed)
     shift = mean - float(values @ counts / n)  # undo the rounding of credits in the bounds
     lo, hi = min(1.0, max(0.0, lo + shift)), min(1.0, max(0.0, hi + shift))

@@ -315,24 +315,29 @@ class Bucket:
                 out[(1, passed)] = out.get((1, passed), 0) + m
         return out
 
-    def unit_credit_means(self) -> dict[float, int] | None:
+    def unit_credit_means(self) -> tuple[dict[float, int], float] | None:
         """{a unit's mean ASR credit: units}, a credited conversation without a unit counting as a unit of its
-        own (credits at the sketch's 0.001); None when no unit has two credited conversations."""
+        own (credits at the sketch's 0.001), and the mean over those units of 1/(their credited attempts); None
+        when no unit has two credited conversations."""
         credits = [packed % UNIT_CREDITS for packed in self.units.values()]
         if not any(credit >= 2 * ONE_ATTEMPT for credit in credits):
             return None
         out: dict[float, int] = {}
+        by_attempts: dict[int, int] = {}  # credited attempts -> units (summed once each: order-independent)
         for credit in credits:
             attempts, bins = divmod(credit, ONE_ATTEMPT)
             if attempts:
                 mean = bins / (attempts * ASR_RESOLUTION)
                 out[mean] = out.get(mean, 0) + 1
+                by_attempts[attempts] = by_attempts.get(attempts, 0) + 1
         for b, n in self.asr.items():
             alone = n - self.unit_asr.get(b, 0)
             if alone:
                 mean = b / ASR_RESOLUTION
                 out[mean] = out.get(mean, 0) + alone
-        return out
+                by_attempts[1] = by_attempts.get(1, 0) + alone
+        inverse = math.fsum(m / a for a, m in by_attempts.items()) / sum(by_attempts.values())
+        return out, inverse
 
     @property
     def repeated(self) -> bool:

@@ -26,7 +26,12 @@ from agentwatch.report.model import (
 from agentwatch.report.pass_k import counts, k_estimates, unit_credit_means
 from agentwatch.stats import corrected
 from agentwatch.stats.beta import BetaPosterior, posterior
-from agentwatch.stats.bootstrap import bootstrap_mean_interval, flat_widened, units_credit_interval
+from agentwatch.stats.bootstrap import (
+    CreditSums,
+    bootstrap_mean_interval,
+    flat_widened,
+    units_credit_interval,
+)
 from agentwatch.stats.inclusion import effective_counts, graded_by_probability
 from agentwatch.wire.schema import EVIDENCE, GRADERS, ConversationScore, Outcome
 
@@ -126,8 +131,9 @@ def _asr(
         # Attempts at one unit are correlated: resample units, as pass^k's interval is over units; the value
         # is the mean over units of their mean credit, as the success rate is pass^1 over units then. (One
         # unit alone, e.g. a task's line: its attempts are draws of that unit, resampled below.)
+        means, attempts = zip(*per_unit, strict=True)
         value, lo, hi = units_credit_interval(
-            per_unit, float(credits.sum()), credits.size, prior, st.level, st.bootstrap_resamples, st.seed
+            means, attempts, CreditSums.of(credits), prior, st.level, st.bootstrap_resamples, st.seed
         )
         return BootstrapEstimate(
             value=value,

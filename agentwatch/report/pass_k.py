@@ -93,10 +93,10 @@ def unit_counts(scores: Iterable[ConversationScore], rows: bool = False) -> tupl
     return unit_set, summary
 
 
-def unit_credit_means(scores: Iterable[ConversationScore]) -> list[float] | None:
-    """Each unit's mean ASR credit over its graded conversations with a credit (units as in `unit_counts`: a
-    conversation naming neither instance nor attempt is a unit of its own); None when no unit has two such
-    conversations (ASR is then over conversations)."""
+def unit_credit_means(scores: Iterable[ConversationScore]) -> list[tuple[float, int]] | None:
+    """Each unit's mean ASR credit over its graded conversations with a credit, and how many those are (units as
+    in `unit_counts`: a conversation naming neither instance nor attempt is a unit of its own); None when no unit
+    has two such conversations (ASR is then over conversations)."""
     per_unit: dict[tuple[str, str, str, str | None], list[float]] = {}
     alone: list[float] = []
     for s in scores:
@@ -109,7 +109,7 @@ def unit_credit_means(scores: Iterable[ConversationScore]) -> list[float] | None
             per_unit.setdefault((s.agent, s.version, *unit), []).append(s.asr_credit)
     if not any(len(credits) >= 2 for credits in per_unit.values()):
         return None
-    return [math.fsum(c) / len(c) for c in per_unit.values()] + alone
+    return [(math.fsum(c) / len(c), len(c)) for c in per_unit.values()] + [(c, 1) for c in alone]
 
 
 def _pooled(n: int, c: int, k: int, kind: Kind, post: BetaPosterior, level: float) -> dict[str, float | None]:

@@ -52,6 +52,7 @@ __all__ = [
     "TaskEstimate",
     "UnitCounts",
     "UnitsPosterior",
+    "design_effect_beta",
     "intervals_batch",
     "regression_probability",
     "unbiased_mean",
@@ -150,8 +151,11 @@ def _binomial_second_moment(n: int, k: int, rate: np.ndarray) -> np.ndarray:
     return out
 
 
-def _nonparametric(value: np.ndarray, m: np.ndarray, s2: np.ndarray, tail: float) -> tuple[np.ndarray, ...]:
-    """Jeffreys Beta parameters with the design effect, and its equal-tailed bounds (element-wise)."""
+def design_effect_beta(
+    value: np.ndarray, m: np.ndarray, s2: np.ndarray, tail: float
+) -> tuple[np.ndarray, ...]:
+    """Jeffreys Beta parameters of a mean `value` of m values in [0, 1] of variance s2, with the design effect,
+    and its equal-tailed bounds (element-wise)."""
     spread = value * (1.0 - value)
     with np.errstate(divide="ignore", invalid="ignore"):
         effect = np.where((s2 > 0) & (spread > 0), spread / s2, 1.0)
@@ -211,7 +215,7 @@ def intervals_batch(
             value = (weights @ v) / m_k
             s2 = (weights @ v**2 - m_k * value**2) / (m_k - 1)
         s2 = np.maximum(np.where(m_k > 1, s2, 0.0), _attempts_variance(n, c, m, k, kind))
-        _a, _b, lower, upper = _nonparametric(np.nan_to_num(value), m_k, s2, tail)
+        _a, _b, lower, upper = design_effect_beta(np.nan_to_num(value), m_k, s2, tail)
         out[(kind, k)] = IntervalBatch(value, lower, upper, hierarchical)
     rows = np.flatnonzero(small)
     for start in range(0, rows.size, _CHUNK):
@@ -319,7 +323,7 @@ class UnitsPosterior:
         value = float(weights @ v) / m_k
         s2 = float(weights @ (v - value) ** 2) / (m_k - 1) if m_k > 1 else 0.0
         s2 = max(s2, float(_attempts_variance(n, c, m, k, kind)[0]))
-        return _nonparametric(np.array(value), np.array(m_k), np.array(s2), tail)
+        return design_effect_beta(np.array(value), np.array(m_k), np.array(s2), tail)
 
     def distribution(self, k: int, kind: Kind) -> Distribution | None:
         """The distribution the interval at k comes from (None when no unit has k attempts)."""
