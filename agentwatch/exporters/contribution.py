@@ -34,8 +34,8 @@ _OUTCOME_INDEX = {name: i for i, name in enumerate(OUTCOMES)}
 
 
 def measure(value: float | None) -> float | None:
-    """A cost or duration as the windows and histograms take it: None unless finite and at most MAX_MEASURE."""
-    if value is None or not math.isfinite(value) or value > MAX_MEASURE:
+    """A cost or duration as the windows and histograms take it: None unless from 0 to MAX_MEASURE."""
+    if value is None or not 0.0 <= value <= MAX_MEASURE:  # NaN fails both comparisons
         return None
     return value
 

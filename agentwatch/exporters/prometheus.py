@@ -374,7 +374,7 @@ def health_families(c: EstimatorCounters) -> list[Metric]:
     )
     ignored = _counter_by(
         "agentwatch_score_values_ignored",
-        "Costs and durations of counted scores taken as unknown: not finite or past 1e12, by field.",
+        "Costs and durations of counted scores taken as unknown: negative, not finite or past 1e12, by field.",
         "field",
         c.ignored,
     )

@@ -49,7 +49,7 @@ def _non_finite(samples: dict[str, list[Any]]) -> list[tuple[str, dict[str, str]
 
 
 @pytest.mark.parametrize("field", ["cost_usd", "duration_s"])
-@pytest.mark.parametrize("value", [FLOAT_MAX, 1e308, 1e13, math.inf, math.nan])
+@pytest.mark.parametrize("value", [FLOAT_MAX, 1e308, 1e13, math.inf, math.nan, -0.5, -FLOAT_MAX])
 def test_a_cost_or_duration_past_any_real_one_is_counted_and_every_scrape_stays_whole(
     field: str, value: float
 ) -> None:
