@@ -4,8 +4,8 @@
 id (name, model, prompt version) differs from the last run's — the configuration file is read again when it
 changes (checked every `anchors.check_interval_s`) or on `reload()` (SIGHUP). Every run is a real call per
 anchor (no verdict cache: a cached verdict would hide the drift it looks for). The latest comparison of the
-current judge is served as metrics (`AnchorMetrics`); a run that fails keeps the previous result and is
-counted.
+current judge is served as metrics (`AnchorMetrics`); a run that fails — an error, or the judge graded fewer
+than half of the anchors (down, out of budget) — keeps the previous result and is counted.
 """
 
 from __future__ import annotations
@@ -31,6 +31,9 @@ from agentwatch.judge.runner import JudgeRunner
 log = logging.getLogger(__name__)
 
 RunnerFactory = Callable[[Settings], JudgeRunner]
+# A run in which the judge graded fewer than this share of the anchors is a failed run: a comparison on the few
+# it graded (the judge down, the spend cap reached) would page on a handful of verdicts.
+MIN_JUDGED_SHARE = 0.5
 
 
 def judge_anchors(
@@ -96,8 +99,18 @@ class AnchorJob:
             found = judge_anchors(self.anchors, self.settings, self._runner_factory)
         except Exception:  # a failed run must not stop the job; the previous result stays
             log.exception("the anchor run failed")
-            with self.state.lock:
-                self.state.runs["failed"] += 1
+            self._failed()
+            return None
+        if found.judged < MIN_JUDGED_SHARE * found.anchors:
+            log.error(
+                "the anchor run failed: the judge %s graded %d of %d anchors (%d failures); the previous "
+                "result stays",
+                found.judge,
+                found.judged,
+                found.anchors,
+                found.failures,
+            )
+            self._failed()
             return None
         with self.state.lock:
             self.state.latest, self.state.finished_at = found, self._clock()
@@ -115,6 +128,11 @@ class AnchorJob:
             "JUDGE DRIFT" if found.drift else "no drift",
         )
         return found
+
+    def _failed(self) -> None:
+        """Count a failed run."""
+        with self.state.lock:
+            self.state.runs["failed"] += 1
 
     def _judge_changed(self) -> bool:
         """Read the configuration again if it changed; whether the judge id differs from the last run's."""
