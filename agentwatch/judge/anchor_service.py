@@ -5,7 +5,8 @@ id (name, model, prompt version) differs from the last run's — the configurati
 changes (checked every `anchors.check_interval_s`) or on `reload()` (SIGHUP). Every run is a real call per
 anchor (no verdict cache: a cached verdict would hide the drift it looks for). The latest comparison of the
 current judge is served as metrics (`AnchorMetrics`); a run that fails — an error, or the judge graded fewer
-than half of the anchors (down, out of budget) — keeps the previous result and is counted.
+than half of the anchors (down, out of budget) — keeps the previous result and is counted. The spend cap holds
+across runs.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from prometheus_client.registry import Collector
 
 from agentwatch.config import ConfigError, Settings, load_settings
 from agentwatch.judge.anchors import Anchor, AnchorComparison, compare, read_anchors
+from agentwatch.judge.budget import SpendCap
 from agentwatch.judge.cache import JudgeCache
 from agentwatch.judge.runner import JudgeRunner
 
@@ -37,11 +39,17 @@ MIN_JUDGED_SHARE = 0.5
 
 
 def judge_anchors(
-    anchors: list[Anchor], settings: Settings, runner_factory: RunnerFactory = JudgeRunner.from_settings
+    anchors: list[Anchor],
+    settings: Settings,
+    runner_factory: RunnerFactory = JudgeRunner.from_settings,
+    cap: SpendCap | None = None,
 ) -> AnchorComparison:
-    """Judge every anchor with the configured judge (no cache) and compare with the frozen verdicts."""
+    """Judge every anchor with the configured judge (no cache; `cap`: the spend so far, shared by the runs) and
+    compare with the frozen verdicts."""
     runner = runner_factory(settings)
     runner.cache = JudgeCache(max_entries=0)  # every run is a real call
+    if cap is not None:
+        runner.cap = cap
     try:
         verdicts = runner.judge_many([a.conversation for a in anchors])
     finally:
@@ -82,6 +90,8 @@ class AnchorJob:
         self.state = AnchorState()
         self._last_judge: str | None = None
         self._reload = threading.Event()
+        # one cap for every run: a runner's own would start from nothing each run
+        self.cap = SpendCap(settings.judge.hourly_usd, settings.judge.daily_usd)
 
     def _mtime(self) -> float | None:
         try:
@@ -96,7 +106,7 @@ class AnchorJob:
     def run_once(self) -> AnchorComparison | None:
         """Judge the anchors now; the comparison, or None when the run failed (kept out of the metrics)."""
         try:
-            found = judge_anchors(self.anchors, self.settings, self._runner_factory)
+            found = judge_anchors(self.anchors, self.settings, self._runner_factory, self.cap)
         except Exception:  # a failed run must not stop the job; the previous result stays
             log.exception("the anchor run failed")
             self._failed()
@@ -152,6 +162,7 @@ class AnchorJob:
         finally:
             runner.close()
         old_path, self.settings = self.settings.anchors.path, settings
+        self.cap.hourly_usd, self.cap.daily_usd = settings.judge.hourly_usd, settings.judge.daily_usd
         if settings.anchors.path and settings.anchors.path != old_path:
             self.anchors = read_anchors(Path(settings.anchors.path))
         return judge != self._last_judge

@@ -48,6 +48,21 @@ def test_a_run_the_judge_mostly_failed_keeps_the_previous_result_and_counts_as_f
             metrics.stop()
 
 
+def test_the_spend_cap_holds_across_runs(tmp_path: Path) -> None:
+    """judge.daily_usd is the job's over the day: once spent, the next runs call nothing (each call costs
+    $0.000036 at gpt-4o-mini's price; the cap allows two)."""
+    with FakeOpenAI(Judge()) as server:
+        anchors = anchor_set(tmp_path / "anchors.jsonl")
+        config = judge_config(tmp_path / "agentwatch.yaml", server, anchors, concurrency=1, daily_usd=0.00005)
+        job = AnchorJob(load_settings(config), config)
+        assert job.run_once() is None  # 2 of 8 graded, then the cap
+        calls = len(server.requests)
+        assert calls == 2
+        assert job.run_once() is None and job.run_once() is None
+        assert len(server.requests) == calls
+        assert job.state.runs == {"ok": 0, "failed": 3}
+
+
 def _wait(condition: Callable[[], bool], timeout_s: float = 30.0) -> None:
     deadline = time.monotonic() + timeout_s
     while not condition():
