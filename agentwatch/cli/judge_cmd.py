@@ -80,12 +80,21 @@ def _judge_settings(
     config: Path | None, judge: str | None, judge_url: str | None, concurrency: int | None
 ) -> Settings:
     """The settings with the judge enabled, the options applied, and no cache file (every call is real)."""
-    from agentwatch.config import ConfigError, JudgeConfig, load_settings
+    from agentwatch.config import ConfigError, load_settings
 
     try:
         settings = load_settings(config)
     except ConfigError as exc:
         raise _fail(str(exc)) from None
+    return _judge_options(settings, judge, judge_url, concurrency)
+
+
+def _judge_options(
+    settings: Settings, judge: str | None, judge_url: str | None, concurrency: int | None
+) -> Settings:
+    """`settings` with the judge enabled, the command line's judge options and no cache file."""
+    from agentwatch.config import JudgeConfig
+
     updates: dict = {"enabled": True, "cache_path": None}
     if judge:
         updates["model"] = judge
@@ -258,13 +267,18 @@ def anchors_run(
     from agentwatch.judge.anchor_service import AnchorJob, serve_metrics
     from agentwatch.judge.anchors import AnchorsFileError, anchors_json, render
 
-    settings = _judge_settings(config, judge, judge_url, None)
-    if anchors is not None:
-        path = {"path": str(anchors)}
-        settings.anchors = AnchorsConfig.model_validate({**settings.anchors.model_dump(), **path})
+    def options(settings: Settings) -> Settings:
+        """The command line's options, applied at start and again to every configuration the job reloads."""
+        settings = _judge_options(settings, judge, judge_url, None)
+        if anchors is not None:
+            path = {"path": str(anchors)}
+            settings.anchors = AnchorsConfig.model_validate({**settings.anchors.model_dump(), **path})
+        return settings
+
+    settings = _judge_settings(config, None, None, None)
     try:
-        job = AnchorJob(settings, config)
-    except (AnchorsFileError, ValueError) as exc:
+        job = AnchorJob(options(settings), config, options=options)
+    except (AnchorsFileError, ValueError, OSError) as exc:  # the anchor set, or a judge that cannot be built
         raise _fail(str(exc)) from None
     if serve:
         _serve_anchors(job, settings, metrics_port, serve_metrics)

@@ -6,7 +6,7 @@ changes (checked every `anchors.check_interval_s`) or on `reload()` (SIGHUP). Ev
 anchor (no verdict cache: a cached verdict would hide the drift it looks for). The latest comparison of the
 current judge is served as metrics (`AnchorMetrics`); a run that fails — an error, or the judge graded fewer
 than half of the anchors (down, out of budget) — keeps the previous result and is counted. The spend cap holds
-across runs.
+across runs, and a reload keeps the command line's options.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from typing import Any
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from agentwatch.config import ConfigError, Settings, load_settings
+from agentwatch.config import JudgeConfig, Settings, load_settings
 from agentwatch.judge.anchors import Anchor, AnchorComparison, compare, read_anchors
 from agentwatch.judge.budget import SpendCap
 from agentwatch.judge.cache import JudgeCache
@@ -33,9 +33,18 @@ from agentwatch.judge.runner import JudgeRunner
 log = logging.getLogger(__name__)
 
 RunnerFactory = Callable[[Settings], JudgeRunner]
+Options = Callable[[Settings], Settings]
 # A run in which the judge graded fewer than this share of the anchors is a failed run: a comparison on the few
 # it graded (the judge down, the spend cap reached) would page on a handful of verdicts.
 MIN_JUDGED_SHARE = 0.5
+
+
+def _no_cache(settings: Settings) -> Settings:
+    """`settings` with no verdict cache file: every run is a real call, and the collector's file is its own."""
+    if settings.judge.cache_path is not None:
+        update = {**settings.judge.model_dump(), "cache_path": None}
+        settings.judge = JudgeConfig.model_validate(update)
+    return settings
 
 
 def judge_anchors(
@@ -46,7 +55,7 @@ def judge_anchors(
 ) -> AnchorComparison:
     """Judge every anchor with the configured judge (no cache; `cap`: the spend so far, shared by the runs) and
     compare with the frozen verdicts."""
-    runner = runner_factory(settings)
+    runner = runner_factory(_no_cache(settings))
     runner.cache = JudgeCache(max_entries=0)  # every run is a real call
     if cap is not None:
         runner.cap = cap
@@ -64,6 +73,7 @@ class AnchorState:
     latest: AnchorComparison | None = None
     finished_at: float | None = None
     runs: dict[str, int] = field(default_factory=lambda: {"ok": 0, "failed": 0})
+    reloads: dict[str, int] = field(default_factory=lambda: {"ok": 0, "failed": 0})
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
 
@@ -76,18 +86,21 @@ class AnchorJob:
         config_path: Path | None = None,
         runner_factory: RunnerFactory = JudgeRunner.from_settings,
         clock: Callable[[], float] = time.time,
+        options: Options | None = None,
     ) -> None:
         if not settings.anchors.path:
             raise ValueError(
                 "anchors.path is not set: no anchor set to judge (make one: agentwatch judge anchors freeze)"
             )
-        self.settings = settings
+        self.settings = _no_cache(settings)
         self.anchors = read_anchors(Path(settings.anchors.path))
         self._config_path = config_path
         self._config_mtime = self._mtime()
         self._runner_factory = runner_factory
+        self._options = options  # the command line's, applied again to every configuration read
         self._clock = clock
         self.state = AnchorState()
+        self._judge_id(self.settings)  # a judge that cannot be built fails here, at start
         self._last_judge: str | None = None
         self._reload = threading.Event()
         # one cap for every run: a runner's own would start from nothing each run
@@ -98,6 +111,14 @@ class AnchorJob:
             return self._config_path.stat().st_mtime if self._config_path is not None else None
         except OSError:
             return None
+
+    def _judge_id(self, settings: Settings) -> str:
+        """The judge id `settings` name; ValueError or OSError when no judge can be built from them."""
+        runner = self._runner_factory(settings)
+        try:
+            return runner.judge_id
+        finally:
+            runner.close()
 
     def reload(self) -> None:
         """Read the configuration again at the next check (e.g. on SIGHUP)."""
@@ -144,8 +165,14 @@ class AnchorJob:
         with self.state.lock:
             self.state.runs["failed"] += 1
 
-    def _judge_changed(self) -> bool:
-        """Read the configuration again if it changed; whether the judge id differs from the last run's."""
+    def _reloaded(self, result: str) -> None:
+        """Count a configuration read by its result."""
+        with self.state.lock:
+            self.state.reloads[result] += 1
+
+    def _changed(self) -> bool:
+        """Read the configuration again if it changed; whether the judge id or the anchor set differs from
+        the last run's."""
         mtime = self._mtime()
         if not self._reload.is_set() and mtime == self._config_mtime:
             return False
@@ -153,19 +180,24 @@ class AnchorJob:
         self._config_mtime = mtime
         try:
             settings = load_settings(self._config_path)
-            runner = self._runner_factory(settings)
-        except (ConfigError, ValueError, OSError) as exc:  # a bad edit keeps the configuration in force
-            log.error("configuration %s not reloaded: %s", self._config_path, exc)
+            if self._options is not None:
+                settings = self._options(settings)
+            settings = _no_cache(settings)
+            judge = self._judge_id(settings)
+            anchors = self.anchors
+            new_set = bool(settings.anchors.path) and settings.anchors.path != self.settings.anchors.path
+            if new_set:
+                anchors = read_anchors(Path(str(settings.anchors.path)))
+        except Exception as exc:  # a bad edit keeps the configuration in force, whatever it broke
+            log.error("configuration %s not reloaded, the one in force stays: %s", self._config_path, exc)
+            self._reloaded("failed")
             return False
-        try:
-            judge = runner.judge_id
-        finally:
-            runner.close()
-        old_path, self.settings = self.settings.anchors.path, settings
+        if not settings.anchors.path:  # the set in force is kept; say which
+            settings.anchors = settings.anchors.model_copy(update={"path": self.settings.anchors.path})
+        self.settings, self.anchors = settings, anchors
         self.cap.hourly_usd, self.cap.daily_usd = settings.judge.hourly_usd, settings.judge.daily_usd
-        if settings.anchors.path and settings.anchors.path != old_path:
-            self.anchors = read_anchors(Path(settings.anchors.path))
-        return judge != self._last_judge
+        self._reloaded("ok")
+        return new_set or judge != self._last_judge
 
     def serve(self, stop: threading.Event) -> None:
         """Run at start, on the schedule and when the judge changes, until `stop` is set."""
@@ -174,9 +206,9 @@ class AnchorJob:
         while not stop.wait(
             min(self.settings.anchors.check_interval_s, max(0.0, next_run - time.monotonic()))
         ):
-            changed = self._judge_changed()
+            changed = self._changed()
             if changed:
-                log.info("the judge changed: judging the anchors now")
+                log.info("the judge or the anchor set changed: judging the anchors now")
             if changed or time.monotonic() >= next_run:
                 self.run_once()
                 next_run = time.monotonic() + self.settings.anchors.interval_s
@@ -193,9 +225,17 @@ class AnchorMetrics(Collector):
         """Fresh families."""
         state = self._job.state
         with state.lock:
-            c, at, runs = state.latest, state.finished_at, dict(state.runs)
+            c, at, runs, reloads = state.latest, state.finished_at, dict(state.runs), dict(state.reloads)
         fam = CounterMetricFamily("agentwatch_anchor_runs", "Anchor runs, by result.", labels=["result"])
         for result, n in runs.items():
+            fam.add_metric([result], n)
+        yield fam
+        fam = CounterMetricFamily(
+            "agentwatch_anchor_config_reloads",
+            "Configuration reads after a change or SIGHUP, by result (failed: the one in force stays).",
+            labels=["result"],
+        )
+        for result, n in reloads.items():
             fam.add_metric([result], n)
         yield fam
         yield GaugeMetricFamily(

@@ -3,13 +3,18 @@ edited into something unusable, a stop during a run. Counts and states are asser
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
 
 from agentwatch.config import load_settings
 from agentwatch.judge.anchor_service import AnchorJob, serve_metrics
-from tests.support.anchor_job import JUDGE, Judge, anchor_set, judge_config
+from tests.support.anchor_job import JUDGE, Judge, anchor_set, edit_config, judge_config
 from tests.support.fake_openai import FakeOpenAI
 from tests.support.metrics_reference import scrape
 
@@ -61,6 +66,94 @@ def test_the_spend_cap_holds_across_runs(tmp_path: Path) -> None:
         assert job.run_once() is None and job.run_once() is None
         assert len(server.requests) == calls
         assert job.state.runs == {"ok": 0, "failed": 3}
+
+
+def test_a_reload_keeps_the_command_line_options_and_never_opens_the_cache_file(tmp_path: Path) -> None:
+    """The options given at start (here the model) hold after the file is read again, and the verdict cache
+    file of the configuration (the collector's) is neither opened nor created by the job."""
+    cache = tmp_path / "collector-cache.jsonl"
+    with FakeOpenAI(Judge()) as server:
+        anchors = anchor_set(tmp_path / "anchors.jsonl")
+        config = judge_config(tmp_path / "agentwatch.yaml", server, anchors, cache_path=str(cache))
+
+        def options(settings: Any) -> Any:
+            settings.judge = settings.judge.model_copy(update={"model": "gpt-4.1-mini"})
+            return settings
+
+        job = AnchorJob(options(load_settings(config)), config, options=options)
+        assert job.run_once() is not None
+        edit_config(config, lambda d: d["anchors"].update(interval_s=1800))
+        assert job._changed() is False  # the same judge: no run at once
+        assert job.settings.judge.model == "gpt-4.1-mini" and job.settings.anchors.interval_s == 1800
+        assert job.run_once() is not None
+        assert {r["model"] for r in server.requests} == {"gpt-4.1-mini"}
+        assert job.state.reloads == {"ok": 1, "failed": 0}
+        assert not cache.exists()
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        pytest.param(lambda d, bad: d["anchors"].update(path=str(bad)), id="a bad anchor file"),
+        pytest.param(
+            lambda d, bad: d["anchors"].update(path=str(bad.parent / "missing.jsonl")), id="missing"
+        ),
+        pytest.param(
+            lambda d, bad: d["judge"].update(model="no-such-model", daily_usd=1.0), id="unpriced cap"
+        ),
+        pytest.param(lambda d, bad: d["anchors"].update(interval_s=-1), id="invalid value"),
+    ],
+)
+def test_a_reload_to_an_unusable_configuration_keeps_the_one_in_force(
+    tmp_path: Path, edit: Callable[[dict, Path], None]
+) -> None:
+    """The serving job outlives the edit, counts the failed reload, and keeps judging with what it had."""
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("{not json\n")
+    with FakeOpenAI(Judge()) as server:
+        anchors = anchor_set(tmp_path / "anchors.jsonl")
+        config = judge_config(tmp_path / "agentwatch.yaml", server, anchors)
+        job = AnchorJob(load_settings(config), config)
+        stop = threading.Event()
+        thread = threading.Thread(target=job.serve, args=(stop,), daemon=True)
+        thread.start()
+        try:
+            _wait(lambda: job.state.runs["ok"] == 1)
+            good = yaml.safe_load(config.read_text())
+            edit_config(config, lambda d: edit(d, bad))
+            _wait(lambda: job.state.reloads["failed"] == 1 or not thread.is_alive())
+            assert thread.is_alive()
+            assert job.settings.anchors.path == str(anchors) and len(job.anchors) == 8
+            assert job.settings.judge.model == "gpt-4o-mini"
+            good["judge"]["model"] = "gpt-4.1-mini"
+            edit_config(config, lambda d: d.update(good))  # a good edit is taken again
+            _wait(lambda: job.state.runs["ok"] == 2)
+            assert job.state.latest is not None and job.state.latest.judge == "openai:gpt-4.1-mini:v1"
+        finally:
+            stop.set()
+            thread.join(30)
+
+
+def test_a_new_anchor_set_is_judged_at_once(tmp_path: Path) -> None:
+    with FakeOpenAI(Judge()) as server:
+        config = judge_config(tmp_path / "agentwatch.yaml", server, anchor_set(tmp_path / "anchors.jsonl"))
+        job = AnchorJob(load_settings(config), config)
+        assert job.run_once() is not None
+        other = anchor_set(tmp_path / "other.jsonl", 4)
+        edit_config(config, lambda d: d["anchors"].update(path=str(other)))
+        assert job._changed() is True
+        found = job.run_once()
+        assert found is not None and found.anchors == 4
+
+
+def test_a_judge_that_cannot_be_built_fails_at_start(tmp_path: Path) -> None:
+    with FakeOpenAI(Judge()) as server:
+        anchors = anchor_set(tmp_path / "anchors.jsonl")
+        config = judge_config(
+            tmp_path / "agentwatch.yaml", server, anchors, model="no-such-model", daily_usd=1.0
+        )
+        with pytest.raises(ValueError, match="judge.model 'no-such-model' has no price in cost.prices"):
+            AnchorJob(load_settings(config), config)
 
 
 def _wait(condition: Callable[[], bool], timeout_s: float = 30.0) -> None:
