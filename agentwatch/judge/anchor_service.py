@@ -6,7 +6,7 @@ changes (checked every `anchors.check_interval_s`) or on `reload()` (SIGHUP). Ev
 anchor (no verdict cache: a cached verdict would hide the drift it looks for). The latest comparison of the
 current judge is served as metrics (`AnchorMetrics`); a run that fails — an error, or the judge graded fewer
 than half of the anchors (down, out of budget) — keeps the previous result and is counted. The spend cap holds
-across runs, and a reload keeps the command line's options.
+across runs, a reload keeps the command line's options, and a stop ends a run between calls.
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -29,6 +30,7 @@ from agentwatch.judge.anchors import Anchor, AnchorComparison, compare, read_anc
 from agentwatch.judge.budget import SpendCap
 from agentwatch.judge.cache import JudgeCache
 from agentwatch.judge.runner import JudgeRunner
+from agentwatch.judge.verdict import JudgeVerdict
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +39,11 @@ Options = Callable[[Settings], Settings]
 # A run in which the judge graded fewer than this share of the anchors is a failed run: a comparison on the few
 # it graded (the judge down, the spend cap reached) would page on a handful of verdicts.
 MIN_JUDGED_SHARE = 0.5
+STOP_POLL_S = 0.5  # how often a run waiting on the judge looks at the stop event
+
+
+class RunStopped(Exception):
+    """The job was stopped during a run: no call started after it, the run's verdicts are dropped."""
 
 
 def _no_cache(settings: Settings) -> Settings:
@@ -47,20 +54,42 @@ def _no_cache(settings: Settings) -> Settings:
     return settings
 
 
+def _judge_all(runner: JudgeRunner, convs: Sequence[Any], stop: threading.Event | None) -> list[JudgeVerdict]:
+    """Verdicts in input order, at most `concurrency` calls queued at a time so that a stop starts no more."""
+    futures: list[Future[JudgeVerdict]] = []
+    inflight: set[Future[JudgeVerdict]] = set()
+    for conv in convs:
+        while len(inflight) >= runner.concurrency:
+            _, inflight = wait(inflight, STOP_POLL_S, FIRST_COMPLETED)
+            if stop is not None and stop.is_set():
+                raise RunStopped
+        if stop is not None and stop.is_set():
+            raise RunStopped
+        future = runner.submit(conv)
+        futures.append(future)
+        inflight.add(future)
+    while inflight:
+        _, inflight = wait(inflight, STOP_POLL_S, FIRST_COMPLETED)
+        if stop is not None and stop.is_set():
+            raise RunStopped
+    return [f.result() for f in futures]
+
+
 def judge_anchors(
     anchors: list[Anchor],
     settings: Settings,
     runner_factory: RunnerFactory = JudgeRunner.from_settings,
     cap: SpendCap | None = None,
+    stop: threading.Event | None = None,
 ) -> AnchorComparison:
     """Judge every anchor with the configured judge (no cache; `cap`: the spend so far, shared by the runs) and
-    compare with the frozen verdicts."""
+    compare with the frozen verdicts; RunStopped when `stop` is set meanwhile."""
     runner = runner_factory(_no_cache(settings))
     runner.cache = JudgeCache(max_entries=0)  # every run is a real call
     if cap is not None:
         runner.cap = cap
     try:
-        verdicts = runner.judge_many([a.conversation for a in anchors])
+        verdicts = _judge_all(runner, [a.conversation for a in anchors], stop)
     finally:
         runner.close()
     return compare(anchors, verdicts, runner.judge_id, settings.stats.level, settings.anchors.min_agreement)
@@ -124,10 +153,14 @@ class AnchorJob:
         """Read the configuration again at the next check (e.g. on SIGHUP)."""
         self._reload.set()
 
-    def run_once(self) -> AnchorComparison | None:
-        """Judge the anchors now; the comparison, or None when the run failed (kept out of the metrics)."""
+    def run_once(self, stop: threading.Event | None = None) -> AnchorComparison | None:
+        """Judge the anchors now; the comparison, or None when the run failed or was stopped (kept out of the
+        metrics)."""
         try:
-            found = judge_anchors(self.anchors, self.settings, self._runner_factory, self.cap)
+            found = judge_anchors(self.anchors, self.settings, self._runner_factory, self.cap, stop)
+        except RunStopped:
+            log.info("the anchor run stopped before its end: its verdicts are dropped")
+            return None
         except Exception:  # a failed run must not stop the job; the previous result stays
             log.exception("the anchor run failed")
             self._failed()
@@ -201,7 +234,7 @@ class AnchorJob:
 
     def serve(self, stop: threading.Event) -> None:
         """Run at start, on the schedule and when the judge changes, until `stop` is set."""
-        self.run_once()
+        self.run_once(stop)
         next_run = time.monotonic() + self.settings.anchors.interval_s
         while not stop.wait(
             min(self.settings.anchors.check_interval_s, max(0.0, next_run - time.monotonic()))
@@ -210,7 +243,7 @@ class AnchorJob:
             if changed:
                 log.info("the judge or the anchor set changed: judging the anchors now")
             if changed or time.monotonic() >= next_run:
-                self.run_once()
+                self.run_once(stop)
                 next_run = time.monotonic() + self.settings.anchors.interval_s
 
 

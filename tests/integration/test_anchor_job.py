@@ -1,5 +1,5 @@
 """`agentwatch judge anchors run --serve` as a process: its command-line options hold over a reload (a file
-edit and SIGHUP)."""
+edit and SIGHUP), and SIGTERM during a run starts no more calls."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ def _count(port: int, name: str, result: str) -> float:
         return -1.0
 
 
-def test_the_job_keeps_its_options_over_reloads(tmp_path: Path) -> None:
+def test_the_job_keeps_its_options_over_reloads_and_stops_mid_run_on_sigterm(tmp_path: Path) -> None:
     judge = Judge()
     with FakeOpenAI(judge) as server:
         anchors = anchor_set(tmp_path / "anchors.jsonl", 12)
@@ -58,10 +58,24 @@ def test_the_job_keeps_its_options_over_reloads(tmp_path: Path) -> None:
             _wait(lambda: _count(port, "agentwatch_anchor_config_reloads_total", "ok") == 2.0, proc)
             assert _count(port, "agentwatch_anchor_runs_total", "ok") == 1.0  # the judge did not change
             assert {r["model"] for r in server.requests} == {"gpt-4.1-mini"}  # not the file's gpt-4o-mini
+            # a new anchor set is judged at once; SIGTERM while its calls wait on the judge
+            judge.gate.clear()
+            judge.started.clear()
+            calls = len(server.requests)
+            edit_config(
+                config, lambda d: d["anchors"].update(path=str(anchor_set(tmp_path / "new.jsonl", 40)))
+            )
+            assert judge.started.wait(60)
             proc.send_signal(signal.SIGTERM)
+            time.sleep(0.3)  # the stop seen before the calls in flight end (else the window queues the next)
+            judge.gate.set()
             assert proc.wait(60) == 0
+            assert len(server.requests) - calls <= 2  # the calls in flight (concurrency 2), none after
         finally:
+            judge.gate.set()
             if proc.poll() is None:
                 proc.kill()
                 proc.wait(10)
             log.close()
+        text = (tmp_path / "job.log").read_text()
+        assert "the anchor run stopped before its end" in text, text

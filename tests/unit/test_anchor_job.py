@@ -156,6 +156,27 @@ def test_a_judge_that_cannot_be_built_fails_at_start(tmp_path: Path) -> None:
             AnchorJob(load_settings(config), config)
 
 
+def test_a_stop_during_a_run_starts_no_more_calls_and_drops_the_run(tmp_path: Path) -> None:
+    judge = Judge()
+    judge.gate.clear()
+    with FakeOpenAI(judge) as server:
+        config = judge_config(
+            tmp_path / "agentwatch.yaml", server, anchor_set(tmp_path / "anchors.jsonl", 20)
+        )
+        job = AnchorJob(load_settings(config), config)
+        stop = threading.Event()
+        found: list[object] = []
+        thread = threading.Thread(target=lambda: found.append(job.run_once(stop)), daemon=True)
+        thread.start()
+        assert judge.started.wait(30)
+        stop.set()
+        judge.gate.set()
+        thread.join(30)
+        assert found == [None]
+        assert len(server.requests) <= 2  # the calls in flight when it stopped (concurrency 2)
+        assert job.state.runs == {"ok": 0, "failed": 0} and job.state.latest is None
+
+
 def _wait(condition: Callable[[], bool], timeout_s: float = 30.0) -> None:
     deadline = time.monotonic() + timeout_s
     while not condition():
