@@ -237,7 +237,10 @@ def anchors_freeze(
     anchors, failed = freeze(labelled, verdicts, now_utc())
     if not anchors:
         raise _fail(f"the judge graded none of the {len(labelled)} conversations")
-    n = write_anchors(out, anchors)
+    try:
+        n = write_anchors(out, anchors)
+    except OSError as exc:
+        raise _fail(f"cannot write the anchor set to {out}: {exc.strerror or exc}") from None
     typer.echo(
         f"{n} anchors frozen with the verdicts of {runner.judge_id} in {out}"
         + (f" ({failed} left out: the judge failed on them)" if failed else "")

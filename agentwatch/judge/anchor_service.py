@@ -75,6 +75,14 @@ def _judge_all(runner: JudgeRunner, convs: Sequence[Any], stop: threading.Event 
     return [f.result() for f in futures]
 
 
+def _mtime(path: Path | None) -> float | None:
+    """The file's modification time; None when there is none."""
+    try:
+        return path.stat().st_mtime_ns if path is not None else None
+    except OSError:
+        return None
+
+
 def judge_anchors(
     anchors: list[Anchor],
     settings: Settings,
@@ -124,7 +132,8 @@ class AnchorJob:
         self.settings = _no_cache(settings)
         self.anchors = read_anchors(Path(settings.anchors.path))
         self._config_path = config_path
-        self._config_mtime = self._mtime()
+        self._config_mtime = _mtime(config_path)
+        self._anchors_mtime = _mtime(Path(settings.anchors.path))
         self._runner_factory = runner_factory
         self._options = options  # the command line's, applied again to every configuration read
         self._clock = clock
@@ -134,12 +143,6 @@ class AnchorJob:
         self._reload = threading.Event()
         # one cap for every run: a runner's own would start from nothing each run
         self.cap = SpendCap(settings.judge.hourly_usd, settings.judge.daily_usd)
-
-    def _mtime(self) -> float | None:
-        try:
-            return self._config_path.stat().st_mtime if self._config_path is not None else None
-        except OSError:
-            return None
 
     def _judge_id(self, settings: Settings) -> str:
         """The judge id `settings` name; ValueError or OSError when no judge can be built from them."""
@@ -204,13 +207,16 @@ class AnchorJob:
             self.state.reloads[result] += 1
 
     def _changed(self) -> bool:
-        """Read the configuration again if it changed; whether the judge id or the anchor set differs from
-        the last run's."""
-        mtime = self._mtime()
-        if not self._reload.is_set() and mtime == self._config_mtime:
+        """Read the configuration and the anchor set again if either file changed (or on SIGHUP); whether the
+        judge id or the anchors differ from the last run's."""
+        config_mtime, anchors_mtime = _mtime(self._config_path), _mtime(Path(str(self.settings.anchors.path)))
+        asked = self._reload.is_set()
+        if not asked and (config_mtime, anchors_mtime) == (self._config_mtime, self._anchors_mtime):
             return False
         self._reload.clear()
-        self._config_mtime = mtime
+        seen = self._anchors_mtime
+        # seen, whatever comes of reading them: a file half written changes again when its writer ends
+        self._config_mtime, self._anchors_mtime = config_mtime, anchors_mtime
         try:
             settings = load_settings(self._config_path)
             if self._options is not None:
@@ -218,9 +224,11 @@ class AnchorJob:
             settings = _no_cache(settings)
             judge = self._judge_id(settings)
             anchors = self.anchors
-            new_set = bool(settings.anchors.path) and settings.anchors.path != self.settings.anchors.path
-            if new_set:
-                anchors = read_anchors(Path(str(settings.anchors.path)))
+            path = settings.anchors.path or self.settings.anchors.path
+            if asked or path != self.settings.anchors.path or _mtime(Path(str(path))) != seen:
+                anchors = read_anchors(Path(str(path)))  # a set frozen again in place is read again too
+                self._anchors_mtime = _mtime(Path(str(path)))
+            new_set = anchors != self.anchors
         except Exception as exc:  # a bad edit keeps the configuration in force, whatever it broke
             log.error("configuration %s not reloaded, the one in force stays: %s", self._config_path, exc)
             self._reloaded("failed")

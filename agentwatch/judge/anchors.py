@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -79,12 +80,18 @@ class AnchorsFileError(ValueError):
 
 
 def write_anchors(path: Path, anchors: Iterable[Anchor]) -> int:
-    """Write the anchor set (one JSON object per line); how many."""
+    """Write the anchor set (one JSON object per line) atomically; how many."""
+    # a job reading the set as it is frozen again in place sees the old file or the new one, never a part
+    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
     n = 0
-    with path.open("w", encoding="utf-8") as out:
-        for a in anchors:
-            out.write(a.model_dump_json() + "\n")
-            n += 1
+    try:
+        with partial.open("w", encoding="utf-8") as out:
+            for a in anchors:
+                out.write(a.model_dump_json() + "\n")
+                n += 1
+        os.replace(partial, path)
+    finally:
+        partial.unlink(missing_ok=True)
     return n
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +14,7 @@ import yaml
 
 from agentwatch.config import load_settings
 from agentwatch.judge.anchor_service import AnchorJob, serve_metrics
+from agentwatch.judge.anchors import Anchor, read_anchors, write_anchors
 from tests.support.anchor_job import JUDGE, Judge, anchor_set, edit_config, judge_config
 from tests.support.fake_openai import FakeOpenAI
 from tests.support.metrics_reference import scrape
@@ -144,6 +145,39 @@ def test_a_new_anchor_set_is_judged_at_once(tmp_path: Path) -> None:
         assert job._changed() is True
         found = job.run_once()
         assert found is not None and found.anchors == 4
+
+
+def test_a_set_frozen_again_in_place_is_read_and_judged_at_once(tmp_path: Path) -> None:
+    """`freeze --out` onto the file in force: the job reads it at the next check without a configuration edit;
+    a SIGHUP with nothing changed reads both again and runs nothing."""
+    with FakeOpenAI(Judge()) as server:
+        anchors = anchor_set(tmp_path / "anchors.jsonl")
+        config = judge_config(tmp_path / "agentwatch.yaml", server, anchors)
+        job = AnchorJob(load_settings(config), config)
+        assert job.run_once() is not None
+        job.reload()
+        assert job._changed() is False and job.state.reloads == {"ok": 1, "failed": 0}
+        before = anchors.stat().st_mtime_ns
+        while anchors.stat().st_mtime_ns == before:
+            write_anchors(anchors, read_anchors(anchors)[:5])
+        assert job._changed() is True
+        found = job.run_once()
+        assert found is not None and found.anchors == 5
+
+
+def test_an_anchor_set_written_again_is_replaced_whole_or_not_at_all(tmp_path: Path) -> None:
+    """A freeze that fails while writing leaves the set in force as it was, and no partial file."""
+    path = anchor_set(tmp_path / "anchors.jsonl")
+    before = path.read_bytes()
+
+    def failing() -> Iterator[Anchor]:
+        yield read_anchors(path)[0]
+        raise OSError("disk full")
+
+    with pytest.raises(OSError, match="disk full"):
+        write_anchors(path, failing())
+    assert path.read_bytes() == before
+    assert [p.name for p in tmp_path.iterdir()] == ["anchors.jsonl"]
 
 
 def test_a_judge_that_cannot_be_built_fails_at_start(tmp_path: Path) -> None:

@@ -234,6 +234,16 @@ def test_a_judge_that_turns_lenient_on_the_anchors_is_judge_drift(tmp_path: Path
         assert len(server.requests) == 3 * 80  # no verdict cache: every run is a real call per anchor
 
 
+def test_a_freeze_that_cannot_write_its_file_says_so(tmp_path: Path) -> None:
+    labels = tmp_path / "labels.jsonl"
+    _labels_file(labels, 4)
+    with FakeOpenAI(StandIn()) as server:
+        config = _config(tmp_path / "agentwatch.yaml", server, tmp_path / "anchors.jsonl")
+        result = _freeze(labels, tmp_path / "no-such-dir" / "anchors.jsonl", config)
+    assert result.exit_code == 2, result.output
+    assert "cannot write the anchor set to" in result.output and "No such file or directory" in result.output
+
+
 def test_the_job_runs_at_start_and_again_when_the_judge_changes_and_serves_drift(tmp_path: Path) -> None:
     labels = tmp_path / "labels.jsonl"
     _labels_file(labels, 40)
