@@ -52,7 +52,12 @@ def render(report: CalibrationReport) -> str:
         ),
         f"Cohen's kappa: {_num(report.kappa)} ({report.level:.0%} interval {_num(report.kappa_low)} to "
         f"{_num(report.kappa_high)}); accuracy {_num(report.accuracy)}; minimum {report.min_kappa:.3f}: "
-        + ("PASS" if report.passed else "FAIL"),
+        + ("PASS" if report.passed else "FAIL")
+        + (
+            f" (the judge graded {report.judged} of {report.labelled}: fewer than half)"
+            if report.too_few_judged
+            else ""
+        ),
         "",
         "confusion (rows: label, columns: judge)",
     ]

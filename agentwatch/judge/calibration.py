@@ -17,6 +17,9 @@ from agentwatch.judge.verdict import JUDGE_OUTCOMES
 from agentwatch.stats import agreement
 
 CLASSES: tuple[str, ...] = tuple(o.value for o in JUDGE_OUTCOMES)
+# A judge that graded fewer than this share of the labelled conversations (down, out of budget) is not
+# calibrated: kappa on the few it graded would pass the gate on a handful of verdicts.
+MIN_JUDGED_SHARE = 0.5
 
 
 def _indices(values: list[str], classes: tuple[str, ...]) -> list[int]:
@@ -87,9 +90,14 @@ class CalibrationReport:
     consistency: dict[str, Any] = field(default_factory=dict)
 
     @property
+    def too_few_judged(self) -> bool:
+        """Whether the judge graded fewer than MIN_JUDGED_SHARE of the labelled conversations."""
+        return self.judged < MIN_JUDGED_SHARE * self.labelled
+
+    @property
     def passed(self) -> bool:
-        """kappa at or above the minimum (an undefined kappa fails)."""
-        return not math.isnan(self.kappa) and self.kappa >= self.min_kappa
+        """kappa at or above the minimum (an undefined kappa fails, and so do too few judged)."""
+        return not math.isnan(self.kappa) and self.kappa >= self.min_kappa and not self.too_few_judged
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict (NaN as null)."""
@@ -105,6 +113,7 @@ class CalibrationReport:
 
         d = {k: getattr(self, k) for k in self.__dataclass_fields__}
         d["passed"] = self.passed
+        d["too_few_judged"] = self.too_few_judged
         return {k: clean(v) for k, v in d.items()}
 
 

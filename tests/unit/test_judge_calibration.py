@@ -159,3 +159,25 @@ def test_calibrate_without_labels_is_usage_error(tmp_path):
     path.write_text(json.dumps({"conversation_id": "a", "turns": [{"input": "x"}]}) + "\n")
     result = cli.invoke(app, ["judge", "calibrate", str(path)])
     assert result.exit_code == 2 and "outcome label" in result.stderr
+
+
+def test_calibrate_stopped_by_the_spend_cap_fails_and_says_why(tmp_path):
+    """judge.daily_usd is respected (each call costs $0.000036 at gpt-4o-mini's price: the cap allows three,
+    the second pass none), and κ on the three graded is no pass."""
+    path = tmp_path / "labels.jsonl"
+    labels = write_labels(path, 10)
+    with FakeOpenAI(responder_for(labels, 1000, set())) as server:
+        config = tmp_path / "agentwatch.yaml"
+        judge = {"base_url": server.base_url, "model": "gpt-4o-mini", "concurrency": 1, "daily_usd": 0.0001}
+        config.write_text(json.dumps({"judge": judge}))
+        result = cli.invoke(app, ["judge", "calibrate", str(path), "--config", str(config)])
+        assert len(server.requests) == 3
+    assert result.exit_code == 1, result.output
+    assert "judged: 3; judge failures: judge_budget_exhausted 7" in result.stdout
+    assert "FAIL (the judge graded 3 of 10: fewer than half)" in result.stdout
+    report = calibrate(
+        "j",
+        ["complete"] * 4,
+        [JudgeVerdict.graded("complete", 1)] * 2 + [JudgeVerdict.failed("judge_timeout")] * 2,
+    )
+    assert report.too_few_judged is False  # half is enough
