@@ -127,6 +127,8 @@ def _labelled_file(path: Path) -> list[tuple[Conversation, Outcome]]:
         raise _fail(str(exc)) from None
     for err in errors[:20]:
         typer.echo(f"malformed: {err}", err=True)
+    if len(errors) > 20:
+        typer.echo(f"malformed: {len(errors) - 20} more lines (left out)", err=True)
     if not found:
         raise _fail(f"no conversation in {path} carries an outcome label")
     return found  # type: ignore[return-value]

@@ -181,3 +181,18 @@ def test_calibrate_stopped_by_the_spend_cap_fails_and_says_why(tmp_path):
         [JudgeVerdict.graded("complete", 1)] * 2 + [JudgeVerdict.failed("judge_timeout")] * 2,
     )
     assert report.too_few_judged is False  # half is enough
+
+
+def test_calibrate_reports_every_malformed_line_and_uses_the_rest(tmp_path):
+    path = tmp_path / "labels.jsonl"
+    labels = write_labels(path, 6)
+    with path.open("a") as fh:
+        fh.writelines(f"not json {i}\n" for i in range(25))
+    with FakeOpenAI(responder_for(labels, 1000, set())) as server:
+        result = cli.invoke(
+            app, ["judge", "calibrate", str(path), "--judge-url", server.base_url, "--repeats", "1"]
+        )
+    assert result.exit_code == 0, result.output
+    assert "labelled conversations: 6; judged: 6" in result.stdout
+    assert f"malformed: {path}:8: invalid JSON" in result.stderr  # the first, by its line number
+    assert "malformed: 5 more lines (left out)" in result.stderr  # 25 bad lines, 20 shown
