@@ -224,7 +224,18 @@ def anchors_freeze(
         raise _fail("give one source: --from-labels FILE or --from-review-store")
     settings = _judge_settings(config, judge, judge_url, None)
     if from_labels is not None:
-        labelled = _labelled_file(from_labels)[:limit]
+        labelled = _labelled_file(from_labels)
+        # a conversation labelled twice would be anchored twice, a set `run` refuses: the first label is kept
+        first: dict[str, tuple[Conversation, Outcome]] = {}
+        for conv, label in labelled:
+            first.setdefault(conv.conversation_id, (conv, label))
+        if len(first) < len(labelled):
+            typer.echo(
+                f"{len(labelled) - len(first)} lines of {from_labels} label a conversation again: the first "
+                "label of each is used",
+                err=True,
+            )
+        labelled = list(first.values())[:limit]
     else:
         from agentwatch.review.store import Store
 

@@ -244,6 +244,26 @@ def test_a_freeze_that_cannot_write_its_file_says_so(tmp_path: Path) -> None:
     assert "cannot write the anchor set to" in result.output and "No such file or directory" in result.output
 
 
+def test_a_conversation_labelled_twice_is_frozen_once(tmp_path: Path) -> None:
+    """Two lines labelling the same conversation: the first label is anchored, the set is one `run` takes."""
+    labels = tmp_path / "labels.jsonl"
+    rows = _labels_file(labels, 6)
+    with labels.open("a") as fh:
+        fh.write(json.dumps({**rows[2], "outcome": "abandoned"}) + "\n")
+    anchors = tmp_path / "anchors.jsonl"
+    with FakeOpenAI(StandIn()) as server:
+        config = _config(tmp_path / "agentwatch.yaml", server, anchors)
+        result = _freeze(labels, anchors, config)
+        assert result.exit_code == 0, result.output
+        assert len(server.requests) == 6
+        assert "1 lines of" in result.output and "the first label of each is used" in result.output
+        frozen = read_anchors(anchors)
+        assert [a.conversation.conversation_id for a in frozen] == [f"anchor-{i}" for i in range(6)]
+        assert frozen[2].label == Outcome(rows[2]["outcome"])
+        run = cli.invoke(app, ["judge", "anchors", "run", "--config", str(config)])
+        assert run.exit_code == 0, run.output
+
+
 def test_the_job_runs_at_start_and_again_when_the_judge_changes_and_serves_drift(tmp_path: Path) -> None:
     labels = tmp_path / "labels.jsonl"
     _labels_file(labels, 40)
