@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -322,11 +322,19 @@ def _serve_anchors(job: object, settings: Settings, metrics_port: int | None, se
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
     signal.signal(signal.SIGHUP, lambda *_: job.reload())  # type: ignore[attr-defined]
+    from agentwatch.cli.app import serve_metrics as serve_or_exit
+
     port = settings.anchors.metrics_port if metrics_port is None else metrics_port
-    server = None
+    servers: list[Any] = []
     if port is not None:
-        server = serve_metrics(job, port, settings.anchors.host, sanitize_label)  # type: ignore[operator]
-        typer.echo(f"anchor metrics on http://{settings.anchors.host}:{server.port}/metrics")
+
+        def start() -> int:
+            servers.append(serve_metrics(job, port, settings.anchors.host, sanitize_label))  # type: ignore[operator]
+            return int(servers[0].port)
+
+        bound = serve_or_exit(start, port)  # a port in use: one line naming it, exit 2
+        typer.echo(f"anchor metrics on http://{settings.anchors.host}:{bound}/metrics")
+    server = servers[0] if servers else None
     try:
         job.serve(stop)  # type: ignore[attr-defined]
     finally:

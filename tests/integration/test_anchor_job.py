@@ -79,3 +79,18 @@ def test_the_job_keeps_its_options_over_reloads_and_stops_mid_run_on_sigterm(tmp
             log.close()
         text = (tmp_path / "job.log").read_text()
         assert "the anchor run stopped before its end" in text, text
+
+
+def test_a_metrics_port_in_use_stops_the_job_at_start_naming_it(tmp_path: Path) -> None:
+    with FakeOpenAI(Judge()) as server, socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        config = judge_config(tmp_path / "agentwatch.yaml", server, anchor_set(tmp_path / "anchors.jsonl", 2))
+        args = ["judge", "anchors", "run", "--serve", "--config", str(config), "--metrics-port", str(port)]
+        done = subprocess.run(
+            [sys.executable, "-m", "agentwatch", *args], capture_output=True, text=True, timeout=120
+        )
+    assert done.returncode == 2, done.stderr
+    assert f"error: cannot serve /metrics on port {port}: Address already in use" in done.stderr
+    assert "Traceback" not in done.stderr
