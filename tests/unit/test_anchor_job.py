@@ -3,6 +3,7 @@ edited into something unusable, a stop during a run. Counts and states are asser
 
 from __future__ import annotations
 
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -12,6 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
+from agentwatch import metrics_http
 from agentwatch.config import load_settings
 from agentwatch.judge.anchor_service import AnchorJob, serve_metrics
 from agentwatch.judge.anchors import Anchor, read_anchors, write_anchors
@@ -216,3 +218,31 @@ def _wait(condition: Callable[[], bool], timeout_s: float = 30.0) -> None:
     while not condition():
         assert time.monotonic() < deadline, "timed out"
         time.sleep(0.02)
+
+
+def test_the_job_metrics_close_a_client_that_trickles_its_request(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The job serves /metrics with the services' server: a request head still coming IDLE_TIMEOUT_S after it
+    began is closed unanswered, however steadily its bytes come, and scrapes go on."""
+    monkeypatch.setattr(metrics_http, "IDLE_TIMEOUT_S", 0.5)
+    with FakeOpenAI(Judge()) as server:
+        config = judge_config(tmp_path / "agentwatch.yaml", server, anchor_set(tmp_path / "anchors.jsonl", 2))
+        job = AnchorJob(load_settings(config), config)
+        assert job.run_once() is not None
+        metrics = serve_metrics(job, 0, "127.0.0.1")
+        try:
+            head = b"GET /metrics HTTP/1.1\r\nX-Slow: " + b"y" * 200  # a byte every 0.05 s: never idle
+            sent = 0
+            with socket.create_connection(("127.0.0.1", metrics.port), timeout=5) as s:
+                for byte in head:
+                    try:
+                        s.sendall(bytes([byte]))
+                    except OSError:
+                        break
+                    sent += 1
+                    time.sleep(0.05)
+            assert sent < len(head)  # closed while the head was still coming
+            assert scrape(metrics.port)[("agentwatch_anchor_runs_total", (("result", "ok"),))] == 1.0
+        finally:
+            metrics.stop()
