@@ -83,6 +83,19 @@ def _mtime(path: Path | None) -> float | None:
         return None
 
 
+def _warn_if_small(n: int, min_agreement: float) -> None:
+    """Say so when one anchor changing class is judge drift: (n − 1) / n below `min_agreement`."""
+    if 0 < min_agreement < 1 and (n - 1) / n < min_agreement:
+        needed = math.ceil(1 / (1 - min_agreement) - 1e-9)
+        log.warning(
+            "%d anchors: one verdict changing class is judge drift (agreement below anchors.min_agreement %.2f);"
+            " freeze at least %d, a few hundred to see drift through a judge's own noise",
+            n,
+            min_agreement,
+            needed,
+        )
+
+
 def judge_anchors(
     anchors: list[Anchor],
     settings: Settings,
@@ -131,6 +144,7 @@ class AnchorJob:
             )
         self.settings = _no_cache(settings)
         self.anchors = read_anchors(Path(settings.anchors.path))
+        _warn_if_small(len(self.anchors), settings.anchors.min_agreement)
         self._config_path = config_path
         self._config_mtime = _mtime(config_path)
         self._anchors_mtime = _mtime(Path(settings.anchors.path))
@@ -228,6 +242,7 @@ class AnchorJob:
             if asked or path != self.settings.anchors.path or _mtime(Path(str(path))) != seen:
                 anchors = read_anchors(Path(str(path)))  # a set frozen again in place is read again too
                 self._anchors_mtime = _mtime(Path(str(path)))
+                _warn_if_small(len(anchors), settings.anchors.min_agreement)
             new_set = anchors != self.anchors
         except Exception as exc:  # a bad edit keeps the configuration in force, whatever it broke
             log.error("configuration %s not reloaded, the one in force stays: %s", self._config_path, exc)

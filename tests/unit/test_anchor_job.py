@@ -3,6 +3,7 @@ edited into something unusable, a stop during a run. Counts and states are asser
 
 from __future__ import annotations
 
+import logging
 import socket
 import threading
 import time
@@ -246,3 +247,24 @@ def test_the_job_metrics_close_a_client_that_trickles_its_request(
             assert scrape(metrics.port)[("agentwatch_anchor_runs_total", (("result", "ok"),))] == 1.0
         finally:
             metrics.stop()
+
+
+def test_a_set_too_small_for_min_agreement_is_warned_of(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Below 10 anchors at min_agreement 0.9 one verdict changing class is drift: the job says so at start."""
+    with FakeOpenAI(Judge()) as server:
+        for n, warned in ((1, True), (9, True), (10, False)):
+            caplog.clear()
+            anchors = anchor_set(tmp_path / f"anchors-{n}.jsonl", n)
+            config = judge_config(tmp_path / "agentwatch.yaml", server, anchors)
+            with caplog.at_level(logging.WARNING, logger="agentwatch.judge.anchor_service"):
+                AnchorJob(load_settings(config), config)
+            expected = f"{n} anchors: one verdict changing class is judge drift"
+            assert (
+                any(
+                    expected in r.getMessage() and "freeze at least 10" in r.getMessage()
+                    for r in caplog.records
+                )
+                is warned
+            )
