@@ -1,8 +1,9 @@
 """The anchor job: judge the anchors again on a schedule and whenever the judge changes, and serve the result.
 
 `AnchorJob.serve` judges the anchor set at start, then every `anchors.interval_s`, and at once when the judge
-id (name, model, prompt version) differs from the last run's — the configuration file is read again when it
-changes (checked every `anchors.check_interval_s`) or on `reload()` (SIGHUP). Every run is a real call per
+id (name, model, prompt version) or the anchors differ from the last run's — the configuration file and the
+anchor set are read again when either changes (checked every `anchors.check_interval_s`) or on `reload()`
+(SIGHUP). Every run is a real call per
 anchor (no verdict cache: a cached verdict would hide the drift it looks for). The latest comparison of the
 current judge is served as metrics (`AnchorMetrics`); a run that fails — an error, or the judge graded fewer
 than half of the anchors (down, out of budget) — keeps the previous result and is counted. The spend cap holds
