@@ -14,7 +14,8 @@ state added per conversation, the time taken, and the scrape's size and time. `-
 so the input); `--tracemalloc` also prints Python's traced current/peak bytes (slower, and its own bookkeeping
 adds to the RSS). Asserts nothing.
 Then, with `--hourly-units N`, what the windows hold per unit when a unit's attempts are spread over time
-(once an hour): `max_units_total` counts units, and each bucket a unit has attempts in holds it again.
+(once an hour): `max_units_total` counts units, and each bucket a unit has attempts in holds it again, up to
+`exporter.max_unit_entries` (unit, bucket) entries over every bucket (the bytes per entry printed with them).
 Usage: python -m benchmarks.exporter_bounds [--scale 1.0] [--tracemalloc] [--limit-mib MiB] [--hourly-units 200]
 """
 
@@ -61,6 +62,7 @@ def bounded_settings(scale: float) -> Settings:
             "max_series": max(1, round(cfg.max_series * scale)),
             "max_conversations": max(1, round(cfg.max_conversations * scale)),
             "max_units_total": max(1, round(cfg.max_units_total * scale)),
+            "max_unit_entries": max(1, round(cfg.max_unit_entries * scale)),
         }
     )
 
@@ -200,9 +202,12 @@ def hourly_units(settings: Settings, units: int) -> None:
         gc.collect()
         windows = traced_in("exporters/windows.py")
         tracemalloc.stop()
+        entries = est._entries.count
         print(
             f"a unit attempted every hour for {spread} hours: {windows / units:,.0f} bytes in the windows "
-            f"({units} units)"
+            f"({units} units; {windows / 2**20:,.1f} MiB, {entries:,} unit entries of at most "
+            f"{settings.exporter.max_unit_entries:,}, {windows / max(1, entries):,.0f} bytes each, "
+            f"{est._caps.units_folded:,} conversations folded)"
         )
 
 
@@ -234,7 +239,8 @@ def main() -> None:
     base_rss = current_rss_mib()
     print(
         f"bounds: max_series {cfg.max_series:,}, max_conversations {cfg.max_conversations:,}, max_units_total "
-        f"{cfg.max_units_total:,} (max_units {cfg.max_units:,} per agent version), windows {cfg.windows}; "
+        f"{cfg.max_units_total:,} (max_units {cfg.max_units:,} per agent version), max_unit_entries "
+        f"{cfg.max_unit_entries:,}, windows {cfg.windows}; "
         f"mix: {mix.per_series} conversations and {mix.units_per_series} units per series; RSS before "
         f"{base_rss:,.0f} MiB"
     )
@@ -254,7 +260,8 @@ def main() -> None:
     print(
         f"ingest: {cfg.max_conversations:,} scores in {ingest_s:.1f}s = {cfg.max_conversations / ingest_s:,.0f}/s "
         f"(built in {time.perf_counter() - t0 - ingest_s:.1f}s more); "
-        f"{len(est._seen):,} conversations remembered, {units:,} units tracked, {real:,} real series "
+        f"{len(est._seen):,} conversations remembered, {units:,} units tracked ({est._entries.count:,} unit "
+        f"entries), {real:,} real series "
         f'(+{len(est._series) - real:,} task="*"), {est._caps.units_folded:,} units folded, '
         f"{est._caps.folded['series']:,} scores folded past max_series"
     )

@@ -279,6 +279,13 @@ class ExporterConfig(ConsumerGroupMember):
         description="task instances tracked over every agent version in the longest window (1 to 2 KB "
         "each); a conversation of any other counts as a unit of its own (agentwatch_units_folded_total)",
     )
+    max_unit_entries: int = Field(
+        default=5_000_000,
+        ge=1,
+        description="(unit, bucket) entries over every window bucket of every series (about 200 bytes each, "
+        "window totals included); a graded conversation that would add one more counts as a unit of its own "
+        "(agentwatch_units_folded_total)",
+    )
     metrics_host: str = "0.0.0.0"
     poll_timeout_ms: int = Field(default=500, ge=1)
     max_poll_records: int = Field(default=2_000, ge=1)

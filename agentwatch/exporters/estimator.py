@@ -24,7 +24,8 @@
   each window counts the graded conversations per unit, which the estimates over units read (`summary`). At
   most `exporter.max_units` units per agent version are tracked (first come, first kept among those seen in
   the longest window); a conversation of any other unit counts as a unit of its own, and `units_folded` counts
-  it.
+  it. So does a graded conversation that would add a (unit, bucket) entry past `exporter.max_unit_entries`,
+  counted over every window bucket of every series (`unit_entries`): memory grows with those entries.
 - A series whose windows are all empty is forgotten (its estimates and counters vanish).
 - Thread-safe: `add` and `snapshot` take one lock. Snapshots reuse the estimates of unchanged windows.
 - What one score adds to a window is made in `contribution` (`Contributions.of`).
@@ -32,6 +33,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import logging
 import math
@@ -59,6 +61,7 @@ from agentwatch.exporters.judge_agreement import JudgeAgreement, agreements
 from agentwatch.exporters.labels import ALL_TASKS, OTHER, LabelCaps, kept
 from agentwatch.exporters.regression import RegressionParams, attach_regressions
 from agentwatch.exporters.summary import SeriesEstimate, StatsParams, summarise
+from agentwatch.exporters.unit_entries import UnitEntries
 from agentwatch.exporters.windows import Contribution, SlidingWindow, parse_duration
 from agentwatch.wire.schema import ConversationScore
 
@@ -114,6 +117,7 @@ class Estimator:
         self._forgotten = 0  # conversations forgotten to keep at most max_conversations
         self._forgotten_until = -math.inf  # the latest end time of a forgotten conversation
         self._contributions = Contributions(self._caps, settings.scoring.credits)
+        self._entries = UnitEntries(cfg.max_unit_entries, 2 * len(self._windows))
         self.min_kappa, self.min_kappa_labels = settings.judge.min_kappa, settings.judge.min_kappa_labels
         st = settings.stats
         self.stats_params = StatsParams(
@@ -196,6 +200,13 @@ class Estimator:
             if score.instance is not None or score.attempt is not None:
                 unit = caps.unit(agent, version, score.task, score.instance, t)
             contribution = self._contributions.of(score, t, unit)
+            pair = [
+                self._series_of(k, t, counted_here) for k, counted_here in ((keys[0], True), (keys[1], False))
+            ]
+            if contribution.scored and unit is not None:
+                windows = (w for s in pair for w in s.windows)
+                if not self._entries.admits(windows, t, unit, now, revision=False):
+                    contribution = self._fold_unit(contribution)
             if (contribution.cost_bin is None and score.cost_usd is not None) or (
                 contribution.duration_bin is None and score.duration_s is not None
             ):
@@ -206,11 +217,7 @@ class Estimator:
             if len(self._seen) > self._max_conversations:
                 self._forget_oldest()
             observed = None  # what the score adds to the alert counts: the same for both series
-            for k, counted_here in ((keys[0], True), (keys[1], False)):
-                s = self._series.get(k)
-                if s is None:
-                    s = self._series[k] = _Series(self._new_windows(), t, counted_here)
-                s.first_seen = min(s.first_seen, t)
+            for s in pair:
                 for w in s.windows:
                     w.add(t, contribution, now)
                 if s.counters is not None:
@@ -227,6 +234,11 @@ class Estimator:
         """Replace an identity's contribution by its revision wherever the original is still counted."""
         # the same conversation: the same unit
         new = self._contributions.of(score, counted.t, counted.contribution.unit)
+        if new.scored and new.unit is not None:
+            pair = [s for k in counted.keys if (s := self._series.get(k)) is not None]
+            windows = (w for s in pair for w in s.windows)
+            if not self._entries.admits(windows, counted.t, new.unit, now, revision=True):
+                new = self._fold_unit(new)  # later revisions keep it a unit of its own
         for k in counted.keys:
             s = self._series.get(k)
             if s is None:
@@ -240,6 +252,19 @@ class Estimator:
         counted.contribution = new
         counted.revision = score.revision
         self._revisions += 1
+
+    def _series_of(self, key: SeriesKey, t: float, counted: bool) -> _Series:
+        """The series `key` (made when new), first seen at `t` at the latest."""
+        s = self._series.get(key)
+        if s is None:
+            s = self._series[key] = _Series(self._new_windows(), t, counted)
+        s.first_seen = min(s.first_seen, t)
+        return s
+
+    def _fold_unit(self, contribution: Contribution) -> Contribution:
+        """`contribution` as a unit of its own: its unit would add an entry past `max_unit_entries` (counted)."""
+        self._caps.units_folded += 1
+        return dataclasses.replace(contribution, unit=None)
 
     def _forget_oldest(self) -> None:
         """Forget the conversation that ended first: a later duplicate or revision of it is no longer known."""
@@ -257,7 +282,7 @@ class Estimator:
             self._rejected["invalid"] += 1
 
     def _new_windows(self) -> list[SlidingWindow]:
-        return [SlidingWindow(name, s, self._buckets) for name, s in self._windows]
+        return [SlidingWindow(name, s, self._buckets, self._entries) for name, s in self._windows]
 
     # ------------------------------------------------------------------ expiry
 
@@ -279,7 +304,8 @@ class Estimator:
             if all(w.empty for w in s.windows):
                 gone.append(key)
         for key in gone:
-            del self._series[key]
+            for w in self._series.pop(key).windows:
+                w.release()  # its entries leave with it (empty windows hold none: this keeps the count honest)
             self._key_pairs.pop(key, None)
 
     # ------------------------------------------------------------------ output

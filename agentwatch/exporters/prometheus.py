@@ -369,7 +369,8 @@ def health_families(c: EstimatorCounters) -> list[Metric]:
     )
     units = CounterMetricFamily(
         "agentwatch_units_folded",
-        "Conversations of a unit beyond exporter.max_units, each a unit of its own.",
+        "Conversations of a unit beyond exporter.max_units, max_units_total or max_unit_entries, each a unit "
+        "of its own.",
         value=c.units_folded,
     )
     ignored = _counter_by(

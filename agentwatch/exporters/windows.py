@@ -24,16 +24,23 @@ labels with its verdicts (absent until the first).
 A revised score of a conversation replaces its earlier contribution in place (`SlidingWindow.replace`): the
 earlier contribution is subtracted from the bucket and the running total it was added to, and the revision is
 added there, if that bucket is still inside the window; a window the bucket has left is not changed.
+
+A window given a `unit_entries.UnitEntries` counts there the (unit, bucket) entries its buckets hold, as they are
+added, revised and leave (`exporter.max_unit_entries` bounds them over every window of every series).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from agentwatch.config import parse_duration  # noqa: F401 - the window names are configuration
 from agentwatch.stats.corrected import CorrectionPoint, CorrectionSums
 from agentwatch.wire.schema import EVIDENCE as _SCHEMA_EVIDENCE
+
+if TYPE_CHECKING:
+    from agentwatch.exporters.unit_entries import UnitEntries
 
 OUTCOMES: tuple[str, ...] = (
     "complete",
@@ -354,6 +361,7 @@ class SlidingWindow:
         "_current",
         "_first",
         "bucket_s",
+        "entries",
         "generation",
         "n_buckets",
         "name",
@@ -361,7 +369,9 @@ class SlidingWindow:
         "width_s",
     )
 
-    def __init__(self, name: str, width_s: float, buckets: int = 60) -> None:
+    def __init__(
+        self, name: str, width_s: float, buckets: int = 60, entries: UnitEntries | None = None
+    ) -> None:
         self.name = name
         self.width_s = float(width_s)
         self.n_buckets = int(buckets)
@@ -371,6 +381,9 @@ class SlidingWindow:
         self.generation = 0  # changes whenever the window's contents change
         self._current: int | None = None
         self._first = 0  # first_index at the last `advance`
+        self.entries = (
+            entries  # the (unit, bucket) entries its buckets hold are counted there (`unit_entries`)
+        )
 
     def first_index(self, now: float) -> int:
         """Index of the oldest bucket still inside the window at `now`."""
@@ -385,7 +398,10 @@ class SlidingWindow:
         bucket = self._buckets.get(i)
         if bucket is None:
             bucket = self._buckets[i] = Bucket()
+        held = len(bucket.units)
         bucket.add(c)
+        if self.entries is not None:
+            self.entries.count += len(bucket.units) - held
         self.total.add(c)
         self.generation += 1
         return True
@@ -398,8 +414,11 @@ class SlidingWindow:
         bucket = self._buckets.get(i)
         if bucket is None or i < self.first_index(now):
             return False
+        held = len(bucket.units)
         bucket.add(old, -1)
         bucket.add(new)
+        if self.entries is not None:
+            self.entries.count += len(bucket.units) - held
         self.total.add(old, -1)
         self.total.add(new)
         self.generation += 1
@@ -416,9 +435,32 @@ class SlidingWindow:
         if not old:
             return
         for i in old:
-            self.total.merge(self._buckets.pop(i), sign=-1)
+            bucket = self._buckets.pop(i)
+            if self.entries is not None:
+                self.entries.count -= len(bucket.units)
+            self.total.merge(bucket, sign=-1)
         if not self._buckets:
             self.total = Bucket.window_total()  # no float residue from subtractions
+        self.generation += 1
+
+    def adds_entry(self, t: float, unit: Unit, now: float, revision: bool = False) -> bool:
+        """Whether a graded conversation of `unit` at `t` (a revision's, when `revision`: only where the original
+        is still counted) would add a (unit, bucket) entry at `now`."""
+        self.advance(now)
+        i = math.floor(t / self.bucket_s)
+        if i < self._first:
+            return False
+        bucket = self._buckets.get(i)
+        if bucket is None:
+            return not revision
+        return unit not in bucket.units
+
+    def release(self) -> None:
+        """Drop every bucket (the series is forgotten), its unit entries with them."""
+        if self.entries is not None:
+            self.entries.count -= sum(len(b.units) for b in self._buckets.values())
+        self._buckets.clear()
+        self.total = Bucket.window_total()
         self.generation += 1
 
     @property
