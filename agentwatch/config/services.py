@@ -261,6 +261,9 @@ class ExporterConfig(ConsumerGroupMember):
     max_failure_modes: int = Field(
         default=32, ge=1, description="distinct failure-mode labels; rest -> other"
     )
+    max_judges: int = Field(
+        default=20, ge=1, description="distinct judge labels in the longest window; rest -> other"
+    )
     max_conversations: int = Field(
         default=1_000_000,
         ge=1,

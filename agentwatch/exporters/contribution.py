@@ -91,7 +91,7 @@ class Contributions:
         automated = automated_of(score)
         judge = agreement = None
         if automated is not None and "judge" in automated.graded_by and score.judge:
-            judge = self._caps.judge(score.judge)
+            judge = self._caps.judge(score.judge, t)
             label, verdict = review_label(score), score.judge_outcome
             if label is not None and verdict is not None and verdict.value != "unscored":
                 agreement = _OUTCOME_INDEX[label.value] * CLASSES + _OUTCOME_INDEX[verdict.value]

@@ -13,7 +13,7 @@ from agentwatch.wire.contract import INFORMATIONAL_REASONS
 
 ALL_TASKS = "*"
 OTHER = "other"
-FOLDED_LABELS: tuple[str, ...] = ("agent", "version", "task", "mode", "series")
+FOLDED_LABELS: tuple[str, ...] = ("agent", "version", "task", "mode", "judge", "series")
 RESERVED = frozenset({OTHER, ALL_TASKS})
 
 # Names and ids longer than this are remembered by their SHA-256 digest, so that what one remembered name or id
@@ -73,6 +73,7 @@ class LabelCaps:
         self._max_agents = cfg.max_agents
         self._max_versions = cfg.max_versions_per_agent
         self._max_modes = cfg.max_failure_modes
+        self._max_judges = cfg.max_judges
         self._max_units = cfg.max_units
         self._max_units_total = cfg.max_units_total
         self._units_total = 0  # units in units_seen, over every agent version
@@ -80,6 +81,7 @@ class LabelCaps:
         self._agents_seen: dict[str, float] = {}  # agent -> latest event time
         self._versions_seen: dict[str, dict[str, float]] = {}  # agent -> version -> latest event time
         self._modes_seen: dict[str, float] = {}
+        self._judges_seen: dict[str, float] = {}
         self.units_seen: dict[tuple[str, str], dict[Unit, float]] = {}  # agent version -> unit -> last time
         self.units_folded = 0
         self.folded = dict.fromkeys(FOLDED_LABELS, 0)
@@ -145,18 +147,25 @@ class LabelCaps:
                 self._labels[value] = label
         return label
 
-    def judge(self, judge: str) -> str:
-        """A judge id as a label value (interned: one string per judge)."""
+    def judge(self, judge: str, t: float) -> str:
+        """A judge id as a label value at event time `t` (interned: one string per judge), or `other` past the
+        cap: each judge is a label value of the agreement gauges and a row in every bucket it graded in."""
         found = self._judge_labels.get(judge)
         if found is None:
             found = sys.intern(sanitize_label(judge, self._max_label))
             if len(self._judge_labels) < 10_000 and len(judge) <= KEPT_LENGTH:
                 self._judge_labels[judge] = found
-        return found
+        return self._fold("judge", found, self._judges_seen, self._max_judges, t)
 
     def expire(self, horizon: float) -> None:
         """Forget the values and units last seen before `horizon`."""
-        for seen in (self._tasks_seen, self._modes_seen, self._agents_seen, *self._versions_seen.values()):
+        for seen in (
+            self._tasks_seen,
+            self._modes_seen,
+            self._judges_seen,
+            self._agents_seen,
+            *self._versions_seen.values(),
+        ):
             for name in [n for n, last in seen.items() if last < horizon]:
                 del seen[name]
         for agent in [a for a, versions in self._versions_seen.items() if not versions]:

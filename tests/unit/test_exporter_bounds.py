@@ -142,3 +142,30 @@ def test_units_tracked_over_every_agent_version_are_at_most_max_units_total() ->
     assert est.add(make_score("later", version="v2", instance="0", attempt=0, ended_at=clock.t))
     assert est.counters().units_folded == 30
     assert sum(len(units) for units in est._caps.units_seen.values()) == 1
+
+
+def test_judges_past_max_judges_are_counted_as_other_and_the_fold_is_exported() -> None:
+    """A judge id is a label value of the agreement families and a row in every bucket it graded in: past
+    `max_judges` distinct ids in the longest window, the others are `other` (a producer writing a new id with
+    every score would otherwise grow both without bound)."""
+    est = Estimator(load_settings(exporter={"max_judges": 3, "windows": ["1h"]}), clock=Clock(T0 + 60))
+    for i in range(10):
+        score = make_score(
+            f"c{i}",
+            judge=f"openai:model-{i}:v1",
+            judge_sampled=True,
+            judge_outcome="complete",
+            graded_by=["judge"],
+            outcome_source="judge",
+            automated={"graded_by": ["judge"], "outcome": "complete", "passed": True, "asr_credit": 1.0},
+        )
+        assert est.add(score)
+    samples = [
+        s
+        for family in text_string_to_metric_families(Exposition(lambda: est).render().decode())
+        for s in family.samples
+    ]
+    judged = {s.labels["judge"]: s.value for s in samples if s.name == "agentwatch_judged_conversations"}
+    assert judged == {"openai:model-0:v1": 1, "openai:model-1:v1": 1, "openai:model-2:v1": 1, "other": 7}
+    folded = {s.labels["label"]: s.value for s in samples if s.name == "agentwatch_labels_folded_total"}
+    assert folded["judge"] == 7
