@@ -39,7 +39,7 @@ from agentwatch.exporters.estimator import Estimator
 from agentwatch.exporters.exposition import Exposition
 from agentwatch.exporters.labels import sanitize_label
 from agentwatch.exporters.readiness import Readiness
-from agentwatch.judge.anchor_service import AnchorJob, AnchorMetrics
+from agentwatch.judge.anchor_service import AnchorJob, AnchorMetrics, serve_metrics
 from agentwatch.judge.anchors import Anchor, FrozenVerdict, compare, write_anchors
 from agentwatch.judge.budget import SpendCap
 from agentwatch.judge.runner import JudgeRunner
@@ -488,6 +488,10 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
     registry.register(judge_metrics)
     registry.register(_review_metrics(tmp))
     registry.register(AnchorMetrics(_drifted_anchor_job(tmp), sanitize_label))
+    # another anchor job, restarted while its judge fails: no run has succeeded since it started
+    never = AnchorJob(Settings(anchors=AnchorsConfig(path=str(tmp / "anchors.jsonl"))))
+    never.state.runs["failed"] = 1
+    anchor_server = serve_metrics(never, 0, "127.0.0.1", sanitize_label)
     readiness = (
         Readiness()
     )  # the alerts on estimates wait for the exporter's replay: done here (nothing assigned)
@@ -500,7 +504,11 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
         "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
         "rule_files": [str(PROM_DIR / "recording_rules.yml"), str(_quick_quality_alerts(tmp))],
         "scrape_configs": [
-            {"job_name": "agentwatch", "static_configs": [{"targets": [f"127.0.0.1:{port}"]}]}
+            {"job_name": "agentwatch", "static_configs": [{"targets": [f"127.0.0.1:{port}"]}]},
+            {
+                "job_name": "agentwatch-anchors",
+                "static_configs": [{"targets": [f"127.0.0.1:{anchor_server.port}"]}],
+            },
         ],
     }
     (tmp / "prometheus.yml").write_text(yaml.safe_dump(config))
@@ -530,6 +538,8 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
                 pipeline.lag = {tp: n + 25 for tp, n in pipeline.lag.items()}
             calls += 1
             _judge_call(judge, calls)
+            with never.state.lock:
+                never.state.runs["failed"] += 1
 
     mover = threading.Thread(target=traffic, daemon=True)
     mover.start()
@@ -567,6 +577,7 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
             proc.wait()
         log.close()
         server.stop()
+        anchor_server.stop()
 
 
 # --------------------------------------------------------------------------- dashboard
