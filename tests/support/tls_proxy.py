@@ -247,8 +247,11 @@ class TLSProxy(LoopbackProxy):
 
     def _serve(self, conn: socket.socket) -> None:
         self._track(conn)
-        conn.settimeout(10)
-        tls = self.context.wrap_socket(conn, server_side=True, do_handshake_on_connect=False)
+        try:
+            conn.settimeout(10)
+            tls = self.context.wrap_socket(conn, server_side=True, do_handshake_on_connect=False)
+        except OSError:  # the proxy stopped and closed the connection before it was wrapped
+            return
         self._track(tls)
         try:
             tls.do_handshake()  # on failure OpenSSL has sent the alert (certificate required, unknown ca, ...)
