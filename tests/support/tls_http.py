@@ -18,6 +18,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from tests.support.hostile_http import Handler, RawServer
+from tests.support.tls_proxy import write_pem
 
 
 @dataclass(frozen=True)
@@ -71,12 +72,7 @@ def server_certificate(
     )
     issued = ServerCertificate(directory / "ca.pem", directory / "server.pem", directory / "server.key")
     issued.ca.write_bytes(ca_cert.public_bytes(serialization.Encoding.PEM))
-    issued.cert.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    issued.key.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-        )
-    )
+    write_pem(cert, key, issued.cert, issued.key)
     return issued
 
 

@@ -112,13 +112,20 @@ class CertificateAuthority:
         cert = builder.sign(self._key, hashes.SHA256())
         slug = common_name.replace(" ", "-")
         issued = Issued(self.directory / f"{slug}.crt", self.directory / f"{slug}.key")
-        issued.cert.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-        issued.key.write_bytes(
-            key.private_bytes(
-                serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-            )
-        )
+        write_pem(cert, key, issued.cert, issued.key)
         return issued
+
+
+def write_pem(
+    cert: x509.Certificate, key: ec.EllipticCurvePrivateKey, cert_path: Path, key_path: Path
+) -> None:
+    """Write a certificate and its private key (PKCS#8, not encrypted) as PEM files."""
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+    )
 
 
 # --------------------------------------------------------------------------------------------- proxy
