@@ -162,9 +162,9 @@ def traced_in(*modules: str) -> int:
 def traced(conversations: int) -> None:
     """Python's traced current and peak bytes, the current split into the windows' and the rest."""
     current, peak = tracemalloc.get_traced_memory()
-    # the windows' buckets and totals (units and sketch bins included) are made in these two modules; the rest
-    # is mostly the remembered conversations (ids, contributions, expiry heap)
-    windows = traced_in("exporters/windows.py", "stats/corrected.py")
+    # the windows' buckets and totals (units and sketch bins included) are made in these modules; the rest is
+    # mostly the remembered conversations (ids, contributions, expiry heap)
+    windows = traced_in("exporters/windows.py", "exporters/buckets.py", "stats/corrected.py")
     tracemalloc.stop()
     print(
         f"tracemalloc: current {current / 2**20:,.0f} MiB ({current / conversations:,.0f} bytes per "
@@ -200,7 +200,7 @@ def hourly_units(settings: Settings, units: int) -> None:
         for b in batch:
             est.add(b)
         gc.collect()
-        windows = traced_in("exporters/windows.py")
+        windows = traced_in("exporters/windows.py", "exporters/buckets.py")
         tracemalloc.stop()
         entries = est._entries.count
         print(

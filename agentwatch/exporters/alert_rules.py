@@ -46,7 +46,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from agentwatch.config import Settings, parse_duration
-from agentwatch.exporters.windows import EVIDENCE, OUTCOMES, Bucket, Contribution
+from agentwatch.exporters.buckets import EVIDENCE, OUTCOMES, Bucket, Contribution
 from agentwatch.stats.cusum import Design, cached_design, design, on_grid, statistic
 
 MONTH_S = 30 * 86_400.0

@@ -1,5 +1,5 @@
 """What one conversation score contributes to the exporter's sliding windows: `Contributions.of` turns a
-`ConversationScore` into a `windows.Contribution`, sharing the few distinct probabilities and correction points
+`ConversationScore` into a `buckets.Contribution`, sharing the few distinct probabilities and correction points
 among the remembered conversations."""
 
 from __future__ import annotations
@@ -8,8 +8,7 @@ import math
 from typing import TypeVar
 
 from agentwatch.config import OutcomeCredits
-from agentwatch.exporters.labels import LabelCaps
-from agentwatch.exporters.windows import (
+from agentwatch.exporters.buckets import (
     ASR_RESOLUTION,
     CLASSES,
     EVIDENCE,
@@ -19,6 +18,7 @@ from agentwatch.exporters.windows import (
     Unit,
     sketch_bin,
 )
+from agentwatch.exporters.labels import LabelCaps
 from agentwatch.stats.corrected import correction_point
 from agentwatch.stats.inclusion import automated_of, graded_probability, review_label
 from agentwatch.wire.schema import ConversationScore

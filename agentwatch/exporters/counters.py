@@ -6,8 +6,8 @@ from __future__ import annotations
 from bisect import bisect_left
 from dataclasses import dataclass, field
 
+from agentwatch.exporters.buckets import OUTCOMES, Contribution
 from agentwatch.exporters.contribution import measure
-from agentwatch.exporters.windows import OUTCOMES, Contribution
 from agentwatch.wire.schema import ConversationScore
 
 COST_BUCKETS: tuple[float, ...] = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)

@@ -55,6 +55,7 @@ from agentwatch.exporters.alert_rules import (
     plan,
     reference_counts,
 )
+from agentwatch.exporters.buckets import Contribution
 from agentwatch.exporters.contribution import MEASURED_FIELDS, Contributions, ignored_measures
 from agentwatch.exporters.counters import EstimatorCounters, SeriesCounters
 from agentwatch.exporters.judge_agreement import JudgeAgreement, agreements
@@ -62,7 +63,7 @@ from agentwatch.exporters.labels import ALL_TASKS, OTHER, LabelCaps, kept
 from agentwatch.exporters.regression import RegressionParams, attach_regressions
 from agentwatch.exporters.summary import SeriesEstimate, StatsParams, summarise
 from agentwatch.exporters.unit_entries import UnitEntries
-from agentwatch.exporters.windows import Contribution, SlidingWindow, parse_duration
+from agentwatch.exporters.windows import SlidingWindow, parse_duration
 from agentwatch.wire.schema import ConversationScore
 
 log = logging.getLogger(__name__)

@@ -2,7 +2,7 @@
 blind review sample, and Cohen's kappa with its bootstrap interval.
 
 Each series' window counts, per judge id, the conversations the judge graded and the (label, verdict) cells of
-those that also carry a review-sample label (`windows.Bucket.judges`; the verdict is the class the judge
+those that also carry a review-sample label (`buckets.Bucket.judges`; the verdict is the class the judge
 returned, `judge_outcome`, before failure evidence or another grader changed the conversation's outcome). Here
 the real series (not `task="*"`, which would count them twice) are summed per judge and window. The interval
 is `agentwatch.stats.agreement.counts_interval` (seeded with `stats.seed`, memoised on the cells). Flagged
@@ -19,7 +19,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from agentwatch.exporters.windows import CLASSES, JUDGED
+from agentwatch.exporters.buckets import CLASSES, JUDGED
 from agentwatch.stats.agreement import counts_interval, kappa
 
 

@@ -8,7 +8,7 @@ import re
 import sys
 
 from agentwatch.config import ExporterConfig
-from agentwatch.exporters.windows import Unit
+from agentwatch.exporters.buckets import Unit
 from agentwatch.wire.contract import INFORMATIONAL_REASONS
 
 ALL_TASKS = "*"

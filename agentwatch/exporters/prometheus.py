@@ -11,10 +11,10 @@ from collections.abc import Iterator
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
+from agentwatch.exporters.buckets import CLASSES, OUTCOMES
 from agentwatch.exporters.counters import EstimatorCounters, Histogram, SeriesCounters
 from agentwatch.exporters.judge_agreement import JudgeAgreement
 from agentwatch.exporters.summary import QUANTILES, SeriesEstimate
-from agentwatch.exporters.windows import CLASSES, OUTCOMES
 from agentwatch.stats.corrected import CorrectedFigure
 
 SERIES = ("agent", "version", "task")

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from agentwatch.exporters.windows import (
+from agentwatch.exporters.buckets import (
     ASR_RESOLUTION,
     EVIDENCE,
     ONE_ATTEMPT,

@@ -17,7 +17,8 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # windows.py keeps the count and imports nothing from here
-    from agentwatch.exporters.windows import SlidingWindow, Unit
+    from agentwatch.exporters.buckets import Unit
+    from agentwatch.exporters.windows import SlidingWindow
 
 
 class UnitEntries:

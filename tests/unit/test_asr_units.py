@@ -12,9 +12,9 @@ import pytest
 from scipy import stats
 
 from agentwatch.config import Settings, load_settings
+from agentwatch.exporters.buckets import ONE_ATTEMPT, UNIT_CREDITS
 from agentwatch.exporters.estimator import Estimator
 from agentwatch.exporters.exposition import Exposition
-from agentwatch.exporters.windows import ONE_ATTEMPT, UNIT_CREDITS
 from agentwatch.report.build import build_report
 from agentwatch.stats.bootstrap import (
     CreditSums,

@@ -5,15 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from agentwatch.exporters.windows import (
-    Bucket,
-    Contribution,
-    SlidingWindow,
-    parse_duration,
-    sketch_bin,
-    sketch_quantile,
-    sketch_value,
-)
+from agentwatch.exporters.buckets import Bucket, Contribution, sketch_bin, sketch_quantile, sketch_value
+from agentwatch.exporters.windows import SlidingWindow, parse_duration
 
 
 def contribution(passed: bool, cost: float | None = None) -> Contribution:

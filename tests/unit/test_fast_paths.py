@@ -20,11 +20,11 @@ from agentwatch.collector.conventions import NEEDED_KEYS, TAG_PREFIX
 from agentwatch.collector.decode import decode_message
 from agentwatch.config import Settings
 from agentwatch.exporters.alert_rules import CHANNELS, Minutes, observation
+from agentwatch.exporters.buckets import Bucket, Contribution
 from agentwatch.exporters.contribution import Contributions
 from agentwatch.exporters.counters import COST_BUCKETS, Histogram
 from agentwatch.exporters.estimator import Estimator
 from agentwatch.exporters.labels import LabelCaps
-from agentwatch.exporters.windows import Bucket, Contribution
 from agentwatch.sdk.capture import Capture
 from agentwatch.stats.corrected import correction_point
 from agentwatch.stats.inclusion import automated_of, graded_probability
