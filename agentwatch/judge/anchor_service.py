@@ -49,10 +49,10 @@ class RunStopped(Exception):
 
 def _no_cache(settings: Settings) -> Settings:
     """`settings` with no verdict cache file: every run is a real call, and the collector's file is its own."""
-    if settings.judge.cache_path is not None:
-        update = {**settings.judge.model_dump(), "cache_path": None}
-        settings.judge = JudgeConfig.model_validate(update)
-    return settings
+    if settings.judge.cache_path is None:
+        return settings
+    judge = JudgeConfig.model_validate({**settings.judge.model_dump(), "cache_path": None})
+    return settings.model_copy(update={"judge": judge})  # the caller's settings keep their own
 
 
 def _judge_all(runner: JudgeRunner, convs: Sequence[Any], stop: threading.Event | None) -> list[JudgeVerdict]:
