@@ -4,7 +4,9 @@ A plain OpenTelemetry `SpanExporter`, meant to run under the standard `BatchSpan
 calls `export()`: the agent's threads only append finished spans to that processor's queue. `export()` hands
 the encoded messages to kafka-python's producer and returns without waiting for the broker; acknowledgements
 and failures are counted as they arrive. While the broker is unreachable, `export()` drops batches at once
-(counted) and tries to connect again at most every `retry_interval_s`; the producer reconnects by itself.
+(counted) and tries to connect again at most every `retry_interval_s`; the producer reconnects by itself. A send
+that times out waiting for the topic's metadata drops the rest of its batch, and the batches of the next
+`retry_interval_s`, at once (counted).
 """
 
 from __future__ import annotations
@@ -24,61 +26,11 @@ from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from agentwatch import wire
 from agentwatch.kafka.refusals import kafka_python_messages
 from agentwatch.kafka.security import KafkaSecurity
+from agentwatch.sdk.kafka_messages import HEADERS, encode_messages, message_bytes
 
 log = logging.getLogger(__name__)
 
-CONVERSATION_ID = "gen_ai.conversation.id"
-HEADERS = [(wire.CONTENT_TYPE_HEADER, wire.PROTOBUF), (wire.KEY_HEADER, wire.KEY_CONVERSATION)]
 DEFAULT_TOPIC = wire.SPANS_TOPIC
-_MAX_MESSAGE_BYTES = 900_000  # under the 1 MiB default max.request.size / message.max.bytes
-MAX_MESSAGE_BYTES_VARIABLE = "AGENTWATCH_KAFKA_MAX_MESSAGE_BYTES"
-
-
-def _message_bytes(given: int | None) -> int:
-    """The largest message the exporter writes: `given`, else AGENTWATCH_KAFKA_MAX_MESSAGE_BYTES, else the
-    default; ValueError naming the variable when it is not a positive integer."""
-    if given is not None:
-        return max(1, int(given))
-    raw = os.environ.get(MAX_MESSAGE_BYTES_VARIABLE, "").strip()
-    if not raw:
-        return _MAX_MESSAGE_BYTES
-    if not raw.isdigit() or int(raw) < 1:
-        raise ValueError(f"{MAX_MESSAGE_BYTES_VARIABLE} must be a positive integer (bytes), got {raw!r}")
-    return int(raw)
-
-
-def conversation_key(span: ReadableSpan) -> str:
-    """The Kafka key of a span: its conversation id, else its trace id (32 hex)."""
-    attrs = span.attributes or {}
-    value = attrs.get(CONVERSATION_ID)
-    if value:
-        return str(value)
-    ctx = span.context
-    return f"{ctx.trace_id:032x}" if ctx is not None else "unknown"
-
-
-def encode_messages(
-    spans: Sequence[ReadableSpan], max_bytes: int = _MAX_MESSAGE_BYTES
-) -> list[tuple[str, bytes, int]]:
-    """(key, OTLP TracesData bytes, span count) per conversation; a conversation too big for one message is split."""
-    # imported here: protobuf and the OTLP classes are a sixth of `import agentwatch.sdk`, and only export needs them
-    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
-
-    groups: dict[str, list[ReadableSpan]] = {}
-    for span in spans:
-        groups.setdefault(conversation_key(span), []).append(span)
-    out: list[tuple[str, bytes, int]] = []
-    for key, group in groups.items():
-        todo = [group]
-        while todo:
-            part = todo.pop()
-            payload = encode_spans(part).SerializeToString()
-            if len(payload) > max_bytes and len(part) > 1:
-                half = len(part) // 2
-                todo.extend([part[half:], part[:half]])
-            else:
-                out.append((key, payload, len(part)))
-    return out
 
 
 def _after_fork(exporter: KafkaSpanExporter) -> None:
@@ -118,7 +70,7 @@ class KafkaSpanExporter(SpanExporter):
         bytes (a larger span is sent alone); keep it under the topic's `max.message.bytes` and the producer's
         `max_request_size`. Default: AGENTWATCH_KAFKA_MAX_MESSAGE_BYTES, else 900,000 (ValueError if invalid)."""
         self.topic = topic
-        self.max_message_bytes = _message_bytes(max_message_bytes)
+        self.max_message_bytes = message_bytes(max_message_bytes)
         self.max_in_flight_spans = max(1, int(max_in_flight_spans))
         self.shutdown_timeout_s = shutdown_timeout_s
         self.dropped_spans = 0
@@ -160,6 +112,7 @@ class KafkaSpanExporter(SpanExporter):
         self._in_flight = 0
         self._closed = False
         self._next_attempt = 0.0
+        self._paused_until = 0.0  # after a send that timed out: batches are dropped at once until then
         self._last_warning = 0.0
         self._producer: Any = None
         _after_fork(self)
@@ -170,7 +123,7 @@ class KafkaSpanExporter(SpanExporter):
         if n == 0:
             return SpanExportResult.SUCCESS
         try:
-            producer = None if self._closed else self._connect()
+            producer = None if self._closed or self._paused() else self._connect()
             with self._lock:
                 accepted = producer is not None and self._in_flight + n <= self.max_in_flight_spans
                 if accepted:
@@ -271,6 +224,11 @@ class KafkaSpanExporter(SpanExporter):
         self._connect_lock = threading.Lock()
         self._in_flight = 0
         self._next_attempt = 0.0
+        self._paused_until = 0.0
+
+    def _paused(self) -> bool:
+        """Whether a send timed out less than `retry_interval_s` ago (batches are then dropped at once)."""
+        return time.monotonic() < self._paused_until
 
     def _connect(self) -> Any:
         """The producer; else None, after at most one connection attempt per `retry_interval_s`."""
@@ -338,12 +296,19 @@ class KafkaSpanExporter(SpanExporter):
             log.exception("agentwatch: could not encode %d spans", len(spans))
             self._settle(len(spans), ok=False, error=exc)
             return
-        for key, payload, count in messages:
+        for i, (key, payload, count) in enumerate(messages):
             try:
                 future = producer.send(self.topic, key=key.encode("utf-8"), value=payload, headers=HEADERS)
             except Exception as exc:  # noqa: BLE001 - metadata timeout, producer closed, too large
-                self._settle(count, ok=False, error=exc)
-                continue
+                if not _timed_out(exc):
+                    self._settle(count, ok=False, error=exc)
+                    continue
+                # The send waited `max_block_ms` for the topic's metadata (a broker advertising an address nobody
+                # listens on, a topic it will not create), and every other message would wait as long, in
+                # turn: 20 conversations held `shutdown()` on the agent's thread for 20 s.
+                self._paused_until = time.monotonic() + self._retry_interval_s
+                self._settle(sum(c for _, _, c in messages[i:]), ok=False, error=exc)
+                return
             future.add_callback(self._on_sent, count)
             future.add_errback(self._on_failed, count)
 
@@ -366,6 +331,13 @@ class KafkaSpanExporter(SpanExporter):
                 self.last_error = error_text(error)
         if not ok:
             self._warn_dropped()
+
+
+def _timed_out(exc: BaseException) -> bool:
+    """Whether a send failed after waiting `max_block_ms` (kafka-python's KafkaTimeoutError)."""
+    from kafka.errors import KafkaTimeoutError
+
+    return isinstance(exc, KafkaTimeoutError)
 
 
 def _recording(clients: list[Any], config: dict[str, Any], producer_class: Any) -> Any:

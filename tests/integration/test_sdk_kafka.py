@@ -10,6 +10,7 @@ import sys
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status, TracesData
@@ -18,7 +19,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from agentwatch import configure, conversation, shutdown, trace
-from agentwatch.kafka.broker import free_port
+from agentwatch.kafka.broker import EmbeddedBroker, free_port
 from agentwatch.sdk import KafkaSpanExporter
 from agentwatch.sdk.kafka_exporter import encode_messages
 from tests.support.sdk import attrs_of, consume, count_spans, decode
@@ -114,7 +115,7 @@ def test_example_agent_end_to_end(broker, topic):
     assert marker.parent_span_id == turns[1].span_id
 
 
-def _one_span_per_conversation(n: int) -> list:
+def _one_span_per_conversation(n: int, conversations: int = 2) -> list:
     memory = InMemorySpanExporter()
     provider = TracerProvider()
     configure(memory, tracer_provider=provider, batch=False)
@@ -125,7 +126,7 @@ def _one_span_per_conversation(n: int) -> list:
             return i
 
         for i in range(n):
-            with conversation(id=f"c{i % 2}"):
+            with conversation(id=f"c{i % conversations}"):
                 f(i)
         f(-1)  # outside any conversation: keyed by its trace id
     finally:
@@ -233,6 +234,40 @@ def test_unreachable_broker_never_blocks_the_agent_counts_drops_and_says_so_once
         "agentwatch: 53 spans not sent: Kafka at 127.0.0.1:"
     ), lines
     assert "waited 1.0 s" in at_exit[0] and "shutdown_timeout_s" in at_exit[0]
+
+
+def test_a_broker_whose_metadata_never_comes_costs_one_wait_a_retry_interval_not_one_a_message():
+    """A broker advertising an address nobody listens on (advertised.listeners wrong, the usual Kafka-in-Docker
+    mistake): the bootstrap succeeds, the topic's metadata never comes, and each send waits `max_block_ms`.
+    One message per conversation waited in turn: 20 conversations in a batch held `shutdown(timeout_s=2)`, on
+    the agent's thread, for 20 s. A send that times out drops the rest of its batch, and the exports of the
+    next `retry_interval_s`, at once (counted). Counted in calls of `send`, not in seconds."""
+    with EmbeddedBroker(advertised_port=free_port()) as misadvertised:
+        exporter = KafkaSpanExporter(
+            misadvertised.bootstrap_servers,
+            topic="never-there",
+            retry_interval_s=60.0,
+            shutdown_timeout_s=0.5,
+        )
+        producer = exporter._connect()
+        assert producer is not None, exporter.last_error  # the bootstrap itself answers
+        sends: list[str] = []
+        real_send = producer.send
+
+        def send(topic: str, **kwargs: Any) -> Any:
+            sends.append(topic)
+            return real_send(topic, **kwargs)
+
+        producer.send = send
+        spans = _one_span_per_conversation(20, conversations=20)
+        try:
+            exporter.export(spans)
+            assert exporter.export(spans).name == "FAILURE"  # within the retry interval: dropped at once
+            assert len(sends) == 1, f"{len(sends)} sends, each waiting max_block_ms"
+            assert exporter.dropped_spans == 2 * len(spans) and exporter.stats()["in_flight_spans"] == 0
+            assert "KafkaTimeoutError" in (exporter.last_error or "")
+        finally:
+            exporter.shutdown()
 
 
 _FAILED_CONNECTS = """
