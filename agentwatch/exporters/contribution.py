@@ -81,7 +81,9 @@ class Contributions:
                     sums[i] += float(v)
                     counts[i] += 1
         cost, duration = measure(score.cost_usd), measure(score.duration_s)
-        credit = score.asr_credit
+        # a credit counts only beside a verdict: a producer's record with none (passed null) that claims one
+        # would otherwise move ASR with a conversation nothing graded
+        credit = score.asr_credit if score.passed is not None else None
         if credit is not None and not math.isfinite(credit):
             credit = None
         if credit is not None:

@@ -88,3 +88,18 @@ def test_a_positive_rate_is_at_least_the_probability_of_the_sample_point_zero(ra
     score = make_score("c", judge_rate=rate, graded_by=["judge"], judge_sampled=True)
     assert graded_probability(score) == SAMPLE_POINT_STEP
     assert graded_probability(make_score("d", judge_rate=0.25, graded_by=["judge"])) == 0.25
+
+
+def test_an_unscored_record_that_claims_a_credit_adds_nothing_to_asr() -> None:
+    service = _service()
+    for i in range(4):  # a producer's record with no verdict (passed null) but a credit of 1
+        assert service.feed(score_record(f"u{i}", passed=None, outcome="unscored", asr_credit=1.0)) is True
+    for i in range(4):
+        assert service.feed(score_record(f"f{i}", passed=False, outcome="abandoned", asr_credit=0.0)) is True
+    samples = _scrape(service)
+    asr = {
+        s.labels["stat"]: s.value
+        for s in samples["agentwatch_asr"]
+        if s.labels["window"] == "1h" and s.labels["task"] == "refund"
+    }
+    assert asr["mean"] == 0.0  # the four scored conversations, all credited 0; was 0.5 with the unscored ones
