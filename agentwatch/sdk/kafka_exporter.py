@@ -31,6 +31,7 @@ from agentwatch.sdk.kafka_messages import HEADERS, encode_messages, message_byte
 log = logging.getLogger(__name__)
 
 DEFAULT_TOPIC = wire.SPANS_TOPIC
+MAX_IN_FLIGHT_BYTES = 32 * 1024 * 1024  # the Java producer's buffer.memory default
 
 
 def _after_fork(exporter: KafkaSpanExporter) -> None:
@@ -65,13 +66,16 @@ class KafkaSpanExporter(SpanExporter):
         retry_interval_s: float = 1.0,
         shutdown_timeout_s: float = 5.0,
         max_message_bytes: int | None = None,
+        max_in_flight_bytes: int = MAX_IN_FLIGHT_BYTES,
     ) -> None:
         """`max_message_bytes`: a conversation's spans of one batch are split into messages of at most this many
         bytes (a larger span is sent alone); keep it under the topic's `max.message.bytes` and the producer's
-        `max_request_size`. Default: AGENTWATCH_KAFKA_MAX_MESSAGE_BYTES, else 900,000 (ValueError if invalid)."""
+        `max_request_size`. Default: AGENTWATCH_KAFKA_MAX_MESSAGE_BYTES, else 900,000 (ValueError if invalid).
+        `max_in_flight_spans`, `max_in_flight_bytes`: what awaits the broker's acknowledgement; beyond, dropped."""
         self.topic = topic
         self.max_message_bytes = message_bytes(max_message_bytes)
         self.max_in_flight_spans = max(1, int(max_in_flight_spans))
+        self.max_in_flight_bytes = max(1, int(max_in_flight_bytes))
         self.shutdown_timeout_s = shutdown_timeout_s
         self.dropped_spans = 0
         self.sent_spans = 0
@@ -110,6 +114,7 @@ class KafkaSpanExporter(SpanExporter):
         self._lock = threading.Lock()  # the counters: callbacks run on kafka-python's sender thread
         self._connect_lock = threading.Lock()
         self._in_flight = 0
+        self._in_flight_bytes = 0
         self._closed = False
         self._next_attempt = 0.0
         self._paused_until = 0.0  # after a send that timed out: batches are dropped at once until then
@@ -168,7 +173,7 @@ class KafkaSpanExporter(SpanExporter):
         )
         self.force_flush(int(wait_s * 1000))
         with self._lock:
-            lost, self._in_flight = self._in_flight, 0
+            lost, self._in_flight, self._in_flight_bytes = self._in_flight, 0, 0
             self.dropped_spans += lost
             dropped = self.dropped_spans
         producer, self._producer = self._producer, None
@@ -195,6 +200,7 @@ class KafkaSpanExporter(SpanExporter):
                 "sent_messages": self.sent_messages,
                 "dropped_spans": self.dropped_spans,
                 "in_flight_spans": self._in_flight,
+                "in_flight_bytes": self._in_flight_bytes,
                 "connected": self._producer is not None,
                 "last_error": self.last_error,
             }
@@ -209,12 +215,14 @@ class KafkaSpanExporter(SpanExporter):
             return
         self._last_warning = now
         log.warning(
-            "agentwatch: dropped %d spans so far: Kafka at %s unreachable or slow (%d spans awaiting "
-            "acknowledgement, limit %d); last error: %s",
+            "agentwatch: dropped %d spans so far: Kafka at %s unreachable or slow (%d spans, %d bytes awaiting "
+            "acknowledgement, limits %d, %d); last error: %s",
             self.dropped_spans,
             self._servers(),
             self._in_flight,
+            self._in_flight_bytes,
             self.max_in_flight_spans,
+            self.max_in_flight_bytes,
             self.last_error,
         )
 
@@ -223,6 +231,7 @@ class KafkaSpanExporter(SpanExporter):
         self._lock = threading.Lock()  # a lock held by a parent thread at the fork stays held in the child
         self._connect_lock = threading.Lock()
         self._in_flight = 0
+        self._in_flight_bytes = 0
         self._next_attempt = 0.0
         self._paused_until = 0.0
 
@@ -294,35 +303,46 @@ class KafkaSpanExporter(SpanExporter):
             messages = encode_messages(spans, self.max_message_bytes)
         except Exception as exc:
             log.exception("agentwatch: could not encode %d spans", len(spans))
-            self._settle(len(spans), ok=False, error=exc)
+            self._settle(len(spans), 0, ok=False, error=exc)
             return
         for i, (key, payload, count) in enumerate(messages):
+            size = len(payload)
+            with self._lock:  # kafka-python 3.0's producer has no bound of its own (no buffer_memory)
+                room = self._in_flight_bytes + size <= self.max_in_flight_bytes
+                if room:
+                    self._in_flight_bytes += size
+            if not room:
+                full = BufferError(f"over {self.max_in_flight_bytes} bytes awaiting acknowledgement")
+                self._settle(count, 0, ok=False, error=full)
+                continue
             try:
                 future = producer.send(self.topic, key=key.encode("utf-8"), value=payload, headers=HEADERS)
             except Exception as exc:  # noqa: BLE001 - metadata timeout, producer closed, too large
                 if not _timed_out(exc):
-                    self._settle(count, ok=False, error=exc)
+                    self._settle(count, size, ok=False, error=exc)
                     continue
                 # The send waited `max_block_ms` for the topic's metadata (a broker advertising an address nobody
                 # listens on, a topic it will not create), and every other message would wait as long, in
                 # turn: 20 conversations held `shutdown()` on the agent's thread for 20 s.
                 self._paused_until = time.monotonic() + self._retry_interval_s
-                self._settle(sum(c for _, _, c in messages[i:]), ok=False, error=exc)
+                self._settle(sum(c for _, _, c in messages[i:]), size, ok=False, error=exc)
                 return
-            future.add_callback(self._on_sent, count)
-            future.add_errback(self._on_failed, count)
+            future.add_callback(self._on_sent, count, size)
+            future.add_errback(self._on_failed, count, size)
 
-    def _on_sent(self, count: int, _metadata: Any = None) -> None:
-        self._settle(count, ok=True)
+    def _on_sent(self, count: int, size: int, _metadata: Any = None) -> None:
+        self._settle(count, size, ok=True)
 
-    def _on_failed(self, count: int, exc: BaseException) -> None:
-        self._settle(count, ok=False, error=exc)
+    def _on_failed(self, count: int, size: int, exc: BaseException) -> None:
+        self._settle(count, size, ok=False, error=exc)
 
-    def _settle(self, count: int, *, ok: bool, error: BaseException | None = None) -> None:
+    def _settle(self, count: int, size: int, *, ok: bool, error: BaseException | None = None) -> None:
+        """Spans of one message acknowledged (`ok`) or lost; `size`: its bytes counted as awaiting the broker."""
         with self._lock:
             if self._in_flight < count:  # already counted as lost by shutdown
                 return
             self._in_flight -= count
+            self._in_flight_bytes -= size
             if ok:
                 self.sent_spans += count
                 self.sent_messages += 1

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status, TracesData
 from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from agentwatch import configure, conversation, shutdown, trace
@@ -373,6 +373,34 @@ def test_broker_down_mid_run_agent_unaffected_drops_counted_then_recovers(fresh_
     finally:
         shutdown()
         provider.shutdown()
+
+
+def test_what_awaits_acknowledgement_is_bounded_in_bytes_not_only_in_spans(fresh_broker, topic):
+    """kafka-python 3.0's producer holds whatever it is given until its delivery times out: with the broker
+    gone, 400 spans of 100 kB each (a prompt another instrumentation captured whole) were all held, 40 MB, as
+    `max_in_flight_spans` counts spans. A message that would take the bytes awaiting acknowledgement past
+    `max_in_flight_bytes` (32 MiB) is dropped, counted."""
+    memory = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    tracer = provider.get_tracer("another-instrumentation")
+    for i in range(400):
+        tracer.start_span(
+            f"chat {i}", attributes={"gen_ai.conversation.id": f"big-{i}", "prompt": "x" * 100_000}
+        ).end()
+    big = list(memory.get_finished_spans())
+    exporter = KafkaSpanExporter(fresh_broker.bootstrap_servers, topic=topic, shutdown_timeout_s=0.5)
+    try:
+        assert exporter.export(big[:1]).name == "SUCCESS" and exporter.force_flush(20_000)
+        assert exporter.sent_spans == 1  # connected, the topic's metadata known
+        fresh_broker.stop()
+        exporter.export(big[1:])
+        held = exporter.stats()["in_flight_spans"]
+        assert held * 100_000 <= 32 * 1024 * 1024, f"{held} spans of 100 kB awaiting acknowledgement"
+        assert exporter.dropped_spans == 399 - held and held > 0
+        assert exporter.stats()["in_flight_bytes"] <= exporter.max_in_flight_bytes
+    finally:
+        exporter.shutdown()
 
 
 def test_exporter_topic_survives_a_metadata_refresh(broker, topic):
