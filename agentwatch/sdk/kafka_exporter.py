@@ -27,6 +27,7 @@ from agentwatch import wire
 from agentwatch.kafka.refusals import kafka_python_messages
 from agentwatch.kafka.security import KafkaSecurity
 from agentwatch.sdk.kafka_messages import HEADERS, encode_messages, message_bytes
+from agentwatch.sdk.kafka_producer import close_abandoning, close_all, recording, timed_out
 
 log = logging.getLogger(__name__)
 
@@ -178,10 +179,7 @@ class KafkaSpanExporter(SpanExporter):
             dropped = self.dropped_spans
         producer, self._producer = self._producer, None
         if producer is not None:
-            try:
-                producer.close(timeout=min(2.0, wait_s))
-            except Exception:
-                log.debug("agentwatch: error closing the Kafka producer", exc_info=True)
+            close_abandoning(producer, min(2.0, wait_s))
         if dropped:
             log.warning(
                 "agentwatch: %d spans not sent: Kafka at %s was unreachable or refused them (at exit the exporter "
@@ -268,7 +266,7 @@ class KafkaSpanExporter(SpanExporter):
         try:
             from kafka import KafkaProducer
 
-            config = {**self._config, "kafka_client": _recording(clients, self._config, KafkaProducer)}
+            config = {**self._config, "kafka_client": recording(clients, self._config, KafkaProducer)}
             if self._security.protocol == "PLAINTEXT":
                 producer = KafkaProducer(**config)
             else:  # kafka-python only logs why a secured bootstrap failed: collect that to explain it
@@ -280,7 +278,7 @@ class KafkaSpanExporter(SpanExporter):
             if metadata is not None and hasattr(metadata, "add_topic"):
                 metadata.add_topic(self.topic)
         except Exception as exc:  # noqa: BLE001 - broker down, bad config: keep the agent running
-            _close_all(clients)
+            close_all(clients)
             self.last_error = error_text(exc)
             found = self._security.diagnose_connection(
                 [*messages, self.last_error], self._servers(), prefix="AGENTWATCH_KAFKA_"
@@ -318,7 +316,7 @@ class KafkaSpanExporter(SpanExporter):
             try:
                 future = producer.send(self.topic, key=key.encode("utf-8"), value=payload, headers=HEADERS)
             except Exception as exc:  # noqa: BLE001 - metadata timeout, producer closed, too large
-                if not _timed_out(exc):
+                if not timed_out(exc):
                     self._settle(count, size, ok=False, error=exc)
                     continue
                 # The send waited `max_block_ms` for the topic's metadata (a broker advertising an address nobody
@@ -351,38 +349,6 @@ class KafkaSpanExporter(SpanExporter):
                 self.last_error = error_text(error)
         if not ok:
             self._warn_dropped()
-
-
-def _timed_out(exc: BaseException) -> bool:
-    """Whether a send failed after waiting `max_block_ms` (kafka-python's KafkaTimeoutError)."""
-    from kafka.errors import KafkaTimeoutError
-
-    return isinstance(exc, KafkaTimeoutError)
-
-
-def _recording(clients: list[Any], config: dict[str, Any], producer_class: Any) -> Any:
-    """The producer's network client class (`kafka_client`), wrapped to put each client it makes in `clients`.
-
-    A producer whose constructor fails (no broker to bootstrap from) is never returned, and its client's
-    sockets and selector stayed open until a full garbage collection (7 descriptors an attempt): the caller
-    closes the clients recorded here instead."""
-    make = config.get("kafka_client") or producer_class.DEFAULT_CONFIG["kafka_client"]
-
-    def recorded(**kwargs: Any) -> Any:
-        client = make(**kwargs)
-        clients.append(client)
-        return client
-
-    return recorded
-
-
-def _close_all(clients: list[Any]) -> None:
-    """Close the network clients of a producer that was never made."""
-    for client in clients:
-        try:
-            client.close()
-        except Exception:  # noqa: BLE001 - closing what failed to open: nothing more to do
-            log.debug("agentwatch: could not close a Kafka client", exc_info=True)
 
 
 def error_text(exc: BaseException | None) -> str:

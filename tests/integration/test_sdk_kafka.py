@@ -3,6 +3,7 @@ end to end, and the broker failing."""
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import subprocess
@@ -401,6 +402,29 @@ def test_what_awaits_acknowledgement_is_bounded_in_bytes_not_only_in_spans(fresh
         assert exporter.stats()["in_flight_bytes"] <= exporter.max_in_flight_bytes
     finally:
         exporter.shutdown()
+
+
+def test_shutdown_with_the_broker_gone_closes_the_producer_and_leaves_no_thread(
+    fresh_broker, topic, monkeypatch
+):
+    """kafka-python's `close()` flushes first and, records still unacknowledged, raises before closing anything:
+    the producer's network thread went on reconnecting to the lost broker for the life of the process (one more
+    each `configure` and `shutdown`), and its `__del__` flushed again on the thread that freed it, 1 s more and
+    an "Exception ignored" there. Pending records are abandoned: the thread ends and nothing is raised later."""
+    ignored: list[str] = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda u: ignored.append(repr(u.exc_value)))
+    spans = _one_span_per_conversation(4, conversations=4)
+    exporter = KafkaSpanExporter(fresh_broker.bootstrap_servers, topic=topic, shutdown_timeout_s=0.5)
+    assert exporter.export(spans[:1]).name == "SUCCESS" and exporter.force_flush(20_000)
+    sender = exporter._producer._sender  # the producer's network thread
+    fresh_broker.stop()
+    exporter.export(spans[1:])
+    assert exporter.stats()["in_flight_spans"] > 0  # waiting for a broker that is gone
+    exporter.shutdown()
+    gc.collect()
+    assert not sender.is_alive(), "the producer's network thread outlived shutdown()"
+    assert not ignored, ignored
+    assert exporter.dropped_spans == len(spans) - 1 and exporter.sent_spans == 1
 
 
 def test_exporter_topic_survives_a_metadata_refresh(broker, topic):
