@@ -2,53 +2,63 @@
 
 A malformed line never stops the read: it is recorded as a `LineError` (file, line number, reason) and the
 remaining lines are still read. A file that cannot be opened at all raises `TranscriptFileError`. A UTF-8
-byte order mark is skipped; a file holding one JSON array of conversations is read item by item; keys no field
-reads are reported (`UnknownKeys`), not dropped in silence.
+byte order mark is skipped; a UTF-16 or UTF-32 file is read as the text it holds; a file holding one JSON array
+of conversations is read item by item (`transcript_documents`); keys no field reads are reported
+(`UnknownKeys`), not dropped in silence. A pipe (`<(zcat FILE)`) is read as a file is.
 """
 
 from __future__ import annotations
 
 import gzip
 import io
-import json
 import logging
 import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 
-from pydantic import ValidationError
-
-from agentwatch.wire import json_text
 from agentwatch.wire.schema import Conversation
-from agentwatch.wire.transcript_keys import UnknownKeys, misspelt_required, unknown_keys
+from agentwatch.wire.transcript_documents import MAX_DOCUMENT_BYTES, document_conversations, whole_document
+from agentwatch.wire.transcript_keys import UnknownKeys
+from agentwatch.wire.transcript_lines import (
+    IMPORT_CHAT,
+    IMPORT_TAU,
+    MAX_LINE_BYTES,
+    UTF8_BOM,
+    LineError,
+    TranscriptFileError,
+    bounded_lines,
+    line_conversation,
+    parse_line,
+    parse_object,
+    validation_reason,
+)
+from agentwatch.wire.wide_text import as_utf8, wide_encoding
+
+__all__ = [  # read from here by the importers and commands; defined beside the reading they belong to
+    "IMPORT_CHAT",
+    "IMPORT_TAU",
+    "MAX_DOCUMENT_BYTES",
+    "MAX_LINE_BYTES",
+    "UTF8_BOM",
+    "LineError",
+    "TranscriptFileError",
+    "bounded_lines",
+    "file_stem",
+    "is_gzip",
+    "iter_conversations",
+    "open_binary",
+    "parse_line",
+    "parse_object",
+    "read_conversations",
+    "validation_reason",
+]
 
 log = logging.getLogger(__name__)
 
 GZIP_MAGIC = b"\x1f\x8b"
-UTF8_BOM = b"\xef\xbb\xbf"
-MAX_DOCUMENT_BYTES = 256 * 1024 * 1024  # a JSON array is read whole: bigger ones must be JSON Lines
-_MAX_REASON = 300
-MAX_LINE_BYTES = 16 * 1024 * 1024  # a longer line is reported and skipped, never held in memory whole
-
-
-class TranscriptFileError(OSError):
-    """A transcript file cannot be opened or decoded at all."""
-
-
-@dataclass(frozen=True, slots=True)
-class LineError:
-    """A line that could not be read as a `Conversation`: where, and why."""
-
-    path: str
-    line: int
-    reason: str
-    item: bool = False  # `line` is the position of an item in a JSON array, not a line number
-
-    def __str__(self) -> str:
-        where = f" item {self.line}:" if self.item else f"{self.line}:"
-        return f"{self.path}:{where} {self.reason}"
+_HEAD = 4096
+_STREAM_ERRORS = (OSError, EOFError, zlib.error)
 
 
 _DATA_SUFFIXES = (".gz", ".json", ".jsonl", ".ndjson")
@@ -74,156 +84,44 @@ def is_gzip(path: str | Path) -> bool:
         return fh.read(2) == GZIP_MAGIC
 
 
-def validation_reason(exc: ValidationError, obj: object = None) -> str:
-    """The first errors of a validation as one line: `field.path: message; ...`; a required field that is
-    missing names the key of `obj` that probably meant it (`did you mean`)."""
-    parts = []
-    for err in exc.errors()[:5]:
-        loc = ".".join(str(p) for p in err["loc"]) or "<root>"
-        hint = misspelt_required(obj, tuple(err["loc"])) if err["type"] == "missing" else None
-        meant = f" (the line has `{hint}`: did you mean `{err['loc'][-1]}`?)" if hint else ""
-        parts.append(f"{loc}: {err['msg']}{meant}")
-    more = exc.error_count() - len(parts)
-    return "invalid conversation: " + "; ".join(parts) + (f" (+{more} more)" if more > 0 else "")
+def _gunzipped(raw_fh: io.BufferedReader) -> io.BufferedIOBase:
+    """`raw_fh`, gunzipped when it starts with the gzip magic (peeked, not read and sought back: a pipe cannot
+    seek)."""
+    if raw_fh.peek(2)[:2] == GZIP_MAGIC:
+        return gzip.GzipFile(fileobj=raw_fh, mode="rb")
+    return raw_fh
 
 
-def parse_line(raw: bytes, unknown: list[str] | None = None) -> Conversation:
-    """Parse one JSONL line into a `Conversation`; raise ValueError with a readable reason.
-
-    A leading byte order mark is skipped. `unknown`, when given, receives the paths of keys no field reads.
-    """
+def _open(path: str | Path) -> io.BufferedReader:
+    """The file at `path`, opened to read its bytes; TranscriptFileError saying why it cannot be."""
     try:
-        text = raw.removeprefix(UTF8_BOM).decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ValueError(f"not UTF-8 at byte {exc.start}") from exc
-    try:
-        obj = json_text.loads(text.rstrip("\r\n"), parse_constant=_reject_constant)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"invalid JSON: {exc.msg} (column {exc.colno})") from exc
-    except RecursionError:
-        raise ValueError("invalid JSON: nested too deeply") from None
-    return parse_object(obj, unknown)
-
-
-def parse_object(obj: object, unknown: list[str] | None = None) -> Conversation:
-    """A parsed JSON value as a `Conversation`; raise ValueError with a readable reason."""
-    if not isinstance(obj, dict):
-        raise ValueError(f"expected a JSON object, got {type(obj).__name__}")  # noqa: TRY004
-    other = _other_format(obj)
-    if other is not None:
-        raise ValueError(other)
-    if unknown is not None:
-        unknown.extend(unknown_keys(obj))
-    try:
-        return Conversation.model_validate(obj)
-    except ValidationError as exc:
-        raise ValueError(validation_reason(exc, obj)) from exc
-    except RecursionError:
-        raise ValueError("invalid conversation: nested too deeply") from None
-
-
-IMPORT_CHAT = "agentwatch import openai-chat FILE --out DIR"
-IMPORT_TAU = "agentwatch import tau-bench FILE --out DIR"
-
-
-def _other_format(obj: dict[str, object]) -> str | None:
-    """Why a JSON object is another format than a transcript line, and which importer reads it; else None."""
-    if "turns" in obj:
-        return None
-    if isinstance(obj.get("messages"), list):
-        return f"a chat-format line (`messages`), not a transcript: convert it with `{IMPORT_CHAT}`"
-    if "traj" in obj or "simulations" in obj:
-        return f"a τ-bench result, not a transcript: convert it with `{IMPORT_TAU}`"
-    return None
-
-
-def _whole_document(head: bytes) -> str | None:
-    """`array` or `object` when a file is one JSON document rather than JSON Lines, else None."""
-    text = head.removeprefix(UTF8_BOM).lstrip()
-    first_line = text.split(b"\n", 1)[0].strip()
-    if first_line == b"[" or (text.startswith(b"[") and text[1:].lstrip()[:1] in (b"{", b"]")):
-        return "array"
-    if first_line == b"{":
-        return "object"
-    return None
-
-
-def _read_document(stream: io.BufferedIOBase, name: str, kind: str) -> object:
-    """The whole JSON document of a file (an array, or an object spread over lines); TranscriptFileError."""
-    raw = stream.read(MAX_DOCUMENT_BYTES + 1)
-    if len(raw) > MAX_DOCUMENT_BYTES:
-        raise TranscriptFileError(
-            f"{name} holds one JSON {kind} larger than {MAX_DOCUMENT_BYTES >> 20} MiB: write one "
-            "conversation per line instead (JSON Lines; e.g. `jq -c '.[]' FILE > FILE.jsonl`)"
-        )
-    try:
-        return json_text.loads(raw.removeprefix(UTF8_BOM).decode("utf-8"), parse_constant=_reject_constant)
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-        raise TranscriptFileError(
-            f"{name} starts like one JSON {kind} but is not valid JSON ({exc}); transcripts are one JSON "
-            "object per line (JSON Lines)"
-        ) from None
-
-
-def _document_items(doc: object, name: str) -> list[object]:
-    """The conversations of a whole-file JSON document, or TranscriptFileError naming the importer to use."""
-    items = doc if isinstance(doc, list) else [doc]
-    first = next((i for i in items if isinstance(i, dict)), None)
-    other = _other_format(first) if first is not None else None
-    if isinstance(doc, dict) and "turns" not in doc and "conversation_id" not in doc:
-        other = other or "not a transcript"
-        return _refuse(
-            name,
-            f"holds one JSON document spread over lines ({other}), not one conversation per "
-            f"line (a τ²-bench results file? `{IMPORT_TAU}`)",
-        )
-    if other is not None and first is not None and isinstance(first.get("messages"), list):
-        return _refuse(
-            name,
-            "holds a JSON array of chat-format conversations (`messages`), not transcripts: write them one per line "
-            f"(`jq -c '.[]' {name} > {Path(name).name}.jsonl`) and convert that with `{IMPORT_CHAT}`",
-        )
-    if other is not None:
-        return _refuse(name, f"holds a JSON array whose items are not transcripts ({other})")
-    return items
-
-
-def _refuse(name: str, why: str) -> list[object]:
-    raise TranscriptFileError(f"{name} {why}")
+        return open(path, "rb")
+    except OSError as exc:
+        raise TranscriptFileError(f"cannot read {path}: {exc.strerror or exc}") from exc
 
 
 @contextmanager
 def open_binary(path: str | Path) -> Iterator[io.BufferedIOBase]:
     """The bytes of a file, gunzipped when it starts with the gzip magic; TranscriptFileError if not read."""
+    with _open(path) as raw_fh:
+        yield _gunzipped(raw_fh)
+
+
+def _position(raw_fh: io.BufferedReader) -> int | None:
+    """How far into the file the read is; None for a pipe, which has no position."""
     try:
-        raw_fh = open(path, "rb")  # noqa: SIM115 - closed below
-    except OSError as exc:
-        raise TranscriptFileError(f"cannot read {path}: {exc.strerror or exc}") from exc
-    with raw_fh:
-        magic = raw_fh.read(2)
-        raw_fh.seek(0)
-        stream: io.BufferedIOBase = (
-            gzip.GzipFile(fileobj=raw_fh, mode="rb") if magic == GZIP_MAGIC else raw_fh
-        )
-        yield stream
+        return raw_fh.tell()
+    except OSError:
+        return None
 
 
-def _reject_constant(name: str) -> float:
-    raise ValueError(f"invalid JSON: {name} is not a JSON number")
-
-
-def bounded_lines(stream: io.BufferedIOBase, limit: int = MAX_LINE_BYTES) -> Iterator[bytes | None]:
-    """The lines of `stream`; None for a line longer than `limit` bytes (read past, never held whole)."""
-    while True:
-        raw = stream.readline(limit + 1)
-        if not raw:
-            return
-        if len(raw) <= limit or raw.endswith(b"\n"):
-            yield raw
-            continue
-        while raw and not raw.endswith(b"\n"):  # skip the rest of the over-long line
-            raw = stream.readline(1024 * 1024)
-        yield None
+def _head(stream: io.BufferedIOBase) -> tuple[bytes, Exception | None]:
+    """The first bytes of a stream without reading them, or the error peeking at them raised."""
+    try:
+        # both a plain file and a GzipFile can peek; their common base class does not declare it
+        return stream.peek(_HEAD)[:_HEAD], None  # type: ignore[attr-defined]
+    except _STREAM_ERRORS as exc:
+        return b"", exc
 
 
 def iter_conversations(
@@ -234,55 +132,39 @@ def iter_conversations(
     notes: list[str] | None = None,
 ) -> Iterator[Conversation]:
     """Yield the conversations of one file; append malformed lines to `errors`, keys no field reads to
-    `unknown`, how the file was read when it is not JSON Lines to `notes`; report bytes read (raw file)."""
+    `unknown`, how the file was read when it is not UTF-8 JSON Lines to `notes`; report bytes read (raw file)."""
     name = str(path)
-    try:
-        raw_fh = open(path, "rb")  # noqa: SIM115 - closed below
-    except OSError as exc:
-        raise TranscriptFileError(f"cannot read {name}: {exc.strerror or exc}") from exc
-    with raw_fh:
-        magic = raw_fh.read(2)
-        raw_fh.seek(0)
-        stream: io.BufferedIOBase = (
-            gzip.GzipFile(fileobj=raw_fh, mode="rb") if magic == GZIP_MAGIC else raw_fh
-        )
-        unreadable: Exception | None = None
-        try:
-            # both a plain file and a GzipFile can peek; their common base class does not declare it
-            whole = _whole_document(stream.peek(4096)[:4096])  # type: ignore[attr-defined]
-        except (OSError, EOFError, zlib.error) as exc:
-            whole, unreadable = None, exc  # reported by the read below, or after it when it reads nothing
-        if whole is not None:
+    with _open(path) as raw_fh:
+
+        def progress() -> None:
+            at = _position(raw_fh) if on_progress is not None else None
+            if on_progress is not None and at is not None:
+                on_progress(at)
+
+        stream = _gunzipped(raw_fh)
+        head, unreadable = _head(
+            stream
+        )  # an error is reported by the read below, or after it if it reads nothing
+        encoding = wide_encoding(head)
+        if encoding is not None:  # read as UTF-8, every line of it would be malformed, and not say why
+            stream = as_utf8(stream, encoding)
+            head, unreadable = _head(stream)
             if notes is not None:
-                notes.append(f"{name} holds one JSON {whole}: read item by item")
-            yield from _document_conversations(stream, name, whole, errors, unknown)
-            if on_progress is not None:
-                on_progress(raw_fh.tell())
+                notes.append(f"{name} is {encoding.upper()} text, not UTF-8: read as such")
+        whole = whole_document(head)
+        if whole is not None:
+            yield from document_conversations(stream, name, whole, errors, unknown, notes)
+            progress()
             return
         lineno = 0
         try:
             for lineno, raw in enumerate(bounded_lines(stream), start=1):
-                if on_progress is not None and lineno % 256 == 0:
-                    on_progress(raw_fh.tell())
-                if raw is None:
-                    errors.append(
-                        LineError(name, lineno, f"line longer than {MAX_LINE_BYTES} bytes; skipped")
-                    )
-                    continue
-                if not raw.strip():
-                    continue
-                keys: list[str] | None = [] if unknown is not None else None
-                try:
-                    conv = parse_line(raw, keys)
-                except ValueError as exc:
-                    reason = str(exc)[:_MAX_REASON]
-                    log.debug("%s:%d: %s", name, lineno, reason)
-                    errors.append(LineError(name, lineno, reason))
-                    continue
-                if keys and unknown is not None:
-                    unknown.add(f"{name}:{lineno}", keys)
-                yield conv
-        except (OSError, EOFError, zlib.error) as exc:
+                if lineno % 256 == 0:
+                    progress()
+                conv = line_conversation(raw, name, lineno, errors, unknown)
+                if conv is not None:
+                    yield conv
+        except _STREAM_ERRORS as exc:
             if lineno == 0:
                 raise TranscriptFileError(f"cannot decode {name}: {exc}") from exc
             reason = (
@@ -292,29 +174,7 @@ def iter_conversations(
             errors.append(LineError(name, lineno + 1, reason))
         if lineno == 0 and unreadable is not None:  # a gzip file cut inside its header reads as empty after
             raise TranscriptFileError(f"cannot decode {name}: {unreadable}")
-        if on_progress is not None:
-            on_progress(raw_fh.tell())
-
-
-def _document_conversations(
-    stream: io.BufferedIOBase, name: str, kind: str, errors: list[LineError], unknown: UnknownKeys | None
-) -> Iterator[Conversation]:
-    """The conversations of a file holding one JSON array (or one conversation spread over lines)."""
-    try:
-        doc = _read_document(stream, name, kind)
-    except (OSError, EOFError, zlib.error) as exc:
-        raise TranscriptFileError(f"cannot decode {name}: {exc}") from exc
-    log.debug("%s holds one JSON %s: read item by item", name, kind)
-    for position, obj in enumerate(_document_items(doc, name), start=1):
-        keys: list[str] | None = [] if unknown is not None else None
-        try:
-            conv = parse_object(obj, keys)
-        except ValueError as exc:
-            errors.append(LineError(name, position, str(exc)[:_MAX_REASON], item=True))
-            continue
-        if keys and unknown is not None:
-            unknown.add(f"{name}: item {position}", keys)
-        yield conv
+        progress()
 
 
 def read_conversations(paths: list[str | Path], errors: list[LineError]) -> list[Conversation]:
