@@ -120,6 +120,7 @@ def score(
         EXIT_OK,
         directory_hint,
         fail,
+        overwritten_input,
         verdict_line,
         warn_collisions,
         warn_duplicates,
@@ -141,6 +142,9 @@ def score(
         hint = directory_hint(path)
         if hint is not None:
             raise fail(hint)
+    clobber = overwritten_input(files, out, details)
+    if clobber is not None:
+        raise fail(clobber)
     try:
         settings = load_settings(config)
     except ConfigError as exc:

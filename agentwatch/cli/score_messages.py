@@ -76,6 +76,26 @@ def why_nothing(files: list[Path], errors: list[LineError]) -> str:
     return ", ".join(parts)
 
 
+def overwritten_input(files: list[Path], out: Path | None, details: Path | None) -> str | None:
+    """Why `--out` or `--details` would write over a transcript file given, or over each other; else None.
+    (They are written after the files are read: the transcripts would be lost without a word.)"""
+    for option, target in (("--out", out), ("--details", details)):
+        hit = next((f for f in files if target is not None and _same_file(target, f)), None)
+        if hit is not None:
+            return f"{option} {target} is the transcript file {hit}: writing it would destroy what it scores"
+    if out is not None and details is not None and _same_file(out, details):
+        return f"--out and --details are one file ({out}): one would overwrite the other"
+    return None
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    """Whether two paths name one file (through links and `..` when it exists)."""
+    try:
+        return a.samefile(b)
+    except OSError:  # one does not exist (yet): the same path names the same file
+        return a.absolute() == b.absolute()
+
+
 def directory_hint(path: Path) -> str | None:
     """Why a directory given to `score` is no transcript file, naming the command that reads it (a τ²-bench run
     saved as a directory); None for a path that is no directory."""

@@ -157,3 +157,18 @@ def test_a_pipe_is_read_as_a_file_is(tmp_path: Path, packed: bool) -> None:
         os.close(os.open(fifo, os.O_RDONLY | os.O_NONBLOCK))
     writer.join()
     assert code == 0 and "Traceback" not in err and json.loads(out)["conversations"] == 600
+
+
+@pytest.mark.parametrize("option", ["--out", "--details"])
+def test_an_output_that_is_a_transcript_file_is_refused_and_the_file_kept(
+    tmp_path: Path, option: str
+) -> None:
+    """`--out run.jsonl` (or `--details`) given one of the files it scores wrote the report over the transcripts."""
+    path = tmp_path / "run.jsonl"
+    data = b"\n".join(_line(f"c{i}") for i in range(3)) + b"\n"
+    path.write_bytes(data)
+    code, _, err = run(path, option, tmp_path / "." / "run.jsonl", "--no-gate")
+    assert code == 2 and "is the transcript file" in err and path.read_bytes() == data
+    same = tmp_path / "both.txt"
+    code, _, err = run(path, "--out", same, "--details", same, "--no-gate")
+    assert code == 2 and "--out and --details are one file" in err and not same.exists()
