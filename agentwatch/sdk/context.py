@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextvars
 import functools
 import logging
-import math
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -21,6 +20,7 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace as otel_trace
 from opentelemetry.trace import NonRecordingSpan, Span, SpanContext
 
+from agentwatch.sdk.lenient import read_attempt, read_budget, read_tags, text_or_none
 from agentwatch.sdk.runtime import RUNTIME
 from agentwatch.wire import attributes as A
 
@@ -133,39 +133,6 @@ def current_conversation() -> ConversationState | None:
     return _CURRENT.get()
 
 
-def _attempt(value: object) -> int | None:
-    """An attempt number (an integer >= 0); anything else is logged and left out, never raised."""
-    if value is None:
-        return None
-    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
-        return value
-    log.warning("agentwatch: attempt=%r ignored: not an integer >= 0", value)
-    return None
-
-
-def _budget(value: object) -> float | None:
-    """A budget in USD (a finite number >= 0); anything else ("$0.50") is logged and left out, never raised."""
-    if value is None:
-        return None
-    try:
-        budget = float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError, OverflowError):
-        budget = math.nan
-    if math.isfinite(budget) and budget >= 0:
-        return budget
-    log.warning("agentwatch: budget_usd=%r ignored: not a number of USD >= 0", value)
-    return None
-
-
-def _text(value: object) -> str:
-    """A tag key or value as text; one whose `__str__` fails is its type's name (logged), never an error."""
-    try:
-        return str(value)
-    except Exception:  # noqa: BLE001 - the agent's object, the agent's bug: not the agent's crash
-        log.warning("agentwatch: a tag of type %s has no text (its __str__ failed)", type(value).__name__)
-        return f"<{type(value).__name__}>"
-
-
 class conversation:
     """Context manager (sync and async) marking the code inside as one conversation.
 
@@ -190,15 +157,15 @@ class conversation:
         attempt: int | None = None,
     ) -> None:
         self.state = ConversationState(
-            id=str(id) if id is not None else uuid.uuid4().hex,
+            id=text_or_none("the conversation id", id) or uuid.uuid4().hex,
             task=task,
-            instance=None if instance is None or str(instance) == "" else str(instance),
-            attempt=_attempt(attempt),
+            instance=text_or_none("instance", instance) or None,
+            attempt=read_attempt(attempt),
             agent=agent,
             version=version,
-            user=None if user is None else str(user),
-            budget_usd=_budget(budget_usd),
-            tags={_text(k): _text(v) for k, v in (tags or {}).items()},
+            user=text_or_none("user", user),
+            budget_usd=read_budget(budget_usd),
+            tags=read_tags(tags),
         )
         self._tokens: list[contextvars.Token[ConversationState | None]] = []
 
@@ -286,8 +253,9 @@ class conversation:
                 expected["end"] = end
             if extra_calls != "read_only":
                 expected["extra_calls"] = extra_calls
-        except (TypeError, ValueError) as exc:
-            log.warning("conversation.expect(): invalid expectation ignored: %s", exc)
+            reference = None if reference_answer is None else str(reference_answer)
+        except Exception as exc:  # noqa: BLE001 - a value with no text (its __str__ failed), as an invalid one
+            log.warning("conversation.expect(): invalid expectation ignored: %r", exc)
             return False
         if scope == "conversation":
             state.expected = RUNTIME.capture.dumps(expected)
@@ -295,8 +263,8 @@ class conversation:
                 A.CONVERSATION_EXPECTED, state.expected, marker="agentwatch.expect", before_turns=False
             )
         attrs: dict[str, AttributeValue] = {A.EXPECTED: RUNTIME.capture.dumps(expected)}
-        if reference_answer is not None:
-            attrs[A.REFERENCE_ANSWER] = RUNTIME.capture.text(str(reference_answer))
+        if reference is not None:
+            attrs[A.REFERENCE_ANSWER] = RUNTIME.capture.text(reference)
         turn = state.current_turn()
         if turn is not None:
             turn.set_attributes(attrs)
@@ -307,7 +275,8 @@ class conversation:
     @staticmethod
     def label(outcome: str, *, conversation_id: str | None = None) -> bool:
         """Record a human or feedback outcome label (`complete`, `partial_correct`, ...) for a conversation."""
-        value = str(outcome).strip().lower().replace("-", "_").replace(" ", "_")
+        text = text_or_none("the outcome", outcome)
+        value = (text or "").strip().lower().replace("-", "_").replace(" ", "_")
         if value not in A.OUTCOMES:
             log.warning(
                 "conversation.label(%r): unknown outcome, expected one of %s", outcome, sorted(A.OUTCOMES)
@@ -315,7 +284,10 @@ class conversation:
             return False
         current = _CURRENT.get()
         if conversation_id is not None and (current is None or current.id != conversation_id):
-            attrs: dict[str, AttributeValue] = {A.OUTCOME: value, A.CONVERSATION_ID: str(conversation_id)}
+            other = text_or_none("the conversation id", conversation_id)
+            if other is None:
+                return False
+            attrs: dict[str, AttributeValue] = {A.OUTCOME: value, A.CONVERSATION_ID: other}
             # An empty context: no current conversation to stamp over the id given, no parent span.
             contextvars.Context().run(_marker_span, "agentwatch.label", attrs, None)
             return True

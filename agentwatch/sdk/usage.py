@@ -46,8 +46,8 @@ def record_usage(
         if cache_creation_input_tokens is not None:
             attrs[A.CACHE_CREATION_INPUT_TOKENS] = int(cache_creation_input_tokens)
         span.set_attributes(attrs)
-    except (TypeError, ValueError, OverflowError) as exc:  # int(math.inf) overflows
-        log.warning("record_usage(): invalid value ignored: %s", exc)
+    except Exception as exc:  # noqa: BLE001 - int(math.inf) overflows; an object's __str__ or __int__ may fail
+        log.warning("record_usage(): invalid value ignored: %r", exc)
         return False
     return True
 

@@ -506,3 +506,45 @@ def test_concurrent_turns_of_one_conversation_each_annotate_their_own(spans, sdk
         assert [t["name"] for t in expected["tools"]] == ["lookup_" + q], q
     assert by_q["first"].get("agentwatch.conversation.end") is True
     assert "agentwatch.conversation.end" not in by_q["second"]
+
+
+def test_values_whose_text_fails_are_logged_and_left_out_never_raised(spans, caplog):  # noqa: F811
+    """An id, user or instance whose `__str__` fails, tags given as pairs, an expected tool, output or reference
+    answer with no text, an outcome with none, and a model or token count that cannot be read each raised its
+    error into the agent's code (only tags' values were guarded). Each is logged and left out."""
+    from agentwatch.sdk import record_usage
+
+    class NoText:
+        def __str__(self) -> str:
+            raise RuntimeError("no text")
+
+        def __int__(self) -> int:
+            raise RuntimeError("no number")
+
+    @trace(kind="agent", name="helper")
+    def turn(q):
+        assert conversation.expect([(NoText(), {})]) is False
+        assert conversation.expect(outputs=[NoText()]) is False
+        assert conversation.expect(["lookup"], reference_answer=NoText()) is False
+        assert conversation.label(NoText()) is False
+        assert conversation.label("complete", conversation_id=NoText()) is False
+        return "ok"
+
+    @trace(kind="llm")
+    def think(q):
+        assert record_usage(model=NoText(), output_tokens=3) is False  # type: ignore[arg-type]
+        assert record_usage(input_tokens=NoText()) is False  # type: ignore[arg-type]
+        return "ok"
+
+    talk = conversation(id=NoText(), user=NoText(), instance=NoText(), tags=[("k", "v")])
+    with talk:
+        assert turn("q") == "ok" and think("q") == "ok"
+    assert len(talk.id) == 32  # a generated id, as when none is given
+    finished = by_name(spans)
+    stamped = attrs(finished["invoke_agent helper"])
+    assert stamped["gen_ai.conversation.id"] == talk.id
+    assert "user.id" not in stamped and "agentwatch.task.instance" not in stamped
+    assert stamped["agentwatch.tag.k"] == "v"  # tags as (key, value) pairs are read as a mapping
+    assert "agentwatch.expected" not in stamped and "agentwatch.outcome" not in stamped
+    assert "gen_ai.response.model" not in attrs(finished["chat"])
+    assert caplog.text.count("RuntimeError") >= 9, caplog.text
