@@ -54,10 +54,16 @@ class ConversationSpanProcessor(SpanProcessor):
 
 
 class ProcessorGroup(SpanProcessor):
-    """Our processors, installed once on a TracerProvider and replaceable by a later `configure` call."""
+    """Our processors, installed once on a TracerProvider and replaceable by a later `configure` call.
+
+    A processor that raises is logged and passed over: the SDK calls processors in the agent's thread, without
+    a guard, and one of `extra_processors` raising in `on_end` made every `@trace` call raise after its
+    function had returned, and starved the exporter after it.
+    """
 
     def __init__(self, processors: Sequence[SpanProcessor] = ()) -> None:
         self.processors: tuple[SpanProcessor, ...] = tuple(processors)
+        self._failed: set[tuple[int, str]] = set()  # (processor, method) already logged with its traceback
 
     def replace(self, processors: Sequence[SpanProcessor]) -> None:
         """Swap in new processors, shutting the old ones down."""
@@ -71,12 +77,29 @@ class ProcessorGroup(SpanProcessor):
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
         """Forward to every processor."""
         for p in self.processors:
-            p.on_start(span, parent_context=parent_context)
+            try:
+                p.on_start(span, parent_context=parent_context)
+            except Exception:
+                self._log_failure(p, "on_start")
 
     def on_end(self, span: ReadableSpan) -> None:
         """Forward to every processor."""
         for p in self.processors:
-            p.on_end(span)
+            try:
+                p.on_end(span)
+            except Exception:
+                self._log_failure(p, "on_end")
+
+    def _log_failure(self, processor: SpanProcessor, method: str) -> None:
+        """Log a processor's error: with its traceback the first time, then quietly (it fails on every span)."""
+        key = (id(processor), method)
+        if key in self._failed:
+            log.debug("span processor %r failed in %s", processor, method, exc_info=True)
+            return
+        self._failed.add(key)
+        log.exception(
+            "span processor %r failed in %s; its spans go on to the other processors", processor, method
+        )
 
     def shutdown(self) -> None:
         """Shut every processor down."""
@@ -90,7 +113,11 @@ class ProcessorGroup(SpanProcessor):
         """Flush every processor; False if one did not finish in time."""
         ok = True
         for p in self.processors:
-            ok = p.force_flush(timeout_millis) and ok
+            try:
+                ok = p.force_flush(timeout_millis) and ok
+            except Exception:
+                log.exception("error flushing span processor %r", p)
+                ok = False
         return ok
 
 

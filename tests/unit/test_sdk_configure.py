@@ -296,3 +296,38 @@ def test_configure_from_several_threads_at_once_makes_one_provider() -> None:
         """
     )
     assert proc.returncode == 0 and proc.stdout.strip() == "OK", proc.stderr[-2000:]
+
+
+def test_a_span_processor_that_raises_reaches_neither_the_agent_nor_the_processors_after_it(caplog):
+    """A processor given in `extra_processors` that raised in `on_end` made every `@trace` call raise after the
+    function had returned, and the exporter after it never saw a span; raising in `on_start`, it broke the
+    spans of every other instrumentation. Its error is logged (once) and the other processors run."""
+    from opentelemetry.sdk.trace import SpanProcessor
+
+    from agentwatch import trace
+
+    class Broken(SpanProcessor):
+        def on_start(self, span, parent_context=None):
+            raise RuntimeError("broken on_start")
+
+        def on_end(self, span):
+            raise RuntimeError("broken on_end")
+
+    provider = TracerProvider()
+    memory = configure("memory", tracer_provider=provider, batch=False, extra_processors=[Broken()]).exporter
+
+    @trace(kind="tool")
+    def lookup(i: int) -> int:
+        return i
+
+    try:
+        assert [lookup(i) for i in range(3)] == [0, 1, 2]
+        with provider.get_tracer("another.instrumentation").start_as_current_span("http GET"):
+            pass
+        names = [s.name for s in memory.get_finished_spans()]
+        assert names == ["execute_tool lookup"] * 3 + ["http GET"], names
+    finally:
+        shutdown()
+    logged = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
+    assert len(logged) == 2, logged  # once each, with the traceback, not once a span
+    assert any("in on_start;" in m for m in logged) and any("in on_end;" in m for m in logged), logged
