@@ -57,8 +57,8 @@ def why_nothing(files: list[Path], errors: list[LineError]) -> str:
         bad[e.path] = bad.get(e.path, 0) + 1
     parts = []
     for f in files:
-        try:
-            found = sniff(f)
+        try:  # a named pipe was read once already: opened again, it would wait for a writer that never comes
+            found = sniff(f) if f.is_file() else None
         except TranscriptFileError:
             found = None
         other = (

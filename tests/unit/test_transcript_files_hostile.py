@@ -172,3 +172,19 @@ def test_an_output_that_is_a_transcript_file_is_refused_and_the_file_kept(
     same = tmp_path / "both.txt"
     code, _, err = run(path, "--out", same, "--details", same, "--no-gate")
     assert code == 2 and "--out and --details are one file" in err and not same.exists()
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes are POSIX")
+def test_a_pipe_that_gave_nothing_is_not_opened_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Why nothing was read looked into each file again: a named pipe, opened again, waited for ever."""
+    from agentwatch.cli.score_messages import why_nothing
+    from agentwatch.importers import formats
+
+    fifo = tmp_path / "pipe.jsonl"
+    os.mkfifo(fifo)
+    looked: list[Path] = []
+    monkeypatch.setattr(formats, "sniff", lambda path: looked.append(path))
+    said = why_nothing([fifo], [LineError(str(fifo), 1, "invalid JSON")])
+    assert looked == [] and said == f"{fifo} (1 malformed line(s) skipped)"
