@@ -23,6 +23,12 @@ clocks, no randomness.
     interval as the units grow (docs/scoring.md has the figures). Where units are alike, the values at a k
     near the most attempts are mostly 0 with a rare 1, and a sample without a 1 measured a small s² around a
     value too low (a 95% interval covered 72.7%); s₀² does not depend on which units passed every attempt.
+- Where the units look alike (Pearson's dispersion X² of their passes around the pooled rate, over units - 1
+  degrees of freedom, not significant at `ALIKE_TEST_LEVEL`), the hierarchical interval is widened to hold the
+  interval every unit at one p would give: Jeffreys' Beta of the pooled passes, its bounds raised to the k-th
+  power (pass@k: 1 - (1 - p)^k). The hierarchical prior expects units to differ (ρ uniform), so where they do
+  not its interval sat above p^k (a 95% interval covered 75–90%); a hull never covers less, and where the
+  units differ the test rejects and nothing changes.
 - Units with fewer than k attempts inform the hierarchical model but not the value at k, and so not the
   nonparametric interval. Unequal numbers of attempts need nothing else: each unit's likelihood uses its own
   n.
@@ -39,12 +45,13 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
-from scipy.special import betaincinv
+from scipy.special import betaincinv, chdtrc
 
 from agentwatch.stats.pass_k import pass_at_k_unbiased, pass_pow_k_unbiased
 from agentwatch.stats.units_grid import GridPosterior, Kind, fit_batch
 
 __all__ = [
+    "ALIKE_TEST_LEVEL",
     "SMALL_UNITS",
     "Distribution",
     "IntervalKind",
@@ -62,6 +69,7 @@ IntervalKind = Literal["hierarchical", "nonparametric"]
 SMALL_UNITS = 50  # below this many units with k attempts the hierarchical interval, from it the nonparametric
 _BETA_POINTS = 1025  # quantiles describing a nonparametric (Beta) distribution for regression probabilities
 _CHUNK = 64  # groups fitted at once in a batch (memory: about 3 MB a group)
+ALIKE_TEST_LEVEL = 0.05  # units whose dispersion test does not reject at this level look alike
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,6 +176,38 @@ def design_effect_beta(
 
 
 @dataclass(frozen=True, slots=True)
+class AlikeBounds:
+    """Per group: whether its units look alike, and the Jeffreys interval of the pooled success rate."""
+
+    alike: np.ndarray  # bool
+    lower: np.ndarray
+    upper: np.ndarray
+
+    def at(self, k: int, kind: Kind) -> tuple[np.ndarray, np.ndarray]:
+        """The interval of pass^k (or pass@k) if every unit succeeded at the pooled rate."""
+        if kind == "pow":
+            return self.lower**k, self.upper**k
+        return 1.0 - (1.0 - self.lower) ** k, 1.0 - (1.0 - self.upper) ** k
+
+
+def alike_bounds(n: np.ndarray, c: np.ndarray, m: np.ndarray, tail: float) -> AlikeBounds:
+    """Per group (row of m): the dispersion test of its units and the pooled rate's equal-tailed Jeffreys bounds."""
+    attempts, passed = m @ n, m @ c
+    rate = np.where(attempts > 0, passed / np.maximum(attempts, 1), 0.0)
+    spread = rate * (1.0 - rate)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cells = (c[None, :] - n[None, :] * rate[:, None]) ** 2 / (n[None, :] * spread[:, None])
+        x2 = np.where(m > 0, m * cells, 0.0).sum(axis=1)
+    units = m[:, n > 0].sum(axis=1)
+    # every attempt passed, or none did: the units cannot look any more alike
+    p_value = np.where(spread > 0, chdtrc(np.maximum(units - 1.0, 1.0), x2), 1.0)
+    a, b = 0.5 + passed, 0.5 + attempts - passed
+    lower = np.where(passed > 0, betaincinv(a, b, tail), 0.0)
+    upper = np.where(passed < attempts, betaincinv(a, b, 1.0 - tail), 1.0)
+    return AlikeBounds((p_value > ALIKE_TEST_LEVEL) & (units > 1), lower, upper)
+
+
+@dataclass(frozen=True, slots=True)
 class IntervalBatch:
     """Values and intervals of many groups at one k (NaN where no unit has k attempts)."""
 
@@ -218,15 +258,20 @@ def intervals_batch(
         _a, _b, lower, upper = design_effect_beta(np.nan_to_num(value), m_k, s2, tail)
         out[(kind, k)] = IntervalBatch(value, lower, upper, hierarchical)
     rows = np.flatnonzero(small)
+    alike = alike_bounds(n, c, m[rows], tail)
     for start in range(0, rows.size, _CHUNK):
         chunk = rows[start : start + _CHUNK]
         grid = fit_batch(n, c, m[chunk])
         for (kind, k), batch in out.items():
             use = batch.hierarchical[chunk]
             if use.any():
-                bounds = _quantiles(grid, k, kind, (tail, 1.0 - tail))
-                batch.lower[chunk[use]] = bounds[0][use]
-                batch.upper[chunk[use]] = bounds[1][use]
+                lower, upper = _quantiles(grid, k, kind, (tail, 1.0 - tail))
+                same = alike.alike[start : start + _CHUNK]
+                alike_lower, alike_upper = alike.at(k, kind)
+                lower = np.where(same, np.minimum(lower, alike_lower[start : start + _CHUNK]), lower)
+                upper = np.where(same, np.maximum(upper, alike_upper[start : start + _CHUNK]), upper)
+                batch.lower[chunk[use]] = lower[use]
+                batch.upper[chunk[use]] = upper[use]
     for batch in out.values():
         empty = np.isnan(batch.value)
         batch.lower[empty] = np.nan
@@ -297,6 +342,7 @@ class UnitsPosterior:
             raise ValueError(f"level must be in (0, 1), got {level!r}")
         tail = (1.0 - level) / 2.0
         out: dict[Kind, dict[int, TaskEstimate]] = {"pow": {}, "at": {}}
+        alike = alike_bounds(*self._arrays(), tail)
         for k in sorted(set(ks)):
             units = self.counts.units_with(k)
             for kind in ("pow", "at"):
@@ -306,6 +352,9 @@ class UnitsPosterior:
                     continue
                 if units < SMALL_UNITS:
                     lo, hi = (float(q[0]) for q in _quantiles(self.grid, k, kind, (tail, 1.0 - tail)))
+                    if alike.alike[0]:
+                        alike_lower, alike_upper = alike.at(k, kind)
+                        lo, hi = min(lo, float(alike_lower[0])), max(hi, float(alike_upper[0]))
                     interval: IntervalKind = "hierarchical"
                 else:
                     _a, _b, lo_a, hi_a = self._beta(k, kind, tail)

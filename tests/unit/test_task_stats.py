@@ -24,6 +24,7 @@ from agentwatch.stats.units import (
     UnitCounts,
     UnitsPosterior,
     _attempts_variance,
+    alike_bounds,
     intervals_batch,
     regression_probability,
     unbiased_mean,
@@ -159,6 +160,53 @@ def test_hierarchical_bounds_match_an_independent_fine_grid(units: list[tuple[in
             assert float(model.grid.mean(k, kind)[0]) == pytest.approx(float(values @ w), abs=2e-3)
 
 
+@pytest.mark.parametrize(("passes", "alike"), [((4, 4, 4), True), ((2, 4, 6), True), ((2, 3, 7), False)])
+def test_units_look_alike_unless_their_dispersion_is_significant_at_5_percent(
+    passes: tuple[int, ...], alike: bool
+) -> None:
+    """Three units of 8 attempts, 12 passes in all: Pearson's X² = Σ (c - 4)² / 2 over 2 degrees of freedom,
+    whose p-value is exactly exp(-X²/2): X² = 0 and 4 look alike (p 1 and 0.135), X² = 7 does not (0.030).
+    The pooled rate's Jeffreys bounds are Beta(12.5, 12.5)'s, found by bisection."""
+    x2 = sum((c - 4) ** 2 for c in passes) / 2
+    assert (math.exp(-x2 / 2) > 0.05) is alike
+    found = alike_bounds(np.full(3, 8.0), np.array(passes, dtype=float), np.ones((1, 3)), 0.025)
+    assert bool(found.alike[0]) is alike
+    lo, hi = beta_quantile_by_bisection(12.5, 12.5, 0.025), beta_quantile_by_bisection(12.5, 12.5, 0.975)
+    assert (float(found.lower[0]), float(found.upper[0])) == pytest.approx((lo, hi), abs=1e-9)
+    pow3, at3 = found.at(3, "pow"), found.at(3, "at")
+    assert (float(pow3[0][0]), float(pow3[1][0])) == pytest.approx((lo**3, hi**3), abs=1e-9)
+    assert (float(at3[0][0]), float(at3[1][0])) == pytest.approx(
+        (1 - (1 - lo) ** 3, 1 - (1 - hi) ** 3), abs=1e-9
+    )
+
+
+def test_units_alike_get_at_least_the_interval_one_p_would_give() -> None:
+    """40 units of 8 attempts whose passes spread as Binomial(8, 1/2) draws do (X² = 34 over 39 degrees of
+    freedom: alike). The hierarchical posterior (an independent fine grid here) expects units to differ; the
+    interval also holds the Jeffreys bounds of the 160 passes in 320 attempts raised to the k-th power, found by
+    bisection, and is the hull of the two."""
+    spread = {1: 1, 2: 4, 3: 9, 4: 12, 5: 9, 6: 4, 7: 1}
+    units = [(8, c) for c, count in spread.items() for _ in range(count)]
+    assert sum(count * (c - 4) ** 2 for c, count in spread.items()) / 2 == 34  # chi2(39) p-value about 0.7
+    found = UnitsPosterior(UnitCounts.from_units(units)).estimates(range(1, 9), 0.95)
+    a, b, w = _independent_posterior(units)
+    lo_p = beta_quantile_by_bisection(160.5, 160.5, 0.025)
+    hi_p = beta_quantile_by_bisection(160.5, 160.5, 0.975)
+    above = []
+    for k in range(1, 9):
+        e = found["pow"][k]
+        assert e.interval == "hierarchical" and e.value is not None
+        assert e.lower is not None and e.upper is not None
+        grid_lo = _atom_quantile(_moment(a, b, k), w, 0.025)
+        grid_hi = _atom_quantile(_moment(a, b, k), w, 0.975)
+        assert e.lower == pytest.approx(min(grid_lo, lo_p**k, e.value), abs=3e-3), k
+        assert e.upper == pytest.approx(max(grid_hi, hi_p**k, e.value), abs=3e-3), k
+        assert e.lower <= lo_p**k + 1e-12 and e.upper >= hi_p**k - 1e-12, k
+        if grid_lo > lo_p**k:
+            above.append(k)
+    assert above  # where the hierarchical interval alone starts above what one p gives
+
+
 def test_grid_estimand_is_the_exact_beta_moment() -> None:
     a = np.array([[[1.0, 2.0], [3.0, 5.0]]])
     b = np.array([[[1.0, 4.0], [2.0, 1.0]]])
@@ -247,11 +295,13 @@ def test_the_attempts_variance_is_the_binomial_law_summed_in_exact_fractions(kin
         assert _attempts_variance(n, c, m, k, kind)[0] == pytest.approx(float(total / units), rel=1e-12)
 
 
-def test_every_unit_passing_widens_the_interval_to_the_value() -> None:
+def test_every_unit_passing_reaches_the_value() -> None:
+    """Every attempt passed: units as alike as can be, so the interval reaches 1 as one p's would (the
+    hierarchical posterior's bound stays below 1: it needs no widening any more)."""
     few = UnitsPosterior(UnitCounts.from_units([(3, 3)] * 12)).estimates([1, 2, 3], 0.95)
     for k in (1, 2, 3):
         e = few["pow"][k]
-        assert e.value == 1.0 and e.upper == 1.0 and e.widened and e.interval == "hierarchical"
+        assert e.value == 1.0 and e.upper == 1.0 and e.interval == "hierarchical"
         assert e.lower is not None and 0.5 < e.lower < 1.0
     many = UnitsPosterior(UnitCounts.from_units([(2, 0)] * 80)).estimates([2], 0.95)["pow"][2]
     assert (many.value, many.lower, many.interval, many.widened) == (0.0, 0.0, "nonparametric", False)
