@@ -10,7 +10,16 @@ from typing import Any
 from agentwatch.importers.discoverable_tools import DISPATCHER, named_call, read_messages
 from agentwatch.importers.policy_writer import Calls
 from agentwatch.importers.results_files import SavedRun
-from agentwatch.importers.tau_records import UNREADABLE, Imported, Truth, json_object, read_truth, reason_of
+from agentwatch.importers.tau_records import (
+    UNREADABLE,
+    Imported,
+    Truth,
+    json_list,
+    json_object,
+    read_truth,
+    reason_of,
+    truth_action,
+)
 from agentwatch.importers.tau_versions import records_every_discoverable_call
 
 # τ²-bench's reward is the product of the parts its task's `reward_basis` names (default: the final database
@@ -21,8 +30,8 @@ DEFAULT_BASIS = ("DB", "COMMUNICATE")
 def unchecked_basis(criteria: dict[str, Any]) -> str | None:
     """Why a policy from a τ²-bench task's ground truth cannot decide its reward (the parts of `reward_basis` it
     does not check), or None when it can: a part with nothing to check (no assertions, no actions) is 1."""
-    basis = criteria.get("reward_basis") or DEFAULT_BASIS
-    actions = [a for a in criteria.get("actions") or [] if isinstance(a, dict)]
+    basis = json_list(criteria.get("reward_basis"), "reward_basis") or DEFAULT_BASIS
+    actions = [truth_action(a, "actions") for a in json_list(criteria.get("actions"), "actions")]
     why: list[str] = []
     for part in dict.fromkeys(str(p) for p in basis):
         if part == "DB":
@@ -93,11 +102,13 @@ def _tau2_truth(task: dict[str, Any]) -> Truth:
     actions: list[dict[str, Any]] = []
     compare: dict[int, list[str]] = {}
     logged: set[int] = set()
-    for action in raw_criteria.get("actions") or []:
-        if not isinstance(action, dict) or action.get("requestor", "assistant") != "assistant":
+    for action in raw_criteria.get("actions") or []:  # a list of named objects (`unchecked_basis`)
+        if action.get("requestor", "assistant") != "assistant":
             continue  # the user's own actions (dual control) are not the agent's to make
-        name, arguments = action.get("name"), action.get("arguments") or {}
+        name, arguments = action["name"], action.get("arguments") or {}
         compared = action.get("compare_args")
+        if compared is not None:
+            compared = json_list(compared, "compare_args")
         named = named_call(name, arguments)
         if named is not None:  # a discoverable tool's call: the environment logs it, a read too
             name, arguments = named
@@ -107,7 +118,9 @@ def _tau2_truth(task: dict[str, Any]) -> Truth:
         if compared is not None:
             compare[len(actions)] = list(compared)
         actions.append({"name": name, "arguments": arguments})
-    basis = [str(part) for part in raw_criteria.get("reward_basis") or DEFAULT_BASIS]
+    basis = [
+        str(part) for part in json_list(raw_criteria.get("reward_basis"), "reward_basis") or DEFAULT_BASIS
+    ]
     # τ²-bench compares the final database only against a replay of some ground truth: with neither actions
     # nor environment assertions (`null`, not `[]`) its DB part is 1 whatever the agent did
     reads_state = "DB" in basis and not (
@@ -116,7 +129,7 @@ def _tau2_truth(task: dict[str, Any]) -> Truth:
     calls: Calls = "every" if "ACTION" in basis else "effects" if reads_state else "none"
     return Truth(
         actions,
-        list(raw_criteria.get("communicate_info") or []),
+        json_list(raw_criteria.get("communicate_info"), "communicate_info"),
         compare,
         calls=calls,
         final_state=reads_state,

@@ -49,7 +49,16 @@ from agentwatch.importers.policy_writer import PolicyWriter
 from agentwatch.importers.results_files import JsonLines, SavedRun, TauBenchFormatError
 from agentwatch.importers.tau2_simulations import tau2_records
 from agentwatch.importers.tau_domains import DOMAINS, domain_of, fit_to_domain
-from agentwatch.importers.tau_records import UNREADABLE, Imported, Truth, json_object, read_truth, reason_of
+from agentwatch.importers.tau_records import (
+    UNREADABLE,
+    Imported,
+    Truth,
+    json_list,
+    json_object,
+    read_truth,
+    reason_of,
+    truth_action,
+)
 from agentwatch.importers.text_actions import acts_in_text
 from agentwatch.wire.schema import Conversation, Turn, attempt_number
 
@@ -214,13 +223,18 @@ def _tau_truth(info: dict[str, Any]) -> Truth:
     truth = task.get("actions") if "actions" in task else rewarded.get("actions")
     if truth is None:
         return Truth(None, ungraded="no ground truth (`info.task.actions`, `info.reward_info.actions`)")
-    outputs = task.get("outputs") if task else list(json_object(rewarded.get("info")).get("outputs") or {})
+    if task:
+        outputs = json_list(task.get("outputs"), "info.task.outputs")
+    else:  # reward_info's outputs map each required output to whether it was stated
+        stated = json_object(rewarded.get("info")).get("outputs")
+        outputs = (
+            list(stated) if isinstance(stated, dict) else json_list(stated, "info.reward_info.info.outputs")
+        )
     actions = [
-        {"name": a.get("name"), "arguments": a.get("kwargs") or a.get("arguments") or {}}
-        for a in truth
-        if isinstance(a, dict) and a.get("name")
+        {"name": a["name"], "arguments": a.get("kwargs") or a.get("arguments") or {}}
+        for a in (truth_action(a, "actions") for a in json_list(truth, "actions"))
     ]
-    return Truth(actions, list(outputs or []))
+    return Truth(actions, outputs)
 
 
 def _tau_record(entry: dict[str, Any]) -> dict[str, Any]:

@@ -43,6 +43,25 @@ def json_object(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+def json_list(value: Any, what: str) -> list[Any]:
+    """`value` when it is a JSON array, an empty one when absent (null); TypeError otherwise. A ground truth's
+    list read as it came made a `communicate_info` of "R1" the outputs "R" and "1", and its actions given as an
+    object a task in which no call had effects: the task is left ungraded instead (`read_truth`)."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise TypeError(f"`{what}` is not a list: {str(value)[:40]!r}")
+    return value
+
+
+def truth_action(action: Any, what: str) -> dict[str, Any]:
+    """A ground-truth action: an object naming its tool; TypeError otherwise (left out, the policy would hold
+    the agent's matching call unexpected)."""
+    if not isinstance(action, dict) or not isinstance(action.get("name"), str) or not action["name"]:
+        raise TypeError(f"an action of `{what}` is not an object naming its tool: {str(action)[:40]!r}")
+    return action
+
+
 @dataclass(slots=True)
 class Truth:
     """A task's ground truth as the policy writer takes it; `actions` None (and `ungraded` saying why): none."""

@@ -1,0 +1,80 @@
+"""A benchmark task's ground truth with a list field of another shape (a string, an object, a number) leaves the
+task ungraded and says which field, rather than a policy read from the string's characters or the object's keys:
+its transcripts are still imported."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from agentwatch.importers.tau_bench import import_results
+from tests.unit.test_importers import CANCEL, TAU2, _task
+
+TAU: dict[str, Any] = {
+    "task_id": 3,
+    "trial": 0,
+    "reward": 1.0,
+    "info": {"task": {"actions": [{"name": "cancel_reservation", "kwargs": {"reservation_id": "R1"}}]}},
+    "traj": [{"role": "user", "content": "Cancel R1."}, {"role": "assistant", "content": "Done."}],
+}
+
+
+def _tau2_with(**criteria: Any) -> dict[str, Any]:
+    task = _task("t-1", **{"actions": [CANCEL], "communicate_info": ["R1"], **criteria})
+    return {**TAU2, "tasks": [task], "simulations": TAU2["simulations"][:1]}
+
+
+@pytest.mark.parametrize(
+    ("criteria", "field"),
+    [
+        ({"communicate_info": "R1 cancelled"}, "communicate_info"),
+        ({"actions": [{**CANCEL, "compare_args": "reservation_id"}]}, "compare_args"),
+        ({"reward_basis": "DB"}, "reward_basis"),
+        ({"actions": {"a1": CANCEL}}, "actions"),
+        ({"actions": [CANCEL, "cancel_reservation"]}, "actions"),
+        ({"actions": [CANCEL, {**CANCEL, "name": None}]}, "actions"),
+    ],
+)
+def test_a_tau2_ground_truth_list_of_another_shape_leaves_the_task_ungraded(
+    criteria: dict[str, Any], field: str
+) -> None:
+    """A `communicate_info` of "R1 cancelled" once required the outputs "R", "1", " ", …; a `compare_args` string
+    compared no argument; `actions` as an object gave a policy in which no call had effects."""
+    out = import_results(_tau2_with(**criteria), "a", "v", "p")
+    assert len(out.lines) == 1 and out.errors == [] and out.policies == []
+    assert out.ungraded["t-1"].startswith("its ground truth could not be read (TypeError: ")
+    assert f"`{field}`" in out.ungraded["t-1"]
+
+
+def test_a_tau2_ground_truth_of_lists_still_gives_its_policy() -> None:
+    policy = import_results(_tau2_with(reward_basis=["DB", "COMMUNICATE"]), "a", "v", "p").policies[0]
+    assert policy["outputs"] == ["R1"] and [t["name"] for t in policy["tools"]] == ["cancel_reservation"]
+
+
+@pytest.mark.parametrize(
+    ("task", "field"),
+    [
+        ({"outputs": "R1 cancelled"}, "info.task.outputs"),
+        ({"actions": {"name": "cancel_reservation"}}, "actions"),
+        ({"actions": [{"kwargs": {"reservation_id": "R1"}}]}, "actions"),
+    ],
+)
+def test_a_tau_bench_ground_truth_list_of_another_shape_leaves_the_task_ungraded(
+    task: dict[str, Any], field: str
+) -> None:
+    entry = copy.deepcopy(TAU)
+    entry["info"]["task"].update(task)
+    out = import_results([entry], "a", "v", "p")
+    assert len(out.lines) == 1 and out.errors == [] and out.policies == []
+    assert out.ungraded["3"].startswith("its ground truth could not be read (TypeError: ")
+    assert f"`{field}`" in out.ungraded["3"]
+
+
+def test_a_tau_bench_log_without_the_task_still_reads_its_outputs_from_reward_info() -> None:
+    entry = copy.deepcopy(TAU)
+    entry["info"] = {
+        "reward_info": {"actions": TAU["info"]["task"]["actions"], "info": {"outputs": {"R1": True}}}
+    }
+    assert import_results([entry], "a", "v", "p").policies[0]["outputs"] == ["R1"]
