@@ -73,10 +73,16 @@ def saved_run(document: Any, path: Path) -> Any:
     run = SavedRun(document, [], [])
     files = sorted(folder.glob("*.json"))
     for file in files:
+        name = f"{SIMULATIONS_DIR}/{file.name}"
         try:
-            run.simulations.append((f"{SIMULATIONS_DIR}/{file.name}", json_text.loads(file.read_bytes())))
-        except (OSError, ValueError, RecursionError) as exc:
-            run.errors.append((f"{SIMULATIONS_DIR}/{file.name}", f"not readable as JSON: {exc}"))
+            raw = _simulation_bytes(file)
+        except (OSError, TauBenchFormatError) as exc:
+            run.errors.append((name, str(exc)))
+            continue
+        try:
+            run.simulations.append((name, json_text.loads(raw)))
+        except (ValueError, RecursionError) as exc:
+            run.errors.append((name, f"not readable as JSON: {exc}"))
     index = document.get("simulation_index")
     present = {file.stem for file in files}
     for entry in index if isinstance(index, list) else []:
@@ -86,6 +92,21 @@ def saved_run(document: Any, path: Path) -> Any:
                 (f"{SIMULATIONS_DIR}/{sim_id}.json", "in the run's simulation_index, no such file")
             )
     return run
+
+
+def _simulation_bytes(file: Path) -> bytes:
+    """The bytes of one simulation file of a run saved as a directory, at most `MAX_DOCUMENT_BYTES`;
+    TauBenchFormatError past it or for what is no regular file (a link to /dev/zero was read until memory ran
+    out, a named pipe waited for ever)."""
+    if not file.is_file():
+        raise TauBenchFormatError("not a regular file")
+    with open(file, "rb") as stream:
+        raw = stream.read(MAX_DOCUMENT_BYTES + 1)
+    if len(raw) > MAX_DOCUMENT_BYTES:
+        raise TauBenchFormatError(
+            f"more than {MAX_DOCUMENT_BYTES >> 20} MiB: a simulation file is read whole"
+        )
+    return raw
 
 
 def load_results(path: Path) -> Any:

@@ -13,6 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from agentwatch.cli import app
+from agentwatch.importers import results_files
 from agentwatch.importers.formats import sniff
 from agentwatch.importers.results_files import TauBenchFormatError, load_results, run_name
 from agentwatch.importers.tau_bench import import_results
@@ -75,6 +76,31 @@ def test_unreadable_and_missing_simulation_files_are_reported_by_name_and_the_re
     assert [where for where, _ in out.errors] == ["simulations/sim-1.json", "simulations/sim-2.json"]
     assert out.errors[0][1].startswith("not readable as JSON")
     assert out.errors[1][1] == "in the run's simulation_index, no such file"
+
+
+def test_a_simulation_file_past_the_size_bound_is_reported_by_name_and_never_read_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each simulation file is read with the bound a results file is read with: one of any size was read whole."""
+    folder = save_as_directory(_trials(2), tmp_path / "run")
+    big = folder / "simulations" / "sim-1.json"
+    big.write_text(json.dumps({**json.loads(big.read_text()), "padding": " " * 1000}))
+    monkeypatch.setattr(results_files, "MAX_DOCUMENT_BYTES", big.stat().st_size - 1)
+    out = import_results(load_results(folder), "a", "v", "run")
+    assert [line["conversation_id"] for line in out.lines] == ["run/task-t-1/trial-0"]
+    assert [where for where, _ in out.errors] == ["simulations/sim-1.json"]
+    assert out.errors[0][1].startswith("more than ")
+
+
+def test_a_simulation_file_that_is_no_regular_file_is_reported_by_name(tmp_path: Path) -> None:
+    """A link to a device (/dev/zero was read until memory ran out) or a named pipe is never opened."""
+    folder = save_as_directory(_trials(2), tmp_path / "run")
+    device = folder / "simulations" / "sim-1.json"
+    device.unlink()
+    device.symlink_to("/dev/null")
+    out = import_results(load_results(folder), "a", "v", "run")
+    assert [line["conversation_id"] for line in out.lines] == ["run/task-t-1/trial-0"]
+    assert out.errors == [("simulations/sim-1.json", "not a regular file")]
 
 
 def test_metadata_without_its_simulations_folder_is_a_format_error_saying_so(tmp_path: Path) -> None:
