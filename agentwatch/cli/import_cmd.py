@@ -45,6 +45,10 @@ def _refuse_other_formats(path: Path, reads: tuple[Kind, ...], layout: Layout | 
     from agentwatch.importers.formats import sniff, wrong_format
     from agentwatch.wire.transcripts import TranscriptFileError
 
+    if path.is_fifo() or path.is_char_device():
+        # a pipe (`<(zcat logs.jsonl.gz)`) is read once: looked into first, the import opened it again and waited
+        # for ever for a writer, or had what the look took
+        return
     try:
         why = wrong_format(path, sniff(path), reads, layout)
     except (TranscriptFileError, OSError, EOFError) as exc:
