@@ -19,6 +19,7 @@ import re
 from typing import Any, Literal
 
 from agentwatch.config import ScoringConfig
+from agentwatch.config.loading import MAX_CONFIG_DEPTH
 from agentwatch.scorers.names import NameNormalizer
 from agentwatch.scorers.tool_kinds import EFFECT, ToolKinds
 
@@ -27,6 +28,32 @@ from agentwatch.scorers.tool_kinds import EFFECT, ToolKinds
 Calls = Literal["effects", "every", "none"]
 FREE_TEXT_WORDS = 4  # a string argument with this many words or more is free text
 _WORD = re.compile(r"\S+")
+# A call's arguments stand five levels into policies.yaml ({policies: [{tools: [{arguments: …}]}]}): nested past
+# what a configuration file may be (`MAX_CONFIG_DEPTH`), `agentwatch score` refused the whole file, and deeper
+# still, writing it raised RecursionError.
+MAX_ARGUMENT_DEPTH = MAX_CONFIG_DEPTH - 5
+
+
+def _depth(value: Any) -> int:
+    """How many levels of objects and arrays `value` holds (0 for a scalar), counted without recursion."""
+    deepest, stack = 0, [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list)):
+            deepest = max(deepest, depth + 1)
+            stack.extend((v, depth + 1) for v in (item.values() if isinstance(item, dict) else item))
+    return deepest
+
+
+def _arguments(raw: Any) -> dict[str, Any]:
+    """A ground-truth call's arguments as a policy holds them; ValueError when nested deeper than a configuration
+    file may hold them (`MAX_ARGUMENT_DEPTH`)."""
+    arguments = dict(raw or {})
+    if _depth(arguments) > MAX_ARGUMENT_DEPTH:
+        raise ValueError(
+            f"arguments nested more than {MAX_ARGUMENT_DEPTH} levels deep, past what a policy holds"
+        )
+    return arguments
 
 
 def _free_text(value: Any) -> bool:
@@ -112,7 +139,7 @@ class PolicyWriter:
             lookup = self._kinds.of_name(self._names(name)) != EFFECT
             if lookup and calls != "every" and i not in logged:
                 continue
-            arguments = dict(action.get("arguments") or {})
+            arguments = _arguments(action.get("arguments"))
             key = json.dumps(arguments, sort_keys=True, default=str)
             same = by_arguments.get(key) if arguments and calls != "every" and i not in logged else None
             if same is not None and same["name"] != name:  # the same write on another tool: one of them
@@ -126,7 +153,7 @@ class PolicyWriter:
         for call in given if calls != "none" and given else ():
             name = str(call["name"])
             if self._kinds.of_name(self._names(name)) == EFFECT:  # a lookup nobody expected is free anyway
-                tools.append(_tool(name, dict(call.get("arguments") or {}), None, required=False))
+                tools.append(_tool(name, _arguments(call.get("arguments")), None, required=False))
         policy: dict[str, Any] = {"id": f"{self.prefix}-task-{task}", "agent": self.agent, "task": task}
         if calls != "none":
             # the ground truth is replayed from the conversation's starting state: a write it holds that the

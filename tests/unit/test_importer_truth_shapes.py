@@ -1,14 +1,17 @@
 """A benchmark task's ground truth with a list field of another shape (a string, an object, a number) leaves the
 task ungraded and says which field, rather than a policy read from the string's characters or the object's keys:
-its transcripts are still imported."""
+its transcripts are still imported. So do ground-truth arguments nested deeper than a configuration file may be."""
 
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from agentwatch.config import load_settings
+from agentwatch.importers import write_policies
 from agentwatch.importers.tau_bench import import_results
 from tests.unit.test_importers import CANCEL, TAU2, _task
 
@@ -78,3 +81,29 @@ def test_a_tau_bench_log_without_the_task_still_reads_its_outputs_from_reward_in
         "reward_info": {"actions": TAU["info"]["task"]["actions"], "info": {"outputs": {"R1": True}}}
     }
     assert import_results([entry], "a", "v", "p").policies[0]["outputs"] == ["R1"]
+
+
+def _nested(levels: int) -> Any:
+    value: Any = "R1"
+    for _ in range(levels):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize("levels", [26, 27, 600])
+def test_ground_truth_arguments_nested_past_what_a_configuration_holds_leave_only_their_task_ungraded(
+    levels: int, tmp_path: Path
+) -> None:
+    """Arguments 27 levels deep made a policies.yaml that `agentwatch score` refused whole (nested more than 32
+    levels); 600 levels deep, writing it raised RecursionError. Now that task alone goes ungraded, saying why."""
+    deep = copy.deepcopy(TAU)
+    deep["info"]["task"]["actions"][0]["kwargs"] = {"reservation_id": _nested(levels)}
+    out = import_results([deep, {**TAU, "task_id": 4}], "a", "v", "p")
+    path = tmp_path / "policies.yaml"
+    write_policies(path, out.policies, "policies")
+    tasks = [p.task for p in load_settings(path).policies]
+    if levels <= 26:
+        assert tasks == ["3", "4"] and out.ungraded == {}
+    else:
+        assert tasks == ["4"]
+        assert "arguments nested more than 27 levels deep" in out.ungraded["3"]
