@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from agentwatch.cli.app import app
+from agentwatch.safe_text import one_line
 
 if TYPE_CHECKING:  # the judge's modules load only when a judge command runs
     from agentwatch.config import Settings
@@ -126,7 +127,7 @@ def _labelled_file(path: Path) -> list[tuple[Conversation, Outcome]]:
     except TranscriptFileError as exc:
         raise _fail(str(exc)) from None
     for err in errors[:20]:
-        typer.echo(f"malformed: {err}", err=True)
+        typer.echo(one_line(f"malformed: {err}"), err=True)
     if len(errors) > 20:
         typer.echo(f"malformed: {len(errors) - 20} more lines (left out)", err=True)
     if not found:

@@ -9,6 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from agentwatch.cli.app import app
+from agentwatch.safe_text import one_line
 
 policy_app = typer.Typer(help="Task policies: expectations kept in configuration.", no_args_is_help=True)
 app.add_typer(policy_app, name="policy")
@@ -95,7 +96,7 @@ def check(
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
     for err in errors[:20]:
-        typer.echo(f"malformed: {err}", err=True)
+        typer.echo(one_line(f"malformed: {err}"), err=True)
 
     table = Table(title=f"Policies of {policies} on {len(files)} file(s)")
     for name in (

@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from agentwatch.safe_text import one_line
+
 if TYPE_CHECKING:
     from agentwatch.report.model import Report
     from agentwatch.wire.transcripts import LineError
@@ -28,8 +30,10 @@ def warn_collisions(ids: list[str]) -> None:
 
     if ids:
         typer.echo(
-            f"{len(ids)} conversation id(s) occur under several versions of one agent: {first_few(ids)}; "
-            "each counts once in its version's section",
+            one_line(
+                f"{len(ids)} conversation id(s) occur under several versions of one agent: {first_few(ids)}; "
+                "each counts once in its version's section"
+            ),
             err=True,
         )
 
@@ -40,8 +44,10 @@ def warn_duplicates(ids: list[str], extra: int) -> None:
 
     if ids:
         typer.echo(
-            f"warning: {plural(len(ids), 'conversation id')} read more than once "
-            f"({plural(extra, 'extra record')}): {first_few(ids)}; each counts once, its last record",
+            one_line(
+                f"warning: {plural(len(ids), 'conversation id')} read more than once "
+                f"({plural(extra, 'extra record')}): {first_few(ids)}; each counts once, its last record"
+            ),
             err=True,
         )
 

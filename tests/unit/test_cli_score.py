@@ -199,3 +199,19 @@ def test_stderr_counts_agree_with_the_report(mixed_file: Path) -> None:
     read, graded = len(KINDS), len(KINDS) - KINDS.count("unscored")
     assert f"1 malformed line(s) skipped; {read} conversation(s) read, {graded} graded" in err
     assert f"Conversations: {read} | Graded: {graded} " in out
+
+
+def test_conversation_ids_named_in_warnings_cannot_drive_the_terminal(tmp_path: Path) -> None:
+    """An id holding a terminal escape (here: set the window title) read twice, and under two versions, is named
+    in the warnings with its control characters shown as escapes, never written to the terminal as they are."""
+    hostile = "good-0\x1b]0;owned\x07\x1b[2J"
+    convs = []
+    for version in ("1", "2"):
+        c = conversation("good", 0, version=version)
+        c["conversation_id"] = hostile
+        convs += [c, c]  # read twice under each version
+    code, _out, err = run(write(tmp_path / "t.jsonl", convs), "--no-gate")
+    assert code == 0
+    assert "read more than once" in err and "several versions" in err
+    assert "\x1b" not in err and "\x07" not in err
+    assert "good-0" in err
