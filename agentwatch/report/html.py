@@ -331,8 +331,10 @@ def render_html(
     """The report as one self-contained HTML page; `cases`: every failing conversation and the transcripts
     carried (else only the ids the report lists), `base` the --baseline report (its intervals beside the new
     ones)."""
+    # base-uri and form-action are not covered by default-src: an injected <base> or <form> stays inert too
     csp = (
-        f"default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src 'sha256-{_script_hash()}'"
+        f"default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src 'sha256-{_script_hash()}'; "
+        "base-uri 'none'; form-action 'none'"
     )
     notes = [*header, *(input_lines(report.input) if report.input is not None else [])]
     chunks = cases.finish() if cases is not None else []

@@ -120,7 +120,9 @@ SCRIPT = """
     once();
   });
   function openTarget() {
-    var target = location.hash ? document.getElementById(decodeURIComponent(location.hash.slice(1))) : null;
+    var id = location.hash.slice(1);
+    try { id = decodeURIComponent(id); } catch (e) { /* a hand-typed "#%" names no element as written */ }
+    var target = id ? document.getElementById(id) : null;
     if (!target) { return; }
     for (var el = target; el; el = el.parentElement) {
       if (el.tagName === 'DETAILS') { el.open = true; }

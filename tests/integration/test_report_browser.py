@@ -242,6 +242,26 @@ def test_a_task_row_opens_its_failing_conversations_and_their_reasons(page_file:
     assert problems == []
 
 
+def test_a_malformed_address_fragment_breaks_nothing(page_file: Path) -> None:
+    """`#%` (a link cut short, a hand-typed address) cannot be percent-decoded: the page still opens and sorts."""
+    from playwright.sync_api import sync_playwright
+
+    problems: list[str] = []
+    with sync_playwright() as p:
+        browser = _browser(p)
+        try:
+            page = browser.new_page()
+            page.set_default_timeout(5_000)
+            page.on("pageerror", lambda e: problems.append(str(e)))
+            page.goto(page_file.as_uri() + "#%")
+            assert page.inner_text("#verdict").startswith("DO NOT SHIP")
+            page.locator("#by-task thead th").nth(1).click()  # the script still runs: sorting works
+        finally:
+            browser.close()
+    assert problems == []
+    assert "base-uri 'none'; form-action 'none'" in page_file.read_text(encoding="utf-8")
+
+
 def test_long_lists_page_through_every_failing_conversation(tmp_path: Path) -> None:
     """60 failing conversations of one task: 25 a page, every one reachable; a labelled failure is listed."""
     from playwright.sync_api import expect, sync_playwright

@@ -139,7 +139,8 @@ def test_only_the_pages_own_script_may_run_and_nothing_is_fetched(hostile_page: 
     assert csp is not None
     assert (
         csp.group(1)
-        == f"default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src 'sha256-{digest}'"
+        == f"default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src 'sha256-{digest}'; "
+        "base-uri 'none'; form-action 'none'"
     )
     assert not re.search(r'(src|href)="(?!data:|#)', hostile_page)  # no URL but data: ones and the page's own
 
