@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from agentwatch.cli.app import app
+from agentwatch.safe_text import one_line
 
 if TYPE_CHECKING:
     from agentwatch.importers.formats import Kind, Layout
@@ -78,7 +79,7 @@ def _write_transcripts(directory: Path, lines: Iterable[dict[str, Any]]) -> int:
 
 def _report_errors(errors: list[str], what: str = "skipped") -> None:
     for line in errors[:MAX_ERRORS_SHOWN]:
-        typer.echo(f"{what}: {line}", err=True)
+        typer.echo(one_line(f"{what}: {line}"), err=True)
     if len(errors) > MAX_ERRORS_SHOWN:
         typer.echo(f"{what}: … and {len(errors) - MAX_ERRORS_SHOWN} more", err=True)
 
@@ -152,7 +153,7 @@ def tau_bench(
         header += "\n\nTasks without a policy (their conversations are not graded):\n" + "\n".join(ungraded)
     write_policies(directory / POLICIES, imported.policies, header)
     for line in ungraded[:MAX_ERRORS_SHOWN]:
-        typer.echo(f"not graded: {line}", err=True)
+        typer.echo(one_line(f"not graded: {line}"), err=True)
     if len(ungraded) > MAX_ERRORS_SHOWN:
         typer.echo(f"not graded: … and {len(ungraded) - MAX_ERRORS_SHOWN} more tasks", err=True)
     typer.echo(

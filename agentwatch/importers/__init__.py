@@ -15,6 +15,7 @@ from typing import Any
 
 import yaml
 
+from agentwatch.safe_text import one_line
 from agentwatch.wire.schema import MAX_ATTEMPT, Conversation, attempt_number, instance_text
 from agentwatch.wire.transcripts import MAX_LINE_BYTES
 
@@ -71,5 +72,6 @@ def write_lines(path: Path, lines: Iterable[dict[str, Any]], skipped: list[str] 
 def write_policies(path: Path, policies: list[dict[str, Any]], header: str) -> None:
     """Write a configuration file holding only a `policies:` section (a `--config`), after a comment."""
     body = yaml.safe_dump({"policies": policies}, sort_keys=False, allow_unicode=True, width=110)
-    comment = "".join(f"# {line}\n" if line else "#\n" for line in header.splitlines())
+    # a task id is the results file's to choose: a control character left in a comment makes YAML refuse the file
+    comment = "".join(f"# {one_line(line)}\n" if line else "#\n" for line in header.splitlines())
     path.write_text(comment + body, encoding="utf-8")

@@ -1050,3 +1050,24 @@ def test_a_task_and_trial_imported_twice_is_named(tmp_path: Path, dev: list[dict
     assert run.exit_code == 0, run.output
     assert "warning: " in run.stderr and "entry 2: task 1 trial 1 again (first at entry 0)" in run.stderr
     assert "3 conversation(s)" in run.stdout
+
+
+def test_a_task_id_holding_terminal_escapes_is_shown_with_them_escaped(tmp_path: Path) -> None:
+    """A task id is the results file's to choose: one holding a terminal escape (set the title, clear the screen)
+    is named on stderr with its control characters shown as escapes, and stays a comment in policies.yaml."""
+    hostile = "t-2\x1b]0;owned\x07\x1b[2J\u2028policies: []"
+    tasks = [
+        _task("t-1", actions=[CANCEL]),
+        _task(
+            hostile, actions=[TOGGLE], reward_basis=["ENV_ASSERTION"], env_assertions=[{"env_type": "user"}]
+        ),
+    ]
+    sims = [{**TAU2["simulations"][0], "id": t["id"], "task_id": t["id"]} for t in tasks]
+    results = tmp_path / "telecom.json"
+    results.write_text(json.dumps({**TAU2, "tasks": tasks, "simulations": sims}))
+    run = CliRunner().invoke(app, ["import", "tau-bench", str(results), "--out", str(tmp_path / "o")])
+    assert run.exit_code == 0, run.output
+    assert "not graded: task t-2" in run.stderr
+    assert "\x1b" not in run.stderr and "\x07" not in run.stderr and "\u2028" not in run.stderr
+    written = (tmp_path / "o" / "policies.yaml").read_text()
+    assert [p["task"] for p in yaml.safe_load(written)["policies"]] == ["t-1"]
