@@ -89,8 +89,9 @@ def tau_bench(
     results: Annotated[
         Path,
         typer.Argument(
+            metavar="RESULTS",
             help="τ-bench results (JSON array) or τ²-bench results (JSON object; or a run saved as a directory: "
-            "the directory, or its results.json); gzip detected."
+            "the directory, or its results.json); gzip detected.",
         ),
     ],
     out: OutOption,
@@ -171,8 +172,9 @@ def openai_chat(
     file: Annotated[
         Path,
         typer.Argument(
+            metavar="FILE",
             help='JSON Lines, one conversation per line: {"messages": [...]} or a '
-            "list of messages; gzip detected."
+            "list of messages; gzip detected.",
         ),
     ],
     out: OutOption,

@@ -151,7 +151,8 @@ def _runner(settings: Settings) -> JudgeRunner:
 @judge_app.command()
 def calibrate(
     labels: Annotated[
-        Path, typer.Argument(help="Transcript JSONL whose lines carry a human `outcome` label.")
+        Path,
+        typer.Argument(metavar="LABELS", help="Transcript JSONL whose lines carry a human `outcome` label."),
     ],
     config: Annotated[Path | None, typer.Option("--config", help="YAML configuration file.")] = None,
     judge: Annotated[str | None, typer.Option("--judge", help="Judge model (default: judge.model).")] = None,

@@ -39,8 +39,12 @@ def load_policies(path: Path) -> list[Any]:
 
 @policy_app.command("check")
 def check(
-    policies: Annotated[Path, typer.Argument(help="YAML file with a `policies:` list (or a bare list).")],
-    files: Annotated[list[Path], typer.Argument(help="Transcript JSONL files to try the policies on.")],
+    policies: Annotated[
+        Path, typer.Argument(metavar="POLICIES", help="YAML file with a `policies:` list (or a bare list).")
+    ],
+    files: Annotated[
+        list[Path], typer.Argument(metavar="FILE...", help="Transcript JSONL files to try the policies on.")
+    ],
     config: Annotated[Path | None, typer.Option("--config", help="YAML configuration file.")] = None,
 ) -> None:
     """Per task: which policy matches, how many conversations it grades, how many pass, which rules fail most.

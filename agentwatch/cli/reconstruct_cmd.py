@@ -23,8 +23,9 @@ def reconstruct(
     files: Annotated[
         list[Path],
         typer.Argument(
+            metavar="FILE...",
             help="OTLP trace files, and log files whose GenAI message events join their spans: protobuf, "
-            "OTLP/JSON, or JSON lines (gzip ok)."
+            "OTLP/JSON, or JSON lines (gzip ok).",
         ),
     ],
     out: Annotated[

@@ -16,7 +16,9 @@ class SchemaKind(str, Enum):
 
 @app.command()
 def schema(
-    kind: Annotated[SchemaKind, typer.Argument(help="conversation (transcript input) or score (result)")],
+    kind: Annotated[
+        SchemaKind, typer.Argument(metavar="KIND", help="conversation (transcript input) or score (result)")
+    ],
 ) -> None:
     """Print the JSON Schema of a transcript line or of a score record."""
     from agentwatch.wire.schema import json_schema

@@ -153,6 +153,33 @@ def test_score_help_names_its_files() -> None:
     assert code == 0 and "{files}" not in out and "FILE..." in out
 
 
+def test_every_command_names_its_arguments_as_a_reader_would_type_them() -> None:
+    """Typer shows an argument without a metavar as its parameter's name in braces (`{files}...`): every
+    command's usage line names its arguments in capitals instead, as `score` does."""
+    import re
+
+    import typer
+    from typer.testing import CliRunner
+
+    from agentwatch.cli import app
+
+    def commands(command: object, path: list[str]) -> list[list[str]]:
+        subs = getattr(command, "commands", None)
+        if subs is None:
+            return [path]
+        return [found for name, sub in subs.items() for found in commands(sub, [*path, name])]
+
+    every = commands(typer.main.get_command(app), [])
+    assert ["policy", "check"] in every and ["import", "tau-bench"] in every
+    lowercase = {}
+    for path in every:
+        out = CliRunner().invoke(app, [*path, "--help"]).output
+        found = re.findall(r"\{[a-z_]+\}", out)
+        if found:
+            lowercase[" ".join(path)] = found
+    assert lowercase == {}
+
+
 def test_judge_calls_log_no_http_line_each(tmp_path: Path) -> None:
     path = tmp_path / "live.jsonl"
     path.write_text(
