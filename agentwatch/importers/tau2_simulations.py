@@ -4,6 +4,7 @@ checks what a policy cannot (`unchecked_basis`)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -74,16 +75,99 @@ def tau2_records(document: dict[str, Any] | SavedRun, out: Imported) -> Iterator
     for task in raw_tasks if isinstance(raw_tasks, list) else []:
         if isinstance(task, dict) and "id" in task:
             tasks[str(task["id"])] = task
+    checked = _checked_tasks(simulations, tasks)
+    misnamed = sum(1 for named, ran in checked.values() if named not in ran)
     for position, sim in simulations:
         if not isinstance(sim, dict) or not isinstance(sim.get("messages"), list):
             out.errors.append((position, "no `messages` list (full-duplex runs keep only ticks)"))
             continue
+        task_id = str(sim.get("task_id"))
+        if misnamed:
+            named, ran = checked.get(position, (task_id, None))
+            if ran is None or (named not in ran and len(ran) != 1):
+                out.errors.append((position, _unknown_task(named, ran, misnamed)))
+                continue
+            if named not in ran:
+                out.warnings.append(
+                    (
+                        position,
+                        f"its `task_id` {named[:40]!r} names a task whose ground truth its reward did not check; "
+                        f"the actions it checked are those of task {ran[0][:40]!r}: imported as that task",
+                    )
+                )
+                sim = {**sim, "task_id": ran[0]}
+                task_id = ran[0]
         try:
-            record = _tau2_record(sim, tasks.get(str(sim.get("task_id")), {}), system)
+            record = _tau2_record(sim, tasks.get(task_id, {}), system)
         except UNREADABLE as exc:
             out.errors.append((position, reason_of(exc)))
             continue
         yield position, record
+
+
+def _action_keys(actions: Any) -> list[str] | None:
+    """Ground-truth actions as a sorted list of comparable keys (tool and arguments), or None when they are
+    not a list of objects naming their tool."""
+    if not isinstance(actions, list):
+        return None
+    keys = []
+    for action in actions:
+        if not isinstance(action, dict) or not isinstance(action.get("name"), str):
+            return None
+        keys.append(json.dumps([action["name"], action.get("arguments") or {}], sort_keys=True, default=str))
+    return sorted(keys)
+
+
+def _checked_tasks(
+    simulations: list[tuple[str, Any]], tasks: dict[str, dict[str, Any]]
+) -> dict[str, tuple[str, list[str]]]:
+    """For each simulation whose reward records the ground-truth actions it checked (τ²-bench's
+    `reward_info.action_checks`, one for each of its task's actions) and whose `task_id` is a task of the file:
+    (that task id, the ids of the tasks whose actions those are). A run whose simulations name other tasks than
+    the ones they ran (a leaderboard submission numbering its simulations itself) would be graded on another
+    task's ground truth than its reward."""
+    by_actions: dict[str, list[str]] = {}
+    for task_id, task in tasks.items():
+        keys = _action_keys(json_object(task.get("evaluation_criteria")).get("actions") or [])
+        if keys is not None:
+            by_actions.setdefault(json.dumps(keys), []).append(task_id)
+    found: dict[str, tuple[str, list[str]]] = {}
+    for position, sim in simulations:
+        if not isinstance(sim, dict) or str(sim.get("task_id")) not in tasks:
+            continue
+        checks = json_object(sim.get("reward_info")).get("action_checks")
+        if not isinstance(checks, list):
+            continue  # no check recorded (a task without actions, or a version that keeps none): nothing to compare
+        keys = _action_keys([json_object(check).get("action") for check in checks])
+        if keys is None:
+            continue
+        ran = by_actions.get(json.dumps(keys), [])
+        stated = json_object(sim.get("reward_info")).get("communicate_checks")
+        if len(ran) > 1 and isinstance(stated, list):  # tasks alike in their actions differ in their outputs
+            outputs = sorted(str(json_object(check).get("info")) for check in stated)
+            ran = [t for t in ran if _outputs(tasks[t]) == outputs] or ran
+        found[position] = (str(sim["task_id"]), ran)
+    return found
+
+
+def _outputs(task: dict[str, Any]) -> list[str]:
+    """A τ²-bench task's required outputs (`communicate_info`) as sorted text."""
+    info = json_object(task.get("evaluation_criteria")).get("communicate_info")
+    return sorted(str(i) for i in info) if isinstance(info, list) else []
+
+
+def _unknown_task(named: str, ran: list[str] | None, misnamed: int) -> str:
+    """Why a simulation of a run whose task ids are not the tasks its simulations ran is not imported."""
+    if ran is None:
+        return (
+            f"not imported: {misnamed} simulation(s) of this run were rewarded on another task's ground truth "
+            f"than their `task_id` names, and nothing its reward recorded tells whether it ran task {named[:40]!r}"
+        )
+    which = "no task" if not ran else "tasks " + ", ".join(repr(t[:40]) for t in ran[:5])
+    return (
+        f"not imported: its `task_id` {named[:40]!r} names a task whose ground truth its reward did not check, "
+        f"and the actions it checked are those of {which} of the file"
+    )
 
 
 def _tau2_truth(task: dict[str, Any]) -> Truth:
