@@ -123,3 +123,21 @@ def test_a_run_whose_simulations_ran_the_tasks_they_name_imports_as_before() -> 
     out = import_results({"info": INFO, "tasks": TASKS, "simulations": sims}, "a", "v", "run")
     assert out.errors == [] and out.warnings == []
     assert [line["task"] for line in out.lines] == ["0", "3", "4", "2", "5"]
+
+
+def test_a_few_simulations_checked_against_another_ground_truth_are_graded_as_named() -> None:
+    """One simulation of four whose reward checked other actions than its task's (a task the benchmark changed
+    after the run) is no misnumbered run: every simulation is imported under its own task id, that one with a
+    warning, and none that recorded no check is left out."""
+    sims = [
+        _sim("0", "R0", [_cancel("R0")]),
+        _sim("1", "R1", [_cancel("R1")]),
+        _sim("3", "R3", [_cancel("R3")]),
+        _sim("2", "R9", [_cancel("R9")]),  # checked a cancellation of R9: no task of this file has it
+        _sim("5", "R5", None),
+    ]
+    out = import_results({"info": INFO, "tasks": TASKS, "simulations": sims}, "a", "v", "run")
+    assert out.errors == []
+    assert [line["task"] for line in out.lines] == ["0", "1", "3", "2", "5"]
+    assert [p for p, _ in out.warnings] == ["simulation 3"]
+    assert "graded on the file's task as named" in out.warnings[0][1]
