@@ -115,6 +115,7 @@ def score(
     Exit status: 0 ok, 1 the release gate fails (unless --no-gate) or the baseline comparison finds a
     regression, 2 usage error or unreadable input. Malformed lines are reported on stderr with their line numbers and skipped.
     """
+    from agentwatch.cli.score_details import DetailsFile
     from agentwatch.cli.score_messages import (
         EXIT_GATE,
         EXIT_OK,
@@ -165,14 +166,19 @@ def score(
     keeper = CaseKeeper() if fmt is ReportFormat.html else None
     notes: list[str] = []
     per_file: dict[Path, int] = {}
+    written = DetailsFile(details) if details is not None else None
     try:
         rule: LabelRule = "truth" if labels else "ignore"
-        scores = read_and_score(files, settings, errors, runner, rule, unknown, keeper, notes, per_file)
+        scores = read_and_score(
+            files, settings, errors, runner, rule, unknown, keeper, notes, per_file, written
+        )
     except TranscriptFileError as exc:
         raise fail(str(exc)) from None
     finally:
         if runner is not None:
             runner.close()
+        if written is not None:
+            written.close()
     if runner is not None:
         typer.echo(judge_summary(runner), err=True)
     for note in notes:
@@ -192,12 +198,8 @@ def score(
     if not scores:
         raise fail(f"no conversation could be read from {why_nothing(files, errors)}")
 
-    if details is not None:
-        try:
-            with open(details, "w", encoding="utf-8") as fh:
-                fh.writelines(s.model_dump_json() + "\n" for s in scores)
-        except OSError as exc:
-            raise fail(f"cannot write {details}: {exc.strerror or exc}") from None
+    if written is not None and written.error is not None:
+        raise fail(f"cannot write {details}: {written.error}")
 
     shared = colliding_ids(scores)
     warn_collisions(shared)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -13,7 +14,7 @@ if TYPE_CHECKING:  # the service modules load when a command runs, not when the 
     from agentwatch.config import Settings
     from agentwatch.report.cases import CaseKeeper
     from agentwatch.report.model import Report
-    from agentwatch.wire.schema import ConversationScore
+    from agentwatch.wire.score_view import ScoreView
 
 
 class ReportFormat(str, Enum):
@@ -24,7 +25,7 @@ class ReportFormat(str, Enum):
     html = "html"
 
 
-def report_title(scores: list[ConversationScore]) -> str:
+def report_title(scores: Sequence[ScoreView]) -> str:
     """The report's title: the first three agent versions scored, and how many more."""
     series = sorted({f"{s.agent} {s.version}" for s in scores})
     if not series:

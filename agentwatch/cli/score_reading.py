@@ -11,9 +11,11 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # the service modules load when a command runs, not when the CLI starts
     from rich.progress import Progress, TaskID
 
+    from agentwatch.cli.score_details import DetailsFile
     from agentwatch.config import Settings
     from agentwatch.judge.runner import JudgeRunner
     from agentwatch.report.cases import CaseKeeper
+    from agentwatch.report.rows import ScoreRow
     from agentwatch.scorers.decision import LabelRule
     from agentwatch.wire.schema import Conversation, ConversationScore
     from agentwatch.wire.transcript_keys import UnknownKeys
@@ -30,20 +32,25 @@ def read_and_score(
     keeper: CaseKeeper | None = None,
     notes: list[str] | None = None,
     per_file: dict[Path, int] | None = None,
-) -> list[ConversationScore]:
-    """Read every file (progress bar on a terminal) and score each conversation; with a `JudgeRunner`, the
-    judge-sampled conversations are judged first, a chunk at a time, `runner.concurrency` calls in flight.
+    details: DetailsFile | None = None,
+) -> list[ScoreRow]:
+    """Read every file (progress bar on a terminal) and score each conversation, keeping the compact row the
+    report reads of each; with a `JudgeRunner`, the judge-sampled conversations are judged first, a chunk at
+    a time, `runner.concurrency` calls in flight.
     `labels`: how outcome labels in the files grade (`ConversationScorer`'s rule; "truth" by default).
     Keys no field reads go to `unknown`, how a file that is not JSON Lines was read to `notes`, conversations
-    read per file to `per_file`; `keeper` is offered every transcript (for the HTML report)."""
+    read per file to `per_file`; `keeper` is offered every transcript (for the HTML report), `details` every
+    full score as it is made."""
     from rich.console import Console
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn
 
+    from agentwatch.report.rows import RowMaker
     from agentwatch.scorers import ConversationScorer
     from agentwatch.wire.transcripts import iter_conversations
 
     scorer = ConversationScorer(settings, labels=labels)
-    scores: list[ConversationScore] = []
+    rows: list[ScoreRow] = []
+    maker = RowMaker()
     console = Console(stderr=True)
     show = sys.stderr.isatty()
     chunk: list[Conversation] = []
@@ -72,9 +79,11 @@ def read_and_score(
             chunk.clear()
 
         def keep(conv: Conversation, score: ConversationScore) -> None:
-            scores.append(score)
+            rows.append(maker.row(score))
             if keeper is not None:
                 keeper.offer(conv, score)
+            if details is not None:
+                details.write(score)
 
         for path in files:
             size = path.stat().st_size if path.exists() else None
@@ -90,7 +99,7 @@ def read_and_score(
                     flush(task, runner)
             if chunk and runner is not None:
                 flush(task, runner)
-    return scores
+    return rows
 
 
 def _advance(progress: Progress, task: TaskID, position: int) -> None:

@@ -20,7 +20,7 @@ from agentwatch.report.pass_k import (
     pick,
 )
 from agentwatch.stats.inclusion import effective_counts, graded_by_probability
-from agentwatch.wire.schema import ConversationScore
+from agentwatch.wire.score_view import ScoreView
 
 EXAMPLES_PER_MODE = 10  # conversations listed per failure mode (--examples)
 __all__ = [
@@ -35,7 +35,7 @@ __all__ = [
 
 
 def gate_value(
-    scores: Sequence[ConversationScore], settings: Settings, k: int, kind: str, estimate: str
+    scores: Sequence[ScoreView], settings: Settings, k: int, kind: str, estimate: str
 ) -> float | None:
     """pass@k (kind 'at') or pass^k ('pow') of `scores` by the named estimate; None without enough data."""
     weighted = effective_counts(graded_by_probability(list(scores)))
@@ -43,9 +43,7 @@ def gate_value(
     return pick((at if kind == "at" else pw)[str(k)], estimate)
 
 
-def gate_scope(
-    scores: Sequence[ConversationScore], settings: Settings
-) -> tuple[str, list[ConversationScore], str]:
+def gate_scope(scores: Sequence[ScoreView], settings: Settings) -> tuple[str, list[ScoreView], str]:
     """The conversations the gate applies to: core-tagged ones, or all of them when none is tagged core."""
     g = settings.gate
     core = [s for s in scores if s.tags.get(g.core_tag) in g.core_values]
@@ -61,7 +59,7 @@ def _gate(name: str, value: float | None, threshold: float, op: str) -> Gate:
     return Gate(name=name, value=value, threshold=threshold, op=op, passed=passed)
 
 
-def readiness(scores: Sequence[ConversationScore], settings: Settings) -> Readiness:
+def readiness(scores: Sequence[ScoreView], settings: Settings) -> Readiness:
     """Readiness tier and release gate (pass@1, pass^3 on core tasks, loops) for `scores`."""
     g = settings.gate
     estimate = g.estimate
@@ -116,7 +114,7 @@ def readiness(scores: Sequence[ConversationScore], settings: Settings) -> Readin
 
 
 def build_report(
-    scores: Sequence[ConversationScore],
+    scores: Sequence[ScoreView],
     settings: Settings,
     ks: Sequence[int] | None = None,
     examples: int = EXAMPLES_PER_MODE,
@@ -129,8 +127,8 @@ def build_report(
     ks = sorted(set(ks if ks is not None else settings.stats.ks))
     scores = latest_revisions(scores)
     overall = group_stats(scores, settings, ks, examples, unit_rows=True)
-    by_task_groups: dict[str, list[ConversationScore]] = defaultdict(list)
-    by_tag_groups: dict[str, dict[str, list[ConversationScore]]] = defaultdict(lambda: defaultdict(list))
+    by_task_groups: dict[str, list[ScoreView]] = defaultdict(list)
+    by_tag_groups: dict[str, dict[str, list[ScoreView]]] = defaultdict(lambda: defaultdict(list))
     for s in scores:
         by_task_groups[s.task].append(s)
         for key, value in s.tags.items():

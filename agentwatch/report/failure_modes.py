@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from agentwatch.report.model import FailureMode
 from agentwatch.wire.contract import INFORMATIONAL_REASONS
-from agentwatch.wire.schema import ConversationScore
+from agentwatch.wire.score_view import ScoreView
 
 _UNSAFE = re.compile(r"[^a-z0-9_]")
 INFORMATIONAL_CODES = INFORMATIONAL_REASONS
@@ -33,7 +33,7 @@ def failure_code(reason: str) -> str:
     return _UNSAFE.sub("_", head[0].replace("-", "_"))[:64] if head else "unknown"
 
 
-def failure_modes_of(score: ConversationScore) -> set[str]:
+def failure_modes_of(score: ScoreView) -> set[str]:
     """The failure modes of a conversation: the codes of its reasons that fail (not a label's, not why it was
     not graded); a conversation that failed with none of them failed by its label (`label`), or for no
     reason given (`failed`)."""
@@ -44,12 +44,12 @@ def failure_modes_of(score: ConversationScore) -> set[str]:
     return codes
 
 
-def has_loop(score: ConversationScore) -> bool:
+def has_loop(score: ScoreView) -> bool:
     """Whether any turn looped or a reason has the code `loop`."""
     return any(t.loop for t in score.turn_scores) or any(failure_code(r) == "loop" for r in score.reasons)
 
 
-def failure_modes(scores: Sequence[ConversationScore], examples: int) -> list[FailureMode]:
+def failure_modes(scores: Sequence[ScoreView], examples: int) -> list[FailureMode]:
     """Each failure mode of `scores` with its count, its first `examples` conversations and a first reason,
     most frequent first."""
     counter: Counter[str] = Counter()
@@ -72,7 +72,7 @@ def failure_modes(scores: Sequence[ConversationScore], examples: int) -> list[Fa
     ]
 
 
-def ungraded(scores: Sequence[ConversationScore]) -> dict[str, int]:
+def ungraded(scores: Sequence[ScoreView]) -> dict[str, int]:
     """Conversations outside the graded sample, by the coverage code of why (`other` when none says)."""
     counter: Counter[str] = Counter()
     for s in scores:

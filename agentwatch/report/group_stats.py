@@ -33,7 +33,8 @@ from agentwatch.stats.bootstrap import (
     units_credit_interval,
 )
 from agentwatch.stats.inclusion import effective_counts, graded_by_probability
-from agentwatch.wire.schema import EVIDENCE, GRADERS, ConversationScore, Outcome
+from agentwatch.wire.schema import EVIDENCE, GRADERS, Outcome
+from agentwatch.wire.score_view import ScoreView
 
 TOOL_DIMENSIONS = ("selection", "parameters", "sequence", "utilization", "overall", "binary")
 
@@ -116,7 +117,7 @@ def _success_rate(
 
 
 def _asr(
-    scores: Sequence[ConversationScore], settings: Settings, correction: corrected.CorrectedEstimates | None
+    scores: Sequence[ScoreView], settings: Settings, correction: corrected.CorrectedEstimates | None
 ) -> BootstrapEstimate:
     if correction is not None and correction.asr_enough and correction.asr is not None:
         f = correction.asr
@@ -150,7 +151,7 @@ def _asr(
 
 
 def correction_of(
-    scores: Sequence[ConversationScore], settings: Settings, ks: Sequence[int] = ()
+    scores: Sequence[ScoreView], settings: Settings, ks: Sequence[int] = ()
 ) -> corrected.CorrectedEstimates | None:
     """The correction of `scores` by the labels of the blind review sample (None with fewer than two)."""
     st = settings.stats
@@ -184,7 +185,7 @@ def _correction_summary(c: corrected.CorrectedEstimates) -> Correction:
     )
 
 
-def _tool_correctness(scores: Sequence[ConversationScore]) -> dict[str, float | None]:
+def _tool_correctness(scores: Sequence[ScoreView]) -> dict[str, float | None]:
     values: dict[str, list[float]] = {d: [] for d in TOOL_DIMENSIONS}
     for s in scores:
         for t in s.turn_scores:
@@ -200,7 +201,7 @@ def _tool_correctness(scores: Sequence[ConversationScore]) -> dict[str, float | 
     return {d: (math.fsum(v) / len(v) if v else None) for d, v in values.items()}
 
 
-def _cost(scores: Sequence[ConversationScore]) -> CostStats:
+def _cost(scores: Sequence[ScoreView]) -> CostStats:
     costs = np.array([s.cost_usd for s in scores if s.cost_usd is not None], dtype=float)
     budgeted = [
         (s.cost_usd, s.budget_usd) for s in scores if s.cost_usd is not None and s.budget_usd is not None
@@ -221,14 +222,14 @@ def _rate(x: int, n: int, settings: Settings) -> RateEstimate:
     return RateEstimate(count=x, rate=x / n, mean=post.mean(), lower=lo, upper=hi)
 
 
-def failure_rates(scores: Sequence[ConversationScore], settings: Settings) -> dict[str, RateEstimate]:
+def failure_rates(scores: Sequence[ScoreView], settings: Settings) -> dict[str, RateEstimate]:
     """Each kind of failure evidence as a rate over all of `scores`, with a Beta credible interval."""
     found = Counter(e for s in scores for e in set(s.evidence))
     return {e: _rate(found.get(e, 0), len(scores), settings) for e in EVIDENCE}
 
 
 def group_stats(
-    scores: Sequence[ConversationScore],
+    scores: Sequence[ScoreView],
     settings: Settings,
     ks: Sequence[int],
     examples: int = 0,

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
-from typing import Literal
+from typing import Literal, TypeVar
 
 from agentwatch.config import Settings
 from agentwatch.report.model import JudgeOnly, KEstimate, UnitsSummary
@@ -29,9 +29,10 @@ from agentwatch.stats.pass_k import (
     task_mean,
 )
 from agentwatch.stats.units import TaskEstimate, UnitCounts, UnitsPosterior
-from agentwatch.wire.schema import ConversationScore
+from agentwatch.wire.score_view import ScoreView
 
 Kind = Literal["at", "pow"]
+S = TypeVar("S", bound=ScoreView)
 GATE_ESTIMATES = ("value", "lower", "plugin", "unbiased", "task_mean", "mean")
 
 
@@ -43,7 +44,7 @@ def _num(x: float | None) -> float | None:
     return None if math.isnan(x) else x
 
 
-def counts(scores: Iterable[ConversationScore]) -> tuple[int, int]:
+def counts(scores: Iterable[ScoreView]) -> tuple[int, int]:
     """(n, c): scored conversations and passed ones."""
     n = c = 0
     for s in scores:
@@ -53,15 +54,15 @@ def counts(scores: Iterable[ConversationScore]) -> tuple[int, int]:
     return n, c
 
 
-def per_task_counts(scores: Iterable[ConversationScore]) -> dict[str, tuple[int, int]]:
+def per_task_counts(scores: Iterable[ScoreView]) -> dict[str, tuple[int, int]]:
     """task -> (n, c)."""
-    groups: dict[str, list[ConversationScore]] = defaultdict(list)
+    groups: dict[str, list[ScoreView]] = defaultdict(list)
     for s in scores:
         groups[s.task].append(s)
     return {task: counts(group) for task, group in groups.items()}
 
 
-def unit_counts(scores: Iterable[ConversationScore], rows: bool = False) -> tuple[UnitCounts, UnitsSummary]:
+def unit_counts(scores: Iterable[ScoreView], rows: bool = False) -> tuple[UnitCounts, UnitsSummary]:
     """The graded conversations' units as (n, c) counts, and their summary for the report (`rows`: with each
     unit's counts, `by_unit`, for a later report to pair with)."""
     per_unit: dict[tuple[str, str, str, str | None], list[int]] = {}
@@ -93,7 +94,7 @@ def unit_counts(scores: Iterable[ConversationScore], rows: bool = False) -> tupl
     return unit_set, summary
 
 
-def unit_credit_means(scores: Iterable[ConversationScore]) -> list[tuple[float, int]] | None:
+def unit_credit_means(scores: Iterable[ScoreView]) -> list[tuple[float, int]] | None:
     """Each unit's mean ASR credit over its graded conversations with a credit, and how many those are (units as
     in `unit_counts`: a conversation naming neither instance nor attempt is a unit of its own); None when no unit
     has two such conversations (ASR is then over conversations)."""
@@ -190,7 +191,7 @@ def _corrected(estimate: KEstimate, figure: CorrectedFigure) -> KEstimate:
 
 
 def k_estimates(
-    scores: Sequence[ConversationScore],
+    scores: Sequence[ScoreView],
     settings: Settings,
     ks: Sequence[int],
     weighted: tuple[float, float] | None = None,
@@ -236,7 +237,7 @@ def k_estimates(
 MAX_DEFAULT_K = 8
 
 
-def default_ks(scores: Sequence[ConversationScore], configured: Sequence[int]) -> list[int]:
+def default_ks(scores: Sequence[ScoreView], configured: Sequence[int]) -> list[int]:
     """The k values to report: 1 up to the most attempts at one unit (at most 8) when some unit has repeats,
     else the configured ones (`stats.ks`)."""
     units, _summary = unit_counts(latest_revisions(scores))
@@ -245,11 +246,11 @@ def default_ks(scores: Sequence[ConversationScore], configured: Sequence[int]) -
     return list(range(1, min(MAX_DEFAULT_K, units.max_attempts) + 1))
 
 
-def latest_revisions(scores: Iterable[ConversationScore]) -> list[ConversationScore]:
+def latest_revisions(scores: Iterable[S]) -> list[S]:
     """One score per conversation (agent, version, id): the highest revision, the later one on a tie; in
     first-seen order. The version is part of the key offline: a file holding two versions' runs of the same
     benchmark reuses conversation ids, and each version's conversation counts in its own section."""
-    kept: dict[tuple[str, str, str], ConversationScore] = {}
+    kept: dict[tuple[str, str, str], S] = {}
     for s in scores:
         key = (s.agent, s.version, s.conversation_id)
         old = kept.get(key)

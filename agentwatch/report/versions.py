@@ -17,10 +17,10 @@ from agentwatch.config import Settings
 from agentwatch.report.baseline import compare_baseline
 from agentwatch.report.build import EXAMPLES_PER_MODE, build_report, latest_revisions
 from agentwatch.report.model import Report
-from agentwatch.wire.schema import ConversationScore
+from agentwatch.wire.score_view import ScoreView
 
 
-def colliding_ids(scores: Sequence[ConversationScore]) -> list[str]:
+def colliding_ids(scores: Sequence[ScoreView]) -> list[str]:
     """Conversation ids that occur under more than one version of the same agent, first seen first."""
     versions: dict[tuple[str, str], set[str]] = {}
     for s in scores:
@@ -28,7 +28,7 @@ def colliding_ids(scores: Sequence[ConversationScore]) -> list[str]:
     return [cid for (_agent, cid), seen in versions.items() if len(seen) > 1]
 
 
-def duplicate_ids(scores: Sequence[ConversationScore]) -> tuple[list[str], int]:
+def duplicate_ids(scores: Sequence[ScoreView]) -> tuple[list[str], int]:
     """Conversation ids read more than once for one agent version (first seen first), and extra records."""
     seen: dict[tuple[str, str, str], int] = {}
     for s in scores:
@@ -39,7 +39,7 @@ def duplicate_ids(scores: Sequence[ConversationScore]) -> tuple[list[str], int]:
 
 
 def build_reports(
-    scores: Sequence[ConversationScore],
+    scores: Sequence[ScoreView],
     settings: Settings,
     ks: Sequence[int] | None = None,
     base: Report | None = None,
@@ -48,7 +48,7 @@ def build_reports(
 ) -> Report:
     """The report of `scores`; a section per (agent, version), with comparisons, when an agent has several."""
     scores = latest_revisions(scores)
-    groups: dict[tuple[str, str], list[ConversationScore]] = {}
+    groups: dict[tuple[str, str], list[ScoreView]] = {}
     for s in scores:
         groups.setdefault((s.agent, s.version), []).append(s)
     agents = [agent for agent, _version in groups]

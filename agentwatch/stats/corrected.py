@@ -45,7 +45,8 @@ from agentwatch.stats.inclusion import (
 )
 from agentwatch.stats.pass_k import pass_at_k_plugin
 from agentwatch.stats.ppi import PPIEstimate, PPIMoments, Stratum, ppi_mean, predictions_mean
-from agentwatch.wire.schema import AutomatedVerdict, ConversationScore, Outcome
+from agentwatch.wire.schema import AutomatedVerdict, Outcome
+from agentwatch.wire.score_view import ScoreView
 
 __all__ = [
     "CLASSES",
@@ -92,7 +93,7 @@ class CorrectionPoint:
 
 
 def correction_point(
-    score: ConversationScore, credits: OutcomeCredits, automated: AutomatedVerdict | None = NOT_GIVEN
+    score: ScoreView, credits: OutcomeCredits, automated: AutomatedVerdict | None = NOT_GIVEN
 ) -> CorrectionPoint | None:
     """The point of `score`, or None when no automated grader decided it (`automated`: `automated_of(score)`
     when the caller has it already)."""
@@ -163,7 +164,7 @@ class CorrectionSums:
         return round(sum(sum(row[:_U]) for row in self.strata.values()))
 
 
-def sums_of(scores: Iterable[ConversationScore], credits: OutcomeCredits) -> CorrectionSums:
+def sums_of(scores: Iterable[ScoreView], credits: OutcomeCredits) -> CorrectionSums:
     """The correction sums of a set of scores (one per conversation)."""
     sums = CorrectionSums()
     for s in scores:

@@ -19,15 +19,16 @@ Pure: reads scores, nothing else.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from agentwatch.wire.schema import (
     EVERY_CONVERSATION_GRADERS,
     AutomatedVerdict,
-    ConversationScore,
     Outcome,
     OutcomeSource,
 )
+from agentwatch.wire.score_view import ScoreView
 
 __all__ = [
     "NOT_GIVEN",
@@ -41,7 +42,7 @@ __all__ = [
 ]
 
 
-def automated_of(score: ConversationScore) -> AutomatedVerdict | None:
+def automated_of(score: ScoreView) -> AutomatedVerdict | None:
     """The automated verdict of `score`; for a score written before it was recorded, its own verdict when no
     label set it."""
     if score.automated is not None:
@@ -58,14 +59,14 @@ def automated_of(score: ConversationScore) -> AutomatedVerdict | None:
     )
 
 
-def predicted_probability(score: ConversationScore, automated: AutomatedVerdict) -> float:
+def predicted_probability(score: ScoreView, automated: AutomatedVerdict) -> float:
     """P(the conversation gets an automated verdict)."""
     if any(g in EVERY_CONVERSATION_GRADERS for g in automated.graded_by):
         return 1.0
     return _rate(score.judge_rate)
 
 
-def labelled_probability(score: ConversationScore, predicted: float) -> float:
+def labelled_probability(score: ScoreView, predicted: float) -> float:
     """P(the conversation is in the review sample, given `predicted` = P(automated verdict))."""
     return min(predicted, _rate(score.review_rate))
 
@@ -74,7 +75,7 @@ NOT_GIVEN: Any = object()  # an argument not given
 SAMPLE_POINT_STEP = 2.0**-64  # `scorers.sampling.sample_point` is a 64-bit integer / 2^64
 
 
-def graded_probability(score: ConversationScore, automated: AutomatedVerdict | None = NOT_GIVEN) -> float:
+def graded_probability(score: ScoreView, automated: AutomatedVerdict | None = NOT_GIVEN) -> float:
     """P(the conversation is in the graded sample), for the Hájek success rate (`automated`: `automated_of(score)`
     when the caller has it already)."""
     if automated is NOT_GIVEN:
@@ -86,7 +87,7 @@ def graded_probability(score: ConversationScore, automated: AutomatedVerdict | N
     return 1.0
 
 
-def review_label(score: ConversationScore) -> Outcome | None:
+def review_label(score: ScoreView) -> Outcome | None:
     """A person's label on the blind review sample (the y of a correction); None elsewhere. Labels on flagged
     conversations are not a random sample and never correct the judge."""
     label = score.label
@@ -120,7 +121,7 @@ def effective_counts(by_probability: dict[float, tuple[int, int]]) -> tuple[floa
     return n_eff, n_eff * wc / w
 
 
-def graded_by_probability(scores: list[ConversationScore]) -> dict[float, tuple[int, int]]:
+def graded_by_probability(scores: Iterable[ScoreView]) -> dict[float, tuple[int, int]]:
     """{P(graded): (graded, passed)} of the graded conversations among `scores`."""
     out: dict[float, list[int]] = {}
     for s in scores:
