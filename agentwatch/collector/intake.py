@@ -63,6 +63,10 @@ class Intake:
         vp = self.offsets.vpart(tp)
         self.stats.messages_consumed += 1
         self.offsets.consumed(tp, offset)
+        if record.header_error is not None:  # its content type and key mode unknown: not to be guessed
+            self._dead_letter(record, "invalid_headers", record.header_error)
+            self.assembler.message_done(vp, offset)
+            return
         hop = key_mode(headers) if topic == self.config.rekey_topic else None
         if hop == KEY_TRACE_CONVERSATION:  # the trace join: a trace's conversation, announced
             key, cid = record.key or b"", record.value or b""
