@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from agentwatch.wire.schema import AutomatedVerdict, ConversationScore, Outcome, OutcomeSource, ToolScore
+from agentwatch.wire.scores import unit_of
 
 T = TypeVar("T")
 MAX_SHARED = (
@@ -86,11 +87,7 @@ class ScoreRow:
     @property
     def unit(self) -> tuple[str, str | None] | None:
         """What repeated attempts are attempts at, as `ConversationScore.unit`."""
-        if self.instance is not None:
-            return (self.task, self.instance)
-        if self.attempt is not None:
-            return (self.task, None)
-        return None
+        return unit_of(self.task, self.instance, self.attempt)
 
 
 def _key(value: object) -> Hashable:

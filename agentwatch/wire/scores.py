@@ -47,6 +47,16 @@ class ToolScore(WireModel):
     passed: bool = Field(description="overall >= tool threshold (with tolerance).")
 
 
+def unit_of(task: str, instance: str | None, attempt: int | None) -> tuple[str, str | None] | None:
+    """What repeated attempts are attempts at: (task, instance) when the instance is known, (task, None) when
+    only the attempt is; None when neither (the conversation is a unit of its own)."""
+    if instance is not None:
+        return (task, instance)
+    if attempt is not None:
+        return (task, None)
+    return None
+
+
 class TurnScore(WireModel):
     """Grades of one turn."""
 
@@ -216,8 +226,4 @@ class ConversationScore(WireModel):
     def unit(self) -> tuple[str, str | None] | None:
         """What repeated attempts are attempts at: (task, instance) when the instance is known, (task, None)
         when only the attempt is; None when neither (the conversation is a unit of its own)."""
-        if self.instance is not None:
-            return (self.task, self.instance)
-        if self.attempt is not None:
-            return (self.task, None)
-        return None
+        return unit_of(self.task, self.instance, self.attempt)
