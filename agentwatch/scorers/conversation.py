@@ -102,15 +102,15 @@ class ConversationScorer:
         """The sampler deciding the judge and review samples."""
         return self._sampler
 
-    def _sample(self, conv: Conversation) -> SampleDecision:
-        ended = ended_at(conv)
+    def _sample(self, conv: Conversation, ended: datetime | None) -> SampleDecision:
+        """The sample decisions of `conv`, which ended at `ended` (`ended_at(conv)`)."""
         t = None if ended is None else _epoch(ended)
         return self._sampler.decide(conv.conversation_id, conv.agent, conv.task, conv.version, t)
 
     def wants_judge(self, conv: Conversation) -> bool:
         """Whether a judge verdict would grade `conv` (it is in the judge sample, has turns, and its messages were
         captured: a judge cannot read what was not recorded)."""
-        return bool(conv.turns) and not answers_missing(conv) and self._sample(conv).judge
+        return bool(conv.turns) and not answers_missing(conv) and self._sample(conv, ended_at(conv)).judge
 
     def score(self, conv: Conversation, verdict: JudgeVerdict | None = None) -> ConversationScore:
         """Score one conversation; never raises (an internal error yields an unscored result with a reason).
@@ -126,7 +126,8 @@ class ConversationScorer:
     # ------------------------------------------------------------------ the phases of one score
 
     def _score(self, conv: Conversation, verdict: JudgeVerdict | None) -> ConversationScore:
-        sample = self._sample(conv)
+        ended = ended_at(conv)
+        sample = self._sample(conv, ended)
         skipped: list[str] = []
         if conv.not_captured:
             conv = self._checkable(conv, skipped)
@@ -137,7 +138,7 @@ class ConversationScorer:
         self._grade_whole(conv, graders, cost.cost_usd, found)
         judged = self._weigh_judge(graders, found)
         decision = decide(conv, graders, sample, found, judged, cost.penalty, self._labels, self._scoring)
-        return score_record(conv, sample, graders, found, cost, decision, self._scoring.credits)
+        return score_record(conv, ended, sample, graders, found, cost, decision, self._scoring.credits)
 
     def _checkable(self, conv: Conversation, skipped: list[str]) -> Conversation:
         """`conv` without the expectations that need content its source did not capture (`scorers.capture`);

@@ -166,6 +166,7 @@ def decide(
 
 def score_record(
     conv: Conversation,
+    ended: datetime | None,
     sample: SampleDecision,
     graders: Graders,
     found: Findings,
@@ -173,7 +174,8 @@ def score_record(
     decision: Decision,
     credits: OutcomeCredits,
 ) -> ConversationScore:
-    """The score record; its turn and tool scores are plain dicts, validated with the whole result."""
+    """The score record of `conv`, which ended at `ended` (`ended_at(conv)`); its turn and tool scores are plain
+    dicts, validated with the whole result."""
     verdict = graders.verdict
     judged = verdict if verdict is not None and verdict.ok else None
     passed, outcome = decision.passed, decision.outcome
@@ -203,7 +205,7 @@ def score_record(
             "input_tokens": cost.result.input_tokens,
             "output_tokens": cost.result.output_tokens,
             "cache_read_input_tokens": cost.result.cache_read_input_tokens,
-            "ended_at": ended_at(conv),
+            "ended_at": ended,
             "incomplete": conv.incomplete,
             "graded_by": graders.graded_by if passed is not None else [],
             "evidence": [e for e in EVIDENCE if e in found.codes],
