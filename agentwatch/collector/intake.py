@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 
-from confluent_kafka import KafkaError, Message
+from confluent_kafka import Message
 
 from agentwatch.collector.assembler import Assembler
 from agentwatch.collector.deadletter import DeadLetterPublisher
@@ -20,6 +20,7 @@ from agentwatch.collector.record import Record
 from agentwatch.collector.rekey import CONTENT_TYPE_HEADER, Rekeyer, header, key_mode, keyed_by_conversation
 from agentwatch.collector.trace_join import KEY_TRACE, KEY_TRACE_CONVERSATION, TraceJoin
 from agentwatch.config import CollectorConfig
+from agentwatch.kafka.consumer_events import ConsumerEvents
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +38,7 @@ class Intake:
         labels: LateLabels,
         rekeyer: Rekeyer,
         dead: DeadLetterPublisher,
+        events: ConsumerEvents,
     ) -> None:
         self.config = config
         self.stats = stats
@@ -46,16 +48,15 @@ class Intake:
         self.labels = labels
         self.rekeyer = rekeyer
         self.dead = dead
+        self.events = events
         self._log_topics = frozenset(config.log_topics)
 
     def handle(self, message: Message, now: float) -> None:
-        """Decode one record and assemble, re-key or dead-letter it; never raises on bad input."""
+        """Decode one record and assemble, re-key or dead-letter it; never raises on bad input (a fatal consumer
+        error is raised: the consumer is unusable)."""
         error = message.error()
         if error is not None:  # a consumer event, not a record
-            if error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:  # the first producer creates it: not a fault
-                log.info("input topic %s does not exist yet; consuming it once it does", message.topic())
-            else:
-                log.warning("consumer: %s", error)
+            self.events.record(error, message.topic())
             return
         record = Record.of(message)
         topic, offset, headers = record.topic, record.offset, record.headers

@@ -390,9 +390,12 @@ def _by_result(name: str, doc: str, counts: dict[str, int], results: tuple[str, 
 
 
 def register(stats: PipelineStats, registry: CollectorRegistry, service: Any = None) -> PipelineMetrics:
-    """Register the pipeline metrics of `stats` (and of `service`'s judge, if it has one) on `registry`."""
+    """Register the pipeline metrics of `stats` (and of `service`'s consumer and judge) on `registry`."""
     collector = PipelineMetrics(stats)
     registry.register(collector)
+    events = getattr(service, "consumer_events", None)
+    if events is not None:
+        registry.register(events)
     if service is not None and getattr(service, "judge", None) is not None:
         registry.register(JudgeMetrics(service.judge, stats, service.settings.sampling.judge_rate))
     return collector

@@ -47,6 +47,7 @@ from agentwatch.collector.trace_join import TraceJoin
 from agentwatch.config import Settings
 from agentwatch.judge.runner import JudgeRunner
 from agentwatch.judge.verdict import JudgeVerdict
+from agentwatch.kafka.consumer_events import ConsumerEvents
 from agentwatch.kafka.producer import ProduceError, RecordProducer, headers_bytes, producer_config
 from agentwatch.kafka.security import service_settings
 from agentwatch.kafka.topics import ensure_pipeline_topics
@@ -103,6 +104,7 @@ class CollectorService:
         self._score: Scorer = scorer.score if isinstance(scorer, ConversationScorer) else scorer
         self._pending_settings: Settings | None = None
         self.stats = PipelineStats(open_bytes_limit=self.config.max_open_bytes)
+        self.consumer_events = ConsumerEvents("agentwatch_consumer_errors", "input topic")
         self.assembler = Assembler(self.config)
         self.join = TraceJoin(
             self.config.trace_join_timeout_s,
@@ -175,7 +177,17 @@ class CollectorService:
         self._out = RecordProducer(producer_config(connection))
         rekeyer = Rekeyer(self._out, cfg.rekey_topic)
         dead = self._dead = DeadLetterPublisher(self._out, cfg.dead_letter_topic, limits.dead_letter)
-        intake = Intake(cfg, self.stats, self.offsets, self.join, self.assembler, self.labels, rekeyer, dead)
+        intake = Intake(
+            cfg,
+            self.stats,
+            self.offsets,
+            self.join,
+            self.assembler,
+            self.labels,
+            rekeyer,
+            dead,
+            self.consumer_events,
+        )
         if cfg.transcripts_topic:
             self.review = ReviewFeed(
                 self._out,
@@ -187,7 +199,10 @@ class CollectorService:
                 failing_per_minute=cfg.failing_transcripts_per_minute,
             )
         topics = list(dict.fromkeys([*cfg.input_topics, cfg.rekey_topic, *cfg.log_topics]))
-        self._consumer = Consumer(consumer_config(connection, cfg), logger=log)
+        # a broker down is counted (`error_cb`), not only logged
+        self._consumer = Consumer(
+            {**consumer_config(connection, cfg), "error_cb": self.consumer_events.record}, logger=log
+        )
         commits = self.commits = Committer(
             self._consumer,
             self._out,

@@ -25,6 +25,7 @@ from agentwatch.config import Settings
 from agentwatch.exporters.estimator import Estimator
 from agentwatch.exporters.exposition import Exposition
 from agentwatch.exporters.readiness import Readiness
+from agentwatch.kafka.consumer_events import ConsumerEvents
 from agentwatch.kafka.security import KafkaSecurity, service_settings
 from agentwatch.kafka.topics import ensure_topics
 from agentwatch.metrics_http import MetricsServer
@@ -58,6 +59,8 @@ class ExporterService:
         self.estimator = Estimator(settings, clock)
         self.readiness = Readiness()
         self.registry.register(self.readiness)
+        self.consumer_events = ConsumerEvents("agentwatch_exporter_consumer_errors", "scores topic")
+        self.registry.register(self.consumer_events)
         # /metrics: the estimator, then whatever else is registered on `registry`
         self.exposition = Exposition(lambda: self.estimator, self.registry)
         self.port: int | None = None
@@ -108,6 +111,7 @@ class ExporterService:
                 "enable.partition.eof": True,  # says when the replay of a partition has reached its end
                 "session.timeout.ms": cfg.session_timeout_ms,
                 "heartbeat.interval.ms": cfg.heartbeat_interval_ms,
+                "error_cb": self.consumer_events.record,  # a broker down: counted, not only logged
             },
             logger=log,
         )
@@ -164,14 +168,6 @@ class ExporterService:
         if self.readiness.ready and not was:
             log.info("replay done: every assigned partition read to its end; estimates complete")
 
-    def _consumer_event(self, error: KafkaError, topic: str | None) -> None:
-        if error.fatal():
-            raise KafkaException(error)
-        if error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:  # the collector creates it: not a fault
-            log.info("scores topic %s does not exist yet; consuming it once it does", topic)
-        else:
-            log.warning("consumer: %s", error)
-
     def run(self, stop_event: threading.Event) -> None:
         """Consume until `stop_event` is set (serves /metrics meanwhile if `start_http` was called)."""
         cfg = self.settings.exporter
@@ -197,7 +193,7 @@ class ExporterService:
                         if topic is not None and partition is not None:
                             self._check_replayed(topic, partition)
                     else:
-                        self._consumer_event(error, message.topic())
+                        self.consumer_events.record(error, message.topic())
         finally:
             self.readiness.revoked()
             consumer.close()

@@ -24,6 +24,7 @@ from pydantic import ValidationError
 from sqlalchemy.exc import DataError
 
 from agentwatch.config import Settings
+from agentwatch.kafka.consumer_events import ConsumerEvents
 from agentwatch.kafka.producer import producer_config
 from agentwatch.kafka.security import KafkaSecurity, service_settings
 from agentwatch.kafka.topics import ensure_topics
@@ -56,6 +57,7 @@ class ReviewService:
             credits=settings.scoring.credits,
         )
         self.stats = ReviewStats()
+        self.consumer_events = ConsumerEvents("agentwatch_review_consumer_errors", "transcripts topic")
         self._wake = threading.Event()
         self.web = ReviewApp(
             self.store,
@@ -152,6 +154,7 @@ class ReviewService:
         """Serve /metrics on `port` (0: any free port); the port."""
         registry = CollectorRegistry()
         registry.register(ReviewMetrics(self.store, self.stats, self.web.sessions.active))
+        registry.register(self.consumer_events)
         self._metrics = MetricsServer(
             lambda: render_families(registry.collect()).encode(),
             port,
@@ -187,6 +190,7 @@ class ReviewService:
                 "auto.offset.reset": "earliest",
                 "session.timeout.ms": cfg.session_timeout_ms,
                 "heartbeat.interval.ms": cfg.heartbeat_interval_ms,
+                "error_cb": self.consumer_events.record,  # a broker down: counted, not only logged
             },
             logger=log,
         )
@@ -216,7 +220,7 @@ class ReviewService:
             error = message.error()
             if error is not None:
                 if error.code() != KafkaError._PARTITION_EOF:
-                    log.warning("consumer: %s", error)
+                    self.consumer_events.record(error, message.topic())
                 continue
             try:
                 record = model_from_json(TranscriptRecord, message.value() or b"")
