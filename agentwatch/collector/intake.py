@@ -76,6 +76,12 @@ class Intake:
                     key.decode("ascii", "replace"), cid.decode("utf-8", "replace"), vp, offset, now
                 )
                 self.rejoin(released)
+            else:  # not one the collector writes: kept where it can be read, not dropped unseen
+                self._dead_letter(
+                    record,
+                    "invalid_announcement",
+                    "a trace-conversation record needs the trace id as its key and the conversation id as its value",
+                )
             self.assembler.message_done(vp, offset)
             return
         ct = header(headers, CONTENT_TYPE_HEADER)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from agentwatch.collector.deadletter import OFFSET_HEADER, REASON_HEADER, TOPIC_HEADER
+from agentwatch.collector.rekey import CONTENT_TYPE_HEADER, KEY_HEADER
 from tests.support.collector_kafka import (
     SDK_HEADERS,
     ServiceThread,
@@ -67,5 +68,34 @@ def test_a_header_name_that_is_not_utf8_is_dead_lettered_and_the_collector_goes_
         assert h[TOPIC_HEADER].decode() == topic and int(h[OFFSET_HEADER]) == 30
         assert letter.value == payload  # the payload, unchanged
         assert svc.service.stats.rejected_by_reason["invalid_headers"] == 1
+    scores.close()
+    dlq.close()
+
+
+@pytest.mark.parametrize(("key", "value"), [(b"0af7651916cd43dd8448eb211c80319c", b""), (None, b"conv-1")])
+def test_an_announcement_without_its_trace_or_conversation_is_dead_lettered(broker, key, value) -> None:
+    """The collector's announcements always carry both; one that lacks either was dropped without a count."""
+    bs = broker.bootstrap_servers
+    topic = unique("ann")
+    create_topic(bs, topic, 1)
+    cfg = collector_settings(bs, [topic], unique("ann"))
+    scores = TopicReader(bs, cfg.collector.scores_topic)
+    dlq = TopicReader(bs, cfg.collector.dead_letter_topic)
+    good = unique("good")
+    announce = [(CONTENT_TYPE_HEADER, b"text/plain; charset=utf-8"), (KEY_HEADER, b"trace-conversation")]
+    with ServiceThread(cfg) as svc:
+        p = producer(bs)
+        p.send(cfg.collector.rekey_topic, value=value, key=key, headers=announce)
+        p.send(topic, value=otlp_bytes(simple_conversation(good)), key=good.encode(), headers=SDK_HEADERS)
+        p.flush()
+        p.close()
+        scores.wait(lambda r: good in ids_of(r), 30)
+        dlq.wait(lambda r: any(dict(x.headers).get(REASON_HEADER) == b"invalid_announcement" for x in r), 10)
+        assert svc.error is None and svc.thread.is_alive(), svc.error
+        [letter] = [r for r in dlq.records if dict(r.headers).get(REASON_HEADER) == b"invalid_announcement"]
+        h = dict(letter.headers)
+        assert h[TOPIC_HEADER].decode() == cfg.collector.rekey_topic and int(h[OFFSET_HEADER]) == 0
+        assert (letter.key, letter.value) == (key, value)
+        assert svc.service.stats.rejected_by_reason == {"invalid_announcement": 1}
     scores.close()
     dlq.close()
