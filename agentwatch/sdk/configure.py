@@ -209,10 +209,10 @@ def configure(
             )
         group = _GROUPS.get(provider)
         if group is None:
-            group = _GROUPS[provider] = ProcessorGroup(processors)
+            group = _GROUPS[provider] = ProcessorGroup(processors, span_exporter)
             provider.add_span_processor(group)
         else:
-            group.replace(processors)
+            group.replace(processors, span_exporter)
 
         RUNTIME.tracer = provider.get_tracer(TRACER_NAME)
         RUNTIME.capture = Capture(
@@ -248,8 +248,8 @@ def _provider(
 def shutdown(timeout_s: float = 5.0) -> None:
     """Flush and stop what `configure` set up (the whole provider if it created it, else only our processors).
 
-    Queued spans are handed to the exporter within timeout_s; the Kafka exporter then waits up to its own
-    `shutdown_timeout_s` for the broker's acknowledgements.
+    Queued spans are handed to the exporter, and the broker's acknowledgements awaited, within timeout_s; for
+    what is still in flight then, the Kafka exporter waits up to its own `shutdown_timeout_s`.
     """
     global _ACTIVE
     active, _ACTIVE = _ACTIVE, None

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Sequence
 
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
+from opentelemetry.sdk.trace.export import SpanExporter
 
 from agentwatch.sdk.context import _CURRENT
 from agentwatch.sdk.runtime import TRACER_NAME
@@ -61,13 +63,17 @@ class ProcessorGroup(SpanProcessor):
     function had returned, and starved the exporter after it.
     """
 
-    def __init__(self, processors: Sequence[SpanProcessor] = ()) -> None:
+    def __init__(
+        self, processors: Sequence[SpanProcessor] = (), exporter: SpanExporter | None = None
+    ) -> None:
         self.processors: tuple[SpanProcessor, ...] = tuple(processors)
+        # the exporter behind the last processor: its deliveries are what a flush waits for
+        self.exporter = exporter
         self._failed: set[tuple[int, str]] = set()  # (processor, method) already logged with its traceback
 
-    def replace(self, processors: Sequence[SpanProcessor]) -> None:
-        """Swap in new processors, shutting the old ones down."""
-        old, self.processors = self.processors, tuple(processors)
+    def replace(self, processors: Sequence[SpanProcessor], exporter: SpanExporter | None = None) -> None:
+        """Swap in new processors (and the exporter behind them), shutting the old ones down."""
+        old, self.processors, self.exporter = self.processors, tuple(processors), exporter
         for p in old:
             try:
                 p.shutdown()
@@ -110,15 +116,33 @@ class ProcessorGroup(SpanProcessor):
                 log.exception("error shutting down span processor %r", p)
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
-        """Flush every processor; False if one did not finish in time."""
+        """Flush every processor, then wait for the exporter's deliveries, all within `timeout_millis`; False if
+        something did not finish in time.
+
+        OpenTelemetry's processors hand their spans to the exporter and return True (the batch processor of
+        opentelemetry-sdk 1.45 ignores the timeout), which for the Kafka exporter means queued in its client,
+        not delivered: a process frozen after such a flush (a serverless function) lost them."""
+        deadline = time.monotonic() + timeout_millis / 1000
         ok = True
         for p in self.processors:
             try:
-                ok = p.force_flush(timeout_millis) and ok
+                ok = p.force_flush(_left_ms(deadline)) and ok
             except Exception:
                 log.exception("error flushing span processor %r", p)
                 ok = False
+        exporter = self.exporter
+        if exporter is not None:
+            try:
+                ok = exporter.force_flush(_left_ms(deadline)) and ok
+            except Exception:
+                log.exception("error flushing span exporter %r", exporter)
+                ok = False
         return ok
+
+
+def _left_ms(deadline: float) -> int:
+    """Milliseconds until `deadline` (monotonic), at least 0."""
+    return max(0, int((deadline - time.monotonic()) * 1000))
 
 
 def _ours(span: ReadableSpan) -> bool:

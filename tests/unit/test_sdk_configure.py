@@ -331,3 +331,55 @@ def test_a_span_processor_that_raises_reaches_neither_the_agent_nor_the_processo
     logged = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
     assert len(logged) == 2, logged  # once each, with the traceback, not once a span
     assert any("in on_start;" in m for m in logged) and any("in on_end;" in m for m in logged), logged
+
+
+def test_a_flush_waits_for_the_exporters_deliveries_within_its_timeout() -> None:
+    """OpenTelemetry's batch processor hands its spans to the exporter and returns True, ignoring the timeout:
+    with the Kafka exporter that meant queued in the client, not delivered. The provider's flush now also
+    waits for the exporter's deliveries, in what is left of the same timeout."""
+    from collections.abc import Sequence
+
+    from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
+    from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+
+    from agentwatch import trace
+
+    class Queued(SpanExporter):
+        """Accepts spans at once and delivers them when told to; its flush says whether all were delivered."""
+
+        def __init__(self) -> None:
+            self.accepted = 0
+            self.delivered = False
+            self.flushes: list[int] = []
+
+        def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+            self.accepted += len(spans)
+            return SpanExportResult.SUCCESS
+
+        def force_flush(self, timeout_millis: int = 30_000) -> bool:
+            self.flushes.append(timeout_millis)
+            return self.delivered
+
+    class Slow(SpanProcessor):
+        def force_flush(self, timeout_millis: int = 30_000) -> bool:
+            time.sleep(0.05)
+            return True
+
+    provider = TracerProvider()
+    exporter = Queued()
+    configure(exporter, tracer_provider=provider, batch=True, extra_processors=[Slow()])
+
+    @trace(kind="tool")
+    def lookup(i: int) -> int:
+        return i
+
+    try:
+        lookup(1)
+        assert provider.force_flush(2_000) is False  # handed over, not delivered
+        assert exporter.accepted == 1
+        [given] = exporter.flushes
+        assert 0 < given <= 2_000 - 50  # what the slow processor left of the timeout
+        exporter.delivered = True
+        assert provider.force_flush(2_000) is True
+    finally:
+        shutdown()
