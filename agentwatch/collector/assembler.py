@@ -25,6 +25,7 @@ from operator import attrgetter
 
 from agentwatch.collector.conventions import END_KEYS
 from agentwatch.collector.decode import SpanRecord
+from agentwatch.collector.id_memory import ENTRY_ROOM, IdMemory
 from agentwatch.collector.span_size import span_bytes
 from agentwatch.config import CollectorConfig
 
@@ -102,7 +103,9 @@ class Assembler:
         )  # (opened at, key, serial), in order
         self._done: dict[int, int] = {}  # partition -> highest offset whose message is done
         self._returned: dict[int, int] = {}  # partition -> last offset handed out by committable
-        self._recent: dict[int, OrderedDict[str, bool]] = {}  # partition -> recently finished ids (LRU)
+        # partition -> recently finished ids (LRU, value: a late span was logged), bounded in bytes too: a
+        # conversation id may be 64 K characters, 10,000 of them 650 MB a partition; at most 5 MB this way
+        self._recent: dict[int, IdMemory[bool]] = {}
         self._serial = 0
 
     # ----------------------------------------------------------------------- spans in
@@ -148,10 +151,10 @@ class Assembler:
         if conv is not None:
             return conv, False
         recent = self._recent.get(partition)
-        if recent is not None and cid in recent:
+        if recent is not None and (logged := recent.get(cid)) is not None:
             self.stats.late_spans += spans
-            if not recent[cid]:
-                recent[cid] = True
+            if not logged:
+                recent.remember(cid, True, touch=False)
                 log.info("late span(s) for finished conversation %s on partition %d", cid, partition)
             return None, False
         if len(self._open) >= self.config.max_open_conversations:
@@ -358,11 +361,10 @@ class Assembler:
         conv = self._open.pop(key)
         self.stats.open_bytes -= conv.nbytes
         partition, cid = key
-        recent = self._recent.setdefault(partition, OrderedDict())
-        recent[cid] = False
-        recent.move_to_end(cid)
-        if len(recent) > self._recent_cap:
-            recent.popitem(last=False)
+        recent = self._recent.get(partition)
+        if recent is None:
+            recent = self._recent[partition] = IdMemory(self._recent_cap, self._recent_cap * ENTRY_ROOM)
+        recent.remember(cid, False)
         by_reason = self.stats.finished_by_reason
         by_reason[reason] = by_reason.get(reason, 0) + 1
         self.stats.open_conversations = len(self._open)

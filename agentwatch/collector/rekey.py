@@ -8,12 +8,12 @@ one announcement per trace whose conversation the message reveals. See docs/coll
 from __future__ import annotations
 
 import logging
-from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
 from agentwatch import wire
 from agentwatch.collector.decode import SpanRecord, encode_spans_otlp
+from agentwatch.collector.id_memory import ENTRY_ROOM, IdMemory
 from agentwatch.collector.loop_join import loop_route
 from agentwatch.collector.reconstruct import build_conversation
 from agentwatch.collector.span_record import conversation_of
@@ -31,6 +31,8 @@ REKEY_HEADERS = [(CONTENT_TYPE_HEADER, PROTOBUF), (KEY_HEADER, KEY_CONVERSATION)
 TRACE_HEADERS = [(CONTENT_TYPE_HEADER, PROTOBUF), (KEY_HEADER, KEY_TRACE)]
 ANNOUNCE_HEADERS = [(CONTENT_TYPE_HEADER, b"text/plain; charset=utf-8"), (KEY_HEADER, KEY_TRACE_CONVERSATION)]
 _ANNOUNCED_MEMORY = 10_000  # traces whose announcement this process sent recently (not sent again)
+# and bytes of their ids: a conversation id may be 64 K characters, 10,000 of them 650 MB; this is 5 MB
+_ANNOUNCED_BYTES = _ANNOUNCED_MEMORY * ENTRY_ROOM
 
 
 def header(headers: Sequence[tuple[str, bytes]] | None, name: str) -> bytes | None:
@@ -65,10 +67,9 @@ class Rekeyer:
     def __init__(self, producer: Any, topic: str) -> None:
         self._producer = producer
         self._topic = topic
-        self._announced: OrderedDict[str, str] = OrderedDict()  # trace id -> conversation id announced
-        self._routes: OrderedDict[str, bytes] = (
-            OrderedDict()
-        )  # trace id -> its loop's key, for its late spans
+        # trace id -> conversation id announced; trace id -> its loop's key, for its late spans
+        self._announced: IdMemory[str] = IdMemory(_ANNOUNCED_MEMORY, _ANNOUNCED_BYTES)
+        self._routes: IdMemory[bytes] = IdMemory(_ANNOUNCED_MEMORY, _ANNOUNCED_BYTES)
 
     def route(self, spans: list[SpanRecord]) -> int:
         """Spans of an input message not keyed by conversation: those whose conversation is known go to the
@@ -91,11 +92,9 @@ class Rekeyer:
         announced = self._announced
         for tid, cid in announce.items():
             if announced.get(tid) == cid:
-                announced.move_to_end(tid)
+                announced.touch(tid)
                 continue
-            announced[tid] = cid
-            if len(announced) > _ANNOUNCED_MEMORY:
-                announced.popitem(last=False)
+            announced.remember(tid, cid)
             send(self._topic, value=cid.encode("utf-8"), key=tid.encode("ascii"), headers=ANNOUNCE_HEADERS)
             sent += 1
         if unknown:
@@ -132,7 +131,7 @@ class Rekeyer:
         tid = trace[0].trace_id
         key = self._routes.get(tid)
         if key is not None:
-            self._routes.move_to_end(tid)
+            self._routes.touch(tid)
             return key
         ids = {span.span_id for span in trace}
         if any(role_of(s) != MODEL for s in trace if s.parent_span_id not in ids):
@@ -145,7 +144,5 @@ class Rekeyer:
             log.debug("trace %s not rebuilt for its loop key", tid, exc_info=True)
             return None
         if key is not None:
-            self._routes[tid] = key
-            if len(self._routes) > _ANNOUNCED_MEMORY:
-                self._routes.popitem(last=False)
+            self._routes.remember(tid, key)
         return key

@@ -17,7 +17,10 @@ conversation is known, and keeps the offset of its first record held (a crash re
 the spans it must join); after that the trace → conversation mapping stays in a bounded LRU so that late spans
 of a known trace still go to their conversation. Held spans are bounded by `max_held_spans`, traces in the
 window and in the LRU by `trace_memory`, the bytes of held spans by `max_held_bytes` (counted like the
-assembler's budget, `span_size.span_bytes`): over a bound, the oldest trace leaves the window early.
+assembler's budget, `span_size.span_bytes`), and the bytes of the ids in the window, and apart those in the LRU,
+by `max_id_bytes` (`trace_memory` × `id_memory.ENTRY_ROOM`: a conversation id may be 64 K characters, and a count
+alone let them hold gigabytes): over a bound, the oldest trace leaves the window early, and the least recently
+used mapping leaves the LRU.
 
 Callers republish what is released (by conversation id) and commit a rekey-topic offset only below
 `low_offset(partition)` and after flushing the producer.
@@ -31,6 +34,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from agentwatch.collector.decode import SpanRecord
+from agentwatch.collector.id_memory import ENTRY_ROOM, IdMemory, id_bytes
 from agentwatch.collector.span_size import span_bytes
 
 log = logging.getLogger(__name__)
@@ -75,9 +79,12 @@ class TraceJoin:
         self.max_held_spans = max(0, max_held_spans)
         self.max_held_bytes = max(0, max_held_bytes)
         self.trace_memory = max(1, trace_memory)
+        self.max_id_bytes = self.trace_memory * ENTRY_ROOM  # of the window's ids, and of the LRU's
         self.stats = TraceJoinStats()
         self._window: OrderedDict[str, _Trace] = OrderedDict()  # by first seen (oldest first)
-        self._known: OrderedDict[str, str] = OrderedDict()  # trace id -> conversation id, least recent first
+        self._window_id_bytes = 0  # counted bytes of the trace and conversation ids of the window's traces
+        # trace id -> conversation id, least recent first
+        self._known: IdMemory[str] = IdMemory(self.trace_memory, self.max_id_bytes)
         self._held: dict[
             int, list[tuple[int, int, str]]
         ] = {}  # partition -> heap of (offset, serial, trace id)
@@ -103,7 +110,7 @@ class TraceJoin:
             if known is not None:
                 if known != conversation_id:
                     self._conflict(trace_id, known, conversation_id)
-                self._known.move_to_end(trace_id)
+                self._known.touch(trace_id)
                 return []
             evicted = self._make_room()
             entry = self._open(trace_id, partition, offset, now)
@@ -111,6 +118,7 @@ class TraceJoin:
             evicted = []
         if entry.conversation_id is None:
             entry.conversation_id = conversation_id
+            self._window_id_bytes += id_bytes(conversation_id)
             released = entry.spans
             entry.spans = []
             self.stats.held_spans -= len(released)
@@ -119,6 +127,8 @@ class TraceJoin:
             self.stats.joined_spans += len(released)
             for span in released:
                 span.conversation_id = conversation_id
+            if self._window_id_bytes > self.max_id_bytes:
+                released.extend(self._fit_ids())
             return evicted + released
         if entry.conversation_id != conversation_id:
             self._conflict(trace_id, entry.conversation_id, conversation_id)
@@ -134,7 +144,7 @@ class TraceJoin:
             if entry is None:
                 known = self._known.get(tid)
                 if known is not None:
-                    self._known.move_to_end(tid)
+                    self._known.touch(tid)
                     span.conversation_id = known
                     if known != tid:
                         self.stats.joined_spans += 1
@@ -154,6 +164,8 @@ class TraceJoin:
                 self.stats.held_spans += 1
         if self.stats.held_spans > self.max_held_spans or self.stats.held_bytes > self.max_held_bytes:
             released.extend(self._evict_held())
+        if self._window_id_bytes > self.max_id_bytes:
+            released.extend(self._fit_ids())
         return released
 
     # ----------------------------------------------------------------------- time and bounds
@@ -190,6 +202,24 @@ class TraceJoin:
                 released.extend(self._close(entry, timed_out=False))
         return released
 
+    def _fit_ids(self) -> list[SpanRecord]:
+        """Over `max_id_bytes` of ids in the window: close the oldest traces (not the newest) until under it."""
+        released: list[SpanRecord] = []
+        window = self._window
+        if len(window) > 1:
+            log.warning(
+                "trace join window holds %d bytes of ids (bound %d); the oldest traces leave it early",
+                self._window_id_bytes,
+                self.max_id_bytes,
+            )
+        while self._window_id_bytes > self.max_id_bytes and len(window) > 1:
+            released.extend(self._close(next(iter(window.values())), timed_out=False))
+        return released
+
+    def id_bytes(self) -> int:
+        """Counted bytes of the ids the join remembers: of the traces in the window and of the LRU."""
+        return self._window_id_bytes + self._known.nbytes
+
     def low_offset(self, partition: int) -> int | None:
         """The lowest offset of `partition` still held by a trace in the window, or None."""
         heap = self._held.get(partition)
@@ -207,6 +237,7 @@ class TraceJoin:
         gone = set(partitions)
         for tid in [t for t, e in self._window.items() if e.partition in gone]:
             entry = self._window.pop(tid)
+            self._window_id_bytes -= _ids_of(entry)
             self.stats.held_spans -= len(entry.spans)
             self.stats.held_bytes -= entry.nbytes
         for p in gone:
@@ -229,12 +260,14 @@ class TraceJoin:
         self._serial += 1
         entry = _Trace(self._serial, trace_id, partition, offset, now)
         self._window[trace_id] = entry
+        self._window_id_bytes += id_bytes(trace_id)
         heapq.heappush(self._held.setdefault(partition, []), (offset, entry.serial, trace_id))
         self.stats.open_traces = len(self._window)
         return entry
 
     def _close(self, entry: _Trace, timed_out: bool) -> list[SpanRecord]:
         del self._window[entry.trace_id]
+        self._window_id_bytes -= _ids_of(entry)
         self.stats.open_traces = len(self._window)
         released = entry.spans
         entry.spans = []
@@ -250,13 +283,15 @@ class TraceJoin:
                 self.stats.evicted_spans += len(released)
             for span in released:
                 span.conversation_id = conversation
-        known = self._known
-        known[entry.trace_id] = conversation
-        known.move_to_end(entry.trace_id)
-        if len(known) > self.trace_memory:
-            known.popitem(last=False)
+        self._known.remember(entry.trace_id, conversation)
         return released
 
     def _conflict(self, trace_id: str, known: str, other: str) -> None:
         self.stats.conflicts += 1
         log.info("trace %s announced for conversation %s, already joined to %s; kept", trace_id, other, known)
+
+
+def _ids_of(entry: _Trace) -> int:
+    """Counted bytes of a window trace's ids (its conversation id once known)."""
+    cid = entry.conversation_id
+    return id_bytes(entry.trace_id) + (0 if cid is None else id_bytes(cid))
