@@ -6,6 +6,7 @@ import urllib.request
 from fractions import Fraction
 
 import pytest
+from confluent_kafka import KafkaError
 from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -136,6 +137,7 @@ def test_every_documented_metric_is_exposed(served) -> None:
             )
         )
     service.estimator.reject_invalid()
+    service.consumer_events.record(KafkaError(KafkaError._TRANSPORT))  # a broker connection failed
     m = scrape(port)
     doc = (pathlib.Path(__file__).parents[2] / "docs" / "metrics.md").read_text()
     table = doc.split("## Pipeline health")[0]
@@ -157,6 +159,7 @@ def test_every_documented_metric_is_exposed(served) -> None:
         > 0.5
     )
     assert value(m, "agentwatch_scores_rejected_total", reason="invalid") == 1
+    assert value(m, "agentwatch_exporter_consumer_errors_total", error="_TRANSPORT") == 1
     assert (
         value(
             m,
