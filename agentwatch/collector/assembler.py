@@ -165,7 +165,7 @@ class Assembler:
         self._opened.append((now, key, conv.serial))
         if len(self._opened) > 2 * len(self._open) + 1024:  # entries of finished conversations: drop them
             self._opened = deque(e for e in self._opened if self._is_current(e[1], e[2]))
-        heapq.heappush(self._held.setdefault(partition, []), (offset, conv.serial, cid))
+        self._hold(partition, offset, conv.serial, cid)
         self.stats.open_conversations = len(self._open)
         return conv, True
 
@@ -174,9 +174,7 @@ class Assembler:
         self._open.move_to_end((conv.partition, conv.conversation_id))
         if offset < conv.min_offset:
             conv.min_offset = offset
-            heapq.heappush(
-                self._held.setdefault(conv.partition, []), (offset, conv.serial, conv.conversation_id)
-            )
+            self._hold(conv.partition, offset, conv.serial, conv.conversation_id)
 
     def _put(self, run: list[SpanRecord], conv: _Open, now: float) -> tuple[int, int, int]:
         """Store spans of one open conversation (de-duplicated, capped) and note an end flag; (added,
@@ -290,12 +288,10 @@ class Assembler:
         candidate = done + 1 if below is None else min(done + 1, below)
         heap = self._held.get(partition)
         while heap:
-            offset, serial, cid = heap[0]
-            conv = self._open.get((partition, cid))
-            if conv is None or conv.serial != serial or conv.min_offset != offset:
+            if not self._holds(partition, heap[0]):
                 heapq.heappop(heap)
                 continue
-            candidate = min(candidate, offset)
+            candidate = min(candidate, heap[0][0])
             break
         for fin, offset in self._pending:
             if fin.partition == partition:
@@ -320,6 +316,25 @@ class Assembler:
         return 0.0
 
     # ----------------------------------------------------------------------- internals
+
+    def _hold(self, partition: int, offset: int, serial: int, cid: str) -> None:
+        """Note that conversation `cid` (`serial`) holds `partition` from `offset` on.
+
+        Entries of finished conversations leave the heap only once they reach its top: behind one conversation
+        open for `max_open_age_s` at a low offset, every later conversation's entry (and its id) stayed, an hour
+        of traffic. Past twice the open conversations (plus some slack, so that this is rare), the heap is
+        rebuilt of its current entries, which are at most one an open conversation."""
+        heap = self._held.setdefault(partition, [])
+        heapq.heappush(heap, (offset, serial, cid))
+        if len(heap) > 2 * len(self._open) + 1024:
+            heap[:] = [e for e in heap if self._holds(partition, e)]
+            heapq.heapify(heap)
+
+    def _holds(self, partition: int, entry: tuple[int, int, str]) -> bool:
+        """Whether a heap entry (offset, serial, id) of `partition` is an open conversation's lowest offset."""
+        offset, serial, cid = entry
+        conv = self._open.get((partition, cid))
+        return conv is not None and conv.serial == serial and conv.min_offset == offset
 
     def _is_current(self, key: tuple[int, str], serial: int) -> bool:
         conv = self._open.get(key)

@@ -145,6 +145,29 @@ def test_oldest_open_age_and_the_age_queue_stay_small() -> None:
     assert a.oldest_open_age(230.0) == 30.0
 
 
+def test_behind_a_long_open_conversation_the_offset_heap_keeps_only_open_ones() -> None:
+    """One conversation open at offset 0 for the whole test (under max_open_age_s): the 20,000 conversations
+    finished after it left each an entry in the partition's offset heap, kept until the open one finished; the
+    heap now holds about as many entries as conversations are open, and the offset rule is unchanged."""
+    a = Assembler(config(idle_timeout_s=50.0, max_open_age_s=3600.0))
+    a.add(fat_span("long", 0), 0, 0, now=0.0)
+    a.message_done(0, 0)
+    for i in range(1, 20_001):
+        now = i * 0.01
+        a.add(fat_span(f"c{i}", i, end=True), 0, i, now=now)
+        a.message_done(0, i)
+        if i % 100 == 0:
+            a.add(fat_span("long", 100_000 + i), 0, i, now=now)  # active: never idle
+            a.poll(now)
+            assert a.committable(0) in (None, 0)  # held by the long conversation's first span
+    assert a.stats.finished_by_reason.get("end", 0) >= 19_900
+    assert len(a._held[0]) <= 2 * a.stats.open_conversations + 1025
+    a.add(fat_span("long", 1, end=True), 0, 20_001, now=300.0)
+    a.message_done(0, 20_001)
+    assert "long" in [f.conversation_id for f in a.poll(400.0)]
+    assert a.committable(0) == 20_002
+
+
 def test_random_streams_under_a_small_budget_lose_no_span_and_keep_the_offset_rule() -> None:
     """Every span added ends in exactly one finished conversation; commits never pass an unpolled span."""
     rng = random.Random(7)
