@@ -12,6 +12,10 @@ Shared by task policies and conversation-level expectations:
   the valid one), or — with `refused_first="note"`, for expectations that replay a ground truth from the same
   starting state — when the expectation names no alternative (the ground truth's own replay is refused too;
   with an alternative, the alternative was the valid one);
+- an expected write the agent did not make is not missing either — a note says so — when the latest successful
+  call addressing its record (called with some of the write's arguments, the same values, and nothing else)
+  returned that record, or one object directly in it, holding every other argument of the write with the same
+  value: the write would have changed nothing (the ground truth "changed" a user's address to the one it had);
 - calls nobody expected are checked as `extra_calls` says: `read_only` (default) fails a successful call with
   effects, `none` fails any successful call, `any` fails none. A successful call with effects is one even when
   every `new_X` argument equals its `X`: environments record the modification itself (τ-bench marks the order
@@ -29,6 +33,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentwatch.config.policies import is_constraint
 from agentwatch.scorers.arguments import canonical_json
 from agentwatch.scorers.differences import ABSENT, Difference, closest, shown
 from agentwatch.scorers.matching import match_pairs
@@ -127,6 +132,8 @@ class CallsFound:
     unexpected: list[MadeCall] = field(default_factory=list)
     order: str | None = None
     refused: list[tuple[WantedCall, MadeCall]] = field(default_factory=list)  # expected, made, refused
+    # expected writes not made, and the call whose result shows their values already
+    unchanged: list[tuple[WantedCall, MadeCall]] = field(default_factory=list)
 
     def differences(self, prefix: str) -> list[ArgumentDifference]:
         """The structured form of the `<prefix>_tools` reasons: one record per differing value."""
@@ -151,11 +158,19 @@ class CallsFound:
         return out
 
     def notes(self, prefix: str) -> list[str]:
-        """A `note` for each expected call the environment refused (informational: it fails nothing)."""
+        """A `note` for each expected call the environment refused, and for each expected write that would have
+        changed nothing (informational: they fail nothing)."""
         return [
-            f"note: {prefix}: the expected {w.label} was refused in this run ({_short(m.call.error)}): not "
-            "required"
-            for w, m in self.refused
+            *(
+                f"note: {prefix}: the expected {w.label} was refused in this run ({_short(m.call.error)}): not "
+                "required"
+                for w, m in self.refused
+            ),
+            *(
+                f"note: {prefix}: the expected {w.label} would have changed nothing: {m.call.name} (turn {m.turn}) "
+                "returned its values already: not required"
+                for w, m in self.unchanged
+            ),
         ]
 
     def reasons(self, prefix: str, extra_calls: str) -> list[str]:
@@ -324,6 +339,7 @@ def check_calls(
     taken = set(pairs.values())
     paired_names = Counter(name for i in pairs for name in wanted[i].names)
     free: set[int] | None = None  # the ids of the successful calls no expectation took, once one is missing
+    lookups: list[tuple[MadeCall, dict[str, str]]] | None = None  # once an expected call is not made
     budget = CLOSEST_BUDGET
     for i, w in enumerate(wanted):
         if not w.required or i in pairs:
@@ -340,6 +356,13 @@ def check_calls(
             and (done_instead or (refused_first == "note" and len(w.names) == 1))
         ):
             found.refused.append((w, made[at]))
+            continue
+        if lookups is None:
+            lookups = _lookups(made)
+        shown_by, examined = _shown_already(w.spec, lookups, budget)
+        budget -= examined
+        if shown_by is not None:
+            found.unchanged.append((w, shown_by))
         else:
             if free is None:
                 free = {id(m) for j, m in enumerate(done) if j not in taken}
@@ -353,6 +376,58 @@ def check_calls(
     if not found.missing and order != "any" and wanted:
         found.order = _order_broken(wanted, pairs, done, made, fits, order)
     return found
+
+
+def _lookups(made: Sequence[MadeCall]) -> list[tuple[MadeCall, dict[str, str]]]:
+    """The successful calls with arguments, latest first, each with its arguments as canonical JSON."""
+    return [
+        (m, {str(k): _canonical(v) for k, v in m.call.arguments.items()})
+        for m in reversed(made)
+        if m.ok and m.call.arguments
+    ]
+
+
+def _shown_already(
+    spec: Any, lookups: Sequence[tuple[MadeCall, dict[str, str]]], budget: int
+) -> tuple[MadeCall | None, int]:
+    """The latest successful call addressing the record an expected write addresses, when its result shows the
+    write's other values already (the write would change nothing), else None; and the calls looked at (none
+    once `budget` is spent: the write then counts as missing).
+
+    A call addresses the record when its arguments are some of the write's, with the same values, and nothing else
+    (`get_user_details(user_id)` for `modify_user_address(user_id, address1, ...)`; a lookup of an order by its
+    id does not address its user, though it holds the user's id and an address). The values must be in the
+    record itself or in one object directly in it, all in the same one, equal as JSON; a write with a
+    constraint for a value, or with no value beside the record's address, is never taken as shown.
+    `lookups`: from `_lookups`."""
+    args = getattr(spec, "arguments", None)
+    if (
+        len(lookups) > budget
+        or not isinstance(args, dict)
+        or len(args) < 2
+        or any(is_constraint(v) for v in args.values())
+    ):
+        return None, 0
+    wanted = {str(k): _canonical(v) for k, v in args.items()}
+    for n, (m, called) in enumerate(lookups, 1):
+        if len(called) >= len(wanted) or any(wanted.get(k) != v for k, v in called.items()):
+            continue  # another record, or not a lookup of one
+        rest = {k: v for k, v in wanted.items() if k not in called}
+        return (m if _holds(m.call.result, rest) else None), n  # the latest look at the record decides
+    return None, len(lookups)
+
+
+def _holds(result: Any, values: Mapping[str, str]) -> bool:
+    """Whether a result (an object, or its JSON text) or one object directly in it has every key of `values`
+    with that value (canonical JSON)."""
+    if isinstance(result, str):
+        result = read_structured(result)[0]
+    if not isinstance(result, dict):
+        return False
+    for node in (result, *(v for v in result.values() if isinstance(v, dict))):
+        if all(k in node and _canonical(node[k]) == v for k, v in values.items()):
+            return True
+    return False
 
 
 def _by_name(calls: Sequence[MadeCall]) -> dict[str, list[int]]:

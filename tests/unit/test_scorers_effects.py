@@ -3,6 +3,7 @@ endings (handoffs, goodbyes), required outputs, and the per-turn grader's free l
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -164,6 +165,122 @@ def test_argument_modes_in_policies() -> None:
     assert policy_codes(pay, conv(call("pay", amount=597))) == set()
     assert policy_codes(pay, conv(call("pay", amount="(430-136)+(412-109)"))) == set()
     assert policy_codes(pay, conv(call("pay", amount=596))) == {"policy_tools", "policy_effects"}
+
+
+# --------------------------------------------------------------------------- writes that change nothing
+
+ADDRESS = {"address1": "760 Elm Avenue", "address2": "Suite 564", "city": "Houston", "zip": "77034"}
+MOVE = {"tools": [{"name": "modify_user_address", "arguments": {"user_id": "u1", **ADDRESS}}]}
+
+
+def looked_up(name: str, result: object, **arguments: object) -> dict:
+    return {"name": name, "arguments": arguments, "result": result}
+
+
+def test_an_expected_write_the_record_already_shows_is_not_missing() -> None:
+    """τ²-bench retail task 110: the ground truth "changed" the user's address to the one it had; an agent that
+    looked it up and skipped the write changed nothing and succeeded. The note names the lookup."""
+    user = {"user_id": "u1", "name": "Sophia", "address": dict(ADDRESS), "orders": ["#W1"]}
+    c = conv(looked_up("get_user_details", user, user_id="u1"))
+    result = grade_policy(TaskPolicy.model_validate({"id": "p", **MOVE}), c, None, NAMES, KINDS)
+    assert result.failures == []
+    [note] = result.notes
+    assert note.startswith("note: policy: the expected modify_user_address(")
+    assert note.endswith(
+        "would have changed nothing: get_user_details (turn 0) returned its values already: not required"
+    )
+    # the record's own fields count too, and its JSON text as a result
+    flat = {"user_id": "u1", **ADDRESS, "email": "s@example.com"}
+    assert policy_codes(MOVE, conv(looked_up("get_user_details", json.dumps(flat), user_id="u1"))) == set()
+
+
+@pytest.mark.parametrize(
+    ("calls", "why"),
+    [
+        ([], "never looked up"),
+        (
+            [
+                looked_up(
+                    "get_user_details",
+                    {"user_id": "u1", "address": {**ADDRESS, "zip": "77242"}},
+                    user_id="u1",
+                )
+            ],
+            "one value differs",
+        ),
+        (
+            [looked_up("get_user_details", {"user_id": "u2", "address": dict(ADDRESS)}, user_id="u2")],
+            "another user's record",
+        ),
+        # an order holds its user's id and an address: a lookup by the order's id is not one of the user
+        (
+            [
+                looked_up(
+                    "get_order_details",
+                    {"order_id": "#W1", "user_id": "u1", "address": dict(ADDRESS)},
+                    order_id="#W1",
+                )
+            ],
+            "a lookup of another record",
+        ),
+        (
+            [
+                looked_up("get_user_details", {"user_id": "u1", "address": dict(ADDRESS)}, user_id="u1"),
+                looked_up(
+                    "get_user_details",
+                    {"user_id": "u1", "address": {**ADDRESS, "city": "Austin"}},
+                    user_id="u1",
+                ),
+            ],
+            "the latest look differs",
+        ),
+        (
+            [looked_up("list_addresses", {"user_id": "u1", "addresses": [dict(ADDRESS)]}, user_id="u1")],
+            "values in a list of records, not in the record",
+        ),
+        (
+            [
+                looked_up(
+                    "get_user_details",
+                    {
+                        "user_id": "u1",
+                        "address": {"address1": "760 Elm Avenue"},
+                        "billing": {k: v for k, v in ADDRESS.items() if k != "address1"},
+                    },
+                    user_id="u1",
+                )
+            ],
+            "values spread over two objects",
+        ),
+        (
+            [
+                looked_up("get_user_details", {"user_id": "u1", "address": dict(ADDRESS)}, user_id="u1")
+                | {"result": None, "error": "timeout"}
+            ],
+            "the lookup failed",
+        ),
+    ],
+)
+def test_an_expected_write_not_shown_by_the_latest_lookup_of_its_record_is_missing(
+    calls: list[dict], why: str
+) -> None:
+    assert policy_codes(MOVE, conv(*calls)) == {"policy_tools"}, why
+
+
+def test_a_write_with_a_constraint_or_nothing_beside_its_record_address_is_never_taken_as_shown() -> None:
+    user = {"user_id": "u1", "address": dict(ADDRESS), "status": "active"}
+    lookup = looked_up("get_user_details", user, user_id="u1")
+    constrained = {
+        "tools": [
+            {
+                "name": "modify_user_address",
+                "arguments": {"user_id": "u1", **ADDRESS, "city": {"regex": "Hou.*"}},
+            }
+        ]
+    }
+    assert policy_codes(constrained, conv(lookup)) == {"policy_tools"}
+    bare = {"tools": [{"name": "activate_user", "arguments": {"user_id": "u1"}}]}
+    assert policy_codes(bare, conv(lookup)) == {"policy_tools"}
 
 
 def test_relative_order_among_effects() -> None:
