@@ -1,10 +1,12 @@
-"""The limit on failing conversations' transcripts: per series, per minute of end time, memory bounded."""
+"""The limit on failing conversations' transcripts: per series, per minute of end time, memory bounded (in series
+and in bytes of their names, measured with tracemalloc once the test dropped its own references)."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 
 from agentwatch.collector.failing_limit import FailingLimit
+from tests.support.memory import kept_by
 
 NOW = 1_795_000_000.0 - 1_795_000_000.0 % 60 + 30  # half past a minute
 A = ("shop", "1.0", "refunds")
@@ -53,3 +55,25 @@ def test_series_past_the_bound_are_forgotten_oldest_first() -> None:
     for i in range(250):  # all in the current minute: the oldest half goes each time the bound is reached
         limit.keep(("b", "v", str(i)), NOW + 60)
         assert len(limit) <= 100
+
+
+def test_series_of_long_names_are_remembered_within_the_byte_bound() -> None:
+    """1,000 series of 60,000-character agent names (a span attribute's length) in one minute: 60 MB remembered
+    by count (1,000), at most its bytes (1,000 × 1,024) by bytes; the newest keeps its count."""
+    limit = FailingLimit(1, max_series=1000, clock=lambda: NOW)
+
+    def feed() -> None:
+        for i in range(1000):
+            assert limit.keep((f"{i:08d}" + "x" * 60_000, "v", "t"), NOW)
+
+    assert kept_by(feed) < 2 * 1024 * 1024
+    assert limit.nbytes <= limit.max_bytes and 0 < len(limit) < 100
+    assert limit.keep((f"{999:08d}" + "x" * 60_000, "v", "t"), NOW) is False  # its minute's one is spent
+
+
+def test_series_of_normal_names_fill_the_series_bound() -> None:
+    limit = FailingLimit(1, max_series=1000, clock=lambda: NOW)
+    for i in range(1000):
+        assert limit.keep((f"agent-{i}", "2026.11.30-rc1", f"retail_task_{i}"), NOW)
+    assert len(limit) == 1000 and limit.nbytes <= limit.max_bytes
+    assert limit.keep(("agent-0", "2026.11.30-rc1", "retail_task_0"), NOW) is False  # still remembered

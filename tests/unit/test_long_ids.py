@@ -7,10 +7,7 @@ What a memory keeps is measured with tracemalloc after the test dropped its own 
 from __future__ import annotations
 
 import dataclasses
-import gc
-import tracemalloc
 import uuid
-from collections.abc import Callable
 from pathlib import Path
 
 from agentwatch.collector.assembler import Assembler
@@ -18,6 +15,7 @@ from agentwatch.collector.decode import SpanRecord, decode_message
 from agentwatch.collector.rekey import Rekeyer
 from agentwatch.collector.trace_join import TraceJoin
 from agentwatch.config import CollectorConfig
+from tests.support.memory import kept_by
 
 MIB = 1024 * 1024
 LONG = 60_000  # characters of a hostile id (under max_attribute_bytes)
@@ -31,20 +29,6 @@ def long_id(n: int) -> str:
 def tool_span(tid: str, cid: str = "") -> SpanRecord:
     attrs: dict[str, object] = {"gen_ai.conversation.id": cid} if cid else {}
     return SpanRecord(tid, "1" * 16, None, "execute_tool lookup", 1, 2, None, attrs, {}, cid or tid)
-
-
-def kept_by(feed: Callable[[], object]) -> int:
-    """Bytes still allocated once `feed` has run and its garbage is collected: what it left in the structures
-    it fed."""
-    gc.collect()
-    tracemalloc.start()
-    try:
-        before = tracemalloc.get_traced_memory()[0]
-        feed()
-        gc.collect()
-        return tracemalloc.get_traced_memory()[0] - before
-    finally:
-        tracemalloc.stop()
 
 
 class _Producer:
