@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 
+from agentwatch.exporters.memo import memo
 from agentwatch.exporters.summary import Regression, SeriesEstimate
 from agentwatch.stats import units
 from agentwatch.stats.beta import BetaPosterior, regression_probability
@@ -51,7 +52,7 @@ def probability(
     return _probability(a + c1, b + n1 - c1, a + c0, b + n0 - c0, k, margin)
 
 
-@lru_cache(maxsize=16_384)
+@memo(16_384)
 def over_units(
     new: tuple[tuple[int, int, int], ...], base: tuple[tuple[int, int, int], ...], k: int, margin: float
 ) -> float | None:

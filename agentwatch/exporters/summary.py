@@ -27,7 +27,6 @@ window whose automatically graded conversations include review-sample labels get
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -43,6 +42,7 @@ from agentwatch.exporters.buckets import (
     Bucket,
     sketch_quantile,
 )
+from agentwatch.exporters.memo import memo
 from agentwatch.stats.beta import beta_interval, beta_power_means
 from agentwatch.stats.bootstrap import (
     CreditSums,
@@ -176,7 +176,7 @@ def _asr(total: Bucket, p: StatsParams) -> tuple[Interval | None, int]:
     return Interval(mean, *flat_widened(lo, hi, float(total.asr_sum), n, prior, p.level)), 0
 
 
-@lru_cache(maxsize=4096)
+@memo(4096)
 def _asr_over_units(
     histogram: tuple[tuple[float, int], ...], level: float, resamples: int, seed: int
 ) -> Interval:
@@ -186,7 +186,7 @@ def _asr_over_units(
     return Interval(*bootstrap_units_interval(means, level, resamples, seed, counts=units))
 
 
-@lru_cache(maxsize=4096)
+@memo(4096)
 def over_units(
     pairs: tuple[tuple[int, int, int], ...], ks: tuple[int, ...], level: float
 ) -> dict[Kind, dict[int, TaskEstimate]]:

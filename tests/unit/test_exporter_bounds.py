@@ -10,8 +10,10 @@ import tracemalloc
 from prometheus_client.parser import text_string_to_metric_families
 
 from agentwatch.config import load_settings
+from agentwatch.exporters import summary
 from agentwatch.exporters.estimator import Estimator
 from agentwatch.exporters.exposition import Exposition
+from tests.support.memory import kept_by
 from tests.support.scores import T0, Clock, find, make_score
 
 
@@ -169,3 +171,29 @@ def test_judges_past_max_judges_are_counted_as_other_and_the_fold_is_exported() 
     assert judged == {"openai:model-0:v1": 1, "openai:model-1:v1": 1, "openai:model-2:v1": 1, "other": 7}
     folded = {s.labels["label"]: s.value for s in samples if s.name == "agentwatch_labels_folded_total"}
     assert folded["judge"] == 7
+
+
+def test_the_memo_of_estimates_over_units_keeps_large_histograms_within_its_items() -> None:
+    """A window of 5,000 units (exporter.max_units) each of its own mean credit has a histogram of 5,000 items,
+    new at every scrape while the window changes: 200 of them kept by entries alone (4,096) held 88 MB; the
+    memo holds at most its items' worth."""
+    summary._asr_over_units.cache_clear()
+
+    def feed() -> None:
+        for h in range(200):
+            histogram = tuple(((h * 5000 + i) / 1e6, 1) for i in range(5000))
+            summary._asr_over_units(histogram, 0.95, 10, 0)
+
+    assert kept_by(feed) < 32 * 1024 * 1024
+    summary._asr_over_units.cache_clear()
+
+
+def test_the_memo_of_estimates_over_units_keeps_4096_histograms_of_a_normal_size() -> None:
+    """Windows whose units have up to 8 attempts: 4,096 histograms of 40 (n, c) pairs are all remembered."""
+    summary.over_units.cache_clear()
+    for h in range(4096):
+        pairs = tuple((n, c, 1 + h) for n in range(1, 9) for c in range(min(n, 4) + 1))[:40]
+        first = summary.over_units(pairs, (1, 3), 0.95)
+        assert summary.over_units(pairs, (1, 3), 0.95) is first
+    assert summary.over_units.cache_info().currsize == 4096
+    summary.over_units.cache_clear()
