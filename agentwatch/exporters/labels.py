@@ -127,7 +127,9 @@ class LabelCaps:
     def unit(self, agent: str, version: str, task: str, instance: str | None, t: float) -> Unit | None:
         """The unit (task, instance) of a score naming an instance or an attempt; None (a unit of its own) when
         the agent version's bound or the bound over every agent version is reached (counted)."""
-        unit = (sys.intern(kept(task)), None if instance is None else kept(instance))
+        # interned: one string per task and instance, not a copy in every bucket its unit is attempted in (each
+        # score brings its own, up to KEPT_LENGTH characters)
+        unit = (sys.intern(kept(task)), None if instance is None else sys.intern(kept(instance)))
         seen = self.units_seen.setdefault((agent, version), {})
         last = seen.get(unit)
         if last is None:

@@ -197,3 +197,26 @@ def test_the_memo_of_estimates_over_units_keeps_4096_histograms_of_a_normal_size
         assert summary.over_units(pairs, (1, 3), 0.95) is first
     assert summary.over_units.cache_info().currsize == 4096
     summary.over_units.cache_clear()
+
+
+def test_a_unit_attempted_across_buckets_costs_each_bucket_an_entry_not_a_copy_of_its_instance() -> None:
+    """500 units of 250-character instances (just under the 256 past which they are digests), each attempted in
+    20 buckets: every bucket held the instance of the score that first put its unit there (296 bytes per (unit,
+    bucket) entry); one string per instance, 154, as for short instances: within the 200 the docs plan for."""
+    clock = Clock(T0)
+    est = Estimator(load_settings(exporter={"windows": ["1h"], "max_conversations": 1000}), clock=clock)
+    est.add(make_score("warm-up", instance="w", attempt=0))
+
+    def feed() -> None:
+        n = 0
+        for b in range(20):
+            clock.t = T0 + 60 * b + 1
+            for u in range(500):
+                n += 1
+                score = make_score(f"c{n}", instance=f"{u:05d}" + "x" * 245, attempt=b, ended_at=clock.t)
+                assert est.add(score)
+
+    kept = kept_by(feed)
+    entries = est._entries.count - 2  # the warm-up's, in the task series and task="*"
+    assert entries == 2 * 20 * 500
+    assert kept / entries < 200, kept / entries
