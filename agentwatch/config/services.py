@@ -264,6 +264,13 @@ class ExporterConfig(ConsumerGroupMember):
     max_judges: int = Field(
         default=20, ge=1, description="distinct judge labels in the longest window; rest -> other"
     )
+    max_sample_rates: int = Field(
+        default=256,
+        ge=1,
+        description="distinct (judge_rate, review_rate) pairs scores record in the longest window; a score with "
+        'any other weighs as one that records no rate (agentwatch_labels_folded_total{label="rates"}): each '
+        "pair is a stratum of the weighted estimates in every bucket it has conversations in",
+    )
     max_conversations: int = Field(
         default=1_000_000,
         ge=1,

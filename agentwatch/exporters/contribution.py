@@ -1,6 +1,6 @@
 """What one conversation score contributes to the exporter's sliding windows: `Contributions.of` turns a
 `ConversationScore` into a `buckets.Contribution`, sharing the few distinct probabilities and correction points
-among the remembered conversations."""
+among the remembered conversations (few: the sample rates they come from are bounded, `LabelCaps.rates`)."""
 
 from __future__ import annotations
 
@@ -62,6 +62,10 @@ class Contributions:
 
     def of(self, score: ConversationScore, t: float, unit: Unit | None) -> Contribution:
         """What `score` (event time `t`, in `unit`) adds to a window."""
+        if (score.judge_rate is not None or score.review_rate is not None) and not self._caps.rates(
+            score.judge_rate, score.review_rate, t
+        ):  # past exporter.max_sample_rates: weighed as a score that records no rate
+            score = score.model_copy(update={"judge_rate": None, "review_rate": None})
         sums = [0.0] * len(TOOL_DIMENSIONS)
         counts = [0] * len(TOOL_DIMENSIONS)
         for ts in score.turn_scores:

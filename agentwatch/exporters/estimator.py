@@ -18,8 +18,9 @@
   (per agent), tasks outside `exporter.tasks` or, with no list, beyond `exporter.max_tasks`, and failure modes
   beyond `exporter.max_failure_modes` fold into `other` (first come, first kept among the values seen in the
   longest window); every fold is counted per label. A score of a new series when `exporter.max_series` real series
-  are in the longest window is counted in (other, other, other) (the `series` fold). Values are sanitised without
-  merging distinct names (`sanitize_label`).
+  are in the longest window is counted in (other, other, other) (the `series` fold). A score recording a
+  (judge rate, review rate) pair past `exporter.max_sample_rates` weighs as one recording none (the `rates`
+  fold). Values are sanitised without merging distinct names (`sanitize_label`).
 - Units: a score naming an instance or an attempt belongs to the unit (task, instance) of its agent version;
   each window counts the graded conversations per unit, which the estimates over units read (`summary`). At
   most `exporter.max_units` units per agent version are tracked (first come, first kept among those seen in

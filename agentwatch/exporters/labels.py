@@ -13,7 +13,7 @@ from agentwatch.wire.contract import INFORMATIONAL_REASONS
 
 ALL_TASKS = "*"
 OTHER = "other"
-FOLDED_LABELS: tuple[str, ...] = ("agent", "version", "task", "mode", "judge", "series")
+FOLDED_LABELS: tuple[str, ...] = ("agent", "version", "task", "mode", "judge", "series", "rates")
 RESERVED = frozenset({OTHER, ALL_TASKS})
 
 # Names and ids longer than this are remembered by their SHA-256 digest, so that what one remembered name or id
@@ -74,6 +74,7 @@ class LabelCaps:
         self._max_versions = cfg.max_versions_per_agent
         self._max_modes = cfg.max_failure_modes
         self._max_judges = cfg.max_judges
+        self._max_rates = cfg.max_sample_rates
         self._max_units = cfg.max_units
         self._max_units_total = cfg.max_units_total
         self._units_total = 0  # units in units_seen, over every agent version
@@ -82,6 +83,7 @@ class LabelCaps:
         self._versions_seen: dict[str, dict[str, float]] = {}  # agent -> version -> latest event time
         self._modes_seen: dict[str, float] = {}
         self._judges_seen: dict[str, float] = {}
+        self._rates_seen: dict[tuple[float | None, float | None], float] = {}  # (judge, review rate) -> time
         self.units_seen: dict[tuple[str, str], dict[Unit, float]] = {}  # agent version -> unit -> last time
         self.units_folded = 0
         self.folded = dict.fromkeys(FOLDED_LABELS, 0)
@@ -159,6 +161,21 @@ class LabelCaps:
                 self._judge_labels[judge] = found
         return self._fold("judge", found, self._judges_seen, self._max_judges, t)
 
+    def rates(self, judge_rate: float | None, review_rate: float | None, t: float) -> bool:
+        """Whether a score's recorded (judge rate, review rate) are taken as they are at event time `t`: each
+        distinct pair makes strata of the weighted estimates (`Bucket.graded_p`, `CorrectionSums`) in every bucket
+        it has conversations in, so past `max_sample_rates` pairs in the longest window the score weighs as one
+        that records no rate (counted: `rates`). Rates a collector records are few (configured, or on the
+        adaptive grid of `scorers.target_rate`); a producer writing a new one with every score made each hold
+        7.2 KB in the windows for as long as they held it."""
+        key = (judge_rate, review_rate)
+        last = self._rates_seen.get(key)
+        if last is None and len(self._rates_seen) >= self._max_rates:
+            self.folded["rates"] += 1
+            return False
+        self._rates_seen[key] = t if last is None else max(t, last)
+        return True
+
     def expire(self, horizon: float) -> None:
         """Forget the values and units last seen before `horizon`."""
         for seen in (
@@ -170,6 +187,8 @@ class LabelCaps:
         ):
             for name in [n for n, last in seen.items() if last < horizon]:
                 del seen[name]
+        for pair in [p for p, last in self._rates_seen.items() if last < horizon]:
+            del self._rates_seen[pair]
         for agent in [a for a, versions in self._versions_seen.items() if not versions]:
             del self._versions_seen[agent]
         for agent_version, units in list(self.units_seen.items()):

@@ -148,7 +148,15 @@ def test_unknown_tasks_fold_into_other_with_configured_list() -> None:
     other = find(snap, "1h", task="other")
     assert (other.scored, other.passed) == (2, 1)
     assert find(snap, "1h", task="shipping") is None
-    assert est.counters().folded == {"agent": 0, "version": 0, "task": 2, "mode": 0, "judge": 0, "series": 0}
+    assert est.counters().folded == {
+        "agent": 0,
+        "version": 0,
+        "task": 2,
+        "mode": 0,
+        "judge": 0,
+        "series": 0,
+        "rates": 0,
+    }
 
 
 def test_task_cap_folds_new_tasks_beyond_max() -> None:
@@ -345,7 +353,15 @@ def test_agent_and_version_caps_fold_into_other_and_count() -> None:
         ("other", "1"),
         ("other", "2"),
     }
-    assert est.counters().folded == {"agent": 2, "version": 2, "task": 0, "mode": 0, "judge": 0, "series": 0}
+    assert est.counters().folded == {
+        "agent": 2,
+        "version": 2,
+        "task": 0,
+        "mode": 0,
+        "judge": 0,
+        "series": 0,
+        "rates": 0,
+    }
     other = find(est.snapshot(), "1h", agent="other", version="1", task="refund")
     assert other.conversations == 1
 

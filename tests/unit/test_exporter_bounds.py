@@ -13,6 +13,7 @@ from agentwatch.config import load_settings
 from agentwatch.exporters import summary
 from agentwatch.exporters.estimator import Estimator
 from agentwatch.exporters.exposition import Exposition
+from agentwatch.wire.schema import ConversationScore
 from tests.support.memory import kept_by
 from tests.support.scores import T0, Clock, find, make_score
 
@@ -220,3 +221,48 @@ def test_a_unit_attempted_across_buckets_costs_each_bucket_an_entry_not_a_copy_o
     entries = est._entries.count - 2  # the warm-up's, in the task series and task="*"
     assert entries == 2 * 20 * 500
     assert kept / entries < 200, kept / entries
+
+
+def _judged(cid: str, rate: float, labelled: bool) -> ConversationScore:
+    """A judged score recording judge rate `rate` and review rate `rate / 2`, in the review sample when
+    `labelled` (with a person's label)."""
+    return make_score(
+        cid,
+        judge="j",
+        judge_sampled=True,
+        judge_outcome="complete",
+        graded_by=["judge"],
+        outcome_source="judge",
+        automated={"graded_by": ["judge"], "outcome": "complete", "passed": True, "asr_credit": 1.0},
+        judge_rate=rate,
+        review_rate=rate / 2,
+        review_sampled=labelled,
+        label="complete" if labelled else None,
+    )
+
+
+def test_scores_recording_sample_rates_of_their_own_hold_strata_within_max_sample_rates() -> None:
+    """4,000 judged scores each recording rates of its own (a producer's): each pair was strata of the weighted
+    estimates in the bucket and total of every window of both its series, 7.2 KB a score for as long as the
+    windows held it (29.0 MB); past `max_sample_rates` (256) pairs a score weighs as one that records no rate,
+    counted (2.4 MB)."""
+    est = Estimator(load_settings(exporter={"max_conversations": 1000}), clock=Clock(T0 + 60))
+    est.add(make_score("warm-up"))
+
+    def feed() -> None:
+        for i in range(4000):
+            assert est.add(_judged(f"c{i}", 0.5 + i * 1e-6, i % 2 == 0))
+
+    assert kept_by(feed) < 4 * 1024 * 1024
+    assert est.counters().folded["rates"] == 4000 - 256
+    total = est._series[("bot", "v1", "refund")].windows[0].total
+    assert len(total.graded_by_probability()) == 256 + 1  # and 1: those weighed as recording no rate
+
+
+def test_scores_recording_up_to_max_sample_rates_pairs_keep_their_weights() -> None:
+    est = Estimator(load_settings(exporter={"windows": ["1h"]}), clock=Clock(T0 + 60))
+    for i in range(256):
+        assert est.add(_judged(f"c{i}", 2.0 ** (-i / 4), False))
+    total = est._series[("bot", "v1", "refund")].windows[0].total
+    assert sorted(total.graded_by_probability()) == sorted(2.0 ** (-i / 4) for i in range(256))
+    assert est.counters().folded["rates"] == 0
