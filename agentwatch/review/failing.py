@@ -20,7 +20,7 @@ from sqlalchemy import String, and_, func, inspect, select, text, update
 from sqlalchemy.engine import Engine
 
 from agentwatch.review.rows import FailingItem
-from agentwatch.review.tables import FAILURES_LENGTH, conversations, same_series
+from agentwatch.review.tables import FAILURES_LENGTH, conversations, filter_values, same_series
 from agentwatch.wire.json_text import model_from_json
 from agentwatch.wire.schema import EVIDENCE, ConversationScore, Outcome
 
@@ -118,13 +118,13 @@ def failing(engine: Engine, q: FailingQuery, limit: int, offset: int = 0) -> tup
 
 
 def series_choices(engine: Engine) -> dict[str, list[str]]:
-    """The agents, versions and tasks of the failing conversations held (for the list's filters)."""
+    """The agents, versions and tasks of the failing conversations held (for the list's filters, at most
+    `MAX_CHOICES` each)."""
     t = conversations.c
     out: dict[str, list[str]] = {}
     with engine.connect() as c:
         for name, column in (("agent", t.agent), ("version", t.version), ("task", t.task)):
-            query = select(column).where(t.failures != "").distinct().order_by(column)
-            out[name] = list(c.execute(query).scalars())
+            out[name] = filter_values(c, column, t.failures != "")
     return out
 
 

@@ -17,11 +17,15 @@ from sqlalchemy.sql.elements import ColumnElement
 from agentwatch import wire
 from agentwatch.report.ordering import natural_key
 from agentwatch.review.rows import QueueItem
-from agentwatch.review.tables import conversations, labels, same_series
+from agentwatch.review.tables import conversations, filter_values, labels, same_series
 from agentwatch.wire.json_text import model_from_json
 from agentwatch.wire.schema import Conversation, ConversationScore, Outcome
 
 OUTCOMES: tuple[str, ...] = ("complete", "partial_correct", "partial_incorrect", "hallucinated", "abandoned")
+# Series (agent, version, task, sample) the queue-size gauge names at most, the largest; a series is named by span
+# attributes, so a producer writing new names made the gauge, and each scrape, as large as the store's series.
+MAX_QUEUE_SERIES = 2_000
+OTHER = "other"
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,15 +96,14 @@ def queue(engine: Engine, filters: Filters, limit: int, offset: int) -> tuple[li
 
 
 def choices(engine: Engine) -> dict[str, list[str]]:
-    """The agents, versions and tasks of the conversations in the queue (for the filters; numbers in their
-    order: task 2 before task 10)."""
+    """The agents, versions and tasks of the conversations in the queue (for the filters, at most `MAX_CHOICES`
+    each; numbers in their order: task 2 before task 10)."""
     t = conversations.c
     out: dict[str, list[str]] = {}
     queued = (t.labelled.is_(False), t.sample != wire.FAILING)
     with engine.connect() as c:
         for name, column in (("agent", t.agent), ("version", t.version), ("task", t.task)):
-            query = select(column).where(*queued).distinct()
-            out[name] = sorted(c.execute(query).scalars(), key=natural_key)
+            out[name] = sorted(filter_values(c, column, *queued), key=natural_key)
     return out
 
 
@@ -120,14 +123,27 @@ def neighbours(engine: Engine, row_id: int, filters: Filters) -> tuple[int | Non
 
 
 def queue_sizes(engine: Engine) -> list[tuple[str, str, str, str, int]]:
-    """(agent, version, task, sample, unlabelled conversations), for the queue-size gauge."""
+    """(agent, version, task, sample, unlabelled conversations), for the queue-size gauge: the
+    `MAX_QUEUE_SERIES` largest series, the conversations of the others summed per sample under agent, version
+    and task `other`."""
     t = conversations.c
     with engine.connect() as c:
         series = (t.agent, t.version, t.task, t.sample)
         queued = (t.labelled.is_(False), t.sample != wire.FAILING)
-        query = select(*series, func.count()).where(*queued).group_by(*series)
-        rows = c.execute(query).all()
-    return [(a, v, k, s, int(n)) for a, v, k, s, n in rows]
+        n = func.count()
+        query = (
+            select(*series, n).where(*queued).group_by(*series).order_by(n.desc()).limit(MAX_QUEUE_SERIES + 1)
+        )
+        rows = [(a, v, k, s, int(m)) for a, v, k, s, m in c.execute(query)]
+        if len(rows) <= MAX_QUEUE_SERIES:
+            return sorted(rows)
+        rows = sorted(rows[:MAX_QUEUE_SERIES])
+        per_sample = c.execute(select(t.sample, n).where(*queued).group_by(t.sample)).all()
+    for sample, total in per_sample:
+        rest = int(total) - sum(r[4] for r in rows if r[3] == sample)
+        if rest:
+            rows.append((OTHER, OTHER, OTHER, sample, rest))
+    return rows
 
 
 def get(engine: Engine, row_id: int) -> Stored | None:

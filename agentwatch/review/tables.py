@@ -28,7 +28,9 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    select,
 )
+from sqlalchemy.engine import Connection
 from sqlalchemy.sql.elements import ColumnElement
 
 metadata = MetaData()
@@ -130,6 +132,19 @@ def storable(table: Table, values: dict[str, Any]) -> dict[str, Any]:
     return {
         key: fitted(table.c[key], value) if isinstance(value, str) else value for key, value in values.items()
     }
+
+
+# Values a page's agent, version or task filter lists at most (the first in the column's order; the one chosen is
+# shown too): a name comes from span attributes, so a producer writing a new one with every conversation made each
+# page view read, and list, every name the store held for review.retention_days.
+MAX_CHOICES = 1_000
+
+
+def filter_values(c: Connection, column: Column[str], *where: ColumnElement[bool]) -> list[str]:
+    """The distinct values of `column` in the rows matching `where`, the first `MAX_CHOICES` in its order."""
+    return list(
+        c.execute(select(column).where(*where).distinct().order_by(column).limit(MAX_CHOICES)).scalars()
+    )
 
 
 def same_series(agent: str | None, version: str | None, task: str | None) -> list[ColumnElement[bool]]:

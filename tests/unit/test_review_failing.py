@@ -14,6 +14,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from agentwatch.config import ReviewConfig, load_settings
+from agentwatch.review import queries, tables
 from agentwatch.review.failing import FailingQuery, failures_of
 from agentwatch.review.metrics import ReviewStats
 from agentwatch.review.service import ReviewService
@@ -391,3 +392,35 @@ def test_the_review_service_lists_the_alerts_window_of_its_configuration(tmp_pat
         alerts={"window": "6h"},
     )
     assert ReviewService(settings).web.failing_window == "6h"
+
+
+def test_the_queue_gauge_and_the_filters_name_at_most_their_bounds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A producer naming a new task with every conversation (the names come from span attributes): the
+    queue-size gauge read a row per series held and every page view listed every name. The gauge names the
+    largest series and sums the others under `other`; the filters list the first names and the one chosen."""
+    monkeypatch.setattr(queries, "MAX_QUEUE_SERIES", 20, raising=False)
+    monkeypatch.setattr(tables, "MAX_CHOICES", 30, raising=False)
+    store = Store(f"sqlite:///{tmp_path / 'r.db'}")
+    for i in range(60):
+        for copy in range(3 if i == 0 else 1):  # t00 the largest series
+            sampled = _record(f"s{i}-{copy}", task=f"t{i:02d}", fail="none", review_rate=1.0)
+            store.ingest(sampled, NOW, 30 * 86400)
+        store.ingest(_record(f"f{i}", task=f"t{i:02d}"), NOW, 30 * 86400)
+    sizes = store.queue_sizes()
+    assert len(sizes) == 21 and sizes[0][2:] == ("t00", "review_sample", 3)
+    assert sizes[-1] == ("other", "other", "other", "review_sample", 40)
+    assert sum(s[4] for s in sizes) == 62
+    assert store.choices()["task"] == [f"t{i:02d}" for i in range(30)]
+    assert store.failing_choices()["task"] == [f"t{i:02d}" for i in range(30)]
+    page = _client(store).get("/", params={"task": "t59"}).text
+    assert '<option value="t59" selected>t59</option>' in page and page.count("<option") < 40
+
+
+def test_the_queue_gauge_names_every_series_under_its_bound(tmp_path: Path) -> None:
+    store = Store(f"sqlite:///{tmp_path / 'r.db'}")
+    for i in range(30):
+        store.ingest(_record(f"s{i}", task=f"t{i:02d}", fail="none", review_rate=1.0), NOW, 30 * 86400)
+    sizes = store.queue_sizes()
+    assert sizes == [("support-bot", "2.0", f"t{i:02d}", "review_sample", 1) for i in range(30)]
