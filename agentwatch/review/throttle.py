@@ -5,8 +5,8 @@ check, `SignInThrottle.admit(client, name)` answers from memory whether this cli
 try now: each has at most `max_in_flight` checks running, and after `free_failures` consecutive failures it
 waits `backoff_s × 2^(failures − free_failures)` (at most `max_backoff_s`) before the next try; a success
 clears the name and the client. Refusals carry the seconds to wait (`Retry-After`) and add no key. Both tables
-are LRUs of at most `max_entries` keys, a key backing off the last to go, and a key idle for `forget_s` is
-forgotten, so memory is bounded whatever the traffic.
+are LRUs of at most `max_entries` keys of at most `KEY_LENGTH` characters, a key backing off the last to go, and a
+key idle for `forget_s` is forgotten, so memory is bounded whatever the traffic.
 
 `HashGate` bounds the hashes running at once across all clients (a botnet rotating addresses and names still
 costs at most `concurrent × 32 MiB`); a request finding `waiting` others already queued is refused at once.
@@ -24,6 +24,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 log = logging.getLogger(__name__)
+
+KEY_LENGTH = 64  # characters of a client address or name the tables key by
 
 
 @dataclass(slots=True)
@@ -118,9 +120,11 @@ class SignInThrottle:
             return {kind: len(table) for kind, table in self._tables.items()}
 
     def _keys(self, client: str, name: str | None) -> list[tuple[str, str]]:
-        keys = [("client", client)]
+        # both cut to 64 characters (an address is at most 45, 60 with a zone): behind a proxy trusted with `*`,
+        # X-Forwarded-For names the client in whatever its sender wrote, up to a header's 16 KB
+        keys = [("client", client[:KEY_LENGTH])]
         if name:
-            keys.append(("name", name[:64]))
+            keys.append(("name", name[:KEY_LENGTH]))
         return keys
 
     def _forgotten(self, entry: _Entry, now: float) -> bool:
