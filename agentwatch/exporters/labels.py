@@ -120,8 +120,10 @@ class LabelCaps:
         return self._fold("task", task, self._tasks_seen, self._max_tasks, t)
 
     def modes(self, reasons: list[str], t: float) -> tuple[str, ...]:
-        """The failure modes of a score's reasons (informational reasons left out), sorted."""
-        codes = {failure_mode(r, self._max_label) for r in reasons} - INFORMATIONAL_REASONS
+        """The failure modes of a score's reasons (informational reasons left out), sorted; interned, so that the
+        conversations remembered with them (`exporter.max_conversations`) share one string per mode, not a copy
+        each of up to `max_failure_modes` codes of `max_label_length` characters."""
+        codes = {sys.intern(failure_mode(r, self._max_label)) for r in reasons} - INFORMATIONAL_REASONS
         return tuple(
             sorted({self._fold("mode", code, self._modes_seen, self._max_modes, t) for code in codes})
         )

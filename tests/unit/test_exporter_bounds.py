@@ -266,3 +266,19 @@ def test_scores_recording_up_to_max_sample_rates_pairs_keep_their_weights() -> N
     total = est._series[("bot", "v1", "refund")].windows[0].total
     assert sorted(total.graded_by_probability()) == sorted(2.0 ** (-i / 4) for i in range(256))
     assert est.counters().folded["rates"] == 0
+
+
+def test_a_remembered_conversation_shares_its_failure_modes_strings() -> None:
+    """2,000 failed conversations, each with reasons of 32 distinct 61-character failure modes (within
+    max_failure_modes and max_label_length): each remembered conversation held its own copy of every mode,
+    4,322 bytes a conversation (4.3 GB at max_conversations); one string per mode, 802."""
+    est = Estimator(load_settings(), clock=Clock(T0 + 60))
+    reasons = [f"m{j:02d}" + "x" * 58 + ": failed" for j in range(32)]
+    est.add(make_score("warm-up", False, reasons=list(reasons)))
+
+    def feed() -> None:
+        for i in range(2000):
+            assert est.add(make_score(f"c{i}", False, reasons=list(reasons)))
+
+    assert kept_by(feed) / 2000 < 1200
+    assert est.counters().folded["mode"] == 0
