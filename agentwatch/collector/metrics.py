@@ -11,6 +11,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from prometheus_client.registry import Collector, CollectorRegistry
 
 from agentwatch.metrics_http import MetricsServer, render_families
+from agentwatch.wire.kept import shown
 
 if TYPE_CHECKING:
     from agentwatch.collector.assembler import Assembler
@@ -351,7 +352,8 @@ class JudgeMetrics(Collector):
         with self._pipeline.lock:
             current = dict(self._pipeline.judge_rates)
         for (agent, version, task), rate in sorted(current.items())[:MAX_RATE_SERIES]:
-            rates.add_metric([agent, version, task], rate)
+            # names past wire.kept's length are remembered by digest: shown as such
+            rates.add_metric([shown(agent), shown(version), shown(task)], rate)
         yield rates
 
 

@@ -60,11 +60,12 @@ from agentwatch.exporters.buckets import Contribution
 from agentwatch.exporters.contribution import MEASURED_FIELDS, Contributions, ignored_measures
 from agentwatch.exporters.counters import EstimatorCounters, SeriesCounters
 from agentwatch.exporters.judge_agreement import JudgeAgreement, agreements
-from agentwatch.exporters.labels import ALL_TASKS, OTHER, LabelCaps, kept
+from agentwatch.exporters.labels import ALL_TASKS, OTHER, LabelCaps
 from agentwatch.exporters.regression import RegressionParams, attach_regressions
 from agentwatch.exporters.summary import SeriesEstimate, StatsParams, summarise
 from agentwatch.exporters.unit_entries import UnitEntries
 from agentwatch.exporters.windows import SlidingWindow, parse_duration
+from agentwatch.wire.kept import kept
 from agentwatch.wire.schema import ConversationScore
 
 log = logging.getLogger(__name__)

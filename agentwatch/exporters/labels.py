@@ -10,17 +10,12 @@ import sys
 from agentwatch.config import ExporterConfig
 from agentwatch.exporters.buckets import Unit
 from agentwatch.wire.contract import INFORMATIONAL_REASONS
+from agentwatch.wire.kept import KEPT_LENGTH, kept
 
 ALL_TASKS = "*"
 OTHER = "other"
 FOLDED_LABELS: tuple[str, ...] = ("agent", "version", "task", "mode", "judge", "series", "rates")
 RESERVED = frozenset({OTHER, ALL_TASKS})
-
-# Names and ids longer than this are remembered by their SHA-256 digest, so that what one remembered name or id
-# costs does not grow with what a producer writes into it. A digest starts with _DIGESTED, and so does no value
-# remembered as it is (such a value is digested too): two values share a key only if their digests are equal.
-KEPT_LENGTH = 256
-_DIGESTED = "\x00sha256:"
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.:/@+\-]")
 _MODE_UNSAFE = re.compile(r"[^a-z0-9_]")
@@ -45,13 +40,6 @@ def sanitize_label(value: object, max_length: int = 64) -> str:
         return text
     digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:_HASH_HEX]
     return f"{clean[: max(0, max_length - _HASH_HEX - 1)]}_{digest}"
-
-
-def kept(value: str) -> str:
-    """`value` as a key to remember: itself up to KEPT_LENGTH, else its SHA-256 digest, marked."""
-    if len(value) <= KEPT_LENGTH and not value.startswith(_DIGESTED):
-        return value
-    return _DIGESTED + hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def failure_mode(reason: str, max_length: int = 64) -> str:

@@ -18,6 +18,7 @@ from fnmatch import fnmatchcase
 
 from agentwatch.config import SamplingConfig
 from agentwatch.scorers.target_rate import TargetRates
+from agentwatch.wire.kept import kept
 
 _SCALE = float(2**64)
 
@@ -44,6 +45,10 @@ class Sampler:
     With a target (`target_judged_per_hour`), the judge rate of each series comes from `TargetRates`, decided
     once per conversation: the decision is remembered (the last `DECISIONS` conversations), so that asking
     whether to judge a conversation and scoring it later agree, and its traffic counts once.
+
+    Names and ids are remembered as `wire.kept` keys: they come from span attributes of up to 64 K characters,
+    and 500 agents of 60,000-character names made the rules' memory hold 30 MB, 500 such conversation ids the
+    decisions' 60 MB.
     """
 
     DECISIONS = 65_536
@@ -60,7 +65,7 @@ class Sampler:
         return judge, review
 
     def _rules(self, agent: str, task: str) -> tuple[float, float, float | None]:
-        key = (agent, task)
+        key = (kept(agent), kept(task))
         found = self._rates.get(key)
         if found is None:
             cfg = self._config
@@ -82,12 +87,13 @@ class Sampler:
         """Whether the conversation (of `version`, ended at Unix time `t`) is in the two samples."""
         judge_rate, review_rate, target = self._rules(agent, task)
         if target is not None:
-            key = (agent, conversation_id)
+            key = (kept(agent), kept(conversation_id))
             known = self._decided.get(key)
             if known is not None:
                 return known
             floor = max(review_rate, self._config.min_judge_rate)
-            judge_rate = self.targets.rate((agent, version, task), t, target, judge_rate, floor)
+            series = (key[0], kept(version), kept(task))
+            judge_rate = self.targets.rate(series, t, target, judge_rate, floor)
         u = sample_point(conversation_id)
         decision = SampleDecision(judge_rate, review_rate, u < judge_rate, u < review_rate)
         if target is not None:

@@ -148,3 +148,51 @@ def test_weighted_estimates_stay_unbiased_when_traffic_and_rate_change_within_th
         f"mean error Hájek {errors[0]:+.4f}, unweighted {errors[1]:+.4f}, weighted PPI {errors[2]:+.4f}; "
         f"coverage {covered[0]:.3f}, {covered[1]:.3f}, {covered[2]:.3f}"
     )
+
+
+LONG = 60_000  # characters of a hostile name or id (span attributes are cut at 65,536)
+
+
+def _long(n: int) -> str:
+    return f"{n:08d}" + "x" * LONG
+
+
+def test_long_names_and_ids_are_remembered_by_digest_and_decide_as_before() -> None:
+    """Agent and task names and conversation ids come from span attributes: remembered as they are, 500 agents of
+    60,000-character names held 30 MB in the rules' memory, 500 such conversation ids 60 MB in the decisions'."""
+    from agentwatch.collector.metrics import JudgeMetrics, PipelineStats
+    from agentwatch.judge.runner import JudgeRunner
+    from agentwatch.wire.kept import kept
+    from tests.support.memory import kept_by
+
+    plain = Sampler(SamplingConfig(judge_rate=0.5))
+    assert kept_by(lambda: [plain.decide(f"c{n}", _long(n), _long(n)) for n in range(500)]) < 2 * 1024 * 1024
+    targeted = Sampler(SamplingConfig(target_judged_per_hour=100))
+    first: dict[int, object] = {}
+
+    def feed() -> None:
+        for n in range(500):
+            first[n] = targeted.decide(_long(n), _long(n), "task", "1.0", t=float(n))
+
+    assert kept_by(feed) < 2 * 1024 * 1024
+    # a decision is still made once per conversation: asked again (a new string), it is the same
+    assert all(targeted.decide(_long(n), _long(n), "task", "1.0", t=1e6) == first[n] for n in range(500))
+    # the series rates name a long agent by its digest, short names as they are
+    stats = PipelineStats(judge_rates=targeted.targets.current())
+    runner = JudgeRunner(_Unused(), concurrency=1)
+    families = {f.name: f for f in JudgeMetrics(runner, stats, 0.1).collect()}
+    labels = [s.labels for s in families["agentwatch_judge_series_rate"].samples]
+    assert len(labels) == 500
+    assert {"agent": "sha256:" + kept(_long(7))[-64:], "version": "1.0", "task": "task"} in labels
+
+
+class _Unused:
+    """A judge the test never calls (`JudgeMetrics` reads its runner's counters)."""
+
+    judge_id = "unused:judge:v1"
+
+    def fingerprint(self, conv: object) -> str:
+        raise AssertionError("not called")
+
+    def judge(self, conv: object) -> object:
+        raise AssertionError("not called")
