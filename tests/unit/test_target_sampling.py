@@ -10,11 +10,13 @@ import numpy as np
 import pytest
 
 from agentwatch.config import SamplingConfig
+from agentwatch.judge.verdict import JudgeVerdict
 from agentwatch.scorers.sampling import Sampler
 from agentwatch.scorers.target_rate import TargetRates, grid_rate
 from agentwatch.stats.beta import beta_interval
 from agentwatch.stats.corrected import CorrectionPoint, CorrectionSums, correct
 from agentwatch.stats.inclusion import effective_counts
+from agentwatch.wire.schema import Conversation
 
 
 def test_grid_rates_are_powers_of_a_fourth_root_of_two() -> None:
@@ -191,8 +193,8 @@ class _Unused:
 
     judge_id = "unused:judge:v1"
 
-    def fingerprint(self, conv: object) -> str:
+    def fingerprint(self, conversation: Conversation) -> str:
         raise AssertionError("not called")
 
-    def judge(self, conv: object) -> object:
+    def judge(self, conversation: Conversation) -> JudgeVerdict:
         raise AssertionError("not called")
