@@ -85,3 +85,28 @@ def test_a_hostile_cache_file_is_read_and_serves_only_verdicts_that_grade(
     assert all(v.ok and not v.cached and v.score == 0.6 for v in verdicts[2:])
     # the torn last line was ended before appending: the verdicts written this run read back
     assert len(JudgeCache(100, path)) == len(names)
+
+
+def _verdict(explanation: str) -> JudgeVerdict:
+    return JudgeVerdict.graded("complete", 0.9, explanation, JUDGE_ID, input_tokens=900, output_tokens=60)
+
+
+def test_the_cache_holds_at_most_its_entries_in_bytes_too() -> None:
+    """Explanations are up to 1,000 characters: of 4-byte characters an entry held 4.4 KB, 440 MB at the default
+    100,000 entries. Typical and longest ASCII explanations still fill every entry; the newest are kept."""
+    from tests.support.memory import kept_by
+
+    cache = JudgeCache(max_entries=2000)
+    keys = [cache_key(JUDGE_ID, f"{i:064x}") for i in range(3000)]
+
+    def feed() -> None:
+        for i, k in enumerate(keys):
+            cache.put(k, _verdict(f"{i}" + "\U0001f600" * 999))
+
+    assert kept_by(feed) < 2000 * 1536 * 1.25
+    assert cache.get(keys[-1]) is not None and cache.get(keys[0]) is None
+    for explanation in ("The agent looked the order up and refunded it.", "x" * 1000):
+        plain = JudgeCache(max_entries=2000)
+        for k in keys:
+            plain.put(k, _verdict(explanation))
+        assert len(plain) == 2000 and plain.get(keys[1000]) is not None
