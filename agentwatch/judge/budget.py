@@ -3,10 +3,15 @@
 `check()` before a call says whether the cap leaves room; `record(cost)` after it adds what the call cost. Calls
 already in flight when the cap is reached still complete, so spend can pass the cap by at most the cost of
 `concurrency` calls. Thread-safe.
+
+Spends of the same second are one entry, timed by the latest of them: at most 86,400 entries a day however many
+calls are paid (an entry a call held 112 MB at a million calls a day), and a spend leaves a window no earlier
+than it would alone.
 """
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections import deque
@@ -29,7 +34,8 @@ class SpendCap:
         self.daily_usd = daily_usd
         self._clock = clock
         self._lock = threading.Lock()
-        self._spends: deque[tuple[float, float]] = deque()  # (time, usd), oldest first, within a day
+        # (time of the latest, usd, whole second), oldest first, within a day
+        self._spends: deque[tuple[float, float, int]] = deque()
         self._hour = 0.0
         self._day = 0.0
         self._hour_start = 0  # index into _spends of the first entry within the last hour
@@ -47,7 +53,7 @@ class SpendCap:
             self._hour -= spends[self._hour_start][1]
             self._hour_start += 1
         while spends and spends[0][0] <= now - DAY_S:
-            _, usd = spends.popleft()
+            _, usd, _ = spends.popleft()
             self._day -= usd
             self._hour_start -= 1
         if not spends:
@@ -77,7 +83,13 @@ class SpendCap:
         with self._lock:
             now = self._clock()
             self._expire(now)
-            self._spends.append((now, usd))
+            spends = self._spends
+            second = math.floor(now)
+            if spends and spends[-1][2] == second and self._hour_start < len(spends):
+                # the same second: one entry, leaving with the latest of its spends
+                spends[-1] = (max(now, spends[-1][0]), spends[-1][1] + usd, second)
+            else:
+                spends.append((now, usd, second))
             self._hour += usd
             self._day += usd
             self.total_usd += usd

@@ -120,6 +120,28 @@ def test_daily_cap_is_sliding():
     assert hour == 0.0 and day == pytest.approx(0.5)
 
 
+def test_the_spends_of_a_second_are_one_entry_that_leaves_with_the_latest() -> None:
+    """An entry a paid call held 112 MB at a million calls a day; now at most one a second, and a spend still
+    counts for a whole hour after it was made (never less)."""
+    from fractions import Fraction
+
+    now = [0.0]
+    cap = SpendCap(hourly_usd=1e9, daily_usd=1e9, clock=lambda: now[0])
+    exact = Fraction(0)
+    for i in range(200_000):  # 100 calls a second for 2,000 s
+        now[0] = i / 100
+        cap.record(0.001)
+        exact += Fraction(0.001)
+    assert len(cap._spends) <= 2_001
+    hour, day = cap.spent()
+    assert hour == pytest.approx(float(exact), rel=1e-9) and day == pytest.approx(float(exact), rel=1e-9)
+    # the calls of second 0 (at 0.00 .. 0.99 s) leave the hour together, once the latest of them has
+    now[0] = 3600.5
+    assert cap.spent()[0] == pytest.approx(float(exact), rel=1e-9)
+    now[0] = 3601.0
+    assert cap.spent()[0] == pytest.approx(float(exact - 100 * Fraction(0.001)), rel=1e-9)
+
+
 def test_failures_are_counted_not_cached():
     judge = CountingJudge(fail="judge_timeout")
     runner = JudgeRunner(judge, concurrency=1)
