@@ -6,6 +6,7 @@ import pytest
 
 from agentwatch.collector.deadletter import OFFSET_HEADER, REASON_HEADER, TOPIC_HEADER
 from agentwatch.collector.rekey import CONTENT_TYPE_HEADER, KEY_HEADER
+from agentwatch.config import Settings
 from tests.support.collector_kafka import (
     SDK_HEADERS,
     ServiceThread,
@@ -36,14 +37,24 @@ class _RawName(str):
         return self.raw
 
 
+def _collector_on(bs: str, name: str) -> tuple[str, Settings, TopicReader, TopicReader]:
+    """A new input topic of one partition, a collector's settings reading it, and readers of its scores and
+    dead letters."""
+    topic = unique(name)
+    create_topic(bs, topic, 1)
+    cfg = collector_settings(bs, [topic], unique(name))
+    return (
+        topic,
+        cfg,
+        TopicReader(bs, cfg.collector.scores_topic),
+        TopicReader(bs, cfg.collector.dead_letter_topic),
+    )
+
+
 def test_a_header_name_that_is_not_utf8_is_dead_lettered_and_the_collector_goes_on(broker) -> None:
     """confluent-kafka raises reading such a header: the record was the collector's crash at every restart."""
     bs = broker.bootstrap_servers
-    topic = unique("hdr")
-    create_topic(bs, topic, 1)
-    cfg = collector_settings(bs, [topic], unique("hdr"))
-    scores = TopicReader(bs, cfg.collector.scores_topic)
-    dlq = TopicReader(bs, cfg.collector.dead_letter_topic)
+    topic, cfg, scores, dlq = _collector_on(bs, "hdr")
     bad, good = unique("bad"), unique("good")
     with ServiceThread(cfg) as svc:
         p = producer(bs)
@@ -76,11 +87,7 @@ def test_a_header_name_that_is_not_utf8_is_dead_lettered_and_the_collector_goes_
 def test_an_announcement_without_its_trace_or_conversation_is_dead_lettered(broker, key, value) -> None:
     """The collector's announcements always carry both; one that lacks either was dropped without a count."""
     bs = broker.bootstrap_servers
-    topic = unique("ann")
-    create_topic(bs, topic, 1)
-    cfg = collector_settings(bs, [topic], unique("ann"))
-    scores = TopicReader(bs, cfg.collector.scores_topic)
-    dlq = TopicReader(bs, cfg.collector.dead_letter_topic)
+    topic, cfg, scores, dlq = _collector_on(bs, "ann")
     good = unique("good")
     announce = [(CONTENT_TYPE_HEADER, b"text/plain; charset=utf-8"), (KEY_HEADER, b"trace-conversation")]
     with ServiceThread(cfg) as svc:
