@@ -804,6 +804,26 @@ def _pipeline(d: dash_b.Dashboard) -> dash_b.Dashboard:
     )
     d = d.with_panel(
         _timeseries(
+            "Kafka consumer errors",
+            "Error events each service's consumer reported, by librdkafka's name (_TRANSPORT: a broker connection "
+            "failed; _ALL_BROKERS_DOWN: none reachable), per second.",
+            "cps",
+            [
+                (f"sum by (error) (rate(agentwatch_consumer_errors_total[{RATE}]))", "collector {{error}}"),
+                (
+                    f"sum by (error) (rate(agentwatch_exporter_consumer_errors_total[{RATE}]))",
+                    "exporter {{error}}",
+                ),
+                (
+                    f"sum by (error) (rate(agentwatch_review_consumer_errors_total[{RATE}]))",
+                    "review {{error}}",
+                ),
+            ],
+            width=8,
+        )
+    )
+    d = d.with_panel(
+        _timeseries(
             "Conversations being assembled",
             "Open conversations in the collector.",
             "short",
@@ -837,7 +857,7 @@ def _pipeline(d: dash_b.Dashboard) -> dash_b.Dashboard:
                 (f"sum by (reason) (rate(agentwatch_conversations_finished_total[{RATE}]))", "{{reason}}"),
                 (f"sum(rate(agentwatch_setup_only_traces_total[{RATE}]))", "setup only (not scored)"),
             ],
-            width=8,
+            width=12,
         )
     )
     d = d.with_panel(

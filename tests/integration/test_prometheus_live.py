@@ -31,6 +31,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from confluent_kafka import KafkaError
 from prometheus_client import CollectorRegistry
 
 from agentwatch.collector.metrics import JudgeMetrics, PipelineStats, register
@@ -45,6 +46,7 @@ from agentwatch.judge.budget import SpendCap
 from agentwatch.judge.runner import JudgeRunner
 from agentwatch.judge.verdict import JudgeVerdict
 from agentwatch.kafka.broker import free_port
+from agentwatch.kafka.consumer_events import ConsumerEvents
 from agentwatch.metrics_http import MetricsServer
 from agentwatch.report.build import build_report
 from agentwatch.review.metrics import ReviewMetrics, ReviewStats
@@ -484,6 +486,13 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
     pipeline.reject("undecodable")
     registry = CollectorRegistry()
     register(pipeline, registry)
+    # each service's consumer has seen a broker connection fail (the three share this endpoint here)
+    consumer_events = [
+        ConsumerEvents(f"agentwatch{part}_consumer_errors", "topic") for part in ("", "_exporter", "_review")
+    ]
+    for events in consumer_events:
+        events.record(KafkaError(KafkaError._TRANSPORT), None)
+        registry.register(events)
     judge, judge_metrics = _judge_metrics(pipeline)
     registry.register(judge_metrics)
     registry.register(_review_metrics(tmp))
@@ -556,6 +565,8 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
             assert estimator.add(s)
         pipeline.reject("undecodable")
         pipeline.reject("invalid")
+        for events in consumer_events:
+            events.record(KafkaError(KafkaError._TRANSPORT), None)
         # Wait until the second batch has been scraped.
         _wait(
             lambda: bool(
