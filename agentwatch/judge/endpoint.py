@@ -135,9 +135,22 @@ _CERTIFICATE_HINTS = {
 }
 
 
+# The alerts a server sends when it wants a client certificate (mutual TLS): the judge sends none, so every
+# retry is refused the same way. TLS 1.3 says so with `certificate_required`; servers of TLS 1.2 with
+# `handshake_failure` (which is also what a server that shares no cipher with us says: no retry passes that
+# either), and some proxies with `bad_certificate` or `certificate_unknown`.
+_CLIENT_CERTIFICATE_ALERTS = {
+    "TLSV13_ALERT_CERTIFICATE_REQUIRED": "it asks for a client certificate (mutual TLS)",
+    "SSLV3_ALERT_BAD_CERTIFICATE": "it asks for a client certificate (mutual TLS)",
+    "SSLV3_ALERT_CERTIFICATE_UNKNOWN": "it asks for a client certificate (mutual TLS)",
+    "SSLV3_ALERT_HANDSHAKE_FAILURE": "it asks for a client certificate (mutual TLS) or shares no cipher with this host",
+}
+
+
 def certificate_failure(exc: BaseException, where: str) -> CallFailed | None:
     """A `judge_tls_certificate` failure saying which check failed when `exc` comes of a TLS certificate of
-    `where` that does not verify; None for any other error (a reset handshake, say, which a retry may pass)."""
+    `where` that does not verify, or of `where` asking for a client certificate; None for any other error (a
+    reset handshake, say, which a retry may pass)."""
     cause: BaseException | None = exc
     for _ in range(8):  # httpx's error is caused by httpcore's, caused by the ssl module's
         if cause is None:
@@ -149,6 +162,13 @@ def certificate_failure(exc: BaseException, where: str) -> CallFailed | None:
             return CallFailed(
                 JUDGE_TLS_CERTIFICATE,
                 f"the TLS certificate of {where} does not verify: {check} (X509 error {code}; {hint}); "
+                "not retried",
+            )
+        if isinstance(cause, ssl.SSLError) and cause.reason in _CLIENT_CERTIFICATE_ALERTS:
+            return CallFailed(
+                JUDGE_TLS_CERTIFICATE,
+                f"{where} refuses the TLS handshake ({cause.reason}): {_CLIENT_CERTIFICATE_ALERTS[cause.reason]}; "
+                "the judge sends no client certificate, so point judge.base_url at a proxy that holds one; "
                 "not retried",
             )
         cause = cause.__cause__ or cause.__context__

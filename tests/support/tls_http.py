@@ -78,9 +78,18 @@ def server_certificate(
 
 class TLSServer(RawServer):
     """`RawServer` over TLS with `certificate`; `handshakes` holds each connection's handshake: `ok` or the
-    server's error. With `reset`, every connection is reset before its handshake (a failure a retry may pass)."""
+    server's error. With `reset`, every connection is reset before its handshake (a failure a retry may pass);
+    with `client_certificate`, the server asks for one signed by the test CA (mutual TLS)."""
 
-    def __init__(self, handler: Handler, certificate: ServerCertificate, *, reset: bool = False) -> None:
+    def __init__(
+        self,
+        handler: Handler,
+        certificate: ServerCertificate,
+        *,
+        reset: bool = False,
+        client_certificate: bool = False,
+        maximum_version: ssl.TLSVersion = ssl.TLSVersion.MAXIMUM_SUPPORTED,
+    ) -> None:
         super().__init__(handler)
         self.base_url = f"https://127.0.0.1:{self.port}/v1"
         self.handshakes: list[str] = []
@@ -88,6 +97,10 @@ class TLSServer(RawServer):
         self._recorded = threading.Condition()
         self._context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         self._context.load_cert_chain(certificate.cert, certificate.key)
+        self._context.maximum_version = maximum_version
+        if client_certificate:
+            self._context.verify_mode = ssl.CERT_REQUIRED
+            self._context.load_verify_locations(cafile=str(certificate.ca))
 
     def __enter__(self) -> TLSServer:
         super().__enter__()

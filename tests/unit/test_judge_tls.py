@@ -1,6 +1,6 @@
 """OpenAIJudge against a real TLS server on loopback: a certificate that does not verify ends the call at once
-(`judge_tls_certificate`, naming the check that failed), counted and heard by the breaker; a handshake the
-server resets is still retried."""
+(`judge_tls_certificate`, naming the check that failed), and so does a server that asks for a client
+certificate; both are counted and heard by the breaker; a handshake the server resets is still retried."""
 
 from __future__ import annotations
 
@@ -113,6 +113,26 @@ def test_a_reset_handshake_is_still_retried(tmp_path: Path) -> None:
         handshakes = server.wait_handshakes(4)
     assert v.failure == "judge_unavailable" and "after 3 retries" in v.detail, v.reason
     assert len(sleeps) == 3 and handshakes == ["reset"] * 4
+
+
+@pytest.mark.parametrize(
+    "version", [ssl.TLSVersion.TLSv1_3, ssl.TLSVersion.TLSv1_2], ids=["TLS 1.3", "TLS 1.2"]
+)
+def test_a_server_asking_for_a_client_certificate_ends_the_call_at_once(
+    tmp_path: Path, version: ssl.TLSVersion
+) -> None:
+    """Mutual TLS: the judge sends no certificate of its own, so every retry would be refused the same way. One
+    connection, no retry, and the reason says what the server wants."""
+    certificate = server_certificate(tmp_path)
+    sleeps: list[float] = []
+    with TLSServer(_reply, certificate, client_certificate=True, maximum_version=version) as server:
+        judge = _judge(server.base_url, sleeps, client=_trusting(certificate))
+        v = judge.judge(conv())
+        handshakes = server.wait_handshakes(1)
+    assert v.failure == "judge_tls_certificate", v.reason
+    assert "client certificate (mutual TLS)" in v.detail and "not retried" in v.detail
+    assert f":{server.port}" in v.detail
+    assert sleeps == [] and len(handshakes) == 1 and "certificate" in handshakes[0]
 
 
 def test_every_failure_code_is_coverage_in_reports() -> None:
