@@ -186,7 +186,8 @@ class CollectorConfig(ConsumerGroupMember):
     label_memory_bytes: int = Field(
         default=128 * 1024 * 1024,
         ge=1 << 20,
-        description="bytes of score JSON the label memory holds at most (the oldest forgotten first): a score may "
+        description="bytes the label memory holds at most, as stored (score JSON, ids, containers; the oldest "
+        "forgotten first): a score may "
         "be 1 MB (collector.max_score_bytes)",
     )
     max_pending_verdicts: int = Field(
