@@ -21,7 +21,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor, SpanExporter
 
-from agentwatch.sdk.capture import Capture, capture_settings_from_env
+from agentwatch.sdk.capture import MIN_ATTRIBUTE_BYTES, Capture, capture_settings_from_env
 from agentwatch.sdk.kafka_exporter import DEFAULT_TOPIC, KafkaSpanExporter
 from agentwatch.sdk.processor import ConversationSpanProcessor, ProcessorGroup
 from agentwatch.sdk.runtime import RUNTIME, TRACER_NAME
@@ -79,6 +79,40 @@ def _bad_servers(value: str) -> str | None:
 
 def _bad_compression(value: str) -> str | None:
     return None if value.lower() in COMPRESSIONS else f"{value!r} is not one of {COMPRESSIONS}"
+
+
+def _check_capture_arguments(
+    capture_content: object, max_attribute_bytes: object, redact_values: object, redact_patterns: object
+) -> None:
+    """A ValueError naming a capture argument `configure` would misread: `capture_content="false"` turned
+    capture on, a size under 64 was made 64 without a word, and a pattern given as one string was read as
+    one pattern per character."""
+    for name, flag in (("capture_content", capture_content), ("redact_values", redact_values)):
+        if flag is not None and not isinstance(flag, bool):
+            raise ValueError(f"{name} must be True, False or None, got {flag!r}")
+    size = max_attribute_bytes
+    if size is not None and (
+        not isinstance(size, int) or isinstance(size, bool) or size < MIN_ATTRIBUTE_BYTES
+    ):
+        raise ValueError(
+            f"max_attribute_bytes must be an integer of {MIN_ATTRIBUTE_BYTES} or more, got {size!r}"
+        )
+    if isinstance(redact_patterns, (str, bytes)):
+        raise ValueError(
+            f"redact_patterns must be a dict or a list of patterns, got the string {redact_patterns!r}"
+        )
+
+
+def _redact_keys(given: Iterable[str]) -> tuple[str, ...]:
+    """The key words of `redact_keys`; a ValueError for one string (`"ssn"` was read as the words "s" and "n",
+    and the SSN went out) or a word that is not a string."""
+    if isinstance(given, (str, bytes)):
+        raise ValueError(f"redact_keys must be a list of key words, got the string {given!r}")
+    keys = tuple(given)
+    for key in keys:
+        if not isinstance(key, str):
+            raise ValueError(f"redact_keys must hold strings, got {key!r}")
+    return keys
 
 
 def _make_exporter(
@@ -173,11 +207,16 @@ def configure(
     agent = agent or _env("AGENTWATCH_AGENT") or _env("OTEL_SERVICE_NAME")
     version = version or _env("AGENTWATCH_AGENT_VERSION")
     # what an argument does not say, from the variables; a bad value raises here
+    _check_capture_arguments(capture_content, max_attribute_bytes, redact_values, redact_patterns)
     from_env = capture_settings_from_env(strict=True)
-    capture_content = from_env["enabled"] if capture_content is None else capture_content
-    max_attribute_bytes = from_env["max_bytes"] if max_attribute_bytes is None else max_attribute_bytes
-    redact_keys = from_env["redact_keys"] if redact_keys is None else redact_keys
-    redact_values = from_env["redact_values"] if redact_values is None else redact_values
+    # made before anything is installed: a bad pattern raised once the new processors had replaced the old ones
+    capture = Capture(
+        enabled=from_env["enabled"] if capture_content is None else capture_content,
+        max_bytes=from_env["max_bytes"] if max_attribute_bytes is None else max_attribute_bytes,
+        redact_keys=_redact_keys(from_env["redact_keys"] if redact_keys is None else redact_keys),
+        redact_values=from_env["redact_values"] if redact_values is None else redact_values,
+        value_patterns=redact_patterns,
+    )
 
     if isinstance(exporter, SpanExporter):
         span_exporter: SpanExporter | None = exporter
@@ -215,13 +254,7 @@ def configure(
             group.replace(processors, span_exporter)
 
         RUNTIME.tracer = provider.get_tracer(TRACER_NAME)
-        RUNTIME.capture = Capture(
-            enabled=capture_content,
-            max_bytes=max_attribute_bytes,
-            redact_keys=redact_keys,
-            redact_values=redact_values,
-            value_patterns=redact_patterns,
-        )
+        RUNTIME.capture = capture
         RUNTIME.agent = agent
         RUNTIME.version = version
         _ACTIVE = Instrumentation(tracer_provider=provider, exporter=span_exporter, owns_provider=owns)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 from collections.abc import Callable
@@ -150,7 +151,10 @@ class _Kept:
         if len(self.items) >= MAX_STREAM_ITEMS or self.held > 4 * RUNTIME.capture.max_bytes:
             return
         self.items.append(item)
-        self.held += len(item) if isinstance(item, (str, bytes, bytearray)) else 64
+        try:
+            self.held += len(item) if isinstance(item, (str, bytes, bytearray)) else 64
+        except Exception:  # noqa: BLE001 - a str whose __len__ fails: the agent's object, not the agent's crash
+            self.held += 64
 
 
 def _wrap_generator(func: Callable[..., Any], spec: SpanSpec) -> Callable[..., Any]:
@@ -198,11 +202,9 @@ def _wrap_async_generator(func: Callable[..., Any], spec: SpanSpec) -> Callable[
     async def traced(*args: Any, **kwargs: Any) -> Any:
         agen = func(*args, **kwargs)
         span = start(spec, args, kwargs)
-        if span is None:
-            async for item in agen:
-                yield item
-            return
-        running = _Running(spec, span)
+        # Untraced (the span could not start), the stream is still passed on whole, as `yield from` does for a
+        # generator: an `async for` here lost what `asend()` and `athrow()` gave and never closed `agen`.
+        running = _Running(spec, span) if span is not None else contextlib.nullcontext()
         kept = _Kept()
         step: Callable[[Any], Any] = agen.asend
         arg: Any = None
@@ -211,16 +213,19 @@ def _wrap_async_generator(func: Callable[..., Any], spec: SpanSpec) -> Callable[
                 with running:
                     item = await step(arg)
             except StopAsyncIteration:
-                finish(spec, span, kept.items, streamed=True)
+                if span is not None:
+                    finish(spec, span, kept.items, streamed=True)
                 return
-            kept.add(item)
+            if span is not None:
+                kept.add(item)
             try:
                 arg = yield item
                 step = agen.asend
             except GeneratorExit:
                 with running:
                     await agen.aclose()
-                finish(spec, span, kept.items, streamed=True)
+                if span is not None:
+                    finish(spec, span, kept.items, streamed=True)
                 raise
             except BaseException as exc:  # noqa: BLE001 - passed on to the wrapped generator
                 step, arg = agen.athrow, exc

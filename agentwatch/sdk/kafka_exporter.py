@@ -27,7 +27,14 @@ from agentwatch import wire
 from agentwatch.kafka.refusals import kafka_python_messages
 from agentwatch.kafka.security import KafkaSecurity
 from agentwatch.sdk.kafka_messages import HEADERS, encode_messages, message_bytes
-from agentwatch.sdk.kafka_producer import close_abandoning, close_all, recording, timed_out
+from agentwatch.sdk.kafka_producer import (
+    abandon_in_child,
+    close_abandoning,
+    close_all,
+    close_with_exporter,
+    recording,
+    timed_out,
+)
 
 log = logging.getLogger(__name__)
 
@@ -225,6 +232,8 @@ class KafkaSpanExporter(SpanExporter):
         )
 
     def _reset_after_fork(self) -> None:
+        if self._producer is not None:
+            abandon_in_child(self._producer)
         self._producer = None
         self._lock = threading.Lock()  # a lock held by a parent thread at the fork stays held in the child
         self._connect_lock = threading.Lock()
@@ -272,6 +281,7 @@ class KafkaSpanExporter(SpanExporter):
             else:  # kafka-python only logs why a secured bootstrap failed: collect that to explain it
                 with kafka_python_messages() as messages:
                     producer = KafkaProducer(**config)
+            close_with_exporter(producer)
             # kafka-python 3.0 forgets a topic whose partitions it already knew at first send; a later
             # metadata refresh then drops it and its batches expire. Track the topic explicitly.
             metadata = getattr(producer, "_metadata", None)

@@ -24,6 +24,31 @@ def close_abandoning(producer: Any, timeout_s: float) -> None:
         log.debug("agentwatch: error closing the Kafka producer", exc_info=True)
 
 
+def close_with_exporter(producer: Any) -> None:
+    """Leave the closing of a new producer to the exporter's `shutdown` (run by the TracerProvider at exit).
+
+    kafka-python registers an exit hook of its own when a producer is made, after the provider registered its
+    own (at `configure`): run first, it closed the producer, and the provider's flush at exit then handed the
+    spans still queued in the `BatchSpanProcessor` to a closed producer (all dropped, "KafkaProducer already
+    closed")."""
+    unregister = getattr(producer, "_unregister_cleanup", None)
+    if callable(unregister):
+        unregister()
+
+
+def abandon_in_child(producer: Any) -> None:
+    """Mark the parent's producer closed in a forked child, so that freeing it there does nothing.
+
+    Its `__del__` closes it, flushing first: in the child, whose copy has no sender thread, the records the parent
+    had not yet seen acknowledged never complete, so `os.fork()` returned 1 s late in the child, with an
+    "Exception ignored" traceback (KafkaTimeoutError)."""
+    unregister = getattr(producer, "_unregister_cleanup", None)
+    if callable(unregister):
+        unregister()  # its exit hook would flush it in the child too
+    if hasattr(producer, "_closed"):
+        producer._closed = True
+
+
 def timed_out(exc: BaseException) -> bool:
     """Whether a send failed after waiting `max_block_ms` (kafka-python's KafkaTimeoutError)."""
     from kafka.errors import KafkaTimeoutError

@@ -53,9 +53,9 @@ def text_or_none(what: str, value: object) -> str | None:
 
 def read_tags(tags: object) -> dict[str, str]:
     """Tags as texts: a mapping, or (key, value) pairs; anything else is logged and left out."""
-    if not tags:
-        return {}
     try:
+        if not tags:  # inside: a pandas Series' or numpy array's truth value raises
+            return {}
         pairs = tags.items() if isinstance(tags, Mapping) else dict(tags).items()  # type: ignore[call-overload]
         return {tag_text(k): tag_text(v) for k, v in pairs}
     except Exception as exc:  # noqa: BLE001

@@ -149,7 +149,7 @@ def compile_patterns(patterns: dict[str, str] | Iterable[str | re.Pattern[str]])
         if not isinstance(pattern, re.Pattern):
             try:
                 pattern = re.compile(pattern)
-            except re.error as exc:
+            except (re.error, TypeError) as exc:  # TypeError: not a string (a number, None)
                 raise ValueError(
                     f"redaction pattern {name!r} is not a valid regular expression: {exc}"
                 ) from None

@@ -221,8 +221,9 @@ STACK_FRAMES = 30
 def fail(spec: SpanSpec, span: Span, exc: BaseException) -> None:
     """Mark the span as failed by exc (status ERROR, error.type, one exception event) and end it."""
     try:
-        redact = RUNTIME.capture.redact_text  # an exception's text may carry a secret (a URL with a password)
-        message = redact(str(exc))
+        capture = RUNTIME.capture
+        redact = capture.redact_text  # an exception's text may carry a secret (a URL with a password)
+        message = capture.text(str(exc))  # redacted and bounded: a 1 MB message went out whole
         span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {message}"[:1024]))
         span.set_attribute(A.ERROR_TYPE, type(exc).__name__)
         # The innermost frames, and the tail of the text: each traced level of a recursion formatted the whole
@@ -230,9 +231,11 @@ def fail(spec: SpanSpec, span: Span, exc: BaseException) -> None:
         # event is added here instead), so an exception at depth 400 took 8 s to surface; and a cut from the top
         # lost the exception's own line.
         stack = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__, limit=-STACK_FRAMES))
-        keep = RUNTIME.capture.max_bytes
-        if len(stack) > keep:
-            stack = "…" + stack[-keep:]
+        keep = capture.max_bytes - 3  # the bound is in UTF-8 bytes, the "…" marker's 3 included
+        if len(stack) > keep // 4:
+            tail = stack.encode("utf-8")
+            if len(tail) > keep:
+                stack = "…" + tail[-keep:].decode("utf-8", errors="ignore")
         kind = type(exc)
         module = kind.__module__
         span.add_event(

@@ -383,3 +383,56 @@ def test_a_flush_waits_for_the_exporters_deliveries_within_its_timeout() -> None
         assert provider.force_flush(2_000) is True
     finally:
         shutdown()
+
+
+@pytest.mark.parametrize(
+    ("given", "said"),
+    [
+        ({"capture_content": "false"}, "capture_content must be True, False or None, got 'false'"),
+        ({"redact_values": "no"}, "redact_values must be True, False or None, got 'no'"),
+        ({"max_attribute_bytes": 10}, "max_attribute_bytes must be an integer of 64 or more, got 10"),
+        ({"max_attribute_bytes": "8k"}, "max_attribute_bytes must be an integer of 64 or more, got '8k'"),
+        ({"redact_keys": "ssn"}, "redact_keys must be a list of key words, got the string 'ssn'"),
+        ({"redact_keys": ["ssn", 7]}, "redact_keys must hold strings, got 7"),
+        ({"redact_patterns": r"TCK-\d{6}"}, "redact_patterns must be a dict or a list of patterns"),
+        ({"redact_patterns": [7]}, "redaction pattern 0 is not a valid regular expression"),
+    ],
+)
+def test_a_capture_argument_configure_would_misread_is_an_error_naming_it(
+    given: dict[str, object], said: str
+) -> None:
+    """Each was accepted: `capture_content="false"` left capture on, a size of 10 was made 64 (and "8k" raised
+    int()'s error, naming nothing), `redact_keys="ssn"` redacted the words "s" and "n" and the SSN went out, and a
+    pattern given as one string was read as one pattern per character."""
+    with pytest.raises(ValueError, match=re.escape(said)):
+        configure("memory", tracer_provider=TracerProvider(), batch=False, **given)
+
+
+def test_a_configure_that_fails_leaves_the_configuration_before_it_in_place(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A bad redaction pattern raised only after the new processors had replaced the old ones: the exporter of
+    the configuration in force was shut down, and the agent's spans went to the exporter of the call that
+    failed."""
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from agentwatch import trace
+    from agentwatch.sdk.runtime import RUNTIME
+
+    monkeypatch.setattr(RUNTIME, "capture", RUNTIME.capture)  # restored after the test
+    provider = TracerProvider()
+    working, refused = InMemorySpanExporter(), InMemorySpanExporter()
+    configure(working, tracer_provider=provider, batch=False, max_attribute_bytes=4096)
+    try:
+        with pytest.raises(ValueError, match="redaction pattern 'ticket'"):
+            configure(refused, tracer_provider=provider, batch=False, redact_patterns={"ticket": "TCK-("})
+
+        @trace(kind="tool")
+        def lookup(i: int) -> int:
+            return i
+
+        assert lookup(1) == 1
+        assert [len(working.get_finished_spans()), len(refused.get_finished_spans())] == [1, 0]
+        assert RUNTIME.capture.max_bytes == 4096
+    finally:
+        shutdown()

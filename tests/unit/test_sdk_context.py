@@ -548,3 +548,24 @@ def test_values_whose_text_fails_are_logged_and_left_out_never_raised(spans, cap
     assert "agentwatch.expected" not in stamped and "agentwatch.outcome" not in stamped
     assert "gen_ai.response.model" not in attrs(finished["chat"])
     assert caplog.text.count("RuntimeError") >= 9, caplog.text
+
+
+def test_tags_whose_truth_value_raises_are_logged_and_left_out_never_raised(spans, caplog):  # noqa: F811
+    """`conversation(tags=...)` asked `not tags` before its guard: tags in a pandas Series or a numpy array
+    ("the truth value ... is ambiguous") raised into the agent's code instead of being logged and left out."""
+
+    class Ambiguous(dict):
+        def __bool__(self) -> bool:
+            raise ValueError("the truth value of a Series is ambiguous")
+
+    @trace(kind="tool")
+    def lookup(q):
+        return q
+
+    with conversation(id="c-tags", tags=Ambiguous(region="eu")):
+        assert lookup("q") == "q"
+    (span,) = spans.get_finished_spans()
+    stamped = attrs(span)
+    assert stamped["gen_ai.conversation.id"] == "c-tags"
+    assert not any(k.startswith("agentwatch.tag.") for k in stamped)
+    assert "the truth value of a Series is ambiguous" in caplog.text

@@ -398,3 +398,88 @@ def test_tracing_failure_never_reaches_the_agent(spans, monkeypatch):  # noqa: F
     assert isinstance(g(Unserialisable()), Unserialisable)
     (span,) = spans.get_finished_spans()
     assert span.attributes["input.value"] == '{"x":"<Unserialisable>"}'
+
+
+def test_a_stream_item_whose_len_fails_never_reaches_the_agent(spans):  # noqa: F811
+    """The items a traced generator keeps for its output are measured with `len()`: a str whose `__len__`
+    raised made the consumer's `next()` raise (and the span never ended)."""
+
+    class Chunk(str):
+        def __len__(self) -> int:
+            raise RuntimeError("no length")
+
+    @trace(kind="llm", model="m")
+    def stream():
+        yield Chunk("hel")
+        yield "lo"
+
+    assert list(stream()) == ["hel", "lo"]
+    (span,) = spans.get_finished_spans()
+    assert json.loads(span.attributes["gen_ai.output.messages"])[0]["parts"][0]["content"] == "hello"
+
+
+def test_an_untraced_async_generator_still_passes_asend_athrow_and_aclose_through(spans, monkeypatch):  # noqa: F811
+    """When its span cannot start, the wrapper fell back to `async for item in agen: yield item`: what
+    `asend()` gave became None, an exception thrown in with `athrow()` was raised in the wrapper instead of the
+    wrapped generator, and `aclose()` left the wrapped generator open (its `finally` did not run)."""
+    from agentwatch.sdk import runtime
+
+    class BrokenTracer:
+        def start_span(self, *a, **k):
+            raise RuntimeError("tracer broken")
+
+    monkeypatch.setattr(runtime.RUNTIME, "tracer", BrokenTracer())
+    closed: list[bool] = []
+
+    @trace
+    async def echo():
+        received: list[object] = []
+        try:
+            while True:
+                try:
+                    received.append((yield len(received)))
+                except ValueError:
+                    yield ("caught", received)
+        finally:
+            closed.append(True)
+
+    async def drive():
+        agen = echo()
+        first = await agen.__anext__()
+        second = await agen.asend("a")
+        caught = await agen.athrow(ValueError("x"))
+        await agen.aclose()
+        return first, second, caught
+
+    assert asyncio.run(drive()) == (0, 1, ("caught", ["a"]))
+    assert closed == [True]
+    assert spans.get_finished_spans() == ()
+
+
+def test_a_huge_exception_message_is_bounded_like_any_captured_text(spans):  # noqa: F811
+    """The message of a failed call went out whole: 1,000,000 characters in `exception.message` with
+    `redact_values=False`, 9,216 with it (the redaction's scan margin) for an 8 KiB cap; the stack trace was
+    cut in characters, not in UTF-8 bytes."""
+    from opentelemetry.sdk.trace import TracerProvider
+
+    from agentwatch import configure
+
+    for redact_values in (False, True):
+        memory = configure(
+            "memory", tracer_provider=TracerProvider(), batch=False, redact_values=redact_values
+        )
+        exporter = memory.exporter
+
+        @trace
+        def boom():
+            raise RuntimeError("é" * 1_000_000)
+
+        with pytest.raises(RuntimeError) as raised:
+            boom()
+        assert len(str(raised.value)) == 1_000_000  # the agent's exception is unchanged
+        (span,) = exporter.get_finished_spans()
+        (event,) = span.events
+        for key in ("exception.message", "exception.stacktrace"):
+            assert len(event.attributes[key].encode("utf-8")) <= 8192, (redact_values, key)
+        assert event.attributes["exception.message"].startswith("éé")
+        assert event.attributes["exception.stacktrace"].endswith("éé\n")
