@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -52,8 +53,10 @@ def _refuse_other_formats(path: Path, reads: tuple[Kind, ...], layout: Layout | 
         return
     try:
         why = wrong_format(path, sniff(path), reads, layout)
-    except (TranscriptFileError, OSError, EOFError) as exc:
+    except TranscriptFileError as exc:
         why = f"{path}: {exc}"
+    except (OSError, EOFError, zlib.error):  # a gzip file damaged or cut short: the import reads what it can
+        return
     if why is not None:
         typer.echo(f"error: {why}", err=True)
         raise typer.Exit(EXIT_USAGE)
@@ -124,7 +127,7 @@ def tau_bench(
             typer.echo(f"error: {why}", err=True)
             raise typer.Exit(EXIT_USAGE)
         imported = import_results(saved_run(load_document(raw), file), agent, version or stem, stem)
-    except (TranscriptFileError, TauBenchFormatError, OSError, EOFError) as exc:
+    except (TranscriptFileError, TauBenchFormatError, OSError, EOFError, zlib.error) as exc:
         typer.echo(f"error: {results}: {exc}", err=True)
         raise typer.Exit(EXIT_USAGE) from None
     directory = _out_dir(out)
@@ -204,7 +207,7 @@ def openai_chat(
     try:
         lines = read_chat_lines(file, errors, prefixes, agent=agent, version=version, task=task)
         n = _write_transcripts(directory, lines)
-    except (TranscriptFileError, OSError, EOFError) as exc:
+    except (TranscriptFileError, OSError, EOFError, zlib.error) as exc:
         typer.echo(f"error: {file}: {exc}", err=True)
         raise typer.Exit(EXIT_USAGE) from None
     _report_errors([str(e) for e in errors])

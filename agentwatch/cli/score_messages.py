@@ -3,6 +3,7 @@ conversation ids read more than once, the verdict line every run ends with, and 
 
 from __future__ import annotations
 
+import zlib
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -52,11 +53,14 @@ def warn_duplicates(ids: list[str], extra: int) -> None:
         )
 
 
+# what looking at a file again raises when it is unreadable, or a gzip file damaged or cut short (said above)
+_UNREADABLE = (OSError, EOFError, zlib.error)
+
+
 def why_nothing(files: list[Path], errors: list[LineError]) -> str:
     """The files read, each with why it gave no conversation: another command's file (naming that command),
     empty, or its malformed lines."""
     from agentwatch.importers.formats import sniff, wrong_format
-    from agentwatch.wire.transcripts import TranscriptFileError
 
     bad: dict[str, int] = {}
     for e in errors:
@@ -65,7 +69,7 @@ def why_nothing(files: list[Path], errors: list[LineError]) -> str:
     for f in files:
         try:  # a named pipe was read once already: opened again, it would wait for a writer that never comes
             found = sniff(f) if f.is_file() else None
-        except TranscriptFileError:
+        except _UNREADABLE:
             found = None
         other = (
             None

@@ -23,7 +23,9 @@ Gemini, LangChain) are rewritten as chat messages first (`importers.dialects`); 
 from __future__ import annotations
 
 import json
+import math
 import re
+import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,6 +43,7 @@ from agentwatch.wire.schema import Conversation
 from agentwatch.wire.transcripts import (
     MAX_LINE_BYTES,
     LineError,
+    TranscriptFileError,
     bounded_lines,
     file_stem,
     open_binary,
@@ -52,6 +55,7 @@ ERROR_PREFIXES: tuple[str, ...] = ("Error:", "error:", "ERROR:")
 _AGENT_ROLES = frozenset({"assistant", "model"})
 _SYSTEM_ROLES = frozenset({"system", "developer"})
 _MAX_REASON = 300
+_STREAM_ERRORS = (OSError, EOFError, zlib.error)  # what reading a damaged gzip file raises
 # A result bound to a name, as a harness that runs the agent's calls as code prints it: `# var_4 = "Error: ..."`.
 _BOUND = re.compile(r"#?[ \t]*[A-Za-z_]\w*[ \t]*=[ \t]*[\"']?")
 
@@ -371,7 +375,12 @@ def conversation_from_record(
     cid = record.get("conversation_id", record.get("id", default_id))
     fields = {k: v for k, v in defaults.items() if v is not None}
     fields.update({k: record[k] for k in _FIELDS if record.get(k) is not None})
-    return conversation_from_messages(record["messages"], str(cid), error_prefixes=error_prefixes, **fields)
+    conv = conversation_from_messages(record["messages"], str(cid), error_prefixes=error_prefixes, **fields)
+    # a budget of `1e400` or `Infinity` is written out as `Infinity`, which no JSON reader reads back
+    if conv.budget_usd == math.inf:
+        conv.budget_usd = None
+        conv.notes.append(f"budget_usd {str(record.get('budget_usd'))[:40]!r} ignored: not a finite number")
+    return conv
 
 
 def read_chat_lines(
@@ -380,22 +389,31 @@ def read_chat_lines(
     """Transcript lines from a chat-format JSON Lines file (plain or gzip); bad lines go to `errors` with
     their line number and the rest is still read."""
     stem = file_stem(path)
+    lineno = 0
     with open_binary(path) as stream:
-        for lineno, raw in enumerate(bounded_lines(stream), start=1):
-            if raw is None:  # read past, never held whole (a 1.5 GB line took 7.6 GB)
-                errors.append(
-                    LineError(str(path), lineno, f"line longer than {MAX_LINE_BYTES:,} bytes; skipped")
-                )
-                continue
-            if not raw.strip():
-                continue
-            try:
-                record = json_text.loads(raw)
-                conv = conversation_from_record(record, f"{stem}-{lineno}", error_prefixes, **defaults)
-            except (ValueError, RecursionError) as exc:  # JSON, UTF-8 and ChatFormatError are ValueErrors
-                reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-                errors.append(LineError(str(path), lineno, reason[:_MAX_REASON]))
-                continue
-            if isinstance(record, dict):
-                set_identity(conv, record.get("attempt"), record.get("instance"))
-            yield transcript_line(conv)
+        try:
+            for lineno, raw in enumerate(bounded_lines(stream), start=1):
+                if raw is None:  # read past, never held whole (a 1.5 GB line took 7.6 GB)
+                    errors.append(
+                        LineError(str(path), lineno, f"line longer than {MAX_LINE_BYTES:,} bytes; skipped")
+                    )
+                    continue
+                if not raw.strip():
+                    continue
+                try:
+                    record = json_text.loads(raw)
+                    conv = conversation_from_record(record, f"{stem}-{lineno}", error_prefixes, **defaults)
+                except (ValueError, RecursionError) as exc:  # JSON, UTF-8 and ChatFormatError are ValueErrors
+                    reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+                    errors.append(LineError(str(path), lineno, reason[:_MAX_REASON]))
+                    continue
+                if isinstance(record, dict):
+                    set_identity(conv, record.get("attempt"), record.get("instance"))
+                yield transcript_line(conv)
+        except _STREAM_ERRORS as exc:  # a gzip file cut short or damaged: the lines before are kept
+            if lineno == 0:
+                raise TranscriptFileError(f"cannot decode {path}: {exc}") from exc
+            reason = (
+                f"file unreadable after line {lineno} ({type(exc).__name__}: {exc}); rest of file skipped"
+            )
+            errors.append(LineError(str(path), lineno + 1, reason[:_MAX_REASON]))

@@ -25,10 +25,14 @@ _LONE_SURROGATE_TEXT = re.compile(r"\\u[dD][89a-fA-F]")
 _LONE_SURROGATE_BYTES = re.compile(rb"\\u[dD][89a-fA-F]")
 
 
-def loads(data: str | bytes, parse_constant: Callable[[str], Any] | None = None) -> Any:
-    """`data` parsed as JSON (as `json.loads`), lone surrogates replaced; ValueError or RecursionError as
-    `json.loads` raises them."""
-    doc = json.loads(data) if parse_constant is None else json.loads(data, parse_constant=parse_constant)
+def loads(
+    data: str | bytes,
+    parse_constant: Callable[[str], Any] | None = None,
+    parse_float: Callable[[str], Any] | None = None,
+) -> Any:
+    """`data` parsed as JSON (as `json.loads`, with its hooks when given), lone surrogates replaced; ValueError
+    or RecursionError as `json.loads` raises them."""
+    doc = json.loads(data, parse_constant=parse_constant, parse_float=parse_float)  # None: the default's
     escaped = (
         _LONE_SURROGATE_TEXT.search(data) if isinstance(data, str) else _LONE_SURROGATE_BYTES.search(data)
     )

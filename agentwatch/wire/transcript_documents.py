@@ -14,7 +14,6 @@ import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
-from agentwatch.wire import json_text
 from agentwatch.wire.json_array import array_end, array_items
 from agentwatch.wire.schema import Conversation
 from agentwatch.wire.transcript_keys import UnknownKeys
@@ -29,7 +28,7 @@ from agentwatch.wire.transcript_lines import (
     line_conversation,
     other_format,
     parse_object,
-    reject_constant,
+    strict_loads,
 )
 
 log = logging.getLogger(__name__)
@@ -113,7 +112,7 @@ def _read_whole(stream: io.BufferedIOBase, name: str, kind: str) -> tuple[bytes,
 def _parse(raw: bytes, name: str, kind: str) -> object:
     """The JSON document `raw`; TranscriptFileError saying why it is none."""
     try:
-        return json_text.loads(raw.removeprefix(UTF8_BOM).decode("utf-8"), parse_constant=reject_constant)
+        return strict_loads(raw.removeprefix(UTF8_BOM).decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise TranscriptFileError(
             f"{name} starts like one JSON {kind} but is not valid JSON ({exc}); transcripts are one JSON "

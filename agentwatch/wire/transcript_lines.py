@@ -10,9 +10,12 @@ from __future__ import annotations
 import io
 import json
 import logging
+import math
+import re
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -27,6 +30,10 @@ MAX_LINE_BYTES = 16 * 1024 * 1024  # a longer line is reported and skipped, neve
 MAX_REASON = 300
 IMPORT_CHAT = "agentwatch import openai-chat FILE --out DIR"
 IMPORT_TAU = "agentwatch import tau-bench FILE --out DIR"
+# an exponent of three digits, or a run of 200 digits: a JSON number without either cannot overflow a double.
+# The run is matched from its first digit only: tried at every digit, a 16 MB line of 199-digit runs took 1.7 s.
+_MAYBE_HUGE = re.compile(r"[eE]\+?[0-9]{3}|(?<![0-9])[0-9]{200}")
+_BLOCK = 64 * 1024
 
 
 class TranscriptFileError(OSError):
@@ -65,6 +72,23 @@ def reject_constant(name: str) -> float:
     raise ValueError(f"invalid JSON: {name} is not a JSON number")
 
 
+def finite_float(text: str) -> float:
+    """`parse_float` for `json.loads`: a number too large for a double (`1e400`) is refused, not read as
+    infinity (which no JSON writer can write back, and no sum or estimate survives)."""
+    value = float(text)
+    if math.isinf(value):
+        shown = text if len(text) <= 24 else f"{text[:20]}…"
+        raise ValueError(f"invalid JSON: {shown} is too large a number (it overflows to infinity)")
+    return value
+
+
+def strict_loads(text: str) -> Any:
+    """`text` parsed as JSON, refusing what is no JSON number: NaN, Infinity, and numbers that overflow to
+    infinity (looked for only where the text holds a long exponent or digit run: the hook slows every float)."""
+    huge = finite_float if _MAYBE_HUGE.search(text) else None
+    return json_text.loads(text, parse_constant=reject_constant, parse_float=huge)
+
+
 def json_reason(exc: ValueError) -> str:
     """Why a text is not JSON, in the user's terms (not Python's: no `sys.set_int_max_str_digits()`)."""
     if isinstance(exc, json.JSONDecodeError):
@@ -89,7 +113,7 @@ def parse_line(raw: bytes, unknown: list[str] | None = None) -> Conversation:
     except UnicodeDecodeError as exc:
         raise ValueError(f"not UTF-8 at byte {exc.start}") from exc
     try:
-        obj = json_text.loads(text.rstrip("\r\n"), parse_constant=reject_constant)
+        obj = strict_loads(text.rstrip("\r\n"))
     except ValueError as exc:
         raise ValueError(json_reason(exc)) from exc
     except RecursionError:
@@ -107,11 +131,27 @@ def parse_object(obj: object, unknown: list[str] | None = None) -> Conversation:
     if unknown is not None:
         unknown.extend(unknown_keys(obj))
     try:
-        return Conversation.model_validate(obj)
+        conv = Conversation.model_validate(obj)
     except ValidationError as exc:
         raise ValueError(validation_reason(exc, obj)) from exc
     except RecursionError:
         raise ValueError("invalid conversation: nested too deeply") from None
+    infinite = infinite_field(conv)
+    if infinite is not None:
+        raise ValueError(f"invalid conversation: {infinite}: Input should be a finite number")
+    return conv
+
+
+def infinite_field(conv: Conversation) -> str | None:
+    """The path of a number field no cap bounds that holds infinity, else None: a number written as text is read
+    as pydantic reads it (`"duration_ms": "Infinity"` or `"1e400"` is infinite), and the sums and estimates of
+    the report have no use for it (the other number fields are capped, and NaN is no value `ge=0` takes)."""
+    if conv.budget_usd == math.inf:
+        return "budget_usd"
+    for index, turn in enumerate(conv.turns):
+        if turn.duration_ms == math.inf:
+            return f"turns.{index}.duration_ms"
+    return None
 
 
 def other_format(obj: dict[str, object]) -> str | None:
@@ -125,8 +165,44 @@ def other_format(obj: dict[str, object]) -> str | None:
     return None
 
 
+class _LoneCrLines(io.RawIOBase):
+    """A stream whose lines end in CR alone (classic Mac OS, some exporters) as one whose lines end in LF. Read as
+    LF lines, such a file was one line: every conversation in it lost to one `Extra data` error. A stream with an
+    LF in its first block passes as it is: its lines end in LF or CRLF, and a CR alone is whitespace in a line."""
+
+    def __init__(self, source: io.BufferedIOBase) -> None:
+        self._source = source
+        self._lone_cr: bool | None = None  # decided by the first block that ends a line
+        self._held = b""  # a CR that ends a block, until the next byte says whether an LF follows it
+        self._pending = b""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
+        while not self._pending:
+            block = self._source.read1(_BLOCK)
+            self._pending = self._lines(block, final=not block)
+            if not block:
+                break
+        n = min(len(buffer), len(self._pending))
+        buffer[:n] = self._pending[:n]
+        self._pending = self._pending[n:]
+        return n
+
+    def _lines(self, block: bytes, final: bool) -> bytes:
+        data, self._held = self._held + block, b""
+        if self._lone_cr is not False and not final and data.endswith(b"\r"):
+            data, self._held = data[:-1], b"\r"
+        if self._lone_cr is None and (b"\n" in data or b"\r" in data):
+            self._lone_cr = b"\n" not in data
+        return data.replace(b"\r\n", b"\n").replace(b"\r", b"\n") if self._lone_cr else data
+
+
 def bounded_lines(stream: io.BufferedIOBase, limit: int = MAX_LINE_BYTES) -> Iterator[bytes | None]:
-    """The lines of `stream`; None for a line longer than `limit` bytes (read past, never held whole)."""
+    """The lines of `stream`, ended by LF, CRLF or, in a stream whose lines end so, CR alone; None for a line
+    longer than `limit` bytes (read past, never held whole)."""
+    stream = io.BufferedReader(_LoneCrLines(stream), _BLOCK)
     while True:
         raw = stream.readline(limit + 1)
         if not raw:
