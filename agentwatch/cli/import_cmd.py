@@ -152,6 +152,11 @@ def tau_bench(
                 "\nIts commit is one of tau2-bench's before 1.0.1, whose grading recorded every call of a "
                 "discoverable tool:\none the ground truth does not make is forbidden, a read too."
             )
+    if imported.refused:
+        header += (
+            "\n\nGround-truth writes the environment refuses from its starting database, not required (the "
+            "reward's\nreplay is refused too, and changes nothing):\n" + "\n".join(imported.refused)
+        )
     ungraded = [f"task {task}: {why}" for task, why in imported.ungraded.items()]
     if ungraded:
         header += "\n\nTasks without a policy (their conversations are not graded):\n" + "\n".join(ungraded)

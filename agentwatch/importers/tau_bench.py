@@ -26,7 +26,8 @@ benchmark's reward checks — the effects and the outputs:
   `compare_args` marks every other argument `ignore`;
 - the required outputs (`outputs`, τ²-bench's `communicate_info`) must be stated by some answer;
 - when the ground truth's tools are those of one standard environment (`tau_domains`), only that
-  environment's writes have effects: the agent's own tools (a planner's `todo`) are read-only;
+  environment's writes have effects: the agent's own tools (a planner's `todo`) are read-only, and a ground-truth
+  write that environment refuses from its starting database is not required (`tau_refusals`);
 - a call through τ³-bench's `call_discoverable_agent_tool` is read, in the ground truth and in the transcript,
   as the call of the tool it names (`discoverable_tools`).
 The reward itself is never read to build a policy. A τ²-bench task whose reward checks what such a policy cannot
@@ -59,6 +60,7 @@ from agentwatch.importers.tau_records import (
     reason_of,
     truth_action,
 )
+from agentwatch.importers.tau_refusals import excuse_refused
 from agentwatch.importers.text_actions import acts_in_text
 from agentwatch.wire.schema import Conversation, Turn, attempt_number
 
@@ -175,6 +177,7 @@ def import_results(document: Any, agent: str, version: str, prefix: str) -> Impo
         for policy in out.policies:
             if "tools" in policy and policy.get("extra_calls") != "any":
                 fit_to_domain(policy, out.domain, out.formerly)
+                out.refused.extend(f"task {policy['task']}: {n}" for n in excuse_refused(policy, out.domain))
     out.ungraded = {t: out.ungraded[t] for t in sorted(out.ungraded, key=_task_order) if t not in seen_tasks}
     return out
 

@@ -26,6 +26,8 @@ class Imported:
     # graded as tau2-bench graded its environment before 1.0.1, which recorded every discoverable tool's call
     # (`tau_versions`): the run's commit is one of those, and its environment is one that grading differed on
     formerly: bool = False
+    # the expected writes the environment refuses from its starting database, left not required ("task T: tool")
+    refused: list[str] = field(default_factory=list)
 
 
 # What reading a record of unexpected shape raises (a number where an object was, a string where a list was):
