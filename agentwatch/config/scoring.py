@@ -58,8 +58,9 @@ END_MARKERS = {"###STOP": "stop", "###TRANSFER": "transfer", "###OUT-OF-SCOPE": 
 # Lookup verbs that begin tool names, in English and in Spanish, Portuguese and French.
 _LOOKUP_VERBS = """
     get list search find lookup look_up query fetch retrieve read view show display describe check verify validate
-    track consult count compare compute estimate
-    buscar consultar obtener obter listar mostrar ver verificar validar revisar rechercher consulter obtenir afficher
+    track consult count compare compute estimate identify
+    buscar consultar obtener obter listar mostrar ver verificar validar revisar identificar rechercher consulter obtenir
+    afficher identifier
 """.split()
 # `final_answer`: smolagents' agents answer by calling it; `finish`: DSPy's ReAct ends its loop by calling it.
 # "!" keeps a name out: checking a guest in or out books a room.

@@ -14,7 +14,6 @@ import json
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from fnmatch import fnmatchcase
 from typing import Any
 
 from agentwatch.config import HANDOFF_TOOLS, READ_ONLY_TOOLS, PolicyTool, TaskPolicy
@@ -30,6 +29,7 @@ from agentwatch.scorers.effects import (
     wanted_calls,
 )
 from agentwatch.scorers.endings import ending_reasons
+from agentwatch.scorers.globs import selects
 from agentwatch.scorers.graders import expected_repeats, forbidden_called
 from agentwatch.scorers.names import NameNormalizer
 from agentwatch.scorers.outputs import outputs_reasons
@@ -82,9 +82,7 @@ class PolicyBook:
         key = (agent, task)
         if key in self._matches:
             return self._matches[key]
-        found = next(
-            (p for p in self.policies if fnmatchcase(agent, p.agent) and fnmatchcase(task, p.task)), None
-        )
+        found = next((p for p in self.policies if selects(p.agent, agent) and selects(p.task, task)), None)
         if len(self._matches) < 10_000:
             self._matches[key] = found
         return found

@@ -14,9 +14,9 @@ from __future__ import annotations
 import hashlib
 from collections import OrderedDict
 from dataclasses import dataclass
-from fnmatch import fnmatchcase
 
 from agentwatch.config import SamplingConfig
+from agentwatch.scorers.globs import selects
 from agentwatch.scorers.target_rate import TargetRates
 from agentwatch.wire.kept import kept
 
@@ -71,7 +71,7 @@ class Sampler:
             cfg = self._config
             judge, review, target = cfg.judge_rate, cfg.review_rate, cfg.target_judged_per_hour
             for rule in cfg.rules:
-                if fnmatchcase(agent, rule.agent) and fnmatchcase(task, rule.task):
+                if selects(rule.agent, agent) and selects(rule.task, task):
                     judge = judge if rule.judge_rate is None else rule.judge_rate
                     review = review if rule.review_rate is None else rule.review_rate
                     target = target if rule.target_judged_per_hour is None else rule.target_judged_per_hour

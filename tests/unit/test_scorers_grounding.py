@@ -243,6 +243,11 @@ def test_separators_and_examples_in_identifiers(answer: str, question: str, expe
         ("track_order", "read_only"),
         ("consultar_promociones", "read_only"),
         ("verify_identity", "read_only"),
+        (
+            "identificar_paciente",
+            "read_only",
+        ),  # identifying a patient changes nothing; a rewarded run made it
+        ("identify_user", "read_only"),
         ("check_in_guest", "effect"),  # "!check_in*": checking a guest in books a room
         ("functions.Check-Out", "effect"),
         ("create_ticket", "effect"),
