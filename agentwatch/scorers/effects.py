@@ -277,22 +277,43 @@ def same_replacements(expected: Any, used: Any, source: str, target: str) -> boo
 _RECORD_FIELDS = 3  # a result with fewer fields may be an acknowledgement a lookup can return too
 
 
+def _record_key(call: ToolCall, result: dict[str, Any]) -> tuple[frozenset[Any], frozenset[Any]]:
+    """Which record `result` is: its keys (its kind), and the ids the call names that it holds at its top with the
+    same value (`order_id` of `get_order_details(order_id)` and of `modify_pending_order_address(order_id, …)`):
+    two orders of one user are two records, and a write of one between does not hide that the other is as last
+    seen. Only ids: a value the call sets (a cabin) is the record's state, not which record it is."""
+    named = frozenset(
+        (k, v)
+        for k, v in call.arguments.items()
+        if _is_id(k) and isinstance(v, (str, int)) and not isinstance(v, bool) and result.get(k, _ABSENT) == v
+    )
+    return frozenset(result), named
+
+
+_ABSENT = object()
+
+
+def _is_id(name: str) -> bool:
+    """Whether an argument's name says it is an id (`id`, `order_id`, `orderId`)."""
+    return name.lower() == "id" or name.lower().endswith(("_id", "-id")) or name.endswith("Id")
+
+
 def _changes(made: Sequence[MadeCall]) -> list[bool]:
     """For each call, whether it changed the state: a successful call with effects, unless it returned a record (an
     object of `_RECORD_FIELDS` fields or more, not an acknowledgement such as `{"status": "sent"}`) exactly as the
-    latest call returning a record of its kind (the same keys), a lookup or a write, returned it: the state it
-    leaves is the state already seen. One pass; only a write's record and the one before it are written as JSON."""
-    latest: dict[frozenset[Any], dict[str, Any]] = {}  # a record's keys -> the latest such record
+    latest call returning that record (`_record_key`), a lookup or a write, returned it: the state it leaves is the
+    state already seen. One pass; only a write's record and the one before it are written as JSON."""
+    latest: dict[tuple[frozenset[Any], frozenset[Any]], dict[str, Any]] = {}  # a record -> its latest state
     out: list[bool] = []
     for m in made:
         result = m.call.result
         if not (m.ok and isinstance(result, dict) and len(result) >= _RECORD_FIELDS):
             out.append(m.ok and m.kind == EFFECT)
             continue
-        keys = frozenset(result)
-        seen = latest.get(keys)
+        key = _record_key(m.call, result)
+        seen = latest.get(key)
         out.append(m.kind == EFFECT and (seen is None or _canonical(seen) != _canonical(result)))
-        latest[keys] = result
+        latest[key] = result
     return out
 
 

@@ -311,6 +311,33 @@ def test_a_write_that_returned_the_record_last_seen_left_the_state_as_it_was() -
     assert failures(replayed, conv(dict(TURN, tool_calls=[lookup, same, refused]))) == set()
 
 
+def test_a_write_of_another_record_between_does_not_hide_that_this_one_is_as_last_seen() -> None:
+    """A τ²-bench retail agent changed an order's items, then another order's, then set the first order's address
+    again to the one it already had: the record it returned is the first order as last seen, though the latest
+    record of that kind was the other order (a real success failed for an effect nobody expected). The same
+    write returning a record that differs from its order's latest is still an effect."""
+    order = {"order_id": "#W1", "address": {"zip": "10116"}, "items": ["new"], "status": "pending"}
+    other = {**order, "order_id": "#W2", "items": ["other"]}
+    items = _returning(
+        "modify_pending_order_items", order, order_id="#W1", item_ids=["old"], new_item_ids=["new"]
+    )
+    items_other = _returning(
+        "modify_pending_order_items", other, order_id="#W2", item_ids=["x"], new_item_ids=["y"]
+    )
+    again = _returning("modify_pending_order_address", order, order_id="#W1", zip="10116")
+    policy = {
+        "tools": [
+            {"name": "modify_pending_order_items", "arguments": {"order_id": "#W1"}},
+            {"name": "modify_pending_order_items", "arguments": {"order_id": "#W2"}},
+        ]
+    }
+    assert failures(policy, conv(dict(TURN, tool_calls=[items, items_other, again]))) == set()
+    moved = _returning(
+        "modify_pending_order_address", {**order, "address": {"zip": "10001"}}, order_id="#W1", zip="10001"
+    )
+    assert failures(policy, conv(dict(TURN, tool_calls=[items, items_other, moved]))) == {"policy_effects"}
+
+
 def test_alternatives_meet_the_expectation_with_the_same_arguments() -> None:
     policy = {
         "tools": [
