@@ -92,6 +92,12 @@ def search_policy(query: str) -> str:
     return POLICY
 
 
+@trace(kind="tool", read_only=True)
+def track_order(order_id: str) -> dict[str, str]:
+    """Track an order's parcel; the (simulated) tracking service times out."""
+    raise ToolFailure(f"tracking service timed out for {order_id}")
+
+
 @trace(kind="tool")
 def flaky_inventory(sku: str) -> int:
     """An inventory lookup whose backend is down."""
@@ -121,8 +127,13 @@ class SupportAgent:
             flaky_inventory("SKU-1")  # raises: the turn errors (abandoned)
         if task == "order_status":
             if rng.random() < b.loop:
+                # stuck: the tracking service times out, the same call is retried, then the agent guesses
                 for _ in range(3):
-                    lookup_order(order_id)
+                    try:
+                        track_order(order_id)
+                    except ToolFailure:
+                        pass
+                return "Your order is on its way."
             order = (
                 lookup_order(order_id) if rng.random() >= b.wrong_tool else {"status": search_policy(message)}
             )

@@ -193,6 +193,8 @@ class ConversationScorer:
         failing = graders.failing
         policy = graders.policy
         repeats = self.policies.repeats(policy, self._names) if policy is not None else None
+        # a policy's own read-only tools (a standard environment's: every tool but its writes) tell lookups too
+        kinds = self._kinds.extended(policy.read_only_tools) if policy is not None else self._kinds
         found = Findings()
         found.evidence.add(conv.system)  # the agent's instructions are a source (fees, rules)
         turns = conv.turns
@@ -211,6 +213,7 @@ class ConversationScorer:
                 failing,
                 arguments_known,
                 repeats,
+                kinds,
             )
             found.turn_scores.append(ts)
             found.reasons.extend(ts["reasons"])

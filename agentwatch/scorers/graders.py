@@ -43,17 +43,30 @@ def loops(
     names: NameNormalizer,
     used_names: Sequence[str] | None = None,
     repeats: Mapping[str, int] | None = None,
-) -> list[tuple[str, int]]:
-    """(tool name, count) of every tool called with identical arguments at least `threshold` times, not counting
-    the identical calls the task expects beyond the first (`repeats`: normalised name -> how many identical
-    calls of it the task expects, `expected_repeats`; `used_names`: the normalised names of `calls`, if known)."""
+) -> list[tuple[str, int, ToolCall, bool]]:
+    """(tool name, count, first call, whether one of them returned an error) of every tool called with identical
+    arguments at least `threshold` times, not counting the identical calls the task expects beyond the first
+    (`repeats`: normalised name -> how many identical calls of it the task expects, `expected_repeats`;
+    `used_names`: the normalised names of `calls`, if known)."""
     if len(calls) < threshold:
         return []
     if used_names is None:
         used_names = names.of(calls)
-    counts = Counter((name, canonical_json(c.arguments)) for c, name in zip(calls, used_names, strict=True))
+    counts: Counter[tuple[str, str]] = Counter()
+    first: dict[tuple[str, str], ToolCall] = {}
+    refused: set[tuple[str, str]] = set()
+    for c, name in zip(calls, used_names, strict=True):
+        key = (name, canonical_json(c.arguments))
+        counts[key] += 1
+        first.setdefault(key, c)
+        if c.error is not None:
+            refused.add(key)
     allowed = repeats or {}
-    return [(name, n) for (name, _), n in counts.items() if n - allowed.get(name, 1) + 1 >= threshold]
+    return [
+        (key[0], n, first[key], key in refused)
+        for key, n in counts.items()
+        if n - allowed.get(key[0], 1) + 1 >= threshold
+    ]
 
 
 def expected_repeats(tools: Sequence[PolicyTool], names: NameNormalizer) -> dict[str, int]:

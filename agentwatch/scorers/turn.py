@@ -48,13 +48,15 @@ class TurnGrader:
         failing: frozenset[str],
         arguments_known: bool = True,
         repeats: Mapping[str, int] | None = None,
+        kinds: ToolKinds | None = None,
     ) -> tuple[dict[str, Any], float | None, float | None]:
         """Grade turn `i`: its `TurnScore` fields, answer score and tool overall.
 
         Failure evidence is added to `found`; a detector in `failing` also fails the turn (`passed` is False),
         and whether that counts is the conversation's business (only graded conversations have a verdict).
         Without `arguments_known` (the source recorded no tool arguments) calls cannot be told identical: no
-        loop is looked for; `repeats`: the identical calls the task expects of a tool (`expected_repeats`)."""
+        loop is looked for; `repeats`: the identical calls the task expects of a tool (`expected_repeats`);
+        `kinds`: which tools are lookups, by the policy grading the conversation (else the configuration's)."""
         sc = self._scoring
         names = self._names
         exp = turn.expected
@@ -149,8 +151,16 @@ class TurnGrader:
             if arguments_known and len(calls) >= sc.loop_threshold
             else ()
         )
-        for name, count in looped:
-            found_here.append(("loop", f"turn {i}: {name} called {count} times with identical arguments"))
+        for name, count, call, refused in looped:
+            said = f"turn {i}: {name} called {count} times with identical arguments"
+            if refused or sc.lookup_loops_fail or (kinds or self._kinds).of(call, name) != READ_ONLY:
+                found_here.append(("loop", said))
+            else:
+                # A lookup repeated, none refused, changed nothing: evidence, not the verdict. On the real runs
+                # graded (docs/scoring.md, Precision first) such a loop was the only failure of 4 real successes
+                # and of no real failure.
+                found.add("loop")
+                reasons.append(f"evidence: loop: {said} (a lookup, none refused)")
         if error:
             found_here.append(("error", f"turn {i}: {error}"))
         if unanswered:

@@ -4,7 +4,9 @@ One task (`order_status`) of one agent: the user asks where an order is, the age
 from the result. Each conversation is one of:
 - `fine`: the tool is called with the order id from the input, the answer quotes the result;
 - `error`: the turn raises after the lookup (no answer);
-- `loop`: the agent calls the lookup three times with identical arguments, then answers;
+- `loop`: the agent calls the lookup three times with identical arguments, each refused (it timed out), then
+  answers anyway (a lookup repeated that returns its result each time is no failure: real agents that did so
+  were rewarded);
 - `silent`: a failure with no evidence: the agent answers without looking anything up.
 """
 
@@ -40,7 +42,8 @@ def conversation(cid: str, kind: str, rng: random.Random, version: str = "2.0") 
     elif kind == "error":
         turn.update(tool_calls=[lookup], answer=None, error="TimeoutError: upstream model timed out")
     elif kind == "loop":
-        turn.update(tool_calls=[lookup, lookup, lookup], answer=answer)
+        refused = {**lookup, "result": None, "error": "TimeoutError: order service timed out"}
+        turn.update(tool_calls=[refused, refused, refused], answer=answer)
     elif kind == "silent":
         turn.update(tool_calls=[], answer="Your order should arrive soon.")
     else:

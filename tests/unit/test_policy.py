@@ -423,9 +423,35 @@ def test_an_expected_write_refused_from_the_state_the_agent_found_is_a_note() ->
     assert failures(either, conv(dict(TURN, tool_calls=[refused]))) == {"policy_tools"}
 
 
+def test_a_lookup_repeated_with_its_result_each_time_is_evidence_unless_asked() -> None:
+    """Real agents re-read a record (a user found by name and zip three times, an order looked up again at each
+    step of a workflow) and were rewarded: on the real runs graded, such a loop was the only failure of 4 real
+    successes and of no real failure. It is evidence, counted over all traffic; `lookup_loops_fail` makes it a
+    loop like the others. A lookup refused each time and a write repeated stay loops."""
+    looked = {"name": "find_user_id_by_name_zip", "arguments": {"zip": "10001"}, "result": "u1"}
+    base = {"id": "p", "tools": []}
+    c = conv(dict(TURN, tool_calls=[looked] * 3))
+    s = ConversationScorer(Settings.model_validate({"policies": [base]})).score(c)
+    assert s.passed is True and s.evidence == ["loop"]
+    assert (
+        "evidence: loop: turn 0: find_user_id_by_name_zip called 3 times with identical arguments"
+        in " ".join(s.reasons)
+    )
+    asked = Settings.model_validate({"policies": [base], "scoring": {"lookup_loops_fail": True}})
+    assert ConversationScorer(asked).score(c).passed is False
+    written = {"name": "send_certificate", "arguments": {"user_id": "u1"}, "result": "sent"}
+    once = {"id": "p", "tools": [{"name": "send_certificate", "arguments": {"user_id": "u1"}}]}
+    s = ConversationScorer(Settings.model_validate({"policies": [once]})).score(
+        conv(dict(TURN, tool_calls=[written] * 3))
+    )
+    assert s.passed is False and any(
+        r.startswith("loop: turn 0: send_certificate called 3 times") for r in s.reasons
+    )
+
+
 def test_evidence_fails_only_where_configured_or_asked_by_the_policy() -> None:
     """A detector outside scoring.failing_evidence leaves its finding as evidence; a policy may ask for it."""
-    loop = [_write("search_flights", q="x")] * 3  # a lookup, repeated
+    loop = [_write("search_flights", error="Error: timed out", q="x")] * 3  # a lookup, refused each time
     c = conv(dict(TURN, tool_calls=loop))
     base = {"id": "p", "tools": []}
     on = ConversationScorer(Settings.model_validate({"policies": [base]}))

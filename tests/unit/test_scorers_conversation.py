@@ -149,9 +149,8 @@ def test_action_performed_in_earlier_turn_supports_later_claim():
 
 
 def loop_turn(n: int) -> dict:
-    calls = [
-        {"name": "get_order", "arguments": {"id": 1, "x": [1, 2]}, "result": {"s": "ok"}} for _ in range(n)
-    ]
+    """A turn calling `get_order` `n` times with identical arguments, each refused."""
+    calls = [{"name": "get_order", "arguments": {"id": 1, "x": [1, 2]}, "error": "timeout"} for _ in range(n)]
     return {
         "input": "q",
         "answer": "It is okay.",
