@@ -56,6 +56,49 @@ def exact_mean(units: list[tuple[int, int]], k: int, kind: str) -> Fraction:
     return sum(vals, Fraction(0)) / len(vals)
 
 
+def _value(n: int, x: int, k: int, kind: str) -> Fraction:
+    """A unit's unbiased value at k after x passes in n attempts."""
+    if kind == "pow":
+        return Fraction(math.comb(x, k), math.comb(n, k))
+    return 1 - Fraction(math.comb(n - x, k), math.comb(n, k))
+
+
+def beta_binomial_floor(units: list[tuple[int, int]], k: int, kind: str) -> Fraction:
+    """s₀² in exact fractions: the mean over units with n >= k of their value's variance at k under the
+    Beta-binomial law of the pooled rate r and the intra-unit correlation ρ = max(0, (X² − (units − 1)) / Σ(n − 1))
+    (X² = Σ (c − n·r)² / (n·r·(1 − r)), Pearson's), each law P(x) = C(n, x)·(a)_x·(b)_{n−x} / (a + b)_n summed over
+    every count of passes (a = r·κ, b = (1 − r)·κ, κ = (1 − ρ)/ρ; ρ = 0: Binomial(n, r))."""
+    rate = Fraction(sum(c for _, c in units), sum(n for n, _ in units))
+    if rate in (0, 1):
+        return Fraction(0)
+    x2 = sum(((Fraction(c) - n * rate) ** 2 / (n * rate * (1 - rate)) for n, c in units), Fraction(0))
+    extra = sum(n - 1 for n, _ in units)
+    rho = min(Fraction(1), max(Fraction(0), (x2 - (len(units) - 1)) / extra)) if extra else Fraction(0)
+
+    def rising(x: Fraction, j: int) -> Fraction:
+        return math.prod((x + i for i in range(j)), start=Fraction(1))
+
+    def law(n: int) -> list[Fraction]:
+        if rho == 0:
+            return [math.comb(n, x) * rate**x * (1 - rate) ** (n - x) for x in range(n + 1)]
+        if rho == 1:  # every unit always passes or always fails
+            return [1 - rate] + [Fraction(0)] * (n - 1) + [rate]
+        kappa = Fraction(1 - rho) / rho
+        a, b = rate * kappa, (1 - rate) * kappa
+        return [math.comb(n, x) * rising(a, x) * rising(b, n - x) / rising(kappa, n) for x in range(n + 1)]
+
+    total, counted = Fraction(0), 0
+    for n, _ in units:
+        if n < k:
+            continue
+        probs = law(n)
+        mean = sum((q * _value(n, x, k, kind) for x, q in enumerate(probs)), Fraction(0))
+        second = sum((q * _value(n, x, k, kind) ** 2 for x, q in enumerate(probs)), Fraction(0))
+        total += second - mean**2
+        counted += 1
+    return total / counted if counted else Fraction(0)
+
+
 def test_unbiased_mean_equals_exact_fractions_on_random_groups() -> None:
     rng = np.random.default_rng(3)
     for _ in range(50):
@@ -231,6 +274,7 @@ def test_nonparametric_interval_from_fifty_units_by_bisection() -> None:
         assert m >= SMALL_UNITS
         mean = sum(values) / m
         s2 = sum((v - mean) ** 2 for v in values) / (m - 1)
+        s2 = max(s2, float(beta_binomial_floor(units, k, "pow")))
         n_eff = m * max(1.0, mean * (1 - mean) / s2)
         lo = beta_quantile_by_bisection(0.5 + mean * n_eff, 0.5 + (1 - mean) * n_eff, 0.025)
         hi = beta_quantile_by_bisection(0.5 + mean * n_eff, 0.5 + (1 - mean) * n_eff, 0.975)
@@ -263,36 +307,68 @@ def test_units_varying_less_than_their_attempts_alone_would_get_the_attempts_var
 
 
 @pytest.mark.parametrize("kind", ["pow", "at"])
-def test_the_attempts_variance_is_the_binomial_law_summed_in_exact_fractions(kind: Kind) -> None:
-    """s₀² of units of 3, 6 and 40 attempts at k = 1..3, against the binomial law at the pooled rate summed over
-    every count of passes in exact fractions."""
-    pairs = [
-        (3, 1, 4),
-        (6, 5, 2),
-        (40, 13, 1),
-        (2, 2, 3),
-    ]  # (n, c, units); the 2-attempt units count in the rate
+@pytest.mark.parametrize(
+    "pairs",
+    [
+        [(3, 1, 4), (6, 5, 2), (40, 13, 1), (2, 2, 3)],  # the units differ: ρ > 0
+        [(8, 4, 59), (8, 7, 1)],  # alike: ρ = 0, the binomial law at the pooled rate
+        [(4, 0, 5), (4, 4, 5), (1, 1, 2)],  # all or nothing: ρ = 1
+    ],
+    ids=["differ", "alike", "all-or-nothing"],
+)
+def test_the_attempts_variance_is_the_beta_binomial_law_summed_in_exact_fractions(
+    kind: Kind, pairs: list[tuple[int, int, int]]
+) -> None:
+    """s₀² of (n, c, units) pairs at k = 1..3, against the Beta-binomial law of the pooled rate and the units'
+    measured intra-unit correlation summed over every count of passes in exact fractions."""
     n = np.array([p[0] for p in pairs])
     c = np.array([p[1] for p in pairs])
     m = np.array([[float(p[2]) for p in pairs]])
-    rate = Fraction(sum(p[1] * p[2] for p in pairs), sum(p[0] * p[2] for p in pairs))
+    units = [(size, passed) for size, passed, count in pairs for _ in range(count)]
     for k in (1, 2, 3):
+        expected = beta_binomial_floor(units, k, kind)
+        assert _attempts_variance(n, c, m, k, kind)[0] == pytest.approx(float(expected), rel=1e-12, abs=1e-15)
 
-        def value(size: int, passed: int, k: int = k) -> Fraction:
-            if kind == "pow":
-                return Fraction(math.comb(passed, k), math.comb(size, k))
-            return 1 - Fraction(math.comb(size - passed, k), math.comb(size, k))
 
-        total, units = Fraction(0), 0
-        for size, _, count in pairs:
-            if size < k:
-                continue
-            law = [math.comb(size, x) * rate**x * (1 - rate) ** (size - x) for x in range(size + 1)]
-            mean = sum((law[x] * value(size, x) for x in range(size + 1)), Fraction(0))
-            second = sum((law[x] * value(size, x) ** 2 for x in range(size + 1)), Fraction(0))
-            total += count * (second - mean**2)
-            units += count
-        assert _attempts_variance(n, c, m, k, kind)[0] == pytest.approx(float(total / units), rel=1e-12)
+def test_rare_units_near_one_widen_the_nonparametric_interval() -> None:
+    """60 units of 8 attempts that differ, mostly failing: pass^6's value rests on the one unit with 6 passes
+    (1/28), while a unit with 8 (value 1) is what the population holds and the sample lacks. The interval's
+    variance is at least the Beta-binomial law's at the units' measured dispersion (exact fractions), bisected."""
+    spread = {0: 24, 1: 14, 2: 10, 3: 6, 4: 3, 5: 2, 6: 1}
+    units = [(8, c) for c, count in spread.items() for _ in range(count)]
+    k, m = 6, len(units)
+    values = [_value(8, c, k, "pow") for _, c in units]
+    mean = sum(values, Fraction(0)) / m
+    sample = sum(((v - mean) ** 2 for v in values), Fraction(0)) / (m - 1)
+    floor = beta_binomial_floor(units, k, "pow")
+    assert floor > 10 * sample  # the case: what the sample shows is far below what such units give
+    n_eff = m * max(1.0, float(mean * (1 - mean) / floor))
+    a, b = 0.5 + float(mean) * n_eff, 0.5 + (1 - float(mean)) * n_eff
+    e = UnitsPosterior(UnitCounts.from_units(units)).estimates([k], 0.95)["pow"][k]
+    assert e.interval == "nonparametric" and e.value == pytest.approx(float(mean), abs=1e-15)
+    assert (e.lower, e.upper) == pytest.approx(
+        (beta_quantile_by_bisection(a, b, 0.025), beta_quantile_by_bisection(a, b, 0.975)), abs=1e-9
+    )
+
+
+@pytest.mark.parametrize(("a", "b", "kind"), [(2, 8, "pow"), (5, 1, "at")])
+def test_units_with_rare_values_near_one_are_covered_at_200_units(a: int, b: int, kind: Kind) -> None:
+    """200 units of 8 attempts from Beta(2, 8) (pass^k) and from Beta(5, 1) (pass@k: its failures are Beta(1, 5)):
+    at k of 5 to 7 a unit's value is mostly 0 and rarely large; with every unit at the pooled rate as the floor,
+    95% intervals covered 69% (pass^6) and 61% (pass@6). Truths E[p^k] and 1 − E[(1 − p)^k] exact; 1,000
+    repetitions (standard error of a coverage near 0.95: 0.007)."""
+    rng = np.random.default_rng(2)
+    reps, size, n = 1000, 200, 8
+    c = rng.binomial(n, rng.beta(a, b, size=(reps, size)))
+    hist = np.stack([(c == x).sum(axis=1) for x in range(n + 1)], axis=1).astype(np.float64)
+    ks = list(range(1, n + 1))
+    found = intervals_batch([n] * (n + 1), list(range(n + 1)), hist, ks, 0.95, at_ks=ks)
+    for k in ks:
+        truth = exact_beta_moment(a, b, k) if kind == "pow" else 1 - exact_beta_moment(b, a, k)
+        batch = found[(kind, k)]
+        assert not batch.hierarchical.any()
+        coverage = float(np.mean((batch.lower <= truth) & (truth <= batch.upper)))
+        assert 0.93 <= coverage <= 0.995, (k, coverage)
 
 
 def test_every_unit_passing_reaches_the_value() -> None:
