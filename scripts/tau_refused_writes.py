@@ -50,10 +50,11 @@ def _stand_in(name: str, **attributes: Any) -> None:
     sys.modules.setdefault(name, module)
 
 
-def _refused(call: Any) -> str | None:
-    """What refusing `call` said (its exception, or τ-bench's `Error: …` result), or None when it was accepted."""
+def _refused(run: Any, db: Any, name: str, arguments: dict[str, Any]) -> str | None:
+    """What the environment said refusing `run(db, name, arguments)` (an exception, or τ-bench's `Error: …`
+    result), or None when it was accepted."""
     try:
-        result = call()
+        result = run(db, name, arguments)
     except Exception as exc:  # noqa: BLE001 - every refusal of a τ²-bench tool is an exception
         return str(exc) or type(exc).__name__
     return result if isinstance(result, str) and result.startswith("Error") else None
@@ -88,14 +89,8 @@ def _replay(
     and on a database of its own."""
     db = fresh()
     for name, arguments in actions:
-        error = _refused(lambda db=db, name=name, arguments=arguments: run(db, name, arguments))
-        if error is None:
-            continue
-        alone = fresh()
-        if (
-            _refused(lambda alone=alone, name=name, arguments=arguments: run(alone, name, arguments))
-            is not None
-        ):
+        error = _refused(run, db, name, arguments)
+        if error is not None and _refused(run, fresh(), name, arguments) is not None:
             found.add(domain, name, arguments, error, label)
 
 
