@@ -25,18 +25,24 @@ configure("kafka", agent="support-bot", version="2.0", bootstrap_servers=bootstr
 
 
 @trace(kind="tool")
-def lookup_order(order_id: str) -> dict:
+def lookup_order(order_id: str, service_down: bool = False) -> dict:
+    if service_down:
+        raise TimeoutError("order service timed out")
     return {"order_id": order_id, "status": "shipped", "carrier": "DHL"}
 
 
 @trace(kind="agent")
 def bot(question: str, order_id: str, kind: str) -> str:
+    if kind == "loop":  # stuck: the same lookup, refused three times, then an answer without it
+        for _ in range(3):
+            try:
+                lookup_order(order_id, service_down=True)
+            except TimeoutError:
+                pass
+        return f"Order {order_id} is shipped with DHL."
     order = lookup_order(order_id)
     if kind == "error":
         raise TimeoutError("upstream model timed out")
-    if kind == "loop":
-        lookup_order(order_id)
-        lookup_order(order_id)
     return f"Order {order_id} is {order['status']} with {order['carrier']}."
 
 
