@@ -20,6 +20,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from agentwatch.wire import json_text
+from agentwatch.wire.block_stream import BLOCK, BlockStream
 from agentwatch.wire.schema import Conversation
 from agentwatch.wire.transcript_keys import UnknownKeys, misspelt_required, unknown_keys
 
@@ -33,7 +34,6 @@ IMPORT_TAU = "agentwatch import tau-bench FILE --out DIR"
 # an exponent of three digits, or a run of 200 digits: a JSON number without either cannot overflow a double.
 # The run is matched from its first digit only: tried at every digit, a 16 MB line of 199-digit runs took 1.7 s.
 _MAYBE_HUGE = re.compile(r"[eE]\+?[0-9]{3}|(?<![0-9])[0-9]{200}")
-_BLOCK = 64 * 1024
 
 
 class TranscriptFileError(OSError):
@@ -165,32 +165,18 @@ def other_format(obj: dict[str, object]) -> str | None:
     return None
 
 
-class _LoneCrLines(io.RawIOBase):
+class _LoneCrLines(BlockStream):
     """A stream whose lines end in CR alone (classic Mac OS, some exporters) as one whose lines end in LF. Read as
     LF lines, such a file was one line: every conversation in it lost to one `Extra data` error. A stream with an
     LF in its first block passes as it is: its lines end in LF or CRLF, and a CR alone is whitespace in a line."""
 
     def __init__(self, source: io.BufferedIOBase) -> None:
-        self._source = source
+        super().__init__(source)
         self._lone_cr: bool | None = None  # decided by the first block that ends a line
         self._held = b""  # a CR that ends a block, until the next byte says whether an LF follows it
-        self._pending = b""
 
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
-        while not self._pending:
-            block = self._source.read1(_BLOCK)
-            self._pending = self._lines(block, final=not block)
-            if not block:
-                break
-        n = min(len(buffer), len(self._pending))
-        buffer[:n] = self._pending[:n]
-        self._pending = self._pending[n:]
-        return n
-
-    def _lines(self, block: bytes, final: bool) -> bytes:
+    def convert(self, block: bytes, final: bool) -> bytes:
+        """The block with its line ends as LF where the stream's lines end in CR alone."""
         data, self._held = self._held + block, b""
         if self._lone_cr is not False and not final and data.endswith(b"\r"):
             data, self._held = data[:-1], b"\r"
@@ -202,7 +188,7 @@ class _LoneCrLines(io.RawIOBase):
 def bounded_lines(stream: io.BufferedIOBase, limit: int = MAX_LINE_BYTES) -> Iterator[bytes | None]:
     """The lines of `stream`, ended by LF, CRLF or, in a stream whose lines end so, CR alone; None for a line
     longer than `limit` bytes (read past, never held whole)."""
-    stream = io.BufferedReader(_LoneCrLines(stream), _BLOCK)
+    stream = io.BufferedReader(_LoneCrLines(stream), BLOCK)
     while True:
         raw = stream.readline(limit + 1)
         if not raw:

@@ -12,7 +12,8 @@ from __future__ import annotations
 import codecs
 import io
 
-_BLOCK = 64 * 1024
+from agentwatch.wire.block_stream import BlockStream
+
 _BOMS = (  # UTF-32's first: its little-endian mark starts with UTF-16's
     (codecs.BOM_UTF32_LE, "utf-32"),
     (codecs.BOM_UTF32_BE, "utf-32"),
@@ -40,27 +41,16 @@ def wide_encoding(head: bytes) -> str | None:
     return None
 
 
-class _Recoded(io.RawIOBase):
+class _Recoded(BlockStream):
     """The UTF-8 bytes of a stream of text in another encoding, decoded a block at a time."""
 
     def __init__(self, source: io.BufferedIOBase, encoding: str) -> None:
-        self._source = source
+        super().__init__(source)
         self._decoder = codecs.getincrementaldecoder(encoding)(errors="replace")
-        self._pending = b""
 
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
-        while not self._pending:
-            block = self._source.read(_BLOCK)
-            self._pending = self._decoder.decode(block, final=not block).encode("utf-8", "replace")
-            if not block:
-                break
-        n = min(len(buffer), len(self._pending))
-        buffer[:n] = self._pending[:n]
-        self._pending = self._pending[n:]
-        return n
+    def convert(self, block: bytes, final: bool) -> bytes:
+        """The block's text as UTF-8 (a character cut at the block's end held for the next)."""
+        return self._decoder.decode(block, final=final).encode("utf-8", "replace")
 
 
 def as_utf8(source: io.BufferedIOBase, encoding: str) -> io.BufferedReader:
