@@ -69,6 +69,10 @@ READ_ONLY_TOOLS = (
     *("calculate*", "calcular*", "think", "final_answer", "finish", "!check_in*", "!check_out*"),
 )
 HANDOFF_TOOLS = ("transfer_to_human*", "handoff_to_human*", "escalate_to_human*")
+# Tools an autonomous agent ends its run with, its deliverable their arguments or result: smolagents'
+# `final_answer`, DSPy's and OpenHands' `finish`, SWE-agent's `submit` (its result is the patch), Cline's
+# `attempt_completion`, AutoGPT's `task_complete`.
+ANSWER_TOOLS = ("final_answer", "finish", "submit", "attempt_completion", "task_complete", "complete_task")
 
 
 class ScoringConfig(Section):
@@ -103,6 +107,11 @@ class ScoringConfig(Section):
     handoff_tools: list[str] = Field(
         default_factory=lambda: list(HANDOFF_TOOLS),
         description="tools that hand the conversation to a person: a legitimate ending, not a missing answer",
+    )
+    answer_tools: list[str] = Field(
+        default_factory=lambda: list(ANSWER_TOOLS),
+        description="tools an agent ends its run with (names or shell-style globs, normalised like tool names): a "
+        "turn with a successful call of one is answered by it, not a missing answer",
     )
     failing_evidence: Detectors = Field(
         default_factory=lambda: list(FAILING_DETECTORS),

@@ -31,7 +31,7 @@ from agentwatch.scorers.decision import (
     ended_at,
     score_record,
 )
-from agentwatch.scorers.endings import EndMarkers, ending
+from agentwatch.scorers.endings import AnswerTools, EndMarkers, ending
 from agentwatch.scorers.expected_conversation import grade_expected, says_something
 from agentwatch.scorers.judged import apply_verdict
 from agentwatch.scorers.names import NameNormalizer
@@ -85,6 +85,7 @@ class ConversationScorer:
         self._kinds = ToolKinds(self._names, sc.read_only_tools, sc.handoff_tools)
         self._turns = TurnGrader(sc, self._names, self._kinds)
         self._markers = EndMarkers(sc.end_markers)
+        self._answer_tools = AnswerTools(self._names, sc.answer_tools)
         self._failing = frozenset(sc.failing_evidence)
         self._prices = PriceLookup(settings.cost.prices.models)
         self._answer_min = sc.answer_threshold - sc.tolerance
@@ -198,7 +199,7 @@ class ConversationScorer:
         found = Findings()
         found.evidence.add(conv.system)  # the agent's instructions are a source (fees, rules)
         turns = conv.turns
-        ended = ending(turns, self._names, self._kinds, self._markers)
+        ended = ending(turns, self._names, self._kinds, self._markers, self._answer_tools)
         # no answer was recorded for any turn: one missing cannot be told from one not logged
         unanswered = None if ANSWERS in conv.not_captured else ended.unanswered
         arguments_known = "arguments" not in conv.not_captured

@@ -4,7 +4,9 @@ The "no answer" evidence is about the last turn that asked the agent something. 
 is a closing ("Thanks, that's all!", "bye") or holds an end marker (`scoring.end_markers`: by default the
 simulated users' `###STOP###` of τ-bench and τ²-bench, τ²-bench's `###TRANSFER###` and `###OUT-OF-SCOPE###`),
 with no tool call and no answer, asked nothing: the user ended the conversation. A turn that handed the
-conversation to a person (a successful call of a `handoff_tools` tool) ended it legitimately, answer or not.
+conversation to a person (a successful call of a `handoff_tools` tool) ended it legitimately, answer or not, and
+so did one that called a tool the agent ends its run with (`answer_tools`: SWE-agent's `submit`, whose result is
+the patch; smolagents' `final_answer`), successfully.
 
 A closing is a short message (at most 25 words) without a question mark that thanks or says goodbye and asks
 for nothing ("please", "can you", "I'd like", "but" …).
@@ -15,6 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from fnmatch import fnmatchcase
 
 from agentwatch.scorers.effects import MadeCall
 from agentwatch.scorers.names import NameNormalizer
@@ -75,10 +78,34 @@ def handed_off(turn: Turn, names: NameNormalizer, kinds: ToolKinds) -> bool:
     return any(c.error is None and kinds.of(c, names(c.name)) == HANDOFF for c in turn.tool_calls)
 
 
-def ending(turns: Sequence[Turn], names: NameNormalizer, kinds: ToolKinds, markers: EndMarkers) -> Ending:
-    """How the conversation ended: the last turn that asked something and got neither an answer nor a
-    handoff (trailing closings and end markers with no call and no answer are skipped; none when that turn's
-    words were not captured at all), and the user's end marker, if one ended it."""
+class AnswerTools:
+    """The tools an agent ends its run with (`scoring.answer_tools`), by normalised name or glob."""
+
+    __slots__ = ("_names", "_patterns")
+
+    def __init__(self, names: NameNormalizer, patterns: Sequence[str]) -> None:
+        self._names = names
+        self._patterns = [names(p) for p in patterns if p]
+
+    def answered(self, turn: Turn) -> bool:
+        """Whether the turn made a successful call of one of them."""
+        return bool(self._patterns) and any(
+            c.error is None and any(fnmatchcase(self._names(c.name), p) for p in self._patterns)
+            for c in turn.tool_calls
+        )
+
+
+def ending(
+    turns: Sequence[Turn],
+    names: NameNormalizer,
+    kinds: ToolKinds,
+    markers: EndMarkers,
+    answer_tools: AnswerTools | None = None,
+) -> Ending:
+    """How the conversation ended: the last turn that asked something and got neither an answer, a handoff nor
+    a successful call of an `answer_tools` tool (trailing closings and end markers with no call and no answer
+    are skipped; none when that turn's words were not captured at all), and the user's end marker, if one ended
+    it."""
     marker: tuple[str, str, int] | None = None
     for i in range(len(turns) - 1, -1, -1):
         turn = turns[i]
@@ -95,6 +122,8 @@ def ending(turns: Sequence[Turn], names: NameNormalizer, kinds: ToolKinds, marke
             if is_closing(turn.input):
                 continue
         if answered or handed_off(turn, names, kinds):
+            return Ending(None, marker)
+        if answer_tools is not None and answer_tools.answered(turn):
             return Ending(None, marker)
         return Ending(i, marker)
     return Ending(None, marker)

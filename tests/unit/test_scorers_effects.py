@@ -33,7 +33,7 @@ def call(name: str, error: str | None = None, read_only: bool | None = None, **a
     }
 
 
-def conv(*calls: dict, answer: str = "Done.", **fields: object) -> Conversation:
+def conv(*calls: dict, answer: str | None = "Done.", **fields: object) -> Conversation:
     turn = {"input": "Please change reservation R1.", "answer": answer, "tool_calls": list(calls)}
     return Conversation.model_validate({"conversation_id": "c", "task": "t", "turns": [turn], **fields})
 
@@ -472,6 +472,23 @@ def test_the_unanswered_turn_skips_trailing_closings_and_handoffs_end_it() -> No
     assert _unanswered([_t("q", None, handoff)]) is None
     assert _unanswered([_t("q", None, [{"name": "book", "result": "ok"}])]) == 0
     assert _unanswered([_t("thanks")]) is None  # nothing was asked
+
+
+def test_a_run_ended_by_a_tool_made_for_ending_it_is_answered() -> None:
+    """SWE-agent ends its run by calling `submit`, whose result is the patch, and writes nothing after it: five of
+    five published runs got `no_answer`. A successful call of an `answer_tools` tool ends the turn; a refused one
+    or another tool's does not, and an empty list turns the rule off."""
+    patch = [{"name": "submit", "arguments": {}, "result": "diff --git a/src/fields.py b/src/fields.py"}]
+    scorer = ConversationScorer()
+    ended = scorer.score(conv(*patch, answer=None))
+    assert "no_answer" not in ended.evidence, ended.reasons
+    refused = [{**patch[0], "result": None, "error": "submission rejected"}]
+    other = [{"name": "edit", "arguments": {"line": 1}, "result": "ok"}]
+    for calls in (refused, other):
+        s = scorer.score(conv(*calls, answer=None))
+        assert "no_answer" in s.evidence, calls
+    off = ConversationScorer(Settings.model_validate({"scoring": {"answer_tools": []}}))
+    assert "no_answer" in off.score(conv(*patch, answer=None)).evidence
 
 
 def test_a_turn_whose_words_were_not_captured_is_no_missing_answer() -> None:
