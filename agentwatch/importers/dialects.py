@@ -14,13 +14,17 @@ on other APIs hold the same conversation in other shapes; each is rewritten here
 - τ²-bench's `MultiToolMessage` (`{"role": "tool", "tool_messages": [...]}`): its tool messages, in order;
 - LangChain messages: `{"type": "human" | "ai" | "system" | "tool", ...}` as `model_dump()` writes them, or
   wrapped in `{"type", "data"}` as `messages_to_dict` does; `tool_calls` with `args`, tool messages with
-  `status: "error"`.
+  `status: "error"`;
+- ShareGPT messages (`{"from", "value"}`, as LLaMA-Factory and tool-use datasets write them): `human`, `gpt`,
+  `system`, `function_call` (its value one call `{"name", "arguments"}` or a list of them, as JSON) and
+  `observation` (a result; a JSON list as long as the calls it follows is one result per call, in order).
 
 A message already in chat format passes through unchanged.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -43,12 +47,17 @@ def chat_messages(messages: Sequence[Any], notes: list[str]) -> Iterator[tuple[i
     """(position, message) for each message as one or more chat-format messages (items of no chat meaning are
     left out, counted in `notes`); anything not a dict is passed on for the reader to report."""
     skipped: dict[str, int] = {}
+    calls = 0  # calls of the last ShareGPT `function_call`: what a list observation after it may answer
     for position, message in enumerate(messages):
         if not isinstance(message, dict):
             yield position, message
             continue
-        for converted in _chat(message, skipped):
-            yield position, converted
+        if "role" not in message and "from" in message and "value" in message:
+            converted, calls = _sharegpt(message, calls)
+        else:
+            converted = _chat(message, skipped)
+        for one in converted:
+            yield position, one
     for kind, n in skipped.items():
         notes.append(f"{n} item(s) of type {kind!r} left out (no chat message)")
 
@@ -190,3 +199,47 @@ def _langchain(message: dict[str, Any]) -> list[dict[str, Any]]:
         if data.get("status") == "error":
             out["error"] = True
     return [out]
+
+
+_SHAREGPT_ROLES = {
+    "human": "user",
+    "user": "user",
+    "gpt": "assistant",
+    "assistant": "assistant",
+    "system": "system",
+}
+_SHAREGPT_RESULTS = frozenset({"observation", "function_response", "tool"})
+
+
+def _sharegpt(message: dict[str, Any], calls: int) -> tuple[list[dict[str, Any]], int]:
+    """A ShareGPT message as chat messages, and how many calls now wait for a result (`calls`: before it). A
+    message of another speaker, or a call that is no JSON, is passed on for the reader to report."""
+    speaker, value = message.get("from"), message.get("value")
+    if speaker in _SHAREGPT_ROLES:
+        return [{"role": _SHAREGPT_ROLES[speaker], "content": value}], 0
+    if speaker == "function_call":
+        made = _json(value)
+        listed = made if isinstance(made, list) else [made]
+        if not listed or not all(isinstance(c, dict) for c in listed):
+            return [message], 0
+        tool_calls = [
+            {"function": {"name": c.get("name"), "arguments": c.get("arguments", c.get("parameters"))}}
+            for c in listed
+        ]
+        return [{"role": "assistant", "content": None, "tool_calls": tool_calls}], len(tool_calls)
+    if speaker in _SHAREGPT_RESULTS:
+        results = _json(value)
+        if calls > 1 and isinstance(results, list) and len(results) == calls:
+            return [{"role": "tool", "content": r} for r in results], 0
+        return [{"role": "tool", "content": value}], 0
+    return [message], 0
+
+
+def _json(value: Any) -> Any:
+    """`value` read as JSON when it is text (None when that text is no JSON), else `value` itself."""
+    if not isinstance(value, str):
+        return value
+    try:
+        return json.loads(value)
+    except ValueError:
+        return None

@@ -76,7 +76,9 @@ def _messages(value: list) -> bool:
     """Whether a JSON array is a bare list of chat messages (one conversation), not a list of conversations."""
     first = next((item for item in value if isinstance(item, dict)), None)
     return (
-        first is not None and ("role" in first or first.get("type") in MESSAGE_TYPES) and "turns" not in first
+        first is not None
+        and ("role" in first or first.get("type") in MESSAGE_TYPES or ("from" in first and "value" in first))
+        and "turns" not in first
     )
 
 

@@ -168,6 +168,42 @@ def test_langchain_flat_and_wrapped() -> None:
         assert conv.turns[0].answer == "Order 9 cannot be refunded yet."
 
 
+def test_sharegpt_messages() -> None:
+    """ToolACE's published data, as LLaMA-Factory's ShareGPT shape writes it: a call as JSON text, its result an
+    observation; two parallel calls answered by one observation holding a list of two results, one each. All 60
+    conversations tried were refused before ("message 0 has no role")."""
+    messages: list[dict[str, Any]] = [
+        {"from": "system", "value": "Rules."},
+        {"from": "human", "value": "Rate SPY and QQQ."},
+        {
+            "from": "function_call",
+            "value": json.dumps(
+                [
+                    {"name": "Ratings", "arguments": {"symbol": "SPY"}},
+                    {"name": "Ratings", "arguments": {"symbol": "QQQ"}},
+                ]
+            ),
+        },
+        {"from": "observation", "value": json.dumps([{"rating": 4.5}, {"rating": 4.3}])},
+        {"from": "gpt", "value": "SPY is rated 4.5 and QQQ 4.3."},
+        {"from": "human", "value": "And the calendar?"},
+        {"from": "function_call", "value": '{"name": "Calendar", "arguments": {"year": 2023}}'},
+        {"from": "observation", "value": "no events"},
+        {"from": "gpt", "value": "No events in 2023."},
+    ]
+    assert kind_of(messages) == kind_of({"messages": messages}) == "chat"
+    conv = conversation_from_messages(messages, "c")
+    assert conv.system == "Rules."
+    assert _calls(conv) == [
+        [
+            ("Ratings", {"symbol": "SPY"}, {"rating": 4.5}, None),
+            ("Ratings", {"symbol": "QQQ"}, {"rating": 4.3}, None),
+        ],
+        [("Calendar", {"year": 2023}, "no events", None)],
+    ]
+    assert [t.answer for t in conv.turns] == ["SPY is rated 4.5 and QQQ 4.3.", "No events in 2023."]
+
+
 def test_tau2_multi_tool_message_is_its_tool_messages() -> None:
     calls = [
         {"id": "a", "name": "get_user", "arguments": {"id": 1}, "requestor": "assistant"},
