@@ -204,8 +204,11 @@ class LoopbackProxy(ABC):
 
     def _forward(self, client: socket.socket, upstream: socket.socket) -> None:
         """Relay bytes both ways until either side closes or the proxy stops (`client` may be TLS)."""
-        client.settimeout(1.0)
-        upstream.settimeout(1.0)
+        try:
+            client.settimeout(1.0)
+            upstream.settimeout(1.0)
+        except OSError:  # the proxy stopped and closed them before the relay began
+            return
         pending = getattr(client, "pending", lambda: 0)
         while not self._stopping.is_set():
             if pending():
