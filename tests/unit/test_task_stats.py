@@ -99,6 +99,20 @@ def beta_binomial_floor(units: list[tuple[int, int]], k: int, kind: str) -> Frac
     return total / counted if counted else Fraction(0)
 
 
+def _assert_nonparametric_interval(
+    units: list[tuple[int, int]], k: int, mean: Fraction, floor: Fraction
+) -> None:
+    """pass^k of `units` is the nonparametric interval around `mean` whose variance is `floor`, bisected."""
+    m = len(units)
+    n_eff = m * max(1.0, float(mean * (1 - mean) / floor))
+    a, b = 0.5 + float(mean) * n_eff, 0.5 + (1 - float(mean)) * n_eff
+    e = UnitsPosterior(UnitCounts.from_units(units)).estimates([k], 0.95)["pow"][k]
+    assert e.interval == "nonparametric" and e.value == pytest.approx(float(mean), abs=1e-15)
+    assert (e.lower, e.upper) == pytest.approx(
+        (beta_quantile_by_bisection(a, b, 0.025), beta_quantile_by_bisection(a, b, 0.975)), abs=1e-9
+    )
+
+
 def test_unbiased_mean_equals_exact_fractions_on_random_groups() -> None:
     rng = np.random.default_rng(3)
     for _ in range(50):
@@ -297,13 +311,7 @@ def test_units_varying_less_than_their_attempts_alone_would_get_the_attempts_var
     mean = sum(values, Fraction(0)) / m
     sample = sum(((v - mean) ** 2 for v in values), Fraction(0)) / (m - 1)
     assert sample < floor  # the case: the units vary less than their attempts alone make them
-    n_eff = m * max(1.0, float(mean * (1 - mean) / floor))
-    a, b = 0.5 + float(mean) * n_eff, 0.5 + (1 - float(mean)) * n_eff
-    e = UnitsPosterior(UnitCounts.from_units(units)).estimates([k], 0.95)["pow"][k]
-    assert e.interval == "nonparametric" and e.value == pytest.approx(float(mean), abs=1e-15)
-    assert (e.lower, e.upper) == pytest.approx(
-        (beta_quantile_by_bisection(a, b, 0.025), beta_quantile_by_bisection(a, b, 0.975)), abs=1e-9
-    )
+    _assert_nonparametric_interval(units, k, mean, floor)
 
 
 @pytest.mark.parametrize("kind", ["pow", "at"])
@@ -342,13 +350,7 @@ def test_rare_units_near_one_widen_the_nonparametric_interval() -> None:
     sample = sum(((v - mean) ** 2 for v in values), Fraction(0)) / (m - 1)
     floor = beta_binomial_floor(units, k, "pow")
     assert floor > 10 * sample  # the case: what the sample shows is far below what such units give
-    n_eff = m * max(1.0, float(mean * (1 - mean) / floor))
-    a, b = 0.5 + float(mean) * n_eff, 0.5 + (1 - float(mean)) * n_eff
-    e = UnitsPosterior(UnitCounts.from_units(units)).estimates([k], 0.95)["pow"][k]
-    assert e.interval == "nonparametric" and e.value == pytest.approx(float(mean), abs=1e-15)
-    assert (e.lower, e.upper) == pytest.approx(
-        (beta_quantile_by_bisection(a, b, 0.025), beta_quantile_by_bisection(a, b, 0.975)), abs=1e-9
-    )
+    _assert_nonparametric_interval(units, k, mean, floor)
 
 
 @pytest.mark.parametrize(("a", "b", "kind"), [(2, 8, "pow"), (5, 1, "at")])
