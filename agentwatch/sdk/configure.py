@@ -23,6 +23,8 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcess
 
 from agentwatch.sdk.capture import MIN_ATTRIBUTE_BYTES, Capture, capture_settings_from_env
 from agentwatch.sdk.kafka_exporter import DEFAULT_TOPIC, KafkaSpanExporter
+from agentwatch.sdk.kafka_producer import checked_compression
+from agentwatch.sdk.lenient import read_name
 from agentwatch.sdk.processor import ConversationSpanProcessor, ProcessorGroup
 from agentwatch.sdk.runtime import RUNTIME, TRACER_NAME
 
@@ -50,7 +52,6 @@ def _env(name: str) -> str | None:
     return value.strip() if value and value.strip() else None
 
 
-COMPRESSIONS = ("gzip", "snappy", "lz4", "zstd", "none")
 # opentelemetry-python sends grpc or http/protobuf; http/json (an OTel value) is sent as http/protobuf, as before
 OTLP_PROTOCOLS = ("grpc", "http/protobuf", "http/json")
 
@@ -78,7 +79,11 @@ def _bad_servers(value: str) -> str | None:
 
 
 def _bad_compression(value: str) -> str | None:
-    return None if value.lower() in COMPRESSIONS else f"{value!r} is not one of {COMPRESSIONS}"
+    try:
+        checked_compression(value)
+    except ValueError as exc:
+        return str(exc)
+    return None
 
 
 def _check_capture_arguments(
@@ -204,8 +209,8 @@ def configure(
     turns it off); redact_patterns: the regular expressions of that search (default `DEFAULT_VALUE_PATTERNS`).
     """
     global _ACTIVE
-    agent = agent or _env("AGENTWATCH_AGENT") or _env("OTEL_SERVICE_NAME")
-    version = version or _env("AGENTWATCH_AGENT_VERSION")
+    agent = read_name("agent", agent or _env("AGENTWATCH_AGENT") or _env("OTEL_SERVICE_NAME"))
+    version = read_name("version", version or _env("AGENTWATCH_AGENT_VERSION"))
     # what an argument does not say, from the variables; a bad value raises here
     _check_capture_arguments(capture_content, max_attribute_bytes, redact_values, redact_patterns)
     from_env = capture_settings_from_env(strict=True)

@@ -20,7 +20,7 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace as otel_trace
 from opentelemetry.trace import NonRecordingSpan, Span, SpanContext
 
-from agentwatch.sdk.lenient import read_attempt, read_budget, read_tags, text_or_none
+from agentwatch.sdk.lenient import read_attempt, read_budget, read_name, read_tags, text_or_none
 from agentwatch.sdk.runtime import RUNTIME
 from agentwatch.wire import attributes as A
 
@@ -157,13 +157,13 @@ class conversation:
         attempt: int | None = None,
     ) -> None:
         self.state = ConversationState(
-            id=text_or_none("the conversation id", id) or uuid.uuid4().hex,
-            task=task,
-            instance=text_or_none("instance", instance) or None,
+            id=read_name("the conversation id", id) or uuid.uuid4().hex,
+            task=read_name("task", task),
+            instance=read_name("instance", instance) or None,
             attempt=read_attempt(attempt),
-            agent=agent,
-            version=version,
-            user=text_or_none("user", user),
+            agent=read_name("agent", agent),
+            version=read_name("version", version),
+            user=read_name("user", user),
             budget_usd=read_budget(budget_usd),
             tags=read_tags(tags),
         )
@@ -283,8 +283,8 @@ class conversation:
             )
             return False
         current = _CURRENT.get()
-        if conversation_id is not None and (current is None or current.id != conversation_id):
-            other = text_or_none("the conversation id", conversation_id)
+        other = read_name("the conversation id", conversation_id)
+        if conversation_id is not None and (current is None or current.id != other):
             if other is None:
                 return False
             attrs: dict[str, AttributeValue] = {A.OUTCOME: value, A.CONVERSATION_ID: other}

@@ -29,6 +29,8 @@ from agentwatch.kafka.security import KafkaSecurity
 from agentwatch.sdk.kafka_messages import HEADERS, encode_messages, message_bytes
 from agentwatch.sdk.kafka_producer import (
     abandon_in_child,
+    check_producer_config,
+    checked_compression,
     close_abandoning,
     close_all,
     close_with_exporter,
@@ -79,7 +81,11 @@ class KafkaSpanExporter(SpanExporter):
         """`max_message_bytes`: a conversation's spans of one batch are split into messages of at most this many
         bytes (a larger span is sent alone); keep it under the topic's `max.message.bytes` and the producer's
         `max_request_size`. Default: AGENTWATCH_KAFKA_MAX_MESSAGE_BYTES, else 900,000 (ValueError if invalid).
-        `max_in_flight_spans`, `max_in_flight_bytes`: what awaits the broker's acknowledgement; beyond, dropped."""
+        `max_in_flight_spans`, `max_in_flight_bytes`: what awaits the broker's acknowledgement; beyond, dropped.
+        A `compression` or `producer_config` key kafka-python would refuse is a ValueError here, not every span
+        dropped later."""
+        compression = checked_compression(compression)
+        check_producer_config(producer_config or {})
         self.topic = topic
         self.max_message_bytes = message_bytes(max_message_bytes)
         self.max_in_flight_spans = max(1, int(max_in_flight_spans))

@@ -79,3 +79,35 @@ def close_all(clients: list[Any]) -> None:
             client.close()
         except Exception:  # noqa: BLE001 - closing what failed to open: nothing more to do
             log.debug("agentwatch: could not close a Kafka client", exc_info=True)
+
+
+CODECS = ("gzip", "snappy", "lz4", "zstd")
+
+
+def checked_compression(codec: str | None) -> str | None:
+    """kafka-python's `compression_type` for `codec` ("none" or None: none); a ValueError naming the codec when
+    it is not one or its library is not installed (else every span was dropped, from the first connection on)."""
+    if codec is None or codec.lower() == "none":
+        return None
+    name = codec.lower()
+    if name not in CODECS:
+        raise ValueError(f"compression {codec!r} is not one of {(*CODECS, 'none')}")
+    try:
+        from kafka import codec as codecs
+    except ImportError:  # kafka-python missing: the exporter says so when it connects
+        return name
+    if not getattr(codecs, f"has_{name}")():
+        raise ValueError(f"compression {codec!r}: its library is not installed (kafka-python needs it)")
+    return name
+
+
+def check_producer_config(config: dict[str, Any]) -> None:
+    """A ValueError naming the keys of `config` that kafka-python's producer does not know (it refused them only
+    at the first connection, and every span was dropped)."""
+    try:
+        from kafka import KafkaProducer
+    except ImportError:
+        return
+    unknown = sorted(str(key) for key in config if key not in KafkaProducer.DEFAULT_CONFIG)
+    if unknown:
+        raise ValueError(f"producer_config: kafka-python's producer has no setting {', '.join(unknown)}")

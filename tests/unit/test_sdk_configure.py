@@ -188,7 +188,7 @@ def test_the_collector_imports_nothing_of_the_exporters() -> None:
     ("variable", "value", "said"),
     [
         ("AGENTWATCH_CAPTURE_CONTENT", "flase", "AGENTWATCH_CAPTURE_CONTENT='flase' is neither on"),
-        ("AGENTWATCH_COMPRESSION", "gzp", "AGENTWATCH_COMPRESSION: 'gzp' is not one of"),
+        ("AGENTWATCH_COMPRESSION", "gzp", "AGENTWATCH_COMPRESSION: compression 'gzp' is not one of"),
         (
             "AGENTWATCH_BOOTSTRAP_SERVERS",
             "localhost:notaport",

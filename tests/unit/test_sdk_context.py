@@ -569,3 +569,39 @@ def test_tags_whose_truth_value_raises_are_logged_and_left_out_never_raised(span
     assert stamped["gen_ai.conversation.id"] == "c-tags"
     assert not any(k.startswith("agentwatch.tag.") for k in stamped)
     assert "the truth value of a Series is ambiguous" in caplog.text
+
+
+def test_ids_names_and_tags_are_bounded_in_bytes_and_long_ones_stay_distinct(spans, caplog):  # noqa: F811
+    """Ids, names and tags are stamped on every span: a megabyte id went out with each. Past MAX_NAME_BYTES a text
+    is cut and ends in its SHA-256 digest (two long ids sharing their first kilobyte stay two conversations), and
+    at most MAX_TAGS tags are kept."""
+    import hashlib
+
+    from agentwatch.sdk.lenient import MAX_NAME_BYTES, MAX_TAGS
+
+    @trace(kind="tool")
+    def lookup(q):
+        return q
+
+    prefix = "é" * 600_000  # 2-byte characters: 1.2 MB, the cut falls inside one
+    long_a, long_b = prefix + "a", prefix + "b"
+    tags = {f"k{i}": "v" * 5000 for i in range(MAX_TAGS + 10)}
+    with conversation(id=long_a, task="t" * 5000, user="u" * 5000, instance="i" * 5000, tags=tags):
+        lookup("q")
+    with conversation(id=long_b, task="tb"):
+        lookup("q")
+        assert conversation.label("complete", conversation_id=long_b)  # the current one, told by its bounded id
+    first, second, label = spans.get_finished_spans()
+    a, b = attrs(first), attrs(second)
+    for span in (first, second, label):
+        for key, value in attrs(span).items():
+            if isinstance(value, str):
+                assert len(value.encode("utf-8")) <= MAX_NAME_BYTES, key
+    id_a, id_b = str(a["gen_ai.conversation.id"]), str(b["gen_ai.conversation.id"])
+    assert id_a != id_b
+    assert id_a.endswith(hashlib.sha256(long_a.encode()).hexdigest()) and id_a.startswith("é" * 100)
+    # labelled as the current conversation (stamped with its task), not as another one named by id
+    assert attrs(label)["gen_ai.conversation.id"] == id_b and attrs(label)["agentwatch.task"] == "tb"
+    assert str(a["agentwatch.task"]).startswith("t" * 100) and str(a["user.id"]).startswith("u" * 100)
+    assert sum(k.startswith("agentwatch.tag.") for k in a) == MAX_TAGS
+    assert "the conversation id of 1200001 bytes cut to 1024" in caplog.text

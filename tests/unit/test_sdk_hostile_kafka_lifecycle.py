@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gc
 import weakref
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -137,3 +138,34 @@ def test_a_forked_child_never_flushes_the_producer_it_forgets(exit_hooks: ExitHo
     assert FakeProducer.flushed == []
     assert exit_hooks.hooks == []  # nor is it flushed by its exit hook at the child's exit
     assert exporter.stats()["connected"] is False  # the child connects again at its first export
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({"compression": "gzp"}, "compression 'gzp' is not one of"),
+        (
+            {"producer_config": {"lingerms": 5, "acks": 1}},
+            "producer_config: kafka-python's producer has no setting lingerms",
+        ),
+    ],
+)
+def test_an_exporter_made_directly_refuses_settings_kafka_python_would_refuse(
+    arguments: dict[str, Any], message: str
+) -> None:
+    """Made without `configure`, the exporter took any compression and producer setting: kafka-python refused them
+    at the first connection, and every span was dropped with an error in the log, never at start."""
+    with pytest.raises(ValueError, match=re.escape(message)):
+        KafkaSpanExporter("127.0.0.1:9092", topic="spans", **arguments)
+
+
+def test_a_compression_whose_library_is_missing_is_refused_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A codec kafka-python knows but whose library is not installed failed only when the producer was made."""
+    import kafka.codec
+
+    monkeypatch.setattr(kafka.codec, "has_snappy", lambda: False)
+    with pytest.raises(ValueError, match="'snappy': its library is not installed"):
+        KafkaSpanExporter("127.0.0.1:9092", topic="spans", compression="snappy")
+    assert (
+        KafkaSpanExporter("127.0.0.1:9092", topic="spans", compression="NONE").stats()["dropped_spans"] == 0
+    )
