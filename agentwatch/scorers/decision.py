@@ -4,6 +4,7 @@ label), and the score record built from them."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Literal
@@ -201,7 +202,10 @@ def score_record(
             "budget_usd": cost.ceiling,
             "cost_penalty": cost.penalty,
             "asr_credit": asr_credit(outcome, cost.penalty, credits),
-            "duration_s": duration_ms / 1000 if duration_ms is not None else None,
+            # finite turns may sum past a float's range (1e308 ms twice): no duration is better than an infinite one
+            "duration_s": duration_ms / 1000
+            if duration_ms is not None and math.isfinite(duration_ms)
+            else None,
             "input_tokens": cost.result.input_tokens,
             "output_tokens": cost.result.output_tokens,
             "cache_read_input_tokens": cost.result.cache_read_input_tokens,

@@ -165,3 +165,20 @@ def test_import_of_a_chat_budget_that_overflows_writes_json_score_reads(tmp_path
     ]
     ids, errors = _read(out / "transcripts.jsonl")
     assert ids == ["c1", "c2", "c3"] and errors == []
+
+
+def test_finite_turn_durations_that_sum_past_a_float_give_no_duration_not_an_infinite_one(
+    tmp_path: Path,
+) -> None:
+    """Two turns of 1e308 ms each are finite, but their sum is not: the score said `duration_s` inf (null in JSON,
+    `inf` to whatever read the record in memory)."""
+    from agentwatch.scorers import ConversationScorer
+    from agentwatch.wire.schema import Conversation
+
+    turn = {"input": "q", "answer": "a", "duration_ms": 1e308}
+    score = ConversationScorer().score(
+        Conversation.model_validate({"conversation_id": "c", "turns": [turn, turn]})
+    )
+    assert score.duration_s is None
+    one = ConversationScorer().score(Conversation.model_validate({"conversation_id": "c", "turns": [turn]}))
+    assert one.duration_s == 1e305  # one such turn is a duration, however long
