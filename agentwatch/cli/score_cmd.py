@@ -113,7 +113,8 @@ def score(
     """Score transcripts and report pass@k, pass^k, ASR and the release gate.
 
     Exit status: 0 ok, 1 the release gate fails (unless --no-gate) or the baseline comparison finds a
-    regression, 2 usage error or unreadable input. Malformed lines are reported on stderr with their line numbers and skipped.
+    regression, 2 usage error or unreadable input. Malformed lines are reported on stderr with their line numbers and
+    skipped; more than gate.max_malformed of them (default 0) fail the gate: its figures rest on part of the input.
     """
     from agentwatch.cli.score_details import DetailsFile
     from agentwatch.cli.score_messages import (
@@ -131,6 +132,7 @@ def score(
     from agentwatch.cli.score_reading import judge_runner, judge_summary, read_and_score
     from agentwatch.config import ConfigError, load_settings
     from agentwatch.report.baseline import BaselineError, load_baseline
+    from agentwatch.report.build import gate_malformed
     from agentwatch.report.cases import CaseKeeper
     from agentwatch.report.model import InputSummary
     from agentwatch.report.pass_k import default_ks
@@ -223,6 +225,7 @@ def score(
         shared_ids=len(shared),
         unknown_keys=unknown.counts(),
     )
+    gate_malformed(report.readiness, len(errors), settings.gate.max_malformed)
     judge_id = runner.judge_id if runner is not None else None
     for section in (report, *report.versions):
         section.judge = judge_id

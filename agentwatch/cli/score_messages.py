@@ -122,7 +122,8 @@ def directory_hint(path: Path) -> str | None:
 def verdict_line(report: Report, gate: bool, code: int, out: Path | None) -> str:
     """The verdict in one line for stderr (a CI log): the gates that failed with their values, the regression
     checks that found one, where the report went and the exit status — whatever the format."""
-    from agentwatch.report.text import final_verdict, gate_name
+    from agentwatch.report.model import COUNTED_GATES
+    from agentwatch.report.text import final_verdict, gate_name, gate_value
 
     rd = report.readiness
     failed: list[str] = []
@@ -130,8 +131,12 @@ def verdict_line(report: Report, gate: bool, code: int, out: Path | None) -> str
     for g in rd.gates:
         if g.passed:
             continue
-        value = "n/a" if g.value is None else (f"{g.value:.0f}" if g.name == "loops" else f"{g.value:.3f}")
-        which = "" if g.name == "loops" else (" lower bound" if rd.estimate == "lower" else f" {rd.estimate}")
+        value = gate_value(g)
+        which = (
+            ""
+            if g.name in COUNTED_GATES
+            else (" lower bound" if rd.estimate == "lower" else f" {rd.estimate}")
+        )
         failed.append(f"{gate_name(g)}{which} {value} (needs {g.op} {g.threshold:g})")
         if g.note and g.note not in notes:
             notes.append(g.note)

@@ -251,6 +251,12 @@ class GateConfig(Section):
     min_conversations: int = Field(
         default=30, ge=1, description="graded conversations in the gate's scope below which the gate fails"
     )
+    max_malformed: int = Field(
+        default=0,
+        ge=0,
+        description="transcript lines that could not be read (`agentwatch score`) above which the gate fails: the "
+        "figures then rest on part of the input",
+    )
 
 
 class ReadinessTier(Section):

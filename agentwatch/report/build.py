@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from agentwatch.config import Settings
 from agentwatch.report.failure_modes import has_loop
 from agentwatch.report.group_stats import correction_of, group_stats
-from agentwatch.report.model import Gate, Readiness, Report
+from agentwatch.report.model import MALFORMED_GATE, Gate, Readiness, Report
 from agentwatch.report.ordering import natural_key
 from agentwatch.report.pass_k import (
     GATE_ESTIMATES,
@@ -111,6 +111,19 @@ def readiness(scores: Sequence[ScoreView], settings: Settings) -> Readiness:
         safe_to_ship=safe,
         verdict="SAFE TO SHIP" if safe else "DO NOT SHIP",
     )
+
+
+def gate_malformed(rd: Readiness, malformed: int, maximum: int) -> None:
+    """Add to `rd` the check that at most `maximum` transcript lines could not be read (`gate.max_malformed`):
+    a gate computed on part of the input says so rather than passing on what was left."""
+    check = _gate(MALFORMED_GATE, float(malformed), float(maximum), "<=")
+    if not check.passed:
+        check.note = (
+            f"{malformed} transcript line(s) could not be read: the figures rest on part of the input"
+        )
+    rd.gates.append(check)
+    rd.safe_to_ship = all(g.passed for g in rd.gates)
+    rd.verdict = "SAFE TO SHIP" if rd.safe_to_ship else "DO NOT SHIP"
 
 
 def build_report(

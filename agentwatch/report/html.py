@@ -23,7 +23,7 @@ from agentwatch.report.html_conversation import MAX_CHARS, MAX_TURNS
 from agentwatch.report.html_failures import chunk_blocks, failures_html, task_links
 from agentwatch.report.html_script import SCRIPT
 from agentwatch.report.model import GroupStats, Report
-from agentwatch.report.text import final_verdict, gate_name, input_lines, report_lines
+from agentwatch.report.text import final_verdict, gate_name, gate_value, input_lines, report_lines
 from agentwatch.report.text_metrics import EXCHANGEABLE_NOTE
 from agentwatch.report.wording import first_few, plural
 from agentwatch.safe_text import html_escape as escape
@@ -154,7 +154,7 @@ def _banner(report: Report) -> str:
     ok = final_verdict(report).startswith("SAFE")
     items = []
     for g in rd.gates:
-        value = "n/a" if g.value is None else (f"{g.value:.0f}" if g.name == "loops" else f"{g.value:.3f}")
+        value = gate_value(g)
         mark = "<span>✓</span>" if g.passed else "<span>✗</span>"
         note = f" — {escape(g.note)}" if g.note else ""
         items.append(f"<li>{escape(gate_name(g))} {escape(g.op)} {g.threshold:g}: {value} {mark}{note}</li>")

@@ -298,6 +298,11 @@ class GroupStats(_Out):
         return self
 
 
+MALFORMED_GATE = "malformed lines"
+# gates whose value is a count, shown as a whole number
+COUNTED_GATES = frozenset({"loops", MALFORMED_GATE})
+
+
 class Gate(_Out):
     """One check of the release gate."""
 

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from rich.console import Console
 from rich.text import Text
 
-from agentwatch.report.model import Gate, GroupStats, InputSummary, Report
+from agentwatch.report.model import COUNTED_GATES, Gate, GroupStats, InputSummary, Report
 from agentwatch.report.text_comparison import baseline_lines, versions_lines
 from agentwatch.report.text_metrics import figure_name, metrics_lines
 from agentwatch.report.wording import BAD, OK, first_few, fmt, money, pct, pct_interval, plural
@@ -97,6 +97,13 @@ def gate_name(g: Gate) -> str:
     return "p^3 (exchangeable)" if g.method == "exchangeable" and g.name == "pass^3" else g.name
 
 
+def gate_value(g: Gate) -> str:
+    """A gate's value as shown: a count as a whole number, an estimate to three places, "n/a" when missing."""
+    if g.value is None:
+        return "n/a"
+    return f"{g.value:.0f}" if g.name in COUNTED_GATES else f"{g.value:.3f}"
+
+
 def final_verdict(report: Report) -> str:
     """'SAFE TO SHIP.' when every gate passes and no baseline regression was found, else 'DO NOT SHIP (...)'."""
     regression = report.baseline is not None and report.baseline.regression
@@ -147,7 +154,7 @@ def _section_lines(r: Report, level: float) -> list[str]:
         f"{'the lower ' + format(level, '.0%') + ' credible bound' if rd.estimate == 'lower' else rd.estimate})"
     )
     for g in rd.gates:
-        value = fmt(g.value) if g.name != "loops" or g.value is None else f"{g.value:.0f}"
+        value = fmt(g.value) if g.name not in COUNTED_GATES or g.value is None else f"{g.value:.0f}"
         note = f" ({g.note})" if g.note else ""
         lines.append(f"  {gate_name(g)} {g.op} {g.threshold:g}: {value} {OK if g.passed else BAD}{note}")
     return lines

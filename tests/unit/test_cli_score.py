@@ -116,6 +116,28 @@ def test_exit_0_when_gate_passes(tmp_path: Path) -> None:
     assert json.loads(out)["readiness"]["verdict"] == "SAFE TO SHIP"
 
 
+def test_lines_that_could_not_be_read_fail_the_gate_unless_allowed(tmp_path: Path) -> None:
+    """A file cut short or half garbage gave SAFE TO SHIP on whatever was left, exit 0: the figures rested on part
+    of the input and the gate did not say so. More than `gate.max_malformed` unread lines (default 0) now fail it."""
+    path = write(tmp_path / "good.jsonl", [conversation("good", i) for i in range(40)])
+    with path.open("a") as f:
+        f.write('{"conversation_id": "cut", "turns": [\n{"turns": "no id"}\n')
+    code, out, err = run(path, "--format", "json")
+    assert code == 1, err
+    gate = next(g for g in json.loads(out)["readiness"]["gates"] if g["name"] == "malformed lines")
+    assert (gate["value"], gate["threshold"], gate["passed"]) == (2, 0, False)
+    assert "malformed lines 2 (needs <= 0)" in err.splitlines()[-1]
+    assert "2 transcript line(s) could not be read" in err.splitlines()[-1]
+    tolerant = tmp_path / "tolerant.yaml"
+    tolerant.write_text("gate:\n  max_malformed: 2\n")
+    code, out, err = run(path, "--format", "json", "--config", tolerant)
+    assert code == 0, err
+    assert json.loads(out)["readiness"]["verdict"] == "SAFE TO SHIP"
+    text = tmp_path / "report.txt"
+    assert run(path, "--out", text)[0] == 1
+    assert "  malformed lines <= 0: 2 " in text.read_text()
+
+
 def test_baseline_regression_exits_1(tmp_path: Path) -> None:
     config = tmp_path / "gate.yaml"
     config.write_text("gate:\n  pass_at_1_min: 0.0\n  pass_pow_3_min: 0.0\n", encoding="utf-8")

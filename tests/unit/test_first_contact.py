@@ -106,6 +106,17 @@ def test_a_json_array_is_read_item_by_item(tmp_path: Path) -> None:
     assert code == 0 and f"malformed: {array}: item 6: invalid conversation" in err
     assert b["input"]["malformed"] == 1 and b["input"]["records"] == len(KINDS)
     a.pop("input"), b.pop("input")
+    # the one difference: the unread item fails the gate's check of malformed lines (gate.max_malformed 0)
+    unread = [
+        (g["value"], g["passed"])
+        for r in (a, b)
+        for g in r["readiness"]["gates"]
+        if g["name"] == "malformed lines"
+    ]
+    assert unread == [(0.0, True), (1.0, False)] and not b["readiness"]["safe_to_ship"]
+    for r in (a, b):
+        r["readiness"]["gates"] = [g for g in r["readiness"]["gates"] if g["name"] != "malformed lines"]
+        r["readiness"].pop("safe_to_ship"), r["readiness"].pop("verdict")
     assert a == b
     one_line = tmp_path / "one-line.json"
     one_line.write_text(json.dumps(convs), encoding="utf-8")
