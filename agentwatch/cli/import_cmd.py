@@ -182,7 +182,8 @@ def openai_chat(
         typer.Argument(
             metavar="FILE",
             help='JSON Lines, one conversation per line: {"messages": [...]} or a '
-            "list of messages; gzip detected.",
+            "list of messages (or a SWE-agent / mini-swe-agent trajectory, as a line or a whole .traj file); "
+            "gzip detected.",
         ),
     ],
     out: OutOption,

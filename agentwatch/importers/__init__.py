@@ -1,7 +1,8 @@
 """Importers: other formats → agentwatch transcripts (and task policies where the source holds ground truth).
 
 - `openai_chat`: chat-format logs, one conversation of OpenAI messages per JSON line;
-- `tau_bench`: τ-bench and τ²-bench result files, with one policy per task from its ground-truth actions.
+- `tau_bench`: τ-bench and τ²-bench result files, with one policy per task from its ground-truth actions;
+- `swe_agent`: SWE-agent and mini-swe-agent trajectories (commands written in text), read by `openai_chat`.
 
 The command line is `agentwatch import openai-chat|tau-bench ... --out DIR`.
 """

@@ -14,6 +14,7 @@ from typing import Literal
 
 from agentwatch.importers.dialects import MESSAGE_TYPES
 from agentwatch.importers.results_files import HEADER
+from agentwatch.importers.swe_agent import is_swe_agent
 from agentwatch.wire import json_text
 from agentwatch.wire.transcripts import MAX_DOCUMENT_BYTES, UTF8_BOM, open_binary
 
@@ -61,6 +62,8 @@ def kind_of(value: object) -> Kind:
             return "transcripts"
         if isinstance(value.get("messages"), list):
             return "chat"
+        if is_swe_agent(value):
+            return "chat"  # a SWE-agent trajectory: the chat importer reads it (`importers.swe_agent`)
         return "unknown"
     if isinstance(value, list):
         first = next((item for item in value if isinstance(item, dict)), None)

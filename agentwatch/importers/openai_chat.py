@@ -17,7 +17,8 @@ where the user and the agent speak in the usual roles. A model call's usage reco
 the turn's usage when every agent message of the conversation records one; otherwise none is taken (a cost summed
 over some of the calls would be too low) and a note says so. Messages in the shapes of other APIs and loggers (Anthropic, OpenAI Responses,
 Gemini, LangChain) are rewritten as chat messages first (`importers.dialects`); an agent that acts in text
-(`importers.text_actions`) is read when the caller says so.
+(`importers.text_actions`) is read when the caller says so. SWE-agent and mini-swe-agent trajectories (a line,
+or a file holding one as an indented JSON document) are detected and rewritten first (`importers.swe_agent`).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from pydantic import ValidationError
 
 from agentwatch.importers import set_identity, transcript_line
 from agentwatch.importers.dialects import chat_messages
+from agentwatch.importers.swe_agent import TrajectoryError, trajectory_document, trajectory_messages
 from agentwatch.importers.text_actions import RESULT_PREFIX, read_action
 from agentwatch.wire import json_text
 from agentwatch.wire.conversation import MAX_COST_USD_PER_CALL, MAX_TOKENS_PER_CALL
@@ -368,13 +370,19 @@ def conversation_from_record(
 ) -> Conversation:
     """A chat-format record — `{"messages": [...], "id"?, "agent"?, "task"?, ...}` or a bare list of
     messages — as a `Conversation`; `defaults` fill the fields the record does not carry."""
+    try:
+        trajectory = trajectory_messages(record)
+    except TrajectoryError as exc:
+        raise ChatFormatError(str(exc)) from exc
     if isinstance(record, list):
         record = {"messages": record}
-    if not isinstance(record, dict) or not isinstance(record.get("messages"), list):
+    if trajectory is None and not (isinstance(record, dict) and isinstance(record.get("messages"), list)):
         raise ChatFormatError("expected an object with a `messages` list (or a list of messages)")
     cid = record.get("conversation_id", record.get("id", default_id))
     fields = {k: v for k, v in defaults.items() if v is not None}
     fields.update({k: record[k] for k in _FIELDS if record.get(k) is not None})
+    if trajectory is not None:  # SWE-agent's, mini-swe-agent's: its commands as tool calls
+        record, fields["notes"] = {"messages": trajectory[0]}, trajectory[1]
     conv = conversation_from_messages(record["messages"], str(cid), error_prefixes=error_prefixes, **fields)
     # a budget of `1e400` or `Infinity` is written out as `Infinity`, which no JSON reader reads back
     if conv.budget_usd == math.inf:
@@ -389,6 +397,15 @@ def read_chat_lines(
     """Transcript lines from a chat-format JSON Lines file (plain or gzip); bad lines go to `errors` with
     their line number and the rest is still read."""
     stem = file_stem(path)
+    document = trajectory_document(path)
+    if document is not None:  # a trajectory saved as one indented JSON document (`.traj`): read whole
+        try:
+            conv = conversation_from_record(document, stem.removesuffix(".traj"), error_prefixes, **defaults)
+        except (ValueError, RecursionError) as exc:
+            errors.append(LineError(str(path), 1, (str(exc) or type(exc).__name__)[:_MAX_REASON]))
+            return
+        yield transcript_line(conv)
+        return
     lineno = 0
     with open_binary(path) as stream:
         try:

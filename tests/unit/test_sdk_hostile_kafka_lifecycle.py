@@ -4,8 +4,8 @@ own producer (its exit hook, `close` and `__del__`) and only its network faked: 
 from __future__ import annotations
 
 import gc
-import weakref
 import re
+import weakref
 from collections.abc import Callable
 from typing import Any
 
