@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from agentwatch.config.policies import PolicyTool
@@ -43,28 +43,44 @@ def loops(
     names: NameNormalizer,
     used_names: Sequence[str] | None = None,
     repeats: Mapping[str, int] | None = None,
+    changed: Callable[[ToolCall, str], bool] | None = None,
 ) -> list[tuple[str, int, ToolCall, bool]]:
     """(tool name, count, first call, whether one of them returned an error) of every tool called with identical
-    arguments at least `threshold` times, not counting the identical calls the task expects beyond the first
-    (`repeats`: normalised name -> how many identical calls of it the task expects, `expected_repeats`;
-    `used_names`: the normalised names of `calls`, if known)."""
+    arguments at least `threshold` times with nothing changed between them, not counting the identical calls the
+    task expects beyond the first (`repeats`: normalised name -> how many identical calls of it the task expects,
+    `expected_repeats`; `used_names`: the normalised names of `calls`, if known).
+
+    `changed(call, name)`: whether a call changed something (succeeded, and has effects). The same call made
+    again after another call changed something is a check of the new state, not a loop: a coding agent runs its
+    test again after each edit. The count of a call is its most repeats between two such changes by other calls.
+    """
     if len(calls) < threshold:
         return []
     if used_names is None:
         used_names = names.of(calls)
-    counts: Counter[tuple[str, str]] = Counter()
+    keys = [(name, canonical_json(c.arguments)) for c, name in zip(calls, used_names, strict=True)]
+    allowed = repeats or {}
+    candidates = {key for key, n in Counter(keys).items() if n - allowed.get(key[0], 1) + 1 >= threshold}
+    if not candidates:
+        return []
+    counts: Counter[tuple[str, str]] = Counter()  # of each key since the last change by another call
+    most: Counter[tuple[str, str]] = Counter()
     first: dict[tuple[str, str], ToolCall] = {}
     refused: set[tuple[str, str]] = set()
-    for c, name in zip(calls, used_names, strict=True):
-        key = (name, canonical_json(c.arguments))
-        counts[key] += 1
-        first.setdefault(key, c)
-        if c.error is not None:
-            refused.add(key)
-    allowed = repeats or {}
+    for c, key in zip(calls, keys, strict=True):
+        if key in candidates:
+            counts[key] += 1
+            most[key] = max(most[key], counts[key])
+            first.setdefault(key, c)
+            if c.error is not None:
+                refused.add(key)
+        if changed is not None and changed(c, key[0]):
+            for other in counts:
+                if other != key:
+                    counts[other] = 0
     return [
         (key[0], n, first[key], key in refused)
-        for key, n in counts.items()
+        for key, n in most.items()
         if n - allowed.get(key[0], 1) + 1 >= threshold
     ]
 

@@ -146,14 +146,22 @@ class TurnGrader:
         # failure evidence, looked for on every conversation: loops, errors, missing final answer, hallucinations.
         # A detector in `failing` fails the turn; any other's finding is evidence only (reason `evidence: ...`).
         found_here: list[tuple[str, str]] = []  # (code, reason text)
+        tool_kinds = kinds or self._kinds
         looped = (
-            loops(calls, sc.loop_threshold, names, used_names, repeats)
+            loops(
+                calls,
+                sc.loop_threshold,
+                names,
+                used_names,
+                repeats,
+                lambda call, name: call.error is None and tool_kinds.of(call, name) != READ_ONLY,
+            )
             if arguments_known and len(calls) >= sc.loop_threshold
             else ()
         )
         for name, count, call, refused in looped:
             said = f"turn {i}: {name} called {count} times with identical arguments"
-            if refused or sc.lookup_loops_fail or (kinds or self._kinds).of(call, name) != READ_ONLY:
+            if refused or sc.lookup_loops_fail or tool_kinds.of(call, name) != READ_ONLY:
                 found_here.append(("loop", said))
             else:
                 # A lookup repeated, none refused, changed nothing: evidence, not the verdict. On the real runs

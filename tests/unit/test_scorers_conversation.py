@@ -182,6 +182,29 @@ def test_loop_needs_identical_arguments_in_canonical_form():
     )
 
 
+def test_the_same_call_after_another_changed_something_is_a_check_not_a_loop():
+    """A coding agent runs its test after each edit: three identical `python test.py` calls with an edit between
+    each were a loop (SWE-agent's published trajectories). A successful call with effects of another tool between
+    two repeats starts the count again; a lookup between them, or a refused write, does not."""
+    run = {"name": "python", "arguments": {"command": "python test.py"}, "result": "FAILED"}
+    edit = {"name": "edit", "arguments": {"command": "edit 3:3"}, "result": "ok"}
+    look = {"name": "get_file", "arguments": {"path": "a.py"}, "result": "x = 1"}
+    refused = {**edit, "error": "syntax error", "result": None}
+
+    def looped(calls: list[dict]) -> bool:
+        turn = {"input": "fix it", "answer": "Fixed.", "tool_calls": calls}
+        return score_conversation(make(turn)).turn_scores[0].loop
+
+    assert not looped([run, edit, run, edit, run])
+    assert not looped([run, run, edit, run, run])  # at most two between changes
+    assert looped([run, run, edit, run, run, run])
+    assert looped([run, look, run, look, run])  # a lookup changes nothing
+    assert looped([run, refused, run, refused, run])  # nor does a refused write
+    # a call with effects made again does not reset its own count: the same edit three times is a loop
+    assert looped([edit, look, edit, look, edit])
+    assert not looped([edit, run, edit, run, edit])  # each edit after a run that changed something
+
+
 def test_forbidden_tool():
     turn = {
         "input": "q",
