@@ -26,6 +26,11 @@ from agentwatch.importers.tau_versions import records_every_discoverable_call
 # τ²-bench's reward is the product of the parts its task's `reward_basis` names (default: the final database
 # state and the required outputs, as τ-bench's).
 DEFAULT_BASIS = ("DB", "COMMUNICATE")
+# the fields of τ²-bench's `EvaluationCriteria` (src/tau2/data_model/tasks.py): a task holding another (a fork's
+# own, such as `acceptable_outcomes`) is rewarded by code this importer has not read
+CRITERIA_FIELDS = frozenset(
+    {"actions", "env_assertions", "communicate_info", "nl_assertions", "reward_basis"}
+)
 
 
 def unchecked_basis(criteria: dict[str, Any]) -> str | None:
@@ -55,6 +60,12 @@ def unchecked_basis(criteria: dict[str, Any]) -> str | None:
                 why.append("its reward requires the user's own calls too (ACTION), which are not the agent's")
         else:
             why.append(f"its reward basis names {part[:40]!r}, which this importer does not know")
+    unknown = sorted(str(key)[:40] for key, value in criteria.items() if key not in CRITERIA_FIELDS and value)
+    if unknown:
+        why.append(
+            f"its evaluation criteria hold {', '.join(unknown[:3])}, which τ²-bench's do not: its reward reads what "
+            "this importer cannot"
+        )
     return "; ".join(why) or None
 
 

@@ -56,6 +56,23 @@ def test_a_tau2_ground_truth_of_lists_still_gives_its_policy() -> None:
     assert policy["outputs"] == ["R1"] and [t["name"] for t in policy["tools"]] == ["cancel_reservation"]
 
 
+def test_a_tau2_task_whose_criteria_hold_a_field_of_a_fork_is_left_ungraded() -> None:
+    """A fork rewarded task 8 by its own `acceptable_outcomes`, with `actions: null`: read as a task without ground
+    truth (τ²-bench then scores its database part 1), the policy required nothing, and 4 of 4 real failures
+    passed. Criteria holding a field τ²-bench's do not are rewarded by code this importer has not read."""
+    outcomes = [{"actions": [CANCEL], "reward": 1.0}]
+    out = import_results(_tau2_with(actions=None, acceptable_outcomes=outcomes), "a", "v", "p")
+    assert len(out.lines) == 1 and out.policies == []
+    assert out.ungraded["t-1"] == (
+        "its evaluation criteria hold acceptable_outcomes, which τ²-bench's do not: its reward reads what this "
+        "importer cannot"
+    )
+    empty = import_results(
+        _tau2_with(acceptable_outcomes=None, notes=""), "a", "v", "p"
+    )  # empty: nothing read
+    assert len(empty.policies) == 1 and empty.ungraded == {}
+
+
 @pytest.mark.parametrize(
     ("task", "field"),
     [
