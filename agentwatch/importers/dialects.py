@@ -17,7 +17,11 @@ on other APIs hold the same conversation in other shapes; each is rewritten here
   `status: "error"`;
 - ShareGPT messages (`{"from", "value"}`, as LLaMA-Factory and tool-use datasets write them): `human`, `gpt`,
   `system`, `function_call` (its value one call `{"name", "arguments"}` or a list of them, as JSON) and
-  `observation` (a result; a JSON list as long as the calls it follows is one result per call, in order).
+  `observation` (a result). The observations right after a `function_call` answer its calls, in order: one
+  observation after several calls holding a JSON list as long as the calls (ToolACE) is one result per call;
+  one observation after each call is its result, a list or not. A call they leave without a result (one
+  observation that is no such list, given whole to the first call) gets none, with a note: no later
+  observation answers it, as none answers another `function_call`'s calls.
 
 A message already in chat format passes through unchanged.
 """
@@ -26,6 +30,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 _LANGCHAIN_ROLES = {
@@ -47,13 +52,13 @@ def chat_messages(messages: Sequence[Any], notes: list[str]) -> Iterator[tuple[i
     """(position, message) for each message as one or more chat-format messages (items of no chat meaning are
     left out, counted in `notes`); anything not a dict is passed on for the reader to report."""
     skipped: dict[str, int] = {}
-    calls = 0  # calls of the last ShareGPT `function_call`: what a list observation after it may answer
+    calls = _Answered([], 0)  # the last ShareGPT `function_call`'s calls, and the observations after it
     for position, message in enumerate(messages):
         if not isinstance(message, dict):
             yield position, message
             continue
-        if "role" not in message and "from" in message and "value" in message:
-            converted, calls = _sharegpt(message, calls)
+        if _is_sharegpt(message):
+            converted, calls = _sharegpt(message, calls, _results_after(messages, position), notes)
         else:
             converted = _chat(message, skipped)
         for one in converted:
@@ -211,28 +216,77 @@ _SHAREGPT_ROLES = {
 _SHAREGPT_RESULTS = frozenset({"observation", "function_response", "tool"})
 
 
-def _sharegpt(message: dict[str, Any], calls: int) -> tuple[list[dict[str, Any]], int]:
-    """A ShareGPT message as chat messages, and how many calls now wait for a result (`calls`: before it). A
-    message of another speaker, or a call that is no JSON, is passed on for the reader to report."""
+@dataclass(slots=True)
+class _Answered:
+    """The calls of a ShareGPT `function_call` (their names) and how many observations follow it (`results`), with
+    how many of those were read so far (`read`)."""
+
+    names: list[str]
+    results: int
+    read: int = 0
+
+
+def _is_sharegpt(message: dict[str, Any]) -> bool:
+    """Whether a message is ShareGPT's `{"from", "value"}`."""
+    return "role" not in message and "from" in message and "value" in message
+
+
+def _results_after(messages: Sequence[Any], position: int) -> int:
+    """How many ShareGPT result messages follow the message at `position`, one after another."""
+    end = position + 1  # walked by index: a slice would copy the rest of the conversation at every call
+    while end < len(messages):
+        message = messages[end]
+        if not (isinstance(message, dict) and _is_sharegpt(message) and message["from"] in _SHAREGPT_RESULTS):
+            break
+        end += 1
+    return end - position - 1
+
+
+def _sharegpt(
+    message: dict[str, Any], calls: _Answered, after: int, notes: list[str]
+) -> tuple[list[dict[str, Any]], _Answered]:
+    """A ShareGPT message as chat messages, and the calls its next observations answer (`calls`: before it;
+    `after`: how many result messages follow it). A message of another speaker, or a call that is no JSON, is
+    passed on for the reader to report."""
     speaker, value = message.get("from"), message.get("value")
+    none = _Answered([], 0)
     if speaker in _SHAREGPT_ROLES:
-        return [{"role": _SHAREGPT_ROLES[speaker], "content": value}], 0
+        return [{"role": _SHAREGPT_ROLES[speaker], "content": value}], none
     if speaker == "function_call":
         made = _json(value)
         listed = made if isinstance(made, list) else [made]
         if not listed or not all(isinstance(c, dict) for c in listed):
-            return [message], 0
+            return [message], none
         tool_calls = [
             {"function": {"name": c.get("name"), "arguments": c.get("arguments", c.get("parameters"))}}
             for c in listed
         ]
-        return [{"role": "assistant", "content": None, "tool_calls": tool_calls}], len(tool_calls)
+        return [{"role": "assistant", "content": None, "tool_calls": tool_calls}], _Answered(
+            [str(c.get("name"))[:40] for c in listed], after
+        )
     if speaker in _SHAREGPT_RESULTS:
-        results = _json(value)
-        if calls > 1 and isinstance(results, list) and len(results) == calls:
-            return [{"role": "tool", "content": r} for r in results], 0
-        return [{"role": "tool", "content": value}], 0
-    return [message], 0
+        n = len(calls.names)
+        calls.read += 1
+        if calls.results == 1 and n > 1:  # the one observation of several calls: a list of their results?
+            results = _json(value)
+            if isinstance(results, list) and len(results) == n:
+                return [{"role": "tool", "content": r} for r in results], none
+        out = [{"role": "tool", "content": value}]
+        if calls.read < calls.results or calls.read >= n:
+            return out, calls
+        # the last observation of these calls, and some are left: they get none (the chat reader would give them
+        # the observations of the calls made next, the oldest call waiting taking each)
+        left = n - calls.read
+        out.extend({"role": "tool", "content": None} for _ in range(left))
+        named = ", ".join(calls.names[:5]) + (", …" if n > 5 else "")
+        given = (
+            "an observation that is not a JSON list of one result per call: given whole to the first"
+            if calls.read == 1
+            else f"{calls.read} observations: given to the first {calls.read}, in order"
+        )
+        notes.append(f"{n} parallel calls ({named}) answered by {given}; {left} left without a result")
+        return out, none
+    return [message], none
 
 
 def _json(value: Any) -> Any:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Literal
 
 from agentwatch.importers.dialects import MESSAGE_TYPES
-from agentwatch.importers.results_files import HEADER
+from agentwatch.importers.results_files import HEADER, first_line
 from agentwatch.importers.swe_agent import is_swe_agent
 from agentwatch.wire import json_text
 from agentwatch.wire.transcripts import MAX_DOCUMENT_BYTES, UTF8_BOM, open_binary
@@ -97,9 +97,9 @@ def sniff_bytes(raw: bytes) -> Sniffed:
     text = raw.removeprefix(UTF8_BOM).strip()
     if not text:
         return Sniffed("empty", "lines")
-    first_line = text.split(b"\n", 1)[0]
-    line = _parse(first_line)
-    if line is not None and b"\n" in text:
+    first, ended = first_line(text)  # ended by LF, CRLF or, in a file whose lines end so, CR alone
+    line = _parse(first)
+    if line is not None and ended:
         return Sniffed(kind_of(line), "lines")
     whole = _parse(text)
     if whole is not None:
@@ -118,8 +118,8 @@ def sniff(path: str | Path) -> Sniffed:
         if len(head) <= HEAD_BYTES:
             return sniff_bytes(head)
         text = head.removeprefix(UTF8_BOM).lstrip()
-        first_line, newline, _rest = text.partition(b"\n")
-        line = _parse(first_line) if newline else None
+        first, ended = first_line(text)
+        line = _parse(first) if ended else None
         if line is not None:
             return Sniffed(kind_of(line), "lines")
         rest = stream.read(MAX_DOCUMENT_BYTES + 1 - len(head))

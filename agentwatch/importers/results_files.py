@@ -5,13 +5,14 @@ leaderboard submissions)."""
 
 from __future__ import annotations
 
+import io
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from agentwatch.wire import json_text
-from agentwatch.wire.transcripts import MAX_DOCUMENT_BYTES, file_stem, open_binary
+from agentwatch.wire.transcripts import MAX_DOCUMENT_BYTES, bounded_lines, file_stem, open_binary
 
 
 class TauBenchFormatError(ValueError):
@@ -145,10 +146,25 @@ def load_document(raw: bytes) -> Any:
         return run
 
 
+def lines_of(raw: bytes) -> Iterator[bytes]:
+    """The lines of `raw` as the transcript reader ends them (`bounded_lines`: LF, CRLF, or CR alone in a file
+    whose lines end so), none cut short. Split at LF alone, a file saved with classic Mac OS line ends was one
+    line: its τ-bench entries refused as "not JSON: Extra data"."""
+    for line in bounded_lines(io.BytesIO(raw), max(len(raw), 1)):
+        if line is not None:  # never: no line is longer than the whole
+            yield line
+
+
+def first_line(raw: bytes) -> tuple[bytes, bool]:
+    """The first line of `raw` (`lines_of`) and whether a line end closes it."""
+    line = next(lines_of(raw), b"")
+    return line, line.endswith(b"\n")
+
+
 def _parsed_lines(raw: bytes) -> Iterator[tuple[int, Any, str | None]]:
-    """Each line of `raw` that is not blank as (its number, its JSON value, None), or (its number, None, why it
-    is not JSON)."""
-    for n, line in enumerate(raw.split(b"\n"), start=1):
+    """Each line of `raw` (`lines_of`) that is not blank as (its number, its JSON value, None), or (its number,
+    None, why it is not JSON)."""
+    for n, line in enumerate(lines_of(raw), start=1):
         if not line.strip():
             continue
         try:

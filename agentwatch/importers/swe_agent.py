@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentwatch.importers.results_files import first_line
 from agentwatch.wire import json_text
 from agentwatch.wire.transcript_documents import MAX_DOCUMENT_BYTES
 from agentwatch.wire.transcripts import UTF8_BOM, TranscriptFileError, open_binary
@@ -388,7 +389,7 @@ def trajectory_document(path: str | Path) -> Any:
     try:
         with open_binary(path) as stream:
             head = stream.read(_DOCUMENT_HEAD)
-            first = head.removeprefix(UTF8_BOM).lstrip().split(b"\n", 1)[0].strip()
+            first = first_line(head.removeprefix(UTF8_BOM).lstrip())[0].strip()  # CR alone ends it too
             # an indented document opens alone on its first line; a JSON line does not
             if first not in (b"{", b"["):
                 return None

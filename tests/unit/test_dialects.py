@@ -204,6 +204,80 @@ def test_sharegpt_messages() -> None:
     assert [t.answer for t in conv.turns] == ["SPY is rated 4.5 and QQQ 4.3.", "No events in 2023."]
 
 
+def _two_weather_calls(*observations: Any) -> list[dict[str, Any]]:
+    """Two parallel calls, the observations after them, then a call of another tool and its observation."""
+    calls = [{"name": "weather", "arguments": {"city": c}} for c in ("Paris", "Rome")]
+    return [
+        {"from": "human", "value": "Weather in Paris and Rome, and the time in Rome?"},
+        {"from": "function_call", "value": json.dumps(calls)},
+        *({"from": "observation", "value": o} for o in observations),
+        {"from": "function_call", "value": '{"name": "time", "arguments": {"city": "Rome"}}'},
+        {"from": "observation", "value": "12:00"},
+        {"from": "gpt", "value": "20 and 25 degrees; noon."},
+    ]
+
+
+def test_sharegpt_observations_one_per_parallel_call_are_each_its_result() -> None:
+    """An OpenAI log converted to ShareGPT writes one `function_call` holding the step's calls and one observation
+    per call after it. The first observation, a list as long as the calls, was split across both calls: the
+    second observation then found no call waiting and was dropped."""
+    conv = conversation_from_messages(_two_weather_calls("[1, 2]", '{"t": 25}'), "c")
+    assert _calls(conv) == [
+        [
+            ("weather", {"city": "Paris"}, [1, 2], None),
+            ("weather", {"city": "Rome"}, {"t": 25}, None),
+            ("time", {"city": "Rome"}, "12:00", None),
+        ]
+    ]
+    assert conv.notes == []
+
+
+def test_sharegpt_one_observation_not_split_per_call_leaves_the_other_calls_without_one() -> None:
+    """One observation answering two calls, an object keyed by city (no list of one result per call), cannot be
+    told from one call's result: it stays the first call's, as before. The second call took the next call's
+    observation ("12:00"), and that call was left without one; now the second gets none, and a note says so."""
+    keyed = json.dumps({"Paris": {"t": 20}, "Rome": {"t": 25}})
+    conv = conversation_from_messages(_two_weather_calls(keyed), "c")
+    assert _calls(conv) == [
+        [
+            ("weather", {"city": "Paris"}, {"Paris": {"t": 20}, "Rome": {"t": 25}}, None),
+            ("weather", {"city": "Rome"}, None, None),
+            ("time", {"city": "Rome"}, "12:00", None),
+        ]
+    ]
+    assert conv.notes == [
+        "2 parallel calls (weather, weather) answered by an observation that is not a JSON list of one result per "
+        "call: given whole to the first; 1 left without a result"
+    ]
+    listed = conversation_from_messages(_two_weather_calls('[{"t": 20}, {"t": 25}]'), "c")
+    assert [c.result for c in listed.turns[0].tool_calls] == [{"t": 20}, {"t": 25}, "12:00"]
+    assert listed.notes == []
+
+
+def test_sharegpt_fewer_observations_than_parallel_calls_answer_the_first() -> None:
+    calls: list[dict[str, Any]] = [{"name": n, "arguments": {}} for n in ("a", "b", "c")]
+    messages = [
+        {"from": "human", "value": "Go."},
+        {"from": "function_call", "value": json.dumps(calls)},
+        {"from": "observation", "value": "A"},
+        {"from": "observation", "value": "B"},
+        {"from": "function_call", "value": '{"name": "d", "arguments": {}}'},
+        {"from": "observation", "value": "D"},
+        {"from": "gpt", "value": "Done."},
+    ]
+    conv = conversation_from_messages(messages, "c")
+    assert [(c.name, c.result) for c in conv.turns[0].tool_calls] == [
+        ("a", "A"),
+        ("b", "B"),
+        ("c", None),
+        ("d", "D"),
+    ]
+    assert conv.notes == [
+        "3 parallel calls (a, b, c) answered by 2 observations: given to the first 2, in order; 1 left without a "
+        "result"
+    ]
+
+
 def test_tau2_multi_tool_message_is_its_tool_messages() -> None:
     calls = [
         {"id": "a", "name": "get_user", "arguments": {"id": 1}, "requestor": "assistant"},
