@@ -590,7 +590,9 @@ def test_ids_names_and_tags_are_bounded_in_bytes_and_long_ones_stay_distinct(spa
         lookup("q")
     with conversation(id=long_b, task="tb"):
         lookup("q")
-        assert conversation.label("complete", conversation_id=long_b)  # the current one, told by its bounded id
+        assert conversation.label(
+            "complete", conversation_id=long_b
+        )  # the current one, told by its bounded id
     first, second, label = spans.get_finished_spans()
     a, b = attrs(first), attrs(second)
     for span in (first, second, label):
