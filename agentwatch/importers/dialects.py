@@ -53,16 +53,25 @@ def chat_messages(messages: Sequence[Any], notes: list[str]) -> Iterator[tuple[i
     left out, counted in `notes`); anything not a dict is passed on for the reader to report."""
     skipped: dict[str, int] = {}
     calls = _Answered([], 0)  # the last ShareGPT `function_call`'s calls, and the observations after it
+    unanswered: list[str] = []  # ShareGPT calls that their observations leave without a result, said
     for position, message in enumerate(messages):
         if not isinstance(message, dict):
             yield position, message
             continue
         if _is_sharegpt(message):
-            converted, calls = _sharegpt(message, calls, _results_after(messages, position), notes)
+            # counted for a call only: counted for each observation, a run of them was walked once per message
+            after = _results_after(messages, position) if message["from"] == "function_call" else 0
+            converted, calls = _sharegpt(message, calls, after, unanswered)
         else:
             converted = _chat(message, skipped)
         for one in converted:
             yield position, one
+    notes.extend(unanswered[:_MAX_UNANSWERED_NOTES])
+    if len(unanswered) > _MAX_UNANSWERED_NOTES:
+        notes.append(
+            f"{len(unanswered) - _MAX_UNANSWERED_NOTES} more sets of parallel calls with calls left without a "
+            "result"
+        )
     for kind, n in skipped.items():
         notes.append(f"{n} item(s) of type {kind!r} left out (no chat message)")
 
@@ -214,6 +223,8 @@ _SHAREGPT_ROLES = {
     "system": "system",
 }
 _SHAREGPT_RESULTS = frozenset({"observation", "function_response", "tool"})
+# a note each for the first `function_call`s that leave calls without a result; the rest are counted in one
+_MAX_UNANSWERED_NOTES = 5
 
 
 @dataclass(slots=True)
@@ -231,12 +242,20 @@ def _is_sharegpt(message: dict[str, Any]) -> bool:
     return "role" not in message and "from" in message and "value" in message
 
 
+def _speaker(message: dict[str, Any]) -> str | None:
+    """Who speaks a ShareGPT message (None when `from` is no name: the reader reports the message)."""
+    speaker = message.get("from")
+    return speaker if isinstance(speaker, str) else None
+
+
 def _results_after(messages: Sequence[Any], position: int) -> int:
     """How many ShareGPT result messages follow the message at `position`, one after another."""
     end = position + 1  # walked by index: a slice would copy the rest of the conversation at every call
     while end < len(messages):
         message = messages[end]
-        if not (isinstance(message, dict) and _is_sharegpt(message) and message["from"] in _SHAREGPT_RESULTS):
+        if not (
+            isinstance(message, dict) and _is_sharegpt(message) and _speaker(message) in _SHAREGPT_RESULTS
+        ):
             break
         end += 1
     return end - position - 1
@@ -248,7 +267,7 @@ def _sharegpt(
     """A ShareGPT message as chat messages, and the calls its next observations answer (`calls`: before it;
     `after`: how many result messages follow it). A message of another speaker, or a call that is no JSON, is
     passed on for the reader to report."""
-    speaker, value = message.get("from"), message.get("value")
+    speaker, value = _speaker(message), message.get("value")
     none = _Answered([], 0)
     if speaker in _SHAREGPT_ROLES:
         return [{"role": _SHAREGPT_ROLES[speaker], "content": value}], none
@@ -295,5 +314,5 @@ def _json(value: Any) -> Any:
         return value
     try:
         return json.loads(value)
-    except ValueError:
+    except (ValueError, RecursionError):  # nested deeper than the parser goes: no JSON read here
         return None

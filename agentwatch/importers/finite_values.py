@@ -15,6 +15,7 @@ from agentwatch.wire.schema import Conversation
 
 MAX_NOTED_CALLS = 5  # a note each for the first calls that hold one; the rest are counted in one note
 _MAX_KEY = 40
+_MAX_PATH = 200
 
 
 def _shown(value: float) -> str:
@@ -24,31 +25,46 @@ def _shown(value: float) -> str:
     return "Infinity" if value > 0 else "-Infinity"
 
 
-def _step(path: str, key: Any) -> str:
-    """The path of an item of the value at `path` (a list index in brackets, a key after a dot)."""
-    if isinstance(key, int):
-        return f"{path}[{key}]"
-    text = str(key)[:_MAX_KEY]
-    return f"{path}.{text}" if path else text
+def _path(link: tuple[Any, Any] | None) -> str:
+    """The path of an item from its links to the value's root (`(parent link, key)`), a list index in brackets, a
+    key after a dot; at most about `_MAX_PATH` characters, its middle cut (a value nests hundreds deep)."""
+    keys: list[Any] = []
+    while link is not None:
+        link, key = link
+        keys.append(key)
+    parts: list[str] = []
+    written = False  # whether the path so far has a character (a key after none is written without its dot)
+    for key in reversed(keys):
+        if isinstance(key, int):
+            part = f"[{key}]"
+        else:
+            part = f".{str(key)[:_MAX_KEY]}" if written else str(key)[:_MAX_KEY]
+        parts.append(part)
+        written = written or bool(part)
+    path = "".join(parts)
+    if len(path) > _MAX_PATH:
+        path = f"{path[: _MAX_PATH // 2]}…{path[-_MAX_PATH // 2 :]}"
+    return path
 
 
 def non_finite(value: Any) -> tuple[str, float, int] | None:
     """The first number of `value` that is not finite (its path, itself) and how many it holds; None when every
-    number is finite. Walked without recursion: a value read from a results file may nest deeper than the stack."""
-    first: tuple[str, float] | None = None
+    number is finite. Walked without recursion: a value read from a results file may nest deeper than the stack;
+    the path is written for the first only (written for each item, a deep value took time and memory squared)."""
+    first: tuple[tuple[Any, Any] | None, float] | None = None
     count = 0
-    stack: list[tuple[str, Any]] = [("", value)]
+    stack: list[tuple[tuple[Any, Any] | None, Any]] = [(None, value)]
     while stack:
-        path, item = stack.pop()
+        link, item = stack.pop()
         if isinstance(item, float):
             if not math.isfinite(item):
                 count += 1
-                first = first or (path, item)
+                first = first or (link, item)
         elif isinstance(item, dict):
-            stack.extend((_step(path, k), v) for k, v in reversed(list(item.items())))
+            stack.extend(((link, k), v) for k, v in reversed(list(item.items())))
         elif isinstance(item, list):
-            stack.extend((_step(path, i), v) for i, v in reversed(list(enumerate(item))))
-    return None if first is None else (first[0], first[1], count)
+            stack.extend(((link, i), v) for i, v in reversed(list(enumerate(item))))
+    return None if first is None else (_path(first[0]), first[1], count)
 
 
 def _finding(part: str, found: tuple[str, float, int]) -> str:

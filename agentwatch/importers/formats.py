@@ -78,11 +78,11 @@ def kind_of(value: object) -> Kind:
 def _messages(value: list) -> bool:
     """Whether a JSON array is a bare list of chat messages (one conversation), not a list of conversations."""
     first = next((item for item in value if isinstance(item, dict)), None)
-    return (
-        first is not None
-        and ("role" in first or first.get("type") in MESSAGE_TYPES or ("from" in first and "value" in first))
-        and "turns" not in first
-    )
+    if first is None:
+        return False
+    kind = first.get("type")  # may be anything: a list or an object is no message type (and cannot be hashed)
+    typed = isinstance(kind, str) and kind in MESSAGE_TYPES
+    return ("role" in first or typed or ("from" in first and "value" in first)) and "turns" not in first
 
 
 def _parse(raw: bytes) -> object:

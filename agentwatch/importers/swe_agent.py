@@ -22,14 +22,23 @@ when nothing follows it (its last words), else a step the harness rejected, left
 
 from __future__ import annotations
 
-import re
+import io
 import zlib
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from agentwatch.importers.results_files import first_line
+from agentwatch.importers.swe_commands import (
+    MINI_PATTERNS,
+    TrajectoryError,
+    mini_command,
+    mini_patterns,
+    swe_agent_command,
+)
+from agentwatch.importers.swe_commands import message_text as _text
+from agentwatch.importers.trajectory_chat import LEAST_API_CALL, Chat, instructions
 from agentwatch.wire import json_text
 from agentwatch.wire.transcript_documents import MAX_DOCUMENT_BYTES
 from agentwatch.wire.transcripts import UTF8_BOM, TranscriptFileError, open_binary
@@ -37,30 +46,8 @@ from agentwatch.wire.transcripts import UTF8_BOM, TranscriptFileError, open_bina
 SIGNAL = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"  # mini-swe-agent ends a run whose output starts with this
 SUBMIT = "submit"  # SWE-agent's command that ends a run; mini-swe-agent's completion is read as one too
 MINI_TOOL = "bash"  # mini-swe-agent's one tool (`BASH_TOOL` in its tool-calling mode)
-# mini-swe-agent's `action_regex` defaults: 2.x (`mswea_bash_command` fence), 1.x (`bash` fence), its XML config
-MINI_PATTERNS = (
-    r"```mswea_bash_command\s*\n(.*?)\n```",
-    r"```bash\s*\n(.*?)\n```",
-    r"<mswea_bash_command>(.*?)</mswea_bash_command>",
-)
-# SWE-agent's ThoughtActionParser: fence openings and closings, the action the last block not nested in another
-_FENCE = re.compile(r"^```(\S*)\s*\n|^```\s*$", re.MULTILINE)
 _DOCUMENT_HEAD = 1 << 16
-
-
-class TrajectoryError(ValueError):
-    """A trajectory that cannot be read (the message says what is wrong, and where)."""
-
-
-def _text(content: Any) -> str | None:
-    """A message's content as text: a string, or the text parts of a list."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = [p if isinstance(p, str) else p.get("text") for p in content if isinstance(p, (str, dict))]
-        texts = [p for p in parts if isinstance(p, str)]
-        return "\n".join(texts) if texts else None
-    return None
+_STREAM_ERRORS = (OSError, EOFError, zlib.error)  # what reading a damaged gzip file raises
 
 
 def _swe_messages(messages: Sequence[Any]) -> bool:
@@ -88,24 +75,6 @@ def is_swe_agent(value: dict[str, Any]) -> bool:
     return isinstance(history, list) and _swe_messages(history)
 
 
-def mini_command(message: dict[str, Any], patterns: Sequence[str]) -> str | None:
-    """The one command of a mini-swe-agent assistant message: the `extra.actions` it logged, else the one match
-    of the first of `patterns` that matches (more than one is a format error, as mini-swe-agent reads it)."""
-    extra = message.get("extra")
-    actions = extra.get("actions") if isinstance(extra, dict) else None
-    if isinstance(actions, list) and len(actions) == 1 and isinstance(actions[0], dict):
-        command = actions[0].get("command")
-        return command if isinstance(command, str) else None
-    text = _text(message.get("content"))
-    if not text:
-        return None
-    for pattern in patterns:
-        found = [a.strip() for a in re.findall(pattern, text, re.DOTALL)]
-        if found:
-            return found[0] if len(found) == 1 else None
-    return None
-
-
 def _mini_acts(messages: Sequence[Any]) -> bool:
     """Whether messages are a mini-swe-agent run in text: its instructions name the completion signal, no
     message has API tool calls, and an assistant message holds one command."""
@@ -131,94 +100,6 @@ def trajectory_kind(value: Any) -> str | None:
         return "mini-swe-agent"
     calls = any(isinstance(m, dict) and m.get("tool_calls") for m in messages)
     return "swe-agent" if not calls and _swe_messages(messages) else None
-
-
-@dataclass(slots=True)
-class _Chat:
-    """Chat messages written for a trajectory: calls with their results, and what was left out."""
-
-    messages: list[dict[str, Any]] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    last_call: dict[str, Any] | None = None  # the last call made, and its result message when it has one
-    last_result: dict[str, Any] | None = None
-    unsaid: str | None = None  # the latest words without a command: the answer, if nothing follows them
-    rejected: int = 0  # assistant messages without a command that something followed
-
-    def call(self, name: str, command: str, result: Any, has_result: bool) -> None:
-        """A call of `name` with `{"command": command}`, and its result when it has one."""
-        if self.unsaid is not None:
-            self.rejected += 1
-            self.unsaid = None
-        call = {
-            "id": f"call-{len(self.messages)}",
-            "function": {"name": name, "arguments": {"command": command}},
-        }
-        self.messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
-        self.last_call, self.last_result = call, None
-        if has_result:
-            self.result(result)
-
-    def result(self, content: Any) -> None:
-        """The result of the last call."""
-        assert self.last_call is not None
-        self.last_result = {"role": "tool", "tool_call_id": self.last_call["id"], "content": content}
-        self.messages.append(self.last_result)
-
-    def words(self, text: str | None) -> None:
-        """An assistant message without a command."""
-        if self.unsaid is not None:
-            self.rejected += 1
-        self.unsaid = text or None
-
-    def done(self) -> tuple[list[dict[str, Any]], list[str]]:
-        """The messages (the last words without a command at the end, said to the user) and notes."""
-        if self.unsaid is not None:
-            self.messages.append({"role": "assistant", "content": self.unsaid})
-        if self.rejected:
-            self.notes.append(
-                f"{self.rejected} assistant message(s) without a command, followed by more steps (rejected by "
-                "the agent's harness), left out"
-            )
-        return self.messages, self.notes
-
-
-def _instructions(history: Sequence[Any], chat: _Chat, where: str) -> int | None:
-    """Copy the system messages and the task (the first user message) of `history`, demonstrations left out;
-    the task's position (None: none)."""
-    task, demos = None, 0
-    for position, message in enumerate(history):
-        if not isinstance(message, dict):
-            raise TrajectoryError(f"{where} {position} is not an object")
-        if message.get("is_demo") is True:
-            demos += 1
-        elif message.get("role") == "system":
-            chat.messages.append({"role": "system", "content": message.get("content")})
-        elif message.get("role") == "user" and task is None:
-            task = position
-            chat.messages.append({"role": "user", "content": message.get("content")})
-    if demos:
-        chat.notes.append(
-            f"{demos} demonstration message(s) (`is_demo`) left out: not the task's conversation"
-        )
-    return task
-
-
-def swe_agent_command(text: str) -> str | None:
-    """The command of a SWE-agent response as its parsers find it: the last fenced block not nested in another
-    (ThoughtActionParser), else what the last `<command>` tags hold (XMLThoughtActionParser)."""
-    stack: list[re.Match[str]] = []
-    last: tuple[re.Match[str], re.Match[str]] | None = None
-    for match in _FENCE.finditer(text):
-        if stack and not match.group(1):
-            start = stack.pop()
-            if not stack:
-                last = (start, match)
-        elif match.group(1) is not None:
-            stack.append(match)
-    if last is not None:
-        return text[last[0].end() : last[1].start()]
-    opening, closing = text.rfind("<command>"), text.rfind("</command>")
-    return text[opening + len("<command>") : closing] if 0 <= opening < closing else None
 
 
 def _steps(record: dict[str, Any], history: list[Any], task: int | None) -> Iterator[tuple[str, Any, bool]]:
@@ -267,8 +148,8 @@ def _swe_agent(record: dict[str, Any]) -> tuple[list[dict[str, Any]], list[str]]
     history = record.get("history", [])
     if not isinstance(history, list):
         raise TrajectoryError("`history` is not a list")
-    chat = _Chat()
-    task = _instructions(history, chat, "history message")
+    chat = Chat()
+    task = instructions(history, chat, "history message")
     for command, result, has_result in _steps(record, history, task):
         if command:
             chat.call(command.split(None, 1)[0], command.strip(), result, has_result)
@@ -281,32 +162,19 @@ def _swe_agent(record: dict[str, Any]) -> tuple[list[dict[str, Any]], list[str]]
     return chat.done()
 
 
-def _mini_patterns(record: Any) -> Sequence[str]:
-    """The `action_regex` the run was configured with (model config since 2.0, agent config before), else the
-    defaults."""
-    info = record.get("info") if isinstance(record, dict) else None
-    config = info.get("config") if isinstance(info, dict) else None
-    for part in ("model", "agent"):
-        section = config.get(part) if isinstance(config, dict) else None
-        regex = section.get("action_regex") if isinstance(section, dict) else None
-        if isinstance(regex, str) and regex:
-            return (regex,)
-    return MINI_PATTERNS
-
-
 def _mini(record: Any, messages: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
     """A mini-swe-agent trajectory as chat messages, and notes."""
-    chat = _Chat()
-    task = _instructions(messages, chat, "message")
-    patterns = _mini_patterns(record)
+    chat = Chat()
+    task = instructions(messages, chat, "message")
+    patterns = mini_patterns(record)
     info = record.get("info") if isinstance(record, dict) else None
     status = info.get("exit_status") if isinstance(info, dict) else None
     submission: Any = None
     unanswered = 0  # user messages no command waits for (format errors, interruptions)
     for position, message in enumerate(messages):
         role = message.get("role")
-        if role == "system" or position == task:
-            continue  # copied above
+        if role == "system" or position == task or message.get("is_demo") is True:
+            continue  # copied above, or a demonstration (left out, counted above)
         calls = message.get("tool_calls") if role == "assistant" else None
         if calls:  # its tool-calling mode: the API's calls as they are (copied: the last may become `submit`)
             calls = (
@@ -314,6 +182,7 @@ def _mini(record: Any, messages: list[dict[str, Any]]) -> tuple[list[dict[str, A
             )
             chat.messages.append({"role": "assistant", "content": None, "tool_calls": calls})
             dicts = [c for c in calls if isinstance(c, dict)] if isinstance(calls, list) else []
+            chat.count(len(dicts), LEAST_API_CALL)
             chat.last_call, chat.last_result = (dicts[-1] if dicts else None), None
         elif role == "assistant":
             command = mini_command(message, patterns)
@@ -344,7 +213,7 @@ def _mini(record: Any, messages: list[dict[str, Any]]) -> tuple[list[dict[str, A
     return chat.done()
 
 
-def _submitted(chat: _Chat, status: Any, submission: Any) -> None:
+def _submitted(chat: Chat, status: Any, submission: Any) -> None:
     """Read the run's last call as `submit` when it printed the completion signal and the run ended on it, as
     mini-swe-agent ends a run (exit status `Submitted`, or none logged and no command output after it)."""
     call, result = chat.last_call, chat.last_result
@@ -366,6 +235,8 @@ def _submitted(chat: _Chat, status: Any, submission: Any) -> None:
 def trajectory_messages(record: Any) -> tuple[list[dict[str, Any]], list[str]] | None:
     """The chat messages (with tool calls and results) and notes of a SWE-agent or mini-swe-agent trajectory;
     None for any other record. Raise TrajectoryError when it cannot be read."""
+    if isinstance(record, Unreadable):
+        raise TrajectoryError(record.reason)
     kind = trajectory_kind(record)
     if kind is None:
         return None
@@ -381,25 +252,69 @@ def trajectory_messages(record: Any) -> tuple[list[dict[str, Any]], list[str]] |
     return _swe_agent({"history": messages})
 
 
+@dataclass(frozen=True, slots=True)
+class Unreadable:
+    """A file named as a trajectory (`.traj`, `.traj.json`) holding an indented document that cannot be read as
+    one: why (its one error, where read line by line each of its lines was one, "Extra data")."""
+
+    reason: str
+
+
 def trajectory_document(path: str | Path) -> Any:
     """The trajectory a file holds as one indented JSON document (SWE-agent's `.traj`, mini-swe-agent's
-    `.traj.json`), parsed; None for any other file (JSON Lines above all: read line by line, as before)."""
+    `.traj.json`), parsed; `Unreadable` for such a document in a file so named that holds none (cut short, no
+    JSON, no trajectory); None for any other file (JSON Lines above all: read line by line, as before)."""
     if not Path(path).is_file():
         return None  # a pipe is read once: looked into here, the line reader would find it drained
+    named = Path(path).name.removesuffix(".gz").endswith((".traj", ".traj.json"))  # as both agents save them
     try:
         with open_binary(path) as stream:
-            head = stream.read(_DOCUMENT_HEAD)
+            head, failed = _head(stream)
             first = first_line(head.removeprefix(UTF8_BOM).lstrip())[0].strip()  # CR alone ends it too
             # an indented document opens alone on its first line; a JSON line does not
             if first not in (b"{", b"["):
                 return None
-            raw = head + stream.read(MAX_DOCUMENT_BYTES + 1 - len(head))
-    except (OSError, EOFError, zlib.error, TranscriptFileError):
+            raw = head
+            if failed is None:
+                try:
+                    raw += stream.read(MAX_DOCUMENT_BYTES + 1 - len(head))
+                except _STREAM_ERRORS as exc:
+                    failed = exc
+    except (TranscriptFileError, *_STREAM_ERRORS):
         return None  # read line by line, which reports it
+    if failed is not None:  # a gzip file cut short or damaged
+        return _unreadable(named, f"the document cannot be read whole ({type(failed).__name__}: {failed})")
     if len(raw) > MAX_DOCUMENT_BYTES:
-        return None
+        return _unreadable(
+            named, f"the document is over {MAX_DOCUMENT_BYTES >> 20} MiB: a trajectory is read whole"
+        )
     try:
         value = json_text.loads(raw.removeprefix(UTF8_BOM).decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError):
-        return None
-    return value if trajectory_kind(value) is not None else None
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        return _unreadable(named, f"the document is no JSON, cut short? ({str(exc) or type(exc).__name__})")
+    if trajectory_kind(value) is not None:
+        return value
+    return _unreadable(
+        named,
+        "the document holds no SWE-agent or mini-swe-agent trajectory (steps with `action` and `observation`, "
+        "a `history` of SWE-agent's messages, or mini-swe-agent's `messages`)",
+    )
+
+
+def _head(stream: io.BufferedIOBase) -> tuple[bytes, Exception | None]:
+    """The first bytes of `stream`, and the error that cut them short (read whole, a gzip file cut short gave
+    none: its first line was not looked at)."""
+    chunks: list[bytes] = []
+    size = 0
+    try:
+        while size < _DOCUMENT_HEAD and (chunk := stream.read1(_DOCUMENT_HEAD - size)):
+            chunks.append(chunk)
+            size += len(chunk)
+    except _STREAM_ERRORS as exc:
+        return b"".join(chunks), exc
+    return b"".join(chunks), None
+
+
+def _unreadable(named: bool, reason: str) -> Unreadable | None:
+    """Why a file named as a trajectory cannot be read as one; None for another file (read line by line)."""
+    return Unreadable(reason[:300]) if named else None
