@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentwatch.importers.finite_values import non_finite
 from agentwatch.importers.policy_writer import Calls
 
 
@@ -61,6 +62,11 @@ def truth_action(action: Any, what: str) -> dict[str, Any]:
     the agent's matching call unexpected)."""
     if not isinstance(action, dict) or not isinstance(action.get("name"), str) or not action["name"]:
         raise TypeError(f"an action of `{what}` is not an object naming its tool: {str(action)[:40]!r}")
+    for field_name in ("arguments", "kwargs"):  # τ²-bench's and τ-bench's
+        found = non_finite(action.get(field_name))
+        if found is not None:  # NaN equals nothing: no call could meet it, and YAML would write it `.nan`
+            where = f" at `{found[0]}`" if found[0] else ""
+            raise ValueError(f"an action of `{what}` holds {found[1]} in its {field_name}{where}")
     return action
 
 

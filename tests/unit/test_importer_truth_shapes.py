@@ -56,6 +56,21 @@ def test_a_tau2_ground_truth_of_lists_still_gives_its_policy() -> None:
     assert policy["outputs"] == ["R1"] and [t["name"] for t in policy["tools"]] == ["cancel_reservation"]
 
 
+def test_a_ground_truth_argument_that_is_not_finite_leaves_its_task_ungraded() -> None:
+    """A ground-truth argument of NaN (Python's json reads it) went into the policy, written `.nan`: NaN equals
+    nothing, so no call could meet it and every conversation of the task failed on a missing write."""
+    nan = {**CANCEL, "arguments": {"reservation_id": "R1", "amount": float("nan")}}
+    out = import_results(_tau2_with(actions=[nan]), "a", "v", "p")
+    assert len(out.lines) == 1 and out.policies == []
+    assert out.ungraded["t-1"] == (
+        "its ground truth could not be read (ValueError: an action of `actions` holds nan in its arguments at "
+        "`amount`)"
+    )
+    tau = {**TAU, "info": {"task": {"actions": [{"name": "refund", "kwargs": {"amount": float("inf")}}]}}}
+    old = import_results([tau], "a", "v", "p")
+    assert old.policies == [] and "holds inf in its kwargs at `amount`" in old.ungraded["3"]
+
+
 def test_a_tau2_task_whose_criteria_hold_a_field_of_a_fork_is_left_ungraded() -> None:
     """A fork rewarded task 8 by its own `acceptable_outcomes`, with `actions: null`: read as a task without ground
     truth (τ²-bench then scores its database part 1), the policy required nothing, and 4 of 4 real failures
