@@ -3,15 +3,16 @@
 A representative subset of `benchmarks/coverage.py` (the full grid and its figures: docs/scoring.md), with
 fixed seeds and 1,000 repetitions per configuration (standard error of a coverage near 0.95: 0.007, so the
 93–97% band is ±3 standard errors). Units differ: their success probabilities are drawn from U-shaped and
-skewed Beta shapes, and from a two-point distribution no Beta fits. Each configuration checks pass^k for every
-identified k and pass@1.
+skewed Beta shapes, and from a two-point distribution no Beta fits. Each configuration checks pass^k and pass@k
+for every identified k.
 """
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
-from benchmarks.coverage import EQUAL, TRUTHS, UNEQUAL, simulate
+from benchmarks.coverage import EQUAL, TRUTHS, UNEQUAL, Truth, simulate
 
 REPS = 1000
 CASES = [
@@ -29,13 +30,45 @@ CASES = [
 def test_95_percent_intervals_cover_93_to_97_percent(
     truth: str, units: int, attempts: int, seed: int
 ) -> None:
+    """pass^k within 93-97%; pass@k within 93-99% (where no Beta fits, the nonparametric interval errs wide at
+    the k where few units fail every attempt: 98.2% at pass@5 of 1,000 two-point units)."""
     top = 8 if attempts == UNEQUAL else attempts
-    cells = simulate(TRUTHS[truth], units, attempts, REPS, seed, list(range(1, top + 1)), at_ks=[1])
-    wanted = [("pow", k) for k in range(1, top + 1)] + [("at", 1)]
+    cells = simulate(TRUTHS[truth], units, attempts, REPS, seed, list(range(1, top + 1)))
+    wanted = [(kind, k) for kind in ("pow", "at") for k in range(1, top + 1)]
     assert set(wanted) <= set(cells)
-    coverage = {key: cells[key].coverage for key in wanted}
-    outside = {key: round(c, 3) for key, c in coverage.items() if not 0.93 <= c <= 0.97}
-    assert not outside, f"coverage outside 93-97%: {outside}"
+    coverage = {key: round(cells[key].coverage, 3) for key in wanted}
+    outside = {
+        (kind, k): c
+        for (kind, k), c in coverage.items()
+        if not 0.93 <= c <= (0.97 if kind == "pow" else 0.99)
+    }
+    assert not outside, f"coverage outside 93-97% (pass^k), 93-99% (pass@k): {outside}"
+
+
+MIRRORED = Truth(
+    "two-point 0.1 or 0.8",
+    lambda rng, shape: np.where(rng.random(shape) < 0.5, 0.1, 0.8),
+    lambda k: 0.5 * 0.1**k + 0.5 * 0.8**k,
+)
+
+
+@pytest.mark.parametrize(
+    ("truth", "seed"),
+    [(TRUTHS["two-point 0.2 or 0.9"], 110), (MIRRORED, 111)],
+    ids=["0.2 or 0.9", "0.1 or 0.8"],
+)
+def test_where_many_units_differ_and_few_have_k_attempts_the_intervals_still_cover(
+    truth: Truth, seed: int
+) -> None:
+    """200 two-point units of 1 to 8 attempts: about 25 have 8, so the interval at k = 8 is the hierarchical
+    one, and the Beta that 200 units fit tightly does not fit them. Alone, with these seeds, it covered 64.0%
+    (pass@8 of units at 0.2 or 0.9) and 62.3% (pass^8 at 0.1 or 0.8); widened to hold the nonparametric
+    interval it covers at every k."""
+    cells = simulate(truth, 200, UNEQUAL, REPS, seed, list(range(1, 9)))
+    wanted = [(kind, k) for kind in ("pow", "at") for k in range(1, 9)]
+    coverage = {key: round(cells[key].coverage, 3) for key in wanted}
+    outside = {key: c for key, c in coverage.items() if not 0.93 <= c <= 0.995}
+    assert not outside, f"coverage outside 93-99.5%: {outside}"
 
 
 @pytest.mark.parametrize(("attempts", "seed"), [(8, 107), (UNEQUAL, 108)], ids=["8 attempts", "1-8 attempts"])

@@ -408,6 +408,7 @@ def test_batch_and_single_group_give_the_same_intervals() -> None:
     m = rng.integers(0, 4, size=(6, len(pairs))).astype(float)
     m[0] *= 0
     m[0, -1] = 60  # one group large enough for the nonparametric interval
+    m[1, :3] = (30, 20, 25)  # 75 units of one attempt and a few of more: the hull at k >= 2
     ns, cs = zip(*pairs, strict=True)
     batch = intervals_batch(ns, cs, m, [1, 2, 3, 5], 0.95)
     for i in range(m.shape[0]):
@@ -468,3 +469,21 @@ def test_bad_input_is_refused() -> None:
         UnitsPosterior(UnitCounts.from_units([(2, 1)])).estimates([1], 1.5)
     with pytest.raises(ValueError, match="no unit"):
         UnitsPosterior(UnitCounts.from_units([]))
+
+
+def test_many_units_that_differ_with_few_at_k_get_the_hull_of_both_intervals() -> None:
+    """60 units of one attempt and 12 of five: the hierarchical Beta is fitted on 72 units, the value at k = 5 on
+    12. The interval holds both the hierarchical and the nonparametric one, and is "hierarchical"."""
+    units = [(1, 0)] * 30 + [(1, 1)] * 30 + [(5, 0)] * 4 + [(5, 1)] * 2 + [(5, 4)] * 2 + [(5, 5)] * 4
+    counts = UnitCounts.from_units(units)
+    e = UnitsPosterior(counts).estimates([5], 0.95)
+    n, c, m = zip(*counts.pairs, strict=True)
+    alone = intervals_batch(n, c, np.array([m], dtype=float), [5], 0.95, small_units=math.inf)
+    nonparametric = intervals_batch(n, c, np.array([m], dtype=float), [5], 0.95, small_units=0)
+    for kind in ("pow", "at"):
+        got = e[kind][5]
+        h, p = alone[(kind, 5)], nonparametric[(kind, 5)]
+        assert got.interval == "hierarchical" and got.units == 12
+        assert got.lower == pytest.approx(min(h.lower[0], p.lower[0]), abs=1e-12)
+        assert got.upper == pytest.approx(max(h.upper[0], p.upper[0]), abs=1e-12)
+        assert (got.lower, got.upper) != pytest.approx((h.lower[0], h.upper[0]), abs=1e-6)
