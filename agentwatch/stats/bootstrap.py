@@ -16,15 +16,18 @@ with 0.02 (a third of the failures credited 0.4) read 1.5 times as wide (0.315 a
 instead of 93.7% (`python -m benchmarks.coverage --equal --asr --reps 1000`, 2026-11-30, run once with the
 widening applied everywhere for the comparison).
 
+`units_credit_interval` resamples the histogram of the units' mean credits (each distinct mean and its units), as
+the exporter keeps them: with the same seed the report's bounds are the dashboard's.
+
 ASR over units (`units_widened`) holds at least the interval the units' mean credits would have from their
 attempts alone: every attempt's credit drawn from the pooled credits (variance σ²), a unit of a attempts has a
 mean credit of variance σ²/a, and the units' means a variance s₀² = σ² times the mean over units of 1/a. That
 interval is the design-effect Jeffreys Beta of pass^k's nonparametric interval (`agentwatch.stats.units`) at the
 variance s₀²; skewed as a binomial count is, it reaches as far below a value near 1 as a few failures among many
 attempts need. Where every unit succeeds with 0.98, unit means bunched at 1 with a few below read too narrow:
-50 units of 1 to 8 attempts covered 88.1%, now 98.0%, and of 4 attempts 92.0%, now 96.5%. Unlike the Beta of the
+50 units of 1 to 8 attempts covered 88.1%, now 98.0%, and of 4 attempts 92.0%, now 96.3%. Unlike the Beta of the
 credits above it allows for credits that vary less than successes do: at 0.02, 10 units of 2 attempts read 0.216
-wide (the bootstrap 0.207) and cover 94.5% (the command above, 2026-11-30).
+wide (the bootstrap 0.207) and cover 94.4% (the command above, 2026-11-30).
 """
 
 from __future__ import annotations
@@ -187,7 +190,10 @@ def units_credit_interval(
     a = np.asarray(attempts, dtype=np.float64).ravel()
     if a.size != means.size or (a < 1).any():
         raise ValueError("need one count of attempts, at least 1, for each unit mean")
-    value, lo, hi = bootstrap_units_interval(means, level, resamples, seed)
+    # the distinct means and their units, in ascending order, as the exporter keeps them: the same seed then draws
+    # the same resamples offline and live, and the report's bounds are the dashboard's
+    distinct, units = np.unique(means, return_counts=True)
+    value, lo, hi = bootstrap_units_interval(distinct, level, resamples, seed, counts=units)
     inverse = float(np.mean(1.0 / a)) if a.size else 0.0
     return value, *units_widened(value, (lo, hi), means.size, inverse, sums, prior, level)
 

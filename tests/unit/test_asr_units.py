@@ -231,6 +231,8 @@ def test_the_live_asr_is_over_units_when_attempts_repeat() -> None:
     offline = build_report(scores, settings).asr
     assert offline.method == "units" and offline.units == live.asr_units
     assert offline.value == pytest.approx(live.asr.mean, abs=1e-12)
+    # and the same bounds: the same seed resamples the same histogram of the units' mean credits
+    assert (offline.lower, offline.upper) == pytest.approx((live.asr.lower, live.asr.upper), abs=1e-12)
     text = Exposition(lambda: est).render().decode()
     assert 'agentwatch_asr_units{agent="bot",version="v1",task="*",window="1h"} 39' in text
 
