@@ -16,7 +16,9 @@ clocks, no randomness.
     (`agentwatch.stats.units_grid`), which pools the units through the Beta model — small samples need it (a
     percentile bootstrap over 10 units covers 70–92%);
   - from `SMALL_UNITS` units on: the nonparametric interval — Jeffreys' Beta(½ + m·v̄·d, ½ + m·(1-v̄)·d)
-    around the value v̄, with the design effect d = v̄(1 - v̄)/s² ≥ 1 measured on the units' values (s² their
+    around the value v̄ (Clopper-Pearson's bound where at most one effective success or failure is seen:
+    Jeffreys' alone covered 87.7% at worst, exactly, for 50 to 800 pass-or-fail units, now 90.8%), with the
+    design effect d = v̄(1 - v̄)/s² ≥ 1 measured on the units' values (s² their
     variance, and at least s₀², the variance the Beta-binomial law gives them: success probabilities Beta-
     distributed around the group's pooled rate with the intra-unit correlation the units' dispersion
     measures, every unit at the pooled rate where they look alike):
@@ -193,7 +195,7 @@ def design_effect_beta(
     value: np.ndarray, m: np.ndarray, s2: np.ndarray, tail: float
 ) -> tuple[np.ndarray, ...]:
     """Jeffreys Beta parameters of a mean `value` of m values in [0, 1] of variance s2, with the design effect,
-    and its equal-tailed bounds (element-wise)."""
+    and its equal-tailed bounds, Clopper-Pearson's where at most one effective success or failure (element-wise)."""
     spread = value * (1.0 - value)
     with np.errstate(divide="ignore", invalid="ignore"):
         effect = np.where((s2 > 0) & (spread > 0), spread / s2, 1.0)
@@ -202,6 +204,19 @@ def design_effect_beta(
     b = 0.5 + (1.0 - value) * n_eff
     lower = np.where(value <= 0.0, 0.0, betaincinv(a, b, tail))
     upper = np.where(value >= 1.0, 1.0, betaincinv(a, b, 1.0 - tail))
+    # Jeffreys' interval misses near 0 and 1: no success in n reads an upper bound too low, one success a lower
+    # bound too high (exactly, coverage down to 87.7% at n = 50-800, near 2.5 expected successes). At most one
+    # (effective) success, or failure, takes Clopper-Pearson's bound there; what is left is Jeffreys' own
+    # oscillation, 90.8% at worst (near 4.5 expected successes).
+    with np.errstate(divide="ignore", invalid="ignore"):
+        one = np.where(n_eff > 0, 1.0 - (1.0 - tail) ** (1.0 / n_eff), 0.0)  # CP's lower bound at 1 of n
+        none = np.where(n_eff > 0, 1.0 - tail ** (1.0 / n_eff), 1.0)  # CP's upper bound at 0 of n
+    successes, failures = value * n_eff, (1.0 - value) * n_eff
+    at_most_one = 1.0 + 1e-9  # 1 - 199/200 times 200 is 1.0000000000000009
+    lower = np.where((successes > 0.0) & (successes <= at_most_one), np.minimum(lower, one), lower)
+    upper = np.where((failures > 0.0) & (failures <= at_most_one), np.maximum(upper, 1.0 - one), upper)
+    upper = np.where(successes <= 0.0, np.maximum(upper, none), upper)
+    lower = np.where(failures <= 0.0, np.minimum(lower, 1.0 - none), lower)
     return a, b, lower, upper
 
 

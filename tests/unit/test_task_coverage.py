@@ -79,8 +79,11 @@ def test_where_every_unit_has_the_same_p_the_intervals_still_cover(attempts: int
     truth = EQUAL["every unit 0.5"]
     cells = simulate(truth, 200, attempts, REPS, seed, list(range(1, 9)), at_ks=[1])
     coverage = {key: round(cells[key].coverage, 3) for key in [("pow", k) for k in range(1, 9)] + [("at", 1)]}
-    outside = {key: c for key, c in coverage.items() if not 0.93 <= c <= 0.995}
-    assert not outside, f"coverage outside 93-99.5%: {outside}"
+    # pass^8: 200 units of 8 attempts expect 0.78 units passing all 8, of 1-8 attempts 0.1: where no success or
+    # one is the rule, an interval that covers covers almost always
+    rare = {("pow", 8)}
+    outside = {key: c for key, c in coverage.items() if not 0.93 <= c <= (1.0 if key in rare else 0.995)}
+    assert not outside, f"coverage outside 93-99.5% (pass^8: 93-100%): {outside}"
 
 
 def test_where_forty_units_have_the_same_p_the_hierarchical_interval_covers() -> None:
