@@ -16,6 +16,7 @@ the largest k, and which interval the units got at k = 1.
     python -m benchmarks.coverage --equal --asr         # ASR over units where every unit has the same p
     python -m benchmarks.coverage --asr --equal 0.9 0.95  # ... at these p
     python -m benchmarks.coverage --beta                # the pooled Beta interval, exactly, near 0, 1/2 and 1
+    python -m benchmarks.coverage --level 0.9 --units 10  # 90% intervals (stats.level), 10 units
 
 `--alternatives` prints, for each configuration, the coverage of pass^k at its largest k by the hierarchical
 interval alone, by the nonparametric interval alone, and by a percentile bootstrap over units (1,000
@@ -238,6 +239,7 @@ def main() -> None:
         help="truths where every unit has the same p (these, default 0.02 0.5 0.98)",
     )
     parser.add_argument("--beta", action="store_true", help="exact coverage of the pooled Beta interval")
+    parser.add_argument("--level", type=float, default=0.95, help="the intervals' level (default 0.95)")
     args = parser.parse_args()
     if args.beta:
         _beta()
@@ -251,7 +253,7 @@ def main() -> None:
     units_list = args.units or ([10, 200] if args.quick else [10, 40, 200])
     truths = _truths(args)
     print(
-        f"# {args.reps} repetitions per configuration, 95% intervals, seed {args.seed}; hierarchical "
+        f"# {args.reps} repetitions per configuration, {args.level:.0%} intervals, seed {args.seed}; hierarchical "
         f"interval below {SMALL_UNITS} units with k attempts (widened to hold the nonparametric one where "
         f"{SMALL_UNITS} or more units that differ have attempts), nonparametric from {SMALL_UNITS}"
     )
@@ -268,14 +270,16 @@ def main() -> None:
             for attempts in (2, 4, 8, UNEQUAL):
                 seed += 1
                 start = time.perf_counter()
-                cells = simulate(truth, units, attempts, args.reps, seed, [1, 2, 3, 4, 5, 6, 7, 8])
+                cells = simulate(
+                    truth, units, attempts, args.reps, seed, [1, 2, 3, 4, 5, 6, 7, 8], args.level
+                )
                 print(_line(truth.name, units, attempts, cells, time.perf_counter() - start), flush=True)
     if not args.quick and args.equal is None:
         for units in (1000, 5000):
             for truth in (TRUTHS["two-point 0.2 or 0.9"], TRUTHS["35% never, 25% always, 40% Beta(2,2)"]):
                 seed += 1
                 start = time.perf_counter()
-                cells = simulate(truth, units, 8, max(200, args.reps // 4), seed, [1, 2, 3, 4, 8])
+                cells = simulate(truth, units, 8, max(200, args.reps // 4), seed, [1, 2, 3, 4, 8], args.level)
                 print(_line(truth.name, units, 8, cells, time.perf_counter() - start), flush=True)
 
 

@@ -109,7 +109,8 @@ class KEstimate(_Out):
     interval: IntervalKind | None = Field(
         description="hierarchical (Beta-binomial posterior over the units' population, < 50 units with k "
         "attempts; where 50 or more units that differ have attempts, widened to hold the nonparametric interval), "
-        "nonparametric (design-effect Jeffreys interval, >= 50 units), or beta (pooled Beta posterior)."
+        "nonparametric (design-effect Jeffreys interval, Clopper-Pearson's bound at none or one success or "
+        "failure, >= 50 units), or beta (pooled Beta posterior)."
     )
     units: int | None = Field(description="method tasks: the units with k or more graded attempts")
     widened: bool = Field(
