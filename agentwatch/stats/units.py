@@ -39,7 +39,7 @@ clocks, no randomness.
   nonparametric interval. Unequal numbers of attempts need nothing else: each unit's likelihood uses its own
   n. But where `SMALL_UNITS` or more units in all fit the Beta and fewer have k attempts, a Beta that does not
   fit is fitted tightly, and its interval at k is confidently wrong: pass@8 of 200 units of 1 to 8 attempts
-  from a two-point distribution (p = 0.2 or 0.9) covered 65.8%. There, unless the units look alike (below),
+  from a two-point distribution (p = 0.2 or 0.9) covered 59.1% (`benchmarks.coverage_hull`). There, unless the units look alike (below),
   the interval is the hull of the hierarchical and the nonparametric ones.
 - A value outside its interval (every unit passed every attempt: value 1, a posterior bound just below 1)
   widens the interval to include it, and `widened` says so.
