@@ -121,6 +121,7 @@ def simulate(
     level: float = 0.95,
     at_ks: list[int] | None = None,
     small_units: float = SMALL_UNITS,
+    hull: bool = True,
 ) -> dict[tuple[str, int], Cell]:
     """Coverage of the pass^k intervals for each k in `ks` and of pass@k for each in `at_ks` (default: `ks`),
     up to the most attempts (attempts=UNEQUAL: 1..8 each)."""
@@ -128,7 +129,7 @@ def simulate(
     top = max(ns)
     wanted = [k for k in ks if k <= top]
     at_wanted = None if at_ks is None else [k for k in at_ks if k <= top]
-    batches = intervals_batch(ns, cs, hist, wanted, level, at_wanted, small_units)
+    batches = intervals_batch(ns, cs, hist, wanted, level, at_wanted, small_units, hull)
     out: dict[tuple[str, int], Cell] = {}
     for (kind, k), b in batches.items():
         truth_k = truth.pow_mean(k) if kind == "pow" else truth.at_mean(k)
@@ -254,8 +255,8 @@ def main() -> None:
     truths = _truths(args)
     print(
         f"# {args.reps} repetitions per configuration, {args.level:.0%} intervals, seed {args.seed}; hierarchical "
-        f"interval below {SMALL_UNITS} units with k attempts (widened to hold the nonparametric one where "
-        f"{SMALL_UNITS} or more units that differ have attempts), nonparametric from {SMALL_UNITS}"
+        f"interval below {SMALL_UNITS} units with k attempts (widened to hold the nonparametric one where the units "
+        f"differ, the pooled rate's where they look alike), nonparametric from {SMALL_UNITS}"
     )
     print(
         "| units drawn from | units | attempts | k | pass^k coverage, each k | pass@k coverage, each k ≥ 2 "
@@ -338,7 +339,17 @@ def _alternatives(args: argparse.Namespace) -> None:
         n = reps if units <= 200 else max(200, reps // 4)
         row = []
         for small in (SMALL_UNITS, math.inf, 0):
-            cells = simulate(truth, units, attempts, n, seed, [attempts], at_ks=[], small_units=small)
+            cells = simulate(
+                truth,
+                units,
+                attempts,
+                n,
+                seed,
+                [attempts],
+                at_ks=[],
+                small_units=small,
+                hull=small != math.inf,
+            )
             row.append(f"{cells[('pow', attempts)].coverage:.3f}")
         boot = bootstrap_coverage(truth, units, attempts, max(200, n // 4), seed, attempts)
         print(

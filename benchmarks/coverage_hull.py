@@ -1,14 +1,16 @@
-"""Coverage where many units differ and few of them have k attempts: the interval with and without its hull.
+"""Coverage where units differ: the hierarchical interval with and without its hull with the nonparametric one.
 
-Run: `python -m benchmarks.coverage_hull [--reps 1000] [--units 60 100 200 400]`. Prints figures; asserts
-nothing.
+Run: `python -m benchmarks.coverage_hull [--reps 1000] [--units 10 20 40 60 100 200 400] [--attempts 0]`.
+Prints figures; asserts nothing.
 
-With unequal attempts (1 to 8 a unit) the hierarchical posterior is fitted on every unit, while the interval at k
-is picked by the units with k attempts: 200 units have about 25 with 8. Where 50 or more units differ, the
-interval at such a k is the hull of the hierarchical and the nonparametric ones (`agentwatch.stats.units`). For
-each of `benchmarks.coverage`'s six distributions, each number of units, pass^k and pass@k at k = 1…8, this
-prints the coverage of the 95% interval as chosen and of the hierarchical one alone where it was chosen (the
-interval before the hull), and how much wider the hull made the intervals on average; then a summary.
+Below 50 units with k attempts the interval at k is the hierarchical one, and where the units' dispersion test
+rejects (they differ) it is widened to the hull of the hierarchical and the nonparametric ones
+(`agentwatch.stats.units`). With unequal attempts (`--attempts 0`, the default: 1 to 8 a unit) that regime reaches
+far: the hierarchical posterior is fitted on every unit, while the interval at k is picked by the units with k
+attempts, and 200 units have about 25 with 8. For each of `benchmarks.coverage`'s six distributions, each number
+of units, pass^k and pass@k at every k, this prints the coverage of the 95% interval as chosen and of the
+hierarchical one alone where it was chosen (the interval before the hull), and how much wider the hull made the
+intervals on average; then a summary.
 """
 
 from __future__ import annotations
@@ -28,18 +30,22 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--reps", type=int, default=1000, help="repetitions per configuration (default 1000)")
-    parser.add_argument("--units", type=int, nargs="*", default=[60, 100, 200, 400])
+    parser.add_argument("--units", type=int, nargs="*", default=[10, 20, 40, 60, 100, 200, 400])
+    parser.add_argument(
+        "--attempts", type=int, default=UNEQUAL, help="attempts a unit (default 0: 1 to 8, drawn uniformly)"
+    )
     args = parser.parse_args()
-    ks = list(range(1, 9))
+    ks = list(range(1, (args.attempts or 8) + 1))
+    attempts = f"{args.attempts}" if args.attempts else "1-8"
     print(
-        f"# {args.reps} repetitions, 1-8 attempts a unit, 95% intervals: coverage before -> after (width ×)"
+        f"# {args.reps} repetitions, {attempts} attempts a unit, 95% intervals: coverage before -> after (width ×)"
     )
     figures: list[tuple[float, float, float]] = []
     for truth in TRUTHS.values():
         for units in args.units:
-            hist, ns, cs = _draw(truth, units, UNEQUAL, args.reps, 1000 + units)
+            hist, ns, cs = _draw(truth, units, args.attempts, args.reps, 1000 + units)
             chosen = intervals_batch(ns, cs, hist, ks, 0.95, ks)
-            alone = intervals_batch(ns, cs, hist, ks, 0.95, ks, small_units=math.inf)
+            alone = intervals_batch(ns, cs, hist, ks, 0.95, ks, small_units=math.inf, hull=False)
             for kind in ("pow", "at"):
                 cells = []
                 for k in ks:

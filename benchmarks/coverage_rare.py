@@ -2,7 +2,7 @@
 
 Run: `python -m benchmarks.coverage_rare [--reps 2000] [--jeffreys]`. Prints figures; asserts nothing.
 
-The nonparametric interval (`agentwatch.stats.units.design_effect_beta`) is Jeffreys' Beta around the value, with
+The nonparametric interval (`agentwatch.stats.units_bounds.design_effect_beta`, which `agentwatch.stats.units` calls) is Jeffreys' Beta around the value, with
 Clopper-Pearson's bound where at most one effective success (or failure) is seen. Each line is a configuration
 where the expected number of units with a nonzero value (pass^k: every attempt passed) is about 0.1 to 7, where
 Jeffreys' interval alone dips: the coverage of the 95% interval and its mean width. `--jeffreys` measures

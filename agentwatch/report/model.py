@@ -108,7 +108,8 @@ class KEstimate(_Out):
     )
     interval: IntervalKind | None = Field(
         description="hierarchical (Beta-binomial posterior over the units' population, < 50 units with k "
-        "attempts; where 50 or more units that differ have attempts, widened to hold the nonparametric interval), "
+        "attempts; widened to hold the pooled rate's interval where the units look alike, the nonparametric one "
+        "where 20 or more differ), "
         "nonparametric (design-effect Jeffreys interval, Clopper-Pearson's bound at none or one success or "
         "failure, >= 50 units), or beta (pooled Beta posterior)."
     )

@@ -41,7 +41,7 @@ from scipy.special import ndtr, stdtrit
 
 from agentwatch.stats.beta import beta_interval
 from agentwatch.stats.checks import check_level
-from agentwatch.stats.units import design_effect_beta
+from agentwatch.stats.units_bounds import design_effect_beta
 
 __all__ = [
     "CreditSums",

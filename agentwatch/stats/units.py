@@ -12,35 +12,39 @@ clocks, no randomness.
   ones are a sample from — the same units again would be a narrower question; a benchmark's tasks and a
   replayed sample of requests both stand for more like them.
 - **Interval**, equal-tailed at `level`:
-  - with fewer than `SMALL_UNITS` units having k attempts: the hierarchical Beta-binomial posterior
-    (`agentwatch.stats.units_grid`), which pools the units through the Beta model — small samples need it (a
-    percentile bootstrap over 10 units covers 70–92%);
-  - from `SMALL_UNITS` units on: the nonparametric interval — Jeffreys' Beta(½ + m·v̄·d, ½ + m·(1-v̄)·d)
-    around the value v̄ (Clopper-Pearson's bound where at most one effective success or failure is seen:
-    Jeffreys' alone covered 87.7% at worst, exactly, for 50 to 800 pass-or-fail units, now 90.8%), with the
-    design effect d = v̄(1 - v̄)/s² ≥ 1 measured on the units' values (s² their
-    variance, and at least s₀², the variance the Beta-binomial law gives them: success probabilities Beta-
-    distributed around the group's pooled rate with the intra-unit correlation the units' dispersion
-    measures, every unit at the pooled rate where they look alike):
-    it needs no model of how units differ, while a Beta model that does not fit biases the hierarchical
-    interval as the units grow (docs/scoring.md has the figures). Where units are alike, the values at a k
-    near the most attempts are mostly 0 with a rare 1, and a sample without a 1 measured a small s² around a
-    value too low (a 95% interval covered 72.7%); s₀² does not depend on which units passed every attempt.
-    Where units differ, a value's variance lies in rare units near 1 that a sample may lack (pass@6 of 200
-    units from Beta(5, 1) covered 61% with every unit at the pooled rate as the floor): the measured
-    dispersion puts them back.
-- Where the units look alike (Pearson's dispersion X² of their passes around the pooled rate, over units - 1
-  degrees of freedom, not significant at `ALIKE_TEST_LEVEL`), the hierarchical interval is widened to hold the
-  interval every unit at one p would give: Jeffreys' Beta of the pooled passes, its bounds raised to the k-th
-  power (pass@k: 1 - (1 - p)^k). The hierarchical prior expects units to differ (ρ uniform), so where they do
-  not its interval sat above p^k (a 95% interval covered 75–90%); a hull never covers less, and where the
-  units differ the test rejects and nothing changes.
+  - from `SMALL_UNITS` units having k attempts on: the nonparametric interval — Jeffreys' Beta(½ + m·v̄·d,
+    ½ + m·(1-v̄)·d) around the value v̄ (Clopper-Pearson's bound where at most one effective success or failure
+    is seen: Jeffreys' alone covered 87.7% at worst, exactly, for 50 to 800 pass-or-fail units, now 90.8%),
+    with the design effect d = v̄(1 - v̄)/s² ≥ 1 measured on the units' values (s² their variance, and at least
+    s₀², the variance the Beta-binomial law gives them: success probabilities Beta-distributed around the
+    group's pooled rate with the intra-unit correlation the units' dispersion measures, every unit at the pooled
+    rate where they look alike): it needs no model of how units differ, while a Beta model that does not fit
+    biases the hierarchical interval as the units grow (docs/scoring.md has the figures). Where units are
+    alike, the values at a k near the most attempts are mostly 0 with a rare 1, and a sample without a 1
+    measured a small s² around a value too low (a 95% interval covered 72.7%); s₀² does not depend on which
+    units passed every attempt. Where units differ, a value's variance lies in rare units near 1 that a sample
+    may lack (pass@6 of 200 units from Beta(5, 1) covered 61% with every unit at the pooled rate as the
+    floor): the measured dispersion puts them back.
+  - with fewer: the hierarchical Beta-binomial posterior (`agentwatch.stats.units_grid`), which pools the units
+    through the Beta model — small samples need it (a percentile bootstrap over 10 units covers 70–92%) —
+    widened to a hull that depends on whether the units look alike (Pearson's dispersion X² of their passes
+    around the pooled rate, over units - 1 degrees of freedom, not significant at `ALIKE_TEST_LEVEL`):
+    - alike: the hull holds the interval every unit at one p would give, Jeffreys' Beta of the pooled passes,
+      its bounds raised to the k-th power (pass@k: 1 - (1 - p)^k). The hierarchical prior expects units to
+      differ (ρ uniform), so where they do not its interval sat above p^k (a 95% interval covered 75–90%);
+    - differ, `HULL_UNITS` or more units in all: the hull holds the nonparametric interval. A Beta that does
+      not fit units that differ is fitted confidently, and its interval at a high k is wrong: pass@8 of
+      two-point units (p = 0.2 or 0.9) covered 81.7% at 49 units of 8 attempts, 90.7% at 20, and 59.1% at
+      200 units of 1 to 8 attempts, about 25 of them with 8; with the hull, 98.5%, 97.9% and 96.1%
+      (`benchmarks.coverage_hull`). The price is width where a Beta does fit: a median 7% at 20–49 units of
+      8 attempts, more where few units have k attempts (the nonparametric interval of those few) or the value
+      is near 1 (pass@8 of Beta(5, 1) units, every unit passing once: Clopper-Pearson's bound, as from 50
+      units on). Below `HULL_UNITS` the hierarchical interval is wide and covered 92.5% or more in every
+      configuration measured, where the hull would have widened it by up to 60% with unequal attempts.
+  A hull never covers less than the hierarchical interval.
 - Units with fewer than k attempts inform the hierarchical model but not the value at k, and so not the
   nonparametric interval. Unequal numbers of attempts need nothing else: each unit's likelihood uses its own
-  n. But where `SMALL_UNITS` or more units in all fit the Beta and fewer have k attempts, a Beta that does not
-  fit is fitted tightly, and its interval at k is confidently wrong: pass@8 of 200 units of 1 to 8 attempts
-  from a two-point distribution (p = 0.2 or 0.9) covered 59.1% (`benchmarks.coverage_hull`). There, unless the units look alike (below),
-  the interval is the hull of the hierarchical and the nonparametric ones.
+  n.
 - A value outside its interval (every unit passed every attempt: value 1, a posterior bound just below 1)
   widens the interval to include it, and `widened` says so.
 """
@@ -54,13 +58,15 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
-from scipy.special import betaincinv, chdtrc
+from scipy.special import betaincinv
 
 from agentwatch.stats.pass_k import pass_at_k_unbiased, pass_pow_k_unbiased
+from agentwatch.stats.units_bounds import ALIKE_TEST_LEVEL, alike_bounds, design_effect_beta, dispersion
 from agentwatch.stats.units_grid import GridPosterior, Kind, fit_batch
 
 __all__ = [
     "ALIKE_TEST_LEVEL",
+    "HULL_UNITS",
     "SMALL_UNITS",
     "Distribution",
     "IntervalKind",
@@ -68,6 +74,7 @@ __all__ = [
     "TaskEstimate",
     "UnitCounts",
     "UnitsPosterior",
+    "alike_bounds",
     "design_effect_beta",
     "intervals_batch",
     "regression_probability",
@@ -78,7 +85,7 @@ IntervalKind = Literal["hierarchical", "nonparametric"]
 SMALL_UNITS = 50  # below this many units with k attempts the hierarchical interval, from it the nonparametric
 _BETA_POINTS = 1025  # quantiles describing a nonparametric (Beta) distribution for regression probabilities
 _CHUNK = 64  # groups fitted at once in a batch (memory: about 3 MB a group)
-ALIKE_TEST_LEVEL = 0.05  # units whose dispersion test does not reject at this level look alike
+HULL_UNITS = 20  # from this many units that differ, the hierarchical interval holds the nonparametric one
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,7 +158,7 @@ def _attempts_variance(n: np.ndarray, c: np.ndarray, m: np.ndarray, k: int, kind
     # Units that differ put the value's variance in rare units near 1 (pass^6 of 8 attempts: 1/28 at 6 passes,
     # 1 at 8) that a sample of a few hundred units mostly lacks: with every unit at the pooled rate, 95% intervals
     # covered 61-77% (pass@6 of 200 units from Beta(5, 1), pass^6 from Beta(2, 8)).
-    x2, units = _dispersion(n, c, m, rate)
+    x2, units = dispersion(n, c, m, rate)
     extra = m @ (n - 1.0)  # what the units' dispersion can tell ρ from: their attempts beyond the first
     rho = np.where(extra > 0, np.clip((x2 - (units - 1.0)) / np.maximum(extra, 1.0), 0.0, 1.0), 0.0)
     # pass@k's value is 1 - C(n - c, k)/C(n, k): the failures' C(·, k)/C(n, k), at the failure rate
@@ -179,76 +186,6 @@ def _second_moment(n: int, k: int, moments: Sequence[np.ndarray]) -> np.ndarray:
     return out
 
 
-def _dispersion(
-    n: np.ndarray, c: np.ndarray, m: np.ndarray, rate: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """Per group (row of m): Pearson's X² of its units' passes around its pooled `rate` (0 where every attempt
-    passed, or none did), and its units."""
-    spread = rate * (1.0 - rate)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        cells = (c[None, :] - n[None, :] * rate[:, None]) ** 2 / (n[None, :] * spread[:, None])
-        x2 = np.where((m > 0) & (spread[:, None] > 0), m * cells, 0.0).sum(axis=1)
-    return x2, m[:, n > 0].sum(axis=1)
-
-
-def design_effect_beta(
-    value: np.ndarray, m: np.ndarray, s2: np.ndarray, tail: float
-) -> tuple[np.ndarray, ...]:
-    """Jeffreys Beta parameters of a mean `value` of m values in [0, 1] of variance s2, with the design effect,
-    and its equal-tailed bounds, Clopper-Pearson's where at most one effective success or failure (element-wise)."""
-    spread = value * (1.0 - value)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        effect = np.where((s2 > 0) & (spread > 0), spread / s2, 1.0)
-    n_eff = m * np.maximum(effect, 1.0)  # a [0, 1] variable varies at most like a Bernoulli one
-    a = 0.5 + value * n_eff
-    b = 0.5 + (1.0 - value) * n_eff
-    lower = np.where(value <= 0.0, 0.0, betaincinv(a, b, tail))
-    upper = np.where(value >= 1.0, 1.0, betaincinv(a, b, 1.0 - tail))
-    # Jeffreys' interval misses near 0 and 1: no success in n reads an upper bound too low, one success a lower
-    # bound too high (exactly, coverage down to 87.7% at n = 50-800, near 2.5 expected successes). At most one
-    # (effective) success, or failure, takes Clopper-Pearson's bound there; what is left is Jeffreys' own
-    # oscillation, 90.8% at worst (near 4.5 expected successes).
-    with np.errstate(divide="ignore", invalid="ignore"):
-        one = np.where(n_eff > 0, 1.0 - (1.0 - tail) ** (1.0 / n_eff), 0.0)  # CP's lower bound at 1 of n
-        none = np.where(n_eff > 0, 1.0 - tail ** (1.0 / n_eff), 1.0)  # CP's upper bound at 0 of n
-    successes, failures = value * n_eff, (1.0 - value) * n_eff
-    at_most_one = 1.0 + 1e-9  # 1 - 199/200 times 200 is 1.0000000000000009
-    lower = np.where((successes > 0.0) & (successes <= at_most_one), np.minimum(lower, one), lower)
-    upper = np.where((failures > 0.0) & (failures <= at_most_one), np.maximum(upper, 1.0 - one), upper)
-    upper = np.where(successes <= 0.0, np.maximum(upper, none), upper)
-    lower = np.where(failures <= 0.0, np.minimum(lower, 1.0 - none), lower)
-    return a, b, lower, upper
-
-
-@dataclass(frozen=True, slots=True)
-class AlikeBounds:
-    """Per group: whether its units look alike, and the Jeffreys interval of the pooled success rate."""
-
-    alike: np.ndarray  # bool
-    lower: np.ndarray
-    upper: np.ndarray
-
-    def at(self, k: int, kind: Kind) -> tuple[np.ndarray, np.ndarray]:
-        """The interval of pass^k (or pass@k) if every unit succeeded at the pooled rate."""
-        if kind == "pow":
-            return self.lower**k, self.upper**k
-        return 1.0 - (1.0 - self.lower) ** k, 1.0 - (1.0 - self.upper) ** k
-
-
-def alike_bounds(n: np.ndarray, c: np.ndarray, m: np.ndarray, tail: float) -> AlikeBounds:
-    """Per group (row of m): the dispersion test of its units and the pooled rate's equal-tailed Jeffreys bounds."""
-    attempts, passed = m @ n, m @ c
-    rate = np.where(attempts > 0, passed / np.maximum(attempts, 1), 0.0)
-    spread = rate * (1.0 - rate)
-    x2, units = _dispersion(n, c, m, rate)
-    # every attempt passed, or none did: the units cannot look any more alike
-    p_value = np.where(spread > 0, chdtrc(np.maximum(units - 1.0, 1.0), x2), 1.0)
-    a, b = 0.5 + passed, 0.5 + attempts - passed
-    lower = np.where(passed > 0, betaincinv(a, b, tail), 0.0)
-    upper = np.where(passed < attempts, betaincinv(a, b, 1.0 - tail), 1.0)
-    return AlikeBounds((p_value > ALIKE_TEST_LEVEL) & (units > 1), lower, upper)
-
-
 @dataclass(frozen=True, slots=True)
 class IntervalBatch:
     """Values and intervals of many groups at one k (NaN where no unit has k attempts)."""
@@ -267,6 +204,7 @@ def intervals_batch(
     level: float,
     at_ks: Iterable[int] | None = None,
     small_units: float = SMALL_UNITS,
+    hull: bool = True,
 ) -> dict[tuple[Kind, int], IntervalBatch]:
     """Value and interval of pass^k for every k in `ks` and of pass@k for every k in `at_ks` (default: `ks`)
     of many groups sharing their distinct pairs.
@@ -274,7 +212,8 @@ def intervals_batch(
     `units[i, j]`: units of group i with the pair (ns[j], cs[j]). The one-group case is `UnitsPosterior`; the
     coverage simulations use this directly. Each group's hierarchical posterior is fitted once for all k.
     `small_units`: below this many units with k attempts the interval is the hierarchical one (the coverage
-    benchmark sets 0 or infinity to measure either interval alone).
+    benchmark sets 0 or infinity to measure either interval alone); `hull`: where the units differ, the
+    hierarchical interval is widened to hold the nonparametric one (False: the benchmarks measure it without).
     """
     if not 0.0 < level < 1.0:
         raise ValueError(f"level must be in (0, 1), got {level!r}")
@@ -301,7 +240,7 @@ def intervals_batch(
         out[(kind, k)] = IntervalBatch(value, lower, upper, hierarchical)
     rows = np.flatnonzero(small)
     alike = alike_bounds(n, c, m[rows], tail)
-    many = m[:, n > 0].sum(axis=1) >= small_units
+    many = m[:, n > 0].sum(axis=1) >= HULL_UNITS
     for start in range(0, rows.size, _CHUNK):
         chunk = rows[start : start + _CHUNK]
         grid = fit_batch(n, c, m[chunk])
@@ -313,9 +252,9 @@ def intervals_batch(
                 alike_lower, alike_upper = alike.at(k, kind)
                 lower = np.where(same, np.minimum(lower, alike_lower[start : start + _CHUNK]), lower)
                 upper = np.where(same, np.maximum(upper, alike_upper[start : start + _CHUNK]), upper)
-                # the batch holds every group's nonparametric bounds so far: the hull keeps them where many units
-                # that differ fit the Beta (few of them with k attempts)
-                wide = many[chunk] & ~same
+                # the batch holds every group's nonparametric bounds so far: the hull keeps them where enough
+                # units differ for a Beta that does not fit them to be fitted confidently
+                wide = many[chunk] & ~same if hull else np.zeros_like(same)
                 lower = np.where(wide, np.minimum(lower, batch.lower[chunk]), lower)
                 upper = np.where(wide, np.maximum(upper, batch.upper[chunk]), upper)
                 batch.lower[chunk[use]] = lower[use]
@@ -330,16 +269,20 @@ def intervals_batch(
 
 
 def _quantiles(grid: GridPosterior, k: int, kind: Kind, probs: Iterable[float]) -> list[np.ndarray]:
-    """Quantiles of the estimand per group, by inverting its piecewise linear CDF."""
+    """Quantiles of the estimand per group, by inverting its piecewise linear CDF: one array per prob."""
     points, cdf = grid.cdf_points(k, kind)
-    rows = np.arange(points.shape[0])
-    out = []
-    for q in probs:
-        j = np.clip(np.sum(cdf < q, axis=1), 1, points.shape[1] - 1)  # cdf[j-1] < q <= cdf[j]
-        f0, f1 = cdf[rows, j - 1], cdf[rows, j]
-        t = np.where(f1 > f0, (q - f0) / np.where(f1 > f0, f1 - f0, 1.0), 0.0)
-        out.append(np.clip(points[rows, j - 1] + t * (points[rows, j] - points[rows, j - 1]), 0.0, 1.0))
-    return out
+    q = np.asarray(list(probs), dtype=np.float64)
+    curves = np.array([_quantile_curve(p, c, q) for p, c in zip(points, cdf, strict=True)])
+    return list(curves.T)
+
+
+def _quantile_curve(points: np.ndarray, cdf: np.ndarray, probs: np.ndarray) -> np.ndarray:
+    """Quantiles at `probs` of one piecewise linear CDF through (points, cdf)."""
+    j = np.clip(np.searchsorted(cdf, probs, side="left"), 1, points.size - 1)  # cdf[j-1] < q <= cdf[j]
+    f0, f1 = cdf[j - 1], cdf[j]
+    t = np.where(f1 > f0, (probs - f0) / np.where(f1 > f0, f1 - f0, 1.0), 0.0)
+    curve: np.ndarray = np.clip(points[j - 1] + t * (points[j] - points[j - 1]), 0.0, 1.0)
+    return curve
 
 
 @dataclass(frozen=True, slots=True)
@@ -403,7 +346,7 @@ class UnitsPosterior:
                     if alike.alike[0]:
                         alike_lower, alike_upper = alike.at(k, kind)
                         lo, hi = min(lo, float(alike_lower[0])), max(hi, float(alike_upper[0]))
-                    elif self.counts.units >= SMALL_UNITS:
+                    elif self.counts.units >= HULL_UNITS:
                         _a, _b, lo_n, hi_n = self._beta(k, kind, tail)
                         lo, hi = min(lo, float(lo_n)), max(hi, float(hi_n))
                     interval: IntervalKind = "hierarchical"
@@ -426,16 +369,32 @@ class UnitsPosterior:
         return design_effect_beta(np.array(value), np.array(m_k), np.array(s2), tail)
 
     def distribution(self, k: int, kind: Kind) -> Distribution | None:
-        """The distribution the interval at k comes from (None when no unit has k attempts)."""
+        """The distribution the interval at k comes from (None when no unit has k attempts); below `SMALL_UNITS`
+        units with k attempts, widened as the interval is: each quantile the hull of the hierarchical one and the
+        other interval's (the pooled rate's where the units look alike, the nonparametric one where `HULL_UNITS`
+        or more differ)."""
         units = self.counts.units_with(k)
         if units == 0:
             return None
-        if units < SMALL_UNITS:
-            points, cdf = self.grid.cdf_points(k, kind)
-            return Distribution(points[0], cdf[0])
-        a, b, _lo, _hi = self._beta(k, kind, 0.025)
         probs = np.linspace(0.0, 1.0, _BETA_POINTS)
-        return Distribution(np.asarray(betaincinv(a, b, probs), dtype=np.float64), probs)
+        if units >= SMALL_UNITS:
+            a, b, _lo, _hi = self._beta(k, kind, 0.025)
+            return Distribution(np.asarray(betaincinv(a, b, probs), dtype=np.float64), probs)
+        points, cdf = self.grid.cdf_points(k, kind)
+        n, c, m = self._arrays()
+        if alike_bounds(n, c, m, 0.025).alike[0]:
+            passed, attempts = float(m[0] @ c), float(m[0] @ n)
+            rate = np.asarray(betaincinv(0.5 + passed, 0.5 + attempts - passed, probs), dtype=np.float64)
+            other = rate**k if kind == "pow" else 1.0 - (1.0 - rate) ** k
+        elif self.counts.units >= HULL_UNITS:
+            a, b, _lo, _hi = self._beta(k, kind, 0.025)
+            other = np.asarray(betaincinv(a, b, probs), dtype=np.float64)
+        else:
+            return Distribution(points[0], cdf[0])
+        hierarchical = _quantile_curve(points[0], cdf[0], probs)
+        # below the median the lower quantile, above it the higher: at every level, the hull of both intervals
+        hull = np.where(probs < 0.5, np.minimum(hierarchical, other), np.maximum(hierarchical, other))
+        return Distribution(np.asarray(hull, dtype=np.float64), probs)
 
 
 def regression_probability(new: Distribution, base: Distribution, margin: float) -> float:

@@ -16,7 +16,7 @@ from benchmarks.coverage import EQUAL, TRUTHS, UNEQUAL, Truth, simulate
 
 REPS = 1000
 CASES = [
-    # (truth, units, attempts, seed): hierarchical intervals below 50 units, nonparametric from 50
+    # (truth, units, attempts, seed): hierarchical intervals (with their hull) below 50 units, nonparametric from 50
     ("Beta(0.3,0.3)", 10, 4, 101),
     ("Beta(0.7,0.5)", 40, 4, 102),  # the shape and size where pooled p^3 intervals covered 0 of 80
     ("Beta(5,1)", 40, 4, 103),
@@ -31,18 +31,26 @@ def test_95_percent_intervals_cover_93_to_97_percent(
     truth: str, units: int, attempts: int, seed: int
 ) -> None:
     """pass^k within 93-97%; pass@k within 93-99% (where no Beta fits, the nonparametric interval errs wide at
-    the k where few units fail every attempt: 98.2% at pass@5 of 1,000 two-point units)."""
+    the k where few units fail every attempt: 98.2% at pass@5 of 1,000 two-point units).
+
+    With 1 to 8 attempts, only a few of 40 units have k near 8, and the interval there is widened to hold the
+    nonparametric one of those few: it errs wide (up to 99.9% at pass^8), so that case is held to 93-100% and
+    to at most 2.5 times the width of the hierarchical interval alone."""
     top = 8 if attempts == UNEQUAL else attempts
-    cells = simulate(TRUTHS[truth], units, attempts, REPS, seed, list(range(1, top + 1)))
-    wanted = [(kind, k) for kind in ("pow", "at") for k in range(1, top + 1)]
+    ks = list(range(1, top + 1))
+    cells = simulate(TRUTHS[truth], units, attempts, REPS, seed, ks)
+    wanted = [(kind, k) for kind in ("pow", "at") for k in ks]
     assert set(wanted) <= set(cells)
     coverage = {key: round(cells[key].coverage, 3) for key in wanted}
-    outside = {
-        (kind, k): c
-        for (kind, k), c in coverage.items()
-        if not 0.93 <= c <= (0.97 if kind == "pow" else 0.99)
-    }
-    assert not outside, f"coverage outside 93-97% (pass^k), 93-99% (pass@k): {outside}"
+    top_band = {"pow": 0.97, "at": 0.99} if attempts != UNEQUAL else {"pow": 1.0, "at": 1.0}
+    outside = {(kind, k): c for (kind, k), c in coverage.items() if not 0.93 <= c <= top_band[kind]}
+    assert not outside, (
+        f"coverage outside 93-{top_band['pow']:.0%} (pass^k), 93-{top_band['at']:.0%}: {outside}"
+    )
+    if attempts == UNEQUAL:
+        bare = simulate(TRUTHS[truth], units, attempts, REPS, seed, ks, hull=False)
+        wider = {key: round(cells[key].width / bare[key].width, 2) for key in wanted}
+        assert max(wider.values()) <= 2.5, wider
 
 
 MIRRORED = Truth(
@@ -67,6 +75,18 @@ def test_where_many_units_differ_and_few_have_k_attempts_the_intervals_still_cov
     cells = simulate(truth, 200, UNEQUAL, REPS, seed, list(range(1, 9)))
     wanted = [(kind, k) for kind in ("pow", "at") for k in range(1, 9)]
     coverage = {key: round(cells[key].coverage, 3) for key in wanted}
+    outside = {key: c for key, c in coverage.items() if not 0.93 <= c <= 0.995}
+    assert not outside, f"coverage outside 93-99.5%: {outside}"
+
+
+@pytest.mark.parametrize(("units", "seed"), [(20, 112), (45, 113)])
+def test_below_50_units_that_differ_the_intervals_still_cover(units: int, seed: int) -> None:
+    """Two-point units (0.2 or 0.9) of 8 attempts, fewer than 50: the Beta does not fit them and the hierarchical
+    interval alone covered pass@8 81.7% at 49 units and 90.7% at 20 (`benchmarks.coverage_hull --attempts 8`);
+    widened to hold the nonparametric interval it covers at every k."""
+    ks = list(range(1, 9))
+    cells = simulate(TRUTHS["two-point 0.2 or 0.9"], units, 8, REPS, seed, ks)
+    coverage = {(kind, k): round(cells[(kind, k)].coverage, 3) for kind in ("pow", "at") for k in ks}
     outside = {key: c for key, c in coverage.items() if not 0.93 <= c <= 0.995}
     assert not outside, f"coverage outside 93-99.5%: {outside}"
 

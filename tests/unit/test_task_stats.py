@@ -20,7 +20,9 @@ from scipy import stats as sps
 from scipy.special import betaln
 
 from agentwatch.stats.units import (
+    HULL_UNITS,
     SMALL_UNITS,
+    Distribution,
     UnitCounts,
     UnitsPosterior,
     _attempts_variance,
@@ -201,19 +203,26 @@ def _atom_quantile(values: np.ndarray, w: np.ndarray, q: float) -> float:
     ids=["dev-shape", "10x2", "unequal"],
 )
 def test_hierarchical_bounds_match_an_independent_fine_grid(units: list[tuple[int, int]]) -> None:
-    model = UnitsPosterior(UnitCounts.from_units(units))
+    """The hierarchical interval alone (no hull) against the independent grid; the reported interval holds it."""
+    counts = UnitCounts.from_units(units)
+    model = UnitsPosterior(counts)
     found = model.estimates([1, 2, 3], 0.95)
+    n, c, m = zip(*counts.pairs, strict=True)
+    bare = intervals_batch(
+        n, c, np.array([m], dtype=float), [1, 2, 3], 0.95, small_units=math.inf, hull=False
+    )
     a, b, w = _independent_posterior(units)
     for k in range(1, min(3, max(n for n, _ in units)) + 1):
         pow_k = _moment(a, b, k)
         at_k = 1 - _moment(b, a, k)  # 1 - E[(1-p)^k]
         kinds: list[tuple[Kind, np.ndarray]] = [("pow", pow_k), ("at", at_k)]
         for kind, values in kinds:
-            e = found[kind][k]
-            assert e.value is not None
+            e, h = found[kind][k], bare[(kind, k)]
+            assert e.value is not None and e.lower is not None and e.upper is not None
             lo, hi = _atom_quantile(values, w, 0.025), _atom_quantile(values, w, 0.975)
-            assert e.lower == pytest.approx(min(lo, e.value), abs=3e-3), (kind, k)
-            assert e.upper == pytest.approx(max(hi, e.value), abs=3e-3), (kind, k)
+            assert h.lower[0] == pytest.approx(min(lo, e.value), abs=3e-3), (kind, k)
+            assert h.upper[0] == pytest.approx(max(hi, e.value), abs=3e-3), (kind, k)
+            assert e.lower <= h.lower[0] + 1e-12 and e.upper >= h.upper[0] - 1e-12
             assert float(model.grid.mean(k, kind)[0]) == pytest.approx(float(values @ w), abs=2e-3)
 
 
@@ -444,14 +453,16 @@ def test_regression_probability_of_two_nonparametric_distributions_by_integratio
     assert regression_probability(d_base, d_base, 0.0) == pytest.approx(0.5, abs=2e-3)
 
 
+def _bare_hierarchical(units: list[tuple[int, int]], k: int) -> Distribution:
+    """The hierarchical posterior's distribution of pass^k, not widened."""
+    points, cdf = UnitsPosterior(UnitCounts.from_units(units)).grid.cdf_points(k, "pow")
+    return Distribution(points[0], cdf[0])
+
+
 def test_regression_probability_of_two_hierarchical_posteriors_against_independent_atoms() -> None:
     new_units = [(4, 0)] * 12 + [(4, 2)] * 5 + [(4, 4)] * 3
     base_units = [(4, 4)] * 10 + [(4, 3)] * 6 + [(4, 0)] * 4
-    got = regression_probability(
-        UnitsPosterior(UnitCounts.from_units(new_units)).distribution(3, "pow"),  # type: ignore[arg-type]
-        UnitsPosterior(UnitCounts.from_units(base_units)).distribution(3, "pow"),  # type: ignore[arg-type]
-        0.05,
-    )
+    got = regression_probability(_bare_hierarchical(new_units, 3), _bare_hierarchical(base_units, 3), 0.05)
     atoms = []
     for units in (new_units, base_units):
         a, b, w = _independent_posterior(units, grid=200)
@@ -474,22 +485,54 @@ def test_bad_input_is_refused() -> None:
         UnitsPosterior(UnitCounts.from_units([]))
 
 
-def test_many_units_that_differ_with_few_at_k_get_the_hull_of_both_intervals() -> None:
-    """60 units of one attempt and 12 of five: the hierarchical Beta is fitted on 72 units, the value at k = 5 on
-    12. The interval holds both the hierarchical and the nonparametric one, and is "hierarchical"."""
-    units = [(1, 0)] * 30 + [(1, 1)] * 30 + [(5, 0)] * 4 + [(5, 1)] * 2 + [(5, 4)] * 2 + [(5, 5)] * 4
+@pytest.mark.parametrize(
+    ("units", "k", "with_k"),
+    [
+        # 60 units of one attempt and 12 of five: the Beta is fitted on 72 units, the value at k = 5 on 12
+        ([(1, 0)] * 30 + [(1, 1)] * 30 + [(5, 0)] * 4 + [(5, 1)] * 2 + [(5, 4)] * 2 + [(5, 5)] * 4, 5, 12),
+        # 40 units of five attempts, two kinds: a Beta fits them no better
+        ([(5, 0)] * 12 + [(5, 1)] * 8 + [(5, 4)] * 9 + [(5, 5)] * 11, 5, 40),
+    ],
+    ids=["72 units, 12 at k", "40 units"],
+)
+def test_units_that_differ_get_the_hull_of_both_intervals(
+    units: list[tuple[int, int]], k: int, with_k: int
+) -> None:
+    """Fewer than 50 units with k attempts, and they differ: the interval holds both the hierarchical and the
+    nonparametric one, and is "hierarchical"."""
     counts = UnitCounts.from_units(units)
-    e = UnitsPosterior(counts).estimates([5], 0.95)
+    e = UnitsPosterior(counts).estimates([k], 0.95)
     n, c, m = zip(*counts.pairs, strict=True)
-    alone = intervals_batch(n, c, np.array([m], dtype=float), [5], 0.95, small_units=math.inf)
-    nonparametric = intervals_batch(n, c, np.array([m], dtype=float), [5], 0.95, small_units=0)
+    alone = intervals_batch(n, c, np.array([m], dtype=float), [k], 0.95, small_units=math.inf, hull=False)
+    nonparametric = intervals_batch(n, c, np.array([m], dtype=float), [k], 0.95, small_units=0)
+    chosen = intervals_batch(n, c, np.array([m], dtype=float), [k], 0.95)
     for kind in ("pow", "at"):
-        got = e[kind][5]
-        h, p = alone[(kind, 5)], nonparametric[(kind, 5)]
-        assert got.interval == "hierarchical" and got.units == 12
+        got = e[kind][k]
+        h, p = alone[(kind, k)], nonparametric[(kind, k)]
+        assert got.interval == "hierarchical" and got.units == with_k
+        assert (chosen[(kind, k)].lower[0], chosen[(kind, k)].upper[0]) == pytest.approx(
+            (got.lower, got.upper)
+        )
         assert got.lower == pytest.approx(min(h.lower[0], p.lower[0]), abs=1e-12)
         assert got.upper == pytest.approx(max(h.upper[0], p.upper[0]), abs=1e-12)
         assert (got.lower, got.upper) != pytest.approx((h.lower[0], h.upper[0]), abs=1e-6)
+
+
+def test_fewer_than_hull_units_that_differ_keep_the_hierarchical_interval() -> None:
+    """12 units of five attempts, two kinds: below `HULL_UNITS` the hierarchical interval stands alone, and the
+    distribution regression probabilities read is the bare posterior's."""
+    units = [(5, 0)] * 4 + [(5, 1)] * 2 + [(5, 4)] * 2 + [(5, 5)] * 4
+    counts = UnitCounts.from_units(units)
+    assert counts.units < HULL_UNITS
+    model = UnitsPosterior(counts)
+    e = model.estimates([5], 0.95)
+    n, c, m = zip(*counts.pairs, strict=True)
+    alone = intervals_batch(n, c, np.array([m], dtype=float), [5], 0.95, small_units=math.inf, hull=False)
+    for kind in ("pow", "at"):
+        h = alone[(kind, 5)]
+        assert (e[kind][5].lower, e[kind][5].upper) == pytest.approx((h.lower[0], h.upper[0]), abs=1e-12)
+    bare, d = _bare_hierarchical(units, 3), model.distribution(3, "pow")
+    assert d is not None and np.array_equal(d.points, bare.points) and np.array_equal(d.cdf, bare.cdf)
 
 
 @pytest.mark.parametrize("m", [60, 200])
@@ -513,3 +556,31 @@ def test_the_nonparametric_interval_of_pass_or_fail_units_covers_near_0_and_1_ex
         for q in qs
     )
     assert worst >= 0.91
+
+
+@pytest.mark.parametrize(
+    "units",
+    [
+        [(4, 0)] * 10 + [(4, 1)] * 8 + [(4, 2)] * 2 + [(4, 3)] + [(4, 4)] * 4,  # the dev data: they differ
+        [(5, 0)] * 12 + [(5, 1)] * 8 + [(5, 4)] * 9 + [(5, 5)] * 11,  # two kinds of units
+        [(3, 1)] * 10 + [(3, 2)] * 10 + [(3, 0)] * 3 + [(3, 3)] * 3,  # alike
+        [(1, 0)] * 30 + [(1, 1)] * 30 + [(3, 0)] * 6 + [(3, 3)] * 6,  # 72 units, 12 with 3 attempts
+    ],
+    ids=["dev data", "two kinds", "alike", "few at k"],
+)
+def test_the_distribution_regression_probabilities_read_has_the_intervals_bounds(
+    units: list[tuple[int, int]],
+) -> None:
+    """Below 50 units with k attempts the interval is a hull; the distribution P(regression) reads has that
+    interval's bounds as its 2.5% and 97.5% quantiles, not the bare hierarchical posterior's."""
+    model = UnitsPosterior(UnitCounts.from_units(units))
+    found = model.estimates([3], 0.95)
+    bare = _bare_hierarchical(units, 3)
+    for kind in ("pow", "at"):
+        e, d = found[kind][3], model.distribution(3, kind)
+        assert d is not None and e.lower is not None and e.upper is not None and e.units < SMALL_UNITS
+        assert np.all(np.diff(d.points) >= 0) and d.cdf[0] == 0.0 and d.cdf[-1] == 1.0
+        lo, hi = np.interp([0.025, 0.975], d.cdf, d.points)
+        assert (lo, hi) == pytest.approx((e.lower, e.upper), abs=1e-3), kind
+    lo, hi = np.interp([0.025, 0.975], bare.cdf, bare.points)
+    assert abs(hi - found["pow"][3].upper) > 1e-3 or abs(lo - found["pow"][3].lower) > 1e-3  # it was widened
