@@ -117,6 +117,13 @@ class KEstimate(_Out):
     widened: bool = Field(
         default=False, description="The interval was widened to include the value (e.g. every unit passed)."
     )
+    holds: Literal["alike", "nonparametric"] | None = Field(
+        default=None,
+        description="interval hierarchical: the interval it was widened to hold, where that widened it: alike (the "
+        "units' passes look alike, a dispersion test at 5%: the interval every unit at the pooled rate would give) "
+        "or nonparametric (20 or more units that differ: the design-effect interval, which needs no model of how "
+        "they differ). Null where neither widened it.",
+    )
     pooled_unbiased: float | None = Field(
         description="Hypergeometric estimate from the pooled n, c (unbiased only under exchangeability); "
         "null when k > n."

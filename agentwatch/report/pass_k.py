@@ -161,6 +161,7 @@ def _headline(pooled: dict[str, float | None], over_units: TaskEstimate | None) 
             "interval": over_units.interval if over_units.value is not None else None,
             "units": over_units.units,
             "widened": over_units.widened,
+            "holds": over_units.holds,
         }
     value, lo, hi = pooled["pooled_mean"], pooled["pooled_lower"], pooled["pooled_upper"]
     assert value is not None and lo is not None and hi is not None

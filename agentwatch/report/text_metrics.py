@@ -55,12 +55,20 @@ def _k_line(kind: str, k: str, e: KEstimate, u: UnitsSummary | None) -> str:
             f"{fmt(e.pooled_plugin)}, unbiased {fmt(e.pooled_unbiased)})"
         )
     pooled_name = f"p^{k}" if kind == "pow" else f"1-(1-p)^{k}"
-    widened = ", widened to include the value" if e.widened else ""
+    holds = _HOLDS[e.holds] if e.holds is not None else ""
+    widened = holds + (", widened to include the value" if e.widened else "")
     return (
         f"  {name}: {fmt(e.value)}{interval(e.lower, e.upper)} (mean over {e.units} units with >= {k} "
         f"attempts; {e.interval} interval{widened}; pooled {pooled_name} under exchangeability "
         f"{fmt(e.pooled_mean)})"
     )
+
+
+# what a hierarchical interval was widened to hold, as the line says it
+_HOLDS = {
+    "alike": ", widened to hold one rate's (the units look alike)",
+    "nonparametric": ", widened to hold the nonparametric one (the units differ)",
+}
 
 
 def metrics_lines(r: GroupStats, level: float) -> list[str]:

@@ -61,12 +61,19 @@ import numpy as np
 from scipy.special import betaincinv
 
 from agentwatch.stats.pass_k import pass_at_k_unbiased, pass_pow_k_unbiased
-from agentwatch.stats.units_bounds import ALIKE_TEST_LEVEL, alike_bounds, design_effect_beta, dispersion
+from agentwatch.stats.units_bounds import (
+    ALIKE_TEST_LEVEL,
+    AlikeBounds,
+    alike_bounds,
+    design_effect_beta,
+    dispersion,
+)
 from agentwatch.stats.units_grid import GridPosterior, Kind, fit_batch
 
 __all__ = [
     "ALIKE_TEST_LEVEL",
     "HULL_UNITS",
+    "HullKind",
     "SMALL_UNITS",
     "Distribution",
     "IntervalKind",
@@ -82,6 +89,7 @@ __all__ = [
 ]
 
 IntervalKind = Literal["hierarchical", "nonparametric"]
+HullKind = Literal["alike", "nonparametric"]
 SMALL_UNITS = 50  # below this many units with k attempts the hierarchical interval, from it the nonparametric
 _BETA_POINTS = 1025  # quantiles describing a nonparametric (Beta) distribution for regression probabilities
 _CHUNK = 64  # groups fitted at once in a batch (memory: about 3 MB a group)
@@ -295,6 +303,9 @@ class TaskEstimate:
     units: int  # units with at least k attempts: those the value averages
     interval: IntervalKind | None
     widened: bool = False  # the interval was widened to include the value
+    # the hierarchical interval was widened to hold another: the pooled rate's (the units look alike) or the
+    # nonparametric one (they differ); None where the other lay inside it, or the interval is not hierarchical
+    holds: HullKind | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -341,21 +352,34 @@ class UnitsPosterior:
                 if value is None:
                     out[kind][k] = TaskEstimate(None, None, None, 0, None)
                     continue
+                holds: HullKind | None = None
                 if units < SMALL_UNITS:
                     lo, hi = (float(q[0]) for q in _quantiles(self.grid, k, kind, (tail, 1.0 - tail)))
-                    if alike.alike[0]:
-                        alike_lower, alike_upper = alike.at(k, kind)
-                        lo, hi = min(lo, float(alike_lower[0])), max(hi, float(alike_upper[0]))
-                    elif self.counts.units >= HULL_UNITS:
-                        _a, _b, lo_n, hi_n = self._beta(k, kind, tail)
-                        lo, hi = min(lo, float(lo_n)), max(hi, float(hi_n))
+                    other = self._other(k, kind, tail, alike)
+                    if other is not None and (other[1] < lo or other[2] > hi):
+                        holds, lo, hi = other[0], min(lo, other[1]), max(hi, other[2])
                     interval: IntervalKind = "hierarchical"
                 else:
                     _a, _b, lo_a, hi_a = self._beta(k, kind, tail)
                     lo, hi, interval = float(lo_a), float(hi_a), "nonparametric"
                 widened = value < lo or value > hi
-                out[kind][k] = TaskEstimate(value, min(lo, value), max(hi, value), units, interval, widened)
+                out[kind][k] = TaskEstimate(
+                    value, min(lo, value), max(hi, value), units, interval, widened, holds
+                )
         return out
+
+    def _other(
+        self, k: int, kind: Kind, tail: float, alike: AlikeBounds
+    ) -> tuple[HullKind, float, float] | None:
+        """The interval the hierarchical one is widened to hold: the pooled rate's where the units look alike, the
+        nonparametric one where `HULL_UNITS` or more differ; None where fewer differ."""
+        if alike.alike[0]:
+            lower, upper = alike.at(k, kind)
+            return "alike", float(lower[0]), float(upper[0])
+        if self.counts.units >= HULL_UNITS:
+            _a, _b, lo, hi = self._beta(k, kind, tail)
+            return "nonparametric", float(lo), float(hi)
+        return None
 
     def _beta(self, k: int, kind: Kind, tail: float) -> tuple[np.ndarray, ...]:
         """The nonparametric interval's Beta parameters and bounds at k."""

@@ -85,6 +85,9 @@ def test_dev_data_headline_is_the_benchmarks_pass_k(tmp_path: Path) -> None:
     for k in (1, 2, 3, 4):
         head = report["pass_pow_k"][str(k)]
         assert head["method"] == "tasks" and head["units"] == 25 and head["interval"] == "hierarchical"
+        assert (
+            head["holds"] == "nonparametric"
+        )  # 25 units that differ: the hull with the nonparametric interval
         assert head["value"] == pytest.approx(float(tau_bench(lines, k)), abs=1e-15)
         assert head["lower"] < head["value"] < head["upper"]
         assert (
@@ -92,6 +95,7 @@ def test_dev_data_headline_is_the_benchmarks_pass_k(tmp_path: Path) -> None:
         )  # pooled p^k understates pass^k when tasks differ
     _, text, _ = run(path, "--no-gate")
     assert "pass^3: 0.170 [" in text and "mean over 25 units with >= 3 attempts" in text
+    assert "hierarchical interval, widened to hold the nonparametric one (the units differ)" in text
     assert "exchangeab" not in text.split("FAILURE EVIDENCE")[0].replace("under exchangeability", "")
     assert "  1 (4/4 graded): pass@1=0.250 pass^3=0.000" in text  # per-task lines: unbiased, not 0.25^3
 

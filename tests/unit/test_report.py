@@ -59,6 +59,7 @@ K_KEYS = {
     "interval",
     "units",
     "widened",
+    "holds",
     "pooled_unbiased",
     "pooled_plugin",
     "pooled_mean",

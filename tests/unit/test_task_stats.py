@@ -270,6 +270,7 @@ def test_units_alike_get_at_least_the_interval_one_p_would_give() -> None:
         assert e.lower <= lo_p**k + 1e-12 and e.upper >= hi_p**k - 1e-12, k
         if grid_lo > lo_p**k:
             above.append(k)
+            assert e.holds == "alike", k  # the report says what widened it
     assert above  # where the hierarchical interval alone starts above what one p gives
 
 
@@ -509,7 +510,7 @@ def test_units_that_differ_get_the_hull_of_both_intervals(
     for kind in ("pow", "at"):
         got = e[kind][k]
         h, p = alone[(kind, k)], nonparametric[(kind, k)]
-        assert got.interval == "hierarchical" and got.units == with_k
+        assert got.interval == "hierarchical" and got.units == with_k and got.holds == "nonparametric"
         assert (chosen[(kind, k)].lower[0], chosen[(kind, k)].upper[0]) == pytest.approx(
             (got.lower, got.upper)
         )
@@ -531,6 +532,7 @@ def test_fewer_than_hull_units_that_differ_keep_the_hierarchical_interval() -> N
     for kind in ("pow", "at"):
         h = alone[(kind, 5)]
         assert (e[kind][5].lower, e[kind][5].upper) == pytest.approx((h.lower[0], h.upper[0]), abs=1e-12)
+        assert e[kind][5].holds is None
     bare, d = _bare_hierarchical(units, 3), model.distribution(3, "pow")
     assert d is not None and np.array_equal(d.points, bare.points) and np.array_equal(d.cdf, bare.cdf)
 
