@@ -36,7 +36,7 @@ clocks, no randomness.
       not fit units that differ is fitted confidently, and its interval at a high k is wrong: pass@8 of
       two-point units (p = 0.2 or 0.9) covered 81.7% at 49 units of 8 attempts, 90.7% at 20, and 59.1% at
       200 units of 1 to 8 attempts, about 25 of them with 8; with the hull, 98.5%, 97.9% and 96.1%
-      (`benchmarks.coverage_hull`). The price is width where a Beta does fit: a median 7% at 20–49 units of
+      (`benchmarks.coverage_hull`). The price is width where a Beta does fit: a median 6% at 20–49 units of
       8 attempts, more where few units have k attempts (the nonparametric interval of those few) or the value
       is near 1 (pass@8 of Beta(5, 1) units, every unit passing once: Clopper-Pearson's bound, as from 50
       units on). Below `HULL_UNITS` the hierarchical interval is wide and covered 92.5% or more in every
