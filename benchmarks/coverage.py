@@ -88,6 +88,14 @@ TRUTHS: dict[str, Truth] = {
 }
 
 
+# Two-point units mirrored (0.1 or 0.8): pass^k at a high k rests on the few units passing every attempt.
+MIRRORED = Truth(
+    "two-point 0.1 or 0.8",
+    lambda rng, shape: np.where(rng.random(shape) < 0.5, 0.1, 0.8),
+    lambda k: 0.5 * 0.1**k + 0.5 * 0.8**k,
+)
+
+
 # Units that do not differ: no spread for the intervals over units to learn (`--equal`).
 def equal_truth(p: float) -> Truth:
     """Every unit succeeds with probability p: E[p^k] = p^k."""

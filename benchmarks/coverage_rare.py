@@ -2,11 +2,12 @@
 
 Run: `python -m benchmarks.coverage_rare [--reps 2000] [--jeffreys]`. Prints figures; asserts nothing.
 
-The nonparametric interval (`agentwatch.stats.units_bounds.design_effect_beta`, which `agentwatch.stats.units` calls) is Jeffreys' Beta around the value, with
-Clopper-Pearson's bound where at most one effective success (or failure) is seen. Each line is a configuration
-where the expected number of units with a nonzero value (pass^k: every attempt passed) is about 0.1 to 7, where
-Jeffreys' interval alone dips: the coverage of the 95% interval and its mean width. `--jeffreys` measures
-Jeffreys' bounds alone (without Clopper-Pearson's at 0 and 1), for the comparison.
+The nonparametric interval (`agentwatch.stats.units_bounds.design_effect_beta`, which `agentwatch.stats.units`
+calls) is Jeffreys' Beta around the value, holding Clopper-Pearson's bounds where at most two effective successes
+(or failures) are seen. Each line is a configuration where the expected number of units with a nonzero value
+(pass^k: every attempt passed) is about 0.1 to 7, where Jeffreys' interval alone dips: the coverage of the 95%
+interval and its mean width. `--jeffreys` measures
+Jeffreys' bounds alone (without Clopper-Pearson's), for the comparison.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from collections.abc import Callable
 import numpy as np
 
 import agentwatch.stats.units as units_module
-from benchmarks.coverage import Truth, beta_truth, equal_truth, simulate
+from benchmarks.coverage import MIRRORED, TRUTHS, Truth, beta_truth, equal_truth, simulate
 
 # (truth, units, attempts, kind, k): pass^k (or pass@k) at k = attempts, rare units with a nonzero value
 CASES: list[tuple[Truth, int, int, str, int]] = [
@@ -28,6 +29,9 @@ CASES: list[tuple[Truth, int, int, str, int]] = [
     (beta_truth(0.5, 3), 120, 3, "pow", 3),
     (beta_truth(5, 1), 140, 3, "at", 3),
     (beta_truth(5, 1), 60, 2, "at", 2),
+    # where Jeffreys' own bound at one or two successes (failures) misses: 4-5 units expected
+    (TRUTHS["two-point 0.2 or 0.9"], 54, 8, "at", 8),
+    (MIRRORED, 55, 8, "pow", 8),
 ]
 
 

@@ -110,8 +110,8 @@ class KEstimate(_Out):
         description="hierarchical (Beta-binomial posterior over the units' population, < 50 units with k "
         "attempts; widened to hold the pooled rate's interval where the units look alike, the nonparametric one "
         "where 20 or more differ), "
-        "nonparametric (design-effect Jeffreys interval, Clopper-Pearson's bound at none or one success or "
-        "failure, >= 50 units), or beta (pooled Beta posterior)."
+        "nonparametric (design-effect Jeffreys interval, Clopper-Pearson's bounds at up to two successes or "
+        "failures, >= 50 units), or beta (pooled Beta posterior)."
     )
     units: int | None = Field(description="method tasks: the units with k or more graded attempts")
     widened: bool = Field(

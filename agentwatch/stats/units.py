@@ -13,8 +13,9 @@ clocks, no randomness.
   replayed sample of requests both stand for more like them.
 - **Interval**, equal-tailed at `level`:
   - from `SMALL_UNITS` units having k attempts on: the nonparametric interval — Jeffreys' Beta(½ + m·v̄·d,
-    ½ + m·(1-v̄)·d) around the value v̄ (Clopper-Pearson's bound where at most one effective success or failure
-    is seen: Jeffreys' alone covered 87.7% at worst, exactly, for 50 to 800 pass-or-fail units, now 90.8%),
+    ½ + m·(1-v̄)·d) around the value v̄ (holding Clopper-Pearson's where at most two effective successes or
+    failures are seen: Jeffreys' alone covered 87.7% at worst, exactly, for 50 to 800 pass-or-fail units, now
+    92.2%),
     with the design effect d = v̄(1 - v̄)/s² ≥ 1 measured on the units' values (s² their variance, and at least
     s₀², the variance the Beta-binomial law gives them: success probabilities Beta-distributed around the
     group's pooled rate with the intra-unit correlation the units' dispersion measures, every unit at the pooled

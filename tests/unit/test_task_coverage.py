@@ -9,10 +9,9 @@ for every identified k.
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
-from benchmarks.coverage import EQUAL, TRUTHS, UNEQUAL, Truth, simulate
+from benchmarks.coverage import EQUAL, MIRRORED, TRUTHS, UNEQUAL, Truth, simulate
 
 REPS = 1000
 CASES = [
@@ -35,29 +34,29 @@ def test_95_percent_intervals_cover_93_to_97_percent(
 
     With 1 to 8 attempts, only a few of 40 units have k near 8, and the interval there is widened to hold the
     nonparametric one of those few: it errs wide (up to 99.9% at pass^8), so that case is held to 93-100% and
-    to at most 2.5 times the width of the hierarchical interval alone."""
+    to at most 3 times the width of the hierarchical interval alone. Where the units' values are expected to
+    sum to less than 1 (pass@4 of 40 Beta(5, 1) units: 0.3 units expected to fail all 4), an interval that
+    covers then covers almost always: there the band's top is 1."""
     top = 8 if attempts == UNEQUAL else attempts
     ks = list(range(1, top + 1))
-    cells = simulate(TRUTHS[truth], units, attempts, REPS, seed, ks)
+    t = TRUTHS[truth]
+    cells = simulate(t, units, attempts, REPS, seed, ks)
     wanted = [(kind, k) for kind in ("pow", "at") for k in ks]
     assert set(wanted) <= set(cells)
     coverage = {key: round(cells[key].coverage, 3) for key in wanted}
-    top_band = {"pow": 0.97, "at": 0.99} if attempts != UNEQUAL else {"pow": 1.0, "at": 1.0}
-    outside = {(kind, k): c for (kind, k), c in coverage.items() if not 0.93 <= c <= top_band[kind]}
-    assert not outside, (
-        f"coverage outside 93-{top_band['pow']:.0%} (pass^k), 93-{top_band['at']:.0%}: {outside}"
-    )
+
+    def top_band(kind: str, k: int) -> float:
+        rare = units * (t.pow_mean(k) if kind == "pow" else 1.0 - t.at_mean(k)) < 1.0
+        if attempts == UNEQUAL or rare:
+            return 1.0
+        return 0.97 if kind == "pow" else 0.99
+
+    outside = {(kind, k): c for (kind, k), c in coverage.items() if not 0.93 <= c <= top_band(kind, k)}
+    assert not outside, f"coverage outside 93-97% (pass^k), 93-99% (pass@k) or the lifted band: {outside}"
     if attempts == UNEQUAL:
-        bare = simulate(TRUTHS[truth], units, attempts, REPS, seed, ks, hull=False)
+        bare = simulate(t, units, attempts, REPS, seed, ks, hull=False)
         wider = {key: round(cells[key].width / bare[key].width, 2) for key in wanted}
-        assert max(wider.values()) <= 2.5, wider
-
-
-MIRRORED = Truth(
-    "two-point 0.1 or 0.8",
-    lambda rng, shape: np.where(rng.random(shape) < 0.5, 0.1, 0.8),
-    lambda k: 0.5 * 0.1**k + 0.5 * 0.8**k,
-)
+        assert max(wider.values()) <= 3.0, wider
 
 
 @pytest.mark.parametrize(
@@ -88,6 +87,24 @@ def test_below_50_units_that_differ_the_intervals_still_cover(units: int, seed: 
     cells = simulate(TRUTHS["two-point 0.2 or 0.9"], units, 8, REPS, seed, ks)
     coverage = {(kind, k): round(cells[(kind, k)].coverage, 3) for kind in ("pow", "at") for k in ks}
     outside = {key: c for key, c in coverage.items() if not 0.93 <= c <= 0.995}
+    assert not outside, f"coverage outside 93-99.5%: {outside}"
+
+
+@pytest.mark.parametrize(
+    ("truth", "units", "kind", "seed"),
+    [(TRUTHS["two-point 0.2 or 0.9"], 54, "at", 114), (MIRRORED, 55, "pow", 115)],
+    ids=["pass@k, 54 units", "pass^k, 55 units"],
+)
+def test_where_few_units_fail_every_attempt_the_intervals_still_cover(
+    truth: Truth, units: int, kind: str, seed: int
+) -> None:
+    """Two-point units of 8 attempts, 54 and 55 of them (the nonparametric interval): pass@8 of units at 0.2 or
+    0.9 rests on the 4-5 units expected to fail all 8, pass^8 of units at 0.1 or 0.8 on those passing all 8.
+    Jeffreys' bound there (Clopper-Pearson's at none or one only) covered 90.6-91.5%; holding Clopper-Pearson's
+    up to two effective successes or failures, 95.0-95.6% (4,000 repetitions). At k = 7 and 8."""
+    cells = simulate(truth, units, 8, REPS, seed, [7, 8])
+    coverage = {k: round(cells[(kind, k)].coverage, 3) for k in (7, 8)}
+    outside = {k: c for k, c in coverage.items() if not 0.93 <= c <= 0.995}
     assert not outside, f"coverage outside 93-99.5%: {outside}"
 
 
