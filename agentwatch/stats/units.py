@@ -372,15 +372,22 @@ class UnitsPosterior:
     def _other(
         self, k: int, kind: Kind, tail: float, alike: AlikeBounds
     ) -> tuple[HullKind, float, float] | None:
-        """The interval the hierarchical one is widened to hold: the pooled rate's where the units look alike, the
-        nonparametric one where `HULL_UNITS` or more differ; None where fewer differ."""
-        if alike.alike[0]:
+        """The interval the hierarchical one is widened to hold, and which (`_holds`); None where none is."""
+        holds = self._holds(bool(alike.alike[0]))
+        if holds == "alike":
             lower, upper = alike.at(k, kind)
-            return "alike", float(lower[0]), float(upper[0])
-        if self.counts.units >= HULL_UNITS:
+            return holds, float(lower[0]), float(upper[0])
+        if holds == "nonparametric":
             _a, _b, lo, hi = self._beta(k, kind, tail)
-            return "nonparametric", float(lo), float(hi)
+            return holds, float(lo), float(hi)
         return None
+
+    def _holds(self, alike: bool) -> HullKind | None:
+        """What the hierarchical interval is widened to hold: the pooled rate's interval where the units look
+        alike, the nonparametric one where `HULL_UNITS` or more differ, nothing where fewer differ."""
+        if alike:
+            return "alike"
+        return "nonparametric" if self.counts.units >= HULL_UNITS else None
 
     def _beta(self, k: int, kind: Kind, tail: float) -> tuple[np.ndarray, ...]:
         """The nonparametric interval's Beta parameters and bounds at k."""
@@ -407,15 +414,16 @@ class UnitsPosterior:
             return Distribution(np.asarray(betaincinv(a, b, probs), dtype=np.float64), probs)
         points, cdf = self.grid.cdf_points(k, kind)
         n, c, m = self._arrays()
-        if alike_bounds(n, c, m, 0.025).alike[0]:
+        holds = self._holds(bool(alike_bounds(n, c, m, 0.025).alike[0]))
+        if holds is None:
+            return Distribution(points[0], cdf[0])
+        if holds == "alike":
             passed, attempts = float(m[0] @ c), float(m[0] @ n)
             rate = np.asarray(betaincinv(0.5 + passed, 0.5 + attempts - passed, probs), dtype=np.float64)
             other = rate**k if kind == "pow" else 1.0 - (1.0 - rate) ** k
-        elif self.counts.units >= HULL_UNITS:
+        else:
             a, b, _lo, _hi = self._beta(k, kind, 0.025)
             other = np.asarray(betaincinv(a, b, probs), dtype=np.float64)
-        else:
-            return Distribution(points[0], cdf[0])
         hierarchical = _quantile_curve(points[0], cdf[0], probs)
         # below the median the lower quantile, above it the higher: at every level, the hull of both intervals
         hull = np.where(probs < 0.5, np.minimum(hierarchical, other), np.maximum(hierarchical, other))
