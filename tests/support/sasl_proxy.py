@@ -395,10 +395,10 @@ class SASLProxy(LoopbackProxy):
 
     def _serve(self, conn: socket.socket) -> None:
         self._track(conn)
-        conn.settimeout(30)
         client: socket.socket = conn
         upstream: socket.socket | None = None
         try:
+            conn.settimeout(30)  # in the try: stop() may close a tracked connection before its thread starts
             if self.context is not None:
                 client = self.context.wrap_socket(conn, server_side=True)
                 self._track(client)
