@@ -66,6 +66,7 @@ from agentwatch.stats.units_bounds import (
     ALIKE_TEST_LEVEL,
     AlikeBounds,
     alike_bounds,
+    at_one_rate,
     design_effect_beta,
     dispersion,
 )
@@ -420,7 +421,7 @@ class UnitsPosterior:
         if holds == "alike":
             passed, attempts = float(m[0] @ c), float(m[0] @ n)
             rate = np.asarray(betaincinv(0.5 + passed, 0.5 + attempts - passed, probs), dtype=np.float64)
-            other = rate**k if kind == "pow" else 1.0 - (1.0 - rate) ** k
+            other = at_one_rate(rate, k, kind)
         else:
             a, b, _lo, _hi = self._beta(k, kind, 0.025)
             other = np.asarray(betaincinv(a, b, probs), dtype=np.float64)

@@ -1,6 +1,6 @@
 """The intervals over units that need no model of how units differ, which `agentwatch.stats.units` uses alone or
 in a hull with the hierarchical one: the nonparametric interval (Jeffreys' Beta around the units' mean value with
-the design effect, Clopper-Pearson's bound near 0 and 1) and, where the units look alike, the pooled rate's.
+the design effect, holding Clopper-Pearson's bounds at up to two successes or failures) and, where the units look alike, the pooled rate's.
 
 Pure functions over arrays, one group per row; the reasons and the figures are in `agentwatch.stats.units`.
 """
@@ -14,7 +14,14 @@ from scipy.special import betaincinv, chdtrc
 
 from agentwatch.stats.units_grid import Kind
 
-__all__ = ["ALIKE_TEST_LEVEL", "AlikeBounds", "alike_bounds", "design_effect_beta", "dispersion"]
+__all__ = [
+    "ALIKE_TEST_LEVEL",
+    "AlikeBounds",
+    "alike_bounds",
+    "at_one_rate",
+    "design_effect_beta",
+    "dispersion",
+]
 
 ALIKE_TEST_LEVEL = 0.05  # units whose dispersion test does not reject at this level look alike
 # effective successes (or failures) up to which Clopper-Pearson's bounds hold, with room for rounding
@@ -78,9 +85,13 @@ class AlikeBounds:
 
     def at(self, k: int, kind: Kind) -> tuple[np.ndarray, np.ndarray]:
         """The interval of pass^k (or pass@k) if every unit succeeded at the pooled rate."""
-        if kind == "pow":
-            return self.lower**k, self.upper**k
-        return 1.0 - (1.0 - self.lower) ** k, 1.0 - (1.0 - self.upper) ** k
+        return at_one_rate(self.lower, k, kind), at_one_rate(self.upper, k, kind)
+
+
+def at_one_rate(rate: np.ndarray, k: int, kind: Kind) -> np.ndarray:
+    """pass^k (or pass@k) of a unit succeeding at `rate`: rate^k (1 - (1 - rate)^k), increasing in rate."""
+    value: np.ndarray = rate**k if kind == "pow" else 1.0 - (1.0 - rate) ** k
+    return value
 
 
 def alike_bounds(n: np.ndarray, c: np.ndarray, m: np.ndarray, tail: float) -> AlikeBounds:
