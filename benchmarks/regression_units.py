@@ -1,7 +1,7 @@
 """The live regression check over two populations of units, simulated at fixed true values, with its distributions
 as the intervals are (widened below 50 units) and as the bare hierarchical posterior.
 
-Run: `python -m benchmarks.regression_units [--runs 1000]`. Prints figures; asserts nothing.
+Run: `python -m benchmarks.regression_units [--runs 1000] [--units 10 20 40] [--seed 1]`. Prints figures; asserts nothing.
 
 The exporter's `agentwatch_regression_probability` and the report's `tasks` method take the two versions'
 populations of units as independent, each from `UnitsPosterior.distribution` (`agentwatch.stats.units`). Below
@@ -79,8 +79,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=1000, help="simulated pairs of runs per cell")
     parser.add_argument("--units", type=int, nargs="*", default=[10, 20, 40])
+    parser.add_argument("--seed", type=int, default=1, help="of the simulation's random numbers")
     args = parser.parse_args()
-    rng = np.random.default_rng(1)
+    rng = np.random.default_rng(args.seed)
     names = ["mixed", "mostly easy", "hard", "two-point"]
     print(
         "# share of runs where P(drop > margin) >= 0.95: distributions as the intervals are | bare hierarchical"
