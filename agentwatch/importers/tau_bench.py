@@ -1,7 +1,8 @@
 """τ-bench and τ²-bench result files → transcripts and one task policy per task.
 
 τ-bench (`run.py --log-dir`): a JSON array of `{task_id, trial, reward, info: {task: {actions, outputs}},
-traj}` (or the same entries one per line), `traj` in OpenAI chat format with the agent's system prompt first
+traj}` (or the same entries one per line, or that array as the one such value of an object, as a fork writes
+`{"metrics": …, "results": [...]}`), `traj` in OpenAI chat format with the agent's system prompt first
 (from its `react` and `act` strategies the agent acts in text, `importers.text_actions`: detected per
 trajectory). τ²-bench: a JSON object
 `{info: {environment_info: {policy}}, tasks: [{id, evaluation_criteria: {actions, communicate_info}}],
@@ -69,14 +70,28 @@ from agentwatch.wire.schema import Conversation, Turn, attempt_number
 _REFUSALS = (*ERROR_PREFIXES, "Failed to ")
 
 
+def _tau_entries(value: Any) -> bool:
+    """Whether `value` looks like τ-bench's entries: a list whose first items are objects, one with a `traj`."""
+    head = value[:5] if isinstance(value, list) else []
+    return bool(head) and all(isinstance(r, dict) for r in head) and any("traj" in r for r in head)
+
+
+def wrapped_entries(document: Any) -> tuple[str, list[Any]] | None:
+    """The key and the list of an object that holds τ-bench's entries in one of its values, beside others
+    (a fork's `{"metrics": {…}, "results": [...]}`); None for anything else."""
+    if not isinstance(document, dict) or "simulations" in document:
+        return None
+    found = [(key, value) for key, value in document.items() if _tau_entries(value)]
+    return (str(found[0][0]), found[0][1]) if len(found) == 1 else None
+
+
 def detect(document: Any) -> str:
     """`tau-bench` or `tau2-bench`; TauBenchFormatError otherwise."""
     if isinstance(document, SavedRun):
         return "tau2-bench"
     if isinstance(document, JsonLines):
         document = [entry for _, entry in document.entries]
-    head = document[:5] if isinstance(document, list) else []
-    if head and all(isinstance(r, dict) for r in head) and any("traj" in r for r in head):
+    if _tau_entries(document):
         return "tau-bench"
     if isinstance(document, dict) and isinstance(document.get("simulations"), list):
         return "tau2-bench"
@@ -106,8 +121,15 @@ def _task_id(record: dict[str, Any]) -> str:
 
 def import_results(document: Any, agent: str, version: str, prefix: str) -> Imported:
     """Transcript lines and task policies from a τ-bench or τ²-bench results document (module docstring)."""
+    wrapped = wrapped_entries(document)
+    if wrapped is not None:
+        key, document = wrapped
     kind = detect(document)
     out = Imported(format=kind)
+    if wrapped is not None:
+        out.warnings.append(
+            ("file", f"an object: its τ-bench entries read from `{key}`, its other keys left")
+        )
     writer = PolicyWriter(agent, prefix)
     records = _tau(document, out) if kind == "tau-bench" else tau2_records(document, out)
     seen_tasks: dict[str, dict[str, Any]] = {}

@@ -142,6 +142,38 @@ def test_bad_records_are_reported_and_the_rest_imported(dev: list[dict[str, Any]
         detect({"something": "else"})
 
 
+def test_entries_an_object_holds_beside_other_keys_import_as_the_array_would(
+    dev: list[dict[str, Any]],
+) -> None:
+    """A fork writes `{"metrics": {...}, "results": [entries]}` (Reapor-Yurnero/tau-bench): it was refused as no
+    results file at all; its entries now import as the plain array does, and the import says where it read them."""
+    plain = entries(dev, (1, 0), (2, 0), (3, 0))
+    wrapped = {"metrics": {"avg_reward": 0.33, "pass_hat_ks": {"1": 0.33}}, "results": plain}
+    out, expected = import_results(wrapped, "a", "v", "p"), import_results(plain, "a", "v", "p")
+    assert (out.lines, out.policies, out.errors) == (expected.lines, expected.policies, expected.errors)
+    assert out.format == "tau-bench" and len(out.lines) == 3
+    assert out.warnings == [
+        ("file", "an object: its τ-bench entries read from `results`, its other keys left")
+    ]
+
+
+@pytest.mark.parametrize(
+    "document",
+    [
+        {"a": [{"traj": []}], "b": [{"traj": []}]},  # two lists of entries: which one is the run is a guess
+        {"results": [{"task_id": 1}]},  # no entry has a trajectory
+        {"results": []},
+        {"results": {"traj": []}},
+    ],
+    ids=["two-lists", "no-traj", "empty", "not-a-list"],
+)
+def test_an_object_without_exactly_one_list_of_entries_is_still_no_results_file(
+    document: dict[str, Any],
+) -> None:
+    with pytest.raises(TauBenchFormatError):
+        import_results(document, "a", "v", "p")
+
+
 # --------------------------------------------------------------------------- τ²-bench (its documented shape)
 
 TAU2: dict[str, Any] = {
