@@ -94,6 +94,18 @@ def _logged_as(path: Path, dialect: str, folder: Path) -> Path:
     return out
 
 
+def _graded(files: list[Path], settings: Settings) -> tuple[list[RunValidity], list[tuple[Path, str]]]:
+    """Each file's graded run, and the files that could not be read as a run, with why: one such file in a
+    batch is reported, not the end of the batch."""
+    runs, refused = [], []
+    for path in files:
+        try:
+            runs.append(validate_run(path, settings))
+        except (OSError, ValueError) as exc:  # not a results file, not JSON, not there
+            refused.append((path, f"{type(exc).__name__}: {exc}"))
+    return runs, refused
+
+
 def main() -> None:
     """Grade every run, print per run and pooled."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -118,8 +130,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         if args.logged_as:
             files = [_logged_as(path, args.logged_as, Path(folder)) for path in files]
-        runs = [validate_run(path, settings) for path in files]
+        runs, refused = _graded(files, settings)
     seconds = time.perf_counter() - started
+    for path, why in refused:
+        print(f"\n# {path}: not graded: {why}")
     for run in runs:
         successes = sum(run.truth)
         print(

@@ -148,3 +148,17 @@ def test_the_false_fail_interval_is_clopper_pearson(hits: int, n: int) -> None:
     want_lo = 0.0 if hits == 0 else bisect(tail_at_least, 0.025, increasing=True)
     want_hi = 1.0 if hits == n else bisect(tail_at_most, 0.025, increasing=False)
     assert lo == pytest.approx(want_lo, abs=1e-9) and hi == pytest.approx(want_hi, abs=1e-9)
+
+
+def test_a_file_that_is_no_run_is_reported_and_the_rest_of_the_batch_graded(tmp_path) -> None:
+    """`python -m benchmarks.validity` over many files stopped at the first one that was no results file,
+    grading none of the others."""
+    from benchmarks.validity import _graded
+
+    not_a_run = tmp_path / "summary.json"
+    not_a_run.write_text('{"avg_reward": 0.4}')
+    good = published_runs.require(published_runs.TAU2_AIRLINE)
+    runs, refused = _graded([not_a_run, good, tmp_path / "absent.json"], Settings())
+    assert [len(r.scores) for r in runs] == [FLOOR[published_runs.TAU2_AIRLINE]["n"]]
+    assert [path for path, _ in refused] == [not_a_run, tmp_path / "absent.json"]
+    assert refused[0][1].startswith("TauBenchFormatError: not a τ-bench results file")
