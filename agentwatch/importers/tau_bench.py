@@ -76,7 +76,7 @@ def _tau_entries(value: Any) -> bool:
     return bool(head) and all(isinstance(r, dict) for r in head) and any("traj" in r for r in head)
 
 
-def wrapped_entries(document: Any) -> tuple[str, list[Any]] | None:
+def _wrapped_entries(document: Any) -> tuple[str, list[Any]] | None:
     """The key and the list of an object that holds τ-bench's entries in one of its values, beside others
     (a fork's `{"metrics": {…}, "results": [...]}`); None for anything else."""
     if not isinstance(document, dict) or "simulations" in document:
@@ -121,14 +121,14 @@ def _task_id(record: dict[str, Any]) -> str:
 
 def import_results(document: Any, agent: str, version: str, prefix: str) -> Imported:
     """Transcript lines and task policies from a τ-bench or τ²-bench results document (module docstring)."""
-    wrapped = wrapped_entries(document)
+    wrapped = _wrapped_entries(document)
     if wrapped is not None:
         key, document = wrapped
     kind = detect(document)
     out = Imported(format=kind)
     if wrapped is not None:
         out.warnings.append(
-            ("file", f"an object: its τ-bench entries read from `{key}`, its other keys left")
+            ("file", f"the τ-bench entries read from the object's `{key}`; its other keys are not read")
         )
     writer = PolicyWriter(agent, prefix)
     records = _tau(document, out) if kind == "tau-bench" else tau2_records(document, out)

@@ -153,7 +153,7 @@ def test_entries_an_object_holds_beside_other_keys_import_as_the_array_would(
     assert (out.lines, out.policies, out.errors) == (expected.lines, expected.policies, expected.errors)
     assert out.format == "tau-bench" and len(out.lines) == 3
     assert out.warnings == [
-        ("file", "an object: its τ-bench entries read from `results`, its other keys left")
+        ("file", "the τ-bench entries read from the object's `results`; its other keys are not read")
     ]
 
 
