@@ -31,8 +31,9 @@ def ext_modules() -> list[object]:
 
     modules = compiled_modules()
     # One shared library per folder (agentwatch_scorers__mypyc, …): calls within a folder stay native, and
-    # `build_ext -j 2` compiles two at once. One library for all scored about 10% faster and took twice as long
-    # to build; one per module scored 15% slower.
+    # `build_ext -j 2` compiles two at once. One library for all took 85 s to build on one core and scored within
+    # noise of this (`python -m benchmarks.score --n 20000` in each build, three alternating runs, 2026-12-01:
+    # medians 72.3 and 73.3 µs a conversation); one per module scored 15% slower.
     by_folder: dict[str, list[str]] = {}
     for module in modules:
         by_folder.setdefault(Path(module).parent.name, []).append(module)
