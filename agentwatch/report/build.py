@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from agentwatch.config import Settings
 from agentwatch.report.failure_modes import has_loop
 from agentwatch.report.group_stats import correction_of, group_stats
+from agentwatch.report.label_agreement import label_agreement
 from agentwatch.report.model import MALFORMED_GATE, Gate, Readiness, Report
 from agentwatch.report.ordering import natural_key
 from agentwatch.report.pass_k import (
@@ -156,4 +157,5 @@ def build_report(
             for key, values in sorted(by_tag_groups.items())
         },
         readiness=readiness(scores, settings),
+        label_agreement=label_agreement(scores, settings.stats.level, examples),
     )

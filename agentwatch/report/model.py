@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from agentwatch.report.label_agreement import LabelAgreement
 from agentwatch.stats.corrected import CorrectedFigure
 
 Method = Literal["tasks", "exchangeable"]
@@ -427,6 +428,11 @@ class Report(GroupStats):
     by_tag: dict[str, dict[str, GroupStats]] = Field(description="tag key -> tag value -> estimates.")
     readiness: Readiness
     baseline: BaselineComparison | None = None
+    label_agreement: LabelAgreement | None = Field(
+        default=None,
+        description="Where labels decided conversations that also have an automated verdict: how the two agree "
+        "(top level and per version; null where none has both).",
+    )
     versions: list[Report] = Field(
         default_factory=list,
         description="With several agent versions in the input: one report per version, first seen first, "

@@ -63,6 +63,32 @@ def _grading_line(r: GroupStats, judge: str | None) -> str:
     return line + (f" · labels (all conversations): {labels}" if labels else "")
 
 
+def _label_agreement_lines(r: Report, level: float) -> list[str]:
+    """How the automated verdicts agree with the labels that decided the same conversations (none without)."""
+    a = r.label_agreement
+    if a is None:
+        return []
+    kappa = "κ undefined (one of them gives a single answer)"
+    if a.kappa is not None:
+        bounds = f" [{fmt(a.kappa_lower)}, {fmt(a.kappa_upper)}]" if a.kappa_lower is not None else ""
+        kappa = f"κ {fmt(a.kappa)}{bounds} ({level:.0%}, tasks resampled)"
+    lines = [
+        f"LABELS vs AUTOMATED VERDICTS ({plural(a.conversations, 'conversation')} a label decided, with an "
+        f"automated verdict beside): agree on {a.agree} ({pct(a.agree / a.conversations)}), {kappa}"
+    ]
+    for n, ids, what in (
+        (a.graders_failed, a.graders_failed_examples, "the graders failed, the label passed"),
+        (a.graders_passed, a.graders_passed_examples, "the graders passed, the label failed"),
+    ):
+        if n:
+            lines.append(f"  {what}: {n} (e.g. {first_few(ids, n)})")
+    if a.graders_failed or a.graders_passed:
+        lines.append(
+            "  where a label decided, the figures count the label; where they disagree, one of the two is wrong"
+        )
+    return lines
+
+
 def ungraded_line(r: GroupStats) -> str | None:
     """Why conversations are outside the graded sample (coverage), or None when all are graded."""
     if not r.ungraded:
@@ -119,7 +145,8 @@ def _section_lines(r: Report, level: float) -> list[str]:
     lines = [
         f"Conversations: {r.conversations} | Graded: {r.scored} (coverage {pct(cov)}) | Tasks: {len(r.by_task)}"
     ]
-    lines += [RULE, *metrics_lines(r, level), _grading_line(r, r.judge), *_evidence_lines(r, level)]
+    lines += [RULE, *metrics_lines(r, level), _grading_line(r, r.judge), *_label_agreement_lines(r, level)]
+    lines += _evidence_lines(r, level)
     outcomes = ", ".join(f"{k} {v}" for k, v in r.outcomes.items())
     lines.append(f"OUTCOMES: {outcomes}")
     tc = r.tool_correctness

@@ -48,6 +48,7 @@ ISSUE_KEYS = {
     "agent_version",
     "judge",
     "input",
+    "label_agreement",
     "versions",
     "correction",
 }
@@ -185,7 +186,17 @@ def test_json_keys_are_exactly_the_documented_ones(report: Report) -> None:
     }
     assert set(data["failure_rates"]["loop"]) == {"count", "rate", "mean", "lower", "upper"}
     assert set(data["by_tag"]) == {"category", "difficulty"}
-    top_only = {"by_task", "by_tag", "readiness", "baseline", "agent_version", "judge", "input", "versions"}
+    top_only = {
+        "by_task",
+        "by_tag",
+        "readiness",
+        "baseline",
+        "agent_version",
+        "judge",
+        "input",
+        "label_agreement",
+        "versions",
+    }
     assert set(data["by_task"]["t1"]) == ISSUE_KEYS - top_only
     assert data["units"] == {
         "units": 11,
