@@ -25,7 +25,7 @@ from agentwatch.report.html_script import SCRIPT
 from agentwatch.report.model import GroupStats, Report
 from agentwatch.report.text import final_verdict, gate_name, gate_value, input_lines, report_lines
 from agentwatch.report.text_metrics import EXCHANGEABLE_NOTE
-from agentwatch.report.wording import first_few, plural
+from agentwatch.report.wording import agreement_words, first_few, plural
 from agentwatch.safe_text import html_escape as escape
 
 STYLE = """
@@ -260,12 +260,24 @@ def _baseline(section: Report, base: Report | None, sid: str) -> str:
     return "".join(out)
 
 
+def _label_note(section: Report, level: float) -> str:
+    """The automated verdicts against the labels that decided the same conversations, as a note (or nothing)."""
+    a = section.label_agreement
+    if a is None:
+        return ""
+    return (
+        f'<p class="note">Labels vs automated verdicts ({plural(a.conversations, "conversation")} a label '
+        f"decided): {escape(agreement_words(a, level))}; the graders failed {a.graders_failed} the labels "
+        f"passed and passed {a.graders_passed} the labels failed. Where a label decided, the figures count it.</p>"
+    )
+
+
 def _section(
     section: Report, settings: Settings, failing: list[Entry] | None, base: Report | None, sid: str = ""
 ) -> str:
     """Everything about one set of conversations (the report, or one version); `sid` prefixes element ids;
     `failing`: its failing conversations (None: only the ids the report lists are known)."""
-    out = [_cards(section), _exchangeable(section)]
+    out = [_cards(section), _exchangeable(section), _label_note(section, settings.stats.level)]
     out += [
         f'<figure><img alt="{escape(alt)}" src="data:image/png;base64,{img}"></figure>'
         for alt, img in charts(section, settings)

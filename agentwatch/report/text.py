@@ -12,7 +12,17 @@ from rich.text import Text
 from agentwatch.report.model import COUNTED_GATES, Gate, GroupStats, InputSummary, Report
 from agentwatch.report.text_comparison import baseline_lines, versions_lines
 from agentwatch.report.text_metrics import figure_name, metrics_lines
-from agentwatch.report.wording import BAD, OK, first_few, fmt, money, pct, pct_interval, plural
+from agentwatch.report.wording import (
+    BAD,
+    OK,
+    agreement_words,
+    first_few,
+    fmt,
+    money,
+    pct,
+    pct_interval,
+    plural,
+)
 from agentwatch.safe_text import one_line
 from agentwatch.scorers.differences import clip_reason
 
@@ -68,13 +78,9 @@ def _label_agreement_lines(r: Report, level: float) -> list[str]:
     a = r.label_agreement
     if a is None:
         return []
-    kappa = "κ undefined (one of them gives a single answer)"
-    if a.kappa is not None:
-        bounds = f" [{fmt(a.kappa_lower)}, {fmt(a.kappa_upper)}]" if a.kappa_lower is not None else ""
-        kappa = f"κ {fmt(a.kappa)}{bounds} ({level:.0%}, tasks resampled)"
     lines = [
         f"LABELS vs AUTOMATED VERDICTS ({plural(a.conversations, 'conversation')} a label decided, with an "
-        f"automated verdict beside): agree on {a.agree} ({pct(a.agree / a.conversations)}), {kappa}"
+        f"automated verdict beside): {agreement_words(a, level)}"
     ]
     for n, ids, what in (
         (a.graders_failed, a.graders_failed_examples, "the graders failed, the label passed"),

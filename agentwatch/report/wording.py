@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from agentwatch.report.label_agreement import LabelAgreement
 from agentwatch.report.model import Delta
 
 OK, BAD = "✓", "✗"
@@ -55,3 +56,12 @@ def change(d: Delta) -> str:
 def pct_interval(lo: float | None, hi: float | None) -> str:
     """` [lo%, hi%]` with one decimal, or nothing when a bound is missing."""
     return "" if lo is None or hi is None else f" [{100 * lo:.1f}%, {100 * hi:.1f}%]"
+
+
+def agreement_words(a: LabelAgreement, level: float) -> str:
+    """How the automated verdicts agree with the labels: `agree on 64 (55.7%), κ 0.106 [0.039, 0.202] (…)`."""
+    kappa = "κ undefined (one of them gives a single answer)"
+    if a.kappa is not None:
+        bounds = f" [{fmt(a.kappa_lower)}, {fmt(a.kappa_upper)}]" if a.kappa_lower is not None else ""
+        kappa = f"κ {fmt(a.kappa)}{bounds} ({level:.0%}, tasks resampled)"
+    return f"agree on {a.agree} ({pct(a.agree / a.conversations)}), {kappa}"

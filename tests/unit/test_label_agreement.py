@@ -10,6 +10,7 @@ from fractions import Fraction
 
 from agentwatch.config import Settings
 from agentwatch.report.build import build_report
+from agentwatch.report.html import render_html
 from agentwatch.report.label_agreement import label_agreement
 from agentwatch.report.text import render_text
 from agentwatch.wire.schema import ConversationScore, Outcome, OutcomeSource
@@ -100,3 +101,14 @@ def test_the_report_carries_it_in_json_and_says_it_in_text() -> None:
     assert "the graders passed, the label failed: 3 (e.g. c27, c28, c29)" in text
     unlabelled = build_report([_score(i, None, i % 2 == 0) for i in range(6)], Settings())
     assert unlabelled.label_agreement is None and "LABELS vs AUTOMATED" not in render_text(unlabelled)
+
+
+def test_the_html_report_says_it_beside_the_figures() -> None:
+    html = render_html(build_report(_scores(), Settings()), Settings())
+    assert (
+        '<p class="note">Labels vs automated verdicts (30 conversations a label decided): agree on 21 (70.0%), '
+        f"κ {float(_kappa(12, 6, 3, 9)):.3f} ["
+    ) in html
+    assert "the graders failed 6 the labels passed and passed 3 the labels failed" in html
+    unlabelled = build_report([_score(i, None, i % 2 == 0) for i in range(6)], Settings())
+    assert "Labels vs automated verdicts" not in render_html(unlabelled, Settings())
