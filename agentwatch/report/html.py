@@ -18,10 +18,11 @@ from collections.abc import Sequence
 from agentwatch.config import Settings
 from agentwatch.report.cases import CaseKeeper, Entry
 from agentwatch.report.charts import charts
-from agentwatch.report.figures import Figure, by_key, columns, figures
+from agentwatch.report.figures import figures
 from agentwatch.report.html_conversation import MAX_CHARS, MAX_TURNS
 from agentwatch.report.html_failures import chunk_blocks, failures_html, task_links
 from agentwatch.report.html_script import SCRIPT
+from agentwatch.report.html_tables import count_cell, group_table, interval_span, number_text
 from agentwatch.report.model import GroupStats, Report
 from agentwatch.report.text import final_verdict, gate_name, gate_value, input_lines, report_lines
 from agentwatch.report.text_metrics import EXCHANGEABLE_NOTE
@@ -51,102 +52,6 @@ img{max-width:100%} details.list{margin:.2em 0} details.list>summary{padding:.15
 details.list .rows{margin:.3em 0 .3em 1em} .pager button{font:inherit;margin:0 .3em}
 td a.failing{color:#b3261e;font-weight:600}
 """
-
-
-def _num(x: float | None, percent: bool = False) -> str:
-    if x is None:
-        return "n/a"
-    return f"{100 * x:.1f}%" if percent else f"{x:.3f}"
-
-
-def _interval(f: Figure) -> str:
-    if f.lower is None or f.upper is None:
-        return ""
-    return f' <span class="ci">[{_num(f.lower, f.evidence)}, {_num(f.upper, f.evidence)}]</span>'
-
-
-def _cell(f: Figure | None, header_method: str | None = None) -> str:
-    if f is None:
-        return '<td class="num" data-v="">—</td>'
-    v = "" if f.value is None else repr(f.value)
-    mark = ""
-    if f.method == "exchangeable" and header_method == "tasks":
-        mark = ' <span title="p^k under exchangeability: no repeated attempts in this group">†</span>'
-    return f'<td class="num" data-v="{v}">{_num(f.value, f.evidence)}{_interval(f)}{mark}</td>'
-
-
-def _count(n: int) -> str:
-    return f'<td class="num" data-v="{n}">{n:,}</td>'
-
-
-def _delta_row(old: GroupStats, new: GroupStats, cols: list[tuple[str, str, str]]) -> str:
-    """The change from `old` to `new` of every column, in points."""
-    before, after = by_key(old), by_key(new)
-    cells = []
-    for key, _name, _about in cols:
-        a, b = after.get(key), before.get(key)
-        d = None if a is None or b is None or a.value is None or b.value is None else a.value - b.value
-        text = "n/a" if d is None else f"{100 * d:+.1f}"
-        worse = d is not None and a is not None and (d < 0) != a.evidence  # more evidence is worse
-        cls = "" if d is None or d == 0 else (" bad" if worse else " ok")
-        cells.append(f'<td class="num{cls}" data-v="{"" if d is None else repr(d)}">{text}</td>')
-    return f"<tr><td>change (points)</td><td></td><td></td>{''.join(cells)}</tr>"
-
-
-def group_table(
-    rows: Sequence[tuple[str, GroupStats]],
-    first: str,
-    table_id: str,
-    delta: bool = False,
-    links: dict[str, tuple[str, int]] | None = None,
-) -> str:
-    """A sortable table: one row per group, a column per figure of the model (and per evidence seen); with
-    `delta`, a last row with the change from the first group to the second; with `links` (group → id of its
-    list of failing conversations, how many), a column of links to them."""
-    groups = [g for _name, g in rows]
-    cols = columns(groups) + columns(groups, evidence=True)
-    methods: dict[str, str | None] = {}
-    for g in groups:
-        for f in figures(g):
-            methods.setdefault(f.key, f.method)
-    head = "".join(f'<th title="{escape(about)}">{escape(name)}</th>' for _key, name, about in cols)
-    body = []
-    for name, g in rows:
-        found = by_key(g)
-        cells = "".join(_cell(found.get(key), methods.get(key)) for key, _name, _about in cols)
-        failing = ""
-        if links is not None:
-            target, n = links.get(name, ("", 0))
-            failing = (
-                f'<td class="num" data-v="{n}"><a class="failing" href="#{escape(target)}" '
-                f'title="open the failing conversations of {escape(name)}">{n:,} failing</a></td>'
-                if n
-                else '<td class="num" data-v="0">0</td>'
-            )
-        body.append(
-            f"<tr><td>{escape(name)}</td>{_count(g.conversations)}{_count(g.scored)}{failing}{cells}</tr>"
-        )
-    if delta and len(groups) == 2:
-        body.append(_delta_row(groups[0], groups[1], cols))
-    dagger = any(
-        f.method == "exchangeable" and methods.get(f.key) == "tasks" for g in groups for f in figures(g)
-    )
-    note = (
-        '<p class="ci">† p^k under exchangeability: that group has no repeated attempts.</p>'
-        if dagger
-        else ""
-    )
-    sortable = "" if delta else ' class="sortable"'
-    failing_head = (
-        '<th title="conversations with a failure mode; the link opens their list">failing</th>'
-        if links is not None
-        else ""
-    )
-    return (
-        f'<div class="wide"><table{sortable} id="{escape(table_id)}"><thead><tr><th>{escape(first)}'
-        f"</th><th>conversations</th><th>graded</th>{failing_head}{head}</tr></thead>"
-        f"<tbody>{''.join(body)}</tbody></table></div>{note}"
-    )
 
 
 def _banner(report: Report) -> str:
@@ -180,7 +85,7 @@ def _cards(group: GroupStats) -> str:
     cards = [
         (
             f'<div class="card"><div>graded</div><div class="v">{group.scored:,} / {group.conversations:,}'
-            f'</div><div class="ci">coverage {_num(cov, True)}</div></div>'
+            f'</div><div class="ci">coverage {number_text(cov, True)}</div></div>'
         )
     ]
     for f in figures(group):
@@ -188,7 +93,7 @@ def _cards(group: GroupStats) -> str:
             continue
         cards.append(
             f'<div class="card" title="{escape(f.about)}"><div>{escape(f.name)}</div>'
-            f'<div class="v">{_num(f.value)}</div><div class="ci">{_interval(f).strip() or "&nbsp;"}'
+            f'<div class="v">{number_text(f.value)}</div><div class="ci">{interval_span(f).strip() or "&nbsp;"}'
             "</div></div>"
         )
     return f'<div class="cards">{"".join(cards)}</div>'
@@ -203,8 +108,8 @@ def _exchangeable(group: GroupStats) -> str:
 
 def _evidence(group: GroupStats) -> str:
     rows = "".join(
-        f'<tr><td>{escape(kind)}</td>{_count(r.count)}<td class="num" data-v="{r.rate or 0!r}">'
-        f'{_num(r.rate, True)} <span class="ci">[{_num(r.lower, True)}, {_num(r.upper, True)}]</span>'
+        f'<tr><td>{escape(kind)}</td>{count_cell(r.count)}<td class="num" data-v="{r.rate or 0!r}">'
+        f'{number_text(r.rate, True)} <span class="ci">[{number_text(r.lower, True)}, {number_text(r.upper, True)}]</span>'
         "</td></tr>"
         for kind, r in group.failure_rates.items()
     )

@@ -19,7 +19,8 @@ from agentwatch.report.build import build_report
 from agentwatch.report.cases import CaseKeeper
 from agentwatch.report.charts import curve_figure
 from agentwatch.report.figures import figures
-from agentwatch.report.html import group_table, render_html
+from agentwatch.report.html import render_html
+from agentwatch.report.html_tables import group_table
 from agentwatch.report.model import BootstrapEstimate, GroupStats
 from agentwatch.scorers import ConversationScorer
 from agentwatch.wire.schema import Conversation, ConversationScore, Outcome, OutcomeSource
