@@ -5,7 +5,9 @@ the last `<command>` tags hold. mini-swe-agent takes the one match of its `actio
 more than one is a format error), the run's own where its config logs one. A pattern ending in a literal closing
 (```` \\n``` ````, `</mswea_bash_command>`) is searched only up to the last closing the text holds: each opening
 after it would be searched to the end of the text for nothing, and a message of 20,000 unclosed openings took a
-minute per pattern; the matches are the same.
+minute per pattern; the matches are the same. A run's own pattern comes with the file, so it is matched by RE2,
+in time linear in the text whatever the pattern (Python's `re` took minutes on `(a+)+b` against 32 a's), unless
+RE2 does not take it (lookaround, backreferences): then by `re`, as mini-swe-agent matches it.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ import re
 from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
+
+import re2
 
 
 class TrajectoryError(ValueError):
@@ -73,8 +77,20 @@ def _closing(pattern: str) -> str:
     return "".join(tail)
 
 
+# RE2 as mini-swe-agent's DOTALL reads a pattern; a pattern it refuses is an error to fall back on, not a log line.
+_RE2_OPTIONS = re2.Options()
+_RE2_OPTIONS.dot_nl = True
+_RE2_OPTIONS.log_errors = False
+
+
 @lru_cache(maxsize=64)
-def _compiled(pattern: str) -> tuple[re.Pattern[str], str]:
+def _compiled(pattern: str) -> tuple[Any, str]:
+    """`pattern` compiled with DOTALL (a run's own pattern by RE2 where RE2 takes it) and its literal closing."""
+    if pattern not in MINI_PATTERNS:
+        try:
+            return re2.compile(pattern, _RE2_OPTIONS), _closing(pattern)
+        except re2.error:
+            pass  # lookaround or a backreference: Python's re, as mini-swe-agent itself
     return re.compile(pattern, re.DOTALL), _closing(pattern)
 
 

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from agentwatch.cli import app
 from agentwatch.importers.openai_chat import ChatFormatError, conversation_from_record, read_chat_lines
 from agentwatch.importers.swe_agent import SIGNAL
-from agentwatch.importers.swe_commands import MINI_PATTERNS, mini_command
+from agentwatch.importers.swe_commands import MINI_PATTERNS, mini_command, mini_patterns
 from agentwatch.wire.schema import Conversation
 from agentwatch.wire.transcripts import LineError
 
@@ -111,6 +111,41 @@ def test_a_message_of_many_unclosed_command_blocks_is_read_in_linear_time(openin
     )
     conv = conversation_from_record(record, "m")
     assert [c[1] for c in _calls(conv)] == [{"command": "ls"}]
+
+
+@pytest.mark.timeout(30)  # a hang guard, not a timing: Python's re doubles its time with every "a" here
+def test_a_runs_own_backtracking_action_regex_is_read_in_linear_time() -> None:
+    """A pattern comes with the file: `((?:a+)+)` before a closing that is not there backtracks 2^n ways in
+    Python's re (0.08 s at 22 a's, hours at 40); RE2 finds the same commands at once."""
+    record = _with_regex(r"<run>((?:a+)+)</run>")
+    record["messages"] = [
+        *record["messages"][:2],
+        {"role": "assistant", "content": "<run>" + "a" * 40 + "X"},
+        {"role": "user", "content": "format error"},
+        {"role": "assistant", "content": "<run>aaa</run>"},
+        {"role": "user", "content": "<returncode>0</returncode>"},
+    ]
+    conv = conversation_from_record(record, "m")
+    assert [c[1] for c in _calls(conv)] == [{"command": "aaa"}]
+
+
+def test_a_runs_own_action_regex_finds_what_re_findall_finds() -> None:
+    """RE2 reads a run's pattern as mini-swe-agent's re.findall with DOTALL does; one RE2 refuses (lookbehind)
+    is still read, by re."""
+    texts = [
+        "THOUGHT\n```sh\nls -a\n```",
+        "```sh\nls\n``` and ```sh\npwd\n```",
+        "no block",
+        "```sh\n\u00e9\n```",
+    ]
+    for pattern in (r"```sh\n(.*?)\n```", r"```sh\n.*?```", r"(?<=```sh\n)(.*?)\n```"):
+        for text in texts:
+            found = [a.strip() for a in re.findall(pattern, text, re.DOTALL)]
+            expected = found[0] if len(found) == 1 else None
+            assert mini_command({"content": text}, mini_patterns(_with_regex(pattern))) == expected, (
+                pattern,
+                text,
+            )
 
 
 def test_the_command_patterns_find_what_re_findall_finds() -> None:
