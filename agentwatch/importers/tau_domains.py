@@ -17,11 +17,11 @@ that change its database (`mutates_state`) are the writes, among its agent tools
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["DOMAINS", "Domain", "domain_of", "effect_free_patterns", "fit_to_domain"]
+__all__ = ["DOMAINS", "UNUSED_ARGUMENTS", "Domain", "domain_of", "effect_free_patterns", "fit_to_domain"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -226,6 +226,24 @@ DOMAINS: dict[str, Domain] = {
 }
 
 
+def _no_bag_charged(arguments: dict[str, Any]) -> bool:
+    """airline's `update_reservation_baggages` charges 50 for each non-free bag past the reservation's: with
+    `nonfree_baggages` 0 it charges nothing, whatever the reservation holds."""
+    value = arguments.get("nonfree_baggages")
+    return type(value) in (int, float) and value == 0
+
+
+# Per environment, (write, argument, when): an argument the write's effect does not depend on where `when` holds of
+# the call's arguments. It must still name something that exists (else the environment refuses the call), but
+# which one leaves the database the same: airline's `update_reservation_baggages` writes the payment method only
+# into a payment it records when it charges, and charged nothing a gift card is "charged" 0 (τ-bench's
+# `update_reservation_baggages.py` at 59a200c; τ²-bench's `update_reservation_baggages` and `_payment_for_update`
+# at a2c0247).
+UNUSED_ARGUMENTS: dict[str, tuple[tuple[str, str, Callable[[dict[str, Any]], bool]], ...]] = {
+    "airline": (("update_reservation_baggages", "payment_id", _no_bag_charged),),
+}
+
+
 def domain_of(ground_truth_tools: Iterable[str]) -> str | None:
     """The one standard environment whose tools include every ground-truth tool named, or None."""
     named = set(ground_truth_tools)
@@ -243,8 +261,9 @@ def effect_free_patterns(domain: str) -> list[str]:
 def fit_to_domain(policy: dict[str, Any], domain: str, formerly: bool = False) -> None:
     """A policy of a task of `domain` whose reward reads the final state, fitted to what the environment records:
     its other tools read-only, an expected call it does not record left out unless required (a tool the names
-    alone took for a write, `unlock_discoverable_agent_tool`), and the writes it records even when they fail
-    forbidden where the ground truth does not make them (any call of one changes the state the reward reads);
+    alone took for a write, `unlock_discoverable_agent_tool`), the writes it records even when they fail
+    forbidden where the ground truth does not make them (any call of one changes the state the reward reads), and an
+    argument the write's effect does not depend on there (`UNUSED_ARGUMENTS`) ignored;
     `formerly`: the run was rewarded by the grading that recorded `formerly_recorded` calls too."""
     env = DOMAINS[domain]
     policy["read_only_tools"] = effect_free_patterns(domain)
@@ -254,6 +273,10 @@ def fit_to_domain(policy: dict[str, Any], domain: str, formerly: bool = False) -
         if t.get("required") is True
         or not all(n in env.other for n in (t["name"], *t.get("alternatives", ())))
     ]
+    for tool in policy["tools"]:
+        for name, argument, unused in UNUSED_ARGUMENTS.get(domain, ()):
+            if tool["name"] == name and argument in tool["arguments"] and unused(tool["arguments"]):
+                tool["match"] = dict(sorted({**tool.get("match", {}), argument: "ignore"}.items()))
     expected = {name for t in policy["tools"] for name in (t["name"], *t.get("alternatives", ()))}
     forbidden = sorted((env.recorded | env.formerly_recorded if formerly else env.recorded) - expected)
     if forbidden:

@@ -15,6 +15,7 @@ from agentwatch.importers.tau_domains import DOMAINS
 from agentwatch.importers.tau_refusals import excuse_refused, refused_from_start
 from agentwatch.scorers import ConversationScorer
 from agentwatch.wire.schema import Conversation
+from tests.support.tau2_simulations import tau2_call, tau2_simulation
 
 ITEMS = ["4579334072", "6117189161", "4947717507"]
 # τ-bench's retail task 12 (and τ²-bench's before its 2026 task fixes): a refund to PayPal of an order paid by
@@ -84,28 +85,19 @@ def test_only_plain_expected_writes_are_excused() -> None:
     assert [t.get("required") for t in policy["tools"]] == [False, None, True, None]
 
 
-def _call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    return {"requestor": "assistant", "name": name, "arguments": arguments}
+_call = tau2_call
 
 
 def _simulation(task_id: str, calls: list[dict[str, Any]]) -> dict[str, Any]:
     """The agent looks the order up, makes `calls` (each answered) and hands off; the user ends."""
-    made: list[dict[str, Any]] = []
-    for i, call in enumerate([_call("get_order_details", {"order_id": "#W5490111"}), *calls]):
-        made.append({"role": "assistant", "content": None, "tool_calls": [{"id": f"c{i}", **call}]})
-        made.append({"role": "tool", "id": f"c{i}", "content": '{"status": "ok"}'})
-    return {
-        "id": f"s-{task_id}",
-        "task_id": task_id,
-        "trial": 0,
-        "messages": [
-            {"role": "assistant", "content": "Hi! How can I help?"},
-            {"role": "user", "content": "Return my items from #W5490111 and refund them to PayPal."},
-            *made,
-            {"role": "assistant", "content": "Refunds go to the original payment method; I transfer you."},
-            {"role": "user", "content": "###TRANSFER###"},
-        ],
-    }
+    return tau2_simulation(
+        task_id,
+        [_call("get_order_details", {"order_id": "#W5490111"}), *calls],
+        "Return my items from #W5490111 and refund them to PayPal.",
+        "Refunds go to the original payment method; I transfer you.",
+        "###TRANSFER###",
+        '{"status": "ok"}',
+    )
 
 
 def _grade(
