@@ -46,6 +46,7 @@ from agentwatch.wire.transcripts import UTF8_BOM, TranscriptFileError, open_bina
 SIGNAL = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"  # mini-swe-agent ends a run whose output starts with this
 SUBMIT = "submit"  # SWE-agent's command that ends a run; mini-swe-agent's completion is read as one too
 MINI_TOOL = "bash"  # mini-swe-agent's one tool (`BASH_TOOL` in its tool-calling mode)
+MAX_COMMAND_NAME = 64  # characters of a SWE-agent call's name; commands and programs are named in far fewer
 _DOCUMENT_HEAD = 1 << 16
 _STREAM_ERRORS = (OSError, EOFError, zlib.error)  # what reading a damaged gzip file raises
 
@@ -143,6 +144,13 @@ def _steps(record: dict[str, Any], history: list[Any], task: int | None) -> Iter
         yield (*pending, False)
 
 
+def command_name(command: str) -> str:
+    """The name of a SWE-agent call: its command's first word, cut at `MAX_COMMAND_NAME` characters (a
+    one-word command of megabytes would otherwise name its tool with megabytes, which every grader reads)."""
+    word = command.split(None, 1)[0]
+    return word if len(word) <= MAX_COMMAND_NAME else word[: MAX_COMMAND_NAME - 1] + "…"
+
+
 def _swe_agent(record: dict[str, Any]) -> tuple[list[dict[str, Any]], list[str]]:
     """A SWE-agent trajectory as chat messages, and notes."""
     history = record.get("history", [])
@@ -152,7 +160,7 @@ def _swe_agent(record: dict[str, Any]) -> tuple[list[dict[str, Any]], list[str]]
     task = instructions(history, chat, "history message")
     for command, result, has_result in _steps(record, history, task):
         if command:
-            chat.call(command.split(None, 1)[0], command.strip(), result, has_result)
+            chat.call(command_name(command), command.strip(), result, has_result)
         else:
             chat.words(_text(result))
     info = record.get("info")

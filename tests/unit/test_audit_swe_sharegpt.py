@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from agentwatch.cli import app
 from agentwatch.importers.openai_chat import ChatFormatError, conversation_from_record, read_chat_lines
-from agentwatch.importers.swe_agent import SIGNAL
+from agentwatch.importers.swe_agent import MAX_COMMAND_NAME, SIGNAL, command_name
 from agentwatch.importers.swe_commands import MINI_PATTERNS, mini_command, mini_patterns
 from agentwatch.wire.schema import Conversation
 from agentwatch.wire.transcripts import LineError
@@ -307,3 +307,24 @@ def test_a_message_type_that_is_no_name_is_refused_with_its_line_not_a_traceback
     result = CliRunner().invoke(app, ["import", "openai-chat", str(path), "--out", str(tmp_path / "out")])
     assert result.exit_code == 2, result.output
     assert "typed.jsonl:1:" in result.output and "Traceback" not in result.output
+
+
+def test_a_swe_agent_command_of_one_long_word_names_its_call_with_a_cut_word() -> None:
+    """The call's name is the command's first word; a word of a megabyte is cut there, the command kept whole."""
+    blob = "x" * 1_000_000
+    for command, name in ((blob, "x" * (MAX_COMMAND_NAME - 1) + "…"), ("open a.py 10", "open")):
+        assert command_name(command) == name
+    record = {
+        "history": [
+            {"role": "system", "content": "You are an agent."},
+            {"role": "user", "content": "Fix the bug."},
+            {"role": "assistant", "content": "", "thought": "", "action": blob},
+            {"role": "user", "content": "command not found"},
+            {"role": "assistant", "content": "", "thought": "", "action": "submit"},
+            {"role": "user", "content": "diff"},
+        ],
+        "info": {"exit_status": "submitted"},
+    }
+    calls = _calls(conversation_from_record(record, "swe"))
+    assert [c[0] for c in calls] == ["x" * (MAX_COMMAND_NAME - 1) + "…", "submit"]
+    assert calls[0][1] == {"command": blob}
