@@ -33,30 +33,20 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentwatch.config.policies import is_constraint
-from agentwatch.scorers.arguments import canonical_json
 from agentwatch.scorers.differences import ABSENT, Difference, closest, shown
+from agentwatch.scorers.made_calls import (
+    MadeCall,
+    canonical,
+    lookups_latest_first,
+    shown_already,
+    state_changes,
+)
 from agentwatch.scorers.matching import match_pairs
 from agentwatch.scorers.names import NameNormalizer
 from agentwatch.scorers.tool_kinds import EFFECT, ToolKinds
 from agentwatch.wire.json_text import MAX_NESTING, deeper_than
-from agentwatch.wire.schema import ArgumentDifference, Conversation, ToolCall
+from agentwatch.wire.schema import ArgumentDifference
 from agentwatch.wire.values import read_structured
-
-
-@dataclass(slots=True)
-class MadeCall:
-    """A call of the conversation as the effects grader sees it."""
-
-    call: ToolCall
-    name: str  # normalised
-    kind: str  # read_only, handoff or effect
-    turn: int
-
-    @property
-    def ok(self) -> bool:
-        """The call did not return an error (so it did what it does)."""
-        return self.call.error is None
 
 
 @dataclass(slots=True)
@@ -188,16 +178,6 @@ class CallsFound:
         return out
 
 
-def made_calls(conv: Conversation, names: NameNormalizer, kinds: ToolKinds) -> list[MadeCall]:
-    """Every call of the conversation, in order, with its normalised name and kind."""
-    out: list[MadeCall] = []
-    for i, turn in enumerate(conv.turns):
-        for call in turn.tool_calls:
-            name = names(call.name)
-            out.append(MadeCall(call, name, kinds.of(call, name), i))
-    return out
-
-
 def wanted_calls(
     specs: Sequence[Any], names: NameNormalizer, kinds: ToolKinds, made: Sequence[MadeCall]
 ) -> list[WantedCall]:
@@ -259,7 +239,7 @@ def replacement_pairs(args: Any, source: str, target: str) -> list[tuple[str, st
     a, b = _as_list(args.get(source)), _as_list(args.get(target))
     if not isinstance(a, list) or not isinstance(b, list) or len(a) != len(b):
         return None
-    pairs = [(_canonical(x), _canonical(y)) for x, y in zip(a, b, strict=True)]
+    pairs = [(canonical(x), canonical(y)) for x, y in zip(a, b, strict=True)]
     return sorted(pair for pair in pairs if pair[0] != pair[1])
 
 
@@ -274,59 +254,12 @@ def same_replacements(expected: Any, used: Any, source: str, target: str) -> boo
     return want is not None and want == have
 
 
-_RECORD_FIELDS = 3  # a result with fewer fields may be an acknowledgement a lookup can return too
-
-
-def _record_key(call: ToolCall, result: dict[str, Any]) -> tuple[frozenset[Any], frozenset[Any]]:
-    """Which record `result` is: its keys (its kind), and the ids the call names that it holds at its top with the
-    same value (`order_id` of `get_order_details(order_id)` and of `modify_pending_order_address(order_id, …)`):
-    two orders of one user are two records, and a write of one between does not hide that the other is as last
-    seen. Only ids: a value the call sets (a cabin) is the record's state, not which record it is."""
-    named = frozenset(
-        (k, v)
-        for k, v in call.arguments.items()
-        if _is_id(k) and isinstance(v, (str, int)) and not isinstance(v, bool) and result.get(k, _ABSENT) == v
-    )
-    return frozenset(result), named
-
-
-_ABSENT = object()
-
-
-def _is_id(name: str) -> bool:
-    """Whether an argument's name says it is an id (`id`, `order_id`, `orderId`)."""
-    return name.lower() == "id" or name.lower().endswith(("_id", "-id")) or name.endswith("Id")
-
-
-def _changes(made: Sequence[MadeCall]) -> list[bool]:
-    """For each call, whether it changed the state: a successful call with effects, unless it returned a record (an
-    object of `_RECORD_FIELDS` fields or more, not an acknowledgement such as `{"status": "sent"}`) exactly as the
-    latest call returning that record (`_record_key`), a lookup or a write, returned it: the state it leaves is the
-    state already seen. One pass; only a write's record and the one before it are written as JSON."""
-    latest: dict[tuple[frozenset[Any], frozenset[Any]], dict[str, Any]] = {}  # a record -> its latest state
-    out: list[bool] = []
-    for m in made:
-        result = m.call.result
-        if not (m.ok and isinstance(result, dict) and len(result) >= _RECORD_FIELDS):
-            out.append(m.ok and m.kind == EFFECT)
-            continue
-        key = _record_key(m.call, result)
-        seen = latest.get(key)
-        out.append(m.kind == EFFECT and (seen is None or _canonical(seen) != _canonical(result)))
-        latest[key] = result
-    return out
-
-
 def _writable(value: Any) -> Any:
     """A value as a score record carries it: one nested deeper than `MAX_NESTING` (which a transcript may hold)
     is said in words, as the record could not be written with it."""
     if isinstance(value, (dict, list)) and deeper_than(value, MAX_NESTING):
         return f"<a value nested deeper than {MAX_NESTING} levels>"
     return value
-
-
-def _canonical(value: Any) -> str:
-    return canonical_json(value, (", ", ": "))
 
 
 def _short(value: Any) -> str:
@@ -346,7 +279,7 @@ def check_calls(
     """Compare expected calls with the calls made (see the module docstring); `differ` says where a call made
     differs from an expected one (for the reasons of the expected calls that did not happen)."""
     found = CallsFound()
-    changes = _changes(made)
+    changes = state_changes(made)
     done_at = [k for k, m in enumerate(made) if m.ok]
     done = [made[k] for k in done_at]
     # the calls of each tool name, in order: an expectation is only ever compared with the calls of its names
@@ -379,8 +312,8 @@ def check_calls(
             found.refused.append((w, made[at]))
             continue
         if lookups is None:
-            lookups = _lookups(made)
-        shown_by, examined = _shown_already(w.spec, lookups, budget)
+            lookups = lookups_latest_first(made)
+        shown_by, examined = shown_already(w.spec, lookups, budget)
         budget -= examined
         if shown_by is not None:
             found.unchanged.append((w, shown_by))
@@ -397,58 +330,6 @@ def check_calls(
     if not found.missing and order != "any" and wanted:
         found.order = _order_broken(wanted, pairs, done, made, fits, order)
     return found
-
-
-def _lookups(made: Sequence[MadeCall]) -> list[tuple[MadeCall, dict[str, str]]]:
-    """The successful calls with arguments, latest first, each with its arguments as canonical JSON."""
-    return [
-        (m, {str(k): _canonical(v) for k, v in m.call.arguments.items()})
-        for m in reversed(made)
-        if m.ok and m.call.arguments
-    ]
-
-
-def _shown_already(
-    spec: Any, lookups: Sequence[tuple[MadeCall, dict[str, str]]], budget: int
-) -> tuple[MadeCall | None, int]:
-    """The latest successful call addressing the record an expected write addresses, when its result shows the
-    write's other values already (the write would change nothing), else None; and the calls looked at (none
-    once `budget` is spent: the write then counts as missing).
-
-    A call addresses the record when its arguments are some of the write's, with the same values, and nothing else
-    (`get_user_details(user_id)` for `modify_user_address(user_id, address1, ...)`; a lookup of an order by its
-    id does not address its user, though it holds the user's id and an address). The values must be in the
-    record itself or in one object directly in it, all in the same one, equal as JSON; a write with a
-    constraint for a value, or with no value beside the record's address, is never taken as shown.
-    `lookups`: from `_lookups`."""
-    args = getattr(spec, "arguments", None)
-    if (
-        len(lookups) > budget
-        or not isinstance(args, dict)
-        or len(args) < 2
-        or any(is_constraint(v) for v in args.values())
-    ):
-        return None, 0
-    wanted = {str(k): _canonical(v) for k, v in args.items()}
-    for n, (m, called) in enumerate(lookups, 1):
-        if len(called) >= len(wanted) or any(wanted.get(k) != v for k, v in called.items()):
-            continue  # another record, or not a lookup of one
-        rest = {k: v for k, v in wanted.items() if k not in called}
-        return (m if _holds(m.call.result, rest) else None), n  # the latest look at the record decides
-    return None, len(lookups)
-
-
-def _holds(result: Any, values: Mapping[str, str]) -> bool:
-    """Whether a result (an object, or its JSON text) or one object directly in it has every key of `values`
-    with that value (canonical JSON)."""
-    if isinstance(result, str):
-        result = read_structured(result)[0]
-    if not isinstance(result, dict):
-        return False
-    for node in (result, *(v for v in result.values() if isinstance(v, dict))):
-        if all(k in node and _canonical(node[k]) == v for k, v in values.items()):
-            return True
-    return False
 
 
 def _by_name(calls: Sequence[MadeCall]) -> dict[str, list[int]]:

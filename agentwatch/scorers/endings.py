@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
-from agentwatch.scorers.effects import MadeCall
+from agentwatch.scorers.made_calls import MadeCall
 from agentwatch.scorers.names import NameNormalizer
 from agentwatch.scorers.tool_kinds import HANDOFF, ToolKinds
 from agentwatch.wire.schema import Turn

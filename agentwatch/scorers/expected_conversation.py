@@ -19,9 +19,10 @@ from dataclasses import dataclass
 from agentwatch.scorers.answer import grade_answer
 from agentwatch.scorers.arguments import values_match
 from agentwatch.scorers.differences import Difference, argument_differences
-from agentwatch.scorers.effects import Graded, MadeCall, WantedCall, check_calls, made_calls, wanted_calls
+from agentwatch.scorers.effects import Graded, WantedCall, check_calls, wanted_calls
 from agentwatch.scorers.endings import ending_reasons
 from agentwatch.scorers.graders import forbidden_called
+from agentwatch.scorers.made_calls import MadeCall, made_calls
 from agentwatch.scorers.names import NameNormalizer
 from agentwatch.scorers.outputs import outputs_reasons
 from agentwatch.scorers.tool_kinds import ToolKinds

@@ -23,7 +23,6 @@ from agentwatch.scorers.differences import Difference, argument_differences
 from agentwatch.scorers.effects import (
     Graded,
     check_calls,
-    made_calls,
     replacement_pairs,
     same_replacements,
     wanted_calls,
@@ -31,6 +30,7 @@ from agentwatch.scorers.effects import (
 from agentwatch.scorers.endings import ending_reasons
 from agentwatch.scorers.globs import selects
 from agentwatch.scorers.graders import expected_repeats, forbidden_called
+from agentwatch.scorers.made_calls import made_calls
 from agentwatch.scorers.names import NameNormalizer
 from agentwatch.scorers.outputs import outputs_reasons
 from agentwatch.scorers.tool_kinds import ToolKinds

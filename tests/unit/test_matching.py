@@ -8,14 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentwatch.config import TaskPolicy
-from agentwatch.scorers.effects import (
-    CLOSEST_BUDGET,
-    MadeCall,
-    WantedCall,
-    check_calls,
-    made_calls,
-    wanted_calls,
-)
+from agentwatch.scorers.effects import CLOSEST_BUDGET, WantedCall, check_calls, wanted_calls
+from agentwatch.scorers.made_calls import MadeCall, made_calls
 from agentwatch.scorers.matching import match_pairs
 from agentwatch.scorers.policy import grade_policy, tool_fits
 from tests.unit.test_scorers_effects import KINDS, NAMES, call, conv
