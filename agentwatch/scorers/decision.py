@@ -13,7 +13,7 @@ from agentwatch.config import OutcomeCredits, ScoringConfig
 from agentwatch.config.policies import TaskPolicy
 from agentwatch.judge.verdict import JudgeVerdict
 from agentwatch.scorers.cost import CostResult
-from agentwatch.scorers.hallucination import Evidence
+from agentwatch.scorers.grounding import Evidence
 from agentwatch.scorers.judged import judged_outcome
 from agentwatch.scorers.outcome import OutcomeFacts, asr_credit, decide_outcome
 from agentwatch.scorers.relabel import label_grades

@@ -9,7 +9,8 @@ from agentwatch.config import ScoringConfig
 from agentwatch.scorers.answer import grade_answer
 from agentwatch.scorers.endings import handed_off
 from agentwatch.scorers.graders import forbidden_called, loops
-from agentwatch.scorers.hallucination import SEARCH_BUDGET, Evidence, find_hallucinations
+from agentwatch.scorers.grounding import SEARCH_BUDGET, Evidence
+from agentwatch.scorers.hallucination import find_hallucinations
 from agentwatch.scorers.names import NameNormalizer
 from agentwatch.scorers.outcome import OutcomeFacts
 from agentwatch.scorers.outputs import missing_outputs

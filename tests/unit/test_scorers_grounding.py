@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 from agentwatch.config import HANDOFF_TOOLS, READ_ONLY_TOOLS, NameNormalization
 from agentwatch.scorers import score_conversation
 from agentwatch.scorers.derived_numbers import Derivations, _has, list_totals
-from agentwatch.scorers.hallucination import Evidence, _Known, find_hallucinations
+from agentwatch.scorers.grounding import Evidence
+from agentwatch.scorers.hallucination import _Known, find_hallucinations
 from agentwatch.scorers.names import NameNormalizer
 from agentwatch.scorers.text import AnswerText
 from agentwatch.scorers.tool_kinds import READ_ONLY, ToolKinds
