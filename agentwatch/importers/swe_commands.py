@@ -6,8 +6,9 @@ more than one is a format error), the run's own where its config logs one. A pat
 (```` \\n``` ````, `</mswea_bash_command>`) is searched only up to the last closing the text holds: each opening
 after it would be searched to the end of the text for nothing, and a message of 20,000 unclosed openings took a
 minute per pattern; the matches are the same. A run's own pattern comes with the file, so it is matched by RE2,
-in time linear in the text whatever the pattern (Python's `re` took minutes on `(a+)+b` against 32 a's), unless
-RE2 does not take it (lookaround, backreferences): then by `re`, as mini-swe-agent matches it.
+in time linear in the text whatever the pattern (with Python's `re`, `((?:a+)+)` before a closing that is not there
+took 0.08 s at 22 a's and twice as long with every two more), unless RE2 does not take it (lookaround,
+backreferences): then by `re`, as mini-swe-agent matches it.
 """
 
 from __future__ import annotations

@@ -137,6 +137,7 @@ def test_a_runs_own_action_regex_finds_what_re_findall_finds() -> None:
         "```sh\nls\n``` and ```sh\npwd\n```",
         "no block",
         "```sh\n\u00e9\n```",
+        "```sh\ncd src\npytest -x\n```",  # a command of two lines: DOTALL
     ]
     for pattern in (r"```sh\n(.*?)\n```", r"```sh\n.*?```", r"(?<=```sh\n)(.*?)\n```"):
         for text in texts:
