@@ -1,6 +1,7 @@
 """The intervals over units that need no model of how units differ, which `agentwatch.stats.units` uses alone or
 in a hull with the hierarchical one: the nonparametric interval (Jeffreys' Beta around the units' mean value with
-the design effect, holding Clopper-Pearson's bounds at up to two successes or failures) and, where the units look alike, the pooled rate's.
+the design effect, holding Clopper-Pearson's bounds at up to two successes or failures) and, where the units
+look alike, the pooled rate's.
 
 Pure functions over arrays, one group per row; the reasons and the figures are in `agentwatch.stats.units`.
 """

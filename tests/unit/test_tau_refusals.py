@@ -85,14 +85,11 @@ def test_only_plain_expected_writes_are_excused() -> None:
     assert [t.get("required") for t in policy["tools"]] == [False, None, True, None]
 
 
-_call = tau2_call
-
-
 def _simulation(task_id: str, calls: list[dict[str, Any]]) -> dict[str, Any]:
     """The agent looks the order up, makes `calls` (each answered) and hands off; the user ends."""
     return tau2_simulation(
         task_id,
-        [_call("get_order_details", {"order_id": "#W5490111"}), *calls],
+        [tau2_call("get_order_details", {"order_id": "#W5490111"}), *calls],
         "Return my items from #W5490111 and refund them to PayPal.",
         "Refunds go to the original payment method; I transfer you.",
         "###TRANSFER###",
@@ -116,7 +113,7 @@ def _grade(
 
 
 def _task(task_id: str, *writes: dict[str, Any]) -> dict[str, Any]:
-    lookup = _call("get_order_details", {"order_id": "#W5490111"})
+    lookup = tau2_call("get_order_details", {"order_id": "#W5490111"})
     return {"id": task_id, "evaluation_criteria": {"actions": [lookup, *writes], "reward_basis": ["DB"]}}
 
 
@@ -126,12 +123,12 @@ def test_an_agent_that_does_not_make_a_refused_ground_truth_write_passes() -> No
     the valid refund in the ground truth instead, the same conversation still fails (the write is missing);
     and an expected write with an alternative stays required."""
     tasks = [
-        _task("12", _call("return_delivered_order_items", PAYPAL_RETURN)),
-        _task("valid", _call("return_delivered_order_items", CARD_RETURN)),
+        _task("12", tau2_call("return_delivered_order_items", PAYPAL_RETURN)),
+        _task("valid", tau2_call("return_delivered_order_items", CARD_RETURN)),
         _task(
             "64",
-            _call("exchange_delivered_order_items", PENDING),
-            _call("modify_pending_order_items", PENDING),
+            tau2_call("exchange_delivered_order_items", PENDING),
+            tau2_call("modify_pending_order_items", PENDING),
         ),
     ]
     sims = [_simulation("12", []), _simulation("valid", []), _simulation("64", [])]

@@ -13,15 +13,13 @@ from tests.support.tau2_simulations import tau2_call, tau2_simulation
 
 
 def _bags(nonfree: int, payment: str, total: int = 2) -> dict[str, Any]:
-    return {
-        "name": "update_reservation_baggages",
-        "arguments": {
-            "reservation_id": "ZFA04Y",
-            "total_baggages": total,
-            "nonfree_baggages": nonfree,
-            "payment_id": payment,
-        },
+    arguments = {
+        "reservation_id": "ZFA04Y",
+        "total_baggages": total,
+        "nonfree_baggages": nonfree,
+        "payment_id": payment,
     }
+    return tau2_call("update_reservation_baggages", arguments)
 
 
 def _simulation(task_id: str, call: dict[str, Any]) -> dict[str, Any]:
@@ -29,7 +27,7 @@ def _simulation(task_id: str, call: dict[str, Any]) -> dict[str, Any]:
     lookup = tau2_call("get_reservation_details", {"reservation_id": "ZFA04Y"})
     return tau2_simulation(
         task_id,
-        [lookup, {"requestor": "assistant", **call}],
+        [lookup, call],
         "Please add a bag to reservation ZFA04Y.",
         "Done: reservation ZFA04Y now has 2 bags.",
         "Thanks! ###STOP###",
