@@ -34,7 +34,8 @@ import yaml
 from confluent_kafka import KafkaError
 from prometheus_client import CollectorRegistry
 
-from agentwatch.collector.metrics import JudgeMetrics, PipelineStats, register
+from agentwatch.collector.judge_metrics import JudgeMetrics
+from agentwatch.collector.metrics import PipelineStats, register
 from agentwatch.config import AlertsConfig, AnchorsConfig, Settings
 from agentwatch.exporters.estimator import Estimator
 from agentwatch.exporters.exposition import Exposition
