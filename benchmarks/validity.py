@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import tempfile
 import time
 from pathlib import Path
@@ -43,10 +44,18 @@ def _agreement(title: str, a: Agreement, show: int) -> None:
     print(f"   {'verdict fail':>14} {a.false_fail:>13} {a.true_fail:>13}")
     if a.unscored:
         print(f"   unscored (left out): {a.unscored}")
-    print(
-        f"   agreement {a.agreement:.1%} ({a.true_pass + a.true_fail}/{a.n}); Cohen's kappa {a.kappa:.3f}, "
-        f"95% interval [{lo:.3f}, {hi:.3f}] (tasks resampled)"
-    )
+    if a.n == 0:
+        print("   no conversation graded")
+        return
+    if math.isnan(a.kappa):  # chance agreement 1: every outcome, or every verdict, is one class
+        kappa = "Cohen's kappa undefined (the outcomes or the verdicts are all one class)"
+    else:
+        kappa = f"Cohen's kappa {a.kappa:.3f}, " + (
+            "95% interval undefined (no resample of the tasks has both classes)"
+            if math.isnan(lo)
+            else f"95% interval [{lo:.3f}, {hi:.3f}] (tasks resampled)"
+        )
+    print(f"   agreement {a.agreement:.1%} ({a.true_pass + a.true_fail}/{a.n}); {kappa}")
     if a.false_fail_reasons:
         leading = ", ".join(f"{code} {n}" for code, n in a.false_fail_reasons.most_common(6))
         print(f"   failed but really succeeded, reasons (conversations): {leading}")
@@ -64,8 +73,10 @@ def _detectors(a: Agreement, failing: set[str]) -> None:
     )
     for name, r in a.detectors.items():
         lo, hi = r.false_fail_interval()
-        share = f"{r.on_success}/{r.successes} = {r.false_fail_rate:.1%} [{lo:.1%}, {hi:.1%}]"
-        catches = f"{r.on_failure}/{r.failures} = {r.catch_rate:.1%}"
+        share = f"{r.on_success}/{r.successes}" + (
+            f" = {r.false_fail_rate:.1%} [{lo:.1%}, {hi:.1%}]" if r.successes else " (no real success)"
+        )
+        catches = f"{r.on_failure}/{r.failures}" + (f" = {r.catch_rate:.1%}" if r.failures else " (none)")
         print(f"   {name:<14} {'yes' if name in failing else 'no':>6} {share:>48} {catches:>17}")
 
 

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from agentwatch.config import Settings
 from agentwatch.importers.tau_bench import import_results
 from agentwatch.report.validity import (
+    Agreement,
     RunValidity,
     agreement,
     blind,
@@ -162,3 +163,21 @@ def test_a_file_that_is_no_run_is_reported_and_the_rest_of_the_batch_graded(tmp_
     assert [len(r.scores) for r in runs] == [FLOOR[published_runs.TAU2_AIRLINE]["n"]]
     assert [path for path, _ in refused] == [not_a_run, tmp_path / "absent.json"]
     assert refused[0][1].startswith("TauBenchFormatError: not a τ-bench results file")
+
+
+def test_a_run_of_one_class_prints_kappa_as_undefined_not_nan(capsys) -> None:
+    """A run whose every conversation really succeeded (or a run with none graded) printed `kappa nan` and
+    `0/0 = nan%`; it says what is undefined instead."""
+    from benchmarks.validity import _agreement, _detectors
+
+    every_success = Agreement(true_pass=7)
+    every_success.kappa = kappa(7, 0, 0, 0)
+    every_success.detectors["loop"].successes = 7
+    _agreement("one class", every_success, 0)
+    _detectors(every_success, {"loop"})
+    _agreement("none graded", Agreement(), 0)
+    out = capsys.readouterr().out
+    assert "nan" not in out
+    assert "Cohen's kappa undefined" in out and "100.0% (7/7)" in out
+    assert "0/7 = 0.0% [0.0%, 41.0%]" in out and "0/0 (none)" in out
+    assert "no conversation graded" in out
