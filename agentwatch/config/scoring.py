@@ -90,6 +90,12 @@ class ScoringConfig(Section):
         "where a loop does; by default it is evidence: on every real run graded it was the only failure of real "
         "successes alone (docs/scoring.md, Precision first)",
     )
+    handoff_loops_fail: bool = Field(
+        default=False,
+        description="whether a handoff called loop_threshold times with identical arguments, none refused, fails "
+        "where a loop does; by default it is evidence: the conversation was handed to a person, and on the real "
+        "runs graded such a loop was the only failure of real successes alone (docs/scoring.md, Precision first)",
+    )
     numeric_tolerance: float = Field(default=1e-6, ge=0, description="relative tolerance of numeric answers")
     partial_tool_min: float = Field(default=0.5, ge=0, le=1)
     partial_answer_min: float = Field(default=0.4, ge=0, le=1)

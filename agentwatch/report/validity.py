@@ -26,6 +26,7 @@ from scipy.special import betaincinv
 from agentwatch.config import Settings, TaskPolicy
 from agentwatch.importers.results_files import load_results, run_name
 from agentwatch.importers.tau_bench import import_results
+from agentwatch.scorers.turn import NEVER_FAILS
 from agentwatch.stats import agreement as agreement_stats
 from agentwatch.stats.units import TaskEstimate, UnitCounts, UnitsPosterior
 from agentwatch.wire.contract import DETECTORS
@@ -120,6 +121,16 @@ class Agreement:
         return self.true_pass + self.false_fail
 
 
+def _could_fail(detector: str, reasons: Sequence[str]) -> bool:
+    """Whether `detector`'s finding would fail the conversation were it in `scoring.failing_evidence`: not only
+    findings that are evidence whatever that setting says (a lookup's or a handoff's loop, none refused)."""
+    return any(
+        r.startswith(f"{detector}:")
+        or (r.startswith(f"evidence: {detector}:") and not r.endswith(NEVER_FAILS))
+        for r in reasons
+    )
+
+
 def kappa(true_pass: int, false_pass: int, false_fail: int, true_fail: int) -> float:
     """Cohen's κ of a 2×2 table of verdicts against the truth; NaN when chance agreement is 1 or nothing is rated."""
     return agreement_stats.kappa(np.array([[true_pass, false_fail], [false_pass, true_fail]]))
@@ -145,7 +156,7 @@ def agreement(
             continue
         codes = sorted({r.split(":", 1)[0] for r in score.reasons})
         for name, rates in out.detectors.items():
-            fired = name in score.evidence
+            fired = name in score.evidence and _could_fail(name, score.reasons)
             if real:
                 rates.successes += 1
                 rates.on_success += fired

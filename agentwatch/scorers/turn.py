@@ -16,7 +16,7 @@ from agentwatch.scorers.outcome import OutcomeFacts
 from agentwatch.scorers.outputs import missing_outputs
 from agentwatch.scorers.text import AnswerText
 from agentwatch.scorers.tool_correctness import ToolGrader
-from agentwatch.scorers.tool_kinds import READ_ONLY, ToolKinds
+from agentwatch.scorers.tool_kinds import EFFECT, READ_ONLY, ToolKinds
 from agentwatch.scorers.utilization import SEARCH_BUDGET as UTILIZATION_BUDGET
 from agentwatch.wire.schema import Turn
 
@@ -24,6 +24,11 @@ from agentwatch.wire.schema import Turn
 def fmt(x: float) -> str:
     """A score as reasons print it: three significant digits."""
     return f"{x:.3g}"
+
+
+# ends the reason of a loop that is evidence whatever `scoring.failing_evidence` says (a lookup's or a handoff's,
+# none refused): benchmarks.validity leaves it out of the loop's false-fail rate, which decides that setting
+NEVER_FAILS = ", none refused)"
 
 
 class TurnGrader:
@@ -162,14 +167,21 @@ class TurnGrader:
         )
         for name, count, call, refused in looped:
             said = f"turn {i}: {name} called {count} times with identical arguments"
-            if refused or sc.lookup_loops_fail or tool_kinds.of(call, name) != READ_ONLY:
+            kind = tool_kinds.of(call, name)
+            if (
+                refused
+                or kind == EFFECT
+                or (sc.lookup_loops_fail if kind == READ_ONLY else sc.handoff_loops_fail)
+            ):
                 found_here.append(("loop", said))
             else:
-                # A lookup repeated, none refused, changed nothing: evidence, not the verdict. On the real runs
-                # graded (docs/scoring.md, Precision first) such a loop was the only failure of 4 real successes
-                # and of no real failure.
+                # A lookup or a handoff repeated, none refused, changed nothing the first call had not: evidence,
+                # not the verdict. On the real runs graded (docs/scoring.md, Precision first) a lookup's loop was
+                # the only failure of 4 real successes and of no real failure; a handoff's, of 5 real successes of
+                # one agent that sent the transfer again after each "Transfer successful", and of no real failure.
                 found.add("loop")
-                reasons.append(f"evidence: loop: {said} (a lookup, none refused)")
+                what = "a lookup" if kind == READ_ONLY else "a handoff"
+                reasons.append(f"evidence: loop: {said} ({what}{NEVER_FAILS}")
         if error:
             found_here.append(("error", f"turn {i}: {error}"))
         if unanswered:

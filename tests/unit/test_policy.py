@@ -449,6 +449,37 @@ def test_a_lookup_repeated_with_its_result_each_time_is_evidence_unless_asked() 
     )
 
 
+def test_a_handoff_repeated_with_its_result_each_time_is_evidence_unless_asked() -> None:
+    """An agent that sent the transfer again after each "Transfer successful" (a LangChain agent's τ²-bench airline
+    run: 3 to 9 identical `transfer_to_human_agents` calls) handed the conversation to a person: on that run such
+    a loop failed 5 of 19 real successes and was the only failure of no real failure. It is evidence;
+    `handoff_loops_fail` makes it a loop like the others. A handoff refused each time stays a loop."""
+    handed = {
+        "name": "transfer_to_human_agents",
+        "arguments": {"summary": "wants a refund"},
+        "result": "Transfer successful",
+    }
+    base = {"id": "p", "tools": []}
+    c = conv(dict(TURN, tool_calls=[handed] * 3))
+    s = ConversationScorer(Settings.model_validate({"policies": [base]})).score(c)
+    assert s.passed is True and s.evidence == ["loop"]
+    assert (
+        "evidence: loop: turn 0: transfer_to_human_agents called 3 times with identical arguments (a handoff, "
+        "none refused)" in s.reasons
+    )
+    asked = Settings.model_validate({"policies": [base], "scoring": {"handoff_loops_fail": True}})
+    assert ConversationScorer(asked).score(c).passed is False
+    lookups_only = Settings.model_validate({"policies": [base], "scoring": {"lookup_loops_fail": True}})
+    assert ConversationScorer(lookups_only).score(c).passed is True
+    refused = dict(handed, result=None, error="Error: no agent available")
+    s = ConversationScorer(Settings.model_validate({"policies": [base]})).score(
+        conv(dict(TURN, tool_calls=[refused] * 3))
+    )
+    assert s.passed is False and any(
+        r.startswith("loop: turn 0: transfer_to_human_agents called 3 times") for r in s.reasons
+    )
+
+
 def test_evidence_fails_only_where_configured_or_asked_by_the_policy() -> None:
     """A detector outside scoring.failing_evidence leaves its finding as evidence; a policy may ask for it."""
     loop = [_write("search_flights", error="Error: timed out", q="x")] * 3  # a lookup, refused each time

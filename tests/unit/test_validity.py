@@ -26,6 +26,7 @@ from agentwatch.report.validity import (
     pooled,
     validate_run,
 )
+from agentwatch.scorers import ConversationScorer
 from agentwatch.wire.schema import Conversation, Outcome
 from tests.support import published_runs
 
@@ -181,3 +182,31 @@ def test_a_run_of_one_class_prints_kappa_as_undefined_not_nan(capsys) -> None:
     assert "Cohen's kappa undefined" in out and "100.0% (7/7)" in out
     assert "0/7 = 0.0% [0.0%, 41.0%]" in out and "0/0 (none)" in out
     assert "no conversation graded" in out
+
+
+def test_a_loop_that_is_evidence_whatever_the_setting_is_no_false_fail_of_the_loop() -> None:
+    """The loop's false-fail rate decides whether `loop` may fail conversations (`scoring.failing_evidence`); a
+    lookup's or a handoff's loop, none refused, is evidence whatever that setting says, so it is not counted there:
+    5 real successes of a LangChain agent that sent the transfer again put the loop at 5.0% pooled while it failed
+    none. A write repeated counts, and a detector outside the setting (hallucination) counts each finding."""
+    turn = {"input": "Cancel my booking", "answer": "Done."}
+
+    def looped(name: str, result: str) -> Conversation:
+        calls = [{"name": name, "arguments": {"id": "R1"}, "result": result}] * 3
+        return Conversation.model_validate(
+            {"conversation_id": name, "agent": "a", "task": "t", "turns": [dict(turn, tool_calls=calls)]}
+        )
+
+    scorer = ConversationScorer(Settings.model_validate({"policies": [{"id": "p", "tools": []}]}))
+    scores = [
+        scorer.score(looped(name, result))
+        for name, result in [
+            ("transfer_to_human_agents", "Transfer successful"),
+            ("get_reservation_details", "R1: 2 passengers"),
+            ("cancel_reservation", "cancelled"),
+        ]
+    ]
+    assert [s.evidence for s in scores] == [["loop"]] * 3
+    assert [s.passed for s in scores] == [True, True, False]
+    loop = agreement(scores, [True, True, True], resamples=10).detectors["loop"]
+    assert (loop.on_success, loop.successes) == (1, 3)
