@@ -9,7 +9,7 @@ verdicts, each detector's false-fail rate on real successes (exact 95% interval)
 failures — which decides `scoring.failing_evidence` (at most 1% pooled) — and the leading reasons of
 disagreement.
 
-    python -m benchmarks.validity [RESULTS.json[.gz] ...] [--show 20] [--logged-as DIALECT]
+    python -m benchmarks.validity [RESULTS.json[.gz] ...] [--show 20] [--logged-as DIALECT] [--tasks TASKS.json]
 
 Without files: the dev runs under ../shared/data/agent-benchmark/ (tests.support.published_runs).
 `--logged-as` first rewrites every τ-bench run as another agent strategy or API would have logged the same steps
@@ -25,6 +25,7 @@ import math
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from agentwatch.config import Settings
 from agentwatch.importers.results_files import load_results
@@ -105,13 +106,15 @@ def _logged_as(path: Path, dialect: str, folder: Path) -> Path:
     return out
 
 
-def _graded(files: list[Path], settings: Settings) -> tuple[list[RunValidity], list[tuple[Path, str]]]:
+def _graded(
+    files: list[Path], settings: Settings, tasks: Any = None
+) -> tuple[list[RunValidity], list[tuple[Path, str]]]:
     """Each file's graded run, and the files that could not be read as a run, with why: one such file in a
-    batch is reported, not the end of the batch."""
+    batch is reported, not the end of the batch. `tasks`: τ²-bench tasks for those a file lacks."""
     runs, refused = [], []
     for path in files:
         try:
-            runs.append(validate_run(path, settings))
+            runs.append(validate_run(path, settings, tasks=tasks))
         except (OSError, ValueError) as exc:  # not a results file, not JSON, not there
             refused.append((path, f"{type(exc).__name__}: {exc}"))
     return runs, refused
@@ -132,7 +135,13 @@ def main() -> None:
         choices=["react", "act", *sorted(DIALECTS)],
         help="rewrite each τ-bench run as this agent strategy or API logs the same steps, then grade it",
     )
+    parser.add_argument(
+        "--tasks",
+        type=Path,
+        help="τ²-bench's tasks file, for runs published without their tasks (leaderboard trajectory files)",
+    )
     args = parser.parse_args()
+    tasks = load_results(args.tasks) if args.tasks else None
     files = args.results or [published_runs.locate(name) for name in published_runs.ALL]
     settings = Settings()
     failing = set(settings.scoring.failing_evidence)
@@ -141,7 +150,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         if args.logged_as:
             files = [_logged_as(path, args.logged_as, Path(folder)) for path in files]
-        runs, refused = _graded(files, settings)
+        runs, refused = _graded(files, settings, tasks)
     seconds = time.perf_counter() - started
     for path, why in refused:
         print(f"\n# {path}: not graded: {why}")

@@ -102,6 +102,13 @@ def tau_bench(
         str, typer.Option(help="Agent name on every transcript and policy.")
     ] = "tau-bench-agent",
     version: Annotated[str | None, typer.Option(help="Agent version (default: the file's name).")] = None,
+    tasks: Annotated[
+        Path | None,
+        typer.Option(
+            help="τ²-bench's tasks file (data/tau2/domains/<domain>/tasks.json) for a run published without its "
+            "tasks (a leaderboard trajectory file): the tasks the file lacks are read from it.",
+        ),
+    ] = None,
 ) -> None:
     """Transcripts (task, attempt, system prompt, the reward as the outcome label) and one policy per task
     from its ground-truth actions with effects and its required outputs."""
@@ -115,6 +122,7 @@ def tau_bench(
         run_name,
         saved_run,
     )
+    from agentwatch.importers.tau2_tasks import with_tasks
     from agentwatch.importers.tau_bench import import_results
     from agentwatch.wire.transcripts import TranscriptFileError
 
@@ -126,7 +134,10 @@ def tau_bench(
         if why is not None:
             typer.echo(f"error: {why}", err=True)
             raise typer.Exit(EXIT_USAGE)
-        imported = import_results(saved_run(load_document(raw), file), agent, version or stem, stem)
+        document = saved_run(load_document(raw), file)
+        if tasks is not None:
+            document = with_tasks(document, load_document(read_bounded(tasks)))
+        imported = import_results(document, agent, version or stem, stem)
     except (TranscriptFileError, TauBenchFormatError, OSError, EOFError, zlib.error) as exc:
         typer.echo(f"error: {results}: {exc}", err=True)
         raise typer.Exit(EXIT_USAGE) from None

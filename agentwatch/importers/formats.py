@@ -27,8 +27,8 @@ WHAT: dict[str, str] = {
     "transcripts": "agentwatch transcripts (a conversation with `turns` per line)",
     "chat": "chat-format logs (a conversation of `messages` per line)",
     "tau-bench": "a τ-bench results file (a JSON array of {task_id, trial, reward, info, traj}, or one a line)",
-    "tau2-bench": "a τ²-bench results file (an object with `simulations` and `tasks`, or a header and a "
-    "simulation a line)",
+    "tau2-bench": "a τ²-bench results file (an object with `simulations` and `tasks`, a header and a "
+    "simulation a line, or a list of simulations)",
     "unknown": "no format agentwatch reads",
 }
 COMMAND: dict[str, str] = {
@@ -60,6 +60,8 @@ def kind_of(value: object) -> Kind:
             return "tau-bench"
         if "turns" in value:
             return "transcripts"
+        if isinstance(value.get("messages"), list) and "task_id" in value and "reward_info" in value:
+            return "tau2-bench"  # one simulation: a leaderboard file may hold a bare list of them
         if isinstance(value.get("messages"), list):
             return "chat"
         if is_swe_agent(value):

@@ -201,7 +201,7 @@ def _tau2_truth(task: dict[str, Any]) -> Truth:
     and `communicate_info`; none where its reward checks what a policy cannot (`unchecked_basis`)."""
     raw_criteria = task.get("evaluation_criteria")
     if not task:
-        return Truth(None, ungraded="the task is not in the file's `tasks`")
+        return Truth(None, ungraded="the task is not in the file's `tasks` (give the benchmark's: `--tasks`)")
     if not isinstance(raw_criteria, dict):
         return Truth(
             None, ungraded="the task has no evaluation criteria (τ²-bench rewards it 1 whatever happens)"

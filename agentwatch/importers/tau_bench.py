@@ -50,6 +50,7 @@ from agentwatch.importers.openai_chat import ERROR_PREFIXES, conversation_from_m
 from agentwatch.importers.policy_writer import PolicyWriter
 from agentwatch.importers.results_files import JsonLines, SavedRun, TauBenchFormatError
 from agentwatch.importers.tau2_simulations import tau2_records
+from agentwatch.importers.tau2_tasks import as_run
 from agentwatch.importers.tau_domains import DOMAINS, domain_of, fit_to_domain
 from agentwatch.importers.tau_records import (
     UNREADABLE,
@@ -121,6 +122,7 @@ def _task_id(record: dict[str, Any]) -> str:
 
 def import_results(document: Any, agent: str, version: str, prefix: str) -> Imported:
     """Transcript lines and task policies from a τ-bench or τ²-bench results document (module docstring)."""
+    document = as_run(document)
     wrapped = _wrapped_entries(document)
     if wrapped is not None:
         key, document = wrapped

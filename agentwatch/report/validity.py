@@ -19,12 +19,14 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from scipy.special import betaincinv
 
 from agentwatch.config import Settings, TaskPolicy
 from agentwatch.importers.results_files import load_results, run_name
+from agentwatch.importers.tau2_tasks import with_tasks
 from agentwatch.importers.tau_bench import import_results
 from agentwatch.scorers.turn import NEVER_FAILS
 from agentwatch.stats import agreement as agreement_stats
@@ -224,11 +226,14 @@ def _over_tasks(outcomes: Sequence[tuple[str, bool]], k: int, level: float) -> T
     return UnitsPosterior(counts).estimates([k], level)["pow"][k]
 
 
-def validate_run(path: Path, settings: Settings | None = None, resamples: int = 2000) -> RunValidity:
+def validate_run(
+    path: Path, settings: Settings | None = None, resamples: int = 2000, tasks: Any = None
+) -> RunValidity:
     """Import a τ-bench or τ²-bench results file (or a τ²-bench run saved as a directory), grade it blind by its
-    generated policies, compare."""
+    generated policies, compare; `tasks`: τ²-bench tasks for those the file lacks (`with_tasks`)."""
     name = run_name(path)
-    imported = import_results(load_results(path), "agent", name, name)
+    document = load_results(path)
+    imported = import_results(document if tasks is None else with_tasks(document, tasks), "agent", name, name)
     conversations = [Conversation.model_validate(line) for line in imported.lines]
     unlabelled, truth = blind(conversations)
     policies = [TaskPolicy.model_validate(p) for p in imported.policies]
