@@ -14,7 +14,7 @@ from typing import Any
 from agentwatch.importers.results_files import JsonLines, SavedRun, TauBenchFormatError
 
 
-def simulations_alone(document: Any) -> bool:
+def _simulations_alone(document: Any) -> bool:
     """Whether `document` is a bare list of τ²-bench simulations (each an object with `messages` and `task_id`,
     none a τ-bench entry's `traj`)."""
     return (
@@ -28,7 +28,7 @@ def simulations_alone(document: Any) -> bool:
 
 def as_run(document: Any) -> Any:
     """A bare list of τ²-bench simulations as a run of them with no tasks; any other document as it is."""
-    return {"simulations": document} if simulations_alone(document) else document
+    return {"simulations": document} if _simulations_alone(document) else document
 
 
 def with_tasks(document: Any, tasks: Any) -> Any:
