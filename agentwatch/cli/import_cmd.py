@@ -117,6 +117,7 @@ def tau_bench(
     from agentwatch.importers.results_files import (
         TauBenchFormatError,
         load_document,
+        load_results,
         read_bounded,
         results_path,
         run_name,
@@ -136,7 +137,7 @@ def tau_bench(
             raise typer.Exit(EXIT_USAGE)
         document = saved_run(load_document(raw), file)
         if tasks is not None:
-            document = with_tasks(document, load_document(read_bounded(tasks)))
+            document = with_tasks(document, load_results(tasks))
         imported = import_results(document, agent, version or stem, stem)
     except (TranscriptFileError, TauBenchFormatError, OSError, EOFError, zlib.error) as exc:
         typer.echo(f"error: {results}: {exc}", err=True)
